@@ -1,0 +1,113 @@
+// Small socket helpers for tests inside workerd: open a serve connection through the Worker,
+// wait for frames that match, and wait for closes. Every wait rejects on timeout.
+import { SELF } from "cloudflare:test";
+import type { ServerFrame } from "../../worker/protocol.ts";
+
+export const DEV_TOKEN = "baton-dev-token";
+export const OTHER_TOKEN = "other-account-token";
+export const BASE = "http://baton.test";
+
+export interface TestSocket {
+  ws: WebSocket;
+  frames: ServerFrame[];
+  closed: { code: number; reason: string } | null;
+  send(frame: unknown): void;
+  sendRaw(data: string | ArrayBuffer): void;
+  next<T extends ServerFrame["type"]>(type: T, match?: (f: Extract<ServerFrame, { type: T }>) => boolean, timeoutMs?: number): Promise<Extract<ServerFrame, { type: T }>>;
+  framesOf<T extends ServerFrame["type"]>(type: T): Extract<ServerFrame, { type: T }>[];
+  waitForClose(timeoutMs?: number): Promise<{ code: number; reason: string }>;
+  close(): void;
+}
+
+export function uniqueAgent(): string {
+  return `a-${crypto.randomUUID().slice(0, 13)}`;
+}
+
+export async function connect(agent: string, opts: { machine?: string; token?: string } = {}): Promise<TestSocket> {
+  const machine = opts.machine ? `?machine=${encodeURIComponent(opts.machine)}` : "";
+  const res = await SELF.fetch(`${BASE}/agents/${agent}/serve${machine}`, {
+    headers: { Upgrade: "websocket", Authorization: `Bearer ${opts.token ?? DEV_TOKEN}` },
+  });
+  const ws = res.webSocket;
+  if (!ws) throw new Error(`upgrade failed: ${res.status} ${await res.text()}`);
+  ws.accept();
+  const frames: ServerFrame[] = [];
+  const waiters = new Set<() => void>();
+  const sock: TestSocket = {
+    ws,
+    frames,
+    closed: null,
+    send: (frame) => ws.send(JSON.stringify(frame)),
+    sendRaw: (data) => ws.send(data),
+    framesOf: (type) => frames.filter((f) => f.type === type) as never,
+    next(type, match, timeoutMs = 5000) {
+      let seen = 0;
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          for (; seen < frames.length; seen++) {
+            const f = frames[seen]!;
+            if (f.type === type && (!match || match(f as never))) {
+              waiters.delete(check);
+              clearTimeout(timer);
+              frames.splice(seen, 1);
+              resolve(f as never);
+              return;
+            }
+          }
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`timed out waiting for a ${type} frame; saw ${JSON.stringify(frames)}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      });
+    },
+    waitForClose(timeoutMs = 5000) {
+      return new Promise((resolve, reject) => {
+        if (sock.closed) return resolve(sock.closed);
+        const timer = setTimeout(() => reject(new Error("timed out waiting for close")), timeoutMs);
+        ws.addEventListener("close", (e) => {
+          clearTimeout(timer);
+          resolve({ code: e.code, reason: e.reason });
+        });
+      });
+    },
+    close: () => ws.close(1000, "test done"),
+  };
+  ws.addEventListener("message", (e) => {
+    frames.push(JSON.parse(e.data as string) as ServerFrame);
+    for (const w of [...waiters]) w();
+  });
+  ws.addEventListener("close", (e) => {
+    sock.closed = { code: e.code, reason: e.reason };
+  });
+  await sock.next("welcome");
+  return sock;
+}
+
+/** Connects and claims; resolves with the first serve_lease frame. */
+export async function claimant(agent: string, machine: string) {
+  const sock = await connect(agent, { machine });
+  sock.send({ type: "serve_lease", op: "claim" });
+  const lease = await sock.next("serve_lease");
+  return { sock, lease };
+}
+
+export async function presence(agent: string, token = DEV_TOKEN) {
+  const res = await SELF.fetch(`${BASE}/agents/${agent}/presence`, { headers: { Authorization: `Bearer ${token}` } });
+  return (await res.json()) as import("../../worker/presence.ts").Presence;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * Round-trips a ping that the object itself answers (the spacing defeats the exact-text
+ * auto-response), proving every earlier frame on this socket was processed.
+ */
+export async function settle(sock: TestSocket): Promise<void> {
+  sock.sendRaw('{"type": "ping"}');
+  await sock.next("pong");
+}

@@ -1,0 +1,180 @@
+// The serve lease in the real runtime: election, handover, stale scan, soft lease, release.
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { AgentCoordinator } from "../../worker/agent-object.ts";
+import { claimant, connect, presence, settle, sleep, uniqueAgent } from "./helpers.ts";
+
+function stubFor(agent: string, account = "dev") {
+  return env.AGENTS.get(env.AGENTS.idFromName(`${account}:${agent}`));
+}
+
+describe("serve lease", () => {
+  it("two connections race to claim and exactly one holds", async () => {
+    const agent = uniqueAgent();
+    const [a, b] = await Promise.all([connect(agent, { machine: "a" }), connect(agent, { machine: "b" })]);
+    a.send({ type: "serve_lease", op: "claim" });
+    b.send({ type: "serve_lease", op: "claim" });
+    const [la, lb] = await Promise.all([a.next("serve_lease"), b.next("serve_lease")]);
+    expect([la.held, lb.held].filter(Boolean)).toHaveLength(1);
+    expect(la.fence).toBe(1);
+    expect(lb.fence).toBe(1);
+    const holder = la.held ? la : lb;
+    const standby = la.held ? lb : la;
+    expect(holder.claim_seq).toBeLessThan(standby.claim_seq);
+    expect(standby.position).toBe(1);
+    expect(holder.holder?.claim_seq).toBe(holder.claim_seq);
+  });
+
+  it("holder closes and the standby takes over with a larger fence", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    expect(a.lease.held).toBe(true);
+    expect(b.lease.held).toBe(false);
+    a.sock.close();
+    const takeover = await b.sock.next("serve_lease");
+    expect(takeover.held).toBe(true);
+    expect(takeover.fence).toBeGreaterThan(a.lease.fence);
+    const p = await presence(agent);
+    expect(p.transitions[0]).toMatchObject({ from_claim: a.lease.claim_seq, to_claim: b.lease.claim_seq, reason: "closed" });
+  });
+
+  it("the stale scan, driven through the alarm, closes a silent holder and re-elects", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "silent");
+    const b = await claimant(agent, "alive");
+    // TTL is one second in the test config: let the holder stay silent past it while b pings.
+    for (let i = 0; i < 4; i++) {
+      await sleep(300);
+      b.sock.send({ type: "ping" });
+      await b.sock.next("pong");
+    }
+    await runDurableObjectAlarm(stubFor(agent));
+    const takeover = await b.sock.next("serve_lease");
+    expect(takeover).toMatchObject({ held: true, fence: 2 });
+    const closed = await a.sock.waitForClose();
+    expect(closed.code).toBe(4008);
+    const p = await presence(agent);
+    expect(p.holder?.machine).toBe("alive");
+    expect(p.transitions[0]?.reason).toBe("stale");
+  });
+
+  it("auto-response heartbeats keep a holder alive across scans without waking the object", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    for (let i = 0; i < 5; i++) {
+      await sleep(300);
+      a.sock.send({ type: "ping" });
+      await a.sock.next("pong");
+      await runDurableObjectAlarm(stubFor(agent));
+    }
+    const p = await presence(agent);
+    expect(p.holder?.claim_seq).toBe(a.lease.claim_seq);
+    expect(p.fence).toBe(1);
+    expect(a.sock.closed).toBeNull();
+  });
+
+  it("a reconnecting former holder gets a new sequence and stays standby", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "home");
+    const b = await claimant(agent, "work");
+    a.sock.close();
+    await b.sock.next("serve_lease", (f) => f.held);
+    const back = await claimant(agent, "home");
+    expect(back.lease.held).toBe(false);
+    expect(back.lease.claim_seq).toBeGreaterThan(b.lease.claim_seq);
+    expect((await presence(agent)).holder?.machine).toBe("work");
+  });
+
+  it("release hands over at once; a release from a standby changes nothing", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    const c = await claimant(agent, "c");
+    b.sock.send({ type: "serve_lease", op: "release", req: "r1" });
+    expect(await b.sock.next("result")).toMatchObject({ op: "release", released: false, req: "r1" });
+    expect((await presence(agent)).holder?.machine).toBe("a");
+    expect((await presence(agent)).fence).toBe(1);
+    a.sock.send({ type: "serve_lease", op: "release" });
+    expect(await a.sock.next("result")).toMatchObject({ released: true });
+    expect(await b.sock.next("serve_lease")).toMatchObject({ held: true, fence: 2 });
+    expect(await a.sock.next("serve_lease")).toMatchObject({ held: false });
+    await settle(c.sock);
+    expect(c.sock.framesOf("serve_lease")).toHaveLength(0);
+  });
+
+  it("does not repeat held frames", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    a.sock.send({ type: "serve_lease", op: "claim" });
+    b.sock.send({ type: "serve_lease", op: "claim" });
+    const c = await claimant(agent, "c");
+    c.sock.close();
+    await settle(a.sock);
+    await settle(b.sock);
+    expect(a.sock.framesOf("serve_lease")).toHaveLength(0);
+    expect(b.sock.framesOf("serve_lease")).toHaveLength(0);
+  });
+
+  it("different agent names do not block each other", async () => {
+    const one = await claimant(uniqueAgent(), "m");
+    const two = await claimant(uniqueAgent(), "m");
+    expect(one.lease.held).toBe(true);
+    expect(two.lease.held).toBe(true);
+  });
+
+  it("presence numbers match the connections", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    await claimant(agent, "b");
+    await claimant(agent, "c");
+    const idle = await connect(agent, { machine: "idle" });
+    await settle(idle);
+    const p = await presence(agent);
+    expect(p).toMatchObject({ agent, connection_count: 4, serve_candidates: 3, serve_standbys: 2, fence: 1 });
+    expect(p.holder).toMatchObject({ claim_seq: a.lease.claim_seq, machine: "a" });
+    expect(p.connections.filter((c) => c.held)).toHaveLength(1);
+    expect(p.connections.map((c) => c.machine)).toEqual(["a", "b", "c", "idle"]);
+    for (const c of p.connections) expect(c.heartbeat_age_seconds).toBeLessThan(1);
+  });
+
+  it("standbys never go below zero and the holder can be nobody", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    a.sock.send({ type: "serve_lease", op: "release" });
+    await a.sock.next("result");
+    const p = await presence(agent);
+    expect(p).toMatchObject({ serve_candidates: 0, serve_standbys: 0, holder: null, fence: 1 });
+  });
+
+  it("a new instance rebuilt from storage keeps the same holder and fence", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    a.sock.close();
+    await b.sock.next("serve_lease", (f) => f.held);
+    const c = await claimant(agent, "c");
+    const rebuilt = await runInDurableObject(stubFor(agent), (_instance: AgentCoordinator, state) => {
+      return new AgentCoordinator(state, env as never).presence();
+    });
+    expect(rebuilt.fence).toBe(2);
+    expect(rebuilt.holder?.claim_seq).toBe(b.lease.claim_seq);
+    expect(rebuilt.serve_standbys).toBe(1);
+    // The claim counter also survives: a new claim gets a sequence never seen before.
+    const d = await claimant(agent, "d");
+    expect(d.lease.claim_seq).toBeGreaterThan(c.lease.claim_seq);
+  });
+
+  it("claim sequences and fences survive a restart of the object", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    await runInDurableObject(stubFor(agent), (_i, state) => {
+      for (const ws of state.getWebSockets()) ws.close(1001, "restart");
+    });
+    await a.sock.waitForClose();
+    const b = await claimant(agent, "b");
+    expect(b.lease.claim_seq).toBeGreaterThan(a.lease.claim_seq);
+    expect(b.lease.fence).toBe(2);
+  });
+});

@@ -1,0 +1,226 @@
+// One Durable Object per (account, agent): holds the agent's serve connections, elects the
+// leaseholder with the pure rules in election.ts, and fences every write. All state lives in
+// SQLite or in socket attachments, so the object can be evicted and rebuilt at any moment.
+import { DurableObject } from "cloudflare:workers";
+import { AgentStore } from "./agent-store.ts";
+import { applyElection, elect, isStale, linePosition, nextStaleDeadline, type Candidate, type TransitionReason } from "./election.ts";
+import { readConfig, type CoordinatorConfig } from "./config.ts";
+import {
+  closeQuietly, FrameRateLimit, lastHeartbeat, newConnState, readConn, send, writeConn, type ConnState,
+} from "./connections.ts";
+import { CLOSE_CODES, errorFrame, LIMITS, parseClientFrame, PING_TEXT, PONG_TEXT, type ClientFrame } from "./protocol.ts";
+import type { Env } from "./env.ts";
+import { buildPresence, type Presence } from "./presence.ts";
+
+interface LiveConn {
+  ws: WebSocket;
+  state: ConnState;
+  heartbeat: number;
+}
+
+export class AgentCoordinator extends DurableObject<Env> {
+  private readonly store: AgentStore;
+  private readonly config: CoordinatorConfig;
+  private readonly rate = new FrameRateLimit(LIMITS.framesPerSecond);
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.config = readConfig(env);
+    this.store = new AgentStore(ctx.storage.sql);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
+  }
+
+  async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const account = request.headers.get("x-baton-account");
+    const agent = request.headers.get("x-baton-agent");
+    if (account && agent && !this.store.identity()) this.store.saveIdentity(account, agent);
+    if (url.pathname.endsWith("/serve")) return this.acceptServe(request, url);
+    if (url.pathname.endsWith("/presence")) return Response.json(this.presence());
+    return Response.json({ error: "not_found", message: "no such agent route" }, { status: 404 });
+  }
+
+  private acceptServe(request: Request, url: URL): Response {
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+      return Response.json({ error: "bad_request", message: "expected a WebSocket upgrade" }, { status: 426 });
+    }
+    if (this.ctx.getWebSockets().length >= LIMITS.connectionsPerAgent) {
+      return Response.json(
+        { error: "too_many_connections", message: `at most ${LIMITS.connectionsPerAgent} connections per agent` },
+        { status: 429 },
+      );
+    }
+    const machine = (url.searchParams.get("machine") ?? "").slice(0, LIMITS.machineLabelChars) || "unknown";
+    const pair = new WebSocketPair();
+    const [client, server] = [pair[0], pair[1]];
+    this.ctx.acceptWebSocket(server, ["serve"]);
+    const now = Date.now();
+    writeConn(server, newConnState("serve", machine, now));
+    send(server, { type: "welcome", agent: this.agentName(), heartbeat_ttl_ms: this.config.heartbeatTtlMs, limits: LIMITS });
+    this.scheduleScan(now);
+    const protocol = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim()).includes("baton") ? "baton" : null;
+    return new Response(null, { status: 101, webSocket: client, headers: protocol ? { "Sec-WebSocket-Protocol": protocol } : {} });
+  }
+
+  async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
+    const state = readConn(ws);
+    if (!state) return;
+    const now = Date.now();
+    if (!this.rate.allow(ws, now)) {
+      send(ws, errorFrame("rate_limited", `at most ${LIMITS.framesPerSecond} frames per second`));
+      return;
+    }
+    state.lastSeen = now;
+    writeConn(ws, state);
+    const parsed = parseClientFrame(raw);
+    if (!parsed.ok) {
+      send(ws, errorFrame(parsed.code, parsed.message, parsed.req));
+      return;
+    }
+    this.handle(ws, state, parsed.frame, now);
+  }
+
+  private handle(ws: WebSocket, state: ConnState, frame: ClientFrame, now: number): void {
+    switch (frame.type) {
+      case "ping":
+        send(ws, { type: "pong" });
+        return;
+      case "hello":
+        if (frame.machine) state.machine = frame.machine;
+        writeConn(ws, state);
+        return;
+      case "serve_lease":
+        if (frame.op === "claim") return this.claim(ws, state, now);
+        return this.release(ws, state, now, frame.req);
+      default:
+        send(ws, errorFrame("bad_frame", `${frame.type} frames are not accepted here`, "req" in frame ? frame.req : undefined));
+    }
+  }
+
+  private claim(ws: WebSocket, state: ConnState, now: number): void {
+    if (state.claimSeq === null || state.released) {
+      state.claimSeq = this.store.nextClaimSeq();
+      state.released = false;
+      state.toldHeld = null;
+      writeConn(ws, state);
+    }
+    this.reconcile(now, "claimed");
+  }
+
+  private release(ws: WebSocket, state: ConnState, now: number, req?: string): void {
+    const lease = this.store.lease();
+    const held = state.claimSeq !== null && !state.released && state.claimSeq === lease.holderClaim;
+    if (held) {
+      state.released = true;
+      writeConn(ws, state);
+      this.reconcile(now, "released");
+    }
+    send(ws, { type: "result", op: "release", req, released: held, fence: this.store.lease().fence });
+  }
+
+  async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    closeQuietly(ws, code === 1005 || code === 1006 ? CLOSE_CODES.normal : code, "closing");
+    this.reconcile(Date.now(), "closed", ws);
+  }
+
+  async webSocketError(ws: WebSocket): Promise<void> {
+    this.reconcile(Date.now(), "closed", ws);
+  }
+
+  async alarm(): Promise<void> {
+    this.reconcile(Date.now(), "stale");
+  }
+
+  /** Live connections, rebuilt from the runtime's socket list on every call. */
+  private liveConns(exclude?: WebSocket): LiveConn[] {
+    const out: LiveConn[] = [];
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws === exclude || ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) continue;
+      const state = readConn(ws);
+      if (state) out.push({ ws, state, heartbeat: lastHeartbeat(this.ctx, ws, state) });
+    }
+    return out;
+  }
+
+  /**
+   * The one place the lease moves: closes silent connections, elects, stores the new fence
+   * before anyone hears of it, tells each connection only when its own state changed, and
+   * schedules the next scan.
+   */
+  private reconcile(now: number, reason: TransitionReason, exclude?: WebSocket): void {
+    const ttl = this.config.heartbeatTtlMs;
+    let conns = this.liveConns(exclude);
+    const before = this.store.lease();
+    let holderWentStale = false;
+    for (const c of conns) {
+      if (c.state.role === "serve" && isStale({ lastHeartbeat: c.heartbeat }, now, ttl)) {
+        if (c.state.claimSeq === before.holderClaim) holderWentStale = true;
+        closeQuietly(c.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
+      }
+    }
+    conns = conns.filter((c) => c.state.role !== "serve" || !isStale({ lastHeartbeat: c.heartbeat }, now, ttl));
+    const candidates = this.candidates(conns);
+    const winner = elect(candidates, now, ttl);
+    const { lease, transition } = applyElection(before, winner, now, holderWentStale ? "stale" : reason);
+    if (transition) this.store.saveLease(lease, transition);
+    for (const c of conns) this.tell(c, lease.holderClaim, lease.fence, candidates);
+    this.scheduleScan(now, conns);
+  }
+
+  private candidates(conns: LiveConn[]): Candidate[] {
+    return conns
+      .filter((c) => c.state.role === "serve" && c.state.claimSeq !== null && !c.state.released)
+      .map((c) => ({ claimSeq: c.state.claimSeq!, machine: c.state.machine, lastHeartbeat: c.heartbeat }));
+  }
+
+  private tell(c: LiveConn, holderClaim: number | null, fence: number, candidates: Candidate[]): void {
+    const { state } = c;
+    if (state.claimSeq === null) return;
+    const held = !state.released && state.claimSeq === holderClaim;
+    if (state.toldHeld === held && (!held || state.toldFence === fence)) return;
+    const lease = this.store.lease();
+    send(c.ws, {
+      type: "serve_lease",
+      held,
+      fence,
+      claim_seq: state.claimSeq,
+      position: state.released ? -1 : linePosition(candidates, state.claimSeq),
+      ttl_ms: this.config.heartbeatTtlMs,
+      holder: lease.holderClaim === null ? null : { claim_seq: lease.holderClaim, machine: lease.holderMachine ?? "unknown", since: lease.since ?? 0 },
+    });
+    state.toldHeld = held;
+    state.toldFence = fence;
+    writeConn(c.ws, state);
+  }
+
+  /**
+   * Schedules the next presence scan at the earliest moment a connection can go stale, capped by
+   * the scan interval; with no connection open, no alarm is left behind.
+   */
+  private scheduleScan(now: number, conns: LiveConn[] = this.liveConns()): void {
+    const serving = conns.filter((c) => c.state.role === "serve");
+    const deadline = nextStaleDeadline(serving.map((c) => ({ lastHeartbeat: c.heartbeat })), this.config.heartbeatTtlMs);
+    if (deadline === null) {
+      void this.ctx.storage.deleteAlarm();
+      return;
+    }
+    void this.ctx.storage.setAlarm(Math.max(now + 1, Math.min(deadline, now + this.config.presenceScanMs)));
+  }
+
+  private agentName(): string {
+    return this.store.identity()?.agent ?? "unknown";
+  }
+
+  presence(): Presence {
+    const now = Date.now();
+    const conns = this.liveConns();
+    return buildPresence({
+      agent: this.agentName(),
+      now,
+      ttlMs: this.config.heartbeatTtlMs,
+      lease: this.store.lease(),
+      conns: conns.map((c) => ({ ...c.state, heartbeat: c.heartbeat })),
+      transitions: this.store.recentTransitions(),
+    });
+  }
+}

@@ -1,0 +1,63 @@
+// SQLite seam of the agent object: counters, the lease record and its transitions.
+// Every write here is synchronous and lands before the object sends anything that depends on it.
+import { EMPTY_LEASE, type LeaseRecord, type Transition } from "./election.ts";
+
+const TRANSITIONS_KEPT = 50;
+
+export class AgentStore {
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+    sql.exec(`CREATE TABLE IF NOT EXISTS transitions (
+      id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, from_claim INTEGER, to_claim INTEGER,
+      fence INTEGER NOT NULL, reason TEXT NOT NULL)`);
+  }
+
+  private get(key: string): string | null {
+    const rows = this.sql.exec<{ value: string }>(`SELECT value FROM meta WHERE key = ?`, key).toArray();
+    return rows.length ? rows[0]!.value : null;
+  }
+
+  private set(key: string, value: string): void {
+    this.sql.exec(`INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value);
+  }
+
+  /** Hands out claim sequences: strictly increasing, never reused, across restarts of the object. */
+  nextClaimSeq(): number {
+    const next = Number(this.get("claim_counter") ?? "0") + 1;
+    this.set("claim_counter", String(next));
+    return next;
+  }
+
+  lease(): LeaseRecord {
+    const raw = this.get("lease");
+    return raw ? (JSON.parse(raw) as LeaseRecord) : EMPTY_LEASE;
+  }
+
+  saveLease(lease: LeaseRecord, transition: Transition | null): void {
+    this.set("lease", JSON.stringify(lease));
+    if (transition) {
+      this.sql.exec(
+        `INSERT INTO transitions (at, from_claim, to_claim, fence, reason) VALUES (?, ?, ?, ?, ?)`,
+        transition.at, transition.fromClaim, transition.toClaim, transition.fence, transition.reason,
+      );
+      this.sql.exec(`DELETE FROM transitions WHERE id <= (SELECT MAX(id) FROM transitions) - ?`, TRANSITIONS_KEPT);
+    }
+  }
+
+  recentTransitions(limit = 20): Transition[] {
+    return this.sql
+      .exec<{ at: number; from_claim: number | null; to_claim: number | null; fence: number; reason: string }>(
+        `SELECT at, from_claim, to_claim, fence, reason FROM transitions ORDER BY id DESC LIMIT ?`, limit)
+      .toArray()
+      .map((r) => ({ at: r.at, fromClaim: r.from_claim, toClaim: r.to_claim, fence: r.fence, reason: r.reason as Transition["reason"] }));
+  }
+
+  identity(): { account: string; agent: string } | null {
+    const raw = this.get("identity");
+    return raw ? (JSON.parse(raw) as { account: string; agent: string }) : null;
+  }
+
+  saveIdentity(account: string, agent: string): void {
+    this.set("identity", JSON.stringify({ account, agent }));
+  }
+}

@@ -1,0 +1,74 @@
+// Per-connection state kept in WebSocket attachments, so it survives hibernation, and the
+// small socket helpers every object shares.
+import type { ServerFrame } from "./protocol.ts";
+
+export type Role = "serve" | "observer";
+
+export interface ConnState {
+  v: 1;
+  role: Role;
+  /** Claim sequence, fixed at the first claim; null until the connection claims. */
+  claimSeq: number | null;
+  /** True once the connection released the lease: it stays connected but is no candidate. */
+  released: boolean;
+  machine: string;
+  joinedAt: number;
+  lastSeen: number;
+  /** What this connection was last told, so frames are only sent on real changes. */
+  toldHeld: boolean | null;
+  toldFence: number | null;
+  /** Highest message id pushed to or acknowledged by this connection. */
+  cursor: number;
+}
+
+export function newConnState(role: Role, machine: string, now: number): ConnState {
+  return { v: 1, role, claimSeq: null, released: false, machine, joinedAt: now, lastSeen: now, toldHeld: null, toldFence: null, cursor: 0 };
+}
+
+export function readConn(ws: WebSocket): ConnState | null {
+  const raw = ws.deserializeAttachment() as ConnState | null;
+  return raw && raw.v === 1 ? raw : null;
+}
+
+export function writeConn(ws: WebSocket, state: ConnState): void {
+  ws.serializeAttachment(state);
+}
+
+/** Server time of the last heartbeat: the auto-response timestamp or the last frame, whichever is later. */
+export function lastHeartbeat(ctx: DurableObjectState, ws: WebSocket, state: ConnState): number {
+  const auto = ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
+  return Math.max(auto, state.lastSeen);
+}
+
+export function send(ws: WebSocket, frame: ServerFrame): void {
+  try {
+    ws.send(JSON.stringify(frame));
+  } catch {
+    // The peer is already gone; its close event re-elects.
+  }
+}
+
+/** Closes without complaint: sockets that are already closing throw, and that is harmless. */
+export function closeQuietly(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, reason);
+  } catch {
+    // already closed
+  }
+}
+
+/** Fixed-window frame counter per socket; in memory only, so a hibernation resets it, which is fine. */
+export class FrameRateLimit {
+  private readonly windows = new WeakMap<WebSocket, { start: number; count: number }>();
+  constructor(private readonly perSecond: number) {}
+
+  allow(ws: WebSocket, now: number): boolean {
+    const w = this.windows.get(ws);
+    if (!w || now - w.start >= 1000) {
+      this.windows.set(ws, { start: now, count: 1 });
+      return true;
+    }
+    w.count += 1;
+    return w.count <= this.perSecond;
+  }
+}

@@ -1,0 +1,76 @@
+// Serve-lease rules as pure functions over plain data. The Durable Object loads candidates,
+// calls these, and applies the result; nothing here touches sockets, storage or the clock.
+
+export interface Candidate {
+  claimSeq: number;
+  machine: string;
+  /** Server time (ms) of the last sign of life: a heartbeat or any frame. */
+  lastHeartbeat: number;
+}
+
+export interface LeaseRecord {
+  fence: number;
+  holderClaim: number | null;
+  holderMachine: string | null;
+  since: number | null;
+}
+
+export type TransitionReason = "claimed" | "closed" | "stale" | "released";
+
+export interface Transition {
+  at: number;
+  fromClaim: number | null;
+  toClaim: number | null;
+  fence: number;
+  reason: TransitionReason;
+}
+
+export const EMPTY_LEASE: LeaseRecord = { fence: 0, holderClaim: null, holderMachine: null, since: null };
+
+export function isStale(c: Pick<Candidate, "lastHeartbeat">, now: number, ttlMs: number): boolean {
+  return now - c.lastHeartbeat > ttlMs;
+}
+
+/** The holder is the live candidate with the lowest claim sequence (etcd's oldest-revision rule). */
+export function elect(candidates: readonly Candidate[], now: number, ttlMs: number): Candidate | null {
+  let best: Candidate | null = null;
+  for (const c of candidates) {
+    if (isStale(c, now, ttlMs)) continue;
+    if (best === null || c.claimSeq < best.claimSeq) best = c;
+  }
+  return best;
+}
+
+/** Position in line: 0 for the holder, k for the k-th standby, by claim sequence. */
+export function linePosition(candidates: readonly Candidate[], claimSeq: number): number {
+  return candidates.filter((c) => c.claimSeq < claimSeq).length;
+}
+
+/**
+ * Applies an election result. The fence grows by one exactly when the lease passes to a new
+ * holder, and never otherwise; losing the holder without a successor keeps the fence.
+ */
+export function applyElection(
+  prev: LeaseRecord,
+  winner: Candidate | null,
+  now: number,
+  reason: TransitionReason,
+): { lease: LeaseRecord; transition: Transition | null } {
+  const toClaim = winner?.claimSeq ?? null;
+  if (toClaim === prev.holderClaim) return { lease: prev, transition: null };
+  const fence = winner === null ? prev.fence : prev.fence + 1;
+  const lease: LeaseRecord = winner === null
+    ? { fence, holderClaim: null, holderMachine: null, since: null }
+    : { fence, holderClaim: winner.claimSeq, holderMachine: winner.machine, since: now };
+  return { lease, transition: { at: now, fromClaim: prev.holderClaim, toClaim, fence, reason } };
+}
+
+/** The earliest moment any candidate can become stale, or null when there is nobody to watch. */
+export function nextStaleDeadline(conns: readonly Pick<Candidate, "lastHeartbeat">[], ttlMs: number): number | null {
+  let earliest: number | null = null;
+  for (const c of conns) {
+    const deadline = c.lastHeartbeat + ttlMs + 1;
+    if (earliest === null || deadline < earliest) earliest = deadline;
+  }
+  return earliest;
+}

@@ -1,0 +1,57 @@
+// The Worker: authenticates every request, validates names, and routes to the object that owns
+// the (account, agent) pair. Static dashboard files are served by the assets binding before this runs.
+import { authenticate, parseTokenConfig, presentedToken, type TokenEntry } from "./auth.ts";
+import type { Env } from "./env.ts";
+import { AGENT_NAME, type ErrorCode } from "./protocol.ts";
+
+export { AgentCoordinator } from "./agent-object.ts";
+
+export function jsonError(status: number, code: ErrorCode, message: string): Response {
+  return Response.json({ error: code, message }, { status });
+}
+
+let cachedTokens: { raw: string | undefined; entries: TokenEntry[] } | null = null;
+function tokenEntries(env: Env): TokenEntry[] {
+  if (!cachedTokens || cachedTokens.raw !== env.BATON_TOKENS) {
+    cachedTokens = { raw: env.BATON_TOKENS, entries: parseTokenConfig(env.BATON_TOKENS) };
+  }
+  return cachedTokens.entries;
+}
+
+function objectKey(account: string, name: string): string {
+  return `${account}:${name}`;
+}
+
+async function route(request: Request, env: Env, account: string, url: URL): Promise<Response> {
+  const parts = url.pathname.split("/").filter(Boolean);
+  if (parts[0] === "agents" && parts.length >= 3) {
+    const agent = decodeURIComponent(parts[1]!);
+    if (!AGENT_NAME.test(agent)) {
+      return jsonError(400, "bad_name", "agent names are 1-63 chars of a-z, 0-9, '.', '_' or '-', starting with a letter or digit");
+    }
+    const stub = env.AGENTS.get(env.AGENTS.idFromName(objectKey(account, agent)));
+    const forwarded = new Request(request);
+    forwarded.headers.set("x-baton-account", account);
+    forwarded.headers.set("x-baton-agent", agent);
+    return stub.fetch(forwarded);
+  }
+  return jsonError(404, "not_found", `no route for ${request.method} ${url.pathname}`);
+}
+
+export default {
+  async fetch(request: Request, env: Env): Promise<Response> {
+    const url = new URL(request.url);
+    let entries: TokenEntry[];
+    try {
+      entries = tokenEntries(env);
+    } catch (err) {
+      return jsonError(500, "bad_request", (err as Error).message);
+    }
+    if (entries.length === 0) {
+      return jsonError(401, "unauthorized", "no tokens are configured on this coordinator; it refuses every request");
+    }
+    const account = await authenticate(presentedToken(request), entries);
+    if (account === null) return jsonError(401, "unauthorized", "missing or wrong bearer token");
+    return route(request, env, account, url);
+  },
+} satisfies ExportedHandler<Env>;

@@ -1,0 +1,63 @@
+// The presence report of one agent: who holds the lease, who waits, and how fresh each one is.
+import type { LeaseRecord, Transition } from "./election.ts";
+import type { ConnState } from "./connections.ts";
+import type { HolderInfo } from "./protocol.ts";
+
+export interface ConnectionReport {
+  role: ConnState["role"];
+  claim_seq: number | null;
+  held: boolean;
+  machine: string;
+  joined_at: number;
+  heartbeat_age_seconds: number;
+  cursor: number;
+}
+
+export interface Presence {
+  agent: string;
+  connection_count: number;
+  serve_candidates: number;
+  serve_standbys: number;
+  fence: number;
+  holder: HolderInfo | null;
+  heartbeat_ttl_seconds: number;
+  connections: ConnectionReport[];
+  transitions: { at: number; from_claim: number | null; to_claim: number | null; fence: number; reason: string }[];
+}
+
+export function buildPresence(input: {
+  agent: string;
+  now: number;
+  ttlMs: number;
+  lease: LeaseRecord;
+  conns: (ConnState & { heartbeat: number })[];
+  transitions: Transition[];
+}): Presence {
+  const { lease } = input;
+  const serve = input.conns.filter((c) => c.role === "serve");
+  const candidates = serve.filter((c) => c.claimSeq !== null && !c.released);
+  const connections = serve
+    .map((c) => ({
+      role: c.role,
+      claim_seq: c.claimSeq,
+      held: c.claimSeq !== null && !c.released && c.claimSeq === lease.holderClaim,
+      machine: c.machine,
+      joined_at: c.joinedAt,
+      heartbeat_age_seconds: Math.max(0, Math.round((input.now - c.heartbeat) / 100) / 10),
+      cursor: c.cursor,
+    }))
+    .sort((a, b) => (a.claim_seq ?? Infinity) - (b.claim_seq ?? Infinity));
+  return {
+    agent: input.agent,
+    connection_count: serve.length,
+    serve_candidates: candidates.length,
+    serve_standbys: Math.max(0, candidates.length - 1),
+    fence: lease.fence,
+    holder: lease.holderClaim === null
+      ? null
+      : { claim_seq: lease.holderClaim, machine: lease.holderMachine ?? "unknown", since: lease.since ?? 0 },
+    heartbeat_ttl_seconds: input.ttlMs / 1000,
+    connections,
+    transitions: input.transitions.map((t) => ({ at: t.at, from_claim: t.fromClaim, to_claim: t.toClaim, fence: t.fence, reason: t.reason })),
+  };
+}

@@ -1,0 +1,202 @@
+// The wire: every frame that crosses a baton WebSocket, the HTTP bodies, the limits and the
+// error codes. Worker and CLI both import this module, so the two sides cannot disagree.
+import * as z from "zod/mini";
+
+export const LIMITS = {
+  frameBytes: 64 * 1024,
+  messageTextBytes: 32 * 1024,
+  replyTextBytes: 32 * 1024,
+  checkpointBytes: 16 * 1024,
+  machineLabelChars: 64,
+  idempotencyKeyChars: 128,
+  connectionsPerAgent: 64,
+  framesPerSecond: 50,
+  leaseTtlSeconds: { min: 1, max: 3600 },
+} as const;
+
+/** Agent names: 1-63 chars of lowercase letters, digits, '.', '_' or '-', starting with a letter or digit. */
+export const AGENT_NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+/** Session keys (lease API): 1-128 chars of letters, digits, '.', '_' or '-', starting with a letter or digit. */
+export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export const PING_TEXT = '{"type":"ping"}';
+export const PONG_TEXT = '{"type":"pong"}';
+
+export const ERROR_CODES = [
+  "bad_json",
+  "bad_frame",
+  "unknown_type",
+  "frame_too_large",
+  "binary_frame",
+  "not_holder",
+  "stale_fence",
+  "lease_expired",
+  "unknown_message",
+  "too_large",
+  "rate_limited",
+  "too_many_connections",
+  "unauthorized",
+  "bad_name",
+  "bad_request",
+  "not_found",
+  "lease_held",
+  "lease_lost",
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export const CLOSE_CODES = {
+  normal: 1000,
+  goingAway: 1001,
+  heartbeatTimeout: 4008,
+  policy: 4009,
+} as const;
+
+const fence = z.int().check(z.nonnegative());
+const messageId = z.int().check(z.gte(1));
+const req = z.optional(z.string().check(z.maxLength(64)));
+const machine = z.string().check(z.minLength(1), z.maxLength(LIMITS.machineLabelChars));
+
+const clientFrameSchema = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("ping") }),
+  z.strictObject({ type: z.literal("hello"), machine: z.optional(machine), cursor: z.optional(fence) }),
+  z.strictObject({
+    type: z.literal("serve_lease"),
+    op: z.enum(["claim", "release"]),
+    fence: z.optional(fence),
+    req,
+  }),
+  z.strictObject({ type: z.literal("sync"), after: fence, req }),
+  z.strictObject({ type: z.literal("ack"), id: messageId, fence, req }),
+  z.strictObject({
+    type: z.literal("reply"),
+    id: messageId,
+    fence,
+    key: z.string().check(z.minLength(1), z.maxLength(LIMITS.idempotencyKeyChars)),
+    text: z.string(),
+    req,
+  }),
+  z.strictObject({ type: z.literal("checkpoint"), fence, value: z.unknown(), req }),
+]);
+
+export type ClientFrame = z.infer<typeof clientFrameSchema>;
+export const CLIENT_FRAME_TYPES = ["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint"] as const;
+
+export interface HolderInfo {
+  claim_seq: number;
+  machine: string;
+  since: number;
+}
+
+export interface MessageFrame {
+  type: "message";
+  id: number;
+  text: string;
+  attempt: number;
+  created_at: number;
+}
+
+export type ServerFrame =
+  | { type: "pong" }
+  | { type: "welcome"; agent: string; heartbeat_ttl_ms: number; limits: typeof LIMITS }
+  | {
+      type: "serve_lease";
+      held: boolean;
+      fence: number;
+      claim_seq: number;
+      position: number;
+      ttl_ms: number;
+      holder: HolderInfo | null;
+      checkpoint?: unknown;
+    }
+  | MessageFrame
+  | { type: "result"; req?: string; op: string; [k: string]: unknown }
+  | { type: "error"; code: ErrorCode; message: string; req?: string };
+
+export type Parsed<T> = { ok: true; frame: T } | { ok: false; code: ErrorCode; message: string; req?: string };
+
+function byteLength(text: string): number {
+  return new TextEncoder().encode(text).byteLength;
+}
+
+/** Validates one text frame from a client. Never throws; a rejection names its error code. */
+export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame> {
+  if (typeof raw !== "string") return { ok: false, code: "binary_frame", message: "frames must be JSON text" };
+  if (raw.length > LIMITS.frameBytes || byteLength(raw) > LIMITS.frameBytes) {
+    return { ok: false, code: "frame_too_large", message: `frame exceeds ${LIMITS.frameBytes} bytes` };
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(raw);
+  } catch {
+    return { ok: false, code: "bad_json", message: "frame is not valid JSON" };
+  }
+  if (typeof data !== "object" || data === null || Array.isArray(data)) {
+    return { ok: false, code: "bad_frame", message: "frame must be a JSON object" };
+  }
+  const type = (data as Record<string, unknown>).type;
+  const reqValue = (data as Record<string, unknown>).req;
+  const reqId = typeof reqValue === "string" && reqValue.length <= 64 ? reqValue : undefined;
+  if (typeof type !== "string" || !(CLIENT_FRAME_TYPES as readonly string[]).includes(type)) {
+    return { ok: false, code: "unknown_type", message: `unknown frame type ${JSON.stringify(type)}`, req: reqId };
+  }
+  const result = clientFrameSchema.safeParse(data);
+  if (!result.success) {
+    return { ok: false, code: "bad_frame", message: `invalid ${type} frame: ${z.prettifyError(result.error)}`, req: reqId };
+  }
+  const frame = result.data;
+  if (frame.type === "reply" && byteLength(frame.text) > LIMITS.replyTextBytes) {
+    return { ok: false, code: "too_large", message: `reply text exceeds ${LIMITS.replyTextBytes} bytes`, req: reqId };
+  }
+  if (frame.type === "checkpoint" && checkpointTooLarge(frame.value)) {
+    return { ok: false, code: "too_large", message: `checkpoint exceeds ${LIMITS.checkpointBytes} bytes`, req: reqId };
+  }
+  return { ok: true, frame };
+}
+
+export function checkpointTooLarge(value: unknown): boolean {
+  return value === undefined || byteLength(JSON.stringify(value)) > LIMITS.checkpointBytes;
+}
+
+const serverFrameTypes = ["pong", "welcome", "serve_lease", "message", "result", "error"] as const;
+
+/** Reads a frame sent by the coordinator; unknown types are returned as null so old clients keep working. */
+export function parseServerFrame(raw: string): ServerFrame | null {
+  let data: unknown;
+  try {
+    data = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  if (typeof data !== "object" || data === null) return null;
+  const type = (data as { type?: unknown }).type;
+  if (typeof type !== "string" || !(serverFrameTypes as readonly string[]).includes(type)) return null;
+  return data as ServerFrame;
+}
+
+export function errorFrame(code: ErrorCode, message: string, reqId?: string): ServerFrame {
+  return reqId === undefined ? { type: "error", code, message } : { type: "error", code, message, req: reqId };
+}
+
+// HTTP bodies
+
+export const postMessageSchema = z.strictObject({
+  text: z.string().check(z.minLength(1)),
+});
+
+const ttl = z.int().check(z.gte(LIMITS.leaseTtlSeconds.min), z.lte(LIMITS.leaseTtlSeconds.max));
+const runId = z.string().check(z.regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/));
+
+export const acquireSchema = z.strictObject({ run_id: runId, ttl_seconds: z.optional(ttl) });
+export const renewSchema = z.strictObject({ run_id: runId, ttl_seconds: z.optional(ttl) });
+export const releaseSchema = z.strictObject({ run_id: runId });
+export const checkSchema = z.strictObject({ run_id: z.optional(runId), fence });
+
+/** Validates an HTTP JSON body against a schema; the error text is ready for a 400 response. */
+export function parseBody<T>(schema: z.ZodMiniType<T>, data: unknown): { ok: true; value: T } | { ok: false; message: string } {
+  const result = schema.safeParse(data);
+  return result.success ? { ok: true, value: result.data } : { ok: false, message: z.prettifyError(result.error) };
+}
+
+export function utf8Bytes(text: string): number {
+  return byteLength(text);
+}
