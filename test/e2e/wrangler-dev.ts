@@ -1,0 +1,95 @@
+// Starts a real `wrangler dev` on free loopback ports for end-to-end tests, benchmarks and chaos
+// runs, and stops it again. State persists to the given directory, so a restart keeps it.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const ROOT = resolve(import.meta.dirname, "../..");
+export const DEV_TOKEN = "baton-dev-token";
+
+export interface DevServer {
+  url: string;
+  port: number;
+  persistDir: string;
+  proc: ChildProcess;
+  output: () => string;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => resolvePort(typeof addr === "object" && addr ? addr.port : 0));
+    });
+  });
+}
+
+export interface DevOptions {
+  vars?: Record<string, string>;
+  persistDir?: string;
+  port?: number;
+  timeoutMs?: number;
+}
+
+/** Resolves once the Worker answers HTTP; rejects with wrangler's output if it does not start. */
+export async function startWranglerDev(opts: DevOptions = {}): Promise<DevServer> {
+  const port = opts.port ?? (await freePort());
+  const inspector = await freePort();
+  const persistDir = opts.persistDir ?? mkdtempSync(join(tmpdir(), "baton-state-"));
+  const args = [
+    "wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
+    "--persist-to", persistDir, "--log-level", "warn", "--show-interactive-dev-session=false",
+  ];
+  for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
+  const proc = spawn(join(ROOT, "node_modules/.bin/wrangler"), args.slice(1), {
+    cwd: ROOT,
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let out = "";
+  proc.stdout!.on("data", (d) => (out += d));
+  proc.stderr!.on("data", (d) => (out += d));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`wrangler dev exited ${proc.exitCode}:\n${out}`);
+    try {
+      const res = await fetch(`${url}/agents/health-check/presence`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+      if (res.status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      kill(proc);
+      throw new Error(`wrangler dev did not answer within the timeout:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    url, port, persistDir, proc,
+    output: () => out,
+    async stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      const exited = new Promise((r) => proc.once("exit", r));
+      kill(proc, "SIGTERM");
+      const timer = setTimeout(() => kill(proc, "SIGKILL"), 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+function kill(proc: ChildProcess, signal: NodeJS.Signals = "SIGKILL"): void {
+  try {
+    process.kill(-proc.pid!, signal);
+  } catch {
+    // already gone
+  }
+}
