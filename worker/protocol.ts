@@ -87,12 +87,17 @@ export interface HolderInfo {
   since: number;
 }
 
+/**
+ * A message for the agent, pushed to every serve connection so standbys keep history too.
+ * `run` is true only on the holder's copy: the one connection that should execute it now.
+ */
 export interface MessageFrame {
   type: "message";
   id: number;
   text: string;
   attempt: number;
   created_at: number;
+  run: boolean;
 }
 
 export type ServerFrame =
