@@ -2,9 +2,10 @@
 // the (account, agent) pair. Static dashboard files are served by the assets binding before this runs.
 import { authenticate, parseTokenConfig, presentedToken, type TokenEntry } from "./auth.ts";
 import type { Env } from "./env.ts";
-import { AGENT_NAME, type ErrorCode } from "./protocol.ts";
+import { AGENT_NAME, SESSION_NAME, type ErrorCode } from "./protocol.ts";
 
 export { AgentCoordinator } from "./agent-object.ts";
+export { LeaseCoordinator } from "./lease-object.ts";
 
 export function jsonError(status: number, code: ErrorCode, message: string): Response {
   return Response.json({ error: code, message }, { status });
@@ -33,6 +34,17 @@ async function route(request: Request, env: Env, account: string, url: URL): Pro
     const forwarded = new Request(request);
     forwarded.headers.set("x-baton-account", account);
     forwarded.headers.set("x-baton-agent", agent);
+    return stub.fetch(forwarded);
+  }
+  if (parts[0] === "leases" && parts.length >= 2) {
+    const session = parts[1]!;
+    if (!SESSION_NAME.test(session)) {
+      return jsonError(400, "bad_name", "session names are 1-128 chars of A-Z, a-z, 0-9, '.', '_' or '-', starting with a letter or digit");
+    }
+    const stub = env.LEASES.get(env.LEASES.idFromName(objectKey(account, session)));
+    const forwarded = new Request(request);
+    forwarded.headers.set("x-baton-account", account);
+    forwarded.headers.set("x-baton-session", session);
     return stub.fetch(forwarded);
   }
   return jsonError(404, "not_found", `no route for ${request.method} ${url.pathname}`);
