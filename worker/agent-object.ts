@@ -8,9 +8,12 @@ import { readConfig, type CoordinatorConfig } from "./config.ts";
 import {
   closeQuietly, FrameRateLimit, lastHeartbeat, newConnState, readConn, send, writeConn, type ConnState,
 } from "./connections.ts";
-import { CLOSE_CODES, errorFrame, LIMITS, parseClientFrame, PING_TEXT, PONG_TEXT, type ClientFrame } from "./protocol.ts";
+import { CLOSE_CODES, errorFrame, LIMITS, parseClientFrame, PING_TEXT, PONG_TEXT, type ClientFrame, type ErrorCode } from "./protocol.ts";
 import type { Env } from "./env.ts";
 import { buildPresence, type Presence } from "./presence.ts";
+import { DirectoryReporter } from "./directory-object.ts";
+import { messageView, WorkDesk } from "./work-desk.ts";
+import { postMessageSchema, utf8Bytes } from "./protocol.ts";
 
 interface LiveConn {
   ws: WebSocket;
@@ -22,11 +25,13 @@ export class AgentCoordinator extends DurableObject<Env> {
   private readonly store: AgentStore;
   private readonly config: CoordinatorConfig;
   private readonly rate = new FrameRateLimit(LIMITS.framesPerSecond);
+  private readonly desk: WorkDesk;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = readConfig(env);
     this.store = new AgentStore(ctx.storage.sql);
+    this.desk = new WorkDesk(ctx.storage.sql, () => this.store.lease(), () => this.liveConns());
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
   }
 
@@ -35,9 +40,47 @@ export class AgentCoordinator extends DurableObject<Env> {
     const account = request.headers.get("x-baton-account");
     const agent = request.headers.get("x-baton-agent");
     if (account && agent && !this.store.identity()) this.store.saveIdentity(account, agent);
-    if (url.pathname.endsWith("/serve")) return this.acceptServe(request, url);
-    if (url.pathname.endsWith("/presence")) return Response.json(this.presence());
-    return Response.json({ error: "not_found", message: "no such agent route" }, { status: 404 });
+    this.store.countWake();
+    const route = url.pathname.split("/").slice(3).join("/");
+    if (route === "serve") return this.acceptServe(request, url);
+    if (route === "presence" && request.method === "GET") return Response.json(this.presence());
+    if (route === "messages" && request.method === "POST") return this.postMessage(request);
+    if (route === "messages" && request.method === "GET") return this.listMessages(url);
+    const one = route.match(/^messages\/(\d{1,15})$/);
+    if (one && request.method === "GET") {
+      const m = this.desk.messages.get(Number(one[1]));
+      return m ? Response.json(messageView(m)) : httpError(404, "not_found", `no message ${one[1]}`);
+    }
+    return httpError(404, "not_found", `no route for ${request.method} ${url.pathname}`);
+  }
+
+  private async postMessage(request: Request): Promise<Response> {
+    const declared = Number(request.headers.get("content-length") ?? "0");
+    if (declared > LIMITS.messageTextBytes * 2) return httpError(413, "too_large", `message body exceeds ${LIMITS.messageTextBytes * 2} bytes`);
+    let body: unknown;
+    try {
+      body = await request.json();
+    } catch {
+      return httpError(400, "bad_json", "body is not valid JSON");
+    }
+    const parsed = postMessageSchema.safeParse(body);
+    if (!parsed.success) return httpError(400, "bad_request", 'body must be {"text": "<non-empty string>"}');
+    if (utf8Bytes(parsed.data.text) > LIMITS.messageTextBytes) {
+      return httpError(413, "too_large", `message text exceeds ${LIMITS.messageTextBytes} bytes`);
+    }
+    const stored = this.desk.post(parsed.data.text, Date.now());
+    this.presenceChanged();
+    return Response.json(messageView(stored), { status: 201 });
+  }
+
+  private listMessages(url: URL): Response {
+    const after = Number(url.searchParams.get("after") ?? "0");
+    const limit = Number(url.searchParams.get("limit") ?? "100");
+    if (!Number.isInteger(after) || after < 0 || !Number.isInteger(limit) || limit < 1) {
+      return httpError(400, "bad_request", "after must be an integer >= 0 and limit an integer >= 1");
+    }
+    const messages = this.desk.messages.after(after, limit).map(messageView);
+    return Response.json({ agent: this.agentName(), messages, cursor: messages.at(-1)?.id ?? after });
   }
 
   private acceptServe(request: Request, url: URL): Response {
@@ -65,9 +108,16 @@ export class AgentCoordinator extends DurableObject<Env> {
   async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
     const state = readConn(ws);
     if (!state) return;
+    this.store.countWake();
     const now = Date.now();
     if (!this.rate.allow(ws, now)) {
       send(ws, errorFrame("rate_limited", `at most ${LIMITS.framesPerSecond} frames per second`));
+      return;
+    }
+    if (state.role === "serve" && isStale({ lastHeartbeat: lastHeartbeat(this.ctx, ws, state) }, now, this.config.heartbeatTtlMs)) {
+      // Expiry is decided by this clock: a frame arriving after the TTL does not revive the connection.
+      send(ws, errorFrame("lease_expired", "no heartbeat within the TTL; reconnect and claim again"));
+      this.reconcile(now, "stale");
       return;
     }
     state.lastSeen = now;
@@ -92,8 +142,13 @@ export class AgentCoordinator extends DurableObject<Env> {
       case "serve_lease":
         if (frame.op === "claim") return this.claim(ws, state, now);
         return this.release(ws, state, now, frame.req);
-      default:
-        send(ws, errorFrame("bad_frame", `${frame.type} frames are not accepted here`, "req" in frame ? frame.req : undefined));
+      case "sync":
+        return this.desk.sync({ ws, state }, frame.after, frame.req);
+      case "ack":
+      case "reply":
+      case "checkpoint":
+        this.desk.write({ ws, state }, frame, now);
+        return this.presenceChanged();
     }
   }
 
@@ -119,6 +174,7 @@ export class AgentCoordinator extends DurableObject<Env> {
   }
 
   async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    this.store.countWake();
     closeQuietly(ws, code === 1005 || code === 1006 ? CLOSE_CODES.normal : code, "closing");
     this.reconcile(Date.now(), "closed", ws);
   }
@@ -128,6 +184,7 @@ export class AgentCoordinator extends DurableObject<Env> {
   }
 
   async alarm(): Promise<void> {
+    this.store.countWake();
     this.reconcile(Date.now(), "stale");
   }
 
@@ -164,12 +221,19 @@ export class AgentCoordinator extends DurableObject<Env> {
     const { lease, transition } = applyElection(before, winner, now, holderWentStale ? "stale" : reason);
     if (transition) this.store.saveLease(lease, transition);
     for (const c of conns) this.tell(c, lease.holderClaim, lease.fence, candidates);
+    if (transition) this.desk.dispatch();
     this.scheduleScan(now, conns);
     this.presenceChanged();
   }
 
   /** Called after every reconcile; reports to the directory only when presence really changed. */
-  private presenceChanged(): void {}
+  private presenceChanged(): void {
+    const identity = this.store.identity();
+    if (identity) this.directoryReporter.report(this.ctx, this.env.DIRECTORY, identity.account, this.presence());
+  }
+
+  /** Remembers what was last reported to the directory; after an eviction it reports once more. */
+  private readonly directoryReporter = new DirectoryReporter();
 
   private candidates(conns: LiveConn[]): Candidate[] {
     return conns
@@ -183,6 +247,7 @@ export class AgentCoordinator extends DurableObject<Env> {
     const held = !state.released && state.claimSeq === holderClaim;
     if (state.toldHeld === held && (!held || state.toldFence === fence)) return;
     const lease = this.store.lease();
+    const checkpoint = held ? this.desk.messages.checkpoint() : null;
     send(c.ws, {
       type: "serve_lease",
       held,
@@ -191,6 +256,7 @@ export class AgentCoordinator extends DurableObject<Env> {
       position: state.released ? -1 : linePosition(candidates, state.claimSeq),
       ttl_ms: this.config.heartbeatTtlMs,
       holder: lease.holderClaim === null ? null : { claim_seq: lease.holderClaim, machine: lease.holderMachine ?? "unknown", since: lease.since ?? 0 },
+      ...(checkpoint ? { checkpoint: checkpoint.value, checkpoint_fence: checkpoint.fence } : {}),
     });
     state.toldHeld = held;
     state.toldFence = fence;
@@ -225,6 +291,12 @@ export class AgentCoordinator extends DurableObject<Env> {
       lease: this.store.lease(),
       conns: conns.map((c) => ({ ...c.state, heartbeat: c.heartbeat })),
       transitions: this.store.recentTransitions(),
+      recentMessages: this.desk.messages.recent(10),
+      wakes: this.store.wakes(),
     });
   }
+}
+
+function httpError(status: number, code: ErrorCode, message: string): Response {
+  return Response.json({ error: code, message }, { status });
 }

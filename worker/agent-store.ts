@@ -52,6 +52,15 @@ export class AgentStore {
       .map((r) => ({ at: r.at, fromClaim: r.from_claim, toClaim: r.to_claim, fence: r.fence, reason: r.reason as Transition["reason"] }));
   }
 
+  /** Counts invocations of the object (requests, frames, alarms, closes): heartbeats must not add to it. */
+  countWake(): void {
+    this.sql.exec(`INSERT INTO meta (key, value) VALUES ('wakes', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`);
+  }
+
+  wakes(): number {
+    return Number(this.get("wakes") ?? "0");
+  }
+
   identity(): { account: string; agent: string } | null {
     const raw = this.get("identity");
     return raw ? (JSON.parse(raw) as { account: string; agent: string }) : null;

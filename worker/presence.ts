@@ -2,6 +2,9 @@
 import type { LeaseRecord, Transition } from "./election.ts";
 import type { ConnState } from "./connections.ts";
 import type { HolderInfo } from "./protocol.ts";
+import type { StoredMessage } from "./message-store.ts";
+
+const PREVIEW_CHARS = 80;
 
 export interface ConnectionReport {
   role: ConnState["role"];
@@ -23,6 +26,9 @@ export interface Presence {
   heartbeat_ttl_seconds: number;
   connections: ConnectionReport[];
   transitions: { at: number; from_claim: number | null; to_claim: number | null; fence: number; reason: string }[];
+  recent_messages: { id: number; status: string; attempts: number; created_at: number; preview: string }[];
+  /** How many times the object has been invoked; auto-answered heartbeats do not count. */
+  wakes: number;
 }
 
 export function buildPresence(input: {
@@ -32,6 +38,8 @@ export function buildPresence(input: {
   lease: LeaseRecord;
   conns: (ConnState & { heartbeat: number })[];
   transitions: Transition[];
+  recentMessages: StoredMessage[];
+  wakes: number;
 }): Presence {
   const { lease } = input;
   const serve = input.conns.filter((c) => c.role === "serve");
@@ -59,5 +67,9 @@ export function buildPresence(input: {
     heartbeat_ttl_seconds: input.ttlMs / 1000,
     connections,
     transitions: input.transitions.map((t) => ({ at: t.at, from_claim: t.fromClaim, to_claim: t.toClaim, fence: t.fence, reason: t.reason })),
+    recent_messages: input.recentMessages.map((m) => ({
+      id: m.id, status: m.status, attempts: m.attempts, created_at: m.created_at, preview: m.text.slice(0, PREVIEW_CHARS),
+    })),
+    wakes: input.wakes,
   };
 }

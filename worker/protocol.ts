@@ -1,6 +1,7 @@
 // The wire: every frame that crosses a baton WebSocket, the HTTP bodies, the limits and the
 // error codes. Worker and CLI both import this module, so the two sides cannot disagree.
 import * as z from "zod/mini";
+import type { Presence } from "./presence.ts";
 
 export const LIMITS = {
   frameBytes: 64 * 1024,
@@ -100,6 +101,19 @@ export interface MessageFrame {
   run: boolean;
 }
 
+/** One agent as the directory knows it: its presence and the server time (ms) it was taken. */
+export type DirectoryEntry = Presence & { reported_at: number };
+
+/**
+ * Frames for dashboard observers at GET /observe: the whole directory on connect, then one agent's
+ * presence whenever it changes, and agent_gone when its last connection leaves. `server_time` lets
+ * the page compute ages with the server's clock.
+ */
+export type ObserverFrame =
+  | { type: "directory"; agents: DirectoryEntry[]; server_time: number }
+  | { type: "presence"; presence: DirectoryEntry; server_time: number }
+  | { type: "agent_gone"; agent: string; server_time: number };
+
 export type ServerFrame =
   | { type: "pong" }
   | { type: "welcome"; agent: string; heartbeat_ttl_ms: number; limits: typeof LIMITS }
@@ -112,10 +126,12 @@ export type ServerFrame =
       ttl_ms: number;
       holder: HolderInfo | null;
       checkpoint?: unknown;
+      checkpoint_fence?: number;
     }
   | MessageFrame
   | { type: "result"; req?: string; op: string; [k: string]: unknown }
-  | { type: "error"; code: ErrorCode; message: string; req?: string };
+  | { type: "error"; code: ErrorCode; message: string; req?: string }
+  | ObserverFrame;
 
 export type Parsed<T> = { ok: true; frame: T } | { ok: false; code: ErrorCode; message: string; req?: string };
 
@@ -162,7 +178,7 @@ export function checkpointTooLarge(value: unknown): boolean {
   return value === undefined || byteLength(JSON.stringify(value)) > LIMITS.checkpointBytes;
 }
 
-const serverFrameTypes = ["pong", "welcome", "serve_lease", "message", "result", "error"] as const;
+const serverFrameTypes = ["pong", "welcome", "serve_lease", "message", "result", "error", "directory", "presence", "agent_gone"] as const;
 
 /** Reads a frame sent by the coordinator; unknown types are returned as null so old clients keep working. */
 export function parseServerFrame(raw: string): ServerFrame | null {

@@ -1,0 +1,167 @@
+// Durable work in the real runtime: messages, fenced idempotent writes, redelivery, checkpoints.
+import { env, runInDurableObject, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { AgentCoordinator } from "../../worker/agent-object.ts";
+import { BASE, claimant, DEV_TOKEN, presence, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
+
+const auth = { Authorization: `Bearer ${DEV_TOKEN}` };
+
+async function post(agent: string, text: string) {
+  const res = await SELF.fetch(`${BASE}/agents/${agent}/messages`, {
+    method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ text }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function history(agent: string, after = 0) {
+  const res = await SELF.fetch(`${BASE}/agents/${agent}/messages?after=${after}`, { headers: auth });
+  return (await res.json()) as { messages: { id: number; status: string; attempts: number; reply: string | null }[]; cursor: number };
+}
+
+function reply(sock: TestSocket, id: number, fence: number, text: string, req = `r${id}`) {
+  sock.send({ type: "reply", id, fence, key: `${id}:reply`, text, req });
+  return sock.next("result", (f) => f.req === req);
+}
+
+describe("durable work", () => {
+  it("pushes a message to every serve connection; only the holder's copy says run", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    const posted = await post(agent, "review PR 7");
+    expect(posted.status).toBe(201);
+    const ma = await a.sock.next("message");
+    const mb = await b.sock.next("message");
+    expect(ma).toMatchObject({ id: posted.body.id, text: "review PR 7", run: true, attempt: 1 });
+    expect(mb).toMatchObject({ id: posted.body.id, run: false });
+    expect((await presence(agent)).connections.map((c) => c.cursor)).toEqual([ma.id, ma.id]);
+  });
+
+  it("A pauses, B takes over, A's write with the old fence is rejected and stored nowhere", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    const { body } = await post(agent, "deploy");
+    const id = body.id as number;
+    await a.sock.next("message");
+    // B takes over (A's connection is gone); A comes back on a new connection with its old fence.
+    a.sock.close();
+    const bHeld = await b.sock.next("serve_lease", (f) => f.held);
+    const aBack = await claimant(agent, "a");
+    expect(aBack.lease.held).toBe(false);
+    aBack.sock.send({ type: "reply", id, fence: a.lease.fence, key: `${id}:reply`, text: "stale", req: "late" });
+    expect(await aBack.sock.next("error", (f) => f.req === "late")).toMatchObject({ code: "stale_fence" });
+    aBack.sock.send({ type: "checkpoint", fence: a.lease.fence, value: { step: 9 }, req: "cp" });
+    expect(await aBack.sock.next("error", (f) => f.req === "cp")).toMatchObject({ code: "stale_fence" });
+    // Even with the current fence, a standby is not the holder.
+    aBack.sock.send({ type: "ack", id, fence: bHeld.fence, req: "ack" });
+    expect(await aBack.sock.next("error", (f) => f.req === "ack")).toMatchObject({ code: "not_holder" });
+    const h = await history(agent);
+    expect(h.messages[0]).toMatchObject({ id, status: "delivered", reply: null });
+    const redelivered = await b.sock.next("message", (f) => f.run);
+    expect(redelivered).toMatchObject({ id, attempt: 2 });
+    expect(await reply(b.sock, id, bHeld.fence, "done by b")).toMatchObject({ duplicate: false });
+    expect((await history(agent)).messages[0]).toMatchObject({ status: "acknowledged", reply: "done by b" });
+  });
+
+  it("unacked work is redelivered to the new holder exactly once with attempt 2; acked work never", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    const c = await claimant(agent, "c");
+    const first = (await post(agent, "one")).body.id as number;
+    const second = (await post(agent, "two")).body.id as number;
+    await a.sock.next("message", (f) => f.id === first);
+    await a.sock.next("message", (f) => f.id === second);
+    await reply(a.sock, first, a.lease.fence, "ok");
+    a.sock.close();
+    await b.sock.next("serve_lease", (f) => f.held);
+    const again = await b.sock.next("message", (f) => f.run);
+    expect(again).toMatchObject({ id: second, attempt: 2 });
+    await settle(b.sock);
+    expect(b.sock.framesOf("message").filter((f) => f.run)).toHaveLength(0);
+    // c is standby: it never gets a run copy.
+    await settle(c.sock);
+    expect(c.sock.framesOf("message").filter((f) => f.run)).toHaveLength(0);
+    expect((await history(agent)).messages.map((m) => [m.id, m.status, m.attempts])).toEqual([
+      [first, "acknowledged", 1],
+      [second, "delivered", 2],
+    ]);
+  });
+
+  it("a message posted with no holder waits, then goes to the first holder with attempt 1", async () => {
+    const agent = uniqueAgent();
+    const id = (await post(agent, "later")).body.id as number;
+    expect((await history(agent)).messages[0]).toMatchObject({ status: "queued", attempts: 0 });
+    const a = await claimant(agent, "a");
+    expect(await a.sock.next("message", (f) => f.run)).toMatchObject({ id, attempt: 1 });
+  });
+
+  it("a repeated write with the same idempotency key returns the first result and does nothing again", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = (await post(agent, "x")).body.id as number;
+    await a.sock.next("message");
+    const first = await reply(a.sock, id, a.lease.fence, "first", "q1");
+    const second = await reply(a.sock, id, a.lease.fence, "second", "q2");
+    expect(first).toMatchObject({ duplicate: false, key: `${id}:reply` });
+    expect(second).toMatchObject({ duplicate: true, key: `${id}:reply`, fence: first.fence });
+    expect((await history(agent)).messages[0]?.reply).toBe("first");
+  });
+
+  it("checkpoints reach the next holder with held:true and survive a rebuilt object", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    a.sock.send({ type: "checkpoint", fence: a.lease.fence, value: { step: 3, notes: ["x"] }, req: "cp" });
+    expect(await a.sock.next("result", (f) => f.req === "cp")).toMatchObject({ op: "checkpoint" });
+    b.sock.send({ type: "checkpoint", fence: a.lease.fence, value: { step: 99 }, req: "cp2" });
+    expect(await b.sock.next("error", (f) => f.req === "cp2")).toMatchObject({ code: "not_holder" });
+    a.sock.close();
+    expect(await b.sock.next("serve_lease", (f) => f.held)).toMatchObject({ checkpoint: { step: 3, notes: ["x"] }, checkpoint_fence: 1 });
+    const stub = env.AGENTS.get(env.AGENTS.idFromName(`dev:${agent}`));
+    const rebuilt = await runInDurableObject(stub, (_i: AgentCoordinator, state) =>
+      new AgentCoordinator(state, env as never)["desk"].messages.checkpoint());
+    expect(rebuilt).toMatchObject({ value: { step: 3, notes: ["x"] }, fence: 1 });
+  });
+
+  it("history and cursors are right after a reconnect", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const ids: number[] = [];
+    for (const t of ["m1", "m2", "m3"]) ids.push((await post(agent, t)).body.id as number);
+    const seen = await a.sock.next("message", (f) => f.id === ids[0]);
+    a.sock.close();
+    const back = await claimant(agent, "a");
+    back.sock.send({ type: "sync", after: seen.id, req: "s" });
+    const done = await back.sock.next("result", (f) => f.req === "s");
+    expect(done).toMatchObject({ op: "sync", cursor: ids[2] });
+    expect(back.sock.framesOf("message").filter((f) => !f.run).map((f) => f.id)).toEqual(ids.slice(1));
+    const page = await history(agent, ids[0]!);
+    expect(page.messages.map((m) => m.id)).toEqual(ids.slice(1));
+    expect(page.cursor).toBe(ids[2]);
+  });
+
+  it("bad message bodies get 400 or 413 and store nothing", async () => {
+    const agent = uniqueAgent();
+    const cases: [BodyInit, number][] = [
+      ["{not json", 400],
+      [JSON.stringify({ text: "" }), 400],
+      [JSON.stringify({ text: 5 }), 400],
+      [JSON.stringify({ text: "x", extra: 1 }), 400],
+      [JSON.stringify({ text: "x".repeat(33 * 1024) }), 413],
+    ];
+    for (const [body, status] of cases) {
+      const res = await SELF.fetch(`${BASE}/agents/${agent}/messages`, { method: "POST", headers: auth, body });
+      expect(res.status).toBe(status);
+    }
+    expect((await history(agent)).messages).toEqual([]);
+  });
+
+  it("a write for an unknown message is rejected", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    a.sock.send({ type: "ack", id: 4242, fence: a.lease.fence, req: "u" });
+    expect(await a.sock.next("error", (f) => f.req === "u")).toMatchObject({ code: "unknown_message" });
+  });
+});
