@@ -18,17 +18,27 @@ export function configPath(env: NodeJS.ProcessEnv = process.env): string {
   return join(base, "baton", "config.json");
 }
 
+/** The file `baton login` writes; anything of another shape counts as nothing stored. */
 export function readStoredConfig(env: NodeJS.ProcessEnv = process.env): StoredConfig {
+  let data: unknown;
   try {
-    return JSON.parse(readFileSync(configPath(env), "utf8")) as StoredConfig;
+    data = JSON.parse(readFileSync(configPath(env), "utf8"));
   } catch {
     return {};
   }
+  if (typeof data !== "object" || data === null) return {};
+  const { url, token } = data as Record<string, unknown>;
+  return { ...(typeof url === "string" ? { url } : {}), ...(typeof token === "string" ? { token } : {}) };
 }
 
+/** Loopback only: `localhost`, `[::1]` or a dotted 127.x.y.z address (not a name that starts with "127."). */
 export function isLocalUrl(url: string): boolean {
   const host = new URL(url).hostname;
-  return host === "localhost" || host === "[::1]" || host === "::1" || host.startsWith("127.");
+  return host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+function sameUrl(a: string, b: string): boolean {
+  return a.replace(/\/+$/, "") === b.replace(/\/+$/, "");
 }
 
 export interface Connection {
@@ -40,12 +50,16 @@ export interface Connection {
 export function resolveConnection(flags: { url?: string; token?: string }, env: NodeJS.ProcessEnv = process.env): Connection {
   const stored = readStoredConfig(env);
   const url = (flags.url || env.BATON_URL || stored.url || DEFAULT_URL).replace(/\/+$/, "");
+  let protocol: string;
   try {
-    new URL(url);
+    protocol = new URL(url).protocol;
   } catch {
     throw new CLIError(`not a URL: ${url}`);
   }
-  const token = flags.token || env.BATON_TOKEN || stored.token || (isLocalUrl(url) ? DEV_TOKEN : "");
+  if (protocol !== "http:" && protocol !== "https:") throw new CLIError(`not an http(s) URL: ${url}`);
+  // A stored token goes only to the coordinator it was stored for; the dev token only to loopback.
+  const storedToken = stored.token && (!stored.url || sameUrl(stored.url, url)) ? stored.token : "";
+  const token = flags.token || env.BATON_TOKEN || storedToken || (isLocalUrl(url) ? DEV_TOKEN : "");
   if (!token) throw new CLIError(`no token for ${url}: run \`baton login\` or set BATON_TOKEN`);
   return { url, token };
 }

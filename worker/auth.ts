@@ -7,18 +7,33 @@ export interface TokenEntry {
 }
 
 export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const TOKEN_PROTOCOL_PREFIX = "baton.token.";
+/** Browsers cannot set headers on a WebSocket, so they offer `baton` and `baton.token.<base64url>`. */
+export const TOKEN_PROTOCOL_PREFIX = "baton.token.";
+export const BATON_PROTOCOL = "baton";
 
-/** Parses `account:sha256hex,...`; malformed entries throw with the entry named. */
+/**
+ * Parses `account:sha256hex,...`. A malformed entry throws naming its position only, so the
+ * message never repeats configuration; one hash may not belong to two accounts.
+ */
 export function parseTokenConfig(raw: string | undefined): TokenEntry[] {
   if (!raw) return [];
-  return raw.split(",").map((s) => s.trim()).filter(Boolean).map((entry) => {
-    const [account, hex] = entry.split(":");
-    if (!account || !ACCOUNT_NAME.test(account) || !hex || !/^[0-9a-f]{64}$/i.test(hex)) {
-      throw new Error(`BATON_TOKENS entry ${JSON.stringify(entry.slice(0, 24))} must be account:sha256-hex`);
+  const entries = raw.split(",").map((s) => s.trim()).filter(Boolean).map((entry, index) => {
+    const parts = entry.split(":");
+    const [account, hex] = parts;
+    if (parts.length !== 2 || !account || !ACCOUNT_NAME.test(account) || !hex || !/^[0-9a-f]{64}$/i.test(hex)) {
+      throw new Error(`BATON_TOKENS entry ${index + 1} must be account:sha256-hex (account: a-z, 0-9, '_', '-')`);
     }
-    return { account, hash: hexToBytes(hex) };
+    return { account, hex: hex.toLowerCase() };
   });
+  const owner = new Map<string, string>();
+  for (const { account, hex } of entries) {
+    const previous = owner.get(hex);
+    if (previous !== undefined && previous !== account) {
+      throw new Error(`BATON_TOKENS gives one token hash to two accounts (${previous} and ${account})`);
+    }
+    owner.set(hex, account);
+  }
+  return entries.map(({ account, hex }) => ({ account, hash: hexToBytes(hex) }));
 }
 
 function hexToBytes(hex: string): Uint8Array {
@@ -31,6 +46,25 @@ export async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
 }
 
+/** The subprotocol that carries a token: `baton.token.` + base64url of its UTF-8 bytes, unpadded. */
+export function tokenProtocol(token: string): string {
+  let binary = "";
+  for (const byte of new TextEncoder().encode(token)) binary += String.fromCharCode(byte);
+  return TOKEN_PROTOCOL_PREFIX + btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function decodeTokenProtocol(carrier: string): string | null {
+  const b64 = carrier.slice(TOKEN_PROTOCOL_PREFIX.length).replace(/-/g, "+").replace(/_/g, "/");
+  if (b64 === "") return null;
+  try {
+    const binary = atob(b64);
+    const bytes = Uint8Array.from(binary, (ch) => ch.charCodeAt(0));
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
 /** Reads the bearer token from the Authorization header or, for browsers' WebSockets, the subprotocol list. */
 export function presentedToken(request: Request): string | null {
   const header = request.headers.get("authorization");
@@ -38,13 +72,7 @@ export function presentedToken(request: Request): string | null {
   if (match) return match[1]!;
   const protocols = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim()) ?? [];
   const carrier = protocols.find((p) => p.startsWith(TOKEN_PROTOCOL_PREFIX));
-  if (!carrier) return null;
-  try {
-    const b64 = carrier.slice(TOKEN_PROTOCOL_PREFIX.length).replace(/-/g, "+").replace(/_/g, "/");
-    return atob(b64);
-  } catch {
-    return null;
-  }
+  return carrier ? decodeTokenProtocol(carrier) : null;
 }
 
 /** The account the token belongs to, or null. Every configured hash is compared, so timing says nothing. */

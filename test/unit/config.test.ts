@@ -1,0 +1,103 @@
+// Configuration read once with exact messages: the coordinator's wrangler vars, and where the
+// CLI finds its URL and token (the dev token only ever goes to a loopback URL).
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { configPath, DEFAULT_URL, DEV_TOKEN, isLocalUrl, resolveConnection } from "../../cli/config.ts";
+import { DEFAULT, readConfig } from "../../worker/config.ts";
+
+describe("readConfig (coordinator vars)", () => {
+  it("uses the defaults when vars are unset or empty", () => {
+    const expected = { heartbeatTtlMs: DEFAULT.heartbeatTtlSeconds * 1000, presenceScanMs: DEFAULT.presenceScanSeconds * 1000 };
+    expect(readConfig({})).toEqual(expected);
+    expect(readConfig({ BATON_HEARTBEAT_TTL_SECONDS: "", BATON_PRESENCE_SCAN_SECONDS: "" })).toEqual(expected);
+  });
+
+  it("reads fractional seconds", () => {
+    expect(readConfig({ BATON_HEARTBEAT_TTL_SECONDS: "1", BATON_PRESENCE_SCAN_SECONDS: "0.5" })).toEqual({
+      heartbeatTtlMs: 1000,
+      presenceScanMs: 500,
+    });
+  });
+
+  it("rejects values out of range or not numbers with an exact message", () => {
+    for (const raw of ["0", "-1", "abc", "86401", "Infinity", "NaN"]) {
+      expect(() => readConfig({ BATON_HEARTBEAT_TTL_SECONDS: raw }), raw).toThrow(
+        `BATON_HEARTBEAT_TTL_SECONDS must be a number of seconds between 0 and 86400, got ${JSON.stringify(raw)}`,
+      );
+    }
+    expect(() => readConfig({ BATON_PRESENCE_SCAN_SECONDS: "soon" })).toThrow(
+      'BATON_PRESENCE_SCAN_SECONDS must be a number of seconds between 0 and 86400, got "soon"',
+    );
+  });
+});
+
+function tempEnv(stored?: object): NodeJS.ProcessEnv {
+  const dir = mkdtempSync(join(tmpdir(), "baton-config-"));
+  const env = { XDG_CONFIG_HOME: dir } as NodeJS.ProcessEnv;
+  if (stored) {
+    mkdirSync(join(dir, "baton"), { recursive: true });
+    writeFileSync(configPath(env), JSON.stringify(stored));
+  }
+  return env;
+}
+
+describe("isLocalUrl", () => {
+  it("accepts loopback hosts only", () => {
+    for (const url of ["http://127.0.0.1:8787", "http://localhost:8787", "http://[::1]:8787", "http://127.1.2.3", "ws://localhost"]) {
+      expect(isLocalUrl(url), url).toBe(true);
+    }
+    for (const url of [
+      "https://baton.example.workers.dev",
+      "http://127.0.0.1.nip.io:8787",
+      "http://127.example.com",
+      "http://localhost.example.com",
+      "http://10.0.0.1:8787",
+      "http://0.0.0.0:8787",
+      "http://[::ffff:7f00:1]:8787",
+    ]) {
+      expect(isLocalUrl(url), url).toBe(false);
+    }
+  });
+});
+
+describe("resolveConnection", () => {
+  it("defaults to the local wrangler dev URL with the dev token", () => {
+    expect(resolveConnection({}, tempEnv())).toEqual({ url: DEFAULT_URL, token: DEV_TOKEN });
+  });
+
+  it("takes flags over the environment over the config file", () => {
+    const env = { ...tempEnv({ url: "https://file.example", token: "file-token" }), BATON_URL: "https://env.example/", BATON_TOKEN: "env-token" };
+    expect(resolveConnection({ url: "https://flag.example", token: "flag-token" }, env)).toEqual({ url: "https://flag.example", token: "flag-token" });
+    expect(resolveConnection({}, env)).toEqual({ url: "https://env.example", token: "env-token" });
+    expect(resolveConnection({}, tempEnv({ url: "https://file.example", token: "file-token" }))).toEqual({
+      url: "https://file.example",
+      token: "file-token",
+    });
+  });
+
+  it("never falls back to the dev token for a remote URL", () => {
+    for (const url of ["https://baton.example.workers.dev", "http://127.0.0.1.nip.io:8787", "http://localhost.example.com"]) {
+      expect(() => resolveConnection({ url }, tempEnv()), url).toThrow(`no token for ${url}: run \`baton login\` or set BATON_TOKEN`);
+    }
+  });
+
+  it("sends a stored token only to the URL it was stored for", () => {
+    const env = tempEnv({ url: "https://prod.example", token: "prod-token" });
+    expect(() => resolveConnection({ url: "https://elsewhere.example" }, env)).toThrow(
+      "no token for https://elsewhere.example: run `baton login` or set BATON_TOKEN",
+    );
+    expect(resolveConnection({ url: "http://127.0.0.1:8787" }, env)).toEqual({ url: "http://127.0.0.1:8787", token: DEV_TOKEN });
+    expect(resolveConnection({ url: "https://prod.example/" }, env).token).toBe("prod-token");
+  });
+
+  it("ignores a config file that is not the shape login writes", () => {
+    expect(resolveConnection({}, tempEnv({ url: 7, token: ["x"] }))).toEqual({ url: DEFAULT_URL, token: DEV_TOKEN });
+  });
+
+  it("rejects a URL that does not parse or is not http(s)", () => {
+    expect(() => resolveConnection({ url: "not a url" }, tempEnv())).toThrow("not a URL: not a url");
+    expect(() => resolveConnection({ url: "ftp://127.0.0.1" }, tempEnv())).toThrow("not an http(s) URL: ftp://127.0.0.1");
+  });
+});
