@@ -1,5 +1,5 @@
 // The `baton` command: a thin entry that loads one file per subcommand on demand.
-import { defineCommand, runMain } from "citty";
+import { defineCommand, runCommand, runMain } from "citty";
 import { CLIError } from "./errors.ts";
 
 const main = defineCommand({
@@ -7,6 +7,8 @@ const main = defineCommand({
   subCommands: {
     serve: () => import("./commands/serve.ts").then((m) => m.default),
     who: () => import("./commands/who.ts").then((m) => m.default),
+    send: () => import("./commands/send.ts").then((m) => m.default),
+    history: () => import("./commands/history.ts").then((m) => m.default),
   },
 });
 
@@ -18,4 +20,25 @@ process.on("uncaughtException", (err) => {
   throw err;
 });
 
-await runMain(main);
+// Help flags after `--` belong to the served COMMAND, so only the part before it is checked.
+const rawArgs = process.argv.slice(2);
+const dashes = rawArgs.indexOf("--");
+const ownArgs = dashes === -1 ? rawArgs : rawArgs.slice(0, dashes);
+if (ownArgs.length === 0 || ownArgs.some((a) => a === "--help" || a === "-h")) {
+  await runMain(main, { rawArgs: ownArgs.length === 0 ? ["--help"] : ownArgs });
+} else {
+  try {
+    await runCommand(main, { rawArgs });
+  } catch (err) {
+    if (err instanceof CLIError) {
+      process.stderr.write(`baton: ${err.message}\n`);
+      process.exit(err.exitCode);
+    }
+    // citty's own usage errors (unknown command, missing argument) are user mistakes too.
+    if (err instanceof Error && err.name === "CLIError") {
+      process.stderr.write(`baton: ${err.message} (see \`baton ${ownArgs[0] ?? ""} --help\`)\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,74 @@
+// `baton send` and `baton history` as real processes against `wrangler dev`, with a raw
+// WebSocket holder that replies with a fenced write.
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+
+const run = promisify(execFile);
+let dev: DevServer;
+
+beforeAll(async () => {
+  dev = await startWranglerDev();
+});
+afterAll(async () => {
+  await dev?.stop();
+});
+
+function baton(...args: string[]) {
+  return run("node", ["cli/bin.js", ...args, "--url", dev.url], { cwd: ROOT, env: { ...process.env, BATON_TOKEN: DEV_TOKEN } });
+}
+
+/** A holder that answers every message it is asked to run with "echo: TEXT". */
+async function echoHolder(agent: string): Promise<WebSocket> {
+  const ws = new WebSocket(`${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=echo`, {
+    headers: { authorization: `Bearer ${DEV_TOKEN}` },
+  });
+  let fence = 0;
+  ws.on("message", (data) => {
+    const f = JSON.parse(String(data));
+    if (f.type === "serve_lease" && f.held) fence = f.fence;
+    if (f.type === "message" && f.run) {
+      ws.send(JSON.stringify({ type: "reply", id: f.id, fence, key: `${f.id}:reply`, text: `echo: ${f.text}` }));
+    }
+  });
+  await new Promise((r) => ws.once("open", r));
+  ws.send(JSON.stringify({ type: "serve_lease", op: "claim" }));
+  return ws;
+}
+
+describe("baton send and history", () => {
+  it("send --wait prints the holder's reply; history lists status, attempts and the reply", async () => {
+    const agent = `send-${Date.now()}`;
+    const queued = await baton("send", agent, "queued before anyone serves", "--json");
+    const first = JSON.parse(queued.stdout);
+    expect(first).toMatchObject({ status: "queued", attempts: 0 });
+    let page = JSON.parse((await baton("history", agent, "--json")).stdout);
+    expect(page.messages.map((m: { status: string }) => m.status)).toEqual(["queued"]);
+
+    const holder = await echoHolder(agent);
+    try {
+      const waited = await baton("send", agent, "hello there", "--wait");
+      expect(waited.stdout).toBe("echo: hello there");
+      page = JSON.parse((await baton("history", agent, "--json")).stdout);
+      expect(page.messages).toMatchObject([
+        { id: first.id, status: "acknowledged", attempts: 1, reply: "echo: queued before anyone serves" },
+        { status: "acknowledged", attempts: 1, reply: "echo: hello there" },
+      ]);
+      const after = JSON.parse((await baton("history", agent, "--after", String(first.id), "--json")).stdout);
+      expect(after.messages).toHaveLength(1);
+      const table = (await baton("history", agent)).stdout;
+      expect(table).toContain("acknowledged");
+      expect(table).toContain("-> echo: hello there");
+    } finally {
+      holder.close();
+    }
+  });
+
+  it("a bad agent name is a one-line user error with exit 1", async () => {
+    const err = await baton("send", "Not-Valid", "x").catch((e) => e);
+    expect(err.code).toBe(1);
+    expect(err.stderr).toMatch(/bad_name/);
+  });
+});
