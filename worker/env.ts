@@ -1,9 +1,14 @@
+import type { AgentCoordinator } from "./agent-object.ts";
 import type { ConfigVars } from "./config.ts";
+import type { AgentDirectory } from "./directory-object.ts";
+import type { LeaseCoordinator } from "./lease-object.ts";
 
 export interface Env extends ConfigVars {
-  AGENTS: DurableObjectNamespace;
+  AGENTS: DurableObjectNamespace<AgentCoordinator>;
   /** Session leases: one LeaseCoordinator per (account, session). */
-  LEASES: DurableObjectNamespace;
+  LEASES: DurableObjectNamespace<LeaseCoordinator>;
+  /** The agent directory: one AgentDirectory per account, fed by agent objects, watched by dashboards. */
+  DIRECTORY: DurableObjectNamespace<AgentDirectory>;
   /** Comma-separated `account:sha256hex` pairs: the hashes of the bearer tokens each account may use. */
   BATON_TOKENS?: string;
 }
