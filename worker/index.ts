@@ -2,10 +2,12 @@
 // the (account, agent) pair. Static dashboard files are served by the assets binding before this runs.
 import { authenticate, parseTokenConfig, presentedToken, type TokenEntry } from "./auth.ts";
 import type { Env } from "./env.ts";
+import { directoryId } from "./directory-object.ts";
 import { AGENT_NAME, SESSION_NAME, type ErrorCode } from "./protocol.ts";
 
 export { AgentCoordinator } from "./agent-object.ts";
 export { LeaseCoordinator } from "./lease-object.ts";
+export { AgentDirectory } from "./directory-object.ts";
 
 export function jsonError(status: number, code: ErrorCode, message: string): Response {
   return Response.json({ error: code, message }, { status });
@@ -25,6 +27,12 @@ function objectKey(account: string, name: string): string {
 
 async function route(request: Request, env: Env, account: string, url: URL): Promise<Response> {
   const parts = url.pathname.split("/").filter(Boolean);
+  if ((url.pathname === "/agents" && request.method === "GET") || url.pathname === "/observe") {
+    // The account's directory: every agent with connections, and the dashboard's observer socket.
+    const forwarded = new Request(request);
+    forwarded.headers.set("x-baton-account", account);
+    return env.DIRECTORY.get(directoryId(env.DIRECTORY, account)).fetch(forwarded);
+  }
   if (parts[0] === "agents" && parts.length >= 3) {
     const agent = decodeURIComponent(parts[1]!);
     if (!AGENT_NAME.test(agent)) {

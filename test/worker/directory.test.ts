@@ -1,0 +1,211 @@
+// The agent directory in the real runtime: agent objects report only real changes, observers get
+// a snapshot and then live updates, agents leave with their last connection, accounts stay apart.
+import { env, runDurableObjectAlarm, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { DirectoryEntry, ObserverFrame, ServerFrame } from "../../worker/protocol.ts";
+import { BASE, claimant, DEV_TOKEN, OTHER_TOKEN, settle, sleep, uniqueAgent } from "./helpers.ts";
+
+interface Observer {
+  next<T extends ServerFrame["type"]>(type: T, match?: (f: Extract<ServerFrame, { type: T }>) => boolean): Promise<Extract<ServerFrame, { type: T }>>;
+  send(frame: unknown): void;
+  /** Frames about one agent, in arrival order: its presences and its agent_gone. */
+  about(agent: string): ObserverFrame[];
+  close(): void;
+}
+
+function agentOf(frame: ServerFrame): string | null {
+  if (frame.type === "presence") return frame.presence.agent;
+  if (frame.type === "agent_gone") return frame.agent;
+  return null;
+}
+
+/** Opens an observer socket the way a browser does: the token rides in the subprotocol list. */
+async function observe(token = DEV_TOKEN): Promise<Observer> {
+  const carrier = `baton.token.${btoa(token).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+  const res = await SELF.fetch(`${BASE}/observe`, { headers: { Upgrade: "websocket", "Sec-WebSocket-Protocol": `baton, ${carrier}` } });
+  const ws = res.webSocket;
+  if (!ws) throw new Error(`observer upgrade failed: ${res.status} ${await res.text()}`);
+  expect(res.headers.get("sec-websocket-protocol")).toBe("baton");
+  ws.accept();
+  const frames: ServerFrame[] = [];
+  const waiters = new Set<() => void>();
+  ws.addEventListener("message", (e) => {
+    frames.push(JSON.parse(e.data as string) as ServerFrame);
+    for (const w of [...waiters]) w();
+  });
+  let consumed = 0;
+  return {
+    next(type, match) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          for (; consumed < frames.length; consumed++) {
+            const f = frames[consumed]!;
+            if (f.type === type && (!match || match(f as never))) {
+              consumed++;
+              waiters.delete(check);
+              clearTimeout(timer);
+              resolve(f as never);
+              return;
+            }
+          }
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`timed out waiting for a ${type} frame; saw ${JSON.stringify(frames)}`));
+        }, 5000);
+        waiters.add(check);
+        check();
+      });
+    },
+    about: (agent) => frames.filter((f): f is ObserverFrame => agentOf(f) === agent),
+    send: (frame) => ws.send(JSON.stringify(frame)),
+    close: () => ws.close(1000, "test done"),
+  };
+}
+
+function directoryStub(account = "dev") {
+  return env.DIRECTORY.get(env.DIRECTORY.idFromName(`directory:${account}`));
+}
+
+async function listed(token = DEV_TOKEN): Promise<DirectoryEntry[]> {
+  const res = await SELF.fetch(`${BASE}/agents`, { headers: { Authorization: `Bearer ${token}` } });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { agents: DirectoryEntry[] }).agents;
+}
+
+const isPresenceOf = (agent: string, connections: number) => (f: { presence: DirectoryEntry }) =>
+  f.presence.agent === agent && f.presence.connection_count === connections;
+
+describe("agent directory", () => {
+  it("an observer gets the directory on connect, then each change within the same second", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "alpha");
+    const first = await observe();
+    const snapshot = await first.next("directory");
+    const mine = snapshot.agents.find((e) => e.agent === agent);
+    expect(mine?.holder?.machine).toBe("alpha");
+    expect(mine?.reported_at).toBeGreaterThan(0);
+    expect(snapshot.server_time).toBeGreaterThanOrEqual(mine!.reported_at);
+
+    const b = await claimant(agent, "beta");
+    const joined = await first.next("presence", isPresenceOf(agent, 2));
+    expect(joined.presence.serve_standbys).toBe(1);
+    a.sock.close();
+    const started = Date.now();
+    const handover = await first.next("presence", (f) => f.presence.agent === agent && f.presence.holder?.machine === "beta");
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(handover.presence.fence).toBe(2);
+    expect(handover.presence.transitions[0]).toMatchObject({ reason: "closed", fence: 2 });
+    b.sock.close();
+    first.close();
+  });
+
+  it("agent objects report only when presence changes, not on every reconcile", async () => {
+    const agent = uniqueAgent();
+    const watcher = await observe();
+    await watcher.next("directory");
+    const a = await claimant(agent, "alpha");
+    await watcher.next("presence", isPresenceOf(agent, 1));
+    // A repeated claim and heartbeats run through the object but change nothing anyone should see.
+    a.sock.send({ type: "serve_lease", op: "claim" });
+    await settle(a.sock);
+    a.sock.send({ type: "serve_lease", op: "claim" });
+    await settle(a.sock);
+    const b = await claimant(agent, "beta");
+    await watcher.next("presence", isPresenceOf(agent, 2));
+    expect(watcher.about(agent).map((f) => f.type === "presence" && f.presence.connection_count)).toEqual([1, 2]);
+    expect(watcher.about(agent)).toHaveLength(2);
+    a.sock.close();
+    b.sock.close();
+    watcher.close();
+  });
+
+  it("an agent leaves the directory when its last connection closes", async () => {
+    const agent = uniqueAgent();
+    const watcher = await observe();
+    await watcher.next("directory");
+    const a = await claimant(agent, "alpha");
+    const b = await claimant(agent, "beta");
+    await watcher.next("presence", isPresenceOf(agent, 2));
+    expect((await listed()).find((e) => e.agent === agent)?.connection_count).toBe(2);
+    a.sock.close();
+    await watcher.next("presence", isPresenceOf(agent, 1));
+    b.sock.close();
+    const gone = await watcher.next("agent_gone", (f) => f.agent === agent);
+    expect(gone.agent).toBe(agent);
+    expect((await listed()).map((e) => e.agent)).not.toContain(agent);
+    watcher.close();
+  });
+
+  it("an observer of account other never sees dev's agents", async () => {
+    const devAgent = uniqueAgent();
+    const otherAgent = uniqueAgent();
+    const devWatcher = await observe(DEV_TOKEN);
+    const otherWatcher = await observe(OTHER_TOKEN);
+    await devWatcher.next("directory");
+    const otherSnapshot = await otherWatcher.next("directory");
+    expect(otherSnapshot.agents.map((e) => e.agent)).not.toContain(devAgent);
+    const dev = await claimant(devAgent, "dev-box");
+    await devWatcher.next("presence", isPresenceOf(devAgent, 1));
+    const other = await connectAs(otherAgent, OTHER_TOKEN);
+    // Frames arrive in order, so the other account's own agent showing up proves nothing of dev's came before.
+    await otherWatcher.next("presence", isPresenceOf(otherAgent, 1));
+    expect(otherWatcher.about(devAgent)).toEqual([]);
+    expect((await listed(OTHER_TOKEN)).map((e) => e.agent)).not.toContain(devAgent);
+    expect((await listed(DEV_TOKEN)).map((e) => e.agent)).not.toContain(otherAgent);
+    dev.sock.close();
+    other.close();
+    devWatcher.close();
+    otherWatcher.close();
+  });
+
+  it("while observed, the refresh alarm brings fresh heartbeat times without a lease change", async () => {
+    const agent = uniqueAgent();
+    const watcher = await observe();
+    await watcher.next("directory");
+    const a = await claimant(agent, "alpha");
+    const reported = await watcher.next("presence", isPresenceOf(agent, 1));
+    // The TTL is one second here: two heartbeats 600 ms apart move the heartbeat time by 1.2 s.
+    for (let i = 0; i < 2; i++) {
+      await sleep(600);
+      a.sock.send({ type: "ping" });
+      await a.sock.next("pong");
+    }
+    await runDurableObjectAlarm(directoryStub());
+    const refreshed = await watcher.next("presence", isPresenceOf(agent, 1));
+    const beat = (e: DirectoryEntry) => e.reported_at - e.connections[0]!.heartbeat_age_seconds * 1000;
+    expect(beat(refreshed.presence) - beat(reported.presence)).toBeGreaterThan(900);
+    expect(refreshed.presence.fence).toBe(reported.presence.fence);
+    a.sock.close();
+    watcher.close();
+  });
+
+  it("observers only listen, and the directory routes need a token", async () => {
+    const watcher = await observe();
+    await watcher.next("directory");
+    watcher.send({ type: "serve_lease", op: "claim" });
+    expect((await watcher.next("error")).code).toBe("bad_frame");
+    expect((await SELF.fetch(`${BASE}/agents`)).status).toBe(401);
+    expect((await SELF.fetch(`${BASE}/observe`, { headers: { Upgrade: "websocket" } })).status).toBe(401);
+    const res = await SELF.fetch(`${BASE}/report`, {
+      method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}` }, body: "{}",
+    });
+    expect(res.status).toBe(404);
+    watcher.close();
+  });
+});
+
+/** A serve connection of another account that claims; resolves once it holds. */
+async function connectAs(agent: string, token: string) {
+  const res = await SELF.fetch(`${BASE}/agents/${agent}/serve?machine=other-box`, {
+    headers: { Upgrade: "websocket", Authorization: `Bearer ${token}` },
+  });
+  const ws = res.webSocket!;
+  ws.accept();
+  const held = new Promise<void>((resolve) => ws.addEventListener("message", (e) => {
+    if ((JSON.parse(e.data as string) as { type: string }).type === "serve_lease") resolve();
+  }));
+  ws.send(JSON.stringify({ type: "serve_lease", op: "claim" }));
+  await held;
+  return { close: () => ws.close(1000, "test done") };
+}
