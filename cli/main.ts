@@ -9,6 +9,7 @@ const main = defineCommand({
     who: () => import("./commands/who.ts").then((m) => m.default),
     send: () => import("./commands/send.ts").then((m) => m.default),
     history: () => import("./commands/history.ts").then((m) => m.default),
+    lease: () => import("./commands/lease.ts").then((m) => m.default),
   },
 });
 
@@ -36,7 +37,8 @@ if (ownArgs.length === 0 || ownArgs.some((a) => a === "--help" || a === "-h")) {
     }
     // citty's own usage errors (unknown command, missing argument) are user mistakes too.
     if (err instanceof Error && err.name === "CLIError") {
-      process.stderr.write(`baton: ${err.message} (see \`baton ${ownArgs[0] ?? ""} --help\`)\n`);
+      const known = (err as Error & { code?: string }).code !== "E_UNKNOWN_COMMAND";
+      process.stderr.write(`baton: ${err.message} (see \`baton ${known ? `${ownArgs[0]} ` : ""}--help\`)\n`);
       process.exit(1);
     }
     throw err;

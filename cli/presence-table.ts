@@ -1,0 +1,37 @@
+// Renders an agent's presence report (GET /agents/{agent}/presence) as a small text table.
+import type { Presence } from "../worker/presence.ts";
+
+export type PresenceReport = Presence;
+
+function age(seconds: number): string {
+  return seconds < 60 ? `${seconds.toFixed(1)}s` : `${Math.floor(seconds / 60)}m${Math.round(seconds % 60)}s`;
+}
+
+function since(ms: number, now: number): string {
+  return `${age(Math.max(0, (now - ms) / 1000))} ago`;
+}
+
+/** A heading line with holder, fence and standby count, then one row per connection. */
+export function renderPresence(p: PresenceReport, now: number = Date.now()): string {
+  const holder = p.holder
+    ? `holder claim ${p.holder.claim_seq} on ${p.holder.machine} (fence ${p.fence}, since ${since(p.holder.since, now)})`
+    : `no holder (fence ${p.fence})`;
+  const standbys = `${p.serve_standbys} standby${p.serve_standbys === 1 ? "" : "s"}`;
+  const lines = [`${p.agent}: ${holder}, ${standbys}, heartbeat TTL ${p.heartbeat_ttl_seconds}s`];
+  if (p.connections.length === 0) return `${lines[0]}\n  no connections\n`;
+  const rows = [["", "CLAIM", "MACHINE", "ROLE", "HEARTBEAT", "JOINED", "CURSOR"]];
+  for (const c of p.connections) {
+    rows.push([
+      c.held ? "*" : "",
+      c.claim_seq === null ? "-" : String(c.claim_seq),
+      c.machine,
+      c.held ? "holder" : c.claim_seq === null ? "not claiming" : "standby",
+      `${age(c.heartbeat_age_seconds)} ago`,
+      since(c.joined_at, now),
+      String(c.cursor),
+    ]);
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const r of rows) lines.push(`  ${r.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()}`);
+  return `${lines.join("\n")}\n`;
+}

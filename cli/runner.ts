@@ -1,0 +1,86 @@
+// Runs the served COMMAND once for one message: text on stdin, stdout collected for the reply,
+// stderr passed through. The child leads its own process group so a kill reaches whatever it
+// spawned; a kill is SIGTERM, then SIGKILL once the grace period is over.
+import { spawn } from "node:child_process";
+
+export interface RunSpec {
+  command: string;
+  args: readonly string[];
+  stdin: string;
+  env: Record<string, string>;
+  /** Where the child's stderr goes; defaults to this process's stderr. */
+  stderr?: NodeJS.WritableStream;
+}
+
+export interface RunOutcome {
+  stdout: string;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** True when kill() was called before the child exited: its output must not be used. */
+  killed: boolean;
+  /** Set when the command could not be started at all (e.g. not found). */
+  spawnError?: string;
+}
+
+export interface RunHandle {
+  readonly pid: number | undefined;
+  /** Resolves when the child has exited (or failed to start). */
+  readonly done: Promise<RunOutcome>;
+  /** SIGTERM now, SIGKILL after `graceMs` if still running; resolves once the child is gone. */
+  kill(graceMs: number): Promise<RunOutcome>;
+}
+
+export function startRun(spec: RunSpec): RunHandle {
+  const child = spawn(spec.command, [...spec.args], {
+    env: { ...process.env, ...spec.env },
+    stdio: ["pipe", "pipe", "pipe"],
+    detached: true,
+  });
+  let stdout = "";
+  let killed = false;
+  let exited = false;
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.pipe(spec.stderr ?? process.stderr, { end: false });
+  child.stdin.on("error", () => {
+    // The command may exit without reading its input; that is its business.
+  });
+  child.stdin.end(spec.stdin);
+
+  const done = new Promise<RunOutcome>((resolve) => {
+    child.once("error", (err) => {
+      exited = true;
+      resolve({ stdout, code: null, signal: null, killed, spawnError: err.message });
+    });
+    child.once("close", (code, signal) => {
+      exited = true;
+      resolve({ stdout, code, signal, killed });
+    });
+  });
+
+  const signalGroup = (signal: NodeJS.Signals): void => {
+    if (exited || child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      try {
+        child.kill(signal);
+      } catch {
+        // already gone
+      }
+    }
+  };
+
+  return {
+    pid: child.pid,
+    done,
+    async kill(graceMs: number) {
+      killed = true;
+      signalGroup("SIGTERM");
+      const timer = setTimeout(() => signalGroup("SIGKILL"), graceMs);
+      const outcome = await done;
+      clearTimeout(timer);
+      return { ...outcome, killed: true };
+    },
+  };
+}

@@ -1,0 +1,154 @@
+// Two `baton serve` processes of one agent against a real `wrangler dev` with a 2 s heartbeat
+// TTL: exactly one runs each message, and crashes, pauses and signals move the work correctly.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import {
+  getJson, postMessage, readSink, runBaton, startServe, uniqueAgent, waitForMessage, writeSinkCommand, type ServeProc,
+} from "./serve-helpers.ts";
+
+const TTL_MS = 2000;
+let dev: DevServer;
+const started: ServeProc[] = [];
+
+interface PresenceJson {
+  fence: number;
+  serve_standbys: number;
+  holder: { machine: string } | null;
+  connections: { held: boolean; machine: string }[];
+  transitions: { reason: string }[];
+}
+
+beforeAll(async () => {
+  dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: "2", BATON_PRESENCE_SCAN_SECONDS: "1" } });
+});
+afterAll(async () => {
+  await dev?.stop();
+});
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((s) => s.stop()));
+});
+
+function serve(agent: string, tag: string, command: string, sink: string, env: Record<string, string> = {}): ServeProc {
+  const s = startServe({ url: dev.url, agent, tag, command, sink, env });
+  started.push(s);
+  return s;
+}
+
+/** A holder A and a standby B of a fresh agent. */
+async function pair(env: Record<string, string> = {}) {
+  const agent = uniqueAgent("fo");
+  const { command, sink } = writeSinkCommand(mkdtempSync(join(tmpdir(), "baton-sink-")));
+  const a = serve(agent, "a", command, sink, env);
+  await a.waitFor(/holder \(fence \d+\)/);
+  const b = serve(agent, "b", command, sink, env);
+  await b.waitFor(/standby \(1st in line\)/);
+  return { agent, sink, a, b };
+}
+
+describe("baton serve: two machines, one agent", () => {
+  it("exactly one holds, who --json agrees, and each message runs once on the holder", async () => {
+    const { agent, sink, b } = await pair();
+    const who = runBaton(["who", agent, "--json"], { BATON_URL: dev.url });
+    expect(who.code).toBe(0);
+    const presence = JSON.parse(who.stdout) as PresenceJson;
+    expect(presence.connections.filter((c) => c.held)).toHaveLength(1);
+    expect(presence.holder?.machine).toBe("machine-a");
+    expect(presence.serve_standbys).toBe(1);
+
+    const ids = [await postMessage(dev.url, agent, "one"), await postMessage(dev.url, agent, "two"), await postMessage(dev.url, agent, "three")];
+    for (const id of ids) {
+      const m = await waitForMessage(dev.url, agent, id, (m) => m.status === "acknowledged");
+      expect(m.reply).toBe(`a did: ${["one", "two", "three"][ids.indexOf(id)]}\n`);
+    }
+    const runs = readSink(sink).filter((l) => l.phase === "start");
+    expect(runs.map((l) => [l.tag, l.id])).toEqual(ids.map((id) => ["a", id]));
+    expect(b.stderr()).not.toMatch(/ran message/);
+  });
+
+  it("kill -9 the holder: the standby takes over within the TTL and runs the next message", async () => {
+    const { agent, sink, a, b } = await pair();
+    const fenceBefore = (await getJson<PresenceJson>(`${dev.url}/agents/${agent}/presence`)).fence;
+    a.proc.kill("SIGKILL");
+    await b.waitFor(/holder \(fence \d+\)/, TTL_MS * 3);
+    const id = await postMessage(dev.url, agent, "after crash");
+    const m = await waitForMessage(dev.url, agent, id, (m) => m.status === "acknowledged");
+    expect(m.reply).toBe("b did: after crash\n");
+    expect(m.acked_fence).toBeGreaterThan(fenceBefore);
+    expect(readSink(sink).filter((l) => l.phase === "start").map((l) => l.tag)).toEqual(["b"]);
+  });
+
+  it("SIGTERM hands over at once: the holder releases, the standby holds well before the TTL, exit 0", async () => {
+    const { agent, a, b } = await pair();
+    const from = b.stderr().length;
+    const signalledAt = performance.now();
+    a.proc.kill("SIGTERM");
+    const heldAt = await b.waitFor(/holder \(fence \d+\)/, TTL_MS * 3, from);
+    expect(heldAt - signalledAt).toBeLessThan(TTL_MS / 2);
+    expect(await a.exited).toEqual({ code: 0, signal: null });
+    expect(a.stderr()).toMatch(/released the lease/);
+    const presence = await getJson<PresenceJson>(`${dev.url}/agents/${agent}/presence`);
+    expect(presence.transitions[0]?.reason).toBe("released"); // newest first
+  });
+
+  it("SIGSTOP the holder mid-run past the TTL: the standby redoes the work; after SIGCONT the old one posts nothing", async () => {
+    const { agent, sink, a, b } = await pair({ RUN_SLEEP: "0.5" });
+    const id = await postMessage(dev.url, agent, "slow");
+    await waitForSink(sink, (lines) => lines.some((l) => l.tag === "a" && l.id === id && l.phase === "start"));
+    a.proc.kill("SIGSTOP");
+    await b.waitFor(/holder \(fence \d+\)/, TTL_MS * 4);
+    const m = await waitForMessage(dev.url, agent, id, (m) => m.status === "acknowledged");
+    expect(m.reply).toBe("b did: slow\n");
+    expect(m.attempts).toBe(2);
+    // A's command finished while A was stopped: its output waits in A's pipe.
+    await waitForSink(sink, (lines) => lines.some((l) => l.tag === "a" && l.phase === "end"));
+
+    const from = a.stderr().length;
+    a.proc.kill("SIGCONT");
+    // Whichever A notices first (its own clock or the close sent while it slept), it demotes.
+    await a.waitFor(/lease lapsed on the local clock|reconnecting/, 5000, from);
+    await a.waitFor(/standby \(\d+(st|nd|rd|th) in line\)/, 10_000, from);
+    const after = await getJson<MessageView>(`${dev.url}/agents/${agent}/messages/${id}`);
+    expect(after.reply).toBe("b did: slow\n");
+    expect(a.stderr().slice(from)).not.toMatch(/ran message|refused/);
+    const next = await postMessage(dev.url, agent, "next");
+    await waitForMessage(dev.url, agent, next, (m) => m.status === "acknowledged");
+    const aRuns = readSink(sink).filter((l) => l.tag === "a" && l.phase === "start");
+    expect(aRuns.map((l) => l.id)).toEqual([id]);
+  });
+
+  it("a second serve of the same agent on the same machine is refused; a stale lock is taken over", async () => {
+    const agent = uniqueAgent("lock");
+    const { command, sink } = writeSinkCommand(mkdtempSync(join(tmpdir(), "baton-sink-")));
+    const lockDir = mkdtempSync(join(tmpdir(), "baton-lock-"));
+    const first = startServe({ url: dev.url, agent, tag: "one", command, sink, lockDir });
+    started.push(first);
+    await first.waitFor(/holder \(fence \d+\)/);
+    const second = runBaton(["serve", agent, "--", command], { BATON_URL: dev.url, BATON_LOCK_DIR: lockDir });
+    expect(second.code).toBe(1);
+    expect(second.stderr.trim()).toBe(
+      `baton: agent ${agent} is already served on this machine by pid ${first.pid} (lock ${second.stderr.match(/\(lock (.+)\)/)?.[1]})`,
+    );
+    expect(second.stderr.trim().split("\n")).toHaveLength(1);
+
+    first.proc.kill("SIGKILL");
+    await first.exited;
+    const third = startServe({ url: dev.url, agent, tag: "three", command, sink, lockDir });
+    started.push(third);
+    await third.waitFor(/holder \(fence \d+\)/, TTL_MS * 4);
+  });
+});
+
+interface MessageView {
+  reply: string | null;
+}
+
+async function waitForSink(sink: string, done: (lines: ReturnType<typeof readSink>) => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done(readSink(sink))) {
+    if (Date.now() > deadline) throw new Error(`sink never matched: ${JSON.stringify(readSink(sink))}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,193 @@
+// Helpers for the serve/who end-to-end tests: real `baton serve` processes against a real
+// `wrangler dev`, a side-effect sink the served command appends to, and HTTP look-ups.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+
+export const BIN = join(ROOT, "cli/bin.js");
+
+/** A served command: appends one JSON line per run to $SINK, sleeps $RUN_SLEEP seconds, then replies. */
+export function writeSinkCommand(dir: string): { command: string; sink: string } {
+  const sink = join(dir, "sink.jsonl");
+  const command = join(dir, "served.sh");
+  writeFileSync(
+    command,
+    [
+      "#!/bin/sh",
+      'text=$(cat)',
+      'printf \'{"tag":"%s","id":%s,"fence":%s,"attempt":%s,"phase":"start"}\\n\' "$TAG" "$BATON_MESSAGE_ID" "$BATON_FENCE" "$BATON_ATTEMPT" >> "$SINK"',
+      'if [ -n "$RUN_SLEEP" ]; then sleep "$RUN_SLEEP"; fi',
+      'printf \'{"tag":"%s","id":%s,"fence":%s,"attempt":%s,"phase":"end"}\\n\' "$TAG" "$BATON_MESSAGE_ID" "$BATON_FENCE" "$BATON_ATTEMPT" >> "$SINK"',
+      'echo "$TAG did: $text"',
+      "",
+    ].join("\n"),
+    { mode: 0o755 },
+  );
+  return { command, sink };
+}
+
+export interface SinkLine {
+  tag: string;
+  id: number;
+  fence: number;
+  attempt: number;
+  phase: "start" | "end";
+}
+
+export function readSink(sink: string): SinkLine[] {
+  let text = "";
+  try {
+    text = readFileSync(sink, "utf8");
+  } catch {
+    return [];
+  }
+  return text.split("\n").filter(Boolean).map((l) => JSON.parse(l) as SinkLine);
+}
+
+export interface ServeProc {
+  proc: ChildProcess;
+  pid: number;
+  tag: string;
+  stderr(): string;
+  /** Resolves with the time (performance.now()) the pattern first appeared after `from` chars of stderr. */
+  waitFor(pattern: RegExp, timeoutMs?: number, from?: number): Promise<number>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stop(): Promise<void>;
+}
+
+export interface ServeOptions {
+  url: string;
+  agent: string;
+  tag: string;
+  command: string;
+  sink: string;
+  /** Lock directory; distinct per process so two "machines" can share this host. */
+  lockDir?: string;
+  env?: Record<string, string>;
+}
+
+export function startServe(opts: ServeOptions): ServeProc {
+  const base = mkdtempSync(join(tmpdir(), `baton-serve-${opts.tag}-`));
+  const lockDir = opts.lockDir ?? join(base, "lock");
+  mkdirSync(lockDir, { recursive: true });
+  const proc = spawn(process.execPath, [BIN, "serve", opts.agent, "--machine", `machine-${opts.tag}`, "--grace", "1", "--", opts.command], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      BATON_URL: opts.url,
+      BATON_TOKEN: DEV_TOKEN,
+      BATON_LOCK_DIR: lockDir,
+      BATON_STATE_DIR: join(base, "state"),
+      TAG: opts.tag,
+      SINK: opts.sink,
+      ...opts.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let err = "";
+  const listeners = new Set<() => void>();
+  proc.stderr!.setEncoding("utf8");
+  proc.stderr!.on("data", (chunk: string) => {
+    err += chunk;
+    for (const l of listeners) l();
+  });
+  proc.stdout!.resume();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    proc.once("exit", (code, signal) => {
+      resolve({ code, signal });
+      for (const l of listeners) l();
+    });
+  });
+  return {
+    proc,
+    pid: proc.pid!,
+    tag: opts.tag,
+    stderr: () => err,
+    exited,
+    waitFor(pattern, timeoutMs = 20_000, from = 0) {
+      return new Promise((resolve, reject) => {
+        const check = (): boolean => {
+          if (pattern.test(err.slice(from))) {
+            resolve(performance.now());
+            return true;
+          }
+          return false;
+        };
+        if (check()) return;
+        const onChange = (): void => {
+          if (check()) return done();
+          if (proc.exitCode !== null || proc.signalCode !== null) {
+            done();
+            reject(new Error(`serve ${opts.tag} exited before ${pattern}; stderr:\n${err}`));
+          }
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`serve ${opts.tag}: no ${pattern} within ${timeoutMs} ms; stderr:\n${err}`));
+        }, timeoutMs);
+        const done = (): void => {
+          clearTimeout(timer);
+          listeners.delete(onChange);
+        };
+        listeners.add(onChange);
+      });
+    },
+    async stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      try {
+        process.kill(proc.pid!, "SIGCONT");
+        process.kill(proc.pid!, "SIGKILL");
+      } catch {
+        // gone
+      }
+      await exited;
+    },
+  };
+}
+
+export function authHeaders(): Record<string, string> {
+  return { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" };
+}
+
+export async function getJson<T>(url: string): Promise<T> {
+  const res = await fetch(url, { headers: authHeaders() });
+  if (!res.ok) throw new Error(`GET ${url}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+export async function postMessage(url: string, agent: string, text: string): Promise<number> {
+  const res = await fetch(`${url}/agents/${agent}/messages`, { method: "POST", headers: authHeaders(), body: JSON.stringify({ text }) });
+  if (res.status !== 201) throw new Error(`POST message: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { id: number }).id;
+}
+
+export interface MessageView {
+  id: number;
+  status: string;
+  attempts: number;
+  acked_fence: number | null;
+  reply: string | null;
+}
+
+/** Polls one message until `done` holds; the coordinator's store is the event we wait on. */
+export async function waitForMessage(url: string, agent: string, id: number, done: (m: MessageView) => boolean, timeoutMs = 20_000): Promise<MessageView> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const m = await getJson<MessageView>(`${url}/agents/${agent}/messages/${id}`);
+    if (done(m)) return m;
+    if (Date.now() > deadline) throw new Error(`message ${id} never reached the expected state: ${JSON.stringify(m)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Runs `baton ARGS...` to completion and returns its exit code and output. */
+export function runBaton(args: string[], env: Record<string, string>): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, BATON_TOKEN: DEV_TOKEN, ...env }, encoding: "utf8", timeout: 30_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+export function uniqueAgent(prefix: string): string {
+  return `${prefix}-${Math.random().toString(36).slice(2, 10)}`;
+}
