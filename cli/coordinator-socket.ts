@@ -24,7 +24,8 @@ export type ReplyFrame = Extract<ServerFrame, { type: "result" } | { type: "erro
 interface SocketEvents {
   /** A reconnect is scheduled: `attempt` counts consecutive failures (1 = first retry). */
   reconnecting: [attempt: number, delayMs: number];
-  open: [];
+  /** Connected; `dialedAt` is when the handshake began (monotonic ms): the coordinator saw us no earlier. */
+  open: [dialedAt: number];
   frame: [frame: ServerFrame];
   /** A pong arrived for the ping sent at `sentAt` (monotonic ms). */
   pong: [sentAt: number];
@@ -119,13 +120,14 @@ export class CoordinatorSocket extends EventEmitter<SocketEvents> {
     this.retryTimer = null;
     const { url, token, agent, machine } = this.opts;
     const target = `${wsUrl(url)}/agents/${encodeURIComponent(agent)}/serve?machine=${encodeURIComponent(machine)}`;
+    const dialedAt = this.now();
     const ws = new WebSocket(target, { headers: { authorization: `Bearer ${token}` }, handshakeTimeout: 10_000 });
     this.ws = ws;
     let heardFromServer = false;
     ws.on("open", () => {
       this.pingSentAt = [];
       this.restartHeartbeat();
-      this.emit("open");
+      this.emit("open", dialedAt);
     });
     ws.on("message", (data, isBinary) => {
       if (ws !== this.ws || isBinary) return;

@@ -10,6 +10,8 @@ export interface RunSpec {
   env: Record<string, string>;
   /** Where the child's stderr goes; defaults to this process's stderr. */
   stderr?: NodeJS.WritableStream;
+  /** Called with each stdout chunk as it arrives (progress display, tests). */
+  onStdout?: (chunk: string) => void;
 }
 
 export interface RunOutcome {
@@ -40,7 +42,10 @@ export function startRun(spec: RunSpec): RunHandle {
   let killed = false;
   let exited = false;
   child.stdout.setEncoding("utf8");
-  child.stdout.on("data", (chunk: string) => (stdout += chunk));
+  child.stdout.on("data", (chunk: string) => {
+    stdout += chunk;
+    spec.onStdout?.(chunk);
+  });
   child.stderr.pipe(spec.stderr ?? process.stderr, { end: false });
   child.stdin.on("error", () => {
     // The command may exit without reading its input; that is its business.

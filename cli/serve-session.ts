@@ -56,7 +56,7 @@ export class ServeSession {
       nextReq: () => this.socket.nextReq(),
       log: (message, fields) => opts.reporter.log(message, fields),
     });
-    this.socket.on("open", () => this.onOpen());
+    this.socket.on("open", (dialedAt) => this.onOpen(dialedAt));
     this.socket.on("frame", (frame) => this.onFrame(frame));
     this.socket.on("pong", (sentAt) => {
       this.lease.acked(sentAt, performance.now());
@@ -100,8 +100,9 @@ export class ServeSession {
     return false;
   }
 
-  private onOpen(): void {
+  private onOpen(dialedAt: number): void {
     this.lease.reset(this.socket.heartbeatTtlMs);
+    this.lease.acked(dialedAt, performance.now());
     this.heardLease = false;
     this.claimSentAt = performance.now();
     this.socket.send({ type: "serve_lease", op: "claim" });

@@ -31,7 +31,7 @@ export class StatusReporter {
 
   constructor(
     private readonly prefix: string,
-    private readonly out: NodeJS.WriteStream = process.stderr,
+    private readonly out: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
     private readonly json = false,
   ) {
     this.tty = !json && out.isTTY === true;

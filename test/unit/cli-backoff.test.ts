@@ -1,0 +1,119 @@
+// Reconnect backoff: the delay schedule, and the real socket following it against a local
+// WebSocket server that accepts and drops every connection.
+import { WebSocketServer } from "ws";
+import { afterEach, describe, expect, it } from "vitest";
+import { reconnectDelay } from "../../cli/backoff.ts";
+import { CoordinatorSocket } from "../../cli/coordinator-socket.ts";
+
+const servers: WebSocketServer[] = [];
+const sockets: CoordinatorSocket[] = [];
+afterEach(async () => {
+  await Promise.all(sockets.splice(0).map((s) => s.stop()));
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+});
+
+async function server(onConnection: (ws: import("ws").WebSocket) => void): Promise<string> {
+  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  servers.push(wss);
+  await new Promise((r) => wss.once("listening", r));
+  wss.on("connection", onConnection);
+  const addr = wss.address();
+  return `http://127.0.0.1:${typeof addr === "object" ? addr.port : 0}`;
+}
+
+describe("reconnectDelay", () => {
+  it("grows by the factor from the minimum and stops at the maximum", () => {
+    const opts = { minTimeout: 100, maxTimeout: 1000, factor: 2, randomize: false };
+    expect([0, 1, 2, 3, 4, 5].map((a) => reconnectDelay(a, opts))).toEqual([100, 200, 400, 800, 1000, 1000]);
+  });
+
+  it("jitter stays between one and two times the base delay, capped by the maximum", () => {
+    const opts = { minTimeout: 100, maxTimeout: 1000, factor: 2, randomize: true };
+    for (let i = 0; i < 200; i += 1) {
+      const attempt = i % 5;
+      const base = 100 * 2 ** attempt;
+      const d = reconnectDelay(attempt, opts);
+      expect(d).toBeGreaterThanOrEqual(Math.min(base, 1000));
+      expect(d).toBeLessThanOrEqual(Math.min(2 * base, 1000));
+    }
+  });
+
+  it("rejects a minimum above the maximum", () => {
+    expect(() => reconnectDelay(0, { minTimeout: 10, maxTimeout: 5, factor: 2, randomize: false })).toThrow(/minTimeout/);
+  });
+});
+
+describe("CoordinatorSocket reconnects", () => {
+  it("waits min, min*factor, ... up to max between attempts against a server that drops it", async () => {
+    const arrivals: number[] = [];
+    let done: () => void = () => {};
+    const enough = new Promise<void>((r) => (done = r));
+    const url = await server((ws) => {
+      arrivals.push(performance.now());
+      ws.close(1011, "go away");
+      if (arrivals.length === 6) done();
+    });
+    const socket = new CoordinatorSocket({
+      url, token: "t", agent: "a", machine: "m",
+      backoff: { minTimeout: 40, maxTimeout: 160, factor: 2, randomize: false },
+    });
+    sockets.push(socket);
+    const scheduled: number[] = [];
+    socket.on("reconnecting", (_attempt, delay) => scheduled.push(delay));
+    socket.start();
+    await enough;
+    expect(scheduled.slice(0, 5)).toEqual([40, 80, 160, 160, 160]);
+    const gaps = arrivals.slice(1).map((t, i) => t - arrivals[i]!);
+    gaps.forEach((gap, i) => {
+      expect(gap).toBeGreaterThanOrEqual(scheduled[i]! - 2);
+      expect(gap).toBeLessThan(scheduled[i]! + 150);
+    });
+  });
+
+  it("starts over from the minimum once a connection hears from the server", async () => {
+    let connections = 0;
+    let done: () => void = () => {};
+    const enough = new Promise<void>((r) => (done = r));
+    const url = await server((ws) => {
+      connections += 1;
+      ws.send(JSON.stringify({ type: "welcome", agent: "a", heartbeat_ttl_ms: 3000, limits: {} }));
+      ws.close(1011, "go away");
+      if (connections === 4) done();
+    });
+    const socket = new CoordinatorSocket({
+      url, token: "t", agent: "a", machine: "m",
+      backoff: { minTimeout: 30, maxTimeout: 1000, factor: 3, randomize: false },
+    });
+    sockets.push(socket);
+    const scheduled: number[] = [];
+    socket.on("reconnecting", (_attempt, delay) => scheduled.push(delay));
+    socket.start();
+    await enough;
+    expect(scheduled.slice(0, 3)).toEqual([30, 30, 30]);
+  });
+
+  it("sends the exact ping text every third of the TTL and reports each pong with its send time", async () => {
+    const pings: number[] = [];
+    const url = await server((ws) => {
+      ws.send(JSON.stringify({ type: "welcome", agent: "a", heartbeat_ttl_ms: 300, limits: {} }));
+      ws.on("message", (data) => {
+        if (data.toString() === '{"type":"ping"}') {
+          pings.push(performance.now());
+          ws.send('{"type":"pong"}');
+        }
+      });
+    });
+    const socket = new CoordinatorSocket({ url, token: "t", agent: "a", machine: "m" });
+    sockets.push(socket);
+    const pongs: number[] = [];
+    const three = new Promise<void>((resolve) => socket.on("pong", (sentAt) => pongs.push(sentAt) === 3 && resolve()));
+    socket.start();
+    await three;
+    const gaps = pings.slice(1, 3).map((t, i) => t - pings[i]!);
+    for (const gap of gaps) {
+      expect(gap).toBeGreaterThanOrEqual(90);
+      expect(gap).toBeLessThan(250);
+    }
+    pongs.forEach((sentAt, i) => expect(sentAt).toBeLessThanOrEqual(pings[i]!));
+  });
+});

@@ -1,0 +1,136 @@
+// The serve session against a small stand-in coordinator on a local socket: it demotes itself by
+// its own clock when heartbeats stop being answered (kills the run, posts nothing, claims anew),
+// and treats a coordinator that never speaks serve_lease as granting the lease.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import { WebSocketServer, type WebSocket } from "ws";
+import { afterEach, describe, expect, it } from "vitest";
+import { ServeSession } from "../../cli/serve-session.ts";
+import { StatusReporter } from "../../cli/status-line.ts";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+interface Conn {
+  ws: WebSocket;
+  frames: Record<string, unknown>[];
+}
+
+async function standIn(onConnection: (conn: Conn, index: number) => void): Promise<{ url: string; conns: Conn[] }> {
+  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  await new Promise((r) => wss.once("listening", r));
+  const conns: Conn[] = [];
+  wss.on("connection", (ws) => {
+    const conn: Conn = { ws, frames: [] };
+    conns.push(conn);
+    ws.on("message", (data) => conn.frames.push(JSON.parse(data.toString()) as Record<string, unknown>));
+    onConnection(conn, conns.length - 1);
+  });
+  cleanups.push(() => new Promise((r) => { for (const c of wss.clients) c.terminate(); wss.close(() => r(undefined)); }));
+  const addr = wss.address();
+  return { url: `http://127.0.0.1:${typeof addr === "object" ? addr.port : 0}`, conns };
+}
+
+function session(url: string, command: string, args: string[], legacyGrantMs?: number) {
+  const dir = mkdtempSync(join(tmpdir(), "baton-session-"));
+  const out = new PassThrough();
+  let log = "";
+  const waiters: { re: RegExp; resolve: () => void }[] = [];
+  out.on("data", (d: Buffer) => {
+    log += d.toString();
+    for (const w of waiters.splice(0)) (w.re.test(log) ? w.resolve() : waiters.push(w));
+  });
+  const s = new ServeSession({
+    url, token: "t", agent: "a", machine: "m", command, args, graceMs: 200, legacyGrantMs,
+    stateDir: dir, checkpointPath: join(dir, "checkpoint.json"), reporter: new StatusReporter("serve", out),
+  });
+  cleanups.push(() => s.shutdown());
+  s.start((message) => {
+    throw new Error(message);
+  });
+  return {
+    dir,
+    log: () => log,
+    waitFor: (re: RegExp, timeoutMs = 5000) =>
+      new Promise<void>((resolve, reject) => {
+        if (re.test(log)) return resolve();
+        const timer = setTimeout(() => reject(new Error(`no ${re} within ${timeoutMs} ms; log:\n${log}`)), timeoutMs);
+        waiters.push({ re, resolve: () => (clearTimeout(timer), resolve()) });
+      }),
+  };
+}
+
+describe("ServeSession", () => {
+  it("when pongs stop, the holder demotes by its own clock: the run is killed, nothing is posted, it claims anew", async () => {
+    let answerPings = true;
+    const { url, conns } = await standIn((conn, index) => {
+      conn.ws.send(JSON.stringify({ type: "welcome", agent: "a", heartbeat_ttl_ms: 600, limits: {} }));
+      conn.ws.on("message", (data) => {
+        const text = data.toString();
+        if (text === '{"type":"ping"}' && answerPings) conn.ws.send('{"type":"pong"}');
+        if (text.includes('"claim"')) {
+          conn.ws.send(JSON.stringify({ type: "serve_lease", held: index === 0, fence: 1, claim_seq: index + 1, position: index === 0 ? 0 : 1, ttl_ms: 600, holder: null }));
+          if (index === 0) {
+            conn.ws.send(JSON.stringify({ type: "message", id: 1, text: "work", attempt: 1, created_at: 0, run: true }));
+          }
+        }
+      });
+    });
+    const dir = mkdtempSync(join(tmpdir(), "baton-cmd-"));
+    const marker = join(dir, "started");
+    const s = session(url, "/bin/sh", ["-c", `touch ${marker}; sleep 2; echo done`]);
+    await s.waitFor(/holder \(fence 1\)/);
+    answerPings = false;
+    const lapsedAt = performance.now();
+    await s.waitFor(/lease lapsed on the local clock \(fence 1\)/);
+    expect(performance.now() - lapsedAt).toBeLessThan(1000);
+    await s.waitFor(/standby \(1st in line\)/);
+    expect(conns).toHaveLength(2);
+    expect(conns[1]!.frames[0]).toEqual({ type: "serve_lease", op: "claim" });
+    // The run was cut short: no reply or checkpoint ever reached the coordinator.
+    await new Promise((r) => setTimeout(r, 2200));
+    for (const c of conns) expect(c.frames.filter((f) => f.type === "reply" || f.type === "checkpoint")).toEqual([]);
+  });
+
+  it("a coordinator that never sends serve_lease is taken as granting the lease after a short wait", async () => {
+    const { url } = await standIn((conn) => {
+      conn.ws.send(JSON.stringify({ type: "welcome", agent: "a", heartbeat_ttl_ms: 3000, limits: {} }));
+      conn.ws.on("message", (data) => data.toString() === '{"type":"ping"}' && conn.ws.send('{"type":"pong"}'));
+    });
+    const s = session(url, "/bin/true", [], 300);
+    await s.waitFor(/holder \(coordinator without serve leases\)/);
+  });
+
+  it("runs each run:true message once, in order, and posts stdout as a fenced reply", async () => {
+    const { url, conns } = await standIn((conn) => {
+      conn.ws.send(JSON.stringify({ type: "welcome", agent: "a", heartbeat_ttl_ms: 3000, limits: {} }));
+      conn.ws.on("message", (data) => {
+        const frame = JSON.parse(data.toString()) as Record<string, unknown>;
+        if (frame.type === "ping") conn.ws.send('{"type":"pong"}');
+        if (frame.type === "serve_lease") {
+          conn.ws.send(JSON.stringify({ type: "serve_lease", held: true, fence: 4, claim_seq: 1, position: 0, ttl_ms: 3000, holder: null, checkpoint: { n: 1 } }));
+          for (const id of [1, 2, 2]) conn.ws.send(JSON.stringify({ type: "message", id, text: `m${id}`, attempt: 1, created_at: 0, run: true }));
+          conn.ws.send(JSON.stringify({ type: "message", id: 3, text: "seen only", attempt: 1, created_at: 0, run: false }));
+        }
+        if (frame.type === "reply" || frame.type === "checkpoint") {
+          conn.ws.send(JSON.stringify({ type: "result", op: frame.type, req: frame.req, duplicate: false }));
+        }
+      });
+    });
+    const script = `read t; n=$(node -e "process.stdout.write(String(JSON.parse(require('fs').readFileSync(process.env.BATON_CHECKPOINT,'utf8')).n))"); echo "{\\"n\\":$((n+1))}" > "$BATON_CHECKPOINT"; echo "$t/$BATON_MESSAGE_ID/$BATON_FENCE/$n"`;
+    const s = session(url, "/bin/sh", ["-c", script]);
+    await s.waitFor(/ran message 2/);
+    const posted = conns[0]!.frames.filter((f) => f.type === "reply" || f.type === "checkpoint").map(({ req: _req, ...f }) => f);
+    expect(posted).toEqual([
+      { type: "checkpoint", fence: 4, value: { n: 2 } },
+      { type: "reply", id: 1, fence: 4, key: "1:reply", text: "m1/1/4/1\n" },
+      { type: "checkpoint", fence: 4, value: { n: 3 } },
+      { type: "reply", id: 2, fence: 4, key: "2:reply", text: "m2/2/4/2\n" },
+    ]);
+    expect(s.log()).not.toMatch(/ran message 3/);
+  });
+});
