@@ -134,7 +134,7 @@ describe("session leases", () => {
       await call(session, "release", { run_id });
     }
     expect(fences).toEqual([1, 2, 3]);
-    const stub = env.LEASES.get(env.LEASES.idFromName(`dev:${session}`));
+    const stub = env.LEASES.get(env.LEASES.idFromName(`dev:${session}`)) as DurableObjectStub<LeaseCoordinator>;
     const rebuilt = await runInDurableObject(stub, async (_instance: LeaseCoordinator, ctx: DurableObjectState) => {
       const fresh = new LeaseCoordinator(ctx, env);
       const res = await fresh.fetch(new Request(`${BASE}/leases/${session}/acquire`, {
