@@ -25,6 +25,15 @@ function objectKey(account: string, name: string): string {
   return `${account}:${name}`;
 }
 
+/** A path segment with its %-escapes decoded, or null when they are malformed (a bad name, not a crash). */
+function decodedSegment(raw: string): string | null {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
+}
+
 async function route(request: Request, env: Env, account: string, url: URL): Promise<Response> {
   const parts = url.pathname.split("/").filter(Boolean);
   if ((url.pathname === "/agents" && request.method === "GET") || url.pathname === "/observe") {
@@ -34,8 +43,8 @@ async function route(request: Request, env: Env, account: string, url: URL): Pro
     return env.DIRECTORY.get(directoryId(env.DIRECTORY, account)).fetch(forwarded);
   }
   if (parts[0] === "agents" && parts.length >= 3) {
-    const agent = decodeURIComponent(parts[1]!);
-    if (!AGENT_NAME.test(agent)) {
+    const agent = decodedSegment(parts[1]!);
+    if (agent === null || !AGENT_NAME.test(agent)) {
       return jsonError(400, "bad_name", "agent names are 1-63 chars of a-z, 0-9, '.', '_' or '-', starting with a letter or digit");
     }
     const stub = env.AGENTS.get(env.AGENTS.idFromName(objectKey(account, agent)));

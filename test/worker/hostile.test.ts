@@ -1,0 +1,242 @@
+// Hostile input in the real runtime: bad frames, floods, too many connections and bad names are
+// each answered with a named error, and leave the lease, presence and stored data as they were.
+import { SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { LIMITS, type ErrorCode } from "../../worker/protocol.ts";
+import { BASE, claimant, connect, DEV_TOKEN, presence, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
+
+const auth = { Authorization: `Bearer ${DEV_TOKEN}` };
+
+/** What must not move: presence without the parts that change on their own, and the stored messages. */
+async function snapshot(agent: string) {
+  const p = (await presence(agent)) as Awaited<ReturnType<typeof presence>> & { wakes?: number };
+  const { wakes: _wakes, connections, ...rest } = p;
+  const res = await SELF.fetch(`${BASE}/agents/${agent}/messages`, { headers: auth });
+  const { messages } = (await res.json()) as { messages: unknown[] };
+  return { ...rest, connections: connections.map(({ heartbeat_age_seconds: _age, ...c }) => c), messages };
+}
+
+/** A holder, a standby and an idle connection (connected, never claimed), with one message stored. */
+async function scene() {
+  const agent = uniqueAgent();
+  const holder = await claimant(agent, "holder");
+  const standby = await claimant(agent, "standby");
+  const idle = await connect(agent, { machine: "idle" });
+  const posted = await SELF.fetch(`${BASE}/agents/${agent}/messages`, {
+    method: "POST",
+    headers: { ...auth, "Content-Type": "application/json" },
+    body: JSON.stringify({ text: "work" }),
+  });
+  expect(posted.status).toBe(201);
+  await holder.sock.next("message");
+  await standby.sock.next("message");
+  return { agent, holder: holder.sock, standby: standby.sock, idle };
+}
+
+const bytes = (text: string) => new TextEncoder().encode(text).buffer as ArrayBuffer;
+
+const BAD_FRAMES: { name: string; raw: string | ArrayBuffer; code: ErrorCode }[] = [
+  { name: "a binary claim", raw: bytes('{"type":"serve_lease","op":"claim"}'), code: "binary_frame" },
+  { name: "malformed JSON", raw: '{"type":"serve_lease","op":"claim"', code: "bad_json" },
+  { name: "a JSON array", raw: '[{"type":"serve_lease","op":"release"}]', code: "bad_frame" },
+  { name: "an unknown type", raw: '{"type":"steal_lease"}', code: "unknown_type" },
+  { name: "a server frame type", raw: '{"type":"serve_lease_granted","held":true}', code: "unknown_type" },
+  { name: "a claim with extra fields", raw: '{"type":"serve_lease","op":"claim","held":true,"fence":99}', code: "bad_frame" },
+  { name: "an unknown op", raw: '{"type":"serve_lease","op":"steal"}', code: "bad_frame" },
+  { name: "a release with a wrong field type", raw: '{"type":"serve_lease","op":"release","fence":"1"}', code: "bad_frame" },
+  { name: "an oversized claim", raw: JSON.stringify({ type: "serve_lease", op: "claim", pad: "x".repeat(LIMITS.frameBytes) }), code: "frame_too_large" },
+  {
+    name: "an oversized release",
+    raw: JSON.stringify({ type: "serve_lease", op: "release", req: "r", pad: "€".repeat(LIMITS.frameBytes / 3 + 1) }),
+    code: "frame_too_large",
+  },
+  { name: "an ack with a wrong id", raw: '{"type":"ack","id":0,"fence":1}', code: "bad_frame" },
+  {
+    name: "an oversized reply",
+    raw: JSON.stringify({ type: "reply", id: 1, fence: 1, key: "k", text: "x".repeat(LIMITS.replyTextBytes + 1) }),
+    code: "too_large",
+  },
+  {
+    name: "an oversized checkpoint",
+    raw: JSON.stringify({ type: "checkpoint", fence: 1, value: "x".repeat(LIMITS.checkpointBytes) }),
+    code: "too_large",
+  },
+  { name: "a checkpoint without a value", raw: '{"type":"checkpoint","fence":1}', code: "bad_frame" },
+];
+
+describe("bad frames change nothing", () => {
+  for (const bad of BAD_FRAMES) {
+    it(`${bad.name} from the holder, a standby and an idle connection gets ${bad.code} and moves nothing`, async () => {
+      const s = await scene();
+      const before = await snapshot(s.agent);
+      for (const sock of [s.holder, s.standby, s.idle]) {
+        sock.sendRaw(bad.raw);
+        expect(await sock.next("error")).toMatchObject({ code: bad.code });
+        await settle(sock);
+        expect(sock.closed).toBeNull();
+      }
+      expect(await snapshot(s.agent)).toEqual(before);
+      for (const sock of [s.holder, s.standby, s.idle]) expect(sock.framesOf("serve_lease")).toEqual([]);
+      // The stored checkpoint did not move either: the next holder is handed none.
+      s.holder.send({ type: "serve_lease", op: "release" });
+      const takeover = await s.standby.next("serve_lease", (f) => f.held);
+      expect(takeover).not.toHaveProperty("checkpoint");
+    });
+  }
+
+  it("a 2 MiB frame gets frame_too_large and moves nothing", async () => {
+    const s = await scene();
+    const before = await snapshot(s.agent);
+    s.idle.sendRaw(JSON.stringify({ type: "serve_lease", op: "claim", pad: "x".repeat(2 * 1024 * 1024) }));
+    expect(await s.idle.next("error")).toMatchObject({ code: "frame_too_large" });
+    await settle(s.idle);
+    expect(await snapshot(s.agent)).toEqual(before);
+  });
+});
+
+/** Sends `frames` back to back on a connection that has sent nothing yet, so they share one window. */
+function burst(sock: TestSocket, frames: string[]): void {
+  for (const f of frames) sock.sendRaw(f);
+}
+
+const SPACED_PING = '{"type": "ping"}';
+
+describe("floods", () => {
+  it(`frames past ${LIMITS.framesPerSecond} in a second get rate_limited and are not acted on`, async () => {
+    const agent = uniqueAgent();
+    const holder = await claimant(agent, "holder");
+    const flooder = await connect(agent, { machine: "flooder" });
+    const before = await snapshot(agent);
+    const extra = 10;
+    burst(flooder, [
+      ...Array.from({ length: LIMITS.framesPerSecond }, () => SPACED_PING),
+      ...Array.from({ length: extra }, () => '{"type":"serve_lease","op":"claim"}'),
+    ]);
+    for (let i = 0; i < extra; i++) expect(await flooder.next("error")).toMatchObject({ code: "rate_limited" });
+    expect(flooder.framesOf("pong")).toHaveLength(LIMITS.framesPerSecond);
+    expect(flooder.framesOf("serve_lease")).toEqual([]);
+    expect(await snapshot(agent)).toEqual(before);
+    expect(holder.sock.framesOf("serve_lease")).toEqual([]);
+  });
+
+  it("a holder's flood of releases past the limit keeps the lease and the fence", async () => {
+    const agent = uniqueAgent();
+    const holder = await connect(agent, { machine: "holder" });
+    const standby = await claimant(agent, "standby");
+    burst(holder, [
+      '{"type":"serve_lease","op":"claim"}',
+      ...Array.from({ length: LIMITS.framesPerSecond - 1 }, () => SPACED_PING),
+      ...Array.from({ length: 5 }, () => '{"type":"serve_lease","op":"release"}'),
+    ]);
+    for (let i = 0; i < 5; i++) expect(await holder.next("error")).toMatchObject({ code: "rate_limited" });
+    // The standby claimed first, so it holds; the flooder's claim made it a candidate and nothing else.
+    expect(holder.framesOf("result")).toEqual([]);
+    const p = await presence(agent);
+    expect(p).toMatchObject({ fence: 1, serve_candidates: 2, holder: { machine: "standby" } });
+    expect(standby.sock.framesOf("serve_lease")).toEqual([]);
+  });
+
+  it("the window resets: after a second the same connection is heard again", async () => {
+    const agent = uniqueAgent();
+    const sock = await connect(agent, { machine: "m" });
+    burst(sock, Array.from({ length: LIMITS.framesPerSecond + 1 }, () => SPACED_PING));
+    expect(await sock.next("error")).toMatchObject({ code: "rate_limited" });
+    // Auto-answered pings keep the connection alive past the one-second window without counting.
+    for (let i = 0; i < 4; i++) {
+      await new Promise((r) => setTimeout(r, 300));
+      sock.send({ type: "ping" });
+      await sock.next("pong");
+    }
+    sock.send({ type: "serve_lease", op: "claim" });
+    expect(await sock.next("serve_lease")).toMatchObject({ held: true, fence: 1 });
+  });
+});
+
+describe("connection limit", () => {
+  it(`connection ${LIMITS.connectionsPerAgent + 1} gets 429 too_many_connections and nothing moves`, async () => {
+    const agent = uniqueAgent();
+    const holder = await claimant(agent, "holder");
+    const others: TestSocket[] = [];
+    // The heartbeat TTL is one second here: auto-answered pings keep every socket alive meanwhile.
+    const pump = setInterval(() => {
+      for (const sock of [holder.sock, ...others]) if (!sock.closed) sock.ws.send('{"type":"ping"}');
+    }, 200);
+    try {
+      for (let i = 1; i < LIMITS.connectionsPerAgent; i++) others.push(await connect(agent, { machine: `m${i}` }));
+      const before = await snapshot(agent);
+      expect(before.connection_count).toBe(LIMITS.connectionsPerAgent);
+      const res = await SELF.fetch(`${BASE}/agents/${agent}/serve?machine=extra`, { headers: { ...auth, Upgrade: "websocket" } });
+      expect(res.status).toBe(429);
+      expect(res.webSocket).toBeFalsy();
+      expect(await res.json()).toMatchObject({ error: "too_many_connections" });
+      expect(await snapshot(agent)).toEqual(before);
+      expect(holder.sock.framesOf("serve_lease")).toEqual([]);
+      // One leaves, one more fits.
+      const leaving = others.pop()!;
+      leaving.close();
+      await leaving.waitForClose();
+      await settle(holder.sock);
+      others.push(await connect(agent, { machine: "again" }));
+      expect((await presence(agent)).connection_count).toBe(LIMITS.connectionsPerAgent);
+    } finally {
+      clearInterval(pump);
+    }
+  });
+});
+
+describe("bad names", () => {
+  const badAgents = ["Agent", "UPPER", "a".repeat(64), "a%2Fb", "a%2fb%2f..", ".hidden", "-dash", "%2E%2E%2Fx", "a%20b", "a%00", "%E0%A4%A", "caf%C3%A9"];
+
+  for (const name of badAgents) {
+    it(`agent name ${JSON.stringify(name)} gets 400 bad_name on every agent route and creates nothing`, async () => {
+      for (const [method, route, upgrade] of [["GET", "serve", true], ["GET", "presence", false], ["GET", "messages", false], ["POST", "messages", false]] as const) {
+        const res = await SELF.fetch(`${BASE}/agents/${name}/${route}`, {
+          method,
+          headers: { ...auth, ...(upgrade ? { Upgrade: "websocket" } : {}), "Content-Type": "application/json" },
+          body: method === "POST" ? JSON.stringify({ text: "x" }) : undefined,
+        });
+        expect(res.status, `${method} ${route}`).toBe(400);
+        expect(await res.json()).toMatchObject({ error: "bad_name" });
+      }
+    });
+  }
+
+  it("an empty agent name or a dot-only one never reaches an agent", async () => {
+    for (const path of ["/agents//presence", "/agents/../presence", "/agents/./presence", "/agents/%2e%2e/presence"]) {
+      const res = await SELF.fetch(`${BASE}${path}`, { headers: auth });
+      expect([400, 404], path).toContain(res.status);
+      expect(["bad_name", "not_found"]).toContain(((await res.json()) as { error: string }).error);
+    }
+  });
+
+  const badSessions = ["a%2Fb", "-x", "a:b", "x".repeat(129), "%E0%A4%A", "a%20b"];
+  for (const name of badSessions) {
+    it(`session name ${JSON.stringify(name)} gets 400 bad_name`, async () => {
+      const res = await SELF.fetch(`${BASE}/leases/${name}/acquire`, {
+        method: "POST",
+        headers: { ...auth, "Content-Type": "application/json" },
+        body: JSON.stringify({ run_id: crypto.randomUUID() }),
+      });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ error: "bad_name" });
+    });
+  }
+});
+
+describe("oversized HTTP bodies", () => {
+  it(`a message over ${LIMITS.messageTextBytes} bytes gets 413 too_large and is not stored`, async () => {
+    const agent = uniqueAgent();
+    const send = (body: BodyInit) =>
+      SELF.fetch(`${BASE}/agents/${agent}/messages`, { method: "POST", headers: { ...auth, "Content-Type": "application/json" }, body });
+    const big = JSON.stringify({ text: "x".repeat(LIMITS.messageTextBytes + 1) });
+    const res = await send(big);
+    expect(res.status).toBe(413);
+    expect(await res.json()).toMatchObject({ error: "too_large" });
+    const huge = JSON.stringify({ text: "x".repeat(4 * LIMITS.messageTextBytes) });
+    const streamed = new Blob([huge]).stream();
+    const res2 = await send(streamed);
+    expect(res2.status).toBe(413);
+    const list = await SELF.fetch(`${BASE}/agents/${agent}/messages`, { headers: auth });
+    expect(await list.json()).toMatchObject({ messages: [] });
+  });
+});
