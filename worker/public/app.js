@@ -1,0 +1,195 @@
+// The dashboard's live side: keeps the token in local storage, checks it, holds one observer
+// WebSocket to /observe (token in the subprotocol list, never in the URL), applies directory,
+// presence and agent_gone frames, and reconnects with backoff. Rendering lives in render.js.
+import { renderAgents, tickAges } from "./render.js";
+
+const TOKEN_KEY = "baton.token";
+const DEV_TOKEN = "baton-dev-token";
+const BACKOFF = { minMs: 500, maxMs: 15_000, factor: 2, jitter: 0.2 };
+const PING_EVERY_MS = 20_000;
+const SILENCE_LIMIT_MS = 50_000;
+
+const $ = (id) => document.getElementById(id);
+const view = { status: $("status"), agents: $("agents"), login: $("login"), input: $("token-input"), hint: $("login-hint"), toggle: $("token-toggle") };
+
+const state = { agents: new Map(), machines: new Map(), clockOffset: 0, loaded: false };
+let socket = null;
+let attempt = 0;
+let retryTimer = 0;
+let pingTimer = 0;
+let lastFrameAt = 0;
+
+function isLoopback() {
+  return ["localhost", "127.0.0.1", "[::1]"].includes(location.hostname);
+}
+
+/** The stored token, or the local dev token when this page is served by a coordinator on loopback. */
+function currentToken() {
+  const stored = localStorage.getItem(TOKEN_KEY);
+  if (stored) return { token: stored, source: "stored" };
+  return isLoopback() ? { token: DEV_TOKEN, source: "dev" } : { token: null, source: "none" };
+}
+
+function tokenProtocol(token) {
+  const bytes = new TextEncoder().encode(token);
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return "baton.token." + btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function setStatus(kind, text) {
+  view.status.dataset.state = kind;
+  view.status.textContent = text;
+}
+
+function showLogin(open, message) {
+  view.login.hidden = !open;
+  view.toggle.setAttribute("aria-expanded", String(open));
+  if (message) view.hint.textContent = message;
+  if (open) view.input.focus();
+}
+
+function render() {
+  renderAgents(view.agents, [...state.agents.values()], state);
+  view.agents.setAttribute("aria-busy", String(!state.loaded));
+}
+
+function remember(entry) {
+  const known = state.machines.get(entry.agent) ?? new Map();
+  for (const c of entry.connections) if (c.claim_seq !== null) known.set(c.claim_seq, c.machine);
+  if (entry.holder) known.set(entry.holder.claim_seq, entry.holder.machine);
+  state.machines.set(entry.agent, known);
+}
+
+function applyFrame(frame) {
+  if (typeof frame.server_time === "number") state.clockOffset = frame.server_time - Date.now();
+  if (frame.type === "directory") {
+    state.agents = new Map(frame.agents.map((a) => [a.agent, a]));
+    state.loaded = true;
+  } else if (frame.type === "presence") {
+    state.agents.set(frame.presence.agent, frame.presence);
+  } else if (frame.type === "agent_gone") {
+    state.agents.delete(frame.agent);
+  } else {
+    return;
+  }
+  for (const entry of state.agents.values()) remember(entry);
+  render();
+}
+
+function backoffDelay(n) {
+  const base = Math.min(BACKOFF.maxMs, BACKOFF.minMs * BACKOFF.factor ** n);
+  return Math.round(base * (1 - BACKOFF.jitter + Math.random() * 2 * BACKOFF.jitter));
+}
+
+function scheduleReconnect() {
+  clearTimeout(retryTimer);
+  const delay = backoffDelay(attempt++);
+  const until = Date.now() + delay;
+  setStatus("retrying", `reconnecting in ${Math.ceil(delay / 1000)}s`);
+  retryTimer = setTimeout(connect, delay);
+  const countdown = setInterval(() => {
+    if (view.status.dataset.state !== "retrying") return clearInterval(countdown);
+    const left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
+    view.status.textContent = `reconnecting in ${left}s`;
+    if (left === 0) clearInterval(countdown);
+  }, 250);
+}
+
+function dropSocket() {
+  clearInterval(pingTimer);
+  if (!socket) return;
+  const old = socket;
+  socket = null;
+  old.onopen = old.onmessage = old.onclose = old.onerror = null;
+  try { old.close(1000, "dashboard reconnecting"); } catch { /* already closed */ }
+}
+
+/** Checks the token over HTTP first: a WebSocket refused with 401 looks like any network error. */
+async function connect() {
+  clearTimeout(retryTimer);
+  dropSocket();
+  const { token, source } = currentToken();
+  if (!token) {
+    setStatus("signed-out", "token needed");
+    showLogin(true, "Paste the bearer token of your account (the one the CLI uses). It stays in this browser.");
+    renderAgents(view.agents, [], { ...state, signedOut: true });
+    return;
+  }
+  setStatus("connecting", "connecting…");
+  let res;
+  try {
+    res = await fetch("/agents", { headers: { authorization: `Bearer ${token}` }, cache: "no-store" });
+  } catch {
+    return scheduleReconnect();
+  }
+  if (res.status === 401) {
+    setStatus("signed-out", "token refused");
+    showLogin(true, source === "dev"
+      ? "This coordinator does not accept the local dev token. Paste your account's token."
+      : "The coordinator refused this token. Paste the token of your account.");
+    return;
+  }
+  if (!res.ok) return scheduleReconnect();
+  applyFrame({ type: "directory", agents: (await res.json()).agents });
+  openSocket(token, source);
+}
+
+function openSocket(token, source) {
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/observe`;
+  const ws = new WebSocket(url, ["baton", tokenProtocol(token)]);
+  socket = ws;
+  lastFrameAt = Date.now();
+  ws.onopen = () => {
+    attempt = 0;
+    setStatus("live", source === "dev" ? "live · local dev token" : "live");
+    pingTimer = setInterval(() => {
+      if (Date.now() - lastFrameAt > SILENCE_LIMIT_MS) {
+        dropSocket();
+        return scheduleReconnect();
+      }
+      ws.send('{"type":"ping"}');
+    }, PING_EVERY_MS);
+  };
+  ws.onmessage = (event) => {
+    lastFrameAt = Date.now();
+    try {
+      applyFrame(JSON.parse(event.data));
+    } catch {
+      // a frame this page does not understand changes nothing
+    }
+  };
+  ws.onclose = () => {
+    if (socket !== ws) return;
+    dropSocket();
+    scheduleReconnect();
+  };
+}
+
+view.toggle.addEventListener("click", () => showLogin(view.login.hidden));
+view.login.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const token = view.input.value.trim();
+  if (!token) return;
+  localStorage.setItem(TOKEN_KEY, token);
+  view.input.value = "";
+  showLogin(false);
+  attempt = 0;
+  connect();
+});
+$("token-forget").addEventListener("click", () => {
+  localStorage.removeItem(TOKEN_KEY);
+  view.input.value = "";
+  attempt = 0;
+  connect();
+});
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible" && !socket && view.status.dataset.state === "retrying") {
+    attempt = 0;
+    connect();
+  }
+});
+setInterval(() => tickAges(view.agents, state), 1000);
+
+if (currentToken().source === "dev") view.hint.textContent = `No token saved: using the local dev token "${DEV_TOKEN}" because this coordinator runs on loopback.`;
+connect();
