@@ -1,0 +1,14 @@
+// The command every chaos serve process runs per message: reports its side effect to the sink.
+// Exits 0 when the sink accepted it, 3 when the sink refused a stale fence, 1 on any other failure.
+const sink = process.env.CHAOS_SINK_URL;
+const effect = {
+  message_id: Number(process.env.BATON_MESSAGE_ID),
+  fence: Number(process.env.BATON_FENCE),
+  attempt: Number(process.env.BATON_ATTEMPT),
+  instance: process.env.CHAOS_INSTANCE ?? "",
+};
+let stdin = "";
+for await (const chunk of process.stdin) stdin += chunk;
+const res = await fetch(`${sink}/effect`, { method: "POST", body: JSON.stringify(effect) });
+process.stdout.write(`${res.status === 200 ? "done" : "refused"} ${stdin.trim()}`);
+process.exit(res.status === 200 ? 0 : res.status === 409 ? 3 : 1);
