@@ -141,6 +141,21 @@ describe("presence dashboard", () => {
     await page.close();
   });
 
+  it("reconnects by itself when the coordinator restarts, and shows who came back", async () => {
+    const page = await browser.newPage();
+    await page.goto(dev.url);
+    await page.locator('#status[data-state="live"]').waitFor();
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+    const { port, persistDir } = dev;
+    await dev.stop();
+    await page.locator('#status[data-state="retrying"]').waitFor();
+    dev = await startWranglerDev({ port, persistDir });
+    await page.locator('#status[data-state="live"]').waitFor({ timeout: 40_000 });
+    await serve("reviewer", "back-again");
+    await card(page, "reviewer").locator('[data-role="holder"] .machine', { hasText: "back-again" }).waitFor();
+    await page.close();
+  });
+
   it("a refused token opens the login field; the saved token brings the list, and never appears in the URL", async () => {
     await serve("notifier", "pi-4");
     const page = await browser.newPage();
