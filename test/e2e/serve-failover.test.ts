@@ -112,7 +112,8 @@ describe("baton serve: two machines, one agent", () => {
     await a.waitFor(/standby \(\d+(st|nd|rd|th) in line\)/, 10_000, from);
     const after = await getJson<MessageView>(`${dev.url}/agents/${agent}/messages/${id}`);
     expect(after.reply).toBe("b did: slow\n");
-    expect(a.stderr().slice(from)).not.toMatch(/ran message|refused/);
+    // Nothing of the stale run was posted or even attempted (no reply, refused or unconfirmed).
+    expect(a.stderr().slice(from)).not.toMatch(/ran message|refused|not confirmed/);
     const next = await postMessage(dev.url, agent, "next");
     await waitForMessage(dev.url, agent, next, (m) => m.status === "acknowledged");
     const aRuns = readSink(sink).filter((l) => l.tag === "a" && l.phase === "start");

@@ -41,7 +41,9 @@ describe("startRun", () => {
     const { run, output } = startWithOutput(["-c", "sleep 30 & echo $!; wait"], "/bin/sh");
     const grandchild = Number((await output).trim());
     expect(pidAlive(grandchild)).toBe(true);
+    const t0 = performance.now();
     await run.kill(1000);
+    expect(performance.now() - t0).toBeLessThan(3000);
     await expect.poll(() => pidAlive(grandchild), { timeout: 2000 }).toBe(false);
   });
 

@@ -94,6 +94,7 @@ describe("ServeSession", () => {
     // The run was cut short: no reply or checkpoint ever reached the coordinator.
     await new Promise((r) => setTimeout(r, 2200));
     for (const c of conns) expect(c.frames.filter((f) => f.type === "reply" || f.type === "checkpoint")).toEqual([]);
+    expect(s.log()).not.toMatch(/not confirmed|refused|command exited/);
   });
 
   it("a coordinator that never sends serve_lease is taken as granting the lease after a short wait", async () => {
