@@ -12,7 +12,7 @@ interface Baton {
   proc: ChildProcess;
   stdout: () => string;
   stderr: () => string;
-  /** Resolves with the first stdout or stderr line matching `pattern`. */
+  /** Resolves with the first stdout or stderr line matching `pattern`; rejects if the process exits first. */
   line(pattern: RegExp, timeoutMs?: number): Promise<string>;
   exit: Promise<{ code: number | null; at: number }>;
 }
@@ -20,19 +20,19 @@ interface Baton {
 const configHome = mkdtempSync(join(tmpdir(), "baton-cfg-"));
 const started: Baton[] = [];
 
-function baton(url: string, args: string[], opts: { detached?: boolean } = {}): Baton {
+function baton(url: string, args: string[]): Baton {
   const proc = spawn(process.execPath, [join(ROOT, "cli/bin.js"), ...args], {
     cwd: ROOT,
     env: { ...process.env, BATON_URL: url, BATON_TOKEN: DEV_TOKEN, XDG_CONFIG_HOME: configHome, NO_COLOR: "1" },
     stdio: ["pipe", "pipe", "pipe"],
-    detached: opts.detached ?? false,
+    detached: true,
   });
   let out = "";
   let err = "";
   const waiters = new Set<() => void>();
   proc.stdout!.on("data", (d) => { out += d; for (const w of [...waiters]) w(); });
   proc.stderr!.on("data", (d) => { err += d; for (const w of [...waiters]) w(); });
-  const exit = new Promise<{ code: number | null; at: number }>((r) => proc.once("exit", (code) => r({ code, at: performance.now() })));
+  const exit = new Promise<{ code: number | null; at: number }>((r) => proc.once("close", (code) => r({ code, at: performance.now() })));
   const b: Baton = {
     proc,
     stdout: () => out,
@@ -53,6 +53,12 @@ function baton(url: string, args: string[], opts: { detached?: boolean } = {}): 
         }, timeoutMs);
         waiters.add(check);
         check();
+        void exit.then(() => {
+          if (!waiters.has(check)) return;
+          waiters.delete(check);
+          clearTimeout(timer);
+          reject(new Error(`exited without a line matching ${pattern}; stdout:\n${out}\nstderr:\n${err}`));
+        });
       });
     },
   };
@@ -81,6 +87,18 @@ async function ready(b: Baton): Promise<{ pid: number; run_id: string; fence: st
   return JSON.parse(await b.line(/"ready":true/)) as never;
 }
 
+// Each baton leads its own process group, so whatever a failing test left behind (baton or its
+// command) goes with it; a group id is never reused while a member lives.
+afterAll(() => {
+  for (const b of started) {
+    try {
+      process.kill(-b.proc.pid!, "SIGKILL");
+    } catch {
+      // the whole group is gone already
+    }
+  }
+});
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -108,7 +126,6 @@ describe("baton lease run", () => {
     dev = await startWranglerDev();
   });
   afterAll(async () => {
-    for (const b of started) if (b.proc.exitCode === null && b.proc.signalCode === null) b.proc.kill("SIGKILL");
     await dev?.stop();
   });
 
@@ -146,6 +163,21 @@ describe("baton lease run", () => {
     console.log(`lease handoff to a --wait run: ${handoffMs.toFixed(0)} ms after the holder exited`);
     waiter.proc.stdin!.end();
     expect((await waiter.exit).code).toBe(0);
+  });
+
+  it("independent runs race for one key: exactly one runs its command, the others exit 3", async () => {
+    const session = unique();
+    const racers = Array.from({ length: 4 }, () => baton(dev.url, ["lease", "run", session, "--", ...HOLD]));
+    const losers = await Promise.all(racers.map(async (r) => {
+      const running = await r.line(/"ready":true/).then(() => true, () => false);
+      return running ? null : r;
+    }));
+    const winners = racers.filter((_r, i) => losers[i] === null);
+    expect(winners).toHaveLength(1);
+    for (const loser of losers) if (loser) expect(loser.proc.exitCode).toBe(3);
+    winners[0]!.proc.stdin!.end();
+    expect((await winners[0]!.exit).code).toBe(0);
+    expect(await http(dev, "GET", `/leases/${session}`)).toMatchObject({ held: false, fence: 1 });
   });
 
   it("--wait-timeout gives up with exit 3", async () => {
@@ -187,7 +219,7 @@ describe("baton lease run", () => {
 
   it("a run that acquired and died has its lease expire and the key becomes free", async () => {
     const session = unique();
-    const victim = baton(dev.url, ["lease", "run", session, "--ttl", "2", "--", ...HOLD], { detached: true });
+    const victim = baton(dev.url, ["lease", "run", session, "--ttl", "2", "--", ...HOLD]);
     await ready(victim);
     process.kill(-victim.proc.pid!, "SIGKILL");
     await victim.exit;
