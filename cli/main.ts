@@ -10,6 +10,7 @@ const main = defineCommand({
     send: () => import("./commands/send.ts").then((m) => m.default),
     history: () => import("./commands/history.ts").then((m) => m.default),
     lease: () => import("./commands/lease.ts").then((m) => m.default),
+    login: () => import("./commands/login.ts").then((m) => m.default),
   },
 });
 

@@ -1,0 +1,121 @@
+// `baton login`: stores the coordinator URL and a bearer token in the user's config dir
+// (file 0600, directory 0700), reading the token from stdin without echo. Never prints it.
+import { chmodSync, mkdirSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { defineCommand } from "citty";
+import { configPath, DEFAULT_URL, isLocalUrl, readStoredConfig } from "../config.ts";
+import { CLIError } from "../errors.ts";
+
+const TOKEN_SHAPE = /^\S{1,4096}$/;
+
+export default defineCommand({
+  meta: { name: "login", description: "Store the coordinator URL and your token (read from stdin, not echoed)." },
+  args: {
+    url: { type: "string", description: `Coordinator URL (env BATON_URL; default ${DEFAULT_URL})` },
+    token: { type: "string", description: "Token (visible in shell history and ps; prefer stdin)" },
+    status: { type: "boolean", description: "Show which URL is stored and whether a token is, without printing it" },
+    json: { type: "boolean", description: "Print JSON" },
+  },
+  async run({ args }) {
+    if (args.status) return printStatus(Boolean(args.json));
+    const url = checkedUrl(String(args.url || process.env.BATON_URL || DEFAULT_URL));
+    const token = args.token !== undefined ? String(args.token) : await readToken();
+    if (!TOKEN_SHAPE.test(token)) throw new CLIError("a token is 1-4096 characters without spaces or line breaks");
+    const path = configPath();
+    writeConfig(path, { url, token });
+    if (new URL(url).protocol === "http:" && !isLocalUrl(url)) {
+      process.stderr.write(`warning: ${url} is plain http: the token crosses the network unencrypted; use https\n`);
+    }
+    process.stdout.write(args.json ? `${JSON.stringify({ url, config_path: path, token_stored: true })}\n` : `token for ${url} stored in ${path}\n`);
+  },
+});
+
+function checkedUrl(raw: string): string {
+  const url = raw.replace(/\/+$/, "");
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    throw new CLIError(`not a URL: ${url}`);
+  }
+  if (protocol !== "http:" && protocol !== "https:") throw new CLIError(`not an http(s) URL: ${url}`);
+  return url;
+}
+
+/** Writes through a private temporary file and a rename, so the token is never readable by others, even briefly. */
+function writeConfig(path: string, config: { url: string; token: string }): void {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  const temp = join(dir, `.config.${process.pid}.${Date.now()}.tmp`);
+  writeFileSync(temp, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600, flag: "wx" });
+  chmodSync(temp, 0o600);
+  renameSync(temp, path);
+}
+
+/** The token from stdin: typed without echo on a terminal, or the first line of a pipe. */
+async function readToken(): Promise<string> {
+  const stdin = process.stdin;
+  if (!stdin.isTTY) {
+    let text = "";
+    for await (const chunk of stdin) text += String(chunk);
+    return text.split(/\r?\n/)[0]!.trim();
+  }
+  process.stderr.write("Token (input hidden): ");
+  stdin.setRawMode(true);
+  stdin.setEncoding("utf8");
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      let typed = "";
+      const onData = (chunk: string) => {
+        for (const ch of chunk) {
+          if (ch === "\r" || ch === "\n" || ch === "\u0004") {
+            stdin.off("data", onData);
+            return resolve(typed.trim());
+          }
+          if (ch === "\u0003") {
+            stdin.off("data", onData);
+            return reject(new CLIError("login cancelled", 130));
+          }
+          if (ch === "\u007f" || ch === "\b") typed = typed.slice(0, -1);
+          else typed += ch;
+        }
+      };
+      stdin.on("data", onData);
+    });
+  } finally {
+    stdin.setRawMode(false);
+    stdin.pause();
+    process.stderr.write("\n");
+  }
+}
+
+function printStatus(json: boolean): void {
+  const path = configPath();
+  const stored = readStoredConfig();
+  let mode: number | null = null;
+  try {
+    mode = statSync(path).mode & 0o777;
+  } catch {
+    // no file yet
+  }
+  const status = {
+    config_path: path,
+    url: stored.url ?? null,
+    token_stored: stored.token !== undefined && stored.token !== "",
+    file_mode: mode === null ? null : `0${mode.toString(8)}`,
+    env_overrides: ["BATON_URL", "BATON_TOKEN"].filter((name) => Boolean(process.env[name])),
+  };
+  if (json) {
+    process.stdout.write(`${JSON.stringify(status)}\n`);
+    return;
+  }
+  const lines = [
+    `config: ${path}${mode === null ? " (not written yet)" : ""}`,
+    `url: ${status.url ?? `(none stored; default ${DEFAULT_URL})`}`,
+    `token: ${status.token_stored ? "stored" : "not stored"}`,
+  ];
+  if (status.env_overrides.length) lines.push(`environment overrides: ${status.env_overrides.join(", ")}`);
+  if (mode !== null && (mode & 0o077) !== 0) lines.push(`warning: ${path} is readable by others (mode ${status.file_mode}); run chmod 600 on it`);
+  process.stdout.write(`${lines.join("\n")}\n`);
+}
