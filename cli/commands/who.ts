@@ -4,6 +4,7 @@ import { defineCommand } from "citty";
 import { resolveConnection, type Connection } from "../config.ts";
 import { CLIError } from "../errors.ts";
 import { renderPresence, type PresenceReport } from "../presence-table.ts";
+import { watch } from "../who-watch.ts";
 import { AGENT_NAME } from "../../worker/protocol.ts";
 
 export const WATCH_INTERVAL_MS = 1000;
@@ -15,7 +16,7 @@ export default defineCommand({
     url: { type: "string", description: "Coordinator URL (env BATON_URL; default http://127.0.0.1:8787)" },
     token: { type: "string", description: "Bearer token (env BATON_TOKEN or `baton login`)" },
     json: { type: "boolean", description: "Print JSON (one document; one line per refresh with --watch)" },
-    watch: { type: "boolean", description: "Refresh every second until interrupted" },
+    watch: { type: "boolean", description: "Redraw on every change (observer socket; polls every second on older coordinators)" },
   },
   async run({ args }) {
     const agent = args.agent ? String(args.agent) : undefined;
@@ -30,18 +31,24 @@ export default defineCommand({
       return;
     }
     const tty = !json && process.stdout.isTTY === true;
-    for (;;) {
-      let text: string;
-      try {
-        const reports = await load(conn, agent);
-        text = json ? `${JSON.stringify(agent ? reports[0] : { agents: reports })}\n` : render(reports);
-      } catch (err) {
-        if (err instanceof CLIError && err.message.startsWith("unauthorized")) throw err;
-        text = json ? `${JSON.stringify({ error: (err as Error).message })}\n` : `${(err as Error).message}\n`;
-      }
-      process.stdout.write(tty ? `\x1b[H\x1b[2J${new Date().toLocaleTimeString()}  (refreshing every second; Ctrl-C to stop)\n\n${text}` : text);
-      await new Promise((r) => setTimeout(r, WATCH_INTERVAL_MS));
-    }
+    const show = (text: string): void => {
+      process.stdout.write(tty ? `\x1b[H\x1b[2J${new Date().toLocaleTimeString()}  (live; Ctrl-C to stop)\n\n${text}` : text);
+    };
+    const draw = (reports: PresenceReport[]): void => {
+      if (json) return show(`${JSON.stringify(agent ? reports[0] ?? null : { agents: reports })}\n`);
+      show(agent && reports.length === 0 ? `${agent}: no connections\n` : render(reports));
+    };
+    await watch({
+      conn, agent, draw, pollIntervalMs: WATCH_INTERVAL_MS,
+      poll: async () => {
+        try {
+          draw(await load(conn, agent));
+        } catch (err) {
+          if (err instanceof CLIError && err.message.startsWith("unauthorized")) throw err;
+          show(json ? `${JSON.stringify({ error: (err as Error).message })}\n` : `${(err as Error).message}\n`);
+        }
+      },
+    });
   },
 });
 
