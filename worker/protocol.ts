@@ -19,6 +19,11 @@ export const LIMITS = {
 export const AGENT_NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 /** Session keys (lease API): 1-128 chars of letters, digits, '.', '_' or '-', starting with a letter or digit. */
 export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/**
+ * Machine labels are shown in terminals and the dashboard: no control or invisible format
+ * characters (escape sequences, bidi overrides), so a label cannot rewrite what an operator sees.
+ */
+export const MACHINE_LABEL = /^[^\p{Cc}\p{Cf}]+$/u;
 
 export const PING_TEXT = '{"type":"ping"}';
 export const PONG_TEXT = '{"type":"pong"}';
@@ -55,7 +60,7 @@ export const CLOSE_CODES = {
 const fence = z.int().check(z.nonnegative());
 const messageId = z.int().check(z.gte(1));
 const req = z.optional(z.string().check(z.maxLength(64)));
-const machine = z.string().check(z.minLength(1), z.maxLength(LIMITS.machineLabelChars));
+const machine = z.string().check(z.minLength(1), z.maxLength(LIMITS.machineLabelChars), z.regex(MACHINE_LABEL));
 
 const clientFrameSchema = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("ping") }),

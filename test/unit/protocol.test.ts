@@ -62,6 +62,13 @@ describe("parseClientFrame rejects", () => {
     for (const frame of cases) expect(rejection(JSON.stringify(frame)).code, JSON.stringify(frame)).toBe("bad_frame");
   });
 
+  it("machine labels with control or invisible format characters with bad_frame", () => {
+    for (const machine of ["\u001b[2J", "evil\u001b]0;title\u0007", "a\u202Eb", "tab\there", "new\nline", "nul\u0000", "zw\u200Bsp"]) {
+      expect(rejection(JSON.stringify({ type: "hello", machine })).code, JSON.stringify(machine)).toBe("bad_frame");
+    }
+    expect(parseClientFrame(JSON.stringify({ type: "hello", machine: "büro-1 (laptop) 🖥" })).ok).toBe(true);
+  });
+
   it("extra fields with bad_frame", () => {
     expect(rejection('{"type":"ping","x":1}').code).toBe("bad_frame");
     expect(rejection('{"type":"serve_lease","op":"claim","held":true}').code).toBe("bad_frame");

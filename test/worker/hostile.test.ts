@@ -50,6 +50,7 @@ const BAD_FRAMES: { name: string; raw: string | ArrayBuffer; code: ErrorCode }[]
     raw: JSON.stringify({ type: "serve_lease", op: "release", req: "r", pad: "€".repeat(LIMITS.frameBytes / 3 + 1) }),
     code: "frame_too_large",
   },
+  { name: "a hello whose machine label holds a terminal escape", raw: JSON.stringify({ type: "hello", machine: "\u001b[2Jpwned" }), code: "bad_frame" },
   { name: "an ack with a wrong id", raw: '{"type":"ack","id":0,"fence":1}', code: "bad_frame" },
   {
     name: "an oversized reply",
