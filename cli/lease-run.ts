@@ -183,7 +183,11 @@ export async function runUnderLease(opts: LeaseRunOptions): Promise<number> {
   armDeadline();
   renewTimer = setTimeout(renewOnce, renewEveryMs);
 
-  const forward = (signal: NodeJS.Signals) => child.kill(signal);
+  // SIGTERM and SIGHUP sent to baton go on to the command; Ctrl-C reaches the command straight
+  // from the terminal (same process group), so baton only ignores it and stays to release.
+  const forward = (signal: NodeJS.Signals) => {
+    if (signal !== "SIGINT") child.kill(signal);
+  };
   const forwarded: NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
   for (const s of forwarded) process.on(s, forward);
 

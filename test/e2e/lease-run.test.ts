@@ -69,10 +69,10 @@ function baton(url: string, args: string[]): Baton {
 /** A command that prints its lease env as one JSON line, then runs until its stdin closes. */
 const HOLD = [
   process.execPath, "-e",
-  `process.stdout.write(JSON.stringify({ ready: true, pid: process.pid, run_id: process.env.BATON_RUN_ID,
-    fence: process.env.BATON_FENCE, token: process.env.BATON_FENCE_TOKEN, expires_at: process.env.BATON_LEASE_EXPIRES_AT }) + "\\n");
-  process.on("SIGTERM", () => { process.stdout.write("got SIGTERM\\n"); process.exit(0); });
-  process.stdin.resume(); process.stdin.on("end", () => process.exit(0));`,
+  `process.on("SIGTERM", () => { process.stdout.write("got SIGTERM\\n"); process.exit(0); });
+  process.stdin.resume(); process.stdin.on("end", () => process.exit(0));
+  process.stdout.write(JSON.stringify({ ready: true, pid: process.pid, run_id: process.env.BATON_RUN_ID,
+    fence: process.env.BATON_FENCE, token: process.env.BATON_FENCE_TOKEN, expires_at: process.env.BATON_LEASE_EXPIRES_AT }) + "\\n");`,
 ];
 
 /** Like HOLD, but it ignores SIGTERM, so only SIGKILL stops it. */
@@ -215,6 +215,16 @@ describe("baton lease run", () => {
     expect(holder.stdout()).toContain("got SIGTERM");
     expect(holder.stderr()).toMatch(/lost/);
     expect(await http(dev, "POST", `/leases/${session}/check`, { run_id: thief, fence: 2 })).toMatchObject({ current: true });
+  });
+
+  it("SIGTERM to baton reaches the command, and the lease is released when it exits", async () => {
+    const session = unique();
+    const holder = baton(dev.url, ["lease", "run", session, "--", ...HOLD]);
+    await ready(holder);
+    holder.proc.kill("SIGTERM");
+    expect((await holder.exit).code).toBe(0);
+    expect(holder.stdout()).toContain("got SIGTERM");
+    expect(await http(dev, "GET", `/leases/${session}`)).toMatchObject({ held: false, fence: 1 });
   });
 
   it("a run that acquired and died has its lease expire and the key becomes free", async () => {
