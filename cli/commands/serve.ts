@@ -9,7 +9,7 @@ import { acquireLock, lockDir, lockName } from "../local-lock.ts";
 import { stateDir } from "../message-journal.ts";
 import { ServeSession } from "../serve-session.ts";
 import { StatusReporter } from "../status-line.ts";
-import { AGENT_NAME, LIMITS } from "../../worker/protocol.ts";
+import { AGENT_NAME, LIMITS, MACHINE_LABEL } from "../../worker/protocol.ts";
 
 export const DEFAULT_GRACE_SECONDS = 10;
 
@@ -33,6 +33,7 @@ export default defineCommand({
     const [command, ...commandArgs] = commandLine;
     if (!command) throw new CLIError("no command given: baton serve AGENT -- COMMAND [ARGS...]");
     const machine = (args.machine || process.env.BATON_MACHINE || hostname()).slice(0, LIMITS.machineLabelChars);
+    if (!MACHINE_LABEL.test(machine)) throw new CLIError(`bad machine label ${JSON.stringify(machine)}: no control or invisible characters`);
     const graceMs = parseGrace(args.grace ?? process.env.BATON_KILL_GRACE_SECONDS);
     const { url, token } = resolveConnection({ url: args.url, token: args.token });
 
