@@ -1,0 +1,96 @@
+// The chaos run's `baton serve` processes: one slot per simulated machine, each with its own lock,
+// state and config directories and machine label, so the same-machine lock does not refuse them.
+// A slot can be killed, paused, resumed and started again; each start is a new instance id.
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, mkdirSync, openSync } from "node:fs";
+import { join } from "node:path";
+
+export interface FleetOptions {
+  treeRoot: string;
+  workDir: string;
+  url: string;
+  token: string;
+  agent: string;
+  sinkUrl: string;
+}
+
+export class ServeSlot {
+  private proc: ChildProcess | null = null;
+  private exited: Promise<unknown> = Promise.resolve();
+  private generation = 0;
+  state: "stopped" | "running" | "paused" = "stopped";
+  busy = false;
+  readonly machine: string;
+  readonly logPath: string;
+
+  constructor(readonly slot: number, private readonly opts: FleetOptions) {
+    this.machine = `chaos-m${slot}`;
+    this.logPath = join(opts.workDir, `serve-${slot}.log`);
+  }
+
+  get instance(): string {
+    return `${this.machine}#${this.generation}`;
+  }
+
+  start(): void {
+    if (this.state !== "stopped") throw new Error(`slot ${this.slot} is ${this.state}`);
+    this.generation += 1;
+    const dir = (name: string) => {
+      const path = join(this.opts.workDir, `${name}-${this.slot}`);
+      mkdirSync(path, { recursive: true });
+      return path;
+    };
+    const log = openSync(this.logPath, "a");
+    const { treeRoot, url, token, agent, sinkUrl } = this.opts;
+    this.proc = spawn(process.execPath, [
+      join(treeRoot, "cli/bin.js"), "serve", agent, "--url", url, "--machine", this.machine, "--grace", "1", "--json",
+      "--", process.execPath, join(treeRoot, "scripts/chaos/effect.mjs"),
+    ], {
+      cwd: treeRoot,
+      stdio: ["ignore", log, log],
+      env: {
+        ...process.env,
+        BATON_TOKEN: token,
+        BATON_LOCK_DIR: dir("lock"),
+        BATON_STATE_DIR: dir("state"),
+        XDG_CONFIG_HOME: dir("config"),
+        XDG_STATE_HOME: dir("xdg-state"),
+        XDG_RUNTIME_DIR: dir("runtime"),
+        CHAOS_SINK_URL: sinkUrl,
+        CHAOS_INSTANCE: this.instance,
+      },
+    });
+    closeSync(log);
+    const proc = this.proc;
+    this.exited = new Promise((resolve) => proc.once("exit", resolve));
+    void this.exited.then(() => {
+      if (this.proc === proc) (this.proc = null), (this.state = "stopped");
+    });
+    this.state = "running";
+  }
+
+  /** SIGKILL: the process gets no chance to release; a run it started keeps going as an orphan. */
+  async kill(): Promise<void> {
+    if (!this.proc) return;
+    this.proc.kill("SIGKILL");
+    await this.exited;
+  }
+
+  pause(): void {
+    if (this.proc && this.state === "running") (this.proc.kill("SIGSTOP"), (this.state = "paused"));
+  }
+
+  resume(): void {
+    if (this.proc && this.state === "paused") (this.proc.kill("SIGCONT"), (this.state = "running"));
+  }
+
+  /** Graceful stop (SIGTERM: the serve releases the lease), SIGKILL after `graceMs`. */
+  async stop(graceMs = 5000): Promise<void> {
+    if (!this.proc) return;
+    this.resume();
+    this.proc.kill("SIGTERM");
+    const timer = setTimeout(() => this.proc?.kill("SIGKILL"), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
