@@ -285,8 +285,9 @@ describe("baton lease run without its coordinator", () => {
       expect(b.stdout()).toContain("got SIGTERM");
       expect(alive(pid)).toBe(false);
       expect(b.stderr()).toMatch(/could not be renewed before it expired/);
-      // The TTL (2 s) from the last renewal, plus the 0.5 s grace, bounds the time to the exit.
-      expect(exitAfterMs).toBeLessThan(2500 + 500);
+      // The TTL (2 s) from the last renewal plus the 0.5 s grace bounds the time to the exit; the
+      // extra second is room for a loaded machine, not for a late kill.
+      expect(exitAfterMs).toBeLessThan(2000 + 500 + 1000);
       console.log(`lease run exited ${exitAfterMs.toFixed(0)} ms after the coordinator was stopped (ttl 2 s, grace 0.5 s)`);
     } finally {
       await dev.stop();
