@@ -6,10 +6,12 @@ import { DurableObject } from "cloudflare:workers";
 import { closeQuietly, send } from "./connections.ts";
 import type { Env } from "./env.ts";
 import type { Presence } from "./presence.ts";
-import { CLOSE_CODES, errorFrame, PING_TEXT, PONG_TEXT, type DirectoryEntry, type ServerFrame } from "./protocol.ts";
+import { CLOSE_CODES, errorFrame, parseClientFrame, PING_TEXT, PONG_TEXT, type DirectoryEntry, type ServerFrame } from "./protocol.ts";
 
 /** How often the directory refreshes presences while at least one observer is connected. */
 export const DIRECTORY_REFRESH_MS = 5_000;
+/** Dashboards watching one account at once; more are refused with 429 too_many_connections. */
+export const MAX_OBSERVERS = 64;
 const OBSERVER_TAG = "observer";
 const REPORT_PATH = "/report";
 
@@ -81,6 +83,9 @@ export class AgentDirectory extends DurableObject<Env> {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return Response.json({ error: "bad_request", message: "expected a WebSocket upgrade" }, { status: 426 });
     }
+    if (this.observers().length >= MAX_OBSERVERS) {
+      return Response.json({ error: "too_many_connections", message: `at most ${MAX_OBSERVERS} observers per account` }, { status: 429 });
+    }
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
     this.ctx.acceptWebSocket(server, [OBSERVER_TAG]);
@@ -92,8 +97,12 @@ export class AgentDirectory extends DurableObject<Env> {
     return new Response(null, { status: 101, webSocket: client, headers });
   }
 
-  async webSocketMessage(ws: WebSocket): Promise<void> {
+  /** Observers may ping; anything else is refused and the socket closed, so nobody claims through here. */
+  async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
+    const parsed = parseClientFrame(raw);
+    if (parsed.ok && parsed.frame.type === "ping") return send(ws, { type: "pong" });
     send(ws, errorFrame("bad_frame", "observer connections only listen; send nothing but pings"));
+    closeQuietly(ws, CLOSE_CODES.policy, "observers only listen");
   }
 
   async webSocketClose(ws: WebSocket, code: number): Promise<void> {

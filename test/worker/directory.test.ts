@@ -2,12 +2,15 @@
 // a snapshot and then live updates, agents leave with their last connection, accounts stay apart.
 import { env, runDurableObjectAlarm, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { MAX_OBSERVERS } from "../../worker/directory-object.ts";
 import type { DirectoryEntry, ObserverFrame, ServerFrame } from "../../worker/protocol.ts";
 import { BASE, claimant, DEV_TOKEN, OTHER_TOKEN, settle, sleep, uniqueAgent } from "./helpers.ts";
 
 interface Observer {
   next<T extends ServerFrame["type"]>(type: T, match?: (f: Extract<ServerFrame, { type: T }>) => boolean): Promise<Extract<ServerFrame, { type: T }>>;
   send(frame: unknown): void;
+  sendRaw(text: string): void;
+  closed: Promise<number>;
   /** Frames about one agent, in arrival order: its presences and its agent_gone. */
   about(agent: string): ObserverFrame[];
   close(): void;
@@ -34,7 +37,9 @@ async function observe(token = DEV_TOKEN): Promise<Observer> {
     for (const w of [...waiters]) w();
   });
   let consumed = 0;
+  const closed = new Promise<number>((resolve) => ws.addEventListener("close", (e) => resolve(e.code)));
   return {
+    closed,
     next(type, match) {
       return new Promise((resolve, reject) => {
         const check = () => {
@@ -59,6 +64,7 @@ async function observe(token = DEV_TOKEN): Promise<Observer> {
     },
     about: (agent) => frames.filter((f): f is ObserverFrame => agentOf(f) === agent),
     send: (frame) => ws.send(JSON.stringify(frame)),
+    sendRaw: (text) => ws.send(text),
     close: () => ws.close(1000, "test done"),
   };
 }
@@ -183,8 +189,11 @@ describe("agent directory", () => {
   it("observers only listen, and the directory routes need a token", async () => {
     const watcher = await observe();
     await watcher.next("directory");
+    watcher.sendRaw('{"type": "ping"}'); // the spacing defeats the auto-response: the object answers
+    await watcher.next("pong");
     watcher.send({ type: "serve_lease", op: "claim" });
     expect((await watcher.next("error")).code).toBe("bad_frame");
+    expect(await watcher.closed).toBe(4009);
     expect((await SELF.fetch(`${BASE}/agents`)).status).toBe(401);
     expect((await SELF.fetch(`${BASE}/observe`, { headers: { Upgrade: "websocket" } })).status).toBe(401);
     const res = await SELF.fetch(`${BASE}/report`, {
@@ -192,6 +201,27 @@ describe("agent directory", () => {
     });
     expect(res.status).toBe(404);
     watcher.close();
+  });
+});
+
+describe("observer limit", () => {
+  it(`at most ${MAX_OBSERVERS} observers watch one account; the next is refused with 429`, async () => {
+    const open: WebSocket[] = [];
+    let refused: Response | null = null;
+    const carrier = `baton.token.${btoa(OTHER_TOKEN).replace(/=+$/, "")}`;
+    for (let i = 0; i <= MAX_OBSERVERS && refused === null; i++) {
+      const res = await SELF.fetch(`${BASE}/observe`, { headers: { Upgrade: "websocket", "Sec-WebSocket-Protocol": `baton, ${carrier}` } });
+      if (res.webSocket) {
+        res.webSocket.accept();
+        open.push(res.webSocket);
+      } else {
+        refused = res;
+      }
+    }
+    expect(refused?.status).toBe(429);
+    expect(((await refused!.json()) as { error: string }).error).toBe("too_many_connections");
+    expect(open.length).toBeLessThanOrEqual(MAX_OBSERVERS);
+    for (const ws of open) ws.close(1000, "test done");
   });
 });
 
