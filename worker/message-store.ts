@@ -48,6 +48,10 @@ export class MessageStore {
       .toArray() as unknown as StoredMessage[];
   }
 
+  lastId(): number {
+    return this.sql.exec<{ id: number | null }>(`SELECT MAX(id) AS id FROM messages`).one().id ?? 0;
+  }
+
   recent(limit: number): StoredMessage[] {
     return this.sql.exec(`SELECT * FROM messages ORDER BY id DESC LIMIT ?`, limit).toArray() as unknown as StoredMessage[];
   }

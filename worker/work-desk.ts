@@ -48,6 +48,11 @@ export class WorkDesk {
 
   /** Replays history after a cursor to a reconnecting client; never asks it to run anything. */
   sync(socket: DeskSocket, after: number, req?: string): void {
+    const known = Math.min(after, this.messages.lastId());
+    if (known > socket.state.cursor) {
+      socket.state.cursor = known;
+      writeConn(socket.ws, socket.state);
+    }
     const page = this.messages.after(after);
     for (const m of page) this.push(socket, m, false);
     send(socket.ws, { type: "result", op: "sync", req, cursor: page.at(-1)?.id ?? after });

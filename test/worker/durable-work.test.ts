@@ -137,6 +137,7 @@ describe("durable work", () => {
     const done = await back.sock.next("result", (f) => f.req === "s");
     expect(done).toMatchObject({ op: "sync", cursor: ids[2] });
     expect(back.sock.framesOf("message").filter((f) => !f.run).map((f) => f.id)).toEqual(ids.slice(1));
+    expect((await presence(agent)).connections.map((c) => c.cursor)).toEqual([ids[2]]);
     const page = await history(agent, ids[0]!);
     expect(page.messages.map((m) => m.id)).toEqual(ids.slice(1));
     expect(page.cursor).toBe(ids[2]);
