@@ -64,6 +64,10 @@ async function postMessage(agent: string, text: string): Promise<void> {
   expect(res.status).toBe(201);
 }
 
+/** How far the widest element sticks out past the viewport's right edge, in CSS pixels. */
+const horizontalOverflow = (page: Page) => page.evaluate(() =>
+  Math.max(...[...document.querySelectorAll("body *")].map((e) => e.getBoundingClientRect().right)) - window.innerWidth);
+
 const card = (page: Page, agent: string) => page.locator(`article.agent[data-agent="${agent}"]`);
 
 beforeAll(async () => {
@@ -117,6 +121,9 @@ describe("presence dashboard", () => {
     const page = await browser.newPage();
     await page.goto(dev.url);
     await page.getByText("npx baton serve reviewer -- ./run-agent.sh").waitFor();
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    await page.setViewportSize({ width: 1100, height: 820 });
     const first = await serve("reviewer", "gpu-box-2");
     await serve("reviewer", "mac-studio");
     await serve("summarizer", "build-box-1");
@@ -135,8 +142,7 @@ describe("presence dashboard", () => {
 
     await page.setViewportSize({ width: 390, height: 844 });
     await card(page, "summarizer").waitFor();
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    expect(overflow).toBeLessThanOrEqual(0);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
     await page.screenshot({ path: join(DOCS, "dashboard-phone.png"), fullPage: true });
     await page.close();
   });

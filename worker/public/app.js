@@ -124,6 +124,8 @@ async function connect() {
     return scheduleReconnect();
   }
   if (res.status === 401) {
+    state.agents.clear();
+    renderAgents(view.agents, [], { ...state, signedOut: true });
     setStatus("signed-out", "token refused");
     showLogin(true, source === "dev"
       ? "This coordinator does not accept the local dev token. Paste your account's token."
