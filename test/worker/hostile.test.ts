@@ -224,6 +224,30 @@ describe("bad names", () => {
   }
 });
 
+describe("session lease TTL range", () => {
+  it(`a TTL outside ${LIMITS.leaseTtlSeconds.min}-${LIMITS.leaseTtlSeconds.max} s gets 400 and leaves the lease as it was`, async () => {
+    const session = `s-${crypto.randomUUID()}`;
+    const post = (op: string, body: unknown) =>
+      SELF.fetch(`${BASE}/leases/${session}/${op}`, { method: "POST", headers: { ...auth, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    const state = async () => {
+      const { expires_in_ms: _left, ...rest } = (await (await SELF.fetch(`${BASE}/leases/${session}`, { headers: auth })).json()) as Record<string, unknown>;
+      return rest;
+    };
+    const holder = crypto.randomUUID();
+    expect((await post("acquire", { run_id: holder, ttl_seconds: 60 })).status).toBe(201);
+    const before = await state();
+    const bad = [0, -1, 1.5, LIMITS.leaseTtlSeconds.max + 1, "60", null];
+    for (const ttl of bad) {
+      for (const [op, run] of [["acquire", crypto.randomUUID()], ["renew", holder], ["acquire", holder]] as const) {
+        const res = await post(op, { run_id: run, ttl_seconds: ttl });
+        expect(res.status, `${op} ttl ${JSON.stringify(ttl)}`).toBe(400);
+        expect(await res.json()).toMatchObject({ error: "bad_request" });
+      }
+    }
+    expect(await state()).toEqual(before);
+  });
+});
+
 describe("oversized HTTP bodies", () => {
   it(`a message over ${LIMITS.messageTextBytes} bytes gets 413 too_large and is not stored`, async () => {
     const agent = uniqueAgent();
@@ -239,5 +263,18 @@ describe("oversized HTTP bodies", () => {
     expect(res2.status).toBe(413);
     const list = await SELF.fetch(`${BASE}/agents/${agent}/messages`, { headers: auth });
     expect(await list.json()).toMatchObject({ messages: [] });
+  });
+
+  it("a session lease body over 4 KiB gets 413 too_large and grants nothing", async () => {
+    const session = `s-${crypto.randomUUID()}`;
+    const res = await SELF.fetch(`${BASE}/leases/${session}/acquire`, {
+      method: "POST",
+      headers: { ...auth, "Content-Type": "application/json" },
+      body: JSON.stringify({ run_id: crypto.randomUUID(), pad: "x".repeat(4096) }),
+    });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toMatchObject({ error: "too_large" });
+    const state = await SELF.fetch(`${BASE}/leases/${session}`, { headers: auth });
+    expect(await state.json()).toMatchObject({ held: false, fence: 0 });
   });
 });
