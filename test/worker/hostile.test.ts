@@ -202,6 +202,25 @@ describe("bad names", () => {
     });
   }
 
+  it("near-miss spellings of a live agent's name are refused and leave its lease and data as they were", async () => {
+    const s = await scene();
+    const before = await snapshot(s.agent);
+    const variants = [s.agent.toUpperCase(), `${s.agent}%2Fx`, `${s.agent}%00`, `%2E%2E%2F${s.agent}`, `${s.agent}%E0%A4%A`, `${s.agent}${"x".repeat(64)}`];
+    for (const name of variants) {
+      for (const [method, route] of [["GET", "serve"], ["POST", "messages"], ["GET", "presence"]] as const) {
+        const res = await SELF.fetch(`${BASE}/agents/${name}/${route}`, {
+          method,
+          headers: { ...auth, Upgrade: "websocket", "Content-Type": "application/json" },
+          body: method === "POST" ? JSON.stringify({ text: "sneaky" }) : undefined,
+        });
+        expect(res.status, `${method} ${name}/${route}`).toBe(400);
+      }
+    }
+    expect(await snapshot(s.agent)).toEqual(before);
+    await settle(s.holder);
+    expect(s.holder.framesOf("message")).toEqual([]);
+  });
+
   it("an empty agent name or a dot-only one never reaches an agent", async () => {
     for (const path of ["/agents//presence", "/agents/../presence", "/agents/./presence", "/agents/%2e%2e/presence"]) {
       const res = await SELF.fetch(`${BASE}${path}`, { headers: auth });
