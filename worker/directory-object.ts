@@ -1,7 +1,8 @@
 // The agent directory: one Durable Object per account that knows the latest presence of every
 // agent of that account with open connections, and pushes each change to dashboard observers.
-// Agent objects report only real changes (DirectoryReporter below); while observers watch, an
-// alarm also pulls fresh presences so heartbeat ages stay true without waking anything otherwise.
+// Agent objects report only real changes (DirectoryReporter below). Heartbeats never wake an agent
+// object, so fresh heartbeat ages are pulled: by GET /agents, and every few seconds by an alarm
+// while observers watch. Nothing is pulled while nobody looks.
 import { DurableObject } from "cloudflare:workers";
 import { closeQuietly, send } from "./connections.ts";
 import type { Env } from "./env.ts";
@@ -51,7 +52,7 @@ export class AgentDirectory extends DurableObject<Env> {
       this.acceptReport((await request.json()) as DirectoryEntry);
       return new Response(null, { status: 204 });
     }
-    if (url.pathname === "/agents" && request.method === "GET") return Response.json({ agents: this.entries() });
+    if (url.pathname === "/agents" && request.method === "GET") return Response.json({ agents: await this.refreshAll() });
     if (url.pathname === "/observe") return this.acceptObserver(request);
     return Response.json({ error: "not_found", message: `no route for ${request.method} ${url.pathname}` }, { status: 404 });
   }
@@ -91,7 +92,8 @@ export class AgentDirectory extends DurableObject<Env> {
     this.ctx.acceptWebSocket(server, [OBSERVER_TAG]);
     server.serializeAttachment({ v: 1, role: "observer", joinedAt: Date.now() });
     send(server, { type: "directory", agents: this.entries(), server_time: Date.now() });
-    void this.ensureRefreshAlarm();
+    // The snapshot may carry old heartbeat ages; fresh ones follow as presence frames at once.
+    this.ctx.waitUntil(this.refreshAll().then(() => this.ensureRefreshAlarm()));
     const offered = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim()) ?? [];
     const headers: Record<string, string> = offered.includes("baton") ? { "Sec-WebSocket-Protocol": "baton" } : {};
     return new Response(null, { status: 101, webSocket: client, headers });
@@ -111,14 +113,25 @@ export class AgentDirectory extends DurableObject<Env> {
 
   /** While observers watch, pulls every listed agent's presence so ages stay true and lost reports heal. */
   async alarm(): Promise<void> {
-    const account = this.account();
-    if (this.observers().length === 0 || account === null) return;
-    const stored = this.entries();
-    await Promise.all(stored.map(async (old) => {
-      const fresh = await this.pull(account, old.agent);
-      if (fresh && observedFingerprint(fresh) !== observedFingerprint(old)) this.apply(fresh);
-    }));
+    if (this.observers().length === 0) return;
+    await this.refreshAll();
     await this.ensureRefreshAlarm();
+  }
+
+  /**
+   * Pulls the presence of every listed agent; observers hear of what changed (heartbeat times to
+   * the second included). Returns the fresh entries, so GET /agents shows exact heartbeat ages.
+   */
+  private async refreshAll(): Promise<DirectoryEntry[]> {
+    const account = this.account();
+    const stored = this.entries();
+    if (account === null) return stored;
+    const fresh = await Promise.all(stored.map(async (old) => {
+      const pulled = await this.pull(account, old.agent);
+      if (pulled && observedFingerprint(pulled) !== observedFingerprint(old)) this.apply(pulled);
+      return pulled ?? old;
+    }));
+    return fresh.filter((e) => e.connection_count > 0);
   }
 
   private async pull(account: string, agent: string): Promise<DirectoryEntry | null> {

@@ -186,6 +186,23 @@ describe("agent directory", () => {
     watcher.close();
   });
 
+  it("GET /agents pulls fresh heartbeat ages, though heartbeats never reach the directory", async () => {
+    const agent = uniqueAgent();
+    const watcher = await observe();
+    await watcher.next("directory");
+    const a = await claimant(agent, "alpha");
+    const reported = await watcher.next("presence", isPresenceOf(agent, 1));
+    await sleep(700);
+    a.sock.send({ type: "ping" });
+    await a.sock.next("pong");
+    const fresh = (await listed()).find((e) => e.agent === agent)!;
+    const beat = (e: DirectoryEntry) => e.reported_at - e.connections[0]!.heartbeat_age_seconds * 1000;
+    expect(beat(fresh) - beat(reported.presence)).toBeGreaterThan(500);
+    expect(fresh.connections[0]!.heartbeat_age_seconds).toBeLessThan(0.5);
+    a.sock.close();
+    watcher.close();
+  });
+
   it("observers only listen, and the directory routes need a token", async () => {
     const watcher = await observe();
     await watcher.next("directory");
