@@ -55,10 +55,13 @@ function heartbeatAt(entry, conn) {
   return entry.reported_at - conn.heartbeat_age_seconds * 1000;
 }
 
-/** Machine names of claims that have left are remembered by the page, since transitions carry only claims. */
-function claimLabel(entry, claim, known) {
+/**
+ * A claim with its machine: named by the transition itself when it carries `from_machine` /
+ * `to_machine`, else by a current connection, else by what this page has seen before.
+ */
+function claimLabel(entry, claim, known, named) {
   if (claim === null) return "nobody";
-  const machine = entry.connections.find((c) => c.claim_seq === claim)?.machine ?? known?.get(claim);
+  const machine = named ?? entry.connections.find((c) => c.claim_seq === claim)?.machine ?? known?.get(claim);
   return machine ? `${machine} #${claim}` : `#${claim}`;
 }
 
@@ -103,8 +106,8 @@ function transitionsBlock(entry, known) {
       el("time", { datetime: new Date(t.at).toISOString() }, clock(t.at)),
       el("span", { class: `reason ${t.reason}` }, REASONS[t.reason] ?? t.reason),
       el("span", { class: "move" }, t.reason === "claimed" && t.from_claim === null
-        ? `→ ${claimLabel(entry, t.to_claim, known)}`
-        : `${claimLabel(entry, t.from_claim, known)} → ${claimLabel(entry, t.to_claim, known)}`),
+        ? `→ ${claimLabel(entry, t.to_claim, known, t.to_machine)}`
+        : `${claimLabel(entry, t.from_claim, known, t.from_machine)} → ${claimLabel(entry, t.to_claim, known, t.to_machine)}`),
       el("span", { class: "fence" }, `fence ${t.fence}`)))));
 }
 
