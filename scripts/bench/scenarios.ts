@@ -53,7 +53,7 @@ async function acquireSessionLease(url: string, session: string, ttlSeconds: num
     body: JSON.stringify({ run_id: randomUUID(), ttl_seconds: Math.max(1, Math.round(ttlSeconds)) }),
   });
   const body = await res.text();
-  if (res.status !== 200) throw new Error(`acquire ${session} answered ${res.status}: ${body}`);
+  if (res.status !== 200 && res.status !== 201) throw new Error(`acquire ${session} answered ${res.status}: ${body}`);
 }
 
 async function claimServeLease(url: string, agent: string, ttlSeconds: number): Promise<void> {

@@ -9,6 +9,8 @@ const effect = {
 };
 let stdin = "";
 for await (const chunk of process.stdin) stdin += chunk;
+// Some work before the effect, so a pause or a kill can land in the middle of a run.
+await new Promise((r) => setTimeout(r, Math.random() * Number(process.env.CHAOS_WORK_MS ?? 0)));
 const res = await fetch(`${sink}/effect`, { method: "POST", body: JSON.stringify(effect) });
 process.stdout.write(`${res.status === 200 ? "done" : "refused"} ${stdin.trim()}`);
 process.exit(res.status === 200 ? 0 : res.status === 409 ? 3 : 1);

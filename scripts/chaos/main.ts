@@ -20,6 +20,7 @@ const { values: opts } = parseArgs({
     "max-ops": { type: "string", default: "40" },
     "max-messages": { type: "string", default: "100" },
     "message-ms": { type: "string", default: "1000" },
+    "work-ms": { type: "string", default: "600" },
     servers: { type: "string", default: "3" },
     ttl: { type: "string", default: "2" },
     seed: { type: "string" },
@@ -142,7 +143,7 @@ async function main(): Promise<number> {
   closeSink = server.close;
   console.log(`chaos: seed ${seed}, ${servers} serve processes of ${agent}, ${seconds} s, at most ${maxOps} operations, baton ${tree.revision}`);
   dev = await startWranglerDev({ vars: vars() });
-  slots = Array.from({ length: servers }, (_, i) => new ServeSlot(i, { treeRoot: tree.root, workDir, url: dev!.url, token: TOKEN, agent, sinkUrl: server.url }));
+  slots = Array.from({ length: servers }, (_, i) => new ServeSlot(i, { treeRoot: tree.root, workDir, url: dev!.url, token: TOKEN, agent, sinkUrl: server.url, workMs: Number(opts["work-ms"]) }));
   for (const s of slots) s.start();
 
   const deadline = Date.now() + seconds * 1000;

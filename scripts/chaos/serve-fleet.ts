@@ -1,7 +1,7 @@
 // The chaos run's `baton serve` processes: one slot per simulated machine, each with its own lock,
 // state and config directories and machine label, so the same-machine lock does not refuse them.
 // A slot can be killed, paused, resumed and started again; each start is a new instance id.
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
 
@@ -12,6 +12,8 @@ export interface FleetOptions {
   token: string;
   agent: string;
   sinkUrl: string;
+  /** Each run works for a random time up to this before its effect, so pauses can land mid-run. */
+  workMs: number;
 }
 
 export class ServeSlot {
@@ -20,6 +22,7 @@ export class ServeSlot {
   private generation = 0;
   state: "stopped" | "running" | "paused" = "stopped";
   busy = false;
+  private paused: number[] = [];
   readonly machine: string;
   readonly logPath: string;
 
@@ -58,6 +61,7 @@ export class ServeSlot {
         XDG_RUNTIME_DIR: dir("runtime"),
         CHAOS_SINK_URL: sinkUrl,
         CHAOS_INSTANCE: this.instance,
+        CHAOS_WORK_MS: String(this.opts.workMs),
       },
     });
     closeSync(log);
@@ -76,12 +80,19 @@ export class ServeSlot {
     await this.exited;
   }
 
+  /** Freezes the serve process and the run it started, as a machine that stops (laptop lid, VM pause). */
   pause(): void {
-    if (this.proc && this.state === "running") (this.proc.kill("SIGSTOP"), (this.state = "paused"));
+    if (!this.proc || this.state !== "running") return;
+    this.paused = [this.proc.pid!, ...descendants(this.proc.pid!)];
+    signalAll(this.paused, "SIGSTOP");
+    this.state = "paused";
   }
 
   resume(): void {
-    if (this.proc && this.state === "paused") (this.proc.kill("SIGCONT"), (this.state = "running"));
+    if (!this.proc || this.state !== "paused") return;
+    signalAll([...this.paused].reverse(), "SIGCONT");
+    this.paused = [];
+    this.state = "running";
   }
 
   /** Graceful stop (SIGTERM: the serve releases the lease), SIGKILL after `graceMs`. */
@@ -92,5 +103,26 @@ export class ServeSlot {
     const timer = setTimeout(() => this.proc?.kill("SIGKILL"), graceMs);
     await this.exited;
     clearTimeout(timer);
+  }
+}
+
+function descendants(pid: number): number[] {
+  let out = "";
+  try {
+    out = execFileSync("ps", ["-o", "pid=", "--ppid", String(pid)], { encoding: "utf8" });
+  } catch {
+    return []; // ps exits 1 when there are no children
+  }
+  const children = out.split("\n").map((l) => Number(l.trim())).filter((n) => n > 0);
+  return children.flatMap((c) => [c, ...descendants(c)]);
+}
+
+function signalAll(pids: number[], signal: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // already gone
+    }
   }
 }
