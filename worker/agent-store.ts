@@ -9,7 +9,7 @@ export class AgentStore {
     sql.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
     sql.exec(`CREATE TABLE IF NOT EXISTS transitions (
       id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, from_claim INTEGER, to_claim INTEGER,
-      fence INTEGER NOT NULL, reason TEXT NOT NULL)`);
+      from_machine TEXT, to_machine TEXT, fence INTEGER NOT NULL, reason TEXT NOT NULL)`);
   }
 
   private get(key: string): string | null {
@@ -37,8 +37,8 @@ export class AgentStore {
     this.set("lease", JSON.stringify(lease));
     if (transition) {
       this.sql.exec(
-        `INSERT INTO transitions (at, from_claim, to_claim, fence, reason) VALUES (?, ?, ?, ?, ?)`,
-        transition.at, transition.fromClaim, transition.toClaim, transition.fence, transition.reason,
+        `INSERT INTO transitions (at, from_claim, to_claim, from_machine, to_machine, fence, reason) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        transition.at, transition.fromClaim, transition.toClaim, transition.fromMachine, transition.toMachine, transition.fence, transition.reason,
       );
       this.sql.exec(`DELETE FROM transitions WHERE id <= (SELECT MAX(id) FROM transitions) - ?`, TRANSITIONS_KEPT);
     }
@@ -46,10 +46,13 @@ export class AgentStore {
 
   recentTransitions(limit = 20): Transition[] {
     return this.sql
-      .exec<{ at: number; from_claim: number | null; to_claim: number | null; fence: number; reason: string }>(
-        `SELECT at, from_claim, to_claim, fence, reason FROM transitions ORDER BY id DESC LIMIT ?`, limit)
+      .exec<{ at: number; from_claim: number | null; to_claim: number | null; from_machine: string | null; to_machine: string | null; fence: number; reason: string }>(
+        `SELECT at, from_claim, to_claim, from_machine, to_machine, fence, reason FROM transitions ORDER BY id DESC LIMIT ?`, limit)
       .toArray()
-      .map((r) => ({ at: r.at, fromClaim: r.from_claim, toClaim: r.to_claim, fence: r.fence, reason: r.reason as Transition["reason"] }));
+      .map((r) => ({
+        at: r.at, fromClaim: r.from_claim, toClaim: r.to_claim, fromMachine: r.from_machine, toMachine: r.to_machine,
+        fence: r.fence, reason: r.reason as Transition["reason"],
+      }));
   }
 
   /** Counts invocations of the object (requests, frames, alarms, closes): heartbeats must not add to it. */

@@ -21,6 +21,8 @@ export interface Transition {
   at: number;
   fromClaim: number | null;
   toClaim: number | null;
+  fromMachine: string | null;
+  toMachine: string | null;
   fence: number;
   reason: TransitionReason;
 }
@@ -62,7 +64,10 @@ export function applyElection(
   const lease: LeaseRecord = winner === null
     ? { fence, holderClaim: null, holderMachine: null, since: null }
     : { fence, holderClaim: winner.claimSeq, holderMachine: winner.machine, since: now };
-  return { lease, transition: { at: now, fromClaim: prev.holderClaim, toClaim, fence, reason } };
+  const transition: Transition = {
+    at: now, fromClaim: prev.holderClaim, toClaim, fromMachine: prev.holderMachine, toMachine: winner?.machine ?? null, fence, reason,
+  };
+  return { lease, transition };
 }
 
 /** The earliest moment any candidate can become stale, or null when there is nobody to watch. */

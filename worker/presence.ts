@@ -25,7 +25,10 @@ export interface Presence {
   holder: HolderInfo | null;
   heartbeat_ttl_seconds: number;
   connections: ConnectionReport[];
-  transitions: { at: number; from_claim: number | null; to_claim: number | null; fence: number; reason: string }[];
+  transitions: {
+    at: number; from_claim: number | null; to_claim: number | null; from_machine: string | null; to_machine: string | null;
+    fence: number; reason: string;
+  }[];
   recent_messages: { id: number; status: string; attempts: number; created_at: number; preview: string }[];
   /** How many times the object has been invoked; auto-answered heartbeats do not count. */
   wakes: number;
@@ -66,7 +69,9 @@ export function buildPresence(input: {
       : { claim_seq: lease.holderClaim, machine: lease.holderMachine ?? "unknown", since: lease.since ?? 0 },
     heartbeat_ttl_seconds: input.ttlMs / 1000,
     connections,
-    transitions: input.transitions.map((t) => ({ at: t.at, from_claim: t.fromClaim, to_claim: t.toClaim, fence: t.fence, reason: t.reason })),
+    transitions: input.transitions.map((t) => ({
+      at: t.at, from_claim: t.fromClaim, to_claim: t.toClaim, from_machine: t.fromMachine, to_machine: t.toMachine, fence: t.fence, reason: t.reason,
+    })),
     recent_messages: input.recentMessages.map((m) => ({
       id: m.id, status: m.status, attempts: m.attempts, created_at: m.created_at, preview: m.text.slice(0, PREVIEW_CHARS),
     })),

@@ -32,7 +32,7 @@ describe("applyElection", () => {
   it("bumps the fence by one when the lease passes to a new holder", () => {
     const first = applyElection(EMPTY_LEASE, cand(1), 10, "claimed");
     expect(first.lease).toEqual({ fence: 1, holderClaim: 1, holderMachine: "m1", since: 10 });
-    expect(first.transition).toEqual({ at: 10, fromClaim: null, toClaim: 1, fence: 1, reason: "claimed" });
+    expect(first.transition).toEqual({ at: 10, fromClaim: null, toClaim: 1, fromMachine: null, toMachine: "m1", fence: 1, reason: "claimed" });
     const second = applyElection(first.lease, cand(2), 20, "closed");
     expect(second.lease.fence).toBe(2);
     expect(second.transition?.fromClaim).toBe(1);

@@ -36,7 +36,9 @@ describe("serve lease", () => {
     expect(takeover.held).toBe(true);
     expect(takeover.fence).toBeGreaterThan(a.lease.fence);
     const p = await presence(agent);
-    expect(p.transitions[0]).toMatchObject({ from_claim: a.lease.claim_seq, to_claim: b.lease.claim_seq, reason: "closed" });
+    expect(p.transitions[0]).toMatchObject({
+      from_claim: a.lease.claim_seq, to_claim: b.lease.claim_seq, from_machine: "a", to_machine: "b", reason: "closed",
+    });
   });
 
   it("the stale scan, driven through the alarm, closes a silent holder and re-elects", async () => {
