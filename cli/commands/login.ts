@@ -61,9 +61,10 @@ async function readToken(): Promise<string> {
     for await (const chunk of stdin) text += String(chunk);
     return text.split(/\r?\n/)[0]!.trim();
   }
-  process.stderr.write("Token (input hidden): ");
+  // Echo goes off before the prompt shows, so nothing typed after the prompt can be echoed.
   stdin.setRawMode(true);
   stdin.setEncoding("utf8");
+  process.stderr.write("Token (input hidden): ");
   try {
     return await new Promise<string>((resolve, reject) => {
       let typed = "";
