@@ -8,12 +8,14 @@ import { readConfig, type CoordinatorConfig } from "./config.ts";
 import {
   closeQuietly, FrameRateLimit, lastHeartbeat, newConnState, readConn, send, writeConn, type ConnState,
 } from "./connections.ts";
-import { CLOSE_CODES, errorFrame, LIMITS, parseClientFrame, PING_TEXT, PONG_TEXT, type ClientFrame, type ErrorCode } from "./protocol.ts";
+import {
+  CLOSE_CODES, errorFrame, LIMITS, MACHINE_LABEL, parseClientFrame, PING_TEXT, PONG_TEXT, postMessageSchema, utf8Bytes, type ClientFrame,
+} from "./protocol.ts";
+import { httpError, readJsonBody } from "./http.ts";
 import type { Env } from "./env.ts";
 import { buildPresence, type Presence } from "./presence.ts";
 import { DirectoryReporter } from "./directory-object.ts";
 import { messageView, WorkDesk } from "./work-desk.ts";
-import { postMessageSchema, utf8Bytes } from "./protocol.ts";
 
 interface LiveConn {
   ws: WebSocket;
@@ -55,15 +57,9 @@ export class AgentCoordinator extends DurableObject<Env> {
   }
 
   private async postMessage(request: Request): Promise<Response> {
-    const declared = Number(request.headers.get("content-length") ?? "0");
-    if (declared > LIMITS.messageTextBytes * 2) return httpError(413, "too_large", `message body exceeds ${LIMITS.messageTextBytes * 2} bytes`);
-    let body: unknown;
-    try {
-      body = await request.json();
-    } catch {
-      return httpError(400, "bad_json", "body is not valid JSON");
-    }
-    const parsed = postMessageSchema.safeParse(body);
+    const body = await readJsonBody(request, LIMITS.messageTextBytes * 2);
+    if (!body.ok) return body.response;
+    const parsed = postMessageSchema.safeParse(body.data);
     if (!parsed.success) return httpError(400, "bad_request", 'body must be {"text": "<non-empty string>"}');
     if (utf8Bytes(parsed.data.text) > LIMITS.messageTextBytes) {
       return httpError(413, "too_large", `message text exceeds ${LIMITS.messageTextBytes} bytes`);
@@ -85,15 +81,15 @@ export class AgentCoordinator extends DurableObject<Env> {
 
   private acceptServe(request: Request, url: URL): Response {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-      return Response.json({ error: "bad_request", message: "expected a WebSocket upgrade" }, { status: 426 });
+      return httpError(426, "bad_request", "expected a WebSocket upgrade");
     }
     if (this.ctx.getWebSockets().length >= LIMITS.connectionsPerAgent) {
-      return Response.json(
-        { error: "too_many_connections", message: `at most ${LIMITS.connectionsPerAgent} connections per agent` },
-        { status: 429 },
-      );
+      return httpError(429, "too_many_connections", `at most ${LIMITS.connectionsPerAgent} connections per agent`);
     }
-    const machine = (url.searchParams.get("machine") ?? "").slice(0, LIMITS.machineLabelChars) || "unknown";
+    const machine = url.searchParams.get("machine") || "unknown";
+    if (machine.length > LIMITS.machineLabelChars || !MACHINE_LABEL.test(machine)) {
+      return httpError(400, "bad_request", `machine labels are 1-${LIMITS.machineLabelChars} printable characters`);
+    }
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
     this.ctx.acceptWebSocket(server, ["serve"]);
@@ -108,12 +104,12 @@ export class AgentCoordinator extends DurableObject<Env> {
   async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
     const state = readConn(ws);
     if (!state) return;
-    this.store.countWake();
     const now = Date.now();
     if (!this.rate.allow(ws, now)) {
       send(ws, errorFrame("rate_limited", `at most ${LIMITS.framesPerSecond} frames per second`));
       return;
     }
+    this.store.countWake();
     if (state.role === "serve" && isStale({ lastHeartbeat: lastHeartbeat(this.ctx, ws, state) }, now, this.config.heartbeatTtlMs)) {
       // Expiry is decided by this clock: a frame arriving after the TTL does not revive the connection.
       send(ws, errorFrame("lease_expired", "no heartbeat within the TTL; reconnect and claim again"));
@@ -295,8 +291,4 @@ export class AgentCoordinator extends DurableObject<Env> {
       wakes: this.store.wakes(),
     });
   }
-}
-
-function httpError(status: number, code: ErrorCode, message: string): Response {
-  return Response.json({ error: code, message }, { status });
 }

@@ -4,8 +4,9 @@
 // record (with the fence counter) survives eviction and restarts.
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "./env.ts";
+import { httpError, readJsonBody } from "./http.ts";
 import {
-  acquireSchema, checkSchema, parseBody, releaseSchema, renewSchema, utf8Bytes, type ErrorCode,
+  acquireSchema, checkSchema, parseBody, releaseSchema, renewSchema,
 } from "./protocol.ts";
 import {
   acquire, DEFAULT_LEASE_TTL_SECONDS, EMPTY_SESSION_LEASE, fenceToken, isCurrent, isLive, release, renew,
@@ -48,9 +49,6 @@ class LeaseStore {
   }
 }
 
-function error(status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}): Response {
-  return Response.json({ error: code, message, ...extra }, { status });
-}
 
 /** What the run that holds the lease is told; the run_id is echoed only to the run that sent it. */
 function grantBody(lease: SessionLease) {
@@ -75,16 +73,6 @@ function routeOp(method: string, pathname: string): Op | null {
   return null;
 }
 
-async function readJson(request: Request): Promise<{ ok: true; data: unknown } | { ok: false; response: Response }> {
-  const text = await request.text();
-  if (utf8Bytes(text) > MAX_BODY_BYTES) return { ok: false, response: error(413, "too_large", `body exceeds ${MAX_BODY_BYTES} bytes`) };
-  try {
-    return { ok: true, data: JSON.parse(text) as unknown };
-  } catch {
-    return { ok: false, response: error(400, "bad_request", "body is not valid JSON") };
-  }
-}
-
 export class LeaseCoordinator extends DurableObject<Env> {
   private readonly store: LeaseStore;
 
@@ -96,34 +84,34 @@ export class LeaseCoordinator extends DurableObject<Env> {
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
     const op = routeOp(request.method, url.pathname);
-    if (op === null) return error(404, "not_found", `no lease route for ${request.method} ${url.pathname}`);
+    if (op === null) return httpError(404, "not_found", `no lease route for ${request.method} ${url.pathname}`);
     if (op === "state") return Response.json(this.state(request.headers.get("x-baton-session") ?? ""));
-    const body = await readJson(request);
+    const body = await readJsonBody(request, MAX_BODY_BYTES);
     if (!body.ok) return body.response;
     // Everything below runs without awaiting, so no other request interleaves with the decision.
     const now = Date.now();
     switch (op) {
       case "acquire": {
         const parsed = parseBody(acquireSchema, body.data);
-        if (!parsed.ok) return error(400, "bad_request", parsed.message);
+        if (!parsed.ok) return httpError(400, "bad_request", parsed.message);
         const result = acquire(this.store.load(), parsed.value.run_id, parsed.value.ttl_seconds ?? DEFAULT_LEASE_TTL_SECONDS, now);
         if (result.kind === "held") {
-          return error(409, "lease_held", "another run holds this session's lease", { expires_at: result.expiresAt });
+          return httpError(409, "lease_held", "another run holds this session's lease", { expires_at: result.expiresAt });
         }
         this.store.save(result.state);
         return Response.json(grantBody(result.lease), { status: result.kind === "granted" ? 201 : 200 });
       }
       case "renew": {
         const parsed = parseBody(renewSchema, body.data);
-        if (!parsed.ok) return error(400, "bad_request", parsed.message);
+        if (!parsed.ok) return httpError(400, "bad_request", parsed.message);
         const result = renew(this.store.load(), parsed.value.run_id, parsed.value.ttl_seconds, now);
-        if (result.kind === "lost") return error(409, "lease_lost", "this run does not hold a live lease on this session");
+        if (result.kind === "lost") return httpError(409, "lease_lost", "this run does not hold a live lease on this session");
         this.store.save(result.state);
         return Response.json(grantBody(result.lease));
       }
       case "release": {
         const parsed = parseBody(releaseSchema, body.data);
-        if (!parsed.ok) return error(400, "bad_request", parsed.message);
+        if (!parsed.ok) return httpError(400, "bad_request", parsed.message);
         const before = this.store.load();
         const result = release(before, parsed.value.run_id, now);
         if (result.state !== before) this.store.save(result.state);
@@ -131,7 +119,7 @@ export class LeaseCoordinator extends DurableObject<Env> {
       }
       case "check": {
         const parsed = parseBody(checkSchema, body.data);
-        if (!parsed.ok) return error(400, "bad_request", parsed.message);
+        if (!parsed.ok) return httpError(400, "bad_request", parsed.message);
         const state = this.store.load();
         return Response.json({
           current: isCurrent(state, parsed.value.fence, parsed.value.run_id, now),

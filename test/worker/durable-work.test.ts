@@ -156,6 +156,18 @@ describe("durable work", () => {
       const res = await SELF.fetch(`${BASE}/agents/${agent}/messages`, { method: "POST", headers: auth, body });
       expect(res.status).toBe(status);
     }
+    // A body sent without a length is cut off at the limit, not buffered whole.
+    const chunk = new TextEncoder().encode("x".repeat(16 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 64) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const streamed = await SELF.fetch(`${BASE}/agents/${agent}/messages`, { method: "POST", headers: auth, body: stream });
+    expect(streamed.status).toBe(413);
+    expect(sent).toBeLessThan(64);
     expect((await history(agent)).messages).toEqual([]);
   });
 

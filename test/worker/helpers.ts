@@ -1,7 +1,7 @@
 // Small socket helpers for tests inside workerd: open a serve connection through the Worker,
 // wait for frames that match, and wait for closes. Every wait rejects on timeout.
 import { SELF } from "cloudflare:test";
-import type { ServerFrame } from "../../worker/protocol.ts";
+import { PING_TEXT, type ServerFrame } from "../../worker/protocol.ts";
 
 export const DEV_TOKEN = "baton-dev-token";
 export const OTHER_TOKEN = "other-account-token";
@@ -23,7 +23,21 @@ export function uniqueAgent(): string {
   return `a-${crypto.randomUUID().slice(0, 13)}`;
 }
 
-export async function connect(agent: string, opts: { machine?: string; token?: string } = {}): Promise<TestSocket> {
+export interface ConnectOptions {
+  machine?: string;
+  token?: string;
+  /** A silent connection sends no heartbeats of its own, so it goes stale one TTL after its last frame. */
+  silent?: boolean;
+}
+
+/** How often a connection heartbeats in tests: well inside the one-second TTL of the test config. */
+const HEARTBEAT_MS = 200;
+
+/**
+ * Opens a serve connection that heartbeats like a real client (unless silent). The pongs that answer
+ * its own heartbeats are swallowed, so a test's `next("pong")` only ever sees answers to its own pings.
+ */
+export async function connect(agent: string, opts: ConnectOptions = {}): Promise<TestSocket> {
   const machine = opts.machine ? `?machine=${encodeURIComponent(opts.machine)}` : "";
   const res = await SELF.fetch(`${BASE}/agents/${agent}/serve${machine}`, {
     headers: { Upgrade: "websocket", Authorization: `Bearer ${opts.token ?? DEV_TOKEN}` },
@@ -73,22 +87,39 @@ export async function connect(agent: string, opts: { machine?: string; token?: s
         });
       });
     },
-    close: () => ws.close(1000, "test done"),
+    close: () => {
+      if (heartbeat) clearInterval(heartbeat);
+      ws.close(1000, "test done");
+    },
   };
+  let heartbeatsUnanswered = 0;
+  const heartbeat = opts.silent
+    ? null
+    : setInterval(() => {
+        if (sock.closed) return;
+        heartbeatsUnanswered++;
+        ws.send(PING_TEXT);
+      }, HEARTBEAT_MS);
   ws.addEventListener("message", (e) => {
-    frames.push(JSON.parse(e.data as string) as ServerFrame);
+    const frame = JSON.parse(e.data as string) as ServerFrame;
+    if (frame.type === "pong" && heartbeatsUnanswered > 0) {
+      heartbeatsUnanswered--;
+      return;
+    }
+    frames.push(frame);
     for (const w of [...waiters]) w();
   });
   ws.addEventListener("close", (e) => {
     sock.closed = { code: e.code, reason: e.reason };
+    if (heartbeat) clearInterval(heartbeat);
   });
   await sock.next("welcome");
   return sock;
 }
 
 /** Connects and claims; resolves with the first serve_lease frame. */
-export async function claimant(agent: string, machine: string) {
-  const sock = await connect(agent, { machine });
+export async function claimant(agent: string, machine: string, opts: Omit<ConnectOptions, "machine"> = {}) {
+  const sock = await connect(agent, { ...opts, machine });
   sock.send({ type: "serve_lease", op: "claim" });
   const lease = await sock.next("serve_lease");
   return { sock, lease };

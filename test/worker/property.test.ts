@@ -74,7 +74,7 @@ class Run {
   }
 
   async connect(): Promise<void> {
-    const sock = await connect(this.agent, { machine: `m${this.conns.length}` });
+    const sock = await connect(this.agent, { machine: `m${this.conns.length}`, silent: true });
     const conn: Conn = { sock, open: true, candidate: false, claimSeq: null, epoch: 0, told: [] };
     sock.ws.addEventListener("message", (e) => {
       const frame = JSON.parse(e.data as string) as ServerFrame;

@@ -1,8 +1,8 @@
 // The serve lease in the real runtime: election, handover, stale scan, soft lease, release.
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { AgentCoordinator } from "../../worker/agent-object.ts";
-import { claimant, connect, presence, settle, sleep, uniqueAgent } from "./helpers.ts";
+import { BASE, claimant, connect, DEV_TOKEN, presence, settle, sleep, uniqueAgent } from "./helpers.ts";
 
 function stubFor(agent: string, account = "dev") {
   return env.AGENTS.get(env.AGENTS.idFromName(`${account}:${agent}`));
@@ -43,7 +43,7 @@ describe("serve lease", () => {
 
   it("the stale scan, driven through the alarm, closes a silent holder and re-elects", async () => {
     const agent = uniqueAgent();
-    const a = await claimant(agent, "silent");
+    const a = await claimant(agent, "silent", { silent: true });
     const b = await claimant(agent, "alive");
     // TTL is one second in the test config: let the holder stay silent past it while b pings.
     for (let i = 0; i < 4; i++) {
@@ -117,6 +117,18 @@ describe("serve lease", () => {
     await settle(b.sock);
     expect(a.sock.framesOf("serve_lease")).toHaveLength(0);
     expect(b.sock.framesOf("serve_lease")).toHaveLength(0);
+  });
+
+  it("a machine label with control characters or over 64 chars is refused before the socket opens", async () => {
+    const agent = uniqueAgent();
+    for (const machine of ["evil\u001b[2J", "x".repeat(65)]) {
+      const res = await SELF.fetch(`${BASE}/agents/${agent}/serve?machine=${encodeURIComponent(machine)}`, {
+        headers: { Upgrade: "websocket", Authorization: `Bearer ${DEV_TOKEN}` },
+      });
+      expect(res.status).toBe(400);
+      expect(res.webSocket).toBeNull();
+    }
+    expect((await presence(agent)).connection_count).toBe(0);
   });
 
   it("different agent names do not block each other", async () => {

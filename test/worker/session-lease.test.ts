@@ -195,7 +195,7 @@ describe("session leases", () => {
     for (const [op, body] of bad) {
       const res = await call(session, op, body);
       expect(res.status, `${op} ${JSON.stringify(body)}`).toBe(400);
-      expect(res.body.error).toBe("bad_request");
+      expect(res.body.error).toBe(body === "{not json" ? "bad_json" : "bad_request");
       expect(typeof res.body.message).toBe("string");
     }
     expect(await state(session)).toMatchObject({ ...before, expires_in_ms: expect.any(Number) });
