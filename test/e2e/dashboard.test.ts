@@ -13,7 +13,8 @@ const CHROMIUM_ARGS = [
   "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
   "--no-first-run", "--disable-component-update", "--disable-sync",
 ];
-const DOCS = join(ROOT, "docs");
+// `UPDATE_SCREENSHOTS=1 npm test` refreshes the committed screenshots; other runs write to a temp dir.
+const DOCS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs") : mkdtempSync(join(tmpdir(), "baton-shots-"));
 
 let dev: DevServer;
 let browser: BrowserContext;
@@ -92,7 +93,12 @@ afterAll(async () => {
 describe("presence dashboard", () => {
   it("shows the holder and its standby live, and the standby taking over without a reload", async () => {
     const page = await browser.newPage();
-    await page.goto(dev.url);
+    const cspViolations: string[] = [];
+    page.on("console", (m) => {
+      if (m.text().includes("Content Security Policy")) cspViolations.push(m.text());
+    });
+    const response = await page.goto(dev.url);
+    expect(response?.headers()["content-security-policy"]).toContain("script-src 'self'");
     await page.locator('#status[data-state="live"]').waitFor();
     await page.getByText("npx baton serve reviewer -- ./run-agent.sh").waitFor();
     await page.evaluate(() => ((window as unknown as { loadedOnce: boolean }).loadedOnce = true));
@@ -109,6 +115,7 @@ describe("presence dashboard", () => {
     await reviewer.locator('[data-role="holder"] .machine', { hasText: "beta" }).waitFor();
     const handoverShownMs = Date.now() - started;
     console.log(`dashboard showed the new holder ${handoverShownMs} ms after the old one closed`);
+    expect(cspViolations).toEqual([]);
     expect(handoverShownMs).toBeLessThan(1000);
     await reviewer.locator('.history [data-reason="closed"]', { hasText: "alpha #1 → beta #2" }).waitFor();
     await expect(reviewer.locator('[data-role="standby"]').count()).resolves.toBe(0);
