@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { constants } from "node:os";
+import { reconnectDelay, type BackoffOptions } from "./backoff.ts";
 import type { Connection } from "./config.ts";
 
 /** Exit codes of `lease run` besides the command's own. */
@@ -42,7 +43,7 @@ interface Grant {
 
 type Reply = { status: number; body: Record<string, unknown> };
 
-const WAIT_BACKOFF = { minMs: 100, maxMs: 2000, factor: 2 } as const;
+const WAIT_BACKOFF: BackoffOptions = { minTimeout: 100, maxTimeout: 2000, factor: 2, randomize: true };
 
 async function post(conn: Connection, path: string, body: unknown, timeoutMs: number): Promise<Reply> {
   const res = await fetch(`${conn.url}${path}`, {
@@ -59,12 +60,6 @@ async function post(conn: Connection, path: string, body: unknown, timeoutMs: nu
     // a proxy's error page: the status says enough
   }
   return { status: res.status, body: typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : {} };
-}
-
-/** Full-jitter exponential delay for the acquire retries of --wait. */
-function waitDelay(attempt: number): number {
-  const ceiling = Math.min(WAIT_BACKOFF.maxMs, WAIT_BACKOFF.minMs * WAIT_BACKOFF.factor ** attempt);
-  return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -103,7 +98,7 @@ async function acquireLease(opts: LeaseRunOptions, runId: string): Promise<{ gra
         : `cannot reach the coordinator at ${opts.conn.url}; retrying`);
     }
     const remaining = opts.waitTimeoutMs === null ? Infinity : opts.waitTimeoutMs - waited;
-    await sleep(Math.min(waitDelay(attempt), remaining));
+    await sleep(Math.min(reconnectDelay(attempt, WAIT_BACKOFF), remaining));
   }
 }
 
