@@ -1,5 +1,5 @@
 // The whole test suite: installs what it needs (npm packages, Debian's chromium), then runs the
-// Durable Object tests in workerd and the unit and end-to-end tests in Node.
+// typechecks both sides, the Durable Object tests in workerd, then the unit and end-to-end tests in Node.
 import { execSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 
@@ -20,5 +20,7 @@ try {
   console.error("chromium is not usable at /usr/bin/chromium");
   process.exit(1);
 }
+run("npx tsc -p tsconfig.json");
+run("npx tsc -p tsconfig.node.json");
 run("npx vitest run -c vitest.workers.config.ts");
 run("npx vitest run -c vitest.node.config.ts");

@@ -1,13 +1,31 @@
 // The presence report of one agent: who holds the lease, who waits, and how fresh each one is.
+// It depends on plain data only, so the CLI can import its types without the Workers runtime's.
 import type { LeaseRecord, Transition } from "./election.ts";
-import type { ConnState } from "./connections.ts";
 import type { HolderInfo } from "./protocol.ts";
-import type { StoredMessage } from "./message-store.ts";
 
 const PREVIEW_CHARS = 80;
 
+/** What presence needs of a connection: its attachment state plus its last heartbeat. */
+export interface PresenceConn {
+  role: "serve" | "observer";
+  claimSeq: number | null;
+  released: boolean;
+  machine: string;
+  joinedAt: number;
+  cursor: number;
+  heartbeat: number;
+}
+
+export interface PresenceMessage {
+  id: number;
+  status: string;
+  attempts: number;
+  created_at: number;
+  text: string;
+}
+
 export interface ConnectionReport {
-  role: ConnState["role"];
+  role: PresenceConn["role"];
   claim_seq: number | null;
   held: boolean;
   machine: string;
@@ -39,9 +57,9 @@ export function buildPresence(input: {
   now: number;
   ttlMs: number;
   lease: LeaseRecord;
-  conns: (ConnState & { heartbeat: number })[];
+  conns: PresenceConn[];
   transitions: Transition[];
-  recentMessages: StoredMessage[];
+  recentMessages: PresenceMessage[];
   wakes: number;
 }): Presence {
   const { lease } = input;

@@ -21,7 +21,7 @@ function freshHome(): string {
 }
 
 function baseEnv(home: string): NodeJS.ProcessEnv {
-  const env = { ...process.env, XDG_CONFIG_HOME: home, NO_COLOR: "1" };
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home, NO_COLOR: "1" };
   delete env.BATON_URL;
   delete env.BATON_TOKEN;
   return env;

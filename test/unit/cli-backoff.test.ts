@@ -18,7 +18,7 @@ async function server(onConnection: (ws: import("ws").WebSocket) => void): Promi
   await new Promise((r) => wss.once("listening", r));
   wss.on("connection", onConnection);
   const addr = wss.address();
-  return `http://127.0.0.1:${typeof addr === "object" ? addr.port : 0}`;
+  return `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`;
 }
 
 describe("reconnectDelay", () => {

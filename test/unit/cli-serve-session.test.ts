@@ -32,7 +32,7 @@ async function standIn(onConnection: (conn: Conn, index: number) => void): Promi
   });
   cleanups.push(() => new Promise((r) => { for (const c of wss.clients) c.terminate(); wss.close(() => r(undefined)); }));
   const addr = wss.address();
-  return { url: `http://127.0.0.1:${typeof addr === "object" ? addr.port : 0}`, conns };
+  return { url: `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`, conns };
 }
 
 function session(url: string, command: string, args: string[], legacyGrantMs?: number) {

@@ -1,6 +1,7 @@
 // Hostile input in the real runtime: bad frames, floods, too many connections and bad names are
 // each answered with a named error, and leave the lease, presence and stored data as they were.
-import { SELF } from "cloudflare:test";
+import { env, runInDurableObject, SELF } from "cloudflare:test";
+import { AgentCoordinator } from "../../worker/agent-object.ts";
 import { describe, expect, it } from "vitest";
 import { LIMITS, type ErrorCode } from "../../worker/protocol.ts";
 import { BASE, claimant, connect, DEV_TOKEN, presence, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
@@ -100,42 +101,55 @@ function burst(sock: TestSocket, frames: string[]): void {
   for (const f of frames) sock.sendRaw(f);
 }
 
+async function waitUntil(done: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for the burst's answers");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 const SPACED_PING = '{"type": "ping"}';
 
 describe("floods", () => {
-  it(`frames past ${LIMITS.framesPerSecond} in a second get rate_limited and are not acted on`, async () => {
+  // How many frames fit in one window depends on how fast this machine answers, so these tests
+  // never count on an exact split; they check that every frame got exactly one answer, that some
+  // were refused, and that a refused frame changed nothing. The exact window is unit-tested.
+  const BURST = LIMITS.framesPerSecond * 4;
+
+  it("a burst past the limit gets rate_limited answers and every frame exactly one answer", async () => {
     const agent = uniqueAgent();
     const holder = await claimant(agent, "holder");
-    // Silent: pong counts below must only answer the burst.
+    // Silent: every pong below answers the burst.
     const flooder = await connect(agent, { machine: "flooder", silent: true });
     const before = await snapshot(agent);
-    const extra = 10;
-    burst(flooder, [
-      ...Array.from({ length: LIMITS.framesPerSecond }, () => SPACED_PING),
-      ...Array.from({ length: extra }, () => '{"type":"serve_lease","op":"claim"}'),
-    ]);
-    for (let i = 0; i < extra; i++) expect(await flooder.next("error")).toMatchObject({ code: "rate_limited" });
-    expect(flooder.framesOf("pong")).toHaveLength(LIMITS.framesPerSecond);
-    expect(flooder.framesOf("serve_lease")).toEqual([]);
+    burst(flooder, Array.from({ length: BURST }, () => SPACED_PING));
+    await waitUntil(() => flooder.frames.length >= BURST);
+    const refused = flooder.framesOf("error");
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.every((f) => f.code === "rate_limited")).toBe(true);
+    expect(flooder.framesOf("pong").length + refused.length).toBe(BURST);
     expect(await snapshot(agent)).toEqual(before);
     expect(holder.sock.framesOf("serve_lease")).toEqual([]);
   });
 
-  it("a holder's flood of releases past the limit keeps the lease and the fence", async () => {
+  it("a holder's refused writes in a flood are not acted on", async () => {
     const agent = uniqueAgent();
-    const holder = await connect(agent, { machine: "holder" });
-    const standby = await claimant(agent, "standby");
-    burst(holder, [
-      '{"type":"serve_lease","op":"claim"}',
-      ...Array.from({ length: LIMITS.framesPerSecond - 1 }, () => SPACED_PING),
-      ...Array.from({ length: 5 }, () => '{"type":"serve_lease","op":"release"}'),
-    ]);
-    for (let i = 0; i < 5; i++) expect(await holder.next("error")).toMatchObject({ code: "rate_limited" });
-    // The standby claimed first, so it holds; the flooder's claim made it a candidate and nothing else.
-    expect(holder.framesOf("result")).toEqual([]);
-    const p = await presence(agent);
-    expect(p).toMatchObject({ fence: 1, serve_candidates: 2, holder: { machine: "standby" } });
-    expect(standby.sock.framesOf("serve_lease")).toEqual([]);
+    const holder = await claimant(agent, "holder");
+    burst(holder.sock, Array.from({ length: BURST }, (_, n) =>
+      JSON.stringify({ type: "checkpoint", fence: holder.lease.fence, value: { n }, req: `c${n}` })));
+    await waitUntil(() => holder.sock.frames.filter((f) => f.type === "result" || f.type === "error").length >= BURST);
+    const accepted = holder.sock.framesOf("result").map((f) => Number(String(f.req).slice(1)));
+    const refused = holder.sock.framesOf("error");
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.every((f) => f.code === "rate_limited")).toBe(true);
+    expect(accepted.length + refused.length).toBe(BURST);
+    // The stored checkpoint is the last write answered with a result: no refused frame was stored.
+    const last = accepted.at(-1);
+    const stub = env.AGENTS.get(env.AGENTS.idFromName(`dev:${agent}`));
+    const stored = await runInDurableObject(stub, (_i: AgentCoordinator, state) =>
+      new AgentCoordinator(state, env)["desk"].messages.checkpoint());
+    expect(stored?.value).toEqual({ n: last });
   });
 
   it("the window resets: after a second the same connection is heard again", async () => {
