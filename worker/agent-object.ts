@@ -5,8 +5,9 @@ import { DurableObject } from "cloudflare:workers";
 import { AgentStore } from "./agent-store.ts";
 import { applyElection, elect, isStale, linePosition, nextStaleDeadline, type Candidate, type TransitionReason } from "./election.ts";
 import { readConfig, type CoordinatorConfig } from "./config.ts";
+import { FrameRateLimit } from "./frame-rate-limit.ts";
 import {
-  closeQuietly, FrameRateLimit, lastHeartbeat, newConnState, readConn, send, writeConn, type ConnState,
+  closeQuietly, lastHeartbeat, newConnState, readConn, send, writeConn, type ConnState,
 } from "./connections.ts";
 import {
   CLOSE_CODES, errorFrame, LIMITS, MACHINE_LABEL, parseClientFrame, PING_TEXT, PONG_TEXT, postMessageSchema, utf8Bytes, type ClientFrame,

@@ -56,19 +56,3 @@ export function closeQuietly(ws: WebSocket, code: number, reason: string): void 
     // already closed
   }
 }
-
-/** Fixed-window frame counter per socket; in memory only, so a hibernation resets it, which is fine. */
-export class FrameRateLimit {
-  private readonly windows = new WeakMap<WebSocket, { start: number; count: number }>();
-  constructor(private readonly perSecond: number) {}
-
-  allow(ws: WebSocket, now: number): boolean {
-    const w = this.windows.get(ws);
-    if (!w || now - w.start >= 1000) {
-      this.windows.set(ws, { start: now, count: 1 });
-      return true;
-    }
-    w.count += 1;
-    return w.count <= this.perSecond;
-  }
-}

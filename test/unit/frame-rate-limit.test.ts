@@ -1,10 +1,10 @@
 // The per-connection frame limit, with the clock in the test's hands.
 import { describe, expect, it } from "vitest";
-import { FrameRateLimit } from "../../worker/connections.ts";
+import { FrameRateLimit } from "../../worker/frame-rate-limit.ts";
 import { LIMITS } from "../../worker/protocol.ts";
 
 describe("FrameRateLimit", () => {
-  const socket = () => ({}) as WebSocket;
+  const socket = () => ({});
 
   it("allows the limit within one second and refuses the next frame", () => {
     const limit = new FrameRateLimit(LIMITS.framesPerSecond);
