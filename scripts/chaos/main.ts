@@ -1,18 +1,18 @@
 // `npm run chaos`: several `baton serve` processes of one agent against wrangler dev on loopback,
 // randomly killed, paused, resumed and restarted, with the coordinator itself restarted (state
-// kept on disk), while messages flow. Every side effect goes to a fencing sink; at the end the
-// run prints its counts and invariants and exits non-zero on any violation. Bounded in time and
-// in operations; everything it starts is stopped.
-import { mkdtempSync, rmSync } from "node:fs";
+// kept on disk), while messages flow. Every side effect goes to a fenced, idempotent sink; at the
+// end the run prints its counts and invariants and exits non-zero on any violation. Bounded in time
+// and in operations; everything it starts is stopped.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { DevServer } from "../../test/e2e/wrangler-dev.ts";
-import { markdownTable } from "../bench/stats.ts";
 import { snapshotOfHead, workingTree, wranglerDevOf } from "../bench/snapshot.ts";
-import { checkRun, type CoordinatorMessage } from "./invariants.ts";
+import { checkRun, firstRuns, type CoordinatorMessage } from "./invariants.ts";
+import { attemptsSummary, invariantLines, markdownReport, operationsLine, reExecutions, tallyTable } from "./report.ts";
 import { ServeSlot } from "./serve-fleet.ts";
-import { FenceSink, startSink } from "./sink.ts";
+import { EffectSink, startSink } from "./sink.ts";
 
 const { values: opts } = parseArgs({
   options: {
@@ -26,7 +26,7 @@ const { values: opts } = parseArgs({
     seed: { type: "string" },
     "coordinator-restarts": { type: "string", default: "2" },
     "working-tree": { type: "boolean", default: false },
-    strict: { type: "boolean", default: false },
+    "keep-logs": { type: "boolean", default: false },
   },
 });
 const seconds = Number(opts.seconds);
@@ -59,12 +59,15 @@ const between = (lo: number, hi: number) => lo + random() * (hi - lo);
 const tree = opts["working-tree"] ? workingTree() : snapshotOfHead();
 const workDir = mkdtempSync(join(tmpdir(), "baton-chaos-"));
 const agent = `chaos-${process.pid}`;
-const sink = new FenceSink();
+const sink = new EffectSink();
+/** The coordinator's fence read just before each message was posted. */
+const postFences = new Map<number, number>();
 const counts = { kill: 0, pause: 0, restart: 0, coordinator: 0 };
 let dev: DevServer | null = null;
 let coordinatorDown = false;
 let slots: ServeSlot[] = [];
 let closeSink: (() => Promise<void>) | null = null;
+let keepLogs = false;
 
 async function coordinator(path: string, init?: RequestInit): Promise<Response> {
   return fetch(`${dev!.url}${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" } });
@@ -75,8 +78,13 @@ async function postMessages(deadline: number, sentIds: number[]): Promise<void> 
     await sleep(between(0.2 * messageMs, 1.8 * messageMs));
     if (coordinatorDown) continue;
     try {
+      const presence = await coordinator(`/agents/${agent}/presence`);
+      const fence = presence.status === 200 ? ((await presence.json()) as { fence: number }).fence : null;
       const res = await coordinator(`/agents/${agent}/messages`, { method: "POST", body: JSON.stringify({ text: `chaos message ${n}` }) });
-      if (res.status === 201) sentIds.push(((await res.json()) as { id: number }).id);
+      if (res.status !== 201) continue;
+      const id = ((await res.json()) as { id: number }).id;
+      sentIds.push(id);
+      if (fence !== null) postFences.set(id, fence);
     } catch {
       // coordinator restarting: this one is not sent
     }
@@ -176,23 +184,34 @@ async function main(): Promise<number> {
   await sleep(2000);
   messages = await allMessages();
 
-  const { tally, invariants } = checkRun({ sentIds, messages, effects: sink.log }, { strict: opts.strict });
-  console.log(`\nchaos operations: ${counts.kill} SIGKILL, ${counts.pause} SIGSTOP/SIGCONT, ${counts.restart} graceful restarts, ${counts.coordinator} coordinator restarts`);
-  console.log(markdownTable(["messages sent", "run", "run twice", "lost", "stale writes rejected", "acknowledged", "redelivered (attempts > 1)"], [[
-    String(tally.sent), String(tally.run), String(tally.runTwice), String(tally.lost), String(tally.staleRejected), String(tally.acknowledged), String(tally.redelivered),
-  ]]));
-  for (const m of messages) {
-    const runs = sink.accepted.filter((e) => e.message_id === m.id);
-    if (runs.length < 2) continue;
-    const how = runs.map((e) => `${e.instance} fence ${e.fence} attempt ${e.attempt}`).join(", then ");
-    console.log(`  message ${m.id} took effect ${runs.length} times: ${how}; acknowledged at fence ${m.acked_fence}`);
-  }
-  console.log(`\ninvariants${opts.strict ? " (strict: no re-run even after an interrupted run)" : ""}:`);
-  for (const inv of invariants) console.log(`  ${inv.ok ? "ok  " : "FAIL"} ${inv.name}${inv.ok ? "" : `: ${inv.detail}`}`);
+  const { tally, invariants } = checkRun({ sentIds, messages, effects: sink.log, postFences });
+  const report = {
+    command: ["npm run chaos", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" "),
+    date: new Date().toISOString(),
+    revision: tree.revision,
+    seed,
+    operations: counts,
+    tally,
+    invariants,
+    firstRuns: firstRuns(sink.log, postFences),
+  };
+  console.log(`\nchaos operations: ${operationsLine(counts)}`);
+  console.log(tallyTable(tally));
+  for (const line of reExecutions(sink.log)) console.log(line);
+  console.log(`\nfirst runs: ${attemptsSummary(report.firstRuns)}`);
+  console.log("\ninvariants:");
+  for (const line of invariantLines(invariants)) console.log(`  ${line}`);
   const ok = invariants.every((i) => i.ok) && tally.sent > 0;
   if (tally.sent === 0) console.log("  FAIL no message was sent");
-  if (!ok) console.log(`\nchaos: FAILED (seed ${seed}); serve logs kept in ${workDir}`);
-  else console.log(`\nchaos: all invariants held (seed ${seed})`);
+  console.log(`\n--- markdown ---\n${markdownReport(report)}\n--- end ---`);
+  const keep = !ok || opts["keep-logs"];
+  if (keep) {
+    writeFileSync(join(workDir, "sink-log.json"), JSON.stringify(sink.log, null, 1));
+    writeFileSync(join(workDir, "messages.json"), JSON.stringify(messages.map((m) => ({ ...m, post_fence: postFences.get(m.id) ?? null })), null, 1));
+  }
+  if (!ok) console.log(`\nchaos: FAILED (seed ${seed}); serve logs, sink log and message list kept in ${workDir}`);
+  else console.log(`\nchaos: all invariants held (seed ${seed})${keep ? `; logs kept in ${workDir}` : ""}`);
+  keepLogs = keep;
   return ok ? 0 : 1;
 }
 
@@ -213,6 +232,6 @@ main()
     return 1;
   })
   .then(async (code) => {
-    await stopAll(code !== 0);
+    await stopAll(keepLogs || code !== 0);
     process.exit(code);
   });

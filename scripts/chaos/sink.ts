@@ -1,43 +1,58 @@
-// The chaos run's side-effect sink: a resource that fences its writers. It accepts an effect only
-// when its fence is at least the highest fence it has accepted, and keeps a log from which the
-// run's invariants are checked.
+// The chaos run's side-effect sink: a fenced, idempotent resource. It refuses an effect whose fence
+// is below the highest fence it has accepted; an effect whose idempotency key it has already
+// applied is answered as a success marked `duplicate` and applied nothing again (as the
+// coordinator treats a reply key it has stored). Every offer is logged, whatever the verdict, and
+// the run's invariants are checked from that log.
 import { createServer, type Server } from "node:http";
 
 export interface Effect {
   message_id: number;
+  /** Idempotency key: the message id plus the step, e.g. "12:effect". */
+  key: string;
   fence: number;
   /** Which serve process ran it: machine label plus a per-start instance id. */
   instance: string;
   attempt: number;
 }
 
-export type Verdict = { accepted: true } | { accepted: false; reason: "stale_fence"; highest: number };
+export type Outcome = "applied" | "duplicate" | "stale_fence";
+
+export type Verdict =
+  | { accepted: true; duplicate: false }
+  | { accepted: true; duplicate: true; applied_fence: number }
+  | { accepted: false; reason: "stale_fence"; highest: number };
 
 export interface LoggedEffect extends Effect {
-  accepted: boolean;
+  outcome: Outcome;
   /** Highest accepted fence just before this effect arrived. */
   highestBefore: number;
   at: number;
 }
 
-export class FenceSink {
+export class EffectSink {
   private highest = -1;
+  private readonly applied = new Map<string, LoggedEffect>();
   readonly log: LoggedEffect[] = [];
 
+  /** Fence first, then the key: a stale writer is refused even when its key was applied. */
   offer(effect: Effect, at = Date.now()): Verdict {
     const highestBefore = this.highest;
-    const accepted = effect.fence >= this.highest;
-    if (accepted) this.highest = effect.fence;
-    this.log.push({ ...effect, accepted, highestBefore, at });
-    return accepted ? { accepted: true } : { accepted: false, reason: "stale_fence", highest: highestBefore };
+    if (effect.fence < highestBefore) {
+      this.log.push({ ...effect, outcome: "stale_fence", highestBefore, at });
+      return { accepted: false, reason: "stale_fence", highest: highestBefore };
+    }
+    this.highest = effect.fence;
+    const prior = this.applied.get(effect.key);
+    const logged: LoggedEffect = { ...effect, outcome: prior ? "duplicate" : "applied", highestBefore, at };
+    this.log.push(logged);
+    if (prior) return { accepted: true, duplicate: true, applied_fence: prior.fence };
+    this.applied.set(effect.key, logged);
+    return { accepted: true, duplicate: false };
   }
 
+  /** Offers that passed the fence check: applied ones and absorbed duplicates. */
   get accepted(): LoggedEffect[] {
-    return this.log.filter((e) => e.accepted);
-  }
-
-  get rejected(): LoggedEffect[] {
-    return this.log.filter((e) => !e.accepted);
+    return this.log.filter((e) => e.outcome !== "stale_fence");
   }
 }
 
@@ -46,12 +61,16 @@ export function parseEffect(data: unknown): Effect | null {
   if (typeof data !== "object" || data === null) return null;
   const d = data as Record<string, unknown>;
   const int = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >= 0;
-  if (!int(d.message_id) || !int(d.fence) || !int(d.attempt) || typeof d.instance !== "string" || d.instance === "") return null;
-  return { message_id: d.message_id as number, fence: d.fence as number, instance: d.instance, attempt: d.attempt as number };
+  const text = (v: unknown) => typeof v === "string" && v !== "";
+  if (!int(d.message_id) || !int(d.fence) || !int(d.attempt) || !text(d.instance) || !text(d.key)) return null;
+  return { message_id: d.message_id as number, key: d.key as string, fence: d.fence as number, instance: d.instance as string, attempt: d.attempt as number };
 }
 
-/** Serves POST /effect on 127.0.0.1: 200 when accepted, 409 when the fence is stale, 400 when malformed. */
-export async function startSink(sink: FenceSink): Promise<{ url: string; close(): Promise<void> }> {
+/**
+ * Serves POST /effect on 127.0.0.1: 200 when applied or a duplicate (the body says which), 409 when
+ * the fence is stale, 400 when malformed.
+ */
+export async function startSink(sink: EffectSink): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
     let body = "";
     req.on("data", (d) => (body += d));

@@ -1,7 +1,7 @@
-// The benchmark's statistics and the chaos run's fencing sink and invariant checks.
+// The benchmark's statistics and the chaos run's fenced, idempotent sink and invariant checks.
 import { describe, expect, it } from "vitest";
-import { checkRun, type CoordinatorMessage } from "../../scripts/chaos/invariants.ts";
-import { FenceSink, parseEffect, startSink } from "../../scripts/chaos/sink.ts";
+import { checkRun, firstRuns, INVARIANTS, type CoordinatorMessage } from "../../scripts/chaos/invariants.ts";
+import { EffectSink, parseEffect, startSink, type LoggedEffect } from "../../scripts/chaos/sink.ts";
 import { markdownTable, percentile, ratio, summarize } from "../../scripts/bench/stats.ts";
 
 describe("benchmark statistics", () => {
@@ -27,34 +27,57 @@ describe("benchmark statistics", () => {
   });
 });
 
-describe("fencing sink", () => {
+describe("fenced, idempotent sink", () => {
+  const effect = (message_id: number, fence: number, instance: string, attempt = 1) => ({ message_id, key: `${message_id}:effect`, fence, instance, attempt });
+
   it("a holder that paused and comes back with an older fence is refused; the same fence is accepted again", () => {
-    const sink = new FenceSink();
-    expect(sink.offer({ message_id: 1, fence: 3, instance: "a", attempt: 1 })).toEqual({ accepted: true });
-    expect(sink.offer({ message_id: 2, fence: 4, instance: "b", attempt: 1 })).toEqual({ accepted: true });
-    expect(sink.offer({ message_id: 3, fence: 3, instance: "a", attempt: 1 })).toEqual({ accepted: false, reason: "stale_fence", highest: 4 });
-    expect(sink.offer({ message_id: 3, fence: 4, instance: "b", attempt: 2 })).toEqual({ accepted: true });
+    const sink = new EffectSink();
+    expect(sink.offer(effect(1, 3, "a"))).toEqual({ accepted: true, duplicate: false });
+    expect(sink.offer(effect(2, 4, "b"))).toEqual({ accepted: true, duplicate: false });
+    expect(sink.offer(effect(3, 3, "a"))).toEqual({ accepted: false, reason: "stale_fence", highest: 4 });
+    expect(sink.offer(effect(3, 4, "b", 2))).toEqual({ accepted: true, duplicate: false });
     expect(sink.accepted.map((e) => e.message_id)).toEqual([1, 2, 3]);
-    expect(sink.rejected.map((e) => e.fence)).toEqual([3]);
+    expect(sink.log.map((e) => e.outcome)).toEqual(["applied", "applied", "stale_fence", "applied"]);
+  });
+
+  it("a message re-run by the next holder after its effect landed is a duplicate: success, nothing applied again", () => {
+    const sink = new EffectSink();
+    expect(sink.offer(effect(7, 3, "a"))).toEqual({ accepted: true, duplicate: false });
+    expect(sink.offer(effect(7, 4, "b", 2))).toEqual({ accepted: true, duplicate: true, applied_fence: 3 });
+    expect(sink.offer(effect(7, 4, "b", 2))).toEqual({ accepted: true, duplicate: true, applied_fence: 3 });
+    expect(sink.log.map((e) => e.outcome)).toEqual(["applied", "duplicate", "duplicate"]);
+  });
+
+  it("a stale writer is refused even for a key already applied; the fence is checked first", () => {
+    const sink = new EffectSink();
+    sink.offer(effect(7, 3, "a"));
+    sink.offer(effect(8, 4, "b"));
+    expect(sink.offer(effect(7, 3, "a"))).toEqual({ accepted: false, reason: "stale_fence", highest: 4 });
   });
 
   it("rejects malformed effects", () => {
-    expect(parseEffect({ message_id: 1, fence: 2, instance: "m", attempt: 1 })).not.toBeNull();
-    expect(parseEffect({ message_id: "1", fence: 2, instance: "m", attempt: 1 })).toBeNull();
-    expect(parseEffect({ message_id: 1, fence: -1, instance: "m", attempt: 1 })).toBeNull();
-    expect(parseEffect({ message_id: 1, fence: 2, instance: "", attempt: 1 })).toBeNull();
+    expect(parseEffect(effect(1, 2, "m"))).toEqual(effect(1, 2, "m"));
+    expect(parseEffect({ ...effect(1, 2, "m"), message_id: "1" })).toBeNull();
+    expect(parseEffect({ ...effect(1, 2, "m"), fence: -1 })).toBeNull();
+    expect(parseEffect({ ...effect(1, 2, "m"), instance: "" })).toBeNull();
+    expect(parseEffect({ ...effect(1, 2, "m"), key: "" })).toBeNull();
+    expect(parseEffect({ message_id: 1, fence: 2, instance: "m", attempt: 1 })).toBeNull();
     expect(parseEffect(null)).toBeNull();
   });
 
-  it("over HTTP: 200 accepted, 409 stale, 400 malformed", async () => {
-    const sink = new FenceSink();
+  it("over HTTP: 200 applied, 200 duplicate, 409 stale, 400 malformed", async () => {
+    const sink = new EffectSink();
     const server = await startSink(sink);
     try {
-      const post = (body: unknown) => fetch(`${server.url}/effect`, { method: "POST", body: JSON.stringify(body) }).then((r) => r.status);
-      expect(await post({ message_id: 1, fence: 5, instance: "a", attempt: 1 })).toBe(200);
-      expect(await post({ message_id: 2, fence: 4, instance: "b", attempt: 1 })).toBe(409);
-      expect(await post({ message_id: 2 })).toBe(400);
-      expect(sink.log).toHaveLength(2);
+      const post = async (body: unknown) => {
+        const res = await fetch(`${server.url}/effect`, { method: "POST", body: JSON.stringify(body) });
+        return [res.status, await res.json()];
+      };
+      expect(await post(effect(1, 5, "a"))).toEqual([200, { accepted: true, duplicate: false }]);
+      expect(await post(effect(1, 5, "a"))).toEqual([200, { accepted: true, duplicate: true, applied_fence: 5 }]);
+      expect(await post(effect(2, 4, "b"))).toEqual([409, { accepted: false, reason: "stale_fence", highest: 5 }]);
+      expect((await post({ message_id: 2 }))[0]).toBe(400);
+      expect(sink.log).toHaveLength(3);
     } finally {
       await server.close();
     }
@@ -62,50 +85,75 @@ describe("fencing sink", () => {
 });
 
 describe("chaos invariants", () => {
-  const acked = (id: number, fence: number): CoordinatorMessage => ({ id, status: "acknowledged", attempts: 1, acked_fence: fence });
+  const acked = (id: number, fence: number, attempts = 1): CoordinatorMessage => ({ id, status: "acknowledged", attempts, acked_fence: fence });
 
-  function run(effects: [id: number, fence: number, instance: string][], messages: CoordinatorMessage[], sentIds = messages.map((m) => m.id), strict = true) {
-    const sink = new FenceSink();
-    for (const [message_id, fence, instance] of effects) sink.offer({ message_id, fence, instance, attempt: 1 });
-    return checkRun({ sentIds, messages, effects: sink.log }, { strict });
+  function run(
+    effects: [id: number, fence: number, instance: string][],
+    messages: CoordinatorMessage[],
+    sentIds = messages.map((m) => m.id),
+    postFences?: Map<number, number>,
+  ) {
+    const sink = new EffectSink();
+    for (const [message_id, fence, instance] of effects) sink.offer({ message_id, key: `${message_id}:effect`, fence, instance, attempt: 1 });
+    return checkRun({ sentIds, messages, effects: sink.log, postFences });
   }
   const failed = (r: ReturnType<typeof run>) => r.invariants.filter((i) => !i.ok).map((i) => i.name);
 
   it("a clean run passes every invariant and counts a refused stale write", () => {
     const r = run([[1, 1, "a"], [2, 2, "b"], [3, 1, "a"], [3, 2, "b"]], [acked(1, 1), acked(2, 2), acked(3, 2)]);
     expect(failed(r)).toEqual([]);
-    expect(r.tally).toMatchObject({ sent: 3, run: 3, runTwice: 0, lost: 0, staleRejected: 1 });
+    expect(r.tally).toMatchObject({ sent: 3, run: 3, runTwice: 1, appliedTwice: 0, lost: 0, staleRejected: 1, duplicatesAbsorbed: 0 });
+  });
+
+  it("a re-run after an interrupted run is counted as run twice, absorbed as a duplicate, and passes", () => {
+    const r = run([[1, 1, "a"], [1, 2, "b"]], [acked(1, 2, 2)]);
+    expect(failed(r)).toEqual([]);
+    expect(r.tally).toMatchObject({ run: 1, runTwice: 1, appliedTwice: 0, duplicatesAbsorbed: 1, redelivered: 1 });
+  });
+
+  it("an effect applied twice (a sink that lost its idempotency) fails the run", () => {
+    const twice: LoggedEffect[] = [1, 2].map((fence, i) => ({
+      message_id: 1, key: "1:effect", fence, instance: `m${fence}`, attempt: fence, outcome: "applied", highestBefore: fence - 1, at: i,
+    }));
+    const r = checkRun({ sentIds: [1], messages: [acked(1, 2, 2)], effects: twice });
+    expect(r.tally.appliedTwice).toBe(1);
+    expect(r.invariants.filter((i) => !i.ok).map((i) => i.name)).toEqual([INVARIANTS.exactlyOnce]);
   });
 
   it("two holders accepted with one fence fail the run", () => {
     const r = run([[1, 2, "a"], [2, 2, "b"]], [acked(1, 2), acked(2, 2)]);
-    expect(failed(r)).toEqual(["never two holders accepted with the same fence"]);
+    expect(failed(r)).toEqual([INVARIANTS.oneHolderPerFence]);
   });
 
-  it("an acknowledged message that took effect twice fails a strict run; a re-run after an interrupted run passes a lenient one", () => {
-    const rerun = run([[1, 1, "a"], [1, 2, "b"]], [acked(1, 2)]);
-    expect(failed(rerun)).toEqual(["every acknowledged message ran exactly once (strict)"]);
-    expect(rerun.tally.runTwice).toBe(1);
-    const lenient = run([[1, 1, "a"], [1, 2, "b"]], [acked(1, 2)], [1], false);
-    expect(failed(lenient)).toEqual([]);
-    expect(lenient.tally.runTwice).toBe(1);
+  it("an effect under a later fence than the acknowledgement, or no effect at all, fails the run", () => {
+    expect(failed(run([[1, 2, "b"]], [acked(1, 1)]))).toEqual([INVARIANTS.exactlyOnce]);
+    expect(failed(run([], [acked(1, 1)]))).toEqual([INVARIANTS.exactlyOnce]);
   });
 
-  it("a run after the acknowledgement, two runs under one fence, or no run at all fail even a lenient run", () => {
-    const name = "every acknowledged message took effect once under the fence that acknowledged it, never after";
-    expect(failed(run([[1, 1, "a"], [1, 2, "b"]], [acked(1, 1)], [1], false))).toEqual([name]);
-    expect(failed(run([[1, 2, "b"], [1, 2, "b"]], [acked(1, 2)], [1], false))).toEqual([name]);
-    expect(failed(run([], [acked(1, 1)], [1], false))).toEqual([name]);
+  it("an effect under an earlier fence than the acknowledgement passes (the run was interrupted before its reply)", () => {
+    expect(failed(run([[1, 1, "a"]], [acked(1, 2, 2)]))).toEqual([]);
+  });
+
+  it("a message run twice under one fence, or with more attempts than fences since posting, was handed over twice under one fence", () => {
+    expect(failed(run([[1, 2, "b"], [1, 2, "b"]], [acked(1, 2)]))).toEqual([INVARIANTS.oncePerFence]);
+    expect(failed(run([[1, 4, "b"]], [acked(1, 4, 2)], [1], new Map([[1, 4]])))).toEqual([INVARIANTS.oncePerFence]);
+    expect(failed(run([[1, 4, "b"]], [acked(1, 4, 2)], [1], new Map([[1, 3]])))).toEqual([]);
   });
 
   it("a sent message that is not acknowledged at the end is lost", () => {
     const r = run([], [{ id: 1, status: "delivered", attempts: 2, acked_fence: null }], [1, 2]);
-    expect(failed(r)).toEqual(["no message lost: every sent message acknowledged by the end"]);
+    expect(failed(r)).toEqual([INVARIANTS.noneLost]);
     expect(r.tally.lost).toBe(2);
   });
 
-  it("an acknowledgement from another fence than the run that took effect fails the run", () => {
-    const r = run([[1, 1, "a"]], [acked(1, 2)], [1], false);
-    expect(failed(r)).toEqual(["every acknowledged message took effect once under the fence that acknowledged it, never after"]);
+  it("first runs set the attempt against the lease changes since posting", () => {
+    const sink = new EffectSink();
+    sink.offer({ message_id: 1, key: "1:effect", fence: 5, instance: "a", attempt: 3 });
+    sink.offer({ message_id: 1, key: "1:effect", fence: 6, instance: "b", attempt: 4 });
+    sink.offer({ message_id: 2, key: "2:effect", fence: 6, instance: "b", attempt: 1 });
+    expect(firstRuns(sink.log, new Map([[1, 3], [2, 5]]))).toEqual([
+      { id: 1, attempt: 3, leaseChanges: 2 },
+      { id: 2, attempt: 1, leaseChanges: 1 },
+    ]);
   });
 });
