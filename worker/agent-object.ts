@@ -98,6 +98,7 @@ export class AgentCoordinator extends DurableObject<Env> {
     writeConn(server, newConnState("serve", machine, now));
     send(server, { type: "welcome", agent: this.agentName(), heartbeat_ttl_ms: this.config.heartbeatTtlMs, limits: LIMITS });
     this.scheduleScan(now);
+    this.presenceChanged();
     const protocol = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim()).includes("baton") ? "baton" : null;
     return new Response(null, { status: 101, webSocket: client, headers: protocol ? { "Sec-WebSocket-Protocol": protocol } : {} });
   }
@@ -135,7 +136,7 @@ export class AgentCoordinator extends DurableObject<Env> {
       case "hello":
         if (frame.machine) state.machine = frame.machine;
         writeConn(ws, state);
-        return;
+        return this.presenceChanged();
       case "serve_lease":
         if (frame.op === "claim") return this.claim(ws, state, now);
         return this.release(ws, state, now, frame.req);

@@ -4,7 +4,7 @@ import { env, runDurableObjectAlarm, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { MAX_OBSERVERS } from "../../worker/directory-object.ts";
 import type { DirectoryEntry, ObserverFrame, ServerFrame } from "../../worker/protocol.ts";
-import { BASE, claimant, DEV_TOKEN, OTHER_TOKEN, settle, sleep, uniqueAgent } from "./helpers.ts";
+import { BASE, claimant, connect, DEV_TOKEN, OTHER_TOKEN, settle, sleep, uniqueAgent } from "./helpers.ts";
 
 interface Observer {
   next<T extends ServerFrame["type"]>(type: T, match?: (f: Extract<ServerFrame, { type: T }>) => boolean): Promise<Extract<ServerFrame, { type: T }>>;
@@ -81,6 +81,9 @@ async function listed(token = DEV_TOKEN): Promise<DirectoryEntry[]> {
 
 const isPresenceOf = (agent: string, connections: number) => (f: { presence: DirectoryEntry }) =>
   f.presence.agent === agent && f.presence.connection_count === connections;
+/** A presence where every one of `connections` connections has claimed. */
+const isClaimedPresenceOf = (agent: string, connections: number) => (f: { presence: DirectoryEntry }) =>
+  isPresenceOf(agent, connections)(f) && f.presence.serve_candidates === connections;
 
 describe("agent directory", () => {
   it("an observer gets the directory on connect, then each change within the same second", async () => {
@@ -94,8 +97,8 @@ describe("agent directory", () => {
     expect(snapshot.server_time).toBeGreaterThanOrEqual(mine!.reported_at);
 
     const b = await claimant(agent, "beta");
-    const joined = await first.next("presence", isPresenceOf(agent, 2));
-    expect(joined.presence.serve_standbys).toBe(1);
+    const joined = await first.next("presence", (f) => isPresenceOf(agent, 2)(f) && f.presence.serve_standbys === 1);
+    expect(joined.presence.connections.map((c) => c.machine)).toEqual(["alpha", "beta"]);
     a.sock.close();
     const started = Date.now();
     const handover = await first.next("presence", (f) => f.presence.agent === agent && f.presence.holder?.machine === "beta");
@@ -106,21 +109,37 @@ describe("agent directory", () => {
     first.close();
   });
 
+  it("a connection shows up before it claims, and a hello relabels it", async () => {
+    const agent = uniqueAgent();
+    const watcher = await observe();
+    await watcher.next("directory");
+    const idle = await connect(agent, { machine: "first-name" });
+    const seen = await watcher.next("presence", isPresenceOf(agent, 1));
+    expect(seen.presence).toMatchObject({ serve_candidates: 0, holder: null });
+    expect(seen.presence.connections[0]).toMatchObject({ machine: "first-name", claim_seq: null, held: false });
+    idle.send({ type: "hello", machine: "second-name" });
+    const relabelled = await watcher.next("presence", (f) => f.presence.agent === agent && f.presence.connections[0]?.machine === "second-name");
+    expect(relabelled.presence.connection_count).toBe(1);
+    idle.close();
+    watcher.close();
+  });
+
   it("agent objects report only when presence changes, not on every reconcile", async () => {
     const agent = uniqueAgent();
     const watcher = await observe();
     await watcher.next("directory");
     const a = await claimant(agent, "alpha");
-    await watcher.next("presence", isPresenceOf(agent, 1));
+    await watcher.next("presence", isClaimedPresenceOf(agent, 1));
     // A repeated claim and heartbeats run through the object but change nothing anyone should see.
     a.sock.send({ type: "serve_lease", op: "claim" });
     await settle(a.sock);
     a.sock.send({ type: "serve_lease", op: "claim" });
     await settle(a.sock);
     const b = await claimant(agent, "beta");
-    await watcher.next("presence", isPresenceOf(agent, 2));
-    expect(watcher.about(agent).map((f) => f.type === "presence" && f.presence.connection_count)).toEqual([1, 2]);
-    expect(watcher.about(agent)).toHaveLength(2);
+    await watcher.next("presence", isClaimedPresenceOf(agent, 2));
+    // Each connection is reported when it opens and when it claims; nothing else in between.
+    expect(watcher.about(agent).map((f) => f.type === "presence" && [f.presence.connection_count, f.presence.serve_candidates]))
+      .toEqual([[1, 0], [1, 1], [2, 1], [2, 2]]);
     a.sock.close();
     b.sock.close();
     watcher.close();
@@ -170,7 +189,7 @@ describe("agent directory", () => {
     const watcher = await observe();
     await watcher.next("directory");
     const a = await claimant(agent, "alpha");
-    const reported = await watcher.next("presence", isPresenceOf(agent, 1));
+    const reported = await watcher.next("presence", isClaimedPresenceOf(agent, 1));
     // The TTL is one second here: two heartbeats 600 ms apart move the heartbeat time by 1.2 s.
     for (let i = 0; i < 2; i++) {
       await sleep(600);
@@ -178,7 +197,7 @@ describe("agent directory", () => {
       await a.sock.next("pong");
     }
     await runDurableObjectAlarm(directoryStub());
-    const refreshed = await watcher.next("presence", isPresenceOf(agent, 1));
+    const refreshed = await watcher.next("presence", isClaimedPresenceOf(agent, 1));
     const beat = (e: DirectoryEntry) => e.reported_at - e.connections[0]!.heartbeat_age_seconds * 1000;
     expect(beat(refreshed.presence) - beat(reported.presence)).toBeGreaterThan(900);
     expect(refreshed.presence.fence).toBe(reported.presence.fence);
