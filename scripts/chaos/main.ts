@@ -41,6 +41,8 @@ const TOKEN = "baton-dev-token";
 /** The drain after the chaos ends stops when everything is acknowledged, or nothing moved for this long. */
 const DRAIN_STALL_MS = 30_000;
 const DRAIN_MAX_MS = 180_000;
+/** Share of operations aimed at the holder: only its interruption moves the lease and leaves stale writers. */
+const HOLDER_BIAS = 0.6;
 
 /** mulberry32: a seeded generator, so a failing run can be replayed with --seed. */
 function rng(s: number): () => number {
@@ -104,14 +106,26 @@ function vars(): Record<string, string> {
   return { BATON_HEARTBEAT_TTL_SECONDS: String(ttl), BATON_PRESENCE_SCAN_SECONDS: String(Math.max(1, Math.floor(ttl / 2))) };
 }
 
+/** The slot whose machine holds the lease now; null when nobody does or the coordinator is unreachable. */
+async function holderSlot(): Promise<ServeSlot | null> {
+  try {
+    const res = await coordinator(`/agents/${agent}/presence`);
+    const machine = ((await res.json()) as { holder: { machine: string } | null }).holder?.machine;
+    return slots.find((s) => s.machine === machine) ?? null;
+  } catch {
+    return null;
+  }
+}
+
 async function chaosAction(restart: () => Promise<void>): Promise<void> {
   if (random() < 0.12 && counts.coordinator < maxCoordinatorRestarts && !coordinatorDown) {
     counts.coordinator += 1;
     return restart();
   }
+  const holder = random() < HOLDER_BIAS && !coordinatorDown ? await holderSlot() : null;
   const idle = slots.filter((s) => !s.busy && s.state === "running");
   if (idle.length === 0) return;
-  const slot = pick(idle);
+  const slot = holder && idle.includes(holder) ? holder : pick(idle);
   slot.busy = true;
   try {
     const action = pick(["kill", "pause", "restart"] as const);

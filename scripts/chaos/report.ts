@@ -48,7 +48,7 @@ export function attemptsSummary(runs: readonly FirstRun[]): string {
   const spread = [...histogram].sort(([a], [b]) => a - b).map(([a, n]) => `attempt ${a}: ${n}`).join(", ");
   return [
     `${runs.length} first runs (${spread});`,
-    `attempt = lease changes since posting + 1 for ${equal}, fewer for ${fewer} (a fence passed while no holder had it),`,
+    `attempt = lease changes since posting + 1 for ${equal}, fewer for ${fewer} (a fence passed without a connected holder to take it),`,
     `more for ${more.length}${more.length ? ` (handed over twice under one fence: ${more.slice(0, 5).map((r) => r.id).join(", ")})` : ""}`,
   ].join(" ");
 }
@@ -67,6 +67,6 @@ export function markdownReport(r: RunReport): string {
     "",
     `First runs: ${attemptsSummary(r.firstRuns)}.`,
     "",
-    ...invariantLines(r.invariants).map((l) => `- ${l.replace(/^ok {2}/, "ok: ").replace(/^FAIL/, "**FAIL**:")}`),
+    ...r.invariants.map((inv) => `- ${inv.ok ? "ok" : "**FAIL**"}: ${inv.name}${inv.ok ? "" : ` (${inv.detail})`}`),
   ].join("\n");
 }
