@@ -36,6 +36,9 @@ export class AgentCoordinator extends DurableObject<Env> {
     this.store = new AgentStore(ctx.storage.sql);
     this.desk = new WorkDesk(ctx.storage.sql, () => this.store.lease(), () => this.liveConns());
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
+    // After a restart (deploy, crash) the stored lease may name a holder whose socket died with the
+    // old process: re-elect from the sockets that are really here before anything else runs.
+    void ctx.blockConcurrencyWhile(async () => this.reconcile(Date.now(), "closed"));
   }
 
   async fetch(request: Request): Promise<Response> {

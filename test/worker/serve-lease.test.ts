@@ -1,5 +1,5 @@
 // The serve lease in the real runtime: election, handover, stale scan, soft lease, release.
-import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
+import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { AgentCoordinator } from "../../worker/agent-object.ts";
 import { BASE, claimant, connect, DEV_TOKEN, presence, settle, sleep, uniqueAgent } from "./helpers.ts";
@@ -178,6 +178,17 @@ describe("serve lease", () => {
     // The claim counter also survives: a new claim gets a sequence never seen before.
     const d = await claimant(agent, "d");
     expect(d.lease.claim_seq).toBeGreaterThan(c.lease.claim_seq);
+  });
+
+  it("a restart that drops every socket frees the lease at once; the next claim gets a larger fence", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    await abortAllDurableObjects();
+    const after = await presence(agent);
+    expect(after).toMatchObject({ holder: null, fence: a.lease.fence, connection_count: 0 });
+    expect(after.transitions[0]).toMatchObject({ from_claim: a.lease.claim_seq, to_claim: null, reason: "closed" });
+    const b = await claimant(agent, "b");
+    expect(b.lease).toMatchObject({ held: true, fence: a.lease.fence + 1 });
   });
 
   it("claim sequences and fences survive a restart of the object", async () => {
