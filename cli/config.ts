@@ -46,10 +46,9 @@ export interface Connection {
   token: string;
 }
 
-/** Resolves URL and token; never prints the token. */
-export function resolveConnection(flags: { url?: string; token?: string }, env: NodeJS.ProcessEnv = process.env): Connection {
-  const stored = readStoredConfig(env);
-  const url = (flags.url || env.BATON_URL || stored.url || DEFAULT_URL).replace(/\/+$/, "");
+/** The coordinator URL without trailing slashes; anything but http(s) is a user mistake. */
+export function checkedUrl(raw: string): string {
+  const url = raw.replace(/\/+$/, "");
   let protocol: string;
   try {
     protocol = new URL(url).protocol;
@@ -57,6 +56,13 @@ export function resolveConnection(flags: { url?: string; token?: string }, env: 
     throw new CLIError(`not a URL: ${url}`);
   }
   if (protocol !== "http:" && protocol !== "https:") throw new CLIError(`not an http(s) URL: ${url}`);
+  return url;
+}
+
+/** Resolves URL and token; never prints the token. */
+export function resolveConnection(flags: { url?: string; token?: string }, env: NodeJS.ProcessEnv = process.env): Connection {
+  const stored = readStoredConfig(env);
+  const url = checkedUrl(flags.url || env.BATON_URL || stored.url || DEFAULT_URL);
   // A stored token goes only to the coordinator it was stored for; the dev token only to loopback.
   const storedToken = stored.token && (!stored.url || sameUrl(stored.url, url)) ? stored.token : "";
   const token = flags.token || env.BATON_TOKEN || storedToken || (isLocalUrl(url) ? DEV_TOKEN : "");

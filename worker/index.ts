@@ -34,35 +34,35 @@ function decodedSegment(raw: string): string | null {
   }
 }
 
+/**
+ * Hands the request to an object with the names the Worker established (x-baton-account and the
+ * like); a client's own headers of those names are overwritten, never trusted.
+ */
+function forward(stub: { fetch(request: Request): Promise<Response> }, request: Request, names: Record<string, string>): Promise<Response> {
+  const forwarded = new Request(request);
+  for (const [name, value] of Object.entries(names)) forwarded.headers.set(`x-baton-${name}`, value);
+  return stub.fetch(forwarded);
+}
+
 async function route(request: Request, env: Env, account: string, url: URL): Promise<Response> {
   const parts = url.pathname.split("/").filter(Boolean);
   if ((url.pathname === "/agents" && request.method === "GET") || url.pathname === "/observe") {
     // The account's directory: every agent with connections, and the dashboard's observer socket.
-    const forwarded = new Request(request);
-    forwarded.headers.set("x-baton-account", account);
-    return env.DIRECTORY.get(directoryId(env.DIRECTORY, account)).fetch(forwarded);
+    return forward(env.DIRECTORY.get(directoryId(env.DIRECTORY, account)), request, { account });
   }
   if (parts[0] === "agents" && parts.length >= 3) {
     const agent = decodedSegment(parts[1]!);
     if (agent === null || !AGENT_NAME.test(agent)) {
       return jsonError(400, "bad_name", "agent names are 1-63 chars of a-z, 0-9, '.', '_' or '-', starting with a letter or digit");
     }
-    const stub = env.AGENTS.get(env.AGENTS.idFromName(objectKey(account, agent)));
-    const forwarded = new Request(request);
-    forwarded.headers.set("x-baton-account", account);
-    forwarded.headers.set("x-baton-agent", agent);
-    return stub.fetch(forwarded);
+    return forward(env.AGENTS.get(env.AGENTS.idFromName(objectKey(account, agent))), request, { account, agent });
   }
   if (parts[0] === "leases" && parts.length >= 2) {
     const session = parts[1]!;
     if (!SESSION_NAME.test(session)) {
       return jsonError(400, "bad_name", "session names are 1-128 chars of A-Z, a-z, 0-9, '.', '_' or '-', starting with a letter or digit");
     }
-    const stub = env.LEASES.get(env.LEASES.idFromName(objectKey(account, session)));
-    const forwarded = new Request(request);
-    forwarded.headers.set("x-baton-account", account);
-    forwarded.headers.set("x-baton-session", session);
-    return stub.fetch(forwarded);
+    return forward(env.LEASES.get(env.LEASES.idFromName(objectKey(account, session))), request, { account, session });
   }
   return jsonError(404, "not_found", `no route for ${request.method} ${url.pathname}`);
 }

@@ -3,7 +3,7 @@
 import { chmodSync, mkdirSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { defineCommand } from "citty";
-import { configPath, DEFAULT_URL, isLocalUrl, readStoredConfig } from "../config.ts";
+import { checkedUrl, configPath, DEFAULT_URL, isLocalUrl, readStoredConfig } from "../config.ts";
 import { CLIError } from "../errors.ts";
 
 const TOKEN_SHAPE = /^\S{1,4096}$/;
@@ -29,18 +29,6 @@ export default defineCommand({
     process.stdout.write(args.json ? `${JSON.stringify({ url, config_path: path, token_stored: true })}\n` : `token for ${url} stored in ${path}\n`);
   },
 });
-
-function checkedUrl(raw: string): string {
-  const url = raw.replace(/\/+$/, "");
-  let protocol: string;
-  try {
-    protocol = new URL(url).protocol;
-  } catch {
-    throw new CLIError(`not a URL: ${url}`);
-  }
-  if (protocol !== "http:" && protocol !== "https:") throw new CLIError(`not an http(s) URL: ${url}`);
-  return url;
-}
 
 /** Writes through a private temporary file and a rename, so the token is never readable by others, even briefly. */
 function writeConfig(path: string, config: { url: string; token: string }): void {
