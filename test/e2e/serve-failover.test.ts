@@ -1,5 +1,6 @@
 // Two `baton serve` processes of one agent against a real `wrangler dev` with a 2 s heartbeat
 // TTL: exactly one runs each message, and crashes, pauses and signals move the work correctly.
+import type { Presence } from "../../worker/presence.ts";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,13 +14,6 @@ const TTL_MS = 2000;
 let dev: DevServer;
 const started: ServeProc[] = [];
 
-interface PresenceJson {
-  fence: number;
-  serve_standbys: number;
-  holder: { machine: string } | null;
-  connections: { held: boolean; machine: string }[];
-  transitions: { reason: string }[];
-}
 
 beforeAll(async () => {
   dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: "2", BATON_PRESENCE_SCAN_SECONDS: "1" } });
@@ -53,7 +47,7 @@ describe("baton serve: two machines, one agent", () => {
     const { agent, sink, b } = await pair();
     const who = runBaton(["who", agent, "--json"], { BATON_URL: dev.url });
     expect(who.code).toBe(0);
-    const presence = JSON.parse(who.stdout) as PresenceJson;
+    const presence = JSON.parse(who.stdout) as Presence;
     expect(presence.connections.filter((c) => c.held)).toHaveLength(1);
     expect(presence.holder?.machine).toBe("machine-a");
     expect(presence.serve_standbys).toBe(1);
@@ -70,7 +64,7 @@ describe("baton serve: two machines, one agent", () => {
 
   it("kill -9 the holder: the standby takes over within the TTL and runs the next message", async () => {
     const { agent, sink, a, b } = await pair();
-    const fenceBefore = (await getJson<PresenceJson>(`${dev.url}/agents/${agent}/presence`)).fence;
+    const fenceBefore = (await getJson<Presence>(`${dev.url}/agents/${agent}/presence`)).fence;
     a.proc.kill("SIGKILL");
     await b.waitFor(/holder \(fence \d+\)/, TTL_MS * 3);
     const id = await postMessage(dev.url, agent, "after crash");
@@ -89,7 +83,7 @@ describe("baton serve: two machines, one agent", () => {
     expect(heldAt - signalledAt).toBeLessThan(TTL_MS / 2);
     expect(await a.exited).toEqual({ code: 0, signal: null });
     expect(a.stderr()).toMatch(/released the lease/);
-    const presence = await getJson<PresenceJson>(`${dev.url}/agents/${agent}/presence`);
+    const presence = await getJson<Presence>(`${dev.url}/agents/${agent}/presence`);
     expect(presence.transitions[0]?.reason).toBe("released"); // newest first
   });
 

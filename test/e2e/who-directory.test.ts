@@ -1,5 +1,6 @@
 // `baton who` against a real `wrangler dev`: one agent's table, every agent from the directory,
 // --json for scripts, --watch following changes live, and one-line errors for user mistakes.
+import type { Presence } from "../../worker/presence.ts";
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,12 +12,6 @@ import { BIN, runBaton, startServe, uniqueAgent, writeSinkCommand, type ServePro
 let dev: DevServer;
 const started: ServeProc[] = [];
 
-interface PresenceJson {
-  agent: string;
-  serve_standbys: number;
-  holder: { machine: string } | null;
-  connections: { held: boolean; machine: string }[];
-}
 
 beforeAll(async () => {
   dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: "2", BATON_PRESENCE_SCAN_SECONDS: "1" } });
@@ -46,7 +41,7 @@ describe("baton who", () => {
     await serveAgent(agent, ["a", "b", "c"]);
     const json = runBaton(["who", agent, "--json"], { BATON_URL: dev.url });
     expect(json.code).toBe(0);
-    const p = JSON.parse(json.stdout) as PresenceJson;
+    const p = JSON.parse(json.stdout) as Presence;
     expect(p.holder?.machine).toBe("machine-a");
     expect(p.serve_standbys).toBe(2);
     expect(p.connections.map((c) => [c.machine, c.held])).toEqual([["machine-a", true], ["machine-b", false], ["machine-c", false]]);
@@ -67,7 +62,7 @@ describe("baton who", () => {
     await serveAgent(two, ["c"]);
     const out = runBaton(["who", "--json"], { BATON_URL: dev.url });
     expect(out.code).toBe(0);
-    const { agents } = JSON.parse(out.stdout) as { agents: PresenceJson[] };
+    const { agents } = JSON.parse(out.stdout) as { agents: Presence[] };
     const byName = new Map(agents.map((a) => [a.agent, a]));
     expect(byName.get(one)).toMatchObject({ serve_standbys: 1, holder: { machine: "machine-a" } });
     expect(byName.get(two)).toMatchObject({ serve_standbys: 0, holder: { machine: "machine-c" } });
@@ -88,7 +83,7 @@ describe("baton who", () => {
       watcher.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
         buffer += chunk;
         for (let nl = buffer.indexOf("\n"); nl !== -1; nl = buffer.indexOf("\n")) {
-          const p = JSON.parse(buffer.slice(0, nl)) as PresenceJson | null;
+          const p = JSON.parse(buffer.slice(0, nl)) as Presence | null;
           buffer = buffer.slice(nl + 1);
           holders.push(p?.holder?.machine ?? "none");
           notify();
