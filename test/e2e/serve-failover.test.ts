@@ -4,29 +4,17 @@ import type { Presence } from "../../worker/presence.ts";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { describe, expect, it } from "vitest";
 import {
-  getJson, postMessage, readSink, runBaton, startServe, uniqueAgent, waitForMessage, writeSinkCommand, type ServeProc,
+  getJson, postMessage, readSink, runBaton, startServe, uniqueAgent, waitForMessage, writeSinkCommand, serveFixture, type ServeProc,
 } from "./serve-helpers.ts";
 
 const TTL_MS = 2000;
-let dev: DevServer;
-const started: ServeProc[] = [];
-
-
-beforeAll(async () => {
-  dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: "2", BATON_PRESENCE_SCAN_SECONDS: "1" } });
-});
-afterAll(async () => {
-  await dev?.stop();
-});
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((s) => s.stop()));
-});
+const fixture = serveFixture();
+const { started } = fixture;
 
 function serve(agent: string, tag: string, command: string, sink: string, env: Record<string, string> = {}): ServeProc {
-  const s = startServe({ url: dev.url, agent, tag, command, sink, env });
+  const s = startServe({ url: fixture.dev.url, agent, tag, command, sink, env });
   started.push(s);
   return s;
 }
@@ -45,16 +33,16 @@ async function pair(env: Record<string, string> = {}) {
 describe("baton serve: two machines, one agent", () => {
   it("exactly one holds, who --json agrees, and each message runs once on the holder", async () => {
     const { agent, sink, b } = await pair();
-    const who = runBaton(["who", agent, "--json"], { BATON_URL: dev.url });
+    const who = runBaton(["who", agent, "--json"], { BATON_URL: fixture.dev.url });
     expect(who.code).toBe(0);
     const presence = JSON.parse(who.stdout) as Presence;
     expect(presence.connections.filter((c) => c.held)).toHaveLength(1);
     expect(presence.holder?.machine).toBe("machine-a");
     expect(presence.serve_standbys).toBe(1);
 
-    const ids = [await postMessage(dev.url, agent, "one"), await postMessage(dev.url, agent, "two"), await postMessage(dev.url, agent, "three")];
+    const ids = [await postMessage(fixture.dev.url, agent, "one"), await postMessage(fixture.dev.url, agent, "two"), await postMessage(fixture.dev.url, agent, "three")];
     for (const id of ids) {
-      const m = await waitForMessage(dev.url, agent, id, (m) => m.status === "acknowledged");
+      const m = await waitForMessage(fixture.dev.url, agent, id, (m) => m.status === "acknowledged");
       expect(m.reply).toBe(`a did: ${["one", "two", "three"][ids.indexOf(id)]}\n`);
     }
     const runs = readSink(sink).filter((l) => l.phase === "start");
@@ -64,11 +52,11 @@ describe("baton serve: two machines, one agent", () => {
 
   it("kill -9 the holder: the standby takes over within the TTL and runs the next message", async () => {
     const { agent, sink, a, b } = await pair();
-    const fenceBefore = (await getJson<Presence>(`${dev.url}/agents/${agent}/presence`)).fence;
+    const fenceBefore = (await getJson<Presence>(`${fixture.dev.url}/agents/${agent}/presence`)).fence;
     a.proc.kill("SIGKILL");
     await b.waitFor(/holder \(fence \d+\)/, TTL_MS * 3);
-    const id = await postMessage(dev.url, agent, "after crash");
-    const m = await waitForMessage(dev.url, agent, id, (m) => m.status === "acknowledged");
+    const id = await postMessage(fixture.dev.url, agent, "after crash");
+    const m = await waitForMessage(fixture.dev.url, agent, id, (m) => m.status === "acknowledged");
     expect(m.reply).toBe("b did: after crash\n");
     expect(m.acked_fence).toBeGreaterThan(fenceBefore);
     expect(readSink(sink).filter((l) => l.phase === "start").map((l) => l.tag)).toEqual(["b"]);
@@ -83,17 +71,17 @@ describe("baton serve: two machines, one agent", () => {
     expect(heldAt - signalledAt).toBeLessThan(TTL_MS / 2);
     expect(await a.exited).toEqual({ code: 0, signal: null });
     expect(a.stderr()).toMatch(/released the lease/);
-    const presence = await getJson<Presence>(`${dev.url}/agents/${agent}/presence`);
+    const presence = await getJson<Presence>(`${fixture.dev.url}/agents/${agent}/presence`);
     expect(presence.transitions[0]?.reason).toBe("released"); // newest first
   });
 
   it("SIGSTOP the holder mid-run past the TTL: the standby redoes the work; after SIGCONT the old one posts nothing", async () => {
     const { agent, sink, a, b } = await pair({ RUN_SLEEP: "0.5" });
-    const id = await postMessage(dev.url, agent, "slow");
+    const id = await postMessage(fixture.dev.url, agent, "slow");
     await waitForSink(sink, (lines) => lines.some((l) => l.tag === "a" && l.id === id && l.phase === "start"));
     a.proc.kill("SIGSTOP");
     await b.waitFor(/holder \(fence \d+\)/, TTL_MS * 4);
-    const m = await waitForMessage(dev.url, agent, id, (m) => m.status === "acknowledged");
+    const m = await waitForMessage(fixture.dev.url, agent, id, (m) => m.status === "acknowledged");
     expect(m.reply).toBe("b did: slow\n");
     expect(m.attempts).toBe(2);
     // A's command finished while A was stopped: its output waits in A's pipe.
@@ -104,12 +92,12 @@ describe("baton serve: two machines, one agent", () => {
     // Whichever A notices first (its own clock or the close sent while it slept), it demotes.
     await a.waitFor(/lease lapsed on the local clock|reconnecting/, 5000, from);
     await a.waitFor(/standby \(\d+(st|nd|rd|th) in line\)/, 10_000, from);
-    const after = await getJson<MessageView>(`${dev.url}/agents/${agent}/messages/${id}`);
+    const after = await getJson<MessageView>(`${fixture.dev.url}/agents/${agent}/messages/${id}`);
     expect(after.reply).toBe("b did: slow\n");
     // Nothing of the stale run was posted or even attempted (no reply, refused or unconfirmed).
     expect(a.stderr().slice(from)).not.toMatch(/ran message|refused|not confirmed/);
-    const next = await postMessage(dev.url, agent, "next");
-    await waitForMessage(dev.url, agent, next, (m) => m.status === "acknowledged");
+    const next = await postMessage(fixture.dev.url, agent, "next");
+    await waitForMessage(fixture.dev.url, agent, next, (m) => m.status === "acknowledged");
     const aRuns = readSink(sink).filter((l) => l.tag === "a" && l.phase === "start");
     expect(aRuns.map((l) => l.id)).toEqual([id]);
   });
@@ -118,10 +106,10 @@ describe("baton serve: two machines, one agent", () => {
     const agent = uniqueAgent("lock");
     const { command, sink } = writeSinkCommand(mkdtempSync(join(tmpdir(), "baton-sink-")));
     const lockDir = mkdtempSync(join(tmpdir(), "baton-lock-"));
-    const first = startServe({ url: dev.url, agent, tag: "one", command, sink, lockDir });
+    const first = startServe({ url: fixture.dev.url, agent, tag: "one", command, sink, lockDir });
     started.push(first);
     await first.waitFor(/holder \(fence \d+\)/);
-    const second = runBaton(["serve", agent, "--", command], { BATON_URL: dev.url, BATON_LOCK_DIR: lockDir });
+    const second = runBaton(["serve", agent, "--", command], { BATON_URL: fixture.dev.url, BATON_LOCK_DIR: lockDir });
     expect(second.code).toBe(1);
     expect(second.stderr.trim()).toBe(
       `baton: agent ${agent} is already served on this machine by pid ${first.pid} (lock ${second.stderr.match(/\(lock (.+)\)/)?.[1]})`,
@@ -130,7 +118,7 @@ describe("baton serve: two machines, one agent", () => {
 
     first.proc.kill("SIGKILL");
     await first.exited;
-    const third = startServe({ url: dev.url, agent, tag: "three", command, sink, lockDir });
+    const third = startServe({ url: fixture.dev.url, agent, tag: "three", command, sink, lockDir });
     started.push(third);
     await third.waitFor(/holder \(fence \d+\)/, TTL_MS * 4);
   });

@@ -4,7 +4,8 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+import { afterAll, afterEach, beforeAll } from "vitest";
+import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
 export const BIN = join(ROOT, "cli/bin.js");
 
@@ -190,4 +191,36 @@ export function runBaton(args: string[], env: Record<string, string>): { code: n
 
 export function uniqueAgent(prefix: string): string {
   return `${prefix}-${Math.random().toString(36).slice(2, 10)}`;
+}
+
+export interface ServeFixture {
+  /** The file's `wrangler dev`, started before its first test. */
+  readonly dev: DevServer;
+  /** Serve processes to stop after the current test. */
+  readonly started: ServeProc[];
+}
+
+/**
+ * One `wrangler dev` per test file with a 2 s heartbeat TTL and a 1 s scan, stopped after the file;
+ * every serve process pushed to `started` is stopped after each test.
+ */
+export function serveFixture(): ServeFixture {
+  let dev: DevServer | undefined;
+  const started: ServeProc[] = [];
+  beforeAll(async () => {
+    dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: "2", BATON_PRESENCE_SCAN_SECONDS: "1" } });
+  });
+  afterAll(async () => {
+    await dev?.stop();
+  });
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((s) => s.stop()));
+  });
+  return {
+    get dev() {
+      if (!dev) throw new Error("wrangler dev is not started yet");
+      return dev;
+    },
+    started,
+  };
 }

@@ -5,29 +5,18 @@ import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
-import { BIN, runBaton, startServe, uniqueAgent, writeSinkCommand, type ServeProc } from "./serve-helpers.ts";
+import { describe, expect, it } from "vitest";
+import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+import { BIN, runBaton, serveFixture, startServe, uniqueAgent, writeSinkCommand, type ServeProc } from "./serve-helpers.ts";
 
-let dev: DevServer;
-const started: ServeProc[] = [];
-
-
-beforeAll(async () => {
-  dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: "2", BATON_PRESENCE_SCAN_SECONDS: "1" } });
-});
-afterAll(async () => {
-  await dev?.stop();
-});
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((s) => s.stop()));
-});
+const fixture = serveFixture();
+const { started } = fixture;
 
 async function serveAgent(agent: string, tags: string[]): Promise<ServeProc[]> {
   const { command, sink } = writeSinkCommand(mkdtempSync(join(tmpdir(), "baton-sink-")));
   const procs: ServeProc[] = [];
   for (const [i, tag] of tags.entries()) {
-    const s = startServe({ url: dev.url, agent, tag, command, sink });
+    const s = startServe({ url: fixture.dev.url, agent, tag, command, sink });
     started.push(s);
     procs.push(s);
     await s.waitFor(i === 0 ? /holder \(fence \d+\)/ : /standby/);
@@ -39,14 +28,14 @@ describe("baton who", () => {
   it("shows one agent's holder and standbys as a table and as JSON", async () => {
     const agent = uniqueAgent("who");
     await serveAgent(agent, ["a", "b", "c"]);
-    const json = runBaton(["who", agent, "--json"], { BATON_URL: dev.url });
+    const json = runBaton(["who", agent, "--json"], { BATON_URL: fixture.dev.url });
     expect(json.code).toBe(0);
     const p = JSON.parse(json.stdout) as Presence;
     expect(p.holder?.machine).toBe("machine-a");
     expect(p.serve_standbys).toBe(2);
     expect(p.connections.map((c) => [c.machine, c.held])).toEqual([["machine-a", true], ["machine-b", false], ["machine-c", false]]);
 
-    const table = runBaton(["who", agent], { BATON_URL: dev.url });
+    const table = runBaton(["who", agent], { BATON_URL: fixture.dev.url });
     expect(table.code).toBe(0);
     const lines = table.stdout.trim().split("\n");
     expect(lines[0]).toMatch(new RegExp(`^${agent}: holder claim \\d+ on machine-a \\(fence \\d+, since .+\\), 2 standbys, heartbeat TTL 2s$`));
@@ -60,7 +49,7 @@ describe("baton who", () => {
     const two = uniqueAgent("dir");
     await serveAgent(one, ["a", "b"]);
     await serveAgent(two, ["c"]);
-    const out = runBaton(["who", "--json"], { BATON_URL: dev.url });
+    const out = runBaton(["who", "--json"], { BATON_URL: fixture.dev.url });
     expect(out.code).toBe(0);
     const { agents } = JSON.parse(out.stdout) as { agents: Presence[] };
     const byName = new Map(agents.map((a) => [a.agent, a]));
@@ -73,7 +62,7 @@ describe("baton who", () => {
     const [a] = await serveAgent(agent, ["a", "b"]);
     const watcher = spawn(process.execPath, [BIN, "who", agent, "--watch", "--json"], {
       cwd: ROOT,
-      env: { ...process.env, BATON_URL: dev.url, BATON_TOKEN: DEV_TOKEN },
+      env: { ...process.env, BATON_URL: fixture.dev.url, BATON_TOKEN: DEV_TOKEN },
       stdio: ["ignore", "pipe", "pipe"],
     });
     try {
@@ -106,10 +95,10 @@ describe("baton who", () => {
   });
 
   it("user mistakes are one line on stderr and exit 1", () => {
-    const badToken = runBaton(["who", "x", "--token", "wrong-token"], { BATON_URL: dev.url });
+    const badToken = runBaton(["who", "x", "--token", "wrong-token"], { BATON_URL: fixture.dev.url });
     expect(badToken.code).toBe(1);
-    expect(badToken.stderr).toBe(`baton: unauthorized: ${dev.url} refused the token (run \`baton login\` or set BATON_TOKEN)\n`);
-    const badName = runBaton(["who", "Not A Name"], { BATON_URL: dev.url });
+    expect(badToken.stderr).toBe(`baton: unauthorized: ${fixture.dev.url} refused the token (run \`baton login\` or set BATON_TOKEN)\n`);
+    const badName = runBaton(["who", "Not A Name"], { BATON_URL: fixture.dev.url });
     expect(badName.code).toBe(1);
     expect(badName.stderr).toMatch(/^baton: bad agent name "Not A Name": [^\n]+\n$/);
   });
