@@ -3,7 +3,9 @@
 // SQLite or in socket attachments, so the object can be evicted and rebuilt at any moment.
 import { DurableObject } from "cloudflare:workers";
 import { AgentStore } from "./agent-store.ts";
-import { applyElection, elect, isStale, linePosition, nextStaleDeadline, type Candidate, type TransitionReason } from "./election.ts";
+import {
+  applyElection, elect, isStale, linePosition, nextStaleDeadline, type Candidate, type LeaseRecord, type TransitionReason,
+} from "./election.ts";
 import { readConfig, type CoordinatorConfig } from "./config.ts";
 import { FrameRateLimit } from "./frame-rate-limit.ts";
 import {
@@ -145,9 +147,11 @@ export class AgentCoordinator extends DurableObject<Env> {
         return this.release(ws, state, now, frame.req);
       case "sync":
         return this.desk.sync({ ws, state }, frame.after, frame.req);
+      case "checkpoint":
+        // A checkpoint is not part of presence, so nobody watching needs to hear of it.
+        return this.desk.write({ ws, state }, frame, now);
       case "ack":
       case "reply":
-      case "checkpoint":
         this.desk.write({ ws, state }, frame, now);
         return this.presenceChanged();
     }
@@ -221,7 +225,7 @@ export class AgentCoordinator extends DurableObject<Env> {
     const winner = elect(candidates, now, ttl);
     const { lease, transition } = applyElection(before, winner, now, holderWentStale ? "stale" : reason);
     if (transition) this.store.saveLease(lease, transition);
-    for (const c of conns) this.tell(c, lease.holderClaim, lease.fence, candidates);
+    for (const c of conns) this.tell(c, lease, candidates);
     if (transition) this.desk.dispatch();
     this.scheduleScan(now, conns);
     this.presenceChanged();
@@ -242,12 +246,12 @@ export class AgentCoordinator extends DurableObject<Env> {
       .map((c) => ({ claimSeq: c.state.claimSeq!, machine: c.state.machine, lastHeartbeat: c.heartbeat }));
   }
 
-  private tell(c: LiveConn, holderClaim: number | null, fence: number, candidates: Candidate[]): void {
+  private tell(c: LiveConn, lease: LeaseRecord, candidates: Candidate[]): void {
     const { state } = c;
+    const { fence } = lease;
     if (state.claimSeq === null) return;
-    const held = !state.released && state.claimSeq === holderClaim;
+    const held = !state.released && state.claimSeq === lease.holderClaim;
     if (state.toldHeld === held && (!held || state.toldFence === fence)) return;
-    const lease = this.store.lease();
     const checkpoint = held ? this.desk.messages.checkpoint() : null;
     send(c.ws, {
       type: "serve_lease",
