@@ -3,7 +3,7 @@
 // idempotent replies, acks and checkpoints. The agent object owns the sockets and the lease.
 import type { LeaseRecord } from "./election.ts";
 import { checkFencedWrite } from "./fencing.ts";
-import { readConn, send, writeConn, type ConnState } from "./connections.ts";
+import { send, writeConn, type ConnState } from "./connections.ts";
 import { MessageStore, type StoredMessage } from "./message-store.ts";
 import { errorFrame, type ClientFrame, type MessageFrame } from "./protocol.ts";
 
@@ -81,11 +81,9 @@ export class WorkDesk {
   private push(socket: DeskSocket, m: StoredMessage, run: boolean): void {
     const frame: MessageFrame = { type: "message", id: m.id, text: m.text, attempt: m.attempts, created_at: m.created_at, run };
     send(socket.ws, frame);
-    const state = readConn(socket.ws) ?? socket.state;
-    if (m.id > state.cursor) {
-      state.cursor = m.id;
+    if (m.id > socket.state.cursor) {
       socket.state.cursor = m.id;
-      writeConn(socket.ws, state);
+      writeConn(socket.ws, socket.state);
     }
   }
 }
