@@ -1,6 +1,6 @@
 // The `baton` command: a thin entry that loads one file per subcommand on demand.
 import { defineCommand, runCommand, runMain } from "citty";
-import { CLIError } from "./errors.ts";
+import { CLIError } from "./lib/errors.ts";
 
 const main = defineCommand({
   meta: { name: "baton", description: "Lease coordinator for AI agents: exactly one machine runs each agent." },

@@ -1,7 +1,7 @@
-import type { AgentCoordinator } from "./agent-object.ts";
+import type { AgentCoordinator } from "./objects/agent-object.ts";
 import type { ConfigVars } from "./config.ts";
-import type { AgentDirectory } from "./directory-object.ts";
-import type { LeaseCoordinator } from "./lease-object.ts";
+import type { AgentDirectory } from "./objects/directory-object.ts";
+import type { LeaseCoordinator } from "./objects/lease-object.ts";
 
 export interface Env extends ConfigVars {
   AGENTS: DurableObjectNamespace<AgentCoordinator>;

@@ -2,12 +2,12 @@
 // the (account, agent) pair. Static dashboard files are served by the assets binding before this runs.
 import { authenticate, parseTokenConfig, presentedToken, type TokenEntry } from "./auth.ts";
 import type { Env } from "./env.ts";
-import { directoryId } from "./directory-object.ts";
-import { AGENT_NAME, SESSION_NAME, type ErrorCode } from "./protocol.ts";
+import { directoryId } from "./objects/directory-object.ts";
+import { AGENT_NAME, SESSION_NAME, type ErrorCode } from "./wire/protocol.ts";
 
-export { AgentCoordinator } from "./agent-object.ts";
-export { LeaseCoordinator } from "./lease-object.ts";
-export { AgentDirectory } from "./directory-object.ts";
+export { AgentCoordinator } from "./objects/agent-object.ts";
+export { LeaseCoordinator } from "./objects/lease-object.ts";
+export { AgentDirectory } from "./objects/directory-object.ts";
 
 export function jsonError(status: number, code: ErrorCode, message: string): Response {
   return Response.json({ error: code, message }, { status });

@@ -1,7 +1,7 @@
 // `baton history AGENT [--after ID]`: the agent's messages with status, attempts and replies.
 import { defineCommand } from "citty";
-import { apiOk } from "../api.ts";
-import { resolveConnection } from "../config.ts";
+import { apiOk } from "../lib/api.ts";
+import { resolveConnection } from "../lib/config.ts";
 
 export interface MessageView {
   id: number;

@@ -1,12 +1,12 @@
 // `baton lease run SESSION [--ttl 30] [--wait] -- COMMAND...` and `baton lease show SESSION`:
 // session leases from the command line. Exit codes of `run` are in LEASE_EXIT.
 import { defineCommand } from "citty";
-import { apiOk } from "../api.ts";
-import { resolveConnection } from "../config.ts";
-import { CLIError } from "../errors.ts";
-import { LEASE_EXIT, runUnderLease } from "../lease-run.ts";
-import { LIMITS, SESSION_NAME } from "../../worker/protocol.ts";
-import { DEFAULT_LEASE_TTL_SECONDS } from "../../worker/session-lease.ts";
+import { apiOk } from "../lib/api.ts";
+import { resolveConnection } from "../lib/config.ts";
+import { CLIError } from "../lib/errors.ts";
+import { LEASE_EXIT, runUnderLease } from "../lib/lease-run.ts";
+import { LIMITS, SESSION_NAME } from "../../worker/wire/protocol.ts";
+import { DEFAULT_LEASE_TTL_SECONDS } from "../../worker/rules/session-lease.ts";
 
 interface LeaseState {
   session: string;

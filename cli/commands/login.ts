@@ -3,8 +3,8 @@
 import { chmodSync, mkdirSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { defineCommand } from "citty";
-import { checkedUrl, configPath, DEFAULT_URL, isLocalUrl, readStoredConfig } from "../config.ts";
-import { CLIError } from "../errors.ts";
+import { checkedUrl, configPath, DEFAULT_URL, isLocalUrl, readStoredConfig } from "../lib/config.ts";
+import { CLIError } from "../lib/errors.ts";
 
 const TOKEN_SHAPE = /^\S{1,4096}$/;
 

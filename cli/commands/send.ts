@@ -1,8 +1,8 @@
 // `baton send AGENT TEXT [--wait]`: posts a message for the agent; with --wait, prints its reply.
 import { defineCommand } from "citty";
-import { apiOk } from "../api.ts";
-import { resolveConnection } from "../config.ts";
-import { CLIError } from "../errors.ts";
+import { apiOk } from "../lib/api.ts";
+import { resolveConnection } from "../lib/config.ts";
+import { CLIError } from "../lib/errors.ts";
 import type { MessageView } from "./history.ts";
 
 export default defineCommand({

@@ -3,13 +3,13 @@
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { defineCommand } from "citty";
-import { resolveConnection } from "../config.ts";
-import { CLIError } from "../errors.ts";
-import { acquireLock, lockDir, lockName } from "../local-lock.ts";
-import { stateDir } from "../message-journal.ts";
-import { ServeSession } from "../serve-session.ts";
-import { StatusReporter } from "../status-line.ts";
-import { AGENT_NAME, LIMITS, MACHINE_LABEL } from "../../worker/protocol.ts";
+import { resolveConnection } from "../lib/config.ts";
+import { CLIError } from "../lib/errors.ts";
+import { acquireLock, lockDir, lockName } from "../lib/local-lock.ts";
+import { stateDir } from "../lib/message-journal.ts";
+import { ServeSession } from "../lib/serve-session.ts";
+import { StatusReporter } from "../lib/status-line.ts";
+import { AGENT_NAME, LIMITS, MACHINE_LABEL } from "../../worker/wire/protocol.ts";
 
 export const DEFAULT_GRACE_SECONDS = 10;
 

@@ -1,11 +1,11 @@
 // `baton who [AGENT]`: who holds each agent's serve lease and who stands by. Without AGENT, every
 // agent with connections (the coordinator's directory, GET /agents).
 import { defineCommand } from "citty";
-import { resolveConnection, type Connection } from "../config.ts";
-import { CLIError } from "../errors.ts";
-import { renderPresence, type PresenceReport } from "../presence-table.ts";
-import { watch } from "../who-watch.ts";
-import { AGENT_NAME } from "../../worker/protocol.ts";
+import { resolveConnection, type Connection } from "../lib/config.ts";
+import { CLIError } from "../lib/errors.ts";
+import { renderPresence, type PresenceReport } from "../lib/presence-table.ts";
+import { watch } from "../lib/who-watch.ts";
+import { AGENT_NAME } from "../../worker/wire/protocol.ts";
 
 export const WATCH_INTERVAL_MS = 1000;
 

@@ -2,7 +2,7 @@
 // against baton and etcd. Both heartbeat every TTL/3 (what etcd's client does for its leases).
 import WebSocket from "ws";
 import { DEV_TOKEN } from "../../test/e2e/wrangler-dev.ts";
-import { PING_TEXT } from "../../worker/protocol.ts";
+import { PING_TEXT } from "../../worker/wire/protocol.ts";
 import { EtcdGateway } from "./etcd.ts";
 
 export interface Candidate {

@@ -2,8 +2,8 @@
 // WebSocket server that accepts and drops every connection.
 import { WebSocketServer } from "ws";
 import { afterEach, describe, expect, it } from "vitest";
-import { reconnectDelay } from "../../cli/backoff.ts";
-import { CoordinatorSocket } from "../../cli/coordinator-socket.ts";
+import { reconnectDelay } from "../../cli/lib/backoff.ts";
+import { CoordinatorSocket } from "../../cli/lib/coordinator-socket.ts";
 
 const servers: WebSocketServer[] = [];
 const sockets: CoordinatorSocket[] = [];

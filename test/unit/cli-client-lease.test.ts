@@ -1,7 +1,7 @@
 // The client-side lease clock: validity counts from when the last answered heartbeat was sent,
 // and a lapsed lease never comes back by itself.
 import { describe, expect, it } from "vitest";
-import { ClientLease } from "../../cli/client-lease.ts";
+import { ClientLease } from "../../cli/lib/client-lease.ts";
 
 const TTL = 1000;
 const held = (fence: number) => ({ held: true, fence, position: 0, ttl_ms: TTL });

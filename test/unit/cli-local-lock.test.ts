@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { acquireLock, lockName, pidAlive, releaseLock } from "../../cli/local-lock.ts";
+import { acquireLock, lockName, pidAlive, releaseLock } from "../../cli/lib/local-lock.ts";
 
 /** A pid that surely belongs to no live process: a child that has already exited and been reaped. */
 function deadPid(): number {

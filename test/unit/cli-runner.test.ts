@@ -1,8 +1,8 @@
 // The runner: one child per message, stdin and env in, stdout out; kill is SIGTERM, then SIGKILL
 // after the grace, and reaches what the command spawned.
 import { describe, expect, it } from "vitest";
-import { pidAlive } from "../../cli/local-lock.ts";
-import { startRun } from "../../cli/runner.ts";
+import { pidAlive } from "../../cli/lib/local-lock.ts";
+import { startRun } from "../../cli/lib/runner.ts";
 
 const node = process.execPath;
 

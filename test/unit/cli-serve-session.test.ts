@@ -7,8 +7,8 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { afterEach, describe, expect, it } from "vitest";
-import { ServeSession } from "../../cli/serve-session.ts";
-import { StatusReporter } from "../../cli/status-line.ts";
+import { ServeSession } from "../../cli/lib/serve-session.ts";
+import { StatusReporter } from "../../cli/lib/status-line.ts";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

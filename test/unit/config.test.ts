@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { configPath, DEFAULT_URL, DEV_TOKEN, isLocalUrl, resolveConnection } from "../../cli/config.ts";
+import { configPath, DEFAULT_URL, DEV_TOKEN, isLocalUrl, resolveConnection } from "../../cli/lib/config.ts";
 import { DEFAULT, readConfig } from "../../worker/config.ts";
 
 describe("readConfig (coordinator vars)", () => {

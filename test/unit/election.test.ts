@@ -1,7 +1,7 @@
 // The pure lease rules: who is elected, when the fence moves, when the next scan is due, who may write.
 import { describe, expect, it } from "vitest";
-import { applyElection, EMPTY_LEASE, elect, isStale, linePosition, nextStaleDeadline, type Candidate } from "../../worker/election.ts";
-import { checkFencedWrite } from "../../worker/fencing.ts";
+import { applyElection, EMPTY_LEASE, elect, isStale, linePosition, nextStaleDeadline, type Candidate } from "../../worker/rules/election.ts";
+import { checkFencedWrite } from "../../worker/rules/fencing.ts";
 
 const ttl = 1000;
 const cand = (claimSeq: number, lastHeartbeat = 0, machine = `m${claimSeq}`): Candidate => ({ claimSeq, machine, lastHeartbeat });

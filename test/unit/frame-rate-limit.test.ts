@@ -1,7 +1,7 @@
 // The per-connection frame limit, with the clock in the test's hands.
 import { describe, expect, it } from "vitest";
-import { FrameRateLimit } from "../../worker/frame-rate-limit.ts";
-import { LIMITS } from "../../worker/protocol.ts";
+import { FrameRateLimit } from "../../worker/rules/frame-rate-limit.ts";
+import { LIMITS } from "../../worker/wire/protocol.ts";
 
 describe("FrameRateLimit", () => {
   const socket = () => ({});

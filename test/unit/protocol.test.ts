@@ -1,7 +1,7 @@
 // The shared wire module in plain Node: every way a client frame is rejected, with its exact
 // error code, then the frames that pass.
 import { describe, expect, it } from "vitest";
-import { AGENT_NAME, LIMITS, parseClientFrame, SESSION_NAME } from "../../worker/protocol.ts";
+import { AGENT_NAME, LIMITS, parseClientFrame, SESSION_NAME } from "../../worker/wire/protocol.ts";
 
 function rejection(raw: string | ArrayBuffer) {
   const parsed = parseClientFrame(raw);

@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   acquire, EMPTY_SESSION_LEASE, fenceToken, isCurrent, isLive, release, renew, type SessionLeaseState,
-} from "../../worker/session-lease.ts";
+} from "../../worker/rules/session-lease.ts";
 
 const A = "00000000-0000-4000-8000-00000000000a";
 const B = "00000000-0000-4000-8000-00000000000b";

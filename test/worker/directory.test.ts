@@ -2,8 +2,8 @@
 // a snapshot and then live updates, agents leave with their last connection, accounts stay apart.
 import { env, runDurableObjectAlarm, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { MAX_OBSERVERS } from "../../worker/directory-object.ts";
-import type { DirectoryEntry, ObserverFrame, ServerFrame } from "../../worker/protocol.ts";
+import { MAX_OBSERVERS } from "../../worker/objects/directory-object.ts";
+import type { DirectoryEntry, ObserverFrame, ServerFrame } from "../../worker/wire/protocol.ts";
 import { BASE, claimant, connect, DEV_TOKEN, OTHER_TOKEN, settle, sleep, uniqueAgent } from "./helpers.ts";
 
 interface Observer {

@@ -1,7 +1,7 @@
 // Durable work in the real runtime: messages, fenced idempotent writes, redelivery, checkpoints.
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { AgentCoordinator } from "../../worker/agent-object.ts";
+import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { BASE, claimant, DEV_TOKEN, presence, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
 
 const auth = { Authorization: `Bearer ${DEV_TOKEN}` };

@@ -1,7 +1,7 @@
 // Small socket helpers for tests inside workerd: open a serve connection through the Worker,
 // wait for frames that match, and wait for closes. Every wait rejects on timeout.
 import { SELF } from "cloudflare:test";
-import { PING_TEXT, type ServerFrame } from "../../worker/protocol.ts";
+import { PING_TEXT, type ServerFrame } from "../../worker/wire/protocol.ts";
 
 export const DEV_TOKEN = "baton-dev-token";
 export const OTHER_TOKEN = "other-account-token";
@@ -127,7 +127,7 @@ export async function claimant(agent: string, machine: string, opts: Omit<Connec
 
 export async function presence(agent: string, token = DEV_TOKEN) {
   const res = await SELF.fetch(`${BASE}/agents/${agent}/presence`, { headers: { Authorization: `Bearer ${token}` } });
-  return (await res.json()) as import("../../worker/presence.ts").Presence;
+  return (await res.json()) as import("../../worker/wire/presence.ts").Presence;
 }
 
 export function sleep(ms: number): Promise<void> {

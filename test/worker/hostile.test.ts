@@ -1,9 +1,9 @@
 // Hostile input in the real runtime: bad frames, floods, too many connections and bad names are
 // each answered with a named error, and leave the lease, presence and stored data as they were.
 import { env, runInDurableObject, SELF } from "cloudflare:test";
-import { AgentCoordinator } from "../../worker/agent-object.ts";
+import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { describe, expect, it } from "vitest";
-import { LIMITS, type ErrorCode } from "../../worker/protocol.ts";
+import { LIMITS, type ErrorCode } from "../../worker/wire/protocol.ts";
 import { BASE, claimant, connect, DEV_TOKEN, presence, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
 
 const auth = { Authorization: `Bearer ${DEV_TOKEN}` };

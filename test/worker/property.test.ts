@@ -4,7 +4,7 @@
 import { env, runDurableObjectAlarm } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { LIMITS, type ServerFrame } from "../../worker/protocol.ts";
+import { LIMITS, type ServerFrame } from "../../worker/wire/protocol.ts";
 import { connect, presence, sleep, uniqueAgent, type TestSocket } from "./helpers.ts";
 
 type LeaseFrame = Extract<ServerFrame, { type: "serve_lease" }>;

@@ -1,7 +1,7 @@
 // The serve lease in the real runtime: election, handover, stale scan, soft lease, release.
 import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { AgentCoordinator } from "../../worker/agent-object.ts";
+import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { BASE, claimant, connect, DEV_TOKEN, presence, settle, sleep, uniqueAgent } from "./helpers.ts";
 
 function stubFor(agent: string, account = "dev") {

@@ -2,7 +2,7 @@
 // rebuilt object, release semantics, account isolation and rejected bodies.
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { LeaseCoordinator } from "../../worker/lease-object.ts";
+import { LeaseCoordinator } from "../../worker/objects/lease-object.ts";
 import { BASE, DEV_TOKEN, OTHER_TOKEN, sleep } from "./helpers.ts";
 
 type Op = "acquire" | "renew" | "release" | "check";

@@ -7,7 +7,7 @@ import { CoordinatorSocket } from "./coordinator-socket.ts";
 import { MessageJournal } from "./message-journal.ts";
 import { MessageRunner } from "./message-runner.ts";
 import type { StatusReporter } from "./status-line.ts";
-import type { ServerFrame } from "../worker/protocol.ts";
+import type { ServerFrame } from "../../worker/wire/protocol.ts";
 
 export interface ServeSessionOptions {
   url: string;

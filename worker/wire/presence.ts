@@ -1,6 +1,6 @@
 // The presence report of one agent: who holds the lease, who waits, and how fresh each one is.
 // It depends on plain data only, so the CLI can import its types without the Workers runtime's.
-import type { LeaseRecord, Transition } from "./election.ts";
+import type { LeaseRecord, Transition } from "../rules/election.ts";
 import type { HolderInfo } from "./protocol.ts";
 
 const PREVIEW_CHARS = 80;

@@ -1,11 +1,11 @@
 // Durable work of one agent: stores messages, pushes them to every serve connection (only the
 // holder's copy says run), redelivers unacknowledged work to a new holder, and accepts fenced,
 // idempotent replies, acks and checkpoints. The agent object owns the sockets and the lease.
-import type { LeaseRecord } from "./election.ts";
-import { checkFencedWrite } from "./fencing.ts";
+import type { LeaseRecord } from "../rules/election.ts";
+import { checkFencedWrite } from "../rules/fencing.ts";
 import { send, writeConn, type ConnState } from "./connections.ts";
 import { MessageStore, type StoredMessage } from "./message-store.ts";
-import { errorFrame, type ClientFrame, type MessageFrame } from "./protocol.ts";
+import { errorFrame, type ClientFrame, type MessageFrame } from "../wire/protocol.ts";
 
 export interface DeskSocket {
   ws: WebSocket;

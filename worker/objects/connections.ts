@@ -1,6 +1,6 @@
 // Per-connection state kept in WebSocket attachments, so it survives hibernation, and the
 // small socket helpers every object shares.
-import type { ServerFrame } from "./protocol.ts";
+import type { ServerFrame } from "../wire/protocol.ts";
 
 export type Role = "serve" | "observer";
 

@@ -1,6 +1,6 @@
 // HTTP helpers shared by the objects: named JSON errors and a body reader that stops at a size
 // limit instead of buffering whatever a client sends.
-import type { ErrorCode } from "./protocol.ts";
+import type { ErrorCode } from "../wire/protocol.ts";
 
 export function httpError(status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}): Response {
   return Response.json({ error: code, message, ...extra }, { status });

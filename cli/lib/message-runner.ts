@@ -4,7 +4,7 @@
 // Every post is gated by the lease check, and stop() (lease lost, lapsed or connection gone)
 // kills the run and drops the queue; output of a stopped run is never posted.
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { LIMITS, type ClientFrame, type MessageFrame } from "../worker/protocol.ts";
+import { LIMITS, type ClientFrame, type MessageFrame } from "../../worker/wire/protocol.ts";
 import type { ReplyFrame } from "./coordinator-socket.ts";
 import { startRun, type RunHandle } from "./runner.ts";
 

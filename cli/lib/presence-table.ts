@@ -1,5 +1,5 @@
 // Renders an agent's presence report (GET /agents/{agent}/presence) as a small text table.
-import type { Presence } from "../worker/presence.ts";
+import type { Presence } from "../../worker/wire/presence.ts";
 
 export type PresenceReport = Presence;
 

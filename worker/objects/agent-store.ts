@@ -1,6 +1,6 @@
 // SQLite seam of the agent object: counters, the lease record and its transitions.
 // Every write here is synchronous and lands before the object sends anything that depends on it.
-import { EMPTY_LEASE, type LeaseRecord, type Transition } from "./election.ts";
+import { EMPTY_LEASE, type LeaseRecord, type Transition } from "../rules/election.ts";
 
 const TRANSITIONS_KEPT = 50;
 

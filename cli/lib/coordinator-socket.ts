@@ -5,7 +5,7 @@ import { EventEmitter } from "node:events";
 import WebSocket from "ws";
 import { reconnectDelay, DEFAULT_BACKOFF, type BackoffOptions } from "./backoff.ts";
 import { wsUrl } from "./config.ts";
-import { parseServerFrame, PING_TEXT, PONG_TEXT, type ClientFrame, type ServerFrame } from "../worker/protocol.ts";
+import { parseServerFrame, PING_TEXT, PONG_TEXT, type ClientFrame, type ServerFrame } from "../../worker/wire/protocol.ts";
 
 export interface CoordinatorSocketOptions {
   url: string;

@@ -5,7 +5,7 @@ import WebSocket from "ws";
 import { reconnectDelay, DEFAULT_BACKOFF } from "./backoff.ts";
 import { wsUrl, type Connection } from "./config.ts";
 import { CLIError } from "./errors.ts";
-import { parseServerFrame, type DirectoryEntry } from "../worker/protocol.ts";
+import { parseServerFrame, type DirectoryEntry } from "../../worker/wire/protocol.ts";
 
 export interface WatchOptions {
   conn: Connection;

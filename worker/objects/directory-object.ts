@@ -5,9 +5,9 @@
 // while observers watch. Nothing is pulled while nobody looks.
 import { DurableObject } from "cloudflare:workers";
 import { closeQuietly, send } from "./connections.ts";
-import type { Env } from "./env.ts";
-import type { Presence } from "./presence.ts";
-import { CLOSE_CODES, errorFrame, parseClientFrame, PING_TEXT, PONG_TEXT, type DirectoryEntry, type ServerFrame } from "./protocol.ts";
+import type { Env } from "../env.ts";
+import type { Presence } from "../wire/presence.ts";
+import { CLOSE_CODES, errorFrame, parseClientFrame, PING_TEXT, PONG_TEXT, type DirectoryEntry, type ServerFrame } from "../wire/protocol.ts";
 
 /** How often the directory refreshes presences while at least one observer is connected. */
 export const DIRECTORY_REFRESH_MS = 5_000;

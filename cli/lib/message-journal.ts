@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import type { MessageFrame } from "../worker/protocol.ts";
+import type { MessageFrame } from "../../worker/wire/protocol.ts";
 
 export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.BATON_STATE_DIR) return env.BATON_STATE_DIR;

@@ -5,18 +5,18 @@ import { DurableObject } from "cloudflare:workers";
 import { AgentStore } from "./agent-store.ts";
 import {
   applyElection, elect, isStale, linePosition, nextStaleDeadline, type Candidate, type LeaseRecord, type TransitionReason,
-} from "./election.ts";
-import { readConfig, type CoordinatorConfig } from "./config.ts";
-import { FrameRateLimit } from "./frame-rate-limit.ts";
+} from "../rules/election.ts";
+import { readConfig, type CoordinatorConfig } from "../config.ts";
+import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
 import {
   closeQuietly, lastHeartbeat, newConnState, readConn, send, writeConn, type ConnState,
 } from "./connections.ts";
 import {
   CLOSE_CODES, errorFrame, LIMITS, MACHINE_LABEL, parseClientFrame, PING_TEXT, PONG_TEXT, postMessageSchema, utf8Bytes, type ClientFrame,
-} from "./protocol.ts";
+} from "../wire/protocol.ts";
 import { httpError, readJsonBody } from "./http.ts";
-import type { Env } from "./env.ts";
-import { buildPresence, type Presence } from "./presence.ts";
+import type { Env } from "../env.ts";
+import { buildPresence, type Presence } from "../wire/presence.ts";
 import { DirectoryReporter } from "./directory-object.ts";
 import { messageView, WorkDesk } from "./work-desk.ts";
 

@@ -3,15 +3,15 @@
 // answering. No await sits between the read and the write, so every decision is atomic, and the
 // record (with the fence counter) survives eviction and restarts.
 import { DurableObject } from "cloudflare:workers";
-import type { Env } from "./env.ts";
+import type { Env } from "../env.ts";
 import { httpError, readJsonBody } from "./http.ts";
 import {
   acquireSchema, checkSchema, parseBody, releaseSchema, renewSchema,
-} from "./protocol.ts";
+} from "../wire/protocol.ts";
 import {
   acquire, DEFAULT_LEASE_TTL_SECONDS, EMPTY_SESSION_LEASE, fenceToken, isCurrent, isLive, release, renew,
   type SessionLease, type SessionLeaseState,
-} from "./session-lease.ts";
+} from "../rules/session-lease.ts";
 
 const MAX_BODY_BYTES = 4096;
 

@@ -1,7 +1,7 @@
 // Who may write: a pure check over the stored lease and the writer's claim. A write carries the
 // fence it believes current; anything but the current holder with the current fence is refused.
 import type { LeaseRecord } from "./election.ts";
-import type { ErrorCode } from "./protocol.ts";
+import type { ErrorCode } from "../wire/protocol.ts";
 
 export interface Writer {
   claimSeq: number | null;
