@@ -1,0 +1,68 @@
+// The message lifecycle rules: dispatch order, groups, slots, tokens, run timeouts, park and resume.
+import { describe, expect, it } from "vitest";
+import {
+  checkMessageWrite, complete, DEFAULT_POLICY, expireDue, lease, nextMessageDeadline, park, planDispatch, resume, takeBack,
+  type MessageLease, type MessagePolicy,
+} from "../../worker/rules/message-lease.ts";
+
+const msg = (id: number, over: Partial<MessageLease> = {}): MessageLease => ({
+  id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, ...over,
+});
+const pool: MessagePolicy = { ...DEFAULT_POLICY, mode: "pool", maxRunning: 10, runTimeoutMs: 1000, maxAttempts: 3 };
+
+describe("planDispatch", () => {
+  it("hands the oldest queued messages to the runners with free slots, roomiest first", () => {
+    const plan = planDispatch([msg(3), msg(1), msg(2)], [{ id: "a", free: 1 }, { id: "b", free: 2 }], pool);
+    expect(plan).toEqual([{ id: 1, runner: "b" }, { id: 2, runner: "a" }, { id: 3, runner: "b" }]);
+  });
+
+  it("never runs more than maxRunning at once, counting what already runs", () => {
+    const plan = planDispatch([msg(1, { status: "running" }), msg(2), msg(3)], [{ id: "a", free: 5 }], { ...pool, maxRunning: 2 });
+    expect(plan).toEqual([{ id: 2, runner: "a" }]);
+  });
+
+  it("runs one message of a group at a time, in id order; a parked one blocks its group", () => {
+    const open = [msg(1, { group: "g", status: "parked" }), msg(2, { group: "g" }), msg(3, { group: "h" }), msg(4, { group: "h" }), msg(5)];
+    expect(planDispatch(open, [{ id: "a", free: 9 }], pool).map((p) => p.id)).toEqual([3, 5]);
+  });
+
+  it("a group whose oldest message waits for a slot still holds back its younger ones", () => {
+    expect(planDispatch([msg(1, { group: "g" }), msg(2, { group: "g" })], [], pool)).toEqual([]);
+  });
+});
+
+describe("a message's own lease", () => {
+  it("lease raises the attempt, takes the token and sets the run deadline (per-message timeout wins)", () => {
+    expect(lease(msg(1), "a", 7, 100, pool)).toMatchObject({ status: "running", attempts: 1, token: 7, runner: "a", expiresAt: 1100 });
+    expect(lease(msg(1, { runTimeoutMs: 50 }), "a", 8, 100, pool).expiresAt).toBe(150);
+  });
+
+  it("a write with an older token is refused as stale; a finished message refuses its own token too", () => {
+    const running = lease(msg(1), "a", 7, 0, pool);
+    expect(checkMessageWrite(running, 7)).toEqual({ ok: true });
+    expect(checkMessageWrite(running, 6)).toMatchObject({ ok: false, code: "stale_token" });
+    expect(checkMessageWrite(complete(running), 7)).toMatchObject({ ok: false, code: "message_not_running" });
+  });
+
+  it("a run past its deadline is taken back and queued again; after maxAttempts it fails", () => {
+    const first = lease(msg(1), "a", 1, 0, pool);
+    expect(expireDue([first], 999, pool)).toEqual([]);
+    expect(expireDue([first], 1000, pool)).toEqual([{ ...first, status: "queued", runner: null, expiresAt: null }]);
+    const third = lease(msg(1, { attempts: 2 }), "a", 3, 0, pool);
+    expect(takeBack(third, pool).status).toBe("failed");
+  });
+
+  it("park gives the lease up; resume queues it again; a park deadline fails it", () => {
+    const parked = park(lease(msg(1), "a", 1, 0, pool), 5000);
+    expect(parked).toMatchObject({ status: "parked", runner: null, expiresAt: 5000 });
+    expect(resume(parked)).toMatchObject({ ok: true, message: { status: "queued", attempts: 1, expiresAt: null } });
+    expect(resume(msg(2))).toMatchObject({ ok: false, code: "not_parked" });
+    expect(expireDue([parked], 5000, pool)[0]?.status).toBe("failed");
+  });
+
+  it("the next deadline is the earliest among running and parked messages", () => {
+    const open = [lease(msg(1), "a", 1, 0, pool), park(msg(2, { status: "running" }), 400), msg(3)];
+    expect(nextMessageDeadline(open)).toBe(400);
+    expect(nextMessageDeadline([msg(3)])).toBeNull();
+  });
+});

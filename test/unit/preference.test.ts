@@ -1,0 +1,49 @@
+// Preference, drain and restart grace: where the serve lease goes when runners differ.
+import { describe, expect, it } from "vitest";
+import { electPreferred, nextPreferenceMoment, type PreferenceContext, type RankedCandidate } from "../../worker/rules/preference.ts";
+
+const c = (claimSeq: number, priority = 0, readySince = 0, drained = false): RankedCandidate => ({
+  claimSeq, runner: `r${claimSeq}`, priority, readySince, drained,
+});
+const ctx = (over: Partial<PreferenceContext> = {}): PreferenceContext => ({
+  holderClaim: null, holderBusy: false, hysteresisMs: 10_000, reserved: null, now: 100_000, ...over,
+});
+
+describe("electPreferred", () => {
+  it("with no holder, the highest priority wins, then the lowest claim sequence", () => {
+    expect(electPreferred([c(1), c(2, 5), c(3, 5)], ctx()).winner?.claimSeq).toBe(2);
+    expect(electPreferred([c(2), c(1)], ctx()).winner?.claimSeq).toBe(1);
+  });
+
+  it("equal priorities never steal back: the holder keeps the lease against an older claim", () => {
+    expect(electPreferred([c(1), c(2)], ctx({ holderClaim: 2 }))).toEqual({ winner: c(2), reason: null });
+  });
+
+  it("a higher priority takes over only after the hysteresis period and only when the holder is idle", () => {
+    const cands = [c(1), c(2, 5, 95_000)];
+    expect(electPreferred(cands, ctx({ holderClaim: 1 })).winner?.claimSeq).toBe(1);
+    expect(electPreferred(cands, ctx({ holderClaim: 1, now: 105_000, holderBusy: true })).winner?.claimSeq).toBe(1);
+    expect(electPreferred(cands, ctx({ holderClaim: 1, now: 105_000 }))).toEqual({ winner: cands[1], reason: "preferred" });
+  });
+
+  it("a drained holder finishes its run, then hands on; draining the last runner leaves no holder", () => {
+    const cands = [c(1, 0, 0, true), c(2)];
+    expect(electPreferred(cands, ctx({ holderClaim: 1, holderBusy: true })).winner?.claimSeq).toBe(1);
+    expect(electPreferred(cands, ctx({ holderClaim: 1 }))).toEqual({ winner: cands[1], reason: "drained" });
+    expect(electPreferred([c(1, 0, 0, true)], ctx({ holderClaim: 1 }))).toEqual({ winner: null, reason: "drained" });
+  });
+
+  it("after a restart the lease waits for its previous runner during the grace period, then anyone may take it", () => {
+    const reserved = { runner: "r2", until: 101_000 };
+    expect(electPreferred([c(1)], ctx({ reserved }))).toEqual({ winner: null, reason: null });
+    expect(electPreferred([c(1), c(2)], ctx({ reserved }))).toEqual({ winner: c(2), reason: "restored" });
+    expect(electPreferred([c(1)], ctx({ reserved, now: 101_000 })).winner?.claimSeq).toBe(1);
+  });
+});
+
+describe("nextPreferenceMoment", () => {
+  it("is when the earliest higher-priority candidate has waited out the hysteresis", () => {
+    expect(nextPreferenceMoment([c(1), c(2, 5, 95_000), c(3, 9, 97_000)], ctx({ holderClaim: 1 }))).toBe(105_000);
+    expect(nextPreferenceMoment([c(1), c(2)], ctx({ holderClaim: 1 }))).toBeNull();
+  });
+});

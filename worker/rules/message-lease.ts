@@ -1,0 +1,157 @@
+// The life of one message as pure functions over plain records: who may run it next, its own
+// lease token, run timeout (visibility timeout), park and resume, and failure after too many
+// attempts. The agent object stores the records and calls these; nothing here touches I/O.
+//
+//   queued ──lease──▶ running ──complete──▶ acknowledged
+//     ▲                 │ │ └──park──▶ parked ──resume──▶ queued
+//     └──timeout/lost───┘ │              └──deadline──▶ failed
+//                         └──timeout/lost, attempts used up──▶ failed
+
+export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed";
+
+export interface MessageLease {
+  id: number;
+  status: MessageStatus;
+  /** How many times the message was handed out. */
+  attempts: number;
+  /** Lease token of the latest hand-out; 0 before the first. Tokens come from one agent-wide counter, so they only grow. */
+  token: number;
+  /** The runner holding the message while it runs. */
+  runner: string | null;
+  /** Run deadline while running, park deadline while parked (null: none). */
+  expiresAt: number | null;
+  /** Messages of one group run one at a time, in id order. */
+  group: string | null;
+  /** Overrides the agent's run timeout for this message. */
+  runTimeoutMs: number | null;
+}
+
+export interface MessagePolicy {
+  mode: "single" | "pool";
+  /** Messages running at once across all runners. */
+  maxRunning: number;
+  runTimeoutMs: number;
+  /** After this many attempts a message that is taken back fails instead of running again. */
+  maxAttempts: number;
+}
+
+export const DEFAULT_POLICY: MessagePolicy = { mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5 };
+
+/** A runner that may take messages now, with its free slots (concurrency minus what it runs). */
+export interface RunnerSlots {
+  id: string;
+  free: number;
+}
+
+export interface Assignment {
+  id: number;
+  runner: string;
+}
+
+const LIVE: ReadonlySet<MessageStatus> = new Set(["queued", "running", "parked"]);
+
+export function isOpen(m: Pick<MessageLease, "status">): boolean {
+  return LIVE.has(m.status);
+}
+
+/**
+ * Plans which queued messages go to which runners, oldest first. A group is blocked behind its
+ * oldest open message, so a conversation never runs two messages at once or out of order. The
+ * runner with the most free slots is chosen, earlier runners first on ties.
+ */
+export function planDispatch(open: readonly MessageLease[], runners: readonly RunnerSlots[], policy: MessagePolicy): Assignment[] {
+  const free = new Map(runners.map((r) => [r.id, Math.max(0, r.free)]));
+  let running = open.filter((m) => m.status === "running").length;
+  const blocked = new Set<string>();
+  const plan: Assignment[] = [];
+  for (const m of [...open].sort((a, b) => a.id - b.id)) {
+    if (!isOpen(m)) continue;
+    if (m.group !== null) {
+      if (blocked.has(m.group)) continue;
+      blocked.add(m.group);
+    }
+    if (m.status !== "queued" || running >= policy.maxRunning) continue;
+    const runner = roomiest(runners, free);
+    if (runner === null) continue;
+    free.set(runner, free.get(runner)! - 1);
+    running += 1;
+    plan.push({ id: m.id, runner });
+  }
+  return plan;
+}
+
+function roomiest(runners: readonly RunnerSlots[], free: Map<string, number>): string | null {
+  let best: string | null = null;
+  for (const r of runners) {
+    const n = free.get(r.id)!;
+    if (n > 0 && (best === null || n > free.get(best)!)) best = r.id;
+  }
+  return best;
+}
+
+/** Hands a queued message to a runner under a fresh token, with its run deadline. */
+export function lease(m: MessageLease, runner: string, token: number, now: number, policy: MessagePolicy): MessageLease {
+  return {
+    ...m, status: "running", attempts: m.attempts + 1, token, runner, expiresAt: now + (m.runTimeoutMs ?? policy.runTimeoutMs),
+  };
+}
+
+export type MessageWriteVerdict =
+  | { ok: true }
+  | { ok: false; code: "stale_token" | "message_not_running"; message: string };
+
+/** A write for a message (reply, ack, checkpoint, park) must carry the token of its running lease. */
+export function checkMessageWrite(m: MessageLease, token: number): MessageWriteVerdict {
+  if (token !== m.token) {
+    return { ok: false, code: "stale_token", message: `token ${token} is not message ${m.id}'s current token ${m.token}` };
+  }
+  if (m.status !== "running") {
+    return { ok: false, code: "message_not_running", message: `message ${m.id} is ${m.status}, not running` };
+  }
+  return { ok: true };
+}
+
+export function complete(m: MessageLease): MessageLease {
+  return { ...m, status: "acknowledged", runner: null, expiresAt: null };
+}
+
+/** Gives the lease up while a person decides; a deadline makes the message fail if nobody resumes it. */
+export function park(m: MessageLease, deadline: number | null): MessageLease {
+  return { ...m, status: "parked", runner: null, expiresAt: deadline };
+}
+
+export type ResumeResult = { ok: true; message: MessageLease } | { ok: false; code: "not_parked"; message: string };
+
+/** Queues a parked message again; it is handed out with attempt + 1 and a new token. */
+export function resume(m: MessageLease): ResumeResult {
+  if (m.status !== "parked") return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}, not parked` };
+  return { ok: true, message: { ...m, status: "queued", runner: null, expiresAt: null } };
+}
+
+/** Takes a running message back (its runner went silent, left, or ran out of time): queued again, or failed when its attempts are used up. */
+export function takeBack(m: MessageLease, policy: MessagePolicy): MessageLease {
+  const status: MessageStatus = m.attempts >= policy.maxAttempts ? "failed" : "queued";
+  return { ...m, status, runner: null, expiresAt: null };
+}
+
+/** Every open message whose deadline passed, as it must become: running ones taken back, parked ones failed. */
+export function expireDue(open: readonly MessageLease[], now: number, policy: MessagePolicy): MessageLease[] {
+  const out: MessageLease[] = [];
+  for (const m of open) {
+    if (m.expiresAt === null || now < m.expiresAt) continue;
+    if (m.status === "running") out.push(takeBack(m, policy));
+    else if (m.status === "parked") out.push({ ...m, status: "failed", expiresAt: null });
+  }
+  return out;
+}
+
+/** The earliest deadline among open messages, for the alarm; null when nothing can expire. */
+export function nextMessageDeadline(open: readonly MessageLease[]): number | null {
+  let earliest: number | null = null;
+  for (const m of open) {
+    if ((m.status === "running" || m.status === "parked") && m.expiresAt !== null && (earliest === null || m.expiresAt < earliest)) {
+      earliest = m.expiresAt;
+    }
+  }
+  return earliest;
+}

@@ -1,0 +1,84 @@
+// Where the serve lease should be, when runners differ in priority, can be drained, or the
+// coordinator just restarted. Pure: the agent object passes candidates and `now`.
+//
+// Soft lease: a holder keeps the lease against equal or lower priorities forever. It moves on
+// purpose only at a safe point (the holder runs nothing):
+//   - `preferred`: a candidate of higher priority has been connected and heartbeating for the
+//     whole hysteresis period. A flapping preferred runner restarts that period at every
+//     reconnect, so it cannot move the lease more than once per period.
+//   - `drained`: the holder was drained; it finishes its run, then the next candidate takes over.
+// After a restart the lease is kept for the previous holder's runner for a grace period, so a
+// deploy does not reshuffle agents across machines.
+
+export interface RankedCandidate {
+  claimSeq: number;
+  runner: string;
+  priority: number;
+  /** Server time since which this candidate has been connected and heartbeating without a gap. */
+  readySince: number;
+  drained: boolean;
+}
+
+export interface PreferenceContext {
+  /** Claim sequence of the current holder, if it is still a live connection. */
+  holderClaim: number | null;
+  /** The holder is running a message: nothing moves on purpose now. */
+  holderBusy: boolean;
+  hysteresisMs: number;
+  /** After a restart: the runner the lease is kept for, until `until`. */
+  reserved: { runner: string; until: number } | null;
+  now: number;
+}
+
+export type PreferenceReason = "preferred" | "drained" | "restored";
+
+export interface PreferenceResult {
+  winner: RankedCandidate | null;
+  /** Set when the lease moves on purpose or is given back; null for ordinary elections. */
+  reason: PreferenceReason | null;
+}
+
+/** Higher priority first, then the lowest claim sequence (etcd's oldest-revision rule). */
+function better(a: RankedCandidate, b: RankedCandidate): boolean {
+  return a.priority !== b.priority ? a.priority > b.priority : a.claimSeq < b.claimSeq;
+}
+
+function best(cands: readonly RankedCandidate[]): RankedCandidate | null {
+  let out: RankedCandidate | null = null;
+  for (const c of cands) if (out === null || better(c, out)) out = c;
+  return out;
+}
+
+/** Candidates are the live, claiming, unreleased connections; staleness is decided before this. */
+export function electPreferred(candidates: readonly RankedCandidate[], ctx: PreferenceContext): PreferenceResult {
+  const holder = candidates.find((c) => c.claimSeq === ctx.holderClaim) ?? null;
+  const eligible = candidates.filter((c) => !c.drained);
+  if (holder === null) {
+    if (ctx.reserved && ctx.now < ctx.reserved.until) {
+      const back = eligible.find((c) => c.runner === ctx.reserved!.runner) ?? null;
+      return back ? { winner: back, reason: "restored" } : { winner: null, reason: null };
+    }
+    return { winner: best(eligible), reason: null };
+  }
+  if (ctx.holderBusy) return { winner: holder, reason: null };
+  if (holder.drained) {
+    // Draining the last runner leaves the agent without a holder: its messages wait, visibly.
+    return { winner: best(eligible), reason: "drained" };
+  }
+  const ready = eligible.filter((c) => c.priority > holder.priority && ctx.now - c.readySince >= ctx.hysteresisMs);
+  const preferred = best(ready);
+  return preferred ? { winner: preferred, reason: "preferred" } : { winner: holder, reason: null };
+}
+
+/** When a preferred candidate becomes ready to take over, so the object can set an alarm for it. */
+export function nextPreferenceMoment(candidates: readonly RankedCandidate[], ctx: PreferenceContext): number | null {
+  const holder = candidates.find((c) => c.claimSeq === ctx.holderClaim);
+  if (!holder) return ctx.reserved && ctx.now < ctx.reserved.until ? ctx.reserved.until : null;
+  let earliest: number | null = null;
+  for (const c of candidates) {
+    if (c.drained || c.priority <= holder.priority) continue;
+    const at = c.readySince + ctx.hysteresisMs;
+    if (at > ctx.now && (earliest === null || at < earliest)) earliest = at;
+  }
+  return earliest;
+}
