@@ -3,6 +3,10 @@
 export const DEFAULT = {
   heartbeatTtlSeconds: 60,
   presenceScanSeconds: 60,
+  /** Acknowledged messages kept per agent (with the write that acknowledged each). */
+  historyMessages: 1000,
+  /** How long the Idempotency-Key of a POST /agents/{agent}/messages is remembered. */
+  postKeyHours: 24,
 } as const;
 
 export interface CoordinatorConfig {
@@ -13,6 +17,8 @@ export interface CoordinatorConfig {
 export interface ConfigVars {
   BATON_HEARTBEAT_TTL_SECONDS?: string;
   BATON_PRESENCE_SCAN_SECONDS?: string;
+  BATON_HISTORY_MESSAGES?: string;
+  BATON_POST_KEY_HOURS?: string;
 }
 
 function seconds(raw: string | undefined, fallback: number, name: string): number {
@@ -29,4 +35,19 @@ export function readConfig(vars: ConfigVars): CoordinatorConfig {
   const ttl = seconds(vars.BATON_HEARTBEAT_TTL_SECONDS, DEFAULT.heartbeatTtlSeconds, "BATON_HEARTBEAT_TTL_SECONDS");
   const scan = seconds(vars.BATON_PRESENCE_SCAN_SECONDS, DEFAULT.presenceScanSeconds, "BATON_PRESENCE_SCAN_SECONDS");
   return { heartbeatTtlMs: Math.round(ttl * 1000), presenceScanMs: Math.round(scan * 1000) };
+}
+
+/** How much history an agent keeps; throws with an exact message when a var is malformed. */
+export function readRetention(vars: ConfigVars): { messages: number; postKeyMs: number } {
+  const raw = vars.BATON_HISTORY_MESSAGES;
+  const messages = raw === undefined || raw === "" ? DEFAULT.historyMessages : Number(raw);
+  if (!Number.isInteger(messages) || messages < 1 || messages > 1_000_000) {
+    throw new Error(`BATON_HISTORY_MESSAGES must be a whole number between 1 and 1000000, got ${JSON.stringify(raw)}`);
+  }
+  const hoursRaw = vars.BATON_POST_KEY_HOURS;
+  const hours = hoursRaw === undefined || hoursRaw === "" ? DEFAULT.postKeyHours : Number(hoursRaw);
+  if (!Number.isFinite(hours) || hours <= 0 || hours > 24 * 30) {
+    throw new Error(`BATON_POST_KEY_HOURS must be a number of hours between 0 and 720, got ${JSON.stringify(hoursRaw)}`);
+  }
+  return { messages, postKeyMs: Math.round(hours * 3_600_000) };
 }

@@ -3,7 +3,8 @@
 import { authenticate, parseTokenConfig, presentedToken, type TokenEntry } from "./auth.ts";
 import type { Env } from "./env.ts";
 import { directoryId } from "./objects/directory-object.ts";
-import { AGENT_NAME, SESSION_NAME, type ErrorCode } from "./wire/protocol.ts";
+import { readBody } from "./objects/http.ts";
+import { AGENT_NAME, LIMITS, SESSION_NAME, type ErrorCode } from "./wire/protocol.ts";
 
 export { AgentCoordinator } from "./objects/agent-object.ts";
 export { LeaseCoordinator } from "./objects/lease-object.ts";
@@ -36,10 +37,13 @@ function decodedSegment(raw: string): string | null {
 
 /**
  * Hands the request to an object with the names the Worker established (x-baton-account and the
- * like); a client's own headers of those names are overwritten, never trusted.
+ * like); a client's own headers of those names are overwritten, never trusted. A body is read here,
+ * within LIMITS.requestBodyBytes, so an object that refuses it early never leaves a client stream half-read.
  */
-function forward(stub: { fetch(request: Request): Promise<Response> }, request: Request, names: Record<string, string>): Promise<Response> {
-  const forwarded = new Request(request);
+async function forward(stub: { fetch(request: Request): Promise<Response> }, request: Request, names: Record<string, string>): Promise<Response> {
+  const body = await readBody(request, LIMITS.requestBodyBytes);
+  if (!body.ok) return body.response;
+  const forwarded = new Request(request, request.body ? { body: body.bytes } : {});
   for (const [name, value] of Object.entries(names)) forwarded.headers.set(`x-baton-${name}`, value);
   return stub.fetch(forwarded);
 }

@@ -109,6 +109,82 @@ describe("durable work", () => {
     expect((await history(agent)).messages[0]?.reply).toBe("first");
   });
 
+  it("a reply keyed like another message's write does not answer for it: message 2's ack still acknowledges it", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const one = (await post(agent, "one")).body.id as number;
+    const two = (await post(agent, "two")).body.id as number;
+    await a.sock.next("message", (f) => f.id === two);
+    a.sock.send({ type: "reply", id: one, fence: a.lease.fence, key: `${two}:ack`, text: "r1", req: "r1" });
+    expect(await a.sock.next("result", (f) => f.req === "r1")).toMatchObject({ id: one, duplicate: false });
+    a.sock.send({ type: "ack", id: two, fence: a.lease.fence, req: "a2" });
+    expect(await a.sock.next("result", (f) => f.req === "a2")).toMatchObject({ id: two, duplicate: false });
+    expect((await history(agent)).messages.map((m) => m.status)).toEqual(["acknowledged", "acknowledged"]);
+  });
+
+  it("one constant key on three replies acknowledges all three messages", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const ids: number[] = [];
+    for (const t of ["x", "y", "z"]) ids.push((await post(agent, t)).body.id as number);
+    for (const id of ids) {
+      a.sock.send({ type: "reply", id, fence: a.lease.fence, key: "same", text: `done ${id}`, req: `q${id}` });
+      expect(await a.sock.next("result", (f) => f.req === `q${id}`)).toMatchObject({ id, duplicate: false, key: "same" });
+    }
+    const h = await history(agent);
+    expect(h.messages.map((m) => [m.status, m.reply])).toEqual(ids.map((id) => ["acknowledged", `done ${id}`]));
+  });
+
+  it("a second write to a done message, under any key, is a duplicate naming the write that did it", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = (await post(agent, "x")).body.id as number;
+    a.sock.send({ type: "ack", id, fence: a.lease.fence, req: "ack" });
+    expect(await a.sock.next("result", (f) => f.req === "ack")).toMatchObject({ duplicate: false, key: "ack" });
+    a.sock.send({ type: "reply", id, fence: a.lease.fence, key: "late-reply", text: "too late", req: "r" });
+    expect(await a.sock.next("result", (f) => f.req === "r")).toMatchObject({ id, duplicate: true, key: "ack" });
+    expect((await history(agent)).messages[0]).toMatchObject({ status: "acknowledged", reply: null });
+  });
+
+  it("a post retried with the same Idempotency-Key returns the first message and stores nothing", async () => {
+    const agent = uniqueAgent();
+    const send = (key: string, text: string) => SELF.fetch(`${BASE}/agents/${agent}/messages`, {
+      method: "POST", headers: { ...auth, "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify({ text }),
+    });
+    const first = await send("post-1", "deploy");
+    expect(first.status).toBe(201);
+    const firstBody = (await first.json()) as { id: number };
+    const retry = await send("post-1", "deploy");
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+    expect(await retry.json()).toMatchObject({ id: firstBody.id, text: "deploy" });
+    const other = await send("post-2", "deploy");
+    expect(other.status).toBe(201);
+    expect((await history(agent)).messages.map((m) => m.id)).toEqual([firstBody.id, firstBody.id + 1]);
+    const bad = await send("x".repeat(129), "deploy");
+    expect(bad.status).toBe(400);
+  });
+
+  it("acknowledged history is pruned past BATON_HISTORY_MESSAGES; unacknowledged work never is", async () => {
+    const agent = uniqueAgent();
+    const keep = Number(env.BATON_HISTORY_MESSAGES);
+    const a = await claimant(agent, "a");
+    const open = (await post(agent, "left open")).body.id as number;
+    for (let i = 0; i < keep + 5; i++) {
+      const id = (await post(agent, `m${i}`)).body.id as number;
+      a.sock.send({ type: "ack", id, fence: a.lease.fence, req: `a${id}` });
+      await a.sock.next("result", (f) => f.req === `a${id}`);
+    }
+    await post(agent, "last");
+    const ids = (await history(agent)).messages.map((m) => m.id);
+    expect(ids[0]).toBe(open);
+    expect(ids.length).toBeLessThanOrEqual(keep + 1);
+    const newest = ids.at(-1)!;
+    expect(ids.slice(1)).toEqual(Array.from({ length: ids.length - 1 }, (_, i) => newest - ids.length + 2 + i));
+    a.sock.send({ type: "ack", id: open + 1, fence: a.lease.fence, req: "gone" });
+    expect(await a.sock.next("error", (f) => f.req === "gone")).toMatchObject({ code: "unknown_message" });
+  });
+
   it("checkpoints reach the next holder with held:true and survive a rebuilt object", async () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "a");
@@ -156,18 +232,18 @@ describe("durable work", () => {
       const res = await SELF.fetch(`${BASE}/agents/${agent}/messages`, { method: "POST", headers: auth, body });
       expect(res.status).toBe(status);
     }
-    // A body sent without a length is cut off at the limit, not buffered whole.
+    // A body sent without a length is dropped past the limit and cut off at 1 MiB, not buffered whole.
     const chunk = new TextEncoder().encode("x".repeat(16 * 1024));
     let sent = 0;
     const stream = new ReadableStream<Uint8Array>({
       pull(controller) {
-        if (sent++ < 64) controller.enqueue(chunk);
+        if (sent++ < 256) controller.enqueue(chunk);
         else controller.close();
       },
     });
     const streamed = await SELF.fetch(`${BASE}/agents/${agent}/messages`, { method: "POST", headers: auth, body: stream });
     expect(streamed.status).toBe(413);
-    expect(sent).toBeLessThan(64);
+    expect(sent).toBeLessThan(256);
     expect((await history(agent)).messages).toEqual([]);
   });
 

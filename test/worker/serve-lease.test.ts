@@ -41,6 +41,19 @@ describe("serve lease", () => {
     });
   });
 
+  it("a holder's hello relabel reaches presence.holder and the serve_lease frames of every claimant", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "old-name");
+    const b = await claimant(agent, "b");
+    a.sock.send({ type: "hello", machine: "new-name" });
+    expect(await b.sock.next("serve_lease")).toMatchObject({ held: false, holder: { machine: "new-name" } });
+    expect(await a.sock.next("serve_lease")).toMatchObject({ held: true, fence: a.lease.fence, holder: { machine: "new-name" } });
+    expect((await presence(agent)).holder?.machine).toBe("new-name");
+    a.sock.close();
+    expect(await b.sock.next("serve_lease")).toMatchObject({ held: true });
+    expect((await presence(agent)).transitions[0]).toMatchObject({ from_machine: "new-name", to_machine: "b" });
+  });
+
   it("the stale scan, driven through the alarm, closes a silent holder and re-elects", async () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "silent", { silent: true });

@@ -6,7 +6,8 @@ import { AgentStore } from "./agent-store.ts";
 import {
   applyElection, elect, isStale, linePosition, nextStaleDeadline, type Candidate, type LeaseRecord, type TransitionReason,
 } from "../rules/election.ts";
-import { readConfig, type CoordinatorConfig } from "../config.ts";
+import { readConfig, readRetention, type CoordinatorConfig } from "../config.ts";
+import type { Retention } from "./message-store.ts";
 import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
 import {
   closeQuietly, lastHeartbeat, newConnState, readConn, send, writeConn, type ConnState,
@@ -29,12 +30,14 @@ interface LiveConn {
 export class AgentCoordinator extends DurableObject<Env> {
   private readonly store: AgentStore;
   private readonly config: CoordinatorConfig;
+  private readonly retention: Retention;
   private readonly rate = new FrameRateLimit(LIMITS.framesPerSecond);
   private readonly desk: WorkDesk;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = readConfig(env);
+    this.retention = readRetention(env);
     this.store = new AgentStore(ctx.storage.sql);
     this.desk = new WorkDesk(ctx.storage.sql, () => this.store.lease(), () => this.liveConns());
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
@@ -62,7 +65,15 @@ export class AgentCoordinator extends DurableObject<Env> {
     return httpError(404, "not_found", `no route for ${request.method} ${url.pathname}`);
   }
 
+  /**
+   * Stores a message. With an Idempotency-Key header, a retry within the key's retention returns
+   * the message the first post created (200, Idempotent-Replayed: true) and stores nothing.
+   */
   private async postMessage(request: Request): Promise<Response> {
+    const key = request.headers.get("idempotency-key");
+    if (key !== null && (key.length < 1 || key.length > LIMITS.idempotencyKeyChars || !MACHINE_LABEL.test(key))) {
+      return httpError(400, "bad_request", `Idempotency-Key must be 1-${LIMITS.idempotencyKeyChars} printable characters`);
+    }
     const body = await readJsonBody(request, LIMITS.messageTextBytes * 2);
     if (!body.ok) return body.response;
     const parsed = postMessageSchema.safeParse(body.data);
@@ -70,7 +81,16 @@ export class AgentCoordinator extends DurableObject<Env> {
     if (utf8Bytes(parsed.data.text) > LIMITS.messageTextBytes) {
       return httpError(413, "too_large", `message text exceeds ${LIMITS.messageTextBytes} bytes`);
     }
-    const stored = this.desk.post(parsed.data.text, Date.now());
+    const now = Date.now();
+    const earlier = key === null ? null : this.desk.messages.postedWith(key, now, this.retention);
+    if (earlier !== null) {
+      const first = this.desk.messages.get(earlier);
+      const view = first ? messageView(first) : { id: earlier, pruned: true };
+      return Response.json(view, { status: 200, headers: { "Idempotent-Replayed": "true" } });
+    }
+    const stored = this.desk.post(parsed.data.text, now);
+    if (key !== null) this.desk.messages.rememberPost(key, stored.id, now);
+    this.desk.messages.prune(stored.id, now, this.retention);
     this.presenceChanged();
     return Response.json(messageView(stored), { status: 201 });
   }
@@ -139,9 +159,7 @@ export class AgentCoordinator extends DurableObject<Env> {
         send(ws, { type: "pong" });
         return;
       case "hello":
-        if (frame.machine) state.machine = frame.machine;
-        writeConn(ws, state);
-        return this.presenceChanged();
+        return this.relabel(ws, state, frame.machine);
       case "serve_lease":
         if (frame.op === "claim") return this.claim(ws, state, now);
         return this.release(ws, state, now, frame.req);
@@ -155,6 +173,22 @@ export class AgentCoordinator extends DurableObject<Env> {
         this.desk.write({ ws, state }, frame, now);
         return this.presenceChanged();
     }
+  }
+
+  /** A hello may rename the connection's machine; a holder's new label reaches the lease and every claimant. */
+  private relabel(ws: WebSocket, state: ConnState, machine: string | undefined): void {
+    if (!machine || machine === state.machine) return;
+    state.machine = machine;
+    writeConn(ws, state);
+    const lease = this.store.lease();
+    if (state.claimSeq !== null && !state.released && state.claimSeq === lease.holderClaim) {
+      const relabelled = { ...lease, holderMachine: machine };
+      this.store.saveLease(relabelled, null);
+      const conns = this.liveConns();
+      const candidates = this.candidates(conns);
+      for (const c of conns) this.tell(c, relabelled, candidates, true);
+    }
+    this.presenceChanged();
   }
 
   private claim(ws: WebSocket, state: ConnState, now: number): void {
@@ -246,12 +280,13 @@ export class AgentCoordinator extends DurableObject<Env> {
       .map((c) => ({ claimSeq: c.state.claimSeq!, machine: c.state.machine, lastHeartbeat: c.heartbeat }));
   }
 
-  private tell(c: LiveConn, lease: LeaseRecord, candidates: Candidate[]): void {
+  /** Sends a serve_lease frame when this connection's own state changed, or always when `force` (a relabelled holder). */
+  private tell(c: LiveConn, lease: LeaseRecord, candidates: Candidate[], force = false): void {
     const { state } = c;
     const { fence } = lease;
     if (state.claimSeq === null) return;
     const held = !state.released && state.claimSeq === lease.holderClaim;
-    if (state.toldHeld === held && (!held || state.toldFence === fence)) return;
+    if (!force && state.toldHeld === held && (!held || state.toldFence === fence)) return;
     const checkpoint = held ? this.desk.messages.checkpoint() : null;
     send(c.ws, {
       type: "serve_lease",

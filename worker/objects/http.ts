@@ -1,41 +1,58 @@
-// HTTP helpers shared by the objects: named JSON errors and a body reader that stops at a size
-// limit instead of buffering whatever a client sends.
+// HTTP helpers shared by the Worker and the objects: named JSON errors and body readers that stop
+// at a size limit instead of buffering whatever a client sends.
 import type { ErrorCode } from "../wire/protocol.ts";
+
+/** How much of an oversized chunked body is read and dropped before the stream is cancelled. */
+const DRAIN_LIMIT_BYTES = 1024 * 1024;
 
 export function httpError(status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}): Response {
   return Response.json({ error: code, message, ...extra }, { status });
 }
 
-/** Reads a JSON body of at most `maxBytes`; a larger one is 413 and a malformed one 400, read no further. */
-export async function readJsonBody(
-  request: Request,
-  maxBytes: number,
-): Promise<{ ok: true; data: unknown } | { ok: false; response: Response }> {
+export type BodyRead = { ok: true; bytes: Uint8Array } | { ok: false; response: Response };
+
+/**
+ * Reads a request body of at most `maxBytes`; a larger one is answered 413. Under `wrangler dev`
+ * a body stream cancelled half-way left the next request unanswered (503), so a body whose
+ * Content-Length is too large is never touched, and a chunked one is read to its end and dropped,
+ * up to DRAIN_LIMIT_BYTES, before the stream is cancelled.
+ */
+export async function readBody(request: Request, maxBytes: number): Promise<BodyRead> {
   const tooLarge = () => ({ ok: false as const, response: httpError(413, "too_large", `body exceeds ${maxBytes} bytes`) });
+  if (!request.body) return { ok: true, bytes: new Uint8Array(0) };
   if (Number(request.headers.get("content-length") ?? "0") > maxBytes) return tooLarge();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  if (request.body) {
-    const reader = request.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > maxBytes) {
-        await reader.cancel();
-        return tooLarge();
-      }
-      chunks.push(value);
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size <= maxBytes) chunks.push(value);
+    else if (size > DRAIN_LIMIT_BYTES) {
+      await reader.cancel();
+      break;
     }
   }
+  if (size > maxBytes) return tooLarge();
   const bytes = new Uint8Array(size);
   let offset = 0;
   for (const c of chunks) {
     bytes.set(c, offset);
     offset += c.byteLength;
   }
+  return { ok: true, bytes };
+}
+
+/** Reads a JSON body of at most `maxBytes`; a larger one is 413 and a malformed one 400. */
+export async function readJsonBody(
+  request: Request,
+  maxBytes: number,
+): Promise<{ ok: true; data: unknown } | { ok: false; response: Response }> {
+  const body = await readBody(request, maxBytes);
+  if (!body.ok) return body;
   try {
-    return { ok: true, data: JSON.parse(new TextDecoder().decode(bytes)) as unknown };
+    return { ok: true, data: JSON.parse(new TextDecoder().decode(body.bytes)) as unknown };
   } catch {
     return { ok: false, response: httpError(400, "bad_json", "body is not valid JSON") };
   }

@@ -1,5 +1,6 @@
-// SQLite seam for durable work: the agent's messages, the idempotent write log and the latest
-// checkpoint. Ids come from AUTOINCREMENT, so they only grow and are never reused.
+// SQLite seam for durable work: the agent's messages, the write that acknowledged each one, the
+// idempotency keys of posts and the latest checkpoint. Ids come from AUTOINCREMENT, so they only
+// grow and are never reused. History is bounded: see prune().
 
 export type MessageStatus = "queued" | "delivered" | "acknowledged";
 
@@ -21,6 +22,20 @@ export interface Checkpoint {
   at: number;
 }
 
+/** The write that acknowledged a message: its key is scoped to that message, and there is one. */
+export interface AckedWrite {
+  id: number;
+  fence: number;
+  key: string;
+}
+
+export interface Retention {
+  /** Acknowledged messages older than the newest this many are deleted, with their write. */
+  messages: number;
+  /** How long the idempotency key of a post is remembered. */
+  postKeyMs: number;
+}
+
 const HISTORY_PAGE = 500;
 
 export class MessageStore {
@@ -29,7 +44,14 @@ export class MessageStore {
       id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, created_at INTEGER NOT NULL,
       status TEXT NOT NULL DEFAULT 'queued', attempts INTEGER NOT NULL DEFAULT 0, delivered_fence INTEGER,
       acked_at INTEGER, acked_fence INTEGER, reply TEXT)`);
-    sql.exec(`CREATE TABLE IF NOT EXISTS writes (key TEXT PRIMARY KEY, result TEXT NOT NULL, at INTEGER NOT NULL)`);
+    // Dispatch reads only unacknowledged work, so its cost follows that, not the history.
+    sql.exec(`CREATE INDEX IF NOT EXISTS messages_open ON messages (id) WHERE status != 'acknowledged'`);
+    // Keys used to be global, so one message's key could answer for another; they are per message now.
+    sql.exec(`DROP TABLE IF EXISTS writes`);
+    sql.exec(`CREATE TABLE IF NOT EXISTS message_writes (
+      message_id INTEGER PRIMARY KEY, key TEXT NOT NULL, fence INTEGER NOT NULL, at INTEGER NOT NULL)`);
+    sql.exec(`CREATE TABLE IF NOT EXISTS post_keys (key TEXT PRIMARY KEY, message_id INTEGER NOT NULL, at INTEGER NOT NULL)`);
+    sql.exec(`CREATE INDEX IF NOT EXISTS post_keys_at ON post_keys (at)`);
     sql.exec(`CREATE TABLE IF NOT EXISTS checkpoint (one INTEGER PRIMARY KEY CHECK (one = 1), value TEXT NOT NULL, fence INTEGER NOT NULL, at INTEGER NOT NULL)`);
   }
 
@@ -46,6 +68,29 @@ export class MessageStore {
   after(cursor: number, limit = HISTORY_PAGE): StoredMessage[] {
     return this.sql.exec(`SELECT * FROM messages WHERE id > ? ORDER BY id LIMIT ?`, cursor, Math.min(limit, HISTORY_PAGE))
       .toArray() as unknown as StoredMessage[];
+  }
+
+  /**
+   * Messages after `cursor`, oldest first: at most `count`, and no more text than `bytes` (but at
+   * least one message). Sizes are read first, so a page never loads texts it will not send.
+   */
+  page(cursor: number, count: number, bytes: number): { messages: StoredMessage[]; more: boolean } {
+    const sizes = this.sql.exec<{ id: number; size: number }>(
+      `SELECT id, length(CAST(text AS BLOB)) AS size FROM messages WHERE id > ? ORDER BY id LIMIT ?`, cursor, count + 1,
+    ).toArray();
+    let last = cursor;
+    let total = 0;
+    let taken = 0;
+    for (const s of sizes) {
+      if (taken === count || (taken > 0 && total + s.size > bytes)) break;
+      total += s.size;
+      taken += 1;
+      last = s.id;
+    }
+    if (taken === 0) return { messages: [], more: false };
+    const messages = this.sql.exec(`SELECT * FROM messages WHERE id > ? AND id <= ? ORDER BY id`, cursor, last)
+      .toArray() as unknown as StoredMessage[];
+    return { messages, more: sizes.length > taken };
   }
 
   lastId(): number {
@@ -70,21 +115,47 @@ export class MessageStore {
     ).one() as unknown as StoredMessage;
   }
 
-  acknowledge(id: number, fence: number, reply: string | null, now: number): void {
+  /** Marks the message done by this write; the caller has checked it was not done already. */
+  acknowledge(write: AckedWrite, reply: string | null, now: number): void {
     this.sql.exec(
       `UPDATE messages SET status = 'acknowledged', acked_at = ?, acked_fence = ?, reply = COALESCE(?, reply) WHERE id = ?`,
-      now, fence, reply, id,
+      now, write.fence, reply, write.id,
+    );
+    this.sql.exec(`INSERT INTO message_writes (message_id, key, fence, at) VALUES (?, ?, ?, ?)`, write.id, write.key, write.fence, now);
+  }
+
+  /** The write that acknowledged message `id`, or null while it is not done. */
+  ackedWrite(id: number): AckedWrite | null {
+    const rows = this.sql.exec<{ key: string; fence: number }>(`SELECT key, fence FROM message_writes WHERE message_id = ?`, id).toArray();
+    return rows.length ? { id, key: rows[0]!.key, fence: rows[0]!.fence } : null;
+  }
+
+  /** The message an earlier post with this idempotency key created, or null when the key is new or forgotten. */
+  postedWith(key: string, now: number, retention: Retention): number | null {
+    const rows = this.sql.exec<{ message_id: number; at: number }>(`SELECT message_id, at FROM post_keys WHERE key = ?`, key).toArray();
+    const row = rows[0];
+    return row && now - row.at <= retention.postKeyMs ? row.message_id : null;
+  }
+
+  rememberPost(key: string, messageId: number, now: number): void {
+    this.sql.exec(
+      `INSERT INTO post_keys (key, message_id, at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET message_id = excluded.message_id, at = excluded.at`,
+      key, messageId, now,
     );
   }
 
-  /** The first result stored under an idempotency key, or null when the key is new. */
-  priorWrite(key: string): Record<string, unknown> | null {
-    const rows = this.sql.exec<{ result: string }>(`SELECT result FROM writes WHERE key = ?`, key).toArray();
-    return rows.length ? (JSON.parse(rows[0]!.result) as Record<string, unknown>) : null;
-  }
-
-  recordWrite(key: string, result: Record<string, unknown>, now: number): void {
-    this.sql.exec(`INSERT INTO writes (key, result, at) VALUES (?, ?, ?)`, key, JSON.stringify(result), now);
+  /**
+   * Deletes acknowledged messages (and the write that acknowledged each) older than the newest
+   * `retention.messages`, and post keys older than `retention.postKeyMs`. Unacknowledged work is
+   * never deleted. Runs on each post, so history is bounded by what posts add.
+   */
+  prune(newestId: number, now: number, retention: Retention): void {
+    const horizon = newestId - retention.messages;
+    if (horizon > 0) {
+      this.sql.exec(`DELETE FROM message_writes WHERE message_id <= ?`, horizon);
+      this.sql.exec(`DELETE FROM messages WHERE id <= ? AND status = 'acknowledged'`, horizon);
+    }
+    this.sql.exec(`DELETE FROM post_keys WHERE at < ?`, now - retention.postKeyMs);
   }
 
   checkpoint(): Checkpoint | null {

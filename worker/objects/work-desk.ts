@@ -58,6 +58,11 @@ export class WorkDesk {
     send(socket.ws, { type: "result", op: "sync", req, cursor: page.at(-1)?.id ?? after });
   }
 
+  /**
+   * A fenced ack, reply or checkpoint. An ack or reply is scoped to its message: the first one
+   * acknowledges it, and any later one (same key or not) is answered `duplicate: true` with the
+   * write that did, so an answer that looks like success always means that message is done.
+   */
   write(socket: DeskSocket, frame: WriteFrame, now: number): void {
     const verdict = checkFencedWrite(this.lease(), socket.state, frame.fence);
     if (!verdict.ok) return send(socket.ws, errorFrame(verdict.code, verdict.message, frame.req));
@@ -67,15 +72,14 @@ export class WorkDesk {
     }
     const message = this.messages.get(frame.id);
     if (!message) return send(socket.ws, errorFrame("unknown_message", `no message ${frame.id}`, frame.req));
-    const key = frame.type === "reply" ? frame.key : `${frame.id}:ack`;
-    const prior = this.messages.priorWrite(key);
-    if (prior) return send(socket.ws, { type: "result", ...prior, op: frame.type, req: frame.req, duplicate: true });
-    const result = { id: frame.id, fence: frame.fence, key };
-    if (message.status !== "acknowledged") {
-      this.messages.acknowledge(frame.id, frame.fence, frame.type === "reply" ? frame.text : null, now);
+    const key = frame.type === "reply" ? frame.key : "ack";
+    if (message.status === "acknowledged") {
+      const done = this.messages.ackedWrite(frame.id) ?? { id: frame.id, fence: message.acked_fence ?? frame.fence, key };
+      return send(socket.ws, { type: "result", ...done, op: frame.type, req: frame.req, duplicate: true });
     }
-    this.messages.recordWrite(key, result, now);
-    send(socket.ws, { type: "result", ...result, op: frame.type, req: frame.req, duplicate: false });
+    const write = { id: frame.id, fence: frame.fence, key };
+    this.messages.acknowledge(write, frame.type === "reply" ? frame.text : null, now);
+    send(socket.ws, { type: "result", ...write, op: frame.type, req: frame.req, duplicate: false });
   }
 
   private push(socket: DeskSocket, m: StoredMessage, run: boolean): void {

@@ -5,6 +5,8 @@ import type { Presence } from "./presence.ts";
 
 export const LIMITS = {
   frameBytes: 64 * 1024,
+  /** Largest HTTP request body the Worker reads; a larger one is 413 before any object sees it. */
+  requestBodyBytes: 80 * 1024,
   messageTextBytes: 32 * 1024,
   replyTextBytes: 32 * 1024,
   checkpointBytes: 16 * 1024,
