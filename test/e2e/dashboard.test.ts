@@ -1,6 +1,8 @@
 // The dashboard in a real browser (Debian's chromium through playwright-core) against a real
-// `wrangler dev`: serve connections appear live, a handover shows up without a reload, the token
-// field works, and the page stays usable at phone width. Screenshots land in docs/.
+// `wrangler dev`: serve connections appear live, a handover shows up in the card and on the lease
+// timeline without a reload, messages show in full with replies, the send box posts, a lost
+// coordinator reads as unreachable (not as an empty account), the token field works, and nothing
+// overflows at phone width. Screenshots land in docs/.
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,16 +28,26 @@ interface ServeClient {
   close(): Promise<void>;
 }
 
-/** A raw serve connection that claims and heartbeats like `baton serve`, without running anything. */
-async function serve(agent: string, machine: string): Promise<ServeClient> {
+/**
+ * A raw serve connection that claims and heartbeats like `baton serve`; while it holds the lease it
+ * answers each message it is told to run with `reply(text)`, when given.
+ */
+async function serve(agent: string, machine: string, reply?: (text: string) => string): Promise<ServeClient> {
   const ws = new WebSocket(`${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=${machine}`, {
     headers: { authorization: `Bearer ${DEV_TOKEN}` },
   });
+  let fence = 0;
   const leased = new Promise<void>((resolve, reject) => {
     ws.on("message", (data) => {
-      const frame = JSON.parse(String(data)) as { type: string };
+      const frame = JSON.parse(String(data)) as { type: string; fence?: number; held?: boolean; id?: number; text?: string; run?: boolean };
       if (frame.type === "welcome") ws.send(JSON.stringify({ type: "serve_lease", op: "claim" }));
-      if (frame.type === "serve_lease") resolve();
+      if (frame.type === "serve_lease") {
+        fence = frame.held ? frame.fence! : 0;
+        resolve();
+      }
+      if (frame.type === "message" && frame.run && reply && fence > 0) {
+        ws.send(JSON.stringify({ type: "reply", id: frame.id, fence, key: `${frame.id}:reply`, text: reply(frame.text!) }));
+      }
     });
     ws.once("error", reject);
     ws.once("close", () => reject(new Error(`${machine} closed before its lease frame`)));
@@ -65,9 +77,19 @@ async function postMessage(agent: string, text: string): Promise<void> {
   expect(res.status).toBe(201);
 }
 
-/** How far the widest element sticks out past the viewport's right edge, in CSS pixels. */
-const horizontalOverflow = (page: Page) => page.evaluate(() =>
-  Math.max(...[...document.querySelectorAll("body *")].map((e) => e.getBoundingClientRect().right)) - window.innerWidth);
+/** How far the widest element sticks out past the viewport's right edge, in CSS pixels (logged with its name). */
+async function horizontalOverflow(page: Page): Promise<number> {
+  const widest = await page.evaluate(() => {
+    let worst = { right: -Infinity, name: "" };
+    for (const e of document.querySelectorAll("body *")) {
+      const right = e.getBoundingClientRect().right;
+      if (right > worst.right) worst = { right, name: `${e.tagName.toLowerCase()}.${e.className}` };
+    }
+    return { overflow: worst.right - window.innerWidth, name: worst.name };
+  });
+  if (widest.overflow > 0) console.log(`widest element: ${widest.name}, ${widest.overflow} px past the viewport`);
+  return widest.overflow;
+}
 
 const card = (page: Page, agent: string) => page.locator(`article.agent[data-agent="${agent}"]`);
 
@@ -90,8 +112,11 @@ afterAll(async () => {
   if (profileDir) rmSync(profileDir, { recursive: true, force: true });
 });
 
+const LONG_WORD = "x".repeat(300);
+const LONG_MESSAGE = `Summarize the incident thread and propose a fix. ${"The holder lost its socket while a run was half done. ".repeat(12)}${LONG_WORD}`;
+
 describe("presence dashboard", () => {
-  it("shows the holder and its standby live, and the standby taking over without a reload", async () => {
+  it("shows the holder and its standby live, and the standby taking over on the card and the timeline without a reload", async () => {
     const page = await browser.newPage();
     const cspViolations: string[] = [];
     page.on("console", (m) => {
@@ -109,21 +134,56 @@ describe("presence dashboard", () => {
     await reviewer.locator('[data-role="holder"] .machine', { hasText: "alpha" }).waitFor();
     await reviewer.locator('[data-role="standby"] .machine', { hasText: "beta" }).waitFor();
     await expect(reviewer.locator('[data-role="standby"]').count()).resolves.toBe(1);
+    await reviewer.locator('.timeline [data-role="bar"][data-machine="alpha"]').waitFor();
 
     const started = Date.now();
     await alpha.close();
     await reviewer.locator('[data-role="holder"] .machine', { hasText: "beta" }).waitFor();
     const handoverShownMs = Date.now() - started;
-    console.log(`dashboard showed the new holder ${handoverShownMs} ms after the old one closed`);
+    await reviewer.locator('.timeline [data-role="mark"][data-reason="closed"][data-fence="2"]').waitFor();
+    await reviewer.locator('.timeline [data-role="bar"][data-machine="beta"]').waitFor();
+    const timelineShownMs = Date.now() - started;
+    console.log(`dashboard showed the new holder ${handoverShownMs} ms and the handoff on the timeline ${timelineShownMs} ms after the old one closed`);
     expect(cspViolations).toEqual([]);
     expect(handoverShownMs).toBeLessThan(1000);
+    expect(timelineShownMs).toBeLessThan(1000);
     await reviewer.locator('.history [data-reason="closed"]', { hasText: "alpha #1 → beta #2" }).waitFor();
     await expect(reviewer.locator('[data-role="standby"]').count()).resolves.toBe(0);
+    // alpha's bar ends where beta's begins, both inside the track.
+    const [alphaBox, betaBox, track] = await Promise.all([
+      reviewer.locator('.timeline [data-machine="alpha"]').boundingBox(),
+      reviewer.locator('.timeline [data-machine="beta"]').boundingBox(),
+      reviewer.locator(".timeline .track").boundingBox(),
+    ]);
+    expect(alphaBox!.x).toBeLessThan(betaBox!.x);
+    expect(betaBox!.x + betaBox!.width).toBeLessThanOrEqual(track!.x + track!.width + 1);
+    await beta.close();
     expect(await page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce)).toBe(true);
     await page.close();
   });
 
-  it("renders a realistic screen at desktop and phone width", async () => {
+  it("the send box posts a message; the card shows its full text, the holder's reply and their times", async () => {
+    const page = await browser.newPage();
+    await page.goto(dev.url);
+    await serve("echo", "echo-box", (text) => `done: ${text.length} chars`);
+    const echo = card(page, "echo");
+    await echo.locator('[data-role="holder"] .machine', { hasText: "echo-box" }).waitFor();
+    await echo.locator("textarea").fill(LONG_MESSAGE);
+    await echo.locator('[data-role="send"] button[type="submit"]').click();
+    await echo.locator('[data-role="send"] [role="status"][data-state="sent"]', { hasText: /sent as #1/ }).waitFor();
+    expect(await echo.locator("textarea").inputValue()).toBe("");
+    const message = echo.locator('.messages .message[data-id="1"]');
+    await message.locator('[data-role="reply"]', { hasText: `done: ${LONG_MESSAGE.length} chars` }).waitFor();
+    expect(await message.locator('[data-role="text"]').textContent()).toBe(LONG_MESSAGE);
+    expect(await message.getAttribute("data-status")).toBe("acknowledged");
+    await expect(message.locator("time").count()).resolves.toBe(2);
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    await page.close();
+  });
+
+  it("renders a realistic screen at desktop and phone width with nothing wider than the viewport", async () => {
     await Promise.all(servers.splice(0).map((s) => s.close()));
     const page = await browser.newPage();
     await page.goto(dev.url);
@@ -131,39 +191,72 @@ describe("presence dashboard", () => {
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
     await page.setViewportSize({ width: 1100, height: 820 });
-    const first = await serve("reviewer", "gpu-box-2");
-    await serve("reviewer", "mac-studio");
+    const reply = (text: string) => text.startsWith("Review") ? "LGTM after one rename: fence_token → fence." : "ok";
+    const first = await serve("reviewer", "gpu-box-2", reply);
+    await serve("reviewer", "mac-studio", reply);
     await serve("summarizer", "build-box-1");
     await serve("summarizer", "laptop-ana");
     await serve("summarizer", "ci-runner-7");
     await card(page, "reviewer").locator('[data-role="standby"] .machine', { hasText: "mac-studio" }).waitFor();
+    await postMessage("reviewer", "Review PR #213: typo in the README");
+    await card(page, "reviewer").locator('.message[data-status="acknowledged"]').waitFor();
     await first.close();
-    await serve("reviewer", "gpu-box-2");
+    await serve("reviewer", "gpu-box-2", reply);
     await postMessage("reviewer", "Review PR #214: rename the lease fence field");
+    await postMessage("summarizer", LONG_MESSAGE);
     await card(page, "summarizer").locator('[data-role="standby"]', { hasText: "ci-runner-7" }).waitFor();
-    await card(page, "reviewer").locator(".messages li", { hasText: "Review PR #214" }).waitFor();
+    await card(page, "summarizer").locator(".message", { hasText: LONG_WORD }).waitFor();
+    await card(page, "reviewer").locator(".message", { hasText: "Review PR #214" }).locator('[data-role="reply"]').waitFor();
     await card(page, "reviewer").locator('[data-role="holder"] .machine', { hasText: "mac-studio" }).waitFor();
     await card(page, "reviewer").locator('[data-role="standby"] .machine', { hasText: "gpu-box-2" }).waitFor();
     await card(page, "reviewer").locator('.history [data-reason="closed"]', { hasText: /gpu-box-2 #\d+ → mac-studio #\d+/ }).waitFor();
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    // The last minute shows this short story best; the range choice is kept in local storage.
+    await page.click('#ranges button[data-range="60000"]');
+    await card(page, "reviewer").locator('.timeline[data-window="60000"] [data-role="gap"]').waitFor();
     await page.screenshot({ path: join(DOCS, "dashboard.png"), fullPage: true });
 
     await page.setViewportSize({ width: 390, height: 844 });
     await card(page, "summarizer").waitFor();
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
     await page.screenshot({ path: join(DOCS, "dashboard-phone.png"), fullPage: true });
+    await page.evaluate(() => localStorage.removeItem("baton.range"));
     await page.close();
   });
 
-  it("reconnects by itself when the coordinator restarts, and shows who came back", async () => {
+  it("a coordinator that cannot be reached reads as unreachable, not as an account with no agents", async () => {
+    const page = await browser.newPage();
+    await page.route("**/agents", (route) => route.abort("connectionrefused"));
+    await page.goto(dev.url);
+    await page.locator('[data-role="unreachable"]', { hasText: "Coordinator unreachable" }).waitFor();
+    await page.locator('#status[data-state="retrying"]', { hasText: "unreachable" }).waitFor();
+    await expect(page.getByText("No agent is connected").count()).resolves.toBe(0);
+    await page.unroute("**/agents");
+    await page.locator('#status[data-state="live"]').waitFor({ timeout: 20_000 });
+    await expect(page.locator('[data-role="unreachable"]').count()).resolves.toBe(0);
+    await page.close();
+  });
+
+  it("/favicon.ico answers without a token", async () => {
+    const res = await fetch(`${dev.url}/favicon.ico`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/icon/);
+  });
+
+  it("reconnects by itself when the coordinator restarts, saying it is unreachable meanwhile, and shows who came back", async () => {
     const page = await browser.newPage();
     await page.goto(dev.url);
     await page.locator('#status[data-state="live"]').waitFor();
-    await Promise.all(servers.splice(0).map((s) => s.close()));
+    await card(page, "summarizer").waitFor();
     const { port, persistDir } = dev;
     await dev.stop();
     await page.locator('#status[data-state="retrying"]').waitFor();
+    await page.locator('[data-role="unreachable-banner"]', { hasText: "Coordinator unreachable" }).waitFor();
+    await card(page, "summarizer").waitFor();
+    await Promise.all(servers.splice(0).map((s) => s.close()));
     dev = await startWranglerDev({ port, persistDir });
     await page.locator('#status[data-state="live"]').waitFor({ timeout: 40_000 });
+    await page.locator('[data-role="unreachable-banner"]').waitFor({ state: "hidden" });
     await serve("reviewer", "back-again");
     await card(page, "reviewer").locator('[data-role="holder"] .machine', { hasText: "back-again" }).waitFor();
     await page.close();

@@ -1,18 +1,29 @@
 // The dashboard's live side: keeps the token in local storage, checks it, holds one observer
 // WebSocket to /observe (token in the subprotocol list, never in the URL), applies directory,
-// presence and agent_gone frames, and reconnects with backoff. Rendering lives in render.js.
-import { renderAgents, tickAges } from "./render.js";
+// presence and agent_gone frames, and reconnects with backoff. A failed reconnect is shown as
+// "coordinator unreachable", never as an empty account. Rendering lives in render.js.
+import { MessageLoader } from "./messages.js";
+import { AgentList } from "./render.js";
+import { RANGES, WINDOW_MS } from "./timeline.js";
 
 const TOKEN_KEY = "baton.token";
+const RANGE_KEY = "baton.range";
 const DEV_TOKEN = "baton-dev-token";
 const BACKOFF = { minMs: 500, maxMs: 15_000, factor: 2, jitter: 0.2 };
 const PING_EVERY_MS = 20_000;
 const SILENCE_LIMIT_MS = 50_000;
 
 const $ = (id) => document.getElementById(id);
-const view = { status: $("status"), agents: $("agents"), login: $("login"), input: $("token-input"), hint: $("login-hint"), toggle: $("token-toggle") };
+const view = {
+  status: $("status"), agents: $("agents"), login: $("login"), input: $("token-input"), hint: $("login-hint"),
+  toggle: $("token-toggle"), banner: $("link-banner"), ranges: $("ranges"),
+};
 
-const state = { agents: new Map(), machines: new Map(), clockOffset: 0, loaded: false };
+const state = {
+  agents: new Map(), machines: new Map(), transitions: new Map(), clockOffset: 0, loaded: false,
+  signedOut: false, unreachable: false, unreachableSince: 0,
+  windowMs: RANGES.find((r) => String(r.ms) === localStorage.getItem(RANGE_KEY))?.ms ?? WINDOW_MS,
+};
 let socket = null;
 let attempt = 0;
 let retryTimer = 0;
@@ -49,9 +60,61 @@ function showLogin(open, message) {
   if (open) view.input.focus();
 }
 
+/** GET with the token; null on any failure (the caller simply tries again at the next change). */
+async function fetchJson(path) {
+  const { token } = currentToken();
+  if (!token) return null;
+  try {
+    const res = await fetch(path, { headers: { authorization: `Bearer ${token}` }, cache: "no-store" });
+    return res.ok ? await res.json() : null;
+  } catch {
+    return null;
+  }
+}
+
+async function sendMessage(agent, text) {
+  const { token } = currentToken();
+  let res;
+  try {
+    res = await fetch(`/agents/${encodeURIComponent(agent)}/messages`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ text }),
+    });
+  } catch {
+    return { ok: false, text: "not sent: the coordinator is unreachable" };
+  }
+  const body = await res.json().catch(() => ({}));
+  if (res.status === 201) return { ok: true, text: `sent as #${body.id} (${body.status})` };
+  if (res.status === 401) connect();
+  return { ok: false, text: `not sent: ${body.message ?? `HTTP ${res.status}`}` };
+}
+
+const loader = new MessageLoader(fetchJson, () => render());
+const list = new AgentList(view.agents, {
+  send: sendMessage,
+  messages: (agent) => loader.get(agent),
+  visible: (agent) => {
+    const entry = state.agents.get(agent);
+    if (entry) loader.refresh(entry);
+  },
+});
+
 function render() {
-  renderAgents(view.agents, [...state.agents.values()], state);
-  view.agents.setAttribute("aria-busy", String(!state.loaded));
+  list.render([...state.agents.values()], state);
+  view.agents.setAttribute("aria-busy", String(!state.loaded && !state.unreachable));
+  view.banner.hidden = !(state.unreachable && state.agents.size > 0);
+  if (!view.banner.hidden) {
+    view.banner.textContent = `Coordinator unreachable since ${new Date(state.unreachableSince).toLocaleTimeString()}: `
+      + "the agents below are as last seen; retrying.";
+  }
+}
+
+function setReachable(reachable) {
+  if (reachable === !state.unreachable) return;
+  state.unreachable = !reachable;
+  state.unreachableSince = reachable ? 0 : Date.now();
+  render();
 }
 
 function remember(entry) {
@@ -59,6 +122,19 @@ function remember(entry) {
   for (const c of entry.connections) if (c.claim_seq !== null) known.set(c.claim_seq, c.machine);
   if (entry.holder) known.set(entry.holder.claim_seq, entry.holder.machine);
   state.machines.set(entry.agent, known);
+  // Presence lists only the latest transitions; the page keeps every one it saw for the last hour,
+  // and the newest older one, which says who held the lease when the hour began.
+  const byKey = new Map((state.transitions.get(entry.agent) ?? []).map((t) => [`${t.fence}:${t.at}:${t.reason}`, t]));
+  for (const t of entry.transitions) byKey.set(`${t.fence}:${t.at}:${t.reason}`, t);
+  const windowStart = Date.now() + state.clockOffset - WINDOW_MS;
+  const sorted = [...byKey.values()].sort((a, b) => a.at - b.at);
+  const firstInside = sorted.findIndex((t) => t.at >= windowStart);
+  const keepFrom = firstInside === -1 ? sorted.length - 1 : Math.max(0, firstInside - 1);
+  state.transitions.set(entry.agent, sorted.slice(Math.max(0, keepFrom)));
+}
+
+function visibleRefresh(entry) {
+  if (list.onScreen.has(entry.agent)) loader.refresh(entry);
 }
 
 function applyFrame(frame) {
@@ -66,15 +142,20 @@ function applyFrame(frame) {
   if (frame.type === "directory") {
     state.agents = new Map(frame.agents.map((a) => [a.agent, a]));
     state.loaded = true;
+    state.signedOut = false;
+    for (const entry of state.agents.values()) remember(entry);
   } else if (frame.type === "presence") {
     state.agents.set(frame.presence.agent, frame.presence);
+    remember(frame.presence);
   } else if (frame.type === "agent_gone") {
     state.agents.delete(frame.agent);
+    state.transitions.delete(frame.agent);
+    loader.forget(frame.agent);
   } else {
     return;
   }
-  for (const entry of state.agents.values()) remember(entry);
   render();
+  if (frame.type === "presence") visibleRefresh(frame.presence);
 }
 
 function backoffDelay(n) {
@@ -86,12 +167,13 @@ function scheduleReconnect() {
   clearTimeout(retryTimer);
   const delay = backoffDelay(attempt++);
   const until = Date.now() + delay;
-  setStatus("retrying", `reconnecting in ${Math.ceil(delay / 1000)}s`);
+  const what = () => (state.unreachable ? "coordinator unreachable · retrying in" : "reconnecting in");
+  setStatus("retrying", `${what()} ${Math.ceil(delay / 1000)}s`);
   retryTimer = setTimeout(connect, delay);
   const countdown = setInterval(() => {
     if (view.status.dataset.state !== "retrying") return clearInterval(countdown);
     const left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
-    view.status.textContent = `reconnecting in ${left}s`;
+    view.status.textContent = `${what()} ${left}s`;
     if (left === 0) clearInterval(countdown);
   }, 250);
 }
@@ -113,7 +195,7 @@ async function connect() {
   if (!token) {
     setStatus("signed-out", "token needed");
     showLogin(true, "Paste the bearer token of your account (the one the CLI uses). It stays in this browser.");
-    renderAgents(view.agents, [], { ...state, signedOut: true });
+    signOut();
     return;
   }
   setStatus("connecting", "connecting…");
@@ -121,20 +203,33 @@ async function connect() {
   try {
     res = await fetch("/agents", { headers: { authorization: `Bearer ${token}` }, cache: "no-store" });
   } catch {
+    setReachable(false);
     return scheduleReconnect();
   }
   if (res.status === 401) {
-    state.agents.clear();
-    renderAgents(view.agents, [], { ...state, signedOut: true });
+    setReachable(true);
+    signOut();
     setStatus("signed-out", "token refused");
     showLogin(true, source === "dev"
       ? "This coordinator does not accept the local dev token. Paste your account's token."
       : "The coordinator refused this token. Paste the token of your account.");
     return;
   }
-  if (!res.ok) return scheduleReconnect();
-  applyFrame({ type: "directory", agents: (await res.json()).agents });
+  if (!res.ok) {
+    setReachable(false);
+    return scheduleReconnect();
+  }
+  const body = await res.json();
+  state.unreachable = false;
+  applyFrame({ type: "directory", agents: body.agents });
+  for (const entry of state.agents.values()) visibleRefresh(entry);
   openSocket(token, source);
+}
+
+function signOut() {
+  state.agents.clear();
+  state.signedOut = true;
+  render();
 }
 
 function openSocket(token, source) {
@@ -168,6 +263,22 @@ function openSocket(token, source) {
   };
 }
 
+for (const range of RANGES) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "quiet";
+  button.textContent = range.label;
+  button.dataset.range = String(range.ms);
+  button.setAttribute("aria-pressed", String(range.ms === state.windowMs));
+  button.addEventListener("click", () => {
+    state.windowMs = range.ms;
+    localStorage.setItem(RANGE_KEY, String(range.ms));
+    for (const b of view.ranges.children) b.setAttribute("aria-pressed", String(b === button));
+    render();
+  });
+  view.ranges.append(button);
+}
+
 view.toggle.addEventListener("click", () => showLogin(view.login.hidden));
 view.login.addEventListener("submit", (event) => {
   event.preventDefault();
@@ -191,7 +302,7 @@ document.addEventListener("visibilitychange", () => {
     connect();
   }
 });
-setInterval(() => tickAges(view.agents, state), 1000);
+setInterval(() => list.tick(state), 1000);
 
 if (currentToken().source === "dev") view.hint.textContent = `No token saved: using the local dev token "${DEV_TOKEN}" because this coordinator runs on loopback.`;
 connect();

@@ -1,24 +1,11 @@
-// Turns directory entries into DOM. Every value from the coordinator goes in as text, never as
-// HTML. Ages are stored as server-time anchors in data attributes and ticked once a second.
+// Turns directory entries into agent cards. A card is kept per agent and only its header and body
+// are rebuilt on a change, so the send box keeps what is being typed and its focus. Ages are
+// server-time anchors in data attributes, ticked once a second with the timelines.
+import { el } from "./dom.js";
+import { composer, messagesBlock } from "./messages.js";
+import { clock, REASONS, tickTimelines, timeline } from "./timeline.js";
 
-const REASONS = { claimed: "claimed", closed: "closed", stale: "went silent", released: "released" };
 const TRANSITIONS_SHOWN = 6;
-const MESSAGES_SHOWN = 6;
-
-/** Builds an element: attributes (`class`, `data-*`, others) and children (nodes or text). */
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === "class") node.className = value;
-    else node.setAttribute(key, String(value));
-  }
-  for (const child of children.flat()) {
-    if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
 
 function formatAge(ms) {
   const s = Math.max(0, Math.floor(ms / 1000));
@@ -30,17 +17,12 @@ function formatAge(ms) {
   return `${Math.floor(h / 24)}d ${h % 24}h`;
 }
 
-function clock(ms) {
-  return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
-}
-
 /** An age that ticks: `data-since` is a server timestamp, `data-ttl` (optional) colours heartbeats. */
 function age(sinceServerMs, ttlMs) {
   return el("span", { class: "age", "data-since": Math.round(sinceServerMs), "data-ttl": ttlMs });
 }
 
-export function tickAges(root, state) {
-  const now = Date.now() + state.clockOffset;
+function tickAges(root, now) {
   for (const node of root.querySelectorAll("[data-since]")) {
     const elapsed = now - Number(node.dataset.since);
     node.textContent = formatAge(elapsed);
@@ -97,10 +79,10 @@ function standbyBlock(entry, ttlMs) {
     el("ol", {}, waiting.map((c) => connectionRow(entry, c, ttlMs, c.claim_seq === null ? "watcher" : "standby"))));
 }
 
-function transitionsBlock(entry, known) {
-  const rows = entry.transitions.slice(0, TRANSITIONS_SHOWN);
+function transitionsBlock(entry, transitions, known, open) {
+  const rows = transitions.slice().sort((a, b) => b.at - a.at || b.fence - a.fence).slice(0, TRANSITIONS_SHOWN);
   if (rows.length === 0) return null;
-  return el("details", { class: "history", open: true },
+  return el("details", { class: "history", open, "data-key": "history" },
     el("summary", {}, "Lease history"),
     el("ol", {}, rows.map((t) => el("li", { "data-reason": t.reason },
       el("time", { datetime: new Date(t.at).toISOString() }, clock(t.at)),
@@ -111,34 +93,18 @@ function transitionsBlock(entry, known) {
       el("span", { class: "fence" }, `fence ${t.fence}`)))));
 }
 
-function messagesBlock(entry) {
-  const messages = (entry.recent_messages ?? []).slice(0, MESSAGES_SHOWN);
-  if (messages.length === 0) return null;
-  return el("details", { class: "messages", open: true },
-    el("summary", {}, "Recent messages"),
-    el("ol", {}, messages.map((m) => el("li", { "data-status": m.status },
-      el("span", { class: "id" }, `#${m.id}`),
-      el("span", { class: `chip ${m.status}` }, m.status),
-      m.attempts > 1 ? el("span", { class: "attempts" }, `attempt ${m.attempts}`) : null,
-      el("span", { class: "preview" }, m.preview)))));
-}
-
-function agentCard(entry, known) {
-  const ttlMs = entry.heartbeat_ttl_seconds * 1000;
-  return el("article", { class: "agent", "data-agent": entry.agent },
-    el("header", {},
-      el("h2", {}, entry.agent),
-      el("span", { class: "counts" },
-        `${entry.connection_count} connection${entry.connection_count === 1 ? "" : "s"} · fence ${entry.fence}`)),
-    holderBlock(entry, ttlMs),
-    standbyBlock(entry, ttlMs),
-    transitionsBlock(entry, known),
-    messagesBlock(entry));
-}
-
-function emptyState(signedOut) {
-  if (signedOut) return el("section", { class: "empty" }, el("h2", {}, "Sign in to see your agents"), el("p", {}, "Save your token above."));
-  return el("section", { class: "empty" },
+function emptyState(kind, state) {
+  if (kind === "signed-out") {
+    return el("section", { class: "empty", "data-role": "signed-out" }, el("h2", {}, "Sign in to see your agents"), el("p", {}, "Save your token above."));
+  }
+  if (kind === "unreachable") {
+    return el("section", { class: "empty unreachable", "data-role": "unreachable" },
+      el("h2", {}, "Coordinator unreachable"),
+      el("p", {}, `This page cannot reach the coordinator at ${location.host}`,
+        state.unreachableSince ? ` (since ${clock(state.unreachableSince)})` : "", "; it keeps retrying."),
+      el("p", { class: "hint" }, "Agents may still be running: this says nothing about them, only about the link to the coordinator."));
+  }
+  return el("section", { class: "empty", "data-role": "no-agents" },
     el("h2", {}, "No agent is connected"),
     el("p", {}, "Start the same agent on every machine that may run it; one holds the lease, the others wait in line:"),
     el("pre", {}, el("code", {}, "npx baton serve reviewer -- ./run-agent.sh")),
@@ -146,14 +112,94 @@ function emptyState(signedOut) {
       ". Agents appear here the moment they connect."));
 }
 
-/** Replaces the list with one card per agent, sorted by name, or the empty state. */
-export function renderAgents(root, entries, state) {
-  const cards = entries.slice().sort((a, b) => a.agent.localeCompare(b.agent))
-    .map((entry) => agentCard(entry, state.machines?.get(entry.agent)));
-  if (cards.length === 0 && state.loaded === false && !state.signedOut) {
-    root.replaceChildren(el("p", { class: "loading" }, "Loading…"));
-  } else {
-    root.replaceChildren(...(cards.length ? cards : [emptyState(state.signedOut)]));
+/** The list of agent cards under one root. `hooks`: send(agent, text), visible(agent), messages(agent). */
+export class AgentList {
+  constructor(root, hooks) {
+    this.root = root;
+    this.hooks = hooks;
+    this.cards = new Map();
+    this.closed = new Set();
+    /** Agents whose card is on screen: only those fetch their full messages. */
+    this.onScreen = new Set();
+    this.watcher = new IntersectionObserver((seen) => {
+      for (const e of seen) {
+        const agent = e.target.dataset.agent;
+        if (!e.isIntersecting) this.onScreen.delete(agent);
+        else if (!this.onScreen.has(agent)) {
+          this.onScreen.add(agent);
+          hooks.visible(agent);
+        }
+      }
+    });
   }
-  tickAges(root, state);
+
+  card(agent) {
+    let card = this.cards.get(agent);
+    if (card) return card;
+    const article = el("article", { class: "agent", "data-agent": agent });
+    card = { article, header: el("header"), body: el("div", { class: "body" }), composer: composer(agent, this.hooks.send) };
+    article.append(card.header, card.body, card.composer);
+    article.addEventListener("toggle", (event) => {
+      const key = `${agent}:${event.target.dataset.key}`;
+      if (event.target.open) this.closed.delete(key);
+      else this.closed.add(key);
+    }, true);
+    this.cards.set(agent, card);
+    this.watcher.observe(article);
+    return card;
+  }
+
+  fill(entry, state) {
+    const card = this.card(entry.agent);
+    const ttlMs = entry.heartbeat_ttl_seconds * 1000;
+    const transitions = state.transitions.get(entry.agent) ?? entry.transitions;
+    card.header.replaceChildren(
+      el("h2", {}, entry.agent),
+      el("span", { class: "counts" },
+        `${entry.connection_count} connection${entry.connection_count === 1 ? "" : "s"} · fence ${entry.fence}`));
+    card.body.replaceChildren(
+      holderBlock(entry, ttlMs),
+      standbyBlock(entry, ttlMs),
+      timeline(entry, transitions, state.windowMs),
+      transitionsBlock(entry, transitions, state.machines.get(entry.agent), !this.closed.has(`${entry.agent}:history`)),
+      messagesBlock(entry, this.hooks.messages(entry.agent)));
+    return card.article;
+  }
+
+  /** Shows one card per agent (sorted by name), or the state that explains why there is none. */
+  render(entries, state) {
+    const sorted = entries.slice().sort((a, b) => a.agent.localeCompare(b.agent));
+    for (const [agent, card] of this.cards) {
+      if (sorted.some((e) => e.agent === agent)) continue;
+      this.watcher.unobserve(card.article);
+      this.cards.delete(agent);
+      this.onScreen.delete(agent);
+    }
+    const nodes = sorted.map((entry) => this.fill(entry, state));
+    let kind = null;
+    if (state.signedOut) kind = "signed-out";
+    else if (state.unreachable && nodes.length === 0) kind = "unreachable";
+    else if (nodes.length === 0 && state.loaded) kind = "no-agents";
+    if (kind) this.root.replaceChildren(emptyState(kind, state));
+    else if (nodes.length === 0) this.root.replaceChildren(el("p", { class: "loading" }, "Loading…"));
+    else this.place(nodes);
+    this.root.classList.toggle("stale", Boolean(state.unreachable));
+    this.tick(state);
+  }
+
+  /** Moves nodes only where the order differs: moving a card would drop the focus of its send box. */
+  place(nodes) {
+    const current = [...this.root.children];
+    if (current.length === nodes.length && current.every((n, i) => n === nodes[i])) return;
+    for (const n of current) if (!nodes.includes(n)) n.remove();
+    nodes.forEach((node, i) => {
+      if (this.root.children[i] !== node) this.root.insertBefore(node, this.root.children[i] ?? null);
+    });
+  }
+
+  tick(state) {
+    const now = Date.now() + state.clockOffset;
+    tickAges(this.root, now);
+    tickTimelines(this.root, now);
+  }
 }

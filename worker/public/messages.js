@@ -1,0 +1,124 @@
+// Messages on an agent's card: the newest ones with full text, reply, timestamps, status and
+// attempts, and a box to send one. Presence carries only 80-character previews, so the full
+// texts come from GET /agents/{agent}/messages, fetched only for cards on screen and only when
+// their messages changed. Statuses are shown as they come (queued, delivered, acknowledged,
+// parked, failed, or any later one); the stylesheet colours the ones it knows.
+import { el } from "./dom.js";
+import { clock } from "./timeline.js";
+
+/** What identifies the state of an agent's newest messages; a change means the full texts are stale. */
+export function messagesFingerprint(entry) {
+  return (entry.recent_messages ?? []).map((m) => `${m.id}:${m.status}:${m.attempts}`).join(",");
+}
+
+/** Keeps the full newest messages per agent, one request per agent at a time, refetching on change. */
+export class MessageLoader {
+  constructor(fetchJson, onLoaded) {
+    this.fetchJson = fetchJson;
+    this.onLoaded = onLoaded;
+    this.loaded = new Map();
+    this.wanted = new Map();
+    this.inflight = new Set();
+  }
+
+  /** Full messages of the agent as last loaded (maybe older than its presence), or null. */
+  get(agent) {
+    return this.loaded.get(agent)?.list ?? null;
+  }
+
+  refresh(entry) {
+    const recent = entry.recent_messages ?? [];
+    if (recent.length === 0) return;
+    const fp = messagesFingerprint(entry);
+    const after = Math.min(...recent.map((m) => m.id)) - 1;
+    this.wanted.set(entry.agent, { fp, after, count: recent.length });
+    if (this.loaded.get(entry.agent)?.fp !== fp && !this.inflight.has(entry.agent)) void this.load(entry.agent);
+  }
+
+  forget(agent) {
+    this.loaded.delete(agent);
+    this.wanted.delete(agent);
+  }
+
+  async load(agent) {
+    this.inflight.add(agent);
+    try {
+      for (;;) {
+        const want = this.wanted.get(agent);
+        if (!want || this.loaded.get(agent)?.fp === want.fp) return;
+        const body = await this.fetchJson(`/agents/${encodeURIComponent(agent)}/messages?after=${want.after}&limit=${want.count}`);
+        if (!body || !Array.isArray(body.messages)) return; // the next change tries again
+        this.loaded.set(agent, { fp: want.fp, list: body.messages });
+        this.onLoaded(agent);
+      }
+    } finally {
+      this.inflight.delete(agent);
+    }
+  }
+}
+
+function when(ms) {
+  return el("time", { datetime: new Date(ms).toISOString(), title: new Date(ms).toString() }, clock(ms));
+}
+
+function messageItem(m, partial) {
+  return el("li", { class: "message", "data-status": m.status, "data-id": m.id },
+    el("div", { class: "msg-head" },
+      el("span", { class: "id" }, `#${m.id}`),
+      el("span", { class: "chip", "data-status": m.status }, m.status),
+      m.attempts > 1 ? el("span", { class: "attempts" }, `attempt ${m.attempts}`) : null,
+      when(m.created_at)),
+    el("p", { class: "text", "data-role": "text" }, partial ? `${m.preview}${m.preview.length >= 80 ? "…" : ""}` : m.text),
+    m.reply === null || m.reply === undefined ? null : el("div", { class: "reply", "data-role": "reply" },
+      el("span", { class: "label" }, "Reply",
+        m.acked_at ? [" · ", when(m.acked_at)] : null,
+        m.acked_fence !== null && m.acked_fence !== undefined ? ` · fence ${m.acked_fence}` : null),
+      el("p", { class: "text" }, m.reply)));
+}
+
+/** The newest messages, newest first: full texts when loaded, else the previews from presence. */
+export function messagesBlock(entry, full) {
+  const recent = entry.recent_messages ?? [];
+  if (recent.length === 0 && !full?.length) return el("p", { class: "empty-line quiet" }, "No messages yet.");
+  const items = full?.length
+    ? full.slice().sort((a, b) => b.id - a.id).map((m) => messageItem(m, false))
+    : recent.map((m) => messageItem(m, true));
+  return el("section", { class: "messages", "data-role": "messages" },
+    el("span", { class: "label" }, "Messages"),
+    el("ol", {}, items));
+}
+
+/**
+ * The send box of one agent. `send(agent, text)` resolves to `{ ok, text }`; the form clears on
+ * success and shows the answer either way. Ctrl/Cmd+Enter sends too.
+ */
+export function composer(agent, send) {
+  const id = `send-${agent}`;
+  const input = el("textarea", { id, name: "text", rows: 2, required: true, placeholder: `A message for ${agent}…` });
+  const button = el("button", { type: "submit" }, "Send");
+  const answer = el("p", { class: "hint", role: "status", "aria-live": "polite" });
+  const form = el("form", { class: "composer", "data-role": "send" },
+    el("label", { class: "label", for: id }, "Send a message"),
+    el("div", { class: "composer-row" }, input, button),
+    answer);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = input.value;
+    if (!text.trim()) return;
+    button.disabled = true;
+    answer.dataset.state = "sending";
+    answer.textContent = "sending…";
+    try {
+      const result = await send(agent, text);
+      answer.dataset.state = result.ok ? "sent" : "failed";
+      answer.textContent = result.text;
+      if (result.ok) input.value = "";
+    } finally {
+      button.disabled = false;
+    }
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
+  });
+  return form;
+}

@@ -1,0 +1,123 @@
+// The lease timeline of one agent: the last hour as one track, each holder a coloured bar (one
+// colour per machine), stretches with no holder hatched, each transition a mark coloured by its
+// reason. Drawn by hand with positioned elements instead of a charting library: one track and a
+// few dozen boxes do not pay for a dependency. Positions are percentages set through CSSOM (the
+// strict CSP forbids style attributes, not element.style), recomputed once a second by
+// tickTimelines so the right edge stays "now" and a running bar keeps growing.
+import { el } from "./dom.js";
+
+/** The ranges the page offers; the first is the default. Transitions are kept for the longest. */
+export const RANGES = [
+  { ms: 60 * 60 * 1000, label: "1 h" },
+  { ms: 10 * 60 * 1000, label: "10 min" },
+  { ms: 60 * 1000, label: "1 min" },
+];
+export const WINDOW_MS = RANGES[0].ms;
+const PALETTE_SIZE = 8;
+export const REASONS = { claimed: "claimed", closed: "closed", stale: "went silent", released: "released" };
+
+/** One colour class per machine, given in order of first sight and kept for the page's lifetime. */
+const colours = new Map();
+export function colourOf(machine) {
+  if (!colours.has(machine)) colours.set(machine, `c${colours.size % PALETTE_SIZE}`);
+  return colours.get(machine);
+}
+
+export function clock(ms) {
+  return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+}
+
+/**
+ * Holder spans from transitions (any order): each transition starts a span that lasts until the
+ * next one (or until now when it is the last); a span with no holder is a gap. With no recorded
+ * transition, the current holder's `since` starts its span.
+ */
+export function spans(transitions, holder) {
+  const sorted = transitions.slice().sort((a, b) => a.at - b.at || a.fence - b.fence);
+  if (sorted.length === 0) {
+    return holder ? [{ start: holder.since, end: null, machine: holder.machine, claim: holder.claim_seq }] : [];
+  }
+  return sorted.map((t, i) => ({
+    start: t.at,
+    end: sorted[i + 1]?.at ?? null,
+    machine: t.to_claim === null ? null : (t.to_machine ?? "unknown"),
+    claim: t.to_claim,
+  }));
+}
+
+function spanBox(span) {
+  const attrs = { "data-start": span.start, "data-end": span.end ?? undefined };
+  if (span.machine === null) {
+    return el("span", { ...attrs, class: "tl-span tl-gap", "data-role": "gap", title: `no holder from ${clock(span.start)}` });
+  }
+  return el("span", {
+    ...attrs,
+    class: `tl-span tl-bar ${colourOf(span.machine)}`,
+    "data-role": "bar",
+    "data-machine": span.machine,
+    title: `${span.machine} #${span.claim} from ${clock(span.start)}`,
+  }, span.machine);
+}
+
+function markBox(t) {
+  const from = t.from_claim === null ? "nobody" : `${t.from_machine ?? "?"} #${t.from_claim}`;
+  const to = t.to_claim === null ? "nobody" : `${t.to_machine ?? "?"} #${t.to_claim}`;
+  return el("span", {
+    class: `tl-mark ${t.reason}`,
+    "data-role": "mark",
+    "data-reason": t.reason,
+    "data-fence": t.fence,
+    "data-at": t.at,
+    title: `${clock(t.at)} ${REASONS[t.reason] ?? t.reason}: ${from} → ${to}, fence ${t.fence}`,
+  });
+}
+
+function legend(list, transitions) {
+  const machines = [...new Set(list.filter((s) => s.machine !== null).map((s) => s.machine))];
+  const reasons = [...new Set(transitions.map((t) => t.reason))];
+  return el("ul", { class: "legend" },
+    machines.map((m) => el("li", {}, el("i", { class: `swatch ${colourOf(m)}` }), m)),
+    list.some((s) => s.machine === null) ? el("li", {}, el("i", { class: "swatch tl-gap" }), "no holder") : null,
+    reasons.map((r) => el("li", {}, el("i", { class: `dot ${r}` }), REASONS[r] ?? r)));
+}
+
+function axisLabel(ms) {
+  return ms >= 60_000 ? `−${Math.round(ms / 60_000)}m` : `−${Math.round(ms / 1000)}s`;
+}
+
+/** The timeline element of one agent over the last `windowMs`; call tickTimelines to place its boxes. */
+export function timeline(entry, transitions, windowMs) {
+  const list = spans(transitions, entry.holder);
+  const range = RANGES.find((r) => r.ms === windowMs)?.label ?? `${windowMs / 1000} s`;
+  return el("figure", { class: "timeline", "data-role": "timeline", "data-window": windowMs, "aria-label": `${entry.agent}: who held the lease in the last ${range}` },
+    el("div", { class: "track" }, el("div", { class: "lane" },
+      list.map(spanBox),
+      transitions.map(markBox))),
+    el("div", { class: "axis", "aria-hidden": "true" },
+      [4, 3, 2, 1].map((q) => el("span", {}, axisLabel((windowMs * q) / 4))), el("span", {}, "now")),
+    legend(list, transitions));
+}
+
+/**
+ * Places every bar, gap and mark under root for the window ending at `now` (server time). The
+ * page's "now" may trail a fresh transition by the clock estimate's error: clamp, never negative.
+ */
+export function tickTimelines(root, now) {
+  for (const figure of root.querySelectorAll(".timeline")) {
+    const windowMs = Number(figure.dataset.window);
+    const windowStart = now - windowMs;
+    const percent = (ms) => `${Math.min(100, Math.max(0, (ms / windowMs) * 100))}%`;
+    for (const node of figure.querySelectorAll(".tl-span")) {
+      const start = Math.max(Number(node.dataset.start), windowStart);
+      const end = Math.min(node.dataset.end ? Number(node.dataset.end) : now, now);
+      node.hidden = end <= windowStart;
+      node.style.left = percent(start - windowStart);
+      node.style.width = percent(end - start);
+    }
+    for (const node of figure.querySelectorAll(".tl-mark")) {
+      const at = Number(node.dataset.at);
+      node.hidden = at < windowStart;
+      node.style.left = percent(at - windowStart);
+    }
+  }
+}
