@@ -7,6 +7,8 @@ export const DEFAULT = {
   historyMessages: 1000,
   /** How long the Idempotency-Key of a POST /agents/{agent}/messages is remembered. */
   postKeyHours: 24,
+  /** Session-lease shard objects; fixed for a deployment (see leaseShardCount). */
+  leaseShards: 64,
 } as const;
 
 export interface CoordinatorConfig {
@@ -19,6 +21,7 @@ export interface ConfigVars {
   BATON_PRESENCE_SCAN_SECONDS?: string;
   BATON_HISTORY_MESSAGES?: string;
   BATON_POST_KEY_HOURS?: string;
+  BATON_LEASE_SHARDS?: string;
 }
 
 function seconds(raw: string | undefined, fallback: number, name: string): number {
@@ -50,4 +53,21 @@ export function readRetention(vars: ConfigVars): { messages: number; postKeyMs: 
     throw new Error(`BATON_POST_KEY_HOURS must be a number of hours between 0 and 720, got ${JSON.stringify(hoursRaw)}`);
   }
   return { messages, postKeyMs: Math.round(hours * 3_600_000) };
+}
+
+export const MAX_LEASE_SHARDS = 4096;
+
+/**
+ * How many shard objects hold the session leases. Keys are placed by a hash modulo this count,
+ * so changing it on a deployment moves most keys to a shard that never saw them, where their
+ * fences start again from that shard's floor: set it once, before the first lease.
+ */
+export function leaseShardCount(vars: ConfigVars): number {
+  const raw = vars.BATON_LEASE_SHARDS;
+  if (raw === undefined || raw === "") return DEFAULT.leaseShards;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > MAX_LEASE_SHARDS) {
+    throw new Error(`BATON_LEASE_SHARDS must be a whole number between 1 and ${MAX_LEASE_SHARDS}, got ${JSON.stringify(raw)}`);
+  }
+  return value;
 }

@@ -1,12 +1,12 @@
 import type { AgentCoordinator } from "./objects/agent-object.ts";
 import type { ConfigVars } from "./config.ts";
 import type { AgentDirectory } from "./objects/directory-object.ts";
-import type { LeaseCoordinator } from "./objects/lease-object.ts";
+import type { LeaseShard } from "./objects/lease-shard.ts";
 
 export interface Env extends ConfigVars {
   AGENTS: DurableObjectNamespace<AgentCoordinator>;
-  /** Session leases: one LeaseCoordinator per (account, session). */
-  LEASES: DurableObjectNamespace<LeaseCoordinator>;
+  /** Session leases: BATON_LEASE_SHARDS LeaseShard objects, each holding the keys that hash to it. */
+  LEASES: DurableObjectNamespace<LeaseShard>;
   /** The agent directory: one AgentDirectory per account, fed by agent objects, watched by dashboards. */
   DIRECTORY: DurableObjectNamespace<AgentDirectory>;
   /** Comma-separated `account:sha256hex` pairs: the hashes of the bearer tokens each account may use. */

@@ -4,10 +4,11 @@ import { authenticate, parseTokenConfig, presentedToken, type TokenEntry } from 
 import type { Env } from "./env.ts";
 import { directoryId } from "./objects/directory-object.ts";
 import { readBody } from "./objects/http.ts";
+import { leaseRequest } from "./leases.ts";
 import { AGENT_NAME, LIMITS, SESSION_NAME, type ErrorCode } from "./wire/protocol.ts";
 
 export { AgentCoordinator } from "./objects/agent-object.ts";
-export { LeaseCoordinator } from "./objects/lease-object.ts";
+export { LeaseShard } from "./objects/lease-shard.ts";
 export { AgentDirectory } from "./objects/directory-object.ts";
 
 export function jsonError(status: number, code: ErrorCode, message: string): Response {
@@ -66,7 +67,7 @@ async function route(request: Request, env: Env, account: string, url: URL): Pro
     if (!SESSION_NAME.test(session)) {
       return jsonError(400, "bad_name", "session names are 1-128 chars of A-Z, a-z, 0-9, '.', '_' or '-', starting with a letter or digit");
     }
-    return forward(env.LEASES.get(env.LEASES.idFromName(objectKey(account, session))), request, { account, session });
+    return leaseRequest(request, env, account, session, url.pathname);
   }
   return jsonError(404, "not_found", `no route for ${request.method} ${url.pathname}`);
 }

@@ -1,8 +1,9 @@
 // The pure session-lease rules in plain Node, with time passed in.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { DEFAULT, leaseShardCount, MAX_LEASE_SHARDS } from "../../worker/config.ts";
 import {
-  acquire, EMPTY_SESSION_LEASE, fenceToken, isCurrent, isLive, release, renew, type SessionLeaseState,
+  acquire, EMPTY_SESSION_LEASE, fenceToken, forgottenKey, isCurrent, isLive, release, renew, shardOf, type SessionLeaseState,
 } from "../../worker/rules/session-lease.ts";
 
 const A = "00000000-0000-4000-8000-00000000000a";
@@ -103,5 +104,40 @@ describe("session lease rules", () => {
       }
       return grants.every((f, i) => f === i + 1);
     }));
+  });
+});
+
+describe("session-lease shards", () => {
+  it("a forgotten key's first grant is one above the shard's fence floor", () => {
+    expect(forgottenKey(0)).toBe(EMPTY_SESSION_LEASE);
+    expect(acquire(forgottenKey(41), A, 30, 0)).toMatchObject({ kind: "granted", lease: { fence: 42 } });
+  });
+
+  it("a key always lands on the same shard, within the count, and the account is part of the key", () => {
+    expect(shardOf("dev", "chat-1", 64)).toBe(shardOf("dev", "chat-1", 64));
+    fc.assert(fc.property(fc.string(), fc.string(), fc.integer({ min: 1, max: MAX_LEASE_SHARDS }), (account, session, n) => {
+      const shard = shardOf(account, session, n);
+      return Number.isInteger(shard) && shard >= 0 && shard < n;
+    }));
+    const sessions = Array.from({ length: 200 }, (_, i) => `s-${i}`);
+    expect(sessions.filter((s) => shardOf("dev", s, 64) !== shardOf("other", s, 64)).length).toBeGreaterThan(150);
+  });
+
+  it("spreads keys over the shards: 6,400 keys on 64 shards leave none empty and none above twice the mean", () => {
+    const counts = new Array<number>(64).fill(0);
+    for (let i = 0; i < 6400; i++) counts[shardOf("dev", `session-${i}`, 64)]! += 1;
+    expect(Math.min(...counts)).toBeGreaterThan(0);
+    expect(Math.max(...counts)).toBeLessThan(200);
+  });
+
+  it("the shard count defaults, and a malformed one is refused with an exact message", () => {
+    expect(leaseShardCount({})).toBe(DEFAULT.leaseShards);
+    expect(leaseShardCount({ BATON_LEASE_SHARDS: "" })).toBe(DEFAULT.leaseShards);
+    expect(leaseShardCount({ BATON_LEASE_SHARDS: "1" })).toBe(1);
+    for (const raw of ["0", "-1", "1.5", "abc", String(MAX_LEASE_SHARDS + 1)]) {
+      expect(() => leaseShardCount({ BATON_LEASE_SHARDS: raw }), raw).toThrow(
+        `BATON_LEASE_SHARDS must be a whole number between 1 and ${MAX_LEASE_SHARDS}, got ${JSON.stringify(raw)}`,
+      );
+    }
   });
 });

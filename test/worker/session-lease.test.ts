@@ -1,8 +1,12 @@
 // The session-lease HTTP API in the real runtime: races, expiry takeover, fencing across a
-// rebuilt object, release semantics, account isolation and rejected bodies.
+// rebuilt shard object and across pruning, keys sharing a shard, release semantics, account
+// isolation and rejected bodies.
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { LeaseCoordinator } from "../../worker/objects/lease-object.ts";
+import { leaseShardCount } from "../../worker/config.ts";
+import { LeaseShard, leaseShardStub } from "../../worker/objects/lease-shard.ts";
+import { IDLE_KEY_RETENTION_MS } from "../../worker/objects/lease-store.ts";
+import { shardOf } from "../../worker/rules/session-lease.ts";
 import { BASE, DEV_TOKEN, OTHER_TOKEN, sleep } from "./helpers.ts";
 
 type Op = "acquire" | "renew" | "release" | "check";
@@ -134,16 +138,10 @@ describe("session leases", () => {
       await call(session, "release", { run_id });
     }
     expect(fences).toEqual([1, 2, 3]);
-    const stub = env.LEASES.get(env.LEASES.idFromName(`dev:${session}`)) as DurableObjectStub<LeaseCoordinator>;
-    const rebuilt = await runInDurableObject(stub, async (_instance: LeaseCoordinator, ctx: DurableObjectState) => {
-      const fresh = new LeaseCoordinator(ctx, env);
-      const res = await fresh.fetch(new Request(`${BASE}/leases/${session}/acquire`, {
-        method: "POST",
-        body: JSON.stringify({ run_id: crypto.randomUUID() }),
-      }));
-      return (await res.json()) as { fence: number; fence_token: string };
+    const rebuilt = await runInDurableObject(leaseShardStub(env, "dev", session), (_instance: LeaseShard, ctx: DurableObjectState) => {
+      return new LeaseShard(ctx, env).acquire("dev", session, crypto.randomUUID(), 30);
     });
-    expect(rebuilt.fence).toBe(4);
+    expect(rebuilt).toMatchObject({ kind: "granted", lease: { fence: 4 } });
     expect(await state(session)).toMatchObject({ held: true, fence: 4, fence_token: "0000000000000004" });
   });
 
@@ -224,5 +222,79 @@ describe("session leases", () => {
     expect(await state(longSession)).toMatchObject({ ttl_seconds: 3600 });
     const short = await call(uniqueSession(), "acquire", { run_id: crypto.randomUUID(), ttl_seconds: 1 });
     expect(short).toMatchObject({ status: 201, body: { ttl_seconds: 1 } });
+  });
+});
+
+/** `count` fresh session names of the dev account that all hash to one shard. */
+function sessionsInOneShard(count: number): string[] {
+  const shards = leaseShardCount(env);
+  const target = shardOf("dev", uniqueSession(), shards);
+  const found: string[] = [];
+  while (found.length < count) {
+    const session = uniqueSession();
+    if (shardOf("dev", session, shards) === target) found.push(session);
+  }
+  return found;
+}
+
+describe("session-lease shards", () => {
+  it("two keys in one shard are independent: each has its own holder, fence and release", async () => {
+    const [a, b] = sessionsInOneShard(2) as [string, string];
+    const [runA, runB] = [crypto.randomUUID(), crypto.randomUUID()];
+    expect(await call(a, "acquire", { run_id: runA })).toMatchObject({ status: 201, body: { fence: 1 } });
+    expect(await call(b, "acquire", { run_id: runB })).toMatchObject({ status: 201, body: { fence: 1 } });
+    expect((await call(a, "acquire", { run_id: runB })).status).toBe(409);
+    expect((await call(a, "release", { run_id: runB })).body).toEqual({ released: false });
+    expect((await call(b, "release", { run_id: runB })).body).toEqual({ released: true });
+    expect(await state(a)).toMatchObject({ held: true, fence: 1 });
+    expect(await state(b)).toMatchObject({ held: false, fence: 1 });
+    expect(await call(b, "acquire", { run_id: runA })).toMatchObject({ status: 201, body: { fence: 2 } });
+    expect(await state(a)).toMatchObject({ held: true, fence: 1 });
+    const rows = await runInDurableObject(leaseShardStub(env, "dev", a), (shard: LeaseShard) => shard.keyCount());
+    expect(rows).toBeGreaterThanOrEqual(2);
+  });
+
+  it("acquisitions arriving together in one shard share commits, and a rebuilt shard instance sees every one", async () => {
+    const sessions = sessionsInOneShard(12);
+    const results = await Promise.all(sessions.map((session) => call(session, "acquire", { run_id: crypto.randomUUID(), ttl_seconds: 60 })));
+    expect(results.map((r) => r.status)).toEqual(sessions.map(() => 201));
+    const views = await runInDurableObject(leaseShardStub(env, "dev", sessions[0]!), (_instance: LeaseShard, ctx: DurableObjectState) => {
+      const fresh = new LeaseShard(ctx, env);
+      return Promise.all(sessions.map((session) => fresh.view("dev", session)));
+    });
+    expect(views.map((v) => [v.lastFence, v.live?.expiresAt])).toEqual(results.map((r) => [1, r.body.expires_at]));
+  });
+
+  it("a key's fence survives pruning: after its row is gone its next grant is above every fence it had", async () => {
+    const [idle, live, never] = sessionsInOneShard(3) as [string, string, string];
+    const run_id = crypto.randomUUID();
+    for (let i = 0; i < 3; i++) {
+      const r = crypto.randomUUID();
+      await call(idle, "acquire", { run_id: r });
+      await call(idle, "release", { run_id: r });
+    }
+    const held = await call(live, "acquire", { run_id, ttl_seconds: 3600 });
+    const shard = leaseShardStub(env, "dev", idle);
+    // A minute from now with a 30 s retention: the released key is past it, the hour-long lease is not.
+    const pruned = await runInDurableObject(shard, (s: LeaseShard) => s.pruneIdle(Date.now() + 60_000, 30_000));
+    expect(pruned).toBeGreaterThanOrEqual(1);
+    const after = await call(idle, "acquire", { run_id: crypto.randomUUID() });
+    expect(after.status).toBe(201);
+    expect(after.body.fence as number).toBeGreaterThan(3);
+    expect((await call(never, "acquire", { run_id: crypto.randomUUID() })).body.fence as number).toBeGreaterThan(3);
+    // Pruning only forgets keys idle past the retention: a live lease is kept as it is.
+    expect(await state(live)).toMatchObject({ held: true, fence: 1, expires_at: held.body.expires_at });
+  });
+
+  it("with the default retention a key released now is remembered, so its fence grows by one", async () => {
+    const [session] = sessionsInOneShard(1) as [string];
+    const [first, run_id] = [crypto.randomUUID(), crypto.randomUUID()];
+    await call(session, "acquire", { run_id: first });
+    await call(session, "release", { run_id: first });
+    const shard = leaseShardStub(env, "dev", session);
+    await runInDurableObject(shard, (s: LeaseShard) => s.pruneIdle(Date.now() + IDLE_KEY_RETENTION_MS - 60_000));
+    const granted = await call(session, "acquire", { run_id, ttl_seconds: 60 });
+    expect(granted).toMatchObject({ status: 201, body: { fence: 2 } });
+    expect(await call(session, "renew", { run_id })).toMatchObject({ status: 200, body: { fence: 2 } });
   });
 });

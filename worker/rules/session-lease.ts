@@ -1,5 +1,5 @@
-// Session-lease rules as pure functions over a plain record and `now` (ms). The Durable Object
-// loads the record, calls one of these, stores the returned record and answers; nothing here
+// Session-lease rules as pure functions over a plain record and `now` (ms). The shard object
+// loads a key's record, calls one of these, stores the returned record and answers; nothing here
 // touches storage, the network or the clock.
 
 /** What one (account, session) key remembers. `lastFence` survives every release and expiry. */
@@ -18,6 +18,29 @@ export interface SessionLease {
 
 export const DEFAULT_LEASE_TTL_SECONDS = 30;
 export const EMPTY_SESSION_LEASE: SessionLeaseState = { lastFence: 0, lease: null };
+
+/**
+ * The record of a key its shard does not remember (never seen, or pruned after it idled out).
+ * `fenceFloor` is at least every fence the shard ever handed out for a key it later forgot, so
+ * the key's next grant is above any fence it had: fences only grow, even across pruning.
+ */
+export function forgottenKey(fenceFloor: number): SessionLeaseState {
+  return fenceFloor === 0 ? EMPTY_SESSION_LEASE : { lastFence: fenceFloor, lease: null };
+}
+
+/**
+ * Which of `shards` objects owns the (account, session) key: FNV-1a (32 bit) of both names,
+ * modulo the count. Stable for a given count; a different count moves most keys elsewhere.
+ */
+export function shardOf(account: string, session: string, shards: number): number {
+  let hash = 0x811c9dc5;
+  const text = `${account}\u0000${session}`;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % shards;
+}
 
 /** Digits of a fence token: enough for every safe integer, so string order equals number order. */
 export const FENCE_TOKEN_DIGITS = 16;

@@ -1,0 +1,111 @@
+// A session-lease shard: one of a fixed number of Durable Objects, each holding the leases of the
+// (account, session) keys that hash to it, one SQLite row per key. The Worker validates the HTTP
+// request and calls one RPC method; each method loads the key's record, applies one pure rule
+// from session-lease.ts and stages the result. Decisions are serial (nothing awaits between a
+// read and its staging); the staged records of every request that arrived within one turn are
+// written in one commit, and no answer leaves before the commit that holds what it says.
+import { DurableObject } from "cloudflare:workers";
+import type { Env } from "../env.ts";
+import { leaseShardCount } from "../config.ts";
+import { LeaseShardStore, StagedLeases } from "./lease-store.ts";
+import {
+  acquire, isCurrent, isLive, release, renew, shardOf, type SessionLease,
+} from "../rules/session-lease.ts";
+
+export type AcquireAnswer = { kind: "granted" | "renewed"; lease: SessionLease } | { kind: "held"; expiresAt: number };
+export type RenewAnswer = { kind: "renewed"; lease: SessionLease } | { kind: "lost" };
+export interface CheckAnswer { current: boolean; latestFence: number }
+/** A key as its own account sees it: the live lease (if any) by the shard's clock at `now`. */
+export interface KeyView { lastFence: number; live: SessionLease | null; now: number }
+
+export class LeaseShard extends DurableObject<Env> {
+  private readonly store: LeaseShardStore;
+  private readonly staged: StagedLeases;
+  private batch: Promise<void> | null = null;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.store = new LeaseShardStore(ctx.storage.sql);
+    this.staged = new StagedLeases(this.store, ctx.storage);
+  }
+
+  /**
+   * Resolves once everything staged so far is written, or rejects if that write failed (then
+   * nothing of the batch was stored and none of its requests is answered with success). The write
+   * waits one turn, so requests arriving meanwhile join the same commit. With nothing staged it
+   * resolves at once.
+   */
+  private written(): Promise<void> {
+    if (!this.staged.pending) return Promise.resolve();
+    this.batch ??= new Promise<void>((resolve, reject) => {
+      setTimeout(() => {
+        this.batch = null;
+        try {
+          this.staged.flush();
+          resolve();
+        } catch (err) {
+          reject(err instanceof Error ? err : new Error(String(err)));
+        }
+      }, 0);
+    });
+    return this.batch;
+  }
+
+  async acquire(account: string, session: string, runId: string, ttlSeconds: number): Promise<AcquireAnswer> {
+    const now = Date.now();
+    const { state, remembered } = this.staged.load(account, session);
+    const result = acquire(state, runId, ttlSeconds, now);
+    if (result.kind !== "held") this.staged.stage(account, session, result.state, now, remembered);
+    await this.written();
+    return result.kind === "held" ? result : { kind: result.kind, lease: result.lease };
+  }
+
+  async renew(account: string, session: string, runId: string, ttlSeconds: number | undefined): Promise<RenewAnswer> {
+    const now = Date.now();
+    const { state, remembered } = this.staged.load(account, session);
+    const result = renew(state, runId, ttlSeconds, now);
+    if (result.kind === "renewed") this.staged.stage(account, session, result.state, now, remembered);
+    await this.written();
+    return result.kind === "lost" ? result : { kind: "renewed", lease: result.lease };
+  }
+
+  async release(account: string, session: string, runId: string): Promise<{ released: boolean }> {
+    const now = Date.now();
+    const { state, remembered } = this.staged.load(account, session);
+    const result = release(state, runId, now);
+    if (result.state !== state) this.staged.stage(account, session, result.state, now, remembered);
+    await this.written();
+    return { released: result.released };
+  }
+
+  async check(account: string, session: string, fence: number, runId: string | undefined): Promise<CheckAnswer> {
+    const { state } = this.staged.load(account, session);
+    const answer = { current: isCurrent(state, fence, runId, Date.now()), latestFence: state.lastFence };
+    await this.written();
+    return answer;
+  }
+
+  async view(account: string, session: string): Promise<KeyView> {
+    const now = Date.now();
+    const { lastFence, lease } = this.staged.load(account, session).state;
+    await this.written();
+    return { lastFence, live: isLive(lease, now) ? lease : null, now };
+  }
+
+  /** Prunes keys idle since before `now - retentionMs`; tests drive it with a `now` in the future. */
+  pruneIdle(now: number, retentionMs?: number, limit = Number.MAX_SAFE_INTEGER): number {
+    this.staged.flush();
+    return this.store.prune(now, retentionMs, limit);
+  }
+
+  keyCount(): number {
+    this.staged.flush();
+    return this.store.keyCount();
+  }
+}
+
+/** The shard that owns the (account, session) key in this deployment. */
+export function leaseShardStub(env: Env, account: string, session: string): DurableObjectStub<LeaseShard> {
+  const index = shardOf(account, session, leaseShardCount(env));
+  return env.LEASES.get(env.LEASES.idFromName(`lease-shard-${index}`));
+}
