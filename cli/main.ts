@@ -1,47 +1,85 @@
-// The `baton` command: a thin entry that loads one file per subcommand on demand.
-import { defineCommand, runCommand, runMain } from "citty";
-import { CLIError } from "./lib/errors.ts";
+#!/usr/bin/env node
+// The `baton` command: a thin entry that finds the subcommand, loads its file on demand, and
+// turns failures into one line and an exit code (see cli/lib/exit-codes.ts).
+import { parseInvocation, renderHelp, table, type Command } from "./lib/command.ts";
+import { CLIError, UsageError } from "./lib/errors.ts";
+import { EXIT } from "./lib/exit-codes.ts";
+import { version } from "./lib/version.ts";
 
-const main = defineCommand({
-  meta: { name: "baton", description: "Lease coordinator for AI agents: exactly one machine runs each agent." },
-  subCommands: {
-    serve: () => import("./commands/serve.ts").then((m) => m.default),
-    who: () => import("./commands/who.ts").then((m) => m.default),
-    send: () => import("./commands/send.ts").then((m) => m.default),
-    history: () => import("./commands/history.ts").then((m) => m.default),
-    lease: () => import("./commands/lease.ts").then((m) => m.default),
-    login: () => import("./commands/login.ts").then((m) => m.default),
-  },
-});
+type Loader = () => Promise<{ default: Command }>;
 
-process.on("uncaughtException", (err) => {
-  if (err instanceof CLIError) {
-    process.stderr.write(`baton: ${err.message}\n`);
-    process.exit(err.exitCode);
-  }
-  throw err;
-});
+const COMMANDS: Record<string, { summary: string; load: Loader }> = {
+  serve: { summary: "serve an agent from this machine: exactly one serving machine runs COMMAND per message", load: () => import("./commands/serve.ts") },
+  who: { summary: "show who holds each agent's serve lease and who stands by", load: () => import("./commands/who.ts") },
+  send: { summary: "send a message to an agent; --wait prints the reply", load: () => import("./commands/send.ts") },
+  history: { summary: "list an agent's messages: status, attempts, replies", load: () => import("./commands/history.ts") },
+  "lease run": { summary: "run a command while holding a session lease", load: () => import("./commands/lease-run.ts") },
+  "lease show": { summary: "show a session lease: held or free, fence, expiry", load: () => import("./commands/lease-show.ts") },
+  login: { summary: "check and store the coordinator URL and your token", load: () => import("./commands/login.ts") },
+};
 
-// Help flags after `--` belong to the served COMMAND, so only the part before it is checked.
-const rawArgs = process.argv.slice(2);
-const dashes = rawArgs.indexOf("--");
-const ownArgs = dashes === -1 ? rawArgs : rawArgs.slice(0, dashes);
-if (ownArgs.length === 0 || ownArgs.some((a) => a === "--help" || a === "-h")) {
-  await runMain(main, { rawArgs: ownArgs.length === 0 ? ["--help"] : ownArgs });
-} else {
-  try {
-    await runCommand(main, { rawArgs });
-  } catch (err) {
-    if (err instanceof CLIError) {
-      process.stderr.write(`baton: ${err.message}\n`);
-      process.exit(err.exitCode);
-    }
-    // citty's own usage errors (unknown command, missing argument) are user mistakes too.
-    if (err instanceof Error && err.name === "CLIError") {
-      const known = (err as Error & { code?: string }).code !== "E_UNKNOWN_COMMAND";
-      process.stderr.write(`baton: ${err.message} (see \`baton ${known ? `${ownArgs[0]} ` : ""}--help\`)\n`);
-      process.exit(1);
-    }
-    throw err;
-  }
+function mainHelp(): string {
+  return [
+    "Usage: baton COMMAND [options]",
+    "",
+    "Lease coordinator for AI agents: exactly one machine runs each agent.",
+    "",
+    "Commands:",
+    ...table(Object.entries(COMMANDS).map(([name, c]) => [name, c.summary])),
+    "",
+    "Options:",
+    ...table([["--version", "print the version"], ["-h, --help", "show help (also after a command: baton serve --help)"]]),
+    "",
+  ].join("\n");
 }
+
+async function main(argv: string[]): Promise<number> {
+  const first = argv[0];
+  if (first === undefined || first === "-h" || first === "--help" || first === "help") {
+    process.stdout.write(mainHelp());
+    return EXIT.ok;
+  }
+  if (first === "--version" || first === "-v") {
+    process.stdout.write(`${version()}\n`);
+    return EXIT.ok;
+  }
+  const two = `${first} ${argv[1] ?? ""}`;
+  const name = COMMANDS[two] ? two : COMMANDS[first] ? first : null;
+  if (name === null) {
+    if (first === "lease") throw new UsageError(`lease needs a subcommand: run or show`, true);
+    throw new UsageError(first.startsWith("-") ? `unknown option ${first}` : `unknown command ${JSON.stringify(first)}`, true);
+  }
+  const command = (await COMMANDS[name]!.load()).default;
+  const rest = argv.slice(name.split(" ").length);
+  const dashes = rest.indexOf("--");
+  const own = dashes === -1 ? rest : rest.slice(0, dashes);
+  if (own.includes("--help") || own.includes("-h")) {
+    process.stdout.write(renderHelp(command));
+    return EXIT.ok;
+  }
+  return (await command.run(parseInvocation(command, rest))) ?? EXIT.ok;
+}
+
+function fail(err: unknown): never {
+  if (err instanceof UsageError && err.helpHint) {
+    process.stderr.write(`baton: ${err.message}\n(see \`baton ${usagePath()}--help\`)\n`);
+  } else if (err instanceof CLIError) {
+    process.stderr.write(`baton: ${err.message}\n`);
+  } else if (err instanceof Error && ["CoordinatorError", "UnreachableError", "LeaseHeldError", "LeaseLostError"].includes(err.name)) {
+    process.stderr.write(`baton: ${err.message}\n`);
+  } else {
+    process.stderr.write(`baton: internal error (please report it): ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  }
+  process.exit(err instanceof CLIError ? err.exitCode : EXIT.failure);
+}
+
+function usagePath(): string {
+  const [first, second] = process.argv.slice(2);
+  if (first && COMMANDS[`${first} ${second}`]) return `${first} ${second} `;
+  return first && COMMANDS[first] ? `${first} ` : "";
+}
+
+process.on("uncaughtException", fail);
+process.on("unhandledRejection", fail);
+// Linux writes to pipes and files synchronously, so nothing printed is lost by exiting here.
+main(process.argv.slice(2)).then((code) => process.exit(code), fail);

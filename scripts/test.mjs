@@ -22,5 +22,6 @@ try {
 }
 run("npx tsc -p tsconfig.json");
 run("npx tsc -p tsconfig.node.json");
+run("npm run build");
 run("npx vitest run -c vitest.workers.config.ts");
 run("npx vitest run -c vitest.node.config.ts");

@@ -1,5 +1,6 @@
 // Bearer tokens: each maps to one account. Only SHA-256 hashes are configured and compared,
 // in constant time; with no tokens configured every request is refused.
+import { TOKEN_PROTOCOL_PREFIX } from "./wire/token-protocol.ts";
 
 export interface TokenEntry {
   account: string;
@@ -7,9 +8,8 @@ export interface TokenEntry {
 }
 
 export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-/** Browsers cannot set headers on a WebSocket, so they offer `baton` and `baton.token.<base64url>`. */
-export const TOKEN_PROTOCOL_PREFIX = "baton.token.";
-export const BATON_PROTOCOL = "baton";
+// Browsers cannot set headers on a WebSocket, so they offer `baton` and `baton.token.<base64url>`.
+export { BATON_PROTOCOL, TOKEN_PROTOCOL_PREFIX, tokenProtocol } from "./wire/token-protocol.ts";
 
 /**
  * Parses `account:sha256hex,...`. A malformed entry throws naming its position only, so the
@@ -44,13 +44,6 @@ function hexToBytes(hex: string): Uint8Array {
 
 export async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-}
-
-/** The subprotocol that carries a token: `baton.token.` + base64url of its UTF-8 bytes, unpadded. */
-export function tokenProtocol(token: string): string {
-  let binary = "";
-  for (const byte of new TextEncoder().encode(token)) binary += String.fromCharCode(byte);
-  return TOKEN_PROTOCOL_PREFIX + btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 function decodeTokenProtocol(carrier: string): string | null {

@@ -1,38 +1,31 @@
-// `baton history AGENT [--after ID]`: the agent's messages with status, attempts and replies.
-import { defineCommand } from "citty";
-import { apiOk } from "../lib/api.ts";
+// `baton history AGENT [--after ID] [--limit N]`: the agent's messages with status, attempts and replies.
+import { requestJson } from "../../client/http.ts";
+import { messagePageSchema } from "../../worker/wire/http-responses.ts";
+import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
+import { agentName } from "../lib/names.ts";
 
-export interface MessageView {
-  id: number;
-  text: string;
-  status: "queued" | "delivered" | "acknowledged";
-  attempts: number;
-  created_at: number;
-  acked_at: number | null;
-  acked_fence: number | null;
-  reply: string | null;
-}
+export const MAX_LIMIT = 1000;
 
 export default defineCommand({
-  meta: { name: "history", description: "List an agent's messages: status, attempts, replies" },
-  args: {
-    agent: { type: "positional", required: true, description: "agent name" },
-    after: { type: "string", default: "0", description: "only messages after this id (a cursor)" },
-    limit: { type: "string", default: "100", description: "at most this many" },
-    json: { type: "boolean", description: "print JSON" },
-    url: { type: "string", description: "coordinator URL (env BATON_URL)" },
+  path: ["history"],
+  summary: "List an agent's messages: status, attempts, replies.",
+  positionals: [{ name: "AGENT", description: "agent name", required: true }],
+  options: {
+    after: { type: "string", value: "ID", description: "only messages after this id (the cursor printed last time; default 0)" },
+    limit: { type: "string", value: "N", description: `at most this many (1-${MAX_LIMIT}; default 100)` },
   },
-  async run({ args }) {
-    const conn = resolveConnection({ url: args.url });
-    const page = await apiOk<{ messages: MessageView[]; cursor: number }>(
-      conn, "GET", `/agents/${encodeURIComponent(args.agent)}/messages?after=${Number(args.after)}&limit=${Number(args.limit)}`);
-    if (args.json) {
+  async run({ args, options }) {
+    const agent = agentName(args[0]!);
+    const after = options.after === undefined ? 0 : numberOption(options.after, "after", { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true });
+    const limit = options.limit === undefined ? 100 : numberOption(options.limit, "limit", { min: 1, max: MAX_LIMIT, integer: true });
+    const page = await requestJson(resolveConnection(options), "GET", `/agents/${agent}/messages?after=${after}&limit=${limit}`, messagePageSchema);
+    if (options.json) {
       process.stdout.write(`${JSON.stringify(page)}\n`);
       return;
     }
     if (page.messages.length === 0) {
-      process.stdout.write(`no messages for ${args.agent} after ${args.after}\n`);
+      process.stdout.write(`no messages for ${agent} after ${after}\n`);
       return;
     }
     for (const m of page.messages) {

@@ -2,31 +2,41 @@
 // (file 0600, directory 0700), reading the token from stdin without echo. Never prints it.
 import { chmodSync, mkdirSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { defineCommand } from "citty";
+import { requestJson } from "../../client/http.ts";
+import { agentListSchema } from "../../worker/wire/http-responses.ts";
+import { defineCommand } from "../lib/command.ts";
 import { checkedUrl, configPath, DEFAULT_URL, isLocalUrl, readStoredConfig } from "../lib/config.ts";
-import { CLIError } from "../lib/errors.ts";
+import { CLIError, UsageError } from "../lib/errors.ts";
 
 const TOKEN_SHAPE = /^\S{1,4096}$/;
 
 export default defineCommand({
-  meta: { name: "login", description: "Store the coordinator URL and your token (read from stdin, not echoed)." },
-  args: {
-    url: { type: "string", description: `Coordinator URL (env BATON_URL; default ${DEFAULT_URL})` },
-    token: { type: "string", description: "Token (visible in shell history and ps; prefer stdin)" },
-    status: { type: "boolean", description: "Show which URL is stored and whether a token is, without printing it" },
-    json: { type: "boolean", description: "Print JSON" },
+  path: ["login"],
+  summary: "Check the token against the coordinator, then store the URL and token in your config file (mode 0600). " +
+    "The token is read from stdin (typed without echo on a terminal); it is never printed.",
+  positionals: [],
+  options: {
+    status: { type: "boolean", description: "show which URL is stored and whether a token is, without printing it" },
   },
-  async run({ args }) {
-    if (args.status) return printStatus(Boolean(args.json));
-    const url = checkedUrl(String(args.url || process.env.BATON_URL || DEFAULT_URL));
-    const token = args.token !== undefined ? String(args.token) : await readToken();
-    if (!TOKEN_SHAPE.test(token)) throw new CLIError("a token is 1-4096 characters without spaces or line breaks");
-    const path = configPath();
-    writeConfig(path, { url, token });
+  exitCodes: [{ code: 1, meaning: "the coordinator refused the token or could not be reached; nothing was stored" }],
+  async run({ options }) {
+    if (options.status) return printStatus(options.json);
+    const url = checkedUrl(String(options.url || process.env.BATON_URL || DEFAULT_URL));
+    const token = options.token !== undefined ? options.token : await readToken();
+    if (!TOKEN_SHAPE.test(token)) throw new UsageError("a token is 1-4096 characters without spaces or line breaks");
     if (new URL(url).protocol === "http:" && !isLocalUrl(url)) {
       process.stderr.write(`warning: ${url} is plain http: the token crosses the network unencrypted; use https\n`);
     }
-    process.stdout.write(args.json ? `${JSON.stringify({ url, config_path: path, token_stored: true })}\n` : `token for ${url} stored in ${path}\n`);
+    try {
+      await requestJson({ url, token }, "GET", "/agents", agentListSchema);
+    } catch (err) {
+      throw new CLIError(`${err instanceof Error ? err.message : String(err)}; nothing stored`);
+    }
+    const path = configPath();
+    writeConfig(path, { url, token });
+    process.stdout.write(options.json
+      ? `${JSON.stringify({ url, config_path: path, token_stored: true, verified: true })}\n`
+      : `token accepted by ${url}; stored in ${path}\n`);
   },
 });
 

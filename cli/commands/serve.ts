@@ -1,81 +1,76 @@
 // `baton serve AGENT -- COMMAND [ARGS...]`: joins the agent's serve line from this machine; while
-// holding the lease, runs COMMAND once per message. One per agent per machine (local lock).
+// holding the lease, runs COMMAND once per message. A thin layer over the client library's
+// serve(): this file adds the local lock (one per agent per machine), the journal, the process
+// runs, and winding down on signals or when the parent process dies.
+import { rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { defineCommand } from "citty";
+import { serve } from "../../client/node.ts";
+import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
-import { CLIError } from "../lib/errors.ts";
+import { CLIError, UsageError } from "../lib/errors.ts";
+import { EXIT } from "../lib/exit-codes.ts";
 import { acquireLock, lockDir, lockName } from "../lib/local-lock.ts";
-import { stateDir } from "../lib/message-journal.ts";
-import { ServeSession } from "../lib/serve-session.ts";
+import { MessageJournal, stateDir } from "../lib/message-journal.ts";
+import { commandHandler } from "../lib/serve-handler.ts";
 import { StatusReporter } from "../lib/status-line.ts";
-import { AGENT_NAME, LIMITS, MACHINE_LABEL } from "../../worker/wire/protocol.ts";
+import { onTermination } from "../lib/termination.ts";
+import { agentName } from "../lib/names.ts";
+import { LIMITS, MACHINE_LABEL } from "../../worker/wire/protocol.ts";
 
 export const DEFAULT_GRACE_SECONDS = 10;
 
 export default defineCommand({
-  meta: { name: "serve", description: "Serve an agent from this machine: exactly one serving machine runs COMMAND per message." },
-  args: {
-    agent: { type: "positional", description: "Agent name", required: true },
-    url: { type: "string", description: "Coordinator URL (env BATON_URL; default http://127.0.0.1:8787)" },
-    token: { type: "string", description: "Bearer token (env BATON_TOKEN or `baton login`)" },
-    machine: { type: "string", description: "Machine label shown to others (env BATON_MACHINE; default the host name)" },
-    grace: { type: "string", description: `Seconds between SIGTERM and SIGKILL when a run must stop (default ${DEFAULT_GRACE_SECONDS})` },
-    json: { type: "boolean", description: "Status and events as JSON lines on stderr" },
+  path: ["serve"],
+  summary: "Serve an agent from this machine: of all machines serving it, exactly one runs COMMAND for each message " +
+    "(text on stdin; stdout is the reply). Stops cleanly, releasing the lease, on SIGTERM, SIGINT, SIGHUP or when its parent process exits.",
+  positionals: [{ name: "AGENT", description: "agent name", required: true }],
+  rest: { name: "COMMAND [ARGS...]", description: "run once per message; env BATON_AGENT, BATON_MESSAGE_ID, BATON_FENCE, BATON_ATTEMPT, BATON_CHECKPOINT" },
+  options: {
+    machine: { type: "string", value: "LABEL", description: "machine label shown to others (env BATON_MACHINE; default the host name)" },
+    grace: { type: "string", value: "SECONDS", description: `between SIGTERM and SIGKILL when a run must stop (env BATON_KILL_GRACE_SECONDS; default ${DEFAULT_GRACE_SECONDS})` },
+    "survive-parent": { type: "boolean", description: "keep serving when the parent process exits (nohup, setsid); default is to stop" },
   },
-  async run({ args, rawArgs }) {
-    const agent = String(args.agent);
-    if (!AGENT_NAME.test(agent)) {
-      throw new CLIError(`bad agent name ${JSON.stringify(agent)}: 1-63 chars of a-z, 0-9, '.', '_' or '-', starting with a letter or digit`);
-    }
-    const dashes = rawArgs.indexOf("--");
-    const commandLine = dashes === -1 ? [] : rawArgs.slice(dashes + 1);
-    const [command, ...commandArgs] = commandLine;
-    if (!command) throw new CLIError("no command given: baton serve AGENT -- COMMAND [ARGS...]");
-    const machine = (args.machine || process.env.BATON_MACHINE || hostname()).slice(0, LIMITS.machineLabelChars);
-    if (!MACHINE_LABEL.test(machine)) throw new CLIError(`bad machine label ${JSON.stringify(machine)}: no control or invisible characters`);
-    const graceMs = parseGrace(args.grace ?? process.env.BATON_KILL_GRACE_SECONDS);
-    const { url, token } = resolveConnection({ url: args.url, token: args.token });
+  exitCodes: [
+    { code: 0, meaning: "stopped by a signal or by its parent exiting, after releasing the lease" },
+    { code: 1, meaning: "the coordinator refused for good (wrong token, bad name), or AGENT is already served on this machine" },
+  ],
+  async run({ args, options, rest }) {
+    const agent = agentName(args[0]!);
+    const [command, ...commandArgs] = rest as [string, ...string[]];
+    const machine = (options.machine || process.env.BATON_MACHINE || hostname()).slice(0, LIMITS.machineLabelChars);
+    if (!MACHINE_LABEL.test(machine)) throw new UsageError(`bad machine label ${JSON.stringify(machine)}: no control or invisible characters`);
+    const graceRaw = options.grace ?? process.env.BATON_KILL_GRACE_SECONDS;
+    const graceMs = graceRaw ? numberOption(graceRaw, "grace", { min: 0, max: 3600, unit: "seconds" }) * 1000 : DEFAULT_GRACE_SECONDS * 1000;
+    const conn = resolveConnection(options);
 
-    const lock = acquireLock(lockDir(), lockName(agent, url));
-    if (!lock.ok) {
-      throw new CLIError(`agent ${agent} is already served on this machine by pid ${lock.ownerPid} (lock ${lock.path})`);
-    }
-    const reporter = new StatusReporter(`baton serve ${agent}`, process.stderr, Boolean(args.json));
-    const dir = stateDir();
-    const session = new ServeSession({
-      url, token, agent, machine, command, args: commandArgs, graceMs, reporter,
-      stateDir: dir,
-      checkpointPath: join(dir, `${agent}-${process.pid}.checkpoint.json`),
-    });
-
-    let exiting = false;
-    const exit = (code: number): never => {
-      lock.release();
-      process.exit(code);
-    };
-    const onSignal = (signal: NodeJS.Signals): void => {
-      if (exiting) exit(signal === "SIGINT" ? 130 : 143);
-      exiting = true;
-      reporter.log(`${signal}: stopping`);
-      session.shutdown().then(() => exit(0), () => exit(1));
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
+    const lock = acquireLock(lockDir(), lockName(agent, conn.url));
+    if (!lock.ok) throw new CLIError(`agent ${agent} is already served on this machine by pid ${lock.ownerPid} (lock ${lock.path})`);
     process.on("exit", () => lock.release());
-    session.start((message) => {
-      process.stderr.write(`baton: ${message}\n`);
-      session.shutdown().finally(() => exit(1));
+    const reporter = new StatusReporter(`baton serve ${agent}`, conn.url, process.stderr, options.json);
+    const dir = stateDir();
+    const journal = new MessageJournal(dir, agent, conn.url);
+    const checkpointPath = join(dir, `${agent}-${process.pid}.checkpoint.json`);
+    const handle = serve(agent, commandHandler({
+      agent, command, args: commandArgs, graceMs, checkpointPath,
+      log: (message, fields) => reporter.log(message, fields),
+    }), {
+      ...conn, machine, cursor: journal.cursor,
+      onStatus: (s) => reporter.status(s),
+      onEvent: (e) => reporter.event(e),
+      onMessage: (m) => journal.record(m),
     });
-    await new Promise<never>(() => {});
+    const stopWatching = onTermination((why) => {
+      reporter.log(`${why}: stopping`);
+      void handle.stop();
+    }, { watchParent: !options["survive-parent"] });
+    try {
+      await handle.done;
+    } finally {
+      stopWatching();
+      rmSync(checkpointPath, { force: true });
+      reporter.end();
+    }
+    return EXIT.ok;
   },
 });
-
-function parseGrace(raw: string | undefined): number {
-  if (raw === undefined || raw === "") return DEFAULT_GRACE_SECONDS * 1000;
-  const seconds = Number(raw);
-  if (!Number.isFinite(seconds) || seconds < 0 || seconds > 3600) {
-    throw new CLIError(`--grace must be a number of seconds between 0 and 3600, got ${JSON.stringify(raw)}`);
-  }
-  return Math.round(seconds * 1000);
-}

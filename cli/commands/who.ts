@@ -1,86 +1,83 @@
-// `baton who [AGENT]`: who holds each agent's serve lease and who stands by. Without AGENT, every
-// agent with connections (the coordinator's directory, GET /agents).
-import { defineCommand } from "citty";
-import { resolveConnection, type Connection } from "../lib/config.ts";
-import { CLIError } from "../lib/errors.ts";
-import { renderPresence, type PresenceReport } from "../lib/presence-table.ts";
-import { watch } from "../lib/who-watch.ts";
-import { AGENT_NAME } from "../../worker/wire/protocol.ts";
-
-export const WATCH_INTERVAL_MS = 1000;
+// `baton who [AGENT] [--watch]`: who holds each agent's serve lease and who stands by. Without
+// AGENT, every agent with connections (the coordinator's directory, GET /agents).
+import { observe } from "../../client/node.ts";
+import { requestJson, type Connection } from "../../client/http.ts";
+import { agentListSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
+import type { Presence } from "../../worker/wire/presence.ts";
+import { defineCommand } from "../lib/command.ts";
+import { resolveConnection } from "../lib/config.ts";
+import { agentName } from "../lib/names.ts";
+import { renderPresence } from "../lib/presence-table.ts";
+import { REPEAT_MS } from "../lib/status-line.ts";
+import { onTermination } from "../lib/termination.ts";
 
 export default defineCommand({
-  meta: { name: "who", description: "Show the holder and standbys of an agent (or of every agent with connections)." },
-  args: {
-    agent: { type: "positional", description: "Agent name (omit for every agent)", required: false },
-    url: { type: "string", description: "Coordinator URL (env BATON_URL; default http://127.0.0.1:8787)" },
-    token: { type: "string", description: "Bearer token (env BATON_TOKEN or `baton login`)" },
-    json: { type: "boolean", description: "Print JSON (one document; one line per refresh with --watch)" },
-    watch: { type: "boolean", description: "Redraw on every change (observer socket; polls every second on older coordinators)" },
+  path: ["who"],
+  summary: "Show the holder and standbys of an agent, or of every agent with connections.",
+  positionals: [{ name: "AGENT", description: "agent name (omit for every agent)", required: false }],
+  options: {
+    watch: { type: "boolean", description: "redraw on every change (follows the coordinator's observer socket); Ctrl-C to stop" },
   },
-  async run({ args }) {
-    const agent = args.agent ? String(args.agent) : undefined;
-    if (agent !== undefined && !AGENT_NAME.test(agent)) {
-      throw new CLIError(`bad agent name ${JSON.stringify(agent)}: 1-63 chars of a-z, 0-9, '.', '_' or '-', starting with a letter or digit`);
-    }
-    const conn = resolveConnection({ url: args.url, token: args.token });
-    const json = Boolean(args.json);
-    if (!args.watch) {
+  async run({ args, options }) {
+    const agent = args[0] === undefined ? undefined : agentName(args[0]);
+    const conn = resolveConnection(options);
+    if (!options.watch) {
       const reports = await load(conn, agent);
-      process.stdout.write(json ? `${JSON.stringify(agent ? reports[0] : { agents: reports }, null, 2)}\n` : render(reports));
+      process.stdout.write(options.json ? `${JSON.stringify(agent ? reports[0] : { agents: reports }, null, 2)}\n` : render(reports));
       return;
     }
-    const tty = !json && process.stdout.isTTY === true;
-    const show = (text: string): void => {
-      process.stdout.write(tty ? `\x1b[H\x1b[2J${new Date().toLocaleTimeString()}  (live; Ctrl-C to stop)\n\n${text}` : text);
-    };
-    const draw = (reports: PresenceReport[]): void => {
-      if (json) return show(`${JSON.stringify(agent ? reports[0] ?? null : { agents: reports })}\n`);
-      show(agent && reports.length === 0 ? `${agent}: no connections\n` : render(reports));
-    };
-    await watch({
-      conn, agent, draw, pollIntervalMs: WATCH_INTERVAL_MS,
-      poll: async () => {
-        try {
-          draw(await load(conn, agent));
-        } catch (err) {
-          if (err instanceof CLIError && err.message.startsWith("unauthorized")) throw err;
-          show(json ? `${JSON.stringify({ error: (err as Error).message })}\n` : `${(err as Error).message}\n`);
-        }
-      },
-    });
+    await watch(conn, agent, options.json);
   },
 });
 
-function render(reports: PresenceReport[]): string {
+async function watch(conn: Connection, agent: string | undefined, json: boolean): Promise<void> {
+  const tty = !json && process.stdout.isTTY === true;
+  const show = (text: string): void => {
+    process.stdout.write(tty ? `\x1b[H\x1b[2J${new Date().toLocaleTimeString()}  (live; Ctrl-C to stop)\n\n${text}` : text);
+  };
+  let lastReason = "";
+  let lastSaidAt = -Infinity;
+  let failing = false;
+  const handle = observe({
+    ...conn,
+    onChange(all) {
+      const reports = agent ? all.filter((a) => a.agent === agent) : all;
+      if (json) return show(`${JSON.stringify(agent ? reports[0] ?? null : { agents: reports })}\n`);
+      show(agent && reports.length === 0 ? `${agent}: no connections\n` : render(reports));
+    },
+    onStatus(status) {
+      if (status.kind === "connecting") {
+        process.stderr.write(`baton who: connecting to ${conn.url}\n`);
+        return;
+      }
+      if (status.kind === "following") {
+        if (failing) process.stderr.write(`baton who: connected to ${conn.url}\n`);
+        failing = false;
+        return;
+      }
+      failing = true;
+      const t = performance.now();
+      if (status.reason === lastReason && t - lastSaidAt < REPEAT_MS) return;
+      lastReason = status.reason;
+      lastSaidAt = t;
+      process.stderr.write(`baton who: ${status.reason}; retrying in ${(status.delayMs / 1000).toFixed(1)} s\n`);
+    },
+  });
+  const stopWatching = onTermination(() => void handle.stop(), { watchParent: true });
+  try {
+    await handle.done;
+  } finally {
+    stopWatching();
+  }
+}
+
+function render(reports: Presence[]): string {
   if (reports.length === 0) return "no agent has serve connections\n";
   return reports.map((p) => renderPresence(p)).join("\n");
 }
 
 /** Presence of one agent, or of every agent the directory lists. */
-async function load(conn: Connection, agent: string | undefined): Promise<PresenceReport[]> {
-  const path = agent ? `/agents/${encodeURIComponent(agent)}/presence` : "/agents";
-  const body = await getJson(conn, path);
-  if (agent) return [body as PresenceReport];
-  const agents = (body as { agents?: unknown }).agents;
-  if (!Array.isArray(agents)) throw new Error(`unexpected answer from ${conn.url}/agents`);
-  return agents as PresenceReport[];
-}
-
-async function getJson(conn: Connection, path: string): Promise<unknown> {
-  let res: Response;
-  try {
-    res = await fetch(`${conn.url}${path}`, { headers: { authorization: `Bearer ${conn.token}` } });
-  } catch (err) {
-    throw new CLIError(`cannot reach the coordinator at ${conn.url}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`);
-  }
-  const text = await res.text();
-  if (res.status === 401) throw new CLIError(`unauthorized: ${conn.url} refused the token (run \`baton login\` or set BATON_TOKEN)`);
-  if (res.status === 404 && path === "/agents") throw new CLIError(`${conn.url} has no agent directory (GET /agents); name an agent: baton who AGENT`);
-  if (!res.ok) throw new CLIError(`${conn.url}${path} answered ${res.status}: ${text.slice(0, 200)}`);
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw new CLIError(`${conn.url}${path} did not answer JSON`);
-  }
+async function load(conn: Connection, agent: string | undefined): Promise<Presence[]> {
+  if (agent) return [await requestJson(conn, "GET", `/agents/${agent}/presence`, presenceSchema)];
+  return (await requestJson(conn, "GET", "/agents", agentListSchema)).agents;
 }

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { CLIError } from "./errors.ts";
+import { CLIError, UsageError } from "./errors.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:8787";
 export const DEV_TOKEN = "baton-dev-token";
@@ -53,9 +53,9 @@ export function checkedUrl(raw: string): string {
   try {
     protocol = new URL(url).protocol;
   } catch {
-    throw new CLIError(`not a URL: ${url}`);
+    throw new UsageError(`not a URL: ${url}`);
   }
-  if (protocol !== "http:" && protocol !== "https:") throw new CLIError(`not an http(s) URL: ${url}`);
+  if (protocol !== "http:" && protocol !== "https:") throw new UsageError(`not an http(s) URL: ${url}`);
   return url;
 }
 

@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { appendFileSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import type { MessageFrame } from "../../worker/wire/protocol.ts";
+import type { AgentMessage } from "../../client/index.ts";
 
 export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.BATON_STATE_DIR) return env.BATON_STATE_DIR;
@@ -45,11 +45,11 @@ export class MessageJournal {
   }
 
   /** Records a message the first time it is seen; returns false for one already recorded. */
-  record(frame: MessageFrame): boolean {
-    if (this.seen.has(frame.id)) return false;
-    appendFileSync(this.path, `${JSON.stringify({ id: frame.id, text: frame.text, created_at: frame.created_at })}\n`);
-    this.seen.add(frame.id);
-    this.cursorValue = Math.max(this.cursorValue, frame.id);
+  record(message: AgentMessage): boolean {
+    if (this.seen.has(message.id)) return false;
+    appendFileSync(this.path, `${JSON.stringify({ id: message.id, text: message.text, created_at: message.createdAt })}\n`);
+    this.seen.add(message.id);
+    this.cursorValue = Math.max(this.cursorValue, message.id);
     return true;
   }
 }

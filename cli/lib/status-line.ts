@@ -1,8 +1,10 @@
 // What `baton serve` tells the person watching: on a terminal, one line rewritten in place;
-// otherwise (pipes, logs, tests) one plain line on stderr per change; with --json, JSON lines.
-import type { LeaseView } from "./client-lease.ts";
+// otherwise (pipes, logs, journald) one plain line on stderr per change; with --json, JSON lines.
+// A coordinator that stays unreachable is reported on the first failure, whenever the reason
+// changes, and then at most every REPEAT_MS, so logs say why without filling up.
+import type { ServeEvent, ServeStatus } from "../../client/index.ts";
 
-export type ServeStatus = LeaseView | { kind: "reconnecting"; attempt: number; delayMs: number };
+export const REPEAT_MS = 30_000;
 
 export function ordinal(n: number): string {
   const tens = n % 100;
@@ -10,44 +12,79 @@ export function ordinal(n: number): string {
   return `${n}${({ 1: "st", 2: "nd", 3: "rd" } as Record<number, string>)[n % 10] ?? "th"}`;
 }
 
-export function describeStatus(s: ServeStatus): string {
+export function describeStatus(s: ServeStatus, url: string): string {
   switch (s.kind) {
     case "connecting":
-      return "connecting";
+      return `connecting to ${url}`;
     case "holder":
-      return s.legacy ? "holder (coordinator without serve leases)" : `holder (fence ${s.fence})`;
+      return `holder (fence ${s.fence})`;
     case "standby":
       return `standby (${ordinal(Math.max(1, s.position))} in line)`;
     case "lapsed":
       return `lease lapsed on the local clock (fence ${s.fence}): demoting`;
     case "reconnecting":
-      return `reconnecting (attempt ${s.attempt}, in ${s.delayMs} ms)`;
+      return `reconnecting in ${(s.delayMs / 1000).toFixed(1)} s (attempt ${s.attempt}): ${s.reason}`;
+  }
+}
+
+export function describeEvent(e: ServeEvent): string {
+  switch (e.type) {
+    case "ran":
+      return `ran message ${e.id} (attempt ${e.attempt}, fence ${e.fence})`;
+    case "handler_failed":
+      return `message ${e.id} failed: ${e.error instanceof Error ? e.error.message : String(e.error)}`;
+    case "refused":
+      return `${e.frame} refused by the coordinator (${e.code}): ${e.message}`;
+    case "unconfirmed":
+      return `${e.frame} not confirmed: ${e.reason}`;
+    case "reply_truncated":
+      return `reply to message ${e.id} truncated to ${e.bytes} bytes`;
+    case "coordinator_error":
+      return `coordinator error (${e.code}): ${e.message}`;
+    case "released":
+      return "released the lease";
   }
 }
 
 export class StatusReporter {
   private last = "";
+  private lastReason = "";
+  private lastReconnectPrint = -Infinity;
   private readonly tty: boolean;
 
   constructor(
     private readonly prefix: string,
+    private readonly url: string,
     private readonly out: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
     private readonly json = false,
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.tty = !json && out.isTTY === true;
   }
 
-  /** Shows a new status; repeats of the same status are not printed again. */
+  /** Shows a new status; repeats are not printed again, and retries only at a sane rate. */
   status(s: ServeStatus): void {
-    const text = describeStatus(s);
+    const text = describeStatus(s, this.url);
     if (text === this.last) return;
+    if (s.kind === "reconnecting" && !this.tty) {
+      const t = this.now();
+      if (s.reason === this.lastReason && t - this.lastReconnectPrint < REPEAT_MS) return;
+      this.lastReason = s.reason;
+      this.lastReconnectPrint = t;
+    } else if (s.kind !== "reconnecting") {
+      this.lastReason = "";
+    }
     this.last = text;
     if (this.json) return this.writeJson({ event: "status", ...s });
     if (this.tty) this.out.write(`\r\x1b[2K${this.prefix}: ${text}`);
     else this.out.write(`${this.prefix}: ${text}\n`);
   }
 
-  /** A one-off event (a run finished, a reply was rejected); keeps the live line below it. */
+  event(e: ServeEvent): void {
+    this.log(describeEvent(e), e.type === "handler_failed" ? { type: e.type, id: e.id } : { ...e });
+  }
+
+  /** A one-off line (a run finished, a reply was refused); keeps the live line below it. */
   log(message: string, fields: Record<string, unknown> = {}): void {
     if (this.json) return this.writeJson({ event: "log", message, ...fields });
     if (this.tty) this.out.write(`\r\x1b[2K${this.prefix}: ${message}\n${this.prefix}: ${this.last}`);

@@ -2,7 +2,7 @@
 // Worker whenever a watched file changes, which drops every WebSocket; in a working tree that
 // others edit, that would break measurements. The copy shares node_modules through a symlink.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -15,9 +15,15 @@ export interface Tree {
   dispose(): void;
 }
 
-/** The working tree itself, as it is on disk. */
+/** The working tree itself, as it is on disk (with the CLI built, since serve processes run dist/). */
 export function workingTree(): Tree {
+  build(REPO_ROOT);
   return { root: REPO_ROOT, revision: "working tree", dispose: () => {} };
+}
+
+/** Builds the CLI of a tree that has a build step (older commits ran TypeScript directly). */
+function build(root: string): void {
+  if (existsSync(join(root, "scripts/build.mjs"))) execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root, stdio: "inherit" });
 }
 
 /** Extracts HEAD into a temporary directory; dispose() removes it. */
@@ -26,6 +32,7 @@ export function snapshotOfHead(): Tree {
   const revision = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8" }).trim();
   execFileSync("sh", ["-c", `git archive HEAD | tar -x -C "${root}"`], { cwd: REPO_ROOT });
   symlinkSync(join(REPO_ROOT, "node_modules"), join(root, "node_modules"));
+  build(root);
   return { root, revision, dispose: () => rmSync(root, { recursive: true, force: true }) };
 }
 

@@ -46,7 +46,7 @@ export class ServeSlot {
     const log = openSync(this.logPath, "a");
     const { treeRoot, url, token, agent, sinkUrl } = this.opts;
     this.proc = spawn(process.execPath, [
-      join(treeRoot, "cli/bin.js"), "serve", agent, "--url", url, "--machine", this.machine, "--grace", "1", "--json",
+      join(treeRoot, "dist/cli/main.js"), "serve", agent, "--url", url, "--machine", this.machine, "--grace", "1", "--json",
       "--", process.execPath, join(treeRoot, "scripts/chaos/effect.mjs"),
     ], {
       cwd: treeRoot,

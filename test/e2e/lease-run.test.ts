@@ -6,6 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BIN } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
 interface Baton {
@@ -21,7 +22,7 @@ const configHome = mkdtempSync(join(tmpdir(), "baton-cfg-"));
 const started: Baton[] = [];
 
 function baton(url: string, args: string[]): Baton {
-  const proc = spawn(process.execPath, [join(ROOT, "cli/bin.js"), ...args], {
+  const proc = spawn(process.execPath, [BIN, ...args], {
     cwd: ROOT,
     env: { ...process.env, BATON_URL: url, BATON_TOKEN: DEV_TOKEN, XDG_CONFIG_HOME: configHome, NO_COLOR: "1" },
     stdio: ["pipe", "pipe", "pipe"],
@@ -241,16 +242,17 @@ describe("baton lease run", () => {
     expect(next.stdout().trim()).toBe("2");
   });
 
-  it("a missing command exits 127 and releases; bad flags exit 1", async () => {
+  it("a missing command exits 127 and releases; bad flags are usage errors, exit 2", async () => {
     const session = unique();
     const missing = baton(dev.url, ["lease", "run", session, "--", "/nonexistent/baton-test-command"]);
     expect((await missing.exit).code).toBe(127);
     expect(await http(dev, "GET", `/leases/${session}`)).toMatchObject({ held: false, fence: 1 });
     const badTtl = baton(dev.url, ["lease", "run", session, "--ttl", "3601", "--", "true"]);
-    expect((await badTtl.exit).code).toBe(1);
+    expect((await badTtl.exit).code).toBe(2);
     expect(badTtl.stderr()).toMatch(/--ttl must be a whole number of seconds between 1 and 3600/);
     const noCommand = baton(dev.url, ["lease", "run", session]);
-    expect((await noCommand.exit).code).toBe(1);
+    expect((await noCommand.exit).code).toBe(2);
+    expect(noCommand.stderr()).toMatch(/missing COMMAND \[ARGS\.\.\.\] after --/);
     expect(await http(dev, "GET", `/leases/${session}`)).toMatchObject({ fence: 1 });
   });
 

@@ -4,6 +4,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import { BIN } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
 const run = promisify(execFile);
@@ -17,7 +18,7 @@ afterAll(async () => {
 });
 
 function baton(...args: string[]) {
-  return run("node", ["cli/bin.js", ...args, "--url", dev.url], { cwd: ROOT, env: { ...process.env, BATON_TOKEN: DEV_TOKEN } });
+  return run("node", [BIN, ...args, "--url", dev.url], { cwd: ROOT, env: { ...process.env, BATON_TOKEN: DEV_TOKEN } });
 }
 
 /** A holder that answers every message it is asked to run with "echo: TEXT". */
@@ -66,9 +67,9 @@ describe("baton send and history", () => {
     }
   });
 
-  it("a bad agent name is a one-line user error with exit 1", async () => {
+  it("a bad agent name is a one-line usage error with exit 2, in baton's words", async () => {
     const err = await baton("send", "Not-Valid", "x").catch((e) => e);
-    expect(err.code).toBe(1);
-    expect(err.stderr).toMatch(/bad_name/);
+    expect(err.code).toBe(2);
+    expect(err.stderr).toMatch(/^baton: bad agent name "Not-Valid": [^\n]+\n$/);
   });
 });

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
-export const BIN = join(ROOT, "cli/bin.js");
+/** The built CLI (npm run build); the tests run what users install. */
+export const BIN = join(ROOT, "dist/cli/main.js");
 
 /** A served command: appends one JSON line per run to $SINK, sleeps $RUN_SLEEP seconds, then replies. */
 export function writeSinkCommand(dir: string): { command: string; sink: string } {

@@ -94,12 +94,12 @@ describe("baton who", () => {
     }
   });
 
-  it("user mistakes are one line on stderr and exit 1", () => {
+  it("user mistakes are one line on stderr: a refused token exits 1, a bad name is a usage error (2)", () => {
     const badToken = runBaton(["who", "x", "--token", "wrong-token"], { BATON_URL: fixture.dev.url });
     expect(badToken.code).toBe(1);
-    expect(badToken.stderr).toBe(`baton: unauthorized: ${fixture.dev.url} refused the token (run \`baton login\` or set BATON_TOKEN)\n`);
+    expect(badToken.stderr).toBe(`baton: the coordinator at ${fixture.dev.url} refused the token (run \`baton login\`, or pass --token or BATON_TOKEN)\n`);
     const badName = runBaton(["who", "Not A Name"], { BATON_URL: fixture.dev.url });
-    expect(badName.code).toBe(1);
+    expect(badName.code).toBe(2);
     expect(badName.stderr).toMatch(/^baton: bad agent name "Not A Name": [^\n]+\n$/);
   });
 });

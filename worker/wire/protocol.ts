@@ -123,7 +123,7 @@ export type ObserverFrame =
 
 export type ServerFrame =
   | { type: "pong" }
-  | { type: "welcome"; agent: string; heartbeat_ttl_ms: number; limits: typeof LIMITS }
+  | { type: "welcome"; agent: string; heartbeat_ttl_ms: number; limits: Readonly<Record<string, unknown>> }
   | {
       type: "serve_lease";
       held: boolean;
@@ -183,22 +183,6 @@ export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame>
 
 export function checkpointTooLarge(value: unknown): boolean {
   return value === undefined || byteLength(JSON.stringify(value)) > LIMITS.checkpointBytes;
-}
-
-const serverFrameTypes = ["pong", "welcome", "serve_lease", "message", "result", "error", "directory", "presence", "agent_gone"] as const;
-
-/** Reads a frame sent by the coordinator; unknown types are returned as null so old clients keep working. */
-export function parseServerFrame(raw: string): ServerFrame | null {
-  let data: unknown;
-  try {
-    data = JSON.parse(raw);
-  } catch {
-    return null;
-  }
-  if (typeof data !== "object" || data === null) return null;
-  const type = (data as { type?: unknown }).type;
-  if (typeof type !== "string" || !(serverFrameTypes as readonly string[]).includes(type)) return null;
-  return data as ServerFrame;
 }
 
 export function errorFrame(code: ErrorCode, message: string, reqId?: string): ServerFrame {

@@ -1,13 +1,14 @@
-// The serve session against a small stand-in coordinator on a local socket: it demotes itself by
-// its own clock when heartbeats stop being answered (kills the run, posts nothing, claims anew),
-// and treats a coordinator that never speaks serve_lease as granting the lease.
+// The client library's serve(), with `baton serve`'s command handler, against a small stand-in
+// coordinator on a local socket: it demotes itself by its own clock when heartbeats stop being
+// answered, even though the socket never closes (kills the run, posts nothing, claims anew).
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { afterEach, describe, expect, it } from "vitest";
-import { ServeSession } from "../../cli/lib/serve-session.ts";
+import { serve } from "../../client/node.ts";
+import { commandHandler } from "../../cli/lib/serve-handler.ts";
 import { StatusReporter } from "../../cli/lib/status-line.ts";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -35,7 +36,7 @@ async function standIn(onConnection: (conn: Conn, index: number) => void): Promi
   return { url: `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`, conns };
 }
 
-function session(url: string, command: string, args: string[], legacyGrantMs?: number) {
+function session(url: string, command: string, args: string[]) {
   const dir = mkdtempSync(join(tmpdir(), "baton-session-"));
   const out = new PassThrough();
   let log = "";
@@ -44,14 +45,14 @@ function session(url: string, command: string, args: string[], legacyGrantMs?: n
     log += d.toString();
     for (const w of waiters.splice(0)) (w.re.test(log) ? w.resolve() : waiters.push(w));
   });
-  const s = new ServeSession({
-    url, token: "t", agent: "a", machine: "m", command, args, graceMs: 200, legacyGrantMs,
-    stateDir: dir, checkpointPath: join(dir, "checkpoint.json"), reporter: new StatusReporter("serve", out),
+  const reporter = new StatusReporter("serve", url, out);
+  const handler = commandHandler({
+    agent: "a", command, args, graceMs: 200, checkpointPath: join(dir, "checkpoint.json"), log: (m) => reporter.log(m),
   });
-  cleanups.push(() => s.shutdown());
-  s.start((message) => {
-    throw new Error(message);
+  const s = serve("a", handler, {
+    url, token: "t", machine: "m", onStatus: (st) => reporter.status(st), onEvent: (e) => reporter.event(e),
   });
+  cleanups.push(() => s.stop());
   return {
     dir,
     log: () => log,
@@ -95,15 +96,6 @@ describe("ServeSession", () => {
     await new Promise((r) => setTimeout(r, 2200));
     for (const c of conns) expect(c.frames.filter((f) => f.type === "reply" || f.type === "checkpoint")).toEqual([]);
     expect(s.log()).not.toMatch(/not confirmed|refused|command exited/);
-  });
-
-  it("a coordinator that never sends serve_lease is taken as granting the lease after a short wait", async () => {
-    const { url } = await standIn((conn) => {
-      conn.ws.send(JSON.stringify({ type: "welcome", agent: "a", heartbeat_ttl_ms: 3000, limits: {} }));
-      conn.ws.on("message", (data) => data.toString() === '{"type":"ping"}' && conn.ws.send('{"type":"pong"}'));
-    });
-    const s = session(url, "/bin/true", [], 300);
-    await s.waitFor(/holder \(coordinator without serve leases\)/);
   });
 
   it("runs each run:true message once, in order, and posts stdout as a fenced reply", async () => {

@@ -1,7 +1,9 @@
 // The client-side lease clock: validity counts from when the last answered heartbeat was sent,
-// and a lapsed lease never comes back by itself.
+// and a lapsed lease never comes back by itself. Serve leases (ServeLease) and session leases
+// (withSessionLease) use the same LeaseClock.
 import { describe, expect, it } from "vitest";
-import { ClientLease } from "../../cli/lib/client-lease.ts";
+import { LeaseClock } from "../../client/lease-clock.ts";
+import { ServeLease as ClientLease } from "../../client/serve-lease.ts";
 
 const TTL = 1000;
 const held = (fence: number) => ({ held: true, fence, position: 0, ttl_ms: TTL });
@@ -10,7 +12,7 @@ describe("ClientLease", () => {
   it("a holder is valid until the send time of its last answered ping plus the TTL", () => {
     const lease = new ClientLease(TTL);
     lease.acked(100, 120); // the claim, sent at 100, answered at 120
-    expect(lease.onLeaseFrame(held(3), 120)).toEqual({ kind: "holder", fence: 3, legacy: false });
+    expect(lease.onLeaseFrame(held(3), 120)).toEqual({ kind: "holder", fence: 3 });
     expect(lease.deadline).toBe(1100);
     lease.acked(400, 900); // a ping sent at 400 whose pong came late, at 900
     expect(lease.deadline).toBe(1400); // counted from the send, not from the pong
@@ -49,17 +51,6 @@ describe("ClientLease", () => {
     expect(lease.onLeaseFrame(held(2), 2000).kind).toBe("lapsed");
   });
 
-  it("an old coordinator's connection is granted as a legacy lease, still bounded by heartbeats", () => {
-    const lease = new ClientLease(TTL);
-    lease.acked(0, 5);
-    expect(lease.grantLegacy(2000)).toEqual({ kind: "lapsed", fence: 0 });
-    lease.reset(TTL);
-    lease.acked(1900, 1950);
-    expect(lease.grantLegacy(2000)).toEqual({ kind: "holder", fence: 0, legacy: true });
-    expect(lease.mayAct(2899)).toBe(true);
-    expect(lease.mayAct(2900)).toBe(false);
-  });
-
   it("reset (a new connection) forgets everything: nothing is held until the coordinator says so", () => {
     const lease = new ClientLease(TTL);
     lease.acked(0, 5);
@@ -67,5 +58,22 @@ describe("ClientLease", () => {
     lease.reset(TTL);
     expect(lease.state).toEqual({ kind: "connecting" });
     expect(lease.mayAct(10)).toBe(false);
+  });
+});
+
+describe("LeaseClock (session leases)", () => {
+  it("a grant is valid for one TTL from the acquire's send time; each renewal counts from its own send", () => {
+    const clock = new LeaseClock(3000);
+    clock.confirmed(100, 180); // acquire sent at 100, granted at 180
+    clock.hold(180);
+    expect(clock.deadline).toBe(3100);
+    clock.confirmed(1100, 2900); // a renewal sent at 1100 answered slowly
+    expect(clock.deadline).toBe(4100);
+    expect(clock.mayAct(4099)).toBe(true);
+    expect(clock.mayAct(4100)).toBe(false);
+    expect(clock.lapsed).toBe(true);
+    clock.confirmed(4050, 4200); // a renewal answered after the deadline revives nothing
+    clock.hold(4200);
+    expect(clock.mayAct(4201)).toBe(false);
   });
 });

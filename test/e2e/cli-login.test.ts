@@ -1,14 +1,26 @@
-// `baton login` as a real process with its own XDG_CONFIG_HOME: the token is stored 0600 in a
-// 0700 directory, read from a pipe or typed without echo on a terminal, and never printed.
+// `baton login` as a real process with its own XDG_CONFIG_HOME against a real `wrangler dev`: the
+// token is checked with the coordinator first, stored 0600 in a 0700 directory, read from a pipe
+// or typed without echo on a terminal, and never printed; a refused token is not stored.
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BIN } from "./serve-helpers.ts";
+import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
-const ROOT = resolve(import.meta.dirname, "../..");
-const BIN = join(ROOT, "cli/bin.js");
 const TOKEN = "tok-Zq81-secret-do-not-print";
+const entry = (account: string, token: string) => `${account}:${createHash("sha256").update(token).digest("hex")}`;
+let dev: DevServer;
+let URL_ = "";
+beforeAll(async () => {
+  dev = await startWranglerDev({ vars: { BATON_TOKENS: `${entry("dev", DEV_TOKEN)},${entry("alice", TOKEN)}` } });
+  URL_ = dev.url;
+});
+afterAll(async () => {
+  await dev?.stop();
+});
 
 interface Outcome {
   code: number | null;
@@ -27,9 +39,9 @@ function baseEnv(home: string): NodeJS.ProcessEnv {
   return env;
 }
 
-function baton(home: string, args: string[], stdin = ""): Promise<Outcome> {
+function baton(home: string, args: string[], stdin = "", env: Record<string, string> = {}): Promise<Outcome> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: baseEnv(home), stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...baseEnv(home), ...env }, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
@@ -70,40 +82,48 @@ function expectStoredPrivately(home: string, stored: { url: string; token: strin
 }
 
 describe("baton login", () => {
-  it("stores --url and --token with mode 0600 in a 0700 directory and never prints the token", async () => {
+  it("checks --url and --token with the coordinator, stores them with mode 0600 in a 0700 directory and never prints the token", async () => {
     const home = freshHome();
-    const out = await baton(home, ["login", "--url", "https://baton.example.com/", "--token", TOKEN]);
+    const out = await baton(home, ["login", "--url", `${URL_}/`, "--token", TOKEN]);
     expect(out.code, out.stderr).toBe(0);
-    expect(out.stdout).toContain("https://baton.example.com");
+    expect(out.stdout).toBe(`token accepted by ${URL_}; stored in ${configFile(home)}\n`);
     expect(out.stdout + out.stderr).not.toContain(TOKEN);
-    expectStoredPrivately(home, { url: "https://baton.example.com", token: TOKEN });
+    expectStoredPrivately(home, { url: URL_, token: TOKEN });
   });
 
-  it("reads the token from a pipe, defaulting to the local URL", async () => {
+  it("a token the coordinator refuses is not stored, and the exit code is 1", async () => {
     const home = freshHome();
-    const out = await baton(home, ["login", "--json"], `${TOKEN}\n`);
+    const out = await baton(home, ["login", "--url", URL_, "--token", "wrong-token"]);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toBe(`baton: the coordinator at ${URL_} refused the token (run \`baton login\`, or pass --token or BATON_TOKEN); nothing stored\n`);
+    expect(existsSync(configFile(home))).toBe(false);
+  });
+
+  it("reads the token from a pipe, the URL from BATON_URL", async () => {
+    const home = freshHome();
+    const out = await baton(home, ["login", "--json"], `${TOKEN}\n`, { BATON_URL: URL_ });
     expect(out.code, out.stderr).toBe(0);
-    expect(JSON.parse(out.stdout)).toEqual({ url: "http://127.0.0.1:8787", config_path: configFile(home), token_stored: true });
+    expect(JSON.parse(out.stdout)).toEqual({ url: URL_, config_path: configFile(home), token_stored: true, verified: true });
     expect(out.stdout + out.stderr).not.toContain(TOKEN);
-    expectStoredPrivately(home, { url: "http://127.0.0.1:8787", token: TOKEN });
+    expectStoredPrivately(home, { url: URL_, token: TOKEN });
   });
 
   it("reads a token typed on a terminal without echoing it", async () => {
     const home = freshHome();
-    const out = await batonOnTerminal(home, ["login", "--url", "https://baton.example.com"], `${TOKEN}\r`);
+    const out = await batonOnTerminal(home, ["login", "--url", URL_], `${TOKEN}\r`);
     expect(out.code, out.stdout).toBe(0);
     expect(out.stdout).toContain("stored in");
     expect(out.stdout).not.toContain(TOKEN);
-    expectStoredPrivately(home, { url: "https://baton.example.com", token: TOKEN });
+    expectStoredPrivately(home, { url: URL_, token: TOKEN });
   });
 
   it("tightens an existing config file and directory that others could read", async () => {
     const home = freshHome();
     mkdirSync(join(home, "baton"), { mode: 0o755 });
     writeFileSync(configFile(home), "{}", { mode: 0o644 });
-    const out = await baton(home, ["login", "--token", TOKEN]);
+    const out = await baton(home, ["login", "--url", URL_, "--token", TOKEN]);
     expect(out.code, out.stderr).toBe(0);
-    expectStoredPrivately(home, { url: "http://127.0.0.1:8787", token: TOKEN });
+    expectStoredPrivately(home, { url: URL_, token: TOKEN });
   });
 
   it("--status names the URL and whether a token is stored, without printing it", async () => {
@@ -111,17 +131,17 @@ describe("baton login", () => {
     const none = await baton(home, ["login", "--status"]);
     expect(none.code).toBe(0);
     expect(none.stdout).toContain("token: not stored");
-    await baton(home, ["login", "--url", "https://baton.example.com", "--token", TOKEN]);
+    await baton(home, ["login", "--url", URL_, "--token", TOKEN]);
     const status = await baton(home, ["login", "--status"]);
     expect(status.code, status.stderr).toBe(0);
-    expect(status.stdout).toContain("url: https://baton.example.com");
+    expect(status.stdout).toContain(`url: ${URL_}`);
     expect(status.stdout).toContain("token: stored");
     expect(status.stdout + status.stderr).not.toContain(TOKEN);
     const json = JSON.parse((await baton(home, ["login", "--status", "--json"])).stdout);
-    expect(json).toEqual({ config_path: configFile(home), url: "https://baton.example.com", token_stored: true, file_mode: "0600", env_overrides: [] });
+    expect(json).toEqual({ config_path: configFile(home), url: URL_, token_stored: true, file_mode: "0600", env_overrides: [] });
   });
 
-  it("refuses an empty or spaced token and a non-http URL, writing nothing", async () => {
+  it("refuses an empty or spaced token and a non-http URL as usage errors (exit 2), writing nothing", async () => {
     const home = freshHome();
     for (const [args, stdin, message] of [
       [["login"], "\n", "a token is 1-4096 characters without spaces or line breaks"],
@@ -129,17 +149,18 @@ describe("baton login", () => {
       [["login", "--url", "ftp://example.com", "--token", TOKEN], "", "not an http(s) URL: ftp://example.com"],
     ] as const) {
       const out = await baton(home, [...args], stdin);
-      expect(out.code, args.join(" ")).toBe(1);
+      expect(out.code, args.join(" ")).toBe(2);
       expect(out.stderr).toContain(message);
       expect(out.stdout + out.stderr).not.toContain(TOKEN);
     }
     expect(existsSync(configFile(home))).toBe(false);
   });
 
-  it("warns that plain http to a remote host sends the token unencrypted", async () => {
-    const out = await baton(freshHome(), ["login", "--url", "http://10.1.2.3:8787", "--token", TOKEN]);
-    expect(out.code).toBe(0);
+  it("warns that plain http to a remote host sends the token unencrypted, before sending it", async () => {
+    const out = await baton(freshHome(), ["login", "--url", "http://baton.invalid:8787", "--token", TOKEN]);
+    expect(out.code).toBe(1);
     expect(out.stderr).toContain("plain http");
+    expect(out.stderr).toContain("cannot reach the coordinator at http://baton.invalid:8787");
     expect(out.stderr).not.toContain(TOKEN);
   });
 });

@@ -1,9 +1,11 @@
-// Reconnect backoff: the delay schedule, and the real socket following it against a local
-// WebSocket server that accepts and drops every connection.
-import { WebSocketServer } from "ws";
+// Reconnect backoff: the delay schedule, and the client library's socket following it against a
+// local WebSocket server that accepts and drops every connection.
+import WebSocket, { WebSocketServer } from "ws";
 import { afterEach, describe, expect, it } from "vitest";
-import { reconnectDelay } from "../../cli/lib/backoff.ts";
-import { CoordinatorSocket } from "../../cli/lib/coordinator-socket.ts";
+import { reconnectDelay, type BackoffOptions } from "../../client/backoff.ts";
+import { CoordinatorSocket, type SocketListener } from "../../client/socket.ts";
+import type { ProbeResult } from "../../client/http.ts";
+import type { WebSocketConstructor } from "../../client/websocket.ts";
 
 const servers: WebSocketServer[] = [];
 const sockets: CoordinatorSocket[] = [];
@@ -19,6 +21,16 @@ async function server(onConnection: (ws: import("ws").WebSocket) => void): Promi
   wss.on("connection", onConnection);
   const addr = wss.address();
   return `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`;
+}
+
+function socket(url: string, listener: SocketListener, backoff?: BackoffOptions, probe?: () => Promise<ProbeResult>): CoordinatorSocket {
+  const s = new CoordinatorSocket({
+    WebSocket: WebSocket as unknown as WebSocketConstructor,
+    url, token: "t", path: "/agents/a/serve?machine=m", listener, backoff,
+    probe: probe ?? (async () => ({ fatal: false, reason: "probe says no" })),
+  });
+  sockets.push(s);
+  return s;
 }
 
 describe("reconnectDelay", () => {
@@ -53,14 +65,8 @@ describe("CoordinatorSocket reconnects", () => {
       ws.close(1011, "go away");
       if (arrivals.length === 6) done();
     });
-    const socket = new CoordinatorSocket({
-      url, token: "t", agent: "a", machine: "m",
-      backoff: { minTimeout: 40, maxTimeout: 160, factor: 2, randomize: false },
-    });
-    sockets.push(socket);
     const scheduled: number[] = [];
-    socket.on("reconnecting", (_attempt, delay) => scheduled.push(delay));
-    socket.start();
+    socket(url, { retrying: (_attempt, delay) => scheduled.push(delay) }, { minTimeout: 40, maxTimeout: 160, factor: 2, randomize: false }).start();
     await enough;
     expect(scheduled.slice(0, 5)).toEqual([40, 80, 160, 160, 160]);
     const gaps = arrivals.slice(1).map((t, i) => t - arrivals[i]!);
@@ -80,14 +86,8 @@ describe("CoordinatorSocket reconnects", () => {
       ws.close(1011, "go away");
       if (connections === 4) done();
     });
-    const socket = new CoordinatorSocket({
-      url, token: "t", agent: "a", machine: "m",
-      backoff: { minTimeout: 30, maxTimeout: 1000, factor: 3, randomize: false },
-    });
-    sockets.push(socket);
     const scheduled: number[] = [];
-    socket.on("reconnecting", (_attempt, delay) => scheduled.push(delay));
-    socket.start();
+    socket(url, { retrying: (_attempt, delay) => scheduled.push(delay) }, { minTimeout: 30, maxTimeout: 1000, factor: 3, randomize: false }).start();
     await enough;
     expect(scheduled.slice(0, 3)).toEqual([30, 30, 30]);
   });
@@ -103,11 +103,10 @@ describe("CoordinatorSocket reconnects", () => {
         }
       });
     });
-    const socket = new CoordinatorSocket({ url, token: "t", agent: "a", machine: "m" });
-    sockets.push(socket);
     const pongs: number[] = [];
-    const three = new Promise<void>((resolve) => socket.on("pong", (sentAt) => pongs.push(sentAt) === 3 && resolve()));
-    socket.start();
+    let resolveThree: () => void = () => {};
+    const three = new Promise<void>((resolve) => (resolveThree = resolve));
+    socket(url, { pong: (sentAt) => pongs.push(sentAt) === 3 && resolveThree() }).start();
     await three;
     const gaps = pings.slice(1, 3).map((t, i) => t - pings[i]!);
     for (const gap of gaps) {
@@ -115,5 +114,41 @@ describe("CoordinatorSocket reconnects", () => {
       expect(gap).toBeLessThan(250);
     }
     pongs.forEach((sentAt, i) => expect(sentAt).toBeLessThanOrEqual(pings[i]!));
+  });
+
+  it("a connection that never opens is explained by the probe, and a fatal probe stops the retries", async () => {
+    const reasons: string[] = [];
+    let fatal: Error | null = null;
+    let probes = 0;
+    let gaveUp: () => void = () => {};
+    const stopped = new Promise<void>((r) => (gaveUp = r));
+    socket("http://127.0.0.1:1", {
+      retrying: (_attempt, _delay, reason) => reasons.push(reason),
+      fatal: (error) => {
+        fatal = error;
+        gaveUp();
+      },
+    }, { minTimeout: 5, maxTimeout: 5, factor: 1, randomize: false }, async () => {
+      probes += 1;
+      return probes < 3 ? { fatal: false, reason: `refused ${probes}` } : { fatal: true, error: new Error("wrong token") };
+    }).start();
+    await stopped;
+    expect(reasons).toEqual(["refused 1", "refused 2"]);
+    expect(fatal).toEqual(new Error("wrong token"));
+  });
+
+  it("a server that stops answering pings (no close ever arrives) is dropped after one TTL and dialed again", async () => {
+    let connections = 0;
+    const url = await server((ws) => {
+      connections += 1;
+      ws.send(JSON.stringify({ type: "welcome", agent: "a", heartbeat_ttl_ms: 300, limits: {} }));
+    });
+    const retries: string[] = [];
+    let second: () => void = () => {};
+    const redialed = new Promise<void>((r) => (second = r));
+    socket(url, { retrying: (_a, _d, reason) => retries.push(reason), open: () => connections >= 1 && retries.length > 0 && second() },
+      { minTimeout: 10, maxTimeout: 10, factor: 1, randomize: false }).start();
+    await redialed;
+    expect(retries[0]).toBe("heartbeats went unanswered");
   });
 });

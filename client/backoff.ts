@@ -1,6 +1,5 @@
-// Reconnect delays: one function of a few named options, built on the `retry` package's
-// createTimeout (delay = min(maxTimeout, minTimeout * factor^attempt * (1 + random) when randomized)).
-import retry from "retry";
+// Reconnect delays: one function of a few named options. The delay for attempt n is
+// minTimeout * factor^n, times a random factor in [1, 2) when randomized, never above maxTimeout.
 
 export interface BackoffOptions {
   /** Delay before the first retry, in ms (before jitter). */
@@ -18,5 +17,6 @@ export const DEFAULT_BACKOFF: BackoffOptions = { minTimeout: 250, maxTimeout: 15
 /** Delay in ms before reconnect attempt `attempt` (0 = first retry); never above maxTimeout. */
 export function reconnectDelay(attempt: number, opts: BackoffOptions = DEFAULT_BACKOFF): number {
   if (opts.minTimeout > opts.maxTimeout) throw new Error("backoff minTimeout must not exceed maxTimeout");
-  return retry.createTimeout(attempt, opts);
+  const jitter = opts.randomize ? 1 + Math.random() : 1;
+  return Math.min(Math.round(jitter * Math.max(opts.minTimeout, 1) * opts.factor ** attempt), opts.maxTimeout);
 }

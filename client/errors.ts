@@ -1,0 +1,49 @@
+// What can go wrong when talking to a coordinator, as named error classes a caller can test with
+// instanceof. Messages are sentences for people; `code` is the coordinator's error code when it
+// gave one.
+import type { ErrorCode } from "../worker/wire/protocol.ts";
+
+/** The coordinator answered, and refused. */
+export class CoordinatorError extends Error {
+  override readonly name = "CoordinatorError";
+  constructor(
+    message: string,
+    /** The HTTP status, or 0 for a refusal on the WebSocket. */
+    readonly status: number,
+    readonly code: ErrorCode | null,
+    /** Further fields of the refusal, e.g. `expires_at` of a held lease. */
+    readonly details: Readonly<Record<string, unknown>> = {},
+  ) {
+    super(message);
+  }
+}
+
+/** No answer: connection refused, DNS failure, timeout, or a body that is not the coordinator's. */
+export class UnreachableError extends Error {
+  override readonly name = "UnreachableError";
+  constructor(message: string, readonly reason: string) {
+    super(message);
+  }
+}
+
+/** Another run holds the session lease (and waiting was not asked for, or timed out). */
+export class LeaseHeldError extends Error {
+  override readonly name = "LeaseHeldError";
+  constructor(readonly session: string, readonly expiresAt: number | null) {
+    super(expiresAt === null
+      ? `the lease on ${session} is held by another run`
+      : `the lease on ${session} is held by another run until ${new Date(expiresAt).toISOString()}`);
+  }
+}
+
+/**
+ * The lease ended before the work did: the coordinator refused a renewal or a fenced write
+ * (`stale_fence`, `not_holder`, `lease_lost`, `lease_expired`), or the local clock could no
+ * longer prove the lease. Work done under it must be treated as not done.
+ */
+export class LeaseLostError extends Error {
+  override readonly name = "LeaseLostError";
+  constructor(message: string, readonly code: ErrorCode | "lapsed" | "stopped") {
+    super(message);
+  }
+}

@@ -1,0 +1,15 @@
+// baton/client: serve an agent and hold session leases from your own program. This entry has no
+// Node-only imports: it runs wherever fetch and a WebSocket exist (pass `WebSocket` if there is no
+// global one). Under Node, "baton/client" resolves to ./node.ts, which supplies the `ws` package.
+export { serve } from "./serve.ts";
+export type { ServeHandle, ServeOptions, ServeStatus } from "./serve.ts";
+export type { AgentMessage, MessageContext, MessageHandler, ServeEvent } from "./work-loop.ts";
+export { observe } from "./observe.ts";
+export type { ObserveHandle, ObserveOptions, ObserveStatus } from "./observe.ts";
+export { withSessionLease } from "./session-lease.ts";
+export type { SessionLease, SessionLeaseEvent, SessionLeaseOptions } from "./session-lease.ts";
+export { CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError } from "./errors.ts";
+export type { Connection } from "./http.ts";
+export type { BackoffOptions } from "./backoff.ts";
+export type { WebSocketConstructor, WebSocketLike } from "./websocket.ts";
+export type { ErrorCode } from "../worker/wire/protocol.ts";

@@ -1,0 +1,23 @@
+// baton/client under Node: the same API, with the `ws` package as the WebSocket (Node 20 has no
+// global one), unless the caller passes another.
+import WebSocket from "ws";
+import { observe as observeWith, type ObserveHandle, type ObserveOptions } from "./observe.ts";
+import { serve as serveWith, type ServeHandle, type ServeOptions } from "./serve.ts";
+import type { MessageHandler } from "./work-loop.ts";
+import type { WebSocketConstructor } from "./websocket.ts";
+
+export * from "./index.ts";
+
+// ws implements the standard interface (on* handlers, string data for text frames); its own
+// event types differ from the minimal ones declared here, hence the one conversion.
+const NodeWebSocket = WebSocket as unknown as WebSocketConstructor;
+
+/** serve() with `ws` as the default WebSocket. */
+export function serve(agent: string, handler: MessageHandler, options: ServeOptions): ServeHandle {
+  return serveWith(agent, handler, { WebSocket: NodeWebSocket, ...options });
+}
+
+/** observe() with `ws` as the default WebSocket. */
+export function observe(options: ObserveOptions): ObserveHandle {
+  return observeWith({ WebSocket: NodeWebSocket, ...options });
+}

@@ -1,0 +1,70 @@
+// observe(): follows the coordinator's observer socket (GET /observe): the account's whole
+// directory on connect, then each agent's presence as it changes. Reconnects with backoff and
+// says why each attempt failed; calls onChange with every agent currently connected.
+import type { DirectoryEntry } from "../worker/wire/protocol.ts";
+import { agentListSchema } from "../worker/wire/http-responses.ts";
+import type { BackoffOptions } from "./backoff.ts";
+import { probe, type Connection } from "./http.ts";
+import { CoordinatorSocket } from "./socket.ts";
+import { resolveWebSocket, type WebSocketConstructor } from "./websocket.ts";
+
+export type ObserveStatus =
+  | { kind: "connecting" }
+  | { kind: "following" }
+  | { kind: "reconnecting"; attempt: number; delayMs: number; reason: string };
+
+export interface ObserveOptions extends Connection {
+  WebSocket?: WebSocketConstructor;
+  backoff?: BackoffOptions;
+  /** Every agent with connections, sorted by name, after each change. */
+  onChange: (agents: DirectoryEntry[]) => void;
+  onStatus?: (status: ObserveStatus) => void;
+}
+
+export interface ObserveHandle {
+  stop(): Promise<void>;
+  /** Resolves after stop(); rejects when the coordinator refuses for good (e.g. a wrong token). */
+  readonly done: Promise<void>;
+}
+
+export function observe(options: ObserveOptions): ObserveHandle {
+  const agents = new Map<string, DirectoryEntry>();
+  const changed = (): void => options.onChange([...agents.values()].sort((a, b) => a.agent.localeCompare(b.agent)));
+  let settle: { resolve: () => void; reject: (e: Error) => void } = { resolve: () => {}, reject: () => {} };
+  const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+  const socket = new CoordinatorSocket({
+    WebSocket: resolveWebSocket(options.WebSocket),
+    url: options.url,
+    token: options.token,
+    path: "/observe",
+    probe: () => probe(options, "/agents", agentListSchema),
+    backoff: options.backoff,
+    listener: {
+      open: () => options.onStatus?.({ kind: "following" }),
+      frame(frame) {
+        if (frame.type === "directory") {
+          agents.clear();
+          for (const entry of frame.agents) agents.set(entry.agent, entry);
+        } else if (frame.type === "presence") {
+          agents.set(frame.presence.agent, frame.presence);
+        } else if (frame.type === "agent_gone") {
+          agents.delete(frame.agent);
+        } else {
+          return;
+        }
+        changed();
+      },
+      retrying: (attempt, delayMs, reason) => options.onStatus?.({ kind: "reconnecting", attempt, delayMs, reason }),
+      fatal: (error) => settle.reject(error),
+    },
+  });
+  options.onStatus?.({ kind: "connecting" });
+  socket.start();
+  return {
+    async stop() {
+      await socket.stop();
+      settle.resolve();
+    },
+    done,
+  };
+}

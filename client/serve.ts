@@ -1,0 +1,206 @@
+// serve(agent, handler): joins the agent's serve line; while this process holds the serve lease,
+// calls the handler once per message. Claims on every (re)connect; demotes itself (aborts the
+// handler, posts nothing, reconnects with a new claim) as soon as its own clock says the lease
+// ran out, which also covers a socket that died without a close. One implementation for the
+// library and for `baton serve`.
+import type { ServerFrame } from "../worker/wire/protocol.ts";
+import { presenceSchema } from "../worker/wire/http-responses.ts";
+import type { BackoffOptions } from "./backoff.ts";
+import { LeaseLostError } from "./errors.ts";
+import { probe, type Connection } from "./http.ts";
+import { ServeLease, type LeaseView } from "./serve-lease.ts";
+import { CoordinatorSocket } from "./socket.ts";
+import { resolveWebSocket, type WebSocketConstructor } from "./websocket.ts";
+import { WorkLoop, type AgentMessage, type MessageHandler, type ServeEvent } from "./work-loop.ts";
+
+export type ServeStatus = LeaseView | { kind: "reconnecting"; attempt: number; delayMs: number; reason: string };
+
+export interface ServeOptions extends Connection {
+  /** Label shown to others in `baton who` and the dashboard (default "unknown"). */
+  machine?: string;
+  /** A WebSocket constructor; defaults to the global one (the Node entry passes `ws`). */
+  WebSocket?: WebSocketConstructor;
+  backoff?: BackoffOptions;
+  /** Messages up to this id were already seen here: the coordinator sends only later ones (standbys keep history). */
+  cursor?: number;
+  /** Every status change: connecting, standby, holder, lapsed, reconnecting (with the reason). */
+  onStatus?: (status: ServeStatus) => void;
+  onEvent?: (event: ServeEvent) => void;
+  /** Every message this connection sees, held or not, before any handler runs. */
+  onMessage?: (message: AgentMessage) => void;
+  /** Aborting it stops serving, as stop() does. */
+  signal?: AbortSignal;
+}
+
+export interface ServeHandle {
+  readonly status: ServeStatus;
+  /**
+   * Stops: aborts the running handler and waits for it to settle, releases the lease so a
+   * standby takes over at once, and closes. Safe to call more than once.
+   */
+  stop(): Promise<void>;
+  /** Resolves after stop(); rejects when the coordinator refuses us for good (bad token, bad name). */
+  readonly done: Promise<void>;
+}
+
+const FALLBACK_TTL_MS = 60_000;
+
+/** Starts serving `agent`; returns at once. See ServeHandle for how it ends. */
+export function serve(agent: string, handler: MessageHandler, options: ServeOptions): ServeHandle {
+  const conn: Connection = { url: options.url, token: options.token, fetch: options.fetch };
+  const lease = new ServeLease(FALLBACK_TTL_MS);
+  const now = () => performance.now();
+  let status: ServeStatus = { kind: "connecting" };
+  let cursor = options.cursor ?? 0;
+  let claimSentAt = 0;
+  let heardLease = false;
+  let deadlineTimer: ReturnType<typeof setTimeout> | null = null;
+  let stopping: Promise<void> | null = null;
+  let settle: { resolve: () => void; reject: (e: Error) => void } = { resolve: () => {}, reject: () => {} };
+  const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+  const event = (e: ServeEvent) => options.onEvent?.(e);
+
+  const report = (next: ServeStatus): void => {
+    status = next;
+    options.onStatus?.(next);
+  };
+
+  const mayAct = (): boolean => {
+    if (lease.mayAct(now())) return true;
+    if (lease.state.kind === "lapsed") demote();
+    return false;
+  };
+
+  const socket: CoordinatorSocket = new CoordinatorSocket({
+    WebSocket: resolveWebSocket(options.WebSocket),
+    url: conn.url,
+    token: conn.token,
+    path: `/agents/${encodeURIComponent(agent)}/serve?machine=${encodeURIComponent(options.machine ?? "unknown")}`,
+    probe: () => probe(conn, `/agents/${encodeURIComponent(agent)}/presence`, presenceSchema),
+    backoff: options.backoff,
+    ttlMs: FALLBACK_TTL_MS,
+    listener: {
+      open(dialedAt) {
+        lease.reset(socket.ttlMs);
+        lease.acked(dialedAt, now());
+        heardLease = false;
+        claimSentAt = now();
+        socket.send({ type: "serve_lease", op: "claim" });
+        socket.send({ type: "sync", after: cursor, req: socket.nextReq() });
+        report(lease.state);
+      },
+      frame: (frame) => onFrame(frame),
+      pong(sentAt) {
+        lease.acked(sentAt, now());
+        afterLeaseChange();
+      },
+      closed() {
+        clearDeadline();
+        void work.stop(new LeaseLostError("the connection closed", "lapsed"));
+        lease.reset(socket.ttlMs);
+      },
+      retrying: (attempt, delayMs, reason) => report({ kind: "reconnecting", attempt, delayMs, reason }),
+      fatal(error) {
+        stopping ??= shutdown(false).then(() => settle.reject(error));
+      },
+    },
+  });
+
+  const work = new WorkLoop({
+    handler,
+    mayAct,
+    fence: () => (lease.state.kind === "holder" ? lease.state.fence : -1),
+    request: (frame) => socket.request(frame),
+    nextReq: () => socket.nextReq(),
+    event,
+  });
+
+  function onFrame(frame: ServerFrame): void {
+    switch (frame.type) {
+      case "serve_lease": {
+        if (!heardLease) {
+          heardLease = true;
+          lease.acked(claimSentAt, now());
+        }
+        const wasHolder = lease.state.kind === "holder";
+        const view = lease.onLeaseFrame(frame, now());
+        if (view.kind === "holder" && !wasHolder) work.setCheckpoint(frame.checkpoint);
+        if (view.kind !== "holder") void work.stop(new LeaseLostError("the coordinator gave the lease to another connection", "not_holder"));
+        afterLeaseChange();
+        return;
+      }
+      case "message": {
+        cursor = Math.max(cursor, frame.id);
+        options.onMessage?.({ id: frame.id, text: frame.text, attempt: frame.attempt, createdAt: frame.created_at });
+        if (frame.run) work.enqueue(frame);
+        return;
+      }
+      case "error":
+        // Answers to our own requests are reported by the work loop.
+        if (frame.req === undefined) event({ type: "coordinator_error", code: frame.code, message: frame.message });
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Reports the state and re-arms the local deadline; a lapsed lease demotes at once. */
+  function afterLeaseChange(): void {
+    const t = now();
+    lease.valid(t);
+    const view = lease.state;
+    if (view.kind === "lapsed") return demote();
+    if (!sameStatus(status, view)) report(view);
+    clearDeadline();
+    const deadline = lease.deadline;
+    if (deadline !== null) deadlineTimer = setTimeout(afterLeaseChange, Math.max(0, deadline - t) + 1);
+  }
+
+  /** The local clock says the lease is gone: abort the handler, post nothing, rejoin as a new claimant. */
+  function demote(): void {
+    clearDeadline();
+    report(lease.state);
+    void work.stop(new LeaseLostError("the lease lapsed on the local clock", "lapsed"));
+    socket.reconnectNow();
+  }
+
+  function clearDeadline(): void {
+    if (deadlineTimer) clearTimeout(deadlineTimer);
+    deadlineTimer = null;
+  }
+
+  async function shutdown(release: boolean): Promise<void> {
+    clearDeadline();
+    await work.stop(new LeaseLostError("serving stopped", "stopped"));
+    if (release && socket.isOpen) {
+      try {
+        const answer = await socket.request({ type: "serve_lease", op: "release", req: socket.nextReq() }, 2000);
+        if (answer.type === "result" && answer.released === true) event({ type: "released" });
+      } catch {
+        // the coordinator notices the close instead
+      }
+    }
+    await socket.stop();
+  }
+
+  const stop = (): Promise<void> => {
+    stopping ??= shutdown(true).then(() => settle.resolve());
+    return stopping;
+  };
+  if (options.signal?.aborted) void stop();
+  options.signal?.addEventListener("abort", () => void stop(), { once: true });
+
+  report(status);
+  socket.start();
+  return {
+    get status() {
+      return status;
+    },
+    stop,
+    done,
+  };
+}
+
+function sameStatus(a: ServeStatus, b: ServeStatus): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}

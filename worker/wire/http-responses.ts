@@ -1,0 +1,59 @@
+// The JSON bodies the coordinator answers HTTP requests with, as schemas: the worker builds them,
+// the client library validates them on arrival (nothing is cast), and both share the types.
+import * as z from "zod/mini";
+import { ERROR_CODES } from "./protocol.ts";
+import { directoryEntrySchema, presenceSchema } from "./server-frames.ts";
+
+const count = z.int().check(z.nonnegative());
+
+/** Every refusal: a named code and a sentence for people. Extra fields depend on the code. */
+export const errorBodySchema = z.looseObject({ error: z.enum(ERROR_CODES), message: z.string() });
+
+export const messageViewSchema = z.object({
+  id: z.int().check(z.gte(1)),
+  text: z.string(),
+  status: z.enum(["queued", "delivered", "acknowledged"]),
+  attempts: count,
+  created_at: z.number(),
+  acked_at: z.nullable(z.number()),
+  acked_fence: z.nullable(count),
+  reply: z.nullable(z.string()),
+});
+
+export const messagePageSchema = z.object({ agent: z.string(), messages: z.array(messageViewSchema), cursor: count });
+
+export const agentListSchema = z.object({ agents: z.array(directoryEntrySchema) });
+
+export { presenceSchema };
+
+/** 201 (new grant) or 200 (the same run acquiring again) from acquire, 200 from renew. */
+export const leaseGrantSchema = z.object({
+  run_id: z.string(),
+  fence: count,
+  fence_token: z.string(),
+  expires_at: z.number(),
+  ttl_seconds: z.int().check(z.positive()),
+});
+
+export const leaseReleasedSchema = z.object({ released: z.boolean() });
+
+export const leaseStateSchema = z.object({
+  session: z.string(),
+  held: z.boolean(),
+  fence: count,
+  fence_token: z.string(),
+  granted_at: z.nullable(z.number()),
+  expires_at: z.nullable(z.number()),
+  expires_in_ms: z.nullable(z.number()),
+  ttl_seconds: z.nullable(z.number()),
+});
+
+export const leaseCheckSchema = z.object({ current: z.boolean(), latest_fence: count, latest_fence_token: z.string() });
+
+export type ErrorBody = z.infer<typeof errorBodySchema>;
+export type MessageView = z.infer<typeof messageViewSchema>;
+export type MessagePage = z.infer<typeof messagePageSchema>;
+export type AgentList = z.infer<typeof agentListSchema>;
+export type LeaseGrant = z.infer<typeof leaseGrantSchema>;
+export type LeaseState = z.infer<typeof leaseStateSchema>;
+export type LeaseCheck = z.infer<typeof leaseCheckSchema>;

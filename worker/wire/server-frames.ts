@@ -1,0 +1,97 @@
+// Frames the coordinator sends, validated on the receiving side (CLI, client library, tests)
+// instead of cast: a frame that does not match its schema is dropped, never half-trusted.
+// Unknown frame types are dropped too, so an older client keeps working with a newer coordinator.
+import * as z from "zod/mini";
+import { ERROR_CODES, type DirectoryEntry, type ServerFrame } from "./protocol.ts";
+
+const count = z.int().check(z.nonnegative());
+const millis = z.number();
+
+const holderInfo = z.object({ claim_seq: count, machine: z.string(), since: millis });
+
+const connectionReport = z.object({
+  role: z.enum(["serve", "observer"]),
+  claim_seq: z.nullable(count),
+  held: z.boolean(),
+  machine: z.string(),
+  joined_at: millis,
+  heartbeat_age_seconds: z.number(),
+  cursor: count,
+});
+
+const transition = z.object({
+  at: millis,
+  from_claim: z.nullable(count),
+  to_claim: z.nullable(count),
+  from_machine: z.nullable(z.string()),
+  to_machine: z.nullable(z.string()),
+  fence: count,
+  reason: z.string(),
+});
+
+/** One agent's presence (GET /agents/{agent}/presence, and inside observer frames). */
+export const presenceSchema = z.object({
+  agent: z.string(),
+  connection_count: count,
+  serve_candidates: count,
+  serve_standbys: count,
+  fence: count,
+  holder: z.nullable(holderInfo),
+  heartbeat_ttl_seconds: z.number(),
+  connections: z.array(connectionReport),
+  transitions: z.array(transition),
+  recent_messages: z.array(z.object({ id: count, status: z.string(), attempts: count, created_at: millis, preview: z.string() })),
+  wakes: count,
+});
+
+export const directoryEntrySchema = z.extend(presenceSchema, { reported_at: millis });
+
+const limitsSchema = z.record(z.string(), z.unknown());
+
+export const serverFrameSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("pong") }),
+  z.object({ type: z.literal("welcome"), agent: z.string(), heartbeat_ttl_ms: z.number().check(z.positive()), limits: limitsSchema }),
+  z.object({
+    type: z.literal("serve_lease"),
+    held: z.boolean(),
+    fence: count,
+    claim_seq: count,
+    position: count,
+    ttl_ms: z.number().check(z.positive()),
+    holder: z.nullable(holderInfo),
+    checkpoint: z.optional(z.unknown()),
+    checkpoint_fence: z.optional(count),
+  }),
+  z.object({
+    type: z.literal("message"),
+    id: z.int().check(z.gte(1)),
+    text: z.string(),
+    attempt: z.int().check(z.gte(1)),
+    created_at: millis,
+    run: z.boolean(),
+  }),
+  z.looseObject({ type: z.literal("result"), op: z.string(), req: z.optional(z.string()) }),
+  z.object({ type: z.literal("error"), code: z.enum(ERROR_CODES), message: z.string(), req: z.optional(z.string()) }),
+  z.object({ type: z.literal("directory"), agents: z.array(directoryEntrySchema), server_time: millis }),
+  z.object({ type: z.literal("presence"), presence: directoryEntrySchema, server_time: millis }),
+  z.object({ type: z.literal("agent_gone"), agent: z.string(), server_time: millis }),
+]);
+
+type ParsedServerFrame = z.infer<typeof serverFrameSchema>;
+// The schemas describe the very frames the worker builds: these fail to compile if the two drift.
+const asServerFrame = (frame: ParsedServerFrame): ServerFrame => frame;
+const asDirectoryEntry = (entry: z.infer<typeof directoryEntrySchema>): DirectoryEntry => entry;
+void asServerFrame;
+void asDirectoryEntry;
+
+/** Reads one text frame from the coordinator; null for anything that is not a known, well-formed frame. */
+export function parseServerFrame(raw: string): ServerFrame | null {
+  let data: unknown;
+  try {
+    data = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  const result = serverFrameSchema.safeParse(data);
+  return result.success ? result.data : null;
+}
