@@ -26,6 +26,12 @@ describe("planDispatch", () => {
     expect(planDispatch(open, [{ id: "a", free: 9 }], pool).map((p) => p.id)).toEqual([3, 5]);
   });
 
+  it("a message just taken from a runner goes to another runner with room, and back to it only when none has", () => {
+    const avoid = new Map([[1, "a"]]);
+    expect(planDispatch([msg(1)], [{ id: "a", free: 2 }, { id: "b", free: 1 }], pool, avoid)).toEqual([{ id: 1, runner: "b" }]);
+    expect(planDispatch([msg(1)], [{ id: "a", free: 2 }, { id: "b", free: 0 }], pool, avoid)).toEqual([{ id: 1, runner: "a" }]);
+  });
+
   it("a group whose oldest message waits for a slot still holds back its younger ones", () => {
     expect(planDispatch([msg(1, { group: "g" }), msg(2, { group: "g" })], [], pool)).toEqual([]);
   });

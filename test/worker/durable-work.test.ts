@@ -57,7 +57,7 @@ describe("durable work", () => {
     aBack.sock.send({ type: "ack", id, fence: bHeld.fence, req: "ack" });
     expect(await aBack.sock.next("error", (f) => f.req === "ack")).toMatchObject({ code: "not_holder" });
     const h = await history(agent);
-    expect(h.messages[0]).toMatchObject({ id, status: "delivered", reply: null });
+    expect(h.messages[0]).toMatchObject({ id, status: "running", reply: null });
     const redelivered = await b.sock.next("message", (f) => f.run);
     expect(redelivered).toMatchObject({ id, attempt: 2 });
     expect(await reply(b.sock, id, bHeld.fence, "done by b")).toMatchObject({ duplicate: false });
@@ -85,7 +85,7 @@ describe("durable work", () => {
     expect(c.sock.framesOf("message").filter((f) => f.run)).toHaveLength(0);
     expect((await history(agent)).messages.map((m) => [m.id, m.status, m.attempts])).toEqual([
       [first, "acknowledged", 1],
-      [second, "delivered", 2],
+      [second, "running", 2],
     ]);
   });
 

@@ -20,6 +20,7 @@ import type { Env } from "../env.ts";
 import { buildPresence, type Presence } from "../wire/presence.ts";
 import { DirectoryReporter } from "./directory-object.ts";
 import { messageView, WorkDesk } from "./work-desk.ts";
+import { messageRoute } from "./message-routes.ts";
 
 interface LiveConn {
   ws: WebSocket;
@@ -57,6 +58,11 @@ export class AgentCoordinator extends DurableObject<Env> {
     if (route === "presence" && request.method === "GET") return Response.json(this.presence());
     if (route === "messages" && request.method === "POST") return this.postMessage(request);
     if (route === "messages" && request.method === "GET") return this.listMessages(url);
+    const work = await messageRoute(request, route, this.desk, Date.now());
+    if (work) {
+      this.afterWork(Date.now());
+      return work;
+    }
     const one = route.match(/^messages\/(\d{1,15})$/);
     if (one && request.method === "GET") {
       const m = this.desk.messages.get(Number(one[1]));
@@ -77,7 +83,9 @@ export class AgentCoordinator extends DurableObject<Env> {
     const body = await readJsonBody(request, LIMITS.messageTextBytes * 2);
     if (!body.ok) return body.response;
     const parsed = postMessageSchema.safeParse(body.data);
-    if (!parsed.success) return httpError(400, "bad_request", 'body must be {"text": "<non-empty string>"}');
+    if (!parsed.success) {
+      return httpError(400, "bad_request", 'body must be {"text": "<non-empty string>", "group"?: "<label>", "run_timeout_seconds"?: <seconds>}');
+    }
     if (utf8Bytes(parsed.data.text) > LIMITS.messageTextBytes) {
       return httpError(413, "too_large", `message text exceeds ${LIMITS.messageTextBytes} bytes`);
     }
@@ -88,10 +96,12 @@ export class AgentCoordinator extends DurableObject<Env> {
       const view = first ? messageView(first) : { id: earlier, pruned: true };
       return Response.json(view, { status: 200, headers: { "Idempotent-Replayed": "true" } });
     }
-    const stored = this.desk.post(parsed.data.text, now);
+    const { text, group, run_timeout_seconds } = parsed.data;
+    const runTimeoutMs = run_timeout_seconds === undefined ? undefined : Math.round(run_timeout_seconds * 1000);
+    const stored = this.desk.post(text, now, { group, runTimeoutMs });
     if (key !== null) this.desk.messages.rememberPost(key, stored.id, now);
     this.desk.messages.prune(stored.id, now, this.retention);
-    this.presenceChanged();
+    this.afterWork(now);
     return Response.json(messageView(stored), { status: 201 });
   }
 
@@ -159,9 +169,13 @@ export class AgentCoordinator extends DurableObject<Env> {
         send(ws, { type: "pong" });
         return;
       case "hello":
+        if (frame.concurrency !== undefined) this.setSlots(ws, state, frame.concurrency, now);
         return this.relabel(ws, state, frame.machine);
       case "serve_lease":
-        if (frame.op === "claim") return this.claim(ws, state, now);
+        if (frame.op === "claim") {
+          if (frame.concurrency !== undefined) state.slots = frame.concurrency;
+          return this.claim(ws, state, now);
+        }
         return this.release(ws, state, now, frame.req);
       case "sync":
         return this.desk.sync({ ws, state }, frame.after, frame.req);
@@ -170,9 +184,25 @@ export class AgentCoordinator extends DurableObject<Env> {
         return this.desk.write({ ws, state }, frame, now);
       case "ack":
       case "reply":
+      case "park":
         this.desk.write({ ws, state }, frame, now);
-        return this.presenceChanged();
+        return this.afterWork(now);
     }
+  }
+
+  /** A runner's slots (serve --concurrency) changed: more messages may go to it now. */
+  private setSlots(ws: WebSocket, state: ConnState, slots: number, now: number): void {
+    if (state.slots === slots) return;
+    state.slots = slots;
+    writeConn(ws, state);
+    this.desk.reconcile(now);
+    this.afterWork(now);
+  }
+
+  /** After messages may have moved: re-arm the alarm for their deadlines and report presence. */
+  private afterWork(now: number): void {
+    this.scheduleScan(now);
+    this.presenceChanged();
   }
 
   /** A hello may rename the connection's machine; a holder's new label reaches the lease and every claimant. */
@@ -260,7 +290,7 @@ export class AgentCoordinator extends DurableObject<Env> {
     const { lease, transition } = applyElection(before, winner, now, holderWentStale ? "stale" : reason);
     if (transition) this.store.saveLease(lease, transition);
     for (const c of conns) this.tell(c, lease, candidates);
-    if (transition) this.desk.dispatch();
+    this.desk.reconcile(now);
     this.scheduleScan(now, conns);
     this.presenceChanged();
   }
@@ -304,17 +334,20 @@ export class AgentCoordinator extends DurableObject<Env> {
   }
 
   /**
-   * Schedules the next presence scan at the earliest moment a connection can go stale, capped by
-   * the scan interval; with no connection open, no alarm is left behind.
+   * Schedules the next scan at the earliest moment a connection can go stale (capped by the scan
+   * interval) or a message's run or park deadline passes; with neither, no alarm is left behind.
    */
   private scheduleScan(now: number, conns: LiveConn[] = this.liveConns()): void {
     const serving = conns.filter((c) => c.state.role === "serve");
-    const deadline = nextStaleDeadline(serving.map((c) => ({ lastHeartbeat: c.heartbeat })), this.config.heartbeatTtlMs);
+    const stale = nextStaleDeadline(serving.map((c) => ({ lastHeartbeat: c.heartbeat })), this.config.heartbeatTtlMs);
+    const scan = stale === null ? null : Math.min(stale, now + this.config.presenceScanMs);
+    const message = this.desk.messages.nextDeadline();
+    const deadline = scan === null ? message : message === null ? scan : Math.min(scan, message);
     if (deadline === null) {
       void this.ctx.storage.deleteAlarm();
       return;
     }
-    void this.ctx.storage.setAlarm(Math.max(now + 1, Math.min(deadline, now + this.config.presenceScanMs)));
+    void this.ctx.storage.setAlarm(Math.max(now + 1, deadline));
   }
 
   private agentName(): string {
@@ -332,6 +365,7 @@ export class AgentCoordinator extends DurableObject<Env> {
       conns: conns.map((c) => ({ ...c.state, heartbeat: c.heartbeat })),
       transitions: this.store.recentTransitions(),
       recentMessages: this.desk.messages.recent(10),
+      work: this.desk.leases.report(),
       wakes: this.store.wakes(),
     });
   }

@@ -19,6 +19,8 @@ export interface ConnState {
   toldFence: number | null;
   /** Highest message id pushed to or acknowledged by this connection. */
   cursor: number;
+  /** Messages this runner takes at once (`serve --concurrency`); absent means 1. */
+  slots?: number;
 }
 
 export function newConnState(role: Role, machine: string, now: number): ConnState {

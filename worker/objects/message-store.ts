@@ -1,8 +1,9 @@
-// SQLite seam for durable work: the agent's messages, the write that acknowledged each one, the
-// idempotency keys of posts and the latest checkpoint. Ids come from AUTOINCREMENT, so they only
-// grow and are never reused. History is bounded: see prune().
+// SQLite seam for durable work: the agent's messages with their own leases, the write that
+// acknowledged each one, the idempotency keys of posts and the agent's latest checkpoint. Ids come
+// from AUTOINCREMENT, so they only grow and are never reused. History is bounded: see prune().
+import type { MessageLease, MessageStatus } from "../rules/message-lease.ts";
 
-export type MessageStatus = "queued" | "delivered" | "acknowledged";
+export type { MessageStatus };
 
 export interface StoredMessage {
   id: number;
@@ -14,7 +15,35 @@ export interface StoredMessage {
   acked_at: number | null;
   acked_fence: number | null;
   reply: string | null;
+  /** The message's lease token (0 before its first hand-out) and the claim sequence running it. */
+  token: number;
+  runner: string | null;
+  /** Run deadline while running, park deadline while parked (server ms). */
+  expires_at: number | null;
+  msg_group: string | null;
+  run_timeout_ms: number | null;
+  resume_input: string | null;
+  /** The message's own checkpoint (JSON text) and the token it was written under. */
+  checkpoint: string | null;
+  checkpoint_token: number | null;
+  acked_token: number | null;
 }
+
+/** Columns added after the first schema, with their definitions, for tables created before them. */
+const LEASE_COLUMNS: Record<string, string> = {
+  token: "INTEGER NOT NULL DEFAULT 0",
+  runner: "TEXT",
+  expires_at: "INTEGER",
+  msg_group: "TEXT",
+  run_timeout_ms: "INTEGER",
+  resume_input: "TEXT",
+  checkpoint: "TEXT",
+  checkpoint_token: "INTEGER",
+  acked_token: "INTEGER",
+};
+
+/** How many queued messages one dispatch looks at (oldest first): a bound on its work, not on the queue. */
+export const DISPATCH_WINDOW = 500;
 
 export interface Checkpoint {
   value: unknown;
@@ -44,8 +73,10 @@ export class MessageStore {
       id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, created_at INTEGER NOT NULL,
       status TEXT NOT NULL DEFAULT 'queued', attempts INTEGER NOT NULL DEFAULT 0, delivered_fence INTEGER,
       acked_at INTEGER, acked_fence INTEGER, reply TEXT)`);
-    // Dispatch reads only unacknowledged work, so its cost follows that, not the history.
+    addMissingColumns(sql);
+    // Dispatch reads only open work (by status, oldest first), so its cost follows that, not the history.
     sql.exec(`CREATE INDEX IF NOT EXISTS messages_open ON messages (id) WHERE status != 'acknowledged'`);
+    sql.exec(`CREATE INDEX IF NOT EXISTS messages_status ON messages (status, id)`);
     // Keys used to be global, so one message's key could answer for another; they are per message now.
     sql.exec(`DROP TABLE IF EXISTS writes`);
     sql.exec(`CREATE TABLE IF NOT EXISTS message_writes (
@@ -55,9 +86,10 @@ export class MessageStore {
     sql.exec(`CREATE TABLE IF NOT EXISTS checkpoint (one INTEGER PRIMARY KEY CHECK (one = 1), value TEXT NOT NULL, fence INTEGER NOT NULL, at INTEGER NOT NULL)`);
   }
 
-  add(text: string, now: number): StoredMessage {
+  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null } = {}): StoredMessage {
     return this.sql.exec<Record<string, SqlStorageValue>>(
-      `INSERT INTO messages (text, created_at) VALUES (?, ?) RETURNING *`, text, now).one() as unknown as StoredMessage;
+      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms) VALUES (?, ?, ?, ?) RETURNING *`,
+      text, now, opts.group ?? null, opts.runTimeoutMs ?? null).one() as unknown as StoredMessage;
   }
 
   get(id: number): StoredMessage | null {
@@ -101,25 +133,58 @@ export class MessageStore {
     return this.sql.exec(`SELECT * FROM messages ORDER BY id DESC LIMIT ?`, limit).toArray() as unknown as StoredMessage[];
   }
 
-  /** Unacknowledged messages the holder of `fence` has not been handed yet, oldest first. */
-  undeliveredFor(fence: number): StoredMessage[] {
-    return this.sql.exec(
-      `SELECT * FROM messages WHERE status != 'acknowledged' AND (delivered_fence IS NULL OR delivered_fence != ?) ORDER BY id`,
-      fence,
+  /** Every running and parked message, and the oldest DISPATCH_WINDOW queued ones, as lease records. */
+  openLeases(): MessageLease[] {
+    const rows = this.sql.exec(
+      `SELECT * FROM messages WHERE status IN ('running', 'parked')
+       UNION ALL SELECT * FROM (SELECT * FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?)`, DISPATCH_WINDOW,
     ).toArray() as unknown as StoredMessage[];
+    return rows.map(leaseOf);
   }
 
-  markDelivered(id: number, fence: number): StoredMessage {
+  /** Stores a message's lease fields as the rules left them; `fence` is the serve fence at a hand-out. */
+  saveLease(m: MessageLease, fence: number | null = null): StoredMessage {
     return this.sql.exec(
-      `UPDATE messages SET status = 'delivered', attempts = attempts + 1, delivered_fence = ? WHERE id = ? RETURNING *`, fence, id,
+      `UPDATE messages SET status = ?, attempts = ?, token = ?, runner = ?, expires_at = ?,
+       delivered_fence = COALESCE(?, delivered_fence) WHERE id = ? RETURNING *`,
+      m.status, m.attempts, m.token, m.runner, m.expiresAt, fence, m.id,
     ).one() as unknown as StoredMessage;
   }
 
-  /** Marks the message done by this write; the caller has checked it was not done already. */
-  acknowledge(write: AckedWrite, reply: string | null, now: number): void {
+  saveMessageCheckpoint(id: number, value: unknown, token: number): void {
+    this.sql.exec(`UPDATE messages SET checkpoint = ?, checkpoint_token = ? WHERE id = ?`, JSON.stringify(value), token, id);
+  }
+
+  setResumeInput(id: number, input: string | null): void {
+    this.sql.exec(`UPDATE messages SET resume_input = ? WHERE id = ?`, input, id);
+  }
+
+  /** The earliest run or park deadline, for the alarm; null when nothing can expire. */
+  nextDeadline(): number | null {
+    return this.sql.exec<{ at: number | null }>(
+      `SELECT MIN(expires_at) AS at FROM messages WHERE status IN ('running', 'parked') AND expires_at IS NOT NULL`).one().at ?? null;
+  }
+
+  countByStatus(): Record<MessageStatus, number> {
+    const counts: Record<MessageStatus, number> = { queued: 0, running: 0, parked: 0, acknowledged: 0, failed: 0 };
+    for (const r of this.sql.exec<{ status: MessageStatus; n: number }>(`SELECT status, COUNT(*) AS n FROM messages GROUP BY status`)) {
+      counts[r.status] = r.n;
+    }
+    return counts;
+  }
+
+  /** The newest messages in one status, newest first. */
+  inStatus(status: MessageStatus, limit: number): StoredMessage[] {
+    return this.sql.exec(`SELECT * FROM messages WHERE status = ? ORDER BY id DESC LIMIT ?`, status, limit)
+      .toArray() as unknown as StoredMessage[];
+  }
+
+  /** Marks the message done by this write (under its lease `token`, or null for a fenced write); the caller has checked it was not done already. */
+  acknowledge(write: AckedWrite, reply: string | null, now: number, token: number | null = null): void {
     this.sql.exec(
-      `UPDATE messages SET status = 'acknowledged', acked_at = ?, acked_fence = ?, reply = COALESCE(?, reply) WHERE id = ?`,
-      now, write.fence, reply, write.id,
+      `UPDATE messages SET status = 'acknowledged', runner = NULL, expires_at = NULL, acked_at = ?, acked_fence = ?, acked_token = ?,
+       reply = COALESCE(?, reply) WHERE id = ?`,
+      now, write.fence, token, reply, write.id,
     );
     this.sql.exec(`INSERT INTO message_writes (message_id, key, fence, at) VALUES (?, ?, ?, ?)`, write.id, write.key, write.fence, now);
   }
@@ -153,7 +218,7 @@ export class MessageStore {
     const horizon = newestId - retention.messages;
     if (horizon > 0) {
       this.sql.exec(`DELETE FROM message_writes WHERE message_id <= ?`, horizon);
-      this.sql.exec(`DELETE FROM messages WHERE id <= ? AND status = 'acknowledged'`, horizon);
+      this.sql.exec(`DELETE FROM messages WHERE id <= ? AND status IN ('acknowledged', 'failed')`, horizon);
     }
     this.sql.exec(`DELETE FROM post_keys WHERE at < ?`, now - retention.postKeyMs);
   }
@@ -170,4 +235,23 @@ export class MessageStore {
       JSON.stringify(value), fence, now,
     );
   }
+}
+
+export function leaseOf(m: StoredMessage): MessageLease {
+  return {
+    id: m.id, status: m.status, attempts: m.attempts, token: m.token, runner: m.runner, expiresAt: m.expires_at,
+    group: m.msg_group, runTimeoutMs: m.run_timeout_ms,
+  };
+}
+
+/**
+ * Brings a table created by an older version up to date: adds the lease columns, and queues again
+ * what it had handed out ("delivered"), as a new holder would have been handed it anyway.
+ */
+function addMissingColumns(sql: SqlStorage): void {
+  const have = new Set(sql.exec<{ name: string }>(`PRAGMA table_info(messages)`).toArray().map((c) => c.name));
+  for (const [name, definition] of Object.entries(LEASE_COLUMNS)) {
+    if (!have.has(name)) sql.exec(`ALTER TABLE messages ADD COLUMN ${name} ${definition}`);
+  }
+  if (!have.has("token")) sql.exec(`UPDATE messages SET status = 'queued' WHERE status = 'delivered'`);
 }

@@ -57,9 +57,13 @@ export function isOpen(m: Pick<MessageLease, "status">): boolean {
 /**
  * Plans which queued messages go to which runners, oldest first. A group is blocked behind its
  * oldest open message, so a conversation never runs two messages at once or out of order. The
- * runner with the most free slots is chosen, earlier runners first on ties.
+ * runner with the most free slots is chosen, earlier runners first on ties; a message just taken
+ * from a runner (`avoid`: message id to runner) goes elsewhere when another runner has room, since
+ * a runner that stalled once likely still does.
  */
-export function planDispatch(open: readonly MessageLease[], runners: readonly RunnerSlots[], policy: MessagePolicy): Assignment[] {
+export function planDispatch(
+  open: readonly MessageLease[], runners: readonly RunnerSlots[], policy: MessagePolicy, avoid: ReadonlyMap<number, string> = new Map(),
+): Assignment[] {
   const free = new Map(runners.map((r) => [r.id, Math.max(0, r.free)]));
   let running = open.filter((m) => m.status === "running").length;
   const blocked = new Set<string>();
@@ -71,7 +75,7 @@ export function planDispatch(open: readonly MessageLease[], runners: readonly Ru
       blocked.add(m.group);
     }
     if (m.status !== "queued" || running >= policy.maxRunning) continue;
-    const runner = roomiest(runners, free);
+    const runner = roomiest(runners, free, avoid.get(m.id)) ?? roomiest(runners, free);
     if (runner === null) continue;
     free.set(runner, free.get(runner)! - 1);
     running += 1;
@@ -80,9 +84,10 @@ export function planDispatch(open: readonly MessageLease[], runners: readonly Ru
   return plan;
 }
 
-function roomiest(runners: readonly RunnerSlots[], free: Map<string, number>): string | null {
+function roomiest(runners: readonly RunnerSlots[], free: Map<string, number>, except?: string): string | null {
   let best: string | null = null;
   for (const r of runners) {
+    if (r.id === except) continue;
     const n = free.get(r.id)!;
     if (n > 0 && (best === null || n > free.get(best)!)) best = r.id;
   }

@@ -2,6 +2,7 @@
 // It depends on plain data only, so the CLI can import its types without the Workers runtime's.
 import type { LeaseRecord, Transition } from "../rules/election.ts";
 import type { HolderInfo } from "./protocol.ts";
+import type { WorkReport } from "./work-report.ts";
 
 const PREVIEW_CHARS = 80;
 
@@ -14,6 +15,7 @@ export interface PresenceConn {
   joinedAt: number;
   cursor: number;
   heartbeat: number;
+  slots?: number;
 }
 
 export interface PresenceMessage {
@@ -32,6 +34,9 @@ export interface ConnectionReport {
   joined_at: number;
   heartbeat_age_seconds: number;
   cursor: number;
+  /** Messages this runner takes at once, and how many it runs now. */
+  slots: number;
+  running: number;
 }
 
 export interface Presence {
@@ -48,6 +53,8 @@ export interface Presence {
     fence: number; reason: string;
   }[];
   recent_messages: { id: number; status: string; attempts: number; created_at: number; preview: string }[];
+  /** Message policy, counts, and the running, parked and failed messages. */
+  work: WorkReport;
   /** How many times the object has been invoked; auto-answered heartbeats do not count. */
   wakes: number;
 }
@@ -60,6 +67,7 @@ export function buildPresence(input: {
   conns: PresenceConn[];
   transitions: Transition[];
   recentMessages: PresenceMessage[];
+  work: WorkReport;
   wakes: number;
 }): Presence {
   const { lease } = input;
@@ -74,6 +82,8 @@ export function buildPresence(input: {
       joined_at: c.joinedAt,
       heartbeat_age_seconds: Math.max(0, Math.round((input.now - c.heartbeat) / 100) / 10),
       cursor: c.cursor,
+      slots: c.slots ?? 1,
+      running: input.work.running.filter((r) => r.claim_seq !== null && r.claim_seq === c.claimSeq).length,
     }))
     .sort((a, b) => (a.claim_seq ?? Infinity) - (b.claim_seq ?? Infinity));
   return {
@@ -93,6 +103,7 @@ export function buildPresence(input: {
     recent_messages: input.recentMessages.map((m) => ({
       id: m.id, status: m.status, attempts: m.attempts, created_at: m.created_at, preview: m.text.slice(0, PREVIEW_CHARS),
     })),
+    work: input.work,
     wakes: input.wakes,
   };
 }

@@ -15,6 +15,13 @@ export const LIMITS = {
   connectionsPerAgent: 64,
   framesPerSecond: 50,
   leaseTtlSeconds: { min: 1, max: 3600 },
+  /** Messages one runner may run at once (`baton serve --concurrency`). */
+  runnerSlots: 64,
+  groupChars: 128,
+  resumeInputBytes: 16 * 1024,
+  /** Run timeouts (per agent or per message) and park deadlines, in seconds. */
+  runTimeoutSeconds: { min: 1, max: 7 * 86_400 },
+  parkDeadlineSeconds: { min: 1, max: 30 * 86_400 },
 } as const;
 
 /** Agent names: 1-63 chars of lowercase letters, digits, '.', '_' or '-', starting with a letter or digit. */
@@ -49,6 +56,9 @@ export const ERROR_CODES = [
   "not_found",
   "lease_held",
   "lease_lost",
+  "stale_token",
+  "message_not_running",
+  "not_parked",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -63,31 +73,50 @@ const fence = z.int().check(z.nonnegative());
 const messageId = z.int().check(z.gte(1));
 const req = z.optional(z.string().check(z.maxLength(64)));
 const machine = z.string().check(z.minLength(1), z.maxLength(LIMITS.machineLabelChars), z.regex(MACHINE_LABEL));
+/** A message's own lease token, as handed out in its `message` frame. */
+const token = z.int().check(z.gte(1));
+const concurrency = z.optional(z.int().check(z.gte(1), z.lte(LIMITS.runnerSlots)));
 
 const clientFrameSchema = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("ping") }),
-  z.strictObject({ type: z.literal("hello"), machine: z.optional(machine), cursor: z.optional(fence) }),
+  z.strictObject({ type: z.literal("hello"), machine: z.optional(machine), cursor: z.optional(fence), concurrency }),
   z.strictObject({
     type: z.literal("serve_lease"),
     op: z.enum(["claim", "release"]),
     fence: z.optional(fence),
+    concurrency,
     req,
   }),
   z.strictObject({ type: z.literal("sync"), after: fence, req }),
-  z.strictObject({ type: z.literal("ack"), id: messageId, fence, req }),
+  // Writes for a message carry its lease `token`; the serve `fence` alone is the older form
+  // (single mode only). A checkpoint with `id` and `token` belongs to that message; one with only
+  // `fence` is the agent's own.
+  z.strictObject({ type: z.literal("ack"), id: messageId, fence: z.optional(fence), token: z.optional(token), req }),
   z.strictObject({
     type: z.literal("reply"),
     id: messageId,
-    fence,
+    fence: z.optional(fence),
+    token: z.optional(token),
     key: z.string().check(z.minLength(1), z.maxLength(LIMITS.idempotencyKeyChars)),
     text: z.string(),
     req,
   }),
-  z.strictObject({ type: z.literal("checkpoint"), fence, value: z.unknown(), req }),
+  z.strictObject({
+    type: z.literal("checkpoint"), fence: z.optional(fence), id: z.optional(messageId), token: z.optional(token), value: z.unknown(), req,
+  }),
+  // Gives a running message's lease up until someone resumes it; `value` is its checkpoint.
+  z.strictObject({
+    type: z.literal("park"),
+    id: messageId,
+    token,
+    value: z.optional(z.unknown()),
+    deadline_seconds: z.optional(z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max))),
+    req,
+  }),
 ]);
 
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
-export const CLIENT_FRAME_TYPES = ["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint"] as const;
+export const CLIENT_FRAME_TYPES = ["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "park"] as const;
 
 export interface HolderInfo {
   claim_seq: number;
@@ -106,7 +135,19 @@ export interface MessageFrame {
   attempt: number;
   created_at: number;
   run: boolean;
+  /** On a run copy: the message's own lease token, which every write for it must carry. */
+  token?: number;
+  /** On a run copy: milliseconds until the server takes the message back (its run timeout). */
+  run_timeout_ms?: number;
+  /** On a run copy: the message's checkpoint from an earlier attempt, if one was saved. */
+  checkpoint?: unknown;
+  /** On a run copy after a resume: the input the resume carried. */
+  resume_input?: string | null;
+  group?: string | null;
 }
+
+/** Why a running message was taken from its runner; its writes are refused from now on. */
+export type RevokeReason = "run_timeout" | "runner_gone";
 
 /** One agent as the directory knows it: its presence and the server time (ms) it was taken. */
 export type DirectoryEntry = Presence & { reported_at: number };
@@ -136,6 +177,7 @@ export type ServerFrame =
       checkpoint_fence?: number;
     }
   | MessageFrame
+  | { type: "revoked"; id: number; token: number; reason: RevokeReason }
   | { type: "result"; req?: string; op: string; [k: string]: unknown }
   | { type: "error"; code: ErrorCode; message: string; req?: string }
   | ObserverFrame;
@@ -175,10 +217,24 @@ export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame>
   if (frame.type === "reply" && byteLength(frame.text) > LIMITS.replyTextBytes) {
     return { ok: false, code: "too_large", message: `reply text exceeds ${LIMITS.replyTextBytes} bytes`, req: reqId };
   }
-  if (frame.type === "checkpoint" && checkpointTooLarge(frame.value)) {
+  if ((frame.type === "checkpoint" || (frame.type === "park" && frame.value !== undefined)) && checkpointTooLarge(frame.value)) {
     return { ok: false, code: "too_large", message: `checkpoint exceeds ${LIMITS.checkpointBytes} bytes`, req: reqId };
   }
+  const unfenced = unfencedWrite(frame);
+  if (unfenced) return { ok: false, code: "bad_frame", message: `invalid ${type} frame: ${unfenced}`, req: reqId };
   return { ok: true, frame };
+}
+
+/** A write must say which lease it is made under: a message token, or the serve fence. */
+function unfencedWrite(frame: ClientFrame): string | null {
+  if (frame.type === "checkpoint") {
+    if ((frame.id === undefined) !== (frame.token === undefined)) return "a message checkpoint needs both id and token";
+    if (frame.token === undefined && frame.fence === undefined) return "needs a fence (agent checkpoint) or an id and token (message checkpoint)";
+  }
+  if ((frame.type === "ack" || frame.type === "reply") && frame.token === undefined && frame.fence === undefined) {
+    return "needs the message's token (or the serve fence)";
+  }
+  return null;
 }
 
 export function checkpointTooLarge(value: unknown): boolean {
@@ -191,9 +247,26 @@ export function errorFrame(code: ErrorCode, message: string, reqId?: string): Se
 
 // HTTP bodies
 
+const runTimeoutSeconds = z.number().check(z.gte(LIMITS.runTimeoutSeconds.min), z.lte(LIMITS.runTimeoutSeconds.max));
+
 export const postMessageSchema = z.strictObject({
   text: z.string().check(z.minLength(1)),
+  /** Messages of one group (a conversation) run one at a time, in the order they were posted. */
+  group: z.optional(z.string().check(z.minLength(1), z.maxLength(LIMITS.groupChars), z.regex(MACHINE_LABEL))),
+  /** Overrides the agent's run timeout for this message. */
+  run_timeout_seconds: z.optional(runTimeoutSeconds),
 });
+
+/** PUT /agents/{agent}/policy: any subset of the agent's message policy. */
+export const policySchema = z.strictObject({
+  mode: z.optional(z.enum(["single", "pool"])),
+  max_running: z.optional(z.int().check(z.gte(1), z.lte(10_000))),
+  run_timeout_seconds: z.optional(runTimeoutSeconds),
+  max_attempts: z.optional(z.int().check(z.gte(1), z.lte(100))),
+});
+
+/** POST /agents/{agent}/messages/{id}/resume. */
+export const resumeSchema = z.strictObject({ input: z.optional(z.nullable(z.string())) });
 
 const ttl = z.int().check(z.gte(LIMITS.leaseTtlSeconds.min), z.lte(LIMITS.leaseTtlSeconds.max));
 const runId = z.string().check(z.regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/));

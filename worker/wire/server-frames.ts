@@ -17,6 +17,22 @@ const connectionReport = z.object({
   joined_at: millis,
   heartbeat_age_seconds: z.number(),
   cursor: count,
+  slots: count,
+  running: count,
+});
+
+const workReport = z.object({
+  mode: z.enum(["single", "pool"]),
+  max_running: count,
+  run_timeout_seconds: z.number(),
+  max_attempts: count,
+  counts: z.object({ queued: count, running: count, parked: count, acknowledged: count, failed: count }),
+  running: z.array(z.object({
+    id: count, attempt: count, token: count, claim_seq: z.nullable(count), machine: z.nullable(z.string()),
+    expires_at: z.nullable(millis), group: z.nullable(z.string()),
+  })),
+  parked: z.array(z.object({ id: count, attempt: count, deadline: z.nullable(millis), group: z.nullable(z.string()) })),
+  failed: z.array(z.object({ id: count, attempts: count })),
 });
 
 const transition = z.object({
@@ -41,6 +57,7 @@ export const presenceSchema = z.object({
   connections: z.array(connectionReport),
   transitions: z.array(transition),
   recent_messages: z.array(z.object({ id: count, status: z.string(), attempts: count, created_at: millis, preview: z.string() })),
+  work: workReport,
   wakes: count,
 });
 
@@ -69,6 +86,14 @@ export const serverFrameSchema = z.discriminatedUnion("type", [
     attempt: z.int().check(z.gte(1)),
     created_at: millis,
     run: z.boolean(),
+    token: z.optional(z.int().check(z.gte(1))),
+    run_timeout_ms: z.optional(z.number().check(z.positive())),
+    checkpoint: z.optional(z.unknown()),
+    resume_input: z.optional(z.nullable(z.string())),
+    group: z.optional(z.nullable(z.string())),
+  }),
+  z.object({
+    type: z.literal("revoked"), id: z.int().check(z.gte(1)), token: z.int().check(z.gte(1)), reason: z.enum(["run_timeout", "runner_gone"]),
   }),
   z.looseObject({ type: z.literal("result"), op: z.string(), req: z.optional(z.string()) }),
   z.object({ type: z.literal("error"), code: z.enum(ERROR_CODES), message: z.string(), req: z.optional(z.string()) }),
