@@ -1,18 +1,20 @@
 // A holder in its own OS process, so the benchmark can SIGKILL or SIGSTOP it.
-// Usage: candidate-process.ts baton|etcd <url> <agent-or-prefix> <ttl-seconds>
+// Usage: candidate-process.ts baton|etcd|floor <url> <agent-or-prefix-or-room> <ttl-seconds>
 // Prints "leading" once it leads; exits when its stdin closes (the benchmark went away).
-import { BatonCandidate, EtcdCandidate, type Candidate } from "./candidates.ts";
+import { BatonCandidate, EtcdCandidate, FloorCandidate, type Candidate } from "./candidates.ts";
 import { EtcdGateway } from "./etcd.ts";
 
 const [system, url, name, ttl] = process.argv.slice(2);
 if (!system || !url || !name || !ttl) {
-  console.error("usage: candidate-process.ts baton|etcd <url> <name> <ttl-seconds>");
+  console.error("usage: candidate-process.ts baton|etcd|floor <url> <name> <ttl-seconds>");
   process.exit(2);
 }
 const ttlSeconds = Number(ttl);
 const candidate: Candidate = system === "baton"
   ? new BatonCandidate(url, name, `holder-${process.pid}`, ttlSeconds * 1000)
-  : new EtcdCandidate(new EtcdGateway(url), name, ttlSeconds);
+  : system === "floor"
+    ? new FloorCandidate(url, name, true)
+    : new EtcdCandidate(new EtcdGateway(url), name, ttlSeconds);
 candidate.leading.then(
   () => process.stdout.write("leading\n"),
   (e: Error) => {

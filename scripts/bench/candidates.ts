@@ -1,9 +1,13 @@
 // One election candidate per system, with the same shape, so every scenario runs the same steps
-// against baton and etcd. Both heartbeat every TTL/3 (what etcd's client does for its leases).
+// against baton, etcd and the floor probe. Baton and etcd heartbeat every TTL/3 (what etcd's client
+// does for its leases); the floor probe has no election and no heartbeat.
 import WebSocket from "ws";
 import { DEV_TOKEN } from "../../test/e2e/wrangler-dev.ts";
 import { PING_TEXT } from "../../worker/wire/protocol.ts";
 import { EtcdGateway } from "./etcd.ts";
+
+/** What the floor probe's object sends the other sockets of a room (HANDOFF_FRAME in floor-worker.ts). */
+const FLOOR_HANDOFF_FRAME = '{"type":"held"}';
 
 export interface Candidate {
   /** Resolves once the candidate is in line: it leads, or it waits with the server knowing it. */
@@ -115,5 +119,37 @@ export class EtcdCandidate implements Candidate {
     clearInterval(this.timer);
     this.abort.abort();
     if (this.lease) void this.gw.revoke(this.lease).catch(() => {});
+  }
+}
+
+/**
+ * A socket of the floor probe's room (scripts/bench/floor): the first one in holds, a later one
+ * leads once the object tells it `{"type":"held"}` after the holder's frame or close.
+ */
+export class FloorCandidate implements Candidate {
+  private readonly ws: WebSocket;
+  private readonly reg = deferred();
+  private readonly lead = deferred();
+  readonly registered = this.reg.promise;
+  readonly leading = this.lead.promise;
+
+  constructor(baseUrl: string, room: string, holder: boolean) {
+    this.ws = new WebSocket(`${baseUrl.replace(/^http/, "ws")}/rooms/${room}`);
+    this.ws.on("open", () => {
+      this.reg.resolve();
+      if (holder) this.lead.resolve();
+    });
+    this.ws.on("message", (data) => String(data) === FLOOR_HANDOFF_FRAME && this.lead.resolve());
+    const fail = (e: Error) => (this.reg.reject(e), this.lead.reject(e));
+    this.ws.on("error", fail);
+    this.ws.on("close", (code) => fail(new Error(`floor socket closed (${code})`)));
+  }
+
+  async resign(): Promise<void> {
+    this.ws.send('{"type":"release"}');
+  }
+
+  close(): void {
+    this.ws.terminate();
   }
 }

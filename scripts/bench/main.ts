@@ -1,27 +1,28 @@
-// `npm run bench`: baton (wrangler dev) and etcd side by side on loopback with the same TTL.
-// Trials of the two systems are interleaved so both see the same machine load; the table gives
-// p50/p99 per system and the baton/etcd ratio. Everything started here is stopped at the end.
-import { writeFileSync } from "node:fs";
-import { cpus } from "node:os";
-import { join } from "node:path";
+// `npm run bench`: baton (wrangler dev), the floor probe (its own wrangler dev) and etcd side by
+// side on loopback with the same TTL. Trials of the systems are interleaved so all see the same
+// machine load; the report gives p50/p99 per system and the ratios. `--only a,b` picks scenarios
+// (names in SCENARIOS). Everything started here is stopped at the end.
+import { cpus, loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import type { DevServer } from "../../test/e2e/wrangler-dev.ts";
 import { ensureEtcdInstalled, startEtcd, type EtcdServer } from "./etcd.ts";
-import { renderReport, type ScenarioResult } from "./report.ts";
+import { startFloor, type FloorServer } from "./floor.ts";
+import { renderReport, writeReport, type LeaseResult, type ScenarioResult } from "./report.ts";
 import {
-  acquisitionRound, batonSystem, etcdSystem, gracefulTrial, hasSessionLeases, signalTrial, type System, type SystemName,
+  batonLeases, batonSystem, etcdLeases, etcdSystem, floorLeases, floorSystem, freshKeysRound, gracefulTrial, hotKeyRound, signalTrial,
+  type AcquireRound, type LeaseSystem, type System, type SystemName,
 } from "./scenarios.ts";
-import { REPO_ROOT, snapshotOfHead, workingTree, wranglerDevOf } from "./snapshot.ts";
-import { measureWakes } from "./wakes.ts";
+import { snapshotOfHead, workingTree, wranglerDevOf } from "./snapshot.ts";
+import { measureWakes, type WakeResult } from "./wakes.ts";
 
 const { values: opts } = parseArgs({
   options: {
     trials: { type: "string", default: "20" },
     ttl: { type: "string", default: "2" },
-    keys: { type: "string", default: "200" },
+    keys: { type: "string", default: "600" },
     concurrency: { type: "string", default: "16" },
     "wake-seconds": { type: "string", default: "60" },
-    only: { type: "string", default: "graceful,crash,stop,acquire,wakes" },
+    only: { type: "string" },
     write: { type: "boolean", default: false },
     "working-tree": { type: "boolean", default: false },
   },
@@ -31,95 +32,151 @@ const ttlSeconds = Number(opts.ttl);
 const keys = Number(opts.keys);
 const concurrency = Number(opts.concurrency);
 const wakeSeconds = Number(opts["wake-seconds"]);
-const only = new Set(opts.only.split(","));
 const scanSeconds = Math.max(1, Math.floor(ttlSeconds / 2));
+const ROUNDS = 3;
 
-const tree = opts["working-tree"] ? workingTree() : snapshotOfHead();
-let dev: DevServer | null = null;
-let etcd: EtcdServer | null = null;
-async function stopAll(): Promise<void> {
-  await Promise.allSettled([dev?.stop(), etcd?.stop()]);
-  tree.dispose();
-}
-for (const sig of ["SIGINT", "SIGTERM"] as const) {
-  process.once(sig, () => void stopAll().then(() => process.exit(130)));
+/** What a scenario may use and where it leaves its figures. */
+interface Bench {
+  dev: DevServer;
+  handoff: System[];
+  /** Lease systems for fresh keys (etcd: a lease per key) and for a hot key (etcd: a session lease per client). */
+  leases: { fresh: LeaseSystem[]; hot: LeaseSystem[] };
+  results: ScenarioResult[];
+  leaseResults: LeaseResult[];
+  wakes: WakeResult[] | null;
+  /** Extra markdown sections for the report, in order. */
+  sections: string[];
 }
 
-/** Runs `trial` for both systems `count` times, alternating which goes first. */
-async function interleaved(label: string, systems: [System, System], count: number, trial: (s: System) => Promise<number>): Promise<ScenarioResult> {
-  const samples: Record<SystemName, number[]> = { baton: [], etcd: [] };
-  const failures: Record<SystemName, number> = { baton: 0, etcd: 0 };
-  for (let i = 0; i < count; i++) {
-    for (const sys of i % 2 === 0 ? systems : [systems[1], systems[0]]) {
+interface Scenario {
+  /** Which side servers it needs besides baton's wrangler dev. */
+  needs: ("etcd" | "floor")[];
+  run(b: Bench): Promise<void>;
+}
+
+const SCENARIOS: Record<string, Scenario> = {
+  graceful: { needs: ["etcd", "floor"], run: (b) => interleaved(b, "graceful handoff: release to held", b.handoff, gracefulTrial) },
+  crash: {
+    needs: ["etcd", "floor"],
+    run: (b) => interleaved(b, "clean-close failover: holder SIGKILLed", b.handoff, (s) => signalTrial(s, "SIGKILL")),
+  },
+  stop: {
+    needs: ["etcd"],
+    run: (b) => interleaved(b, "silent holder: SIGSTOPped", b.handoff.filter((s) => s.name !== "floor"), (s) => signalTrial(s, "SIGSTOP")),
+  },
+  fresh: { needs: ["etcd", "floor"], run: (b) => leaseRounds(b, "fresh keys", b.leases.fresh, freshKeysRound) },
+  hot: { needs: ["etcd", "floor"], run: (b) => leaseRounds(b, "one hot key", b.leases.hot, hotKeyRound) },
+  wakes: {
+    needs: [],
+    run: async (b) => {
+      b.wakes = await measureWakes(b.dev.url, ttlSeconds, wakeSeconds, [
+        { label: "idle, 1 connection", connections: 1, pingText: '{"type":"ping"}' },
+        { label: "idle, 20 connections", connections: 20, pingText: '{"type":"ping"}' },
+        { label: "control: 20 connections, non-exact ping", connections: 20, pingText: '{"type": "ping"}' },
+      ]);
+    },
+  },
+};
+const DEFAULT_SCENARIOS = ["graceful", "crash", "stop", "fresh", "hot", "wakes"];
+const ALIASES: Record<string, string[]> = { acquire: ["fresh", "hot"] };
+
+function selected(): string[] {
+  const names = (opts.only?.split(",") ?? DEFAULT_SCENARIOS).flatMap((n) => ALIASES[n.trim()] ?? [n.trim()]);
+  const unknown = names.filter((n) => !(n in SCENARIOS));
+  if (unknown.length > 0) {
+    throw new Error(`unknown scenario ${unknown.join(", ")}; --only takes a comma-separated list of ${[...Object.keys(SCENARIOS), ...Object.keys(ALIASES)].join(", ")}`);
+  }
+  return names;
+}
+
+/** Runs `trial` on every system `trials` times, rotating which goes first. */
+async function interleaved(b: Bench, label: string, systems: System[], trial: (s: System) => Promise<number>): Promise<void> {
+  const samples: Partial<Record<SystemName, number[]>> = {};
+  const failures: Partial<Record<SystemName, number>> = {};
+  for (let i = 0; i < trials; i++) {
+    for (const sys of rotate(systems, i)) {
       try {
-        samples[sys.name].push(await trial(sys));
+        (samples[sys.name] ??= []).push(await trial(sys));
       } catch (e) {
-        failures[sys.name] += 1;
+        failures[sys.name] = (failures[sys.name] ?? 0) + 1;
         console.error(`  ${label} ${sys.name} trial ${i}: ${(e as Error).message}`);
       }
     }
   }
-  process.stdout.write(`  ${label}: done\n`);
-  return { label, baton: samples.baton, etcd: samples.etcd, failures };
+  console.log(`  ${label}: done`);
+  b.results.push({ label, samples, failures });
+}
+
+/** ROUNDS rounds of `keys` attempts per lease system, alternating which goes first. */
+async function leaseRounds(
+  b: Bench, label: string, systems: LeaseSystem[], round: (s: LeaseSystem, attempts: number, concurrency: number) => Promise<AcquireRound>,
+): Promise<void> {
+  const result: LeaseResult = { label, rounds: {} };
+  for (let i = 0; i < ROUNDS; i++) {
+    for (const sys of rotate(systems, i)) (result.rounds[sys.name] ??= []).push(await round(sys, Math.ceil(keys / ROUNDS), concurrency));
+  }
+  console.log(`  ${label}: done`);
+  b.leaseResults.push(result);
+}
+
+function rotate<T>(items: readonly T[], by: number): T[] {
+  const k = by % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
 }
 
 async function main(): Promise<number> {
-  ensureEtcdInstalled();
-  console.log(`starting wrangler dev of ${tree.revision} (TTL ${ttlSeconds} s, scan ${scanSeconds} s) and etcd on loopback...`);
-  const { startWranglerDev } = await wranglerDevOf(tree);
-  [dev, etcd] = await Promise.all([
-    startWranglerDev({
-      vars: { BATON_HEARTBEAT_TTL_SECONDS: String(ttlSeconds), BATON_PRESENCE_SCAN_SECONDS: String(scanSeconds) },
-    }),
-    startEtcd(),
-  ]);
-  const sessionLeases = await hasSessionLeases(dev.url);
-  const systems: [System, System] = [batonSystem(dev.url, ttlSeconds, sessionLeases), etcdSystem(etcd.url, ttlSeconds)];
-  // Warm-up: first requests compile the Worker and open connections; not recorded.
-  for (const s of systems) await gracefulTrial(s);
+  const names = selected();
+  const needs = new Set(names.flatMap((n) => SCENARIOS[n]!.needs));
+  const tree = opts["working-tree"] ? workingTree() : snapshotOfHead();
+  let dev: DevServer | null = null;
+  let etcd: EtcdServer | null = null;
+  let floor: FloorServer | null = null;
+  const stopAll = async () => {
+    await Promise.allSettled([dev?.stop(), etcd?.stop(), floor?.stop()]);
+    tree.dispose();
+  };
+  for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => void stopAll().then(() => process.exit(130)));
+  try {
+    if (needs.has("etcd")) ensureEtcdInstalled();
+    console.log(`starting wrangler dev of ${tree.revision} (TTL ${ttlSeconds} s, scan ${scanSeconds} s)${needs.has("floor") ? ", the floor probe" : ""}${needs.has("etcd") ? " and etcd" : ""} on loopback...`);
+    const { startWranglerDev } = await wranglerDevOf(tree);
+    [dev, etcd, floor] = await Promise.all([
+      startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: String(ttlSeconds), BATON_PRESENCE_SCAN_SECONDS: String(scanSeconds) } }),
+      needs.has("etcd") ? startEtcd() : null,
+      needs.has("floor") ? startFloor(tree.root) : null,
+    ]);
+    const handoff = [batonSystem(dev.url, ttlSeconds), floor && floorSystem(floor.url, ttlSeconds), etcd && etcdSystem(etcd.url, ttlSeconds)]
+      .filter((s): s is System => s !== null);
+    const baton = batonLeases(dev.url, ttlSeconds);
+    const floorLease = floor ? [floorLeases(floor.url)] : [];
+    const leases = {
+      fresh: [baton, ...floorLease, ...(etcd ? [etcdLeases(etcd.url, ttlSeconds, "per-key")] : [])],
+      hot: [baton, ...floorLease, ...(etcd ? [etcdLeases(etcd.url, ttlSeconds, "session")] : [])],
+    };
+    // Warm-up, not recorded: the first requests compile the Worker, open connections and create
+    // the session-lease shards (a one-time cost per deployment).
+    for (const s of handoff) await gracefulTrial(s);
+    if (names.includes("fresh") || names.includes("hot")) for (const s of leases.fresh) await freshKeysRound(s, 256, concurrency);
 
-  const results: ScenarioResult[] = [];
-  if (only.has("graceful")) results.push(await interleaved("graceful handoff (ms)", systems, trials, gracefulTrial));
-  if (only.has("crash")) results.push(await interleaved("crash, SIGKILL holder (ms)", systems, trials, (s) => signalTrial(s, "SIGKILL")));
-  if (only.has("stop")) results.push(await interleaved("silent holder, SIGSTOP (ms)", systems, trials, (s) => signalTrial(s, "SIGSTOP")));
-
-  const rounds = 3;
-  const acquire: ScenarioResult = { label: `acquire a fresh key, ${concurrency} at a time (ms)`, baton: [], etcd: [], failures: { baton: 0, etcd: 0 } };
-  const rates: Record<string, number[]> = { baton: [], etcd: [] };
-  for (let i = 0; i < (only.has("acquire") ? rounds : 0); i++) {
-    for (const sys of i % 2 === 0 ? systems : [systems[1], systems[0]]) {
-      const r = await acquisitionRound(sys, Math.ceil(keys / rounds), concurrency);
-      acquire[sys.name].push(...r.latencies);
-      rates[sys.name]!.push(r.perSecond);
-    }
+    const bench: Bench = { dev, handoff, leases, results: [], leaseResults: [], wakes: null, sections: [] };
+    const loadBefore = loadavg()[0]!;
+    for (const name of names) await SCENARIOS[name]!.run(bench);
+    const report = renderReport({
+      date: new Date().toISOString(),
+      command: `npm run bench -- ${process.argv.slice(2).join(" ")}`.trim(),
+      revision: tree.revision,
+      machine: `${cpus().length} x ${cpus()[0]?.model ?? "?"}, Node ${process.version}`,
+      load: [loadBefore, loadavg()[0]!],
+      etcdVersion: etcd?.version ?? null,
+      ttlSeconds, scanSeconds, trials, keys, rounds: ROUNDS, concurrency,
+      results: bench.results, leaseResults: bench.leaseResults, wakes: bench.wakes, sections: bench.sections,
+    });
+    console.log(`\n${report}`);
+    if (opts.write) console.log(writeReport(report));
+    return 0;
+  } finally {
+    await stopAll();
   }
-  if (only.has("acquire")) {
-    results.push(acquire);
-    console.log("  acquisitions: done");
-  }
-
-  const wakes = !only.has("wakes") ? null : await measureWakes(dev.url, ttlSeconds, wakeSeconds, [
-    { label: "idle, 1 connection", connections: 1, pingText: '{"type":"ping"}' },
-    { label: "idle, 20 connections", connections: 20, pingText: '{"type":"ping"}' },
-    { label: "control: 20 connections, non-exact ping", connections: 20, pingText: '{"type": "ping"}' },
-  ]);
-
-  const report = renderReport({
-    date: new Date().toISOString(),
-    command: `npm run bench -- ${process.argv.slice(2).join(" ")}`.trim(),
-    revision: tree.revision,
-    machine: `${cpus().length} x ${cpus()[0]?.model ?? "?"}, Node ${process.version}`,
-    etcdVersion: etcd.version,
-    ttlSeconds, scanSeconds, trials, keys, concurrency,
-    acquireMode: sessionLeases ? "POST /leases/{session}/acquire" : "serve-lease claim on a fresh agent (WebSocket connect + claim)",
-    results, rates, wakes,
-  });
-  console.log(`\n${report}`);
-  if (opts.write) {
-    writeFileSync(join(REPO_ROOT, "docs/benchmarks.md"), report);
-    console.log("wrote docs/benchmarks.md");
-  }
-  return 0;
 }
 
 main()
@@ -127,7 +184,4 @@ main()
     console.error(e.stack ?? e.message);
     return 1;
   })
-  .then(async (code) => {
-    await stopAll();
-    process.exit(code);
-  });
+  .then((code) => process.exit(code));

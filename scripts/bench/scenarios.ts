@@ -1,34 +1,45 @@
-// The four measured scenarios, written once against the System seam so baton and etcd run the
-// same steps. Every trial uses fresh names and stops what it started before returning.
+// The measured scenarios, written once against the System seam so baton, etcd and the floor probe
+// run the same steps. Every trial uses fresh names and stops what it started before returning.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { DEV_TOKEN, ROOT } from "../../test/e2e/wrangler-dev.ts";
-import { BatonCandidate, EtcdCandidate, type Candidate } from "./candidates.ts";
+import { BatonCandidate, EtcdCandidate, FloorCandidate, type Candidate } from "./candidates.ts";
 import { EtcdGateway } from "./etcd.ts";
 
-export type SystemName = "baton" | "etcd";
+export type SystemName = "baton" | "etcd" | "floor";
 
 export interface System {
   name: SystemName;
   url: string;
   ttlSeconds: number;
-  /** A name nobody used before: an agent name for baton, a key prefix for etcd. */
+  /** A name nobody used before: an agent name for baton, a key prefix for etcd, a room for the floor. */
   freshName(kind: string): string;
   candidate(name: string, machine: string): Candidate;
-  /** One acquisition of a fresh key; resolves once the caller holds it. */
-  acquire(key: string): Promise<void>;
+}
+
+/** One client of a lock service: one identity for all its attempts (a run_id; an etcd session lease). */
+export interface LeaseClient {
+  /** One acquisition attempt, one round trip: true when granted, false when another client holds the key. */
+  acquire(key: string): Promise<boolean>;
+  release(key: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface LeaseSystem {
+  name: SystemName;
+  freshName(kind: string): string;
+  client(): Promise<LeaseClient>;
 }
 
 const TRIAL_TIMEOUT_MS = 15_000;
 let counter = 0;
 
-export function batonSystem(url: string, ttlSeconds: number, sessionLeases: boolean): System {
+export function batonSystem(url: string, ttlSeconds: number): System {
   return {
     name: "baton", url, ttlSeconds,
     freshName: (kind) => `bench-${kind}-${process.pid}-${++counter}`,
     candidate: (name, machine) => new BatonCandidate(url, name, machine, ttlSeconds * 1000),
-    acquire: sessionLeases ? (key) => acquireSessionLease(url, key, ttlSeconds) : (key) => claimServeLease(url, key, ttlSeconds),
   };
 }
 
@@ -38,41 +49,88 @@ export function etcdSystem(url: string, ttlSeconds: number): System {
     name: "etcd", url, ttlSeconds,
     freshName: (kind) => `bench/${kind}/${process.pid}/${++counter}/`,
     candidate: (name) => new EtcdCandidate(gw, name, ttlSeconds),
-    acquire: async (key) => {
-      const lease = await gw.grant(ttlSeconds);
-      const r = await gw.createIfAbsent(key, "holder", lease);
-      if (!r.created) throw new Error(`etcd key ${key} was already taken`);
+  };
+}
+
+/** The floor probe: a room of the minimal object in scripts/bench/floor; the first socket in holds. */
+export function floorSystem(url: string, ttlSeconds: number): System {
+  return {
+    name: "floor", url, ttlSeconds,
+    freshName: (kind) => `floor-${kind}-${process.pid}-${++counter}`,
+    candidate: (name, machine) => new FloorCandidate(url, name, machine === "holder"),
+  };
+}
+
+/** Session leases over HTTP: each client is one run (run_id) asking POST /leases/{session}/acquire. */
+export function batonLeases(url: string, ttlSeconds: number): LeaseSystem {
+  const headers = { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" };
+  const post = (path: string, body: unknown) => fetch(`${url}/leases/${path}`, { method: "POST", headers, body: JSON.stringify(body) });
+  return {
+    name: "baton",
+    freshName: (kind) => `bench-${kind}-${process.pid}-${++counter}`,
+    client: async () => {
+      const run_id = randomUUID();
+      return {
+        acquire: async (key) => {
+          const res = await post(`${key}/acquire`, { run_id, ttl_seconds: ttlSeconds });
+          const body = await res.text();
+          if (res.status === 409) return false;
+          if (res.status !== 200 && res.status !== 201) throw new Error(`acquire ${key} answered ${res.status}: ${body}`);
+          return true;
+        },
+        release: async (key) => {
+          const res = await post(`${key}/release`, { run_id });
+          if (!res.ok) throw new Error(`release ${key} answered ${res.status}: ${await res.text()}`);
+          await res.text();
+        },
+        close: async () => {},
+      };
     },
   };
 }
 
-async function acquireSessionLease(url: string, session: string, ttlSeconds: number): Promise<void> {
-  const res = await fetch(`${url}/leases/${session}/acquire`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ run_id: randomUUID(), ttl_seconds: Math.max(1, Math.round(ttlSeconds)) }),
-  });
-  const body = await res.text();
-  if (res.status !== 200 && res.status !== 201) throw new Error(`acquire ${session} answered ${res.status}: ${body}`);
+/**
+ * etcd. "per-key": every attempt grants its own lease and then creates the key with it (two round
+ * trips), which is what baton's per-key TTL takes in etcd. "session": each client grants one lease
+ * before it starts, as concurrency.Mutex does, and every attempt is one create-if-absent txn.
+ * Release deletes the key.
+ */
+export function etcdLeases(url: string, ttlSeconds: number, mode: "per-key" | "session"): LeaseSystem {
+  const gw = new EtcdGateway(url);
+  return {
+    name: "etcd",
+    freshName: (kind) => `bench/${kind}/${process.pid}/${++counter}/`,
+    client: async () => {
+      const session = mode === "session" ? await gw.grant(ttlSeconds) : null;
+      const keepAlive = session && setInterval(() => void gw.keepAlive(session).catch(() => {}), (ttlSeconds * 1000) / 3);
+      return {
+        acquire: async (key) => (await gw.createIfAbsent(key, "holder", session ?? await gw.grant(ttlSeconds))).created,
+        release: (key) => gw.deleteKey(key),
+        close: async () => {
+          if (keepAlive) clearInterval(keepAlive);
+          if (session) await gw.revoke(session).catch(() => {});
+        },
+      };
+    },
+  };
 }
 
-async function claimServeLease(url: string, agent: string, ttlSeconds: number): Promise<void> {
-  const c = new BatonCandidate(url, agent, "bench", ttlSeconds * 1000);
-  try {
-    await c.leading;
-  } finally {
-    c.close();
-  }
-}
-
-/** True when the coordinator serves the session-lease API (POST /leases/{session}/acquire). */
-export async function hasSessionLeases(url: string): Promise<boolean> {
-  try {
-    await acquireSessionLease(url, `bench-probe-${randomUUID()}`, 5);
-    return true;
-  } catch {
-    return false;
-  }
+/** The floor of an acquisition: one Worker request, one RPC to one warm object that writes a row. */
+export function floorLeases(url: string): LeaseSystem {
+  return {
+    name: "floor",
+    freshName: (kind) => `floor-${kind}-${process.pid}-${++counter}`,
+    client: async () => ({
+      acquire: async () => {
+        const res = await fetch(`${url}/write/acquisitions`, { method: "POST" });
+        const body = await res.text();
+        if (res.status !== 201) throw new Error(`floor write answered ${res.status}: ${body}`);
+        return true;
+      },
+      release: async () => {},
+      close: async () => {},
+    }),
+  };
 }
 
 function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
@@ -143,20 +201,49 @@ export async function signalTrial(sys: System, signal: "SIGKILL" | "SIGSTOP"): P
   }
 }
 
-/** (4) `keys` acquisitions of fresh keys, `concurrency` at a time: per-acquisition latency and rate. */
-export async function acquisitionRound(sys: System, keys: number, concurrency: number): Promise<{ latencies: number[]; perSecond: number }> {
-  const base = sys.freshName("acquire");
+export interface AcquireRound {
+  latencies: number[];
+  /** Attempts answered per second, granted or not. */
+  perSecond: number;
+  granted: number;
+}
+
+/** `concurrency` clients make `attempts` attempts in all, each timed; a granted key is released if `release`. */
+async function leaseRound(sys: LeaseSystem, attempts: number, concurrency: number, keyOf: (i: number) => string, release: boolean): Promise<AcquireRound> {
+  const clients = await Promise.all(Array.from({ length: concurrency }, () => sys.client()));
   const latencies: number[] = [];
+  let granted = 0;
   let next = 0;
-  const worker = async () => {
-    while (next < keys) {
-      const key = sys.name === "etcd" ? `${base}${next++}` : `${base}-${next++}`;
-      const t0 = performance.now();
-      await sys.acquire(key);
-      latencies.push(performance.now() - t0);
-    }
-  };
-  const start = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return { latencies, perSecond: keys / ((performance.now() - start) / 1000) };
+  try {
+    const run = async (client: LeaseClient) => {
+      while (next < attempts) {
+        const key = keyOf(next++);
+        const t0 = performance.now();
+        const ok = await client.acquire(key);
+        latencies.push(performance.now() - t0);
+        if (!ok) continue;
+        granted += 1;
+        if (release) await client.release(key);
+      }
+    };
+    const start = performance.now();
+    await Promise.all(clients.map(run));
+    return { latencies, perSecond: attempts / ((performance.now() - start) / 1000), granted };
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+}
+
+/** (4) Acquisitions of keys nobody used before, `concurrency` in flight. Every one must be granted. */
+export async function freshKeysRound(sys: LeaseSystem, attempts: number, concurrency: number): Promise<AcquireRound> {
+  const base = sys.freshName("fresh");
+  const round = await leaseRound(sys, attempts, concurrency, (i) => `${base}k${i}`, false);
+  if (round.granted !== attempts) throw new Error(`${sys.name}: only ${round.granted} of ${attempts} fresh keys were granted`);
+  return round;
+}
+
+/** (5) `concurrency` clients contend for one key; whoever is granted releases it at once and tries again. */
+export function hotKeyRound(sys: LeaseSystem, attempts: number, concurrency: number): Promise<AcquireRound> {
+  const key = `${sys.freshName("hot")}key`;
+  return leaseRound(sys, attempts, concurrency, () => key, true);
 }

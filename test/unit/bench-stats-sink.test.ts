@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { checkRun, firstRuns, INVARIANTS, type CoordinatorMessage } from "../../scripts/chaos/invariants.ts";
 import { EffectSink, parseEffect, startSink, type LoggedEffect } from "../../scripts/chaos/sink.ts";
+import { BEGIN_MARK, END_MARK, spliceReport } from "../../scripts/bench/report.ts";
 import { markdownTable, percentile, ratio, summarize } from "../../scripts/bench/stats.ts";
 
 describe("benchmark statistics", () => {
@@ -24,6 +25,16 @@ describe("benchmark statistics", () => {
 
   it("tables pad every column to its widest cell", () => {
     expect(markdownTable(["a", "bb"], [["xyz", "1"]])).toBe("| a   | bb |\n| --- | -- |\n| xyz | 1  |");
+  });
+});
+
+describe("benchmark report", () => {
+  it("--write replaces only the generated block of docs/benchmarks.md and keeps the sections around it", () => {
+    const doc = `# Benchmarks\n\nintro\n\n${BEGIN_MARK}\nold run\n${END_MARK}\n\n## Past one machine\n\nplan\n`;
+    expect(spliceReport(doc, "## Latest run\n\nnew\n")).toBe(
+      `# Benchmarks\n\nintro\n\n${BEGIN_MARK}\n## Latest run\n\nnew\n${END_MARK}\n\n## Past one machine\n\nplan\n`,
+    );
+    expect(() => spliceReport("# Benchmarks\n", "x")).toThrow("no <!-- bench:begin");
   });
 });
 

@@ -1,0 +1,66 @@
+// The floor probe of `npm run bench`: the least a Durable Object can do for a handoff under
+// `wrangler dev`. Sockets join a room; a frame from one of them, or its close, makes the object
+// write one SQLite row, set an alarm and send one frame to every other socket. Baton's graceful
+// handoff and clean-close failover are measured against this in the same run. Never shipped:
+// it has its own wrangler config and is served by its own `wrangler dev`. POST /write/{name} is
+// the floor of a session-lease acquisition: one Worker request, one RPC to a warm object that
+// writes one row.
+import { DurableObject } from "cloudflare:workers";
+
+interface FloorEnv {
+  ROOMS: DurableObjectNamespace<FloorRoom>;
+}
+
+const HANDOFF_FRAME = '{"type":"held"}';
+const ALARM_DELAY_MS = 60_000;
+
+export class FloorRoom extends DurableObject<FloorEnv> {
+  constructor(ctx: DurableObjectState, env: FloorEnv) {
+    super(ctx, env);
+    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS handoffs (at INTEGER NOT NULL)");
+  }
+
+  fetch(): Response {
+    const pair = new WebSocketPair();
+    this.ctx.acceptWebSocket(pair[1]);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  /** The durable part of a handoff (one row, one alarm), then the news to everyone else. */
+  private handOff(from: WebSocket): void {
+    this.ctx.storage.sql.exec("INSERT INTO handoffs (at) VALUES (?)", Date.now());
+    void this.ctx.storage.setAlarm(Date.now() + ALARM_DELAY_MS);
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws !== from && ws.readyState === WebSocket.OPEN) ws.send(HANDOFF_FRAME);
+    }
+  }
+
+  webSocketMessage(ws: WebSocket): void {
+    this.handOff(ws);
+  }
+
+  webSocketClose(ws: WebSocket): void {
+    this.handOff(ws);
+  }
+
+  alarm(): void {}
+
+  write(): number {
+    this.ctx.storage.sql.exec("INSERT INTO handoffs (at) VALUES (?)", Date.now());
+    return 1;
+  }
+}
+
+export default {
+  async fetch(request: Request, env: FloorEnv): Promise<Response> {
+    const [route, name] = new URL(request.url).pathname.split("/").filter(Boolean);
+    if (route === "write" && name && request.method === "POST") {
+      return Response.json({ written: await env.ROOMS.get(env.ROOMS.idFromName(name)).write() }, { status: 201 });
+    }
+    if (route === "rooms" && name && request.headers.get("upgrade") === "websocket") {
+      return env.ROOMS.get(env.ROOMS.idFromName(name)).fetch(request);
+    }
+    if (route === "health") return new Response("ok");
+    return new Response("not found", { status: 404 });
+  },
+} satisfies ExportedHandler<FloorEnv>;
