@@ -12,12 +12,30 @@ export const errorBodySchema = z.looseObject({ error: z.enum(ERROR_CODES), messa
 export const messageViewSchema = z.object({
   id: z.int().check(z.gte(1)),
   text: z.string(),
-  status: z.enum(["queued", "delivered", "acknowledged"]),
+  status: z.enum(["queued", "running", "parked", "acknowledged", "failed"]),
   attempts: count,
   created_at: z.number(),
   acked_at: z.nullable(z.number()),
   acked_fence: z.nullable(count),
   reply: z.nullable(z.string()),
+  /** The message's lease token (0 before its first hand-out), and the one that acknowledged it. */
+  token: count,
+  acked_token: z.nullable(count),
+  group: z.nullable(z.string()),
+  run_timeout_seconds: z.nullable(z.number()),
+  /** Run deadline while running, park deadline while parked (server ms). */
+  expires_at: z.nullable(z.number()),
+  claim_seq: z.nullable(count),
+  checkpoint: z.unknown(),
+  resume_input: z.nullable(z.string()),
+});
+
+/** GET or PUT /agents/{agent}/policy. */
+export const policyViewSchema = z.object({
+  mode: z.enum(["single", "pool"]),
+  max_running: count,
+  run_timeout_seconds: z.number(),
+  max_attempts: count,
 });
 
 export const messagePageSchema = z.object({ agent: z.string(), messages: z.array(messageViewSchema), cursor: count });
