@@ -1,13 +1,74 @@
-// Starts the coordinator locally with `wrangler dev` (no Cloudflare account needed), installing
-// the npm packages first on a fresh clone. Extra arguments go to wrangler, e.g. `npm start -- --port 9000`.
-import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+// `npm start`: the coordinator locally with `wrangler dev` (no Cloudflare account needed). Installs
+// the npm packages on a fresh clone and builds the CLI when its sources changed, so `npx baton`
+// works; picks a free inspector port (9229 may be taken); keeps wrangler from fetching the
+// Request.cf object (offline that prints a stack each start); once the Worker answers, prints
+// where the dashboard is and which token to use. Extra arguments go to wrangler, e.g.
+// `npm start -- --port 9000`.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
 
-if (!existsSync("node_modules/.bin/wrangler")) {
-  const install = spawnSync("npm", ["ci", "--no-audit", "--no-fund"], { stdio: "inherit" });
-  if (install.status !== 0) process.exit(install.status ?? 1);
+const DEV_TOKEN = "baton-dev-token";
+
+function runOrExit(cmd, args) {
+  const r = spawnSync(cmd, args, { stdio: "inherit" });
+  if (r.status !== 0) process.exit(r.status ?? 1);
 }
+
+function newestMtime(dir) {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+function buildIsStale() {
+  if (!existsSync("dist/cli/main.js")) return true;
+  const built = statSync("dist/cli/main.js").mtimeMs;
+  return ["cli", "client", "worker/wire", "worker/rules"].some((dir) => newestMtime(dir) > built);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+if (!existsSync("node_modules/.bin/wrangler")) runOrExit("npm", ["ci", "--no-audit", "--no-fund"]);
+if (buildIsStale()) runOrExit(process.execPath, ["scripts/build.mjs"]);
+
 const args = process.argv.slice(2);
-const port = args.includes("--port") ? [] : ["--port", "8787"];
-const dev = spawnSync("node_modules/.bin/wrangler", ["dev", ...port, ...args], { stdio: "inherit" });
-process.exit(dev.status ?? 0);
+const portAt = args.indexOf("--port");
+const port = portAt === -1 ? "8787" : args[portAt + 1];
+const extra = [...(portAt === -1 ? ["--port", port] : []), ...(args.includes("--inspector-port") ? [] : ["--inspector-port", String(await freePort())])];
+const dev = spawn("node_modules/.bin/wrangler", ["dev", ...extra, ...args], {
+  stdio: "inherit",
+  env: { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", ...process.env },
+});
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => dev.kill(signal));
+dev.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+
+const url = `http://127.0.0.1:${port}`;
+for (;;) {
+  await new Promise((r) => setTimeout(r, 300));
+  if (dev.exitCode !== null) break;
+  const ok = await fetch(`${url}/agents`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } }).then((r) => r.ok, () => false);
+  if (!ok) continue;
+  process.stdout.write([
+    "",
+    `baton: coordinator ready at ${url}`,
+    `baton: dashboard   ${url}/  (paste the dev token: ${DEV_TOKEN})`,
+    `baton: try it      npx baton serve reviewer -- ./examples/shell-agent.sh`,
+    `baton:             npx baton send reviewer "hello" --wait`,
+    "",
+  ].join("\n") + "\n");
+  break;
+}

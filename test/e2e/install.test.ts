@@ -1,0 +1,124 @@
+// baton on a second machine, without a clone: the packed tarball installed with `npm i -g` into a
+// temporary prefix runs `baton` against `wrangler dev`; installed into an empty folder it imports
+// as "baton/client" (types included) and runs through `npx baton`; SIGTERM sent to `npx` (not to
+// baton) still makes serve release the lease and exit, leaving no orphan holder.
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getJson, uniqueAgent } from "./serve-helpers.ts";
+import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+
+const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+const NPM_FLAGS = ["--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"];
+let dev: DevServer;
+let work: string;
+let tarball: string;
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), "baton-install-"));
+  execFileSync("npm", ["pack", "--pack-destination", work, "--loglevel=error"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  tarball = join(work, readdirSync(work).find((f) => f.endsWith(".tgz"))!);
+  console.log(`packed ${tarball}: ${statSync(tarball).size} bytes`);
+  dev = await startWranglerDev();
+}, 240_000);
+afterAll(async () => {
+  await dev?.stop();
+});
+
+function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, BATON_URL: dev.url, BATON_TOKEN: DEV_TOKEN, XDG_CONFIG_HOME: join(work, "config"), BATON_STATE_DIR: join(work, "state"), ...extra };
+}
+
+describe("the packed tarball", () => {
+  it("installs with npm i -g into a prefix; `baton` serves and sends against wrangler dev from outside any clone", async () => {
+    const prefix = join(work, "prefix");
+    execFileSync("npm", ["i", "-g", tarball, "--prefix", prefix, ...NPM_FLAGS], { cwd: work, stdio: ["ignore", "ignore", "inherit"] });
+    const baton = join(prefix, "bin", "baton");
+    const elsewhere = mkdtempSync(join(tmpdir(), "baton-elsewhere-"));
+    expect(spawnSync(baton, ["--version"], { cwd: elsewhere, encoding: "utf8" }).stdout).toBe(`${VERSION}\n`);
+    const agent = uniqueAgent("installed");
+    const example = join(prefix, "lib", "node_modules", "baton", "examples", "shell-agent.sh");
+    const serve = spawn(baton, ["serve", agent, "--machine", "second-machine", "--", example], {
+      cwd: elsewhere, env: env({ BATON_LOCK_DIR: join(work, "lock-global"), BATON_MACHINE: "second-machine" }), stdio: ["ignore", "ignore", "pipe"],
+    });
+    try {
+      let err = "";
+      serve.stderr!.on("data", (d) => (err += d));
+      await until(() => /holder \(fence \d+\)/.test(err), 20_000, () => err);
+      const sent = spawnSync(baton, ["send", agent, "hello", "--wait", "--timeout", "20"], { cwd: elsewhere, env: env(), encoding: "utf8" });
+      expect(sent.stderr).toBe("");
+      expect(sent.stdout).toMatch(new RegExp(`^${agent} on second-machine \\(fence \\d+\\), message 1: HELLO\\n$`));
+      expect(sent.status).toBe(0);
+    } finally {
+      serve.kill("SIGKILL");
+    }
+  });
+
+  it("installs into an empty folder: import from \"baton/client\" works with types, npx baton runs, tsx is not installed", () => {
+    const app = join(work, "app");
+    mkdirSync(app);
+    execFileSync("npm", ["init", "-y", "--loglevel=error"], { cwd: app, stdio: "ignore" });
+    execFileSync("npm", ["i", tarball, ...NPM_FLAGS], { cwd: app, stdio: ["ignore", "ignore", "inherit"] });
+    const imported = spawnSync(process.execPath, ["--input-type=module", "-e",
+      'import { serve, withSessionLease, LeaseLostError } from "baton/client"; console.log(typeof serve, typeof withSessionLease, typeof LeaseLostError)'],
+    { cwd: app, encoding: "utf8" });
+    expect(imported.stderr).toBe("");
+    expect(imported.stdout).toBe("function function function\n");
+    writeFileSync(join(app, "agent.ts"), [
+      'import { serve, withSessionLease, type MessageHandler } from "baton/client";',
+      "const handler: MessageHandler = async (message, ctx) => `${message.text} under fence ${ctx.fence}`;",
+      "export const start = () => serve(\"reviewer\", handler, { url: \"http://127.0.0.1:8787\", token: \"t\" });",
+      "export const job = () => withSessionLease(\"s\", async (lease) => lease.fenceToken, { url: \"http://127.0.0.1:8787\", token: \"t\" });",
+      "",
+    ].join("\n"));
+    const tsc = spawnSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "--noEmit", "--strict", "--module", "nodenext",
+      "--moduleResolution", "nodenext", "--target", "es2022", "--typeRoots", join(ROOT, "node_modules/@types"), "--types", "node", "agent.ts"],
+    { cwd: app, encoding: "utf8" });
+    expect(tsc.stdout + tsc.stderr).toBe("");
+    expect(spawnSync("npx", ["baton", "--version"], { cwd: app, encoding: "utf8" }).stdout).toBe(`${VERSION}\n`);
+    expect(readdirSync(join(app, "node_modules")).filter((f) => !f.startsWith(".")).sort()).toEqual(["baton", "ws", "zod"]);
+  }, 180_000);
+
+  it("SIGTERM to `npx baton serve` (npx, not baton) releases the lease and leaves no serve process behind", async () => {
+    const app = join(work, "app");
+    const agent = uniqueAgent("npx");
+    const lockDir = join(work, "lock-npx");
+    const npx = spawn("npx", ["baton", "serve", agent, "--machine", "npx-machine", "--", "cat"], {
+      cwd: app, env: env({ BATON_LOCK_DIR: lockDir }), stdio: ["ignore", "ignore", "pipe"], detached: true,
+    });
+    let err = "";
+    npx.stderr!.on("data", (d) => (err += d));
+    await until(() => /holder \(fence \d+\)/.test(err), 20_000, () => err);
+    const servePid = Number(readFileSync(join(lockDir, readdirSync(lockDir).find((f) => f.endsWith(".lock"))!), "utf8"));
+    expect(servePid).not.toBe(npx.pid);
+    const presence = () => getJson<{ connection_count: number; holder: unknown }>(`${dev.url}/agents/${agent}/presence`);
+    expect((await presence()).holder).not.toBeNull();
+    const killedAt = performance.now();
+    process.kill(npx.pid!, "SIGTERM");
+    // The default TTL is 60 s here, so a quick end can only come from serve releasing and closing.
+    await until(async () => (await presence()).connection_count === 0, 10_000, () => err);
+    await until(() => !alive(servePid), 10_000, () => err);
+    const why = err.match(/: (SIGTERM|parent exited): stopping/)?.[1];
+    console.log(`serve under npx released and exited ${(performance.now() - killedAt).toFixed(0)} ms after SIGTERM to npx (it saw: ${why})`);
+    expect((await presence()).holder).toBeNull();
+  });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, context: () => string): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; output:\n${context()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
