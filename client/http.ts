@@ -19,7 +19,7 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
-const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_TIMEOUT_MS = 30_000;
 
 export function baseUrl(conn: Connection): string {
   return conn.url.replace(/\/+$/, "");
