@@ -61,6 +61,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
   const event = (e: ServeEvent) => options.onEvent?.(e);
 
   const report = (next: ServeStatus): void => {
+    if (sameStatus(status, next) && next.kind === "connecting") return;
     status = next;
     options.onStatus?.(next);
   };
@@ -190,7 +191,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
   if (options.signal?.aborted) void stop();
   options.signal?.addEventListener("abort", () => void stop(), { once: true });
 
-  report(status);
+  options.onStatus?.(status);
   socket.start();
   return {
     get status() {
