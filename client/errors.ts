@@ -38,12 +38,12 @@ export class LeaseHeldError extends Error {
 
 /**
  * The lease ended before the work did: the coordinator refused a renewal or a fenced write
- * (`stale_fence`, `not_holder`, `lease_lost`, `lease_expired`), or the local clock could no
- * longer prove the lease. Work done under it must be treated as not done.
+ * (`stale_fence`, `not_holder`, `lease_lost`, `lease_expired`, `stale_token`), took the message
+ * back (`revoked`: its run timeout passed), or the local clock could no longer prove the lease. Work done under it must be treated as not done.
  */
 export class LeaseLostError extends Error {
   override readonly name = "LeaseLostError";
-  constructor(message: string, readonly code: ErrorCode | "lapsed" | "stopped") {
+  constructor(message: string, readonly code: ErrorCode | "lapsed" | "stopped" | "revoked") {
     super(message);
   }
 }

@@ -136,6 +136,9 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
         if (frame.run) work.enqueue(frame);
         return;
       }
+      case "revoked":
+        work.revoke(frame.id, frame.reason);
+        return;
       case "error":
         // Answers to our own requests are reported by the work loop.
         if (frame.req === undefined) event({ type: "coordinator_error", code: frame.code, message: frame.message });

@@ -20,6 +20,8 @@ export interface MessageContext {
   readonly signal: AbortSignal;
   /** The fence of the lease this message runs under: attach it to your own writes. */
   readonly fence: number;
+  /** The message's own lease token when the coordinator leases messages one by one, else null. */
+  readonly token: number | null;
   /** The latest checkpoint stored for this agent (null when none was ever saved). */
   readonly checkpoint: unknown;
   /**
@@ -53,13 +55,15 @@ export interface WorkLoopDeps {
 
 /** Error codes after which nothing more may be posted under this lease. */
 const LEASE_GONE: ReadonlySet<string> = new Set(["stale_fence", "not_holder", "lease_expired", "lease_lost"]);
+/** Error codes after which nothing more may be posted for this one message. */
+const MESSAGE_GONE: ReadonlySet<string> = new Set(["stale_token", "message_not_running"]);
 
 export class WorkLoop {
   private queue: MessageFrame[] = [];
   private busy = false;
   /** Bumped by stop(): a handler running under an older epoch is abandoned. */
   private epoch = 0;
-  private current: { controller: AbortController; settled: Promise<unknown> } | null = null;
+  private current: { id: number; controller: AbortController; settled: Promise<unknown> } | null = null;
   private readonly replied = new Set<number>();
   private checkpointValue: unknown = null;
 
@@ -74,6 +78,12 @@ export class WorkLoop {
     if (this.queue.some((m) => m.id === msg.id)) return;
     this.queue.push(msg);
     void this.drain();
+  }
+
+  /** The coordinator took one message back (its run timeout passed): abort it or drop it from the queue. */
+  revoke(id: number, reason: string): void {
+    this.queue = this.queue.filter((m) => m.id !== id);
+    if (this.current?.id === id) this.current.controller.abort(new LeaseLostError(`the coordinator took message ${id} back (${reason})`, "revoked"));
   }
 
   /** Aborts the running handler, forgets the queue, and resolves once the handler has settled. */
@@ -100,20 +110,23 @@ export class WorkLoop {
     const { deps } = this;
     if (!deps.mayAct()) return;
     const fence = deps.fence();
+    // Writes for a leased message carry its token; without one, the serve fence.
+    const under = msg.token === undefined ? { fence } : { token: msg.token };
     if (this.replied.has(msg.id)) {
-      await this.post({ type: "ack", id: msg.id, fence, req: deps.nextReq() }, epoch);
+      await this.post({ type: "ack", id: msg.id, ...under, req: deps.nextReq() }, epoch);
       return;
     }
     const controller = new AbortController();
     const ctx: MessageContext = {
       signal: controller.signal,
       fence,
+      token: msg.token ?? null,
       checkpoint: this.checkpointValue,
       saveCheckpoint: (value) => this.saveCheckpoint(value, fence, epoch, controller.signal),
     };
     const message: AgentMessage = { id: msg.id, text: msg.text, attempt: msg.attempt, createdAt: msg.created_at };
     const settled = (async () => deps.handler(message, ctx))();
-    this.current = { controller, settled };
+    this.current = { id: msg.id, controller, settled };
     let reply: string | void;
     try {
       reply = await settled;
@@ -127,7 +140,7 @@ export class WorkLoop {
     const full = reply ?? "";
     const text = truncateUtf8(full, LIMITS.replyTextBytes);
     if (text.length < full.length) deps.event({ type: "reply_truncated", id: msg.id, bytes: LIMITS.replyTextBytes });
-    if (!(await this.post({ type: "reply", id: msg.id, fence, key: `${msg.id}:reply`, text, req: deps.nextReq() }, epoch))) return;
+    if (!(await this.post({ type: "reply", id: msg.id, ...under, key: `${msg.id}:reply`, text, req: deps.nextReq() }, epoch))) return;
     this.replied.add(msg.id);
     deps.event({ type: "ran", id: msg.id, attempt: msg.attempt, fence });
   }
@@ -158,6 +171,11 @@ export class WorkLoop {
     }
     if (answer.type === "result") return "ok";
     this.deps.event({ type: "refused", frame: frame.type, code: answer.code, message: answer.message });
+    if (MESSAGE_GONE.has(answer.code)) {
+      const gone = new LeaseLostError(`the coordinator refused the ${frame.type}: ${answer.code}`, answer.code);
+      this.current?.controller.abort(gone);
+      return gone;
+    }
     if (!LEASE_GONE.has(answer.code)) return new CoordinatorError(`${frame.type} refused: ${answer.message}`, 0, answer.code);
     this.epoch += 1;
     this.current?.controller.abort(new LeaseLostError(`the coordinator refused the ${frame.type}: ${answer.code}`, answer.code));

@@ -29,6 +29,7 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
         BATON_FENCE: String(ctx.fence),
         BATON_ATTEMPT: String(message.attempt),
         BATON_CHECKPOINT: opts.checkpointPath,
+        ...(ctx.token === null ? {} : { BATON_MESSAGE_TOKEN: String(ctx.token) }),
       },
     });
     const kill = () => void run.kill(opts.graceMs);

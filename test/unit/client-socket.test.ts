@@ -72,7 +72,8 @@ describe("CoordinatorSocket reconnects", () => {
     const gaps = arrivals.slice(1).map((t, i) => t - arrivals[i]!);
     gaps.forEach((gap, i) => {
       expect(gap).toBeGreaterThanOrEqual(scheduled[i]! - 2);
-      expect(gap).toBeLessThan(scheduled[i]! + 150);
+      // the upper bound only catches a schedule not followed at all; a loaded machine adds latency
+      expect(gap).toBeLessThan(scheduled[i]! + 1000);
     });
   });
 
