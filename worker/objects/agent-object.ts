@@ -1,26 +1,25 @@
 // One Durable Object per (account, agent): holds the agent's serve connections, elects the
-// leaseholder with the pure rules in worker/rules, and fences every write. All state lives in
-// SQLite or in socket attachments (SocketObject), so the object can be evicted and rebuilt at any
-// moment. It knows its own (account, agent) from its object name.
+// leaseholder with the pure rules in election.ts, and fences every write. All state lives in
+// SQLite or in socket attachments, so the object can be evicted and rebuilt at any moment.
+import { DurableObject } from "cloudflare:workers";
 import { AgentStore } from "./agent-store.ts";
 import {
   applyElection, elect, isStale, linePosition, nextStaleDeadline, type Candidate, type LeaseRecord, type TransitionReason,
 } from "../rules/election.ts";
+import { readConfig, readRetention, type CoordinatorConfig } from "../config.ts";
 import type { Retention } from "./message-store.ts";
-import { holdsLease } from "../rules/fencing.ts";
 import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
 import {
-  closeQuietly, lastHeartbeat, newConnState, send, serveAttachment, writeConn, type ConnState,
+  closeQuietly, lastHeartbeat, newConnState, readConn, send, writeConn, type ConnState,
 } from "./connections.ts";
 import {
-  CLOSE_CODES, errorFrame, errorResponse, LIMITS, MACHINE_LABEL, parseClientFrame, postMessageSchema, utf8Bytes, type ClientFrame,
+  CLOSE_CODES, errorFrame, LIMITS, MACHINE_LABEL, parseClientFrame, PING_TEXT, PONG_TEXT, postMessageSchema, utf8Bytes, type ClientFrame,
 } from "../wire/protocol.ts";
-import { readJsonBody } from "./http.ts";
+import { httpError, readJsonBody } from "./http.ts";
 import type { Env } from "../env.ts";
 import { buildPresence, type Presence } from "../wire/presence.ts";
-import { DirectoryReporter } from "./directory-reporter.ts";
-import { agentOfObject } from "./names.ts";
-import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
+import { DirectoryReporter } from "./directory-object.ts";
+import { AgentMetricsKeeper } from "./metrics-agent.ts";
 import { messageView, WorkDesk } from "./work-desk.ts";
 import { messageRoute } from "./message-routes.ts";
 
@@ -30,39 +29,33 @@ interface LiveConn {
   heartbeat: number;
 }
 
-const SERVE: SocketKind<ConnState> = {
-  tag: "serve",
-  schema: serveAttachment,
-  max: LIMITS.connectionsPerAgent,
-  limitMessage: `at most ${LIMITS.connectionsPerAgent} connections per agent`,
-};
-
-export class AgentCoordinator extends SocketObject<ConnState> {
-  protected readonly kind = SERVE;
+export class AgentCoordinator extends DurableObject<Env> {
   private readonly store: AgentStore;
+  private readonly config: CoordinatorConfig;
+  private readonly retention: Retention;
   private readonly rate = new FrameRateLimit(LIMITS.framesPerSecond);
   private readonly desk: WorkDesk;
-  private get retention(): Retention {
-    return this.config.retention;
-  }
-  /** Who this object serves, from its own name; null only for an object not made by name. */
-  private readonly identity: { account: string; agent: string } | null;
+  private readonly metrics: AgentMetricsKeeper;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.identity = agentOfObject(ctx.id);
+    this.config = readConfig(env);
+    this.retention = readRetention(env);
     this.store = new AgentStore(ctx.storage.sql);
     this.desk = new WorkDesk(ctx.storage.sql, () => this.store.lease(), () => this.liveConns());
+    this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
+    this.desk.onRefused = (code) => this.refused(code);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
     // After a restart (deploy, crash) the stored lease may name a holder whose socket died with the
     // old process: re-elect from the sockets that are really here before anything else runs.
     void ctx.blockConcurrencyWhile(async () => this.reconcile(Date.now(), "closed"));
   }
 
-  /** The agent's HTTP routes and the serve socket upgrade, as forwarded by the Worker. */
   async fetch(request: Request): Promise<Response> {
-    const refusal = this.configRefusal();
-    if (refusal) return refusal;
     const url = new URL(request.url);
+    const account = request.headers.get("x-baton-account");
+    const agent = request.headers.get("x-baton-agent");
+    if (account && agent && !this.store.identity()) this.store.saveIdentity(account, agent);
     this.store.countWake();
     const route = url.pathname.split("/").slice(3).join("/");
     if (route === "serve") return this.acceptServe(request, url);
@@ -77,9 +70,9 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const one = route.match(/^messages\/(\d{1,15})$/);
     if (one && request.method === "GET") {
       const m = this.desk.messages.get(Number(one[1]));
-      return m ? Response.json(messageView(m)) : errorResponse(404, "not_found", `no message ${one[1]}`);
+      return m ? Response.json(messageView(m)) : httpError(404, "not_found", `no message ${one[1]}`);
     }
-    return errorResponse(404, "not_found", `no route for ${request.method} ${url.pathname}`);
+    return httpError(404, "not_found", `no route for ${request.method} ${url.pathname}`);
   }
 
   /**
@@ -89,16 +82,16 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   private async postMessage(request: Request): Promise<Response> {
     const key = request.headers.get("idempotency-key");
     if (key !== null && (key.length < 1 || key.length > LIMITS.idempotencyKeyChars || !MACHINE_LABEL.test(key))) {
-      return errorResponse(400, "bad_request", `Idempotency-Key must be 1-${LIMITS.idempotencyKeyChars} printable characters`);
+      return httpError(400, "bad_request", `Idempotency-Key must be 1-${LIMITS.idempotencyKeyChars} printable characters`);
     }
     const body = await readJsonBody(request, LIMITS.messageTextBytes * 2);
     if (!body.ok) return body.response;
     const parsed = postMessageSchema.safeParse(body.data);
     if (!parsed.success) {
-      return errorResponse(400, "bad_request", 'body must be {"text": "<non-empty string>", "group"?: "<label>", "run_timeout_seconds"?: <seconds>}');
+      return httpError(400, "bad_request", 'body must be {"text": "<non-empty string>", "group"?: "<label>", "run_timeout_seconds"?: <seconds>}');
     }
     if (utf8Bytes(parsed.data.text) > LIMITS.messageTextBytes) {
-      return errorResponse(413, "too_large", `message text exceeds ${LIMITS.messageTextBytes} bytes`);
+      return httpError(413, "too_large", `message text exceeds ${LIMITS.messageTextBytes} bytes`);
     }
     const now = Date.now();
     const earlier = key === null ? null : this.desk.messages.postedWith(key, now, this.retention);
@@ -120,35 +113,45 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const after = Number(url.searchParams.get("after") ?? "0");
     const limit = Number(url.searchParams.get("limit") ?? "100");
     if (!Number.isInteger(after) || after < 0 || !Number.isInteger(limit) || limit < 1) {
-      return errorResponse(400, "bad_request", "after must be an integer >= 0 and limit an integer >= 1");
+      return httpError(400, "bad_request", "after must be an integer >= 0 and limit an integer >= 1");
     }
     const messages = this.desk.messages.after(after, limit).map(messageView);
     return Response.json({ agent: this.agentName(), messages, cursor: messages.at(-1)?.id ?? after });
   }
 
   private acceptServe(request: Request, url: URL): Response {
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+      return httpError(426, "bad_request", "expected a WebSocket upgrade");
+    }
+    if (this.ctx.getWebSockets().length >= LIMITS.connectionsPerAgent) {
+      return httpError(429, "too_many_connections", `at most ${LIMITS.connectionsPerAgent} connections per agent`);
+    }
+    const machine = url.searchParams.get("machine") || "unknown";
+    if (machine.length > LIMITS.machineLabelChars || !MACHINE_LABEL.test(machine)) {
+      return httpError(400, "bad_request", `machine labels are 1-${LIMITS.machineLabelChars} printable characters`);
+    }
+    const pair = new WebSocketPair();
+    const [client, server] = [pair[0], pair[1]];
+    this.ctx.acceptWebSocket(server, ["serve"]);
     const now = Date.now();
-    return this.acceptSocket(request, () => {
-      const machine = url.searchParams.get("machine") || "unknown";
-      if (machine.length > LIMITS.machineLabelChars || !MACHINE_LABEL.test(machine)) {
-        return errorResponse(400, "bad_request", `machine labels are 1-${LIMITS.machineLabelChars} printable characters`);
-      }
-      return newConnState(machine, now);
-    }, ({ ws }) => {
-      send(ws, { type: "welcome", agent: this.agentName(), heartbeat_ttl_ms: this.config.heartbeatTtlMs, limits: LIMITS });
-      this.scheduleScan(now);
-      this.presenceChanged();
-    });
+    writeConn(server, newConnState("serve", machine, now));
+    send(server, { type: "welcome", agent: this.agentName(), heartbeat_ttl_ms: this.config.heartbeatTtlMs, limits: LIMITS });
+    this.scheduleScan(now);
+    this.presenceChanged();
+    const protocol = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim()).includes("baton") ? "baton" : null;
+    return new Response(null, { status: 101, webSocket: client, headers: protocol ? { "Sec-WebSocket-Protocol": protocol } : {} });
   }
 
-  protected onMessage({ ws, state }: Socket<ConnState>, raw: string | ArrayBuffer): void {
+  async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
+    const state = readConn(ws);
+    if (!state) return;
     const now = Date.now();
     if (!this.rate.allow(ws, now)) {
       send(ws, errorFrame("rate_limited", `at most ${LIMITS.framesPerSecond} frames per second`));
       return;
     }
     this.store.countWake();
-    if (isStale({ lastHeartbeat: lastHeartbeat(this.ctx, ws, state) }, now, this.config.heartbeatTtlMs)) {
+    if (state.role === "serve" && isStale({ lastHeartbeat: lastHeartbeat(this.ctx, ws, state) }, now, this.config.heartbeatTtlMs)) {
       // Expiry is decided by this clock: a frame arriving after the TTL does not revive the connection.
       send(ws, errorFrame("lease_expired", "no heartbeat within the TTL; reconnect and claim again"));
       this.reconcile(now, "stale");
@@ -212,7 +215,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     state.machine = machine;
     writeConn(ws, state);
     const lease = this.store.lease();
-    if (holdsLease(state, lease)) {
+    if (state.claimSeq !== null && !state.released && state.claimSeq === lease.holderClaim) {
       const relabelled = { ...lease, holderMachine: machine };
       this.store.saveLease(relabelled, null);
       const conns = this.liveConns();
@@ -233,7 +236,8 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   }
 
   private release(ws: WebSocket, state: ConnState, now: number, req?: string): void {
-    const held = holdsLease(state, this.store.lease());
+    const lease = this.store.lease();
+    const held = state.claimSeq !== null && !state.released && state.claimSeq === lease.holderClaim;
     if (held) {
       state.released = true;
       writeConn(ws, state);
@@ -242,8 +246,13 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     send(ws, { type: "result", op: "release", req, released: held, fence: this.store.lease().fence });
   }
 
-  protected onClose(ws: WebSocket): void {
+  async webSocketClose(ws: WebSocket, code: number): Promise<void> {
     this.store.countWake();
+    closeQuietly(ws, code === 1005 || code === 1006 ? CLOSE_CODES.normal : code, "closing");
+    this.reconcile(Date.now(), "closed", ws);
+  }
+
+  async webSocketError(ws: WebSocket): Promise<void> {
     this.reconcile(Date.now(), "closed", ws);
   }
 
@@ -252,9 +261,15 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     this.reconcile(Date.now(), "stale");
   }
 
-  /** Live connections with their last heartbeat, rebuilt from the runtime's socket list on every call. */
+  /** Live connections, rebuilt from the runtime's socket list on every call. */
   private liveConns(exclude?: WebSocket): LiveConn[] {
-    return this.sockets(exclude).map(({ ws, state }) => ({ ws, state, heartbeat: lastHeartbeat(this.ctx, ws, state) }));
+    const out: LiveConn[] = [];
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws === exclude || ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) continue;
+      const state = readConn(ws);
+      if (state) out.push({ ws, state, heartbeat: lastHeartbeat(this.ctx, ws, state) });
+    }
+    return out;
   }
 
   /**
@@ -267,17 +282,24 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     let conns = this.liveConns(exclude);
     const before = this.store.lease();
     let holderWentStale = false;
+    let holderLostAt = now;
     for (const c of conns) {
-      if (isStale({ lastHeartbeat: c.heartbeat }, now, ttl)) {
-        if (c.state.claimSeq === before.holderClaim) holderWentStale = true;
+      if (c.state.role === "serve" && isStale({ lastHeartbeat: c.heartbeat }, now, ttl)) {
+        if (c.state.claimSeq === before.holderClaim) {
+          holderWentStale = true;
+          holderLostAt = c.heartbeat + ttl;
+        }
         closeQuietly(c.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
       }
     }
-    conns = conns.filter((c) => !isStale({ lastHeartbeat: c.heartbeat }, now, ttl));
+    conns = conns.filter((c) => c.state.role !== "serve" || !isStale({ lastHeartbeat: c.heartbeat }, now, ttl));
     const candidates = this.candidates(conns);
     const winner = elect(candidates, now, ttl);
     const { lease, transition } = applyElection(before, winner, now, holderWentStale ? "stale" : reason);
-    if (transition) this.store.saveLease(lease, transition);
+    if (transition) {
+      this.store.saveLease(lease, transition);
+      this.metrics.transition(transition, holderLostAt);
+    }
     for (const c of conns) this.tell(c, lease, candidates);
     this.desk.reconcile(now);
     this.scheduleScan(now, conns);
@@ -286,15 +308,25 @@ export class AgentCoordinator extends SocketObject<ConnState> {
 
   /** Called after every reconcile; reports to the directory only when presence really changed. */
   private presenceChanged(): void {
-    if (this.identity) this.directoryReporter.report(this.ctx, this.env.DIRECTORY, this.identity.account, this.presence());
+    const identity = this.store.identity();
+    if (!identity) return;
+    const presence = this.presence();
+    this.directoryReporter.report(this.ctx, this.env.DIRECTORY, identity.account, presence);
+    this.metrics.report(this.ctx, this.env.DIRECTORY, identity.account, presence);
   }
 
-  /** Remembers (in SQLite) what was last reported to the directory, so a rebuilt object does not repeat it. */
-  private readonly directoryReporter = new DirectoryReporter(this.ctx.storage.sql);
+  /** A write refused with a named code (stale fence, not the holder): counted for /metrics. */
+  private refused(code: string): void {
+    this.metrics.refused(code, Date.now());
+    this.presenceChanged();
+  }
+
+  /** Remembers what was last reported to the directory; after an eviction it reports once more. */
+  private readonly directoryReporter = new DirectoryReporter();
 
   private candidates(conns: LiveConn[]): Candidate[] {
     return conns
-      .filter((c) => c.state.claimSeq !== null && !c.state.released)
+      .filter((c) => c.state.role === "serve" && c.state.claimSeq !== null && !c.state.released)
       .map((c) => ({ claimSeq: c.state.claimSeq!, machine: c.state.machine, lastHeartbeat: c.heartbeat }));
   }
 
@@ -303,7 +335,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const { state } = c;
     const { fence } = lease;
     if (state.claimSeq === null) return;
-    const held = holdsLease(state, lease);
+    const held = !state.released && state.claimSeq === lease.holderClaim;
     if (!force && state.toldHeld === held && (!held || state.toldFence === fence)) return;
     const checkpoint = held ? this.desk.messages.checkpoint() : null;
     send(c.ws, {
@@ -326,7 +358,8 @@ export class AgentCoordinator extends SocketObject<ConnState> {
    * interval) or a message's run or park deadline passes; with neither, no alarm is left behind.
    */
   private scheduleScan(now: number, conns: LiveConn[] = this.liveConns()): void {
-    const stale = nextStaleDeadline(conns.map((c) => ({ lastHeartbeat: c.heartbeat })), this.config.heartbeatTtlMs);
+    const serving = conns.filter((c) => c.state.role === "serve");
+    const stale = nextStaleDeadline(serving.map((c) => ({ lastHeartbeat: c.heartbeat })), this.config.heartbeatTtlMs);
     const scan = stale === null ? null : Math.min(stale, now + this.config.presenceScanMs);
     const message = this.desk.messages.nextDeadline();
     const deadline = scan === null ? message : message === null ? scan : Math.min(scan, message);
@@ -338,7 +371,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   }
 
   private agentName(): string {
-    return this.identity?.agent ?? "unknown";
+    return this.store.identity()?.agent ?? "unknown";
   }
 
   presence(): Presence {

@@ -63,4 +63,13 @@ export class AgentStore {
   wakes(): number {
     return Number(this.get("wakes") ?? "0");
   }
+
+  identity(): { account: string; agent: string } | null {
+    const raw = this.get("identity");
+    return raw ? (JSON.parse(raw) as { account: string; agent: string }) : null;
+  }
+
+  saveIdentity(account: string, agent: string): void {
+    this.set("identity", JSON.stringify({ account, agent }));
+  }
 }

@@ -102,10 +102,20 @@ export class LeaseShard extends DurableObject<Env> {
     this.staged.flush();
     return this.store.keyCount();
   }
+
+  /** GET /metrics: this shard's session leases of one account, active and expired. */
+  leaseCounts(account: string): { active: number; expired: number } {
+    this.staged.flush();
+    return this.store.accountCounts(account, Date.now());
+  }
 }
 
 /** The shard that owns the (account, session) key in this deployment. */
 export function leaseShardStub(env: Env, account: string, session: string): DurableObjectStub<LeaseShard> {
-  const index = shardOf(account, session, leaseShardCount(env));
+  return leaseShardAt(env, shardOf(account, session, leaseShardCount(env)));
+}
+
+/** Shard number `index` (0-based) of this deployment. */
+export function leaseShardAt(env: Env, index: number): DurableObjectStub<LeaseShard> {
   return env.LEASES.get(env.LEASES.idFromName(`lease-shard-${index}`));
 }

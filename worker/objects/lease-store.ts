@@ -84,6 +84,13 @@ export class LeaseShardStore {
   keyCount(): number {
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM leases").one().n;
   }
+
+  /** One account's leases here: live at `now`, and expired without a release (until pruned). For /metrics. */
+  accountCounts(account: string, now: number): { active: number; expired: number } {
+    return this.sql.exec<{ active: number; expired: number }>(
+      `SELECT COALESCE(SUM(expires_at > ?), 0) AS active, COALESCE(SUM(expires_at <= ?), 0) AS expired
+       FROM leases WHERE account = ? AND run_id IS NOT NULL`, now, now, account).one();
+  }
 }
 
 interface Staged {

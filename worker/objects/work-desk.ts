@@ -7,7 +7,7 @@ import { checkFencedWrite } from "../rules/fencing.ts";
 import { send, writeConn } from "./connections.ts";
 import { MessageStore, type StoredMessage } from "./message-store.ts";
 import { messageFrame, MessageLeases, type DeskSocket, type TokenWrite } from "./message-leases.ts";
-import { errorFrame, type ClientFrame } from "../wire/protocol.ts";
+import { errorFrame, type ClientFrame, type ErrorCode } from "../wire/protocol.ts";
 
 export type { DeskSocket };
 
@@ -16,6 +16,8 @@ type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | 
 export class WorkDesk {
   readonly messages: MessageStore;
   readonly leases: MessageLeases;
+  /** Told of every write refused by the fence check, before the error frame goes out (for /metrics). */
+  onRefused: (code: ErrorCode) => void = () => {};
 
   constructor(sql: SqlStorage, private readonly lease: () => LeaseRecord, private readonly sockets: () => DeskSocket[]) {
     this.messages = new MessageStore(sql);
@@ -62,7 +64,10 @@ export class WorkDesk {
     }
     const fence = frame.fence!;
     const verdict = checkFencedWrite(this.lease(), socket.state, fence);
-    if (!verdict.ok) return send(socket.ws, errorFrame(verdict.code, verdict.message, frame.req));
+    if (!verdict.ok) {
+      this.onRefused(verdict.code);
+      return send(socket.ws, errorFrame(verdict.code, verdict.message, frame.req));
+    }
     if (frame.type === "checkpoint") {
       this.messages.saveCheckpoint(frame.value, fence, now);
       return send(socket.ws, { type: "result", op: "checkpoint", req: frame.req, fence });

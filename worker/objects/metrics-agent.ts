@@ -1,0 +1,140 @@
+// One agent's metrics: lease counters kept in memory and written only with a lease transition (or
+// at most every REFUSALS_PERSIST_MS when only refusals changed), a message tally kept by SQLite
+// triggers on the messages table (so it costs nothing per frame and follows any status the message
+// lifecycle uses), and a reporter that sends the agent's snapshot to its directory by RPC when it
+// changed. The directory answers GET /metrics from these snapshots without calling any agent.
+import type { Presence } from "../wire/presence.ts";
+import type { Transition } from "../rules/election.ts";
+import {
+  countRefusal, countTransition, EMPTY_COUNTERS, metricsFingerprint, type AgentMetrics, type LeaseCounters, type MessageTally,
+} from "../rules/metrics.ts";
+import { directoryId, type AgentDirectory } from "./directory-object.ts";
+
+/** Refusals alone are written at most this often; up to this much of them is lost if the object is evicted. */
+export const REFUSALS_PERSIST_MS = 30_000;
+
+const TALLY_TRIGGERS = [
+  `CREATE TRIGGER IF NOT EXISTS tally_insert AFTER INSERT ON messages BEGIN
+     INSERT OR IGNORE INTO message_tally (key, value) VALUES ('status:' || NEW.status, 0);
+     UPDATE message_tally SET value = value + 1 WHERE key IN ('status:' || NEW.status, 'posted');
+   END`,
+  `CREATE TRIGGER IF NOT EXISTS tally_status AFTER UPDATE OF status ON messages WHEN OLD.status != NEW.status BEGIN
+     INSERT OR IGNORE INTO message_tally (key, value) VALUES ('status:' || NEW.status, 0);
+     UPDATE message_tally SET value = value + 1 WHERE key = 'status:' || NEW.status;
+     UPDATE message_tally SET value = value - 1 WHERE key = 'status:' || OLD.status;
+   END`,
+  `CREATE TRIGGER IF NOT EXISTS tally_delete AFTER DELETE ON messages BEGIN
+     UPDATE message_tally SET value = value - 1 WHERE key = 'status:' || OLD.status;
+   END`,
+  `CREATE TRIGGER IF NOT EXISTS tally_attempts AFTER UPDATE OF attempts ON messages WHEN NEW.attempts > OLD.attempts BEGIN
+     UPDATE message_tally SET value = value + NEW.attempts - OLD.attempts WHERE key = 'deliveries';
+     UPDATE message_tally SET value = value + MAX(0, NEW.attempts - MAX(OLD.attempts, 1)) WHERE key = 'redeliveries';
+   END`,
+];
+
+export class AgentMetricsKeeper {
+  private counters: LeaseCounters;
+  private persistedAt = 0;
+  private lastFingerprint: string | null = null;
+  private pending: AgentMetrics | null = null;
+  private flushing = false;
+
+  /** Call after the messages table exists: the tally's triggers are attached to it. */
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(`CREATE TABLE IF NOT EXISTS metrics_counters (one INTEGER PRIMARY KEY CHECK (one = 1), counters TEXT NOT NULL)`);
+    const fresh = sql.exec(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'message_tally'`).toArray().length === 0;
+    sql.exec(`CREATE TABLE IF NOT EXISTS message_tally (key TEXT PRIMARY KEY, value INTEGER NOT NULL)`);
+    if (fresh) this.backfillTally();
+    for (const trigger of TALLY_TRIGGERS) sql.exec(trigger);
+    const row = sql.exec<{ counters: string }>(`SELECT counters FROM metrics_counters`).toArray()[0];
+    this.counters = row ? { ...EMPTY_COUNTERS, ...(JSON.parse(row.counters) as Partial<LeaseCounters>) } : EMPTY_COUNTERS;
+  }
+
+  /** An agent created before metrics existed starts its tally from the messages it still stores. */
+  private backfillTally(): void {
+    this.sql.exec(`INSERT INTO message_tally (key, value)
+      SELECT 'status:' || status, COUNT(*) FROM messages GROUP BY status`);
+    this.sql.exec(`INSERT INTO message_tally (key, value) VALUES
+      ('posted', (SELECT COALESCE(MAX(id), 0) FROM messages)),
+      ('deliveries', (SELECT COALESCE(SUM(attempts), 0) FROM messages)),
+      ('redeliveries', (SELECT COALESCE(SUM(MAX(attempts - 1, 0)), 0) FROM messages))`);
+  }
+
+  /** Counts a lease transition and writes the counters in the same turn as the lease itself. */
+  transition(t: Transition, lostAt: number): void {
+    this.counters = countTransition(this.counters, t, lostAt);
+    this.persist(t.at);
+  }
+
+  /** Counts a refused write in memory; written with the next transition or after REFUSALS_PERSIST_MS. */
+  refused(code: string, now: number): void {
+    this.counters = countRefusal(this.counters, code);
+    if (now - this.persistedAt >= REFUSALS_PERSIST_MS) this.persist(now);
+  }
+
+  private persist(now: number): void {
+    this.sql.exec(
+      `INSERT INTO metrics_counters (one, counters) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET counters = excluded.counters`,
+      JSON.stringify(this.counters),
+    );
+    this.persistedAt = now;
+  }
+
+  private tally(): MessageTally {
+    const rows = this.sql.exec<{ key: string; value: number }>(`SELECT key, value FROM message_tally`).toArray();
+    const tally: MessageTally = { byStatus: {}, posted: 0, deliveries: 0, redeliveries: 0 };
+    for (const { key, value } of rows) {
+      if (key.startsWith("status:")) {
+        if (value > 0) tally.byStatus[key.slice("status:".length)] = value;
+      } else if (key === "posted" || key === "deliveries" || key === "redeliveries") {
+        tally[key] = value;
+      }
+    }
+    return tally;
+  }
+
+  snapshot(presence: Presence, now: number): AgentMetrics {
+    const { leaderlessSince: _since, ...counters } = this.counters;
+    return {
+      agent: presence.agent,
+      reported_at: now,
+      connections: presence.connection_count,
+      holders: presence.connections.filter((c) => c.held).length,
+      standbys: presence.serve_standbys,
+      fence: presence.fence,
+      counters,
+      messages: this.tally(),
+    };
+  }
+
+  /**
+   * Sends the snapshot to the account's directory when it differs from the last one sent. Reports
+   * leave one at a time, newer ones replacing a waiting one; a failed report is sent again at the
+   * next change.
+   */
+  report(ctx: DurableObjectState, directories: DurableObjectNamespace<AgentDirectory>, account: string, presence: Presence): void {
+    const snapshot = this.snapshot(presence, Date.now());
+    const fingerprint = metricsFingerprint(snapshot);
+    if (fingerprint === this.lastFingerprint) return;
+    this.lastFingerprint = fingerprint;
+    this.pending = snapshot;
+    if (!this.flushing) ctx.waitUntil(this.flush(directories.get(directoryId(directories, account))));
+  }
+
+  private async flush(stub: DurableObjectStub<AgentDirectory>): Promise<void> {
+    this.flushing = true;
+    try {
+      while (this.pending) {
+        const snapshot = this.pending;
+        this.pending = null;
+        try {
+          await stub.reportMetrics(snapshot);
+        } catch {
+          this.lastFingerprint = null;
+        }
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+}
