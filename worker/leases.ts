@@ -3,7 +3,7 @@
 // decides and stores; everything stateless happens here, before any object is involved.
 import type { Env } from "./env.ts";
 import { httpError, readJsonBody } from "./objects/http.ts";
-import { leaseShardStub, type KeyView } from "./objects/lease-shard.ts";
+import { leaseShardStub, type KeyView, type LeaseShard } from "./objects/lease-shard.ts";
 import { DEFAULT_LEASE_TTL_SECONDS, fenceToken, type SessionLease } from "./rules/session-lease.ts";
 import { acquireSchema, checkSchema, parseBody, releaseSchema, renewSchema } from "./wire/protocol.ts";
 
@@ -52,7 +52,7 @@ function stateBody(session: string, { lastFence, live, now }: KeyView) {
 export async function leaseRequest(request: Request, env: Env, account: string, session: string, pathname: string): Promise<Response> {
   const op = routeOp(request.method, pathname);
   if (op === null) return httpError(404, "not_found", `no lease route for ${request.method} ${pathname}`);
-  let shard;
+  let shard: DurableObjectStub<LeaseShard>;
   try {
     shard = leaseShardStub(env, account, session);
   } catch (err) {
