@@ -15,6 +15,8 @@ const COMMANDS: Record<string, { summary: string; load: Loader }> = {
   history: { summary: "list an agent's messages: status, attempts, replies", load: () => import("./commands/history.ts") },
   "lease run": { summary: "run a command while holding a session lease", load: () => import("./commands/lease-run.ts") },
   "lease show": { summary: "show a session lease: held or free, fence, expiry", load: () => import("./commands/lease-show.ts") },
+  resume: { summary: "resume a parked message: it runs again from its checkpoint with your input", load: () => import("./commands/resume.ts") },
+  "agent set": { summary: "set an agent's message policy: single or pool, max running, run timeout, max attempts", load: () => import("./commands/agent-set.ts") },
   login: { summary: "check and store the coordinator URL and your token", load: () => import("./commands/login.ts") },
 };
 

@@ -7,6 +7,7 @@ import type { ServerFrame } from "../worker/wire/protocol.ts";
 import { presenceSchema } from "../worker/wire/http-responses.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import { LeaseLostError } from "./errors.ts";
+import { LeaseClock } from "./lease-clock.ts";
 import { probe, type Connection } from "./http.ts";
 import { ServeLease, type LeaseView } from "./serve-lease.ts";
 import { CoordinatorSocket } from "./socket.ts";
@@ -30,6 +31,11 @@ export interface ServeOptions extends Connection {
   onMessage?: (message: AgentMessage) => void;
   /** Aborting it stops serving, as stop() does. */
   signal?: AbortSignal;
+  /**
+   * Messages this runner takes at once (default 1, which keeps them in order). In an agent's
+   * `pool` mode every serving runner takes messages up to its slots; in `single` mode the holder does.
+   */
+  concurrency?: number;
 }
 
 export interface ServeHandle {
@@ -49,6 +55,10 @@ const FALLBACK_TTL_MS = 60_000;
 export function serve(agent: string, handler: MessageHandler, options: ServeOptions): ServeHandle {
   const conn: Connection = { url: options.url, token: options.token, fetch: options.fetch };
   const lease = new ServeLease(FALLBACK_TTL_MS);
+  // The connection itself, by this process's clock: a pool runner that is not the holder may act
+  // on its messages only while the coordinator cannot yet have given up on the connection.
+  const link = new LeaseClock(FALLBACK_TTL_MS);
+  const slots = options.concurrency ?? 1;
   const now = () => performance.now();
   let status: ServeStatus = { kind: "connecting" };
   let cursor = options.cursor ?? 0;
@@ -61,7 +71,6 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
   const event = (e: ServeEvent) => options.onEvent?.(e);
 
   const report = (next: ServeStatus): void => {
-    if (sameStatus(status, next) && next.kind === "connecting") return;
     status = next;
     options.onStatus?.(next);
   };
@@ -84,14 +93,18 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
       open(dialedAt) {
         lease.reset(socket.ttlMs);
         lease.acked(dialedAt, now());
+        link.reset(socket.ttlMs);
+        link.confirmed(dialedAt, now());
+        link.hold(now());
         heardLease = false;
         claimSentAt = now();
-        socket.send({ type: "serve_lease", op: "claim" });
+        socket.send(slots === 1 ? { type: "serve_lease", op: "claim" } : { type: "serve_lease", op: "claim", concurrency: slots });
         socket.send({ type: "sync", after: cursor, req: socket.nextReq() });
         report(lease.state);
       },
       frame: (frame) => onFrame(frame),
       pong(sentAt) {
+        link.confirmed(sentAt, now());
         lease.acked(sentAt, now());
         afterLeaseChange();
       },
@@ -110,6 +123,8 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
   const work = new WorkLoop({
     handler,
     mayAct,
+    mayRun: () => link.mayAct(now()),
+    slots,
     fence: () => (lease.state.kind === "holder" ? lease.state.fence : -1),
     request: (frame) => socket.request(frame),
     nextReq: () => socket.nextReq(),
@@ -126,18 +141,22 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
         const wasHolder = lease.state.kind === "holder";
         const view = lease.onLeaseFrame(frame, now());
         if (view.kind === "holder" && !wasHolder) work.setCheckpoint(frame.checkpoint);
-        if (view.kind !== "holder") void work.stop(new LeaseLostError("the coordinator gave the lease to another connection", "not_holder"));
+        // Messages with their own tokens run on until the coordinator revokes them (pool mode).
+        if (view.kind !== "holder") void work.stop(new LeaseLostError("the coordinator gave the lease to another connection", "not_holder"), true);
         afterLeaseChange();
         return;
       }
       case "message": {
         cursor = Math.max(cursor, frame.id);
-        options.onMessage?.({ id: frame.id, text: frame.text, attempt: frame.attempt, createdAt: frame.created_at });
+        options.onMessage?.({
+          id: frame.id, text: frame.text, attempt: frame.attempt, createdAt: frame.created_at,
+          token: frame.token ?? null, resumeInput: frame.resume_input ?? null, group: frame.group ?? null,
+        });
         if (frame.run) work.enqueue(frame);
         return;
       }
       case "revoked":
-        work.revoke(frame.id, frame.reason);
+        work.revoke(frame.id, frame.token, frame.reason);
         return;
       case "error":
         // Answers to our own requests are reported by the work loop.
@@ -154,9 +173,12 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
     lease.valid(t);
     const view = lease.state;
     if (view.kind === "lapsed") return demote();
+    // The connection itself lapsed by our clock (no pong for a TTL): the coordinator may already
+    // have taken every message of ours back, so stop them all and rejoin.
+    if (!link.valid(t)) return demote();
     if (!sameStatus(status, view)) report(view);
     clearDeadline();
-    const deadline = lease.deadline;
+    const deadline = lease.deadline === null ? link.deadline : Math.min(lease.deadline, link.deadline ?? Infinity);
     if (deadline !== null) deadlineTimer = setTimeout(afterLeaseChange, Math.max(0, deadline - t) + 1);
   }
 
@@ -194,7 +216,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
   if (options.signal?.aborted) void stop();
   options.signal?.addEventListener("abort", () => void stop(), { once: true });
 
-  options.onStatus?.(status);
+  report(status);
   socket.start();
   return {
     get status() {

@@ -1,7 +1,10 @@
-// The holder's work loop: calls the handler once per message the coordinator marked `run`, one at
-// a time and in order, and posts its reply (which the coordinator takes as the acknowledgement).
-// Every post is gated by the lease clock; stop() (lease lost, lapsed, connection gone, shutdown)
-// aborts the handler's signal and drops the queue, and nothing a stopped handler returns is posted.
+// The runner's work loop: calls the handler once per message the coordinator marked `run`, up to
+// `slots` at a time (in order when slots is 1), and posts its reply (which the coordinator takes
+// as the acknowledgement). A message handed out with its own lease token is written under that
+// token; its run is aborted when the coordinator revokes it, when its run timeout passes on this
+// process's clock, or when the connection is lost. A message without a token (an older
+// coordinator) runs under the serve lease's fence and stops when that lease is lost.
+// Nothing a stopped handler returns is posted.
 import { checkpointTooLarge, LIMITS, type ClientFrame, type ErrorCode, type MessageFrame } from "../worker/wire/protocol.ts";
 import { CoordinatorError, LeaseLostError } from "./errors.ts";
 import type { ReplyFrame } from "./socket.ts";
@@ -9,33 +12,49 @@ import type { ReplyFrame } from "./socket.ts";
 export interface AgentMessage {
   id: number;
   text: string;
-  /** 1 on first delivery; more when an earlier holder got it and lost the lease before replying. */
+  /** 1 on first hand-out; more after a runner lost it (left, timed out) or after a resume. */
   attempt: number;
   /** When the message was posted (ms since the epoch, coordinator's clock). */
   createdAt: number;
+  /** The message's own lease token (null from coordinators without per-message leases). */
+  token: number | null;
+  /** The input a person gave with `baton resume` (null when the message was not resumed). */
+  resumeInput: string | null;
+  group: string | null;
 }
 
 export interface MessageContext {
-  /** Aborted the moment this process may no longer act on the message (lease lost or lapsed, stop). */
+  /** Aborted the moment this process may no longer act on the message (revoked, run timeout, lease lost, stop). */
   readonly signal: AbortSignal;
-  /** The fence of the lease this message runs under: attach it to your own writes. */
+  /** The fence of the serve lease this process holds (-1 for a pool runner that is not the holder). */
   readonly fence: number;
   /** The message's own lease token when the coordinator leases messages one by one, else null. */
   readonly token: number | null;
-  /** The latest checkpoint stored for this agent (null when none was ever saved). */
+  /** The agent's latest checkpoint, as handed to the serve leaseholder (null when none was saved). */
   readonly checkpoint: unknown;
+  /** This message's own checkpoint from an earlier attempt (null when none was saved). */
+  readonly messageCheckpoint: unknown;
   /**
-   * Stores a checkpoint under this message's fence and resolves once the coordinator accepted it.
-   * Rejects with LeaseLostError when the lease is gone (and aborts `signal`).
+   * Stores the agent's checkpoint under the serve fence (the holder's) and resolves once the
+   * coordinator accepted it. Rejects with LeaseLostError when the lease is gone (and aborts `signal`).
    */
   saveCheckpoint(value: unknown): Promise<void>;
+  /** Stores this message's checkpoint under its token: the next runner of this message gets it. */
+  saveMessageCheckpoint(value: unknown): Promise<void>;
+  /**
+   * Gives the message's lease up until someone resumes it (`baton resume`), storing `checkpoint`
+   * with it; after `deadlineSeconds` without a resume it fails. Nothing is replied for this run.
+   */
+  park(options?: { checkpoint?: unknown; deadlineSeconds?: number }): Promise<void>;
 }
 
 /** Returns the reply text (empty when nothing is returned); throwing leaves the message unacknowledged. */
 export type MessageHandler = (message: AgentMessage, ctx: MessageContext) => Promise<string | void> | string | void;
 
 export type ServeEvent =
-  | { type: "ran"; id: number; attempt: number; fence: number }
+  | { type: "ran"; id: number; attempt: number; fence: number; token: number | null }
+  | { type: "parked"; id: number; token: number }
+  | { type: "revoked"; id: number; token: number; reason: string }
   | { type: "handler_failed"; id: number; error: unknown }
   | { type: "refused"; frame: ClientFrame["type"]; code: ErrorCode; message: string }
   | { type: "unconfirmed"; frame: ClientFrame["type"]; reason: string }
@@ -45,122 +64,183 @@ export type ServeEvent =
 
 export interface WorkLoopDeps {
   handler: MessageHandler;
-  /** True while this process holds a lease valid by its own clock; asked before every action. */
+  /** True while this process holds the serve lease valid by its own clock; asked before every fenced action. */
   mayAct: () => boolean;
+  /** True while the connection is alive by this process's clock; asked before every action under a message token. */
+  mayRun: () => boolean;
   fence: () => number;
   request: (frame: ClientFrame & { req: string }) => Promise<ReplyFrame>;
   nextReq: () => string;
   event: (event: ServeEvent) => void;
+  /** Messages run at once (serve --concurrency); 1 keeps them in order. */
+  slots?: number;
 }
 
-/** Error codes after which nothing more may be posted under this lease. */
+/** Error codes after which nothing more may be posted under the serve lease. */
 const LEASE_GONE: ReadonlySet<string> = new Set(["stale_fence", "not_holder", "lease_expired", "lease_lost"]);
-/** Error codes after which nothing more may be posted for this one message. */
+/** Error codes after which nothing more may be posted for one message. */
 const MESSAGE_GONE: ReadonlySet<string> = new Set(["stale_token", "message_not_running"]);
+
+interface Run {
+  msg: MessageFrame;
+  controller: AbortController;
+  timer: ReturnType<typeof setTimeout> | null;
+  parked: boolean;
+}
 
 export class WorkLoop {
   private queue: MessageFrame[] = [];
-  private busy = false;
-  /** Bumped by stop(): a handler running under an older epoch is abandoned. */
-  private epoch = 0;
-  private current: { id: number; controller: AbortController; settled: Promise<unknown> } | null = null;
-  private readonly replied = new Set<number>();
+  private readonly running = new Map<number, Run>();
+  private readonly settled = new Set<Promise<unknown>>();
+  private readonly replied = new Set<string>();
   private checkpointValue: unknown = null;
 
   constructor(private readonly deps: WorkLoopDeps) {}
 
-  /** The latest checkpoint, as handed over with `held:true`. */
+  /** The latest agent checkpoint, as handed over with `held:true`. */
   setCheckpoint(value: unknown): void {
     this.checkpointValue = value ?? null;
   }
 
   enqueue(msg: MessageFrame): void {
-    if (this.queue.some((m) => m.id === msg.id)) return;
+    const same = (m: MessageFrame) => m.id === msg.id && m.token === msg.token;
+    if (this.queue.some(same) || [...this.running.values()].some((r) => same(r.msg))) return;
     this.queue.push(msg);
-    void this.drain();
+    this.pump();
   }
 
-  /** The coordinator took one message back (its run timeout passed): abort it or drop it from the queue. */
-  revoke(id: number, reason: string): void {
-    this.queue = this.queue.filter((m) => m.id !== id);
-    if (this.current?.id === id) this.current.controller.abort(new LeaseLostError(`the coordinator took message ${id} back (${reason})`, "revoked"));
+  /** The coordinator took a message back: abort its run (if it is this token's) and forget it. */
+  revoke(id: number, token: number, reason: string): void {
+    this.queue = this.queue.filter((m) => !(m.id === id && m.token === token));
+    const run = this.running.get(id);
+    if (!run || run.msg.token !== token) return;
+    this.deps.event({ type: "revoked", id, token, reason });
+    this.abort(run, new LeaseLostError(`the coordinator took message ${id} back (${reason})`, "revoked"));
   }
 
-  /** Aborts the running handler, forgets the queue, and resolves once the handler has settled. */
-  async stop(reason: LeaseLostError): Promise<void> {
-    this.epoch += 1;
-    this.queue = [];
-    const run = this.current;
-    if (!run) return;
-    run.controller.abort(reason);
-    await run.settled.catch(() => {});
+  /**
+   * Aborts running handlers and forgets the queue, then resolves once they have settled. With
+   * `fencedOnly`, only messages run under the serve fence stop (the serve lease moved, but
+   * messages with their own tokens keep running until the coordinator revokes them).
+   */
+  async stop(reason: LeaseLostError, fencedOnly = false): Promise<void> {
+    this.queue = fencedOnly ? this.queue.filter((m) => m.token !== undefined) : [];
+    for (const run of this.running.values()) if (!fencedOnly || run.msg.token === undefined) this.abort(run, reason);
+    await Promise.allSettled([...this.settled]);
   }
 
-  private async drain(): Promise<void> {
-    if (this.busy) return;
-    this.busy = true;
-    try {
-      for (let msg = this.queue.shift(); msg; msg = this.queue.shift()) await this.handle(msg, this.epoch);
-    } finally {
-      this.busy = false;
+  private abort(run: Run, reason: LeaseLostError): void {
+    if (run.timer) clearTimeout(run.timer);
+    if (!run.controller.signal.aborted) run.controller.abort(reason);
+  }
+
+  private pump(): void {
+    const slots = this.deps.slots ?? 1;
+    while (this.running.size < slots && this.queue.length > 0) {
+      const msg = this.queue.shift()!;
+      const settled = this.handle(msg).finally(() => {
+        this.settled.delete(settled);
+        this.pump();
+      });
+      this.settled.add(settled);
     }
   }
 
-  private async handle(msg: MessageFrame, epoch: number): Promise<void> {
+  private async handle(msg: MessageFrame): Promise<void> {
     const { deps } = this;
-    if (!deps.mayAct()) return;
+    const tokened = msg.token !== undefined;
+    if (!(tokened ? deps.mayRun() : deps.mayAct())) return;
     const fence = deps.fence();
-    // Writes for a leased message carry its token; without one, the serve fence.
-    const under = msg.token === undefined ? { fence } : { token: msg.token };
-    if (this.replied.has(msg.id)) {
-      await this.post({ type: "ack", id: msg.id, ...under, req: deps.nextReq() }, epoch);
+    const run: Run = { msg, controller: new AbortController(), timer: null, parked: false };
+    if (this.replied.has(writeKey(msg))) {
+      await this.post({ type: "ack", id: msg.id, ...this.lease(msg, fence), req: deps.nextReq() }, run);
       return;
     }
-    const controller = new AbortController();
+    if (msg.run_timeout_ms !== undefined) {
+      // The coordinator's deadline started before this frame arrived, so this one is never later.
+      run.timer = setTimeout(() => this.abort(run, new LeaseLostError(`message ${msg.id} ran past its run timeout`, "lapsed")), msg.run_timeout_ms);
+    }
+    this.running.set(msg.id, run);
+    const signal = run.controller.signal;
     const ctx: MessageContext = {
-      signal: controller.signal,
+      signal,
       fence,
       token: msg.token ?? null,
       checkpoint: this.checkpointValue,
-      saveCheckpoint: (value) => this.saveCheckpoint(value, fence, epoch, controller.signal),
+      messageCheckpoint: msg.checkpoint ?? null,
+      saveCheckpoint: (value) => this.saveCheckpoint({ type: "checkpoint", fence, value }, run, value, true),
+      saveMessageCheckpoint: (value) => this.saveCheckpoint({ type: "checkpoint", id: msg.id, token: this.token(msg), value }, run, value, false),
+      park: (options = {}) => this.park(run, options),
     };
-    const message: AgentMessage = { id: msg.id, text: msg.text, attempt: msg.attempt, createdAt: msg.created_at };
-    const settled = (async () => deps.handler(message, ctx))();
-    this.current = { id: msg.id, controller, settled };
+    const message: AgentMessage = {
+      id: msg.id, text: msg.text, attempt: msg.attempt, createdAt: msg.created_at,
+      token: msg.token ?? null, resumeInput: msg.resume_input ?? null, group: msg.group ?? null,
+    };
     let reply: string | void;
     try {
-      reply = await settled;
+      reply = await deps.handler(message, ctx);
     } catch (error) {
-      if (!controller.signal.aborted && epoch === this.epoch) deps.event({ type: "handler_failed", id: msg.id, error });
+      if (!signal.aborted && !run.parked) deps.event({ type: "handler_failed", id: msg.id, error });
       return;
     } finally {
-      this.current = null;
+      if (run.timer) clearTimeout(run.timer);
+      if (this.running.get(msg.id) === run) this.running.delete(msg.id);
     }
-    if (controller.signal.aborted || epoch !== this.epoch) return;
+    if (signal.aborted || run.parked) return;
     const full = reply ?? "";
     const text = truncateUtf8(full, LIMITS.replyTextBytes);
     if (text.length < full.length) deps.event({ type: "reply_truncated", id: msg.id, bytes: LIMITS.replyTextBytes });
-    if (!(await this.post({ type: "reply", id: msg.id, ...under, key: `${msg.id}:reply`, text, req: deps.nextReq() }, epoch))) return;
-    this.replied.add(msg.id);
-    deps.event({ type: "ran", id: msg.id, attempt: msg.attempt, fence });
+    const frame = { type: "reply" as const, id: msg.id, ...this.lease(msg, fence), key: `${msg.id}:reply`, text, req: deps.nextReq() };
+    if ((await this.postOrAnswer(frame, run)) !== "ok") return;
+    this.replied.add(writeKey(msg));
+    deps.event({ type: "ran", id: msg.id, attempt: msg.attempt, fence, token: msg.token ?? null });
   }
 
-  private async saveCheckpoint(value: unknown, fence: number, epoch: number, signal: AbortSignal): Promise<void> {
+  /** What a write for this message carries: its token, or the serve fence from an older coordinator. */
+  private lease(msg: MessageFrame, fence: number): { token: number } | { fence: number } {
+    return msg.token === undefined ? { fence } : { token: msg.token };
+  }
+
+  private token(msg: MessageFrame): number {
+    if (msg.token === undefined) throw new CoordinatorError("this coordinator has no per-message leases", 0, null);
+    return msg.token;
+  }
+
+  private async saveCheckpoint(frame: ClientFrame, run: Run, value: unknown, agentLevel: boolean): Promise<void> {
+    const { signal } = run.controller;
     if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new LeaseLostError("the lease is gone", "stopped");
     if (checkpointTooLarge(value)) throw new RangeError(`a checkpoint is JSON of at most ${LIMITS.checkpointBytes} bytes`);
-    const answer = await this.postOrAnswer({ type: "checkpoint", fence, value, req: this.deps.nextReq() }, epoch);
+    const answer = await this.postOrAnswer({ ...frame, req: this.deps.nextReq() } as ClientFrame & { req: string }, run, agentLevel);
     if (answer === "stale") throw new LeaseLostError("the lease was lost before the checkpoint was stored", "lapsed");
     if (answer instanceof Error) throw answer;
-    this.checkpointValue = value;
+    if (agentLevel) this.checkpointValue = value;
+  }
+
+  private async park(run: Run, options: { checkpoint?: unknown; deadlineSeconds?: number }): Promise<void> {
+    const token = this.token(run.msg);
+    if (options.checkpoint !== undefined && checkpointTooLarge(options.checkpoint)) {
+      throw new RangeError(`a checkpoint is JSON of at most ${LIMITS.checkpointBytes} bytes`);
+    }
+    const frame = {
+      type: "park" as const, id: run.msg.id, token, req: this.deps.nextReq(),
+      ...(options.checkpoint === undefined ? {} : { value: options.checkpoint }),
+      ...(options.deadlineSeconds === undefined ? {} : { deadline_seconds: options.deadlineSeconds }),
+    };
+    const answer = await this.postOrAnswer(frame, run);
+    if (answer === "stale") throw new LeaseLostError("the message's lease was lost before it was parked", "lapsed");
+    if (answer instanceof Error) throw answer;
+    run.parked = true;
+    if (run.timer) clearTimeout(run.timer);
+    this.deps.event({ type: "parked", id: run.msg.id, token });
   }
 
   /** Posts one frame if the lease still allows it; false when it was not posted or was refused. */
-  private async post(frame: ClientFrame & { req: string }, epoch: number): Promise<boolean> {
-    return (await this.postOrAnswer(frame, epoch)) === "ok";
+  private async post(frame: ClientFrame & { req: string }, run: Run): Promise<boolean> {
+    return (await this.postOrAnswer(frame, run)) === "ok";
   }
 
-  private async postOrAnswer(frame: ClientFrame & { req: string }, epoch: number): Promise<"ok" | "stale" | Error> {
-    if (epoch !== this.epoch || !this.deps.mayAct()) return "stale";
+  private async postOrAnswer(frame: ClientFrame & { req: string }, run: Run, fenced = run.msg.token === undefined): Promise<"ok" | "stale" | Error> {
+    if (run.controller.signal.aborted || !(fenced ? this.deps.mayAct() : this.deps.mayRun())) return "stale";
     let answer: ReplyFrame;
     try {
       answer = await this.deps.request(frame);
@@ -171,16 +251,20 @@ export class WorkLoop {
     }
     if (answer.type === "result") return "ok";
     this.deps.event({ type: "refused", frame: frame.type, code: answer.code, message: answer.message });
+    const lost = new LeaseLostError(`the coordinator refused the ${frame.type}: ${answer.code}`, answer.code);
     if (MESSAGE_GONE.has(answer.code)) {
-      const gone = new LeaseLostError(`the coordinator refused the ${frame.type}: ${answer.code}`, answer.code);
-      this.current?.controller.abort(gone);
-      return gone;
+      this.abort(run, lost);
+      return lost;
     }
     if (!LEASE_GONE.has(answer.code)) return new CoordinatorError(`${frame.type} refused: ${answer.message}`, 0, answer.code);
-    this.epoch += 1;
-    this.current?.controller.abort(new LeaseLostError(`the coordinator refused the ${frame.type}: ${answer.code}`, answer.code));
-    return new LeaseLostError(`the coordinator refused the ${frame.type}: ${answer.code}`, answer.code);
+    if (fenced) void this.stop(lost, true);
+    else this.abort(run, lost);
+    return lost;
   }
+}
+
+function writeKey(msg: MessageFrame): string {
+  return `${msg.id}:${msg.token ?? "fence"}`;
 }
 
 function truncateUtf8(text: string, maxBytes: number): string {

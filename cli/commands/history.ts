@@ -30,7 +30,8 @@ export default defineCommand({
     }
     for (const m of page.messages) {
       const reply = m.reply === null ? "" : `  -> ${oneLine(m.reply)}`;
-      process.stdout.write(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}  ${oneLine(m.text)}${reply}\n`);
+      const lease = m.status === "running" ? ` token ${m.token}` : m.status === "parked" ? ` (baton resume ${agent} ${m.id})` : "";
+      process.stdout.write(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${lease}  ${oneLine(m.text)}${reply}\n`);
     }
     process.stdout.write(`cursor ${page.cursor}\n`);
   },

@@ -6,6 +6,7 @@ import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
+import { LIMITS } from "../../worker/wire/protocol.ts";
 
 export const SEND_EXIT = { noReply: 3 } as const;
 const POLL_MS = 250;
@@ -21,6 +22,8 @@ export default defineCommand({
   options: {
     wait: { type: "boolean", description: "wait for the reply and print it" },
     timeout: { type: "string", value: "SECONDS", description: "with --wait, give up after this long (0.1-86400; default 300)" },
+    group: { type: "string", value: "KEY", description: "messages with the same group (a conversation) run one at a time, in order" },
+    "run-timeout": { type: "string", value: "SECONDS", description: "take the message back from a run that is not done by then (default: the agent's)" },
   },
   exitCodes: [{ code: SEND_EXIT.noReply, meaning: "with --wait: no reply within --timeout (the message stays queued)" }],
   async run({ args, options }) {
@@ -30,7 +33,13 @@ export default defineCommand({
     const text = args[1] === "-" ? await readStdin() : args[1]!;
     if (text === "") throw new UsageError("the message text is empty");
     const conn = resolveConnection(options);
-    const sent = await requestJson(conn, "POST", `/agents/${agent}/messages`, messageViewSchema, { body: { text } });
+    const { min, max } = LIMITS.runTimeoutSeconds;
+    const body = {
+      text,
+      ...(options.group === undefined ? {} : { group: options.group }),
+      ...(options["run-timeout"] === undefined ? {} : { run_timeout_seconds: numberOption(options["run-timeout"], "run-timeout", { min, max, unit: "seconds" }) }),
+    };
+    const sent = await requestJson(conn, "POST", `/agents/${agent}/messages`, messageViewSchema, { body });
     if (!options.wait) {
       process.stdout.write(options.json ? `${JSON.stringify(sent)}\n` : `sent message ${sent.id} to ${agent}\n`);
       return;
@@ -41,6 +50,7 @@ export default defineCommand({
     let presenceAt = performance.now();
     for (;;) {
       const m = await requestJson(conn, "GET", `/agents/${agent}/messages/${sent.id}`, messageViewSchema);
+      if (m.status === "failed") throw new CLIError(`message ${sent.id} failed after ${m.attempts} attempts`, SEND_EXIT.noReply);
       if (m.status === "acknowledged") {
         process.stdout.write(options.json ? `${JSON.stringify(m)}\n` : (m.reply ?? ""));
         return;

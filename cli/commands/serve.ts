@@ -25,10 +25,16 @@ export default defineCommand({
   summary: "Serve an agent from this machine: of all machines serving it, exactly one runs COMMAND for each message " +
     "(text on stdin; stdout is the reply). Stops cleanly, releasing the lease, on SIGTERM, SIGINT, SIGHUP or when its parent process exits.",
   positionals: [{ name: "AGENT", description: "agent name", required: true }],
-  rest: { name: "COMMAND [ARGS...]", description: "run once per message; env BATON_AGENT, BATON_MESSAGE_ID, BATON_FENCE, BATON_ATTEMPT, BATON_CHECKPOINT" },
+  rest: {
+    name: "COMMAND [ARGS...]",
+    description: "run once per message; env BATON_AGENT, BATON_MESSAGE_ID, BATON_FENCE, BATON_ATTEMPT, BATON_CHECKPOINT, " +
+      "BATON_MESSAGE_TOKEN, BATON_RESUME_INPUT (after `baton resume`); exit 75 (EX_TEMPFAIL) parks the message until `baton resume`",
+  },
   options: {
     machine: { type: "string", value: "LABEL", description: "machine label shown to others (env BATON_MACHINE; default the host name)" },
     grace: { type: "string", value: "SECONDS", description: `between SIGTERM and SIGKILL when a run must stop (env BATON_KILL_GRACE_SECONDS; default ${DEFAULT_GRACE_SECONDS})` },
+    concurrency: { type: "string", value: "N", description: `messages this runner runs at once (1-${LIMITS.runnerSlots}; default 1, which keeps them in order)` },
+    "park-deadline": { type: "string", value: "SECONDS", description: "a message parked by exit 75 fails if nobody resumes it within this time (default: it waits)" },
     "survive-parent": { type: "boolean", description: "keep serving when the parent process exits (nohup, setsid); default is to stop" },
   },
   exitCodes: [
@@ -42,6 +48,9 @@ export default defineCommand({
     if (!MACHINE_LABEL.test(machine)) throw new UsageError(`bad machine label ${JSON.stringify(machine)}: no control or invisible characters`);
     const graceRaw = options.grace ?? process.env.BATON_KILL_GRACE_SECONDS;
     const graceMs = graceRaw ? numberOption(graceRaw, "grace", { min: 0, max: 3600, unit: "seconds" }) * 1000 : DEFAULT_GRACE_SECONDS * 1000;
+    const concurrency = options.concurrency ? numberOption(options.concurrency, "concurrency", { min: 1, max: LIMITS.runnerSlots, integer: true }) : 1;
+    const { min, max } = LIMITS.parkDeadlineSeconds;
+    const parkDeadlineSeconds = options["park-deadline"] ? numberOption(options["park-deadline"], "park-deadline", { min, max, integer: true, unit: "seconds" }) : undefined;
     const conn = resolveConnection(options);
 
     const lock = acquireLock(lockDir(), lockName(agent, conn.url));
@@ -52,10 +61,10 @@ export default defineCommand({
     const journal = new MessageJournal(dir, agent, conn.url);
     const checkpointPath = join(dir, `${agent}-${process.pid}.checkpoint.json`);
     const handle = serve(agent, commandHandler({
-      agent, command, args: commandArgs, graceMs, checkpointPath,
+      agent, command, args: commandArgs, graceMs, checkpointPath, parkDeadlineSeconds,
       log: (message, fields) => reporter.log(message, fields),
     }), {
-      ...conn, machine, cursor: journal.cursor,
+      ...conn, machine, cursor: journal.cursor, concurrency,
       onStatus: (s) => reporter.status(s),
       onEvent: (e) => reporter.event(e),
       onMessage: (m) => journal.record(m),

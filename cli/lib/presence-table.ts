@@ -17,9 +17,9 @@ export function renderPresence(p: PresenceReport, now: number = Date.now()): str
     ? `holder claim ${p.holder.claim_seq} on ${p.holder.machine} (fence ${p.fence}, since ${since(p.holder.since, now)})`
     : `no holder (fence ${p.fence})`;
   const standbys = `${p.serve_standbys} standby${p.serve_standbys === 1 ? "" : "s"}`;
-  const lines = [`${p.agent}: ${holder}, ${standbys}, heartbeat TTL ${p.heartbeat_ttl_seconds}s`];
-  if (p.connections.length === 0) return `${lines[0]}\n  no connections\n`;
-  const rows = [["", "CLAIM", "MACHINE", "ROLE", "HEARTBEAT", "JOINED", "CURSOR"]];
+  const lines = [`${p.agent}: ${holder}, ${standbys}, heartbeat TTL ${p.heartbeat_ttl_seconds}s`, workLine(p)];
+  if (p.connections.length === 0) return `${lines.join("\n")}\n  no connections\n`;
+  const rows = [["", "CLAIM", "MACHINE", "ROLE", "HEARTBEAT", "JOINED", "CURSOR", "RUNNING"]];
   for (const c of p.connections) {
     rows.push([
       c.held ? "*" : "",
@@ -29,9 +29,18 @@ export function renderPresence(p: PresenceReport, now: number = Date.now()): str
       `${age(c.heartbeat_age_seconds)} ago`,
       since(c.joined_at, now),
       String(c.cursor),
+      `${c.running}/${c.slots}`,
     ]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) lines.push(`  ${r.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()}`);
   return `${lines.join("\n")}\n`;
+}
+
+/** Messages: the policy, how many wait, and which run, are parked or failed. */
+function workLine(p: PresenceReport): string {
+  const w = p.work;
+  const ids = (list: { id: number }[]) => (list.length === 0 ? "" : ` (${list.map((m) => m.id).join(", ")})`);
+  return `  messages (${w.mode}): ${w.counts.queued} queued, ${w.counts.running} running${ids(w.running)}, ` +
+    `${w.counts.parked} parked${ids(w.parked)}, ${w.counts.failed} failed${ids(w.failed)}`;
 }

@@ -1,9 +1,16 @@
 // `baton serve`'s message handler: runs COMMAND once per message (text on stdin, lease facts in
-// the environment, the checkpoint in a file), kills it when the library aborts the message's
-// signal, stores a rewritten checkpoint under the same fence, and replies with its stdout.
-import { readFileSync, writeFileSync } from "node:fs";
-import type { MessageHandler } from "../../client/index.ts";
+// the environment, the checkpoint in a file of its own), kills it when the library aborts the
+// message's signal (lease lost, message revoked, run timeout), stores the checkpoint file as the
+// message's checkpoint whenever the command rewrites it (also mid-run, so a successor of a stalled
+// run starts from its last step), parks the message when the command exits 75 (EX_TEMPFAIL), and
+// otherwise replies with its stdout.
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { MessageContext, MessageHandler } from "../../client/index.ts";
 import { startRun } from "./runner.ts";
+
+/** A command that exits with this code parks its message until `baton resume` (sysexits EX_TEMPFAIL). */
+export const PARK_EXIT_CODE = 75;
+const CHECKPOINT_POLL_MS = 250;
 
 export interface CommandHandlerOptions {
   agent: string;
@@ -11,14 +18,18 @@ export interface CommandHandlerOptions {
   args: readonly string[];
   /** Between SIGTERM and SIGKILL when a run must stop. */
   graceMs: number;
+  /** Base path of checkpoint files; each message gets its own beside it. */
   checkpointPath: string;
+  /** A park by exit 75 fails the message if nobody resumes it within this many seconds (none: waits forever). */
+  parkDeadlineSeconds?: number;
   log: (message: string, fields?: Record<string, unknown>) => void;
 }
 
 export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
   return async (message, ctx) => {
-    const before = JSON.stringify(ctx.checkpoint ?? null);
-    writeFileSync(opts.checkpointPath, before);
+    const tokened = message.token !== null;
+    const path = tokened ? opts.checkpointPath.replace(/(\.json)?$/, `-${message.id}.json`) : opts.checkpointPath;
+    const file = new CheckpointFile(path, tokened ? (ctx.messageCheckpoint ?? ctx.checkpoint) : ctx.checkpoint, opts.log);
     const run = startRun({
       command: opts.command,
       args: opts.args,
@@ -28,36 +39,87 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
         BATON_MESSAGE_ID: String(message.id),
         BATON_FENCE: String(ctx.fence),
         BATON_ATTEMPT: String(message.attempt),
-        BATON_CHECKPOINT: opts.checkpointPath,
-        ...(ctx.token === null ? {} : { BATON_MESSAGE_TOKEN: String(ctx.token) }),
+        BATON_CHECKPOINT: path,
+        ...(tokened ? { BATON_MESSAGE_TOKEN: String(message.token) } : {}),
+        ...(message.resumeInput === null ? {} : { BATON_RESUME_INPUT: message.resumeInput }),
       },
     });
     const kill = () => void run.kill(opts.graceMs);
     ctx.signal.addEventListener("abort", kill, { once: true });
-    const outcome = await run.done;
-    ctx.signal.removeEventListener("abort", kill);
-    ctx.signal.throwIfAborted();
-    if (outcome.spawnError) opts.log(`command could not start: ${outcome.spawnError}`, { id: message.id });
-    else if (outcome.code !== 0) opts.log(`command exited with ${outcome.code ?? outcome.signal} for message ${message.id}`, { id: message.id });
-    const after = readCheckpoint(opts.checkpointPath, before, opts.log);
-    if (after !== null) await ctx.saveCheckpoint(after.value);
-    return outcome.stdout;
+    // A stalled run's progress must reach the coordinator before the run does: poll the file.
+    let saving = Promise.resolve();
+    const poll = tokened
+      ? setInterval(() => {
+          saving = saving.then(() => saveChanged(file, ctx, true)).catch(() => {});
+        }, CHECKPOINT_POLL_MS)
+      : null;
+    try {
+      const outcome = await run.done;
+      if (poll) clearInterval(poll);
+      await saving;
+      ctx.signal.throwIfAborted();
+      if (tokened && outcome.code === PARK_EXIT_CODE) {
+        const value = file.changed() ?? undefined;
+        await ctx.park({ checkpoint: value?.value, deadlineSeconds: opts.parkDeadlineSeconds });
+        return;
+      }
+      if (outcome.spawnError) opts.log(`command could not start: ${outcome.spawnError}`, { id: message.id });
+      else if (outcome.code !== 0) opts.log(`command exited with ${outcome.code ?? outcome.signal} for message ${message.id}`, { id: message.id });
+      await saveChanged(file, ctx, tokened);
+      return outcome.stdout;
+    } finally {
+      if (poll) clearInterval(poll);
+      ctx.signal.removeEventListener("abort", kill);
+      if (tokened) rmSync(path, { force: true });
+    }
   };
 }
 
-/** The checkpoint file as rewritten by the command, or null when unchanged or not valid JSON. */
-function readCheckpoint(path: string, before: string, log: CommandHandlerOptions["log"]): { value: unknown } | null {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch {
-    return null;
+/**
+ * Stores a rewritten checkpoint file: as the message's own (under its token) when the coordinator
+ * has per-message leases, and as the agent's when this process holds the serve lease (best effort
+ * for a tokened message, whose own checkpoint is what matters).
+ */
+async function saveChanged(file: CheckpointFile, ctx: MessageContext, tokened: boolean): Promise<void> {
+  const changed = file.changed();
+  if (changed === null) return;
+  if (!tokened) {
+    await ctx.saveCheckpoint(changed.value);
+    file.saved(changed.text);
+    return;
   }
-  if (text === before) return null;
-  try {
-    return { value: JSON.parse(text) as unknown };
-  } catch {
-    log("checkpoint file is not valid JSON; not stored");
-    return null;
+  await ctx.saveMessageCheckpoint(changed.value);
+  file.saved(changed.text);
+  if (ctx.fence >= 0) await ctx.saveCheckpoint(changed.value).catch(() => {});
+}
+
+/** The checkpoint file handed to one run, and what of it was last stored. */
+class CheckpointFile {
+  private last: string;
+
+  constructor(private readonly path: string, initial: unknown, private readonly log: CommandHandlerOptions["log"]) {
+    this.last = JSON.stringify(initial ?? null);
+    writeFileSync(path, this.last);
+  }
+
+  /** The file as rewritten since the last store, or null when unchanged or not valid JSON. */
+  changed(): { text: string; value: unknown } | null {
+    let text: string;
+    try {
+      text = readFileSync(this.path, "utf8");
+    } catch {
+      return null;
+    }
+    if (text === this.last) return null;
+    try {
+      return { text, value: JSON.parse(text) as unknown };
+    } catch {
+      // a half-written file mid-run, or not JSON at all: skip it, read it again later
+      return null;
+    }
+  }
+
+  saved(text: string): void {
+    this.last = text;
   }
 }

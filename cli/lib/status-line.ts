@@ -30,7 +30,13 @@ export function describeStatus(s: ServeStatus, url: string): string {
 export function describeEvent(e: ServeEvent): string {
   switch (e.type) {
     case "ran":
-      return `ran message ${e.id} (attempt ${e.attempt}, fence ${e.fence})`;
+      return e.token === null
+        ? `ran message ${e.id} (attempt ${e.attempt}, fence ${e.fence})`
+        : `ran message ${e.id} (attempt ${e.attempt}, token ${e.token})`;
+    case "parked":
+      return `parked message ${e.id} (token ${e.token}): it waits for \`baton resume\``;
+    case "revoked":
+      return `message ${e.id} (token ${e.token}) was taken back (${e.reason}): its run is stopped`;
     case "handler_failed":
       return `message ${e.id} failed: ${e.error instanceof Error ? e.error.message : String(e.error)}`;
     case "refused":

@@ -1,0 +1,26 @@
+// `baton resume AGENT ID [TEXT]`: queues a parked message again; it is handed out with attempt + 1,
+// its checkpoint, and TEXT as the resume input (env BATON_RESUME_INPUT for the served command).
+import { requestJson } from "../../client/http.ts";
+import { messageViewSchema } from "../../worker/wire/http-responses.ts";
+import { defineCommand, numberOption } from "../lib/command.ts";
+import { resolveConnection } from "../lib/config.ts";
+import { agentName } from "../lib/names.ts";
+
+export default defineCommand({
+  path: ["resume"],
+  summary: "Resume a parked message: it runs again (attempt + 1) from its checkpoint, with TEXT as its resume input.",
+  positionals: [
+    { name: "AGENT", description: "agent name", required: true },
+    { name: "ID", description: "id of the parked message", required: true },
+    { name: "TEXT", description: "the input to resume with, e.g. an approval (env BATON_RESUME_INPUT for the command)", required: false },
+  ],
+  options: {},
+  exitCodes: [{ code: 1, meaning: "the message does not exist or is not parked (not_found, not_parked)" }],
+  async run({ args, options }) {
+    const agent = agentName(args[0]!);
+    const id = numberOption(args[1]!, "ID", { min: 1, max: Number.MAX_SAFE_INTEGER, integer: true });
+    const body = args[2] === undefined ? {} : { input: args[2] };
+    const m = await requestJson(resolveConnection(options), "POST", `/agents/${agent}/messages/${id}/resume`, messageViewSchema, { body });
+    process.stdout.write(options.json ? `${JSON.stringify(m)}\n` : `resumed message ${m.id} of ${agent}: ${m.status}\n`);
+  },
+});
