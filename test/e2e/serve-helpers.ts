@@ -68,13 +68,15 @@ export interface ServeOptions {
   /** Lock directory; distinct per process so two "machines" can share this host. */
   lockDir?: string;
   env?: Record<string, string>;
+  /** More `baton serve` options, before the `--` (e.g. --concurrency 2). */
+  serveArgs?: string[];
 }
 
 export function startServe(opts: ServeOptions): ServeProc {
   const base = mkdtempSync(join(tmpdir(), `baton-serve-${opts.tag}-`));
   const lockDir = opts.lockDir ?? join(base, "lock");
   mkdirSync(lockDir, { recursive: true });
-  const proc = spawn(process.execPath, [BIN, "serve", opts.agent, "--machine", `machine-${opts.tag}`, "--grace", "1", "--", opts.command], {
+  const proc = spawn(process.execPath, [BIN, "serve", opts.agent, "--machine", `machine-${opts.tag}`, "--grace", "1", ...(opts.serveArgs ?? []), "--", opts.command], {
     cwd: ROOT,
     env: {
       ...process.env,
