@@ -30,23 +30,26 @@ interface ServeClient {
 
 /**
  * A raw serve connection that claims and heartbeats like `baton serve`; while it holds the lease it
- * answers each message it is told to run with `reply(text)`, when given.
+ * answers each message it is told to run with `reply(text)`, when given, or parks it when that is null.
  */
-async function serve(agent: string, machine: string, reply?: (text: string) => string): Promise<ServeClient> {
+async function serve(agent: string, machine: string, reply?: (text: string) => string | null): Promise<ServeClient> {
   const ws = new WebSocket(`${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=${machine}`, {
     headers: { authorization: `Bearer ${DEV_TOKEN}` },
   });
   let fence = 0;
   const leased = new Promise<void>((resolve, reject) => {
     ws.on("message", (data) => {
-      const frame = JSON.parse(String(data)) as { type: string; fence?: number; held?: boolean; id?: number; text?: string; run?: boolean };
+      const frame = JSON.parse(String(data)) as { type: string; fence?: number; held?: boolean; id?: number; text?: string; run?: boolean; token?: number };
       if (frame.type === "welcome") ws.send(JSON.stringify({ type: "serve_lease", op: "claim" }));
       if (frame.type === "serve_lease") {
         fence = frame.held ? frame.fence! : 0;
         resolve();
       }
       if (frame.type === "message" && frame.run && reply && fence > 0) {
-        ws.send(JSON.stringify({ type: "reply", id: frame.id, fence, key: `${frame.id}:reply`, text: reply(frame.text!) }));
+        const text = reply(frame.text!);
+        ws.send(JSON.stringify(text === null
+          ? { type: "park", id: frame.id, token: frame.token }
+          : { type: "reply", id: frame.id, fence, key: `${frame.id}:reply`, text }));
       }
     });
     ws.once("error", reject);
@@ -180,6 +183,18 @@ describe("presence dashboard", () => {
 
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    await page.close();
+  });
+
+  it("a parked message shows with its status and in the agent's work summary", async () => {
+    const page = await browser.newPage();
+    await page.goto(dev.url);
+    await serve("approver", "desk-1", (text) => (text.startsWith("Deploy") ? null : "done"));
+    await postMessage("approver", "Deploy v2 to production (needs a person to approve)");
+    const approver = card(page, "approver");
+    await approver.locator('.message[data-status="parked"]', { hasText: "Deploy v2" }).waitFor();
+    await approver.locator('[data-role="work"] [data-role="parked"]', { hasText: "#1" }).waitFor();
+    await approver.locator('[data-role="work"] .chip[data-status="parked"]', { hasText: "1 parked" }).waitFor();
     await page.close();
   });
 

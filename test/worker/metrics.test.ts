@@ -86,7 +86,7 @@ describe("GET /metrics", () => {
     b.sock.close();
   });
 
-  it("refused writes are counted by code: a stale fence and a standby's write", async () => {
+  it("refused writes are counted by code: a stale fence, a standby's write, a stale message token", async () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "a");
     const b = await claimant(agent, "b");
@@ -96,7 +96,15 @@ describe("GET /metrics", () => {
     await b.sock.next("error", (f) => f.code === "not_holder");
     a.sock.send({ type: "checkpoint", fence: 7, value: { step: 2 } });
     await a.sock.next("error", (f) => f.code === "stale_fence");
-    const m = await until(agent, (f) => sampleValue(f, "baton_fence_rejections_total", { code: "stale_fence" }) === 2);
+    const res = await SELF.fetch(`${BASE}/agents/${agent}/messages`, {
+      method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}` }, body: JSON.stringify({ text: "one" }),
+    });
+    expect(res.status).toBe(201);
+    const handed = await a.sock.next("message", (f) => f.run);
+    a.sock.send({ type: "checkpoint", id: handed.id, token: (handed.token ?? 0) + 1, value: { step: 3 } });
+    await a.sock.next("error", (f) => f.code === "stale_token");
+    const m = await until(agent, (f) => sampleValue(f, "baton_fence_rejections_total", { code: "stale_token" }) === 1);
+    expect(sampleValue(m, "baton_fence_rejections_total", { code: "stale_fence" })).toBe(2);
     expect(sampleValue(m, "baton_fence_rejections_total", { code: "not_holder" })).toBe(1);
     a.sock.close();
     b.sock.close();

@@ -11,7 +11,7 @@ import {
 import { send, type ConnState } from "./connections.ts";
 import { leaseOf, type MessageStore, type StoredMessage } from "./message-store.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
-import { errorFrame, type ClientFrame, type MessageFrame, type RevokeReason } from "../wire/protocol.ts";
+import { errorFrame, type ClientFrame, type ErrorCode, type MessageFrame, type RevokeReason } from "../wire/protocol.ts";
 import type { WorkReport } from "../wire/work-report.ts";
 
 export interface DeskSocket {
@@ -30,6 +30,8 @@ const REPORTED_FAILED = 10;
 
 export class MessageLeases {
   readonly policies: RunPolicyStore;
+  /** Told of every write refused by the token check, before the error frame goes out (for /metrics). */
+  onRefused: (code: ErrorCode) => void = () => {};
 
   constructor(
     sql: SqlStorage,
@@ -105,7 +107,10 @@ export class MessageLeases {
       return send(socket.ws, { type: "result", ...done, token: m.token, op: frame.type, req: frame.req, duplicate: true });
     }
     const verdict = checkMessageWrite(m, frame.token);
-    if (!verdict.ok) return send(socket.ws, errorFrame(verdict.code, verdict.message, frame.req));
+    if (!verdict.ok) {
+      this.onRefused(verdict.code);
+      return send(socket.ws, errorFrame(verdict.code, verdict.message, frame.req));
+    }
     switch (frame.type) {
       case "checkpoint":
         this.messages.saveMessageCheckpoint(m.id, frame.value, frame.token);

@@ -16,12 +16,13 @@ type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | 
 export class WorkDesk {
   readonly messages: MessageStore;
   readonly leases: MessageLeases;
-  /** Told of every write refused by the fence check, before the error frame goes out (for /metrics). */
+  /** Told of every write refused by the fence or a message token, before the error frame goes out (for /metrics). */
   onRefused: (code: ErrorCode) => void = () => {};
 
   constructor(sql: SqlStorage, private readonly lease: () => LeaseRecord, private readonly sockets: () => DeskSocket[]) {
     this.messages = new MessageStore(sql);
     this.leases = new MessageLeases(sql, this.messages, lease, sockets, (s, m, run) => this.push(s, m, run));
+    this.leases.onRefused = (code) => this.onRefused(code);
   }
 
   /** Stores a message, hands it to a runner if one has a free slot, and shows it to every other serve connection. */

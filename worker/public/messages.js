@@ -76,6 +76,21 @@ function messageItem(m, partial) {
       el("p", { class: "text" }, m.reply)));
 }
 
+/**
+ * How many messages are in each status (whatever statuses presence reports), and which ones wait
+ * for a person (parked) or gave up (failed), also when they are older than the newest few.
+ */
+function workSummary(entry) {
+  const work = entry.work;
+  const counts = Object.entries(work?.counts ?? {}).filter(([, n]) => n > 0);
+  if (counts.length === 0) return null;
+  const ids = (list) => list.map((m) => `#${m.id}`).join(", ");
+  return el("p", { class: "work", "data-role": "work" },
+    counts.map(([status, n]) => el("span", { class: "chip", "data-status": status }, `${n} ${status}`)),
+    work.parked?.length ? el("span", { class: "meta", "data-role": "parked" }, `waiting for a person: ${ids(work.parked)}`) : null,
+    work.failed?.length ? el("span", { class: "meta", "data-role": "failed" }, `gave up: ${ids(work.failed)}`) : null);
+}
+
 /** The newest messages, newest first: full texts when loaded, else the previews from presence. */
 export function messagesBlock(entry, full) {
   const recent = entry.recent_messages ?? [];
@@ -85,6 +100,7 @@ export function messagesBlock(entry, full) {
     : recent.map((m) => messageItem(m, true));
   return el("section", { class: "messages", "data-role": "messages" },
     el("span", { class: "label" }, "Messages"),
+    workSummary(entry),
     el("ol", {}, items));
 }
 

@@ -33,7 +33,7 @@ export function agentFamilies(agents: readonly AgentMetrics[]): Family[] {
       })),
     },
     {
-      name: "baton_fence_rejections_total", type: "counter", help: "Writes (reply, ack, checkpoint) refused by the fence check, by error code.",
+      name: "baton_fence_rejections_total", type: "counter", help: "Writes (reply, ack, checkpoint, park) refused by the fence or a message token, by error code.",
       samples: perAgentAndKey(agents, "code", (m) => m.counters.refusals),
     },
     { name: "baton_messages", type: "gauge", help: "Messages stored now, by status.", samples: perAgentAndKey(agents, "status", (m) => m.messages.byStatus) },
