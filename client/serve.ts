@@ -62,6 +62,27 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
   const now = () => performance.now();
   let status: ServeStatus = { kind: "connecting" };
   let cursor = options.cursor ?? 0;
+  let syncEpoch = 0;
+  /**
+   * Replays missed history one page at a time: each sync is answered with one page and `more: true`
+   * while there is another; over the coordinator's replay budget it is answered rate_limited and we
+   * ask again a second later. A reconnect starts a new replay and ends this one.
+   */
+  const replayHistory = async (epoch: number): Promise<void> => {
+    let after = cursor;
+    while (epoch === syncEpoch && socket.isOpen) {
+      const answer = await socket.request({ type: "sync", after, req: socket.nextReq() }).catch(() => null);
+      if (answer === null) return;
+      if (answer.type === "error") {
+        if (answer.code !== "rate_limited") return;
+        await new Promise((r) => setTimeout(r, 1000));
+      } else if (answer.more === true && typeof answer.cursor === "number") {
+        after = answer.cursor;
+      } else {
+        return;
+      }
+    }
+  };
   let claimSentAt = 0;
   let heardLease = false;
   let deadlineTimer: ReturnType<typeof setTimeout> | null = null;
@@ -99,7 +120,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
         heardLease = false;
         claimSentAt = now();
         socket.send(slots === 1 ? { type: "serve_lease", op: "claim" } : { type: "serve_lease", op: "claim", concurrency: slots });
-        socket.send({ type: "sync", after: cursor, req: socket.nextReq() });
+        void replayHistory(++syncEpoch);
         report(lease.state);
       },
       frame: (frame) => onFrame(frame),

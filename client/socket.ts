@@ -4,7 +4,7 @@
 // whose pings go unanswered for a whole TTL even if no close ever arrives, and matches answers
 // to requests by `req`.
 import type { ClientFrame, ServerFrame } from "../worker/wire/protocol.ts";
-import { PING_TEXT, PONG_TEXT } from "../worker/wire/protocol.ts";
+import { LIMITS, PING_TEXT, PONG_TEXT } from "../worker/wire/protocol.ts";
 import { parseServerFrame } from "../worker/wire/server-frames.ts";
 import type { ProbeResult } from "./http.ts";
 import { DEFAULT_BACKOFF, reconnectDelay, type BackoffOptions } from "./backoff.ts";
@@ -59,6 +59,8 @@ export class CoordinatorSocket {
   private ttl: number;
   private readonly pending = new Map<string, Pending>();
   private reqCounter = 0;
+  /** The fence this connection holds, per the last serve_lease frame; null while it does not hold. */
+  private heldFence: number | null = null;
   private readonly now: () => number;
 
   constructor(private readonly opts: SocketOptions) {
@@ -78,10 +80,16 @@ export class CoordinatorSocket {
     this.connect();
   }
 
-  /** Sends a frame if the socket is open; returns false (and sends nothing) otherwise. */
+  /**
+   * Sends a frame if the socket is open; returns false (and sends nothing) otherwise. A frame over
+   * LIMITS.frameBytes throws instead of going out: the coordinator would refuse it, and one over the
+   * runtime's 32 MiB cap would drop the connection without any answer.
+   */
   send(frame: ClientFrame): boolean {
     if (!this.ws || this.ws.readyState !== OPEN) return false;
-    this.ws.send(JSON.stringify(frame));
+    const text = JSON.stringify(frame);
+    if (new TextEncoder().encode(text).byteLength > LIMITS.frameBytes) throw new Error(`${frame.type} frame exceeds ${LIMITS.frameBytes} bytes; not sent`);
+    this.ws.send(text);
     return true;
   }
 
@@ -173,6 +181,7 @@ export class CoordinatorSocket {
       this.ttl = frame.heartbeat_ttl_ms;
       this.restartHeartbeat();
     }
+    if (frame.type === "serve_lease") this.heldFence = frame.held ? frame.fence : null;
     if ((frame.type === "result" || frame.type === "error") && frame.req !== undefined) {
       const waiter = this.pending.get(frame.req);
       if (waiter) {
@@ -206,11 +215,14 @@ export class CoordinatorSocket {
       return;
     }
     this.pingsSentAt.push(now);
-    ws.send(PING_TEXT);
+    // A holder's ping carries its fence, so the coordinator answers it itself and counts it as the
+    // holder's proof of life; a standby's exact PING_TEXT is answered without waking the object.
+    ws.send(this.heldFence === null ? PING_TEXT : JSON.stringify({ type: "ping", fence: this.heldFence }));
   }
 
   /** Forgets the current socket (closing it if needed) and fails its pending requests. */
   private detach(): void {
+    this.heldFence = null;
     if (this.pingTimer) clearInterval(this.pingTimer);
     this.pingTimer = null;
     this.pingsSentAt = [];

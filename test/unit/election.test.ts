@@ -1,6 +1,6 @@
 // The pure lease rules: who is elected, when the fence moves, when the next scan is due, who may write.
 import { describe, expect, it } from "vitest";
-import { applyElection, EMPTY_LEASE, elect, isStale, linePosition, nextStaleDeadline, type Candidate } from "../../worker/rules/election.ts";
+import { applyElection, EMPTY_LEASE, elect, isStale, linePosition, nextStaleDeadline, provenAlive, holderCheckAt, type Candidate } from "../../worker/rules/election.ts";
 import { checkFencedWrite } from "../../worker/rules/fencing.ts";
 
 const ttl = 1000;
@@ -85,5 +85,31 @@ describe("checkFencedWrite", () => {
     expect(checkFencedWrite(lease, { claimSeq: 8, released: false }, 3)).toMatchObject({ ok: false, code: "not_holder" });
     expect(checkFencedWrite(lease, { claimSeq: 7, released: true }, 3)).toMatchObject({ ok: false, code: "not_holder" });
     expect(checkFencedWrite(lease, { claimSeq: null, released: false }, 3)).toMatchObject({ ok: false, code: "not_holder" });
+  });
+});
+
+describe("provenAlive", () => {
+  const ttl = 1000;
+  it("a standby's auto-answered ping always counts, even after a long silence", () => {
+    expect(provenAlive(0, 5000, false, ttl)).toBe(5000);
+    expect(provenAlive(0, null, false, ttl)).toBe(0);
+  });
+  it("a holder's auto-answered ping counts up to its deadline and never after it", () => {
+    expect(provenAlive(0, 1000, true, ttl)).toBe(1000);
+    expect(provenAlive(0, 1001, true, ttl)).toBe(0);
+    expect(provenAlive(0, 9000, true, ttl)).toBe(0);
+  });
+  it("an auto ping older than the last processed frame changes nothing", () => {
+    expect(provenAlive(700, 300, true, ttl)).toBe(700);
+    expect(provenAlive(700, 300, false, ttl)).toBe(700);
+  });
+});
+
+describe("holderCheckAt", () => {
+  const ttl = 1000;
+  it("looks halfway to the holder's deadline while that is ahead, then just past the deadline", () => {
+    expect(holderCheckAt(0, 100, ttl)).toBe(500);
+    expect(holderCheckAt(0, 500, ttl)).toBe(1001);
+    expect(holderCheckAt(0, 900, ttl)).toBe(1001);
   });
 });

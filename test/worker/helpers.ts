@@ -93,15 +93,18 @@ export async function connect(agent: string, opts: ConnectOptions = {}): Promise
     },
   };
   let heartbeatsUnanswered = 0;
+  let heldFence: number | null = null;
   const heartbeat = opts.silent
     ? null
     : setInterval(() => {
         if (sock.closed) return;
         heartbeatsUnanswered++;
-        ws.send(PING_TEXT);
+        // Like `baton serve`: a holder pings with its fence (answered by the object), a standby with PING_TEXT.
+        ws.send(heldFence === null ? PING_TEXT : JSON.stringify({ type: "ping", fence: heldFence }));
       }, HEARTBEAT_MS);
   ws.addEventListener("message", (e) => {
     const frame = JSON.parse(e.data as string) as ServerFrame;
+    if (frame.type === "serve_lease") heldFence = frame.held ? frame.fence : null;
     if (frame.type === "pong" && heartbeatsUnanswered > 0) {
       heartbeatsUnanswered--;
       return;

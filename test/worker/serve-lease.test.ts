@@ -2,10 +2,18 @@
 import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
+import { PING_TEXT } from "../../worker/wire/protocol.ts";
 import { BASE, claimant, connect, DEV_TOKEN, presence, settle, sleep, uniqueAgent } from "./helpers.ts";
 
 function stubFor(agent: string, account = "dev") {
   return env.AGENTS.get(env.AGENTS.idFromName(`${account}:${agent}`));
+}
+
+/** Pushes the agent's next scan a minute out, as a busy object would run it late. */
+async function holdAlarmBack(agent: string): Promise<void> {
+  await runInDurableObject(stubFor(agent), async (_instance: AgentCoordinator, state) => {
+    await state.storage.setAlarm(Date.now() + 60_000);
+  });
 }
 
 describe("serve lease", () => {
@@ -72,6 +80,53 @@ describe("serve lease", () => {
     const p = await presence(agent);
     expect(p.holder?.machine).toBe("alive");
     expect(p.transitions[0]?.reason).toBe("stale");
+  });
+
+  it("a silent holder's auto-answered ping after its deadline does not revive it: the late scan hands over", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "silent", { silent: true });
+    const b = await claimant(agent, "alive");
+    await holdAlarmBack(agent);
+    await sleep(1100);
+    a.sock.sendRaw(PING_TEXT);
+    await a.sock.next("pong");
+    expect(await runDurableObjectAlarm(stubFor(agent))).toBe(true);
+    // Asked at once, before any later scan could have run: the late scan itself handed over.
+    expect((await presence(agent)).holder?.machine).toBe("alive");
+    expect(await b.sock.next("serve_lease")).toMatchObject({ held: true, fence: 2 });
+    expect((await a.sock.waitForClose()).code).toBe(4008);
+    expect((await presence(agent)).transitions[0]).toMatchObject({ reason: "stale", to_machine: "alive" });
+  });
+
+  it("a frame from a holder past its TTL is refused with lease_expired before any scan runs, and the lease moves", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "silent", { silent: true });
+    const b = await claimant(agent, "alive");
+    await holdAlarmBack(agent);
+    await sleep(1100);
+    a.sock.sendRaw(PING_TEXT);
+    await a.sock.next("pong");
+    a.sock.send({ type: "checkpoint", fence: a.lease.fence, value: { step: 1 }, req: "late" });
+    expect(await a.sock.next("error", (f) => f.req === undefined || f.req === "late")).toMatchObject({ code: "lease_expired" });
+    expect(await b.sock.next("serve_lease")).toMatchObject({ held: true, fence: 2 });
+    const stored = await runInDurableObject(stubFor(agent), (instance: AgentCoordinator) => instance["desk"].messages.checkpoint());
+    expect(stored).toBeNull();
+  });
+
+  it("a holder that pings with its fence stays holder when the scan runs late; its own pings are its proof", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a", { silent: true });
+    const b = await claimant(agent, "b");
+    await holdAlarmBack(agent);
+    for (let i = 0; i < 8; i++) {
+      await sleep(200);
+      a.sock.send({ type: "ping", fence: a.lease.fence });
+      await a.sock.next("pong");
+    }
+    await runDurableObjectAlarm(stubFor(agent));
+    await settle(b.sock);
+    expect(b.sock.framesOf("serve_lease")).toHaveLength(0);
+    expect((await presence(agent)).holder?.machine).toBe("a");
   });
 
   it("auto-response heartbeats keep a holder alive across scans without waking the object", async () => {

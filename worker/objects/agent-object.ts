@@ -4,13 +4,13 @@
 import { DurableObject } from "cloudflare:workers";
 import { AgentStore } from "./agent-store.ts";
 import {
-  applyElection, elect, isStale, linePosition, nextStaleDeadline, type Candidate, type LeaseRecord, type TransitionReason,
+  applyElection, elect, holderCheckAt, isStale, linePosition, nextStaleDeadline, provenAlive, type Candidate, type LeaseRecord, type TransitionReason,
 } from "../rules/election.ts";
 import { readConfig, readRetention, type CoordinatorConfig } from "../config.ts";
 import type { Retention } from "./message-store.ts";
 import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
 import {
-  closeQuietly, lastHeartbeat, newConnState, readConn, send, writeConn, type ConnState,
+  closeQuietly, newConnState, readConn, send, writeConn, type ConnState,
 } from "./connections.ts";
 import {
   CLOSE_CODES, errorFrame, LIMITS, MACHINE_LABEL, parseClientFrame, PING_TEXT, PONG_TEXT, postMessageSchema, utf8Bytes, type ClientFrame,
@@ -20,7 +20,7 @@ import type { Env } from "../env.ts";
 import { buildPresence, type Presence } from "../wire/presence.ts";
 import { DirectoryReporter } from "./directory-object.ts";
 import { AgentMetricsKeeper } from "./metrics-agent.ts";
-import { messageView, WorkDesk } from "./work-desk.ts";
+import { isHolder, messageView, WorkDesk } from "./work-desk.ts";
 import { messageRoute } from "./message-routes.ts";
 
 interface LiveConn {
@@ -33,9 +33,11 @@ export class AgentCoordinator extends DurableObject<Env> {
   private readonly store: AgentStore;
   private readonly config: CoordinatorConfig;
   private readonly retention: Retention;
-  private readonly rate = new FrameRateLimit(LIMITS.framesPerSecond);
+  private readonly rate = new FrameRateLimit(LIMITS.framesPerSecond, LIMITS.frameCharsPerSecond);
   private readonly desk: WorkDesk;
   private readonly metrics: AgentMetricsKeeper;
+  /** The alarm this instance last set (null: none, or unknown after a restart), so a scan is not re-set on every frame. */
+  private alarmAt: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -142,17 +144,24 @@ export class AgentCoordinator extends DurableObject<Env> {
     return new Response(null, { status: 101, webSocket: client, headers: protocol ? { "Sec-WebSocket-Protocol": protocol } : {} });
   }
 
+  /**
+   * Liveness: a frame the object processes proves its sender alive at the object's own clock, and
+   * so does an auto-answered ping, within the rule of provenAlive (a holder's ping after its
+   * deadline never counts). A frame from a connection already past its TTL is refused, and the
+   * lease moves before anything else happens.
+   */
   async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
     const state = readConn(ws);
     if (!state) return;
     const now = Date.now();
-    if (!this.rate.allow(ws, now)) {
-      send(ws, errorFrame("rate_limited", `at most ${LIMITS.framesPerSecond} frames per second`));
+    // A frame over the size cap is refused unread, so it is charged no more than the cap.
+    const chars = Math.min(typeof raw === "string" ? raw.length : raw.byteLength, LIMITS.frameBytes);
+    if (!this.rate.allow(ws, now, chars)) {
+      send(ws, errorFrame("rate_limited", `at most ${LIMITS.framesPerSecond} frames and ${LIMITS.frameCharsPerSecond} characters per second`));
       return;
     }
     this.store.countWake();
-    if (state.role === "serve" && isStale({ lastHeartbeat: lastHeartbeat(this.ctx, ws, state) }, now, this.config.heartbeatTtlMs)) {
-      // Expiry is decided by this clock: a frame arriving after the TTL does not revive the connection.
+    if (state.role === "serve" && isStale({ lastHeartbeat: this.heartbeat(ws, state) }, now, this.config.heartbeatTtlMs)) {
       send(ws, errorFrame("lease_expired", "no heartbeat within the TTL; reconnect and claim again"));
       this.reconcile(now, "stale");
       return;
@@ -165,6 +174,20 @@ export class AgentCoordinator extends DurableObject<Env> {
       return;
     }
     this.handle(ws, state, parsed.frame, now);
+  }
+
+  /**
+   * The connection's last proof of life (provenAlive). A holder's accepted auto ping is folded into
+   * its attachment, so its deadline moves on from there and never from a ping that came too late.
+   */
+  private heartbeat(ws: WebSocket, state: ConnState): number {
+    const holder = isHolder(state, this.store.lease().holderClaim);
+    const proven = provenAlive(state.lastSeen, this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? null, holder, this.config.heartbeatTtlMs);
+    if (holder && proven > state.lastSeen) {
+      state.lastSeen = proven;
+      writeConn(ws, state);
+    }
+    return proven;
   }
 
   private handle(ws: WebSocket, state: ConnState, frame: ClientFrame, now: number): void {
@@ -181,8 +204,11 @@ export class AgentCoordinator extends DurableObject<Env> {
           return this.claim(ws, state, now);
         }
         return this.release(ws, state, now, frame.req);
-      case "sync":
-        return this.desk.sync({ ws, state }, frame.after, frame.req);
+      case "sync": {
+        const cursor = state.cursor;
+        this.desk.sync({ ws, state }, frame.after, now, frame.req);
+        return state.cursor === cursor ? undefined : this.presenceChanged();
+      }
       case "checkpoint":
         // A checkpoint is not part of presence, so nobody watching needs to hear of it.
         return this.desk.write({ ws, state }, frame, now);
@@ -236,8 +262,7 @@ export class AgentCoordinator extends DurableObject<Env> {
   }
 
   private release(ws: WebSocket, state: ConnState, now: number, req?: string): void {
-    const lease = this.store.lease();
-    const held = state.claimSeq !== null && !state.released && state.claimSeq === lease.holderClaim;
+    const held = isHolder(state, this.store.lease().holderClaim);
     if (held) {
       state.released = true;
       writeConn(ws, state);
@@ -257,8 +282,10 @@ export class AgentCoordinator extends DurableObject<Env> {
   }
 
   async alarm(): Promise<void> {
+    this.alarmAt = null;
     this.store.countWake();
     this.reconcile(Date.now(), "stale");
+    this.store.saveWakes();
   }
 
   /** Live connections, rebuilt from the runtime's socket list on every call. */
@@ -267,7 +294,7 @@ export class AgentCoordinator extends DurableObject<Env> {
     for (const ws of this.ctx.getWebSockets()) {
       if (ws === exclude || ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) continue;
       const state = readConn(ws);
-      if (state) out.push({ ws, state, heartbeat: lastHeartbeat(this.ctx, ws, state) });
+      if (state) out.push({ ws, state, heartbeat: this.heartbeat(ws, state) });
     }
     return out;
   }
@@ -279,20 +306,23 @@ export class AgentCoordinator extends DurableObject<Env> {
    */
   private reconcile(now: number, reason: TransitionReason, exclude?: WebSocket): void {
     const ttl = this.config.heartbeatTtlMs;
-    let conns = this.liveConns(exclude);
     const before = this.store.lease();
+    const conns: LiveConn[] = [];
     let holderWentStale = false;
     let holderLostAt = now;
-    for (const c of conns) {
+    let closedAny = false;
+    for (const c of this.liveConns(exclude)) {
       if (c.state.role === "serve" && isStale({ lastHeartbeat: c.heartbeat }, now, ttl)) {
-        if (c.state.claimSeq === before.holderClaim) {
+        if (isHolder(c.state, before.holderClaim)) {
           holderWentStale = true;
           holderLostAt = c.heartbeat + ttl;
         }
         closeQuietly(c.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
+        closedAny = true;
+      } else {
+        conns.push(c);
       }
     }
-    conns = conns.filter((c) => c.state.role !== "serve" || !isStale({ lastHeartbeat: c.heartbeat }, now, ttl));
     const candidates = this.candidates(conns);
     const winner = elect(candidates, now, ttl);
     const { lease, transition } = applyElection(before, winner, now, holderWentStale ? "stale" : reason);
@@ -303,14 +333,15 @@ export class AgentCoordinator extends DurableObject<Env> {
     for (const c of conns) this.tell(c, lease, candidates);
     this.desk.reconcile(now);
     this.scheduleScan(now, conns);
-    this.presenceChanged();
+    // A scan that found everyone alive changed nothing anybody watches (message moves report via afterWork).
+    if (transition || closedAny || reason !== "stale") this.presenceChanged(conns);
   }
 
-  /** Called after every reconcile; reports to the directory only when presence really changed. */
-  private presenceChanged(): void {
+  /** Called only where presence may have changed; the reporter still sends only what really did. */
+  private presenceChanged(conns?: LiveConn[]): void {
     const identity = this.store.identity();
     if (!identity) return;
-    const presence = this.presence();
+    const presence = this.presence(conns);
     this.directoryReporter.report(this.ctx, this.env.DIRECTORY, identity.account, presence);
     this.metrics.report(this.ctx, this.env.DIRECTORY, identity.account, presence);
   }
@@ -337,6 +368,8 @@ export class AgentCoordinator extends DurableObject<Env> {
     if (state.claimSeq === null) return;
     const held = !state.released && state.claimSeq === lease.holderClaim;
     if (!force && state.toldHeld === held && (!held || state.toldFence === fence)) return;
+    // A new holder's deadline runs from its latest proof as a standby, which the election found live.
+    if (held && state.toldHeld !== true) state.lastSeen = Math.max(state.lastSeen, c.heartbeat);
     const checkpoint = held ? this.desk.messages.checkpoint() : null;
     send(c.ws, {
       type: "serve_lease",
@@ -354,29 +387,37 @@ export class AgentCoordinator extends DurableObject<Env> {
   }
 
   /**
-   * Schedules the next scan at the earliest moment a connection can go stale (capped by the scan
-   * interval) or a message's run or park deadline passes; with neither, no alarm is left behind.
+   * Schedules the next scan at the earliest moment a connection can go stale (the holder is looked
+   * at halfway there, see holderCheckAt; capped by the scan interval) or a message's run or park
+   * deadline passes. An alarm already due earlier is left alone (it re-schedules when it runs), so
+   * a frame costs no alarm write; with nothing to watch, no alarm is left behind.
    */
   private scheduleScan(now: number, conns: LiveConn[] = this.liveConns()): void {
+    const ttl = this.config.heartbeatTtlMs;
     const serving = conns.filter((c) => c.state.role === "serve");
-    const stale = nextStaleDeadline(serving.map((c) => ({ lastHeartbeat: c.heartbeat })), this.config.heartbeatTtlMs);
+    let stale = nextStaleDeadline(serving.map((c) => ({ lastHeartbeat: c.heartbeat })), ttl);
+    const holder = serving.find((c) => isHolder(c.state, this.store.lease().holderClaim));
+    if (holder && stale !== null) stale = Math.min(stale, holderCheckAt(holder.heartbeat, now, ttl));
     const scan = stale === null ? null : Math.min(stale, now + this.config.presenceScanMs);
     const message = this.desk.messages.nextDeadline();
     const deadline = scan === null ? message : message === null ? scan : Math.min(scan, message);
     if (deadline === null) {
-      void this.ctx.storage.deleteAlarm();
+      if (this.alarmAt !== null) void this.ctx.storage.deleteAlarm();
+      this.alarmAt = null;
       return;
     }
-    void this.ctx.storage.setAlarm(Math.max(now + 1, deadline));
+    const at = Math.max(now + 1, deadline);
+    if (this.alarmAt !== null && this.alarmAt > now && this.alarmAt <= at) return;
+    this.alarmAt = at;
+    void this.ctx.storage.setAlarm(at);
   }
 
   private agentName(): string {
     return this.store.identity()?.agent ?? "unknown";
   }
 
-  presence(): Presence {
+  presence(conns: LiveConn[] = this.liveConns()): Presence {
     const now = Date.now();
-    const conns = this.liveConns();
     return buildPresence({
       agent: this.agentName(),
       now,

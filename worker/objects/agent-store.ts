@@ -3,8 +3,14 @@
 import { EMPTY_LEASE, type LeaseRecord, type Transition } from "../rules/election.ts";
 
 const TRANSITIONS_KEPT = 50;
+/** Wakes are counted in memory and written at most once per this many (and with every lease write and alarm). */
+const WAKES_WRITTEN_EVERY = 100;
 
 export class AgentStore {
+  private cachedLease: LeaseRecord | null = null;
+  private cachedIdentity: { account: string; agent: string } | null = null;
+  private unsavedWakes = 0;
+
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
     sql.exec(`CREATE TABLE IF NOT EXISTS transitions (
@@ -28,13 +34,19 @@ export class AgentStore {
     return next;
   }
 
+  /** The stored lease, read from SQLite once per object instance and kept in step by saveLease. */
   lease(): LeaseRecord {
-    const raw = this.get("lease");
-    return raw ? (JSON.parse(raw) as LeaseRecord) : EMPTY_LEASE;
+    if (this.cachedLease === null) {
+      const raw = this.get("lease");
+      this.cachedLease = raw ? (JSON.parse(raw) as LeaseRecord) : EMPTY_LEASE;
+    }
+    return this.cachedLease;
   }
 
   saveLease(lease: LeaseRecord, transition: Transition | null): void {
     this.set("lease", JSON.stringify(lease));
+    this.cachedLease = lease;
+    this.saveWakes();
     if (transition) {
       this.sql.exec(
         `INSERT INTO transitions (at, from_claim, to_claim, from_machine, to_machine, fence, reason) VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -55,21 +67,39 @@ export class AgentStore {
       }));
   }
 
-  /** Counts invocations of the object (requests, frames, alarms, closes): heartbeats must not add to it. */
+  /**
+   * Counts invocations of the object (requests, frames, alarms, closes); heartbeats must not add to
+   * it. In memory, so a wake costs no write: the count is written with the next lease write or
+   * alarm, or every WAKES_WRITTEN_EVERY wakes, and an eviction loses at most what was not written.
+   */
   countWake(): void {
-    this.sql.exec(`INSERT INTO meta (key, value) VALUES ('wakes', '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`);
+    this.unsavedWakes += 1;
+    if (this.unsavedWakes >= WAKES_WRITTEN_EVERY) this.saveWakes();
+  }
+
+  saveWakes(): void {
+    if (this.unsavedWakes === 0) return;
+    this.sql.exec(
+      `INSERT INTO meta (key, value) VALUES ('wakes', ?) ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + excluded.value`,
+      String(this.unsavedWakes),
+    );
+    this.unsavedWakes = 0;
   }
 
   wakes(): number {
-    return Number(this.get("wakes") ?? "0");
+    return Number(this.get("wakes") ?? "0") + this.unsavedWakes;
   }
 
   identity(): { account: string; agent: string } | null {
-    const raw = this.get("identity");
-    return raw ? (JSON.parse(raw) as { account: string; agent: string }) : null;
+    if (this.cachedIdentity === null) {
+      const raw = this.get("identity");
+      this.cachedIdentity = raw ? (JSON.parse(raw) as { account: string; agent: string }) : null;
+    }
+    return this.cachedIdentity;
   }
 
   saveIdentity(account: string, agent: string): void {
     this.set("identity", JSON.stringify({ account, agent }));
+    this.cachedIdentity = { account, agent };
   }
 }

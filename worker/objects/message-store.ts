@@ -103,26 +103,24 @@ export class MessageStore {
   }
 
   /**
-   * Messages after `cursor`, oldest first: at most `count`, and no more text than `bytes` (but at
-   * least one message). Sizes are read first, so a page never loads texts it will not send.
+   * Plans the page after `cursor`: at most `count` messages and no more than `bytes` of text (but
+   * at least one message). Reads sizes only, so a refused page never loads its texts.
    */
-  page(cursor: number, count: number, bytes: number): { messages: StoredMessage[]; more: boolean } {
+  planPage(cursor: number, count: number, bytes: number): { last: number; count: number; bytes: number; more: boolean } {
     const sizes = this.sql.exec<{ id: number; size: number }>(
       `SELECT id, length(CAST(text AS BLOB)) AS size FROM messages WHERE id > ? ORDER BY id LIMIT ?`, cursor, count + 1,
     ).toArray();
-    let last = cursor;
-    let total = 0;
-    let taken = 0;
+    let plan = { last: cursor, count: 0, bytes: 0, more: false };
     for (const s of sizes) {
-      if (taken === count || (taken > 0 && total + s.size > bytes)) break;
-      total += s.size;
-      taken += 1;
-      last = s.id;
+      if (plan.count === count || (plan.count > 0 && plan.bytes + s.size > bytes)) return { ...plan, more: true };
+      plan = { last: s.id, count: plan.count + 1, bytes: plan.bytes + s.size, more: false };
     }
-    if (taken === 0) return { messages: [], more: false };
-    const messages = this.sql.exec(`SELECT * FROM messages WHERE id > ? AND id <= ? ORDER BY id`, cursor, last)
-      .toArray() as unknown as StoredMessage[];
-    return { messages, more: sizes.length > taken };
+    return plan;
+  }
+
+  /** Messages with cursor < id <= last, oldest first. */
+  range(cursor: number, last: number): StoredMessage[] {
+    return this.sql.exec(`SELECT * FROM messages WHERE id > ? AND id <= ? ORDER BY id`, cursor, last).toArray() as unknown as StoredMessage[];
   }
 
   lastId(): number {

@@ -7,17 +7,23 @@ import { checkFencedWrite } from "../rules/fencing.ts";
 import { send, writeConn } from "./connections.ts";
 import { MessageStore, type StoredMessage } from "./message-store.ts";
 import { messageFrame, MessageLeases, type DeskSocket, type TokenWrite } from "./message-leases.ts";
-import { errorFrame, type ClientFrame, type ErrorCode } from "../wire/protocol.ts";
+import { errorFrame, LIMITS, type ClientFrame, type ErrorCode } from "../wire/protocol.ts";
+import { BucketPerSocket, ByteBucket } from "../rules/frame-rate-limit.ts";
 
 export type { DeskSocket };
 
 type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "park" }>;
+
+/** What a message frame costs beyond its text, for the replay budget. */
+const FRAME_OVERHEAD_BYTES = 128;
 
 export class WorkDesk {
   readonly messages: MessageStore;
   readonly leases: MessageLeases;
   /** Told of every write refused by the fence or a message token, before the error frame goes out (for /metrics). */
   onRefused: (code: ErrorCode) => void = () => {};
+  private readonly replayPerSocket = new BucketPerSocket(LIMITS.replayBytesPerSecond, LIMITS.replayBytesPerSecond);
+  private readonly replayPerAgent = new ByteBucket(LIMITS.replayBytesPerSecondPerAgent, LIMITS.replayBytesPerSecondPerAgent);
 
   constructor(sql: SqlStorage, private readonly lease: () => LeaseRecord, private readonly sockets: () => DeskSocket[]) {
     this.messages = new MessageStore(sql);
@@ -40,16 +46,28 @@ export class WorkDesk {
     this.leases.reconcile(now);
   }
 
-  /** Replays history after a cursor to a reconnecting client; never asks it to run anything. */
-  sync(socket: DeskSocket, after: number, req?: string): void {
+  /**
+   * Replays one page of history after a cursor; never asks the client to run anything. The result
+   * says `more: true` when the client should ask again from `cursor`. Pages are charged against a
+   * per-connection and a per-agent byte budget; a page over either is refused with `rate_limited`
+   * before any text is loaded, and the client asks again later.
+   */
+  sync(socket: DeskSocket, after: number, now: number, req?: string): void {
+    const plan = this.messages.planPage(after, LIMITS.syncPageMessages, LIMITS.syncPageBytes);
+    const cost = plan.bytes + plan.count * FRAME_OVERHEAD_BYTES;
+    const mine = this.replayPerSocket.of(socket.ws).take(cost, now);
+    const shared = mine.ok ? this.replayPerAgent.take(cost, now) : mine;
+    if (!shared.ok) {
+      if (mine.ok) this.replayPerSocket.of(socket.ws).refund(cost);
+      return send(socket.ws, errorFrame("rate_limited", `sync replay budget exceeded; ask again in ${shared.retryAfterMs} ms`, req));
+    }
     const known = Math.min(after, this.messages.lastId());
     if (known > socket.state.cursor) {
       socket.state.cursor = known;
       writeConn(socket.ws, socket.state);
     }
-    const page = this.messages.after(after);
-    for (const m of page) this.push(socket, m, false);
-    send(socket.ws, { type: "result", op: "sync", req, cursor: page.at(-1)?.id ?? after });
+    for (const m of plan.count ? this.messages.range(after, plan.last) : []) this.push(socket, m, false);
+    send(socket.ws, { type: "result", op: "sync", req, cursor: plan.last, more: plan.more });
   }
 
   /**
@@ -121,4 +139,9 @@ export function messageView(m: StoredMessage) {
     checkpoint: m.checkpoint === null ? null : (JSON.parse(m.checkpoint) as unknown),
     resume_input: m.resume_input,
   };
+}
+
+/** True when this connection holds the serve lease whose holder claim is `holderClaim`. */
+export function isHolder(state: DeskSocket["state"], holderClaim: number | null): boolean {
+  return state.role === "serve" && state.claimSeq !== null && !state.released && state.claimSeq === holderClaim;
 }

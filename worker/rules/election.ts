@@ -33,6 +33,20 @@ export function isStale(c: Pick<Candidate, "lastHeartbeat">, now: number, ttlMs:
   return now - c.lastHeartbeat > ttlMs;
 }
 
+/**
+ * When a connection last proved it is alive, by the coordinator's clock. `seen` is when the object
+ * itself last processed a frame from it (or last accepted a proof); `autoPing` is the runtime's
+ * timestamp of its latest auto-answered ping, which moves whenever a ping arrives, however late.
+ * A standby's auto ping always counts: it holds nothing, so nothing is revived. The holder's counts
+ * only when it came no later than its deadline (`seen + ttlMs`): a ping after the deadline never
+ * revives the lease, however late the object gets to look at it.
+ */
+export function provenAlive(seen: number, autoPing: number | null, holder: boolean, ttlMs: number): number {
+  if (autoPing === null || autoPing <= seen) return seen;
+  if (holder && autoPing > seen + ttlMs) return seen;
+  return autoPing;
+}
+
 /** The holder is the live candidate with the lowest claim sequence (etcd's oldest-revision rule). */
 export function elect(candidates: readonly Candidate[], now: number, ttlMs: number): Candidate | null {
   let best: Candidate | null = null;
@@ -78,4 +92,14 @@ export function nextStaleDeadline(conns: readonly Pick<Candidate, "lastHeartbeat
     if (earliest === null || deadline < earliest) earliest = deadline;
   }
   return earliest;
+}
+
+/**
+ * When to look at the holder next. Its auto-answered pings count only up to its deadline, and the
+ * object sees just the latest one, so it looks halfway there while that is still ahead (folding in a
+ * ping with half a TTL to spare), and otherwise just past the deadline, where a silent holder expires.
+ */
+export function holderCheckAt(proven: number, now: number, ttlMs: number): number {
+  const halfway = proven + Math.floor(ttlMs / 2);
+  return halfway > now ? halfway : proven + ttlMs + 1;
 }

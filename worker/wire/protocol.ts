@@ -14,6 +14,14 @@ export const LIMITS = {
   idempotencyKeyChars: 128,
   connectionsPerAgent: 64,
   framesPerSecond: 50,
+  /** Characters of frames one connection may send per second, on top of the frame count. */
+  frameCharsPerSecond: 256 * 1024,
+  /** One sync answers one page: at most this many messages and this many bytes of text (always at least one message). */
+  syncPageMessages: 100,
+  syncPageBytes: 256 * 1024,
+  /** Bytes of history sync pages may replay per second: to one connection, and to all of one agent's connections together. */
+  replayBytesPerSecond: 1024 * 1024,
+  replayBytesPerSecondPerAgent: 4 * 1024 * 1024,
   leaseTtlSeconds: { min: 1, max: 3600 },
   /** Messages one runner may run at once (`baton serve --concurrency`). */
   runnerSlots: 64,
@@ -78,7 +86,9 @@ const token = z.int().check(z.gte(1));
 const concurrency = z.optional(z.int().check(z.gte(1), z.lte(LIMITS.runnerSlots)));
 
 const clientFrameSchema = z.discriminatedUnion("type", [
-  z.strictObject({ type: z.literal("ping") }),
+  // PING_TEXT exactly is answered by the runtime without waking the object; a holder's ping carries
+  // its fence, so the object itself answers it and timestamps the holder's proof of life.
+  z.strictObject({ type: z.literal("ping"), fence: z.optional(fence) }),
   z.strictObject({ type: z.literal("hello"), machine: z.optional(machine), cursor: z.optional(fence), concurrency }),
   z.strictObject({
     type: z.literal("serve_lease"),
