@@ -1,0 +1,150 @@
+// The flood phase (`npm run chaos -- --flood`): against a fresh `wrangler dev` (TTL 3 s), one agent
+// with 100 stored messages of 32 KiB, a holder that pings with its fence and a standby that pings
+// with the auto-answered text, while three more connections of the same account send
+// `sync after:0` at 20/s each and another account renews a session lease every 300 ms. Then the
+// holder goes silent mid-flood. Prints the stall, takeover time, renewal failures and workerd's
+// memory before, during and after; exits non-zero when an invariant breaks.
+import { execSync } from "node:child_process";
+import WebSocket from "ws";
+import { startWranglerDev } from "../../test/e2e/wrangler-dev.ts";
+
+const TTL_S = 3;
+const TOKENS = "dev:8eb1988b5d11e51b42a73fbede6ec8602a22164ed1eecb7d67e729042623a371,other:c3a4c58fd94addae9223ecc52d7b031c6691fdddf53e745e321d8e8bee37d896";
+const DEV = "baton-dev-token";
+const OTHER = "other-account-token";
+const FLOOD_MS = 10_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Resident memory (MB) of the workerd processes under our own `wrangler dev`. */
+function workerdRssMb(root: number): number {
+  const rows = execSync("ps -eo pid,ppid,rss,comm").toString().trim().split("\n").slice(1).map((l) => l.trim().split(/\s+/));
+  const mine = new Set([root]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, ppid] of rows) if (!mine.has(Number(pid)) && mine.has(Number(ppid))) mine.add(Number(pid)), (grew = true);
+  }
+  const kb = rows.filter(([pid, , , comm]) => mine.has(Number(pid)) && comm === "workerd").reduce((sum, r) => sum + Number(r[2]), 0);
+  return Math.round(kb / 1024);
+}
+
+function open(url: string, agent: string, machine: string, token = DEV): Promise<WebSocket> {
+  const ws = new WebSocket(`${url.replace("http", "ws")}/agents/${agent}/serve?machine=${machine}`, { headers: { authorization: `Bearer ${token}` } });
+  ws.on("error", () => {});
+  return new Promise((resolve) => ws.once("open", () => resolve(ws)));
+}
+
+async function main(): Promise<number> {
+  const dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: String(TTL_S), BATON_TOKENS: TOKENS } });
+  const rss = () => workerdRssMb(dev.proc.pid!);
+  const agent = `flood-${process.pid}`;
+  const auth = { authorization: `Bearer ${DEV}`, "content-type": "application/json" };
+  try {
+    for (let i = 0; i < 100; i++) {
+      await fetch(`${dev.url}/agents/${agent}/messages`, { method: "POST", headers: auth, body: JSON.stringify({ text: `${i}`.padEnd(32 * 1024, "x") }) });
+    }
+    const memBefore = rss();
+    const holder = await open(dev.url, agent, "holder");
+    let fence = 0;
+    let lastPong = Date.now();
+    let maxPongGap = 0;
+    let holderSilent = false;
+    holder.on("message", (d) => {
+      const f = JSON.parse(String(d));
+      if (f.type === "serve_lease" && f.held) fence = f.fence;
+      if (f.type === "pong") {
+        maxPongGap = Math.max(maxPongGap, Date.now() - lastPong);
+        lastPong = Date.now();
+      }
+    });
+    holder.send(JSON.stringify({ type: "serve_lease", op: "claim" }));
+    await sleep(300);
+    let lastHolderPing = Date.now();
+    const holderPing = setInterval(() => {
+      if (holderSilent) return;
+      lastHolderPing = Date.now();
+      holder.send(JSON.stringify({ type: "ping", fence }));
+    }, 1000);
+    const standby = await open(dev.url, agent, "standby");
+    let standbyClosed: number | null = null;
+    let takeoverAt: number | null = null;
+    standby.on("message", (d) => {
+      const f = JSON.parse(String(d));
+      if (f.type === "serve_lease" && f.held) takeoverAt = Date.now();
+    });
+    standby.on("close", (code) => (standbyClosed = code));
+    standby.send(JSON.stringify({ type: "serve_lease", op: "claim" }));
+    const standbyPing = setInterval(() => standby.readyState === WebSocket.OPEN && standby.send('{"type":"ping"}'), 1000);
+
+    let renewFailures = 0;
+    let renewals = 0;
+    let renewMax = 0;
+    const runId = crypto.randomUUID();
+    const lease = (op: string) => fetch(`${dev.url}/leases/other-session/${op}`, {
+      method: "POST", headers: { authorization: `Bearer ${OTHER}`, "content-type": "application/json" }, body: JSON.stringify({ run_id: runId, ttl_seconds: 3 }),
+    });
+    await lease("acquire");
+    let renewing = true;
+    const renewLoop = (async () => {
+      while (renewing) {
+        const t0 = Date.now();
+        const res = await lease("renew").catch(() => null);
+        renewMax = Math.max(renewMax, Date.now() - t0);
+        renewals++;
+        if (!res || res.status !== 200) renewFailures++;
+        await sleep(300);
+      }
+    })();
+
+    const flooders = await Promise.all([0, 1, 2].map((i) => open(dev.url, agent, `flooder-${i}`)));
+    let refused = 0;
+    let pages = 0;
+    for (const f of flooders) f.on("message", (d) => {
+      const fr = JSON.parse(String(d));
+      if (fr.type === "error" && fr.code === "rate_limited") refused++;
+      if (fr.type === "result" && fr.op === "sync") pages++;
+    });
+    const floodStart = Date.now();
+    const floods = flooders.map((f) => setInterval(() => f.readyState === WebSocket.OPEN && f.send('{"type":"sync","after":0}'), 50));
+    let memDuring = 0;
+    const silentAt = floodStart + FLOOD_MS / 2;
+    while (Date.now() - floodStart < FLOOD_MS) {
+      await sleep(500);
+      memDuring = Math.max(memDuring, rss());
+      if (!holderSilent && Date.now() >= silentAt) holderSilent = true;
+    }
+    const stallBeforeSilent = maxPongGap;
+    for (const t of floods) clearInterval(t);
+    const floodEnd = Date.now();
+    const t0 = Date.now();
+    const res = await fetch(`${dev.url}/agents/${agent}/presence`, { headers: auth });
+    const answerAfterFloodMs = Date.now() - t0;
+    await res.text();
+    await sleep(TTL_S * 1000);
+    renewing = false;
+    await renewLoop;
+    clearInterval(holderPing);
+    clearInterval(standbyPing);
+    const memAfter = rss();
+    // The holder's deadline runs from its last ping (sent on loopback, so it arrived within a few ms).
+    const deadline = lastHolderPing + TTL_S * 1000;
+    const takeoverLate = takeoverAt === null ? null : (takeoverAt as number) - deadline;
+    console.log(`flood: ${pages} sync pages answered, ${refused} refused (rate_limited), flood ${floodEnd - floodStart} ms`);
+    console.log(`holder: longest gap between pongs while it pinged ${stallBeforeSilent} ms`);
+    console.log(`standby: ${standbyClosed === null ? "stayed connected" : `closed ${standbyClosed}`}; took over ${takeoverLate === null ? "never" : `${takeoverLate} ms after the silent holder's latest deadline`}`);
+    console.log(`other account: ${renewals} renewals, ${renewFailures} failed, slowest ${renewMax} ms`);
+    console.log(`presence answered ${answerAfterFloodMs} ms after the flood ended`);
+    console.log(`workerd RSS: before ${memBefore} MB, peak during ${memDuring} MB, after ${memAfter} MB`);
+    const ok = standbyClosed === null && takeoverLate !== null && takeoverLate <= 1000 && renewFailures === 0 && answerAfterFloodMs < 1000 && stallBeforeSilent < TTL_S * 1000;
+    console.log(ok ? "flood: all invariants held" : "flood: an invariant broke");
+    for (const ws of [holder, standby, ...flooders]) ws.close();
+    return ok ? 0 : 1;
+  } finally {
+    await dev.stop();
+  }
+}
+
+main().then((code) => process.exit(code), (e: Error) => {
+  console.error(e);
+  process.exit(1);
+});
