@@ -1,12 +1,13 @@
 // What a chaos run proves: counts of what happened and the invariants, computed from the sink's
 // log and the coordinator's final message list. Pure, so the checks themselves are unit-tested.
-import type { LoggedEffect } from "./sink.ts";
+import { scopeOf, type LoggedEffect } from "./sink.ts";
 
 export interface CoordinatorMessage {
   id: number;
   status: string;
   attempts: number;
   acked_fence: number | null;
+  acked_token?: number | null;
 }
 
 export interface Tally {
@@ -70,22 +71,32 @@ export function checkRun(input: RunInput): { tally: Tally; invariants: Invariant
   const byId = new Map(input.messages.map((m) => [m.id, m]));
   const acked = input.messages.filter((m) => m.status === "acknowledged");
 
-  const holdersPerFence = new Map<number, Set<string>>();
-  for (const e of accepted) holdersPerFence.set(e.fence, (holdersPerFence.get(e.fence) ?? new Set()).add(e.instance));
+  // Fences form one sequence per scope: the agent's serve fence, or (pool mode) each message's tokens.
+  const holdersPerFence = new Map<string, Set<string>>();
+  for (const e of accepted) {
+    const at = `${scopeOf(e)} fence ${e.fence}`;
+    holdersPerFence.set(at, (holdersPerFence.get(at) ?? new Set()).add(e.instance));
+  }
   const sharedFences = [...holdersPerFence].filter(([, holders]) => holders.size > 1).map(([f, h]) => `${f}: ${[...h].join(" & ")}`);
 
   const decreases: string[] = [];
-  for (let i = 1; i < accepted.length; i++) {
-    if (accepted[i]!.fence < accepted[i - 1]!.fence) decreases.push(`${accepted[i - 1]!.fence} -> ${accepted[i]!.fence}`);
+  const lastInScope = new Map<string, number>();
+  for (const e of accepted) {
+    const last = lastInScope.get(scopeOf(e));
+    if (last !== undefined && e.fence < last) decreases.push(`${scopeOf(e)}: ${last} -> ${e.fence}`);
+    lastInScope.set(scopeOf(e), e.fence);
   }
   const wronglyRejected = input.effects.filter((e) => e.outcome === "stale_fence" && e.fence >= e.highestBefore);
 
+  // Under message tokens the acknowledging write's token is the bound; under the serve fence, its fence.
+  const ackedAt = (m: CoordinatorMessage, e: LoggedEffect | undefined) => (e?.scope === undefined ? m.acked_fence : (m.acked_token ?? null));
   const notOnce = acked
     .filter((m) => {
       const a = applied.get(m.id) ?? [];
-      return a.length !== 1 || m.acked_fence === null || a[0]!.fence > m.acked_fence;
+      const bound = ackedAt(m, a[0]);
+      return a.length !== 1 || bound === null || a[0]!.fence > bound;
     })
-    .map((m) => `${m.id} (applied at ${(applied.get(m.id) ?? []).map((e) => e.fence).join("/") || "none"}, acked at ${m.acked_fence})`);
+    .map((m) => `${m.id} (applied at ${(applied.get(m.id) ?? []).map((e) => e.fence).join("/") || "none"}, acked at ${ackedAt(m, applied.get(m.id)?.[0])})`);
 
   const handedTwice: string[] = [];
   for (const [id, runs] of offers) {

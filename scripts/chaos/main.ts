@@ -2,7 +2,10 @@
 // randomly killed, paused, resumed and restarted, with the coordinator itself restarted (state
 // kept on disk), while messages flow. Every side effect goes to a fenced, idempotent sink; at the
 // end the run prints its counts and invariants and exits non-zero on any violation. Bounded in time
-// and in operations; everything it starts is stopped.
+// and in operations; everything it starts is stopped. With --mode pool the agent runs in pool mode
+// (every serve process takes messages, --concurrency at a time), effects are fenced by each
+// message's own lease token, some messages park (exit 75) and are resumed at random, and some
+// stall past their run timeout so the coordinator takes them back from a live runner.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,8 +30,16 @@ const { values: opts } = parseArgs({
     "coordinator-restarts": { type: "string", default: "2" },
     "working-tree": { type: "boolean", default: false },
     "keep-logs": { type: "boolean", default: false },
+    mode: { type: "string", default: "single" },
+    concurrency: { type: "string", default: "2" },
+    "run-timeout": { type: "string", default: "4" },
+    "park-every": { type: "string", default: "5" },
+    "stall-every": { type: "string", default: "7" },
   },
 });
+if (opts.mode !== "single" && opts.mode !== "pool") throw new Error(`--mode is single or pool, got ${opts.mode}`);
+const pool = opts.mode === "pool";
+const runTimeoutS = Number(opts["run-timeout"]);
 const seconds = Number(opts.seconds);
 const maxOps = Number(opts["max-ops"]);
 const maxMessages = Number(opts["max-messages"]);
@@ -64,7 +75,7 @@ const agent = `chaos-${process.pid}`;
 const sink = new EffectSink();
 /** The coordinator's fence read just before each message was posted. */
 const postFences = new Map<number, number>();
-const counts = { kill: 0, pause: 0, restart: 0, coordinator: 0 };
+const counts = { kill: 0, pause: 0, restart: 0, coordinator: 0, resume: 0 };
 let dev: DevServer | null = null;
 let coordinatorDown = false;
 let slots: ServeSlot[] = [];
@@ -82,15 +93,41 @@ async function postMessages(deadline: number, sentIds: number[]): Promise<void> 
     try {
       const presence = await coordinator(`/agents/${agent}/presence`);
       const fence = presence.status === 200 ? ((await presence.json()) as { fence: number }).fence : null;
-      const res = await coordinator(`/agents/${agent}/messages`, { method: "POST", body: JSON.stringify({ text: `chaos message ${n}` }) });
+      const res = await coordinator(`/agents/${agent}/messages`, { method: "POST", body: JSON.stringify({ text: `chaos message ${n}${poolTag(n)}` }) });
       if (res.status !== 201) continue;
       const id = ((await res.json()) as { id: number }).id;
       sentIds.push(id);
-      if (fence !== null) postFences.set(id, fence);
+      // Attempts follow lease changes only in single mode; in pool mode parks and run timeouts add attempts too.
+      if (fence !== null && !pool) postFences.set(id, fence);
     } catch {
       // coordinator restarting: this one is not sent
     }
   }
+}
+
+/** In pool mode some messages park on their first run and some stall past their run timeout. */
+function poolTag(n: number): string {
+  if (!pool) return "";
+  if (n % Number(opts["park-every"]) === 1) return " park";
+  if (n % Number(opts["stall-every"]) === 2) return " stall";
+  return "";
+}
+
+/** Resumes every parked message (a person approving); returns how many. */
+async function resumeParked(): Promise<number> {
+  if (!pool || coordinatorDown) return 0;
+  let resumed = 0;
+  try {
+    for (const m of await allMessages()) {
+      if (m.status !== "parked") continue;
+      const res = await coordinator(`/agents/${agent}/messages/${m.id}/resume`, { method: "POST", body: JSON.stringify({ input: "approved" }) });
+      if (res.status === 200) resumed += 1;
+    }
+  } catch {
+    // coordinator restarting: try again later
+  }
+  counts.resume += resumed;
+  return resumed;
 }
 
 async function restartCoordinator(startWranglerDev: typeof import("../../test/e2e/wrangler-dev.ts").startWranglerDev): Promise<void> {
@@ -165,7 +202,17 @@ async function main(): Promise<number> {
   closeSink = server.close;
   console.log(`chaos: seed ${seed}, ${servers} serve processes of ${agent}, ${seconds} s, at most ${maxOps} operations, baton ${tree.revision}`);
   dev = await startWranglerDev({ vars: vars() });
-  slots = Array.from({ length: servers }, (_, i) => new ServeSlot(i, { treeRoot: tree.root, workDir, url: dev!.url, token: TOKEN, agent, sinkUrl: server.url, workMs: Number(opts["work-ms"]) }));
+  if (pool) {
+    const res = await coordinator(`/agents/${agent}/policy`, {
+      method: "PUT", body: JSON.stringify({ mode: "pool", run_timeout_seconds: runTimeoutS, max_attempts: 100 }),
+    });
+    if (res.status !== 200) throw new Error(`could not set pool mode: ${res.status} ${await res.text()}`);
+    console.log(`chaos: pool mode, --concurrency ${opts.concurrency}, run timeout ${runTimeoutS} s, parks and stalls`);
+  }
+  const poolOpts = pool ? { concurrency: Number(opts.concurrency), stallMs: (runTimeoutS + 2) * 1000 } : undefined;
+  slots = Array.from({ length: servers }, (_, i) => new ServeSlot(i, {
+    treeRoot: tree.root, workDir, url: dev!.url, token: TOKEN, agent, sinkUrl: server.url, workMs: Number(opts["work-ms"]), pool: poolOpts,
+  }));
   for (const s of slots) s.start();
 
   const deadline = Date.now() + seconds * 1000;
@@ -174,7 +221,8 @@ async function main(): Promise<number> {
   const inFlight = new Set<Promise<void>>();
   for (let ops = 0; ops < maxOps && Date.now() < deadline; ops++) {
     await sleep(between(500, 2500));
-    const p = chaosAction(() => restartCoordinator(startWranglerDev)).catch((e: Error) => console.error(`chaos action failed: ${e.message}`));
+    const action = pool && random() < 0.25 ? resumeParked().then(() => {}) : chaosAction(() => restartCoordinator(startWranglerDev));
+    const p = action.catch((e: Error) => console.error(`chaos action failed: ${e.message}`));
     inFlight.add(p);
     void p.finally(() => inFlight.delete(p));
   }
@@ -191,6 +239,7 @@ async function main(): Promise<number> {
   let lastProgress = Date.now();
   for (let left = pending(); left > 0 && Date.now() < drainUntil && Date.now() - lastProgress < DRAIN_STALL_MS; ) {
     await sleep(500);
+    await resumeParked();
     messages = await allMessages();
     if (pending() < left) (left = pending()), (lastProgress = Date.now());
   }

@@ -10,7 +10,7 @@ export interface RunReport {
   date: string;
   revision: string;
   seed: number;
-  operations: { kill: number; pause: number; restart: number; coordinator: number };
+  operations: { kill: number; pause: number; restart: number; coordinator: number; resume?: number };
   tally: Tally;
   invariants: Invariant[];
   firstRuns: FirstRun[];
@@ -24,7 +24,8 @@ export function tallyTable(t: Tally): string {
 }
 
 export function operationsLine(o: RunReport["operations"]): string {
-  return `${o.kill} SIGKILL, ${o.pause} SIGSTOP/SIGCONT, ${o.restart} graceful restarts, ${o.coordinator} coordinator restarts`;
+  const resumes = o.resume === undefined || o.resume === 0 ? "" : `, ${o.resume} resumes of parked messages`;
+  return `${o.kill} SIGKILL, ${o.pause} SIGSTOP/SIGCONT, ${o.restart} graceful restarts, ${o.coordinator} coordinator restarts${resumes}`;
 }
 
 /** One line per message that reached the sink more than once, at most `max` lines. */

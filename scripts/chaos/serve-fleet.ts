@@ -14,6 +14,8 @@ export interface FleetOptions {
   sinkUrl: string;
   /** Each run works for a random time up to this before its effect, so pauses can land mid-run. */
   workMs: number;
+  /** Pool mode: every runner takes messages, `concurrency` at a time, fenced by message tokens. */
+  pool?: { concurrency: number; stallMs: number };
 }
 
 export class ServeSlot {
@@ -47,6 +49,7 @@ export class ServeSlot {
     const { treeRoot, url, token, agent, sinkUrl } = this.opts;
     this.proc = spawn(process.execPath, [
       join(treeRoot, "dist/cli/main.js"), "serve", agent, "--url", url, "--machine", this.machine, "--grace", "1", "--json",
+      ...(this.opts.pool ? ["--concurrency", String(this.opts.pool.concurrency)] : []),
       "--", process.execPath, join(treeRoot, "scripts/chaos/effect.mjs"),
     ], {
       cwd: treeRoot,
@@ -62,6 +65,8 @@ export class ServeSlot {
         CHAOS_SINK_URL: sinkUrl,
         CHAOS_INSTANCE: this.instance,
         CHAOS_WORK_MS: String(this.opts.workMs),
+        CHAOS_POOL: this.opts.pool ? "1" : "0",
+        CHAOS_STALL_MS: String(this.opts.pool?.stallMs ?? 0),
       },
     });
     closeSync(log);

@@ -13,6 +13,11 @@ export interface Effect {
   /** Which serve process ran it: machine label plus a per-start instance id. */
   instance: string;
   attempt: number;
+  /**
+   * What the fence fences: absent for the serve fence (one sequence for the agent); a message id
+   * when `fence` is that message's own lease token (pool mode), so each message has its own sequence.
+   */
+  scope?: number;
 }
 
 export type Outcome = "applied" | "duplicate" | "stale_fence";
@@ -30,18 +35,19 @@ export interface LoggedEffect extends Effect {
 }
 
 export class EffectSink {
-  private highest = -1;
+  private readonly highest = new Map<string, number>();
   private readonly applied = new Map<string, LoggedEffect>();
   readonly log: LoggedEffect[] = [];
 
   /** Fence first, then the key: a stale writer is refused even when its key was applied. */
   offer(effect: Effect, at = Date.now()): Verdict {
-    const highestBefore = this.highest;
+    const scope = scopeOf(effect);
+    const highestBefore = this.highest.get(scope) ?? -1;
     if (effect.fence < highestBefore) {
       this.log.push({ ...effect, outcome: "stale_fence", highestBefore, at });
       return { accepted: false, reason: "stale_fence", highest: highestBefore };
     }
-    this.highest = effect.fence;
+    this.highest.set(scope, effect.fence);
     const prior = this.applied.get(effect.key);
     const logged: LoggedEffect = { ...effect, outcome: prior ? "duplicate" : "applied", highestBefore, at };
     this.log.push(logged);
@@ -56,6 +62,11 @@ export class EffectSink {
   }
 }
 
+/** The fence sequence an effect belongs to: the agent's serve fence, or one message's tokens. */
+export function scopeOf(effect: Effect): string {
+  return effect.scope === undefined ? "serve" : `message ${effect.scope}`;
+}
+
 /** Validates a posted effect; null when a field is missing or of the wrong type. */
 export function parseEffect(data: unknown): Effect | null {
   if (typeof data !== "object" || data === null) return null;
@@ -63,7 +74,11 @@ export function parseEffect(data: unknown): Effect | null {
   const int = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >= 0;
   const text = (v: unknown) => typeof v === "string" && v !== "";
   if (!int(d.message_id) || !int(d.fence) || !int(d.attempt) || !text(d.instance) || !text(d.key)) return null;
-  return { message_id: d.message_id as number, key: d.key as string, fence: d.fence as number, instance: d.instance as string, attempt: d.attempt as number };
+  if (d.scope !== undefined && !int(d.scope)) return null;
+  return {
+    message_id: d.message_id as number, key: d.key as string, fence: d.fence as number, instance: d.instance as string, attempt: d.attempt as number,
+    ...(d.scope === undefined ? {} : { scope: d.scope as number }),
+  };
 }
 
 /**
