@@ -32,7 +32,7 @@ const { values: opts } = parseArgs({
     "keep-logs": { type: "boolean", default: false },
     mode: { type: "string", default: "single" },
     concurrency: { type: "string", default: "2" },
-    "run-timeout": { type: "string", default: "4" },
+    "run-timeout": { type: "string", default: "10" },
     "park-every": { type: "string", default: "5" },
     "stall-every": { type: "string", default: "7" },
   },
