@@ -8,7 +8,7 @@ import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
 import { LIMITS } from "../../worker/wire/protocol.ts";
 
-export const SEND_EXIT = { noReply: 3 } as const;
+export const SEND_EXIT = { noReply: 3, failed: 4 } as const;
 const POLL_MS = 250;
 const PRESENCE_EVERY_MS = 5000;
 
@@ -25,7 +25,10 @@ export default defineCommand({
     group: { type: "string", value: "KEY", description: "messages with the same group (a conversation) run one at a time, in order" },
     "run-timeout": { type: "string", value: "SECONDS", description: "take the message back from a run that is not done by then (default: the agent's)" },
   },
-  exitCodes: [{ code: SEND_EXIT.noReply, meaning: "with --wait: no reply within --timeout (the message stays queued)" }],
+  exitCodes: [
+    { code: SEND_EXIT.noReply, meaning: "with --wait: no reply within --timeout (the message stays queued)" },
+    { code: SEND_EXIT.failed, meaning: "with --wait: the message failed (every attempt allowed was used)" },
+  ],
   async run({ args, options }) {
     const agent = agentName(args[0]!);
     const timeoutS = options.timeout === undefined ? 300 : numberOption(options.timeout, "timeout", { min: 0.1, max: 86_400, unit: "seconds" });
@@ -54,6 +57,10 @@ export default defineCommand({
       if (m.status === "acknowledged") {
         process.stdout.write(options.json ? `${JSON.stringify(m)}\n` : (m.reply ?? ""));
         return;
+      }
+      if (m.status === "failed") {
+        if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
+        throw new CLIError(`message ${sent.id} failed after ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}; \`baton history ${agent}\` shows it`, SEND_EXIT.failed);
       }
       if (performance.now() >= deadline) {
         const why = served ? "" : `; nobody serves ${agent}`;
