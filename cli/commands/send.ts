@@ -53,7 +53,6 @@ export default defineCommand({
     let presenceAt = performance.now();
     for (;;) {
       const m = await requestJson(conn, "GET", `/agents/${agent}/messages/${sent.id}`, messageViewSchema);
-      if (m.status === "failed") throw new CLIError(`message ${sent.id} failed after ${m.attempts} attempts`, SEND_EXIT.noReply);
       if (m.status === "acknowledged") {
         process.stdout.write(options.json ? `${JSON.stringify(m)}\n` : (m.reply ?? ""));
         return;
