@@ -12,7 +12,17 @@ const TTL_S = 3;
 const TOKENS = "dev:8eb1988b5d11e51b42a73fbede6ec8602a22164ed1eecb7d67e729042623a371,other:c3a4c58fd94addae9223ecc52d7b031c6691fdddf53e745e321d8e8bee37d896";
 const DEV = "baton-dev-token";
 const OTHER = "other-account-token";
-const FLOOD_MS = 10_000;
+export interface FloodResult {
+  pages: number;
+  refused: number;
+  stallMs: number;
+  standbyClosed: number | null;
+  takeoverLateMs: number | null;
+  renewals: number;
+  renewFailures: number;
+  answerAfterFloodMs: number;
+  memory: { before: number; during: number; after: number };
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -34,7 +44,9 @@ function open(url: string, agent: string, machine: string, token = DEV): Promise
   return new Promise((resolve) => ws.once("open", () => resolve(ws)));
 }
 
-async function main(): Promise<number> {
+/** Runs one flood of `floodMs` (the holder goes silent halfway) and returns what it measured. */
+export async function runFlood(floodMs = 10_000): Promise<FloodResult> {
+  const FLOOD_MS = floodMs;
   const dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: String(TTL_S), BATON_TOKENS: TOKENS } });
   const rss = () => workerdRssMb(dev.proc.pid!);
   const agent = `flood-${process.pid}`;
@@ -129,22 +141,40 @@ async function main(): Promise<number> {
     // The holder's deadline runs from its last ping (sent on loopback, so it arrived within a few ms).
     const deadline = lastHolderPing + TTL_S * 1000;
     const takeoverLate = takeoverAt === null ? null : (takeoverAt as number) - deadline;
-    console.log(`flood: ${pages} sync pages answered, ${refused} refused (rate_limited), flood ${floodEnd - floodStart} ms`);
-    console.log(`holder: longest gap between pongs while it pinged ${stallBeforeSilent} ms`);
-    console.log(`standby: ${standbyClosed === null ? "stayed connected" : `closed ${standbyClosed}`}; took over ${takeoverLate === null ? "never" : `${takeoverLate} ms after the silent holder's latest deadline`}`);
-    console.log(`other account: ${renewals} renewals, ${renewFailures} failed, slowest ${renewMax} ms`);
-    console.log(`presence answered ${answerAfterFloodMs} ms after the flood ended`);
-    console.log(`workerd RSS: before ${memBefore} MB, peak during ${memDuring} MB, after ${memAfter} MB`);
-    const ok = standbyClosed === null && takeoverLate !== null && takeoverLate <= 1000 && renewFailures === 0 && answerAfterFloodMs < 1000 && stallBeforeSilent < TTL_S * 1000;
-    console.log(ok ? "flood: all invariants held" : "flood: an invariant broke");
     for (const ws of [holder, standby, ...flooders]) ws.close();
-    return ok ? 0 : 1;
+    return {
+      pages, refused, stallMs: stallBeforeSilent, standbyClosed, takeoverLateMs: takeoverLate, renewals, renewFailures, answerAfterFloodMs,
+      memory: { before: memBefore, during: memDuring, after: memAfter },
+    };
   } finally {
     await dev.stop();
   }
 }
 
-main().then((code) => process.exit(code), (e: Error) => {
-  console.error(e);
-  process.exit(1);
-});
+/** The phase's invariants, each with whether it held. */
+export function floodInvariants(r: FloodResult): { name: string; ok: boolean }[] {
+  return [
+    { name: "the standby stayed connected through the flood", ok: r.standbyClosed === null },
+    { name: "the standby took over within 1 s of the silent holder's deadline", ok: r.takeoverLateMs !== null && r.takeoverLateMs <= 1000 },
+    { name: "the holder's pongs never stopped for a TTL while it pinged", ok: r.stallMs < TTL_S * 1000 },
+    { name: "another account's session-lease renewals all succeeded", ok: r.renewFailures === 0 },
+    { name: "the object answered within 1 s of the flood's end", ok: r.answerAfterFloodMs < 1000 },
+  ];
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  runFlood().then((r) => {
+    console.log(`flood: ${r.pages} sync pages answered, ${r.refused} refused (rate_limited)`);
+    console.log(`holder: longest gap between pongs while it pinged ${r.stallMs} ms`);
+    console.log(`standby: ${r.standbyClosed === null ? "stayed connected" : `closed ${r.standbyClosed}`}; took over ${r.takeoverLateMs === null ? "never" : `${r.takeoverLateMs} ms after the silent holder's deadline`}`);
+    console.log(`other account: ${r.renewals} renewals, ${r.renewFailures} failed`);
+    console.log(`presence answered ${r.answerAfterFloodMs} ms after the flood ended`);
+    console.log(`workerd RSS: before ${r.memory.before} MB, peak during ${r.memory.during} MB, after ${r.memory.after} MB`);
+    const invariants = floodInvariants(r);
+    for (const i of invariants) console.log(`  ${i.ok ? "ok  " : "FAIL"} ${i.name}`);
+    process.exit(invariants.every((i) => i.ok) ? 0 : 1);
+  }, (e: Error) => {
+    console.error(e);
+    process.exit(1);
+  });
+}
