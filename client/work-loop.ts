@@ -158,7 +158,10 @@ export class WorkLoop {
     }
     if (msg.run_timeout_ms !== undefined) {
       // The coordinator's deadline started before this frame arrived, so this one is never later.
-      run.timer = setTimeout(() => this.abort(run, new LeaseLostError(`message ${msg.id} ran past its run timeout`, "lapsed")), msg.run_timeout_ms);
+      run.timer = setTimeout(() => {
+        if (msg.token !== undefined) this.deps.event({ type: "revoked", id: msg.id, token: msg.token, reason: "run_timeout by the local clock" });
+        this.abort(run, new LeaseLostError(`message ${msg.id} ran past its run timeout`, "lapsed"));
+      }, msg.run_timeout_ms);
     }
     this.running.set(msg.id, run);
     const signal = run.controller.signal;
