@@ -1,0 +1,37 @@
+// The worker as it would be deployed: `wrangler deploy --dry-run` bundles it without an account,
+// and the bundle must carry the three Durable Object classes and stay within the size the README
+// states. Nothing is uploaded.
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { gzipSync } from "node:zlib";
+import { describe, expect, it } from "vitest";
+import { ROOT } from "./wrangler-dev.ts";
+
+/** The README says "about 140 KiB (35 KiB gzipped)"; past this budget someone added weight on purpose or by mistake. */
+const BUNDLE_BUDGET_BYTES = 200 * 1024;
+const GZIP_BUDGET_BYTES = 50 * 1024;
+
+describe("wrangler deploy --dry-run", () => {
+  it("bundles the worker with its three object classes, within the size budget", async () => {
+    const outdir = mkdtempSync(join(tmpdir(), "baton-bundle-"));
+    const { stdout } = await promisify(execFile)("npx", ["wrangler", "deploy", "--dry-run", "--outdir", outdir], {
+      cwd: ROOT,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    });
+    expect(stdout).toContain("--dry-run: exiting now.");
+    const bundle = join(outdir, "index.js");
+    const code = readFileSync(bundle, "utf8");
+    for (const name of ["AgentCoordinator", "AgentDirectory", "LeaseShard"]) {
+      expect(code, name).toMatch(new RegExp(`export\\s*\\{[^}]*\\b${name}\\b`));
+    }
+    expect(code).not.toContain("node_modules/vitest");
+    const size = statSync(bundle).size;
+    const gzipped = gzipSync(code).byteLength;
+    console.log(`worker bundle: ${(size / 1024).toFixed(1)} KiB, ${(gzipped / 1024).toFixed(1)} KiB gzipped`);
+    expect(size).toBeLessThan(BUNDLE_BUDGET_BYTES);
+    expect(gzipped).toBeLessThan(GZIP_BUDGET_BYTES);
+  });
+});
