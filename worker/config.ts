@@ -9,6 +9,10 @@ export const DEFAULT = {
   postKeyHours: 24,
   /** Session-lease shard objects; fixed for a deployment (see leaseShardCount). */
   leaseShards: 64,
+  /** How long a higher-priority runner must stay connected before the lease moves to it. */
+  preferenceHysteresisSeconds: 10,
+  /** How long a restarted agent object keeps the lease for its previous holder's runner. */
+  restartGraceSeconds: 10,
 } as const;
 
 export interface CoordinatorConfig {
@@ -22,6 +26,8 @@ export interface ConfigVars {
   BATON_HISTORY_MESSAGES?: string;
   BATON_POST_KEY_HOURS?: string;
   BATON_LEASE_SHARDS?: string;
+  BATON_PREFERENCE_HYSTERESIS_SECONDS?: string;
+  BATON_RESTART_GRACE_SECONDS?: string;
 }
 
 function seconds(raw: string | undefined, fallback: number, name: string): number {
@@ -38,6 +44,18 @@ export function readConfig(vars: ConfigVars): CoordinatorConfig {
   const ttl = seconds(vars.BATON_HEARTBEAT_TTL_SECONDS, DEFAULT.heartbeatTtlSeconds, "BATON_HEARTBEAT_TTL_SECONDS");
   const scan = seconds(vars.BATON_PRESENCE_SCAN_SECONDS, DEFAULT.presenceScanSeconds, "BATON_PRESENCE_SCAN_SECONDS");
   return { heartbeatTtlMs: Math.round(ttl * 1000), presenceScanMs: Math.round(scan * 1000) };
+}
+
+export interface PreferenceConfig {
+  hysteresisMs: number;
+  restartGraceMs: number;
+}
+
+/** Preference timings; throws with an exact message when a var is malformed. */
+export function readPreferenceConfig(vars: ConfigVars): PreferenceConfig {
+  const hysteresis = seconds(vars.BATON_PREFERENCE_HYSTERESIS_SECONDS, DEFAULT.preferenceHysteresisSeconds, "BATON_PREFERENCE_HYSTERESIS_SECONDS");
+  const grace = seconds(vars.BATON_RESTART_GRACE_SECONDS, DEFAULT.restartGraceSeconds, "BATON_RESTART_GRACE_SECONDS");
+  return { hysteresisMs: Math.round(hysteresis * 1000), restartGraceMs: Math.round(grace * 1000) };
 }
 
 /** How much history an agent keeps; throws with an exact message when a var is malformed. */

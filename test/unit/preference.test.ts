@@ -1,6 +1,6 @@
 // Preference, drain and restart grace: where the serve lease goes when runners differ.
 import { describe, expect, it } from "vitest";
-import { electPreferred, nextPreferenceMoment, type PreferenceContext, type RankedCandidate } from "../../worker/rules/preference.ts";
+import { electPreferred, linePlace, nextPreferenceMoment, type PreferenceContext, type RankedCandidate } from "../../worker/rules/preference.ts";
 
 const c = (claimSeq: number, priority = 0, readySince = 0, drained = false): RankedCandidate => ({
   claimSeq, runner: `r${claimSeq}`, priority, readySince, drained,
@@ -45,5 +45,13 @@ describe("nextPreferenceMoment", () => {
   it("is when the earliest higher-priority candidate has waited out the hysteresis", () => {
     expect(nextPreferenceMoment([c(1), c(2, 5, 95_000), c(3, 9, 97_000)], ctx({ holderClaim: 1 }))).toBe(105_000);
     expect(nextPreferenceMoment([c(1), c(2)], ctx({ holderClaim: 1 }))).toBeNull();
+  });
+});
+
+describe("linePlace", () => {
+  it("is 0 for the holder, then the order the lease would take: priority, then claim sequence; drained runners last", () => {
+    const cands = [c(1), c(2, 5), c(3, 5), c(4, 9, 0, true), c(5)];
+    expect([2, 3, 1, 5, 4].map((s) => linePlace(cands, s, 2))).toEqual([0, 1, 2, 3, 4]);
+    expect(linePlace(cands, 1, null)).toBe(3);
   });
 });

@@ -4,9 +4,11 @@
 import { DurableObject } from "cloudflare:workers";
 import { AgentStore } from "./agent-store.ts";
 import {
-  applyElection, elect, holderCheckAt, isStale, linePosition, nextStaleDeadline, provenAlive, type Candidate, type LeaseRecord, type TransitionReason,
+  applyElection, holderCheckAt, isStale, nextStaleDeadline, provenAlive, type Candidate, type LeaseRecord, type TransitionReason,
 } from "../rules/election.ts";
-import { readConfig, readRetention, type CoordinatorConfig } from "../config.ts";
+import { readConfig, readPreferenceConfig, readRetention, type CoordinatorConfig } from "../config.ts";
+import { AgentControls, CONTROL_ROUTES, type ControlRoute, type RankedConn } from "./agent-controls.ts";
+import { linePlace, type RankedCandidate } from "../rules/preference.ts";
 import type { Retention } from "./message-store.ts";
 import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
 import {
@@ -15,7 +17,7 @@ import {
 import {
   CLOSE_CODES, errorFrame, LIMITS, MACHINE_LABEL, parseClientFrame, PING_TEXT, PONG_TEXT, postMessageSchema, utf8Bytes, type ClientFrame,
 } from "../wire/protocol.ts";
-import { httpError, readJsonBody } from "./http.ts";
+import { httpError, readBody, readJsonBody } from "./http.ts";
 import type { Env } from "../env.ts";
 import { buildPresence, type Presence } from "../wire/presence.ts";
 import { DirectoryReporter } from "./directory-object.ts";
@@ -38,19 +40,26 @@ export class AgentCoordinator extends DurableObject<Env> {
   private readonly metrics: AgentMetricsKeeper;
   /** The alarm this instance last set (null: none, or unknown after a restart), so a scan is not re-set on every frame. */
   private alarmAt: number | null = null;
+  private readonly controls: AgentControls;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = readConfig(env);
     this.retention = readRetention(env);
     this.store = new AgentStore(ctx.storage.sql);
-    this.desk = new WorkDesk(ctx.storage.sql, () => this.store.lease(), () => this.liveConns());
+    this.controls = new AgentControls(ctx.storage.sql, readPreferenceConfig(env));
+    this.desk = new WorkDesk(ctx.storage.sql, () => this.store.lease(), () => this.liveConns(), (state) => this.mayHandOut(state));
     this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
     this.desk.onRefused = (code) => this.refused(code);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
     // After a restart (deploy, crash) the stored lease may name a holder whose socket died with the
-    // old process: re-elect from the sockets that are really here before anything else runs.
-    void ctx.blockConcurrencyWhile(async () => this.reconcile(Date.now(), "closed"));
+    // old process: keep the lease for that runner's return (restart grace), and re-elect from the
+    // sockets that are really here before anything else runs.
+    void ctx.blockConcurrencyWhile(async () => {
+      const now = Date.now();
+      if (ctx.getWebSockets().length === 0) this.controls.noteRestart(this.store.lease(), now);
+      this.reconcile(now, "closed");
+    });
   }
 
   async fetch(request: Request): Promise<Response> {
@@ -69,6 +78,7 @@ export class AgentCoordinator extends DurableObject<Env> {
       this.afterWork(Date.now());
       return work;
     }
+    if (CONTROL_ROUTES.includes(route) && request.method === "POST") return this.control(route as ControlRoute, request);
     const one = route.match(/^messages\/(\d{1,15})$/);
     if (one && request.method === "GET") {
       const m = this.desk.messages.get(Number(one[1]));
@@ -109,6 +119,23 @@ export class AgentCoordinator extends DurableObject<Env> {
     this.desk.messages.prune(stored.id, now, this.retention);
     this.afterWork(now);
     return Response.json(messageView(stored), { status: 201 });
+  }
+
+  /** Pause, unpause, drain, undrain: stored, then applied by one reconcile (which may move the lease). */
+  private async control(route: ControlRoute, request: Request): Promise<Response> {
+    const body = await readBody(request, LIMITS.frameBytes);
+    if (!body.ok) return body.response;
+    let data: unknown = {};
+    try {
+      if (body.bytes.byteLength > 0) data = JSON.parse(new TextDecoder().decode(body.bytes));
+    } catch {
+      return httpError(400, "bad_json", "body is not valid JSON");
+    }
+    const now = Date.now();
+    const outcome = this.controls.apply(route, data, this.store.lease().holderMachine, now);
+    if (!outcome.ok) return httpError(outcome.status, outcome.code, outcome.message);
+    if (outcome.changed) this.reconcile(now, "claimed");
+    return Response.json({ agent: this.agentName(), changed: outcome.changed, ...this.controls.report(now) });
   }
 
   private listMessages(url: URL): Response {
@@ -201,7 +228,7 @@ export class AgentCoordinator extends DurableObject<Env> {
       case "serve_lease":
         if (frame.op === "claim") {
           if (frame.concurrency !== undefined) state.slots = frame.concurrency;
-          return this.claim(ws, state, now);
+          return this.claim(ws, state, now, frame.priority, frame.runner_id);
         }
         return this.release(ws, state, now, frame.req);
       case "sync": {
@@ -216,6 +243,8 @@ export class AgentCoordinator extends DurableObject<Env> {
       case "reply":
       case "park":
         this.desk.write({ ws, state }, frame, now);
+        // The holder's safe point: with nothing left running it may hand on (preferred, drained).
+        if (this.handingOn(now) && this.holderIdle()) return this.reconcile(now, "claimed");
         return this.afterWork(now);
     }
   }
@@ -245,17 +274,19 @@ export class AgentCoordinator extends DurableObject<Env> {
       const relabelled = { ...lease, holderMachine: machine };
       this.store.saveLease(relabelled, null);
       const conns = this.liveConns();
-      const candidates = this.candidates(conns);
-      for (const c of conns) this.tell(c, relabelled, candidates, true);
+      const lineup = this.controls.lineup(this.ranked(this.candidates(conns)));
+      for (const c of conns) this.tell(c, relabelled, lineup, true);
     }
     this.presenceChanged();
   }
 
-  private claim(ws: WebSocket, state: ConnState, now: number): void {
+  private claim(ws: WebSocket, state: ConnState, now: number, priority?: number, runnerId?: string): void {
     if (state.claimSeq === null || state.released) {
       state.claimSeq = this.store.nextClaimSeq();
       state.released = false;
       state.toldHeld = null;
+      if (priority !== undefined) state.priority = priority;
+      if (runnerId !== undefined) state.runnerId = runnerId;
       writeConn(ws, state);
     }
     this.reconcile(now, "claimed");
@@ -323,14 +354,17 @@ export class AgentCoordinator extends DurableObject<Env> {
         conns.push(c);
       }
     }
-    const candidates = this.candidates(conns);
-    const winner = elect(candidates, now, ttl);
-    const { lease, transition } = applyElection(before, winner, now, holderWentStale ? "stale" : reason);
+    const ranked = this.ranked(this.candidates(conns));
+    const choice = this.controls.elect(ranked, before, !this.holderIdle(before), now);
+    const why = holderWentStale ? "stale" : choice.reason ?? (before.holderClaim === null ? "claimed" : reason);
+    const { lease, transition } = applyElection(before, choice.winner, now, why);
     if (transition) {
       this.store.saveLease(lease, transition);
       this.metrics.transition(transition, holderLostAt);
+      this.controls.noteHolder(choice.winner);
     }
-    for (const c of conns) this.tell(c, lease, candidates);
+    const lineup = this.controls.lineup(ranked);
+    for (const c of conns) this.tell(c, lease, lineup);
     this.desk.reconcile(now);
     this.scheduleScan(now, conns);
     // A scan that found everyone alive changed nothing anybody watches (message moves report via afterWork).
@@ -355,14 +389,37 @@ export class AgentCoordinator extends DurableObject<Env> {
   /** Remembers what was last reported to the directory; after an eviction it reports once more. */
   private readonly directoryReporter = new DirectoryReporter();
 
-  private candidates(conns: LiveConn[]): Candidate[] {
+  private candidates(conns: LiveConn[]): (Candidate & { state: ConnState })[] {
     return conns
       .filter((c) => c.state.role === "serve" && c.state.claimSeq !== null && !c.state.released)
-      .map((c) => ({ claimSeq: c.state.claimSeq!, machine: c.state.machine, lastHeartbeat: c.heartbeat }));
+      .map((c) => ({ claimSeq: c.state.claimSeq!, machine: c.state.machine, lastHeartbeat: c.heartbeat, state: c.state }));
+  }
+
+  private ranked(candidates: (Candidate & { state: ConnState })[]): RankedConn[] {
+    return candidates.map(({ state, ...c }) => ({ ...c, runner: state.runnerId ?? null, priority: state.priority ?? 0, readySince: state.joinedAt }));
+  }
+
+  /** The holder runs no message: its safe point, where the lease may move on purpose. */
+  private holderIdle(lease: LeaseRecord = this.store.lease()): boolean {
+    return lease.holderClaim === null || this.desk.messages.runningOn(String(lease.holderClaim)) === 0;
+  }
+
+  /** The holder should hand on at its next safe point (a preferred runner is ready, or it is drained). */
+  private handingOn(now: number): boolean {
+    return this.controls.wantsMove(this.ranked(this.candidates(this.liveConns())), this.store.lease(), now);
+  }
+
+  /**
+   * Whether a runner may be handed a new message: not while paused, not on a drained machine, and
+   * not to a holder that is handing on, so that it reaches its safe point.
+   */
+  private mayHandOut(state: ConnState): boolean {
+    if (this.controls.paused() || this.controls.drained().has(state.machine)) return false;
+    return state.claimSeq !== this.store.lease().holderClaim || !this.handingOn(Date.now());
   }
 
   /** Sends a serve_lease frame when this connection's own state changed, or always when `force` (a relabelled holder). */
-  private tell(c: LiveConn, lease: LeaseRecord, candidates: Candidate[], force = false): void {
+  private tell(c: LiveConn, lease: LeaseRecord, lineup: RankedCandidate[], force = false): void {
     const { state } = c;
     const { fence } = lease;
     if (state.claimSeq === null) return;
@@ -376,7 +433,7 @@ export class AgentCoordinator extends DurableObject<Env> {
       held,
       fence,
       claim_seq: state.claimSeq,
-      position: state.released ? -1 : linePosition(candidates, state.claimSeq),
+      position: state.released ? -1 : linePlace(lineup, state.claimSeq, lease.holderClaim),
       ttl_ms: this.config.heartbeatTtlMs,
       holder: lease.holderClaim === null ? null : { claim_seq: lease.holderClaim, machine: lease.holderMachine ?? "unknown", since: lease.since ?? 0 },
       ...(checkpoint ? { checkpoint: checkpoint.value, checkpoint_fence: checkpoint.fence } : {}),
@@ -406,7 +463,9 @@ export class AgentCoordinator extends DurableObject<Env> {
       this.alarmAt = null;
       return;
     }
-    const at = Math.max(now + 1, deadline);
+    // Preference moves by the clock alone too: when a preferred runner's hysteresis or a restart grace ends.
+    const moment = this.controls.nextMoment(this.ranked(this.candidates(serving)), this.store.lease(), now);
+    const at = Math.max(now + 1, moment === null ? deadline : Math.min(deadline, moment));
     if (this.alarmAt !== null && this.alarmAt > now && this.alarmAt <= at) return;
     this.alarmAt = at;
     void this.ctx.storage.setAlarm(at);
@@ -427,6 +486,7 @@ export class AgentCoordinator extends DurableObject<Env> {
       transitions: this.store.recentTransitions(),
       recentMessages: this.desk.messages.recent(10),
       work: this.desk.leases.report(),
+      controls: this.controls.report(now),
       wakes: this.store.wakes(),
     });
   }

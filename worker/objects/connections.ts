@@ -21,6 +21,9 @@ export interface ConnState {
   cursor: number;
   /** Messages this runner takes at once (`serve --concurrency`); absent means 1. */
   slots?: number;
+  /** From the claim: preference (absent means 0) and the serve process's id across reconnects. */
+  priority?: number;
+  runnerId?: string;
 }
 
 export function newConnState(role: Role, machine: string, now: number): ConnState {

@@ -39,6 +39,8 @@ export class MessageLeases {
     private readonly serveLease: () => LeaseRecord,
     private readonly sockets: () => DeskSocket[],
     private readonly push: Push,
+    /** Whether a runner may take new work now; one that may not keeps what it runs. */
+    private readonly accepts: (state: ConnState) => boolean = () => true,
   ) {
     this.policies = new RunPolicyStore(sql);
   }
@@ -71,7 +73,9 @@ export class MessageLeases {
 
     const running = new Map<string, number>();
     for (const m of open.values()) if (m.status === "running") running.set(m.runner!, (running.get(m.runner!) ?? 0) + 1);
-    const slots = eligible.map((s) => ({ id: runnerId(s.state), free: (s.state.slots ?? 1) - (running.get(runnerId(s.state)) ?? 0) }));
+    const slots = eligible.map((s) => ({
+      id: runnerId(s.state), free: this.accepts(s.state) ? (s.state.slots ?? 1) - (running.get(runnerId(s.state)) ?? 0) : 0,
+    }));
     const handed = new Map<number, DeskSocket>();
     const fence = this.serveLease().fence;
     for (const a of planDispatch([...open.values()].filter(isOpen), slots, policy, avoid)) {

@@ -157,6 +157,11 @@ export class MessageStore {
     this.sql.exec(`UPDATE messages SET resume_input = ? WHERE id = ?`, input, id);
   }
 
+  /** How many messages `runner` (a claim sequence) is running now. */
+  runningOn(runner: string): number {
+    return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM messages WHERE status = 'running' AND runner = ?`, runner).one().n;
+  }
+
   /** The earliest run or park deadline, for the alarm; null when nothing can expire. */
   nextDeadline(): number | null {
     return this.sql.exec<{ at: number | null }>(

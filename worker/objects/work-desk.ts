@@ -4,7 +4,7 @@
 // fence (the older form, single mode only). The agent object owns the sockets and the lease.
 import type { LeaseRecord } from "../rules/election.ts";
 import { checkFencedWrite } from "../rules/fencing.ts";
-import { send, writeConn } from "./connections.ts";
+import { send, writeConn, type ConnState } from "./connections.ts";
 import { MessageStore, type StoredMessage } from "./message-store.ts";
 import { messageFrame, MessageLeases, type DeskSocket, type TokenWrite } from "./message-leases.ts";
 import { errorFrame, LIMITS, type ClientFrame, type ErrorCode } from "../wire/protocol.ts";
@@ -25,9 +25,15 @@ export class WorkDesk {
   private readonly replayPerSocket = new BucketPerSocket(LIMITS.replayBytesPerSecond, LIMITS.replayBytesPerSecond);
   private readonly replayPerAgent = new ByteBucket(LIMITS.replayBytesPerSecondPerAgent, LIMITS.replayBytesPerSecondPerAgent);
 
-  constructor(sql: SqlStorage, private readonly lease: () => LeaseRecord, private readonly sockets: () => DeskSocket[]) {
+  constructor(
+    sql: SqlStorage,
+    private readonly lease: () => LeaseRecord,
+    private readonly sockets: () => DeskSocket[],
+    /** Whether a runner may take new work now (pause, drain, a holder handing on); its running work stays. */
+    accepts: (state: ConnState) => boolean = () => true,
+  ) {
     this.messages = new MessageStore(sql);
-    this.leases = new MessageLeases(sql, this.messages, lease, sockets, (s, m, run) => this.push(s, m, run));
+    this.leases = new MessageLeases(sql, this.messages, lease, sockets, (s, m, run) => this.push(s, m, run), accepts);
     this.leases.onRefused = (code) => this.onRefused(code);
   }
 

@@ -1,5 +1,6 @@
 // Serve-lease rules as pure functions over plain data. The Durable Object loads candidates,
 // calls these, and applies the result; nothing here touches sockets, storage or the clock.
+import type { PreferenceReason } from "./preference.ts";
 
 export interface Candidate {
   claimSeq: number;
@@ -15,7 +16,8 @@ export interface LeaseRecord {
   since: number | null;
 }
 
-export type TransitionReason = "claimed" | "closed" | "stale" | "released";
+/** Why the lease moved; the preference reasons (preferred, drained, restored) are in preference.ts. */
+export type TransitionReason = "claimed" | "closed" | "stale" | "released" | PreferenceReason;
 
 export interface Transition {
   at: number;

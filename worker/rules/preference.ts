@@ -70,6 +70,18 @@ export function electPreferred(candidates: readonly RankedCandidate[], ctx: Pref
   return preferred ? { winner: preferred, reason: "preferred" } : { winner: holder, reason: null };
 }
 
+/**
+ * Place in line: 0 for the holder, then standbys by priority and claim sequence (the order the
+ * lease would take them in), and drained runners after every candidate.
+ */
+export function linePlace(candidates: readonly RankedCandidate[], claimSeq: number, holderClaim: number | null): number {
+  if (claimSeq === holderClaim) return 0;
+  const me = candidates.find((c) => c.claimSeq === claimSeq);
+  const others = candidates.filter((c) => c.claimSeq !== holderClaim && c.claimSeq !== claimSeq && !c.drained);
+  if (!me || me.drained) return others.length + 1;
+  return 1 + others.filter((c) => better(c, me)).length;
+}
+
 /** When a preferred candidate becomes ready to take over, so the object can set an alarm for it. */
 export function nextPreferenceMoment(candidates: readonly RankedCandidate[], ctx: PreferenceContext): number | null {
   const holder = candidates.find((c) => c.claimSeq === ctx.holderClaim);

@@ -2,7 +2,7 @@
 // the client library validates them on arrival (nothing is cast), and both share the types.
 import * as z from "zod/mini";
 import { ERROR_CODES } from "./protocol.ts";
-import { directoryEntrySchema, presenceSchema } from "./server-frames.ts";
+import { agentControlsSchema, directoryEntrySchema, presenceSchema } from "./server-frames.ts";
 
 const count = z.int().check(z.nonnegative());
 
@@ -42,7 +42,7 @@ export const messagePageSchema = z.object({ agent: z.string(), messages: z.array
 
 export const agentListSchema = z.object({ agents: z.array(directoryEntrySchema) });
 
-export { presenceSchema };
+export { agentControlsSchema, presenceSchema };
 
 /** 201 (new grant) or 200 (the same run acquiring again) from acquire, 200 from renew. */
 export const leaseGrantSchema = z.object({
@@ -72,6 +72,7 @@ export type ErrorBody = z.infer<typeof errorBodySchema>;
 export type MessageView = z.infer<typeof messageViewSchema>;
 export type MessagePage = z.infer<typeof messagePageSchema>;
 export type AgentList = z.infer<typeof agentListSchema>;
+export type AgentControls = z.infer<typeof agentControlsSchema>;
 export type LeaseGrant = z.infer<typeof leaseGrantSchema>;
 export type LeaseState = z.infer<typeof leaseStateSchema>;
 export type LeaseCheck = z.infer<typeof leaseCheckSchema>;

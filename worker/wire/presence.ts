@@ -16,6 +16,7 @@ export interface PresenceConn {
   cursor: number;
   heartbeat: number;
   slots?: number;
+  priority?: number;
 }
 
 export interface PresenceMessage {
@@ -37,6 +38,20 @@ export interface ConnectionReport {
   /** Messages this runner takes at once, and how many it runs now. */
   slots: number;
   running: number;
+  /** From `serve --priority`; higher is preferred. */
+  priority: number;
+  /** Its machine is drained: connected, but no candidate for the lease. */
+  drained: boolean;
+}
+
+/** Where the agent may run: pause, drained machines, preference timings. */
+export interface AgentControlsReport {
+  paused: boolean;
+  paused_since: number | null;
+  drained: { machine: string; since: number }[];
+  hysteresis_seconds: number;
+  /** After a coordinator restart: the lease waits for its previous holder until then (server ms). */
+  reserved_until: number | null;
 }
 
 export interface Presence {
@@ -55,6 +70,7 @@ export interface Presence {
   recent_messages: { id: number; status: string; attempts: number; created_at: number; preview: string }[];
   /** Message policy, counts, and the running, parked and failed messages. */
   work: WorkReport;
+  controls: AgentControlsReport;
   /** How many times the object has been invoked; auto-answered heartbeats do not count. */
   wakes: number;
 }
@@ -68,11 +84,13 @@ export function buildPresence(input: {
   transitions: Transition[];
   recentMessages: PresenceMessage[];
   work: WorkReport;
+  controls: AgentControlsReport;
   wakes: number;
 }): Presence {
+  const drained = new Set(input.controls.drained.map((d) => d.machine));
   const { lease } = input;
   const serve = input.conns.filter((c) => c.role === "serve");
-  const candidates = serve.filter((c) => c.claimSeq !== null && !c.released);
+  const candidates = serve.filter((c) => c.claimSeq !== null && !c.released && !drained.has(c.machine));
   const connections = serve
     .map((c) => ({
       role: c.role,
@@ -84,13 +102,15 @@ export function buildPresence(input: {
       cursor: c.cursor,
       slots: c.slots ?? 1,
       running: input.work.running.filter((r) => r.claim_seq !== null && r.claim_seq === c.claimSeq).length,
+      priority: c.priority ?? 0,
+      drained: drained.has(c.machine),
     }))
     .sort((a, b) => (a.claim_seq ?? Infinity) - (b.claim_seq ?? Infinity));
   return {
     agent: input.agent,
     connection_count: serve.length,
     serve_candidates: candidates.length,
-    serve_standbys: Math.max(0, candidates.length - 1),
+    serve_standbys: candidates.filter((c) => c.claimSeq !== lease.holderClaim).length,
     fence: lease.fence,
     holder: lease.holderClaim === null
       ? null
@@ -104,6 +124,7 @@ export function buildPresence(input: {
       id: m.id, status: m.status, attempts: m.attempts, created_at: m.created_at, preview: m.text.slice(0, PREVIEW_CHARS),
     })),
     work: input.work,
+    controls: input.controls,
     wakes: input.wakes,
   };
 }

@@ -30,6 +30,8 @@ export const LIMITS = {
   /** Run timeouts (per agent or per message) and park deadlines, in seconds. */
   runTimeoutSeconds: { min: 1, max: 7 * 86_400 },
   parkDeadlineSeconds: { min: 1, max: 30 * 86_400 },
+  priority: { min: -1000, max: 1000 },
+  drainedMachines: 64,
 } as const;
 
 /** Agent names: 1-63 chars of lowercase letters, digits, '.', '_' or '-', starting with a letter or digit. */
@@ -41,6 +43,8 @@ export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  * characters (escape sequences, bidi overrides), so a label cannot rewrite what an operator sees.
  */
 export const MACHINE_LABEL = /^[^\p{Cc}\p{Cf}]+$/u;
+/** Runner ids: 1-64 chars of letters, digits, '.', '_' or '-' (serve uses a random UUID per process). */
+export const RUNNER_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 export const PING_TEXT = '{"type":"ping"}';
 export const PONG_TEXT = '{"type":"pong"}';
@@ -67,6 +71,7 @@ export const ERROR_CODES = [
   "stale_token",
   "message_not_running",
   "not_parked",
+  "no_holder",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -84,6 +89,10 @@ const machine = z.string().check(z.minLength(1), z.maxLength(LIMITS.machineLabel
 /** A message's own lease token, as handed out in its `message` frame. */
 const token = z.int().check(z.gte(1));
 const concurrency = z.optional(z.int().check(z.gte(1), z.lte(LIMITS.runnerSlots)));
+/** Higher runs the agent by preference (serve --priority); equal priorities keep the first claimant. */
+const priority = z.int().check(z.gte(LIMITS.priority.min), z.lte(LIMITS.priority.max));
+/** A serve process's own id, the same across its reconnects, so a restarted coordinator can recognise its holder. */
+const runnerId = z.string().check(z.regex(RUNNER_ID));
 
 const clientFrameSchema = z.discriminatedUnion("type", [
   // PING_TEXT exactly is answered by the runtime without waking the object; a holder's ping carries
@@ -95,6 +104,8 @@ const clientFrameSchema = z.discriminatedUnion("type", [
     op: z.enum(["claim", "release"]),
     fence: z.optional(fence),
     concurrency,
+    priority: z.optional(priority),
+    runner_id: z.optional(runnerId),
     req,
   }),
   z.strictObject({ type: z.literal("sync"), after: fence, req }),
@@ -258,6 +269,8 @@ export function errorFrame(code: ErrorCode, message: string, reqId?: string): Se
 // HTTP bodies
 
 const runTimeoutSeconds = z.number().check(z.gte(LIMITS.runTimeoutSeconds.min), z.lte(LIMITS.runTimeoutSeconds.max));
+/** POST /agents/{agent}/drain and /undrain: a machine label, or none for the holder's (drain) or every one (undrain). */
+export const drainSchema = z.strictObject({ machine: z.optional(machine) });
 
 export const postMessageSchema = z.strictObject({
   text: z.string().check(z.minLength(1)),

@@ -19,6 +19,8 @@ const connectionReport = z.object({
   cursor: count,
   slots: count,
   running: count,
+  priority: z.int(),
+  drained: z.boolean(),
 });
 
 const workReport = z.object({
@@ -33,6 +35,14 @@ const workReport = z.object({
   })),
   parked: z.array(z.object({ id: count, attempt: count, deadline: z.nullable(millis), group: z.nullable(z.string()) })),
   failed: z.array(z.object({ id: count, attempts: count })),
+});
+
+const controlsReport = z.object({
+  paused: z.boolean(),
+  paused_since: z.nullable(millis),
+  drained: z.array(z.object({ machine: z.string(), since: millis })),
+  hysteresis_seconds: z.number(),
+  reserved_until: z.nullable(millis),
 });
 
 const transition = z.object({
@@ -58,8 +68,12 @@ export const presenceSchema = z.object({
   transitions: z.array(transition),
   recent_messages: z.array(z.object({ id: count, status: z.string(), attempts: count, created_at: millis, preview: z.string() })),
   work: workReport,
+  controls: controlsReport,
   wakes: count,
 });
+
+/** The answer of POST /agents/{agent}/pause, unpause, drain and undrain. */
+export const agentControlsSchema = z.extend(controlsReport, { agent: z.string(), changed: z.boolean() });
 
 export const directoryEntrySchema = z.extend(presenceSchema, { reported_at: millis });
 

@@ -1,0 +1,248 @@
+// Preference, drain, pause and restart grace in the real runtime. The test config sets a 0.5 s
+// hysteresis and a 1 s restart grace; waits past those are followed by runDurableObjectAlarm, so
+// the move happens because the clock passed the threshold, not because a sleep was long enough.
+import { abortAllDurableObjects, env, runDurableObjectAlarm, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { BASE, connect, DEV_TOKEN, OTHER_TOKEN, presence, settle, sleep, uniqueAgent, type TestSocket } from "./helpers.ts";
+
+const HYSTERESIS_MS = 500;
+const GRACE_MS = 1000;
+
+function stubFor(agent: string) {
+  return env.AGENTS.get(env.AGENTS.idFromName(`dev:${agent}`));
+}
+
+/** A serve connection that claims with a priority and a runner id, as `baton serve --priority` does. */
+async function runner(agent: string, machine: string, opts: { priority?: number; runner_id?: string } = {}) {
+  const sock = await connect(agent, { machine });
+  sock.send({ type: "serve_lease", op: "claim", ...opts });
+  const lease = await sock.next("serve_lease");
+  return { sock, lease };
+}
+
+async function control(agent: string, route: string, body?: unknown, token = DEV_TOKEN) {
+  const res = await SELF.fetch(`${BASE}/agents/${agent}/${route}`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function post(agent: string, text: string): Promise<number> {
+  const res = await SELF.fetch(`${BASE}/agents/${agent}/messages`, {
+    method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ text }),
+  });
+  return ((await res.json()) as { id: number }).id;
+}
+
+async function ack(sock: TestSocket, id: number, fence: number) {
+  sock.send({ type: "ack", id, fence, req: `ack${id}` });
+  return sock.next("result", (f) => f.req === `ack${id}`);
+}
+
+/** Waits out the hysteresis on the object's clock, then runs the alarm that acts on it. */
+async function afterHysteresis(agent: string) {
+  await sleep(HYSTERESIS_MS + 100);
+  await runDurableObjectAlarm(stubFor(agent));
+}
+
+const reasons = async (agent: string) => (await presence(agent)).transitions.map((t) => t.reason).reverse();
+
+describe("preference", () => {
+  it("a higher-priority runner takes the lease only after the hysteresis, with a new fence and reason preferred", async () => {
+    const agent = uniqueAgent();
+    const low = await runner(agent, "laptop");
+    const high = await runner(agent, "workstation", { priority: 5 });
+    expect(high.lease).toMatchObject({ held: false, position: 1 });
+    const p = await presence(agent);
+    expect(p.holder?.machine).toBe("laptop");
+    expect(p.connections.map((c) => [c.machine, c.priority])).toEqual([["laptop", 0], ["workstation", 5]]);
+    expect(p.controls.hysteresis_seconds).toBe(HYSTERESIS_MS / 1000);
+    await afterHysteresis(agent);
+    expect(await high.sock.next("serve_lease")).toMatchObject({ held: true, fence: low.lease.fence + 1 });
+    expect(await low.sock.next("serve_lease")).toMatchObject({ held: false, position: 1 });
+    expect((await presence(agent)).transitions[0]).toMatchObject({ from_machine: "laptop", to_machine: "workstation", reason: "preferred" });
+  });
+
+  it("equal priorities never steal back: a later claim of the same priority stays standby", async () => {
+    const agent = uniqueAgent();
+    await runner(agent, "a", { priority: 3 });
+    const b = await runner(agent, "b", { priority: 3 });
+    await afterHysteresis(agent);
+    await settle(b.sock);
+    expect(b.sock.framesOf("serve_lease")).toEqual([]);
+    expect((await presence(agent)).holder?.machine).toBe("a");
+  });
+
+  it("the holder runs a message: the lease moves only after its ack, the backlog goes to the new holder, nothing runs twice", async () => {
+    const agent = uniqueAgent();
+    const low = await runner(agent, "laptop");
+    const first = await post(agent, "long task");
+    const second = await post(agent, "queued behind it");
+    expect(await low.sock.next("message", (m) => m.run)).toMatchObject({ id: first });
+    const high = await runner(agent, "workstation", { priority: 5 });
+    await afterHysteresis(agent);
+    expect((await presence(agent)).holder?.machine).toBe("laptop");
+    expect(await ack(low.sock, first, low.lease.fence)).toMatchObject({ duplicate: false });
+    expect(await high.sock.next("serve_lease")).toMatchObject({ held: true, fence: low.lease.fence + 1 });
+    expect(await high.sock.next("message", (m) => m.run)).toMatchObject({ id: second, attempt: 1 });
+    await settle(low.sock);
+    expect(low.sock.framesOf("message").filter((m) => m.run)).toEqual([]);
+    const m = await (await SELF.fetch(`${BASE}/agents/${agent}/messages/${first}`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } })).json();
+    expect(m).toMatchObject({ status: "acknowledged", attempts: 1, acked_fence: low.lease.fence });
+  });
+
+  it("a flapping preferred runner moves the lease at most once per hysteresis period", async () => {
+    const agent = uniqueAgent();
+    await runner(agent, "laptop");
+    // Four short visits, each far shorter than the hysteresis: the lease never moves.
+    for (let i = 0; i < 4; i++) {
+      const flap = await runner(agent, "workstation", { priority: 5, runner_id: "ws" });
+      flap.sock.close();
+      await flap.sock.waitForClose();
+      await runDurableObjectAlarm(stubFor(agent));
+    }
+    expect((await presence(agent)).holder?.machine).toBe("laptop");
+    // It stays up for a whole period: one move. Then it drops and comes straight back: the
+    // lease goes back to the laptop and stays there until the new connection has waited again.
+    const stays = await runner(agent, "workstation", { priority: 5, runner_id: "ws" });
+    await afterHysteresis(agent);
+    await stays.sock.next("serve_lease", (f) => f.held);
+    stays.sock.close();
+    await stays.sock.waitForClose();
+    const back = await runner(agent, "workstation", { priority: 5, runner_id: "ws" });
+    await runDurableObjectAlarm(stubFor(agent));
+    expect(back.lease.held).toBe(false);
+    const p = await presence(agent);
+    expect(p.holder?.machine).toBe("laptop");
+    const preferred = p.transitions.filter((t) => t.reason === "preferred");
+    expect(preferred).toHaveLength(1);
+  });
+});
+
+describe("drain and pause", () => {
+  it("a drained holder finishes its message, hands on (reason drained) and stays connected as a non-candidate until undrained", async () => {
+    const agent = uniqueAgent();
+    const a = await runner(agent, "a");
+    const b = await runner(agent, "b");
+    const id = await post(agent, "finish me");
+    await a.sock.next("message", (m) => m.run);
+    const drained = await control(agent, "drain", {});
+    expect(drained).toMatchObject({ status: 200, body: { agent, changed: true, drained: [{ machine: "a" }] } });
+    expect((await presence(agent)).holder?.machine).toBe("a");
+    await ack(a.sock, id, a.lease.fence);
+    expect(await b.sock.next("serve_lease")).toMatchObject({ held: true, fence: a.lease.fence + 1 });
+    expect(await a.sock.next("serve_lease")).toMatchObject({ held: false });
+    const p = await presence(agent);
+    expect(p.transitions[0]).toMatchObject({ from_machine: "a", to_machine: "b", reason: "drained" });
+    expect(p.connections.map((c) => [c.machine, c.drained])).toEqual([["a", true], ["b", false]]);
+    expect(p).toMatchObject({ connection_count: 2, serve_candidates: 1, serve_standbys: 0 });
+    expect(await control(agent, "undrain", { machine: "a" })).toMatchObject({ status: 200, body: { changed: true, drained: [] } });
+    expect(await presence(agent)).toMatchObject({ serve_candidates: 2, serve_standbys: 1, holder: { machine: "b" } });
+  });
+
+  it("draining the last runner leaves messages queued and visible; undrain hands them out", async () => {
+    const agent = uniqueAgent();
+    const a = await runner(agent, "only");
+    expect(await control(agent, "drain", { machine: "only" })).toMatchObject({ status: 200 });
+    expect(await a.sock.next("serve_lease")).toMatchObject({ held: false });
+    const id = await post(agent, "waits");
+    expect(await a.sock.next("message")).toMatchObject({ id, run: false });
+    const p = await presence(agent);
+    expect(p).toMatchObject({ holder: null, serve_candidates: 0, controls: { drained: [{ machine: "only" }] } });
+    expect(p.transitions[0]).toMatchObject({ to_claim: null, reason: "drained" });
+    expect(p.recent_messages[0]).toMatchObject({ id, status: "queued" });
+    await control(agent, "undrain", {});
+    expect(await a.sock.next("serve_lease")).toMatchObject({ held: true });
+    expect(await a.sock.next("message")).toMatchObject({ id, run: true });
+  });
+
+  it("pause: nothing is handed out, messages queue, the lease stays; unpause hands them to the holder", async () => {
+    const agent = uniqueAgent();
+    const a = await runner(agent, "a");
+    expect(await control(agent, "pause")).toMatchObject({ status: 200, body: { paused: true, changed: true } });
+    expect(await control(agent, "pause")).toMatchObject({ status: 200, body: { paused: true, changed: false } });
+    const id = await post(agent, "later");
+    expect(await a.sock.next("message")).toMatchObject({ id, run: false });
+    const p = await presence(agent);
+    expect(p).toMatchObject({ holder: { machine: "a" }, fence: a.lease.fence, controls: { paused: true } });
+    expect(p.recent_messages[0]).toMatchObject({ id, status: "queued" });
+    expect(await control(agent, "unpause")).toMatchObject({ status: 200, body: { paused: false, changed: true } });
+    expect(await a.sock.next("message")).toMatchObject({ id, run: true, attempt: 1 });
+    expect((await presence(agent)).fence).toBe(a.lease.fence);
+  });
+
+  it("bad control requests change nothing: a bad body is 400, drain with no holder and no machine is 409 no_holder", async () => {
+    const agent = uniqueAgent();
+    await runner(agent, "a");
+    expect(await control(agent, "drain", { machine: "" })).toMatchObject({ status: 400, body: { error: "bad_request" } });
+    expect(await control(agent, "drain", { machine: "a", extra: 1 })).toMatchObject({ status: 400, body: { error: "bad_request" } });
+    expect(await control(agent, "drain", { machine: "x\u202e" })).toMatchObject({ status: 400 });
+    expect((await presence(agent)).controls.drained).toEqual([]);
+    const empty = uniqueAgent();
+    expect(await control(empty, "drain")).toMatchObject({ status: 409, body: { error: "no_holder" } });
+    const get = await SELF.fetch(`${BASE}/agents/${agent}/pause`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(get.status).toBe(404);
+  });
+
+  it("controls follow the account rules: another account's pause and drain reach only its own agent of that name", async () => {
+    const agent = uniqueAgent();
+    await runner(agent, "a");
+    expect((await control(agent, "pause", undefined, "wrong-token")).status).toBe(401);
+    expect(await control(agent, "pause", undefined, OTHER_TOKEN)).toMatchObject({ status: 200, body: { paused: true } });
+    expect(await control(agent, "drain", { machine: "a" }, OTHER_TOKEN)).toMatchObject({ status: 200 });
+    expect((await presence(agent)).controls).toMatchObject({ paused: false, drained: [] });
+    expect((await presence(agent, OTHER_TOKEN)).controls).toMatchObject({ paused: true, drained: [{ machine: "a" }] });
+  });
+
+  it("a claim with a priority out of range or a malformed runner id is a bad_frame and claims nothing", async () => {
+    const agent = uniqueAgent();
+    const sock = await connect(agent, { machine: "a" });
+    sock.send({ type: "serve_lease", op: "claim", priority: 5000, req: "p" });
+    expect(await sock.next("error", (f) => f.req === "p")).toMatchObject({ code: "bad_frame" });
+    sock.send({ type: "serve_lease", op: "claim", runner_id: "has space", req: "r" });
+    expect(await sock.next("error", (f) => f.req === "r")).toMatchObject({ code: "bad_frame" });
+    expect(await presence(agent)).toMatchObject({ holder: null, serve_candidates: 0 });
+  });
+});
+
+describe("restart grace", () => {
+  it("after a restart the previous holder gets its lease back with a new fence, although another runner reconnected first", async () => {
+    const agent = uniqueAgent();
+    const a = await runner(agent, "a", { runner_id: "run-a" });
+    await runner(agent, "b", { runner_id: "run-b" });
+    await abortAllDurableObjects();
+    const b = await runner(agent, "b", { runner_id: "run-b" });
+    expect(b.lease).toMatchObject({ held: false });
+    expect((await presence(agent)).controls.reserved_until).not.toBeNull();
+    const back = await runner(agent, "a", { runner_id: "run-a" });
+    expect(back.lease).toMatchObject({ held: true, fence: a.lease.fence + 1 });
+    const p = await presence(agent);
+    expect(p.transitions[0]).toMatchObject({ to_machine: "a", reason: "restored" });
+    expect(p.controls.reserved_until).toBeNull();
+  });
+
+  it("when the previous holder does not return within the grace, the runners that did take the lease", async () => {
+    const agent = uniqueAgent();
+    const a = await runner(agent, "a", { runner_id: "run-a" });
+    await abortAllDurableObjects();
+    const b = await runner(agent, "b", { runner_id: "run-b" });
+    expect(b.lease.held).toBe(false);
+    await sleep(GRACE_MS + 100);
+    await runDurableObjectAlarm(stubFor(agent));
+    expect(await b.sock.next("serve_lease")).toMatchObject({ held: true, fence: a.lease.fence + 1 });
+  });
+
+  it("a holder drained before the restart (still finishing its message) is not waited for", async () => {
+    const agent = uniqueAgent();
+    const a = await runner(agent, "a", { runner_id: "run-a" });
+    await post(agent, "unfinished");
+    await a.sock.next("message", (m) => m.run);
+    await control(agent, "drain", {});
+    expect((await presence(agent)).holder?.machine).toBe("a");
+    await abortAllDurableObjects();
+    const b = await runner(agent, "b", { runner_id: "run-b" });
+    expect(b.lease).toMatchObject({ held: true, fence: a.lease.fence + 1 });
+  });
+});

@@ -1,0 +1,173 @@
+// Where an agent may run, as its object stores and applies it: pause, drained machines, the runner
+// the lease went to, and the runner a restarted object keeps the lease for. The rules are in
+// ../rules/preference.ts; this file feeds them from connections and SQLite.
+import type { PreferenceConfig } from "../config.ts";
+import type { Candidate, LeaseRecord } from "../rules/election.ts";
+import { electPreferred, nextPreferenceMoment, type PreferenceContext, type PreferenceReason, type RankedCandidate } from "../rules/preference.ts";
+import { drainSchema, LIMITS, type ErrorCode } from "../wire/protocol.ts";
+import type { AgentControlsReport } from "../wire/presence.ts";
+
+/** A live, claiming connection: what election needs, plus its preference from the claim. */
+export interface RankedConn extends Candidate {
+  runner: string | null;
+  priority: number;
+  /** When this connection opened: a reconnect starts the hysteresis period again. */
+  readySince: number;
+}
+
+export interface PreferenceChoice {
+  winner: RankedConn | null;
+  reason: PreferenceReason | null;
+}
+
+export type ControlRoute = "pause" | "unpause" | "drain" | "undrain";
+export const CONTROL_ROUTES: readonly string[] = ["pause", "unpause", "drain", "undrain"] satisfies ControlRoute[];
+
+export type ControlOutcome = { ok: true; changed: boolean } | { ok: false; status: number; code: ErrorCode; message: string };
+
+interface Reservation {
+  runner: string;
+  until: number;
+}
+
+export class AgentControls {
+  constructor(private readonly sql: SqlStorage, readonly config: PreferenceConfig) {
+    sql.exec(`CREATE TABLE IF NOT EXISTS controls (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+    sql.exec(`CREATE TABLE IF NOT EXISTS drained_machines (machine TEXT PRIMARY KEY, since INTEGER NOT NULL)`);
+  }
+
+  private get(key: string): string | null {
+    const rows = this.sql.exec<{ value: string }>(`SELECT value FROM controls WHERE key = ?`, key).toArray();
+    return rows.length ? rows[0]!.value : null;
+  }
+
+  private set(key: string, value: string | null): void {
+    if (value === null) this.sql.exec(`DELETE FROM controls WHERE key = ?`, key);
+    else this.sql.exec(`INSERT INTO controls (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value);
+  }
+
+  /** Paused: nothing is handed out, messages queue, the lease stays where it is. */
+  pausedSince(): number | null {
+    const raw = this.get("paused_since");
+    return raw === null ? null : Number(raw);
+  }
+
+  paused(): boolean {
+    return this.pausedSince() !== null;
+  }
+
+  drained(): Map<string, number> {
+    const rows = this.sql.exec<{ machine: string; since: number }>(`SELECT machine, since FROM drained_machines ORDER BY machine`).toArray();
+    return new Map(rows.map((r) => [r.machine, r.since]));
+  }
+
+  /**
+   * Applies pause, unpause, drain or undrain. Drain without a machine drains the holder's; undrain
+   * without one undrains every machine. Refusals change nothing.
+   */
+  apply(route: ControlRoute, body: unknown, holderMachine: string | null, now: number): ControlOutcome {
+    if (route === "pause" || route === "unpause") {
+      const on = route === "pause";
+      if (on === this.paused()) return { ok: true, changed: false };
+      this.set("paused_since", on ? String(now) : null);
+      return { ok: true, changed: true };
+    }
+    const parsed = drainSchema.safeParse(body ?? {});
+    if (!parsed.success) return { ok: false, status: 400, code: "bad_request", message: 'body must be {} or {"machine": "<label>"}' };
+    const machine = parsed.data.machine;
+    const drained = this.drained();
+    if (route === "undrain") {
+      if (machine === undefined) this.sql.exec(`DELETE FROM drained_machines`);
+      else this.sql.exec(`DELETE FROM drained_machines WHERE machine = ?`, machine);
+      return { ok: true, changed: machine === undefined ? drained.size > 0 : drained.has(machine) };
+    }
+    const target = machine ?? holderMachine;
+    if (target === null) return { ok: false, status: 409, code: "no_holder", message: "nobody holds the lease; name the machine to drain" };
+    if (drained.has(target)) return { ok: true, changed: false };
+    if (drained.size >= LIMITS.drainedMachines) {
+      return { ok: false, status: 409, code: "bad_request", message: `at most ${LIMITS.drainedMachines} machines may be drained at once` };
+    }
+    this.sql.exec(`INSERT INTO drained_machines (machine, since) VALUES (?, ?)`, target, now);
+    return { ok: true, changed: true };
+  }
+
+  private reservation(): Reservation | null {
+    const raw = this.get("reserved");
+    return raw === null ? null : (JSON.parse(raw) as Reservation);
+  }
+
+  /**
+   * The object starts with no socket while the stored lease names a holder: a deploy or crash
+   * dropped every connection (after a hibernation eviction the sockets are still there). The lease
+   * waits for that holder's runner for the restart grace, unless its machine was drained.
+   */
+  noteRestart(lease: LeaseRecord, now: number): void {
+    const runner = this.get("holder_runner");
+    if (lease.holderClaim === null || runner === null) return;
+    if (lease.holderMachine !== null && this.drained().has(lease.holderMachine)) return;
+    this.set("reserved", JSON.stringify({ runner, until: now + this.config.restartGraceMs } satisfies Reservation));
+  }
+
+  /** Remembers whose runner holds the lease now; a new holder ends any reservation. */
+  noteHolder(winner: RankedConn | null): void {
+    this.set("holder_runner", winner?.runner ?? null);
+    if (winner !== null) this.set("reserved", null);
+  }
+
+  /**
+   * Where the lease should be among live, claiming connections (staleness already decided), with
+   * the reason when it moves on purpose. `holderBusy`: the holder runs a message, so nothing moves
+   * on purpose now.
+   */
+  elect(conns: readonly RankedConn[], lease: LeaseRecord, holderBusy: boolean, now: number): PreferenceChoice {
+    const { winner, reason } = electPreferred(this.lineup(conns), this.context(lease, holderBusy, now));
+    return { winner: winner === null ? null : conns.find((c) => c.claimSeq === winner.claimSeq)!, reason };
+  }
+
+  /** The next moment the lease should move by the clock alone (hysteresis over, grace over), or null. */
+  nextMoment(conns: readonly RankedConn[], lease: LeaseRecord, now: number): number | null {
+    return nextPreferenceMoment(this.lineup(conns), this.context(lease, false, now));
+  }
+
+  /** True when the holder would hand on at its next safe point (a preferred runner is ready, or it is drained). */
+  wantsMove(conns: readonly RankedConn[], lease: LeaseRecord, now: number): boolean {
+    if (lease.holderClaim === null) return false;
+    const { winner } = electPreferred(this.lineup(conns), this.context(lease, false, now));
+    return winner?.claimSeq !== lease.holderClaim;
+  }
+
+  report(now: number): AgentControlsReport {
+    const reserved = this.reservation();
+    return {
+      paused: this.paused(),
+      paused_since: this.pausedSince(),
+      drained: [...this.drained()].map(([machine, since]) => ({ machine, since })),
+      hysteresis_seconds: this.config.hysteresisMs / 1000,
+      reserved_until: reserved && now < reserved.until ? reserved.until : null,
+    };
+  }
+
+  /** The connections as the preference rules see them: with their machine's drained flag. */
+  lineup(conns: readonly RankedConn[]): RankedCandidate[] {
+    const drained = this.drained();
+    return conns.map((c) => ({
+      claimSeq: c.claimSeq,
+      // An anonymous runner (an older client) is never recognised after a restart.
+      runner: c.runner ?? `claim:${c.claimSeq}`,
+      priority: c.priority,
+      readySince: c.readySince,
+      drained: drained.has(c.machine),
+    }));
+  }
+
+  private context(lease: LeaseRecord, holderBusy: boolean, now: number): PreferenceContext {
+    const reserved = this.reservation();
+    return {
+      holderClaim: lease.holderClaim,
+      holderBusy,
+      hysteresisMs: this.config.hysteresisMs,
+      reserved: reserved && now < reserved.until ? reserved : null,
+      now,
+    };
+  }
+}
