@@ -5,6 +5,8 @@ export { serve } from "./serve.ts";
 export type { ServeHandle, ServeOptions, ServeStatus } from "./serve.ts";
 export type { AgentMessage, MessageContext, MessageHandler, ServeEvent } from "./work-loop.ts";
 export { observe } from "./observe.ts";
+export { drain, pause, undrain, unpause } from "./controls.ts";
+export type { AgentControls } from "./controls.ts";
 export type { ObserveHandle, ObserveOptions, ObserveStatus } from "./observe.ts";
 export { withSessionLease } from "./session-lease.ts";
 export type { SessionLease, SessionLeaseEvent, SessionLeaseOptions } from "./session-lease.ts";

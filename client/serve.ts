@@ -19,6 +19,16 @@ export type ServeStatus = LeaseView | { kind: "reconnecting"; attempt: number; d
 export interface ServeOptions extends Connection {
   /** Label shown to others in `baton who` and the dashboard (default "unknown"). */
   machine?: string;
+  /**
+   * Preference (default 0): the lease moves to a runner of higher priority once it has been
+   * connected for the coordinator's hysteresis period, when the holder runs no message.
+   */
+  priority?: number;
+  /**
+   * This process's id, sent with every claim so a restarted coordinator gives the lease back to
+   * the runner that held it (default: a random UUID per serve() call). Keep it per process.
+   */
+  runnerId?: string;
   /** A WebSocket constructor; defaults to the global one (the Node entry passes `ws`). */
   WebSocket?: WebSocketConstructor;
   backoff?: BackoffOptions;
@@ -61,6 +71,10 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
   const slots = options.concurrency ?? 1;
   const now = () => performance.now();
   let status: ServeStatus = { kind: "connecting" };
+  const claim = {
+    type: "serve_lease", op: "claim", runner_id: options.runnerId ?? crypto.randomUUID(),
+    ...(options.priority === undefined ? {} : { priority: options.priority }),
+  } as const;
   let cursor = options.cursor ?? 0;
   let syncEpoch = 0;
   /**
@@ -119,7 +133,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
         link.hold(now());
         heardLease = false;
         claimSentAt = now();
-        socket.send(slots === 1 ? { type: "serve_lease", op: "claim" } : { type: "serve_lease", op: "claim", concurrency: slots });
+        socket.send(slots === 1 ? claim : { ...claim, concurrency: slots });
         void replayHistory(++syncEpoch);
         report(lease.state);
       },

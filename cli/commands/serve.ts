@@ -32,6 +32,10 @@ export default defineCommand({
   },
   options: {
     machine: { type: "string", value: "LABEL", description: "machine label shown to others (env BATON_MACHINE; default the host name)" },
+    priority: {
+      type: "string", value: "N",
+      description: `preference, ${LIMITS.priority.min} to ${LIMITS.priority.max} (env BATON_PRIORITY; default 0): the agent moves to the highest priority connected for the hysteresis period, between messages`,
+    },
     grace: { type: "string", value: "SECONDS", description: `between SIGTERM and SIGKILL when a run must stop (env BATON_KILL_GRACE_SECONDS; default ${DEFAULT_GRACE_SECONDS})` },
     concurrency: { type: "string", value: "N", description: `messages this runner runs at once (1-${LIMITS.runnerSlots}; default 1, which keeps them in order)` },
     "park-deadline": { type: "string", value: "SECONDS", description: "a message parked by exit 75 fails if nobody resumes it within this time (default: it waits)" },
@@ -51,6 +55,8 @@ export default defineCommand({
     const concurrency = options.concurrency ? numberOption(options.concurrency, "concurrency", { min: 1, max: LIMITS.runnerSlots, integer: true }) : 1;
     const { min, max } = LIMITS.parkDeadlineSeconds;
     const parkDeadlineSeconds = options["park-deadline"] ? numberOption(options["park-deadline"], "park-deadline", { min, max, integer: true, unit: "seconds" }) : undefined;
+    const priorityRaw = options.priority ?? process.env.BATON_PRIORITY;
+    const priority = priorityRaw ? numberOption(priorityRaw, "priority", { ...LIMITS.priority, integer: true }) : undefined;
     const conn = resolveConnection(options);
 
     const lock = acquireLock(lockDir(), lockName(agent, conn.url));
@@ -64,7 +70,7 @@ export default defineCommand({
       agent, command, args: commandArgs, graceMs, checkpointPath, parkDeadlineSeconds,
       log: (message, fields) => reporter.log(message, fields),
     }), {
-      ...conn, machine, cursor: journal.cursor, concurrency,
+      ...conn, machine, priority, cursor: journal.cursor, concurrency,
       onStatus: (s) => reporter.status(s),
       onEvent: (e) => reporter.event(e),
       onMessage: (m) => journal.record(m),

@@ -18,14 +18,18 @@ export function renderPresence(p: PresenceReport, now: number = Date.now()): str
     : `no holder (fence ${p.fence})`;
   const standbys = `${p.serve_standbys} standby${p.serve_standbys === 1 ? "" : "s"}`;
   const lines = [`${p.agent}: ${holder}, ${standbys}, heartbeat TTL ${p.heartbeat_ttl_seconds}s`, workLine(p)];
+  if (p.controls.paused) lines.push(`  paused${p.controls.paused_since ? ` since ${since(p.controls.paused_since, now)}` : ""}: messages queue, nothing is handed out`);
+  if (p.controls.drained.length) lines.push(`  drained: ${p.controls.drained.map((d) => d.machine).join(", ")}`);
+  if (p.controls.reserved_until && p.controls.reserved_until > now) lines.push("  coordinator restarted: the lease waits for its previous holder");
   if (p.connections.length === 0) return `${lines.join("\n")}\n  no connections\n`;
-  const rows = [["", "CLAIM", "MACHINE", "ROLE", "HEARTBEAT", "JOINED", "CURSOR", "RUNNING"]];
+  const rows = [["", "CLAIM", "MACHINE", "PRIORITY", "ROLE", "HEARTBEAT", "JOINED", "CURSOR", "RUNNING"]];
   for (const c of p.connections) {
     rows.push([
       c.held ? "*" : "",
       c.claim_seq === null ? "-" : String(c.claim_seq),
       c.machine,
-      c.held ? "holder" : c.claim_seq === null ? "not claiming" : "standby",
+      String(c.priority),
+      c.held ? (c.drained ? "holder, draining" : "holder") : c.claim_seq === null ? "not claiming" : c.drained ? "drained" : "standby",
       `${age(c.heartbeat_age_seconds)} ago`,
       since(c.joined_at, now),
       String(c.cursor),
