@@ -91,7 +91,10 @@ describe("ServeSession", () => {
     expect(performance.now() - lapsedAt).toBeLessThan(1000);
     await s.waitFor(/standby \(1st in line\)/);
     expect(conns).toHaveLength(2);
-    expect(conns[1]!.frames[0]).toEqual({ type: "serve_lease", op: "claim" });
+    // The same runner id on every claim of this process: a restarted coordinator can recognise it.
+    const runnerId = (conns[0]!.frames[0] as { runner_id?: unknown }).runner_id;
+    expect(runnerId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(conns[1]!.frames[0]).toEqual({ type: "serve_lease", op: "claim", runner_id: runnerId });
     // The run was cut short: no reply or checkpoint ever reached the coordinator.
     await new Promise((r) => setTimeout(r, 2200));
     for (const c of conns) expect(c.frames.filter((f) => f.type === "reply" || f.type === "checkpoint")).toEqual([]);
