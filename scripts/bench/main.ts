@@ -13,6 +13,7 @@ import {
   type AcquireRound, type LeaseSystem, type System, type SystemName,
 } from "./scenarios.ts";
 import { snapshotOfHead, workingTree, wranglerDevOf } from "./snapshot.ts";
+import { runScale } from "./scale.ts";
 import { measureWakes, type WakeResult } from "./wakes.ts";
 
 const { values: opts } = parseArgs({
@@ -76,6 +77,8 @@ const SCENARIOS: Record<string, Scenario> = {
       ]);
     },
   },
+  /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
+  scale: { needs: [], run: async (b) => void b.sections.push(await runScale()) },
 };
 const DEFAULT_SCENARIOS = ["graceful", "crash", "stop", "fresh", "hot", "wakes"];
 const ALIASES: Record<string, string[]> = { acquire: ["fresh", "hot"] };
