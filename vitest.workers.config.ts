@@ -1,23 +1,45 @@
-// Durable Object tests, run inside workerd by the Workers pool with a one-second heartbeat TTL.
+// Durable Object tests, run inside workerd by the Workers pool. Most run with a one-second
+// heartbeat TTL, so expiry is quick to drive. The hibernation tests run apart with a long TTL:
+// an agent object with open serve connections wakes at least once per TTL for its presence scan,
+// and workerd only evicts an object after about ten idle seconds.
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
-export default defineConfig({
-  plugins: [
-    cloudflareTest({
-      wrangler: { configPath: "./wrangler.toml" },
-      miniflare: {
-        bindings: {
-          BATON_HEARTBEAT_TTL_SECONDS: "1",
-          BATON_PRESENCE_SCAN_SECONDS: "60",
-          BATON_HISTORY_MESSAGES: "20",
-          BATON_PREFERENCE_HYSTERESIS_SECONDS: "2",
-          BATON_RESTART_GRACE_SECONDS: "1",
-          // "baton-dev-token" for account dev, "other-account-token" for account other.
-          BATON_TOKENS: "dev:8eb1988b5d11e51b42a73fbede6ec8602a22164ed1eecb7d67e729042623a371,other:c3a4c58fd94addae9223ecc52d7b031c6691fdddf53e745e321d8e8bee37d896",
-        },
+/** "baton-dev-token" for account dev, "other-account-token" for other; limits and quiet are used by one test each. */
+const TOKENS = [
+  "dev:8eb1988b5d11e51b42a73fbede6ec8602a22164ed1eecb7d67e729042623a371",
+  "other:c3a4c58fd94addae9223ecc52d7b031c6691fdddf53e745e321d8e8bee37d896",
+  "limits:aa0b0b640be388f2f301eac121e4a967967ea2d6ed081f83a28162b96954336c",
+  "quiet:3637d14c21c7d7357d19e3fc2fb112085a2252d4d9045e9283f2d9e9ebb79174",
+].join(",");
+
+function workers(heartbeatTtlSeconds: string) {
+  return cloudflareTest({
+    wrangler: { configPath: "./wrangler.toml" },
+    miniflare: {
+      bindings: {
+        BATON_HEARTBEAT_TTL_SECONDS: heartbeatTtlSeconds,
+        BATON_PRESENCE_SCAN_SECONDS: "60",
+        BATON_HISTORY_MESSAGES: "20",
+        BATON_PREFERENCE_HYSTERESIS_SECONDS: "2",
+        BATON_RESTART_GRACE_SECONDS: "1",
+        BATON_TOKENS: TOKENS,
       },
-    }),
-  ],
-  test: { include: ["test/worker/**/*.test.ts"], testTimeout: 20_000 },
+    },
+  });
+}
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        plugins: [workers("1")],
+        test: { name: "workers", include: ["test/worker/**/*.test.ts"], exclude: ["test/worker/hibernation.test.ts"], testTimeout: 20_000 },
+      },
+      {
+        plugins: [workers("60")],
+        test: { name: "hibernation", include: ["test/worker/hibernation.test.ts"], testTimeout: 60_000 },
+      },
+    ],
+  },
 });

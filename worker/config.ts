@@ -1,4 +1,6 @@
-// Coordinator settings read once from wrangler vars, with the defaults of the design.
+// Coordinator settings read once from wrangler vars, with the defaults of the design. A bad var
+// never throws inside a Durable Object: the Worker and each object hold the verdict and answer a
+// 500 `internal` with its exact message.
 
 export const DEFAULT = {
   heartbeatTtlSeconds: 60,
@@ -18,6 +20,14 @@ export const DEFAULT = {
 export interface CoordinatorConfig {
   heartbeatTtlMs: number;
   presenceScanMs: number;
+  /** How much history an agent keeps. */
+  retention: { messages: number; postKeyMs: number };
+  preference: PreferenceConfig;
+}
+
+export interface PreferenceConfig {
+  hysteresisMs: number;
+  restartGraceMs: number;
 }
 
 export interface ConfigVars {
@@ -30,47 +40,63 @@ export interface ConfigVars {
   BATON_RESTART_GRACE_SECONDS?: string;
 }
 
-function seconds(raw: string | undefined, fallback: number, name: string): number {
+export type ConfigVerdict = { ok: true; config: CoordinatorConfig } | { ok: false; message: string };
+
+function seconds(raw: string | undefined, fallback: number, name: string): number | string {
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
   if (!Number.isFinite(value) || value <= 0 || value > 86_400) {
-    throw new Error(`${name} must be a number of seconds between 0 and 86400, got ${JSON.stringify(raw)}`);
+    return `${name} must be a number of seconds between 0 and 86400, got ${JSON.stringify(raw)}`;
   }
   return value;
 }
 
-/** Throws with an exact message when a var is malformed; the Worker answers 500 with it. */
-export function readConfig(vars: ConfigVars): CoordinatorConfig {
+/** Validates the vars; the first bad one is named with an exact message. Never throws. */
+export function checkConfig(vars: ConfigVars): ConfigVerdict {
   const ttl = seconds(vars.BATON_HEARTBEAT_TTL_SECONDS, DEFAULT.heartbeatTtlSeconds, "BATON_HEARTBEAT_TTL_SECONDS");
+  if (typeof ttl === "string") return { ok: false, message: ttl };
   const scan = seconds(vars.BATON_PRESENCE_SCAN_SECONDS, DEFAULT.presenceScanSeconds, "BATON_PRESENCE_SCAN_SECONDS");
-  return { heartbeatTtlMs: Math.round(ttl * 1000), presenceScanMs: Math.round(scan * 1000) };
-}
-
-export interface PreferenceConfig {
-  hysteresisMs: number;
-  restartGraceMs: number;
-}
-
-/** Preference timings; throws with an exact message when a var is malformed. */
-export function readPreferenceConfig(vars: ConfigVars): PreferenceConfig {
+  if (typeof scan === "string") return { ok: false, message: scan };
   const hysteresis = seconds(vars.BATON_PREFERENCE_HYSTERESIS_SECONDS, DEFAULT.preferenceHysteresisSeconds, "BATON_PREFERENCE_HYSTERESIS_SECONDS");
+  if (typeof hysteresis === "string") return { ok: false, message: hysteresis };
   const grace = seconds(vars.BATON_RESTART_GRACE_SECONDS, DEFAULT.restartGraceSeconds, "BATON_RESTART_GRACE_SECONDS");
-  return { hysteresisMs: Math.round(hysteresis * 1000), restartGraceMs: Math.round(grace * 1000) };
-}
-
-/** How much history an agent keeps; throws with an exact message when a var is malformed. */
-export function readRetention(vars: ConfigVars): { messages: number; postKeyMs: number } {
+  if (typeof grace === "string") return { ok: false, message: grace };
   const raw = vars.BATON_HISTORY_MESSAGES;
   const messages = raw === undefined || raw === "" ? DEFAULT.historyMessages : Number(raw);
   if (!Number.isInteger(messages) || messages < 1 || messages > 1_000_000) {
-    throw new Error(`BATON_HISTORY_MESSAGES must be a whole number between 1 and 1000000, got ${JSON.stringify(raw)}`);
+    return { ok: false, message: `BATON_HISTORY_MESSAGES must be a whole number between 1 and 1000000, got ${JSON.stringify(raw)}` };
   }
   const hoursRaw = vars.BATON_POST_KEY_HOURS;
   const hours = hoursRaw === undefined || hoursRaw === "" ? DEFAULT.postKeyHours : Number(hoursRaw);
   if (!Number.isFinite(hours) || hours <= 0 || hours > 24 * 30) {
-    throw new Error(`BATON_POST_KEY_HOURS must be a number of hours between 0 and 720, got ${JSON.stringify(hoursRaw)}`);
+    return { ok: false, message: `BATON_POST_KEY_HOURS must be a number of hours between 0 and 720, got ${JSON.stringify(hoursRaw)}` };
   }
-  return { messages, postKeyMs: Math.round(hours * 3_600_000) };
+  return {
+    ok: true,
+    config: {
+      heartbeatTtlMs: Math.round(ttl * 1000),
+      presenceScanMs: Math.round(scan * 1000),
+      retention: { messages, postKeyMs: Math.round(hours * 3_600_000) },
+      preference: { hysteresisMs: Math.round(hysteresis * 1000), restartGraceMs: Math.round(grace * 1000) },
+    },
+  };
+}
+
+/** Like checkConfig, for callers that stop at a bad var (tools and tests): throws the exact message. */
+export function readConfig(vars: ConfigVars): CoordinatorConfig {
+  const verdict = checkConfig(vars);
+  if (!verdict.ok) throw new Error(verdict.message);
+  return verdict.config;
+}
+
+/** The history part of readConfig: throws with the exact message of the first bad var. */
+export function readRetention(vars: ConfigVars): CoordinatorConfig["retention"] {
+  return readConfig(vars).retention;
+}
+
+/** The preference part of readConfig: throws with the exact message of the first bad var. */
+export function readPreferenceConfig(vars: ConfigVars): PreferenceConfig {
+  return readConfig(vars).preference;
 }
 
 export const MAX_LEASE_SHARDS = 4096;

@@ -2,10 +2,10 @@
 // calls one RPC method on the key's shard (lease-shard.ts) and renders the answer. The shard only
 // decides and stores; everything stateless happens here, before any object is involved.
 import type { Env } from "./env.ts";
-import { httpError, readJsonBody } from "./objects/http.ts";
+import { readJsonBody } from "./objects/http.ts";
 import { leaseShardStub, type KeyView, type LeaseShard } from "./objects/lease-shard.ts";
 import { DEFAULT_LEASE_TTL_SECONDS, fenceToken, type SessionLease } from "./rules/session-lease.ts";
-import { acquireSchema, checkSchema, parseBody, releaseSchema, renewSchema } from "./wire/protocol.ts";
+import { acquireSchema, checkSchema, errorResponse, parseBody, releaseSchema, renewSchema } from "./wire/protocol.ts";
 
 const MAX_BODY_BYTES = 4096;
 
@@ -51,12 +51,12 @@ function stateBody(session: string, { lastFence, live, now }: KeyView) {
 /** Answers one request under /leases/{session}; `session` is already a valid name of `account`. */
 export async function leaseRequest(request: Request, env: Env, account: string, session: string, pathname: string): Promise<Response> {
   const op = routeOp(request.method, pathname);
-  if (op === null) return httpError(404, "not_found", `no lease route for ${request.method} ${pathname}`);
+  if (op === null) return errorResponse(404, "not_found", `no lease route for ${request.method} ${pathname}`);
   let shard: DurableObjectStub<LeaseShard>;
   try {
     shard = leaseShardStub(env, account, session);
   } catch (err) {
-    return httpError(500, "bad_request", (err as Error).message);
+    return errorResponse(500, "internal", (err as Error).message);
   }
   if (op === "state") return Response.json(stateBody(session, await shard.view(account, session)));
   const body = await readJsonBody(request, MAX_BODY_BYTES);
@@ -64,28 +64,28 @@ export async function leaseRequest(request: Request, env: Env, account: string, 
   switch (op) {
     case "acquire": {
       const parsed = parseBody(acquireSchema, body.data);
-      if (!parsed.ok) return httpError(400, "bad_request", parsed.message);
+      if (!parsed.ok) return errorResponse(400, "bad_request", parsed.message);
       const answer = await shard.acquire(account, session, parsed.value.run_id, parsed.value.ttl_seconds ?? DEFAULT_LEASE_TTL_SECONDS);
       if (answer.kind === "held") {
-        return httpError(409, "lease_held", "another run holds this session's lease", { expires_at: answer.expiresAt });
+        return errorResponse(409, "lease_held", "another run holds this session's lease", { expires_at: answer.expiresAt });
       }
       return Response.json(grantBody(answer.lease), { status: answer.kind === "granted" ? 201 : 200 });
     }
     case "renew": {
       const parsed = parseBody(renewSchema, body.data);
-      if (!parsed.ok) return httpError(400, "bad_request", parsed.message);
+      if (!parsed.ok) return errorResponse(400, "bad_request", parsed.message);
       const answer = await shard.renew(account, session, parsed.value.run_id, parsed.value.ttl_seconds);
-      if (answer.kind === "lost") return httpError(409, "lease_lost", "this run does not hold a live lease on this session");
+      if (answer.kind === "lost") return errorResponse(409, "lease_lost", "this run does not hold a live lease on this session");
       return Response.json(grantBody(answer.lease));
     }
     case "release": {
       const parsed = parseBody(releaseSchema, body.data);
-      if (!parsed.ok) return httpError(400, "bad_request", parsed.message);
+      if (!parsed.ok) return errorResponse(400, "bad_request", parsed.message);
       return Response.json(await shard.release(account, session, parsed.value.run_id));
     }
     case "check": {
       const parsed = parseBody(checkSchema, body.data);
-      if (!parsed.ok) return httpError(400, "bad_request", parsed.message);
+      if (!parsed.ok) return errorResponse(400, "bad_request", parsed.message);
       const answer = await shard.check(account, session, parsed.value.fence, parsed.value.run_id);
       return Response.json({
         current: answer.current,

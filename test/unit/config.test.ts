@@ -10,12 +10,12 @@ import { DEFAULT, readConfig } from "../../worker/config.ts";
 describe("readConfig (coordinator vars)", () => {
   it("uses the defaults when vars are unset or empty", () => {
     const expected = { heartbeatTtlMs: DEFAULT.heartbeatTtlSeconds * 1000, presenceScanMs: DEFAULT.presenceScanSeconds * 1000 };
-    expect(readConfig({})).toEqual(expected);
-    expect(readConfig({ BATON_HEARTBEAT_TTL_SECONDS: "", BATON_PRESENCE_SCAN_SECONDS: "" })).toEqual(expected);
+    expect(readConfig({})).toMatchObject(expected);
+    expect(readConfig({ BATON_HEARTBEAT_TTL_SECONDS: "", BATON_PRESENCE_SCAN_SECONDS: "" })).toMatchObject(expected);
   });
 
   it("reads fractional seconds", () => {
-    expect(readConfig({ BATON_HEARTBEAT_TTL_SECONDS: "1", BATON_PRESENCE_SCAN_SECONDS: "0.5" })).toEqual({
+    expect(readConfig({ BATON_HEARTBEAT_TTL_SECONDS: "1", BATON_PRESENCE_SCAN_SECONDS: "0.5" })).toMatchObject({
       heartbeatTtlMs: 1000,
       presenceScanMs: 500,
     });

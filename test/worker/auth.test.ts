@@ -1,9 +1,10 @@
 // Authentication in the real runtime: every route, socket upgrades included, refuses a missing
 // or wrong token with 401 before anything is touched; tokens may also ride in the subprotocol.
-import { env, SELF } from "cloudflare:test";
+import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { tokenProtocol } from "../../worker/auth.ts";
 import type { Env } from "../../worker/env.ts";
+import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import worker from "../../worker/index.ts";
 import { BASE, DEV_TOKEN, presence, uniqueAgent } from "./helpers.ts";
 
@@ -98,9 +99,33 @@ describe("authentication", () => {
     const broken = { ...(env as unknown as Env), BATON_TOKENS: secretish };
     const res = await worker.fetch(requestFor({ method: "GET", path: "/agents" }, { Authorization: `Bearer ${DEV_TOKEN}` }), broken);
     expect(res.status).toBe(500);
+    expect(res.headers.get("content-type")).toContain("application/json");
     const text = await res.text();
     expect(text).not.toContain("8eb1988b");
     expect(text).toContain("BATON_TOKENS entry 1 must be account:sha256-hex");
+  });
+
+  it("a malformed TTL var gets 500 internal with its exact message, and an object built with it does not throw", async () => {
+    const agent = uniqueAgent();
+    const broken = { ...(env as unknown as Env), BATON_HEARTBEAT_TTL_SECONDS: "soon" };
+    const expected = { error: "internal", message: 'BATON_HEARTBEAT_TTL_SECONDS must be a number of seconds between 0 and 86400, got "soon"' };
+    const res = await worker.fetch(requestFor({ method: "GET", path: `/agents/${agent}/presence` }, { Authorization: `Bearer ${DEV_TOKEN}` }), broken);
+    expect(res.status).toBe(500);
+    expect(await res.json()).toEqual(expected);
+    const stub = env.AGENTS.get(env.AGENTS.idFromName(`dev:${agent}`));
+    const answer = await runInDurableObject(stub, async (_instance: AgentCoordinator, state) => {
+      const direct = await new AgentCoordinator(state, broken).fetch(new Request(`${BASE}/agents/${agent}/presence`));
+      return { status: direct.status, body: await direct.json() };
+    });
+    expect(answer).toEqual({ status: 500, body: expected });
+  });
+
+  it("a serve or observe request without an upgrade gets 426 upgrade_required", async () => {
+    for (const path of [`/agents/${uniqueAgent()}/serve`, "/observe"]) {
+      const res = await SELF.fetch(`${BASE}${path}`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } });
+      expect(res.status, path).toBe(426);
+      expect(await res.json(), path).toMatchObject({ error: "upgrade_required", message: "expected a WebSocket upgrade" });
+    }
   });
 
   it("a token in the subprotocol opens a serve socket and the 101 response names only the baton protocol", async () => {

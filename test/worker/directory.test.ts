@@ -1,10 +1,11 @@
-// The agent directory in the real runtime: agent objects report only real changes, observers get
-// a snapshot and then live updates, agents leave with their last connection, accounts stay apart.
+// The agent directory in the real runtime: agent objects report only real changes by RPC,
+// observers get a snapshot and then live updates, agents leave with their last connection,
+// accounts stay apart, and reading the directory never calls an agent object.
 import { env, runDurableObjectAlarm, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { MAX_OBSERVERS } from "../../worker/objects/directory-object.ts";
 import type { DirectoryEntry, ObserverFrame, ServerFrame } from "../../worker/wire/protocol.ts";
-import { BASE, claimant, connect, DEV_TOKEN, OTHER_TOKEN, settle, sleep, uniqueAgent } from "./helpers.ts";
+import { BASE, claimant, connect, DEV_TOKEN, LIMITS_TOKEN, OTHER_TOKEN, presence, settle, uniqueAgent } from "./helpers.ts";
 
 interface Observer {
   next<T extends ServerFrame["type"]>(type: T, match?: (f: Extract<ServerFrame, { type: T }>) => boolean): Promise<Extract<ServerFrame, { type: T }>>;
@@ -184,40 +185,35 @@ describe("agent directory", () => {
     otherWatcher.close();
   });
 
-  it("while observed, the refresh alarm brings fresh heartbeat times without a lease change", async () => {
+  it("GET /agents wakes no agent object; heartbeat ages are the reported ones aged to now, at most the TTL", async () => {
     const agent = uniqueAgent();
     const watcher = await observe();
     await watcher.next("directory");
     const a = await claimant(agent, "alpha");
     const reported = await watcher.next("presence", isClaimedPresenceOf(agent, 1));
-    // The TTL is one second here: two heartbeats 600 ms apart move the heartbeat time by 1.2 s.
-    for (let i = 0; i < 2; i++) {
-      await sleep(600);
-      a.sock.send({ type: "ping" });
-      await a.sock.next("pong");
+    const wakesBefore = (await presence(agent)).wakes;
+    const first = (await listed()).find((e) => e.agent === agent)!;
+    const second = (await listed()).find((e) => e.agent === agent)!;
+    // Only the presence read below wakes the agent object; both listings read the directory alone.
+    expect((await presence(agent)).wakes).toBe(wakesBefore + 1);
+    expect(first.fence).toBe(reported.presence.fence);
+    const reportedAge = reported.presence.connections[0]!.heartbeat_age_seconds;
+    for (const e of [first, second]) {
+      const age = e.connections[0]!.heartbeat_age_seconds;
+      expect(age).toBeGreaterThanOrEqual(reportedAge);
+      expect(age).toBeLessThanOrEqual(e.heartbeat_ttl_seconds);
+      expect(age).toBeCloseTo(reportedAge + (e.reported_at - reported.presence.reported_at) / 1000, 0);
     }
-    await runDurableObjectAlarm(directoryStub());
-    const refreshed = await watcher.next("presence", isClaimedPresenceOf(agent, 1));
-    const beat = (e: DirectoryEntry) => e.reported_at - e.connections[0]!.heartbeat_age_seconds * 1000;
-    expect(beat(refreshed.presence) - beat(reported.presence)).toBeGreaterThan(900);
-    expect(refreshed.presence.fence).toBe(reported.presence.fence);
     a.sock.close();
     watcher.close();
   });
 
-  it("GET /agents pulls fresh heartbeat ages, though heartbeats never reach the directory", async () => {
-    const agent = uniqueAgent();
+  it("while observed, the directory sets no alarm: nothing is pulled, only reports arrive", async () => {
     const watcher = await observe();
     await watcher.next("directory");
-    const a = await claimant(agent, "alpha");
-    const reported = await watcher.next("presence", isPresenceOf(agent, 1));
-    await sleep(700);
-    a.sock.send({ type: "ping" });
-    await a.sock.next("pong");
-    const fresh = (await listed()).find((e) => e.agent === agent)!;
-    const beat = (e: DirectoryEntry) => e.reported_at - e.connections[0]!.heartbeat_age_seconds * 1000;
-    expect(beat(fresh) - beat(reported.presence)).toBeGreaterThan(500);
-    expect(fresh.connections[0]!.heartbeat_age_seconds).toBeLessThan(0.5);
+    const a = await claimant(uniqueAgent(), "alpha");
+    await watcher.next("presence", (f) => f.presence.serve_candidates === 1);
+    expect(await runDurableObjectAlarm(directoryStub())).toBe(false);
     a.sock.close();
     watcher.close();
   });
@@ -241,23 +237,24 @@ describe("agent directory", () => {
 });
 
 describe("observer limit", () => {
-  it(`at most ${MAX_OBSERVERS} observers watch one account; the next is refused with 429`, async () => {
+  it(`exactly ${MAX_OBSERVERS} observers watch one account; the next is refused with 429`, async () => {
     const open: WebSocket[] = [];
-    let refused: Response | null = null;
-    const carrier = `baton.token.${btoa(OTHER_TOKEN).replace(/=+$/, "")}`;
-    for (let i = 0; i <= MAX_OBSERVERS && refused === null; i++) {
-      const res = await SELF.fetch(`${BASE}/observe`, { headers: { Upgrade: "websocket", "Sec-WebSocket-Protocol": `baton, ${carrier}` } });
-      if (res.webSocket) {
-        res.webSocket.accept();
-        open.push(res.webSocket);
-      } else {
-        refused = res;
-      }
+    for (let i = 0; i < MAX_OBSERVERS; i++) {
+      const res = await SELF.fetch(`${BASE}/observe`, { headers: { Upgrade: "websocket", Authorization: `Bearer ${LIMITS_TOKEN}` } });
+      expect(res.status, `observer ${i + 1}`).toBe(101);
+      res.webSocket!.accept();
+      open.push(res.webSocket!);
     }
-    expect(refused?.status).toBe(429);
-    expect(((await refused!.json()) as { error: string }).error).toBe("too_many_connections");
-    expect(open.length).toBeLessThanOrEqual(MAX_OBSERVERS);
+    const refused = await SELF.fetch(`${BASE}/observe`, { headers: { Upgrade: "websocket", Authorization: `Bearer ${LIMITS_TOKEN}` } });
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ error: "too_many_connections", message: `at most ${MAX_OBSERVERS} observers per account` });
     for (const ws of open) ws.close(1000, "test done");
+  });
+
+  it("a request to /observe without an upgrade gets 426 upgrade_required", async () => {
+    const res = await SELF.fetch(`${BASE}/observe`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(res.status).toBe(426);
+    expect(await res.json()).toMatchObject({ error: "upgrade_required" });
   });
 });
 

@@ -1,7 +1,6 @@
 // Durable work in the real runtime: messages, fenced idempotent writes, redelivery, checkpoints.
-import { env, runInDurableObject, SELF } from "cloudflare:test";
+import { abortAllDurableObjects, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { BASE, claimant, DEV_TOKEN, presence, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
 
 const auth = { Authorization: `Bearer ${DEV_TOKEN}` };
@@ -195,10 +194,11 @@ describe("durable work", () => {
     expect(await b.sock.next("error", (f) => f.req === "cp2")).toMatchObject({ code: "not_holder" });
     a.sock.close();
     expect(await b.sock.next("serve_lease", (f) => f.held)).toMatchObject({ checkpoint: { step: 3, notes: ["x"] }, checkpoint_fence: 1 });
-    const stub = env.AGENTS.get(env.AGENTS.idFromName(`dev:${agent}`));
-    const rebuilt = await runInDurableObject(stub, (_i: AgentCoordinator, state) =>
-      new AgentCoordinator(state, env as never)["desk"].messages.checkpoint());
-    expect(rebuilt).toMatchObject({ value: { step: 3, notes: ["x"] }, fence: 1 });
+    // A restart drops every socket and builds a new instance from storage; the next holder still resumes.
+    b.sock.close();
+    await abortAllDurableObjects();
+    const c = await claimant(agent, "c");
+    expect(c.lease).toMatchObject({ held: true, checkpoint: { step: 3, notes: ["x"] }, checkpoint_fence: 1 });
   });
 
   it("history and cursors are right after a reconnect", async () => {

@@ -145,3 +145,7 @@ export async function settle(sock: TestSocket): Promise<void> {
   sock.sendRaw('{"type": "ping"}');
   await sock.next("pong");
 }
+
+/** Tokens of accounts that only one test uses, so nothing else touches their directory. */
+export const LIMITS_TOKEN = "limits-account-token";
+export const QUIET_TOKEN = "quiet-account-token";

@@ -237,10 +237,11 @@ describe("bad names", () => {
   });
 
   it("an empty agent name or a dot-only one never reaches an agent", async () => {
+    // URL parsing resolves the dot segments first, so each of these names a route that does not exist.
     for (const path of ["/agents//presence", "/agents/../presence", "/agents/./presence", "/agents/%2e%2e/presence"]) {
       const res = await SELF.fetch(`${BASE}${path}`, { headers: auth });
-      expect([400, 404], path).toContain(res.status);
-      expect(["bad_name", "not_found"]).toContain(((await res.json()) as { error: string }).error);
+      expect(res.status, path).toBe(404);
+      expect(await res.json(), path).toMatchObject({ error: "not_found" });
     }
   });
 

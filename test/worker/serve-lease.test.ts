@@ -132,13 +132,16 @@ describe("serve lease", () => {
   it("auto-response heartbeats keep a holder alive across scans without waking the object", async () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "a");
+    const wakesBefore = (await presence(agent)).wakes;
     for (let i = 0; i < 5; i++) {
       await sleep(300);
       a.sock.send({ type: "ping" });
       await a.sock.next("pong");
-      await runDurableObjectAlarm(stubFor(agent));
+      expect(await runDurableObjectAlarm(stubFor(agent))).toBe(true);
     }
     const p = await presence(agent);
+    // Five alarms and this presence read woke the object; the heartbeats (about fifteen) did not.
+    expect(p.wakes).toBe(wakesBefore + 5 + 1);
     expect(p.holder?.claim_seq).toBe(a.lease.claim_seq);
     expect(p.fence).toBe(1);
     expect(a.sock.closed).toBeNull();

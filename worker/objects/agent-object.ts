@@ -1,26 +1,28 @@
 // One Durable Object per (account, agent): holds the agent's serve connections, elects the
-// leaseholder with the pure rules in election.ts, and fences every write. All state lives in
-// SQLite or in socket attachments, so the object can be evicted and rebuilt at any moment.
-import { DurableObject } from "cloudflare:workers";
+// leaseholder with the pure rules in worker/rules, and fences every write. All state lives in
+// SQLite or in socket attachments (SocketObject), so the object can be evicted and rebuilt at any
+// moment. It knows its own (account, agent) from its object name.
 import { AgentStore } from "./agent-store.ts";
 import {
   applyElection, holderCheckAt, isStale, nextStaleDeadline, provenAlive, type Candidate, type LeaseRecord, type TransitionReason,
 } from "../rules/election.ts";
-import { readConfig, readPreferenceConfig, readRetention, type CoordinatorConfig } from "../config.ts";
 import { AgentControls, CONTROL_ROUTES, type ControlRoute, type RankedConn } from "./agent-controls.ts";
 import { linePlace, type RankedCandidate } from "../rules/preference.ts";
 import type { Retention } from "./message-store.ts";
+import { holdsLease } from "../rules/fencing.ts";
 import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
 import {
-  closeQuietly, newConnState, readConn, send, writeConn, type ConnState,
+  closeQuietly, newConnState, send, serveAttachment, writeConn, type ConnState,
 } from "./connections.ts";
 import {
-  CLOSE_CODES, errorFrame, LIMITS, MACHINE_LABEL, parseClientFrame, PING_TEXT, PONG_TEXT, postMessageSchema, utf8Bytes, type ClientFrame,
+  CLOSE_CODES, errorFrame, errorResponse, LIMITS, MACHINE_LABEL, parseClientFrame, postMessageSchema, utf8Bytes, type ClientFrame,
 } from "../wire/protocol.ts";
-import { httpError, readBody, readJsonBody } from "./http.ts";
+import { readBody, readJsonBody } from "./http.ts";
 import type { Env } from "../env.ts";
 import { buildPresence, type Presence } from "../wire/presence.ts";
-import { DirectoryReporter } from "./directory-object.ts";
+import { DirectoryReporter } from "./directory-reporter.ts";
+import { agentOfObject } from "./names.ts";
+import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
 import { AgentMetricsKeeper } from "./metrics-agent.ts";
 import { isHolder, messageView, WorkDesk } from "./work-desk.ts";
 import { messageRoute } from "./message-routes.ts";
@@ -31,27 +33,36 @@ interface LiveConn {
   heartbeat: number;
 }
 
-export class AgentCoordinator extends DurableObject<Env> {
+const SERVE: SocketKind<ConnState> = {
+  tag: "serve",
+  schema: serveAttachment,
+  max: LIMITS.connectionsPerAgent,
+  limitMessage: `at most ${LIMITS.connectionsPerAgent} connections per agent`,
+};
+
+export class AgentCoordinator extends SocketObject<ConnState> {
+  protected readonly kind = SERVE;
   private readonly store: AgentStore;
-  private readonly config: CoordinatorConfig;
-  private readonly retention: Retention;
   private readonly rate = new FrameRateLimit(LIMITS.framesPerSecond, LIMITS.frameCharsPerSecond);
   private readonly desk: WorkDesk;
   private readonly metrics: AgentMetricsKeeper;
   /** The alarm this instance last set (null: none, or unknown after a restart), so a scan is not re-set on every frame. */
   private alarmAt: number | null = null;
   private readonly controls: AgentControls;
+  private get retention(): Retention {
+    return this.config.retention;
+  }
+  /** Who this object serves, from its own name; null only for an object not made by name. */
+  private readonly identity: { account: string; agent: string } | null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.config = readConfig(env);
-    this.retention = readRetention(env);
+    this.identity = agentOfObject(ctx.id);
     this.store = new AgentStore(ctx.storage.sql);
-    this.controls = new AgentControls(ctx.storage.sql, readPreferenceConfig(env));
+    this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
     this.desk = new WorkDesk(ctx.storage.sql, () => this.store.lease(), () => this.liveConns(), (state) => this.mayHandOut(state));
     this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
     this.desk.onRefused = (code) => this.refused(code);
-    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
     // After a restart (deploy, crash) the stored lease may name a holder whose socket died with the
     // old process: keep the lease for that runner's return (restart grace), and re-elect from the
     // sockets that are really here before anything else runs.
@@ -62,11 +73,11 @@ export class AgentCoordinator extends DurableObject<Env> {
     });
   }
 
+  /** The agent's HTTP routes and the serve socket upgrade, as forwarded by the Worker. */
   async fetch(request: Request): Promise<Response> {
+    const refusal = this.configRefusal();
+    if (refusal) return refusal;
     const url = new URL(request.url);
-    const account = request.headers.get("x-baton-account");
-    const agent = request.headers.get("x-baton-agent");
-    if (account && agent && !this.store.identity()) this.store.saveIdentity(account, agent);
     this.store.countWake();
     const route = url.pathname.split("/").slice(3).join("/");
     if (route === "serve") return this.acceptServe(request, url);
@@ -82,9 +93,9 @@ export class AgentCoordinator extends DurableObject<Env> {
     const one = route.match(/^messages\/(\d{1,15})$/);
     if (one && request.method === "GET") {
       const m = this.desk.messages.get(Number(one[1]));
-      return m ? Response.json(messageView(m)) : httpError(404, "not_found", `no message ${one[1]}`);
+      return m ? Response.json(messageView(m)) : errorResponse(404, "not_found", `no message ${one[1]}`);
     }
-    return httpError(404, "not_found", `no route for ${request.method} ${url.pathname}`);
+    return errorResponse(404, "not_found", `no route for ${request.method} ${url.pathname}`);
   }
 
   /**
@@ -94,16 +105,16 @@ export class AgentCoordinator extends DurableObject<Env> {
   private async postMessage(request: Request): Promise<Response> {
     const key = request.headers.get("idempotency-key");
     if (key !== null && (key.length < 1 || key.length > LIMITS.idempotencyKeyChars || !MACHINE_LABEL.test(key))) {
-      return httpError(400, "bad_request", `Idempotency-Key must be 1-${LIMITS.idempotencyKeyChars} printable characters`);
+      return errorResponse(400, "bad_request", `Idempotency-Key must be 1-${LIMITS.idempotencyKeyChars} printable characters`);
     }
     const body = await readJsonBody(request, LIMITS.messageTextBytes * 2);
     if (!body.ok) return body.response;
     const parsed = postMessageSchema.safeParse(body.data);
     if (!parsed.success) {
-      return httpError(400, "bad_request", 'body must be {"text": "<non-empty string>", "group"?: "<label>", "run_timeout_seconds"?: <seconds>}');
+      return errorResponse(400, "bad_request", 'body must be {"text": "<non-empty string>", "group"?: "<label>", "run_timeout_seconds"?: <seconds>}');
     }
     if (utf8Bytes(parsed.data.text) > LIMITS.messageTextBytes) {
-      return httpError(413, "too_large", `message text exceeds ${LIMITS.messageTextBytes} bytes`);
+      return errorResponse(413, "too_large", `message text exceeds ${LIMITS.messageTextBytes} bytes`);
     }
     const now = Date.now();
     const earlier = key === null ? null : this.desk.messages.postedWith(key, now, this.retention);
@@ -129,11 +140,11 @@ export class AgentCoordinator extends DurableObject<Env> {
     try {
       if (body.bytes.byteLength > 0) data = JSON.parse(new TextDecoder().decode(body.bytes));
     } catch {
-      return httpError(400, "bad_json", "body is not valid JSON");
+      return errorResponse(400, "bad_json", "body is not valid JSON");
     }
     const now = Date.now();
     const outcome = this.controls.apply(route, data, this.store.lease().holderMachine, now);
-    if (!outcome.ok) return httpError(outcome.status, outcome.code, outcome.message);
+    if (!outcome.ok) return errorResponse(outcome.status, outcome.code, outcome.message);
     if (outcome.changed) this.reconcile(now, "claimed");
     return Response.json({ agent: this.agentName(), changed: outcome.changed, ...this.controls.report(now) });
   }
@@ -142,33 +153,25 @@ export class AgentCoordinator extends DurableObject<Env> {
     const after = Number(url.searchParams.get("after") ?? "0");
     const limit = Number(url.searchParams.get("limit") ?? "100");
     if (!Number.isInteger(after) || after < 0 || !Number.isInteger(limit) || limit < 1) {
-      return httpError(400, "bad_request", "after must be an integer >= 0 and limit an integer >= 1");
+      return errorResponse(400, "bad_request", "after must be an integer >= 0 and limit an integer >= 1");
     }
     const messages = this.desk.messages.after(after, limit).map(messageView);
     return Response.json({ agent: this.agentName(), messages, cursor: messages.at(-1)?.id ?? after });
   }
 
   private acceptServe(request: Request, url: URL): Response {
-    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-      return httpError(426, "bad_request", "expected a WebSocket upgrade");
-    }
-    if (this.ctx.getWebSockets().length >= LIMITS.connectionsPerAgent) {
-      return httpError(429, "too_many_connections", `at most ${LIMITS.connectionsPerAgent} connections per agent`);
-    }
-    const machine = url.searchParams.get("machine") || "unknown";
-    if (machine.length > LIMITS.machineLabelChars || !MACHINE_LABEL.test(machine)) {
-      return httpError(400, "bad_request", `machine labels are 1-${LIMITS.machineLabelChars} printable characters`);
-    }
-    const pair = new WebSocketPair();
-    const [client, server] = [pair[0], pair[1]];
-    this.ctx.acceptWebSocket(server, ["serve"]);
     const now = Date.now();
-    writeConn(server, newConnState("serve", machine, now));
-    send(server, { type: "welcome", agent: this.agentName(), heartbeat_ttl_ms: this.config.heartbeatTtlMs, limits: LIMITS });
-    this.scheduleScan(now);
-    this.presenceChanged();
-    const protocol = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim()).includes("baton") ? "baton" : null;
-    return new Response(null, { status: 101, webSocket: client, headers: protocol ? { "Sec-WebSocket-Protocol": protocol } : {} });
+    return this.acceptSocket(request, () => {
+      const machine = url.searchParams.get("machine") || "unknown";
+      if (machine.length > LIMITS.machineLabelChars || !MACHINE_LABEL.test(machine)) {
+        return errorResponse(400, "bad_request", `machine labels are 1-${LIMITS.machineLabelChars} printable characters`);
+      }
+      return newConnState(machine, now);
+    }, ({ ws }) => {
+      send(ws, { type: "welcome", agent: this.agentName(), heartbeat_ttl_ms: this.config.heartbeatTtlMs, limits: LIMITS });
+      this.scheduleScan(now);
+      this.presenceChanged();
+    });
   }
 
   /**
@@ -177,9 +180,7 @@ export class AgentCoordinator extends DurableObject<Env> {
    * deadline never counts). A frame from a connection already past its TTL is refused, and the
    * lease moves before anything else happens.
    */
-  async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
-    const state = readConn(ws);
-    if (!state) return;
+  protected async onMessage({ ws, state }: Socket<ConnState>, raw: string | ArrayBuffer): Promise<void> {
     const now = Date.now();
     // A frame over the size cap is refused unread, so it is charged no more than the cap.
     const chars = Math.min(typeof raw === "string" ? raw.length : raw.byteLength, LIMITS.frameBytes);
@@ -188,7 +189,7 @@ export class AgentCoordinator extends DurableObject<Env> {
       return;
     }
     this.store.countWake();
-    if (state.role === "serve" && isStale({ lastHeartbeat: this.heartbeat(ws, state) }, now, this.config.heartbeatTtlMs)) {
+    if (isStale({ lastHeartbeat: this.heartbeat(ws, state) }, now, this.config.heartbeatTtlMs)) {
       send(ws, errorFrame("lease_expired", "no heartbeat within the TTL; reconnect and claim again"));
       this.reconcile(now, "stale");
       return;
@@ -270,7 +271,7 @@ export class AgentCoordinator extends DurableObject<Env> {
     state.machine = machine;
     writeConn(ws, state);
     const lease = this.store.lease();
-    if (state.claimSeq !== null && !state.released && state.claimSeq === lease.holderClaim) {
+    if (holdsLease(state, lease)) {
       const relabelled = { ...lease, holderMachine: machine };
       this.store.saveLease(relabelled, null);
       const conns = this.liveConns();
@@ -293,7 +294,7 @@ export class AgentCoordinator extends DurableObject<Env> {
   }
 
   private release(ws: WebSocket, state: ConnState, now: number, req?: string): void {
-    const held = isHolder(state, this.store.lease().holderClaim);
+    const held = holdsLease(state, this.store.lease());
     if (held) {
       state.released = true;
       writeConn(ws, state);
@@ -302,13 +303,8 @@ export class AgentCoordinator extends DurableObject<Env> {
     send(ws, { type: "result", op: "release", req, released: held, fence: this.store.lease().fence });
   }
 
-  async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+  protected onClose(ws: WebSocket): void {
     this.store.countWake();
-    closeQuietly(ws, code === 1005 || code === 1006 ? CLOSE_CODES.normal : code, "closing");
-    this.reconcile(Date.now(), "closed", ws);
-  }
-
-  async webSocketError(ws: WebSocket): Promise<void> {
     this.reconcile(Date.now(), "closed", ws);
   }
 
@@ -319,15 +315,9 @@ export class AgentCoordinator extends DurableObject<Env> {
     this.store.saveWakes();
   }
 
-  /** Live connections, rebuilt from the runtime's socket list on every call. */
+  /** Live connections with their last heartbeat, rebuilt from the runtime's socket list on every call. */
   private liveConns(exclude?: WebSocket): LiveConn[] {
-    const out: LiveConn[] = [];
-    for (const ws of this.ctx.getWebSockets()) {
-      if (ws === exclude || ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) continue;
-      const state = readConn(ws);
-      if (state) out.push({ ws, state, heartbeat: this.heartbeat(ws, state) });
-    }
-    return out;
+    return this.sockets(exclude).map(({ ws, state }) => ({ ws, state, heartbeat: this.heartbeat(ws, state) }));
   }
 
   /**
@@ -343,7 +333,7 @@ export class AgentCoordinator extends DurableObject<Env> {
     let holderLostAt = now;
     let closedAny = false;
     for (const c of this.liveConns(exclude)) {
-      if (c.state.role === "serve" && isStale({ lastHeartbeat: c.heartbeat }, now, ttl)) {
+      if (isStale({ lastHeartbeat: c.heartbeat }, now, ttl)) {
         if (isHolder(c.state, before.holderClaim)) {
           holderWentStale = true;
           holderLostAt = c.heartbeat + ttl;
@@ -373,11 +363,10 @@ export class AgentCoordinator extends DurableObject<Env> {
 
   /** Called only where presence may have changed; the reporter still sends only what really did. */
   private presenceChanged(conns?: LiveConn[]): void {
-    const identity = this.store.identity();
-    if (!identity) return;
+    if (!this.identity) return;
     const presence = this.presence(conns);
-    this.directoryReporter.report(this.ctx, this.env.DIRECTORY, identity.account, presence);
-    this.metrics.report(this.ctx, this.env.DIRECTORY, identity.account, presence);
+    this.directoryReporter.report(this.ctx, this.env.DIRECTORY, this.identity.account, presence);
+    this.metrics.report(this.ctx, this.env.DIRECTORY, this.identity.account, presence);
   }
 
   /** A write refused with a named code (stale fence, not the holder): counted for /metrics. */
@@ -386,8 +375,8 @@ export class AgentCoordinator extends DurableObject<Env> {
     this.presenceChanged();
   }
 
-  /** Remembers what was last reported to the directory; after an eviction it reports once more. */
-  private readonly directoryReporter = new DirectoryReporter();
+  /** Remembers (in SQLite) what was last reported to the directory, so a rebuilt object does not repeat it. */
+  private readonly directoryReporter = new DirectoryReporter(this.ctx.storage.sql);
 
   private candidates(conns: LiveConn[]): (Candidate & { state: ConnState })[] {
     return conns
@@ -423,7 +412,7 @@ export class AgentCoordinator extends DurableObject<Env> {
     const { state } = c;
     const { fence } = lease;
     if (state.claimSeq === null) return;
-    const held = !state.released && state.claimSeq === lease.holderClaim;
+    const held = holdsLease(state, lease);
     if (!force && state.toldHeld === held && (!held || state.toldFence === fence)) return;
     // A new holder's deadline runs from its latest proof as a standby, which the election found live.
     if (held && state.toldHeld !== true) state.lastSeen = Math.max(state.lastSeen, c.heartbeat);
@@ -451,7 +440,7 @@ export class AgentCoordinator extends DurableObject<Env> {
    */
   private scheduleScan(now: number, conns: LiveConn[] = this.liveConns()): void {
     const ttl = this.config.heartbeatTtlMs;
-    const serving = conns.filter((c) => c.state.role === "serve");
+    const serving = conns;
     let stale = nextStaleDeadline(serving.map((c) => ({ lastHeartbeat: c.heartbeat })), ttl);
     const holder = serving.find((c) => isHolder(c.state, this.store.lease().holderClaim));
     if (holder && stale !== null) stale = Math.min(stale, holderCheckAt(holder.heartbeat, now, ttl));
@@ -472,7 +461,7 @@ export class AgentCoordinator extends DurableObject<Env> {
   }
 
   private agentName(): string {
-    return this.store.identity()?.agent ?? "unknown";
+    return this.identity?.agent ?? "unknown";
   }
 
   presence(conns: LiveConn[] = this.liveConns()): Presence {

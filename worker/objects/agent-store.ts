@@ -8,7 +8,6 @@ const WAKES_WRITTEN_EVERY = 100;
 
 export class AgentStore {
   private cachedLease: LeaseRecord | null = null;
-  private cachedIdentity: { account: string; agent: string } | null = null;
   private unsavedWakes = 0;
 
   constructor(private readonly sql: SqlStorage) {
@@ -88,18 +87,5 @@ export class AgentStore {
 
   wakes(): number {
     return Number(this.get("wakes") ?? "0") + this.unsavedWakes;
-  }
-
-  identity(): { account: string; agent: string } | null {
-    if (this.cachedIdentity === null) {
-      const raw = this.get("identity");
-      this.cachedIdentity = raw ? (JSON.parse(raw) as { account: string; agent: string }) : null;
-    }
-    return this.cachedIdentity;
-  }
-
-  saveIdentity(account: string, agent: string): void {
-    this.set("identity", JSON.stringify({ account, agent }));
-    this.cachedIdentity = { account, agent };
   }
 }

@@ -1,43 +1,58 @@
-// Per-connection state kept in WebSocket attachments, so it survives hibernation, and the
-// small socket helpers every object shares.
-import type { ServerFrame } from "../wire/protocol.ts";
+// Per-connection state kept in WebSocket attachments, so it survives hibernation. Each kind of
+// connection has its own versioned shape, checked by a schema on every read: an attachment that
+// does not match (another version, another object's kind) reads as null, never as a cast.
+import * as z from "zod/mini";
+import { CLOSE_CODES, type ServerFrame } from "../wire/protocol.ts";
 
-export type Role = "serve" | "observer";
+const count = z.int().check(z.nonnegative());
+const time = z.number().check(z.nonnegative());
 
-export interface ConnState {
-  v: 1;
-  role: Role;
+/** A serve connection of an agent object (version 1). */
+export const serveAttachment = z.object({
+  v: z.literal(1),
+  role: z.literal("serve"),
   /** Claim sequence, fixed at the first claim; null until the connection claims. */
-  claimSeq: number | null;
+  claimSeq: z.nullable(count),
   /** True once the connection released the lease: it stays connected but is no candidate. */
-  released: boolean;
-  machine: string;
-  joinedAt: number;
-  lastSeen: number;
+  released: z.boolean(),
+  machine: z.string(),
+  joinedAt: time,
+  lastSeen: time,
   /** What this connection was last told, so frames are only sent on real changes. */
-  toldHeld: boolean | null;
-  toldFence: number | null;
+  toldHeld: z.nullable(z.boolean()),
+  toldFence: z.nullable(count),
   /** Highest message id pushed to or acknowledged by this connection. */
-  cursor: number;
+  cursor: count,
   /** Messages this runner takes at once (`serve --concurrency`); absent means 1. */
-  slots?: number;
+  slots: z.optional(z.int().check(z.gte(1))),
   /** From the claim: preference (absent means 0) and the serve process's id across reconnects. */
-  priority?: number;
-  runnerId?: string;
+  priority: z.optional(z.int()),
+  runnerId: z.optional(z.string()),
+});
+export type ConnState = z.infer<typeof serveAttachment>;
+
+/** A dashboard observer of the directory object (version 1): it only listens. */
+export const observerAttachment = z.object({ v: z.literal(1), role: z.literal("observer"), joinedAt: time });
+export type ObserverState = z.infer<typeof observerAttachment>;
+
+export type Role = ConnState["role"] | ObserverState["role"];
+
+export function newConnState(machine: string, now: number): ConnState {
+  return { v: 1, role: "serve", claimSeq: null, released: false, machine, joinedAt: now, lastSeen: now, toldHeld: null, toldFence: null, cursor: 0 };
 }
 
-export function newConnState(role: Role, machine: string, now: number): ConnState {
-  return { v: 1, role, claimSeq: null, released: false, machine, joinedAt: now, lastSeen: now, toldHeld: null, toldFence: null, cursor: 0 };
+/** Reads a socket's attachment through its schema: null when it is missing or of another shape. */
+export function readAttachment<S>(schema: z.ZodMiniType<S>, ws: WebSocket): S | null {
+  const parsed = schema.safeParse(ws.deserializeAttachment());
+  return parsed.success ? parsed.data : null;
 }
 
-export function readConn(ws: WebSocket): ConnState | null {
-  const raw = ws.deserializeAttachment() as ConnState | null;
-  return raw && raw.v === 1 ? raw : null;
-}
-
-export function writeConn(ws: WebSocket, state: ConnState): void {
+/** Stores a socket's state in its attachment, which survives hibernation (the runtime allows 2 KiB; ours is a few hundred bytes). */
+export function writeAttachment<S>(ws: WebSocket, state: S): void {
   ws.serializeAttachment(state);
 }
+
+export const writeConn: (ws: WebSocket, state: ConnState) => void = writeAttachment;
 
 /** Server time of the last heartbeat: the auto-response timestamp or the last frame, whichever is later. */
 export function lastHeartbeat(ctx: DurableObjectState, ws: WebSocket, state: ConnState): number {
@@ -53,11 +68,20 @@ export function send(ws: WebSocket, frame: ServerFrame): void {
   }
 }
 
-/** Closes without complaint: sockets that are already closing throw, and that is harmless. */
+/**
+ * A code the server may send in a close frame. 1005 and 1006 only describe what happened
+ * (no status, abnormal closure) and anything else outside the sendable ranges becomes `normal`.
+ */
+export function sendableCloseCode(code: number): number {
+  const sendable = code === 1000 || (code >= 1001 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
+  return sendable ? code : CLOSE_CODES.normal;
+}
+
+/** The one way to close a socket: a sendable code, and no complaint when it is already closing. */
 export function closeQuietly(ws: WebSocket, code: number, reason: string): void {
   try {
-    ws.close(code, reason);
+    ws.close(sendableCloseCode(code), reason);
   } catch {
-    // already closed
+    // already closed: harmless
   }
 }

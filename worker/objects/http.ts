@@ -1,13 +1,9 @@
-// HTTP helpers shared by the Worker and the objects: named JSON errors and body readers that stop
-// at a size limit instead of buffering whatever a client sends.
-import type { ErrorCode } from "../wire/protocol.ts";
+// Body readers shared by the Worker and the objects: they stop at a size limit instead of
+// buffering whatever a client sends. Errors are built by the wire module's errorResponse.
+import { errorResponse } from "../wire/protocol.ts";
 
 /** How much of an oversized chunked body is read and dropped before the stream is cancelled. */
 const DRAIN_LIMIT_BYTES = 1024 * 1024;
-
-export function httpError(status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}): Response {
-  return Response.json({ error: code, message, ...extra }, { status });
-}
 
 export type BodyRead = { ok: true; bytes: Uint8Array } | { ok: false; response: Response };
 
@@ -18,7 +14,7 @@ export type BodyRead = { ok: true; bytes: Uint8Array } | { ok: false; response: 
  * up to DRAIN_LIMIT_BYTES, before the stream is cancelled.
  */
 export async function readBody(request: Request, maxBytes: number): Promise<BodyRead> {
-  const tooLarge = () => ({ ok: false as const, response: httpError(413, "too_large", `body exceeds ${maxBytes} bytes`) });
+  const tooLarge = () => ({ ok: false as const, response: errorResponse(413, "too_large", `body exceeds ${maxBytes} bytes`) });
   if (!request.body) return { ok: true, bytes: new Uint8Array(0) };
   if (Number(request.headers.get("content-length") ?? "0") > maxBytes) return tooLarge();
   const chunks: Uint8Array[] = [];
@@ -54,6 +50,6 @@ export async function readJsonBody(
   try {
     return { ok: true, data: JSON.parse(new TextDecoder().decode(body.bytes)) as unknown };
   } catch {
-    return { ok: false, response: httpError(400, "bad_json", "body is not valid JSON") };
+    return { ok: false, response: errorResponse(400, "bad_json", "body is not valid JSON") };
   }
 }

@@ -8,7 +8,8 @@ import type { Transition } from "../rules/election.ts";
 import {
   countRefusal, countTransition, EMPTY_COUNTERS, metricsFingerprint, type AgentMetrics, type LeaseCounters, type MessageTally,
 } from "../rules/metrics.ts";
-import { directoryId, type AgentDirectory } from "./directory-object.ts";
+import type { AgentDirectory } from "./directory-object.ts";
+import { directoryObjectName } from "./names.ts";
 
 /** Refusals alone are written at most this often; up to this much of them is lost if the object is evicted. */
 export const REFUSALS_PERSIST_MS = 30_000;
@@ -118,7 +119,7 @@ export class AgentMetricsKeeper {
     if (fingerprint === this.lastFingerprint) return;
     this.lastFingerprint = fingerprint;
     this.pending = snapshot;
-    if (!this.flushing) ctx.waitUntil(this.flush(directories.get(directoryId(directories, account))));
+    if (!this.flushing) ctx.waitUntil(this.flush(directories.get(directories.idFromName(directoryObjectName(account)))));
   }
 
   private async flush(stub: DurableObjectStub<AgentDirectory>): Promise<void> {

@@ -5,7 +5,7 @@ import type { Env } from "../env.ts";
 import { leaseShardCount } from "../config.ts";
 import { agentFamilies, sessionLeaseFamilies, type SessionLeaseCounts } from "../rules/metrics-families.ts";
 import { CONTENT_TYPE, formatFamilies } from "../rules/metrics-text.ts";
-import { directoryId } from "./directory-object.ts";
+import { directoryObjectName } from "./names.ts";
 import { leaseShardAt } from "./lease-shard.ts";
 
 /** Session leases summed over the shards, or null (and no session-lease lines) if any shard failed to answer. */
@@ -20,7 +20,7 @@ async function sessionLeaseCounts(env: Env, account: string): Promise<SessionLea
 }
 
 export async function metricsResponse(env: Env, account: string): Promise<Response> {
-  const directory = env.DIRECTORY.get(directoryId(env.DIRECTORY, account));
+  const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
   const [agents, sessions] = await Promise.all([directory.metricsSnapshots(), sessionLeaseCounts(env, account)]);
   const text = formatFamilies([...agentFamilies(agents), ...sessionLeaseFamilies(sessions)]);
   return new Response(text, { headers: { "content-type": CONTENT_TYPE, "cache-control": "no-store" } });

@@ -3,7 +3,7 @@
 // accepts idempotent replies, acks and checkpoints: under a message's token, or under the serve
 // fence (the older form, single mode only). The agent object owns the sockets and the lease.
 import type { LeaseRecord } from "../rules/election.ts";
-import { checkFencedWrite } from "../rules/fencing.ts";
+import { checkFencedWrite, holdsLease } from "../rules/fencing.ts";
 import { send, writeConn, type ConnState } from "./connections.ts";
 import { MessageStore, type StoredMessage } from "./message-store.ts";
 import { messageFrame, MessageLeases, type DeskSocket, type TokenWrite } from "./message-leases.ts";
@@ -149,5 +149,5 @@ export function messageView(m: StoredMessage) {
 
 /** True when this connection holds the serve lease whose holder claim is `holderClaim`. */
 export function isHolder(state: DeskSocket["state"], holderClaim: number | null): boolean {
-  return state.role === "serve" && state.claimSeq !== null && !state.released && state.claimSeq === holderClaim;
+  return holdsLease(state, { holderClaim });
 }

@@ -1,6 +1,7 @@
 // Serve-lease rules as pure functions over plain data. The Durable Object loads candidates,
 // calls these, and applies the result; nothing here touches sockets, storage or the clock.
 import type { PreferenceReason } from "./preference.ts";
+import { nextFence } from "./fencing.ts";
 
 export interface Candidate {
   claimSeq: number;
@@ -76,7 +77,7 @@ export function applyElection(
 ): { lease: LeaseRecord; transition: Transition | null } {
   const toClaim = winner?.claimSeq ?? null;
   if (toClaim === prev.holderClaim) return { lease: prev, transition: null };
-  const fence = winner === null ? prev.fence : prev.fence + 1;
+  const fence = winner === null ? prev.fence : nextFence(prev.fence);
   const lease: LeaseRecord = winner === null
     ? { fence, holderClaim: null, holderMachine: null, since: null }
     : { fence, holderClaim: winner.claimSeq, holderMachine: winner.machine, since: now };

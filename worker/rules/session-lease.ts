@@ -1,6 +1,7 @@
 // Session-lease rules as pure functions over a plain record and `now` (ms). The shard object
 // loads a key's record, calls one of these, stores the returned record and answers; nothing here
 // touches storage, the network or the clock.
+import { checkWrite, nextFence } from "./fencing.ts";
 
 /** What one (account, session) key remembers. `lastFence` survives every release and expiry. */
 export interface SessionLeaseState {
@@ -72,7 +73,7 @@ export function acquire(state: SessionLeaseState, runId: string, ttlSeconds: num
     const lease = extend(current, ttlSeconds, now);
     return { kind: "renewed", state: { ...state, lease }, lease };
   }
-  const fence = state.lastFence + 1;
+  const fence = nextFence(state.lastFence);
   const lease: SessionLease = { runId, fence, grantedAt: now, expiresAt: now + ttlSeconds * 1000, ttlSeconds };
   return { kind: "granted", state: { lastFence: fence, lease }, lease };
 }
@@ -109,7 +110,9 @@ export function release(state: SessionLeaseState, runId: string, now: number): {
 /** True when `fence` belongs to the live lease (and to `runId`, when one is given). */
 export function isCurrent(state: SessionLeaseState, fence: number, runId: string | undefined, now: number): boolean {
   const current = state.lease;
-  return isLive(current, now) && current.fence === fence && (runId === undefined || current.runId === runId);
+  const live = isLive(current, now);
+  const holds = live && (runId === undefined || current.runId === runId);
+  return checkWrite({ fence: live ? current.fence : state.lastFence, holds }, fence).ok;
 }
 
 function extend(lease: SessionLease, ttlSeconds: number, now: number): SessionLease {

@@ -1,8 +1,9 @@
 // The presence report of one agent: who holds the lease, who waits, and how fresh each one is.
 // It depends on plain data only, so the CLI can import its types without the Workers runtime's.
 import type { LeaseRecord, Transition } from "../rules/election.ts";
-import type { HolderInfo } from "./protocol.ts";
+import type { DirectoryEntry, HolderInfo } from "./protocol.ts";
 import type { WorkReport } from "./work-report.ts";
+import { holdsLease } from "../rules/fencing.ts";
 
 const PREVIEW_CHARS = 80;
 
@@ -95,7 +96,7 @@ export function buildPresence(input: {
     .map((c) => ({
       role: c.role,
       claim_seq: c.claimSeq,
-      held: c.claimSeq !== null && !c.released && c.claimSeq === lease.holderClaim,
+      held: holdsLease(c, lease),
       machine: c.machine,
       joined_at: c.joinedAt,
       heartbeat_age_seconds: Math.max(0, Math.round((input.now - c.heartbeat) / 100) / 10),
@@ -127,4 +128,19 @@ export function buildPresence(input: {
     controls: input.controls,
     wakes: input.wakes,
   };
+}
+
+/**
+ * A directory entry as of `now`. Each connection's heartbeat age is the age it had when its agent
+ * object last reported plus the time since: an upper bound, since later heartbeats are answered
+ * by the runtime and reach nobody. It is capped at the heartbeat TTL, because a connection silent
+ * for longer is closed by its agent object, which then reports it gone.
+ */
+export function agedEntry(entry: DirectoryEntry, now: number): DirectoryEntry {
+  const elapsed = Math.max(0, now - entry.reported_at) / 1000;
+  const connections = entry.connections.map((c) => ({
+    ...c,
+    heartbeat_age_seconds: Math.min(entry.heartbeat_ttl_seconds, Math.round((c.heartbeat_age_seconds + elapsed) * 10) / 10),
+  }));
+  return { ...entry, connections, reported_at: now };
 }

@@ -72,6 +72,8 @@ export const ERROR_CODES = [
   "message_not_running",
   "not_parked",
   "no_holder",
+  "upgrade_required",
+  "internal",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -264,6 +266,19 @@ export function checkpointTooLarge(value: unknown): boolean {
 
 export function errorFrame(code: ErrorCode, message: string, reqId?: string): ServerFrame {
   return reqId === undefined ? { type: "error", code, message } : { type: "error", code, message, req: reqId };
+}
+
+/** The body of every HTTP error: the same code vocabulary as error frames. */
+export interface ErrorBody {
+  error: ErrorCode;
+  message: string;
+  [detail: string]: unknown;
+}
+
+/** The one way to answer an HTTP request with an error: `{"error": code, "message", ...detail}`. */
+export function errorResponse(status: number, code: ErrorCode, message: string, detail: Record<string, unknown> = {}): Response {
+  const body: ErrorBody = { ...detail, error: code, message };
+  return Response.json(body, { status });
 }
 
 // HTTP bodies
