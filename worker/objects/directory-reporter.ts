@@ -27,8 +27,11 @@ export class DirectoryReporter {
 
   report(ctx: DurableObjectState, directories: DurableObjectNamespace<AgentDirectory>, account: string, presence: Presence): void {
     const fingerprint = presenceFingerprint(presence);
-    if (fingerprint === this.lastFingerprint()) return;
+    const last = this.lastFingerprint();
+    if (fingerprint === last) return;
     this.remember(fingerprint);
+    // The directory lists only agents with connections: one it never heard of needs no "gone".
+    if (last === null && presence.connection_count === 0) return;
     this.pending = { ...presence, reported_at: Date.now() };
     if (!this.flushing) ctx.waitUntil(this.flush(directories.get(directories.idFromName(directoryObjectName(account)))));
   }
