@@ -8,12 +8,13 @@ function entry(ages: number[], reportedAt: number, ttlSeconds = 60): DirectoryEn
   return {
     agent: "a", connection_count: ages.length, serve_candidates: ages.length, serve_standbys: ages.length - 1, fence: 1,
     holder: null, heartbeat_ttl_seconds: ttlSeconds, transitions: [], recent_messages: [], wakes: 0, reported_at: reportedAt,
+    controls: { paused: false, paused_since: null, drained: [], hysteresis_seconds: 10, reserved_until: null },
     work: {
       mode: "single", max_running: 1, run_timeout_seconds: 60, max_attempts: 3,
       counts: { queued: 0, running: 0, parked: 0, acknowledged: 0, failed: 0 }, running: [], parked: [], failed: [],
     },
     connections: ages.map((age, i) => ({
-      role: "serve", claim_seq: i + 1, held: i === 0, machine: `m${i}`, joined_at: 0, heartbeat_age_seconds: age, cursor: 0, slots: 1, running: 0,
+      role: "serve", claim_seq: i + 1, held: i === 0, machine: `m${i}`, joined_at: 0, heartbeat_age_seconds: age, cursor: 0, slots: 1, running: 0, priority: 0, drained: false,
     })),
   };
 }
