@@ -40,7 +40,7 @@ describe("baton who", () => {
     const lines = table.stdout.trim().split("\n");
     expect(lines[0]).toMatch(new RegExp(`^${agent}: holder claim \\d+ on machine-a \\(fence \\d+, since .+\\), 2 standbys, heartbeat TTL 2s$`));
     expect(lines.filter((l) => l.trimStart().startsWith("*"))).toHaveLength(1);
-    expect(lines.find((l) => l.trimStart().startsWith("*"))).toMatch(/machine-a\s+holder/);
+    expect(lines.find((l) => l.trimStart().startsWith("*"))).toMatch(/machine-a\s+\d+\s+holder/);
     expect(lines.filter((l) => /\sstandby\s/.test(l))).toHaveLength(2);
   });
 
