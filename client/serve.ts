@@ -158,7 +158,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
   const work = new WorkLoop({
     handler,
     mayAct,
-    mayRun: () => link.mayAct(now()),
+    mayRun: () => socket.isOpen && link.mayAct(now()),
     slots,
     fence: () => (lease.state.kind === "holder" ? lease.state.fence : -1),
     request: (frame) => socket.request(frame),
