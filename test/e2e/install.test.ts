@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getJson, uniqueAgent } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { pidAlive } from "../../cli/lib/local-lock.ts";
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
 const NPM_FLAGS = ["--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"];
@@ -99,21 +100,12 @@ describe("the packed tarball", () => {
     process.kill(npx.pid!, "SIGTERM");
     // The default TTL is 60 s here, so a quick end can only come from serve releasing and closing.
     await until(async () => (await presence()).connection_count === 0, 10_000, () => err);
-    await until(() => !alive(servePid), 10_000, () => err);
+    await until(() => !pidAlive(servePid), 10_000, () => err);
     const why = err.match(/: (SIGTERM|parent exited): stopping/)?.[1];
     console.log(`serve under npx released and exited ${(performance.now() - killedAt).toFixed(0)} ms after SIGTERM to npx (it saw: ${why})`);
     expect((await presence()).holder).toBeNull();
   });
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, context: () => string): Promise<void> {
   const deadline = performance.now() + timeoutMs;

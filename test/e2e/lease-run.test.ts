@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BIN } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { pidAlive } from "../../cli/lib/local-lock.ts";
 
 interface Baton {
   proc: ChildProcess;
@@ -99,15 +100,6 @@ afterAll(() => {
     }
   }
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function http(dev: DevServer, method: string, path: string, body?: unknown) {
   const res = await fetch(`${dev.url}${path}`, {
@@ -285,7 +277,7 @@ describe("baton lease run without its coordinator", () => {
       const exitAfterMs = exit.at - stoppedAt;
       expect(exit.code).toBe(4);
       expect(b.stdout()).toContain("got SIGTERM");
-      expect(alive(pid)).toBe(false);
+      expect(pidAlive(pid)).toBe(false);
       expect(b.stderr()).toMatch(/could not be renewed before it expired/);
       // The TTL (2 s) from the last renewal plus the 0.5 s grace bounds the time to the exit; the
       // extra second is room for a loaded machine, not for a late kill.

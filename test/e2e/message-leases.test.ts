@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { get } from "node:http";
 import { postMessage, runBaton, serveFixture, startServe, uniqueAgent, type MessageView } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+import { pidAlive } from "../../cli/lib/local-lock.ts";
 
 const fixture = serveFixture();
 
@@ -56,15 +57,6 @@ async function waitForMessage(url: string, agent: string, id: number, done: (m: 
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe("per-message leases end to end", () => {
   it("the demo script: A claims and stalls, B takes over with a larger token and A's checkpoint, A's write is refused, B completes", () => {
     const agent = uniqueAgent("demo");
@@ -104,7 +96,7 @@ describe("per-message leases end to end", () => {
     expect(done.attempts).toBe(2);
     expect(done.reply).toBe('finished from {"step":2} at attempt 2 on b\n');
     const stalledPid = Number(readFileSync(join(dir, `${id}-1`), "utf8"));
-    expect(alive(stalledPid)).toBe(false);
+    expect(pidAlive(stalledPid)).toBe(false);
     // Whichever comes first kills it: the coordinator's revoked frame or the local clock.
     await a.waitFor(/message \d+ \(token \d+\) was taken back \(run_timeout/);
     // Both runners take messages: three slow ones at once fill their three slots, each runs once.
