@@ -6,6 +6,7 @@ export default defineConfig({
     include: ["test/unit/**/*.test.ts", "test/e2e/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    teardownTimeout: 10_000,
     fileParallelism: false,
   },
 });

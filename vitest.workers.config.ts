@@ -31,14 +31,15 @@ function workers(heartbeatTtlSeconds: string) {
 
 export default defineConfig({
   test: {
+    teardownTimeout: 10_000,
     projects: [
       {
         plugins: [workers("1")],
-        test: { name: "workers", include: ["test/worker/**/*.test.ts"], exclude: ["test/worker/hibernation.test.ts"], testTimeout: 20_000 },
+        test: { name: "workers", include: ["test/worker/**/*.test.ts"], exclude: ["test/worker/hibernation.test.ts"], testTimeout: 20_000, hookTimeout: 30_000 },
       },
       {
         plugins: [workers("60")],
-        test: { name: "hibernation", include: ["test/worker/hibernation.test.ts"], testTimeout: 60_000 },
+        test: { name: "hibernation", include: ["test/worker/hibernation.test.ts"], testTimeout: 60_000, hookTimeout: 30_000 },
       },
     ],
   },

@@ -12,6 +12,8 @@ import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-de
 import { pidAlive } from "../../cli/lib/local-lock.ts";
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+/** A synchronous child blocks vitest's own timers, so each one carries its own bound. */
+const NPM_TIMEOUT_MS = 180_000;
 const NPM_FLAGS = ["--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"];
 let dev: DevServer;
 let work: string;
@@ -19,7 +21,7 @@ let tarball: string;
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "baton-install-"));
-  execFileSync("npm", ["pack", "--pack-destination", work, "--loglevel=error"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync("npm", ["pack", "--pack-destination", work, "--loglevel=error"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"], timeout: NPM_TIMEOUT_MS });
   tarball = join(work, readdirSync(work).find((f) => f.endsWith(".tgz"))!);
   console.log(`packed ${tarball}: ${statSync(tarball).size} bytes`);
   dev = await startWranglerDev();
@@ -35,10 +37,10 @@ function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 describe("the packed tarball", () => {
   it("installs with npm i -g into a prefix; `baton` serves and sends against wrangler dev from outside any clone", async () => {
     const prefix = join(work, "prefix");
-    execFileSync("npm", ["i", "-g", tarball, "--prefix", prefix, ...NPM_FLAGS], { cwd: work, stdio: ["ignore", "ignore", "inherit"] });
+    execFileSync("npm", ["i", "-g", tarball, "--prefix", prefix, ...NPM_FLAGS], { cwd: work, stdio: ["ignore", "ignore", "inherit"], timeout: NPM_TIMEOUT_MS });
     const baton = join(prefix, "bin", "baton");
     const elsewhere = mkdtempSync(join(tmpdir(), "baton-elsewhere-"));
-    expect(spawnSync(baton, ["--version"], { cwd: elsewhere, encoding: "utf8" }).stdout).toBe(`${VERSION}\n`);
+    expect(spawnSync(baton, ["--version"], { cwd: elsewhere, encoding: "utf8", timeout: NPM_TIMEOUT_MS }).stdout).toBe(`${VERSION}\n`);
     const agent = uniqueAgent("installed");
     const example = join(prefix, "lib", "node_modules", "baton", "examples", "shell-agent.sh");
     const serve = spawn(baton, ["serve", agent, "--machine", "second-machine", "--", example], {
@@ -48,7 +50,7 @@ describe("the packed tarball", () => {
       let err = "";
       serve.stderr!.on("data", (d) => (err += d));
       await until(() => /holder \(fence \d+\)/.test(err), 20_000, () => err);
-      const sent = spawnSync(baton, ["send", agent, "hello", "--wait", "--timeout", "20"], { cwd: elsewhere, env: env(), encoding: "utf8" });
+      const sent = spawnSync(baton, ["send", agent, "hello", "--wait", "--timeout", "20"], { cwd: elsewhere, env: env(), encoding: "utf8", timeout: NPM_TIMEOUT_MS });
       expect(sent.stderr).toBe("");
       expect(sent.stdout).toMatch(new RegExp(`^${agent} on second-machine \\(fence \\d+\\), message 1: HELLO\\n$`));
       expect(sent.status).toBe(0);
@@ -60,11 +62,11 @@ describe("the packed tarball", () => {
   it("installs into an empty folder: import from \"baton/client\" works with types, npx baton runs, tsx is not installed", () => {
     const app = join(work, "app");
     mkdirSync(app);
-    execFileSync("npm", ["init", "-y", "--loglevel=error"], { cwd: app, stdio: "ignore" });
-    execFileSync("npm", ["i", tarball, ...NPM_FLAGS], { cwd: app, stdio: ["ignore", "ignore", "inherit"] });
+    execFileSync("npm", ["init", "-y", "--loglevel=error"], { cwd: app, stdio: "ignore", timeout: NPM_TIMEOUT_MS });
+    execFileSync("npm", ["i", tarball, ...NPM_FLAGS], { cwd: app, stdio: ["ignore", "ignore", "inherit"], timeout: NPM_TIMEOUT_MS });
     const imported = spawnSync(process.execPath, ["--input-type=module", "-e",
       'import { serve, withSessionLease, LeaseLostError } from "baton/client"; console.log(typeof serve, typeof withSessionLease, typeof LeaseLostError)'],
-    { cwd: app, encoding: "utf8" });
+    { cwd: app, encoding: "utf8", timeout: NPM_TIMEOUT_MS });
     expect(imported.stderr).toBe("");
     expect(imported.stdout).toBe("function function function\n");
     writeFileSync(join(app, "agent.ts"), [
@@ -76,9 +78,9 @@ describe("the packed tarball", () => {
     ].join("\n"));
     const tsc = spawnSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "--noEmit", "--strict", "--module", "nodenext",
       "--moduleResolution", "nodenext", "--target", "es2022", "--typeRoots", join(ROOT, "node_modules/@types"), "--types", "node", "agent.ts"],
-    { cwd: app, encoding: "utf8" });
+    { cwd: app, encoding: "utf8", timeout: NPM_TIMEOUT_MS });
     expect(tsc.stdout + tsc.stderr).toBe("");
-    expect(spawnSync("npx", ["baton", "--version"], { cwd: app, encoding: "utf8" }).stdout).toBe(`${VERSION}\n`);
+    expect(spawnSync("npx", ["baton", "--version"], { cwd: app, encoding: "utf8", timeout: NPM_TIMEOUT_MS }).stdout).toBe(`${VERSION}\n`);
     expect(readdirSync(join(app, "node_modules")).filter((f) => !f.startsWith(".")).sort()).toEqual(["baton", "ws", "zod"]);
   }, 180_000);
 
