@@ -1,7 +1,7 @@
 // Durable work in the real runtime: messages, fenced idempotent writes, redelivery, checkpoints.
-import { abortAllDurableObjects, env, SELF } from "cloudflare:test";
+import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { BASE, claimant, DEV_TOKEN, presence, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
+import { BASE, claimant, DEV_TOKEN, presence, restartObject, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
 
 const auth = { Authorization: `Bearer ${DEV_TOKEN}` };
 
@@ -196,7 +196,7 @@ describe("durable work", () => {
     expect(await b.sock.next("serve_lease", (f) => f.held)).toMatchObject({ checkpoint: { step: 3, notes: ["x"] }, checkpoint_fence: 1 });
     // A restart drops every socket and builds a new instance from storage; the next holder still resumes.
     b.sock.close();
-    await abortAllDurableObjects();
+    await restartObject(agent);
     const c = await claimant(agent, "c");
     expect(c.lease).toMatchObject({ held: true, checkpoint: { step: 3, notes: ["x"] }, checkpoint_fence: 1 });
   });

@@ -3,22 +3,10 @@
 // the move happens because the clock passed the threshold, not because a sleep was long enough.
 import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { BASE, connect, DEV_TOKEN, OTHER_TOKEN, presence, settle, sleep, uniqueAgent, type TestSocket } from "./helpers.ts";
+import { BASE, connect, DEV_TOKEN, OTHER_TOKEN, presence, restartObject, settle, sleep, stubFor, uniqueAgent, type TestSocket } from "./helpers.ts";
 
 const HYSTERESIS_MS = 2000;
 const GRACE_MS = 1000;
-
-function stubFor(agent: string) {
-  return env.AGENTS.get(env.AGENTS.idFromName(`dev:${agent}`));
-}
-
-/**
- * Restarts one agent object as a deploy or crash does: the instance is aborted and every socket
- * drops. (abortAllDurableObjects would also break the objects of test files running alongside.)
- */
-async function restart(agent: string) {
-  await runInDurableObject(stubFor(agent), (_instance, state) => state.abort("restart")).catch(() => undefined);
-}
 
 /** A serve connection that claims with a priority and a runner id, as `baton serve --priority` does. */
 async function runner(agent: string, machine: string, opts: { priority?: number; runner_id?: string } = {}) {
@@ -220,7 +208,7 @@ describe("restart grace", () => {
     const agent = uniqueAgent();
     const a = await runner(agent, "a", { runner_id: "run-a" });
     await runner(agent, "b", { runner_id: "run-b" });
-    await restart(agent);
+    await restartObject(agent);
     const b = await runner(agent, "b", { runner_id: "run-b" });
     expect(b.lease).toMatchObject({ held: false });
     expect((await presence(agent)).controls.reserved_until).not.toBeNull();
@@ -234,7 +222,7 @@ describe("restart grace", () => {
   it("when the previous holder does not return within the grace, the runners that did take the lease", async () => {
     const agent = uniqueAgent();
     const a = await runner(agent, "a", { runner_id: "run-a" });
-    await restart(agent);
+    await restartObject(agent);
     const b = await runner(agent, "b", { runner_id: "run-b" });
     expect(b.lease.held).toBe(false);
     await sleep(GRACE_MS + 100);
@@ -249,7 +237,7 @@ describe("restart grace", () => {
     await a.sock.next("message", (m) => m.run);
     await control(agent, "drain", {});
     expect((await presence(agent)).holder?.machine).toBe("a");
-    await restart(agent);
+    await restartObject(agent);
     const b = await runner(agent, "b", { runner_id: "run-b" });
     expect(b.lease).toMatchObject({ held: true, fence: a.lease.fence + 1 });
   });

@@ -1,13 +1,9 @@
 // The serve lease in the real runtime: election, handover, stale scan, soft lease, release.
-import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { PING_TEXT } from "../../worker/wire/protocol.ts";
-import { BASE, claimant, connect, DEV_TOKEN, presence, settle, sleep, uniqueAgent } from "./helpers.ts";
-
-function stubFor(agent: string, account = "dev") {
-  return env.AGENTS.get(env.AGENTS.idFromName(`${account}:${agent}`));
-}
+import { BASE, claimant, connect, DEV_TOKEN, presence, restartObject, settle, sleep, stubFor, uniqueAgent } from "./helpers.ts";
 
 /** Pushes the agent's next scan a minute out, as a busy object would run it late. */
 async function holdAlarmBack(agent: string): Promise<void> {
@@ -257,7 +253,7 @@ describe("serve lease", () => {
   it("a restart that drops every socket frees the lease at once; the next claim gets a larger fence", async () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "a");
-    await abortAllDurableObjects();
+    await restartObject(agent);
     const after = await presence(agent);
     expect(after).toMatchObject({ holder: null, fence: a.lease.fence, connection_count: 0 });
     expect(after.transitions[0]).toMatchObject({ from_claim: a.lease.claim_seq, to_claim: null, reason: "closed" });
