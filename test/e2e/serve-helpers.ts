@@ -10,7 +10,10 @@ import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-de
 /** The built CLI (npm run build); the tests run what users install. */
 export const BIN = join(ROOT, "dist/cli/main.js");
 
-/** A served command: appends one JSON line per run to $SINK, sleeps $RUN_SLEEP seconds, then replies. */
+/**
+ * A served command: appends one JSON line per run to $SINK, sleeps $RUN_SLEEP seconds, waits until
+ * the file $GATE exists (when set), then replies.
+ */
 export function writeSinkCommand(dir: string): { command: string; sink: string } {
   const sink = join(dir, "sink.jsonl");
   const command = join(dir, "served.sh");
@@ -21,6 +24,7 @@ export function writeSinkCommand(dir: string): { command: string; sink: string }
       'text=$(cat)',
       'printf \'{"tag":"%s","id":%s,"fence":%s,"attempt":%s,"phase":"start"}\\n\' "$TAG" "$BATON_MESSAGE_ID" "$BATON_FENCE" "$BATON_ATTEMPT" >> "$SINK"',
       'if [ -n "$RUN_SLEEP" ]; then sleep "$RUN_SLEEP"; fi',
+      'if [ -n "$GATE" ]; then while [ ! -e "$GATE" ]; do sleep 0.05; done; fi',
       'printf \'{"tag":"%s","id":%s,"fence":%s,"attempt":%s,"phase":"end"}\\n\' "$TAG" "$BATON_MESSAGE_ID" "$BATON_FENCE" "$BATON_ATTEMPT" >> "$SINK"',
       'echo "$TAG did: $text"',
       "",
@@ -204,14 +208,14 @@ export interface ServeFixture {
 }
 
 /**
- * One `wrangler dev` per test file with a 2 s heartbeat TTL and a 1 s scan, stopped after the file;
- * every serve process pushed to `started` is stopped after each test.
+ * One `wrangler dev` per test file with a 2 s heartbeat TTL and a 1 s scan (plus any `vars`),
+ * stopped after the file; every serve process pushed to `started` is stopped after each test.
  */
-export function serveFixture(): ServeFixture {
+export function serveFixture(vars: Record<string, string> = {}): ServeFixture {
   let dev: DevServer | undefined;
   const started: ServeProc[] = [];
   beforeAll(async () => {
-    dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: "2", BATON_PRESENCE_SCAN_SECONDS: "1" } });
+    dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: "2", BATON_PRESENCE_SCAN_SECONDS: "1", ...vars } });
   });
   afterAll(async () => {
     await dev?.stop();
@@ -226,4 +230,15 @@ export function serveFixture(): ServeFixture {
     },
     started,
   };
+}
+
+/** Polls the sink until `done` holds. */
+export async function waitForSink(sink: string, done: (lines: SinkLine[]) => boolean, timeoutMs = 15_000): Promise<SinkLine[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const lines = readSink(sink);
+    if (done(lines)) return lines;
+    if (Date.now() > deadline) throw new Error(`sink never matched: ${JSON.stringify(lines)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
