@@ -17,6 +17,8 @@ const fixture = serveFixture({ BATON_PREFERENCE_HYSTERESIS_SECONDS: String(HYSTE
 const { started } = fixture;
 const HOLDER = /holder \(fence \d+\)/;
 const STANDBY = /standby \(\d+(st|nd|rd|th) in line\)/;
+/** Either role: where a broken rule would give the other one, the assertions after the wait say so. */
+const IN_LINE = /holder \(fence \d+\)|standby \(\d+(st|nd|rd|th) in line\)/;
 
 /** A fresh agent with its own sink, and a gate file that holds a GATE-waiting run until written. */
 function setup(prefix: string) {
@@ -78,7 +80,7 @@ describe("baton serve --priority", () => {
     const m1 = await postMessage(fixture.dev.url, s.agent, "long");
     await waitForSink(s.sink, (lines) => lines.some((l) => l.id === m1 && l.phase === "start"));
     const high = serve(s.agent, "high", s, { priority: 10 });
-    await high.waitFor(STANDBY);
+    await high.waitFor(IN_LINE);
     const before = await presence(s.agent);
     // Past the preferred runner's hysteresis the lease stays with the holder while its run goes on.
     await holdsThroughout(s.agent, "machine-low", before.fence, joinedAt(before, "machine-high") + HYSTERESIS_MS + 1000);
@@ -114,7 +116,7 @@ describe("baton serve --priority", () => {
     // Each flap is killed halfway through its hysteresis, measured from its join by the coordinator's clock.
     for (let i = 0; i < 3; i++) {
       const flap = serve(s.agent, `flap${i}`, s, { priority: 10 });
-      await flap.waitFor(STANDBY);
+      await flap.waitFor(IN_LINE);
       const joined = joinedAt(await presence(s.agent), `machine-flap${i}`);
       await new Promise((r) => setTimeout(r, Math.max(0, joined + HYSTERESIS_MS / 2 - Date.now())));
       flap.proc.kill("SIGKILL");
