@@ -13,6 +13,7 @@ import {
   type AcquireRound, type LeaseSystem, type System, type SystemName,
 } from "./scenarios.ts";
 import { snapshotOfHead, workingTree, wranglerDevOf } from "./snapshot.ts";
+import { runPreference } from "./preference.ts";
 import { runScale } from "./scale.ts";
 import { measureWakes, type WakeResult } from "./wakes.ts";
 
@@ -23,6 +24,7 @@ const { values: opts } = parseArgs({
     keys: { type: "string", default: "600" },
     concurrency: { type: "string", default: "16" },
     "wake-seconds": { type: "string", default: "60" },
+    hysteresis: { type: "string", default: "2" },
     only: { type: "string" },
     write: { type: "boolean", default: false },
     "working-tree": { type: "boolean", default: false },
@@ -33,6 +35,7 @@ const ttlSeconds = Number(opts.ttl);
 const keys = Number(opts.keys);
 const concurrency = Number(opts.concurrency);
 const wakeSeconds = Number(opts["wake-seconds"]);
+const hysteresisSeconds = Number(opts.hysteresis);
 const scanSeconds = Math.max(1, Math.floor(ttlSeconds / 2));
 const ROUNDS = 3;
 
@@ -77,10 +80,12 @@ const SCENARIOS: Record<string, Scenario> = {
       ]);
     },
   },
+  /** A preferred runner's wait for the lease: about the hysteresis plus one alarm. */
+  preference: { needs: [], run: async (b) => void b.sections.push(await runPreference(b.dev.url, hysteresisSeconds, trials)) },
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
   scale: { needs: [], run: async (b) => void b.sections.push(await runScale()) },
 };
-const DEFAULT_SCENARIOS = ["graceful", "crash", "stop", "fresh", "hot", "wakes"];
+const DEFAULT_SCENARIOS = ["graceful", "crash", "stop", "fresh", "hot", "wakes", "preference"];
 const ALIASES: Record<string, string[]> = { acquire: ["fresh", "hot"] };
 
 function selected(): string[] {
@@ -141,10 +146,16 @@ async function main(): Promise<number> {
   for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => void stopAll().then(() => process.exit(130)));
   try {
     if (needs.has("etcd")) ensureEtcdInstalled();
-    console.log(`starting wrangler dev of ${tree.revision} (TTL ${ttlSeconds} s, scan ${scanSeconds} s)${needs.has("floor") ? ", the floor probe" : ""}${needs.has("etcd") ? " and etcd" : ""} on loopback...`);
+    console.log(`starting wrangler dev of ${tree.revision} (TTL ${ttlSeconds} s, scan ${scanSeconds} s, hysteresis ${hysteresisSeconds} s)${needs.has("floor") ? ", the floor probe" : ""}${needs.has("etcd") ? " and etcd" : ""} on loopback...`);
     const { startWranglerDev } = await wranglerDevOf(tree);
     [dev, etcd, floor] = await Promise.all([
-      startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: String(ttlSeconds), BATON_PRESENCE_SCAN_SECONDS: String(scanSeconds) } }),
+      startWranglerDev({
+        vars: {
+          BATON_HEARTBEAT_TTL_SECONDS: String(ttlSeconds),
+          BATON_PRESENCE_SCAN_SECONDS: String(scanSeconds),
+          BATON_PREFERENCE_HYSTERESIS_SECONDS: String(hysteresisSeconds),
+        },
+      }),
       needs.has("etcd") ? startEtcd() : null,
       needs.has("floor") ? startFloor(tree.root) : null,
     ]);
