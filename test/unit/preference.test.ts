@@ -6,7 +6,7 @@ const c = (claimSeq: number, priority = 0, readySince = 0, drained = false): Ran
   claimSeq, runner: `r${claimSeq}`, priority, readySince, drained,
 });
 const ctx = (over: Partial<PreferenceContext> = {}): PreferenceContext => ({
-  holderClaim: null, holderBusy: false, hysteresisMs: 10_000, reserved: null, now: 100_000, ...over,
+  holderClaim: null, holderBusy: false, paused: false, hysteresisMs: 10_000, reserved: null, now: 100_000, ...over,
 });
 
 describe("electPreferred", () => {
@@ -24,6 +24,14 @@ describe("electPreferred", () => {
     expect(electPreferred(cands, ctx({ holderClaim: 1 })).winner?.claimSeq).toBe(1);
     expect(electPreferred(cands, ctx({ holderClaim: 1, now: 105_000, holderBusy: true })).winner?.claimSeq).toBe(1);
     expect(electPreferred(cands, ctx({ holderClaim: 1, now: 105_000 }))).toEqual({ winner: cands[1], reason: "preferred" });
+  });
+
+  it("a paused agent's lease stays where it is: neither a ready preferred runner nor a drain moves it, and no alarm is asked for", () => {
+    const cands = [c(1), c(2, 5, 95_000)];
+    expect(electPreferred(cands, ctx({ holderClaim: 1, now: 105_000, paused: true }))).toEqual({ winner: cands[0], reason: null });
+    expect(electPreferred([c(1, 0, 0, true), c(2)], ctx({ holderClaim: 1, paused: true }))).toEqual({ winner: c(1, 0, 0, true), reason: null });
+    expect(nextPreferenceMoment(cands, ctx({ holderClaim: 1, paused: true }))).toBeNull();
+    expect(nextPreferenceMoment(cands, ctx({ holderClaim: 1 }))).toBe(105_000);
   });
 
   it("a drained holder finishes its run, then hands on; draining the last runner leaves no holder", () => {

@@ -169,6 +169,19 @@ describe("drain and pause", () => {
     expect((await presence(agent)).fence).toBe(a.lease.fence);
   });
 
+  it("pause holds the lease against a ready preferred runner; unpause lets it move at once, with reason preferred", async () => {
+    const agent = uniqueAgent();
+    const low = await runner(agent, "laptop");
+    expect((await control(agent, "pause")).status).toBe(200);
+    const high = await runner(agent, "workstation", { priority: 5 });
+    await afterHysteresis(agent);
+    expect(await presence(agent)).toMatchObject({ holder: { machine: "laptop" }, fence: low.lease.fence });
+    expect(high.sock.framesOf("serve_lease").some((f) => f.held)).toBe(false);
+    expect((await control(agent, "unpause")).status).toBe(200);
+    expect(await high.sock.next("serve_lease", (f) => f.held)).toMatchObject({ fence: low.lease.fence + 1 });
+    expect((await reasons(agent)).at(-1)).toBe("preferred");
+  });
+
   it("bad control requests change nothing: a bad body is 400, drain with no holder and no machine is 409 no_holder", async () => {
     const agent = uniqueAgent();
     await runner(agent, "a");

@@ -165,6 +165,7 @@ export class AgentControls {
     return {
       holderClaim: lease.holderClaim,
       holderBusy,
+      paused: this.paused(),
       hysteresisMs: this.config.hysteresisMs,
       reserved: reserved && now < reserved.until ? reserved : null,
       now,

@@ -2,7 +2,7 @@
 // coordinator just restarted. Pure: the agent object passes candidates and `now`.
 //
 // Soft lease: a holder keeps the lease against equal or lower priorities forever. It moves on
-// purpose only at a safe point (the holder runs nothing):
+// purpose only at a safe point (the holder runs nothing, and the agent is not paused):
 //   - `preferred`: a candidate of higher priority has been connected and heartbeating for the
 //     whole hysteresis period. A flapping preferred runner restarts that period at every
 //     reconnect, so it cannot move the lease more than once per period.
@@ -24,6 +24,8 @@ export interface PreferenceContext {
   holderClaim: number | null;
   /** The holder is running a message: nothing moves on purpose now. */
   holderBusy: boolean;
+  /** The agent is paused: the lease stays where it is, so nothing moves on purpose either. */
+  paused: boolean;
   hysteresisMs: number;
   /** After a restart: the runner the lease is kept for, until `until`. */
   reserved: { runner: string; until: number } | null;
@@ -60,7 +62,7 @@ export function electPreferred(candidates: readonly RankedCandidate[], ctx: Pref
     }
     return { winner: best(eligible), reason: null };
   }
-  if (ctx.holderBusy) return { winner: holder, reason: null };
+  if (ctx.holderBusy || ctx.paused) return { winner: holder, reason: null };
   if (holder.drained) {
     // Draining the last runner leaves the agent without a holder: its messages wait, visibly.
     return { winner: best(eligible), reason: "drained" };
@@ -86,6 +88,7 @@ export function linePlace(candidates: readonly RankedCandidate[], claimSeq: numb
 export function nextPreferenceMoment(candidates: readonly RankedCandidate[], ctx: PreferenceContext): number | null {
   const holder = candidates.find((c) => c.claimSeq === ctx.holderClaim);
   if (!holder) return ctx.reserved && ctx.now < ctx.reserved.until ? ctx.reserved.until : null;
+  if (ctx.paused) return null;
   let earliest: number | null = null;
   for (const c of candidates) {
     if (c.drained || c.priority <= holder.priority) continue;
