@@ -289,6 +289,7 @@ describe("presence dashboard", () => {
     await waiting.locator('[data-role="waiting"]', { hasText: "nobody holds the lease" }).waitFor();
 
     await control("drainee", "undrain");
+    await drainee.scrollIntoViewIfNeeded();
     await waiting.locator('[data-role="reply"]', { hasText: "ok" }).waitFor();
     await drainee.locator('[data-role="standby"]').first().waitFor();
     await expect(drainee.locator('[data-role="drain"]').count()).resolves.toBe(0);
@@ -319,6 +320,8 @@ describe("presence dashboard", () => {
     await pausee.locator('[data-role="holder"] .machine', { hasText: "desk-9" }).waitFor();
 
     await control("pausee", "unpause");
+    // Full texts and replies are fetched only for cards on screen; earlier tests' cards sit above.
+    await pausee.scrollIntoViewIfNeeded();
     await message.locator('[data-role="reply"]', { hasText: "did: Rotate the API keys" }).waitFor();
     await expect(pausee.locator('[data-role="paused"]').count()).resolves.toBe(0);
     await expect(pausee.locator('[data-role="waiting"]').count()).resolves.toBe(0);
@@ -338,17 +341,28 @@ describe("presence dashboard", () => {
     const first = await serve("reviewer", "gpu-box-2", reply);
     await serve("reviewer", "mac-studio", reply);
     await serve("summarizer", "build-box-1");
-    await serve("summarizer", "laptop-ana");
+    await serve("summarizer", "laptop-ana", undefined, { priority: 10 });
     await serve("summarizer", "ci-runner-7");
+    await serve("translator", "edge-fra-1", () => "ok");
     await card(page, "reviewer").locator('[data-role="standby"] .machine', { hasText: "mac-studio" }).waitFor();
     await postMessage("reviewer", "Review PR #213: typo in the README");
     await card(page, "reviewer").locator('.message[data-status="acknowledged"]').waitFor();
     await first.close();
     await serve("reviewer", "gpu-box-2", reply);
     await postMessage("reviewer", "Review PR #214: rename the lease fence field");
+    // Before the message: a holder that runs one keeps the lease until it is done.
+    await card(page, "summarizer").locator('[data-role="holder"] .machine', { hasText: "laptop-ana" }).waitFor();
     await postMessage("summarizer", LONG_MESSAGE);
     await card(page, "summarizer").locator('[data-role="standby"]', { hasText: "ci-runner-7" }).waitFor();
+    await control("summarizer", "drain", { machine: "ci-runner-7" });
+    await card(page, "summarizer").locator('li[data-role="drained"]', { hasText: "ci-runner-7" }).waitFor();
+    await control("translator", "pause");
+    await postMessage("translator", "Translate the release notes into German");
+    await card(page, "translator").locator('.message [data-role="waiting"]').waitFor();
+    // Full texts are fetched only for cards on screen, and the reviewer's card may fill the first screen.
+    await card(page, "summarizer").scrollIntoViewIfNeeded();
     await card(page, "summarizer").locator(".message", { hasText: LONG_WORD }).waitFor();
+    await page.evaluate(() => window.scrollTo(0, 0));
     await card(page, "reviewer").locator(".message", { hasText: "Review PR #214" }).locator('[data-role="reply"]').waitFor();
     await card(page, "reviewer").locator('[data-role="holder"] .machine', { hasText: "mac-studio" }).waitFor();
     await card(page, "reviewer").locator('[data-role="standby"] .machine', { hasText: "gpu-box-2" }).waitFor();
@@ -391,6 +405,9 @@ describe("presence dashboard", () => {
     await page.goto(dev.url);
     await page.locator('#status[data-state="live"]').waitFor();
     await card(page, "summarizer").waitFor();
+    const homeRunner = { runnerId: "restorer-home-box" };
+    await serve("restorer", "home-box", undefined, homeRunner);
+    await card(page, "restorer").locator('[data-role="holder"] .machine', { hasText: "home-box" }).waitFor();
     const { port, persistDir } = dev;
     await dev.stop();
     await page.locator('#status[data-state="retrying"]').waitFor();
@@ -402,6 +419,13 @@ describe("presence dashboard", () => {
     await page.locator('[data-role="unreachable-banner"]').waitFor({ state: "hidden" });
     await serve("reviewer", "back-again");
     await card(page, "reviewer").locator('[data-role="holder"] .machine', { hasText: "back-again" }).waitFor();
+    // The restarted coordinator kept restorer's lease for its holder's runner, which gets it back.
+    await serve("restorer", "home-box", undefined, homeRunner);
+    const restorer = card(page, "restorer");
+    await restorer.locator('.timeline [data-role="mark"][data-reason="restored"]').waitFor();
+    const back = restorer.locator('.history [data-reason="restored"]', { hasText: /home-box #\d+/ });
+    await back.waitFor();
+    expect(await back.locator(".reason").textContent()).toBe("restored after restart");
     await page.close();
   });
 
