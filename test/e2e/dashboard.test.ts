@@ -1,8 +1,10 @@
 // The dashboard in a real browser (Debian's chromium through playwright-core) against a real
 // `wrangler dev`: serve connections appear live, a handover shows up in the card and on the lease
 // timeline without a reload, messages show in full with replies, the send box posts, a lost
-// coordinator reads as unreachable (not as an empty account), the token field works, and nothing
-// overflows at phone width. Screenshots land in docs/.
+// coordinator reads as unreachable (not as an empty account), the token field works, runners show
+// their priority and drain, a paused agent and its waiting messages say so, the preferred, drained
+// and restored transitions read on the timeline, and nothing overflows at phone width. Screenshots
+// land in docs/.
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,6 +20,9 @@ const CHROMIUM_ARGS = [
 // `UPDATE_SCREENSHOTS=1 npm test` refreshes the committed screenshots; other runs write to a temp dir.
 const DOCS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs") : mkdtempSync(join(tmpdir(), "baton-shots-"));
 
+// A short hysteresis, so a runner of higher priority takes the lease within the test's patience.
+const DEV_VARS = { BATON_PREFERENCE_HYSTERESIS_SECONDS: "1" };
+
 let dev: DevServer;
 let browser: BrowserContext;
 let profileDir: string;
@@ -28,11 +33,18 @@ interface ServeClient {
   close(): Promise<void>;
 }
 
+interface ClaimOptions {
+  /** As `baton serve --priority`. */
+  priority?: number;
+  /** As the runner id each serve process sends, which a restarted coordinator gives the lease back to. */
+  runnerId?: string;
+}
+
 /**
  * A raw serve connection that claims and heartbeats like `baton serve`; while it holds the lease it
  * answers each message it is told to run with `reply(text)`, when given, or parks it when that is null.
  */
-async function serve(agent: string, machine: string, reply?: (text: string) => string | null): Promise<ServeClient> {
+async function serve(agent: string, machine: string, reply?: (text: string) => string | null, claim: ClaimOptions = {}): Promise<ServeClient> {
   const ws = new WebSocket(`${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=${machine}`, {
     headers: { authorization: `Bearer ${DEV_TOKEN}` },
   });
@@ -40,7 +52,9 @@ async function serve(agent: string, machine: string, reply?: (text: string) => s
   const leased = new Promise<void>((resolve, reject) => {
     ws.on("message", (data) => {
       const frame = JSON.parse(String(data)) as { type: string; fence?: number; held?: boolean; id?: number; text?: string; run?: boolean; token?: number };
-      if (frame.type === "welcome") ws.send(JSON.stringify({ type: "serve_lease", op: "claim" }));
+      if (frame.type === "welcome") {
+        ws.send(JSON.stringify({ type: "serve_lease", op: "claim", priority: claim.priority, runner_id: claim.runnerId }));
+      }
       if (frame.type === "serve_lease") {
         fence = frame.held ? frame.fence! : 0;
         resolve();
@@ -80,6 +94,25 @@ async function postMessage(agent: string, text: string): Promise<void> {
   expect(res.status).toBe(201);
 }
 
+/** POST /agents/{agent}/pause, /unpause, /drain or /undrain with the dev token. */
+async function control(agent: string, route: "pause" | "unpause" | "drain" | "undrain", body: object = {}): Promise<void> {
+  const res = await fetch(`${dev.url}/agents/${agent}/${route}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  expect(res.status).toBe(200);
+}
+
+/** Marks the page, so a later check can tell that what it shows came without a reload. */
+async function markLoaded(page: Page): Promise<void> {
+  await page.evaluate(() => ((window as unknown as { loadedOnce: boolean }).loadedOnce = true));
+}
+
+async function stillSameLoad(page: Page): Promise<boolean> {
+  return page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce === true);
+}
+
 /** How far the widest element sticks out past the viewport's right edge, in CSS pixels (logged with its name). */
 async function horizontalOverflow(page: Page): Promise<number> {
   const widest = await page.evaluate(() => {
@@ -97,7 +130,7 @@ async function horizontalOverflow(page: Page): Promise<number> {
 const card = (page: Page, agent: string) => page.locator(`article.agent[data-agent="${agent}"]`);
 
 beforeAll(async () => {
-  dev = await startWranglerDev();
+  dev = await startWranglerDev({ vars: DEV_VARS });
   profileDir = mkdtempSync(join(tmpdir(), "baton-chromium-"));
   browser = await chromium.launchPersistentContext(profileDir, {
     executablePath: "/usr/bin/chromium",
@@ -198,6 +231,104 @@ describe("presence dashboard", () => {
     await page.close();
   });
 
+  it("runners show their priority in line order; a higher-priority runner takes the lease, marked on the timeline and in the history", async () => {
+    const page = await browser.newPage();
+    await page.goto(dev.url);
+    await page.locator('#status[data-state="live"]').waitFor();
+    await markLoaded(page);
+    await serve("ranked", "plain-box");
+    const ranked = card(page, "ranked");
+    await ranked.locator('[data-role="holder"] .machine', { hasText: "plain-box" }).waitFor();
+    // While every runner has priority 0, priorities are noise and the card shows none.
+    await expect(ranked.locator('[data-role="priority"]').count()).resolves.toBe(0);
+    await serve("ranked", "fast-box", undefined, { priority: 5 });
+    await ranked.locator('[data-role="holder"] .machine', { hasText: "fast-box" }).waitFor();
+    await ranked.locator('[data-role="holder"] [data-role="priority"]', { hasText: "priority 5" }).waitFor();
+    await ranked.locator('.timeline [data-role="mark"][data-reason="preferred"]').waitFor();
+    await ranked.locator('.timeline .legend', { hasText: "to preferred runner" }).waitFor();
+    const moved = ranked.locator('.history [data-reason="preferred"]', { hasText: /plain-box #\d+ → fast-box #\d+/ });
+    await moved.waitFor();
+    expect(await moved.locator(".reason").textContent()).toBe("to preferred runner");
+    await serve("ranked", "mid-box", undefined, { priority: 2 });
+    await ranked.locator('[data-role="standby"] .machine', { hasText: "mid-box" }).waitFor();
+    // The line is in the order the lease would take it: priority 2 before the older claim at 0.
+    expect(await ranked.locator('[data-role="standby"] .machine').allTextContents()).toEqual(["mid-box", "plain-box"]);
+    expect(await ranked.locator('[data-role="standby"] [data-role="priority"]').allTextContents()).toEqual(["priority 2", "priority 0"]);
+    expect(await stillSameLoad(page)).toBe(true);
+    await page.close();
+  });
+
+  it("a drained runner is marked drained and out of line, the lease moves on as 'holder drained', and undrain puts it back", async () => {
+    const page = await browser.newPage();
+    await page.goto(dev.url);
+    await page.locator('#status[data-state="live"]').waitFor();
+    await markLoaded(page);
+    await serve("drainee", "rack-a", () => "ok");
+    await serve("drainee", "rack-b", () => "ok");
+    const drainee = card(page, "drainee");
+    await drainee.locator('[data-role="standby"] .machine', { hasText: "rack-b" }).waitFor();
+
+    await control("drainee", "drain", { machine: "rack-a" });
+    await drainee.locator('[data-role="holder"] .machine', { hasText: "rack-b" }).waitFor();
+    const rackA = drainee.locator('li[data-role="drained"]', { hasText: "rack-a" });
+    await rackA.waitFor();
+    expect(await rackA.locator('[data-role="drain"]').textContent()).toBe("drained");
+    await expect(drainee.locator('[data-role="standby"]').count()).resolves.toBe(0);
+    await drainee.getByText("No standby: if the holder goes, nobody takes over.").waitFor();
+    await drainee.locator('[data-role="drained-note"] [data-machine="rack-a"]').waitFor();
+    await drainee.locator('.timeline [data-role="mark"][data-reason="drained"]').waitFor();
+    const moved = drainee.locator('.history [data-reason="drained"]', { hasText: /rack-a #\d+ → rack-b #\d+/ });
+    await moved.waitFor();
+    expect(await moved.locator(".reason").textContent()).toBe("holder drained");
+
+    // Draining the last machine leaves nobody to run messages: the card says why one waits.
+    await control("drainee", "drain", { machine: "rack-b" });
+    await drainee.locator('[data-role="no-holder"]', { hasText: "every runner is drained" }).waitFor();
+    await postMessage("drainee", "Rebuild the search index");
+    const waiting = drainee.locator(".message", { hasText: "Rebuild the search index" });
+    await waiting.locator('[data-role="waiting"]', { hasText: "nobody holds the lease" }).waitFor();
+
+    await control("drainee", "undrain");
+    await drainee.scrollIntoViewIfNeeded();
+    await waiting.locator('[data-role="reply"]', { hasText: "ok" }).waitFor();
+    await drainee.locator('[data-role="standby"]').first().waitFor();
+    await expect(drainee.locator('[data-role="drain"]').count()).resolves.toBe(0);
+    await expect(drainee.locator('[data-role="controls"]').count()).resolves.toBe(0);
+    expect(await stillSameLoad(page)).toBe(true);
+    await page.close();
+  });
+
+  it("a paused agent is marked paused, a message posted meanwhile shows as waiting, and after unpause it runs", async () => {
+    const page = await browser.newPage();
+    await page.goto(dev.url);
+    await page.locator('#status[data-state="live"]').waitFor();
+    await markLoaded(page);
+    await serve("pausee", "desk-9", (text) => `did: ${text}`);
+    const pausee = card(page, "pausee");
+    await pausee.locator('[data-role="holder"] .machine', { hasText: "desk-9" }).waitFor();
+    await expect(pausee.locator('[data-role="paused"]').count()).resolves.toBe(0);
+
+    await control("pausee", "pause");
+    await pausee.locator('header [data-role="paused"]', { hasText: "paused" }).waitFor();
+    await pausee.locator('[data-role="paused-note"]', { hasText: "messages queue and nothing is handed out" }).waitFor();
+    await postMessage("pausee", "Rotate the API keys");
+    const message = pausee.locator(".message", { hasText: "Rotate the API keys" });
+    await message.locator('[data-role="waiting"]', { hasText: "waiting: the agent is paused" }).waitFor();
+    expect(await message.getAttribute("data-status")).toBe("queued");
+    await pausee.locator('[data-role="work"] [data-role="queued-waiting"]', { hasText: "paused" }).waitFor();
+    // The lease stays where it is.
+    await pausee.locator('[data-role="holder"] .machine', { hasText: "desk-9" }).waitFor();
+
+    await control("pausee", "unpause");
+    // Full texts and replies are fetched only for cards on screen; earlier tests' cards sit above.
+    await pausee.scrollIntoViewIfNeeded();
+    await message.locator('[data-role="reply"]', { hasText: "did: Rotate the API keys" }).waitFor();
+    await expect(pausee.locator('[data-role="paused"]').count()).resolves.toBe(0);
+    await expect(pausee.locator('[data-role="waiting"]').count()).resolves.toBe(0);
+    expect(await stillSameLoad(page)).toBe(true);
+    await page.close();
+  });
+
   it("renders a realistic screen at desktop and phone width with nothing wider than the viewport", async () => {
     await Promise.all(servers.splice(0).map((s) => s.close()));
     const page = await browser.newPage();
@@ -210,17 +341,28 @@ describe("presence dashboard", () => {
     const first = await serve("reviewer", "gpu-box-2", reply);
     await serve("reviewer", "mac-studio", reply);
     await serve("summarizer", "build-box-1");
-    await serve("summarizer", "laptop-ana");
+    await serve("summarizer", "laptop-ana", undefined, { priority: 10 });
     await serve("summarizer", "ci-runner-7");
+    await serve("translator", "edge-fra-1", () => "ok");
     await card(page, "reviewer").locator('[data-role="standby"] .machine', { hasText: "mac-studio" }).waitFor();
     await postMessage("reviewer", "Review PR #213: typo in the README");
     await card(page, "reviewer").locator('.message[data-status="acknowledged"]').waitFor();
     await first.close();
     await serve("reviewer", "gpu-box-2", reply);
     await postMessage("reviewer", "Review PR #214: rename the lease fence field");
+    // Before the message: a holder that runs one keeps the lease until it is done.
+    await card(page, "summarizer").locator('[data-role="holder"] .machine', { hasText: "laptop-ana" }).waitFor();
     await postMessage("summarizer", LONG_MESSAGE);
     await card(page, "summarizer").locator('[data-role="standby"]', { hasText: "ci-runner-7" }).waitFor();
+    await control("summarizer", "drain", { machine: "ci-runner-7" });
+    await card(page, "summarizer").locator('li[data-role="drained"]', { hasText: "ci-runner-7" }).waitFor();
+    await control("translator", "pause");
+    await postMessage("translator", "Translate the release notes into German");
+    await card(page, "translator").locator('.message [data-role="waiting"]').waitFor();
+    // Full texts are fetched only for cards on screen, and the reviewer's card may fill the first screen.
+    await card(page, "summarizer").scrollIntoViewIfNeeded();
     await card(page, "summarizer").locator(".message", { hasText: LONG_WORD }).waitFor();
+    await page.evaluate(() => window.scrollTo(0, 0));
     await card(page, "reviewer").locator(".message", { hasText: "Review PR #214" }).locator('[data-role="reply"]').waitFor();
     await card(page, "reviewer").locator('[data-role="holder"] .machine', { hasText: "mac-studio" }).waitFor();
     await card(page, "reviewer").locator('[data-role="standby"] .machine', { hasText: "gpu-box-2" }).waitFor();
@@ -263,17 +405,27 @@ describe("presence dashboard", () => {
     await page.goto(dev.url);
     await page.locator('#status[data-state="live"]').waitFor();
     await card(page, "summarizer").waitFor();
+    const homeRunner = { runnerId: "restorer-home-box" };
+    await serve("restorer", "home-box", undefined, homeRunner);
+    await card(page, "restorer").locator('[data-role="holder"] .machine', { hasText: "home-box" }).waitFor();
     const { port, persistDir } = dev;
     await dev.stop();
     await page.locator('#status[data-state="retrying"]').waitFor();
     await page.locator('[data-role="unreachable-banner"]', { hasText: "Coordinator unreachable" }).waitFor();
     await card(page, "summarizer").waitFor();
     await Promise.all(servers.splice(0).map((s) => s.close()));
-    dev = await startWranglerDev({ port, persistDir });
+    dev = await startWranglerDev({ port, persistDir, vars: DEV_VARS });
     await page.locator('#status[data-state="live"]').waitFor({ timeout: 40_000 });
     await page.locator('[data-role="unreachable-banner"]').waitFor({ state: "hidden" });
     await serve("reviewer", "back-again");
     await card(page, "reviewer").locator('[data-role="holder"] .machine', { hasText: "back-again" }).waitFor();
+    // The restarted coordinator kept restorer's lease for its holder's runner, which gets it back.
+    await serve("restorer", "home-box", undefined, homeRunner);
+    const restorer = card(page, "restorer");
+    await restorer.locator('.timeline [data-role="mark"][data-reason="restored"]').waitFor();
+    const back = restorer.locator('.history [data-reason="restored"]', { hasText: /home-box #\d+/ });
+    await back.waitFor();
+    expect(await back.locator(".reason").textContent()).toBe("restored after restart");
     await page.close();
   });
 

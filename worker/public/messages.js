@@ -61,11 +61,13 @@ function when(ms) {
   return el("time", { datetime: new Date(ms).toISOString(), title: new Date(ms).toString() }, clock(ms));
 }
 
-function messageItem(m, partial) {
-  return el("li", { class: "message", "data-status": m.status, "data-id": m.id },
+function messageItem(m, partial, waiting) {
+  const held = m.status === "queued" ? waiting : null;
+  return el("li", { class: "message", "data-status": m.status, "data-id": m.id, "data-waiting": held ? "" : undefined },
     el("div", { class: "msg-head" },
       el("span", { class: "id" }, `#${m.id}`),
       el("span", { class: "chip", "data-status": m.status }, m.status),
+      held ? el("span", { class: "waiting", "data-role": "waiting" }, held) : null,
       m.attempts > 1 ? el("span", { class: "attempts" }, `attempt ${m.attempts}`) : null,
       when(m.created_at)),
     el("p", { class: "text", "data-role": "text" }, partial ? `${m.preview}${m.preview.length >= 80 ? "…" : ""}` : m.text),
@@ -80,27 +82,31 @@ function messageItem(m, partial) {
  * How many messages are in each status (whatever statuses presence reports), and which ones wait
  * for a person (parked) or gave up (failed), also when they are older than the newest few.
  */
-function workSummary(entry) {
+function workSummary(entry, waiting) {
   const work = entry.work;
   const counts = Object.entries(work?.counts ?? {}).filter(([, n]) => n > 0);
   if (counts.length === 0) return null;
   const ids = (list) => list.map((m) => `#${m.id}`).join(", ");
   return el("p", { class: "work", "data-role": "work" },
     counts.map(([status, n]) => el("span", { class: "chip", "data-status": status }, `${n} ${status}`)),
+    waiting && work.counts.queued > 0 ? el("span", { class: "waiting", "data-role": "queued-waiting" }, waiting) : null,
     work.parked?.length ? el("span", { class: "meta", "data-role": "parked" }, `waiting for a person: ${ids(work.parked)}`) : null,
     work.failed?.length ? el("span", { class: "meta", "data-role": "failed" }, `gave up: ${ids(work.failed)}`) : null);
 }
 
-/** The newest messages, newest first: full texts when loaded, else the previews from presence. */
-export function messagesBlock(entry, full) {
+/**
+ * The newest messages, newest first: full texts when loaded, else the previews from presence.
+ * `waiting` (or null) says why queued ones are not handed out now, e.g. the agent is paused.
+ */
+export function messagesBlock(entry, full, waiting = null) {
   const recent = entry.recent_messages ?? [];
   if (recent.length === 0 && !full?.length) return el("p", { class: "empty-line quiet" }, "No messages yet.");
   const items = full?.length
-    ? full.slice().sort((a, b) => b.id - a.id).map((m) => messageItem(m, false))
-    : recent.map((m) => messageItem(m, true));
+    ? full.slice().sort((a, b) => b.id - a.id).map((m) => messageItem(m, false, waiting))
+    : recent.map((m) => messageItem(m, true, waiting));
   return el("section", { class: "messages", "data-role": "messages" },
     el("span", { class: "label" }, "Messages"),
-    workSummary(entry),
+    workSummary(entry, waiting),
     el("ol", {}, items));
 }
 

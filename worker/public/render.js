@@ -2,8 +2,9 @@
 // are rebuilt on a change, so the send box keeps what is being typed and its focus. Ages are
 // server-time anchors in data attributes, ticked once a second with the timelines.
 import { el } from "./dom.js";
+import { controlsStrip, lineOrder, runnerBadges, waitReason } from "./controls.js";
 import { composer, messagesBlock } from "./messages.js";
-import { clock, REASONS, tickTimelines, timeline } from "./timeline.js";
+import { clock, REASON_NOTES, REASONS, tickTimelines, timeline } from "./timeline.js";
 
 const TRANSITIONS_SHOWN = 6;
 
@@ -48,11 +49,18 @@ function claimLabel(entry, claim, known, named) {
 }
 
 function connectionRow(entry, conn, ttlMs, label) {
-  return el("li", { class: `conn ${label}`, "data-role": label, "data-claim": conn.claim_seq ?? undefined },
+  return el("li", { class: `conn ${label}`, "data-role": label, "data-claim": conn.claim_seq ?? undefined, "data-drained": conn.drained || undefined },
     el("span", { class: "machine" }, conn.machine),
+    runnerBadges(entry, conn),
     el("span", { class: "meta" },
       conn.claim_seq === null ? "not claiming" : `claim #${conn.claim_seq}`,
       " · heartbeat ", age(heartbeatAt(entry, conn), ttlMs), " ago"));
+}
+
+function noHolderText(entry) {
+  const claiming = entry.connections.filter((c) => c.claim_seq !== null);
+  if (claiming.length > 0 && claiming.every((c) => c.drained)) return "nobody holds the lease: every runner is drained";
+  return "nobody holds the lease";
 }
 
 function holderBlock(entry, ttlMs) {
@@ -61,22 +69,31 @@ function holderBlock(entry, ttlMs) {
   if (!holder) {
     return el("div", { class: "holder none", "data-role": "no-holder" },
       el("span", { class: "label" }, "Holder"),
-      el("span", { class: "machine" }, "nobody holds the lease"));
+      el("span", { class: "machine" }, noHolderText(entry)));
   }
-  return el("div", { class: "holder", "data-role": "holder" },
+  return el("div", { class: `holder${conn?.drained ? " draining" : ""}`, "data-role": "holder", "data-drained": conn?.drained || undefined },
     el("span", { class: "label" }, "Holder"),
     el("span", { class: "machine" }, holder.machine),
+    conn ? runnerBadges(entry, conn) : null,
     el("span", { class: "meta" },
       `claim #${holder.claim_seq} · fence ${entry.fence} · since ${clock(holder.since)} (`, age(holder.since), ")",
-      conn ? [" · heartbeat ", age(heartbeatAt(entry, conn), ttlMs), " ago"] : null));
+      conn ? [" · heartbeat ", age(heartbeatAt(entry, conn), ttlMs), " ago"] : null,
+      conn?.drained ? " · hands the lease on when its run ends" : null));
+}
+
+function rowLabel(conn) {
+  return conn.claim_seq === null ? "watcher" : conn.drained ? "drained" : "standby";
 }
 
 function standbyBlock(entry, ttlMs) {
-  const waiting = entry.connections.filter((c) => !c.held);
-  if (waiting.length === 0) return el("p", { class: "empty-line" }, "No standby: if the holder goes, nobody takes over.");
+  const waiting = lineOrder(entry.connections.filter((c) => !c.held));
+  const inLine = waiting.filter((c) => rowLabel(c) === "standby").length;
+  const none = inLine === 0 ? el("p", { class: "empty-line" }, "No standby: if the holder goes, nobody takes over.") : null;
+  if (waiting.length === 0) return none;
   return el("div", { class: "standbys" },
     el("span", { class: "label" }, `In line (${entry.serve_standbys})`),
-    el("ol", {}, waiting.map((c) => connectionRow(entry, c, ttlMs, c.claim_seq === null ? "watcher" : "standby"))));
+    none,
+    el("ol", {}, waiting.map((c) => connectionRow(entry, c, ttlMs, rowLabel(c)))));
 }
 
 function transitionsBlock(entry, transitions, known, open) {
@@ -86,7 +103,7 @@ function transitionsBlock(entry, transitions, known, open) {
     el("summary", {}, "Lease history"),
     el("ol", {}, rows.map((t) => el("li", { "data-reason": t.reason },
       el("time", { datetime: new Date(t.at).toISOString() }, clock(t.at)),
-      el("span", { class: `reason ${t.reason}` }, REASONS[t.reason] ?? t.reason),
+      el("span", { class: `reason ${t.reason}`, title: REASON_NOTES[t.reason] }, REASONS[t.reason] ?? t.reason),
       el("span", { class: "move" }, t.reason === "claimed" && t.from_claim === null
         ? `→ ${claimLabel(entry, t.to_claim, known, t.to_machine)}`
         : `${claimLabel(entry, t.from_claim, known, t.from_machine)} → ${claimLabel(entry, t.to_claim, known, t.to_machine)}`),
@@ -153,16 +170,20 @@ export class AgentList {
     const card = this.card(entry.agent);
     const ttlMs = entry.heartbeat_ttl_seconds * 1000;
     const transitions = state.transitions.get(entry.agent) ?? entry.transitions;
+    const paused = Boolean(entry.controls?.paused);
+    card.article.classList.toggle("paused", paused);
     card.header.replaceChildren(
-      el("h2", {}, entry.agent),
+      el("div", { class: "title" }, el("h2", {}, entry.agent),
+        paused ? el("span", { class: "chip paused", "data-role": "paused" }, "paused") : null),
       el("span", { class: "counts" },
         `${entry.connection_count} connection${entry.connection_count === 1 ? "" : "s"} · fence ${entry.fence}`));
     card.body.replaceChildren(
-      holderBlock(entry, ttlMs),
-      standbyBlock(entry, ttlMs),
-      timeline(entry, transitions, state.windowMs),
-      transitionsBlock(entry, transitions, state.machines.get(entry.agent), !this.closed.has(`${entry.agent}:history`)),
-      messagesBlock(entry, this.hooks.messages(entry.agent)));
+      ...[controlsStrip(entry, (since) => age(since), Date.now() + state.clockOffset),
+        holderBlock(entry, ttlMs),
+        standbyBlock(entry, ttlMs),
+        timeline(entry, transitions, state.windowMs),
+        transitionsBlock(entry, transitions, state.machines.get(entry.agent), !this.closed.has(`${entry.agent}:history`)),
+        messagesBlock(entry, this.hooks.messages(entry.agent), waitReason(entry))].filter(Boolean));
     return card.article;
   }
 

@@ -14,7 +14,20 @@ export const RANGES = [
 ];
 export const WINDOW_MS = RANGES[0].ms;
 const PALETTE_SIZE = 8;
-export const REASONS = { claimed: "claimed", closed: "closed", stale: "went silent", released: "released" };
+export const REASONS = {
+  claimed: "claimed", closed: "closed", stale: "went silent", released: "released",
+  preferred: "to preferred runner", drained: "holder drained", restored: "restored after restart",
+};
+/** What each reason means, for the hover text of the history and the timeline. */
+export const REASON_NOTES = {
+  claimed: "a runner claimed a free lease",
+  closed: "the holder's connection closed",
+  stale: "the holder's heartbeats stopped for longer than the TTL",
+  released: "the holder gave the lease up",
+  preferred: "a runner of higher priority was ready and the holder ran nothing",
+  drained: "the holder's machine was drained; it handed the lease on after its run",
+  restored: "after a coordinator restart the lease went back to its previous holder",
+};
 
 /** One colour class per machine, given in order of first sight and kept for the page's lifetime. */
 const colours = new Map();
@@ -68,7 +81,7 @@ function markBox(t) {
     "data-reason": t.reason,
     "data-fence": t.fence,
     "data-at": t.at,
-    title: `${clock(t.at)} ${REASONS[t.reason] ?? t.reason}: ${from} → ${to}, fence ${t.fence}`,
+    title: `${clock(t.at)} ${REASONS[t.reason] ?? t.reason}: ${from} → ${to}, fence ${t.fence}${REASON_NOTES[t.reason] ? ` (${REASON_NOTES[t.reason]})` : ""}`,
   });
 }
 

@@ -1,0 +1,69 @@
+// Where an agent may run, on its card: a paused agent, drained machines, a lease kept for its
+// holder after a coordinator restart, each runner's priority, and the line in the order the lease
+// would take it (higher priority first, then the oldest claim; drained runners are out of line).
+import { el } from "./dom.js";
+import { clock } from "./timeline.js";
+
+/** Whether to show priorities at all: only when some runner of the agent has one other than 0. */
+export function usesPriority(entry) {
+  return entry.connections.some((c) => (c.priority ?? 0) !== 0);
+}
+
+/** A runner's badges: its priority (when the agent uses priorities) and its drain. */
+export function runnerBadges(entry, conn) {
+  return [
+    usesPriority(entry)
+      ? el("span", { class: "chip priority", "data-role": "priority", title: "serve --priority: higher runs the agent by preference" },
+        `priority ${conn.priority ?? 0}`)
+      : null,
+    conn.drained
+      ? el("span", { class: "chip drained", "data-role": "drain", title: "its machine is drained: connected, takes no work and no lease" },
+        conn.held ? "draining" : "drained")
+      : null,
+  ];
+}
+
+/** The standby order of the lease: candidates by priority, then claim; drained, then watchers, last. */
+export function lineOrder(connections) {
+  const rank = (c) => (c.claim_seq === null ? 2 : c.drained ? 1 : 0);
+  return connections.slice().sort((a, b) => rank(a) - rank(b)
+    || (b.priority ?? 0) - (a.priority ?? 0)
+    || (a.claim_seq ?? Infinity) - (b.claim_seq ?? Infinity));
+}
+
+/** Why a queued message is not handed out now, or null when it should be soon. */
+export function waitReason(entry) {
+  if (entry.controls?.paused) return "waiting: the agent is paused";
+  if (!entry.holder) return "waiting: nobody holds the lease";
+  return null;
+}
+
+/**
+ * The agent's controls as one strip under its header, or null when it runs normally. `age` makes
+ * a ticking age from a server timestamp (render.js owns the ticking).
+ */
+export function controlsStrip(entry, age, now) {
+  const controls = entry.controls;
+  if (!controls) return null;
+  const connected = new Set(entry.connections.map((c) => c.machine));
+  const lines = [];
+  if (controls.paused) {
+    lines.push(el("p", { class: "control paused", "data-role": "paused-note" },
+      el("span", { class: "chip paused" }, "paused"),
+      controls.paused_since ? [" since ", clock(controls.paused_since), " (", age(controls.paused_since), ")"] : null,
+      ": messages queue and nothing is handed out; the lease stays where it is."));
+  }
+  if (controls.drained.length) {
+    lines.push(el("p", { class: "control drained", "data-role": "drained-note" },
+      el("span", { class: "chip drained" }, "drained"), " ",
+      controls.drained.flatMap((d, i) => [i ? ", " : null, el("span", { class: "machine", "data-machine": d.machine }, d.machine),
+        connected.has(d.machine) ? ` since ${clock(d.since)}` : " (not connected)"]),
+      ": takes no work and no lease until undrained."));
+  }
+  if (controls.reserved_until && controls.reserved_until > now) {
+    lines.push(el("p", { class: "control reserved", "data-role": "reserved-note" },
+      el("span", { class: "chip" }, "restarted"),
+      ` the coordinator restarted: the lease waits for its previous holder until ${clock(controls.reserved_until)}.`));
+  }
+  return lines.length ? el("div", { class: "controls", "data-role": "controls" }, lines) : null;
+}
