@@ -13,7 +13,7 @@ export const DEFAULT = {
   leaseShards: 64,
   /** How long a higher-priority runner must stay connected before the lease moves to it. */
   preferenceHysteresisSeconds: 10,
-  /** How long a restarted agent object keeps the lease for its previous holder's runner. */
+  /** How long a restarted agent object keeps the lease for its previous holder's runner; 0 turns it off. */
   restartGraceSeconds: 10,
 } as const;
 
@@ -42,11 +42,13 @@ export interface ConfigVars {
 
 export type ConfigVerdict = { ok: true; config: CoordinatorConfig } | { ok: false; message: string };
 
-function seconds(raw: string | undefined, fallback: number, name: string): number | string {
+/** `zeroOff`: 0 is allowed and switches the feature off (the restart grace); otherwise 0 is refused. */
+function seconds(raw: string | undefined, fallback: number, name: string, zeroOff = false): number | string {
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0 || value > 86_400) {
-    return `${name} must be a number of seconds between 0 and 86400, got ${JSON.stringify(raw)}`;
+  if (!Number.isFinite(value) || value < 0 || (value === 0 && !zeroOff) || value > 86_400) {
+    const range = zeroOff ? "from 0 (off) to 86400" : "between 0 and 86400";
+    return `${name} must be a number of seconds ${range}, got ${JSON.stringify(raw)}`;
   }
   return value;
 }
@@ -59,7 +61,7 @@ export function checkConfig(vars: ConfigVars): ConfigVerdict {
   if (typeof scan === "string") return { ok: false, message: scan };
   const hysteresis = seconds(vars.BATON_PREFERENCE_HYSTERESIS_SECONDS, DEFAULT.preferenceHysteresisSeconds, "BATON_PREFERENCE_HYSTERESIS_SECONDS");
   if (typeof hysteresis === "string") return { ok: false, message: hysteresis };
-  const grace = seconds(vars.BATON_RESTART_GRACE_SECONDS, DEFAULT.restartGraceSeconds, "BATON_RESTART_GRACE_SECONDS");
+  const grace = seconds(vars.BATON_RESTART_GRACE_SECONDS, DEFAULT.restartGraceSeconds, "BATON_RESTART_GRACE_SECONDS", true);
   if (typeof grace === "string") return { ok: false, message: grace };
   const raw = vars.BATON_HISTORY_MESSAGES;
   const messages = raw === undefined || raw === "" ? DEFAULT.historyMessages : Number(raw);

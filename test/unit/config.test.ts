@@ -31,6 +31,14 @@ describe("readConfig (coordinator vars)", () => {
       'BATON_PRESENCE_SCAN_SECONDS must be a number of seconds between 0 and 86400, got "soon"',
     );
   });
+
+  it("a restart grace of 0 turns the grace off; below 0 is refused", () => {
+    expect(readConfig({}).preference.restartGraceMs).toBe(DEFAULT.restartGraceSeconds * 1000);
+    expect(readConfig({ BATON_RESTART_GRACE_SECONDS: "0" }).preference.restartGraceMs).toBe(0);
+    expect(() => readConfig({ BATON_RESTART_GRACE_SECONDS: "-1" })).toThrow(
+      'BATON_RESTART_GRACE_SECONDS must be a number of seconds from 0 (off) to 86400, got "-1"',
+    );
+  });
 });
 
 function tempEnv(stored?: object): NodeJS.ProcessEnv {

@@ -103,7 +103,7 @@ export class AgentControls {
    */
   noteRestart(lease: LeaseRecord, now: number): void {
     const runner = this.get("holder_runner");
-    if (lease.holderClaim === null || runner === null) return;
+    if (lease.holderClaim === null || runner === null || this.config.restartGraceMs === 0) return;
     if (lease.holderMachine !== null && this.drained().has(lease.holderMachine)) return;
     this.set("reserved", JSON.stringify({ runner, until: now + this.config.restartGraceMs } satisfies Reservation));
   }
