@@ -1,10 +1,18 @@
 // `npm run chaos`: runs the TypeScript chaos run (scripts/chaos/main.ts) under tsx, passing arguments on;
-// `npm run chaos -- --flood` runs the flood phase (scripts/chaos/flood.ts) instead.
+// `npm run chaos -- --flood` runs the flood phase (scripts/chaos/flood.ts) instead, and
+// `npm run chaos -- --scenario restarts` the coordinator-restart scenario (scripts/chaos/restarts.ts).
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-const flood = process.argv.includes("--flood");
-const main = fileURLToPath(new URL(flood ? "./chaos/flood.ts" : "./chaos/main.ts", import.meta.url));
-const args = process.argv.slice(2).filter((a) => a !== "--flood");
+const argv = process.argv.slice(2);
+const at = argv.indexOf("--scenario");
+const scenario = argv.includes("--flood") ? "flood" : at >= 0 ? argv[at + 1] : "main";
+const files = { main: "main.ts", flood: "flood.ts", restarts: "restarts.ts" };
+if (!(scenario in files)) {
+  console.error(`--scenario is one of ${Object.keys(files).join(", ")}, got ${scenario}`);
+  process.exit(1);
+}
+const main = fileURLToPath(new URL(`./chaos/${files[scenario]}`, import.meta.url));
+const args = argv.filter((a, i) => a !== "--flood" && (at < 0 || (i !== at && i !== at + 1)));
 const r = spawnSync(process.execPath, ["--import", "tsx", main, ...args], { stdio: "inherit" });
 process.exit(r.status ?? 1);
