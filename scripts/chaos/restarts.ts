@@ -22,6 +22,8 @@ const { values: opts } = parseArgs({
     restarts: { type: "string", default: "5" },
     /** The "after" grace in seconds; empty: the coordinator's default. */
     grace: { type: "string", default: "" },
+    /** Extra seconds the coordinator stays down at each restart (a crash, a slow deploy): runners' backoff grows meanwhile. */
+    down: { type: "string", default: "0" },
     "settle-timeout": { type: "string", default: "60" },
     "working-tree": { type: "boolean", default: false },
   },
@@ -30,6 +32,7 @@ const agentCount = Number(opts.agents);
 const machines = Array.from({ length: Number(opts.machines) }, (_, i) => `machine-${i + 1}`);
 const restarts = Number(opts.restarts);
 const settleTimeoutMs = Number(opts["settle-timeout"]) * 1000;
+const downMs = Number(opts.down) * 1000;
 const TOKEN = "baton-dev-token";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -46,10 +49,16 @@ interface Round {
   settleMs: number;
 }
 
+/** Invariant violations by invariant: holders (exactly one per agent, agreed on) and fences (only grow). */
+interface Violations {
+  holders: string[];
+  fences: string[];
+}
+
 interface PhaseResult {
   label: string;
   rounds: Round[];
-  violations: string[];
+  violations: Violations;
 }
 
 interface Presence {
@@ -102,27 +111,28 @@ async function holdings(agents: readonly string[], violations: string[]): Promis
 
 async function phase(label: string, vars: Record<string, string>): Promise<PhaseResult> {
   const { startWranglerDev } = await wranglerDevOf(tree);
-  const violations: string[] = [];
+  const violations: Violations = { holders: [], fences: [] };
   const rounds: Round[] = [];
   const agents = Array.from({ length: agentCount }, (_, i) => `restarts-${process.pid}-${label.replace(/\W+/g, "")}-${i}`);
   dev = await startWranglerDev({ vars });
   fleet = await RestartFleet.start({ treeRoot: tree.root, url: dev.url, token: TOKEN, agents, machines });
-  if (!(await settle(new Map()))) violations.push(`not every agent elected within ${settleTimeoutMs / 1000} s of the start`);
-  let before = await holdings(agents, violations);
-  for (let k = 1; k <= restarts && violations.length === 0; k++) {
+  if (!(await settle(new Map()))) violations.holders.push(`not every agent elected within ${settleTimeoutMs / 1000} s of the start`);
+  let before = await holdings(agents, violations.holders);
+  for (let k = 1; k <= restarts && violations.holders.length + violations.fences.length === 0; k++) {
     const { port, persistDir } = dev;
     await dev.stop();
+    await sleep(downMs);
     dev = await startWranglerDev({ port, persistDir, vars });
     const upAt = Date.now();
     const fences = new Map([...before].map(([a, h]) => [a, h.fence]));
     if (!(await settle(fences))) {
-      violations.push(`restart ${k}: not every agent had one holder with a new fence within ${settleTimeoutMs / 1000} s`);
+      violations.holders.push(`restart ${k}: not every agent had one holder with a new fence within ${settleTimeoutMs / 1000} s`);
       break;
     }
     const settleMs = Date.now() - upAt;
-    const after = await holdings(agents, violations);
+    const after = await holdings(agents, violations.holders);
     for (const a of agents) {
-      if (after.get(a)!.fence <= before.get(a)!.fence) violations.push(`restart ${k}: ${a}'s fence went from ${before.get(a)!.fence} to ${after.get(a)!.fence}`);
+      if (after.get(a)!.fence <= before.get(a)!.fence) violations.fences.push(`restart ${k}: ${a}'s fence went from ${before.get(a)!.fence} to ${after.get(a)!.fence}`);
     }
     const moved = agents.filter((a) => after.get(a)!.machine !== before.get(a)!.machine).length;
     const restored = agents.filter((a) => after.get(a)!.reason === "restored").length;
@@ -130,7 +140,7 @@ async function phase(label: string, vars: Record<string, string>): Promise<Phase
     console.log(`restarts: ${label}, restart ${k}: ${moved} of ${agentCount} agents moved machine, ${restored} restored, settled in ${(settleMs / 1000).toFixed(1)} s`);
     before = after;
   }
-  violations.push(...fleet.fenceRegressions);
+  violations.fences.push(...fleet.fenceRegressions);
   await fleet.stop();
   fleet = null;
   await dev.stop();
@@ -161,16 +171,17 @@ async function main(): Promise<number> {
     await phase("grace off", { BATON_RESTART_GRACE_SECONDS: "0" }),
     await phase(afterLabel, opts.grace === "" ? {} : { BATON_RESTART_GRACE_SECONDS: opts.grace }),
   ];
-  const violations = phases.flatMap((p) => p.violations.map((v) => `${p.label}: ${v}`));
+  const holders = phases.flatMap((p) => p.violations.holders.map((v) => `${p.label}: ${v}`));
+  const fences = phases.flatMap((p) => p.violations.fences.map((v) => `${p.label}: ${v}`));
   const seconds = Math.round((Date.now() - startedAt) / 1000);
   console.log(`\n--- markdown ---`);
-  console.log(`${new Date().toISOString()}, baton ${tree.revision}, ${agentCount} agents x ${machines.length} machines, ${restarts} restarts per phase, ${seconds} s, load average ${load.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end.\n`);
+  console.log(`${new Date().toISOString()}, baton ${tree.revision}, ${agentCount} agents x ${machines.length} machines, ${restarts} restarts per phase${downMs ? ` (down ${downMs / 1000} s each)` : ""}, ${seconds} s, load average ${load.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end.\n`);
   console.log(table(phases));
-  console.log(`\n- ${violations.length === 0 ? "ok" : "FAIL"}: every agent ended each round with exactly one holder, on the machine and fence its runners agree on`);
-  console.log(`- ${violations.length === 0 ? "ok" : "FAIL"}: fences only grew across restarts`);
+  console.log(`\n- ${holders.length === 0 ? "ok" : "FAIL"}: every agent ended each round with exactly one holder, on the machine and fence its runners agree on`);
+  console.log(`- ${fences.length === 0 ? "ok" : "FAIL"}: fences only grew across restarts`);
   console.log(`--- end ---`);
-  for (const v of violations.slice(0, 20)) console.log(`  violation: ${v}`);
-  return violations.length === 0 ? 0 : 1;
+  for (const v of [...holders, ...fences].slice(0, 20)) console.log(`  violation: ${v}`);
+  return holders.length + fences.length === 0 ? 0 : 1;
 }
 
 async function stopAll(): Promise<void> {
