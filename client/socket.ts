@@ -61,6 +61,12 @@ export class CoordinatorSocket {
   private reqCounter = 0;
   /** The fence this connection holds, per the last serve_lease frame; null while it does not hold. */
   private heldFence: number | null = null;
+  /**
+   * The last connection dropped while it held the serve lease, and no serve_lease frame has been
+   * heard since: retries are capped at the backoff's holderMaxTimeout, to be back within the
+   * coordinator's restart grace.
+   */
+  private lostHolding = false;
   private readonly now: () => number;
 
   constructor(private readonly opts: SocketOptions) {
@@ -181,7 +187,10 @@ export class CoordinatorSocket {
       this.ttl = frame.heartbeat_ttl_ms;
       this.restartHeartbeat();
     }
-    if (frame.type === "serve_lease") this.heldFence = frame.held ? frame.fence : null;
+    if (frame.type === "serve_lease") {
+      this.heldFence = frame.held ? frame.fence : null;
+      this.lostHolding = false;
+    }
     if ((frame.type === "result" || frame.type === "error") && frame.req !== undefined) {
       const waiter = this.pending.get(frame.req);
       if (waiter) {
@@ -222,6 +231,7 @@ export class CoordinatorSocket {
 
   /** Forgets the current socket (closing it if needed) and fails its pending requests. */
   private detach(): void {
+    if (this.heldFence !== null) this.lostHolding = true;
     this.heldFence = null;
     if (this.pingTimer) clearInterval(this.pingTimer);
     this.pingTimer = null;
@@ -257,7 +267,7 @@ export class CoordinatorSocket {
       }
       reason = probe.reason;
     }
-    const delay = reconnectDelay(this.failures, this.opts.backoff ?? DEFAULT_BACKOFF);
+    const delay = reconnectDelay(this.failures, this.opts.backoff ?? DEFAULT_BACKOFF, this.lostHolding);
     this.failures += 1;
     this.opts.listener.retrying?.(this.failures, delay, reason);
     this.retryTimer = setTimeout(() => this.connect(), delay);

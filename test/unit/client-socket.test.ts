@@ -2,7 +2,7 @@
 // local WebSocket server that accepts and drops every connection.
 import WebSocket, { WebSocketServer } from "ws";
 import { afterEach, describe, expect, it } from "vitest";
-import { reconnectDelay, type BackoffOptions } from "../../client/backoff.ts";
+import { DEFAULT_BACKOFF, reconnectDelay, type BackoffOptions } from "../../client/backoff.ts";
 import { CoordinatorSocket, type SocketListener } from "../../client/socket.ts";
 import type { ProbeResult } from "../../client/http.ts";
 import type { WebSocketConstructor } from "../../client/websocket.ts";
@@ -50,6 +50,14 @@ describe("reconnectDelay", () => {
     }
   });
 
+  it("after a dropped holder's connection the delay stops at holderMaxTimeout (4 s by default), never above maxTimeout", () => {
+    const opts = { minTimeout: 100, maxTimeout: 1000, factor: 2, randomize: false, holderMaxTimeout: 300 };
+    expect([0, 1, 2, 3, 4].map((a) => reconnectDelay(a, opts, true))).toEqual([100, 200, 300, 300, 300]);
+    expect(reconnectDelay(10, { ...opts, holderMaxTimeout: 5000 }, true)).toBe(1000);
+    expect(reconnectDelay(10, DEFAULT_BACKOFF, true)).toBe(4000);
+    expect(reconnectDelay(10, DEFAULT_BACKOFF)).toBe(15_000);
+  });
+
   it("rejects a minimum above the maximum", () => {
     expect(() => reconnectDelay(0, { minTimeout: 10, maxTimeout: 5, factor: 2, randomize: false })).toThrow(/minTimeout/);
   });
@@ -91,6 +99,26 @@ describe("CoordinatorSocket reconnects", () => {
     socket(url, { retrying: (_attempt, delay) => scheduled.push(delay) }, { minTimeout: 30, maxTimeout: 1000, factor: 3, randomize: false }).start();
     await enough;
     expect(scheduled.slice(0, 3)).toEqual([30, 30, 30]);
+  });
+
+  it("a connection that held the lease when it dropped retries at most holderMaxTimeout apart, until it hears the lease again", async () => {
+    let connections = 0;
+    let done: () => void = () => {};
+    const enough = new Promise<void>((r) => (done = r));
+    const lease = (held: boolean) => JSON.stringify({ type: "serve_lease", held, fence: 1, claim_seq: connections, position: held ? 0 : 1, ttl_ms: 3000, holder: null });
+    const url = await server((ws) => {
+      connections += 1;
+      // The first connection holds, then the coordinator goes away; the sixth hears it is a standby now.
+      if (connections === 1) ws.send(lease(true));
+      if (connections === 6) ws.send(lease(false));
+      ws.close(1011, "go away");
+      if (connections === 10) done();
+    });
+    const scheduled: number[] = [];
+    const backoff = { minTimeout: 20, maxTimeout: 1000, factor: 2, randomize: false, holderMaxTimeout: 50 };
+    socket(url, { retrying: (_attempt, delay) => scheduled.push(delay) }, backoff).start();
+    await enough;
+    expect(scheduled.slice(0, 9)).toEqual([20, 40, 50, 50, 50, 20, 40, 80, 160]);
   });
 
   it("sends the exact ping text every third of the TTL and reports each pong with its send time", async () => {
