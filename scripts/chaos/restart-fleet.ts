@@ -63,16 +63,20 @@ export class RestartFleet {
     return this.runners.filter((r) => r.agent === agent && r.status.kind === "holder");
   }
 
+  /** Every agent has exactly one runner that holds its lease, with a fence above `above` (its fence before the restart). */
+  allHeld(above: ReadonlyMap<string, number>): boolean {
+    return this.opts.agents.every((a) => {
+      const held = this.holders(a);
+      return held.length === 1 && held[0]!.status.kind === "holder" && held[0]!.status.fence > (above.get(a) ?? 0);
+    });
+  }
+
   /**
    * Settled: every runner is connected (holder or standby) and every agent has exactly one holder
    * with a fence above `above` (its fence before the restart), so nobody is still in backoff.
    */
   settled(above: ReadonlyMap<string, number>): boolean {
-    if (this.runners.some((r) => r.status.kind !== "holder" && r.status.kind !== "standby")) return false;
-    return this.opts.agents.every((a) => {
-      const held = this.holders(a);
-      return held.length === 1 && held[0]!.status.kind === "holder" && held[0]!.status.fence > (above.get(a) ?? 0);
-    });
+    return this.runners.every((r) => r.status.kind === "holder" || r.status.kind === "standby") && this.allHeld(above);
   }
 
   async stop(): Promise<void> {

@@ -45,7 +45,9 @@ interface Holding {
 interface Round {
   moved: number;
   restored: number;
-  /** From the coordinator answering again to every agent settled. */
+  /** From the coordinator answering again to every agent having a holder. */
+  heldMs: number;
+  /** ... and to every runner back (standbys may still be in backoff after the holders are). */
   settleMs: number;
 }
 
@@ -78,14 +80,19 @@ async function presence(agent: string): Promise<Presence> {
   return (await res.json()) as Presence;
 }
 
-/** Waits until every runner is back and every agent has one holder above its old fence; false on timeout. */
-async function settle(above: ReadonlyMap<string, number>): Promise<boolean> {
+/**
+ * Waits until every runner is back and every agent has one holder above its old fence; returns
+ * when every agent first had a holder, or null on timeout.
+ */
+async function settle(above: ReadonlyMap<string, number>): Promise<number | null> {
   const deadline = Date.now() + settleTimeoutMs;
+  let heldAt: number | null = null;
   while (!fleet!.settled(above)) {
-    if (Date.now() > deadline) return false;
+    if (heldAt === null && fleet!.allHeld(above)) heldAt = Date.now();
+    if (Date.now() > deadline) return null;
     await sleep(50);
   }
-  return true;
+  return heldAt ?? Date.now();
 }
 
 /**
@@ -116,7 +123,7 @@ async function phase(label: string, vars: Record<string, string>): Promise<Phase
   const agents = Array.from({ length: agentCount }, (_, i) => `restarts-${process.pid}-${label.replace(/\W+/g, "")}-${i}`);
   dev = await startWranglerDev({ vars });
   fleet = await RestartFleet.start({ treeRoot: tree.root, url: dev.url, token: TOKEN, agents, machines });
-  if (!(await settle(new Map()))) violations.holders.push(`not every agent elected within ${settleTimeoutMs / 1000} s of the start`);
+  if ((await settle(new Map())) === null) violations.holders.push(`not every agent elected within ${settleTimeoutMs / 1000} s of the start`);
   let before = await holdings(agents, violations.holders);
   for (let k = 1; k <= restarts && violations.holders.length + violations.fences.length === 0; k++) {
     const { port, persistDir } = dev;
@@ -125,7 +132,8 @@ async function phase(label: string, vars: Record<string, string>): Promise<Phase
     dev = await startWranglerDev({ port, persistDir, vars });
     const upAt = Date.now();
     const fences = new Map([...before].map(([a, h]) => [a, h.fence]));
-    if (!(await settle(fences))) {
+    const heldAt = await settle(fences);
+    if (heldAt === null) {
       violations.holders.push(`restart ${k}: not every agent had one holder with a new fence within ${settleTimeoutMs / 1000} s`);
       break;
     }
@@ -136,8 +144,9 @@ async function phase(label: string, vars: Record<string, string>): Promise<Phase
     }
     const moved = agents.filter((a) => after.get(a)!.machine !== before.get(a)!.machine).length;
     const restored = agents.filter((a) => after.get(a)!.reason === "restored").length;
-    rounds.push({ moved, restored, settleMs });
-    console.log(`restarts: ${label}, restart ${k}: ${moved} of ${agentCount} agents moved machine, ${restored} restored, settled in ${(settleMs / 1000).toFixed(1)} s`);
+    const heldMs = heldAt - upAt;
+    rounds.push({ moved, restored, heldMs, settleMs });
+    console.log(`restarts: ${label}, restart ${k}: ${moved} of ${agentCount} agents moved machine, ${restored} restored, all held after ${(heldMs / 1000).toFixed(1)} s, all runners back after ${(settleMs / 1000).toFixed(1)} s`);
     before = after;
   }
   violations.fences.push(...fleet.fenceRegressions);
@@ -151,13 +160,13 @@ async function phase(label: string, vars: Record<string, string>): Promise<Phase
 const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 
 function table(phases: PhaseResult[]): string {
-  const header = ["restart", ...phases.flatMap((p) => [`moved, ${p.label}`, `restored, ${p.label}`, `settled (s), ${p.label}`])];
+  const header = ["restart", ...phases.flatMap((p) => [`moved, ${p.label}`, `restored, ${p.label}`, `all held (s), ${p.label}`])];
   const rows = Array.from({ length: restarts }, (_, i) => [String(i + 1), ...phases.flatMap((p) => {
     const r = p.rounds[i];
-    return r ? [String(r.moved), String(r.restored), (r.settleMs / 1000).toFixed(1)] : ["-", "-", "-"];
+    return r ? [String(r.moved), String(r.restored), (r.heldMs / 1000).toFixed(1)] : ["-", "-", "-"];
   })]);
   rows.push(["mean", ...phases.flatMap((p) => [
-    mean(p.rounds.map((r) => r.moved)).toFixed(1), mean(p.rounds.map((r) => r.restored)).toFixed(1), (mean(p.rounds.map((r) => r.settleMs)) / 1000).toFixed(1),
+    mean(p.rounds.map((r) => r.moved)).toFixed(1), mean(p.rounds.map((r) => r.restored)).toFixed(1), (mean(p.rounds.map((r) => r.heldMs)) / 1000).toFixed(1),
   ])]);
   return markdownTable(header, rows);
 }
