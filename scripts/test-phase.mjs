@@ -1,0 +1,111 @@
+// One phase of the test suite: a shell command in its own process group, bounded by wall clock.
+// A run that hangs is killed with everything it started, also the processes that left its group
+// (wrangler dev runs detached), and is run once more, unless it had already reported a failing
+// test: a run with failures is never retried. Ctrl-C or SIGTERM to the suite stops them too.
+// As a script: node scripts/test-phase.mjs <limit-ms> [--retry-on-hang] -- <command>
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** Where scripts/failure-flag-reporter.mjs marks a run that had a failing test. */
+export const FAILURE_FLAG_ENV = "BATON_TEST_FAILURE_FLAG";
+export const TIMEOUT_CODE = 124;
+
+const running = new Set();
+
+/** A process and all its descendants, by parent links (a detached child keeps its parent). */
+function processTree(root) {
+  const children = new Map();
+  try {
+    for (const line of execFileSync("ps", ["-e", "-o", "pid=,ppid="], { encoding: "utf8" }).split("\n")) {
+      const [pid, ppid] = line.trim().split(/\s+/).map(Number);
+      if (!pid) continue;
+      children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+    }
+  } catch {
+    // no ps: the process group alone
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i]) ?? []));
+  return tree;
+}
+
+/** Kills the child's process group and every descendant, found before any of them dies and is re-parented. */
+function killTree(child) {
+  const tree = processTree(child.pid);
+  for (const target of [-child.pid, ...tree]) {
+    try {
+      process.kill(target, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+function onSignal(signal) {
+  for (const child of running) killTree(child);
+  process.exit(signal === "SIGINT" ? 130 : 143);
+}
+process.once("SIGINT", onSignal);
+process.once("SIGTERM", onSignal);
+
+/** Runs cmd in its own process group; resolves to its exit code, or "timeout" after killing it all. */
+function runBounded(cmd, limitMs, env) {
+  console.log(`$ ${cmd}`);
+  return new Promise((resolve) => {
+    const child = spawn(cmd, { stdio: "inherit", shell: true, detached: true, env });
+    running.add(child);
+    const timer = setTimeout(() => {
+      console.error(`\n!! ${cmd} still running after ${(limitMs / 1000).toFixed(0)} s: killing it`);
+      killTree(child);
+      running.delete(child);
+      resolve("timeout");
+    }, limitMs);
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      running.delete(child);
+      // Whatever it left in its group must not hold the suite's output open.
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // the group is empty
+      }
+      resolve(code ?? (signal ? 128 : 1));
+    });
+  });
+}
+
+/** Runs one phase; resolves to its exit code (TIMEOUT_CODE when it hung, also when run again). */
+export async function phase(cmd, limitMs, { retryOnHang = false } = {}) {
+  const flagDir = mkdtempSync(join(tmpdir(), "baton-test-phase-"));
+  const flag = join(flagDir, "failed");
+  const env = { ...process.env, [FAILURE_FLAG_ENV]: flag };
+  try {
+    let result = await runBounded(cmd, limitMs, env);
+    if (result === "timeout" && retryOnHang) {
+      if (existsSync(flag)) {
+        console.error(`!! ${cmd} had reported failing tests before it hung: not running it again`);
+        return 1;
+      }
+      console.error(`!! running ${cmd} once more after a hang`);
+      result = await runBounded(cmd, limitMs, env);
+    }
+    return result === "timeout" ? TIMEOUT_CODE : result;
+  } finally {
+    rmSync(flagDir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const dashes = args.indexOf("--");
+  const limitMs = Number(args[0]);
+  if (dashes < 0 || !(limitMs > 0)) {
+    console.error("usage: node scripts/test-phase.mjs <limit-ms> [--retry-on-hang] -- <command>");
+    process.exit(2);
+  }
+  const code = await phase(args.slice(dashes + 1).join(" "), limitMs, { retryOnHang: args.slice(1, dashes).includes("--retry-on-hang") });
+  process.exit(code);
+}

@@ -1,0 +1,89 @@
+// scripts/test-phase.mjs as a real process over stand-in runs: a hung run is killed with what it
+// started (also processes in their own group), retried only when it reported no failing test, and
+// Ctrl-C stops it all.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const PHASE = join(ROOT, "scripts/test-phase.mjs");
+const CHILD = join(ROOT, "test/fixtures/phase/child.mjs");
+const REPORTER = join(ROOT, "scripts/failure-flag-reporter.mjs");
+
+function scratch() {
+  const dir = mkdtempSync(join(tmpdir(), "baton-phase-test-"));
+  return { runs: join(dir, "runs"), pidfile: join(dir, "pid") };
+}
+
+function runCount(file: string): number {
+  return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).length : 0;
+}
+
+/** Alive and not a zombie (a container's init may never reap it). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function phase(limitMs: number, flags: string[], command: string, env: Record<string, string>) {
+  return spawnSync(process.execPath, [PHASE, String(limitMs), ...flags, "--", command], {
+    cwd: ROOT, env: { ...process.env, ...env }, encoding: "utf8", timeout: 55_000,
+  });
+}
+
+describe("scripts/test-phase.mjs", () => {
+  it("kills a hung run with the processes it started in their own group, and fails with 124", async () => {
+    const s = scratch();
+    const r = phase(1500, [], `node ${CHILD} detach-and-hang`, { RUNS: s.runs, PIDFILE: s.pidfile });
+    expect(r.status).toBe(124);
+    const orphan = Number(readFileSync(s.pidfile, "utf8"));
+    await until("the detached process to be gone", () => !alive(orphan));
+  });
+
+  it("runs a hung run once more when it reported no failing test", () => {
+    const s = scratch();
+    const r = phase(1500, ["--retry-on-hang"], `node ${CHILD} hang`, { RUNS: s.runs });
+    expect(r.status).toBe(124);
+    expect(runCount(s.runs)).toBe(2);
+  });
+
+  it("never runs again a vitest run that reported a failing test and then hung", () => {
+    const s = scratch();
+    const cmd = `npx vitest run -c test/fixtures/phase/vitest.config.mjs --reporter=default --reporter=${REPORTER}`;
+    const r = phase(20_000, ["--retry-on-hang"], cmd, { RUNS: s.runs });
+    expect(r.stderr).toContain("had reported failing tests before it hung");
+    expect(r.status).toBe(1);
+    expect(runCount(s.runs)).toBe(1);
+  });
+
+  it("Ctrl-C stops the run and the processes it started in their own group", async () => {
+    const s = scratch();
+    const proc = spawn(process.execPath, [PHASE, "60000", "--", `node ${CHILD} detach-and-hang`], {
+      cwd: ROOT, env: { ...process.env, RUNS: s.runs, PIDFILE: s.pidfile }, stdio: "ignore",
+    });
+    const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
+    await until("the run to start its detached process", () => existsSync(s.pidfile) && readFileSync(s.pidfile, "utf8").endsWith("\n"));
+    const orphan = Number(readFileSync(s.pidfile, "utf8"));
+    proc.kill("SIGINT");
+    expect(await exited).toBe(130);
+    await until("the detached process to be gone", () => !alive(orphan));
+  });
+});
