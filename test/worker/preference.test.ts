@@ -254,4 +254,15 @@ describe("restart grace", () => {
     const b = await runner(agent, "b", { runner_id: "run-b" });
     expect(b.lease).toMatchObject({ held: true, fence: a.lease.fence + 1 });
   });
+
+  it("draining the previous holder's machine during the grace ends the wait: the runner that is here takes the lease at once", async () => {
+    const agent = uniqueAgent();
+    const a = await runner(agent, "a", { runner_id: "run-a" });
+    await restartObject(agent);
+    const b = await runner(agent, "b", { runner_id: "run-b" });
+    expect(b.lease.held).toBe(false);
+    const drained = await control(agent, "drain", { machine: "a" });
+    expect(drained.body.reserved_until).toBeNull();
+    expect(await b.sock.next("serve_lease", undefined, GRACE_MS / 2)).toMatchObject({ held: true, fence: a.lease.fence + 1 });
+  });
 });

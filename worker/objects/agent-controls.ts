@@ -28,6 +28,8 @@ export type ControlOutcome = { ok: true; changed: boolean } | { ok: false; statu
 interface Reservation {
   runner: string;
   until: number;
+  /** The previous holder's machine: draining it ends the wait (absent in reservations stored before). */
+  machine?: string | null;
 }
 
 export class AgentControls {
@@ -88,6 +90,8 @@ export class AgentControls {
       return { ok: false, status: 409, code: "bad_request", message: `at most ${LIMITS.drainedMachines} machines may be drained at once` };
     }
     this.sql.exec(`INSERT INTO drained_machines (machine, since) VALUES (?, ?)`, target, now);
+    // A drained machine takes no lease, so the lease no longer waits for its runner after a restart.
+    if (this.reservation()?.machine === target) this.set("reserved", null);
     return { ok: true, changed: true };
   }
 
@@ -105,7 +109,7 @@ export class AgentControls {
     const runner = this.get("holder_runner");
     if (lease.holderClaim === null || runner === null || this.config.restartGraceMs === 0) return;
     if (lease.holderMachine !== null && this.drained().has(lease.holderMachine)) return;
-    this.set("reserved", JSON.stringify({ runner, until: now + this.config.restartGraceMs } satisfies Reservation));
+    this.set("reserved", JSON.stringify({ runner, until: now + this.config.restartGraceMs, machine: lease.holderMachine } satisfies Reservation));
   }
 
   /** Remembers whose runner holds the lease now; a new holder ends any reservation. */
