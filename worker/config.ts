@@ -45,7 +45,8 @@ export type ConfigVerdict = { ok: true; config: CoordinatorConfig } | { ok: fals
 /** `zeroOff`: 0 is allowed and switches the feature off (the restart grace); otherwise 0 is refused. */
 function seconds(raw: string | undefined, fallback: number, name: string, zeroOff = false): number | string {
   if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
+  // Number(" ") is 0: a blank value must be refused, not read as "off".
+  const value = raw.trim() === "" ? NaN : Number(raw);
   if (!Number.isFinite(value) || value < 0 || (value === 0 && !zeroOff) || value > 86_400) {
     const range = zeroOff ? "from 0 (off) to 86400" : "between 0 and 86400";
     return `${name} must be a number of seconds ${range}, got ${JSON.stringify(raw)}`;

@@ -39,6 +39,12 @@ describe("readConfig (coordinator vars)", () => {
       'BATON_RESTART_GRACE_SECONDS must be a number of seconds from 0 (off) to 86400, got "-1"',
     );
   });
+
+  it("a blank restart grace is refused, not read as 0 (which would turn the grace off)", () => {
+    expect(() => readConfig({ BATON_RESTART_GRACE_SECONDS: " " })).toThrow(
+      'BATON_RESTART_GRACE_SECONDS must be a number of seconds from 0 (off) to 86400, got " "',
+    );
+  });
 });
 
 function tempEnv(stored?: object): NodeJS.ProcessEnv {
