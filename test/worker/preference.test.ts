@@ -3,6 +3,7 @@
 // the move happens because the clock passed the threshold, not because a sleep was long enough.
 import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { AgentControls } from "../../worker/objects/agent-controls.ts";
 import { BASE, connect, DEV_TOKEN, OTHER_TOKEN, presence, restartObject, settle, sleep, stubFor, uniqueAgent, type TestSocket } from "./helpers.ts";
 
 const HYSTERESIS_MS = 2000;
@@ -253,6 +254,28 @@ describe("restart grace", () => {
     await restartObject(agent);
     const b = await runner(agent, "b", { runner_id: "run-b" });
     expect(b.lease).toMatchObject({ held: true, fence: a.lease.fence + 1 });
+  });
+
+  it("a grace turned off or shortened by a redeploy ends a wait begun under the longer one", async () => {
+    const agent = uniqueAgent();
+    await runner(agent, "a", { runner_id: "run-a" });
+    await runInDurableObject(stubFor(agent), (_instance, state) => {
+      const now = Date.now();
+      const lease = { fence: 1, holderClaim: 1, holderMachine: "a", since: now };
+      const holder = { claimSeq: 1, machine: "a", lastHeartbeat: now, runner: "run-a", priority: 0, readySince: now };
+      const before = new AgentControls(state.storage.sql, { hysteresisMs: HYSTERESIS_MS, restartGraceMs: 86_400_000 });
+      before.noteHolder(holder);
+      before.noteRestart(lease, now);
+      expect(before.report(now).reserved_until).toBe(now + 86_400_000);
+      const off = new AgentControls(state.storage.sql, { hysteresisMs: HYSTERESIS_MS, restartGraceMs: 0 });
+      off.noteRestart(lease, now);
+      expect(off.report(now).reserved_until).toBeNull();
+      expect(off.elect([], lease, false, now)).toEqual({ winner: null, reason: null });
+      const shorter = new AgentControls(state.storage.sql, { hysteresisMs: HYSTERESIS_MS, restartGraceMs: 10_000 });
+      expect(shorter.report(now).reserved_until).toBeNull();
+      const standby = { ...holder, claimSeq: 2, machine: "b", runner: "run-b" };
+      expect(shorter.elect([standby], { ...lease, holderClaim: null, holderMachine: null }, false, now).winner?.claimSeq).toBe(2);
+    });
   });
 
   it("draining the previous holder's machine during the grace ends the wait: the runner that is here takes the lease at once", async () => {

@@ -101,6 +101,15 @@ export class AgentControls {
   }
 
   /**
+   * The reservation still in force: not over, and no longer than the grace configured now, so a
+   * redeploy that shortens the grace or turns it off also ends a wait begun under the longer one.
+   */
+  private activeReservation(now: number): Reservation | null {
+    const reserved = this.reservation();
+    return reserved && now < reserved.until && reserved.until <= now + this.config.restartGraceMs ? reserved : null;
+  }
+
+  /**
    * The object starts with no socket while the stored lease names a holder: a deploy or crash
    * dropped every connection (after a hibernation eviction the sockets are still there). The lease
    * waits for that holder's runner for the restart grace, unless its machine was drained.
@@ -141,13 +150,13 @@ export class AgentControls {
   }
 
   report(now: number): AgentControlsReport {
-    const reserved = this.reservation();
+    const reserved = this.activeReservation(now);
     return {
       paused: this.paused(),
       paused_since: this.pausedSince(),
       drained: [...this.drained()].map(([machine, since]) => ({ machine, since })),
       hysteresis_seconds: this.config.hysteresisMs / 1000,
-      reserved_until: reserved && now < reserved.until ? reserved.until : null,
+      reserved_until: reserved?.until ?? null,
     };
   }
 
@@ -165,13 +174,12 @@ export class AgentControls {
   }
 
   private context(lease: LeaseRecord, holderBusy: boolean, now: number): PreferenceContext {
-    const reserved = this.reservation();
     return {
       holderClaim: lease.holderClaim,
       holderBusy,
       paused: this.paused(),
       hysteresisMs: this.config.hysteresisMs,
-      reserved: reserved && now < reserved.until ? reserved : null,
+      reserved: this.activeReservation(now),
       now,
     };
   }
