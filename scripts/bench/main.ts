@@ -3,6 +3,7 @@
 // machine load; the report gives p50/p99 per system and the ratios. `--only a,b` picks scenarios
 // (names in SCENARIOS). Everything started here is stopped at the end.
 import { cpus, loadavg } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { DevServer } from "../../test/e2e/wrangler-dev.ts";
 import { ensureEtcdInstalled, startEtcd, type EtcdServer } from "./etcd.ts";
@@ -42,6 +43,10 @@ const ROUNDS = 3;
 /** What a scenario may use and where it leaves its figures. */
 interface Bench {
   dev: DevServer;
+  /** Starts another wrangler dev of the same tree (stopped with everything else, also on Ctrl-C). */
+  startDev(vars: Record<string, string>): Promise<DevServer>;
+  /** The tree's built CLI. */
+  cli: string;
   handoff: System[];
   /** Lease systems for fresh keys (etcd: a lease per key) and for a hot key (etcd: a session lease per client). */
   leases: { fresh: LeaseSystem[]; hot: LeaseSystem[] };
@@ -83,7 +88,7 @@ const SCENARIOS: Record<string, Scenario> = {
   /** A preferred runner's wait for the lease: about the hysteresis plus one alarm. */
   preference: { needs: [], run: async (b) => void b.sections.push(await runPreference(b.dev.url, hysteresisSeconds, trials)) },
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
-  scale: { needs: [], run: async (b) => void b.sections.push(await runScale()) },
+  scale: { needs: [], run: async (b) => void b.sections.push(await runScale({ startDev: b.startDev, cli: b.cli })) },
 };
 const DEFAULT_SCENARIOS = ["graceful", "crash", "stop", "fresh", "hot", "wakes", "preference"];
 const ALIASES: Record<string, string[]> = { acquire: ["fresh", "hot"] };
@@ -139,8 +144,9 @@ async function main(): Promise<number> {
   let dev: DevServer | null = null;
   let etcd: EtcdServer | null = null;
   let floor: FloorServer | null = null;
+  const extraDevs: DevServer[] = [];
   const stopAll = async () => {
-    await Promise.allSettled([dev?.stop(), etcd?.stop(), floor?.stop()]);
+    await Promise.allSettled([dev?.stop(), etcd?.stop(), floor?.stop(), ...extraDevs.map((d) => d.stop())]);
     tree.dispose();
   };
   for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => void stopAll().then(() => process.exit(130)));
@@ -172,7 +178,13 @@ async function main(): Promise<number> {
     for (const s of handoff) await gracefulTrial(s);
     if (names.includes("fresh") || names.includes("hot")) for (const s of leases.fresh) await freshKeysRound(s, 256, concurrency);
 
-    const bench: Bench = { dev, handoff, leases, results: [], leaseResults: [], wakes: null, sections: [] };
+    const startDev = async (vars: Record<string, string>) => {
+      const extra = await startWranglerDev({ vars });
+      extraDevs.push(extra);
+      return extra;
+    };
+    const cli = join(tree.root, "dist/cli/main.js");
+    const bench: Bench = { dev, startDev, cli, handoff, leases, results: [], leaseResults: [], wakes: null, sections: [] };
     const loadBefore = loadavg()[0]!;
     for (const name of names) await SCENARIOS[name]!.run(bench);
     const report = renderReport({
