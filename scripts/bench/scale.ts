@@ -4,8 +4,9 @@
 // long `GET /agents` and `baton who` take at that size against the 200 ms goal, whether reading
 // the directory wakes agent objects, how long a burst of 1,000 simultaneous handoffs takes to
 // settle, and workerd's memory. BATON_SCALE_AGENTS overrides the agent count for a quick look.
-import { spawnSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { loadavg } from "node:os";
+import { promisify } from "node:util";
 import { DEV_TOKEN, type DevServer } from "../../test/e2e/wrangler-dev.ts";
 import { heartbeat, holders, openConn, pool, until, type Conn } from "./scale-conns.ts";
 import { fmt, markdownTable, percentile } from "./stats.ts";
@@ -18,6 +19,7 @@ const OPEN_IN_FLIGHT = 64;
 const READ_IN_FLIGHT = 32;
 const SAMPLES = 20;
 const GOAL_MS = 200;
+const execFileAsync = promisify(execFile);
 
 export interface ScaleEnv {
   /** Starts a wrangler dev of the tree under test; the caller stops it (also on Ctrl-C). */
@@ -51,9 +53,13 @@ async function totalWakes(url: string, agents: readonly string[]): Promise<numbe
   return wakes.reduce((a, b) => a + b, 0);
 }
 
-function runCli(cli: string, args: string[]): void {
-  const r = spawnSync(process.execPath, [cli, ...args], { env: { ...process.env, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", maxBuffer: 1 << 28 });
-  if (r.status !== 0) throw new Error(`baton ${args.join(" ")} failed: ${r.stderr}`);
+/** Asynchronous, so this process keeps heartbeating its connections meanwhile. */
+async function runCli(cli: string, args: string[]): Promise<void> {
+  try {
+    await execFileAsync(process.execPath, [cli, ...args], { env: { ...process.env, BATON_TOKEN: DEV_TOKEN }, maxBuffer: 1 << 28 });
+  } catch (e) {
+    throw new Error(`baton ${args.join(" ")} failed: ${(e as { stderr?: string }).stderr ?? (e as Error).message}`);
+  }
 }
 
 function row(label: string, samples: number[]): string[] {
