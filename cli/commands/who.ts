@@ -1,6 +1,5 @@
 // `baton who [AGENT] [--watch]`: who holds each agent's serve lease and who stands by. Without
 // AGENT, every agent with connections (the coordinator's directory, GET /agents).
-import { observe } from "../../client/node.ts";
 import { requestJson, type Connection } from "../../client/http.ts";
 import { agentListSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
 import type { Presence } from "../../worker/wire/presence.ts";
@@ -38,6 +37,8 @@ async function watch(conn: Connection, agent: string | undefined, json: boolean)
   let lastReason = "";
   let lastSaidAt = -Infinity;
   let failing = false;
+  // Loaded only here: the WebSocket stack is a noticeable share of a one-shot `baton who`'s start.
+  const { observe } = await import("../../client/node.ts");
   const handle = observe({
     ...conn,
     onChange(all) {
