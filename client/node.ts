@@ -8,9 +8,20 @@ import type { WebSocketConstructor } from "./websocket.ts";
 
 export * from "./index.ts";
 
+/**
+ * `ws` without permessage-deflate. baton's frames are small JSON; a Worker accepts the extension
+ * only under the web_socket_compression flag, which baton does not set, while wrangler dev's own
+ * proxy layers accept it and then hold about 0.7 MB of deflate state per serve connection.
+ */
+class UncompressedWebSocket extends WebSocket {
+  constructor(url: string, protocols?: string | string[]) {
+    super(url, protocols, { perMessageDeflate: false });
+  }
+}
+
 // ws implements the standard interface (on* handlers, string data for text frames); its own
 // event types differ from the minimal ones declared here, hence the one conversion.
-const NodeWebSocket = WebSocket as unknown as WebSocketConstructor;
+const NodeWebSocket = UncompressedWebSocket as unknown as WebSocketConstructor;
 
 /** serve() with `ws` as the default WebSocket. */
 export function serve(agent: string, handler: MessageHandler, options: ServeOptions): ServeHandle {

@@ -1,6 +1,7 @@
 // Raw serve connections for the scale scenario: many sockets in one process, each claiming the
 // lease and heartbeating as the client library does (a holder's ping carries its fence; a
-// standby's plain ping is answered by the runtime), without a Node process per connection.
+// standby's plain ping is answered by the runtime) and offering no compression, without a Node
+// process per connection.
 import WebSocket from "ws";
 import { DEV_TOKEN } from "../../test/e2e/wrangler-dev.ts";
 
@@ -25,6 +26,8 @@ export function openConn(url: string, agent: string, machine: string, into: Conn
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(`${url.replace(/^http/, "ws")}/agents/${agent}/serve?machine=${machine}`, {
       headers: { authorization: `Bearer ${DEV_TOKEN}` },
+      // As client/node.ts: no permessage-deflate, whose state wrangler dev would hold per socket.
+      perMessageDeflate: false,
     });
     const conn: Conn = { agent, ws, held: false, closed: false, fence: 0, onHeld: null };
     into.push(conn);
