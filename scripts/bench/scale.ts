@@ -89,96 +89,116 @@ export async function runScale(env: ScaleEnv): Promise<string> {
   const conns: Conn[] = [];
   const beats = heartbeat(conns, (TTL_SECONDS * 1000) / 3);
   try {
-    const loadBefore = loadavg()[0]!;
-    const memIdle = workerdMemoryMiB(dev);
-    const agents = Array.from({ length: AGENTS }, (_, i) => `scale-${String(i).padStart(4, "0")}`);
-    const slots = agents.flatMap((agent) => Array.from({ length: CONNECTIONS_PER_AGENT }, (_, k) => ({ agent, machine: `m${k}` })));
-    say(`opening ${slots.length} connections for ${AGENTS} agents, ${OPEN_IN_FLIGHT} at a time...`);
-    const electStart = performance.now();
-    const open = await timed(() => pool(slots, OPEN_IN_FLIGHT, (s) => openConn(dev.url, s.agent, s.machine, conns)));
-    await until(() => new Set(holders(conns).map((c) => c.agent)).size === AGENTS, 120_000, "every agent to elect");
-    const electedMs = performance.now() - electStart;
-    const exactlyOne = exactlyOneEach(conns, AGENTS);
-    say(`every agent elected after ${fmt(electedMs)} ms (sockets opened in ${fmt(open.ms)} ms)`);
+    return await Promise.race([measure(env, dev, conns), exitOf(dev)]);
+  } finally {
+    beats.stop();
+    for (const c of conns) c.ws.terminate();
+  }
+}
 
-    // The directory hears of each agent shortly after its election: wait until it lists them all.
-    const directoryLag = await timed(async () => {
-      const deadline = Date.now() + 60_000;
-      while ((await listAgents(dev.url)).filter((a) => a.holder !== null).length < AGENTS) {
-        if (Date.now() > deadline) throw new Error("the directory did not list every agent with its holder within 60 s");
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    });
-    const memConnected = workerdMemoryMiB(dev);
+/** Rejects with wrangler's last output if the dev server exits while the scenario runs. */
+function exitOf(dev: DevServer): Promise<never> {
+  return new Promise((_, reject) => {
+    dev.proc.once("exit", (code, signal) => reject(new Error(`wrangler dev exited (${code ?? signal}) during the scale run:\n${dev.output().slice(-4000)}`)));
+  });
+}
 
-    // Wakes: a listing that called agents would wake every agent once per call. Heartbeats and
-    // alarms wake agents anyway, so the window with listings is compared with one as long without.
-    say(`${SAMPLES} GET /agents calls, with agent wakes counted before and after...`);
-    const w0 = await totalWakes(dev.url, agents);
-    const list: number[] = [];
-    let listedCount = 0;
-    const listing = await timed(async () => {
-      for (let i = 0; i < SAMPLES; i++) {
-        const { ms, value } = await timed(async () => (await listAgents(dev.url)).length);
-        list.push(ms);
-        listedCount = value;
-      }
-    });
-    const w1 = await totalWakes(dev.url, agents);
-    await new Promise((r) => setTimeout(r, listing.ms));
-    const w2 = await totalWakes(dev.url, agents);
-    // Each pass of presence reads is itself one wake per agent.
-    const wakesWithListing = w1 - w0 - AGENTS;
-    const wakesWithout = w2 - w1 - AGENTS;
-    const listingWoke = wakesWithListing - wakesWithout >= AGENTS;
+async function measure(env: ScaleEnv, dev: DevServer, conns: Conn[]): Promise<string> {
+  const loadBefore = loadavg()[0]!;
+  const memIdle = workerdMemoryMiB(dev);
+  const agents = Array.from({ length: AGENTS }, (_, i) => `scale-${String(i).padStart(4, "0")}`);
+  const slots = agents.flatMap((agent) => Array.from({ length: CONNECTIONS_PER_AGENT }, (_, k) => ({ agent, machine: `m${k}` })));
+  say(`opening ${slots.length} connections for ${AGENTS} agents, ${OPEN_IN_FLIGHT} at a time...`);
+  const electStart = performance.now();
+  let opened = 0;
+  const open = await timed(() => pool(slots, OPEN_IN_FLIGHT, async (s) => {
+    const conn = await openConn(dev.url, s.agent, s.machine, conns);
+    if (++opened % 500 === 0) say(`${opened} opened, ${holders(conns).length} holders, load ${loadavg()[0]!.toFixed(1)}`);
+    return conn;
+  }));
+  await until(() => new Set(holders(conns).map((c) => c.agent)).size === AGENTS, 120_000, "every agent to elect");
+  const electedMs = performance.now() - electStart;
+  const exactlyOne = exactlyOneEach(conns, AGENTS);
+  say(`every agent elected after ${fmt(electedMs)} ms (sockets opened in ${fmt(open.ms)} ms)`);
 
-    say(`${SAMPLES} runs of baton who...`);
-    const nodeStart: number[] = [];
-    const who: number[] = [];
-    for (let i = 0; i < SAMPLES; i++) {
-      nodeStart.push((await timed(() => runCli(env.cli, ["--version"]))).ms);
-      who.push((await timed(() => runCli(env.cli, ["who", "--url", dev.url, "--json"]))).ms);
+  // The directory hears of each agent shortly after its election: wait until it lists them all.
+  const directoryLag = await timed(async () => {
+    const deadline = Date.now() + 60_000;
+    while ((await listAgents(dev.url)).filter((a) => a.holder !== null).length < AGENTS) {
+      if (Date.now() > deadline) throw new Error("the directory did not list every agent with its holder within 60 s");
+      await new Promise((r) => setTimeout(r, 200));
     }
+  });
+  const memConnected = workerdMemoryMiB(dev);
 
-    say(`${AGENTS} simultaneous handoffs...`);
-    const before = holders(conns);
-    const fenceBefore = new Map(before.map((h) => [h.agent, h.fence]));
-    const handoffs: number[] = [];
-    const start = performance.now();
-    const waits = before.map((holder) => {
-      const standbys = conns.filter((c) => c.agent === holder.agent && c !== holder && !c.closed);
-      return new Promise<void>((resolve) => {
-        for (const s of standbys) {
-          s.onHeld = () => {
-            handoffs.push(performance.now() - start);
-            for (const t of standbys) t.onHeld = null;
-            resolve();
-          };
-        }
-      });
+  // Wakes: a listing that called agents would wake every agent once per call. Heartbeats and
+  // alarms wake agents anyway, so the window with listings is compared with one as long without.
+  say(`${SAMPLES} GET /agents calls, with agent wakes counted before and after...`);
+  const w0 = await totalWakes(dev.url, agents);
+  const list: number[] = [];
+  let listedCount = 0;
+  const listing = await timed(async () => {
+    for (let i = 0; i < SAMPLES; i++) {
+      const { ms, value } = await timed(async () => (await listAgents(dev.url)).length);
+      list.push(ms);
+      listedCount = value;
+    }
+  });
+  const w1 = await totalWakes(dev.url, agents);
+  await new Promise((r) => setTimeout(r, listing.ms));
+  const w2 = await totalWakes(dev.url, agents);
+  // Each pass of presence reads is itself one wake per agent.
+  const wakesWithListing = w1 - w0 - AGENTS;
+  const wakesWithout = w2 - w1 - AGENTS;
+  const listingWoke = wakesWithListing - wakesWithout >= AGENTS;
+
+  say(`${SAMPLES} runs of baton who...`);
+  const nodeStart: number[] = [];
+  const who: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    nodeStart.push((await timed(() => runCli(env.cli, ["--version"]))).ms);
+    who.push((await timed(() => runCli(env.cli, ["who", "--url", dev.url, "--json"]))).ms);
+  }
+
+  say(`${AGENTS} simultaneous handoffs...`);
+  const before = holders(conns);
+  const fenceBefore = new Map(before.map((h) => [h.agent, h.fence]));
+  const handoffs: number[] = [];
+  const start = performance.now();
+  const waits = before.map((holder) => {
+    const standbys = conns.filter((c) => c.agent === holder.agent && c !== holder && !c.closed);
+    return new Promise<void>((resolve) => {
+      for (const s of standbys) {
+        s.onHeld = () => {
+          handoffs.push(performance.now() - start);
+          for (const t of standbys) t.onHeld = null;
+          resolve();
+        };
+      }
     });
-    for (const holder of before) holder.ws.send(JSON.stringify({ type: "serve_lease", op: "release" }));
-    await Promise.race([
-      Promise.all(waits),
-      new Promise((_, reject) => setTimeout(() => reject(new Error(`the handoff burst did not settle in 120 s (${handoffs.length} of ${before.length})`)), 120_000)),
-    ]);
-    const burstMs = performance.now() - start;
-    const settled = new Set(holders(conns).filter((c) => c.fence > (fenceBefore.get(c.agent) ?? Infinity)).map((c) => c.agent)).size;
-    // Frames to different sockets arrive in any order: a released holder's held:false may trail its successor's held:true.
-    const oneAfter = await until(() => exactlyOneEach(conns, AGENTS), 10_000, "").then(() => true, () => false);
-    const memAfter = workerdMemoryMiB(dev);
-    const loadAfter = loadavg()[0]!;
+  });
+  for (const holder of before) holder.ws.send(JSON.stringify({ type: "serve_lease", op: "release" }));
+  await Promise.race([
+    Promise.all(waits),
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`the handoff burst did not settle in 120 s (${handoffs.length} of ${before.length})`)), 120_000)),
+  ]);
+  const burstMs = performance.now() - start;
+  const settled = new Set(holders(conns).filter((c) => c.fence > (fenceBefore.get(c.agent) ?? Infinity)).map((c) => c.agent)).size;
+  // Frames to different sockets arrive in any order: a released holder's held:false may trail its successor's held:true.
+  const oneAfter = await until(() => exactlyOneEach(conns, AGENTS), 10_000, "").then(() => true, () => false);
+  const memAfter = workerdMemoryMiB(dev);
+  const loadAfter = loadavg()[0]!;
 
-    const table = markdownTable(["step", "p50", "p99", "samples"], [
-      ["every agent elected (first socket opened to last holder told)", `${fmt(electedMs)} ms total`, "-", `${AGENTS} agents`],
-      ["directory lists every agent with its holder, after the last election", `${fmt(directoryLag.ms)} ms`, "-", "1"],
-      row(`GET /agents (${listedCount} agents listed)`, list),
-      row("`baton who --json` (every agent; a new Node process each time)", who),
-      row("`baton --version` (the same Node process start, no request)", nodeStart),
-      row(`handoff in a burst of ${before.length} releases, release to the standby's held:true`, handoffs),
-      ["whole burst settled (every agent's standby told held:true with a higher fence)", `${fmt(burstMs)} ms total`, "-", `${settled} agents`],
-    ]);
-    return `### Scale: ${AGENTS} agents x ${CONNECTIONS_PER_AGENT} serve connections, one account, one wrangler dev
+  const table = markdownTable(["step", "p50", "p99", "samples"], [
+    ["every agent elected (first socket opened to last holder told)", `${fmt(electedMs)} ms total`, "-", `${AGENTS} agents`],
+    ["directory lists every agent with its holder, after the last election", `${fmt(directoryLag.ms)} ms`, "-", "1"],
+    row(`GET /agents (${listedCount} agents listed)`, list),
+    row("`baton who --json` (every agent; a new Node process each time)", who),
+    row("`baton --version` (the same Node process start, no request)", nodeStart),
+    row(`handoff in a burst of ${before.length} releases, release to the standby's held:true`, handoffs),
+    ["whole burst settled (every agent's standby told held:true with a higher fence)", `${fmt(burstMs)} ms total`, "-", `${settled} agents`],
+  ]);
+  return `### Scale: ${AGENTS} agents x ${CONNECTIONS_PER_AGENT} serve connections, one account, one wrangler dev
 
 TTL ${TTL_SECONDS} s: every connection heartbeats every ${TTL_SECONDS / 3} s, a holder with its fence (the object answers), a standby
 with a plain ping (the runtime answers). ${slots.length} sockets opened ${OPEN_IN_FLIGHT} at a time. One-minute load average
@@ -199,8 +219,4 @@ ${goal("`baton who` (whole account, Node start included)", who)}
 
 workerd resident memory (MiB): ${memoryLine("before any connection", memIdle)}; ${memoryLine("every agent connected", memConnected)};
 ${memoryLine("after the burst", memAfter)}.`;
-  } finally {
-    beats.stop();
-    for (const c of conns) c.ws.terminate();
-  }
 }
