@@ -22,7 +22,7 @@ export interface Conn {
  * Opens a serve socket and claims; resolves on the welcome. The connection joins `into` at once,
  * so it is heartbeated from its first moment (opening thousands takes longer than a TTL).
  */
-export function openConn(url: string, agent: string, machine: string, into: Conn[], timeoutMs = 60_000): Promise<Conn> {
+export function openConn(url: string, agent: string, machine: string, into: Conn[], timeoutMs = 120_000): Promise<Conn> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(`${url.replace(/^http/, "ws")}/agents/${agent}/serve?machine=${machine}`, {
       headers: { authorization: `Bearer ${DEV_TOKEN}` },

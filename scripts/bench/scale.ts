@@ -15,7 +15,7 @@ import { workerdMemoryMiB, type WorkerdMemory } from "./workerd-memory.ts";
 const AGENTS = Number(process.env.BATON_SCALE_AGENTS ?? "1000");
 const CONNECTIONS_PER_AGENT = 3;
 const TTL_SECONDS = 30;
-const OPEN_IN_FLIGHT = 64;
+const OPEN_IN_FLIGHT = 32;
 const READ_IN_FLIGHT = 32;
 const SAMPLES = 20;
 const GOAL_MS = 200;
