@@ -12,6 +12,8 @@ export interface Conn {
   ws: WebSocket;
   held: boolean;
   closed: boolean;
+  /** The close code, once closed. */
+  closeCode: number | null;
   /** The fence of the last serve_lease frame this connection was told. */
   fence: number;
   /** Called each time this connection is told it holds. */
@@ -29,7 +31,7 @@ export function openConn(url: string, agent: string, machine: string, into: Conn
       // As client/node.ts: no permessage-deflate, whose state wrangler dev would hold per socket.
       perMessageDeflate: false,
     });
-    const conn: Conn = { agent, ws, held: false, closed: false, fence: 0, onHeld: null };
+    const conn: Conn = { agent, ws, held: false, closed: false, closeCode: null, fence: 0, onHeld: null };
     into.push(conn);
     const timer = setTimeout(() => fail(new Error(`${agent}/${machine}: no welcome within ${timeoutMs} ms`)), timeoutMs);
     const fail = (e: Error): void => {
@@ -53,6 +55,7 @@ export function openConn(url: string, agent: string, machine: string, into: Conn
     ws.on("error", fail);
     ws.on("close", (code) => {
       conn.closed = true;
+      conn.closeCode = code;
       conn.held = false;
       fail(new Error(`${agent}/${machine}: closed (${code}) before the welcome`));
     });
@@ -94,4 +97,11 @@ export async function until(done: () => boolean, timeoutMs: number, what: string
 /** Open connections told they hold, one per agent at most if the coordinator is right. */
 export function holders(conns: readonly Conn[]): Conn[] {
   return conns.filter((c) => c.held && !c.closed);
+}
+
+/** "N with 1006, M with 4008": how many connections closed, by close code. */
+export function closeSummary(conns: readonly Conn[]): string {
+  const byCode = new Map<number, number>();
+  for (const c of conns) if (c.closeCode !== null) byCode.set(c.closeCode, (byCode.get(c.closeCode) ?? 0) + 1);
+  return byCode.size === 0 ? "none" : [...byCode].map(([code, n]) => `${n} with ${code}`).join(", ");
 }

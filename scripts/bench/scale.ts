@@ -8,7 +8,7 @@ import { execFile } from "node:child_process";
 import { loadavg } from "node:os";
 import { promisify } from "node:util";
 import { DEV_TOKEN, type DevServer } from "../../test/e2e/wrangler-dev.ts";
-import { heartbeat, holders, openConn, pool, until, type Conn } from "./scale-conns.ts";
+import { closeSummary, heartbeat, holders, openConn, pool, until, type Conn } from "./scale-conns.ts";
 import { fmt, markdownTable, percentile } from "./stats.ts";
 import { workerdMemoryMiB, type WorkerdMemory } from "./workerd-memory.ts";
 
@@ -90,6 +90,8 @@ export async function runScale(env: ScaleEnv): Promise<string> {
   const beats = heartbeat(conns, (TTL_SECONDS * 1000) / 3);
   try {
     return await Promise.race([measure(env, dev, conns), exitOf(dev)]);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\nconnections closed: ${closeSummary(conns)}\nwrangler dev said:\n${dev.output().slice(-3000)}`);
   } finally {
     beats.stop();
     for (const c of conns) c.ws.terminate();
@@ -113,7 +115,7 @@ async function measure(env: ScaleEnv, dev: DevServer, conns: Conn[]): Promise<st
   let opened = 0;
   const open = await timed(() => pool(slots, OPEN_IN_FLIGHT, async (s) => {
     const conn = await openConn(dev.url, s.agent, s.machine, conns);
-    if (++opened % 500 === 0) say(`${opened} opened, ${holders(conns).length} holders, load ${loadavg()[0]!.toFixed(1)}`);
+    if (++opened % 500 === 0) say(`${opened} opened, ${holders(conns).length} holders, closed: ${closeSummary(conns)}, load ${loadavg()[0]!.toFixed(1)}`);
     return conn;
   }));
   await until(() => new Set(holders(conns).map((c) => c.agent)).size === AGENTS, 120_000, "every agent to elect");
@@ -205,7 +207,7 @@ with a plain ping (the runtime answers). ${slots.length} sockets opened ${OPEN_I
 ${loadBefore.toFixed(1)} at the start and ${loadAfter.toFixed(1)} at the end.
 
 Every agent elected exactly one holder: ${exactlyOne ? "yes" : "NO"}; after the burst: ${oneAfter ? "yes" : "NO"}. Connections the
-coordinator closed: ${conns.filter((c) => c.closed).length}.
+coordinator closed: ${closeSummary(conns)}.
 
 ${table}
 
