@@ -65,13 +65,22 @@ describe("scripts/test-phase.mjs", () => {
     expect(runCount(s.runs)).toBe(2);
   });
 
-  it("never runs again a vitest run that reported a failing test and then hung", () => {
+  it("never runs again a run that had reported a failing test and then hung", () => {
     const s = scratch();
-    const cmd = `npx vitest run -c test/fixtures/phase/vitest.config.mjs --reporter=default --reporter=${REPORTER}`;
-    const r = phase(20_000, ["--retry-on-hang"], cmd, { RUNS: s.runs });
+    const r = phase(1500, ["--retry-on-hang"], `node ${CHILD} fail-and-hang`, { RUNS: s.runs });
     expect(r.stderr).toContain("had reported failing tests before it hung");
     expect(r.status).toBe(1);
     expect(runCount(s.runs)).toBe(1);
+  });
+
+  it("the failure-flag reporter marks a vitest run with a failing test", () => {
+    const dir = mkdtempSync(join(tmpdir(), "baton-flag-test-"));
+    const flag = join(dir, "failed");
+    const r = spawnSync("npx", ["vitest", "run", "-c", "test/fixtures/phase/vitest.config.mjs", "--reporter=default", `--reporter=${REPORTER}`], {
+      cwd: ROOT, env: { ...process.env, BATON_TEST_FAILURE_FLAG: flag }, encoding: "utf8", timeout: 55_000,
+    });
+    expect(r.status).toBe(1);
+    expect(existsSync(flag)).toBe(true);
   });
 
   it("Ctrl-C stops the run and the processes it started in their own group", async () => {
