@@ -109,6 +109,15 @@ async function markLoaded(page: Page): Promise<void> {
   await page.evaluate(() => ((window as unknown as { loadedOnce: boolean }).loadedOnce = true));
 }
 
+/** A new page on the dashboard, live, marked so that later checks can tell it was never reloaded. */
+async function openLive(): Promise<Page> {
+  const page = await browser.newPage();
+  await page.goto(dev.url);
+  await page.locator('#status[data-state="live"]').waitFor();
+  await markLoaded(page);
+  return page;
+}
+
 async function stillSameLoad(page: Page): Promise<boolean> {
   return page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce === true);
 }
@@ -232,10 +241,7 @@ describe("presence dashboard", () => {
   });
 
   it("runners show their priority in line order; a higher-priority runner takes the lease, marked on the timeline and in the history", async () => {
-    const page = await browser.newPage();
-    await page.goto(dev.url);
-    await page.locator('#status[data-state="live"]').waitFor();
-    await markLoaded(page);
+    const page = await openLive();
     await serve("ranked", "plain-box");
     const ranked = card(page, "ranked");
     await ranked.locator('[data-role="holder"] .machine', { hasText: "plain-box" }).waitFor();
@@ -259,10 +265,7 @@ describe("presence dashboard", () => {
   });
 
   it("a drained runner is marked drained and out of line, the lease moves on as 'holder drained', and undrain puts it back", async () => {
-    const page = await browser.newPage();
-    await page.goto(dev.url);
-    await page.locator('#status[data-state="live"]').waitFor();
-    await markLoaded(page);
+    const page = await openLive();
     await serve("drainee", "rack-a", () => "ok");
     await serve("drainee", "rack-b", () => "ok");
     const drainee = card(page, "drainee");
@@ -299,10 +302,7 @@ describe("presence dashboard", () => {
   });
 
   it("a paused agent is marked paused, a message posted meanwhile shows as waiting, and after unpause it runs", async () => {
-    const page = await browser.newPage();
-    await page.goto(dev.url);
-    await page.locator('#status[data-state="live"]').waitFor();
-    await markLoaded(page);
+    const page = await openLive();
     await serve("pausee", "desk-9", (text) => `did: ${text}`);
     const pausee = card(page, "pausee");
     await pausee.locator('[data-role="holder"] .machine', { hasText: "desk-9" }).waitFor();

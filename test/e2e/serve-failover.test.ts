@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
-  getJson, postMessage, readSink, runBaton, startServe, uniqueAgent, waitForMessage, writeSinkCommand, serveFixture, type ServeProc,
+  getJson, postMessage, readSink, runBaton, startServe, uniqueAgent, waitForMessage, waitForSink, writeSinkCommand, serveFixture, type ServeProc,
 } from "./serve-helpers.ts";
 
 const TTL_MS = 2000;
@@ -128,10 +128,3 @@ interface MessageView {
   reply: string | null;
 }
 
-async function waitForSink(sink: string, done: (lines: ReturnType<typeof readSink>) => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done(readSink(sink))) {
-    if (Date.now() > deadline) throw new Error(`sink never matched: ${JSON.stringify(readSink(sink))}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
