@@ -32,20 +32,36 @@ interface Reservation {
   machine?: string | null;
 }
 
+/**
+ * Both tables are read once, when the object starts, and kept in memory: every election and every
+ * hand-out consults them, and only this class writes them.
+ */
 export class AgentControls {
+  private readonly values: Map<string, string>;
+  private readonly drainedSince: Map<string, number>;
+
   constructor(private readonly sql: SqlStorage, readonly config: PreferenceConfig) {
     sql.exec(`CREATE TABLE IF NOT EXISTS controls (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
     sql.exec(`CREATE TABLE IF NOT EXISTS drained_machines (machine TEXT PRIMARY KEY, since INTEGER NOT NULL)`);
+    this.values = new Map(sql.exec<{ key: string; value: string }>(`SELECT key, value FROM controls`).toArray().map((r) => [r.key, r.value]));
+    const drained = sql.exec<{ machine: string; since: number }>(`SELECT machine, since FROM drained_machines ORDER BY machine`).toArray();
+    this.drainedSince = new Map(drained.map((r) => [r.machine, r.since]));
   }
 
   private get(key: string): string | null {
-    const rows = this.sql.exec<{ value: string }>(`SELECT value FROM controls WHERE key = ?`, key).toArray();
-    return rows.length ? rows[0]!.value : null;
+    return this.values.get(key) ?? null;
   }
 
+  /** Writes only what changes: noteHolder runs on every lease transition. */
   private set(key: string, value: string | null): void {
-    if (value === null) this.sql.exec(`DELETE FROM controls WHERE key = ?`, key);
-    else this.sql.exec(`INSERT INTO controls (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value);
+    if (this.get(key) === value) return;
+    if (value === null) {
+      this.sql.exec(`DELETE FROM controls WHERE key = ?`, key);
+      this.values.delete(key);
+    } else {
+      this.sql.exec(`INSERT INTO controls (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value);
+      this.values.set(key, value);
+    }
   }
 
   /** Paused: nothing is handed out, messages queue, the lease stays where it is. */
@@ -58,9 +74,9 @@ export class AgentControls {
     return this.pausedSince() !== null;
   }
 
-  drained(): Map<string, number> {
-    const rows = this.sql.exec<{ machine: string; since: number }>(`SELECT machine, since FROM drained_machines ORDER BY machine`).toArray();
-    return new Map(rows.map((r) => [r.machine, r.since]));
+  /** Drained machines and since when, in machine order. */
+  drained(): ReadonlyMap<string, number> {
+    return this.drainedSince;
   }
 
   /**
@@ -77,11 +93,17 @@ export class AgentControls {
     const parsed = drainSchema.safeParse(body ?? {});
     if (!parsed.success) return { ok: false, status: 400, code: "bad_request", message: 'body must be {} or {"machine": "<label>"}' };
     const machine = parsed.data.machine;
-    const drained = this.drained();
+    const drained = this.drainedSince;
     if (route === "undrain") {
-      if (machine === undefined) this.sql.exec(`DELETE FROM drained_machines`);
-      else this.sql.exec(`DELETE FROM drained_machines WHERE machine = ?`, machine);
-      return { ok: true, changed: machine === undefined ? drained.size > 0 : drained.has(machine) };
+      const changed = machine === undefined ? drained.size > 0 : drained.has(machine);
+      if (machine === undefined) {
+        this.sql.exec(`DELETE FROM drained_machines`);
+        drained.clear();
+      } else {
+        this.sql.exec(`DELETE FROM drained_machines WHERE machine = ?`, machine);
+        drained.delete(machine);
+      }
+      return { ok: true, changed };
     }
     const target = machine ?? holderMachine;
     if (target === null) return { ok: false, status: 409, code: "no_holder", message: "nobody holds the lease; name the machine to drain" };
@@ -90,6 +112,10 @@ export class AgentControls {
       return { ok: false, status: 409, code: "bad_request", message: `at most ${LIMITS.drainedMachines} machines may be drained at once` };
     }
     this.sql.exec(`INSERT INTO drained_machines (machine, since) VALUES (?, ?)`, target, now);
+    // Kept in machine order, as the table is read, so reports list machines the same way.
+    const ordered = [...drained, [target, now] as const].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    drained.clear();
+    for (const [m, since] of ordered) drained.set(m, since);
     // A drained machine takes no lease, so the lease no longer waits for its runner after a restart.
     if (this.reservation()?.machine === target) this.set("reserved", null);
     return { ok: true, changed: true };
