@@ -48,7 +48,11 @@ export interface MessageContext {
   park(options?: { checkpoint?: unknown; deadlineSeconds?: number }): Promise<void>;
 }
 
-/** Returns the reply text (empty when nothing is returned); throwing leaves the message unacknowledged. */
+/**
+ * Returns the reply text (empty when nothing is returned). Throwing fails the attempt: the
+ * coordinator is told why (the error's message) and runs the message again after a backoff, until
+ * the agent's max_attempts, after which it is `failed` with that reason.
+ */
 export type MessageHandler = (message: AgentMessage, ctx: MessageContext) => Promise<string | void> | string | void;
 
 export type ServeEvent =
@@ -148,8 +152,12 @@ export class WorkLoop {
 
   private async handle(msg: MessageFrame): Promise<void> {
     const { deps } = this;
-    const tokened = msg.token !== undefined;
-    if (!(tokened ? deps.mayRun() : deps.mayAct())) return;
+    // Every message is run under its own lease token; a coordinator that hands out none is too old.
+    if (msg.token === undefined) {
+      deps.event({ type: "coordinator_error", code: "bad_frame", message: `message ${msg.id} came without a lease token; this coordinator is too old for this client` });
+      return;
+    }
+    if (!deps.mayRun()) return;
     const fence = deps.fence();
     const run: Run = { msg, controller: new AbortController(), timer: null, parked: false };
     if (this.replied.has(writeKey(msg))) {
@@ -183,7 +191,11 @@ export class WorkLoop {
     try {
       reply = await deps.handler(message, ctx);
     } catch (error) {
-      if (!signal.aborted && !run.parked) deps.event({ type: "handler_failed", id: msg.id, error });
+      if (signal.aborted || run.parked) return;
+      deps.event({ type: "handler_failed", id: msg.id, error });
+      // A run that fails is a failed attempt, never a reply: the coordinator retries it after a backoff.
+      const reason = truncateUtf8(error instanceof Error ? error.message : String(error), LIMITS.failReasonChars);
+      await this.post({ type: "fail", id: msg.id, token: this.token(msg), reason, req: deps.nextReq() }, run);
       return;
     } finally {
       if (run.timer) clearTimeout(run.timer);
@@ -199,9 +211,9 @@ export class WorkLoop {
     deps.event({ type: "ran", id: msg.id, attempt: msg.attempt, fence, token: msg.token ?? null });
   }
 
-  /** What a write for this message carries: its token, or the serve fence from an older coordinator. */
-  private lease(msg: MessageFrame, fence: number): { token: number } | { fence: number } {
-    return msg.token === undefined ? { fence } : { token: msg.token };
+  /** What a write for this message carries: its lease token. */
+  private lease(msg: MessageFrame, _fence: number): { token: number } {
+    return { token: this.token(msg) };
   }
 
   private token(msg: MessageFrame): number {

@@ -2,9 +2,9 @@
 // holding the lease, runs COMMAND once per message. A thin layer over the client library's
 // serve(): this file adds the local lock (one per agent per machine), the journal, the process
 // runs, and winding down on signals or when the parent process dies.
-import { rmSync } from "node:fs";
+import { accessSync, constants, rmSync, statSync } from "node:fs";
 import { hostname } from "node:os";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import { serve } from "../../client/node.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
@@ -19,6 +19,23 @@ import { agentName } from "../lib/names.ts";
 import { LIMITS, MACHINE_LABEL } from "../../worker/wire/protocol.ts";
 
 export const DEFAULT_GRACE_SECONDS = 10;
+
+/** Why COMMAND cannot run here (not found on PATH, not a file, not executable), or null when it can. */
+function notRunnable(command: string): string | null {
+  const candidates = command.includes("/") ? [command] : (process.env.PATH ?? "").split(delimiter).filter(Boolean).map((d) => join(d, command));
+  for (const path of candidates) {
+    try {
+      if (!statSync(path).isFile()) continue;
+      accessSync(path, constants.X_OK);
+      return null;
+    } catch (err) {
+      if (command.includes("/")) {
+        return (err as NodeJS.ErrnoException).code === "EACCES" ? `${command} is not executable (chmod +x ${command})` : `${command} does not exist`;
+      }
+    }
+  }
+  return command.includes("/") ? `${command} is not a file` : `${command} was not found on PATH`;
+}
 
 export default defineCommand({
   path: ["serve"],
@@ -43,7 +60,8 @@ export default defineCommand({
   },
   exitCodes: [
     { code: 0, meaning: "stopped by a signal or by its parent exiting, after releasing the lease" },
-    { code: 1, meaning: "the coordinator refused for good (wrong token, bad name), or AGENT is already served on this machine" },
+    { code: 1, meaning: "the coordinator refused for good (wrong token, bad name), or AGENT is already served under this machine label here" },
+    { code: 127, meaning: "COMMAND does not exist or is not executable; nothing was served" },
   ],
   async run({ args, options, rest }) {
     const agent = agentName(args[0]!);
@@ -59,15 +77,20 @@ export default defineCommand({
     const priority = priorityRaw ? numberOption(priorityRaw, "priority", { ...LIMITS.priority, integer: true }) : undefined;
     const conn = resolveConnection(options);
 
-    const lock = acquireLock(lockDir(), lockName(agent, conn.url));
-    if (!lock.ok) throw new CLIError(`agent ${agent} is already served on this machine by pid ${lock.ownerPid} (lock ${lock.path})`);
+    const missing = notRunnable(command);
+    if (missing) throw new CLIError(`cannot serve ${agent}: ${missing}`, EXIT.notFound);
+    const lock = acquireLock(lockDir(), lockName(agent, conn.url, machine));
+    if (!lock.ok) {
+      throw new CLIError(`agent ${agent} is already served as machine ${JSON.stringify(machine)} on this host by pid ${lock.ownerPid} ` +
+        `(lock ${lock.path}); to try failover on one host, give the second serve another --machine`);
+    }
     process.on("exit", () => lock.release());
     const reporter = new StatusReporter(`baton serve ${agent}`, conn.url, process.stderr, options.json);
     const dir = stateDir();
     const journal = new MessageJournal(dir, agent, conn.url);
     const checkpointPath = join(dir, `${agent}-${process.pid}.checkpoint.json`);
     const handle = serve(agent, commandHandler({
-      agent, command, args: commandArgs, graceMs, checkpointPath, parkDeadlineSeconds,
+      agent, machine, command, args: commandArgs, graceMs, checkpointPath, parkDeadlineSeconds,
       log: (message, fields) => reporter.log(message, fields),
     }), {
       ...conn, machine, priority, cursor: journal.cursor, concurrency,

@@ -6,6 +6,8 @@ export const EXIT = {
   failure: 1,
   /** Unknown option, wrong number of arguments, or an invalid value. */
   usage: 2,
+  /** The command to run does not exist or is not executable (as a shell says it). */
+  notFound: 127,
 } as const;
 
 export interface ExitCodeDoc {

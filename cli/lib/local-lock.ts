@@ -16,8 +16,9 @@ export function lockDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** Lock file name for an agent on one coordinator (the URL is hashed in, not spelled out). */
-export function lockName(agent: string, url: string): string {
-  const hash = createHash("sha256").update(url).digest("hex").slice(0, 10);
+/** One serve per agent, coordinator and machine label: a second label on one host is a second machine (try failover on a laptop). */
+export function lockName(agent: string, url: string, machine = ""): string {
+  const hash = createHash("sha256").update(machine === "" ? url : `${url}\n${machine}`).digest("hex").slice(0, 10);
   return `serve-${agent}-${hash}.lock`;
 }
 

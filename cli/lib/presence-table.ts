@@ -1,7 +1,8 @@
 // Renders an agent's presence report (GET /agents/{agent}/presence) as a small text table.
 import type { Presence } from "../../worker/wire/presence.ts";
 
-export type PresenceReport = Presence;
+/** Presence from the agent itself, or a directory entry (which says whether its agent still vouches for it). */
+export type PresenceReport = Presence & { confirmed?: boolean; confirmed_until?: number };
 
 function age(seconds: number): string {
   return seconds < 60 ? `${seconds.toFixed(1)}s` : `${Math.floor(seconds / 60)}m${Math.round(seconds % 60)}s`;
@@ -17,6 +18,10 @@ export function renderPresence(p: PresenceReport, now: number = Date.now()): str
     ? `holder claim ${p.holder.claim_seq} on ${p.holder.machine} (fence ${p.fence}, since ${since(p.holder.since, now)})`
     : `no holder (fence ${p.fence})`;
   const standbys = `${p.serve_standbys} standby${p.serve_standbys === 1 ? "" : "s"}`;
+  if (p.confirmed === false) {
+    const since = p.confirmed_until === undefined ? "" : ` since ${new Date(p.confirmed_until).toISOString()}`;
+    return `${p.agent}: unknown: its coordinator object has not confirmed this${since}; last known: ${holder}, ${standbys}\n`;
+  }
   const lines = [`${p.agent}: ${holder}, ${standbys}, heartbeat TTL ${p.heartbeat_ttl_seconds}s`, workLine(p)];
   if (p.controls.paused) lines.push(`  paused${p.controls.paused_since ? ` since ${since(p.controls.paused_since, now)}` : ""}: messages queue, nothing is handed out`);
   if (p.controls.drained.length) lines.push(`  drained: ${p.controls.drained.map((d) => d.machine).join(", ")}`);
@@ -30,7 +35,7 @@ export function renderPresence(p: PresenceReport, now: number = Date.now()): str
       c.machine,
       String(c.priority),
       c.held ? (c.drained ? "holder, draining" : "holder") : c.claim_seq === null ? "not claiming" : c.drained ? "drained" : "standby",
-      `${age(c.heartbeat_age_seconds)} ago`,
+      c.heartbeat_age_seconds === null ? `within ${p.heartbeat_ttl_seconds}s` : `${age(c.heartbeat_age_seconds)} ago`,
       since(c.joined_at, now),
       String(c.cursor),
       `${c.running}/${c.slots}`,

@@ -22,6 +22,19 @@ export interface RunOutcome {
   killed: boolean;
   /** Set when the command could not be started at all (e.g. not found). */
   spawnError?: string;
+  /** The last lines of its stderr (at most STDERR_TAIL_BYTES), to say why a run failed. */
+  stderrTail: string;
+}
+
+const STDERR_TAIL_BYTES = 2048;
+
+/** Why a run that did not exit 0 failed, in one line a person can act on. */
+export function describeFailure(outcome: RunOutcome): string {
+  const what = outcome.spawnError ? `could not start: ${outcome.spawnError}`
+    : outcome.signal ? `was killed by ${outcome.signal}`
+    : `exited with code ${outcome.code}`;
+  const tail = outcome.stderrTail.trim().split("\n").slice(-5).join(" | ");
+  return tail ? `the command ${what}; stderr: ${tail}` : `the command ${what}`;
 }
 
 export interface RunHandle {
@@ -46,6 +59,11 @@ export function startRun(spec: RunSpec): RunHandle {
     stdout += chunk;
     spec.onStdout?.(chunk);
   });
+  let stderrTail = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk: string) => {
+    stderrTail = (stderrTail + chunk).slice(-STDERR_TAIL_BYTES);
+  });
   child.stderr.pipe(spec.stderr ?? process.stderr, { end: false });
   child.stdin.on("error", () => {
     // The command may exit without reading its input; that is its business.
@@ -55,11 +73,11 @@ export function startRun(spec: RunSpec): RunHandle {
   const done = new Promise<RunOutcome>((resolve) => {
     child.once("error", (err) => {
       exited = true;
-      resolve({ stdout, code: null, signal: null, killed, spawnError: err.message });
+      resolve({ stdout, code: null, signal: null, killed, spawnError: err.message, stderrTail });
     });
     child.once("close", (code, signal) => {
       exited = true;
-      resolve({ stdout, code, signal, killed });
+      resolve({ stdout, code, signal, killed, stderrTail });
     });
   });
 

@@ -2,11 +2,12 @@
 // the environment, the checkpoint in a file of its own), kills it when the library aborts the
 // message's signal (lease lost, message revoked, run timeout), stores the checkpoint file as the
 // message's checkpoint whenever the command rewrites it (also mid-run, so a successor of a stalled
-// run starts from its last step), parks the message when the command exits 75 (EX_TEMPFAIL), and
-// otherwise replies with its stdout.
+// run starts from its last step), parks the message when the command exits 75 (EX_TEMPFAIL),
+// replies with its stdout when it exits 0, and fails the attempt (with the exit code or signal and
+// the last lines of stderr) otherwise.
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { MessageContext, MessageHandler } from "../../client/index.ts";
-import { startRun } from "./runner.ts";
+import { describeFailure, startRun } from "./runner.ts";
 
 /** A command that exits with this code parks its message until `baton resume` (sysexits EX_TEMPFAIL). */
 export const PARK_EXIT_CODE = 75;
@@ -14,6 +15,8 @@ const CHECKPOINT_POLL_MS = 250;
 
 export interface CommandHandlerOptions {
   agent: string;
+  /** This serve's machine label, passed to the command as BATON_MACHINE. */
+  machine: string;
   command: string;
   args: readonly string[];
   /** Between SIGTERM and SIGKILL when a run must stop. */
@@ -36,6 +39,7 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
       stdin: message.text,
       env: {
         BATON_AGENT: opts.agent,
+        BATON_MACHINE: opts.machine,
         BATON_MESSAGE_ID: String(message.id),
         BATON_FENCE: String(ctx.fence),
         BATON_ATTEMPT: String(message.attempt),
@@ -63,9 +67,13 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
         await ctx.park({ checkpoint: value?.value, deadlineSeconds: opts.parkDeadlineSeconds });
         return;
       }
-      if (outcome.spawnError) opts.log(`command could not start: ${outcome.spawnError}`, { id: message.id });
-      else if (outcome.code !== 0) opts.log(`command exited with ${outcome.code ?? outcome.signal} for message ${message.id}`, { id: message.id });
       await saveChanged(file, ctx, tokened);
+      // A run that does not exit 0 is a failed attempt, never a reply: its partial stdout is dropped.
+      if (outcome.spawnError || outcome.code !== 0) {
+        const reason = describeFailure(outcome);
+        opts.log(`message ${message.id}: ${reason}`, { id: message.id });
+        throw new Error(reason);
+      }
       return outcome.stdout;
     } finally {
       if (poll) clearInterval(poll);

@@ -16,6 +16,8 @@ export interface DevServer {
   proc: ChildProcess;
   output: () => string;
   stop(): Promise<void>;
+  /** kill -9 of wrangler dev and its workerd: a crash, nothing shut down cleanly. */
+  crash(): Promise<void>;
 }
 
 export async function freePort(): Promise<number> {
@@ -75,6 +77,12 @@ export async function startWranglerDev(opts: DevOptions = {}): Promise<DevServer
   return {
     url, port, persistDir, proc,
     output: () => out,
+    async crash() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      const exited = new Promise((r) => proc.once("exit", r));
+      kill(proc, "SIGKILL");
+      await exited;
+    },
     async stop() {
       if (proc.exitCode !== null || proc.signalCode !== null) return;
       const exited = new Promise((r) => proc.once("exit", r));

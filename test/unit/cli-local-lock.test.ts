@@ -49,5 +49,7 @@ describe("local serve lock", () => {
   it("different agents and different coordinators do not share a lock", () => {
     expect(lockName("a", "http://127.0.0.1:8787")).not.toBe(lockName("b", "http://127.0.0.1:8787"));
     expect(lockName("a", "http://127.0.0.1:8787")).not.toBe(lockName("a", "https://baton.example.com"));
+    expect(lockName("a", "http://127.0.0.1:8787", "laptop")).not.toBe(lockName("a", "http://127.0.0.1:8787", "laptop-2"));
+    expect(lockName("a", "http://127.0.0.1:8787", "laptop")).toBe(lockName("a", "http://127.0.0.1:8787", "laptop"));
   });
 });

@@ -47,7 +47,7 @@ function session(url: string, command: string, args: string[]) {
   });
   const reporter = new StatusReporter("serve", url, out);
   const handler = commandHandler({
-    agent: "a", command, args, graceMs: 200, checkpointPath: join(dir, "checkpoint.json"), log: (m) => reporter.log(m),
+    agent: "a", machine: "m", command, args, graceMs: 200, checkpointPath: join(dir, "checkpoint.json"), log: (m) => reporter.log(m),
   });
   const s = serve("a", handler, {
     url, token: "t", machine: "m", onStatus: (st) => reporter.status(st), onEvent: (e) => reporter.event(e),
@@ -101,7 +101,7 @@ describe("ServeSession", () => {
     expect(s.log()).not.toMatch(/not confirmed|refused|command exited/);
   });
 
-  it("runs each run:true message once, in order, and posts stdout as a fenced reply", async () => {
+  it("runs each run:true message once, in order, and posts stdout as its reply under the message's token", async () => {
     const { url, conns } = await standIn((conn) => {
       conn.ws.send(JSON.stringify({ type: "welcome", agent: "a", heartbeat_ttl_ms: 3000, limits: {} }));
       conn.ws.on("message", (data) => {
@@ -109,7 +109,7 @@ describe("ServeSession", () => {
         if (frame.type === "ping") conn.ws.send('{"type":"pong"}');
         if (frame.type === "serve_lease") {
           conn.ws.send(JSON.stringify({ type: "serve_lease", held: true, fence: 4, claim_seq: 1, position: 0, ttl_ms: 3000, holder: null, checkpoint: { n: 1 } }));
-          for (const id of [1, 2, 2]) conn.ws.send(JSON.stringify({ type: "message", id, text: `m${id}`, attempt: 1, created_at: 0, run: true }));
+          for (const id of [1, 2, 2]) conn.ws.send(JSON.stringify({ type: "message", id, text: `m${id}`, attempt: 1, created_at: 0, run: true, token: 10 + id }));
           conn.ws.send(JSON.stringify({ type: "message", id: 3, text: "seen only", attempt: 1, created_at: 0, run: false }));
         }
         if (frame.type === "reply" || frame.type === "checkpoint") {
@@ -120,13 +120,15 @@ describe("ServeSession", () => {
     const script = `read t; n=$(node -e "process.stdout.write(String(JSON.parse(require('fs').readFileSync(process.env.BATON_CHECKPOINT,'utf8')).n))"); echo "{\\"n\\":$((n+1))}" > "$BATON_CHECKPOINT"; echo "$t/$BATON_MESSAGE_ID/$BATON_FENCE/$n"`;
     const s = session(url, "/bin/sh", ["-c", script]);
     await s.waitFor(/ran message 2/);
-    const posted = conns[0]!.frames.filter((f) => f.type === "reply" || f.type === "checkpoint").map(({ req: _req, ...f }) => f);
-    expect(posted).toEqual([
-      { type: "checkpoint", fence: 4, value: { n: 2 } },
-      { type: "reply", id: 1, fence: 4, key: "1:reply", text: "m1/1/4/1\n" },
-      { type: "checkpoint", fence: 4, value: { n: 3 } },
-      { type: "reply", id: 2, fence: 4, key: "2:reply", text: "m2/2/4/2\n" },
+    const posted = conns[0]!.frames.map(({ req: _req, ...f }) => f);
+    expect(posted.filter((f) => f.type === "reply")).toEqual([
+      { type: "reply", id: 1, token: 11, key: "1:reply", text: "m1/1/4/1\n" },
+      { type: "reply", id: 2, token: 12, key: "2:reply", text: "m2/2/4/2\n" },
     ]);
+    // Each message's checkpoint is its own (under its token); the holder also keeps the agent's.
+    expect(posted).toContainEqual({ type: "checkpoint", id: 1, token: 11, value: { n: 2 } });
+    expect(posted).toContainEqual({ type: "checkpoint", id: 2, token: 12, value: { n: 3 } });
+    expect(posted).toContainEqual({ type: "checkpoint", fence: 4, value: { n: 3 } });
     expect(s.log()).not.toMatch(/ran message 3/);
   });
 });

@@ -1,13 +1,15 @@
-// What the directory says about heartbeat ages without asking any agent: the reported age plus
-// the time since the report, an upper bound, never above the TTL.
+// What the directory says without asking any agent: no heartbeat age (nobody measured one since
+// the report), only the TTL bound, and whether the agent's own object still vouches for the entry.
 import { describe, expect, it } from "vitest";
 import { agedEntry } from "../../worker/wire/presence.ts";
-import type { DirectoryEntry } from "../../worker/wire/protocol.ts";
+import { confirmedUntil, nextConfirmation } from "../../worker/rules/directory-lease.ts";
+import type { PresenceReport } from "../../worker/wire/protocol.ts";
+import { renderPresence } from "../../cli/lib/presence-table.ts";
 
-function entry(ages: number[], reportedAt: number, ttlSeconds = 60): DirectoryEntry {
+function report(ages: number[], reportedAt: number, ttlSeconds = 60): PresenceReport {
   return {
     agent: "a", connection_count: ages.length, serve_candidates: ages.length, serve_standbys: ages.length - 1, fence: 1,
-    holder: null, heartbeat_ttl_seconds: ttlSeconds, transitions: [], recent_messages: [], wakes: 0, reported_at: reportedAt,
+    holder: { claim_seq: 1, machine: "m0", since: 0 }, heartbeat_ttl_seconds: ttlSeconds, transitions: [], recent_messages: [], wakes: 0, reported_at: reportedAt,
     controls: { paused: false, paused_since: null, drained: [], hysteresis_seconds: 10, reserved_until: null },
     work: {
       mode: "single", max_running: 1, run_timeout_seconds: 60, max_attempts: 3,
@@ -20,18 +22,25 @@ function entry(ages: number[], reportedAt: number, ttlSeconds = 60): DirectoryEn
 }
 
 describe("agedEntry", () => {
-  it("adds the time since the report to each reported age and restamps the entry", () => {
-    const aged = agedEntry(entry([0.5, 2], 10_000), 13_000);
-    expect(aged.connections.map((c) => c.heartbeat_age_seconds)).toEqual([3.5, 5]);
-    expect(aged.reported_at).toBe(13_000);
+  it("gives no heartbeat age, since later heartbeats reach nobody; the bound is the TTL", () => {
+    const aged = agedEntry(report([0.5, 2], 10_000), confirmedUntil(10_000, 60_000), 13_000);
+    expect(aged.connections.map((c) => c.heartbeat_age_seconds)).toEqual([null, null]);
+    expect(aged.reported_at).toBe(10_000);
+    expect(renderPresence(aged, 13_000)).toContain("within 60s");
   });
 
-  it("never says older than the TTL: a connection silent that long is closed by its agent", () => {
-    const aged = agedEntry(entry([1, 59], 0, 60), 30_000);
-    expect(aged.connections.map((c) => c.heartbeat_age_seconds)).toEqual([31, 60]);
+  it("is confirmed until three TTLs after the last confirmation, and unknown after", () => {
+    const until = confirmedUntil(0, 1_000);
+    expect(until).toBe(3_000);
+    expect(agedEntry(report([1], 0, 1), until, 3_000).confirmed).toBe(true);
+    const lapsed = agedEntry(report([1], 0, 1), until, 3_001);
+    expect(lapsed.confirmed).toBe(false);
+    expect(renderPresence(lapsed, 3_001)).toMatch(/^a: unknown: its coordinator object has not confirmed this since/);
   });
 
-  it("a report stamped after now (clock skew between objects) ages nothing", () => {
-    expect(agedEntry(entry([4], 5_000), 4_000).connections[0]!.heartbeat_age_seconds).toBe(4);
+  it("an agent confirms every two TTLs while it has connections, and never without", () => {
+    expect(nextConfirmation(5_000, true, 1_000)).toBe(7_000);
+    expect(nextConfirmation(null, true, 1_000)).toBe(2_000);
+    expect(nextConfirmation(5_000, false, 1_000)).toBeNull();
   });
 });

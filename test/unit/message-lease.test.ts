@@ -1,12 +1,12 @@
 // The message lifecycle rules: dispatch order, groups, slots, tokens, run timeouts, park and resume.
 import { describe, expect, it } from "vitest";
 import {
-  checkMessageWrite, complete, DEFAULT_POLICY, expireDue, lease, nextMessageDeadline, park, planDispatch, resume, takeBack,
+  checkMessageWrite, complete, DEFAULT_POLICY, expireDue, failAttempt, lease, nextMessageDeadline, park, planDispatch, resume, retryBackoffMs, takeBack,
   type MessageLease, type MessagePolicy,
 } from "../../worker/rules/message-lease.ts";
 
 const msg = (id: number, over: Partial<MessageLease> = {}): MessageLease => ({
-  id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, ...over,
+  id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, ...over,
 });
 const pool: MessagePolicy = { ...DEFAULT_POLICY, mode: "pool", maxRunning: 10, runTimeoutMs: 1000, maxAttempts: 3 };
 
@@ -45,9 +45,35 @@ describe("a message's own lease", () => {
 
   it("a write with an older token is refused as stale; a finished message refuses its own token too", () => {
     const running = lease(msg(1), "a", 7, 0, pool);
-    expect(checkMessageWrite(running, 7)).toEqual({ ok: true });
-    expect(checkMessageWrite(running, 6)).toMatchObject({ ok: false, code: "stale_token" });
-    expect(checkMessageWrite(complete(running), 7)).toMatchObject({ ok: false, code: "message_not_running" });
+    expect(checkMessageWrite(running, 7, "a", 0)).toEqual({ ok: true });
+    expect(checkMessageWrite(running, 6, "a", 0)).toMatchObject({ ok: false, code: "stale_token" });
+    expect(checkMessageWrite(complete(running), 7, "a", 0)).toMatchObject({ ok: false, code: "message_not_running" });
+  });
+
+  it("a token is honoured only from the runner it was handed to", () => {
+    const running = lease(msg(1), "a", 7, 0, pool);
+    expect(checkMessageWrite(running, 7, "b", 0)).toMatchObject({ ok: false, code: "not_your_message" });
+    expect(checkMessageWrite(running, 7, "null", 0)).toMatchObject({ ok: false, code: "not_your_message" });
+  });
+
+  it("the run deadline is decided at the write: one millisecond late is refused, whether or not the alarm ran", () => {
+    const running = lease(msg(1), "a", 7, 0, pool);
+    expect(checkMessageWrite(running, 7, "a", 999)).toEqual({ ok: true });
+    expect(checkMessageWrite(running, 7, "a", 1000)).toMatchObject({ ok: false, code: "message_not_running" });
+  });
+
+  it("a failed attempt queues the message again after a growing backoff; the last allowed attempt fails it", () => {
+    const first = lease(msg(1), "a", 1, 0, pool);
+    expect(failAttempt(first, 50, pool)).toMatchObject({ status: "queued", runner: null, retryAt: 50 + retryBackoffMs(1) });
+    expect(retryBackoffMs(1)).toBe(1000);
+    expect(retryBackoffMs(3)).toBe(4000);
+    expect(retryBackoffMs(30)).toBe(60_000);
+    expect(failAttempt(lease(msg(1, { attempts: 2 }), "a", 3, 0, pool), 0, pool)).toMatchObject({ status: "failed", retryAt: null });
+    // Not handed out during its backoff, handed out after it.
+    const waiting = failAttempt(first, 0, pool);
+    expect(planDispatch([waiting], [{ id: "a", free: 1 }], pool, new Map(), 999)).toEqual([]);
+    expect(planDispatch([waiting], [{ id: "a", free: 1 }], pool, new Map(), 1000)).toEqual([{ id: 1, runner: "a" }]);
+    expect(nextMessageDeadline([waiting])).toBe(1000);
   });
 
   it("a run past its deadline is taken back and queued again; after maxAttempts it fails", () => {
@@ -61,8 +87,9 @@ describe("a message's own lease", () => {
   it("park gives the lease up; resume queues it again; a park deadline fails it", () => {
     const parked = park(lease(msg(1), "a", 1, 0, pool), 5000);
     expect(parked).toMatchObject({ status: "parked", runner: null, expiresAt: 5000 });
-    expect(resume(parked)).toMatchObject({ ok: true, message: { status: "queued", attempts: 1, expiresAt: null } });
-    expect(resume(msg(2))).toMatchObject({ ok: false, code: "not_parked" });
+    expect(resume(parked, 4999)).toMatchObject({ ok: true, message: { status: "queued", attempts: 1, expiresAt: null } });
+    expect(resume(parked, 5000)).toMatchObject({ ok: false, code: "not_parked" });
+    expect(resume(msg(2), 0)).toMatchObject({ ok: false, code: "not_parked" });
     expect(expireDue([parked], 5000, pool)[0]?.status).toBe("failed");
   });
 

@@ -26,10 +26,10 @@ describe("message lease frames", () => {
     expect(parse({ type: "park", id: 1, token: 2, value: "x".repeat(17 * 1024) })).toMatchObject({ ok: false, code: "too_large" });
   });
 
-  it("accept token writes, fenced writes, message checkpoints, parks and slots", () => {
+  it("accept token writes, failures, the agent's fenced checkpoint, message checkpoints, parks and slots", () => {
     for (const frame of [
       { type: "reply", id: 1, token: 4, key: "k", text: "t" },
-      { type: "reply", id: 1, fence: 2, key: "k", text: "t" },
+      { type: "fail", id: 1, token: 3, reason: "exit 3" },
       { type: "ack", id: 1, token: 4 },
       { type: "checkpoint", fence: 2, value: { a: 1 } },
       { type: "checkpoint", id: 1, token: 4, value: null },

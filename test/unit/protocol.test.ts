@@ -52,11 +52,15 @@ describe("parseClientFrame rejects", () => {
       { type: "hello", machine: 7 },
       { type: "sync" },
       { type: "sync", after: -1 },
-      { type: "ack", id: 0, fence: 1 },
+      { type: "ack", id: 0, token: 1 },
       { type: "ack", id: 1 },
-      { type: "reply", id: 1, fence: 1, key: "", text: "x" },
-      { type: "reply", id: 1, fence: 1, key: "k".repeat(LIMITS.idempotencyKeyChars + 1), text: "x" },
-      { type: "reply", id: 1, fence: 1, key: "k", text: 5 },
+      // The older fence-only ack and reply: a fence says who holds the agent, not who runs the message.
+      { type: "ack", id: 1, fence: 1 },
+      { type: "reply", id: 1, fence: 1, key: "k", text: "x" },
+      { type: "fail", id: 1, token: 1, reason: "x".repeat(LIMITS.failReasonChars + 1) },
+      { type: "reply", id: 1, token: 1, key: "", text: "x" },
+      { type: "reply", id: 1, token: 1, key: "k".repeat(LIMITS.idempotencyKeyChars + 1), text: "x" },
+      { type: "reply", id: 1, token: 1, key: "k", text: 5 },
       { type: "serve_lease", op: "claim", req: "r".repeat(65) },
     ];
     for (const frame of cases) expect(rejection(JSON.stringify(frame)).code, JSON.stringify(frame)).toBe("bad_frame");
@@ -86,7 +90,7 @@ describe("parseClientFrame rejects", () => {
 
   it("reply text and checkpoints over their own limits with too_large", () => {
     const text = "x".repeat(LIMITS.replyTextBytes + 1);
-    expect(rejection(JSON.stringify({ type: "reply", id: 1, fence: 1, key: "k", text, req: "q" }))).toMatchObject({
+    expect(rejection(JSON.stringify({ type: "reply", id: 1, token: 1, key: "k", text, req: "q" }))).toMatchObject({
       code: "too_large",
       req: "q",
     });
@@ -107,8 +111,9 @@ describe("parseClientFrame accepts", () => {
       { type: "serve_lease", op: "claim" },
       { type: "serve_lease", op: "release", fence: 3, req: "r".repeat(64) },
       { type: "sync", after: 0 },
-      { type: "ack", id: 1, fence: 0 },
-      { type: "reply", id: 1, fence: 1, key: "k", text: "x".repeat(LIMITS.replyTextBytes) },
+      { type: "ack", id: 1, token: 1 },
+      { type: "fail", id: 1, token: 1, reason: "x".repeat(LIMITS.failReasonChars) },
+      { type: "reply", id: 1, token: 1, key: "k", text: "x".repeat(LIMITS.replyTextBytes) },
       { type: "checkpoint", fence: 1, value: { step: 3 } },
     ];
     for (const frame of frames) {

@@ -33,6 +33,14 @@ interface LiveConn {
   heartbeat: number;
 }
 
+/** How soon a failed report to the directory is tried again. */
+const REPORT_RETRY_MS = 5_000;
+
+function earliest(...times: (number | null)[]): number | null {
+  const known = times.filter((t): t is number => t !== null);
+  return known.length ? Math.min(...known) : null;
+}
+
 const SERVE: SocketKind<ConnState> = {
   tag: "serve",
   schema: serveAttachment,
@@ -57,12 +65,17 @@ export class AgentCoordinator extends SocketObject<ConnState> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.identity = agentOfObject(ctx.id);
     this.store = new AgentStore(ctx.storage.sql);
+    this.identity = this.store.identity(agentOfObject(ctx.id));
     this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
     this.desk = new WorkDesk(ctx.storage.sql, () => this.store.lease(), () => this.liveConns(), (state) => this.mayHandOut(state));
     this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
     this.desk.onRefused = (code) => this.refused(code);
+    this.directoryReporter.onFailure = () => {
+      const now = Date.now();
+      this.reportRetryAt = now + REPORT_RETRY_MS;
+      this.scheduleScan(now);
+    };
     // After a restart (deploy, crash) the stored lease may name a holder whose socket died with the
     // old process: keep the lease for that runner's return (restart grace), and re-elect from the
     // sockets that are really here before anything else runs.
@@ -242,6 +255,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
         return this.desk.write({ ws, state }, frame, now);
       case "ack":
       case "reply":
+      case "fail":
       case "park":
         this.desk.write({ ws, state }, frame, now);
         // The holder's safe point: with nothing left running it may hand on (preferred, drained).
@@ -311,7 +325,16 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   async alarm(): Promise<void> {
     this.alarmAt = null;
     this.store.countWake();
-    this.reconcile(Date.now(), "stale");
+    const now = Date.now();
+    // Confirmations first: the scan below then schedules the next one.
+    if (this.reportRetryAt !== null && now >= this.reportRetryAt) {
+      this.reportRetryAt = null;
+      this.presenceChanged();
+    }
+    if (this.identity) {
+      this.directoryReporter.confirmIfDue(this.ctx, this.env.DIRECTORY, this.identity.account, this.identity.agent, now, () => this.presenceChanged());
+    }
+    this.reconcile(now, "stale");
     this.store.saveWakes();
   }
 
@@ -376,7 +399,9 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   }
 
   /** Remembers (in SQLite) what was last reported to the directory, so a rebuilt object does not repeat it. */
-  private readonly directoryReporter = new DirectoryReporter(this.ctx.storage.sql);
+  private readonly directoryReporter = new DirectoryReporter(this.ctx.storage.sql, this.config.heartbeatTtlMs);
+  /** A report to the directory failed: the alarm tries again then (in memory: after an eviction the directory's own lease tells the truth). */
+  private reportRetryAt: number | null = null;
 
   private candidates(conns: LiveConn[]): (Candidate & { state: ConnState })[] {
     return conns
@@ -445,8 +470,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const holder = serving.find((c) => isHolder(c.state, this.store.lease().holderClaim));
     if (holder && stale !== null) stale = Math.min(stale, holderCheckAt(holder.heartbeat, now, ttl));
     const scan = stale === null ? null : Math.min(stale, now + this.config.presenceScanMs);
-    const message = this.desk.messages.nextDeadline();
-    const deadline = scan === null ? message : message === null ? scan : Math.min(scan, message);
+    const deadline = earliest(scan, this.desk.messages.nextDeadline(), this.directoryReporter.nextConfirmation(), this.reportRetryAt);
     if (deadline === null) {
       if (this.alarmAt !== null) void this.ctx.storage.deleteAlarm();
       this.alarmAt = null;

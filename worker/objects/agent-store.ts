@@ -2,6 +2,11 @@
 // Every write here is synchronous and lands before the object sends anything that depends on it.
 import { EMPTY_LEASE, type LeaseRecord, type Transition } from "../rules/election.ts";
 
+export interface AgentIdentity {
+  account: string;
+  agent: string;
+}
+
 const TRANSITIONS_KEPT = 50;
 /** Wakes are counted in memory and written at most once per this many (and with every lease write and alarm). */
 const WAKES_WRITTEN_EVERY = 100;
@@ -24,6 +29,21 @@ export class AgentStore {
 
   private set(key: string, value: string): void {
     this.sql.exec(`INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value);
+  }
+
+  /**
+   * Who this object serves. The runtime names an object on requests but not when its alarm wakes
+   * it, so the name seen first is stored and an unnamed wake reads it back; null only for an object
+   * that was never reached by name.
+   */
+  identity(fromName: AgentIdentity | null): AgentIdentity | null {
+    const stored = this.get("identity");
+    if (fromName !== null) {
+      const text = JSON.stringify(fromName);
+      if (stored !== text) this.set("identity", text);
+      return fromName;
+    }
+    return stored === null ? null : (JSON.parse(stored) as AgentIdentity);
   }
 
   /** Hands out claim sequences: strictly increasing, never reused, across restarts of the object. */

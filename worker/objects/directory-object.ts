@@ -2,9 +2,12 @@
 // agent of that account with open connections, and pushes each change to dashboard observers.
 // Agent objects report real changes by RPC (directory-reporter.ts); the directory never calls
 // an agent back, so its work grows with changes, not with agents or connections. Heartbeats wake
-// neither side, so the ages it shows are upper bounds (see `agedEntry`).
+// neither side, so it shows no heartbeat ages, only their bound (see `agedEntry`). Each entry is
+// leased (rules/directory-lease.ts): its agent confirms it every two TTLs, and one it stops
+// confirming is shown as unknown, never as live.
 import { agedEntry } from "../wire/presence.ts";
-import type { DirectoryEntry } from "../wire/protocol.ts";
+import type { DirectoryEntry, PresenceReport } from "../wire/protocol.ts";
+import { confirmedUntil } from "../rules/directory-lease.ts";
 import { CLOSE_CODES, errorFrame, errorResponse, parseClientFrame, type ServerFrame } from "../wire/protocol.ts";
 import type { Env } from "../env.ts";
 import type { AgentMetrics } from "../rules/metrics.ts";
@@ -32,12 +35,14 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     this.sql = ctx.storage.sql;
     this.sql.exec(`CREATE TABLE IF NOT EXISTS agents (
       agent TEXT PRIMARY KEY, entry TEXT NOT NULL, reported_at INTEGER NOT NULL)`);
+    const columns = this.sql.exec<{ name: string }>(`PRAGMA table_info(agents)`).toArray().map((c) => c.name);
+    if (!columns.includes("confirmed_until")) this.sql.exec(`ALTER TABLE agents ADD COLUMN confirmed_until INTEGER`);
     this.metrics = new MetricsBoard(this.sql);
   }
 
   /** RPC from an agent object: its latest metrics snapshot (sent only when it changed). */
   reportMetrics(snapshot: AgentMetrics): void {
-    this.metrics.accept(snapshot);
+    this.metrics.accept(snapshot, confirmedUntil(snapshot.reported_at, this.config.heartbeatTtlMs));
   }
 
   /** RPC for GET /metrics: every agent's latest snapshot, without calling any agent. */
@@ -58,9 +63,10 @@ export class AgentDirectory extends SocketObject<ObserverState> {
    * RPC from an agent object: its latest presence. A report older than the one stored is
    * dropped; any other reaches every observer. An agent with no connections leaves the list.
    */
-  report(entry: DirectoryEntry): void {
+  report(entry: PresenceReport): void {
     const stored = this.sql.exec<{ reported_at: number }>(`SELECT reported_at FROM agents WHERE agent = ?`, entry.agent).toArray()[0];
     if (stored && stored.reported_at > entry.reported_at) return;
+    const until = confirmedUntil(entry.reported_at, this.config.heartbeatTtlMs);
     const now = Date.now();
     if (entry.connection_count === 0) {
       if (stored) {
@@ -70,18 +76,33 @@ export class AgentDirectory extends SocketObject<ObserverState> {
       return;
     }
     this.sql.exec(
-      `INSERT INTO agents (agent, entry, reported_at) VALUES (?, ?, ?)
-       ON CONFLICT(agent) DO UPDATE SET entry = excluded.entry, reported_at = excluded.reported_at`,
-      entry.agent, JSON.stringify(entry), entry.reported_at,
+      `INSERT INTO agents (agent, entry, reported_at, confirmed_until) VALUES (?, ?, ?, ?)
+       ON CONFLICT(agent) DO UPDATE SET entry = excluded.entry, reported_at = excluded.reported_at, confirmed_until = excluded.confirmed_until`,
+      entry.agent, JSON.stringify(entry), entry.reported_at, until,
     );
-    this.broadcast({ type: "presence", presence: entry, server_time: now });
+    this.broadcast({ type: "presence", presence: agedEntry(entry, until, now), server_time: now });
   }
 
-  /** RPC from the Worker (GET /agents): every agent with connections, aged to now. Reads storage only. */
+  /**
+   * RPC from an agent object whose presence did not change: it still stands, as of `at`. False
+   * when there is nothing here to confirm (the entry was never stored or was lost): the agent then
+   * sends its whole report.
+   */
+  confirm(agent: string, at: number): boolean {
+    const until = confirmedUntil(at, this.config.heartbeatTtlMs);
+    this.metrics.confirm(agent, until);
+    const rows = this.sql.exec(
+      `UPDATE agents SET confirmed_until = MAX(COALESCE(confirmed_until, 0), ?) WHERE agent = ? RETURNING agent`, until, agent,
+    ).toArray();
+    return rows.length > 0;
+  }
+
+  /** RPC from the Worker (GET /agents): every agent with connections, as last reported and whether that is still vouched for. Reads storage only. */
   list(): DirectoryEntry[] {
     const now = Date.now();
-    return this.sql.exec<{ entry: string }>(`SELECT entry FROM agents ORDER BY agent`).toArray()
-      .map((r) => agedEntry(JSON.parse(r.entry) as DirectoryEntry, now));
+    return this.sql.exec<{ entry: string; reported_at: number; confirmed_until: number | null }>(
+      `SELECT entry, reported_at, confirmed_until FROM agents ORDER BY agent`).toArray()
+      .map((r) => agedEntry(JSON.parse(r.entry) as PresenceReport, r.confirmed_until ?? confirmedUntil(r.reported_at, this.config.heartbeatTtlMs), now));
   }
 
   /** Observers may ping; anything else is refused and the socket closed, so nobody claims through here. */

@@ -5,7 +5,7 @@
 // are in ../rules/message-lease.ts; this file only loads, applies and tells.
 import type { LeaseRecord } from "../rules/election.ts";
 import {
-  checkMessageWrite, expireDue, isOpen, lease, park, planDispatch, resume, takeBack,
+  checkMessageWrite, expireDue, failAttempt, isOpen, lease, park, planDispatch, resume, takeBack,
   type MessageLease, type MessagePolicy,
 } from "../rules/message-lease.ts";
 import { send, type ConnState } from "./connections.ts";
@@ -19,8 +19,14 @@ export interface DeskSocket {
   state: ConnState;
 }
 
-/** A write made under a message's token: reply, ack, message checkpoint or park. */
-export type TokenWrite = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "park" }> & { id: number; token: number };
+/** A write made under a message's token: reply, ack, message checkpoint, fail or park. */
+export type TokenWrite = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" }> & { id: number; token: number };
+
+/** What `error` says of a message taken back from its runner. */
+const TAKEN_BACK: Record<RevokeReason, string> = {
+  run_timeout: "its run timeout passed before the runner finished",
+  runner_gone: "its runner left (disconnected, released the lease or went silent) before finishing",
+};
 
 type Push = (socket: DeskSocket, m: StoredMessage, run: boolean) => void;
 
@@ -78,7 +84,7 @@ export class MessageLeases {
     }));
     const handed = new Map<number, DeskSocket>();
     const fence = this.serveLease().fence;
-    for (const a of planDispatch([...open.values()].filter(isOpen), slots, policy, avoid)) {
+    for (const a of planDispatch([...open.values()].filter(isOpen), slots, policy, avoid, now)) {
       const leased = lease(open.get(a.id)!, a.runner, this.policies.nextToken(), now, policy);
       const socket = runners.get(a.runner)!;
       this.push(socket, this.messages.saveLease(leased, fence), true);
@@ -89,6 +95,7 @@ export class MessageLeases {
 
   private takeBack(before: MessageLease, after: MessageLease, reason: RevokeReason, live: DeskSocket[], open: Map<number, MessageLease>): void {
     this.messages.saveLease(after);
+    if (before.status === "running") this.messages.recordFailure(before.id, TAKEN_BACK[reason]);
     open.set(after.id, after);
     if (before.status !== "running") return;
     const runner = live.find((s) => runnerId(s.state) === before.runner);
@@ -96,24 +103,30 @@ export class MessageLeases {
   }
 
   /**
-   * A write under a message token. A token other than the message's current one is refused as
-   * stale_token (also once the message finished); a reply or ack under the token that finished
-   * the message is answered `duplicate: true` with the write that did; a finished or parked
-   * message refuses any other write with message_not_running.
+   * A write under a message token, checked at this moment by this object's clock. A token other
+   * than the message's current one is refused as stale_token (also once the message finished), a
+   * write from any connection but the one the message was handed to as not_your_message, and a
+   * write after the run deadline as message_not_running (the message is taken back at once). A
+   * reply or ack under the token that finished the message, from its runner, is answered
+   * `duplicate: true` with the write that did.
    */
   write(socket: DeskSocket, frame: TokenWrite, now: number): void {
     const stored = this.messages.get(frame.id);
     if (!stored) return send(socket.ws, errorFrame("unknown_message", `no message ${frame.id}`, frame.req));
     const m = leaseOf(stored);
     const key = frame.type === "reply" ? frame.key : "ack";
-    if (frame.token === m.token && m.status === "acknowledged" && (frame.type === "reply" || frame.type === "ack")) {
+    const writer = runnerId(socket.state);
+    if (frame.token === m.token && m.status === "acknowledged" && (frame.type === "reply" || frame.type === "ack") && stored.acked_runner === writer) {
       const done = this.messages.ackedWrite(m.id) ?? { id: m.id, fence: stored.acked_fence ?? 0, key };
       return send(socket.ws, { type: "result", ...done, token: m.token, op: frame.type, req: frame.req, duplicate: true });
     }
-    const verdict = checkMessageWrite(m, frame.token);
+    const verdict = checkMessageWrite(m, frame.token, writer, now);
     if (!verdict.ok) {
       this.onRefused(verdict.code);
-      return send(socket.ws, errorFrame(verdict.code, verdict.message, frame.req));
+      send(socket.ws, errorFrame(verdict.code, verdict.message, frame.req));
+      // A deadline that passed before its alarm ran is applied now: the message goes back at once.
+      if (m.status === "running" && m.expiresAt !== null && now >= m.expiresAt) this.reconcile(now);
+      return;
     }
     switch (frame.type) {
       case "checkpoint":
@@ -127,9 +140,17 @@ export class MessageLeases {
         this.reconcile(now);
         return;
       }
+      case "fail": {
+        const next = failAttempt(m, now, this.policies.policy());
+        this.messages.recordFailure(m.id, frame.reason || "the run failed");
+        this.messages.saveLease(next);
+        send(socket.ws, { type: "result", op: "fail", req: frame.req, id: m.id, token: frame.token, status: next.status, retry_at: next.retryAt });
+        this.reconcile(now);
+        return;
+      }
       default: {
         const write = { id: m.id, fence: this.serveLease().fence, key };
-        this.messages.acknowledge(write, frame.type === "reply" ? frame.text : null, now, frame.token);
+        this.messages.acknowledge(write, frame.type === "reply" ? frame.text : null, now, frame.token, writer);
         send(socket.ws, { type: "result", ...write, token: frame.token, op: frame.type, req: frame.req, duplicate: false });
         this.reconcile(now);
       }
@@ -140,8 +161,12 @@ export class MessageLeases {
   resume(id: number, input: string | null, now: number): { ok: true; message: StoredMessage } | { ok: false; status: 404 | 409; code: "not_found" | "not_parked"; message: string } {
     const stored = this.messages.get(id);
     if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
-    const result = resume(leaseOf(stored));
-    if (!result.ok) return { ...result, status: 409 };
+    const result = resume(leaseOf(stored), now);
+    if (!result.ok) {
+      // A park deadline that passed before its alarm ran fails the message now.
+      this.reconcile(now);
+      return { ...result, status: 409 };
+    }
     this.messages.setResumeInput(id, input);
     this.messages.saveLease(result.message);
     this.reconcile(now);
@@ -169,7 +194,7 @@ export class MessageLeases {
         machine: machines.get(m.runner ?? "") ?? null, expires_at: m.expires_at, group: m.msg_group,
       })),
       parked: this.messages.inStatus("parked", REPORTED_PARKED).map((m) => ({ id: m.id, attempt: m.attempts, deadline: m.expires_at, group: m.msg_group })),
-      failed: this.messages.inStatus("failed", REPORTED_FAILED).map((m) => ({ id: m.id, attempts: m.attempts })),
+      failed: this.messages.inStatus("failed", REPORTED_FAILED).map((m) => ({ id: m.id, attempts: m.attempts, error: m.error })),
     };
   }
 }

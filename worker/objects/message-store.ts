@@ -27,6 +27,14 @@ export interface StoredMessage {
   checkpoint: string | null;
   checkpoint_token: number | null;
   acked_token: number | null;
+  /** A queued message is not handed out before this (the backoff after a failed attempt). */
+  retry_at: number | null;
+  /** Why the latest attempt failed or was taken back; null while none did. */
+  error: string | null;
+  /** Attempts that ended in failure (a `fail` write or being taken back). */
+  failures: number;
+  /** The connection (claim sequence) whose write acknowledged the message. */
+  acked_runner: string | null;
 }
 
 /** Columns added after the first schema, with their definitions, for tables created before them. */
@@ -40,6 +48,10 @@ const LEASE_COLUMNS: Record<string, string> = {
   checkpoint: "TEXT",
   checkpoint_token: "INTEGER",
   acked_token: "INTEGER",
+  retry_at: "INTEGER",
+  error: "TEXT",
+  failures: "INTEGER NOT NULL DEFAULT 0",
+  acked_runner: "TEXT",
 };
 
 /** How many queued messages one dispatch looks at (oldest first): a bound on its work, not on the queue. */
@@ -143,10 +155,15 @@ export class MessageStore {
   /** Stores a message's lease fields as the rules left them; `fence` is the serve fence at a hand-out. */
   saveLease(m: MessageLease, fence: number | null = null): StoredMessage {
     return this.sql.exec(
-      `UPDATE messages SET status = ?, attempts = ?, token = ?, runner = ?, expires_at = ?,
+      `UPDATE messages SET status = ?, attempts = ?, token = ?, runner = ?, expires_at = ?, retry_at = ?,
        delivered_fence = COALESCE(?, delivered_fence) WHERE id = ? RETURNING *`,
-      m.status, m.attempts, m.token, m.runner, m.expiresAt, fence, m.id,
+      m.status, m.attempts, m.token, m.runner, m.expiresAt, m.retryAt, fence, m.id,
     ).one() as unknown as StoredMessage;
+  }
+
+  /** Notes why an attempt of message `id` ended without success. */
+  recordFailure(id: number, error: string): void {
+    this.sql.exec(`UPDATE messages SET error = ?, failures = failures + 1 WHERE id = ?`, error, id);
   }
 
   saveMessageCheckpoint(id: number, value: unknown, token: number): void {
@@ -162,10 +179,13 @@ export class MessageStore {
     return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM messages WHERE status = 'running' AND runner = ?`, runner).one().n;
   }
 
-  /** The earliest run or park deadline, for the alarm; null when nothing can expire. */
+  /** The earliest run or park deadline or end of a retry backoff, for the alarm; null when nothing is due. */
   nextDeadline(): number | null {
-    return this.sql.exec<{ at: number | null }>(
+    const deadline = this.sql.exec<{ at: number | null }>(
       `SELECT MIN(expires_at) AS at FROM messages WHERE status IN ('running', 'parked') AND expires_at IS NOT NULL`).one().at ?? null;
+    const retry = this.sql.exec<{ at: number | null }>(
+      `SELECT MIN(retry_at) AS at FROM messages WHERE status = 'queued' AND retry_at IS NOT NULL`).one().at ?? null;
+    return deadline === null ? retry : retry === null ? deadline : Math.min(deadline, retry);
   }
 
   countByStatus(): Record<MessageStatus, number> {
@@ -182,12 +202,12 @@ export class MessageStore {
       .toArray() as unknown as StoredMessage[];
   }
 
-  /** Marks the message done by this write (under its lease `token`, or null for a fenced write); the caller has checked it was not done already. */
-  acknowledge(write: AckedWrite, reply: string | null, now: number, token: number | null = null): void {
+  /** Marks the message done by this write, under its lease `token`, from its `runner`; the caller has checked it was not done already. */
+  acknowledge(write: AckedWrite, reply: string | null, now: number, token: number, runner: string): void {
     this.sql.exec(
       `UPDATE messages SET status = 'acknowledged', runner = NULL, expires_at = NULL, acked_at = ?, acked_fence = ?, acked_token = ?,
-       reply = COALESCE(?, reply) WHERE id = ?`,
-      now, write.fence, token, reply, write.id,
+       acked_runner = ?, reply = COALESCE(?, reply) WHERE id = ?`,
+      now, write.fence, token, runner, reply, write.id,
     );
     this.sql.exec(`INSERT INTO message_writes (message_id, key, fence, at) VALUES (?, ?, ?, ?)`, write.id, write.key, write.fence, now);
   }
@@ -243,7 +263,7 @@ export class MessageStore {
 export function leaseOf(m: StoredMessage): MessageLease {
   return {
     id: m.id, status: m.status, attempts: m.attempts, token: m.token, runner: m.runner, expiresAt: m.expires_at,
-    group: m.msg_group, runTimeoutMs: m.run_timeout_ms,
+    group: m.msg_group, runTimeoutMs: m.run_timeout_ms, retryAt: m.retry_at,
   };
 }
 

@@ -6,27 +6,48 @@ import type { AgentMetrics } from "../rules/metrics.ts";
 /** An agent with no connection that has not reported for this long leaves /metrics. */
 export const IDLE_AGENT_RETENTION_MS = 24 * 60 * 60 * 1000;
 
+/** Counters stay (they only grow), but nobody vouches for the gauges: no holder, no standby, no connection is claimed. */
+export function unconfirmedSnapshot(m: AgentMetrics): AgentMetrics {
+  return { ...m, confirmed: false, holders: 0, standbys: 0, connections: 0 };
+}
+
 export class MetricsBoard {
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`CREATE TABLE IF NOT EXISTS agent_metrics (
       agent TEXT PRIMARY KEY, snapshot TEXT NOT NULL, reported_at INTEGER NOT NULL, connections INTEGER NOT NULL)`);
+    const columns = sql.exec<{ name: string }>(`PRAGMA table_info(agent_metrics)`).toArray().map((c) => c.name);
+    if (!columns.includes("confirmed_until")) sql.exec(`ALTER TABLE agent_metrics ADD COLUMN confirmed_until INTEGER`);
+  }
+
+  /** The agent's object still vouches for its snapshot until `until` (see rules/directory-lease.ts). */
+  confirm(agent: string, until: number): void {
+    this.sql.exec(`UPDATE agent_metrics SET confirmed_until = MAX(COALESCE(confirmed_until, 0), ?) WHERE agent = ?`, until, agent);
   }
 
   /** Keeps the snapshot unless a newer one of the same agent is already stored. */
-  accept(m: AgentMetrics): void {
+  accept(m: AgentMetrics, until: number): void {
     this.sql.exec(
-      `INSERT INTO agent_metrics (agent, snapshot, reported_at, connections) VALUES (?, ?, ?, ?)
+      `INSERT INTO agent_metrics (agent, snapshot, reported_at, connections, confirmed_until) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT(agent) DO UPDATE SET snapshot = excluded.snapshot, reported_at = excluded.reported_at,
-         connections = excluded.connections
+         connections = excluded.connections, confirmed_until = MAX(COALESCE(agent_metrics.confirmed_until, 0), excluded.confirmed_until)
        WHERE excluded.reported_at >= agent_metrics.reported_at`,
-      m.agent, JSON.stringify(m), m.reported_at, m.connections,
+      m.agent, JSON.stringify(m), m.reported_at, m.connections, until,
     );
   }
 
-  /** Every agent's latest snapshot by name, after dropping agents idle past IDLE_AGENT_RETENTION_MS. */
+  /**
+   * Every agent's latest snapshot by name, after dropping agents idle past IDLE_AGENT_RETENTION_MS.
+   * A snapshot with connections that its agent stopped confirming is marked unconfirmed: it then
+   * vouches for no holder (see unconfirmedSnapshot).
+   */
   snapshots(now: number): AgentMetrics[] {
     this.sql.exec(`DELETE FROM agent_metrics WHERE connections = 0 AND reported_at < ?`, now - IDLE_AGENT_RETENTION_MS);
-    return this.sql.exec<{ snapshot: string }>(`SELECT snapshot FROM agent_metrics ORDER BY agent`).toArray()
-      .map((r) => JSON.parse(r.snapshot) as AgentMetrics);
+    return this.sql.exec<{ snapshot: string; connections: number; confirmed_until: number | null }>(
+      `SELECT snapshot, connections, confirmed_until FROM agent_metrics ORDER BY agent`).toArray()
+      .map((r) => {
+        const snapshot = JSON.parse(r.snapshot) as AgentMetrics;
+        const known = r.connections === 0 || (r.confirmed_until !== null && now <= r.confirmed_until);
+        return known ? { ...snapshot, confirmed: true } : unconfirmedSnapshot(snapshot);
+      });
   }
 }

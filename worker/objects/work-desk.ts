@@ -1,7 +1,7 @@
 // Durable work of one agent: stores messages, pushes them to every serve connection (only the
 // runner's copy says run), hands each message out under its own lease (message-leases.ts), and
-// accepts idempotent replies, acks and checkpoints: under a message's token, or under the serve
-// fence (the older form, single mode only). The agent object owns the sockets and the lease.
+// accepts idempotent replies, acks, failures and checkpoints under a message's token (the agent's
+// own checkpoint under the serve fence). The agent object owns the sockets and the lease.
 import type { LeaseRecord } from "../rules/election.ts";
 import { checkFencedWrite, holdsLease } from "../rules/fencing.ts";
 import { send, writeConn, type ConnState } from "./connections.ts";
@@ -12,7 +12,7 @@ import { BucketPerSocket, ByteBucket } from "../rules/frame-rate-limit.ts";
 
 export type { DeskSocket };
 
-type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "park" }>;
+type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" }>;
 
 /** What a message frame costs beyond its text, for the replay budget. */
 const FRAME_OVERHEAD_BYTES = 128;
@@ -77,14 +77,11 @@ export class WorkDesk {
   }
 
   /**
-   * An ack, reply, checkpoint or park. With a message token it goes to the message's own lease
-   * (MessageLeases.write); without, it is the older fenced form: the agent's checkpoint, or (single
-   * mode only) an ack or reply from the holder. An ack or reply is scoped to its message: the first
-   * one acknowledges it, and any later one (same key or not) is answered `duplicate: true` with the
-   * write that did, so an answer that looks like success always means that message is done.
+   * An ack, reply, checkpoint, fail or park. A write for a message goes to the message's own lease
+   * (MessageLeases.write); a checkpoint with only the serve fence is the agent's own, from its holder.
    */
   write(socket: DeskSocket, frame: WriteFrame, now: number): void {
-    if (frame.type === "park" || (frame.token !== undefined && frame.id !== undefined)) {
+    if (frame.type !== "checkpoint" || (frame.token !== undefined && frame.id !== undefined)) {
       return this.leases.write(socket, frame as TokenWrite, now);
     }
     const fence = frame.fence!;
@@ -93,27 +90,8 @@ export class WorkDesk {
       this.onRefused(verdict.code);
       return send(socket.ws, errorFrame(verdict.code, verdict.message, frame.req));
     }
-    if (frame.type === "checkpoint") {
-      this.messages.saveCheckpoint(frame.value, fence, now);
-      return send(socket.ws, { type: "result", op: "checkpoint", req: frame.req, fence });
-    }
-    if (this.leases.policies.policy().mode === "pool") {
-      return send(socket.ws, errorFrame("bad_frame", "in pool mode a write for a message must carry the message's token", frame.req));
-    }
-    const message = this.messages.get(frame.id);
-    if (!message) return send(socket.ws, errorFrame("unknown_message", `no message ${frame.id}`, frame.req));
-    const key = frame.type === "reply" ? frame.key : "ack";
-    if (message.status === "acknowledged") {
-      const done = this.messages.ackedWrite(frame.id) ?? { id: frame.id, fence: message.acked_fence ?? fence, key };
-      return send(socket.ws, { type: "result", ...done, op: frame.type, req: frame.req, duplicate: true });
-    }
-    if (message.status === "parked" || message.status === "failed") {
-      return send(socket.ws, errorFrame("message_not_running", `message ${frame.id} is ${message.status}, not running`, frame.req));
-    }
-    const write = { id: frame.id, fence, key };
-    this.messages.acknowledge(write, frame.type === "reply" ? frame.text : null, now);
-    send(socket.ws, { type: "result", ...write, op: frame.type, req: frame.req, duplicate: false });
-    this.leases.reconcile(now);
+    this.messages.saveCheckpoint(frame.value, fence, now);
+    send(socket.ws, { type: "result", op: "checkpoint", req: frame.req, fence });
   }
 
   private push(socket: DeskSocket, m: StoredMessage, run: boolean): void {
@@ -139,6 +117,10 @@ export function messageView(m: StoredMessage) {
     acked_token: m.acked_token,
     group: m.msg_group,
     run_timeout_seconds: m.run_timeout_ms === null ? null : m.run_timeout_ms / 1000,
+    /** Why the latest attempt failed or was taken back (null while none did), how many did, and when a failed one is tried again. */
+    error: m.error,
+    failures: m.failures,
+    retry_at: m.retry_at,
     /** Run deadline while running, park deadline while parked (server ms). */
     expires_at: m.expires_at,
     claim_seq: m.runner === null ? null : Number(m.runner),

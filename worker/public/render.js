@@ -34,8 +34,19 @@ function tickAges(root, now) {
   }
 }
 
-function heartbeatAt(entry, conn) {
-  return entry.reported_at - conn.heartbeat_age_seconds * 1000;
+/** A measured age ticks on from the report; the directory measures none, so only its true bound is shown. */
+function heartbeat(entry, conn, ttlMs) {
+  if (conn.heartbeat_age_seconds === null || conn.heartbeat_age_seconds === undefined) {
+    return [" · heard within the last ", formatAge(ttlMs)];
+  }
+  return [" · heartbeat ", age(entry.reported_at - conn.heartbeat_age_seconds * 1000, ttlMs), " ago"];
+}
+
+/** Turns a card "unknown" once its agent's object stopped vouching for it (checked on every tick). */
+function tickConfirmations(root, now) {
+  for (const article of root.querySelectorAll("article.agent[data-confirmed-until]")) {
+    article.classList.toggle("unconfirmed", now > Number(article.dataset.confirmedUntil));
+  }
 }
 
 /**
@@ -54,7 +65,7 @@ function connectionRow(entry, conn, ttlMs, label) {
     runnerBadges(entry, conn),
     el("span", { class: "meta" },
       conn.claim_seq === null ? "not claiming" : `claim #${conn.claim_seq}`,
-      " · heartbeat ", age(heartbeatAt(entry, conn), ttlMs), " ago"));
+      heartbeat(entry, conn, ttlMs)));
 }
 
 function noHolderText(entry) {
@@ -77,7 +88,7 @@ function holderBlock(entry, ttlMs) {
     conn ? runnerBadges(entry, conn) : null,
     el("span", { class: "meta" },
       `claim #${holder.claim_seq} · fence ${entry.fence} · since ${clock(holder.since)} (`, age(holder.since), ")",
-      conn ? [" · heartbeat ", age(heartbeatAt(entry, conn), ttlMs), " ago"] : null,
+      conn ? heartbeat(entry, conn, ttlMs) : null,
       conn?.drained ? " · hands the lease on when its run ends" : null));
 }
 
@@ -172,9 +183,11 @@ export class AgentList {
     const transitions = state.transitions.get(entry.agent) ?? entry.transitions;
     const paused = Boolean(entry.controls?.paused);
     card.article.classList.toggle("paused", paused);
+    if (entry.confirmed_until) card.article.dataset.confirmedUntil = String(entry.confirmed_until);
     card.header.replaceChildren(
       el("div", { class: "title" }, el("h2", {}, entry.agent),
-        paused ? el("span", { class: "chip paused", "data-role": "paused" }, "paused") : null),
+        paused ? el("span", { class: "chip paused", "data-role": "paused" }, "paused") : null,
+        el("span", { class: "chip unknown", "data-role": "unknown", title: "the agent's coordinator object has not confirmed this within 3 heartbeat TTLs: it is the last known state, not the current one" }, "unknown")),
       el("span", { class: "counts" },
         `${entry.connection_count} connection${entry.connection_count === 1 ? "" : "s"} · fence ${entry.fence}`));
     card.body.replaceChildren(
@@ -221,6 +234,7 @@ export class AgentList {
   tick(state) {
     const now = Date.now() + state.clockOffset;
     tickAges(this.root, now);
+    tickConfirmations(this.root, now);
     tickTimelines(this.root, now);
   }
 }

@@ -4,8 +4,9 @@
 //
 //   queued ──lease──▶ running ──complete──▶ acknowledged
 //     ▲                 │ │ └──park──▶ parked ──resume──▶ queued
-//     └──timeout/lost───┘ │              └──deadline──▶ failed
-//                         └──timeout/lost, attempts used up──▶ failed
+//     ├──timeout/lost───┘ │              └──deadline──▶ failed
+//     └──fail (after a backoff)──┤
+//                         └──timeout/lost/fail, attempts used up──▶ failed
 
 export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed";
 
@@ -24,6 +25,8 @@ export interface MessageLease {
   group: string | null;
   /** Overrides the agent's run timeout for this message. */
   runTimeoutMs: number | null;
+  /** A queued message whose last attempt failed is not handed out before this (its backoff); null: at once. */
+  retryAt: number | null;
 }
 
 export interface MessagePolicy {
@@ -62,7 +65,7 @@ export function isOpen(m: Pick<MessageLease, "status">): boolean {
  * a runner that stalled once likely still does.
  */
 export function planDispatch(
-  open: readonly MessageLease[], runners: readonly RunnerSlots[], policy: MessagePolicy, avoid: ReadonlyMap<number, string> = new Map(),
+  open: readonly MessageLease[], runners: readonly RunnerSlots[], policy: MessagePolicy, avoid: ReadonlyMap<number, string> = new Map(), now = Infinity,
 ): Assignment[] {
   const free = new Map(runners.map((r) => [r.id, Math.max(0, r.free)]));
   let running = open.filter((m) => m.status === "running").length;
@@ -74,7 +77,7 @@ export function planDispatch(
       if (blocked.has(m.group)) continue;
       blocked.add(m.group);
     }
-    if (m.status !== "queued" || running >= policy.maxRunning) continue;
+    if (m.status !== "queued" || running >= policy.maxRunning || (m.retryAt !== null && m.retryAt > now)) continue;
     const runner = roomiest(runners, free, avoid.get(m.id)) ?? roomiest(runners, free);
     if (runner === null) continue;
     free.set(runner, free.get(runner)! - 1);
@@ -97,21 +100,32 @@ function roomiest(runners: readonly RunnerSlots[], free: Map<string, number>, ex
 /** Hands a queued message to a runner under a fresh token, with its run deadline. */
 export function lease(m: MessageLease, runner: string, token: number, now: number, policy: MessagePolicy): MessageLease {
   return {
-    ...m, status: "running", attempts: m.attempts + 1, token, runner, expiresAt: now + (m.runTimeoutMs ?? policy.runTimeoutMs),
+    ...m, status: "running", attempts: m.attempts + 1, token, runner, expiresAt: now + (m.runTimeoutMs ?? policy.runTimeoutMs), retryAt: null,
   };
 }
 
 export type MessageWriteVerdict =
   | { ok: true }
-  | { ok: false; code: "stale_token" | "message_not_running"; message: string };
+  | { ok: false; code: "stale_token" | "message_not_running" | "not_your_message"; message: string };
 
-/** A write for a message (reply, ack, checkpoint, park) must carry the token of its running lease. */
-export function checkMessageWrite(m: MessageLease, token: number): MessageWriteVerdict {
+/**
+ * A write for a message (reply, ack, checkpoint, park, fail) must carry the token of its running
+ * lease, come from the runner it was handed to, and arrive before its run deadline by the
+ * coordinator's clock at the moment of the write: a deadline the alarm has not got round to yet
+ * has still passed.
+ */
+export function checkMessageWrite(m: MessageLease, token: number, runner: string, now: number): MessageWriteVerdict {
   if (token !== m.token) {
     return { ok: false, code: "stale_token", message: `token ${token} is not message ${m.id}'s current token ${m.token}` };
   }
   if (m.status !== "running") {
     return { ok: false, code: "message_not_running", message: `message ${m.id} is ${m.status}, not running` };
+  }
+  if (m.runner !== runner) {
+    return { ok: false, code: "not_your_message", message: `message ${m.id} was handed to another connection; its token is honoured only there` };
+  }
+  if (m.expiresAt !== null && now >= m.expiresAt) {
+    return { ok: false, code: "message_not_running", message: `message ${m.id}'s run deadline passed ${now - m.expiresAt} ms before this write` };
   }
   return { ok: true };
 }
@@ -127,16 +141,33 @@ export function park(m: MessageLease, deadline: number | null): MessageLease {
 
 export type ResumeResult = { ok: true; message: MessageLease } | { ok: false; code: "not_parked"; message: string };
 
-/** Queues a parked message again; it is handed out with attempt + 1 and a new token. */
-export function resume(m: MessageLease): ResumeResult {
+/** Queues a parked message again; it is handed out with attempt + 1 and a new token. A park deadline that has passed, by now, has failed it. */
+export function resume(m: MessageLease, now: number): ResumeResult {
   if (m.status !== "parked") return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}, not parked` };
-  return { ok: true, message: { ...m, status: "queued", runner: null, expiresAt: null } };
+  if (m.expiresAt !== null && now >= m.expiresAt) {
+    return { ok: false, code: "not_parked", message: `message ${m.id}'s park deadline passed ${now - m.expiresAt} ms ago; it has failed` };
+  }
+  return { ok: true, message: { ...m, status: "queued", runner: null, expiresAt: null, retryAt: null } };
 }
 
 /** Takes a running message back (its runner went silent, left, or ran out of time): queued again, or failed when its attempts are used up. */
 export function takeBack(m: MessageLease, policy: MessagePolicy): MessageLease {
   const status: MessageStatus = m.attempts >= policy.maxAttempts ? "failed" : "queued";
   return { ...m, status, runner: null, expiresAt: null };
+}
+
+/** How long a message waits after its `attempts`-th attempt failed: 1 s, doubling, at most a minute. */
+export function retryBackoffMs(attempts: number): number {
+  return Math.min(60_000, 1000 * 2 ** Math.max(0, attempts - 1));
+}
+
+/**
+ * The runner says its run failed (the command exited non-zero, could not start or was killed; the
+ * handler threw): queued again after a backoff, or failed when its attempts are used up.
+ */
+export function failAttempt(m: MessageLease, now: number, policy: MessagePolicy): MessageLease {
+  if (m.attempts >= policy.maxAttempts) return { ...m, status: "failed", runner: null, expiresAt: null, retryAt: null };
+  return { ...m, status: "queued", runner: null, expiresAt: null, retryAt: now + retryBackoffMs(m.attempts) };
 }
 
 /** Every open message whose deadline passed, as it must become: running ones taken back, parked ones failed. */
@@ -150,13 +181,12 @@ export function expireDue(open: readonly MessageLease[], now: number, policy: Me
   return out;
 }
 
-/** The earliest deadline among open messages, for the alarm; null when nothing can expire. */
+/** The earliest deadline among open messages (or end of a retry backoff), for the alarm; null when nothing is due. */
 export function nextMessageDeadline(open: readonly MessageLease[]): number | null {
   let earliest: number | null = null;
   for (const m of open) {
-    if ((m.status === "running" || m.status === "parked") && m.expiresAt !== null && (earliest === null || m.expiresAt < earliest)) {
-      earliest = m.expiresAt;
-    }
+    const at = m.status === "running" || m.status === "parked" ? m.expiresAt : m.status === "queued" ? m.retryAt : null;
+    if (at !== null && (earliest === null || at < earliest)) earliest = at;
   }
   return earliest;
 }

@@ -16,7 +16,8 @@ function perAgentAndKey(agents: readonly AgentMetrics[], key: string, counts: (m
 
 export function agentFamilies(agents: readonly AgentMetrics[]): Family[] {
   return [
-    { name: "baton_agent_holders", type: "gauge", help: "Serve connections holding the agent's lease: 1 with a holder, 0 without; anything but 1 for minutes deserves an alert.", samples: perAgent(agents, (m) => m.holders) },
+    { name: "baton_agent_holders", type: "gauge", help: "Serve connections holding the agent's lease, as confirmed by the agent's own object: 1 with a holder, 0 without or when unconfirmed; anything but 1 for minutes deserves an alert.", samples: perAgent(agents, (m) => m.holders) },
+    { name: "baton_agent_presence_confirmed", type: "gauge", help: "1 while the agent's own object keeps confirming what is shown of it (within 3 heartbeat TTLs), 0 when it stopped: the holder is then unknown.", samples: perAgent(agents, (m) => (m.confirmed === false ? 0 : 1)) },
     { name: "baton_agent_standbys", type: "gauge", help: "Claiming serve connections waiting in line behind the holder.", samples: perAgent(agents, (m) => m.standbys) },
     { name: "baton_agent_connections", type: "gauge", help: "Open serve connections of the agent.", samples: perAgent(agents, (m) => m.connections) },
     { name: "baton_agent_fence", type: "gauge", help: "The agent's current fence token; it grows by one with every new holder.", samples: perAgent(agents, (m) => m.fence) },

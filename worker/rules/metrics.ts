@@ -75,6 +75,8 @@ export interface AgentMetrics {
   fence: number;
   counters: Omit<LeaseCounters, "leaderlessSince">;
   messages: MessageTally;
+  /** Set by the directory at a scrape: false when the agent's object stopped confirming its snapshot. */
+  confirmed?: boolean;
 }
 
 /** Equal fingerprints mean nothing new to report. */

@@ -28,6 +28,10 @@ export const messageViewSchema = z.object({
   claim_seq: z.nullable(count),
   checkpoint: z.unknown(),
   resume_input: z.nullable(z.string()),
+  /** Why the latest attempt failed or was taken back; how many attempts failed; when a failed one runs again. */
+  error: z.nullable(z.string()),
+  failures: count,
+  retry_at: z.nullable(z.number()),
 });
 
 /** GET or PUT /agents/{agent}/policy. */

@@ -1,7 +1,7 @@
 // The presence report of one agent: who holds the lease, who waits, and how fresh each one is.
 // It depends on plain data only, so the CLI can import its types without the Workers runtime's.
 import type { LeaseRecord, Transition } from "../rules/election.ts";
-import type { DirectoryEntry, HolderInfo } from "./protocol.ts";
+import type { DirectoryEntry, HolderInfo, PresenceReport } from "./protocol.ts";
 import type { WorkReport } from "./work-report.ts";
 import { holdsLease } from "../rules/fencing.ts";
 
@@ -34,7 +34,12 @@ export interface ConnectionReport {
   held: boolean;
   machine: string;
   joined_at: number;
-  heartbeat_age_seconds: number;
+  /**
+   * Seconds since the connection's last proof of life, measured by its agent object when the report
+   * was taken; null where nobody measured it now (the directory): a listed connection has then been
+   * heard within `heartbeat_ttl_seconds`, since one silent for longer is closed.
+   */
+  heartbeat_age_seconds: number | null;
   cursor: number;
   /** Messages this runner takes at once, and how many it runs now. */
   slots: number;
@@ -131,16 +136,11 @@ export function buildPresence(input: {
 }
 
 /**
- * A directory entry as of `now`. Each connection's heartbeat age is the age it had when its agent
- * object last reported plus the time since: an upper bound, since later heartbeats are answered
- * by the runtime and reach nobody. It is capped at the heartbeat TTL, because a connection silent
- * for longer is closed by its agent object, which then reports it gone.
+ * A directory entry as of `now`. Heartbeats after the report reach nobody (the runtime answers
+ * them), so no age is shown, only the bound: each listed connection was heard within the TTL.
+ * The entry is confirmed while its agent object keeps vouching for it (`confirmedUntil`).
  */
-export function agedEntry(entry: DirectoryEntry, now: number): DirectoryEntry {
-  const elapsed = Math.max(0, now - entry.reported_at) / 1000;
-  const connections = entry.connections.map((c) => ({
-    ...c,
-    heartbeat_age_seconds: Math.min(entry.heartbeat_ttl_seconds, Math.round((c.heartbeat_age_seconds + elapsed) * 10) / 10),
-  }));
-  return { ...entry, connections, reported_at: now };
+export function agedEntry(report: PresenceReport, confirmedUntil: number, now: number): DirectoryEntry {
+  const connections = report.connections.map((c) => ({ ...c, heartbeat_age_seconds: null }));
+  return { ...report, connections, confirmed_until: confirmedUntil, confirmed: now <= confirmedUntil };
 }

@@ -27,6 +27,8 @@ export const LIMITS = {
   runnerSlots: 64,
   groupChars: 128,
   resumeInputBytes: 16 * 1024,
+  /** Why a run failed (exit code, signal, the last lines of stderr), as a runner tells it. */
+  failReasonChars: 4096,
   /** Run timeouts (per agent or per message) and park deadlines, in seconds. */
   runTimeoutSeconds: { min: 1, max: 7 * 86_400 },
   parkDeadlineSeconds: { min: 1, max: 30 * 86_400 },
@@ -70,6 +72,7 @@ export const ERROR_CODES = [
   "lease_lost",
   "stale_token",
   "message_not_running",
+  "not_your_message",
   "not_parked",
   "no_holder",
   "upgrade_required",
@@ -111,15 +114,14 @@ const clientFrameSchema = z.discriminatedUnion("type", [
     req,
   }),
   z.strictObject({ type: z.literal("sync"), after: fence, req }),
-  // Writes for a message carry its lease `token`; the serve `fence` alone is the older form
-  // (single mode only). A checkpoint with `id` and `token` belongs to that message; one with only
-  // `fence` is the agent's own.
-  z.strictObject({ type: z.literal("ack"), id: messageId, fence: z.optional(fence), token: z.optional(token), req }),
+  // Writes for a message carry its lease `token`. (The older fence-only ack and reply, from before
+  // per-message leases, are refused: a fence says who holds the agent, not who runs the message.)
+  // A checkpoint with `id` and `token` belongs to that message; one with only `fence` is the agent's own.
+  z.strictObject({ type: z.literal("ack"), id: messageId, token, req }),
   z.strictObject({
     type: z.literal("reply"),
     id: messageId,
-    fence: z.optional(fence),
-    token: z.optional(token),
+    token,
     key: z.string().check(z.minLength(1), z.maxLength(LIMITS.idempotencyKeyChars)),
     text: z.string(),
     req,
@@ -127,6 +129,8 @@ const clientFrameSchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("checkpoint"), fence: z.optional(fence), id: z.optional(messageId), token: z.optional(token), value: z.unknown(), req,
   }),
+  // The run failed (non-zero exit, could not start, killed, the handler threw): `reason` says why.
+  z.strictObject({ type: z.literal("fail"), id: messageId, token, reason: z.string().check(z.maxLength(LIMITS.failReasonChars)), req }),
   // Gives a running message's lease up until someone resumes it; `value` is its checkpoint.
   z.strictObject({
     type: z.literal("park"),
@@ -139,7 +143,7 @@ const clientFrameSchema = z.discriminatedUnion("type", [
 ]);
 
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
-export const CLIENT_FRAME_TYPES = ["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "park"] as const;
+export const CLIENT_FRAME_TYPES = ["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "fail", "park"] as const;
 
 export interface HolderInfo {
   claim_seq: number;
@@ -172,8 +176,15 @@ export interface MessageFrame {
 /** Why a running message was taken from its runner; its writes are refused from now on. */
 export type RevokeReason = "run_timeout" | "runner_gone";
 
-/** One agent as the directory knows it: its presence and the server time (ms) it was taken. */
-export type DirectoryEntry = Presence & { reported_at: number };
+/** What an agent object sends its directory: its presence and the server time (ms) it was taken. */
+export type PresenceReport = Presence & { reported_at: number };
+
+/**
+ * One agent as the directory shows it. `confirmed_until` is how long the agent's own object has
+ * vouched for it (rules/directory-lease.ts); past it, `confirmed` is false and the entry says only
+ * what was last known, not what is.
+ */
+export type DirectoryEntry = PresenceReport & { confirmed_until: number; confirmed: boolean };
 
 /**
  * Frames for dashboard observers at GET /observe: the whole directory on connect, then one agent's
@@ -253,9 +264,6 @@ function unfencedWrite(frame: ClientFrame): string | null {
   if (frame.type === "checkpoint") {
     if ((frame.id === undefined) !== (frame.token === undefined)) return "a message checkpoint needs both id and token";
     if (frame.token === undefined && frame.fence === undefined) return "needs a fence (agent checkpoint) or an id and token (message checkpoint)";
-  }
-  if ((frame.type === "ack" || frame.type === "reply") && frame.token === undefined && frame.fence === undefined) {
-    return "needs the message's token (or the serve fence)";
   }
   return null;
 }

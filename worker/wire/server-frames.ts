@@ -15,7 +15,8 @@ const connectionReport = z.object({
   held: z.boolean(),
   machine: z.string(),
   joined_at: millis,
-  heartbeat_age_seconds: z.number(),
+  /** Measured when the report was taken; null where it cannot be (the directory): then only "within the TTL" is known. */
+  heartbeat_age_seconds: z.nullable(z.number()),
   cursor: count,
   slots: count,
   running: count,
@@ -34,7 +35,7 @@ const workReport = z.object({
     expires_at: z.nullable(millis), group: z.nullable(z.string()),
   })),
   parked: z.array(z.object({ id: count, attempt: count, deadline: z.nullable(millis), group: z.nullable(z.string()) })),
-  failed: z.array(z.object({ id: count, attempts: count })),
+  failed: z.array(z.object({ id: count, attempts: count, error: z.nullable(z.string()) })),
 });
 
 const controlsReport = z.object({
@@ -75,7 +76,7 @@ export const presenceSchema = z.object({
 /** The answer of POST /agents/{agent}/pause, unpause, drain and undrain. */
 export const agentControlsSchema = z.extend(controlsReport, { agent: z.string(), changed: z.boolean() });
 
-export const directoryEntrySchema = z.extend(presenceSchema, { reported_at: millis });
+export const directoryEntrySchema = z.extend(presenceSchema, { reported_at: millis, confirmed_until: millis, confirmed: z.boolean() });
 
 const limitsSchema = z.record(z.string(), z.unknown());
 

@@ -21,5 +21,5 @@ export interface WorkReport {
   running: RunningMessage[];
   parked: { id: number; attempt: number; deadline: number | null; group: string | null }[];
   /** The most recent failures, newest first. */
-  failed: { id: number; attempts: number }[];
+  failed: { id: number; attempts: number; error: string | null }[];
 }
