@@ -29,6 +29,7 @@ export interface ObserveHandle {
 
 export function observe(options: ObserveOptions): ObserveHandle {
   const agents = new Map<string, DirectoryEntry>();
+  let pending = 0;
   const changed = (): void => options.onChange([...agents.values()].sort((a, b) => a.agent.localeCompare(b.agent)));
   let settle: { resolve: () => void; reject: (e: Error) => void } = { resolve: () => {}, reject: () => {} };
   const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
@@ -45,8 +46,12 @@ export function observe(options: ObserveOptions): ObserveHandle {
         if (frame.type === "directory") {
           agents.clear();
           for (const entry of frame.agents) agents.set(entry.agent, entry);
+          // The rest of the listing follows as presence frames: show it whole, not in pieces.
+          pending = frame.rest ?? 0;
+          if (pending > 0) return;
         } else if (frame.type === "presence") {
           agents.set(frame.presence.agent, frame.presence);
+          if (pending > 0 && --pending > 0) return;
         } else if (frame.type === "agent_gone") {
           agents.delete(frame.agent);
         } else {

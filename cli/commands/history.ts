@@ -32,6 +32,11 @@ export default defineCommand({
       const reply = m.reply === null ? "" : `  -> ${oneLine(m.reply)}`;
       const lease = m.status === "running" ? ` token ${m.token}` : m.status === "parked" ? ` (baton resume ${agent} ${m.id})` : "";
       process.stdout.write(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${lease}  ${oneLine(m.text)}${reply}\n`);
+      // Why it failed, or why its last attempt did while it is tried again.
+      if (m.error && (m.status === "failed" || m.status === "queued")) {
+        const again = m.status === "queued" && m.retry_at !== null ? ` (tried again from ${new Date(m.retry_at).toISOString()})` : "";
+        process.stdout.write(`       ${m.status === "failed" ? "failed" : "last attempt failed"}: ${oneLine(m.error, 200)}${again}\n`);
+      }
     }
     process.stdout.write(`cursor ${page.cursor}\n`);
   },

@@ -86,10 +86,18 @@ interface LeaseFacts {
   signal: AbortSignal;
 }
 
-/** Runs the command to its end; SIGTERM (then SIGKILL after the grace) when the lease is lost or baton is told to stop. */
+/**
+ * Runs the command to its end in a process group of its own, so that whatever it starts (a shell's
+ * children, their children) is stopped with it: SIGTERM to the whole group when the lease is lost or
+ * baton is told to stop, SIGKILL after the grace. When the command exits by itself, anything it left
+ * running in its group is stopped the same way before the lease is released, since it would run on
+ * without the lease. The group is not the terminal's foreground group, so baton passes Ctrl-C on
+ * and a terminal's stdin is not handed over (the command reads EOF).
+ */
 async function runCommand(command: string[], lease: LeaseFacts, killGraceMs: number): Promise<number> {
   const child = spawn(command[0]!, command.slice(1), {
-    stdio: "inherit",
+    stdio: [process.stdin.isTTY ? "ignore" : "inherit", "inherit", "inherit"],
+    detached: true,
     env: {
       ...process.env,
       BATON_LEASE_SESSION: lease.session,
@@ -99,27 +107,56 @@ async function runCommand(command: string[], lease: LeaseFacts, killGraceMs: num
       BATON_LEASE_EXPIRES_AT: String(lease.expiresAt),
     },
   });
-  let killTimer: ReturnType<typeof setTimeout> | undefined;
+  const group = child.pid;
+  let stopping: Promise<void> | null = null;
   const stop = (signal: NodeJS.Signals = "SIGTERM"): void => {
-    child.kill(signal);
-    killTimer ??= setTimeout(() => child.kill("SIGKILL"), killGraceMs);
+    if (group === undefined) return;
+    stopping ??= stopGroup(group, signal, killGraceMs);
   };
   lease.signal.addEventListener("abort", () => stop(), { once: true });
-  // Ctrl-C reaches COMMAND straight from the terminal (same process group), so baton only stays
-  // to release; SIGTERM, SIGHUP and a vanished parent are passed on as SIGTERM (SIGHUP as itself).
+  // SIGINT (Ctrl-C), SIGTERM, SIGHUP and a vanished parent reach the command's whole group.
   const stopWatching = onTermination((why) => {
-    if (why === "SIGHUP") stop("SIGHUP");
-    else if (why !== "SIGINT") stop();
+    stop(why === "SIGHUP" || why === "SIGINT" ? why : "SIGTERM");
   }, { watchParent: true });
   const outcome = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: Error }>((resolve) => {
     child.once("error", (err) => resolve({ code: null, signal: null, spawnError: err }));
     child.once("exit", (code, signal) => resolve({ code, signal }));
   });
   stopWatching();
-  clearTimeout(killTimer);
+  // Nothing the command started may outlive it while it no longer holds the lease.
+  if (group !== undefined) await (stopping ?? stopGroup(group, "SIGTERM", killGraceMs));
   if (outcome.spawnError) throw new SpawnError(`cannot run ${command[0]}: ${outcome.spawnError.message}`);
   if (outcome.code !== null) return outcome.code;
   return 128 + (outcome.signal ? (constants.signals[outcome.signal] ?? 0) : 0);
+}
+
+function groupAlive(group: number): boolean {
+  try {
+    process.kill(-group, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Signals the process group, then SIGKILLs it once the grace is over; resolves when it is empty. */
+async function stopGroup(group: number, signal: NodeJS.Signals, graceMs: number): Promise<void> {
+  if (!groupAlive(group)) return;
+  try {
+    process.kill(-group, signal);
+  } catch {
+    return;
+  }
+  const deadline = performance.now() + graceMs;
+  while (groupAlive(group) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+  while (groupAlive(group)) {
+    try {
+      process.kill(-group, "SIGKILL");
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }
 
 function logEvent(e: SessionLeaseEvent, log: (event: string, fields: Record<string, unknown>, text: string) => void): void {

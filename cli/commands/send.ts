@@ -27,7 +27,7 @@ export default defineCommand({
   },
   exitCodes: [
     { code: SEND_EXIT.noReply, meaning: "with --wait: no reply within --timeout (the message stays queued)" },
-    { code: SEND_EXIT.failed, meaning: "with --wait: the message failed (every attempt allowed was used)" },
+    { code: SEND_EXIT.failed, meaning: "with --wait: the message failed (every attempt allowed was used; the reason is printed)" },
   ],
   async run({ args, options }) {
     const agent = agentName(args[0]!);
@@ -59,7 +59,8 @@ export default defineCommand({
       }
       if (m.status === "failed") {
         if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
-        throw new CLIError(`message ${sent.id} failed after ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}; \`baton history ${agent}\` shows it`, SEND_EXIT.failed);
+        const why = m.error ? `: ${m.error}` : "";
+        throw new CLIError(`message ${sent.id} failed after ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}${why}`, SEND_EXIT.failed);
       }
       if (performance.now() >= deadline) {
         const why = served ? "" : `; nobody serves ${agent}`;

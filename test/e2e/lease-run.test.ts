@@ -2,7 +2,7 @@
 // in its environment, a held key refuses or makes --wait wait, a lost or unprovable lease kills
 // the command, and a run that died lets its lease expire.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -208,6 +208,27 @@ describe("baton lease run", () => {
     expect(holder.stdout()).toContain("got SIGTERM");
     expect(holder.stderr()).toMatch(/lost/);
     expect(await http(dev, "POST", `/leases/${session}/check`, { run_id: thief, fence: 2 })).toMatchObject({ current: true });
+  });
+
+  it("a lost lease kills the command's whole tree: a writer started by a shell stops too, not only the shell", async () => {
+    const session = unique();
+    const dir = mkdtempSync(join(tmpdir(), "baton-tree-"));
+    const out = join(dir, "writes");
+    const facts = join(dir, "facts");
+    // bash runs a node writer as its child (not exec'd): the writer is the lease's grandchild.
+    const writer = `const fs = require("fs"); fs.writeFileSync(${JSON.stringify(facts)}, JSON.stringify({ pid: process.pid, run_id: process.env.BATON_RUN_ID }));
+      setInterval(() => fs.appendFileSync(${JSON.stringify(out)}, "w"), 20);`;
+    const holder = baton(dev.url, ["lease", "run", session, "--ttl", "3", "--kill-grace", "0.5", "--",
+      "bash", "-c", `${JSON.stringify(process.execPath)} -e ${JSON.stringify(writer)}; echo after`]);
+    await expect.poll(() => existsSync(facts), { timeout: 10_000 }).toBe(true);
+    const { pid, run_id } = JSON.parse(readFileSync(facts, "utf8")) as { pid: number; run_id: string };
+    expect(await http(dev, "POST", `/leases/${session}/release`, { run_id })).toEqual({ released: true });
+    expect(await http(dev, "POST", `/leases/${session}/acquire`, { run_id: crypto.randomUUID(), ttl_seconds: 30 })).toMatchObject({ fence: 2 });
+    expect((await holder.exit).code).toBe(4);
+    expect(pidAlive(pid)).toBe(false);
+    const size = readFileSync(out, "utf8").length;
+    await sleep(300);
+    expect(readFileSync(out, "utf8").length).toBe(size);
   });
 
   it("SIGTERM to baton reaches the command, and the lease is released when it exits", async () => {

@@ -44,3 +44,16 @@ describe("agedEntry", () => {
     expect(nextConfirmation(5_000, false, 1_000)).toBeNull();
   });
 });
+
+describe("the observer's first frame", () => {
+  it("carries at most the page size of agents (at least one) and leaves the rest to presence frames", async () => {
+    const { firstPage, DIRECTORY_PAGE_BYTES } = await import("../../worker/rules/directory-page.ts");
+    const entries = Array.from({ length: 300 }, (_, i) => agedEntry({ ...report([1], 0), agent: `agent-${i}` }, 3_000, 0));
+    const { page, rest } = firstPage(entries);
+    expect(page.length + rest.length).toBe(300);
+    expect(rest.length).toBeGreaterThan(0);
+    expect(JSON.stringify({ type: "directory", agents: page, server_time: 0, rest: rest.length }).length).toBeLessThan(DIRECTORY_PAGE_BYTES + 1024);
+    expect([...page, ...rest].map((e) => e.agent)).toEqual(entries.map((e) => e.agent));
+    expect(firstPage([entries[0]!], 10).page).toHaveLength(1);
+  });
+});

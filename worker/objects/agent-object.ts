@@ -19,7 +19,7 @@ import {
 } from "../wire/protocol.ts";
 import { readBody, readJsonBody } from "./http.ts";
 import type { Env } from "../env.ts";
-import { buildPresence, type Presence } from "../wire/presence.ts";
+import { buildPresence, PREVIEW_CHARS, type Presence } from "../wire/presence.ts";
 import { DirectoryReporter } from "./directory-reporter.ts";
 import { agentOfObject } from "./names.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
@@ -299,6 +299,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     if (state.claimSeq === null || state.released) {
       state.claimSeq = this.store.nextClaimSeq();
       state.released = false;
+      state.readySince = now;
       state.toldHeld = null;
       if (priority !== undefined) state.priority = priority;
       if (runnerId !== undefined) state.runnerId = runnerId;
@@ -410,7 +411,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   }
 
   private ranked(candidates: (Candidate & { state: ConnState })[]): RankedConn[] {
-    return candidates.map(({ state, ...c }) => ({ ...c, runner: state.runnerId ?? null, priority: state.priority ?? 0, readySince: state.joinedAt }));
+    return candidates.map(({ state, ...c }) => ({ ...c, runner: state.runnerId ?? null, priority: state.priority ?? 0, readySince: state.readySince ?? state.joinedAt }));
   }
 
   /** The holder runs no message: its safe point, where the lease may move on purpose. */
@@ -497,7 +498,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       lease: this.store.lease(),
       conns: conns.map((c) => ({ ...c.state, heartbeat: c.heartbeat })),
       transitions: this.store.recentTransitions(),
-      recentMessages: this.desk.messages.recent(10),
+      recentMessages: this.desk.messages.recent(10, PREVIEW_CHARS),
       work: this.desk.leases.report(),
       controls: this.controls.report(now),
       wakes: this.store.wakes(),

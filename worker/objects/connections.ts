@@ -28,6 +28,8 @@ export const serveAttachment = z.object({
   /** From the claim: preference (absent means 0) and the serve process's id across reconnects. */
   priority: z.optional(z.int()),
   runnerId: z.optional(z.string()),
+  /** When its current claim began: a preferred runner counts its hysteresis from here, so release + claim starts it again. */
+  readySince: z.optional(time),
 });
 export type ConnState = z.infer<typeof serveAttachment>;
 

@@ -8,6 +8,7 @@
 import { agedEntry } from "../wire/presence.ts";
 import type { DirectoryEntry, PresenceReport } from "../wire/protocol.ts";
 import { confirmedUntil } from "../rules/directory-lease.ts";
+import { firstPage } from "../rules/directory-page.ts";
 import { CLOSE_CODES, errorFrame, errorResponse, parseClientFrame, type ServerFrame } from "../wire/protocol.ts";
 import type { Env } from "../env.ts";
 import type { AgentMetrics } from "../rules/metrics.ts";
@@ -55,7 +56,11 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     const url = new URL(request.url);
     if (url.pathname !== "/observe") return errorResponse(404, "not_found", `no route for ${request.method} ${url.pathname}`);
     return this.acceptSocket(request, () => ({ v: 1, role: "observer", joinedAt: Date.now() }), ({ ws }) => {
-      send(ws, { type: "directory", agents: this.list(), server_time: Date.now() });
+      const now = Date.now();
+      const { page, rest } = firstPage(this.list());
+      send(ws, { type: "directory", agents: page, server_time: now, rest: rest.length });
+      // What did not fit follows as one presence frame per agent, so no frame is over the cap plus one entry.
+      for (const entry of rest) send(ws, { type: "presence", presence: entry, server_time: now });
     });
   }
 

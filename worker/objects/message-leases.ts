@@ -65,7 +65,7 @@ export class MessageLeases {
       .filter((s) => !s.state.released && (policy.mode === "pool" || s.state.claimSeq === holder))
       .sort((x, y) => x.state.claimSeq! - y.state.claimSeq!);
     const runners = new Map(eligible.map((s) => [runnerId(s.state), s]));
-    const open = new Map(this.messages.openLeases().map((m) => [m.id, m]));
+    const open = new Map(this.messages.openLeases(now).map((m) => [m.id, m]));
     const avoid = new Map<number, string>();
 
     for (const m of open.values()) {

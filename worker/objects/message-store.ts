@@ -54,6 +54,9 @@ const LEASE_COLUMNS: Record<string, string> = {
   acked_runner: "TEXT",
 };
 
+/** The columns a message's lease is made of (see leaseOf). */
+const LEASE_FIELDS = "id, status, attempts, token, runner, expires_at, msg_group, run_timeout_ms, retry_at";
+
 /** How many queued messages one dispatch looks at (oldest first): a bound on its work, not on the queue. */
 export const DISPATCH_WINDOW = 500;
 
@@ -139,15 +142,23 @@ export class MessageStore {
     return this.sql.exec<{ id: number | null }>(`SELECT MAX(id) AS id FROM messages`).one().id ?? 0;
   }
 
-  recent(limit: number): StoredMessage[] {
-    return this.sql.exec(`SELECT * FROM messages ORDER BY id DESC LIMIT ?`, limit).toArray() as unknown as StoredMessage[];
+  /** The newest messages for presence: their first `previewChars` characters only, so a report costs the same whatever the texts weigh. */
+  recent(limit: number, previewChars: number): { id: number; status: MessageStatus; attempts: number; created_at: number; text: string }[] {
+    return this.sql.exec<{ id: number; status: MessageStatus; attempts: number; created_at: number; text: string }>(
+      `SELECT id, status, attempts, created_at, substr(text, 1, ?) AS text FROM messages ORDER BY id DESC LIMIT ?`, previewChars, limit).toArray();
   }
 
-  /** Every running and parked message, and the oldest DISPATCH_WINDOW queued ones, as lease records. */
-  openLeases(): MessageLease[] {
+  /**
+   * The open messages a dispatch must look at, as lease records (lease columns only, never texts
+   * or checkpoints): every running one (bounded by max_running), the parked ones that are due or
+   * hold back a group, and the oldest DISPATCH_WINDOW queued ones. Parked work waiting for a
+   * person costs an event nothing, however much of it is stored.
+   */
+  openLeases(now: number): MessageLease[] {
     const rows = this.sql.exec(
-      `SELECT * FROM messages WHERE status IN ('running', 'parked')
-       UNION ALL SELECT * FROM (SELECT * FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?)`, DISPATCH_WINDOW,
+      `SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'running'
+       UNION ALL SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'parked' AND ((expires_at IS NOT NULL AND expires_at <= ?) OR msg_group IS NOT NULL)
+       UNION ALL SELECT * FROM (SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?)`, now, DISPATCH_WINDOW,
     ).toArray() as unknown as StoredMessage[];
     return rows.map(leaseOf);
   }
@@ -196,10 +207,11 @@ export class MessageStore {
     return counts;
   }
 
-  /** The newest messages in one status, newest first. */
-  inStatus(status: MessageStatus, limit: number): StoredMessage[] {
-    return this.sql.exec(`SELECT * FROM messages WHERE status = ? ORDER BY id DESC LIMIT ?`, status, limit)
-      .toArray() as unknown as StoredMessage[];
+  /** The newest messages in one status, newest first, without their texts, replies or checkpoints. */
+  inStatus(status: MessageStatus, limit: number): Pick<StoredMessage, "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error">[] {
+    return this.sql.exec<Pick<StoredMessage, "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error">>(
+      `SELECT id, attempts, token, runner, expires_at, msg_group, substr(error, 1, 500) AS error FROM messages WHERE status = ? ORDER BY id DESC LIMIT ?`,
+      status, limit).toArray();
   }
 
   /** Marks the message done by this write, under its lease `token`, from its `runner`; the caller has checked it was not done already. */

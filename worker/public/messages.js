@@ -91,7 +91,8 @@ function workSummary(entry, waiting) {
     counts.map(([status, n]) => el("span", { class: "chip", "data-status": status }, `${n} ${status}`)),
     waiting && work.counts.queued > 0 ? el("span", { class: "waiting", "data-role": "queued-waiting" }, waiting) : null,
     work.parked?.length ? el("span", { class: "meta", "data-role": "parked" }, `waiting for a person: ${ids(work.parked)}`) : null,
-    work.failed?.length ? el("span", { class: "meta", "data-role": "failed" }, `gave up: ${ids(work.failed)}`) : null);
+    work.failed?.length ? el("span", { class: "meta", "data-role": "failed" }, "failed: ",
+      work.failed.map((m, i) => [i ? ", " : "", `#${m.id}`, m.error ? el("span", { class: "why", "data-role": "fail-reason" }, ` (${m.error})`) : null])) : null);
 }
 
 /**

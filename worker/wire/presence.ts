@@ -5,7 +5,8 @@ import type { DirectoryEntry, HolderInfo, PresenceReport } from "./protocol.ts";
 import type { WorkReport } from "./work-report.ts";
 import { holdsLease } from "../rules/fencing.ts";
 
-const PREVIEW_CHARS = 80;
+/** Characters of a message shown in presence. */
+export const PREVIEW_CHARS = 80;
 
 /** What presence needs of a connection: its attachment state plus its last heartbeat. */
 export interface PresenceConn {

@@ -187,12 +187,13 @@ export type PresenceReport = Presence & { reported_at: number };
 export type DirectoryEntry = PresenceReport & { confirmed_until: number; confirmed: boolean };
 
 /**
- * Frames for dashboard observers at GET /observe: the whole directory on connect, then one agent's
+ * Frames for dashboard observers at GET /observe: the directory on connect (as much as fits 48 KiB;
+ * `rest` more agents follow at once as presence frames, so no frame exceeds the cap), then one agent's
  * presence whenever it changes, and agent_gone when its last connection leaves. `server_time` lets
  * the page compute ages with the server's clock.
  */
 export type ObserverFrame =
-  | { type: "directory"; agents: DirectoryEntry[]; server_time: number }
+  | { type: "directory"; agents: DirectoryEntry[]; server_time: number; rest?: number }
   | { type: "presence"; presence: DirectoryEntry; server_time: number }
   | { type: "agent_gone"; agent: string; server_time: number };
 

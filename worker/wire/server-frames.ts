@@ -112,7 +112,7 @@ export const serverFrameSchema = z.discriminatedUnion("type", [
   }),
   z.looseObject({ type: z.literal("result"), op: z.string(), req: z.optional(z.string()) }),
   z.object({ type: z.literal("error"), code: z.enum(ERROR_CODES), message: z.string(), req: z.optional(z.string()) }),
-  z.object({ type: z.literal("directory"), agents: z.array(directoryEntrySchema), server_time: millis }),
+  z.object({ type: z.literal("directory"), agents: z.array(directoryEntrySchema), server_time: millis, rest: z.optional(count) }),
   z.object({ type: z.literal("presence"), presence: directoryEntrySchema, server_time: millis }),
   z.object({ type: z.literal("agent_gone"), agent: z.string(), server_time: millis }),
 ]);

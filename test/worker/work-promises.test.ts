@@ -1,0 +1,165 @@
+// The promises about work, held against an adversary with a token of the same account: a
+// deadline is decided by the coordinator's clock at the moment of the write (also when its alarm
+// is late), a message token is honoured only from the connection it was handed to, a failed run
+// is a failed attempt and never a reply, the fence-only ack is gone, release + claim restarts the
+// preference hysteresis, and parked work costs an event nothing.
+import { runInDurableObject, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { MessageFrame } from "../../worker/wire/protocol.ts";
+import { MessageStore } from "../../worker/objects/message-store.ts";
+import { BASE, claimant, connect, DEV_TOKEN, presence, settle, sleep, stubFor, uniqueAgent, type TestSocket } from "./helpers.ts";
+
+const auth = { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" };
+
+async function call(method: string, path: string, body?: unknown) {
+  const res = await SELF.fetch(`${BASE}${path}`, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function post(agent: string, text: string, extra: Record<string, unknown> = {}): Promise<number> {
+  const res = await call("POST", `/agents/${agent}/messages`, { text, ...extra });
+  expect(res.status).toBe(201);
+  return res.body.id as number;
+}
+
+const message = async (agent: string, id: number) => (await call("GET", `/agents/${agent}/messages/${id}`)).body;
+
+async function write(sock: TestSocket, frame: Record<string, unknown>) {
+  const req = `w${Math.random().toString(36).slice(2, 10)}`;
+  sock.send({ ...frame, req });
+  return (await Promise.race([sock.next("result", (f) => f.req === req), sock.next("error", (f) => f.req === req)])) as Record<string, unknown>;
+}
+
+const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id);
+const reply = (sock: TestSocket, m: MessageFrame, text: string) => write(sock, { type: "reply", id: m.id, token: m.token, key: `${m.id}:reply`, text });
+
+/** Moves a message's stored deadline into the past without running the alarm: an alarm that is late, as on a busy object. */
+async function deadlinePassed(agent: string, id: number, agoMs = 50): Promise<void> {
+  await runInDurableObject(stubFor(agent), (_i, state) => {
+    state.storage.sql.exec(`UPDATE messages SET expires_at = ? WHERE id = ?`, Date.now() - agoMs, id);
+  });
+}
+
+describe("deadlines are decided at the write", () => {
+  it("a reply after the run deadline is refused even though the alarm has not run, and the message goes back", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "slow");
+    const m = await run(a.sock, id);
+    await deadlinePassed(agent, id);
+    expect(await reply(a.sock, m, "late")).toMatchObject({ type: "error", code: "message_not_running" });
+    const after = await message(agent, id);
+    expect(after.reply).toBeNull();
+    expect(after.status).not.toBe("acknowledged");
+    expect(after.error).toMatch(/run timeout/);
+  });
+
+  it("a resume after the park deadline is a 409 and the message fails, even though the alarm has not run", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "ask");
+    const m = await run(a.sock, id);
+    expect(await write(a.sock, { type: "park", id, token: m.token, deadline_seconds: 3600 })).toMatchObject({ type: "result", op: "park" });
+    await deadlinePassed(agent, id);
+    const resumed = await call("POST", `/agents/${agent}/messages/${id}/resume`, { input: "yes" });
+    expect(resumed).toMatchObject({ status: 409, body: { error: "not_parked" } });
+    expect(await message(agent, id)).toMatchObject({ status: "failed" });
+  });
+});
+
+describe("a message token is bound to its runner", () => {
+  it("a standby, a never-claimed socket and another runner cannot complete someone else's message; the runner can", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    const watcher = await connect(agent, { machine: "w" });
+    const id = await post(agent, "mine");
+    const m = await run(a.sock, id);
+    // The token is no secret: GET /messages/{id} shows it.
+    expect((await message(agent, id)).token).toBe(m.token);
+    for (const thief of [b.sock, watcher]) {
+      expect(await reply(thief, m, "stolen")).toMatchObject({ type: "error", code: "not_your_message" });
+      expect(await write(thief, { type: "ack", id, token: m.token })).toMatchObject({ type: "error", code: "not_your_message" });
+      expect(await write(thief, { type: "fail", id, token: m.token, reason: "x" })).toMatchObject({ type: "error", code: "not_your_message" });
+    }
+    expect(await reply(a.sock, m, "done by a")).toMatchObject({ type: "result", duplicate: false });
+    expect(await message(agent, id)).toMatchObject({ status: "acknowledged", reply: "done by a" });
+    // After the fact, another connection's repeat is no duplicate success either.
+    expect(await reply(b.sock, m, "again")).toMatchObject({ type: "error" });
+    expect(await reply(a.sock, m, "again")).toMatchObject({ type: "result", duplicate: true });
+  });
+
+  it("the fence-only ack (the older form) is refused and leaves a queued message queued, also while paused", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    expect((await call("POST", `/agents/${agent}/pause`, {})).status).toBe(200);
+    const id = await post(agent, "queued while paused");
+    expect(await write(a.sock, { type: "ack", id, fence: a.lease.fence })).toMatchObject({ type: "error", code: "bad_frame" });
+    expect(await write(a.sock, { type: "reply", id, fence: a.lease.fence, key: "k", text: "x" })).toMatchObject({ type: "error", code: "bad_frame" });
+    expect(await message(agent, id)).toMatchObject({ status: "queued", reply: null });
+  });
+});
+
+describe("a failed run is a failed attempt", () => {
+  it("fail queues the message again after a backoff with attempt + 1, and fails it with the reason after max_attempts", async () => {
+    const agent = uniqueAgent();
+    expect((await call("PUT", `/agents/${agent}/policy`, { max_attempts: 2 })).status).toBe(200);
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "breaks");
+    const first = await run(a.sock, id);
+    expect(await write(a.sock, { type: "fail", id, token: first.token, reason: "the command exited with code 3; stderr: boom" }))
+      .toMatchObject({ type: "result", op: "fail", status: "queued" });
+    const waiting = await message(agent, id);
+    expect(waiting).toMatchObject({ status: "queued", reply: null, failures: 1, error: "the command exited with code 3; stderr: boom" });
+    expect(waiting.retry_at as number).toBeGreaterThan(Date.now());
+    // Not handed out again before its backoff (1 s) ends; then with attempt 2 and a new token.
+    const t0 = Date.now();
+    const second = await a.sock.next("message", (f) => f.run && f.id === id, 5000);
+    expect(Date.now() - t0).toBeGreaterThan(500);
+    expect(second).toMatchObject({ attempt: 2 });
+    expect(second.token).toBeGreaterThan(first.token!);
+    expect(await write(a.sock, { type: "fail", id, token: second.token, reason: "killed by SIGKILL" })).toMatchObject({ status: "failed" });
+    expect(await message(agent, id)).toMatchObject({ status: "failed", attempts: 2, error: "killed by SIGKILL", reply: null });
+    const p = await presence(agent);
+    expect(p.work.failed).toContainEqual({ id, attempts: 2, error: "killed by SIGKILL" });
+  });
+});
+
+describe("preference cannot be flapped", () => {
+  it("a preferred runner that releases and claims again waits a whole hysteresis each time: at most one move per period", async () => {
+    const agent = uniqueAgent();
+    await claimant(agent, "low");
+    const high = await connect(agent, { machine: "high" });
+    high.send({ type: "serve_lease", op: "claim", priority: 10 });
+    await high.next("serve_lease");
+    await sleep(2100);
+    await high.next("serve_lease", (f) => f.held, 3000);
+    const started = Date.now();
+    // Flap: release and claim again, as fast as the rate limit allows, for one hysteresis period.
+    while (Date.now() - started < 1900) {
+      high.send({ type: "serve_lease", op: "release" });
+      high.send({ type: "serve_lease", op: "claim", priority: 10 });
+      await sleep(60);
+    }
+    await settle(high);
+    const moves = (await presence(agent)).transitions.filter((t) => t.reason === "preferred" && t.at >= started);
+    expect(moves.length).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("parked work costs an event nothing", () => {
+  it("a dispatch reads no parked message that is not due", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const text = "x".repeat(30 * 1024);
+    for (let i = 0; i < 5; i++) {
+      const id = await post(agent, text);
+      const m = await run(a.sock, id);
+      await write(a.sock, { type: "park", id, token: m.token, value: { big: "y".repeat(15 * 1024) } });
+    }
+    await runInDurableObject(stubFor(agent), (_i, state) => {
+      const open = new MessageStore(state.storage.sql).openLeases(Date.now());
+      expect(open.filter((m) => m.status === "parked")).toEqual([]);
+    });
+  });
+});
