@@ -2,7 +2,7 @@
 // in its environment, a held key refuses or makes --wait wait, a lost or unprovable lease kills
 // the command, and a run that died lets its lease expire.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -216,10 +216,12 @@ describe("baton lease run", () => {
     const out = join(dir, "writes");
     const facts = join(dir, "facts");
     // bash runs a node writer as its child (not exec'd): the writer is the lease's grandchild.
-    const writer = `const fs = require("fs"); fs.writeFileSync(${JSON.stringify(facts)}, JSON.stringify({ pid: process.pid, run_id: process.env.BATON_RUN_ID }));
-      setInterval(() => fs.appendFileSync(${JSON.stringify(out)}, "w"), 20);`;
+    const writer = join(dir, "writer.cjs");
+    writeFileSync(writer, `const fs = require("fs");
+      fs.writeFileSync(${JSON.stringify(facts)}, JSON.stringify({ pid: process.pid, run_id: process.env.BATON_RUN_ID }));
+      setInterval(() => fs.appendFileSync(${JSON.stringify(out)}, "w"), 20);`);
     const holder = baton(dev.url, ["lease", "run", session, "--ttl", "3", "--kill-grace", "0.5", "--",
-      "bash", "-c", `${JSON.stringify(process.execPath)} -e ${JSON.stringify(writer)}; echo after`]);
+      "bash", "-c", `"${process.execPath}" "${writer}"; echo after`]);
     await expect.poll(() => existsSync(facts), { timeout: 10_000 }).toBe(true);
     const { pid, run_id } = JSON.parse(readFileSync(facts, "utf8")) as { pid: number; run_id: string };
     expect(await http(dev, "POST", `/leases/${session}/release`, { run_id })).toEqual({ released: true });
