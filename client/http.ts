@@ -15,7 +15,7 @@ export interface Connection {
 
 export interface RequestOptions {
   body?: unknown;
-  /** Abort the request after this long (default 10 s). */
+  /** Abort the request after this long (default 30 s). */
   timeoutMs?: number;
 }
 

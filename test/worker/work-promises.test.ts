@@ -163,3 +163,18 @@ describe("parked work costs an event nothing", () => {
     });
   });
 });
+
+describe("a re-claim", () => {
+  it("that changes concurrency is saved: the runner is handed as many messages as it now says it takes", async () => {
+    const agent = uniqueAgent();
+    expect((await call("PUT", `/agents/${agent}/policy`, { mode: "pool" })).status).toBe(200);
+    const a = await claimant(agent, "a");
+    a.sock.send({ type: "serve_lease", op: "claim", concurrency: 2 });
+    await settle(a.sock);
+    const first = await post(agent, "one");
+    const second = await post(agent, "two");
+    await run(a.sock, first);
+    await run(a.sock, second);
+    expect((await presence(agent)).work.running.map((m) => m.id).sort()).toEqual([first, second]);
+  });
+});

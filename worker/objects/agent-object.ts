@@ -241,7 +241,11 @@ export class AgentCoordinator extends SocketObject<ConnState> {
         return this.relabel(ws, state, frame.machine);
       case "serve_lease":
         if (frame.op === "claim") {
-          if (frame.concurrency !== undefined) state.slots = frame.concurrency;
+          if (frame.concurrency !== undefined && frame.concurrency !== state.slots) {
+            // Saved even when the claim itself changes nothing (a re-claim with other slots).
+            state.slots = frame.concurrency;
+            writeConn(ws, state);
+          }
           return this.claim(ws, state, now, frame.priority, frame.runner_id);
         }
         return this.release(ws, state, now, frame.req);

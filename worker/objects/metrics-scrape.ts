@@ -10,8 +10,9 @@ import { leaseShardAt } from "./lease-shard.ts";
 
 /** Session leases summed over the shards, or null (and no session-lease lines) if any shard failed to answer. */
 async function sessionLeaseCounts(env: Env, account: string): Promise<SessionLeaseCounts | null> {
-  const shards = Array.from({ length: leaseShardCount(env) }, (_, i) => leaseShardAt(env, i));
   try {
+    // Inside the try: a bad BATON_LEASE_SHARDS throws, and /metrics still answers with the agents' figures.
+    const shards = Array.from({ length: leaseShardCount(env) }, (_, i) => leaseShardAt(env, i));
     const counts = await Promise.all(shards.map((s) => s.leaseCounts(account)));
     return counts.reduce((sum, c) => ({ active: sum.active + c.active, expired: sum.expired + c.expired }), { active: 0, expired: 0 });
   } catch {
