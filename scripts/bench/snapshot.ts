@@ -26,11 +26,11 @@ function build(root: string): void {
   if (existsSync(join(root, "scripts/build.mjs"))) execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root, stdio: "inherit" });
 }
 
-/** Extracts HEAD into a temporary directory; dispose() removes it. */
-export function snapshotOfHead(): Tree {
+/** Extracts HEAD (or another commit) into a temporary directory; dispose() removes it. */
+export function snapshotOfHead(commit = "HEAD"): Tree {
   const root = mkdtempSync(join(tmpdir(), "baton-snapshot-"));
-  const revision = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8" }).trim();
-  execFileSync("sh", ["-c", `git archive HEAD | tar -x -C "${root}"`], { cwd: REPO_ROOT });
+  const revision = execFileSync("git", ["rev-parse", "--short", commit], { cwd: REPO_ROOT, encoding: "utf8" }).trim();
+  execFileSync("sh", ["-c", `git archive ${revision} | tar -x -C "${root}"`], { cwd: REPO_ROOT });
   symlinkSync(join(REPO_ROOT, "node_modules"), join(root, "node_modules"));
   build(root);
   return { root, revision, dispose: () => rmSync(root, { recursive: true, force: true }) };
