@@ -45,7 +45,10 @@ export async function requestJson<S extends z.ZodMiniType>(
     });
   } catch (err) {
     const reason = failureReason(err, timeoutMs);
-    throw new UnreachableError(`cannot reach the coordinator at ${baseUrl(conn)}: ${reason}`, reason);
+    // TLS to a plain-HTTP server (wrangler dev is one) never completes its handshake: say so.
+    const tls = url.startsWith("https:") && /CONNECT_TIMEOUT|SSL|EPROTO|handshake|wrong version/i.test(`${reason} ${String((err as { cause?: unknown })?.cause ?? "")}`);
+    const hint = tls ? `; no TLS handshake: if the coordinator speaks plain HTTP (wrangler dev does), use ${baseUrl(conn).replace(/^https:/, "http:")}` : "";
+    throw new UnreachableError(`cannot reach the coordinator at ${baseUrl(conn)}: ${reason}${hint}`, reason);
   }
   const text = await res.text().catch(() => "");
   let data: unknown = undefined;
@@ -118,6 +121,8 @@ export function failureReason(err: unknown, timeoutMs?: number): string {
     EHOSTUNREACH: "host unreachable",
     ENETUNREACH: "network unreachable",
     CERT_HAS_EXPIRED: "TLS certificate expired",
+    UND_ERR_CONNECT_TIMEOUT: "no connection within 10 s",
+    ERR_SSL_WRONG_VERSION_NUMBER: "the server did not answer in TLS",
     DEPTH_ZERO_SELF_SIGNED_CERT: "self-signed TLS certificate",
   };
   if (typeof code === "string") return words[code] ? `${words[code]} (${code})` : code;

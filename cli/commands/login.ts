@@ -2,6 +2,7 @@
 // (file 0600, directory 0700), reading the token from stdin without echo. Never prints it.
 import { chmodSync, mkdirSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { CoordinatorError } from "../../client/errors.ts";
 import { requestJson } from "../../client/http.ts";
 import { agentListSchema } from "../../worker/wire/http-responses.ts";
 import { defineCommand } from "../lib/command.ts";
@@ -30,6 +31,9 @@ export default defineCommand({
     try {
       await requestJson({ url, token }, "GET", "/agents", agentListSchema);
     } catch (err) {
+      if (err instanceof CoordinatorError && err.code === "unauthorized") {
+        throw new CLIError(`the coordinator at ${url} does not accept this token (check that it is the whole token, for this coordinator); nothing stored`);
+      }
       throw new CLIError(`${err instanceof Error ? err.message : String(err)}; nothing stored`);
     }
     const path = configPath();

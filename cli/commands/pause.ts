@@ -4,7 +4,13 @@ import { pause, unpause } from "../../client/controls.ts";
 import { defineCommand } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
-import { describe } from "./drain.ts";
+import type { AgentControls } from "../../worker/wire/http-responses.ts";
+
+/** What pause and unpause did, in words about pausing (drains are `baton drain`'s business). */
+function describePause(c: AgentControls): string {
+  const state = c.paused ? "paused: messages queue, nothing is handed out; a run in progress finishes" : "unpaused: queued messages are handed out again";
+  return `${c.agent}: ${state}${c.changed ? "" : ` (it was already ${c.paused ? "paused" : "unpaused"})`}\n`;
+}
 
 export default defineCommand({
   path: ["pause"],
@@ -13,7 +19,7 @@ export default defineCommand({
   options: {},
   async run({ args, options }) {
     const answer = await pause(agentName(args[0]!), resolveConnection(options));
-    process.stdout.write(options.json ? `${JSON.stringify(answer)}\n` : describe(answer));
+    process.stdout.write(options.json ? `${JSON.stringify(answer)}\n` : describePause(answer));
   },
 });
 
@@ -24,6 +30,6 @@ export const unpauseCommand = defineCommand({
   options: {},
   async run({ args, options }) {
     const answer = await unpause(agentName(args[0]!), resolveConnection(options));
-    process.stdout.write(options.json ? `${JSON.stringify(answer)}\n` : describe(answer));
+    process.stdout.write(options.json ? `${JSON.stringify(answer)}\n` : describePause(answer));
   },
 });

@@ -95,9 +95,18 @@ describe("baton login", () => {
     const home = freshHome();
     const out = await baton(home, ["login", "--url", URL_, "--token", "wrong-token"]);
     expect(out.code).toBe(1);
-    expect(out.stderr).toBe(`baton: the coordinator at ${URL_} refused the token (run \`baton login\`, or pass --token or BATON_TOKEN); nothing stored\n`);
+    // Not "run `baton login`": that is what the user is doing.
+    expect(out.stderr).toBe(`baton: the coordinator at ${URL_} does not accept this token (check that it is the whole token, for this coordinator); nothing stored\n`);
     expect(existsSync(configFile(home))).toBe(false);
   });
+
+  it("https:// against the plain-HTTP coordinator says what is wrong and which URL to use", async () => {
+    const home = freshHome();
+    const https = URL_.replace(/^http:/, "https:");
+    const out = await baton(home, ["who", "--url", https, "--token", TOKEN]);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toContain(`no TLS handshake: if the coordinator speaks plain HTTP (wrangler dev does), use ${URL_}`);
+  }, 30_000);
 
   it("reads the token from a pipe, the URL from BATON_URL", async () => {
     const home = freshHome();

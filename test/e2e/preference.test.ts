@@ -219,14 +219,14 @@ describe("baton drain and pause", () => {
     await b.waitFor(STANDBY);
     const before = await presence(s.agent);
 
-    expect(baton("pause", s.agent)).toBe(`${s.agent}: no machine drained; paused\n`);
+    expect(baton("pause", s.agent)).toBe(`${s.agent}: paused: messages queue, nothing is handed out; a run in progress finishes\n`);
     const ids = [await postMessage(fixture.dev.url, s.agent, "one"), await postMessage(fixture.dev.url, s.agent, "two")];
     const paused = await until("both runners see both messages", () => presence(s.agent), (p) => p.connections.every((c) => c.cursor === ids[1]));
     expect(paused.recent_messages.filter((m) => ids.includes(m.id)).map((m) => m.status)).toEqual(["queued", "queued"]);
     expect(paused).toMatchObject({ fence: before.fence, holder: { machine: "machine-a" }, controls: { paused: true } });
     expect(baton("who", s.agent)).toMatch(/paused since .* ago: messages queue/);
 
-    expect(baton("unpause", s.agent)).toBe(`${s.agent}: no machine drained\n`);
+    expect(baton("unpause", s.agent)).toBe(`${s.agent}: unpaused: queued messages are handed out again\n`);
     for (const [i, id] of ids.entries()) {
       const m = await waitForMessage(fixture.dev.url, s.agent, id, (m) => m.status === "acknowledged");
       expect(m).toMatchObject({ reply: `a did: ${["one", "two"][i]}\n`, attempts: 1, acked_fence: before.fence });
