@@ -20,6 +20,8 @@ const COMMANDS: Record<string, { summary: string; load: Loader }> = {
   "lease run": { summary: "run a command while holding a session lease", load: () => import("./commands/lease-run.ts") },
   "lease show": { summary: "show a session lease: held or free, fence, expiry", load: () => import("./commands/lease-show.ts") },
   resume: { summary: "resume a parked message: it runs again from its checkpoint with your input", load: () => import("./commands/resume.ts") },
+  show: { summary: "show one message in full: text, status, runner, reply or why it failed", load: () => import("./commands/show.ts") },
+  "agent show": { summary: "show an agent's message policy and controls", load: () => import("./commands/agent-show.ts") },
   "agent set": { summary: "set an agent's message policy: single or pool, max running, run timeout, max attempts", load: () => import("./commands/agent-set.ts") },
   login: { summary: "check and store the coordinator URL and your token", load: () => import("./commands/login.ts") },
 };
@@ -53,6 +55,7 @@ async function main(argv: string[]): Promise<number> {
   const name = COMMANDS[two] ? two : COMMANDS[first] ? first : null;
   if (name === null) {
     if (first === "lease") throw new UsageError(`lease needs a subcommand: run or show`, true);
+    if (first === "agent") throw new UsageError(`agent needs a subcommand: show or set`, true);
     throw new UsageError(first.startsWith("-") ? `unknown option ${first}` : `unknown command ${JSON.stringify(first)}`, true);
   }
   const command = (await COMMANDS[name]!.load()).default;

@@ -32,7 +32,7 @@ describe("failed runs", () => {
     expect(runBaton(["serve", agent, "--", "no-such-command-anywhere"], { BATON_URL: fx.dev.url }).stderr).toMatch(/not found on PATH/);
   });
 
-  it("a command that exits 3 is retried, then failed with its exit code and stderr; send --wait exits 4 and says why", async () => {
+  it("a command that exits 3 is retried, then failed with its exit code and stderr; send --wait exits 4 and says why; history, show and agent show tell it", async () => {
     const agent = uniqueAgent("exit3");
     const res = await fetch(`${fx.dev.url}/agents/${agent}/policy`, { method: "PUT", headers: authHeaders(), body: JSON.stringify({ max_attempts: 2 }) });
     expect(res.status).toBe(200);
@@ -49,6 +49,16 @@ describe("failed runs", () => {
     expect(history.stdout).toMatch(/failed\s+attempts 2/);
     expect(history.stdout).toMatch(/failed: the command exited with code 3; stderr: it broke: 2/);
     expect(history.stdout).not.toContain("partial output");
+    const shown = runBaton(["show", agent, "1"], { BATON_URL: fx.dev.url });
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/^message 1 of .*: failed, 2 attempts \(2 failed\)/);
+    expect(shown.stdout).toMatch(/failed\s+the command exited with code 3; stderr: it broke: 2/);
+    const policy = runBaton(["agent", "show", agent], { BATON_URL: fx.dev.url });
+    expect(policy.stdout).toMatch(/mode\s+single/);
+    expect(policy.stdout).toMatch(/max attempts\s+2/);
+    const bare = runBaton(["agent"], { BATON_URL: fx.dev.url });
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toMatch(/agent needs a subcommand: show or set/);
   });
 
   it("a command killed by a signal is a failed attempt too, never an empty reply", async () => {

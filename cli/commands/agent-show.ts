@@ -1,0 +1,40 @@
+// `baton agent show AGENT`: the agent's message policy and where it may run (pause, drained
+// machines, restart grace), without changing anything.
+import { requestJson } from "../../client/http.ts";
+import { policyViewSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
+import { defineCommand } from "../lib/command.ts";
+import { resolveConnection } from "../lib/config.ts";
+import { agentName } from "../lib/names.ts";
+
+export default defineCommand({
+  path: ["agent", "show"],
+  summary: "Show an agent's message policy (mode, max running, run timeout, max attempts) and its controls (paused, drained machines).",
+  positionals: [{ name: "AGENT", description: "agent name", required: true }],
+  options: {},
+  async run({ args, options }) {
+    const agent = agentName(args[0]!);
+    const conn = resolveConnection(options);
+    const [policy, presence] = await Promise.all([
+      requestJson(conn, "GET", `/agents/${agent}/policy`, policyViewSchema),
+      requestJson(conn, "GET", `/agents/${agent}/presence`, presenceSchema),
+    ]);
+    const c = presence.controls;
+    if (options.json) {
+      process.stdout.write(`${JSON.stringify({ agent, policy, controls: c })}\n`);
+      return;
+    }
+    const lines = [
+      `${agent}`,
+      `  mode           ${policy.mode}${policy.mode === "single" ? " (the serve leaseholder runs every message)" : " (every serving runner with a free slot takes the next one)"}`,
+      `  max running    ${policy.max_running}`,
+      `  run timeout    ${policy.run_timeout_seconds} s`,
+      `  max attempts   ${policy.max_attempts}`,
+      `  paused         ${c.paused ? `yes, since ${new Date(c.paused_since ?? 0).toISOString()}` : "no"}`,
+      `  drained        ${c.drained.length ? c.drained.map((d) => d.machine).join(", ") : "none"}`,
+      `  hysteresis     ${c.hysteresis_seconds} s (a preferred runner takes the lease after being ready this long)`,
+      ...(c.reserved_until ? [`  restart grace  the lease waits for its previous holder until ${new Date(c.reserved_until).toISOString()}`] : []),
+      `  change it with: baton agent set ${agent} [--mode single|pool] [--max-running N] [--run-timeout S] [--max-attempts N]`,
+    ];
+    process.stdout.write(`${lines.join("\n")}\n`);
+  },
+});

@@ -1,0 +1,42 @@
+// `baton show AGENT ID`: one message in full: its text, status, attempts, who runs or ran it, its
+// reply, why it failed, its checkpoint and resume input.
+import { requestJson } from "../../client/http.ts";
+import { messageViewSchema } from "../../worker/wire/http-responses.ts";
+import { defineCommand, numberOption } from "../lib/command.ts";
+import { resolveConnection } from "../lib/config.ts";
+import { agentName } from "../lib/names.ts";
+
+export default defineCommand({
+  path: ["show"],
+  summary: "Show one message in full: text, status, attempts, the runner, the reply or why it failed, its checkpoint.",
+  positionals: [
+    { name: "AGENT", description: "agent name", required: true },
+    { name: "ID", description: "message id", required: true },
+  ],
+  options: {},
+  async run({ args, options }) {
+    const agent = agentName(args[0]!);
+    const id = numberOption(args[1]!, "ID", { min: 1, max: Number.MAX_SAFE_INTEGER, integer: true });
+    const m = await requestJson(resolveConnection(options), "GET", `/agents/${agent}/messages/${id}`, messageViewSchema);
+    if (options.json) {
+      process.stdout.write(`${JSON.stringify(m)}\n`);
+      return;
+    }
+    const at = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());
+    const lines = [
+      `message ${m.id} of ${agent}: ${m.status}, ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}${m.failures ? ` (${m.failures} failed)` : ""}`,
+      `  posted      ${at(m.created_at)}${m.group ? `, group ${m.group}` : ""}`,
+      ...(m.status === "running" ? [`  running     on claim ${m.claim_seq} under token ${m.token}, taken back at ${at(m.expires_at)}`] : []),
+      ...(m.status === "parked" ? [`  parked      ${m.expires_at ? `until ${at(m.expires_at)}` : "with no deadline"}; resume with: baton resume ${agent} ${m.id} [TEXT]`] : []),
+      ...(m.status === "queued" && m.retry_at ? [`  retried     from ${at(m.retry_at)}`] : []),
+      ...(m.status === "acknowledged" ? [`  done        ${at(m.acked_at)} under token ${m.acked_token ?? "-"} (fence ${m.acked_fence ?? "-"})`] : []),
+      ...(m.error ? [`  ${m.status === "failed" ? "failed     " : "last error "} ${m.error}`] : []),
+      ...(m.resume_input !== null ? [`  resumed with ${JSON.stringify(m.resume_input)}`] : []),
+      ...(m.checkpoint !== null ? [`  checkpoint  ${JSON.stringify(m.checkpoint)}`] : []),
+      "  text",
+      ...m.text.split("\n").map((l) => `    ${l}`),
+      ...(m.reply !== null ? ["  reply", ...m.reply.replace(/\n$/, "").split("\n").map((l) => `    ${l}`)] : []),
+    ];
+    process.stdout.write(`${lines.join("\n")}\n`);
+  },
+});
