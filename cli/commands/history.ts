@@ -24,25 +24,36 @@ export default defineCommand({
       process.stdout.write(`${JSON.stringify(page)}\n`);
       return;
     }
+    let shortened = false;
     if (page.messages.length === 0) {
       process.stdout.write(`no messages for ${agent} after ${after}\n`);
       return;
     }
     for (const m of page.messages) {
-      const reply = m.reply === null ? "" : `  -> ${oneLine(m.reply)}`;
       const lease = m.status === "running" ? ` token ${m.token}` : m.status === "parked" ? ` (baton resume ${agent} ${m.id})` : "";
-      process.stdout.write(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${lease}  ${oneLine(m.text)}${reply}\n`);
+      const where = m.machine === null ? "" : ` on ${m.machine}`;
+      process.stdout.write(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${where}${lease}  ${oneLine(m.text)}\n`);
+      if (m.reply !== null) process.stdout.write(`       reply: ${oneLine(m.reply, REPLY_CHARS)}\n`);
       // Why it failed, or why its last attempt did while it is tried again.
       if (m.error && (m.status === "failed" || m.status === "queued")) {
         const again = m.status === "queued" && m.retry_at !== null ? ` (tried again from ${new Date(m.retry_at).toISOString()})` : "";
-        process.stdout.write(`       ${m.status === "failed" ? "failed" : "last attempt failed"}: ${oneLine(m.error, 200)}${again}\n`);
+        process.stdout.write(`       ${m.status === "failed" ? "failed" : "last attempt failed"}: ${oneLine(m.error, REPLY_CHARS)}${again}\n`);
       }
+      if (cut(m.text, TEXT_CHARS) || cut(m.reply ?? "", REPLY_CHARS) || cut(m.error ?? "", REPLY_CHARS)) shortened = true;
     }
+    if (shortened) process.stdout.write(`(texts cut with …: \`baton show ${agent} ID\` prints one message whole)\n`);
     process.stdout.write(`cursor ${page.cursor}\n`);
   },
 });
 
-function oneLine(text: string, max = 60): string {
+const TEXT_CHARS = 60;
+const REPLY_CHARS = 200;
+
+function cut(text: string, max: number): boolean {
+  return text.replace(/\s+/g, " ").trim().length > max;
+}
+
+function oneLine(text: string, max = TEXT_CHARS): string {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }

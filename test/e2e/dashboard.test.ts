@@ -63,7 +63,7 @@ async function serve(agent: string, machine: string, reply?: (text: string) => s
         const text = reply(frame.text!);
         ws.send(JSON.stringify(text === null
           ? { type: "park", id: frame.id, token: frame.token }
-          : { type: "reply", id: frame.id, fence, key: `${frame.id}:reply`, text }));
+          : { type: "reply", id: frame.id, token: frame.token, key: `${frame.id}:reply`, text }));
       }
     });
     ws.once("error", reject);

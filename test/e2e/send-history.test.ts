@@ -1,5 +1,5 @@
 // `baton send` and `baton history` as real processes against `wrangler dev`, with a raw
-// WebSocket holder that replies with a fenced write.
+// WebSocket holder that replies under each message's token.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -26,12 +26,10 @@ async function echoHolder(agent: string): Promise<WebSocket> {
   const ws = new WebSocket(`${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=echo`, {
     headers: { authorization: `Bearer ${DEV_TOKEN}` },
   });
-  let fence = 0;
   ws.on("message", (data) => {
     const f = JSON.parse(String(data));
-    if (f.type === "serve_lease" && f.held) fence = f.fence;
     if (f.type === "message" && f.run) {
-      ws.send(JSON.stringify({ type: "reply", id: f.id, fence, key: `${f.id}:reply`, text: `echo: ${f.text}` }));
+      ws.send(JSON.stringify({ type: "reply", id: f.id, token: f.token, key: `${f.id}:reply`, text: `echo: ${f.text}` }));
     }
   });
   await new Promise((r) => ws.once("open", r));
@@ -61,7 +59,7 @@ describe("baton send and history", () => {
       expect(after.messages).toHaveLength(1);
       const table = (await baton("history", agent)).stdout;
       expect(table).toContain("acknowledged");
-      expect(table).toContain("-> echo: hello there");
+      expect(table).toMatch(/acknowledged\s+attempts 1 on echo\s+hello there\n\s+reply: echo: hello there\n/);
     } finally {
       holder.close();
     }

@@ -17,25 +17,26 @@ afterAll(async () => {
 });
 
 // A: holds, takes the message, heartbeats; when its socket dies it reconnects and writes the reply,
-// an ack and a checkpoint with the fence it remembers, printing every answer as a JSON line.
+// an ack (with the message token it remembers) and a checkpoint (with the fence it remembers),
+// printing every answer as a JSON line.
 const NAIVE_WRITER = `
 const WebSocket = require("ws");
-const [url, token] = process.argv.slice(1);
-const open = () => new WebSocket(url, { headers: { authorization: "Bearer " + token } });
-let fence = null, message = null;
+const [url, bearer] = process.argv.slice(1);
+const open = () => new WebSocket(url, { headers: { authorization: "Bearer " + bearer } });
+let fence = null, message = null, token = null;
 const first = open();
 setInterval(() => first.readyState === 1 && first.send('{"type":"ping"}'), 300);
 first.on("open", () => first.send(JSON.stringify({ type: "serve_lease", op: "claim" })));
 first.on("message", (d) => {
   const f = JSON.parse(String(d));
   if (f.type === "serve_lease" && f.held) { fence = f.fence; console.log(JSON.stringify({ held: fence })); }
-  if (f.type === "message" && f.run) { message = f.id; console.log(JSON.stringify({ got: f.id })); }
+  if (f.type === "message" && f.run) { message = f.id; token = f.token; console.log(JSON.stringify({ got: f.id })); }
 });
 first.on("close", () => {
   const late = open();
   late.on("open", () => {
-    late.send(JSON.stringify({ type: "reply", id: message, fence, key: message + ":reply", text: "late A", req: "reply" }));
-    late.send(JSON.stringify({ type: "ack", id: message, fence, req: "ack" }));
+    late.send(JSON.stringify({ type: "reply", id: message, token, key: message + ":reply", text: "late A", req: "reply" }));
+    late.send(JSON.stringify({ type: "ack", id: message, token, req: "ack" }));
     late.send(JSON.stringify({ type: "checkpoint", fence, value: { from: "A" }, req: "checkpoint" }));
   });
   late.on("message", (d) => {
@@ -68,7 +69,7 @@ function naiveWriter(agent: string) {
   return { proc, lines, waitFor };
 }
 
-/** B: a well-behaved holder that replies "B did it" with its own fence. */
+/** B: a well-behaved holder that replies "B did it" under the message's token. */
 async function replyingStandby(agent: string): Promise<{ ws: WebSocket; fence: () => number | null }> {
   const ws = new WebSocket(`${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=b`, {
     headers: { authorization: `Bearer ${DEV_TOKEN}` },
@@ -79,7 +80,7 @@ async function replyingStandby(agent: string): Promise<{ ws: WebSocket; fence: (
   ws.on("message", (d) => {
     const f = JSON.parse(String(d));
     if (f.type === "serve_lease" && f.held) fence = f.fence;
-    if (f.type === "message" && f.run) ws.send(JSON.stringify({ type: "reply", id: f.id, fence, key: `${f.id}:reply`, text: "B did it" }));
+    if (f.type === "message" && f.run) ws.send(JSON.stringify({ type: "reply", id: f.id, token: f.token, key: `${f.id}:reply`, text: "B did it" }));
   });
   await new Promise((r) => ws.once("open", r));
   ws.send(JSON.stringify({ type: "serve_lease", op: "claim" }));
@@ -116,9 +117,10 @@ describe("a paused holder that wakes up and writes", () => {
         expect(message).toMatchObject({ status: "acknowledged", reply: "B did it", attempts: 2 });
         expect(b.fence()).toBeGreaterThan(held.held as number);
         a.proc.kill("SIGCONT");
-        for (const req of ["reply", "ack", "checkpoint"]) {
-          expect(await a.waitFor((l) => l.req === req)).toMatchObject({ type: "error", code: "stale_fence" });
+        for (const req of ["reply", "ack"]) {
+          expect(await a.waitFor((l) => l.req === req)).toMatchObject({ type: "error", code: "stale_token" });
         }
+        expect(await a.waitFor((l) => l.req === "checkpoint")).toMatchObject({ type: "error", code: "stale_fence" });
         expect(await api(`/agents/${agent}/messages/${posted.id}`)).toMatchObject({ reply: "B did it", acked_fence: b.fence() });
         const presence = await api(`/agents/${agent}/presence`);
         expect(presence).toMatchObject({ fence: b.fence(), holder: { machine: "b" } });

@@ -87,7 +87,7 @@ export class MessageLeases {
     for (const a of planDispatch([...open.values()].filter(isOpen), slots, policy, avoid, now)) {
       const leased = lease(open.get(a.id)!, a.runner, this.policies.nextToken(), now, policy);
       const socket = runners.get(a.runner)!;
-      this.push(socket, this.messages.saveLease(leased, fence), true);
+      this.push(socket, this.messages.saveLease(leased, fence, socket.state.machine), true);
       handed.set(a.id, socket);
     }
     return handed;

@@ -35,6 +35,8 @@ export interface StoredMessage {
   failures: number;
   /** The connection (claim sequence) whose write acknowledged the message. */
   acked_runner: string | null;
+  /** The machine label of the runner it was last handed to. */
+  machine: string | null;
 }
 
 /** Columns added after the first schema, with their definitions, for tables created before them. */
@@ -52,6 +54,7 @@ const LEASE_COLUMNS: Record<string, string> = {
   error: "TEXT",
   failures: "INTEGER NOT NULL DEFAULT 0",
   acked_runner: "TEXT",
+  machine: "TEXT",
 };
 
 /** The columns a message's lease is made of (see leaseOf). */
@@ -164,11 +167,11 @@ export class MessageStore {
   }
 
   /** Stores a message's lease fields as the rules left them; `fence` is the serve fence at a hand-out. */
-  saveLease(m: MessageLease, fence: number | null = null): StoredMessage {
+  saveLease(m: MessageLease, fence: number | null = null, machine: string | null = null): StoredMessage {
     return this.sql.exec(
       `UPDATE messages SET status = ?, attempts = ?, token = ?, runner = ?, expires_at = ?, retry_at = ?,
-       delivered_fence = COALESCE(?, delivered_fence) WHERE id = ? RETURNING *`,
-      m.status, m.attempts, m.token, m.runner, m.expiresAt, m.retryAt, fence, m.id,
+       delivered_fence = COALESCE(?, delivered_fence), machine = COALESCE(?, machine) WHERE id = ? RETURNING *`,
+      m.status, m.attempts, m.token, m.runner, m.expiresAt, m.retryAt, fence, machine, m.id,
     ).one() as unknown as StoredMessage;
   }
 

@@ -124,6 +124,8 @@ export function messageView(m: StoredMessage) {
     /** Run deadline while running, park deadline while parked (server ms). */
     expires_at: m.expires_at,
     claim_seq: m.runner === null ? null : Number(m.runner),
+    /** The machine of the runner it was last handed to (it runs, or ran, there). */
+    machine: m.machine,
     checkpoint: m.checkpoint === null ? null : (JSON.parse(m.checkpoint) as unknown),
     resume_input: m.resume_input,
   };

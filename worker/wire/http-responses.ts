@@ -26,6 +26,8 @@ export const messageViewSchema = z.object({
   /** Run deadline while running, park deadline while parked (server ms). */
   expires_at: z.nullable(z.number()),
   claim_seq: z.nullable(count),
+  /** The machine of the runner it was last handed to. */
+  machine: z.nullable(z.string()),
   checkpoint: z.unknown(),
   resume_input: z.nullable(z.string()),
   /** Why the latest attempt failed or was taken back; how many attempts failed; when a failed one runs again. */
