@@ -1,7 +1,8 @@
-// Durable work in the real runtime: messages, fenced idempotent writes, redelivery, checkpoints.
+// Durable work in the real runtime: messages, idempotent writes under message tokens, redelivery, checkpoints.
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { BASE, claimant, DEV_TOKEN, presence, restartObject, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
+import type { MessageFrame } from "../../worker/wire/protocol.ts";
+import { BASE, claimant, DEV_TOKEN, presence, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
 
 const auth = { Authorization: `Bearer ${DEV_TOKEN}` };
 
@@ -17,8 +18,13 @@ async function history(agent: string, after = 0) {
   return (await res.json()) as { messages: { id: number; status: string; attempts: number; reply: string | null }[]; cursor: number };
 }
 
-function reply(sock: TestSocket, id: number, fence: number, text: string, req = `r${id}`) {
-  sock.send({ type: "reply", id, fence, key: `${id}:reply`, text, req });
+/** The run copy of message `id` this connection was handed (it carries the message's token). */
+function runCopy(sock: TestSocket, id: number): Promise<MessageFrame> {
+  return sock.next("message", (f) => f.run && f.id === id);
+}
+
+function reply(sock: TestSocket, m: MessageFrame, text: string, req = `r${m.id}`) {
+  sock.send({ type: "reply", id: m.id, token: m.token, key: `${m.id}:reply`, text, req });
   return sock.next("result", (f) => f.req === req);
 }
 
@@ -36,30 +42,30 @@ describe("durable work", () => {
     expect((await presence(agent)).connections.map((c) => c.cursor)).toEqual([ma.id, ma.id]);
   });
 
-  it("A pauses, B takes over, A's write with the old fence is rejected and stored nowhere", async () => {
+  it("A pauses, B takes over, A's writes with its old token and old fence are rejected and stored nowhere", async () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "a");
     const b = await claimant(agent, "b");
     const { body } = await post(agent, "deploy");
     const id = body.id as number;
-    await a.sock.next("message");
-    // B takes over (A's connection is gone); A comes back on a new connection with its old fence.
+    const aCopy = await runCopy(a.sock, id);
+    // B takes over (A's connection is gone); A comes back on a new connection with its old token and fence.
     a.sock.close();
     const bHeld = await b.sock.next("serve_lease", (f) => f.held);
+    const redelivered = await runCopy(b.sock, id);
+    expect(redelivered).toMatchObject({ id, attempt: 2 });
     const aBack = await claimant(agent, "a");
     expect(aBack.lease.held).toBe(false);
-    aBack.sock.send({ type: "reply", id, fence: a.lease.fence, key: `${id}:reply`, text: "stale", req: "late" });
-    expect(await aBack.sock.next("error", (f) => f.req === "late")).toMatchObject({ code: "stale_fence" });
+    aBack.sock.send({ type: "reply", id, token: aCopy.token, key: `${id}:reply`, text: "stale", req: "late" });
+    expect(await aBack.sock.next("error", (f) => f.req === "late")).toMatchObject({ code: "stale_token" });
     aBack.sock.send({ type: "checkpoint", fence: a.lease.fence, value: { step: 9 }, req: "cp" });
     expect(await aBack.sock.next("error", (f) => f.req === "cp")).toMatchObject({ code: "stale_fence" });
-    // Even with the current fence, a standby is not the holder.
-    aBack.sock.send({ type: "ack", id, fence: bHeld.fence, req: "ack" });
-    expect(await aBack.sock.next("error", (f) => f.req === "ack")).toMatchObject({ code: "not_holder" });
+    // Even with the current token, a standby is not the message's runner.
+    aBack.sock.send({ type: "ack", id, token: redelivered.token, req: "ack" });
+    expect(await aBack.sock.next("error", (f) => f.req === "ack")).toMatchObject({ code: "not_your_message" });
     const h = await history(agent);
     expect(h.messages[0]).toMatchObject({ id, status: "running", reply: null });
-    const redelivered = await b.sock.next("message", (f) => f.run);
-    expect(redelivered).toMatchObject({ id, attempt: 2 });
-    expect(await reply(b.sock, id, bHeld.fence, "done by b")).toMatchObject({ duplicate: false });
+    expect(await reply(b.sock, redelivered, "done by b")).toMatchObject({ duplicate: false, fence: bHeld.fence });
     expect((await history(agent)).messages[0]).toMatchObject({ status: "acknowledged", reply: "done by b" });
   });
 
@@ -70,9 +76,9 @@ describe("durable work", () => {
     const c = await claimant(agent, "c");
     const first = (await post(agent, "one")).body.id as number;
     const second = (await post(agent, "two")).body.id as number;
-    await a.sock.next("message", (f) => f.id === first);
+    const firstCopy = await runCopy(a.sock, first);
     await a.sock.next("message", (f) => f.id === second);
-    await reply(a.sock, first, a.lease.fence, "ok");
+    await reply(a.sock, firstCopy, "ok");
     a.sock.close();
     await b.sock.next("serve_lease", (f) => f.held);
     const again = await b.sock.next("message", (f) => f.run);
@@ -100,9 +106,9 @@ describe("durable work", () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "a");
     const id = (await post(agent, "x")).body.id as number;
-    await a.sock.next("message");
-    const first = await reply(a.sock, id, a.lease.fence, "first", "q1");
-    const second = await reply(a.sock, id, a.lease.fence, "second", "q2");
+    const copy = await runCopy(a.sock, id);
+    const first = await reply(a.sock, copy, "first", "q1");
+    const second = await reply(a.sock, copy, "second", "q2");
     expect(first).toMatchObject({ duplicate: false, key: `${id}:reply` });
     expect(second).toMatchObject({ duplicate: true, key: `${id}:reply`, fence: first.fence });
     expect((await history(agent)).messages[0]?.reply).toBe("first");
@@ -113,10 +119,11 @@ describe("durable work", () => {
     const a = await claimant(agent, "a");
     const one = (await post(agent, "one")).body.id as number;
     const two = (await post(agent, "two")).body.id as number;
-    await a.sock.next("message", (f) => f.id === two);
-    a.sock.send({ type: "reply", id: one, fence: a.lease.fence, key: `${two}:ack`, text: "r1", req: "r1" });
+    const oneCopy = await runCopy(a.sock, one);
+    a.sock.send({ type: "reply", id: one, token: oneCopy.token, key: `${two}:ack`, text: "r1", req: "r1" });
     expect(await a.sock.next("result", (f) => f.req === "r1")).toMatchObject({ id: one, duplicate: false });
-    a.sock.send({ type: "ack", id: two, fence: a.lease.fence, req: "a2" });
+    const twoCopy = await runCopy(a.sock, two);
+    a.sock.send({ type: "ack", id: two, token: twoCopy.token, req: "a2" });
     expect(await a.sock.next("result", (f) => f.req === "a2")).toMatchObject({ id: two, duplicate: false });
     expect((await history(agent)).messages.map((m) => m.status)).toEqual(["acknowledged", "acknowledged"]);
   });
@@ -127,7 +134,8 @@ describe("durable work", () => {
     const ids: number[] = [];
     for (const t of ["x", "y", "z"]) ids.push((await post(agent, t)).body.id as number);
     for (const id of ids) {
-      a.sock.send({ type: "reply", id, fence: a.lease.fence, key: "same", text: `done ${id}`, req: `q${id}` });
+      const copy = await runCopy(a.sock, id);
+      a.sock.send({ type: "reply", id, token: copy.token, key: "same", text: `done ${id}`, req: `q${id}` });
       expect(await a.sock.next("result", (f) => f.req === `q${id}`)).toMatchObject({ id, duplicate: false, key: "same" });
     }
     const h = await history(agent);
@@ -138,9 +146,10 @@ describe("durable work", () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "a");
     const id = (await post(agent, "x")).body.id as number;
-    a.sock.send({ type: "ack", id, fence: a.lease.fence, req: "ack" });
+    const copy = await runCopy(a.sock, id);
+    a.sock.send({ type: "ack", id, token: copy.token, req: "ack" });
     expect(await a.sock.next("result", (f) => f.req === "ack")).toMatchObject({ duplicate: false, key: "ack" });
-    a.sock.send({ type: "reply", id, fence: a.lease.fence, key: "late-reply", text: "too late", req: "r" });
+    a.sock.send({ type: "reply", id, token: copy.token, key: "late-reply", text: "too late", req: "r" });
     expect(await a.sock.next("result", (f) => f.req === "r")).toMatchObject({ id, duplicate: true, key: "ack" });
     expect((await history(agent)).messages[0]).toMatchObject({ status: "acknowledged", reply: null });
   });
@@ -169,9 +178,14 @@ describe("durable work", () => {
     const keep = Number(env.BATON_HISTORY_MESSAGES);
     const a = await claimant(agent, "a");
     const open = (await post(agent, "left open")).body.id as number;
+    // Parked, it stays unacknowledged and frees the holder's slot for the rest.
+    const openCopy = await runCopy(a.sock, open);
+    a.sock.send({ type: "park", id: open, token: openCopy.token, req: "park" });
+    await a.sock.next("result", (f) => f.req === "park");
     for (let i = 0; i < keep + 5; i++) {
       const id = (await post(agent, `m${i}`)).body.id as number;
-      a.sock.send({ type: "ack", id, fence: a.lease.fence, req: `a${id}` });
+      const copy = await runCopy(a.sock, id);
+      a.sock.send({ type: "ack", id, token: copy.token, req: `a${id}` });
       await a.sock.next("result", (f) => f.req === `a${id}`);
     }
     await post(agent, "last");
@@ -180,11 +194,11 @@ describe("durable work", () => {
     expect(ids.length).toBeLessThanOrEqual(keep + 1);
     const newest = ids.at(-1)!;
     expect(ids.slice(1)).toEqual(Array.from({ length: ids.length - 1 }, (_, i) => newest - ids.length + 2 + i));
-    a.sock.send({ type: "ack", id: open + 1, fence: a.lease.fence, req: "gone" });
+    a.sock.send({ type: "ack", id: open + 1, token: 1, req: "gone" });
     expect(await a.sock.next("error", (f) => f.req === "gone")).toMatchObject({ code: "unknown_message" });
   });
 
-  it("checkpoints reach the next holder with held:true and survive a rebuilt object", async () => {
+  it("checkpoints reach the next holder with held:true (a restart keeps them: test/e2e/coordinator-restart.test.ts)", async () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "a");
     const b = await claimant(agent, "b");
@@ -194,11 +208,6 @@ describe("durable work", () => {
     expect(await b.sock.next("error", (f) => f.req === "cp2")).toMatchObject({ code: "not_holder" });
     a.sock.close();
     expect(await b.sock.next("serve_lease", (f) => f.held)).toMatchObject({ checkpoint: { step: 3, notes: ["x"] }, checkpoint_fence: 1 });
-    // A restart drops every socket and builds a new instance from storage; the next holder still resumes.
-    b.sock.close();
-    await restartObject(agent);
-    const c = await claimant(agent, "c");
-    expect(c.lease).toMatchObject({ held: true, checkpoint: { step: 3, notes: ["x"] }, checkpoint_fence: 1 });
   });
 
   it("history and cursors are right after a reconnect", async () => {
@@ -250,7 +259,7 @@ describe("durable work", () => {
   it("a write for an unknown message is rejected", async () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "a");
-    a.sock.send({ type: "ack", id: 4242, fence: a.lease.fence, req: "u" });
+    a.sock.send({ type: "ack", id: 4242, token: 1, req: "u" });
     expect(await a.sock.next("error", (f) => f.req === "u")).toMatchObject({ code: "unknown_message" });
   });
 });

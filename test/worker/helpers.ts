@@ -1,6 +1,6 @@
 // Small socket helpers for tests inside workerd: open a serve connection through the Worker,
 // wait for frames that match, and wait for closes. Every wait rejects on timeout.
-import { env, runInDurableObject, SELF } from "cloudflare:test";
+import { env, SELF } from "cloudflare:test";
 import { PING_TEXT, type ServerFrame } from "../../worker/wire/protocol.ts";
 
 export const DEV_TOKEN = "baton-dev-token";
@@ -153,13 +153,4 @@ export const QUIET_TOKEN = "quiet-account-token";
 /** The agent object of one agent of one account. */
 export function stubFor(agent: string, account = "dev") {
   return env.AGENTS.get(env.AGENTS.idFromName(`${account}:${agent}`));
-}
-
-/**
- * Restarts one agent object as a deploy or crash does: the instance is aborted and every socket
- * drops. abortAllDurableObjects would also abort the objects of test files running alongside,
- * the pool's own runner objects among them, which can strand the whole run.
- */
-export async function restartObject(agent: string): Promise<void> {
-  await runInDurableObject(stubFor(agent), (_instance, state) => state.abort("restart")).catch(() => undefined);
 }

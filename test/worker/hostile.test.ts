@@ -52,10 +52,11 @@ const BAD_FRAMES: { name: string; raw: string | ArrayBuffer; code: ErrorCode }[]
     code: "frame_too_large",
   },
   { name: "a hello whose machine label holds a terminal escape", raw: JSON.stringify({ type: "hello", machine: "\u001b[2Jpwned" }), code: "bad_frame" },
-  { name: "an ack with a wrong id", raw: '{"type":"ack","id":0,"fence":1}', code: "bad_frame" },
+  { name: "an ack with a wrong id", raw: '{"type":"ack","id":0,"token":1}', code: "bad_frame" },
+  { name: "a fence-only ack (the older form)", raw: '{"type":"ack","id":1,"fence":1}', code: "bad_frame" },
   {
     name: "an oversized reply",
-    raw: JSON.stringify({ type: "reply", id: 1, fence: 1, key: "k", text: "x".repeat(LIMITS.replyTextBytes + 1) }),
+    raw: JSON.stringify({ type: "reply", id: 1, token: 1, key: "k", text: "x".repeat(LIMITS.replyTextBytes + 1) }),
     code: "too_large",
   },
   {

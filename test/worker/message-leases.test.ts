@@ -170,7 +170,7 @@ describe("per-message leases", () => {
     await sleep(Math.max(0, (parked.deadline as number) - Date.now()) + 50);
     await runDurableObjectAlarm(env.AGENTS.get(env.AGENTS.idFromName(`dev:${agent}`)));
     expect(await message(agent, id)).toMatchObject({ status: "failed" });
-    expect((await presence(agent)).work.failed).toEqual([{ id, attempts: 1 }]);
+    expect((await presence(agent)).work.failed).toEqual([{ id, attempts: 1, error: "its park deadline passed before anyone resumed it" }]);
     expect(await call("POST", `/agents/${agent}/messages/${id}/resume`, {})).toMatchObject({ status: 409 });
   });
 
@@ -207,6 +207,7 @@ describe("per-message leases", () => {
     expect(await write(a, { type: "reply", id, token: m.token! + 1, key: "k", text: "future" })).toMatchObject({ code: "stale_token" });
     await setPolicy(agent, { mode: "pool" });
     const lease = (await presence(agent)).fence;
+    // The older fence-only form is refused in either mode: a fence says who holds the agent, not who runs the message.
     expect(await write(a, { type: "ack", id, fence: lease })).toMatchObject({ code: "bad_frame" });
     expect(await message(agent, id)).toMatchObject({ status: "running", token: m.token });
   });

@@ -122,7 +122,7 @@ describe("GET /metrics", () => {
     }
     // One message runs at a time on the holder: the second is handed out once the first is done.
     const first = await a.sock.next("message", (f) => f.run);
-    a.sock.send({ type: "ack", id: first.id, fence: a.lease.fence });
+    a.sock.send({ type: "ack", id: first.id, token: first.token });
     await a.sock.next("result");
     await a.sock.next("message", (f) => f.run && f.id !== first.id);
     const acked = await until(agent, (f) => sampleValue(f, "baton_messages", { status: "acknowledged" }) === 1
