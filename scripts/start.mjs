@@ -2,7 +2,8 @@
 // the npm packages on a fresh clone and builds the CLI when its sources changed, so `npx baton`
 // works; picks a free inspector port (9229 may be taken); keeps wrangler from fetching the
 // Request.cf object (offline that prints a stack each start); once the Worker answers, prints
-// where the dashboard is and which token to use. Extra arguments go to wrangler, e.g.
+// where the dashboard is and which token it uses. wrangler's banner and per-request lines are off
+// (allowScripts in package.json quiets npm's install-script notice). Extra arguments go to wrangler, e.g.
 // `npm start -- --port 9000`.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
@@ -48,10 +49,16 @@ if (buildIsStale()) runOrExit(process.execPath, ["scripts/build.mjs"]);
 const args = process.argv.slice(2);
 const portAt = args.indexOf("--port");
 const port = portAt === -1 ? "8787" : args[portAt + 1];
-const extra = [...(portAt === -1 ? ["--port", port] : []), ...(args.includes("--inspector-port") ? [] : ["--inspector-port", String(await freePort())])];
+// Quiet by default: no line per request pushing the ready banner off screen (`npm start -- --log-level info` brings them back).
+const extra = [
+  ...(portAt === -1 ? ["--port", port] : []),
+  ...(args.includes("--inspector-port") ? [] : ["--inspector-port", String(await freePort())]),
+  ...(args.includes("--log-level") ? [] : ["--log-level", "warn"]),
+];
 const dev = spawn("node_modules/.bin/wrangler", ["dev", ...extra, ...args], {
   stdio: "inherit",
-  env: { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", ...process.env },
+  // No version banner, hence no update check ("update available") on every start.
+  env: { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", WRANGLER_HIDE_BANNER: "true", ...process.env },
 });
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => dev.kill(signal));
 dev.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
@@ -65,8 +72,9 @@ for (;;) {
   process.stdout.write([
     "",
     `baton: coordinator ready at ${url}`,
-    `baton: dashboard   ${url}/  (paste the dev token: ${DEV_TOKEN})`,
+    `baton: dashboard   ${url}/  (on this machine it signs in with the dev token, ${DEV_TOKEN}, by itself)`,
     `baton: try it      npx baton serve reviewer -- ./examples/shell-agent.sh`,
+    `baton:             npx baton serve reviewer --machine laptop-2 -- ./examples/shell-agent.sh   (a second "machine")`,
     `baton:             npx baton send reviewer "hello" --wait`,
     "",
   ].join("\n") + "\n");

@@ -92,6 +92,7 @@ export default defineCommand({
     const handle = serve(agent, commandHandler({
       agent, machine, command, args: commandArgs, graceMs, checkpointPath, parkDeadlineSeconds,
       log: (message, fields) => reporter.log(message, fields),
+      stderr: () => reporter.commandStderr(),
     }), {
       ...conn, machine, priority, cursor: journal.cursor, concurrency,
       onStatus: (s) => reporter.status(s),

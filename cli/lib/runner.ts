@@ -64,7 +64,8 @@ export function startRun(spec: RunSpec): RunHandle {
   child.stderr.on("data", (chunk: string) => {
     stderrTail = (stderrTail + chunk).slice(-STDERR_TAIL_BYTES);
   });
-  child.stderr.pipe(spec.stderr ?? process.stderr, { end: false });
+  // A stream of the caller's own is ended with the run (it flushes a last partial line); ours is not.
+  child.stderr.pipe(spec.stderr ?? process.stderr, { end: spec.stderr !== undefined });
   child.stdin.on("error", () => {
     // The command may exit without reading its input; that is its business.
   });

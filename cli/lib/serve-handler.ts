@@ -26,6 +26,8 @@ export interface CommandHandlerOptions {
   /** A park by exit 75 fails the message if nobody resumes it within this many seconds (none: waits forever). */
   parkDeadlineSeconds?: number;
   log: (message: string, fields?: Record<string, unknown>) => void;
+  /** Where each run's stderr goes (serve's status reporter keeps it off the live line); default this process's stderr. */
+  stderr?: () => NodeJS.WritableStream;
 }
 
 export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
@@ -37,6 +39,7 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
       command: opts.command,
       args: opts.args,
       stdin: message.text,
+      stderr: opts.stderr?.(),
       env: {
         BATON_AGENT: opts.agent,
         BATON_MACHINE: opts.machine,

@@ -2,6 +2,7 @@
 // otherwise (pipes, logs, journald) one plain line on stderr per change; with --json, JSON lines.
 // A coordinator that stays unreachable is reported on the first failure, whenever the reason
 // changes, and then at most every REPEAT_MS, so logs say why without filling up.
+import { Writable } from "node:stream";
 import type { ServeEvent, ServeStatus } from "../../client/index.ts";
 
 export const REPEAT_MS = 30_000;
@@ -97,9 +98,36 @@ export class StatusReporter {
     else this.out.write(`${this.prefix}: ${message}\n`);
   }
 
-  /** Leaves the terminal on a fresh line. */
+  /**
+   * Where the served command's stderr goes: whole lines above the live line on a terminal (so
+   * nothing is glued to it), passed through unchanged elsewhere.
+   */
+  commandStderr(): NodeJS.WritableStream {
+    let partial = "";
+    return new Writable({
+      write: (chunk: Buffer | string, _encoding, done) => {
+        const text = partial + chunk.toString();
+        if (!this.tty) {
+          partial = "";
+          this.out.write(text);
+          return done();
+        }
+        const cut = text.lastIndexOf("\n") + 1;
+        partial = text.slice(cut);
+        if (cut > 0) this.out.write(`\r\x1b[2K${text.slice(0, cut)}${this.last ? `${this.prefix}: ${this.last}` : ""}`);
+        done();
+      },
+      final: (done) => {
+        if (partial) this.out.write(this.tty ? `\r\x1b[2K${partial}\n${this.last ? `${this.prefix}: ${this.last}` : ""}` : partial);
+        partial = "";
+        done();
+      },
+    });
+  }
+
+  /** Leaves the terminal on a fresh line: the live line is cleared, so the last thing said (released the lease) stays last. */
   end(): void {
-    if (this.tty && this.last) this.out.write("\n");
+    if (this.tty && this.last) this.out.write("\r\x1b[2K");
   }
 
   private writeJson(obj: Record<string, unknown>): void {

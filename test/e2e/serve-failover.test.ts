@@ -102,23 +102,25 @@ describe("baton serve: two machines, one agent", () => {
     expect(aRuns.map((l) => l.id)).toEqual([id]);
   });
 
-  it("a second serve of the same agent on the same machine is refused; a stale lock is taken over", async () => {
+  it("a second serve of the same agent under the same machine label is refused; a stale lock is taken over", async () => {
     const agent = uniqueAgent("lock");
     const { command, sink } = writeSinkCommand(mkdtempSync(join(tmpdir(), "baton-sink-")));
     const lockDir = mkdtempSync(join(tmpdir(), "baton-lock-"));
     const first = startServe({ url: fixture.dev.url, agent, tag: "one", command, sink, lockDir });
     started.push(first);
     await first.waitFor(/holder \(fence \d+\)/);
-    const second = runBaton(["serve", agent, "--", command], { BATON_URL: fixture.dev.url, BATON_LOCK_DIR: lockDir });
+    const second = runBaton(["serve", agent, "--machine", "machine-one", "--", command], { BATON_URL: fixture.dev.url, BATON_LOCK_DIR: lockDir });
     expect(second.code).toBe(1);
     expect(second.stderr.trim()).toBe(
-      `baton: agent ${agent} is already served on this machine by pid ${first.pid} (lock ${second.stderr.match(/\(lock (.+)\)/)?.[1]})`,
+      `baton: agent ${agent} is already served as machine "machine-one" on this host by pid ${first.pid} ` +
+      `(lock ${second.stderr.match(/\(lock (.+)\)/)?.[1]}); to try failover on one host, give the second serve another --machine`,
     );
     expect(second.stderr.trim().split("\n")).toHaveLength(1);
 
     first.proc.kill("SIGKILL");
     await first.exited;
-    const third = startServe({ url: fixture.dev.url, agent, tag: "three", command, sink, lockDir });
+    // The same label again: the dead pid's lock is taken over.
+    const third = startServe({ url: fixture.dev.url, agent, tag: "one", command, sink, lockDir });
     started.push(third);
     await third.waitFor(/holder \(fence \d+\)/, TTL_MS * 4);
   });

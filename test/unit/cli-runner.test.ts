@@ -14,7 +14,7 @@ describe("startRun", () => {
       stdin: "hello",
       env: { BATON_MESSAGE_ID: "7" },
     });
-    expect(await run.done).toEqual({ stdout: "7:HELLO", code: 0, signal: null, killed: false });
+    expect(await run.done).toEqual({ stdout: "7:HELLO", code: 0, signal: null, killed: false, stderrTail: "" });
   });
 
   it("a command that exits on SIGTERM is gone at once", async () => {
