@@ -96,6 +96,7 @@ export class MessageLeases {
   private takeBack(before: MessageLease, after: MessageLease, reason: RevokeReason, live: DeskSocket[], open: Map<number, MessageLease>): void {
     this.messages.saveLease(after);
     if (before.status === "running") this.messages.recordFailure(before.id, TAKEN_BACK[reason]);
+    if (before.status === "parked") this.messages.recordFailure(before.id, "its park deadline passed before anyone resumed it");
     open.set(after.id, after);
     if (before.status !== "running") return;
     const runner = live.find((s) => runnerId(s.state) === before.runner);
