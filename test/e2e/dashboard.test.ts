@@ -215,7 +215,8 @@ describe("presence dashboard", () => {
     await echo.locator('[data-role="holder"] .machine', { hasText: "echo-box" }).waitFor();
     await echo.locator("textarea").fill(LONG_MESSAGE);
     await echo.locator('[data-role="send"] button[type="submit"]').click();
-    await echo.locator('[data-role="send"] [role="status"][data-state="sent"]', { hasText: /sent as #1/ }).waitFor();
+    // No status frozen at the moment of sending (it said "running" while the card showed parked): the card tells.
+    await echo.locator('[data-role="send"] [role="status"][data-state="sent"]', { hasText: /^sent as #1; follow it on the card$/ }).waitFor();
     expect(await echo.locator("textarea").inputValue()).toBe("");
     const message = echo.locator('.messages .message[data-id="1"]');
     await message.locator('[data-role="reply"]', { hasText: `done: ${LONG_MESSAGE.length} chars` }).waitFor();
@@ -412,6 +413,8 @@ describe("presence dashboard", () => {
     await dev.stop();
     await page.locator('#status[data-state="retrying"]').waitFor();
     await page.locator('[data-role="unreachable-banner"]', { hasText: "Coordinator unreachable" }).waitFor();
+    // The same 24-hour clock as the rest of the page, not "1:50:37 PM".
+    expect(await page.locator('[data-role="unreachable-banner"]').textContent()).toMatch(/unreachable since \d{2}:\d{2}:\d{2}: /);
     await card(page, "summarizer").waitFor();
     await Promise.all(servers.splice(0).map((s) => s.close()));
     dev = await startWranglerDev({ port, persistDir, vars: DEV_VARS });

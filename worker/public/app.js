@@ -4,7 +4,7 @@
 // "coordinator unreachable", never as an empty account. Rendering lives in render.js.
 import { MessageLoader } from "./messages.js";
 import { AgentList } from "./render.js";
-import { RANGES, WINDOW_MS } from "./timeline.js";
+import { clock, RANGES, WINDOW_MS } from "./timeline.js";
 
 const TOKEN_KEY = "baton.token";
 const RANGE_KEY = "baton.range";
@@ -85,7 +85,8 @@ async function sendMessage(agent, text) {
     return { ok: false, text: "not sent: the coordinator is unreachable" };
   }
   const body = await res.json().catch(() => ({}));
-  if (res.status === 201) return { ok: true, text: `sent as #${body.id} (${body.status})` };
+  // Its status changes at once (handed out, run, parked): the card shows it live, so no stale status here.
+  if (res.status === 201) return { ok: true, text: `sent as #${body.id}; follow it on the card` };
   if (res.status === 401) connect();
   return { ok: false, text: `not sent: ${body.message ?? `HTTP ${res.status}`}` };
 }
@@ -105,7 +106,7 @@ function render() {
   view.agents.setAttribute("aria-busy", String(!state.loaded && !state.unreachable));
   view.banner.hidden = !(state.unreachable && state.agents.size > 0);
   if (!view.banner.hidden) {
-    view.banner.textContent = `Coordinator unreachable since ${new Date(state.unreachableSince).toLocaleTimeString()}: `
+    view.banner.textContent = `Coordinator unreachable since ${clock(state.unreachableSince)}: `
       + "the agents below are as last seen; retrying.";
   }
 }
@@ -229,6 +230,8 @@ async function connect() {
 function signOut() {
   state.agents.clear();
   state.signedOut = true;
+  // The form is where a token goes: open it, whatever state it was left in.
+  showLogin(true);
   render();
 }
 

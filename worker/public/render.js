@@ -123,7 +123,7 @@ function transitionsBlock(entry, transitions, known, open) {
 
 function emptyState(kind, state) {
   if (kind === "signed-out") {
-    return el("section", { class: "empty", "data-role": "signed-out" }, el("h2", {}, "Sign in to see your agents"), el("p", {}, "Save your token above."));
+    return el("section", { class: "empty", "data-role": "signed-out" }, el("h2", {}, "Sign in to see your agents"), el("p", {}, "Paste your token in the form at the top of the page and save it."));
   }
   if (kind === "unreachable") {
     return el("section", { class: "empty unreachable", "data-role": "unreachable" },
