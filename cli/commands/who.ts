@@ -73,7 +73,7 @@ async function watch(conn: Connection, agent: string | undefined, json: boolean)
 }
 
 function render(reports: Presence[]): string {
-  if (reports.length === 0) return "no agent has serve connections\n";
+  if (reports.length === 0) return "no agent has serve connections or waiting messages\n";
   return reports.map((p) => renderPresence(p)).join("\n");
 }
 

@@ -273,3 +273,21 @@ async function connectAs(agent: string, token: string) {
   await held;
   return { close: () => ws.close(1000, "test done") };
 }
+
+describe("agents nobody serves", () => {
+  it("an agent with waiting messages and no connection is listed (no holder, confirmed), and leaves once its work is done and nobody is connected", async () => {
+    const agent = uniqueAgent();
+    const post = await SELF.fetch(`${BASE}/agents/${agent}/messages`, {
+      method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ text: "waits" }),
+    });
+    expect(post.status).toBe(201);
+    await expect.poll(async () => (await listed()).find((e) => e.agent === agent), { timeout: 3000 })
+      .toMatchObject({ connection_count: 0, holder: null, confirmed: true, work: { counts: { queued: 1 } } });
+    const a = await claimant(agent, "a");
+    const run = await a.sock.next("message", (f) => f.run);
+    a.sock.send({ type: "ack", id: run.id, token: run.token, req: "done" });
+    await a.sock.next("result", (f) => f.req === "done");
+    a.sock.close();
+    await expect.poll(async () => (await listed()).some((e) => e.agent === agent), { timeout: 3000 }).toBe(false);
+  });
+});

@@ -5,7 +5,7 @@
 // neither side, so it shows no heartbeat ages, only their bound (see `agedEntry`). Each entry is
 // leased (rules/directory-lease.ts): its agent confirms it every two TTLs, and one it stops
 // confirming is shown as unknown, never as live.
-import { agedEntry } from "../wire/presence.ts";
+import { agedEntry, listedInDirectory } from "../wire/presence.ts";
 import type { DirectoryEntry, PresenceReport } from "../wire/protocol.ts";
 import { confirmedUntil } from "../rules/directory-lease.ts";
 import { firstPage } from "../rules/directory-page.ts";
@@ -66,14 +66,14 @@ export class AgentDirectory extends SocketObject<ObserverState> {
 
   /**
    * RPC from an agent object: its latest presence. A report older than the one stored is
-   * dropped; any other reaches every observer. An agent with no connections leaves the list.
+   * dropped; any other reaches every observer. An agent with no connections and no waiting work leaves the list.
    */
   report(entry: PresenceReport): void {
     const stored = this.sql.exec<{ reported_at: number }>(`SELECT reported_at FROM agents WHERE agent = ?`, entry.agent).toArray()[0];
     if (stored && stored.reported_at > entry.reported_at) return;
     const until = confirmedUntil(entry.reported_at, this.config.heartbeatTtlMs);
     const now = Date.now();
-    if (entry.connection_count === 0) {
+    if (!listedInDirectory(entry)) {
       if (stored) {
         this.sql.exec(`DELETE FROM agents WHERE agent = ?`, entry.agent);
         this.broadcast({ type: "agent_gone", agent: entry.agent, server_time: now });

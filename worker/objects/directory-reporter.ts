@@ -3,7 +3,7 @@
 // rebuilt agent object does not report the same presence again. While it has connections it also
 // confirms the entry every two TTLs (rules/directory-lease.ts), so an entry nobody confirms any
 // more turns unknown by itself.
-import type { Presence } from "../wire/presence.ts";
+import { listedInDirectory, type Presence } from "../wire/presence.ts";
 import type { PresenceReport } from "../wire/protocol.ts";
 import { nextConfirmation } from "../rules/directory-lease.ts";
 import type { AgentDirectory } from "./directory-object.ts";
@@ -63,8 +63,8 @@ export class DirectoryReporter {
     const last = this.lastFingerprint();
     if (fingerprint === last) return;
     this.remember(fingerprint);
-    // The directory lists only agents with connections: one it never heard of needs no "gone".
-    if (last === null && presence.connection_count === 0) return;
+    // The directory lists only agents with connections or waiting work: one it never heard of needs no "gone".
+    if (last === null && !listedInDirectory(presence)) return;
     const now = Date.now();
     this.pending = { ...presence, reported_at: now };
     this.sql.exec(`UPDATE directory_report SET confirmed_at = ?, connected = ? WHERE id = 1`, now, presence.connection_count > 0 ? 1 : 0);

@@ -143,5 +143,15 @@ export function buildPresence(input: {
  */
 export function agedEntry(report: PresenceReport, confirmedUntil: number, now: number): DirectoryEntry {
   const connections = report.connections.map((c) => ({ ...c, heartbeat_age_seconds: null }));
-  return { ...report, connections, confirmed_until: confirmedUntil, confirmed: now <= confirmedUntil };
+  // An entry without connections claims no holder and nothing live, so there is nothing to go stale.
+  const confirmed = report.connection_count === 0 || now <= confirmedUntil;
+  return { ...report, connections, confirmed_until: confirmedUntil, confirmed };
+}
+
+/**
+ * The directory lists an agent while it has connections or messages waiting (queued or parked):
+ * an agent nobody serves with work piling up must be seen, not vanish.
+ */
+export function listedInDirectory(p: Pick<Presence, "connection_count" | "work">): boolean {
+  return p.connection_count > 0 || p.work.counts.queued > 0 || p.work.counts.parked > 0;
 }
