@@ -28,7 +28,7 @@ export function renderPresence(p: PresenceReport, now: number = Date.now()): str
   if (p.controls.reserved_until && p.controls.reserved_until > now) lines.push("  coordinator restarted: the lease waits for its previous holder");
   if (p.connections.length === 0) return `${lines.join("\n")}\n  no connections\n`;
   const rows = [["", "CLAIM", "MACHINE", "PRIORITY", "ROLE", "HEARTBEAT", "JOINED", "CURSOR", "RUNNING"]];
-  for (const c of p.connections) {
+  for (const c of inLineOrder(p.connections)) {
     rows.push([
       c.held ? "*" : "",
       c.claim_seq === null ? "-" : String(c.claim_seq),
@@ -44,6 +44,15 @@ export function renderPresence(p: PresenceReport, now: number = Date.now()): str
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) lines.push(`  ${r.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()}`);
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * Connections in the order the lease would take them: the holder, then candidates by priority
+ * (higher first) and claim (older first), then drained runners, then connections that do not claim.
+ */
+export function inLineOrder(conns: PresenceReport["connections"]): PresenceReport["connections"] {
+  const rank = (c: PresenceReport["connections"][number]) => (c.held ? 0 : c.claim_seq === null ? 3 : c.drained ? 2 : 1);
+  return [...conns].sort((a, b) => rank(a) - rank(b) || b.priority - a.priority || (a.claim_seq ?? Infinity) - (b.claim_seq ?? Infinity));
 }
 
 /** Messages: the policy, how many wait, and which run, are parked or failed. */

@@ -57,3 +57,18 @@ describe("the observer's first frame", () => {
     expect(firstPage([entries[0]!], 10).page).toHaveLength(1);
   });
 });
+
+describe("who's table", () => {
+  it("lists connections in line order: holder, then by priority and claim, drained after, watchers last", async () => {
+    const { inLineOrder } = await import("../../cli/lib/presence-table.ts");
+    const base = report([1], 0).connections[0]!;
+    const conns = [
+      { ...base, claim_seq: 1, held: false, priority: 0 },
+      { ...base, claim_seq: null, held: false, priority: 0 },
+      { ...base, claim_seq: 2, held: false, priority: 0, drained: true },
+      { ...base, claim_seq: 3, held: false, priority: 5 },
+      { ...base, claim_seq: 4, held: true, priority: 0 },
+    ];
+    expect(inLineOrder(conns).map((c) => c.claim_seq)).toEqual([4, 3, 1, 2, null]);
+  });
+});
