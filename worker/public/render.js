@@ -68,6 +68,10 @@ function connectionRow(entry, conn, ttlMs, label) {
       heartbeat(entry, conn, ttlMs)));
 }
 
+function pool(entry) {
+  return entry.work?.mode === "pool";
+}
+
 function noHolderText(entry) {
   const claiming = entry.connections.filter((c) => c.claim_seq !== null);
   if (claiming.length > 0 && claiming.every((c) => c.drained)) return "nobody holds the lease: every runner is drained";
@@ -83,7 +87,7 @@ function holderBlock(entry, ttlMs) {
       el("span", { class: "machine" }, noHolderText(entry)));
   }
   return el("div", { class: `holder${conn?.drained ? " draining" : ""}`, "data-role": "holder", "data-drained": conn?.drained || undefined },
-    el("span", { class: "label" }, "Holder"),
+    el("span", { class: "label" }, pool(entry) ? "Holder (serve lease; in pool mode every runner takes messages)" : "Holder"),
     el("span", { class: "machine" }, holder.machine),
     conn ? runnerBadges(entry, conn) : null,
     el("span", { class: "meta" },
@@ -102,7 +106,8 @@ function standbyBlock(entry, ttlMs) {
   const none = inLine === 0 ? el("p", { class: "empty-line" }, "No standby: if the holder goes, nobody takes over.") : null;
   if (waiting.length === 0) return none;
   return el("div", { class: "standbys" },
-    el("span", { class: "label" }, `In line (${entry.serve_standbys})`),
+    // In pool mode every runner takes messages; only the serve lease has a line.
+    el("span", { class: "label" }, pool(entry) ? `Other runners, taking messages too (${entry.serve_standbys})` : `In line (${entry.serve_standbys})`),
     none,
     el("ol", {}, waiting.map((c) => connectionRow(entry, c, ttlMs, rowLabel(c)))));
 }
