@@ -81,7 +81,9 @@ function runBounded(cmd, limitMs, env) {
 export async function phase(cmd, limitMs, { retryOnHang = false } = {}) {
   const flagDir = mkdtempSync(join(tmpdir(), "baton-test-phase-"));
   const flag = join(flagDir, "failed");
-  const env = { ...process.env, [FAILURE_FLAG_ENV]: flag };
+  // Not a terminal (CI, a log file): no colour codes in what the runs print.
+  const plain = process.stdout.isTTY ? {} : { NO_COLOR: "1", FORCE_COLOR: "0" };
+  const env = { ...process.env, ...plain, [FAILURE_FLAG_ENV]: flag };
   try {
     let result = await runBounded(cmd, limitMs, env);
     if (result === "timeout" && retryOnHang) {
