@@ -50,6 +50,12 @@ function phase(limitMs: number, flags: string[], command: string, env: Record<st
 }
 
 describe("scripts/test-phase.mjs", () => {
+  it("a run whose output is not a terminal is told to print no colour codes", () => {
+    const r = phase(10_000, [], `node -e "console.log('colour=' + process.env.NO_COLOR + '/' + process.env.FORCE_COLOR)"`, {});
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain("colour=1/0");
+  });
+
   it("kills a hung run with the processes it started in their own group, and fails with 124", async () => {
     const s = scratch();
     const r = phase(1500, [], `node ${CHILD} detach-and-hang`, { RUNS: s.runs, PIDFILE: s.pidfile });
