@@ -334,7 +334,11 @@ describe("presence dashboard", () => {
     await Promise.all(servers.splice(0).map((s) => s.close()));
     const page = await browser.newPage();
     await page.goto(dev.url);
-    await page.getByText("npx baton serve reviewer -- ./run-agent.sh").waitFor();
+    // Earlier tests left a parked message: its agent stays listed (nobody serves it, work waits), so no empty page here.
+    await page.locator('#status[data-state="live"]').waitFor();
+    // An agent nobody serves, with a message waiting for a person, is shown with its backlog, not hidden.
+    await card(page, "approver").locator('[data-role="no-holder"]').waitFor();
+    await card(page, "approver").locator('[data-role="work"] [data-role="parked"]', { hasText: "#1" }).waitFor();
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
     await page.setViewportSize({ width: 1100, height: 820 });
