@@ -336,9 +336,6 @@ describe("presence dashboard", () => {
     await page.goto(dev.url);
     // Earlier tests left a parked message: its agent stays listed (nobody serves it, work waits), so no empty page here.
     await page.locator('#status[data-state="live"]').waitFor();
-    // An agent nobody serves, with a message waiting for a person, is shown with its backlog, not hidden.
-    await card(page, "approver").locator('[data-role="no-holder"]').waitFor();
-    await card(page, "approver").locator('[data-role="work"] [data-role="parked"]', { hasText: "#1" }).waitFor();
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
     await page.setViewportSize({ width: 1100, height: 820 });
@@ -433,6 +430,17 @@ describe("presence dashboard", () => {
     const back = restorer.locator('.history [data-reason="restored"]', { hasText: /home-box #\d+/ });
     await back.waitFor();
     expect(await back.locator(".reason").textContent()).toBe("restored after restart");
+    await page.close();
+  });
+
+  it("an agent nobody serves, with messages waiting, is shown with its backlog instead of vanishing", async () => {
+    const page = await browser.newPage();
+    await page.goto(dev.url);
+    await page.locator('#status[data-state="live"]').waitFor();
+    await postMessage("unserved", "nobody serves this agent yet");
+    const unserved = card(page, "unserved");
+    await unserved.locator('[data-role="no-holder"]').waitFor();
+    await unserved.locator('[data-role="work"] .chip[data-status="queued"]', { hasText: "1 queued" }).waitFor();
     await page.close();
   });
 
