@@ -10,6 +10,7 @@ import { LIMITS } from "../../worker/wire/protocol.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { sessionName } from "../lib/names.ts";
+import { stopTree } from "../lib/process-tree.ts";
 import { onTermination } from "../lib/termination.ts";
 
 /** Exit codes of `lease run` besides the command's own. */
@@ -87,17 +88,21 @@ interface LeaseFacts {
 }
 
 /**
- * Runs the command to its end in a process group of its own, so that whatever it starts (a shell's
- * children, their children) is stopped with it: SIGTERM to the whole group when the lease is lost or
- * baton is told to stop, SIGKILL after the grace. When the command exits by itself, anything it left
- * running in its group is stopped the same way before the lease is released, since it would run on
- * without the lease. The group is not the terminal's foreground group, so baton passes Ctrl-C on
- * and a terminal's stdin is not handed over (the command reads EOF).
+ * Runs the command to its end so that whatever it starts stops with it when the lease is lost or
+ * baton is told to stop (SIGTERM, then SIGKILL after the grace).
+ * - Without a terminal, COMMAND leads a process group of its own and the whole group is signalled;
+ *   when COMMAND exits by itself, what it left running in its group is stopped the same way before
+ *   the lease is released, since it would run on without the lease.
+ * - On a terminal, COMMAND stays in the terminal's group (a group of its own would be a new session
+ *   without the terminal: no password prompt could read /dev/tty), Ctrl-C reaches it directly, and
+ *   its process tree is signalled by parent links. What it left running after exiting by itself has
+ *   no parent link any more and is not tracked there.
  */
 async function runCommand(command: string[], lease: LeaseFacts, killGraceMs: number): Promise<number> {
+  const terminal = Boolean(process.stdin.isTTY || process.stdout.isTTY || process.stderr.isTTY);
   const child = spawn(command[0]!, command.slice(1), {
-    stdio: [process.stdin.isTTY ? "ignore" : "inherit", "inherit", "inherit"],
-    detached: true,
+    stdio: "inherit",
+    detached: !terminal,
     env: {
       ...process.env,
       BATON_LEASE_SESSION: lease.session,
@@ -107,15 +112,16 @@ async function runCommand(command: string[], lease: LeaseFacts, killGraceMs: num
       BATON_LEASE_EXPIRES_AT: String(lease.expiresAt),
     },
   });
-  const group = child.pid;
+  const pid = child.pid;
   let stopping: Promise<void> | null = null;
   const stop = (signal: NodeJS.Signals = "SIGTERM"): void => {
-    if (group === undefined) return;
-    stopping ??= stopGroup(group, signal, killGraceMs);
+    if (pid === undefined) return;
+    stopping ??= terminal ? stopTree(pid, signal, killGraceMs) : stopGroup(pid, signal, killGraceMs);
   };
   lease.signal.addEventListener("abort", () => stop(), { once: true });
-  // SIGINT (Ctrl-C), SIGTERM, SIGHUP and a vanished parent reach the command's whole group.
+  // SIGTERM, SIGHUP and a vanished parent are passed on; SIGINT too without a terminal (on one, Ctrl-C reaches COMMAND itself).
   const stopWatching = onTermination((why) => {
+    if (why === "SIGINT" && terminal) return;
     stop(why === "SIGHUP" || why === "SIGINT" ? why : "SIGTERM");
   }, { watchParent: true });
   const outcome = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: Error }>((resolve) => {
@@ -124,7 +130,7 @@ async function runCommand(command: string[], lease: LeaseFacts, killGraceMs: num
   });
   stopWatching();
   // Nothing the command started may outlive it while it no longer holds the lease.
-  if (group !== undefined) await (stopping ?? stopGroup(group, "SIGTERM", killGraceMs));
+  if (pid !== undefined) await (stopping ?? (terminal ? Promise.resolve() : stopGroup(pid, "SIGTERM", killGraceMs)));
   if (outcome.spawnError) throw new SpawnError(`cannot run ${command[0]}: ${outcome.spawnError.message}`);
   if (outcome.code !== null) return outcome.code;
   return 128 + (outcome.signal ? (constants.signals[outcome.signal] ?? 0) : 0);

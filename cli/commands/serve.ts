@@ -87,7 +87,7 @@ export default defineCommand({
     process.on("exit", () => lock.release());
     const reporter = new StatusReporter(`baton serve ${agent}`, conn.url, process.stderr, options.json);
     const dir = stateDir();
-    const journal = new MessageJournal(dir, agent, conn.url);
+    const journal = new MessageJournal(dir, agent, conn.url, machine);
     const checkpointPath = join(dir, `${agent}-${process.pid}.checkpoint.json`);
     const handle = serve(agent, commandHandler({
       agent, machine, command, args: commandArgs, graceMs, checkpointPath, parkDeadlineSeconds,

@@ -17,10 +17,10 @@ export class MessageJournal {
   private readonly seen = new Set<number>();
   readonly path: string;
 
-  /** Opens (and reads the cursor of) the journal of `agent` on the coordinator at `url`. */
-  constructor(dir: string, agent: string, url: string) {
+  /** Opens (and reads the cursor of) the journal of `agent` on the coordinator at `url`, one per machine label (as the serve lock). */
+  constructor(dir: string, agent: string, url: string, machine = "") {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const hash = createHash("sha256").update(url).digest("hex").slice(0, 10);
+    const hash = createHash("sha256").update(machine === "" ? url : `${url}\n${machine}`).digest("hex").slice(0, 10);
     this.path = join(dir, `${agent}-${hash}.messages.jsonl`);
     let text = "";
     try {

@@ -1,7 +1,7 @@
 // `baton lease run` as real processes against a real `wrangler dev`: the command gets the lease
 // in its environment, a held key refuses or makes --wait wait, a lost or unprovable lease kills
 // the command, and a run that died lets its lease expire.
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -231,6 +231,17 @@ describe("baton lease run", () => {
     const size = readFileSync(out, "utf8").length;
     await sleep(300);
     expect(readFileSync(out, "utf8").length).toBe(size);
+  });
+
+  it.skipIf(!existsSync("/usr/bin/script"))("on a terminal, COMMAND keeps the terminal (a password prompt can open /dev/tty)", async () => {
+    const session = unique();
+    // `script` gives baton a pseudo-terminal, as a person's shell would.
+    const inner = `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} lease run ${session} -- sh -c 'exec 3</dev/tty && echo TTY-OK'`;
+    const r = spawnSync("/usr/bin/script", ["-qc", inner, "/dev/null"], {
+      env: { ...process.env, BATON_URL: dev.url, BATON_TOKEN: DEV_TOKEN, XDG_CONFIG_HOME: configHome }, encoding: "utf8", timeout: 30_000,
+    });
+    expect(r.stdout.replace(/\r/g, "")).toContain("TTY-OK");
+    expect(await http(dev, "GET", `/leases/${session}`)).toMatchObject({ held: false });
   });
 
   it("SIGTERM to baton reaches the command, and the lease is released when it exits", async () => {

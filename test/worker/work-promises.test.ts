@@ -3,7 +3,7 @@
 // is late), a message token is honoured only from the connection it was handed to, a failed run
 // is a failed attempt and never a reply, the fence-only ack is gone, release + claim restarts the
 // preference hysteresis, and parked work costs an event nothing.
-import { runInDurableObject, SELF } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { MessageStore } from "../../worker/objects/message-store.ts";
@@ -176,5 +176,38 @@ describe("a re-claim", () => {
     await run(a.sock, first);
     await run(a.sock, second);
     expect((await presence(agent)).work.running.map((m) => m.id).sort()).toEqual([first, second]);
+  });
+});
+
+describe("the alarm stays quiet", () => {
+  it("a failed message whose backoff ended while every slot is busy does not make the alarm fire again and again", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const first = await post(agent, "fails");
+    const second = await post(agent, "runs long");
+    const m = await run(a.sock, first);
+    expect(await write(a.sock, { type: "fail", id: first, token: m.token, reason: "x" })).toMatchObject({ status: "queued" });
+    await run(a.sock, second);
+    // The backoff (1 s) ends while `second` holds the only slot.
+    await sleep(1300);
+    const before = (await presence(agent)).wakes;
+    await sleep(1000);
+    const after = (await presence(agent)).wakes;
+    expect(after - before).toBeLessThan(20);
+  });
+
+  it("a park deadline that passes on the alarm reaches the directory: the listing shows the failure", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "ask");
+    const m = await run(a.sock, id);
+    const parked = await write(a.sock, { type: "park", id, token: m.token, deadline_seconds: 1 });
+    a.sock.close();
+    await sleep(Math.max(0, (parked.deadline as number) - Date.now()) + 50);
+    await runDurableObjectAlarm(stubFor(agent));
+    await expect.poll(async () => {
+      const res = await SELF.fetch(`${BASE}/agents`, { headers: auth });
+      return ((await res.json()) as { agents: { agent: string; work: { counts: { parked: number } } }[] }).agents.find((e) => e.agent === agent)?.work.counts.parked;
+    }, { timeout: 3000 }).not.toBe(1);
   });
 });

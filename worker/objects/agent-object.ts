@@ -20,7 +20,7 @@ import {
 import { readBody, readJsonBody } from "./http.ts";
 import type { Env } from "../env.ts";
 import { buildPresence, PREVIEW_CHARS, type Presence } from "../wire/presence.ts";
-import { DirectoryReporter } from "./directory-reporter.ts";
+import { DirectoryReporter, REPORT_RETRY_MS } from "./directory-reporter.ts";
 import { agentOfObject } from "./names.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
 import { AgentMetricsKeeper } from "./metrics-agent.ts";
@@ -33,8 +33,6 @@ interface LiveConn {
   heartbeat: number;
 }
 
-/** How soon a failed report to the directory is tried again. */
-const REPORT_RETRY_MS = 5_000;
 
 function earliest(...times: (number | null)[]): number | null {
   const known = times.filter((t): t is number => t !== null);
@@ -340,6 +338,8 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       this.directoryReporter.confirmIfDue(this.ctx, this.env.DIRECTORY, this.identity.account, this.identity.agent, now, () => this.presenceChanged());
     }
     this.reconcile(now, "stale");
+    // The alarm moves messages too (run timeouts, park deadlines, backoffs ending): the reporter sends only what changed.
+    this.presenceChanged();
     this.store.saveWakes();
   }
 
@@ -475,7 +475,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const holder = serving.find((c) => isHolder(c.state, this.store.lease().holderClaim));
     if (holder && stale !== null) stale = Math.min(stale, holderCheckAt(holder.heartbeat, now, ttl));
     const scan = stale === null ? null : Math.min(stale, now + this.config.presenceScanMs);
-    const deadline = earliest(scan, this.desk.messages.nextDeadline(), this.directoryReporter.nextConfirmation(), this.reportRetryAt);
+    const deadline = earliest(scan, this.desk.messages.nextDeadline(now), this.directoryReporter.nextConfirmation(), this.reportRetryAt);
     if (deadline === null) {
       if (this.alarmAt !== null) void this.ctx.storage.deleteAlarm();
       this.alarmAt = null;

@@ -9,6 +9,9 @@ import { nextConfirmation } from "../rules/directory-lease.ts";
 import type { AgentDirectory } from "./directory-object.ts";
 import { directoryObjectName } from "./names.ts";
 
+/** How soon a failed report or confirmation to the directory is tried again. */
+export const REPORT_RETRY_MS = 5_000;
+
 /** Presence without what changes on its own (heartbeat ages, the wake counter): equal means nothing to report. */
 export function presenceFingerprint(presence: Presence): string {
   const { wakes: _wakes, connections, ...rest } = presence;
@@ -22,6 +25,8 @@ export function presenceFingerprint(presence: Presence): string {
  */
 export class DirectoryReporter {
   private pending: PresenceReport | null = null;
+  /** After a failed confirmation, none is tried before this (in memory: an evicted object tries at its next wake). */
+  private confirmRetryAt = 0;
   private flushing = false;
   /** Told when a report or confirmation failed, so the object wakes to try again instead of leaving it to chance. */
   onFailure: () => void = () => {};
@@ -33,10 +38,15 @@ export class DirectoryReporter {
     if (!columns.includes("connected")) sql.exec(`ALTER TABLE directory_report ADD COLUMN connected INTEGER NOT NULL DEFAULT 0`);
   }
 
-  /** When the entry must be confirmed next (null: the directory lists nothing of this agent that needs it). */
+  /**
+   * When the entry must be confirmed next (null: the directory lists nothing of this agent that
+   * needs it). After a failed confirmation, not before its retry time: a failing directory gets
+   * one call per agent every REPORT_RETRY_MS at most, never a call per wake.
+   */
   nextConfirmation(): number | null {
     const row = this.row();
-    return row ? nextConfirmation(row.confirmed_at, row.connected === 1, this.heartbeatTtlMs) : null;
+    const due = row ? nextConfirmation(row.confirmed_at, row.connected === 1, this.heartbeatTtlMs) : null;
+    return due === null ? null : Math.max(due, this.confirmRetryAt);
   }
 
   /**
@@ -46,14 +56,18 @@ export class DirectoryReporter {
   confirmIfDue(ctx: DurableObjectState, directories: DurableObjectNamespace<AgentDirectory>, account: string, agent: string, now: number, resend: () => void): void {
     const due = this.nextConfirmation();
     if (due === null || now < due) return;
-    this.markConfirmed(now);
     const stub = directories.get(directories.idFromName(directoryObjectName(account)));
+    const before = this.row()?.confirmed_at ?? null;
+    this.markConfirmed(now);
     ctx.waitUntil(stub.confirm(agent, now).then((found) => {
+      this.confirmRetryAt = 0;
       if (found) return;
       this.forget();
       resend();
     }, () => {
-      this.markConfirmed(null);
+      // Not confirmed: the entry keeps its old time (it will turn unknown, which is true), and the next try waits.
+      this.markConfirmed(before);
+      this.confirmRetryAt = Date.now() + REPORT_RETRY_MS;
       this.onFailure();
     }));
   }

@@ -154,14 +154,16 @@ export class MessageStore {
   /**
    * The open messages a dispatch must look at, as lease records (lease columns only, never texts
    * or checkpoints): every running one (bounded by max_running), the parked ones that are due or
-   * hold back a group, and the oldest DISPATCH_WINDOW queued ones. Parked work waiting for a
-   * person costs an event nothing, however much of it is stored.
+   * hold back a group with a queued message in the window (a group has at most one open message
+   * at a time, so at most DISPATCH_WINDOW of these), and the oldest DISPATCH_WINDOW queued ones.
+   * Parked work waiting for a person costs an event nothing, however much of it is stored.
    */
   openLeases(now: number): MessageLease[] {
     const rows = this.sql.exec(
       `SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'running'
-       UNION ALL SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'parked' AND ((expires_at IS NOT NULL AND expires_at <= ?) OR msg_group IS NOT NULL)
-       UNION ALL SELECT * FROM (SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?)`, now, DISPATCH_WINDOW,
+       UNION ALL SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'parked' AND ((expires_at IS NOT NULL AND expires_at <= ?)
+         OR msg_group IN (SELECT msg_group FROM (SELECT msg_group FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?) WHERE msg_group IS NOT NULL))
+       UNION ALL SELECT * FROM (SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?)`, now, DISPATCH_WINDOW, DISPATCH_WINDOW,
     ).toArray() as unknown as StoredMessage[];
     return rows.map(leaseOf);
   }
@@ -193,12 +195,16 @@ export class MessageStore {
     return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM messages WHERE status = 'running' AND runner = ?`, runner).one().n;
   }
 
-  /** The earliest run or park deadline or end of a retry backoff, for the alarm; null when nothing is due. */
-  nextDeadline(): number | null {
+  /**
+   * The earliest run or park deadline, or end of a retry backoff still ahead, for the alarm; null
+   * when nothing is due. A backoff that has ended needs no alarm: the message is dispatched by the
+   * next event that frees a slot (an ack, a fail, a claim, an unpause), never by polling.
+   */
+  nextDeadline(now: number): number | null {
     const deadline = this.sql.exec<{ at: number | null }>(
       `SELECT MIN(expires_at) AS at FROM messages WHERE status IN ('running', 'parked') AND expires_at IS NOT NULL`).one().at ?? null;
     const retry = this.sql.exec<{ at: number | null }>(
-      `SELECT MIN(retry_at) AS at FROM messages WHERE status = 'queued' AND retry_at IS NOT NULL`).one().at ?? null;
+      `SELECT MIN(retry_at) AS at FROM messages WHERE status = 'queued' AND retry_at > ?`, now).one().at ?? null;
     return deadline === null ? retry : retry === null ? deadline : Math.min(deadline, retry);
   }
 

@@ -3,7 +3,7 @@
 // the number of rows (about 30 lines of text per agent), not the agents' own work.
 import type { AgentMetrics } from "../rules/metrics.ts";
 
-/** An agent with no connection that has not reported for this long leaves /metrics. */
+/** An agent with no connection and no waiting message that has not reported for this long leaves /metrics. */
 export const IDLE_AGENT_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /** Counters stay (they only grow), but nobody vouches for the gauges: no holder, no standby, no connection is claimed. */
@@ -17,6 +17,7 @@ export class MetricsBoard {
       agent TEXT PRIMARY KEY, snapshot TEXT NOT NULL, reported_at INTEGER NOT NULL, connections INTEGER NOT NULL)`);
     const columns = sql.exec<{ name: string }>(`PRAGMA table_info(agent_metrics)`).toArray().map((c) => c.name);
     if (!columns.includes("confirmed_until")) sql.exec(`ALTER TABLE agent_metrics ADD COLUMN confirmed_until INTEGER`);
+    if (!columns.includes("waiting")) sql.exec(`ALTER TABLE agent_metrics ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0`);
   }
 
   /** The agent's object still vouches for its snapshot until `until` (see rules/directory-lease.ts). */
@@ -27,11 +28,12 @@ export class MetricsBoard {
   /** Keeps the snapshot unless a newer one of the same agent is already stored. */
   accept(m: AgentMetrics, until: number): void {
     this.sql.exec(
-      `INSERT INTO agent_metrics (agent, snapshot, reported_at, connections, confirmed_until) VALUES (?, ?, ?, ?, ?)
+      `INSERT INTO agent_metrics (agent, snapshot, reported_at, connections, confirmed_until, waiting) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT(agent) DO UPDATE SET snapshot = excluded.snapshot, reported_at = excluded.reported_at,
-         connections = excluded.connections, confirmed_until = MAX(COALESCE(agent_metrics.confirmed_until, 0), excluded.confirmed_until)
+         connections = excluded.connections, confirmed_until = MAX(COALESCE(agent_metrics.confirmed_until, 0), excluded.confirmed_until),
+         waiting = excluded.waiting
        WHERE excluded.reported_at >= agent_metrics.reported_at`,
-      m.agent, JSON.stringify(m), m.reported_at, m.connections, until,
+      m.agent, JSON.stringify(m), m.reported_at, m.connections, until, (m.messages.byStatus.queued ?? 0) + (m.messages.byStatus.parked ?? 0),
     );
   }
 
@@ -41,7 +43,8 @@ export class MetricsBoard {
    * vouches for no holder (see unconfirmedSnapshot).
    */
   snapshots(now: number): AgentMetrics[] {
-    this.sql.exec(`DELETE FROM agent_metrics WHERE connections = 0 AND reported_at < ?`, now - IDLE_AGENT_RETENTION_MS);
+    // An agent nobody serves stays while messages wait for it: that backlog is what an alert must see.
+    this.sql.exec(`DELETE FROM agent_metrics WHERE connections = 0 AND waiting = 0 AND reported_at < ?`, now - IDLE_AGENT_RETENTION_MS);
     return this.sql.exec<{ snapshot: string; connections: number; confirmed_until: number | null }>(
       `SELECT snapshot, connections, confirmed_until FROM agent_metrics ORDER BY agent`).toArray()
       .map((r) => {

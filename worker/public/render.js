@@ -188,7 +188,10 @@ export class AgentList {
     const transitions = state.transitions.get(entry.agent) ?? entry.transitions;
     const paused = Boolean(entry.controls?.paused);
     card.article.classList.toggle("paused", paused);
-    if (entry.confirmed_until) card.article.dataset.confirmedUntil = String(entry.confirmed_until);
+    // Only an entry with connections claims something live that can go stale; one without is always confirmed.
+    if (entry.confirmed_until && entry.connection_count > 0) card.article.dataset.confirmedUntil = String(entry.confirmed_until);
+    else delete card.article.dataset.confirmedUntil;
+    card.article.classList.toggle("unconfirmed", entry.confirmed === false);
     card.header.replaceChildren(
       el("div", { class: "title" }, el("h2", {}, entry.agent),
         paused ? el("span", { class: "chip paused", "data-role": "paused" }, "paused") : null,

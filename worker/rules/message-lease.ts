@@ -181,11 +181,16 @@ export function expireDue(open: readonly MessageLease[], now: number, policy: Me
   return out;
 }
 
-/** The earliest deadline among open messages (or end of a retry backoff), for the alarm; null when nothing is due. */
-export function nextMessageDeadline(open: readonly MessageLease[]): number | null {
+/**
+ * The earliest deadline among open messages, or end of a retry backoff still ahead of `now`, for
+ * the alarm; null when nothing is due. An ended backoff needs no alarm (the next event that frees
+ * a slot dispatches it), or the alarm would fire again at once while every slot is busy.
+ */
+export function nextMessageDeadline(open: readonly MessageLease[], now = -Infinity): number | null {
   let earliest: number | null = null;
   for (const m of open) {
-    const at = m.status === "running" || m.status === "parked" ? m.expiresAt : m.status === "queued" ? m.retryAt : null;
+    const retry = m.retryAt !== null && m.retryAt > now ? m.retryAt : null;
+    const at = m.status === "running" || m.status === "parked" ? m.expiresAt : m.status === "queued" ? retry : null;
     if (at !== null && (earliest === null || at < earliest)) earliest = at;
   }
   return earliest;
