@@ -1,5 +1,6 @@
 // The whole test suite: installs what it needs (npm packages, Debian's chromium), then runs the
-// typechecks both sides, the Durable Object tests in workerd, then the unit and end-to-end tests in Node.
+// typechecks both sides, the Durable Object tests in workerd, the unit and end-to-end tests in Node,
+// then the Python client's tests (pytest, against wrangler dev).
 // Every phase has a wall-clock bound, so a wedged runner fails the suite instead of eating CI's 90 minutes.
 // A vitest run that hangs (a workerd crash can strand the pool) is killed and run once more;
 // a run that reported a failing test is never retried (see test-phase.mjs).
@@ -38,4 +39,6 @@ await phase("npx tsc -p tsconfig.node.json", 4);
 await phase("npm run build", 3);
 await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 10, { retryOnHang: true });
 await phase(`npx vitest run -c vitest.node.config.ts ${VITEST_FLAGS}`, 15, { retryOnHang: true });
+// The Python client (python/) against a real wrangler dev: installs Debian's python3 packages and a venv itself.
+await phase("node scripts/test-python.mjs", 8);
 console.log(`all tests passed in ${elapsed(started)}`);

@@ -1,0 +1,63 @@
+"""What can go wrong when talking to a baton coordinator, as exception classes.
+
+``code`` is the coordinator's error code (see ``worker/wire/protocol.ts``) when it gave one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+__all__ = ["BatonError", "CoordinatorError", "UnreachableError", "LeaseHeldError", "LeaseLostError"]
+
+
+class BatonError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class CoordinatorError(BatonError):
+    """The coordinator answered, and refused.
+
+    ``status`` is the HTTP status (0 for a refusal on the WebSocket), ``code`` the coordinator's
+    error code (None when the answer was not a baton error body), ``details`` the other fields of
+    the refusal (for example ``expires_at`` of a held lease).
+    """
+
+    def __init__(self, message: str, status: int, code: str | None, details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.details: Mapping[str, Any] = dict(details or {})
+
+
+class UnreachableError(BatonError):
+    """No answer: connection refused, name lookup failed, timeout, or what answered is not baton."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class LeaseHeldError(BatonError):
+    """Another run holds the session lease (and waiting was not asked for, or timed out)."""
+
+    def __init__(self, session: str, expires_at: float | None) -> None:
+        text = f"the lease on {session} is held by another run"
+        if expires_at is not None:
+            text += f" until {expires_at:.0f} (ms since the epoch, coordinator's clock)"
+        super().__init__(text)
+        self.session = session
+        self.expires_at = expires_at
+
+
+class LeaseLostError(BatonError):
+    """The lease ended before the work did.
+
+    The coordinator refused a renewal or a write (``code`` is its error code: ``lease_lost``,
+    ``stale_token``, ``stale_fence``, ``not_holder``, ...), took the message back (``revoked``),
+    the local clock could no longer prove the lease (``lapsed``), or serving stopped
+    (``stopped``). Work done under the lease from then on must be treated as not done.
+    """
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code

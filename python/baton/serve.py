@@ -1,0 +1,752 @@
+"""serve(agent, handler): join an agent's serve line; while this process holds the serve lease,
+run the handler once per message the coordinator hands it (one at a time, in order).
+
+What is promised:
+
+* The handler of a message is cancelled (its task gets ``CancelledError``; ``ctx.lost`` says why)
+  the moment this process may no longer act on it: the coordinator revoked it, its run timeout
+  passed on this process's clock, the connection dropped, the serve lease lapsed by this
+  process's own monotonic clock (TTL counted from the send time of the last answered ping, as in
+  client/lease-clock.ts), or ``stop()`` was called.
+* Nothing is posted for a run after that point: not its reply, not a ``fail``, not a checkpoint,
+  even if the handler swallows the cancellation and returns.
+* A handler that raises sends ``fail`` with ``str(exc)`` (the coordinator retries the message
+  after a backoff, up to the agent's max_attempts); it is never stored as a reply.
+* It claims on every (re)connect, reconnecting with exponential backoff and jitter (capped at 4 s
+  while the dropped connection held the lease, to be back within the coordinator's restart grace).
+
+What is not promised: cancellation reaches a handler only at its next ``await``; a handler that
+blocks the event loop keeps running until it yields (and the process's heartbeats stop with it, so
+it loses the lease). Side effects outside baton are not undone: key them on the message id and
+carry ``ctx.token`` / ``ctx.fence`` so the resource can refuse a stale writer. The lease clock
+assumes this machine's clock runs at the coordinator's rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import random
+import socket as _socket
+import urllib.parse
+import uuid
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Optional
+
+import websockets
+import websockets.exceptions
+
+from ._clock import LeaseClock, now
+from ._http import arequest_json
+from .errors import CoordinatorError, LeaseLostError, UnreachableError
+
+__all__ = ["Message", "MessageContext", "ServeHandle", "serve"]
+
+PING_TEXT = '{"type":"ping"}'
+PONG_TEXT = '{"type":"pong"}'
+FALLBACK_TTL = 60.0
+REPLY_BYTES = 32 * 1024
+FAIL_REASON_CHARS = 4096
+CHECKPOINT_BYTES = 16 * 1024
+FRAME_BYTES = 64 * 1024
+REQUEST_TIMEOUT = 10.0
+
+#: Refusals after which nothing more may be posted for the message (its run stops).
+MESSAGE_GONE = frozenset({"stale_token", "message_not_running", "not_your_message"})
+#: Refusals after which nothing more may be posted under the serve lease.
+LEASE_GONE = frozenset({"stale_fence", "not_holder", "lease_expired", "lease_lost"})
+
+
+@dataclass(frozen=True)
+class Message:
+    id: int
+    text: str
+    #: 1 on first hand-out; more after a runner lost it or after a resume.
+    attempt: int
+    #: When the message was posted (ms since the epoch, coordinator's clock).
+    created_at: float
+    #: The message's own lease token; every write for it carries it.
+    token: Optional[int]
+    #: The input given with ``baton resume`` (None unless resumed).
+    resume_input: Optional[str]
+    group: Optional[str]
+
+
+class _Run:
+    def __init__(self, frame: dict[str, Any]) -> None:
+        self.frame = frame
+        self.id: int = frame["id"]
+        self.token: Optional[int] = frame.get("token")
+        self.task: Optional[asyncio.Task[Any]] = None
+        self.lost: Optional[LeaseLostError] = None
+        self.lost_event = asyncio.Event()
+        self.parked = False
+        self.timer: Optional[asyncio.TimerHandle] = None
+
+
+class MessageContext:
+    """What a handler gets beside the message. See the module docstring for the promises."""
+
+    def __init__(self, serve: "_Serve", run: _Run, fence: int, checkpoint: Any) -> None:
+        self._serve = serve
+        self._run = run
+        #: The serve lease's fence this process holds (-1 when it is not the holder).
+        self.fence = fence
+        #: The message's own lease token.
+        self.token = run.token
+        #: The agent's latest checkpoint, handed to the serve leaseholder (None when none).
+        self.checkpoint = checkpoint
+        #: This message's checkpoint from an earlier attempt (None when none).
+        self.message_checkpoint = run.frame.get("checkpoint")
+        #: Set the moment this run may no longer act (the handler task is cancelled too).
+        self.lost_event = run.lost_event
+
+    @property
+    def cancelled(self) -> bool:
+        """True once this run lost its lease (like an aborted AbortSignal)."""
+        return self._run.lost is not None
+
+    @property
+    def lost(self) -> Optional[LeaseLostError]:
+        """Why this run may no longer act, or None while it may."""
+        return self._run.lost
+
+    async def save_checkpoint(self, value: Any) -> None:
+        """Stores the agent's checkpoint under the serve fence; raises LeaseLostError when the lease is gone."""
+        await self._serve._save_checkpoint({"type": "checkpoint", "fence": self.fence, "value": value}, self._run, value, True)
+
+    async def save_message_checkpoint(self, value: Any) -> None:
+        """Stores this message's checkpoint under its token: the next runner of this message gets it."""
+        await self._serve._save_checkpoint({"type": "checkpoint", "id": self._run.id, "token": self._run.token, "value": value},
+                                           self._run, value, False)
+
+    async def park(self, checkpoint: Any = None, deadline_seconds: Optional[int] = None) -> None:
+        """Gives the message's lease up until someone resumes it; nothing is replied for this run.
+
+        After ``deadline_seconds`` without a resume it fails. Return from the handler afterwards.
+        """
+        await self._serve._park(self._run, checkpoint, deadline_seconds)
+
+
+Handler = Callable[[Message, MessageContext], Awaitable[Any]]
+
+
+class ServeHandle:
+    """A running serve: ``status``, ``await stop()``, and ``done`` (awaitable)."""
+
+    def __init__(self, serve: "_Serve") -> None:
+        self._serve = serve
+
+    @property
+    def status(self) -> dict[str, Any]:
+        """{"kind": "connecting" | "standby" | "holder" | "lapsed" | "reconnecting", ...}"""
+        return dict(self._serve.status)
+
+    async def stop(self) -> None:
+        """Cancels the running handler and waits for it, releases the lease (a standby takes over
+        at once), and closes. Safe to call more than once."""
+        await self._serve.stop()
+
+    @property
+    def done(self) -> "asyncio.Future[None]":
+        """Resolves after stop(); raises CoordinatorError when the coordinator refuses for good
+        (wrong token, bad agent name): then nothing more is tried."""
+        return self._serve.done
+
+
+def _backoff(attempt: int, was_holder: bool) -> float:
+    cap = 4.0 if was_holder else 15.0
+    return min((1 + random.random()) * 0.25 * (2 ** min(attempt, 16)), cap)
+
+
+def _truncate_utf8(text: str, limit: int) -> str:
+    raw = text.encode("utf-8")
+    if len(raw) <= limit:
+        return text
+    return raw[:limit].decode("utf-8", errors="ignore")
+
+
+def _checkpoint_too_large(value: Any) -> bool:
+    try:
+        return len(json.dumps(value).encode()) > CHECKPOINT_BYTES
+    except (TypeError, ValueError):
+        return True
+
+
+class _Serve:
+    def __init__(self, agent: str, handler: Handler, url: str, token: str, machine: str, runner_id: Optional[str],
+                 on_status: Optional[Callable[[dict[str, Any]], None]], on_event: Optional[Callable[[dict[str, Any]], None]]) -> None:
+        self.agent = agent
+        self.handler = handler
+        self.url = url.rstrip("/")
+        self.token = token
+        self.machine = machine
+        self.runner_id = runner_id or str(uuid.uuid4())
+        self.on_status = on_status
+        self.on_event = on_event
+        self.status: dict[str, Any] = {"kind": "connecting"}
+        self.ttl = FALLBACK_TTL
+        self.lease = LeaseClock(FALLBACK_TTL)  # the serve lease
+        self.link = LeaseClock(FALLBACK_TTL)   # the connection itself
+        self.view = "connecting"
+        self.fence = -1
+        self.position = 0
+        self.checkpoint: Any = None
+        self.ws: Any = None
+        self.held_fence: Optional[int] = None
+        self.lost_holding = False
+        self.pings: collections.deque[float] = collections.deque()
+        self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.req_counter = 0
+        self.queue: collections.deque[dict[str, Any]] = collections.deque()
+        self.running: dict[int, _Run] = {}
+        self.handles: set[asyncio.Task[Any]] = set()
+        self.replied: set[tuple[int, Optional[int]]] = set()
+        self.deadline: Optional[asyncio.TimerHandle] = None
+        self.drop_reason: Optional[str] = None
+        self.reconnect_now = False
+        self.heard_lease = False
+        self.claim_sent_at = 0.0
+        self.beat: Optional[asyncio.Task[None]] = None
+        self.failures = 0
+        self.stopping = False
+        self.stop_task: Optional[asyncio.Task[None]] = None
+        loop = asyncio.get_running_loop()
+        self.done: asyncio.Future[None] = loop.create_future()
+        self.main: asyncio.Task[None] = loop.create_task(self._run())
+
+    # -- reporting -------------------------------------------------------------------------------
+
+    def _event(self, **event: Any) -> None:
+        if self.on_event:
+            try:
+                self.on_event(event)
+            except Exception:
+                pass
+
+    def _report(self, status: dict[str, Any]) -> None:
+        if status == self.status:
+            return
+        self.status = status
+        if self.on_status:
+            try:
+                self.on_status(dict(status))
+            except Exception:
+                pass
+
+    def _view_status(self) -> dict[str, Any]:
+        if self.view == "holder":
+            return {"kind": "holder", "fence": self.fence}
+        if self.view == "standby":
+            return {"kind": "standby", "position": self.position, "fence": self.fence}
+        if self.view == "lapsed":
+            return {"kind": "lapsed", "fence": self.fence}
+        return {"kind": "connecting"}
+
+    # -- connections -----------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            await self._main()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as err:  # refused for good (bad token, bad name), or a bug
+            self.stopping = True
+            await self._stop_runs(LeaseLostError(f"serving ended: {err}", "stopped"))
+            if not self.done.done():
+                self.done.set_exception(err)
+
+    async def _main(self) -> None:
+        ws_url = self.url.replace("https://", "wss://", 1).replace("http://", "ws://", 1)
+        path = f"/agents/{urllib.parse.quote(self.agent, safe='')}/serve?machine={urllib.parse.quote(self.machine, safe='')}"
+        while not self.stopping:
+            dialed_at = now()
+            reason = "the connection closed"
+            try:
+                ws = await websockets.connect(
+                    ws_url + path, extra_headers={"Authorization": f"Bearer {self.token}"}, subprotocols=["baton"],
+                    open_timeout=10, ping_interval=None, close_timeout=1, max_size=1 << 22,
+                )
+            except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as err:
+                reason = await self._probe(err)
+            else:
+                try:
+                    reason = await self._connection(ws, dialed_at)
+                finally:
+                    await self._detach(ws)
+            if self.stopping:
+                break
+            if self.reconnect_now:
+                self.reconnect_now = False
+                self.failures = 0
+                delay = 0.0
+            else:
+                delay = _backoff(self.failures, self.lost_holding)
+                self.failures += 1
+            self._report({"kind": "reconnecting", "attempt": self.failures, "delay_ms": round(delay * 1000), "reason": reason})
+            await asyncio.sleep(delay)
+
+    async def _probe(self, err: BaseException) -> str:
+        """Asks over plain HTTP why the WebSocket failed; raises for refusals retrying cannot fix."""
+        try:
+            await arequest_json(self.url, self.token, "GET", f"/agents/{urllib.parse.quote(self.agent, safe='')}/presence", timeout=10)
+            return f"the WebSocket upgrade failed although plain HTTP works ({err})"
+        except CoordinatorError as refusal:
+            if 400 <= refusal.status < 500 and refusal.status not in (408, 429):
+                raise
+            return str(refusal)
+        except UnreachableError as unreachable:
+            return unreachable.reason
+
+    async def _connection(self, ws: Any, dialed_at: float) -> str:
+        self.ws = ws
+        self.drop_reason = None
+        self.pings.clear()
+        self.held_fence = None
+        self.lease.reset(self.ttl)
+        self.lease.confirmed(dialed_at, now())
+        self.link.reset(self.ttl)
+        self.link.confirmed(dialed_at, now())
+        self.link.hold(now())
+        self.view = "connecting"
+        self.heard_lease = False
+        self.claim_sent_at = now()
+        await self._send({"type": "serve_lease", "op": "claim", "runner_id": self.runner_id})
+        self._report(self._view_status())
+        self._restart_heartbeat(ws)
+        closed = "the connection closed"
+        try:
+            async for raw in ws:
+                if self.drop_reason is not None:
+                    break
+                if not isinstance(raw, str):
+                    continue
+                self.failures = 0
+                self._on_text(raw)
+                if self.drop_reason is not None:
+                    break
+        except websockets.exceptions.ConnectionClosed:
+            pass
+        finally:
+            if self.beat is not None:
+                self.beat.cancel()
+                self.beat = None
+        if ws.close_code is not None and ws.close_code != 1000:
+            closed += f" (code {ws.close_code}{': ' + ws.close_reason if ws.close_reason else ''})"
+        return self.drop_reason or closed
+
+    def _restart_heartbeat(self, ws: Any) -> None:
+        """(Re)starts the heartbeat at a third of the current TTL (the welcome frame sets it)."""
+        if self.beat is not None:
+            self.beat.cancel()
+        self.beat = asyncio.get_running_loop().create_task(self._heartbeat(ws))
+
+    async def _detach(self, ws: Any) -> None:
+        if self.held_fence is not None:
+            self.lost_holding = True
+        self.held_fence = None
+        self.ws = None
+        self._clear_deadline()
+        for fut in self.pending.values():
+            if not fut.done():
+                fut.set_exception(ConnectionError("connection closed"))
+        self.pending.clear()
+        await self._stop_runs(LeaseLostError("the connection closed", "lapsed"))
+        self.lease.reset(self.ttl)
+        self.view = "connecting"
+        try:
+            await asyncio.wait_for(ws.close(), 1.5)
+        except Exception:
+            pass
+
+    def _drop(self, reason: str) -> None:
+        """Ends the current connection now; the main loop dials again."""
+        self.drop_reason = reason
+        ws = self.ws
+        if ws is not None:
+            try:
+                ws.transport.abort()  # no close handshake: the socket may be a dead one
+            except Exception:
+                pass
+
+    async def _send(self, frame: dict[str, Any]) -> bool:
+        ws = self.ws
+        if ws is None or not ws.open:
+            return False
+        text = json.dumps(frame)
+        if len(text.encode()) > FRAME_BYTES:
+            raise ValueError(f"{frame['type']} frame exceeds {FRAME_BYTES} bytes; not sent")
+        try:
+            await ws.send(text)
+        except websockets.exceptions.ConnectionClosed:
+            return False
+        return True
+
+    def _next_req(self) -> str:
+        self.req_counter += 1
+        return f"r{self.req_counter}"
+
+    async def _request(self, frame: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> dict[str, Any]:
+        req = frame["req"]
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.pending[req] = fut
+        try:
+            if not await self._send(frame):
+                raise ConnectionError("not connected")
+            return await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            raise ConnectionError(f"no answer to {frame['type']} within {timeout:.0f} s") from None
+        finally:
+            self.pending.pop(req, None)
+
+    async def _heartbeat(self, ws: Any) -> None:
+        next_at = now()
+        while True:
+            next_at += max(0.001, self.ttl / 3)
+            await asyncio.sleep(max(0.0, next_at - now()))
+            if self.ws is not ws or not ws.open:
+                return
+            t = now()
+            if self.pings and t - self.pings[0] > self.ttl:
+                self._drop("heartbeats went unanswered")
+                return
+            self.pings.append(t)
+            try:
+                await ws.send(PING_TEXT if self.held_fence is None else json.dumps({"type": "ping", "fence": self.held_fence}))
+            except websockets.exceptions.ConnectionClosed:
+                return
+
+    # -- frames ----------------------------------------------------------------------------------
+
+    def _on_text(self, text: str) -> None:
+        if text == PONG_TEXT:
+            return self._on_pong()
+        try:
+            frame = json.loads(text)
+        except ValueError:
+            return
+        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+            return
+        kind = frame["type"]
+        if kind == "pong":
+            return self._on_pong()
+        if kind == "welcome":
+            ttl_ms = frame.get("heartbeat_ttl_ms")
+            if isinstance(ttl_ms, (int, float)) and ttl_ms > 0:
+                self.ttl = ttl_ms / 1000
+                self.link.set_ttl(self.ttl)
+                self.lease.set_ttl(self.ttl)
+                if self.ws is not None:
+                    self._restart_heartbeat(self.ws)
+                self._after_lease_change()
+            return
+        if kind in ("result", "error"):
+            req = frame.get("req")
+            fut = self.pending.pop(req, None) if isinstance(req, str) else None
+            if fut is not None and not fut.done():
+                fut.set_result(frame)
+            elif kind == "error" and req is None:
+                self._event(type="coordinator_error", code=frame.get("code"), message=frame.get("message"))
+            return
+        if kind == "serve_lease":
+            return self._on_lease(frame)
+        if kind == "message":
+            if isinstance(frame.get("id"), int) and isinstance(frame.get("text"), str) and frame.get("run") is True:
+                self._enqueue(frame)
+            return
+        if kind == "revoked":
+            self._revoke(frame.get("id"), frame.get("token"), str(frame.get("reason")))
+
+    def _on_pong(self) -> None:
+        if not self.pings:
+            return
+        sent = self.pings.popleft()
+        t = now()
+        self.link.confirmed(sent, t)
+        self.lease.confirmed(sent, t)
+        self._after_lease_change()
+
+    def _on_lease(self, frame: dict[str, Any]) -> None:
+        if not isinstance(frame.get("held"), bool) or not isinstance(frame.get("fence"), int):
+            return
+        held = frame["held"]
+        self.held_fence = frame["fence"] if held else None
+        self.lost_holding = False
+        if not self.heard_lease:
+            self.heard_lease = True
+            self.lease.confirmed(self.claim_sent_at, now())
+        if self.view == "lapsed":
+            return
+        ttl_ms = frame.get("ttl_ms")
+        if isinstance(ttl_ms, (int, float)) and ttl_ms > 0:
+            self.lease.set_ttl(ttl_ms / 1000)
+        was_holder = self.view == "holder"
+        self.fence = frame["fence"]
+        self.position = frame.get("position", 0)
+        if held:
+            self.lease.hold(now())
+            self.view = "lapsed" if self.lease.lapsed else "holder"
+            if not was_holder:
+                self.checkpoint = frame.get("checkpoint")
+                self._event(type="held", fence=self.fence)
+        else:
+            self.lease.drop()
+            self.view = "standby"
+            # messages under their own tokens run on until the coordinator revokes them
+        self._after_lease_change()
+
+    def _after_lease_change(self) -> None:
+        t = now()
+        self.lease.valid(t)
+        if self.lease.lapsed and self.view in ("holder", "standby"):
+            self.view = "lapsed"
+        if self.view == "lapsed":
+            return self._demote("the lease lapsed on the local clock")
+        if not self.link.valid(t):
+            return self._demote("the connection could not be proven alive in time")
+        self._report(self._view_status())
+        self._clear_deadline()
+        deadlines = [d for d in (self.lease.deadline, self.link.deadline) if d is not None]
+        if deadlines and self.ws is not None:
+            self.deadline = asyncio.get_running_loop().call_later(max(0.0, min(deadlines) - t) + 0.001, self._after_lease_change)
+
+    def _demote(self, reason: str) -> None:
+        """The local clock says the lease is gone: cancel the handler, post nothing, rejoin."""
+        self._clear_deadline()
+        self._report({"kind": "lapsed", "fence": self.fence})
+        self._event(type="demoted", reason=reason, fence=self.fence)
+        err = LeaseLostError(reason, "lapsed")
+        self.queue.clear()
+        for run in list(self.running.values()):
+            self._abort(run, err)
+        self.reconnect_now = True
+        self._drop(reason)
+
+    def _clear_deadline(self) -> None:
+        if self.deadline is not None:
+            self.deadline.cancel()
+        self.deadline = None
+
+    # -- the work loop ---------------------------------------------------------------------------
+
+    def _may_act(self) -> bool:
+        """Holding the serve lease, valid by this process's clock (fenced writes)."""
+        ok = self.ws is not None and self.lease.may_act(now()) and self.view == "holder"
+        if self.lease.lapsed and self.view != "lapsed" and self.view != "connecting":
+            self.view = "lapsed"
+            self._demote("the lease lapsed on the local clock")
+        return ok
+
+    def _may_run(self) -> bool:
+        """The connection is alive by this process's clock (writes under a message token)."""
+        return self.ws is not None and self.ws.open and self.link.may_act(now()) and self.drop_reason is None
+
+    def _enqueue(self, frame: dict[str, Any]) -> None:
+        key = (frame["id"], frame.get("token"))
+        if any((m["id"], m.get("token")) == key for m in self.queue) or any((r.id, r.token) == key for r in self.running.values()):
+            return
+        self.queue.append(frame)
+        self._pump()
+
+    def _pump(self) -> None:
+        while not self.stopping and not self.running and not self.handles and self.queue:
+            frame = self.queue.popleft()
+            task = asyncio.get_running_loop().create_task(self._handle(frame))
+            self.handles.add(task)
+
+            def finished(t: asyncio.Task[Any]) -> None:
+                self.handles.discard(t)
+                if not t.cancelled() and t.exception() is not None:
+                    self._event(type="internal_error", error=repr(t.exception()))
+                self._pump()
+
+            task.add_done_callback(finished)
+
+    def _revoke(self, mid: Any, token: Any, reason: str) -> None:
+        self.queue = collections.deque(m for m in self.queue if not (m["id"] == mid and m.get("token") == token))
+        run = self.running.get(mid) if isinstance(mid, int) else None
+        if run is None or run.token != token:
+            return
+        self._event(type="revoked", id=mid, token=token, reason=reason)
+        self._abort(run, LeaseLostError(f"the coordinator took message {mid} back ({reason})", "revoked"))
+
+    def _abort(self, run: _Run, reason: LeaseLostError) -> None:
+        if run.timer is not None:
+            run.timer.cancel()
+        if run.lost is None:
+            run.lost = reason
+            run.lost_event.set()
+        if run.task is not None and not run.task.done():
+            run.task.cancel()
+
+    async def _stop_runs(self, reason: LeaseLostError) -> None:
+        self.queue.clear()
+        for run in list(self.running.values()):
+            self._abort(run, reason)
+        if self.handles:
+            await asyncio.gather(*list(self.handles), return_exceptions=True)
+
+    async def _handle(self, frame: dict[str, Any]) -> None:
+        token = frame.get("token")
+        if not isinstance(token, int):
+            self._event(type="coordinator_error", code="bad_frame",
+                        message=f"message {frame['id']} came without a lease token; this coordinator is too old for this client")
+            return
+        if not self._may_run():
+            return
+        run = _Run(frame)
+        fence = self.fence if self.view == "holder" else -1
+        if (run.id, token) in self.replied:
+            await self._post({"type": "ack", "id": run.id, "token": token, "req": self._next_req()}, run, False)
+            return
+        message = Message(id=run.id, text=frame["text"], attempt=int(frame.get("attempt", 1)),
+                          created_at=float(frame.get("created_at", 0)), token=token,
+                          resume_input=frame.get("resume_input"), group=frame.get("group"))
+        ctx = MessageContext(self, run, fence, self.checkpoint)
+        self.running[run.id] = run
+        loop = asyncio.get_running_loop()
+        timeout_ms = frame.get("run_timeout_ms")
+        if isinstance(timeout_ms, (int, float)) and timeout_ms > 0:
+            # the coordinator's deadline started before this frame arrived: ours is never later
+            run.timer = loop.call_later(timeout_ms / 1000, lambda: self._abort(
+                run, LeaseLostError(f"message {run.id} ran past its run timeout", "lapsed")))
+        run.task = loop.create_task(self._call(message, ctx))
+        try:
+            try:
+                reply = await asyncio.shield(run.task)
+            except asyncio.CancelledError:
+                if run.lost is None:  # this loop itself is being cancelled
+                    run.task.cancel()
+                    raise
+                return  # lost: post nothing
+            except Exception as exc:  # the handler raised: a failed attempt, never a reply
+                if run.lost is not None or run.parked:
+                    return
+                self._event(type="handler_failed", id=run.id, error=str(exc))
+                reason = str(exc) or type(exc).__name__
+                if len(reason) > FAIL_REASON_CHARS // 2:
+                    reason = reason[: FAIL_REASON_CHARS // 2]
+                await self._post({"type": "fail", "id": run.id, "token": token, "reason": reason, "req": self._next_req()}, run, False)
+                return
+        finally:
+            if run.timer is not None:
+                run.timer.cancel()
+            if self.running.get(run.id) is run:
+                del self.running[run.id]
+        if run.lost is not None or run.parked:
+            if run.lost is not None:
+                self._event(type="suppressed", id=run.id, token=token, reason=str(run.lost))
+            return
+        text = "" if reply is None else str(reply)
+        cut = _truncate_utf8(text, REPLY_BYTES)
+        if len(cut) < len(text):
+            self._event(type="reply_truncated", id=run.id, bytes=REPLY_BYTES)
+        answer = await self._post({"type": "reply", "id": run.id, "token": token, "key": f"{run.id}:reply", "text": cut,
+                                   "req": self._next_req()}, run, False)
+        if answer == "ok":
+            self.replied.add((run.id, token))
+            self._event(type="ran", id=run.id, attempt=message.attempt, fence=fence, token=token)
+
+    async def _call(self, message: Message, ctx: MessageContext) -> Any:
+        return await self.handler(message, ctx)
+
+    async def _post(self, frame: dict[str, Any], run: _Run, fenced: bool) -> Any:
+        """"ok", "stale" (not sent: the lease is gone), or an exception describing the refusal."""
+        if run.lost is not None or not (self._may_act() if fenced else self._may_run()):
+            if run.lost is None:
+                self._abort(run, LeaseLostError("the lease is gone by the local clock", "lapsed"))
+            return "stale"
+        try:
+            answer = await self._request(frame)
+        except ConnectionError as err:
+            self._event(type="unconfirmed", frame=frame["type"], reason=str(err))
+            return LeaseLostError(f"{frame['type']} not confirmed: {err}", "lapsed")
+        if answer.get("type") == "result":
+            return "ok"
+        code = str(answer.get("code"))
+        self._event(type="refused", frame=frame["type"], code=code, message=answer.get("message"))
+        lost = LeaseLostError(f"the coordinator refused the {frame['type']}: {code}", code)
+        if code in MESSAGE_GONE or code in LEASE_GONE:
+            self._abort(run, lost)
+            return lost
+        return CoordinatorError(f"{frame['type']} refused: {answer.get('message')}", 0, code, answer)
+
+    async def _save_checkpoint(self, frame: dict[str, Any], run: _Run, value: Any, agent_level: bool) -> None:
+        if run.lost is not None:
+            raise run.lost
+        if _checkpoint_too_large(value):
+            raise ValueError(f"a checkpoint is JSON of at most {CHECKPOINT_BYTES} bytes")
+        answer = await self._post({**frame, "req": self._next_req()}, run, agent_level)
+        if answer == "stale":
+            raise run.lost or LeaseLostError("the lease was lost before the checkpoint was stored", "lapsed")
+        if isinstance(answer, BaseException):
+            raise answer
+        if agent_level:
+            self.checkpoint = value
+
+    async def _park(self, run: _Run, checkpoint: Any, deadline_seconds: Optional[int]) -> None:
+        if checkpoint is not None and _checkpoint_too_large(checkpoint):
+            raise ValueError(f"a checkpoint is JSON of at most {CHECKPOINT_BYTES} bytes")
+        frame: dict[str, Any] = {"type": "park", "id": run.id, "token": run.token, "req": self._next_req()}
+        if checkpoint is not None:
+            frame["value"] = checkpoint
+        if deadline_seconds is not None:
+            frame["deadline_seconds"] = int(deadline_seconds)
+        answer = await self._post(frame, run, False)
+        if answer == "stale":
+            raise run.lost or LeaseLostError("the message's lease was lost before it was parked", "lapsed")
+        if isinstance(answer, BaseException):
+            raise answer
+        run.parked = True
+        if run.timer is not None:
+            run.timer.cancel()
+        self._event(type="parked", id=run.id, token=run.token)
+
+    # -- stopping --------------------------------------------------------------------------------
+
+    async def stop(self) -> None:
+        if self.stop_task is None:
+            self.stop_task = asyncio.get_running_loop().create_task(self._shutdown())
+        await asyncio.shield(self.stop_task)
+
+    async def _shutdown(self) -> None:
+        self.stopping = True
+        await self._stop_runs(LeaseLostError("serving stopped", "stopped"))
+        if self.ws is not None and self.ws.open:
+            try:
+                if self.view == "holder":
+                    self._event(type="releasing", fence=self.fence)
+                answer = await self._request({"type": "serve_lease", "op": "release", "req": self._next_req()}, 2.0)
+                if answer.get("type") == "result" and answer.get("released") is True:
+                    self._event(type="released")
+            except Exception:
+                pass  # the coordinator notices the close instead
+            try:
+                await asyncio.wait_for(self.ws.close(), 1.5)
+            except Exception:
+                pass
+        if not self.main.done():
+            self.main.cancel()
+        try:
+            await self.main
+        except (asyncio.CancelledError, Exception):
+            pass
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+async def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Optional[str] = None,
+                runner_id: Optional[str] = None, on_status: Optional[Callable[[dict[str, Any]], None]] = None,
+                on_event: Optional[Callable[[dict[str, Any]], None]] = None) -> ServeHandle:
+    """Starts serving ``agent`` from this process and returns at once with a ServeHandle.
+
+    ``handler(message, ctx)`` is awaited once per message this process must run, one at a time,
+    in order; what it returns (``str()``-ed, truncated to 32 KiB) is the reply, which acknowledges
+    the message. ``machine`` labels this process in presence (default: the host name).
+    ``runner_id`` should stay the same across reconnects of one process (default: a random UUID).
+    ``on_status`` gets every status change, ``on_event`` every event (held, demoted, ran,
+    handler_failed, refused, revoked, suppressed, released, ...), both as dicts.
+    """
+    s = _Serve(agent, handler, url, token, machine or _socket.gethostname(), runner_id, on_status, on_event)
+    return ServeHandle(s)

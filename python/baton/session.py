@@ -1,0 +1,248 @@
+"""Session leases: one execution at a time per (account, session), over HTTP.
+
+``async with session_lease(...)`` acquires (or waits), renews from its own task every TTL/3,
+cancels the body the moment a renewal is refused or the lease can no longer be proven by this
+process's monotonic clock (the body sees ``LeaseLostError`` raised where it was awaiting), and
+releases on exit.
+
+What is promised: while the body runs uncancelled, this process's clock has not yet passed the
+moment the coordinator could have expired the lease (TTL counted from the *send* time of the last
+answered acquire or renewal), assuming both clocks run at the same rate. Once lost, the lease is
+never revived: a late renewal answer is ignored.
+
+What is not promised: cancellation reaches the body only at its next ``await``; a body that
+blocks the event loop (CPU work, blocking I/O) is cancelled late, and nothing it did meanwhile is
+undone. Writes to your own systems must carry ``lease.fence_token`` so a resource can refuse a
+stale holder; that, not the cancellation, is what makes them safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import urllib.parse
+import uuid
+from typing import Any, Callable, TypeVar
+
+from ._clock import LeaseClock, now
+from ._http import arequest_json
+from .errors import CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError
+
+__all__ = ["SessionLease", "session_lease", "run_with_session_lease"]
+
+T = TypeVar("T")
+
+_WAIT_MIN, _WAIT_MAX = 0.1, 2.0
+
+
+class SessionLease:
+    """An async context manager holding one session lease; see the module docstring."""
+
+    def __init__(self, session: str, *, url: str, token: str, ttl: int = 30, wait: bool = False,
+                 wait_timeout: float | None = None) -> None:
+        if not 1 <= int(ttl) <= 3600:
+            raise ValueError("ttl must be 1 to 3600 whole seconds")
+        self.session = session
+        self.url = url
+        self._token = token
+        self.ttl = int(ttl)
+        self.wait = wait
+        self.wait_timeout = wait_timeout
+        #: This holder's id: the capability that renews and releases. Keep it private.
+        self.run_id = str(uuid.uuid4())
+        #: Grows with every new grant of this session: attach it to your writes.
+        self.fence: int = -1
+        #: The fence as a 16-digit string that sorts like the number.
+        self.fence_token: str = ""
+        #: When the coordinator expires the lease unless renewed (epoch ms, its clock).
+        self.expires_at: float = 0.0
+        #: Set (with ``lost``) the moment the lease is lost; for code that polls instead of awaiting.
+        self.lost_event = threading.Event()
+        self.lost: LeaseLostError | None = None
+        self._path = f"/leases/{urllib.parse.quote(session, safe='')}"
+        self._clock = LeaseClock(float(self.ttl))
+        self._task: asyncio.Task[Any] | None = None
+        self._renewer: asyncio.Task[None] | None = None
+        self._deadline: asyncio.TimerHandle | None = None
+        self._finished = False
+        self._cancelled_body = False
+
+    # -- acquisition -------------------------------------------------------------------------
+
+    async def _acquire(self) -> float:
+        started = now()
+        attempt = 0
+        while True:
+            sent = now()
+            try:
+                _, grant = await arequest_json(self.url, self._token, "POST", f"{self._path}/acquire",
+                                               {"run_id": self.run_id, "ttl_seconds": self.ttl})
+                self._apply(grant)
+                return sent
+            except CoordinatorError as err:
+                if err.code != "lease_held":
+                    raise
+                exp = err.details.get("expires_at")
+                blocker: Exception = LeaseHeldError(self.session, exp if isinstance(exp, (int, float)) else None)
+            except UnreachableError as err:
+                blocker = err
+            waited = now() - started
+            if not self.wait or (self.wait_timeout is not None and waited >= self.wait_timeout):
+                raise blocker
+            delay = min(_WAIT_MAX, _WAIT_MIN * (2 ** attempt) * (1 + random.random()))
+            if self.wait_timeout is not None:
+                delay = min(delay, max(0.0, self.wait_timeout - waited))
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    def _apply(self, grant: Any) -> None:
+        self.fence = int(grant["fence"])
+        self.fence_token = str(grant["fence_token"])
+        self.expires_at = float(grant["expires_at"])
+        self._clock.set_ttl(float(grant.get("ttl_seconds", self.ttl)))
+
+    # -- keeping it ---------------------------------------------------------------------------
+
+    def _lose(self, reason: str) -> None:
+        if self.lost is not None or self._finished:
+            return
+        if reason == "refused":
+            self.lost = LeaseLostError(f"the coordinator refused to renew the lease on {self.session}", "lease_lost")
+        else:
+            self.lost = LeaseLostError(f"the lease on {self.session} could not be renewed before it expired", "lapsed")
+        self.lost_event.set()
+        if self._deadline is not None:
+            self._deadline.cancel()
+        if self._renewer is not None and self._renewer is not asyncio.current_task():
+            self._renewer.cancel()
+        if self._task is not None and not self._task.done():
+            self._cancelled_body = True
+            self._task.cancel()
+
+    def _arm_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        deadline = self._clock.deadline
+        if deadline is None:
+            self._lose("lapsed")
+            return
+
+        def fire() -> None:
+            if not self._clock.valid(now()):
+                self._lose("lapsed")
+            else:
+                self._arm_deadline()
+
+        self._deadline = asyncio.get_running_loop().call_later(max(0.0, deadline - now()), fire)
+
+    async def _renew_loop(self) -> None:
+        every = self.ttl / 3
+        next_at = now() + every
+        while self.lost is None and not self._finished:
+            await asyncio.sleep(max(0.0, next_at - now()))
+            sent = now()
+            next_at = sent + every
+            deadline = self._clock.deadline
+            if deadline is None or not self._clock.valid(sent):
+                self._lose("lapsed")
+                return
+            try:
+                _, grant = await arequest_json(self.url, self._token, "POST", f"{self._path}/renew",
+                                               {"run_id": self.run_id, "ttl_seconds": self.ttl},
+                                               timeout=max(0.05, deadline - sent))
+            except CoordinatorError as err:
+                if err.code == "lease_lost":
+                    self._lose("refused")
+                    return
+                continue  # a transient refusal: keep trying until the deadline decides
+            except UnreachableError:
+                continue
+            if self.lost is not None or self._finished:
+                return
+            self._apply(grant)
+            self._clock.confirmed(sent, now())
+            self._arm_deadline()
+
+    async def check(self) -> bool:
+        """Asks the coordinator whether this lease's fence is still the current holder's."""
+        _, body = await arequest_json(self.url, self._token, "POST", f"{self._path}/check",
+                                      {"run_id": self.run_id, "fence": self.fence})
+        return bool(body.get("current"))
+
+    @property
+    def valid(self) -> bool:
+        """True while the lease is held and still provable by the local clock."""
+        return self.lost is None and not self._finished and self._clock.may_act(now())
+
+    # -- the context manager -------------------------------------------------------------------
+
+    async def __aenter__(self) -> "SessionLease":
+        self._task = asyncio.current_task()
+        sent = await self._acquire()
+        self._clock.confirmed(sent, now())
+        self._clock.hold(now())
+        self._arm_deadline()
+        self._renewer = asyncio.create_task(self._renew_loop())
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        self._finished = True
+        if self._deadline is not None:
+            self._deadline.cancel()
+        if self._renewer is not None:
+            self._renewer.cancel()
+            try:
+                await self._renewer
+            except (asyncio.CancelledError, Exception):
+                pass
+        if self.lost is not None:
+            if self._cancelled_body and self._task is not None:
+                self._task.uncancel()
+            raise self.lost from (exc if exc_type is not asyncio.CancelledError else None)
+        try:
+            await arequest_json(self.url, self._token, "POST", f"{self._path}/release", {"run_id": self.run_id}, timeout=5)
+        except Exception:
+            pass  # it expires by itself
+        return False
+
+
+def session_lease(session: str, *, url: str, token: str, ttl: int = 30, wait: bool = False,
+                  wait_timeout: float | None = None) -> SessionLease:
+    """Holds the session lease for the duration of an ``async with`` block.
+
+    Raises (on entry) LeaseHeldError when another run holds it and ``wait`` is false (or
+    ``wait_timeout`` seconds passed), CoordinatorError / UnreachableError when no grant could be
+    had. Raises (on exit) LeaseLostError when the lease ended before the block did, even if the
+    block swallowed the cancellation: work done after that point is not fenced.
+    """
+    return SessionLease(session, url=url, token=token, ttl=ttl, wait=wait, wait_timeout=wait_timeout)
+
+
+def run_with_session_lease(session: str, fn: Callable[[SessionLease], T], *, url: str, token: str, ttl: int = 30,
+                           wait: bool = False, wait_timeout: float | None = None) -> T:
+    """For plain (non-async) scripts: runs ``fn(lease)`` while holding the session lease.
+
+    ``fn`` runs in a worker thread while this thread renews. Python cannot stop a thread, so ``fn``
+    is NOT interrupted when the lease is lost: it should check ``lease.lost_event`` (or
+    ``lease.valid``) between steps and carry ``lease.fence_token`` on its writes. When the lease
+    was lost before ``fn`` returned, its result is discarded and LeaseLostError is raised.
+    """
+
+    async def main() -> T:
+        async with session_lease(session, url=url, token=token, ttl=ttl, wait=wait, wait_timeout=wait_timeout) as lease:
+            worker = asyncio.ensure_future(asyncio.to_thread(fn, lease))
+            try:
+                return await asyncio.shield(worker)
+            except asyncio.CancelledError:
+                if lease.lost is None:
+                    raise
+                # the lease is gone; fn keeps running in its thread until it returns: wait for it
+                # so nothing outlives this call, then report the loss
+                try:
+                    await worker
+                except BaseException:
+                    pass
+                raise
+
+    return asyncio.run(main())

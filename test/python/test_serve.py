@@ -1,0 +1,256 @@
+"""Python serve processes against a real wrangler dev: handoff, kill -9 failover, and a
+SIGSTOPped holder that demotes itself and whose late write is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from pathlib import Path
+
+import websockets
+
+from conftest import DEV_TOKEN, event_is, python_agent, read_sink, status_is, unique, wait_sink
+
+
+def starts(lines, mid):
+    return [l for l in lines if l["id"] == mid and l["phase"] == "start"]
+
+
+def test_handoff_between_two_python_processes(dev, procs, tmp_path: Path):
+    agent = unique("py-handoff")
+    sink = tmp_path / "sink.jsonl"
+    a = python_agent(dev, agent, "a", sink)
+    procs.append(a)
+    a.wait_for(status_is("holder"))
+    b = python_agent(dev, agent, "b", sink)
+    procs.append(b)
+    b.wait_for(status_is("standby"))
+
+    first = dev.post_message(agent, "one")
+    m = dev.wait_message(agent, first, lambda m: m["status"] == "acknowledged")
+    assert m["reply"] == "a did: one"
+
+    a.signal(signal.SIGTERM)
+    releasing = a.wait_for(event_is("releasing"))
+    held = b.wait_for(event_is("held"))
+    a.wait_for(lambda l: l.get("line") == "stopped")
+    handoff_ms = (held["t"] - releasing["t"]) * 1000
+    print(f"python handoff: {handoff_ms:.0f} ms")
+    assert held["event"]["fence"] > releasing["event"]["fence"]
+    assert handoff_ms < 2000, "a release must hand over at once, not after the TTL"
+
+    second = dev.post_message(agent, "two")
+    m = dev.wait_message(agent, second, lambda m: m["status"] == "acknowledged")
+    assert m["reply"] == "b did: two"
+    lines = read_sink(sink)
+    assert [l["tag"] for l in starts(lines, first)] == ["a"]
+    assert [l["tag"] for l in starts(lines, second)] == ["b"]
+
+
+def test_kill_9_failover(dev, procs, tmp_path: Path):
+    agent = unique("py-kill9")
+    sink = tmp_path / "sink.jsonl"
+    a = python_agent(dev, agent, "a", sink, RUN_SLEEP="30")
+    procs.append(a)
+    a.wait_for(status_is("holder"))
+    b = python_agent(dev, agent, "b", sink)
+    procs.append(b)
+    b.wait_for(status_is("standby"))
+
+    mid = dev.post_message(agent, "work")
+    wait_sink(sink, lambda ls: len(starts(ls, mid)) == 1)
+    killed_at = time.time()
+    a.signal(signal.SIGKILL)
+    held = b.wait_for(event_is("held"), timeout=15)
+    m = dev.wait_message(agent, mid, lambda m: m["status"] == "acknowledged", timeout=20)
+    assert m["reply"] == "b did: work"
+    assert m["attempts"] >= 2
+    runs = starts(read_sink(sink), mid)
+    assert [r["tag"] for r in runs] == ["a", "b"]
+    assert runs[1]["token"] > runs[0]["token"]
+    assert runs[1]["fence"] > runs[0]["fence"]
+    print(f"python kill -9 failover: {(held['t'] - killed_at) * 1000:.0f} ms (heartbeat TTL 2 s)")
+
+
+async def late_write(url: str, agent: str, mid: int, token: int) -> dict:
+    """A raw connection that writes a reply for the message under the old holder's token."""
+    ws_url = url.replace("http://", "ws://") + f"/agents/{agent}/serve?machine=late"
+    async with websockets.connect(ws_url, extra_headers={"Authorization": f"Bearer {DEV_TOKEN}"}, subprotocols=["baton"],
+                                  ping_interval=None) as ws:
+        await ws.send(json.dumps({"type": "reply", "id": mid, "token": token, "key": f"{mid}:reply", "text": "late a", "req": "late"}))
+        while True:
+            frame = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            if frame.get("req") == "late":
+                return frame
+
+
+def test_sigstopped_holder_demotes_itself_and_its_late_write_is_refused(dev, procs, tmp_path: Path):
+    agent = unique("py-sigstop")
+    sink = tmp_path / "sink.jsonl"
+    # A ignores its cancellation and returns a reply anyway: the client must not post it.
+    a = python_agent(dev, agent, "a", sink, RUN_SLEEP="4", SWALLOW="1")
+    procs.append(a)
+    a.wait_for(status_is("holder"))
+    b = python_agent(dev, agent, "b", sink)
+    procs.append(b)
+    b.wait_for(status_is("standby"))
+
+    mid = dev.post_message(agent, "work")
+    (a_run,) = wait_sink(sink, lambda ls: len(starts(ls, mid)) == 1)
+    a.signal(signal.SIGSTOP)
+    try:
+        b.wait_for(event_is("held"), timeout=15)
+        m = dev.wait_message(agent, mid, lambda m: m["status"] == "acknowledged", timeout=20)
+        assert m["reply"] == "b did: work"
+        time.sleep(4.5)  # A's handler sleep is long over by A's clock when it wakes
+    finally:
+        a.signal(signal.SIGCONT)
+    demoted = a.wait_for(event_is("demoted"), timeout=10)
+    a.wait_for(lambda l: l.get("line") == "handler_cancelled" and l["id"] == mid, timeout=10)
+    a.wait_for(lambda l: l.get("line") == "event" and l["event"].get("type") == "suppressed" and l["event"]["id"] == mid, timeout=10)
+    assert "lapsed" in demoted["event"]["reason"] or "proven" in demoted["event"]["reason"]
+    # A posted nothing for the message after waking: no reply, no fail was sent.
+    time.sleep(1)
+    posted = [l for l in a.lines if l.get("line") == "event" and l["event"].get("type") in ("ran", "refused", "handler_failed")]
+    assert posted == [], posted
+    # And the coordinator itself refuses a late write under A's token.
+    answer = asyncio.run(late_write(dev.url, agent, mid, a_run["token"]))
+    assert answer["type"] == "error" and answer["code"] in ("stale_token", "not_your_message", "message_not_running"), answer
+    m = dev.message(agent, mid)
+    assert m["reply"] == "b did: work" and m["acked_token"] != a_run["token"]
+    # A rejoined as a standby after demoting itself.
+    a.wait_for(lambda l: l is not demoted and l.get("line") == "status" and l["status"].get("kind") == "standby" and l["t"] > demoted["t"], timeout=10)
+
+
+def test_example_agent_serves_and_checkpoints(dev, procs):
+    agent = unique("py-example")
+    import os
+    import sys
+    from conftest import ROOT, Proc
+
+    env = {**os.environ, "BATON_URL": dev.url, "BATON_TOKEN": DEV_TOKEN, "BATON_MACHINE": "example"}
+    p = Proc([sys.executable, str(ROOT / "examples" / "python-agent.py"), agent], env, "example")
+    procs.append(p)
+    replies = []
+    for text in ("hello", "again"):
+        mid = dev.post_message(agent, text)
+        replies.append(dev.wait_message(agent, mid, lambda m: m["status"] == "acknowledged")["reply"])
+    assert replies[0].endswith("message 1: HELLO\n") and replies[1].endswith("message 2: AGAIN\n"), replies
+    p.signal(signal.SIGTERM)
+    assert p.proc.wait(10) == 0, p.stderr()
+    assert "holder" in p.stderr()
+
+
+def test_a_raising_handler_sends_fail_not_a_reply(dev, tmp_path: Path):
+    agent = unique("py-fail")
+    dev.request("PUT", f"/agents/{agent}/policy", {"max_attempts": 2})
+
+    async def main():
+        import baton
+
+        async def handler(message, ctx):
+            raise RuntimeError(f"broken on attempt {message.attempt}")
+
+        handle = await baton.serve(agent, handler, url=dev.url, token=DEV_TOKEN, machine="failing")
+        mid = await asyncio.to_thread(dev.post_message, agent, "x")
+        m = await asyncio.to_thread(dev.wait_message, agent, mid, lambda m: m["status"] == "failed", 20)
+        await handle.stop()
+        return m
+
+    m = asyncio.run(main())
+    assert m["reply"] is None and m["error"] == "broken on attempt 2" and m["attempts"] == 2, m
+
+
+def test_a_long_run_keeps_the_lease_on_heartbeats(dev, procs, tmp_path: Path):
+    """A run of 3.5 heartbeat TTLs: the holder's fenced pings keep it valid by its own clock."""
+    agent = unique("py-long")
+    sink = tmp_path / "sink.jsonl"
+    a = python_agent(dev, agent, "a", sink, RUN_SLEEP="7")
+    procs.append(a)
+    a.wait_for(status_is("holder"))
+    mid = dev.post_message(agent, "slow")
+    m = dev.wait_message(agent, mid, lambda m: m["status"] == "acknowledged", timeout=20)
+    if m["attempts"] != 1:
+        Path("/tmp/long-debug.json").write_text(json.dumps({"m": m, "lines": a.lines, "sink": read_sink(sink)}, indent=1))
+    assert m["reply"] == "a did: slow" and m["attempts"] == 1
+    assert not [l for l in a.lines if event_is("demoted")(l)]
+
+
+def test_reconnects_with_growing_jittered_backoff():
+    """Nothing listens at the URL: the client keeps dialing, with growing delays, and stops cleanly."""
+    import baton
+
+    async def main():
+        statuses = []
+        handle = await baton.serve("nobody", lambda m, c: None, url="http://127.0.0.1:9", token="t", machine="m",
+                                   on_status=statuses.append)
+        await asyncio.sleep(2.5)
+        await handle.stop()
+        await asyncio.wait_for(handle.done, 1)  # resolves (not raises) after stop()
+        return statuses
+
+    statuses = asyncio.run(main())
+    delays = [s["delay_ms"] for s in statuses if s["kind"] == "reconnecting"]
+    assert len(delays) >= 3, statuses
+    assert delays[1] > delays[0] * 1.0 and delays[2] > delays[1], delays
+    assert all(250 <= d <= 15000 for d in delays)
+
+
+def test_a_refused_token_ends_serving_with_coordinator_error(dev):
+    import baton
+    import pytest
+
+    async def main():
+        handle = await baton.serve("refused", lambda m, c: None, url=dev.url, token="wrong", machine="m")
+        with pytest.raises(baton.CoordinatorError) as info:
+            await asyncio.wait_for(handle.done, 10)
+        await handle.stop()
+        return info.value
+
+    err = asyncio.run(main())
+    assert err.status == 401
+
+
+def test_park_resume_and_checkpoint_handover(dev):
+    """In one process: A parks a message with a checkpoint, a resume brings it back with the input
+    and the checkpoint; A's agent checkpoint is handed to B when A stops and B takes over."""
+    import baton
+
+    agent = unique("py-park")
+    seen = []
+
+    async def handler_a(message, ctx):
+        seen.append(("a", message.attempt, ctx.message_checkpoint, message.resume_input))
+        if message.resume_input is None:
+            await ctx.park(checkpoint={"step": 2}, deadline_seconds=60)
+            return "ignored: parked"
+        await ctx.save_checkpoint({"handled": message.id})
+        return f"resumed with {message.resume_input} from step {ctx.message_checkpoint['step']}"
+
+    async def handler_b(message, ctx):
+        seen.append(("b", ctx.checkpoint))
+        return f"b saw {ctx.checkpoint}"
+
+    async def main():
+        a = await baton.serve(agent, handler_a, url=dev.url, token=DEV_TOKEN, machine="a")
+        mid = await asyncio.to_thread(dev.post_message, agent, "job")
+        parked = await asyncio.to_thread(dev.wait_message, agent, mid, lambda m: m["status"] == "parked")
+        assert parked["checkpoint"] == {"step": 2} and parked["reply"] is None
+        status, _ = await asyncio.to_thread(dev.request, "POST", f"/agents/{agent}/messages/{mid}/resume", {"input": "go"})
+        assert status == 200
+        done = await asyncio.to_thread(dev.wait_message, agent, mid, lambda m: m["status"] == "acknowledged")
+        assert done["reply"] == "resumed with go from step 2"
+        b = await baton.serve(agent, handler_b, url=dev.url, token=DEV_TOKEN, machine="b")
+        await asyncio.sleep(0.5)
+        await a.stop()
+        second = await asyncio.to_thread(dev.post_message, agent, "next")
+        m = await asyncio.to_thread(dev.wait_message, agent, second, lambda m: m["status"] == "acknowledged")
+        await b.stop()
+        return m
+
+    m = asyncio.run(main())
+    assert m["reply"] == f"b saw {{'handled': 1}}"
+    assert seen[0] == ("a", 1, None, None)
+    assert seen[1] == ("a", 2, {"step": 2}, "go")
