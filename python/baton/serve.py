@@ -39,6 +39,7 @@ import websockets.exceptions
 
 from ._clock import LeaseClock, now
 from ._http import arequest_json
+from ._wire import valid_client_frame, valid_server_frame
 from .errors import CoordinatorError, LeaseLostError, UnreachableError
 
 __all__ = ["Message", "MessageContext", "ServeHandle", "serve"]
@@ -374,6 +375,8 @@ class _Serve:
         ws = self.ws
         if ws is None or not ws.open:
             return False
+        if not valid_client_frame(frame):
+            raise ValueError(f"{frame.get('type')} frame does not match the wire schema; not sent: {frame!r}")
         text = json.dumps(frame)
         if len(text.encode()) > FRAME_BYTES:
             raise ValueError(f"{frame['type']} frame exceeds {FRAME_BYTES} bytes; not sent")
@@ -427,6 +430,9 @@ class _Serve:
         except ValueError:
             return
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+            return
+        # As the TypeScript client: a frame that does not match the shared schema is dropped, never half-trusted.
+        if not valid_server_frame(frame):
             return
         kind = frame["type"]
         if kind == "pong":

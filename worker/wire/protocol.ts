@@ -99,7 +99,7 @@ const priority = z.int().check(z.gte(LIMITS.priority.min), z.lte(LIMITS.priority
 /** A serve process's own id, the same across its reconnects, so a restarted coordinator can recognise its holder. */
 const runnerId = z.string().check(z.regex(RUNNER_ID));
 
-const clientFrameSchema = z.discriminatedUnion("type", [
+export const clientFrameSchema = z.discriminatedUnion("type", [
   // PING_TEXT exactly is answered by the runtime without waking the object; a holder's ping carries
   // its fence, so the object itself answers it and timestamps the holder's proof of life.
   z.strictObject({ type: z.literal("ping"), fence: z.optional(fence) }),

@@ -1,0 +1,21 @@
+// The wire as JSON Schema, from the same zod schemas the worker and the TypeScript client use, for
+// the Python client (python/baton/wire-schema.json). `npm run wire-schema` writes it; a unit test
+// fails when the committed file and the schemas drift apart.
+import * as z from "zod/mini";
+import { clientFrameSchema } from "../../worker/wire/protocol.ts";
+import { serverFrameSchema } from "../../worker/wire/server-frames.ts";
+
+export const WIRE_SCHEMA_PATH = "python/baton/wire-schema.json";
+
+export function wireJsonSchema(): Record<string, unknown> {
+  const convert = (schema: z.ZodMiniType) => z.toJSONSchema(schema, { unrepresentable: "any" });
+  return {
+    comment: "Generated from worker/wire by `npm run wire-schema`; do not edit.",
+    client_frame: convert(clientFrameSchema),
+    server_frame: convert(serverFrameSchema),
+  };
+}
+
+export function wireJsonSchemaText(): string {
+  return `${JSON.stringify(wireJsonSchema(), null, 1)}\n`;
+}

@@ -1,0 +1,22 @@
+"""One wire, two languages: the Python client checks frames against the JSON Schema generated from
+the TypeScript schemas (python/baton/wire-schema.json; test/unit/wire-schema.test.ts fails when it drifts)."""
+
+from baton._wire import valid_client_frame, valid_server_frame
+
+
+def test_frames_the_client_sends_match_the_coordinators_schema():
+    assert valid_client_frame({"type": "serve_lease", "op": "claim", "runner_id": "run-1"})
+    assert valid_client_frame({"type": "reply", "id": 3, "token": 7, "key": "3:reply", "text": "ok", "req": "r1"})
+    assert valid_client_frame({"type": "fail", "id": 3, "token": 7, "reason": "boom"})
+    # The older fence-only ack is refused by the coordinator, and so here.
+    assert not valid_client_frame({"type": "ack", "id": 3, "fence": 2})
+    assert not valid_client_frame({"type": "reply", "id": 0, "token": 7, "key": "k", "text": "x"})
+    assert not valid_client_frame({"type": "no_such_frame"})
+
+
+def test_frames_from_the_coordinator_are_checked_like_the_typescript_client_does():
+    assert valid_server_frame({"type": "pong"})
+    assert valid_server_frame({"type": "revoked", "id": 1, "token": 2, "reason": "run_timeout"})
+    assert not valid_server_frame({"type": "revoked", "id": 1, "token": 2, "reason": "because"})
+    assert valid_server_frame({"type": "serve_lease", "held": True, "fence": 1, "claim_seq": 1, "position": 0, "ttl_ms": 2000, "holder": None})
+    assert not valid_server_frame({"type": "serve_lease", "held": "yes", "fence": 1, "claim_seq": 1, "position": 0, "ttl_ms": 2000, "holder": None})
