@@ -1,5 +1,6 @@
 """serve(agent, handler): join an agent's serve line; while this process holds the serve lease,
-run the handler once per message the coordinator hands it (one at a time, in order).
+run the handler once per message the coordinator hands it (one at a time, in order; or up to
+``concurrency`` at once, each in its own task, in the agent's ``pool`` mode on every runner).
 
 What is promised:
 
@@ -177,9 +178,12 @@ def _checkpoint_too_large(value: Any) -> bool:
 
 class _Serve:
     def __init__(self, agent: str, handler: Handler, url: str, token: str, machine: str, runner_id: Optional[str],
-                 on_status: Optional[Callable[[dict[str, Any]], None]], on_event: Optional[Callable[[dict[str, Any]], None]]) -> None:
+                 on_status: Optional[Callable[[dict[str, Any]], None]], on_event: Optional[Callable[[dict[str, Any]], None]],
+                 concurrency: int = 1, priority: int = 0) -> None:
         self.agent = agent
         self.handler = handler
+        self.concurrency = concurrency
+        self.priority = priority
         self.url = url.rstrip("/")
         self.token = token
         self.machine = machine
@@ -201,8 +205,10 @@ class _Serve:
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.req_counter = 0
         self.queue: collections.deque[dict[str, Any]] = collections.deque()
-        self.running: dict[int, _Run] = {}
-        self.handles: set[asyncio.Task[Any]] = set()
+        #: Runs whose handler has not returned yet, by (message id, token).
+        self.running: dict[tuple[int, Optional[int]], _Run] = {}
+        #: Every message task (its handler, then its reply or fail) -> (message id, token): one per slot.
+        self.handles: dict[asyncio.Task[Any], tuple[int, Optional[int]]] = {}
         self.replied: set[tuple[int, Optional[int]]] = set()
         self.deadline: Optional[asyncio.TimerHandle] = None
         self.drop_reason: Optional[str] = None
@@ -313,7 +319,7 @@ class _Serve:
         self.view = "connecting"
         self.heard_lease = False
         self.claim_sent_at = now()
-        await self._send({"type": "serve_lease", "op": "claim", "runner_id": self.runner_id})
+        await self._send(self._claim())
         self._report(self._view_status())
         self._restart_heartbeat(ws)
         closed = "the connection closed"
@@ -336,6 +342,15 @@ class _Serve:
         if ws.close_code is not None and ws.close_code != 1000:
             closed += f" (code {ws.close_code}{': ' + ws.close_reason if ws.close_reason else ''})"
         return self.drop_reason or closed
+
+    def _claim(self) -> dict[str, Any]:
+        """The claim frame; concurrency 1 and priority 0 are the coordinator's defaults and are left out."""
+        claim: dict[str, Any] = {"type": "serve_lease", "op": "claim", "runner_id": self.runner_id}
+        if self.concurrency != 1:
+            claim["concurrency"] = self.concurrency
+        if self.priority != 0:
+            claim["priority"] = self.priority
+        return claim
 
     def _restart_heartbeat(self, ws: Any) -> None:
         """(Re)starts the heartbeat at a third of the current TTL (the welcome frame sets it)."""
@@ -556,13 +571,21 @@ class _Serve:
         self._pump()
 
     def _pump(self) -> None:
-        while not self.stopping and not self.running and not self.handles and self.queue:
-            frame = self.queue.popleft()
+        # A slot stays taken until its message's reply (or fail) is answered: with one slot,
+        # messages run strictly one after the other, in order.
+        # A frame for a (message, token) already in flight waits for that run to finish (it is then
+        # answered with an ack if that run's reply was stored), so one token never runs twice at once.
+        while not self.stopping and len(self.handles) < self.concurrency:
+            busy = set(self.handles.values())
+            frame = next((m for m in self.queue if (m["id"], m.get("token")) not in busy), None)
+            if frame is None:
+                return
+            self.queue.remove(frame)
             task = asyncio.get_running_loop().create_task(self._handle(frame))
-            self.handles.add(task)
+            self.handles[task] = (frame["id"], frame.get("token"))
 
             def finished(t: asyncio.Task[Any]) -> None:
-                self.handles.discard(t)
+                self.handles.pop(t, None)
                 if not t.cancelled() and t.exception() is not None:
                     self._event(type="internal_error", error=repr(t.exception()))
                 self._pump()
@@ -571,8 +594,8 @@ class _Serve:
 
     def _revoke(self, mid: Any, token: Any, reason: str) -> None:
         self.queue = collections.deque(m for m in self.queue if not (m["id"] == mid and m.get("token") == token))
-        run = self.running.get(mid) if isinstance(mid, int) else None
-        if run is None or run.token != token:
+        run = self.running.get((mid, token)) if isinstance(mid, int) else None
+        if run is None:
             return
         self._event(type="revoked", id=mid, token=token, reason=reason)
         self._abort(run, LeaseLostError(f"the coordinator took message {mid} back ({reason})", "revoked"))
@@ -610,7 +633,7 @@ class _Serve:
                           created_at=float(frame.get("created_at", 0)), token=token,
                           resume_input=frame.get("resume_input"), group=frame.get("group"))
         ctx = MessageContext(self, run, fence, self.checkpoint)
-        self.running[run.id] = run
+        self.running[(run.id, token)] = run
         loop = asyncio.get_running_loop()
         timeout_ms = frame.get("run_timeout_ms")
         if isinstance(timeout_ms, (int, float)) and timeout_ms > 0:
@@ -638,8 +661,8 @@ class _Serve:
         finally:
             if run.timer is not None:
                 run.timer.cancel()
-            if self.running.get(run.id) is run:
-                del self.running[run.id]
+            if self.running.get((run.id, token)) is run:
+                del self.running[(run.id, token)]
         if run.lost is not None or run.parked:
             if run.lost is not None:
                 self._event(type="suppressed", id=run.id, token=token, reason=str(run.lost))
@@ -744,15 +767,26 @@ class _Serve:
 
 async def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Optional[str] = None,
                 runner_id: Optional[str] = None, on_status: Optional[Callable[[dict[str, Any]], None]] = None,
-                on_event: Optional[Callable[[dict[str, Any]], None]] = None) -> ServeHandle:
+                on_event: Optional[Callable[[dict[str, Any]], None]] = None, concurrency: int = 1,
+                priority: int = 0) -> ServeHandle:
     """Starts serving ``agent`` from this process and returns at once with a ServeHandle.
 
     ``handler(message, ctx)`` is awaited once per message this process must run, one at a time,
-    in order; what it returns (``str()``-ed, truncated to 32 KiB) is the reply, which acknowledges
-    the message. ``machine`` labels this process in presence (default: the host name).
+    in order (or up to ``concurrency`` at once); what it returns (``str()``-ed, truncated to
+    32 KiB) is the reply, which acknowledges the message.
+    ``concurrency`` (1..64, default 1) is how many messages this runner takes at once, each in its
+    own task with its own cancellation, writes and ``fail``; in the agent's ``pool`` mode every
+    serving runner takes messages up to its slots, in ``single`` mode only the holder does.
+    ``priority`` (-1000..1000, default 0): the lease moves to a runner of higher priority once it
+    has been connected for the coordinator's hysteresis period, when the holder runs no message. ``machine`` labels this process in presence (default: the host name).
     ``runner_id`` should stay the same across reconnects of one process (default: a random UUID).
     ``on_status`` gets every status change, ``on_event`` every event (held, demoted, ran,
     handler_failed, refused, revoked, suppressed, released, ...), both as dicts.
     """
-    s = _Serve(agent, handler, url, token, machine or _socket.gethostname(), runner_id, on_status, on_event)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 64:
+        raise ValueError(f"concurrency must be an integer from 1 to 64, not {concurrency!r}")
+    if isinstance(priority, bool) or not isinstance(priority, int) or not -1000 <= priority <= 1000:
+        raise ValueError(f"priority must be an integer from -1000 to 1000, not {priority!r}")
+    s = _Serve(agent, handler, url, token, machine or _socket.gethostname(), runner_id, on_status, on_event,
+               concurrency, priority)
     return ServeHandle(s)

@@ -2,7 +2,8 @@
 and event as one JSON line on stdout (with a wall-clock "t"). Its handler appends a JSON line per
 run to $SINK ("start" and "end"), sleeps $RUN_SLEEP seconds, then replies "$TAG did: TEXT". With
 SWALLOW=1 it ignores its cancellation and returns a late reply anyway (which must not be posted).
-Stops cleanly (releasing the lease) on SIGTERM."""
+$CONCURRENCY and $PRIORITY (default 1 and 0) are passed to serve(). Stops cleanly (releasing the
+lease) on SIGTERM."""
 
 import asyncio
 import json
@@ -18,6 +19,8 @@ TAG = os.environ.get("TAG", "py")
 SINK = os.environ.get("SINK")
 RUN_SLEEP = float(os.environ.get("RUN_SLEEP", "0") or 0)
 SWALLOW = os.environ.get("SWALLOW") == "1"
+CONCURRENCY = int(os.environ.get("CONCURRENCY", "1") or 1)
+PRIORITY = int(os.environ.get("PRIORITY", "0") or 0)
 
 
 def emit(line: str, data: dict) -> None:
@@ -47,7 +50,7 @@ async def handler(message: baton.Message, ctx: baton.MessageContext) -> str:
 
 async def main() -> None:
     handle = await baton.serve(AGENT, handler, url=os.environ["BATON_URL"], token=os.environ["BATON_TOKEN"],
-                               machine=f"machine-{TAG}", on_status=lambda s: emit("status", {"status": s}),
+                               machine=f"machine-{TAG}", concurrency=CONCURRENCY, priority=PRIORITY, on_status=lambda s: emit("status", {"status": s}),
                                on_event=lambda e: emit("event", {"event": e}))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -1,5 +1,5 @@
 """Fixtures for the Python client tests: one real `wrangler dev` per test session (2 s heartbeat
-TTL, 1 s presence scan), Python serve processes, and HTTP helpers."""
+TTL, 1 s presence scan, 1 s preference hysteresis), Python serve processes, and HTTP helpers."""
 
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ def dev():
     wrangler = ROOT / "node_modules" / ".bin" / "wrangler"
     cmd = [str(wrangler), "dev", "--ip", "127.0.0.1", "--port", str(port), "--inspector-port", str(inspector),
            "--persist-to", persist, "--log-level", "warn", "--show-interactive-dev-session=false",
-           "--var", "BATON_HEARTBEAT_TTL_SECONDS:2", "--var", "BATON_PRESENCE_SCAN_SECONDS:1"]
+           "--var", "BATON_HEARTBEAT_TTL_SECONDS:2", "--var", "BATON_PRESENCE_SCAN_SECONDS:1",
+           "--var", "BATON_PREFERENCE_HYSTERESIS_SECONDS:1"]
     env = {**os.environ, "WRANGLER_SEND_METRICS": "false", "CI": "true", "NO_COLOR": "1"}
     out = open(log, "wb")
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
