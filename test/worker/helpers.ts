@@ -1,6 +1,7 @@
 // Small socket helpers for tests inside workerd: open a serve connection through the Worker,
 // wait for frames that match, and wait for closes. Every wait rejects on timeout.
 import { env, SELF } from "cloudflare:test";
+import { expect } from "vitest";
 import { PING_TEXT, type ServerFrame } from "../../worker/wire/protocol.ts";
 
 export const DEV_TOKEN = "baton-dev-token";
@@ -153,4 +154,32 @@ export const QUIET_TOKEN = "quiet-account-token";
 /** The agent object of one agent of one account. */
 export function stubFor(agent: string, account = "dev") {
   return env.AGENTS.get(env.AGENTS.idFromName(`${account}:${agent}`));
+}
+
+/** Headers of a JSON request with the dev token. */
+export const auth = { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" };
+
+/** One HTTP call through the Worker with the dev token: the status and the JSON body. */
+export async function call(method: string, path: string, body?: unknown) {
+  const res = await SELF.fetch(`${BASE}${path}`, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** Posts a message (expecting 201) and resolves with its id. */
+export async function post(agent: string, text: string, extra: Record<string, unknown> = {}): Promise<number> {
+  const res = await call("POST", `/agents/${agent}/messages`, { text, ...extra });
+  expect(res.status).toBe(201);
+  return res.body.id as number;
+}
+
+/** GET /agents/{agent}/messages/{id}. */
+export async function message(agent: string, id: number) {
+  return (await call("GET", `/agents/${agent}/messages/${id}`)).body;
+}
+
+/** Sends a frame with a fresh req and resolves with the result or error frame that answers it. */
+export async function write(sock: TestSocket, frame: Record<string, unknown>) {
+  const req = `w${Math.random().toString(36).slice(2, 10)}`;
+  sock.send({ ...frame, req });
+  return (await Promise.race([sock.next("result", (f) => f.req === req), sock.next("error", (f) => f.req === req)])) as Record<string, unknown>;
 }

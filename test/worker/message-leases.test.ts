@@ -1,27 +1,10 @@
 // Per-message leases in the real runtime: tokens and attempts on each hand-out, stale tokens
 // refused, run timeouts that take a message from a live runner, runner pools with slots, groups,
 // park and resume, and failure after the last attempt.
-import { env, runDurableObjectAlarm, SELF } from "cloudflare:test";
+import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { BASE, claimant, DEV_TOKEN, presence, settle, sleep, uniqueAgent, type TestSocket } from "./helpers.ts";
-
-const auth = { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" };
-
-async function call(method: string, path: string, body?: unknown) {
-  const res = await SELF.fetch(`${BASE}${path}`, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
-
-async function post(agent: string, text: string, extra: Record<string, unknown> = {}): Promise<number> {
-  const res = await call("POST", `/agents/${agent}/messages`, { text, ...extra });
-  expect(res.status).toBe(201);
-  return res.body.id as number;
-}
-
-async function message(agent: string, id: number) {
-  return (await call("GET", `/agents/${agent}/messages/${id}`)).body;
-}
+import { call, claimant, message, post, presence, settle, sleep, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 async function setPolicy(agent: string, policy: Record<string, unknown>) {
   return call("PUT", `/agents/${agent}/policy`, policy);
@@ -44,13 +27,6 @@ async function claimantWith(agent: string, machine: string, slots: number) {
 
 function run(sock: TestSocket, id?: number): Promise<MessageFrame> {
   return sock.next("message", (f) => f.run && (id === undefined || f.id === id));
-}
-
-async function write(sock: TestSocket, frame: Record<string, unknown>) {
-  const req = `w${Math.random().toString(36).slice(2, 10)}`;
-  sock.send({ ...frame, req });
-  const answer = await Promise.race([sock.next("result", (f) => f.req === req), sock.next("error", (f) => f.req === req)]);
-  return answer as Record<string, unknown>;
 }
 
 function reply(sock: TestSocket, m: MessageFrame, text: string) {

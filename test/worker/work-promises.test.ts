@@ -7,28 +7,7 @@ import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { MessageStore } from "../../worker/objects/message-store.ts";
-import { BASE, claimant, connect, DEV_TOKEN, presence, settle, sleep, stubFor, uniqueAgent, type TestSocket } from "./helpers.ts";
-
-const auth = { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" };
-
-async function call(method: string, path: string, body?: unknown) {
-  const res = await SELF.fetch(`${BASE}${path}`, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
-
-async function post(agent: string, text: string, extra: Record<string, unknown> = {}): Promise<number> {
-  const res = await call("POST", `/agents/${agent}/messages`, { text, ...extra });
-  expect(res.status).toBe(201);
-  return res.body.id as number;
-}
-
-const message = async (agent: string, id: number) => (await call("GET", `/agents/${agent}/messages/${id}`)).body;
-
-async function write(sock: TestSocket, frame: Record<string, unknown>) {
-  const req = `w${Math.random().toString(36).slice(2, 10)}`;
-  sock.send({ ...frame, req });
-  return (await Promise.race([sock.next("result", (f) => f.req === req), sock.next("error", (f) => f.req === req)])) as Record<string, unknown>;
-}
+import { auth, BASE, call, claimant, connect, message, post, presence, settle, sleep, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id);
 const reply = (sock: TestSocket, m: MessageFrame, text: string) => write(sock, { type: "reply", id: m.id, token: m.token, key: `${m.id}:reply`, text });

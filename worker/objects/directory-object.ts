@@ -5,6 +5,7 @@
 // neither side, so it shows no heartbeat ages, only their bound (see `agedEntry`). Each entry is
 // leased (rules/directory-lease.ts): its agent confirms it every two TTLs, and one it stops
 // confirming is shown as unknown, never as live.
+import { addMissingColumns } from "./sql-columns.ts";
 import { agedEntry, listedInDirectory } from "../wire/presence.ts";
 import type { DirectoryEntry, PresenceReport } from "../wire/protocol.ts";
 import { confirmedUntil } from "../rules/directory-lease.ts";
@@ -36,8 +37,7 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     this.sql = ctx.storage.sql;
     this.sql.exec(`CREATE TABLE IF NOT EXISTS agents (
       agent TEXT PRIMARY KEY, entry TEXT NOT NULL, reported_at INTEGER NOT NULL)`);
-    const columns = this.sql.exec<{ name: string }>(`PRAGMA table_info(agents)`).toArray().map((c) => c.name);
-    if (!columns.includes("confirmed_until")) this.sql.exec(`ALTER TABLE agents ADD COLUMN confirmed_until INTEGER`);
+    addMissingColumns(this.sql, "agents", { confirmed_until: "INTEGER" });
     this.metrics = new MetricsBoard(this.sql);
   }
 

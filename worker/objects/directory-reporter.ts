@@ -3,6 +3,7 @@
 // rebuilt agent object does not report the same presence again. While it has connections it also
 // confirms the entry every two TTLs (rules/directory-lease.ts), so an entry nobody confirms any
 // more turns unknown by itself.
+import { addMissingColumns } from "./sql-columns.ts";
 import { listedInDirectory, type Presence } from "../wire/presence.ts";
 import type { PresenceReport } from "../wire/protocol.ts";
 import { nextConfirmation } from "../rules/directory-lease.ts";
@@ -33,9 +34,7 @@ export class DirectoryReporter {
 
   constructor(private readonly sql: SqlStorage, private readonly heartbeatTtlMs: number) {
     sql.exec(`CREATE TABLE IF NOT EXISTS directory_report (id INTEGER PRIMARY KEY CHECK (id = 1), fingerprint TEXT NOT NULL)`);
-    const columns = sql.exec<{ name: string }>(`PRAGMA table_info(directory_report)`).toArray().map((c) => c.name);
-    if (!columns.includes("confirmed_at")) sql.exec(`ALTER TABLE directory_report ADD COLUMN confirmed_at INTEGER`);
-    if (!columns.includes("connected")) sql.exec(`ALTER TABLE directory_report ADD COLUMN connected INTEGER NOT NULL DEFAULT 0`);
+    addMissingColumns(sql, "directory_report", { confirmed_at: "INTEGER", connected: "INTEGER NOT NULL DEFAULT 0" });
   }
 
   /**

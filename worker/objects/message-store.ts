@@ -1,6 +1,7 @@
 // SQLite seam for durable work: the agent's messages with their own leases, the write that
 // acknowledged each one, the idempotency keys of posts and the agent's latest checkpoint. Ids come
 // from AUTOINCREMENT, so they only grow and are never reused. History is bounded: see prune().
+import { addMissingColumns } from "./sql-columns.ts";
 import type { MessageLease, MessageStatus } from "../rules/message-lease.ts";
 
 export type { MessageStatus };
@@ -91,7 +92,7 @@ export class MessageStore {
       id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, created_at INTEGER NOT NULL,
       status TEXT NOT NULL DEFAULT 'queued', attempts INTEGER NOT NULL DEFAULT 0, delivered_fence INTEGER,
       acked_at INTEGER, acked_fence INTEGER, reply TEXT)`);
-    addMissingColumns(sql);
+    upgradeMessages(sql);
     // Dispatch reads only open work (by status, oldest first), so its cost follows that, not the history.
     sql.exec(`CREATE INDEX IF NOT EXISTS messages_open ON messages (id) WHERE status != 'acknowledged'`);
     sql.exec(`CREATE INDEX IF NOT EXISTS messages_status ON messages (status, id)`);
@@ -292,10 +293,8 @@ export function leaseOf(m: StoredMessage): MessageLease {
  * Brings a table created by an older version up to date: adds the lease columns, and queues again
  * what it had handed out ("delivered"), as a new holder would have been handed it anyway.
  */
-function addMissingColumns(sql: SqlStorage): void {
-  const have = new Set(sql.exec<{ name: string }>(`PRAGMA table_info(messages)`).toArray().map((c) => c.name));
-  for (const [name, definition] of Object.entries(LEASE_COLUMNS)) {
-    if (!have.has(name)) sql.exec(`ALTER TABLE messages ADD COLUMN ${name} ${definition}`);
-  }
-  if (!have.has("token")) sql.exec(`UPDATE messages SET status = 'queued' WHERE status = 'delivered'`);
+function upgradeMessages(sql: SqlStorage): void {
+  const hadTokens = sql.exec(`SELECT 1 FROM pragma_table_info('messages') WHERE name = 'token'`).toArray().length > 0;
+  addMissingColumns(sql, "messages", LEASE_COLUMNS);
+  if (!hadTokens) sql.exec(`UPDATE messages SET status = 'queued' WHERE status = 'delivered'`);
 }

@@ -1,6 +1,7 @@
 // The directory's side of /metrics: the latest snapshot each agent of the account reported, one
 // SQLite row per agent, read whole at a scrape. A scrape calls no agent object, so its cost follows
 // the number of rows (about 30 lines of text per agent), not the agents' own work.
+import { addMissingColumns } from "./sql-columns.ts";
 import type { AgentMetrics } from "../rules/metrics.ts";
 
 /** An agent with no connection and no waiting message that has not reported for this long leaves /metrics. */
@@ -15,9 +16,7 @@ export class MetricsBoard {
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`CREATE TABLE IF NOT EXISTS agent_metrics (
       agent TEXT PRIMARY KEY, snapshot TEXT NOT NULL, reported_at INTEGER NOT NULL, connections INTEGER NOT NULL)`);
-    const columns = sql.exec<{ name: string }>(`PRAGMA table_info(agent_metrics)`).toArray().map((c) => c.name);
-    if (!columns.includes("confirmed_until")) sql.exec(`ALTER TABLE agent_metrics ADD COLUMN confirmed_until INTEGER`);
-    if (!columns.includes("waiting")) sql.exec(`ALTER TABLE agent_metrics ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0`);
+    addMissingColumns(sql, "agent_metrics", { confirmed_until: "INTEGER", waiting: "INTEGER NOT NULL DEFAULT 0" });
   }
 
   /** The agent's object still vouches for its snapshot until `until` (see rules/directory-lease.ts). */
