@@ -1,6 +1,7 @@
 // The Worker: authenticates every request, validates names and configuration, and routes to the
-// object that owns the (account, name) pair. Socket upgrades and an object's own HTTP API are
-// forwarded by fetch; the directory listing is an RPC call. Objects read who they are from their
+// object that owns the (account, name) pair. The agent API (agents.ts) and the session-lease API
+// (leases.ts) are answered here with typed RPC calls to the objects; only socket upgrades are
+// forwarded by fetch. Objects read who they are from their
 // own name (names.ts), so nothing identifying rides in a header. Static dashboard files are
 // served by the assets binding before this runs.
 import { authenticate, parseTokenConfig, presentedToken, type TokenEntry } from "./auth.ts";
@@ -8,8 +9,9 @@ import { checkConfig, type ConfigVerdict } from "./config.ts";
 import type { Env } from "./env.ts";
 import { metricsResponse } from "./objects/metrics-scrape.ts";
 import { readBody } from "./objects/http.ts";
+import { agentRequest } from "./agents.ts";
 import { leaseRequest } from "./leases.ts";
-import { agentObjectName, directoryObjectName } from "./objects/names.ts";
+import { directoryObjectName } from "./objects/names.ts";
 import { AGENT_NAME, errorResponse, LIMITS, SESSION_NAME } from "./wire/protocol.ts";
 
 export { AgentCoordinator } from "./objects/agent-object.ts";
@@ -72,7 +74,7 @@ async function route(request: Request, env: Env, account: string, url: URL): Pro
     if (agent === null || !AGENT_NAME.test(agent)) {
       return errorResponse(400, "bad_name", "agent names are 1-63 chars of a-z, 0-9, '.', '_' or '-', starting with a letter or digit");
     }
-    return forward(env.AGENTS.get(env.AGENTS.idFromName(agentObjectName(account, agent))), request);
+    return agentRequest(request, env, account, agent, url);
   }
   if (parts[0] === "leases" && parts.length >= 2) {
     const session = parts[1]!;

@@ -1,30 +1,15 @@
 // The pure lease rules: who is elected, when the fence moves, when the next scan is due, who may write.
 import { describe, expect, it } from "vitest";
-import { applyElection, EMPTY_LEASE, elect, isStale, linePosition, nextStaleDeadline, provenAlive, holderCheckAt, type Candidate } from "../../worker/rules/election.ts";
+import { applyElection, EMPTY_LEASE, isStale, nextStaleDeadline, provenAlive, holderCheckAt, type Candidate } from "../../worker/rules/election.ts";
 import { checkFencedWrite } from "../../worker/rules/fencing.ts";
 
 const ttl = 1000;
 const cand = (claimSeq: number, lastHeartbeat = 0, machine = `m${claimSeq}`): Candidate => ({ claimSeq, machine, lastHeartbeat });
 
-describe("elect", () => {
-  it("picks the lowest claim sequence among live candidates", () => {
-    expect(elect([cand(3), cand(1), cand(2)], 0, ttl)?.claimSeq).toBe(1);
-  });
-
-  it("skips candidates past the TTL and returns null when none is live", () => {
-    expect(elect([cand(1, 0), cand(2, 900)], 1500, ttl)?.claimSeq).toBe(2);
-    expect(elect([cand(1, 0)], 1001, ttl)).toBeNull();
-    expect(elect([], 0, ttl)).toBeNull();
-  });
-
+describe("isStale", () => {
   it("a heartbeat exactly at the TTL is still live; one millisecond later is stale", () => {
     expect(isStale({ lastHeartbeat: 0 }, 1000, ttl)).toBe(false);
     expect(isStale({ lastHeartbeat: 0 }, 1001, ttl)).toBe(true);
-  });
-
-  it("positions count the candidates ahead in line", () => {
-    const all = [cand(4), cand(9), cand(7)];
-    expect([4, 7, 9].map((s) => linePosition(all, s))).toEqual([0, 1, 2]);
   });
 });
 

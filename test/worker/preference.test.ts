@@ -228,19 +228,18 @@ describe("restart grace", () => {
     await runInDurableObject(stubFor(agent), (_instance, state) => {
       const now = Date.now();
       const lease = { fence: 1, holderClaim: 1, holderMachine: "a", since: now };
-      const holder = { claimSeq: 1, machine: "a", lastHeartbeat: now, runner: "run-a", priority: 0, readySince: now };
       const before = new AgentControls(state.storage.sql, { hysteresisMs: HYSTERESIS_MS, restartGraceMs: 86_400_000 });
-      before.noteHolder(holder);
+      before.noteHolder("run-a", true);
       before.noteRestart(lease, now);
       expect(before.report(now).reserved_until).toBe(now + 86_400_000);
+      expect(before.snapshot(now).reserved).toMatchObject({ runner: "run-a", until: now + 86_400_000 });
       const off = new AgentControls(state.storage.sql, { hysteresisMs: HYSTERESIS_MS, restartGraceMs: 0 });
       off.noteRestart(lease, now);
       expect(off.report(now).reserved_until).toBeNull();
-      expect(off.elect([], lease, false, now)).toEqual({ winner: null, reason: null });
+      expect(off.snapshot(now).reserved).toBeNull();
       const shorter = new AgentControls(state.storage.sql, { hysteresisMs: HYSTERESIS_MS, restartGraceMs: 10_000 });
       expect(shorter.report(now).reserved_until).toBeNull();
-      const standby = { ...holder, claimSeq: 2, machine: "b", runner: "run-b" };
-      expect(shorter.elect([standby], { ...lease, holderClaim: null, holderMachine: null }, false, now).winner?.claimSeq).toBe(2);
+      expect(shorter.snapshot(now).reserved).toBeNull();
     });
   });
 

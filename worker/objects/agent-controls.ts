@@ -1,24 +1,11 @@
-// Where an agent may run, as its object stores and applies it: pause, drained machines, the runner
-// the lease went to, and the runner a restarted object keeps the lease for. The rules are in
-// ../rules/preference.ts; this file feeds them from connections and SQLite.
+// Where an agent may run, as its object stores it: pause, drained machines, the runner the lease
+// went to, and the runner a restarted object keeps the lease for. The rules that read these are in
+// ../rules/preference.ts, called by ../rules/agent-plan.ts with this class's snapshot.
 import type { PreferenceConfig } from "../config.ts";
-import type { Candidate, LeaseRecord } from "../rules/election.ts";
-import { electPreferred, nextPreferenceMoment, type PreferenceContext, type PreferenceReason, type RankedCandidate } from "../rules/preference.ts";
+import type { ControlsSnapshot } from "../rules/agent-plan.ts";
+import type { LeaseRecord } from "../rules/election.ts";
 import { drainSchema, LIMITS, type ErrorCode } from "../wire/protocol.ts";
 import type { AgentControlsReport } from "../wire/presence.ts";
-
-/** A live, claiming connection: what election needs, plus its preference from the claim. */
-export interface RankedConn extends Candidate {
-  runner: string | null;
-  priority: number;
-  /** When this connection opened: a reconnect starts the hysteresis period again. */
-  readySince: number;
-}
-
-export interface PreferenceChoice {
-  winner: RankedConn | null;
-  reason: PreferenceReason | null;
-}
 
 export type ControlRoute = "pause" | "unpause" | "drain" | "undrain";
 export const CONTROL_ROUTES: readonly string[] = ["pause", "unpause", "drain", "undrain"] satisfies ControlRoute[];
@@ -147,32 +134,15 @@ export class AgentControls {
     this.set("reserved", JSON.stringify({ runner, until: now + this.config.restartGraceMs, machine: lease.holderMachine } satisfies Reservation));
   }
 
-  /** Remembers whose runner holds the lease now; a new holder ends any reservation. */
-  noteHolder(winner: RankedConn | null): void {
-    this.set("holder_runner", winner?.runner ?? null);
-    if (winner !== null) this.set("reserved", null);
+  /** Remembers whose runner holds the lease now (null: nobody, or an anonymous runner); a new holder ends any reservation. */
+  noteHolder(runner: string | null, held: boolean): void {
+    this.set("holder_runner", runner);
+    if (held) this.set("reserved", null);
   }
 
-  /**
-   * Where the lease should be among live, claiming connections (staleness already decided), with
-   * the reason when it moves on purpose. `holderBusy`: the holder runs a message, so nothing moves
-   * on purpose now.
-   */
-  elect(conns: readonly RankedConn[], lease: LeaseRecord, holderBusy: boolean, now: number): PreferenceChoice {
-    const { winner, reason } = electPreferred(this.lineup(conns), this.context(lease, holderBusy, now));
-    return { winner: winner === null ? null : conns.find((c) => c.claimSeq === winner.claimSeq)!, reason };
-  }
-
-  /** The next moment the lease should move by the clock alone (hysteresis over, grace over), or null. */
-  nextMoment(conns: readonly RankedConn[], lease: LeaseRecord, now: number): number | null {
-    return nextPreferenceMoment(this.lineup(conns), this.context(lease, false, now));
-  }
-
-  /** True when the holder would hand on at its next safe point (a preferred runner is ready, or it is drained). */
-  wantsMove(conns: readonly RankedConn[], lease: LeaseRecord, now: number): boolean {
-    if (lease.holderClaim === null) return false;
-    const { winner } = electPreferred(this.lineup(conns), this.context(lease, false, now));
-    return winner?.claimSeq !== lease.holderClaim;
+  /** What an election needs to know of the controls, at `now`. */
+  snapshot(now: number): ControlsSnapshot {
+    return { paused: this.paused(), drained: new Set(this.drainedSince.keys()), hysteresisMs: this.config.hysteresisMs, reserved: this.activeReservation(now) };
   }
 
   report(now: number): AgentControlsReport {
@@ -183,30 +153,6 @@ export class AgentControls {
       drained: [...this.drained()].map(([machine, since]) => ({ machine, since })),
       hysteresis_seconds: this.config.hysteresisMs / 1000,
       reserved_until: reserved?.until ?? null,
-    };
-  }
-
-  /** The connections as the preference rules see them: with their machine's drained flag. */
-  lineup(conns: readonly RankedConn[]): RankedCandidate[] {
-    const drained = this.drained();
-    return conns.map((c) => ({
-      claimSeq: c.claimSeq,
-      // An anonymous runner (an older client) is never recognised after a restart.
-      runner: c.runner ?? `claim:${c.claimSeq}`,
-      priority: c.priority,
-      readySince: c.readySince,
-      drained: drained.has(c.machine),
-    }));
-  }
-
-  private context(lease: LeaseRecord, holderBusy: boolean, now: number): PreferenceContext {
-    return {
-      holderClaim: lease.holderClaim,
-      holderBusy,
-      paused: this.paused(),
-      hysteresisMs: this.config.hysteresisMs,
-      reserved: this.activeReservation(now),
-      now,
     };
   }
 }

@@ -46,11 +46,13 @@ export class AgentStore {
     return stored === null ? null : (JSON.parse(stored) as AgentIdentity);
   }
 
-  /** Hands out claim sequences: strictly increasing, never reused, across restarts of the object. */
-  nextClaimSeq(): number {
-    const next = Number(this.get("claim_counter") ?? "0") + 1;
-    this.set("claim_counter", String(next));
-    return next;
+  /** The last claim sequence handed out: they only grow and are never reused, across restarts of the object. */
+  claimCounter(): number {
+    return Number(this.get("claim_counter") ?? "0");
+  }
+
+  saveClaimCounter(last: number): void {
+    if (last !== this.claimCounter()) this.set("claim_counter", String(last));
   }
 
   /** The stored lease, read from SQLite once per object instance and kept in step by saveLease. */

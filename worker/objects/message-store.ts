@@ -191,22 +191,13 @@ export class MessageStore {
     this.sql.exec(`UPDATE messages SET resume_input = ? WHERE id = ?`, input, id);
   }
 
-  /** How many messages `runner` (a claim sequence) is running now. */
-  runningOn(runner: string): number {
-    return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM messages WHERE status = 'running' AND runner = ?`, runner).one().n;
-  }
-
   /**
-   * The earliest run or park deadline, or end of a retry backoff still ahead, for the alarm; null
-   * when nothing is due. A backoff that has ended needs no alarm: the message is dispatched by the
-   * next event that frees a slot (an ack, a fail, a claim, an unpause), never by polling.
+   * The earliest park deadline still ahead, for the alarm. Parked work is mostly not among the
+   * open leases a dispatch reads, so its deadlines are asked for here; the rest come from those.
    */
-  nextDeadline(now: number): number | null {
-    const deadline = this.sql.exec<{ at: number | null }>(
-      `SELECT MIN(expires_at) AS at FROM messages WHERE status IN ('running', 'parked') AND expires_at IS NOT NULL`).one().at ?? null;
-    const retry = this.sql.exec<{ at: number | null }>(
-      `SELECT MIN(retry_at) AS at FROM messages WHERE status = 'queued' AND retry_at > ?`, now).one().at ?? null;
-    return deadline === null ? retry : retry === null ? deadline : Math.min(deadline, retry);
+  parkDeadline(now: number): number | null {
+    return this.sql.exec<{ at: number | null }>(
+      `SELECT MIN(expires_at) AS at FROM messages WHERE status = 'parked' AND expires_at > ?`, now).one().at ?? null;
   }
 
   countByStatus(): Record<MessageStatus, number> {

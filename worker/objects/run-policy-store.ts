@@ -25,10 +25,12 @@ export class RunPolicyStore {
     this.set("policy", JSON.stringify(policy));
   }
 
-  /** Hands out message lease tokens: strictly increasing across every message of the agent and across restarts. */
-  nextToken(): number {
-    const next = Number(this.get("token_counter") ?? "0") + 1;
-    this.set("token_counter", String(next));
-    return next;
+  /** The last message lease token handed out: tokens only grow, across every message of the agent and across restarts. */
+  tokenCounter(): number {
+    return Number(this.get("token_counter") ?? "0");
+  }
+
+  saveTokenCounter(last: number): void {
+    if (last !== this.tokenCounter()) this.set("token_counter", String(last));
   }
 }

@@ -1,9 +1,9 @@
-// Durable work of one agent: stores messages, pushes them to every serve connection (only the
-// runner's copy says run), hands each message out under its own lease (message-leases.ts), and
-// accepts idempotent replies, acks, failures and checkpoints under a message's token (the agent's
-// own checkpoint under the serve fence). The agent object owns the sockets and the lease.
+// Durable work of one agent: stores messages, replays history to serve connections, pushes message
+// frames (only the runner's copy says run), and accepts idempotent replies, acks, failures and
+// checkpoints under a message's token (message-leases.ts; the agent's own checkpoint under the
+// serve fence). Who runs what is decided by ../rules/agent-plan.ts; the agent object applies it.
 import type { LeaseRecord } from "../rules/election.ts";
-import { checkFencedWrite, holdsLease } from "../rules/fencing.ts";
+import { checkFencedWrite } from "../rules/fencing.ts";
 import { send, writeConn, type ConnState } from "./connections.ts";
 import { MessageStore, type StoredMessage } from "./message-store.ts";
 import { messageFrame, MessageLeases, type DeskSocket, type TokenWrite } from "./message-leases.ts";
@@ -25,31 +25,10 @@ export class WorkDesk {
   private readonly replayPerSocket = new BucketPerSocket(LIMITS.replayBytesPerSecond, LIMITS.replayBytesPerSecond);
   private readonly replayPerAgent = new ByteBucket(LIMITS.replayBytesPerSecondPerAgent, LIMITS.replayBytesPerSecondPerAgent);
 
-  constructor(
-    sql: SqlStorage,
-    private readonly lease: () => LeaseRecord,
-    private readonly sockets: () => DeskSocket[],
-    /** Whether a runner may take new work now (pause, drain, a holder handing on); its running work stays. */
-    accepts: (state: ConnState) => boolean = () => true,
-  ) {
+  constructor(sql: SqlStorage) {
     this.messages = new MessageStore(sql);
-    this.leases = new MessageLeases(sql, this.messages, lease, sockets, (s, m, run) => this.push(s, m, run), accepts);
+    this.leases = new MessageLeases(sql, this.messages);
     this.leases.onRefused = (code) => this.onRefused(code);
-  }
-
-  /** Stores a message, hands it to a runner if one has a free slot, and shows it to every other serve connection. */
-  post(text: string, now: number, opts: { group?: string; runTimeoutMs?: number } = {}): StoredMessage {
-    const stored = this.messages.add(text, now, opts);
-    const runner = this.leases.reconcile(now).get(stored.id);
-    for (const s of this.sockets()) {
-      if (s.ws !== runner?.ws) this.push(s, stored, false);
-    }
-    return this.messages.get(stored.id)!;
-  }
-
-  /** Takes back what its runner may no longer run, expires deadlines, and hands out queued messages. */
-  reconcile(now: number): void {
-    this.leases.reconcile(now);
   }
 
   /**
@@ -73,33 +52,35 @@ export class WorkDesk {
       writeConn(socket.ws, socket.state);
     }
     for (const m of plan.count ? this.messages.range(after, plan.last) : []) this.push(socket, m, false);
+    writeConn(socket.ws, socket.state);
     send(socket.ws, { type: "result", op: "sync", req, cursor: plan.last, more: plan.more });
   }
 
   /**
    * An ack, reply, checkpoint, fail or park. A write for a message goes to the message's own lease
-   * (MessageLeases.write); a checkpoint with only the serve fence is the agent's own, from its holder.
+   * (MessageLeases.write); a checkpoint with only the serve fence is the agent's own, from its
+   * holder. Returns true when a message may have moved, so the object plans again.
    */
-  write(socket: DeskSocket, frame: WriteFrame, now: number): void {
+  write(socket: DeskSocket, frame: WriteFrame, now: number, lease: LeaseRecord): boolean {
     if (frame.type !== "checkpoint" || (frame.token !== undefined && frame.id !== undefined)) {
-      return this.leases.write(socket, frame as TokenWrite, now);
+      return this.leases.write(socket, frame as TokenWrite, now, lease.fence);
     }
     const fence = frame.fence!;
-    const verdict = checkFencedWrite(this.lease(), socket.state, fence);
+    const verdict = checkFencedWrite(lease, socket.state, fence);
     if (!verdict.ok) {
       this.onRefused(verdict.code);
-      return send(socket.ws, errorFrame(verdict.code, verdict.message, frame.req));
+      send(socket.ws, errorFrame(verdict.code, verdict.message, frame.req));
+      return false;
     }
     this.messages.saveCheckpoint(frame.value, fence, now);
     send(socket.ws, { type: "result", op: "checkpoint", req: frame.req, fence });
+    return false;
   }
 
-  private push(socket: DeskSocket, m: StoredMessage, run: boolean): void {
+  /** Sends a message frame (a run copy only to its runner) and moves the connection's cursor past it; the caller writes the attachment. */
+  push(socket: DeskSocket, m: StoredMessage, run: boolean): void {
     send(socket.ws, messageFrame(m, run, this.leases.policies.policy()));
-    if (m.id > socket.state.cursor) {
-      socket.state.cursor = m.id;
-      writeConn(socket.ws, socket.state);
-    }
+    if (m.id > socket.state.cursor) socket.state.cursor = m.id;
   }
 }
 
@@ -129,9 +110,4 @@ export function messageView(m: StoredMessage) {
     checkpoint: m.checkpoint === null ? null : (JSON.parse(m.checkpoint) as unknown),
     resume_input: m.resume_input,
   };
-}
-
-/** True when this connection holds the serve lease whose holder claim is `holderClaim`. */
-export function isHolder(state: DeskSocket["state"], holderClaim: number | null): boolean {
-  return holdsLease(state, { holderClaim });
 }

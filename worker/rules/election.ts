@@ -50,21 +50,6 @@ export function provenAlive(seen: number, autoPing: number | null, holder: boole
   return autoPing;
 }
 
-/** The holder is the live candidate with the lowest claim sequence (etcd's oldest-revision rule). */
-export function elect(candidates: readonly Candidate[], now: number, ttlMs: number): Candidate | null {
-  let best: Candidate | null = null;
-  for (const c of candidates) {
-    if (isStale(c, now, ttlMs)) continue;
-    if (best === null || c.claimSeq < best.claimSeq) best = c;
-  }
-  return best;
-}
-
-/** Position in line: 0 for the holder, k for the k-th standby, by claim sequence. */
-export function linePosition(candidates: readonly Candidate[], claimSeq: number): number {
-  return candidates.filter((c) => c.claimSeq < claimSeq).length;
-}
-
 /**
  * Applies an election result. The fence grows by one exactly when the lease passes to a new
  * holder, and never otherwise; losing the holder without a successor keeps the fence.

@@ -1,0 +1,127 @@
+// The agent HTTP API, answered in the Worker: it matches the route, validates the input, calls one
+// typed RPC method on the agent's object (agent-object.ts) and renders the answer. Only the serve
+// socket upgrade is forwarded as a request. Bad input is a 400 with a named code and reaches no object.
+import type { Env } from "./env.ts";
+import { readBody, readJsonBody } from "./objects/http.ts";
+import type { AgentCoordinator } from "./objects/agent-object.ts";
+import { agentObjectName } from "./objects/names.ts";
+import { CONTROL_ROUTES, type ControlRoute } from "./objects/agent-controls.ts";
+import type { MessagePolicy } from "./rules/message-lease.ts";
+import {
+  errorResponse, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema, utf8Bytes,
+} from "./wire/protocol.ts";
+
+const SMALL_BODY_BYTES = 4 * 1024;
+
+type Method = "presence" | "post" | "messagePage" | "message" | "control" | "policy" | "setPolicy" | "resume";
+/**
+ * The object's methods as the Worker calls them. The runtime's stub type maps every result through
+ * its serializable-type check, which cannot express the JSON values (`unknown`) in a checkpoint;
+ * structured clone carries them unchanged, so the methods' own types are the true ones.
+ */
+type Stub = { [M in Method]: (...args: Parameters<AgentCoordinator[M]>) => Promise<ReturnType<AgentCoordinator[M]>> } & {
+  fetch(request: Request): Promise<Response>;
+};
+
+/** Answers one request under /agents/{agent}/; `agent` is already a valid name of `account`. */
+export async function agentRequest(request: Request, env: Env, account: string, agent: string, url: URL): Promise<Response> {
+  const stub = env.AGENTS.get(env.AGENTS.idFromName(agentObjectName(account, agent))) as unknown as Stub;
+  const route = url.pathname.split("/").filter(Boolean).slice(2).join("/");
+  const { method } = request;
+  if (route === "serve") {
+    // Refused here, unread, unless it is an upgrade: only a socket reaches the object as a request.
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return errorResponse(426, "upgrade_required", "expected a WebSocket upgrade");
+    return stub.fetch(request);
+  }
+  if (route === "presence" && method === "GET") return Response.json(await stub.presence());
+  if (route === "messages" && method === "POST") return postMessage(request, stub);
+  if (route === "messages" && method === "GET") return messagePage(url, stub);
+  if (route === "policy") return policy(request, stub);
+  if (CONTROL_ROUTES.includes(route) && method === "POST") return control(request, route as ControlRoute, stub);
+  const one = route.match(/^messages\/(\d{1,15})$/);
+  if (one && method === "GET") {
+    const view = await stub.message(Number(one[1]));
+    return view ? Response.json(view) : errorResponse(404, "not_found", `no message ${one[1]}`);
+  }
+  const resume = route.match(/^messages\/(\d{1,15})\/resume$/);
+  if (resume && method === "POST") return resumeMessage(request, Number(resume[1]), stub);
+  return errorResponse(404, "not_found", `no route for ${method} ${url.pathname}`);
+}
+
+/** With an Idempotency-Key header, a retry within the key's retention returns the first post's message (200, Idempotent-Replayed). */
+async function postMessage(request: Request, stub: Stub): Promise<Response> {
+  const key = request.headers.get("idempotency-key");
+  if (key !== null && (key.length < 1 || key.length > LIMITS.idempotencyKeyChars || !MACHINE_LABEL.test(key))) {
+    return errorResponse(400, "bad_request", `Idempotency-Key must be 1-${LIMITS.idempotencyKeyChars} printable characters`);
+  }
+  const body = await readJsonBody(request, LIMITS.messageTextBytes * 2);
+  if (!body.ok) return body.response;
+  const parsed = postMessageSchema.safeParse(body.data);
+  if (!parsed.success) {
+    return errorResponse(400, "bad_request", 'body must be {"text": "<non-empty string>", "group"?: "<label>", "run_timeout_seconds"?: <seconds>}');
+  }
+  const { text, group, run_timeout_seconds } = parsed.data;
+  if (utf8Bytes(text) > LIMITS.messageTextBytes) return errorResponse(413, "too_large", `message text exceeds ${LIMITS.messageTextBytes} bytes`);
+  const runTimeoutMs = run_timeout_seconds === undefined ? undefined : Math.round(run_timeout_seconds * 1000);
+  const posted = await stub.post(text, { group, runTimeoutMs, key });
+  return Response.json(posted.view, { status: posted.status, headers: posted.replayed ? { "Idempotent-Replayed": "true" } : {} });
+}
+
+async function messagePage(url: URL, stub: Stub): Promise<Response> {
+  const after = Number(url.searchParams.get("after") ?? "0");
+  const limit = Number(url.searchParams.get("limit") ?? "100");
+  if (!Number.isInteger(after) || after < 0 || !Number.isInteger(limit) || limit < 1) {
+    return errorResponse(400, "bad_request", "after must be an integer >= 0 and limit an integer >= 1");
+  }
+  return Response.json(await stub.messagePage(after, limit));
+}
+
+/** Pause, unpause, drain, undrain; drain and undrain may name a machine. */
+async function control(request: Request, route: ControlRoute, stub: Stub): Promise<Response> {
+  const body = await readBody(request, LIMITS.frameBytes);
+  if (!body.ok) return body.response;
+  let data: unknown = {};
+  try {
+    if (body.bytes.byteLength > 0) data = JSON.parse(new TextDecoder().decode(body.bytes));
+  } catch {
+    return errorResponse(400, "bad_json", "body is not valid JSON");
+  }
+  const outcome = await stub.control(route, data);
+  if (!outcome.ok) return errorResponse(outcome.status, outcome.code, outcome.message);
+  return Response.json({ agent: outcome.agent, changed: outcome.changed, ...outcome.report });
+}
+
+async function policy(request: Request, stub: Stub): Promise<Response> {
+  if (request.method === "GET") return Response.json(policyView(await stub.policy()));
+  if (request.method !== "PUT") return errorResponse(405, "bad_request", "policy takes GET or PUT");
+  const body = await readJsonBody(request, SMALL_BODY_BYTES);
+  if (!body.ok) return body.response;
+  const parsed = parseBody(policySchema, body.data);
+  if (!parsed.ok) return errorResponse(400, "bad_request", `bad policy: ${parsed.message}`);
+  const { mode, max_running, run_timeout_seconds, max_attempts } = parsed.value;
+  const update: Partial<MessagePolicy> = {
+    ...(mode === undefined ? {} : { mode }),
+    ...(max_running === undefined ? {} : { maxRunning: max_running }),
+    ...(run_timeout_seconds === undefined ? {} : { runTimeoutMs: Math.round(run_timeout_seconds * 1000) }),
+    ...(max_attempts === undefined ? {} : { maxAttempts: max_attempts }),
+  };
+  return Response.json(policyView(await stub.setPolicy(update)));
+}
+
+async function resumeMessage(request: Request, id: number, stub: Stub): Promise<Response> {
+  const body = await readJsonBody(request, LIMITS.resumeInputBytes * 2);
+  if (!body.ok) return body.response;
+  const parsed = parseBody(resumeSchema, body.data);
+  if (!parsed.ok) return errorResponse(400, "bad_request", `body must be {"input"?: "<text>"}: ${parsed.message}`);
+  const input = parsed.value.input ?? null;
+  if (input !== null && utf8Bytes(input) > LIMITS.resumeInputBytes) {
+    return errorResponse(413, "too_large", `resume input exceeds ${LIMITS.resumeInputBytes} bytes`);
+  }
+  const answer = await stub.resume(id, input);
+  if (!answer.ok) return errorResponse(answer.status, answer.code, answer.message);
+  return Response.json(answer.view);
+}
+
+export function policyView(p: MessagePolicy) {
+  return { mode: p.mode, max_running: p.maxRunning, run_timeout_seconds: p.runTimeoutMs / 1000, max_attempts: p.maxAttempts };
+}
