@@ -33,5 +33,7 @@ describe("directory capacity", () => {
     expect(found).toBe(AGENTS * ROUNDS);
     expect((await directory.list()).every((e) => e.confirmed)).toBe(true);
     console.log(`directory: ${Math.round((AGENTS * ROUNDS) / seconds)} confirmations per second (${AGENTS * ROUNDS} in ${seconds.toFixed(2)} s, local workerd)`);
-  });
+    // What this asserts is that every confirmation lands, not how fast: the rate is printed, and a
+    // loaded machine (CI shares its cores) may take several times the 2 s it takes alone.
+  }, 120_000);
 });
