@@ -16,6 +16,7 @@ import {
 import { snapshotOfHead, workingTree, wranglerDevOf } from "./snapshot.ts";
 import { runPreference } from "./preference.ts";
 import { runScale } from "./scale.ts";
+import { runSteady } from "./steady.ts";
 import { measureWakes, type WakeResult } from "./wakes.ts";
 
 const { values: opts } = parseArgs({
@@ -73,6 +74,10 @@ const SCENARIOS: Record<string, Scenario> = {
     needs: ["etcd"],
     run: (b) => interleaved(b, "silent holder: SIGSTOPped", b.handoff.filter((s) => s.name !== "floor"), (s) => signalTrial(s, "SIGSTOP")),
   },
+  steady: {
+    needs: ["floor"],
+    run: async (b) => void b.results.push(await runSteady(b.dev.url, b.handoff.find((s) => s.name === "floor")!.url, ttlSeconds, trials)),
+  },
   fresh: { needs: ["etcd", "floor"], run: (b) => leaseRounds(b, "fresh keys", b.leases.fresh, freshKeysRound) },
   hot: { needs: ["etcd", "floor"], run: (b) => leaseRounds(b, "one hot key", b.leases.hot, hotKeyRound) },
   wakes: {
@@ -90,7 +95,7 @@ const SCENARIOS: Record<string, Scenario> = {
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
   scale: { needs: [], run: async (b) => void b.sections.push(await runScale({ startDev: b.startDev, cli: b.cli })) },
 };
-const DEFAULT_SCENARIOS = ["graceful", "crash", "stop", "fresh", "hot", "wakes", "preference"];
+const DEFAULT_SCENARIOS = ["graceful", "steady", "crash", "stop", "fresh", "hot", "wakes", "preference"];
 const ALIASES: Record<string, string[]> = { acquire: ["fresh", "hot"] };
 
 function selected(): string[] {

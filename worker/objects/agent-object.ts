@@ -361,8 +361,8 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   private presenceChanged(conns?: LiveConn[], now = Date.now()): void {
     if (!this.identity) return;
     const presence = this.presenceOf(conns ?? this.liveConns(now), now);
-    this.directoryReporter.report(this.ctx, this.env.DIRECTORY, this.identity.account, presence);
-    this.metrics.report(this.ctx, this.env.DIRECTORY, this.identity.account, presence);
+    const metrics = this.metrics.changed(presence, now);
+    this.directoryReporter.report(this.ctx, this.env.DIRECTORY, this.identity.account, presence, metrics, () => this.metrics.forget());
   }
 
   private agentName(): string {

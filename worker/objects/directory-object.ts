@@ -14,6 +14,7 @@ import { CLOSE_CODES, errorFrame, errorResponse, parseClientFrame, type ServerFr
 import type { Env } from "../env.ts";
 import type { AgentMetrics } from "../rules/metrics.ts";
 import { MetricsBoard } from "./metrics-directory.ts";
+import type { DirectoryUpdate } from "./directory-reporter.ts";
 import { closeQuietly, observerAttachment, send, type ObserverState } from "./connections.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
 
@@ -41,7 +42,13 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     this.metrics = new MetricsBoard(this.sql);
   }
 
-  /** RPC from an agent object: its latest metrics snapshot (sent only when it changed). */
+  /** RPC from an agent object: what changed, its presence or its metrics or both, in one call. */
+  update(u: DirectoryUpdate): void {
+    if (u.presence) this.report(u.presence);
+    if (u.metrics) this.reportMetrics(u.metrics);
+  }
+
+  /** An agent's latest metrics snapshot (sent only when it changed). */
   reportMetrics(snapshot: AgentMetrics): void {
     this.metrics.accept(snapshot, confirmedUntil(snapshot.reported_at, this.config.heartbeatTtlMs));
   }
@@ -65,7 +72,7 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   }
 
   /**
-   * RPC from an agent object: its latest presence. A report older than the one stored is
+   * An agent's latest presence. A report older than the one stored is
    * dropped; any other reaches every observer. An agent with no connections and no waiting work leaves the list.
    */
   report(entry: PresenceReport): void {

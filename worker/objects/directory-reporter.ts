@@ -8,6 +8,7 @@ import { listedInDirectory, type Presence } from "../wire/presence.ts";
 import type { PresenceReport } from "../wire/protocol.ts";
 import { nextConfirmation } from "../rules/directory-lease.ts";
 import type { AgentDirectory } from "./directory-object.ts";
+import type { AgentMetrics } from "../rules/metrics.ts";
 import { directoryObjectName } from "./names.ts";
 
 /** How soon a failed report or confirmation to the directory is tried again. */
@@ -21,11 +22,20 @@ export function presenceFingerprint(presence: Presence): string {
 
 /**
  * Reports leave one at a time and in order; while one is in flight, newer ones replace each
- * other, so the directory always ends with the latest. A failed report forgets what was sent,
- * so the next reconcile (at the latest the next presence scan) sends it again.
+ * other (presence and metrics each keep their latest), so the directory always ends with the
+ * latest. A failed report forgets what was sent, so the next change (at the latest the next
+ * presence scan) sends it again.
  */
+/** What one RPC to the directory carries: the presence when it changed, the metrics snapshot when it did. */
+export interface DirectoryUpdate {
+  presence?: PresenceReport;
+  metrics?: AgentMetrics;
+}
+
 export class DirectoryReporter {
-  private pending: PresenceReport | null = null;
+  private pending: DirectoryUpdate | null = null;
+  /** Told when a metrics snapshot could not be sent, so it is sent again with the next change. */
+  private metricsLost: () => void = () => {};
   /** After a failed confirmation, none is tried before this (in memory: an evicted object tries at its next wake). */
   private confirmRetryAt = 0;
   private flushing = false;
@@ -71,16 +81,32 @@ export class DirectoryReporter {
     }));
   }
 
-  report(ctx: DurableObjectState, directories: DurableObjectNamespace<AgentDirectory>, account: string, presence: Presence): void {
+  /**
+   * Sends what changed: the presence when the directory would show something else, and `metrics`
+   * (already known to be new) with it, in one RPC. `metricsLost` is told when that RPC fails.
+   */
+  report(
+    ctx: DurableObjectState, directories: DurableObjectNamespace<AgentDirectory>, account: string, presence: Presence,
+    metrics: AgentMetrics | null, metricsLost: () => void,
+  ): void {
+    const update: DirectoryUpdate = { ...this.pending };
+    if (metrics) {
+      update.metrics = metrics;
+      this.metricsLost = metricsLost;
+    }
     const fingerprint = presenceFingerprint(presence);
     const last = this.lastFingerprint();
-    if (fingerprint === last) return;
-    this.remember(fingerprint);
     // The directory lists only agents with connections or waiting work: one it never heard of needs no "gone".
-    if (last === null && !listedInDirectory(presence)) return;
-    const now = Date.now();
-    this.pending = { ...presence, reported_at: now };
-    this.sql.exec(`UPDATE directory_report SET confirmed_at = ?, connected = ? WHERE id = 1`, now, presence.connection_count > 0 ? 1 : 0);
+    if (fingerprint !== last) {
+      this.remember(fingerprint);
+      if (last !== null || listedInDirectory(presence)) {
+        const now = Date.now();
+        update.presence = { ...presence, reported_at: now };
+        this.sql.exec(`UPDATE directory_report SET confirmed_at = ?, connected = ? WHERE id = 1`, now, presence.connection_count > 0 ? 1 : 0);
+      }
+    }
+    if (!update.presence && !update.metrics) return;
+    this.pending = update;
     if (!this.flushing) ctx.waitUntil(this.flush(directories.get(directories.idFromName(directoryObjectName(account)))));
   }
 
@@ -88,12 +114,13 @@ export class DirectoryReporter {
     this.flushing = true;
     try {
       while (this.pending) {
-        const entry = this.pending;
+        const update = this.pending;
         this.pending = null;
         try {
-          await stub.report(entry);
+          await stub.update(update);
         } catch {
-          this.forget();
+          if (update.presence) this.forget();
+          if (update.metrics) this.metricsLost();
           this.onFailure();
         }
       }

@@ -1,15 +1,13 @@
 // One agent's metrics: lease counters kept in memory and written only with a lease transition (or
 // at most every REFUSALS_PERSIST_MS when only refusals changed), a message tally kept by SQLite
 // triggers on the messages table (so it costs nothing per frame and follows any status the message
-// lifecycle uses), and a reporter that sends the agent's snapshot to its directory by RPC when it
-// changed. The directory answers GET /metrics from these snapshots without calling any agent.
+// lifecycle uses), and the snapshot handed to the directory reporter whenever it changed (it rides
+// with the presence in one RPC). The directory answers GET /metrics from these snapshots without calling any agent.
 import type { Presence } from "../wire/presence.ts";
 import type { Transition } from "../rules/election.ts";
 import {
   countRefusal, countTransition, EMPTY_COUNTERS, metricsFingerprint, type AgentMetrics, type LeaseCounters, type MessageTally,
 } from "../rules/metrics.ts";
-import type { AgentDirectory } from "./directory-object.ts";
-import { directoryObjectName } from "./names.ts";
 
 /** Refusals alone are written at most this often; up to this much of them is lost if the object is evicted. */
 export const REFUSALS_PERSIST_MS = 30_000;
@@ -37,8 +35,6 @@ export class AgentMetricsKeeper {
   private counters: LeaseCounters;
   private persistedAt = 0;
   private lastFingerprint: string | null = null;
-  private pending: AgentMetrics | null = null;
-  private flushing = false;
 
   /** Call after the messages table exists: the tally's triggers are attached to it. */
   constructor(private readonly sql: SqlStorage) {
@@ -109,33 +105,18 @@ export class AgentMetricsKeeper {
   }
 
   /**
-   * Sends the snapshot to the account's directory when it differs from the last one sent. Reports
-   * leave one at a time, newer ones replacing a waiting one; a failed report is sent again at the
-   * next change.
+   * The snapshot when it differs from the last one handed out, else null. The directory reporter
+   * sends it with the presence in one RPC; a failed send calls `forget`, so the next change sends it again.
    */
-  report(ctx: DurableObjectState, directories: DurableObjectNamespace<AgentDirectory>, account: string, presence: Presence): void {
-    const snapshot = this.snapshot(presence, Date.now());
+  changed(presence: Presence, now: number): AgentMetrics | null {
+    const snapshot = this.snapshot(presence, now);
     const fingerprint = metricsFingerprint(snapshot);
-    if (fingerprint === this.lastFingerprint) return;
+    if (fingerprint === this.lastFingerprint) return null;
     this.lastFingerprint = fingerprint;
-    this.pending = snapshot;
-    if (!this.flushing) ctx.waitUntil(this.flush(directories.get(directories.idFromName(directoryObjectName(account)))));
+    return snapshot;
   }
 
-  private async flush(stub: DurableObjectStub<AgentDirectory>): Promise<void> {
-    this.flushing = true;
-    try {
-      while (this.pending) {
-        const snapshot = this.pending;
-        this.pending = null;
-        try {
-          await stub.reportMetrics(snapshot);
-        } catch {
-          this.lastFingerprint = null;
-        }
-      }
-    } finally {
-      this.flushing = false;
-    }
+  forget(): void {
+    this.lastFingerprint = null;
   }
 }
