@@ -10,6 +10,8 @@ import type { ScenarioResult } from "./report.ts";
 const WAIT_MS = 15_000;
 /** Handoffs made before anything is recorded, so the agent has history (transitions, counters, reports). */
 const WARM_HANDOFFS = 60;
+/** Pause between trials: a serve socket may send 50 frames a second, and real handoffs are that rare or rarer. */
+const PACE_MS = 60;
 
 interface Side {
   /** Gives the lead up; resolves when the other side knows it leads. */
@@ -106,6 +108,7 @@ export async function runSteady(batonUrl: string, floorUrl: string, ttlSeconds: 
           console.error(`  ${label} ${name} trial ${i}: ${(e as Error).message}`);
         }
       }
+      await new Promise((r) => setTimeout(r, PACE_MS));
     }
   } finally {
     sides.baton.close();
