@@ -64,7 +64,8 @@ async function route(request: Request, env: Env, account: string, url: URL): Pro
   if (url.pathname === "/metrics" && request.method === "GET") return metricsResponse(env, account);
   if (url.pathname === "/agents" && request.method === "GET") {
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
-    return Response.json({ agents: await directory.list() });
+    const body = await directory.listBody(url.searchParams.get("view") === "summary");
+    return new Response(body, { headers: { "content-type": "application/json" } });
   }
   if (url.pathname === "/observe") {
     return forward(env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account))), request);

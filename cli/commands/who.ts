@@ -1,12 +1,11 @@
 // `baton who [AGENT] [--watch]`: who holds each agent's serve lease and who stands by. Without
 // AGENT, every agent with connections (the coordinator's directory, GET /agents).
 import { requestJson, type Connection } from "../../client/http.ts";
-import { agentListSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
-import type { Presence } from "../../worker/wire/presence.ts";
+import { agentListSchema, agentSummaryListSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
 import { defineCommand } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
-import { renderPresence } from "../lib/presence-table.ts";
+import { renderPresence, type PresenceReport } from "../lib/presence-table.ts";
 import { REPEAT_MS } from "../lib/status-line.ts";
 import { onTermination } from "../lib/termination.ts";
 
@@ -21,7 +20,7 @@ export default defineCommand({
     const agent = args[0] === undefined ? undefined : agentName(args[0]);
     const conn = resolveConnection(options);
     if (!options.watch) {
-      const reports = await load(conn, agent);
+      const reports = await load(conn, agent, options.json);
       process.stdout.write(options.json ? `${JSON.stringify(agent ? reports[0] : { agents: reports }, null, 2)}\n` : render(reports));
       return;
     }
@@ -72,13 +71,17 @@ async function watch(conn: Connection, agent: string | undefined, json: boolean)
   }
 }
 
-function render(reports: Presence[]): string {
+function render(reports: PresenceReport[]): string {
   if (reports.length === 0) return "no agent has serve connections or waiting messages\n";
   return reports.map((p) => renderPresence(p)).join("\n");
 }
 
-/** Presence of one agent, or of every agent the directory lists. */
-async function load(conn: Connection, agent: string | undefined): Promise<Presence[]> {
+/**
+ * Presence of one agent, or of every agent the directory lists: for the table the summary, which
+ * leaves out the history it does not show; for --json everything.
+ */
+async function load(conn: Connection, agent: string | undefined, full: boolean): Promise<PresenceReport[]> {
   if (agent) return [await requestJson(conn, "GET", `/agents/${agent}/presence`, presenceSchema)];
-  return (await requestJson(conn, "GET", "/agents", agentListSchema)).agents;
+  if (full) return (await requestJson(conn, "GET", "/agents", agentListSchema)).agents;
+  return (await requestJson(conn, "GET", "/agents?view=summary", agentSummaryListSchema)).agents;
 }

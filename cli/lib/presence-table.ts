@@ -2,7 +2,7 @@
 import type { Presence } from "../../worker/wire/presence.ts";
 
 /** Presence from the agent itself, or a directory entry (which says whether its agent still vouches for it). */
-export type PresenceReport = Presence & { confirmed?: boolean; confirmed_until?: number };
+export type PresenceReport = Omit<Presence, "transitions" | "recent_messages"> & { confirmed?: boolean; confirmed_until?: number };
 
 function age(seconds: number): string {
   return seconds < 60 ? `${seconds.toFixed(1)}s` : `${Math.floor(seconds / 60)}m${Math.round(seconds % 60)}s`;

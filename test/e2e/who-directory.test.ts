@@ -55,6 +55,11 @@ describe("baton who", () => {
     const byName = new Map(agents.map((a) => [a.agent, a]));
     expect(byName.get(one)).toMatchObject({ serve_standbys: 1, holder: { machine: "machine-a" } });
     expect(byName.get(two)).toMatchObject({ serve_standbys: 0, holder: { machine: "machine-c" } });
+    // The table reads the summary listing.
+    const table = runBaton(["who"], { BATON_URL: fixture.dev.url });
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(new RegExp(`^${one}: holder claim \\d+ on machine-a .*1 standby`, "m"));
+    expect(table.stdout).toMatch(new RegExp(`^${two}: holder claim \\d+ on machine-c .*0 standbys`, "m"));
   });
 
   it("--watch --json prints the new holder soon after the old one is killed", async () => {

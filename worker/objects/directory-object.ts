@@ -117,6 +117,16 @@ export class AgentDirectory extends SocketObject<ObserverState> {
       .map((r) => agedEntry(JSON.parse(r.entry) as PresenceReport, r.confirmed_until ?? confirmedUntil(r.reported_at, this.config.heartbeatTtlMs), now));
   }
 
+  /**
+   * RPC from the Worker (GET /agents): the list as the JSON body itself, so 1,000 entries cross
+   * to the Worker as one string instead of being cloned and serialized again. A summary leaves out
+   * each agent's transitions and recent messages, which `baton who` does not show.
+   */
+  listBody(summary: boolean): string {
+    const agents = this.list();
+    return JSON.stringify({ agents: summary ? agents.map(({ transitions: _t, recent_messages: _r, ...entry }) => entry) : agents });
+  }
+
   /** Observers may ping; anything else is refused and the socket closed, so nobody claims through here. */
   protected onMessage({ ws }: Socket<ObserverState>, raw: string | ArrayBuffer): void {
     const parsed = parseClientFrame(raw);

@@ -2,7 +2,7 @@
 // the client library validates them on arrival (nothing is cast), and both share the types.
 import * as z from "zod/mini";
 import { ERROR_CODES } from "./protocol.ts";
-import { agentControlsSchema, directoryEntrySchema, presenceSchema } from "./server-frames.ts";
+import { agentControlsSchema, directoryEntrySchema, directorySummarySchema, presenceSchema } from "./server-frames.ts";
 
 const count = z.int().check(z.nonnegative());
 
@@ -47,6 +47,7 @@ export const policyViewSchema = z.object({
 export const messagePageSchema = z.object({ agent: z.string(), messages: z.array(messageViewSchema), cursor: count });
 
 export const agentListSchema = z.object({ agents: z.array(directoryEntrySchema) });
+export const agentSummaryListSchema = z.object({ agents: z.array(directorySummarySchema) });
 
 export { agentControlsSchema, presenceSchema };
 
@@ -78,6 +79,7 @@ export type ErrorBody = z.infer<typeof errorBodySchema>;
 export type MessageView = z.infer<typeof messageViewSchema>;
 export type MessagePage = z.infer<typeof messagePageSchema>;
 export type AgentList = z.infer<typeof agentListSchema>;
+export type AgentSummaryList = z.infer<typeof agentSummaryListSchema>;
 export type AgentControls = z.infer<typeof agentControlsSchema>;
 export type LeaseGrant = z.infer<typeof leaseGrantSchema>;
 export type LeaseState = z.infer<typeof leaseStateSchema>;

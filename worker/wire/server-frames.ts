@@ -78,6 +78,9 @@ export const agentControlsSchema = z.extend(controlsReport, { agent: z.string(),
 
 export const directoryEntrySchema = z.extend(presenceSchema, { reported_at: millis, confirmed_until: millis, confirmed: z.boolean() });
 
+/** GET /agents?view=summary: a directory entry without the history that `baton who` does not show. */
+export const directorySummarySchema = z.omit(directoryEntrySchema, { transitions: true, recent_messages: true });
+
 const limitsSchema = z.record(z.string(), z.unknown());
 
 export const serverFrameSchema = z.discriminatedUnion("type", [
