@@ -157,9 +157,11 @@ async function measure(env: ScaleEnv, dev: DevServer, conns: Conn[]): Promise<st
   say(`${SAMPLES} runs of baton who...`);
   const nodeStart: number[] = [];
   const who: number[] = [];
+  const whoJson: number[] = [];
   for (let i = 0; i < SAMPLES; i++) {
     nodeStart.push((await timed(() => runCli(env.cli, ["--version"]))).ms);
-    who.push((await timed(() => runCli(env.cli, ["who", "--url", dev.url, "--json"]))).ms);
+    who.push((await timed(() => runCli(env.cli, ["who", "--url", dev.url]))).ms);
+    whoJson.push((await timed(() => runCli(env.cli, ["who", "--url", dev.url, "--json"]))).ms);
   }
 
   say(`${AGENTS} simultaneous handoffs...`);
@@ -195,7 +197,8 @@ async function measure(env: ScaleEnv, dev: DevServer, conns: Conn[]): Promise<st
     ["every agent elected (first socket opened to last holder told)", `${fmt(electedMs)} ms total`, "-", `${AGENTS} agents`],
     ["directory lists every agent with its holder, after the last election", `${fmt(directoryLag.ms)} ms`, "-", "1"],
     row(`GET /agents (${listedCount} agents listed)`, list),
-    row("`baton who --json` (every agent; a new Node process each time)", who),
+    row("`baton who` (every agent's table, from the summary listing; a new Node process each time)", who),
+    row("`baton who --json` (every agent in full)", whoJson),
     row("`baton --version` (the same Node process start, no request)", nodeStart),
     row(`handoff in a burst of ${before.length} releases, release to the standby's held:true`, handoffs),
     ["whole burst settled (every agent's standby told held:true with a higher fence)", `${fmt(burstMs)} ms total`, "-", `${settled} agents`],
