@@ -90,7 +90,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
       if (answer.type === "error") {
         if (answer.code !== "rate_limited") return;
         await new Promise((r) => setTimeout(r, 1000));
-      } else if (answer.more === true && typeof answer.cursor === "number") {
+      } else if (answer.op === "sync" && answer.more) {
         after = answer.cursor;
       } else {
         return;
@@ -236,7 +236,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
     if (release && socket.isOpen) {
       try {
         const answer = await socket.request({ type: "serve_lease", op: "release", req: socket.nextReq() }, 2000);
-        if (answer.type === "result" && answer.released === true) event({ type: "released" });
+        if (answer.type === "result" && answer.op === "release" && answer.released) event({ type: "released" });
       } catch {
         // the coordinator notices the close instead
       }

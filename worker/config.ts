@@ -92,16 +92,6 @@ export function readConfig(vars: ConfigVars): CoordinatorConfig {
   return verdict.config;
 }
 
-/** The history part of readConfig: throws with the exact message of the first bad var. */
-export function readRetention(vars: ConfigVars): CoordinatorConfig["retention"] {
-  return readConfig(vars).retention;
-}
-
-/** The preference part of readConfig: throws with the exact message of the first bad var. */
-export function readPreferenceConfig(vars: ConfigVars): PreferenceConfig {
-  return readConfig(vars).preference;
-}
-
 export const MAX_LEASE_SHARDS = 4096;
 
 /**

@@ -1,5 +1,5 @@
 // Renders an agent's presence report (GET /agents/{agent}/presence) as a small text table.
-import type { Presence } from "../../worker/wire/presence.ts";
+import type { Presence } from "../../worker/wire/server-frames.ts";
 
 /** Presence from the agent itself, or a directory entry (which says whether its agent still vouches for it). */
 export type PresenceReport = Omit<Presence, "transitions" | "recent_messages"> & { confirmed?: boolean; confirmed_until?: number };

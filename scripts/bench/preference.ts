@@ -7,7 +7,7 @@
 // connection's join) is shown beside it.
 import { serve, type ServeHandle, type ServeStatus } from "../../client/node.ts";
 import { DEV_TOKEN } from "../../test/e2e/wrangler-dev.ts";
-import type { Presence } from "../../worker/wire/presence.ts";
+import type { Presence } from "../../worker/wire/server-frames.ts";
 import { fmt, markdownTable, percentile } from "./stats.ts";
 
 const TRIAL_TIMEOUT_MS = 30_000;

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authHeaders, getJson, postMessage, uniqueAgent } from "./serve-helpers.ts";
 import { rawRunner, type RawServe } from "./raw-serve.ts";
 import { startWranglerDev, type DevServer } from "./wrangler-dev.ts";
-import type { Presence } from "../../worker/wire/presence.ts";
+import type { Presence } from "../../worker/wire/server-frames.ts";
 
 const GRACE_S = 3;
 const VARS = { BATON_HEARTBEAT_TTL_SECONDS: "5", BATON_PRESENCE_SCAN_SECONDS: "1", BATON_RESTART_GRACE_SECONDS: String(GRACE_S) };

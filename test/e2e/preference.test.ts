@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { Presence } from "../../worker/wire/presence.ts";
+import type { Presence } from "../../worker/wire/server-frames.ts";
 import {
   getJson, postMessage, readSink, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage, waitForSink, writeSinkCommand, type ServeProc,
 } from "./serve-helpers.ts";

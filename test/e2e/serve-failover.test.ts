@@ -1,6 +1,6 @@
 // Two `baton serve` processes of one agent against a real `wrangler dev` with a 2 s heartbeat
 // TTL: exactly one runs each message, and crashes, pauses and signals move the work correctly.
-import type { Presence } from "../../worker/wire/presence.ts";
+import type { Presence } from "../../worker/wire/server-frames.ts";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

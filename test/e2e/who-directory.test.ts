@@ -1,6 +1,6 @@
 // `baton who` against a real `wrangler dev`: one agent's table, every agent from the directory,
 // --json for scripts, --watch following changes live, and one-line errors for user mistakes.
-import type { Presence } from "../../worker/wire/presence.ts";
+import type { Presence } from "../../worker/wire/server-frames.ts";
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";

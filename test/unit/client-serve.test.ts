@@ -112,9 +112,11 @@ describe("ServeSession", () => {
           for (const id of [1, 2, 2]) conn.ws.send(JSON.stringify({ type: "message", id, text: `m${id}`, attempt: 1, created_at: 0, run: true, token: 10 + id }));
           conn.ws.send(JSON.stringify({ type: "message", id: 3, text: "seen only", attempt: 1, created_at: 0, run: false }));
         }
-        if (frame.type === "reply" || frame.type === "checkpoint") {
-          conn.ws.send(JSON.stringify({ type: "result", op: frame.type, req: frame.req, duplicate: false }));
+        // Results as the coordinator shapes them (a result that does not match its schema is dropped).
+        if (frame.type === "reply") {
+          conn.ws.send(JSON.stringify({ type: "result", op: "reply", req: frame.req, id: frame.id, token: frame.token, fence: 4, key: frame.key, duplicate: false }));
         }
+        if (frame.type === "checkpoint") conn.ws.send(JSON.stringify({ type: "result", op: "checkpoint", req: frame.req }));
       });
     });
     const script = `read t; n=$(node -e "process.stdout.write(String(JSON.parse(require('fs').readFileSync(process.env.BATON_CHECKPOINT,'utf8')).n))"); echo "{\\"n\\":$((n+1))}" > "$BATON_CHECKPOINT"; echo "$t/$BATON_MESSAGE_ID/$BATON_FENCE/$n"`;

@@ -1,7 +1,7 @@
 // What the directory says without asking any agent: no heartbeat age (nobody measured one since
 // the report), only the TTL bound, and whether the agent's own object still vouches for the entry.
 import { describe, expect, it } from "vitest";
-import { agedEntry } from "../../worker/wire/presence.ts";
+import { agedEntry } from "../../worker/rules/presence.ts";
 import { confirmedUntil, nextConfirmation } from "../../worker/rules/directory-lease.ts";
 import type { PresenceReport } from "../../worker/wire/protocol.ts";
 import { renderPresence } from "../../cli/lib/presence-table.ts";

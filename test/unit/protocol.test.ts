@@ -50,6 +50,8 @@ describe("parseClientFrame rejects", () => {
       { type: "hello", machine: "" },
       { type: "hello", machine: "m".repeat(LIMITS.machineLabelChars + 1) },
       { type: "hello", machine: 7 },
+      // The old hello cursor, which nothing read, is refused like any unknown field.
+      { type: "hello", cursor: 0 },
       { type: "sync" },
       { type: "sync", after: -1 },
       { type: "ack", id: 0, token: 1 },
@@ -107,7 +109,7 @@ describe("parseClientFrame accepts", () => {
   it("every client frame type at its limits", () => {
     const frames: unknown[] = [
       { type: "ping" },
-      { type: "hello", machine: "m".repeat(LIMITS.machineLabelChars), cursor: 0 },
+      { type: "hello", machine: "m".repeat(LIMITS.machineLabelChars) },
       { type: "serve_lease", op: "claim" },
       { type: "serve_lease", op: "release", fence: 3, req: "r".repeat(64) },
       { type: "sync", after: 0 },

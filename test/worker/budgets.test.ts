@@ -41,13 +41,14 @@ describe("byte budgets", () => {
     for (let page = 0; page < 5; page++) {
       sock.send({ type: "sync", after, req: `p${page}` });
       const result = await sock.next("result", (f) => f.req === `p${page}`);
+      if (result.op !== "sync") throw new Error(`expected a sync result, got ${result.op}`);
       const pageIds = sock.framesOf("message").map((m) => m.id);
       sock.frames.length = 0;
       expect(pageIds.length * TEXT_BYTES).toBeLessThanOrEqual(LIMITS.syncPageBytes);
       seen.push(...pageIds);
       expect(result.cursor).toBe(pageIds.at(-1));
       if (result.more !== true) break;
-      after = result.cursor as number;
+      after = result.cursor;
     }
     expect(seen).toEqual(ids);
   });

@@ -14,7 +14,7 @@ function report(agent: string, at: number): PresenceReport {
     heartbeat_ttl_seconds: 1, transitions: [], recent_messages: [], wakes: 0, reported_at: at,
     controls: { paused: false, paused_since: null, drained: [], hysteresis_seconds: 2, reserved_until: null },
     work: { mode: "single", max_running: 64, run_timeout_seconds: 3600, max_attempts: 5, counts: { queued: 0, running: 0, parked: 0, acknowledged: 0, failed: 0 }, running: [], parked: [], failed: [] },
-    connections: [{ role: "serve", claim_seq: 1, held: true, machine: "m", joined_at: at, heartbeat_age_seconds: 0, cursor: 0, slots: 1, running: 0, priority: 0, drained: false }],
+    connections: [{ claim_seq: 1, held: true, machine: "m", joined_at: at, heartbeat_age_seconds: 0, cursor: 0, slots: 1, running: 0, priority: 0, drained: false }],
   };
 }
 

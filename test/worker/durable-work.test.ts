@@ -25,7 +25,10 @@ function runCopy(sock: TestSocket, id: number): Promise<MessageFrame> {
 
 function reply(sock: TestSocket, m: MessageFrame, text: string, req = `r${m.id}`) {
   sock.send({ type: "reply", id: m.id, token: m.token, key: `${m.id}:reply`, text, req });
-  return sock.next("result", (f) => f.req === req);
+  return sock.next("result", (f) => f.req === req).then((r) => {
+    if (r.op !== "reply") throw new Error(`expected a reply result, got ${r.op}`);
+    return r;
+  });
 }
 
 describe("durable work", () => {

@@ -131,7 +131,7 @@ export async function claimant(agent: string, machine: string, opts: Omit<Connec
 
 export async function presence(agent: string, token = DEV_TOKEN) {
   const res = await SELF.fetch(`${BASE}/agents/${agent}/presence`, { headers: { Authorization: `Bearer ${token}` } });
-  return (await res.json()) as import("../../worker/wire/presence.ts").Presence;
+  return (await res.json()) as import("../../worker/wire/server-frames.ts").Presence;
 }
 
 export function sleep(ms: number): Promise<void> {

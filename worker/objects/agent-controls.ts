@@ -5,7 +5,7 @@ import type { PreferenceConfig } from "../config.ts";
 import type { ControlsSnapshot } from "../rules/agent-plan.ts";
 import type { LeaseRecord } from "../rules/election.ts";
 import { drainSchema, LIMITS, type ErrorCode } from "../wire/protocol.ts";
-import type { AgentControlsReport } from "../wire/presence.ts";
+import type { AgentControlsReport } from "../wire/server-frames.ts";
 
 export type ControlRoute = "pause" | "unpause" | "drain" | "undrain";
 export const CONTROL_ROUTES: readonly string[] = ["pause", "unpause", "drain", "undrain"] satisfies ControlRoute[];

@@ -14,7 +14,8 @@ import { AgentControls, type ControlOutcome, type ControlRoute } from "./agent-c
 import { closeQuietly, newConnState, send, serveAttachment, writeConn, type ConnState } from "./connections.ts";
 import { CLOSE_CODES, errorFrame, errorResponse, LIMITS, MACHINE_LABEL, parseClientFrame, type ClientFrame } from "../wire/protocol.ts";
 import type { Env } from "../env.ts";
-import { buildPresence, PREVIEW_CHARS, type Presence } from "../wire/presence.ts";
+import { buildPresence, PREVIEW_CHARS } from "../rules/presence.ts";
+import type { Presence } from "../wire/server-frames.ts";
 import { DirectoryReporter, REPORT_RETRY_MS } from "./directory-reporter.ts";
 import { agentOfObject } from "./names.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";

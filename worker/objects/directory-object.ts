@@ -6,7 +6,7 @@
 // leased (rules/directory-lease.ts): its agent confirms it every two TTLs, and one it stops
 // confirming is shown as unknown, never as live.
 import { addMissingColumns } from "./sql-columns.ts";
-import { agedEntry, listedInDirectory } from "../wire/presence.ts";
+import { agedEntry, listedInDirectory } from "../rules/presence.ts";
 import type { DirectoryEntry, PresenceReport } from "../wire/protocol.ts";
 import { confirmedUntil } from "../rules/directory-lease.ts";
 import { firstPage } from "../rules/directory-page.ts";

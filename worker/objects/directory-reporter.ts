@@ -4,7 +4,8 @@
 // confirms the entry every two TTLs (rules/directory-lease.ts), so an entry nobody confirms any
 // more turns unknown by itself.
 import { addMissingColumns } from "./sql-columns.ts";
-import { listedInDirectory, type Presence } from "../wire/presence.ts";
+import { listedInDirectory } from "../rules/presence.ts";
+import type { Presence } from "../wire/server-frames.ts";
 import type { PresenceReport } from "../wire/protocol.ts";
 import { nextConfirmation } from "../rules/directory-lease.ts";
 import type { AgentDirectory } from "./directory-object.ts";

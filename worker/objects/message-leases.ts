@@ -10,7 +10,7 @@ import { send, type ConnState } from "./connections.ts";
 import { leaseOf, type MessageStore, type StoredMessage } from "./message-store.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
 import { errorFrame, type ClientFrame, type ErrorCode, type MessageFrame } from "../wire/protocol.ts";
-import type { WorkReport } from "../wire/work-report.ts";
+import type { WorkReport } from "../wire/server-frames.ts";
 
 export interface DeskSocket {
   ws: WebSocket;

@@ -3,7 +3,7 @@
 // triggers on the messages table (so it costs nothing per frame and follows any status the message
 // lifecycle uses), and the snapshot handed to the directory reporter whenever it changed (it rides
 // with the presence in one RPC). The directory answers GET /metrics from these snapshots without calling any agent.
-import type { Presence } from "../wire/presence.ts";
+import type { Presence } from "../wire/server-frames.ts";
 import type { Transition } from "../rules/election.ts";
 import {
   countRefusal, countTransition, EMPTY_COUNTERS, metricsFingerprint, type AgentMetrics, type LeaseCounters, type MessageTally,

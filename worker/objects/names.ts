@@ -6,10 +6,6 @@ export function agentObjectName(account: string, agent: string): string {
   return `${account}:${agent}`;
 }
 
-export function sessionObjectName(account: string, session: string): string {
-  return `${account}:${session}`;
-}
-
 export function directoryObjectName(account: string): string {
   return `directory:${account}`;
 }

@@ -8,6 +8,7 @@ import type * as z from "zod/mini";
 import { checkConfig, readConfig, type CoordinatorConfig } from "../config.ts";
 import type { Env } from "../env.ts";
 import { CLOSE_CODES, errorFrame, errorResponse, PING_TEXT, PONG_TEXT } from "../wire/protocol.ts";
+import { BATON_PROTOCOL } from "../wire/token-protocol.ts";
 import { closeQuietly, readAttachment, send, writeAttachment } from "./connections.ts";
 
 /** A live connection: the socket and the state read from its attachment. */
@@ -24,9 +25,6 @@ export interface SocketKind<S> {
   /** Says the limit in words, for the 429: "at most 64 connections per agent". */
   limitMessage: string;
 }
-
-/** The subprotocol clients offer; the 101 names it back only when it was offered. */
-export const BATON_SUBPROTOCOL = "baton";
 
 export abstract class SocketObject<S> extends DurableObject<Env> {
   /** The vars as validated once; with a bad var the defaults run and every request gets a 500. */
@@ -69,7 +67,7 @@ export abstract class SocketObject<S> extends DurableObject<Env> {
     writeAttachment(server, state);
     onOpen({ ws: server, state });
     const offered = request.headers.get("sec-websocket-protocol")?.split(",").map((p) => p.trim()) ?? [];
-    const headers: Record<string, string> = offered.includes(BATON_SUBPROTOCOL) ? { "Sec-WebSocket-Protocol": BATON_SUBPROTOCOL } : {};
+    const headers: Record<string, string> = offered.includes(BATON_PROTOCOL) ? { "Sec-WebSocket-Protocol": BATON_PROTOCOL } : {};
     return new Response(null, { status: 101, webSocket: client, headers });
   }
 

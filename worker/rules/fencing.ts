@@ -1,6 +1,6 @@
 // Fencing, shared by serve leases and session leases: who holds, how the fence grows, and who
 // may write. Pure functions over plain data; the objects load the record and apply the verdict.
-import type { ErrorCode } from "../wire/protocol.ts";
+import type { ErrorCode } from "../wire/error-codes.ts";
 
 /** A connection's claim on a serve lease, as its attachment records it. */
 export interface Claim {

@@ -165,7 +165,7 @@ export function retryBackoffMs(attempts: number): number {
  * The runner says its run failed (the command exited non-zero, could not start or was killed; the
  * handler threw): queued again after a backoff, or failed when its attempts are used up.
  */
-export function failAttempt(m: MessageLease, now: number, policy: MessagePolicy): MessageLease {
+export function failAttempt(m: MessageLease, now: number, policy: MessagePolicy): MessageLease & { status: "queued" | "failed" } {
   if (m.attempts >= policy.maxAttempts) return { ...m, status: "failed", runner: null, expiresAt: null, retryAt: null };
   return { ...m, status: "queued", runner: null, expiresAt: null, retryAt: now + retryBackoffMs(m.attempts) };
 }

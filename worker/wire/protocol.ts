@@ -1,7 +1,8 @@
 // The wire: every frame that crosses a baton WebSocket, the HTTP bodies, the limits and the
 // error codes. Worker and CLI both import this module, so the two sides cannot disagree.
 import * as z from "zod/mini";
-import type { Presence } from "./presence.ts";
+import type { ErrorCode } from "./error-codes.ts";
+import type { ServerFrame } from "./server-frames.ts";
 
 export const LIMITS = {
   frameBytes: 64 * 1024,
@@ -51,41 +52,7 @@ export const RUNNER_ID = /^[A-Za-z0-9._-]{1,64}$/;
 export const PING_TEXT = '{"type":"ping"}';
 export const PONG_TEXT = '{"type":"pong"}';
 
-export const ERROR_CODES = [
-  "bad_json",
-  "bad_frame",
-  "unknown_type",
-  "frame_too_large",
-  "binary_frame",
-  "not_holder",
-  "stale_fence",
-  "lease_expired",
-  "unknown_message",
-  "too_large",
-  "rate_limited",
-  "too_many_connections",
-  "unauthorized",
-  "bad_name",
-  "bad_request",
-  "not_found",
-  "lease_held",
-  "lease_lost",
-  "stale_token",
-  "message_not_running",
-  "not_your_message",
-  "not_parked",
-  "no_holder",
-  "upgrade_required",
-  "internal",
-] as const;
-export type ErrorCode = (typeof ERROR_CODES)[number];
-
-export const CLOSE_CODES = {
-  normal: 1000,
-  goingAway: 1001,
-  heartbeatTimeout: 4008,
-  policy: 4009,
-} as const;
+export { CLOSE_CODES, ERROR_CODES, type ErrorCode } from "./error-codes.ts";
 
 const fence = z.int().check(z.nonnegative());
 const messageId = z.int().check(z.gte(1));
@@ -103,7 +70,8 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
   // PING_TEXT exactly is answered by the runtime without waking the object; a holder's ping carries
   // its fence, so the object itself answers it and timestamps the holder's proof of life.
   z.strictObject({ type: z.literal("ping"), fence: z.optional(fence) }),
-  z.strictObject({ type: z.literal("hello"), machine: z.optional(machine), cursor: z.optional(fence), concurrency }),
+  // hello once took a `cursor` that nothing read; it is refused now like any unknown field.
+  z.strictObject({ type: z.literal("hello"), machine: z.optional(machine), concurrency }),
   z.strictObject({
     type: z.literal("serve_lease"),
     op: z.enum(["claim", "release"]),
@@ -145,77 +113,9 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
 export const CLIENT_FRAME_TYPES = ["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "fail", "park"] as const;
 
-export interface HolderInfo {
-  claim_seq: number;
-  machine: string;
-  since: number;
-}
-
-/**
- * A message for the agent, pushed to every serve connection so standbys keep history too.
- * `run` is true only on the holder's copy: the one connection that should execute it now.
- */
-export interface MessageFrame {
-  type: "message";
-  id: number;
-  text: string;
-  attempt: number;
-  created_at: number;
-  run: boolean;
-  /** On a run copy: the message's own lease token, which every write for it must carry. */
-  token?: number;
-  /** On a run copy: milliseconds until the server takes the message back (its run timeout). */
-  run_timeout_ms?: number;
-  /** On a run copy: the message's checkpoint from an earlier attempt, if one was saved. */
-  checkpoint?: unknown;
-  /** On a run copy after a resume: the input the resume carried. */
-  resume_input?: string | null;
-  group?: string | null;
-}
-
-/** Why a running message was taken from its runner; its writes are refused from now on. */
-export type RevokeReason = "run_timeout" | "runner_gone";
-
-/** What an agent object sends its directory: its presence and the server time (ms) it was taken. */
-export type PresenceReport = Presence & { reported_at: number };
-
-/**
- * One agent as the directory shows it. `confirmed_until` is how long the agent's own object has
- * vouched for it (rules/directory-lease.ts); past it, `confirmed` is false and the entry says only
- * what was last known, not what is.
- */
-export type DirectoryEntry = PresenceReport & { confirmed_until: number; confirmed: boolean };
-
-/**
- * Frames for dashboard observers at GET /observe: the directory on connect (as much as fits 48 KiB;
- * `rest` more agents follow at once as presence frames, so no frame exceeds the cap), then one agent's
- * presence whenever it changes, and agent_gone when its last connection leaves. `server_time` lets
- * the page compute ages with the server's clock.
- */
-export type ObserverFrame =
-  | { type: "directory"; agents: DirectoryEntry[]; server_time: number; rest?: number }
-  | { type: "presence"; presence: DirectoryEntry; server_time: number }
-  | { type: "agent_gone"; agent: string; server_time: number };
-
-export type ServerFrame =
-  | { type: "pong" }
-  | { type: "welcome"; agent: string; heartbeat_ttl_ms: number; limits: Readonly<Record<string, unknown>> }
-  | {
-      type: "serve_lease";
-      held: boolean;
-      fence: number;
-      claim_seq: number;
-      position: number;
-      ttl_ms: number;
-      holder: HolderInfo | null;
-      checkpoint?: unknown;
-      checkpoint_fence?: number;
-    }
-  | MessageFrame
-  | { type: "revoked"; id: number; token: number; reason: RevokeReason }
-  | { type: "result"; req?: string; op: string; [k: string]: unknown }
-  | { type: "error"; code: ErrorCode; message: string; req?: string }
-  | ObserverFrame;
+export type {
+  DirectoryEntry, HolderInfo, MessageFrame, ObserverFrame, PresenceReport, ResultFrame, RevokeReason, ServerFrame,
+} from "./server-frames.ts";
 
 export type Parsed<T> = { ok: true; frame: T } | { ok: false; code: ErrorCode; message: string; req?: string };
 

@@ -1,8 +1,10 @@
-// Frames the coordinator sends, validated on the receiving side (CLI, client library, tests)
-// instead of cast: a frame that does not match its schema is dropped, never half-trusted.
-// Unknown frame types are dropped too, so an older client keeps working with a newer coordinator.
+// Frames the coordinator sends, and the reports inside them, as schemas first: the types below are
+// inferred from them, the worker builds frames of those types, and every receiver (CLI, client
+// library, tests, the Python client through its generated JSON Schema) validates with the same
+// schemas instead of casting. A frame that does not match is dropped, never half-trusted; unknown
+// frame types are dropped too, so an older client keeps working with a newer coordinator.
 import * as z from "zod/mini";
-import { ERROR_CODES, type DirectoryEntry, type ServerFrame } from "./protocol.ts";
+import { ERROR_CODES } from "./error-codes.ts";
 
 const count = z.int().check(z.nonnegative());
 const millis = z.number();
@@ -10,7 +12,6 @@ const millis = z.number();
 const holderInfo = z.object({ claim_seq: count, machine: z.string(), since: millis });
 
 const connectionReport = z.object({
-  role: z.enum(["serve", "observer"]),
   claim_seq: z.nullable(count),
   held: z.boolean(),
   machine: z.string(),
@@ -24,25 +25,32 @@ const connectionReport = z.object({
   drained: z.boolean(),
 });
 
+const runningMessage = z.object({
+  id: count, attempt: count, token: count, claim_seq: z.nullable(count), machine: z.nullable(z.string()),
+  /** Server ms at which the run times out and the message is taken back. */
+  expires_at: z.nullable(millis), group: z.nullable(z.string()),
+});
+
+/** What presence says about an agent's messages: its policy, how many wait, which run, wait for a person or gave up. */
 const workReport = z.object({
   mode: z.enum(["single", "pool"]),
   max_running: count,
   run_timeout_seconds: z.number(),
   max_attempts: count,
   counts: z.object({ queued: count, running: count, parked: count, acknowledged: count, failed: count }),
-  running: z.array(z.object({
-    id: count, attempt: count, token: count, claim_seq: z.nullable(count), machine: z.nullable(z.string()),
-    expires_at: z.nullable(millis), group: z.nullable(z.string()),
-  })),
+  running: z.array(runningMessage),
   parked: z.array(z.object({ id: count, attempt: count, deadline: z.nullable(millis), group: z.nullable(z.string()) })),
+  /** The most recent failures, newest first. */
   failed: z.array(z.object({ id: count, attempts: count, error: z.nullable(z.string()) })),
 });
 
+/** Where the agent may run: pause, drained machines, preference timings. */
 const controlsReport = z.object({
   paused: z.boolean(),
   paused_since: z.nullable(millis),
   drained: z.array(z.object({ machine: z.string(), since: millis })),
   hysteresis_seconds: z.number(),
+  /** After a coordinator restart: the lease waits for its previous holder until then (server ms). */
   reserved_until: z.nullable(millis),
 });
 
@@ -70,18 +78,86 @@ export const presenceSchema = z.object({
   recent_messages: z.array(z.object({ id: count, status: z.string(), attempts: count, created_at: millis, preview: z.string() })),
   work: workReport,
   controls: controlsReport,
+  /** How many times the object has been invoked; auto-answered heartbeats do not count. */
   wakes: count,
 });
+
+/** What an agent object sends its directory: its presence and the server time (ms) it was taken. */
+export const presenceReportSchema = z.extend(presenceSchema, { reported_at: millis });
 
 /** The answer of POST /agents/{agent}/pause, unpause, drain and undrain. */
 export const agentControlsSchema = z.extend(controlsReport, { agent: z.string(), changed: z.boolean() });
 
-export const directoryEntrySchema = z.extend(presenceSchema, { reported_at: millis, confirmed_until: millis, confirmed: z.boolean() });
+/**
+ * One agent as the directory shows it. `confirmed_until` is how long the agent's own object has
+ * vouched for it (rules/directory-lease.ts); past it, `confirmed` is false and the entry says only
+ * what was last known, not what is.
+ */
+export const directoryEntrySchema = z.extend(presenceReportSchema, { confirmed_until: millis, confirmed: z.boolean() });
 
 /** GET /agents?view=summary: a directory entry without the history that `baton who` does not show. */
 export const directorySummarySchema = z.omit(directoryEntrySchema, { transitions: true, recent_messages: true });
 
-const limitsSchema = z.record(z.string(), z.unknown());
+const limitsSchema = z.readonly(z.record(z.string(), z.unknown()));
+const messageId = z.int().check(z.gte(1));
+const token = z.int().check(z.gte(1));
+const req = z.optional(z.string());
+
+/**
+ * A message for the agent, pushed to every serve connection so standbys keep history too.
+ * `run` is true only on the holder's copy: the one connection that should execute it now.
+ */
+export const messageFrameSchema = z.object({
+  type: z.literal("message"),
+  id: messageId,
+  text: z.string(),
+  attempt: z.int().check(z.gte(1)),
+  created_at: millis,
+  run: z.boolean(),
+  /** On a run copy: the message's own lease token, which every write for it must carry. */
+  token: z.optional(token),
+  /** On a run copy: milliseconds until the server takes the message back (its run timeout). */
+  run_timeout_ms: z.optional(z.number().check(z.positive())),
+  /** On a run copy: the message's checkpoint from an earlier attempt, if one was saved. */
+  checkpoint: z.optional(z.unknown()),
+  /** On a run copy after a resume: the input the resume carried. */
+  resume_input: z.optional(z.nullable(z.string())),
+  group: z.optional(z.nullable(z.string())),
+});
+
+/** Why a running message was taken from its runner; its writes are refused from now on. */
+const revokeReason = z.enum(["run_timeout", "runner_gone"]);
+
+/** The answer to a client frame that carried a request, one shape per operation. */
+const resultFrames = [
+  /** serve_lease release: whether this connection's claim was given up (false: it held nothing), and the fence now. */
+  z.object({ type: z.literal("result"), op: z.literal("release"), req, released: z.boolean(), fence: count }),
+  /** sync: the last message id replayed, and whether more pages follow. */
+  z.object({ type: z.literal("result"), op: z.literal("sync"), req, cursor: count, more: z.boolean() }),
+  /** checkpoint: the agent's own (under `fence`) or a message's (under `id` and `token`). */
+  z.object({ type: z.literal("result"), op: z.literal("checkpoint"), req, fence: z.optional(count), id: z.optional(messageId), token: z.optional(token) }),
+  z.object({ type: z.literal("result"), op: z.literal("park"), req, id: messageId, token, deadline: z.nullable(millis) }),
+  /** fail: queued again (with `retry_at`) or failed for good. */
+  z.object({
+    type: z.literal("result"), op: z.literal("fail"), req, id: messageId, token, status: z.enum(["queued", "failed"]), retry_at: z.nullable(millis),
+  }),
+  /** ack and reply: the write that finished the message; `duplicate` when it had already been made. */
+  ...(["ack", "reply"] as const).map((op) => z.object({
+    type: z.literal("result"), op: z.literal(op), req, id: messageId, token, fence: count, key: z.string(), duplicate: z.boolean(),
+  })),
+] as const;
+
+/**
+ * Frames for dashboard observers at GET /observe: the directory on connect (as much as fits 48 KiB;
+ * `rest` more agents follow at once as presence frames, so no frame exceeds the cap), then one agent's
+ * presence whenever it changes, and agent_gone when its last connection leaves. `server_time` lets
+ * the page compute ages with the server's clock.
+ */
+const observerFrames = [
+  z.object({ type: z.literal("directory"), agents: z.array(directoryEntrySchema), server_time: millis, rest: z.optional(count) }),
+  z.object({ type: z.literal("presence"), presence: directoryEntrySchema, server_time: millis }),
+  z.object({ type: z.literal("agent_gone"), agent: z.string(), server_time: millis }),
+] as const;
 
 export const serverFrameSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("pong") }),
@@ -91,41 +167,34 @@ export const serverFrameSchema = z.discriminatedUnion("type", [
     held: z.boolean(),
     fence: count,
     claim_seq: count,
-    position: count,
+    /** Place in line: 0 holds, 1 is next; -1 is not in line (released, or drained). */
+    position: z.int().check(z.gte(-1)),
     ttl_ms: z.number().check(z.positive()),
     holder: z.nullable(holderInfo),
     checkpoint: z.optional(z.unknown()),
     checkpoint_fence: z.optional(count),
   }),
-  z.object({
-    type: z.literal("message"),
-    id: z.int().check(z.gte(1)),
-    text: z.string(),
-    attempt: z.int().check(z.gte(1)),
-    created_at: millis,
-    run: z.boolean(),
-    token: z.optional(z.int().check(z.gte(1))),
-    run_timeout_ms: z.optional(z.number().check(z.positive())),
-    checkpoint: z.optional(z.unknown()),
-    resume_input: z.optional(z.nullable(z.string())),
-    group: z.optional(z.nullable(z.string())),
-  }),
-  z.object({
-    type: z.literal("revoked"), id: z.int().check(z.gte(1)), token: z.int().check(z.gte(1)), reason: z.enum(["run_timeout", "runner_gone"]),
-  }),
-  z.looseObject({ type: z.literal("result"), op: z.string(), req: z.optional(z.string()) }),
-  z.object({ type: z.literal("error"), code: z.enum(ERROR_CODES), message: z.string(), req: z.optional(z.string()) }),
-  z.object({ type: z.literal("directory"), agents: z.array(directoryEntrySchema), server_time: millis, rest: z.optional(count) }),
-  z.object({ type: z.literal("presence"), presence: directoryEntrySchema, server_time: millis }),
-  z.object({ type: z.literal("agent_gone"), agent: z.string(), server_time: millis }),
+  messageFrameSchema,
+  z.object({ type: z.literal("revoked"), id: messageId, token, reason: revokeReason }),
+  z.discriminatedUnion("op", resultFrames),
+  z.object({ type: z.literal("error"), code: z.enum(ERROR_CODES), message: z.string(), req }),
+  ...observerFrames,
 ]);
 
-type ParsedServerFrame = z.infer<typeof serverFrameSchema>;
-// The schemas describe the very frames the worker builds: these fail to compile if the two drift.
-const asServerFrame = (frame: ParsedServerFrame): ServerFrame => frame;
-const asDirectoryEntry = (entry: z.infer<typeof directoryEntrySchema>): DirectoryEntry => entry;
-void asServerFrame;
-void asDirectoryEntry;
+export type HolderInfo = z.infer<typeof holderInfo>;
+export type ConnectionReport = z.infer<typeof connectionReport>;
+export type RunningMessage = z.infer<typeof runningMessage>;
+export type WorkReport = z.infer<typeof workReport>;
+export type AgentControlsReport = z.infer<typeof controlsReport>;
+export type Presence = z.infer<typeof presenceSchema>;
+export type PresenceReport = z.infer<typeof presenceReportSchema>;
+export type DirectoryEntry = z.infer<typeof directoryEntrySchema>;
+export type DirectorySummary = z.infer<typeof directorySummarySchema>;
+export type MessageFrame = z.infer<typeof messageFrameSchema>;
+export type RevokeReason = z.infer<typeof revokeReason>;
+export type ServerFrame = z.infer<typeof serverFrameSchema>;
+export type ResultFrame = Extract<ServerFrame, { type: "result" }>;
+export type ObserverFrame = Extract<ServerFrame, { type: "directory" | "presence" | "agent_gone" }>;
 
 /** Reads one text frame from the coordinator; null for anything that is not a known, well-formed frame. */
 export function parseServerFrame(raw: string): ServerFrame | null {

@@ -1,16 +1,15 @@
-// The presence report of one agent: who holds the lease, who waits, and how fresh each one is.
-// It depends on plain data only, so the CLI can import its types without the Workers runtime's.
-import type { LeaseRecord, Transition } from "../rules/election.ts";
-import type { DirectoryEntry, HolderInfo, PresenceReport } from "./protocol.ts";
-import type { WorkReport } from "./work-report.ts";
-import { holdsLease } from "../rules/fencing.ts";
+// The presence report of one agent, built from plain data: who holds the lease, who waits, and how
+// fresh each one is; and what the directory may still vouch for. Its shapes are the wire's
+// (wire/server-frames.ts), which imports nothing from here.
+import type { LeaseRecord, Transition } from "./election.ts";
+import type { AgentControlsReport, DirectoryEntry, Presence, PresenceReport, WorkReport } from "../wire/server-frames.ts";
+import { holdsLease } from "./fencing.ts";
 
 /** Characters of a message shown in presence. */
 export const PREVIEW_CHARS = 80;
 
 /** What presence needs of a connection: its attachment state plus its last heartbeat. */
 export interface PresenceConn {
-  role: "serve" | "observer";
   claimSeq: number | null;
   released: boolean;
   machine: string;
@@ -29,59 +28,6 @@ export interface PresenceMessage {
   text: string;
 }
 
-export interface ConnectionReport {
-  role: PresenceConn["role"];
-  claim_seq: number | null;
-  held: boolean;
-  machine: string;
-  joined_at: number;
-  /**
-   * Seconds since the connection's last proof of life, measured by its agent object when the report
-   * was taken; null where nobody measured it now (the directory): a listed connection has then been
-   * heard within `heartbeat_ttl_seconds`, since one silent for longer is closed.
-   */
-  heartbeat_age_seconds: number | null;
-  cursor: number;
-  /** Messages this runner takes at once, and how many it runs now. */
-  slots: number;
-  running: number;
-  /** From `serve --priority`; higher is preferred. */
-  priority: number;
-  /** Its machine is drained: connected, but no candidate for the lease. */
-  drained: boolean;
-}
-
-/** Where the agent may run: pause, drained machines, preference timings. */
-export interface AgentControlsReport {
-  paused: boolean;
-  paused_since: number | null;
-  drained: { machine: string; since: number }[];
-  hysteresis_seconds: number;
-  /** After a coordinator restart: the lease waits for its previous holder until then (server ms). */
-  reserved_until: number | null;
-}
-
-export interface Presence {
-  agent: string;
-  connection_count: number;
-  serve_candidates: number;
-  serve_standbys: number;
-  fence: number;
-  holder: HolderInfo | null;
-  heartbeat_ttl_seconds: number;
-  connections: ConnectionReport[];
-  transitions: {
-    at: number; from_claim: number | null; to_claim: number | null; from_machine: string | null; to_machine: string | null;
-    fence: number; reason: string;
-  }[];
-  recent_messages: { id: number; status: string; attempts: number; created_at: number; preview: string }[];
-  /** Message policy, counts, and the running, parked and failed messages. */
-  work: WorkReport;
-  controls: AgentControlsReport;
-  /** How many times the object has been invoked; auto-answered heartbeats do not count. */
-  wakes: number;
-}
-
 export function buildPresence(input: {
   agent: string;
   now: number;
@@ -96,11 +42,9 @@ export function buildPresence(input: {
 }): Presence {
   const drained = new Set(input.controls.drained.map((d) => d.machine));
   const { lease } = input;
-  const serve = input.conns.filter((c) => c.role === "serve");
-  const candidates = serve.filter((c) => c.claimSeq !== null && !c.released && !drained.has(c.machine));
-  const connections = serve
+  const candidates = input.conns.filter((c) => c.claimSeq !== null && !c.released && !drained.has(c.machine));
+  const connections = input.conns
     .map((c) => ({
-      role: c.role,
       claim_seq: c.claimSeq,
       held: holdsLease(c, lease),
       machine: c.machine,
@@ -115,7 +59,7 @@ export function buildPresence(input: {
     .sort((a, b) => (a.claim_seq ?? Infinity) - (b.claim_seq ?? Infinity));
   return {
     agent: input.agent,
-    connection_count: serve.length,
+    connection_count: input.conns.length,
     serve_candidates: candidates.length,
     serve_standbys: candidates.filter((c) => c.claimSeq !== lease.holderClaim).length,
     fence: lease.fence,
