@@ -383,6 +383,48 @@ describe("presence dashboard", () => {
     await page.close();
   });
 
+  it("the compact view shows a line per agent, an agent's name opens its card, the choice survives a reload; pool cards say every runner takes messages", async () => {
+    const agents = ["compact-a", "compact-b", "compact-c", "compact-d", "compact-e", "compact-f"];
+    for (const agent of agents) await serve(agent, `${agent}-box`);
+    await serve("compact-a", "compact-a-spare");
+    const res = await fetch(`${dev.url}/agents/compact-b/policy`, {
+      method: "PUT", headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ mode: "pool", max_running: 2 }),
+    });
+    expect(res.status).toBe(200);
+    await serve("compact-b", "compact-b-spare");
+    const page = await openLive();
+    await page.setViewportSize({ width: 830, height: 900 });
+    for (const agent of agents) await card(page, agent).locator('[data-role="holder"]').waitFor();
+    await card(page, "compact-b").locator('[data-role="holder"] .label', { hasText: "in pool mode every runner takes messages" }).waitFor();
+    await card(page, "compact-b").locator(".standbys .label", { hasText: "Other runners, taking messages too" }).waitFor();
+    const heightOf = (agent: string) => card(page, agent).evaluate((e) => e.getBoundingClientRect().height);
+    const full = await heightOf("compact-c");
+
+    await page.click("#compact-toggle");
+    expect(await page.getAttribute("#compact-toggle", "aria-pressed")).toBe("true");
+    await card(page, "compact-a").locator('[data-role="summary"]', { hasText: "held by compact-a-box · 1 in line" }).waitFor();
+    expect(await card(page, "compact-c").locator('[data-role="holder"]').isVisible()).toBe(false);
+    expect(await card(page, "compact-c").locator(".composer").isVisible()).toBe(false);
+    const line = await heightOf("compact-c");
+    expect(line).toBeLessThan(full / 3);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+
+    // One card opens by its name, the others stay a line; the choice is kept across a reload.
+    await card(page, "compact-c").locator('[data-role="open-card"]').click();
+    await card(page, "compact-c").locator('[data-role="holder"]').waitFor();
+    expect(await card(page, "compact-c").locator('[data-role="open-card"]').getAttribute("aria-expanded")).toBe("true");
+    expect(await card(page, "compact-d").locator('[data-role="holder"]').isVisible()).toBe(false);
+    await page.reload();
+    await page.locator('#status[data-state="live"]').waitFor();
+    await card(page, "compact-a").locator('[data-role="summary"]').waitFor();
+    expect(await page.getAttribute("#compact-toggle", "aria-pressed")).toBe("true");
+
+    await page.click("#compact-toggle");
+    await card(page, "compact-d").locator('[data-role="holder"]').waitFor();
+    expect(await card(page, "compact-d").locator('[data-role="summary"]').isVisible()).toBe(false);
+    await page.close();
+  });
+
   it("a coordinator that cannot be reached reads as unreachable, not as an account with no agents", async () => {
     const page = await browser.newPage();
     await page.route("**/agents", (route) => route.abort("connectionrefused"));

@@ -8,6 +8,7 @@ import { clock, RANGES, WINDOW_MS } from "./timeline.js";
 
 const TOKEN_KEY = "baton.token";
 const RANGE_KEY = "baton.range";
+const COMPACT_KEY = "baton.compact";
 const DEV_TOKEN = "baton-dev-token";
 const BACKOFF = { minMs: 500, maxMs: 15_000, factor: 2, jitter: 0.2 };
 const PING_EVERY_MS = 20_000;
@@ -16,7 +17,7 @@ const SILENCE_LIMIT_MS = 50_000;
 const $ = (id) => document.getElementById(id);
 const view = {
   status: $("status"), agents: $("agents"), login: $("login"), input: $("token-input"), hint: $("login-hint"),
-  toggle: $("token-toggle"), banner: $("link-banner"), ranges: $("ranges"),
+  toggle: $("token-toggle"), banner: $("link-banner"), ranges: $("ranges"), compact: $("compact-toggle"),
 };
 
 const state = {
@@ -281,6 +282,16 @@ for (const range of RANGES) {
   });
   view.ranges.append(button);
 }
+
+/** Compact: a line per agent, for accounts with many; each card still opens on its own. */
+function showCompact(on) {
+  view.agents.classList.toggle("compact", on);
+  view.compact.setAttribute("aria-pressed", String(on));
+  if (on) localStorage.setItem(COMPACT_KEY, "1");
+  else localStorage.removeItem(COMPACT_KEY);
+}
+view.compact.addEventListener("click", () => showCompact(!view.agents.classList.contains("compact")));
+showCompact(localStorage.getItem(COMPACT_KEY) === "1");
 
 view.toggle.addEventListener("click", () => showLogin(view.login.hidden));
 view.login.addEventListener("submit", (event) => {

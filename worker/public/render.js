@@ -112,6 +112,18 @@ function standbyBlock(entry, ttlMs) {
     el("ol", {}, waiting.map((c) => connectionRow(entry, c, ttlMs, rowLabel(c)))));
 }
 
+/** The card in one line, shown in the compact view: who holds it, who waits, what work waits. */
+function summaryLine(entry) {
+  const inLine = entry.connections.filter((c) => !c.held && rowLabel(c) === "standby").length;
+  const counts = Object.entries(entry.work?.counts ?? {}).filter(([, n]) => n > 0).map(([status, n]) => `${n} ${status}`);
+  const parts = [
+    entry.holder ? `held by ${entry.holder.machine}` : noHolderText(entry),
+    entry.holder || inLine > 0 ? `${inLine} in line` : null,
+    ...counts,
+  ].filter(Boolean);
+  return el("p", { class: "summary", "data-role": "summary" }, parts.join(" · "));
+}
+
 function transitionsBlock(entry, transitions, known, open) {
   const rows = transitions.slice().sort((a, b) => b.at - a.at || b.fence - a.fence).slice(0, TRANSITIONS_SHOWN);
   if (rows.length === 0) return null;
@@ -172,6 +184,13 @@ export class AgentList {
     const article = el("article", { class: "agent", "data-agent": agent });
     card = { article, header: el("header"), body: el("div", { class: "body" }), composer: composer(agent, this.hooks.send) };
     article.append(card.header, card.body, card.composer);
+    // In the compact view the name opens or closes this one card; in the full view it does nothing.
+    card.header.addEventListener("click", (event) => {
+      const button = event.target.closest('[data-role="open-card"]');
+      if (!button) return;
+      const open = article.classList.toggle("open");
+      button.setAttribute("aria-expanded", String(open));
+    });
     article.addEventListener("toggle", (event) => {
       const key = `${agent}:${event.target.dataset.key}`;
       if (event.target.open) this.closed.delete(key);
@@ -193,11 +212,13 @@ export class AgentList {
     else delete card.article.dataset.confirmedUntil;
     card.article.classList.toggle("unconfirmed", entry.confirmed === false);
     card.header.replaceChildren(
-      el("div", { class: "title" }, el("h2", {}, entry.agent),
+      el("div", { class: "title" },
+        el("h2", {}, el("button", { type: "button", class: "name", "data-role": "open-card", "aria-expanded": String(card.article.classList.contains("open")) }, entry.agent)),
         paused ? el("span", { class: "chip paused", "data-role": "paused" }, "paused") : null,
         el("span", { class: "chip unknown", "data-role": "unknown", title: "the agent's coordinator object has not confirmed this within 3 heartbeat TTLs: it is the last known state, not the current one" }, "unknown")),
       el("span", { class: "counts" },
-        `${entry.connection_count} connection${entry.connection_count === 1 ? "" : "s"} · fence ${entry.fence}`));
+        `${entry.connection_count} connection${entry.connection_count === 1 ? "" : "s"} · fence ${entry.fence}`),
+      summaryLine(entry));
     card.body.replaceChildren(
       ...[controlsStrip(entry, (since) => age(since), Date.now() + state.clockOffset),
         holderBlock(entry, ttlMs),
