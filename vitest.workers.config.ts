@@ -35,11 +35,11 @@ export default defineConfig({
     projects: [
       {
         plugins: [workers("1")],
-        test: { name: "workers", include: ["test/worker/**/*.test.ts"], exclude: ["test/worker/hibernation.test.ts"], testTimeout: 20_000, hookTimeout: 30_000 },
+        test: { name: "workers", setupFiles: ["test/worker/setup.ts"], include: ["test/worker/**/*.test.ts"], exclude: ["test/worker/hibernation.test.ts"], testTimeout: 20_000, hookTimeout: 30_000 },
       },
       {
         plugins: [workers("60")],
-        test: { name: "hibernation", include: ["test/worker/hibernation.test.ts"], testTimeout: 60_000, hookTimeout: 30_000 },
+        test: { name: "hibernation", setupFiles: ["test/worker/setup.ts"], include: ["test/worker/hibernation.test.ts"], testTimeout: 60_000, hookTimeout: 30_000 },
       },
     ],
   },

@@ -31,6 +31,30 @@ export interface ConnectOptions {
   silent?: boolean;
 }
 
+/** Every socket a test file opened and has not seen close; setup.ts closes them when the file ends. */
+const openSockets = new Set<TestSocket>();
+
+/**
+ * Closes what a test file left open and waits for the objects to see each close: a close handled
+ * after the file's runner is torn down makes workerd resolve the Worker's module over an RPC
+ * channel that is already shut, which it reports as an uncaught EnvironmentTeardownError.
+ */
+export async function closeLeftoverSockets(): Promise<void> {
+  const left = [...openSockets];
+  openSockets.clear();
+  await Promise.all(left.map(async (sock) => {
+    if (sock.closed) return;
+    const closed = sock.waitForClose(2000).catch(() => null);
+    try {
+      sock.close();
+    } catch {
+      return;
+    }
+    await closed;
+  }));
+  if (left.length > 0) await sleep(100);
+}
+
 /** How often a connection heartbeats in tests: well inside the one-second TTL of the test config. */
 const HEARTBEAT_MS = 200;
 
@@ -113,7 +137,9 @@ export async function connect(agent: string, opts: ConnectOptions = {}): Promise
     frames.push(frame);
     for (const w of [...waiters]) w();
   });
+  openSockets.add(sock);
   ws.addEventListener("close", (e) => {
+    openSockets.delete(sock);
     sock.closed = { code: e.code, reason: e.reason };
     if (heartbeat) clearInterval(heartbeat);
   });
