@@ -156,6 +156,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
   });
 
   const work = new WorkLoop({
+    agent,
     handler,
     mayAct,
     mayRun: () => socket.isOpen && link.mayAct(now()),

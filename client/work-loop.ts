@@ -5,7 +5,9 @@
 // process's clock, or when the connection is lost. A message without a token (an older
 // coordinator) runs under the serve lease's fence and stops when that lease is lost.
 // Nothing a stopped handler returns is posted.
-import { checkpointTooLarge, LIMITS, type ClientFrame, type ErrorCode, type MessageFrame } from "../worker/wire/protocol.ts";
+import {
+  checkpointTooLarge, idempotencyKey, LIMITS, STEP_NAME, unknownOutcomeReason, type ClientFrame, type ErrorCode, type JournalEntry, type MessageFrame, type OnUnknown,
+} from "../worker/wire/protocol.ts";
 import { CoordinatorError, LeaseLostError } from "./errors.ts";
 import type { ReplyFrame } from "./socket.ts";
 
@@ -46,6 +48,30 @@ export interface MessageContext {
    * with it; after `deadlineSeconds` without a resume it fails. Nothing is replied for this run.
    */
   park(options?: { checkpoint?: unknown; deadlineSeconds?: number }): Promise<void>;
+  /**
+   * A durable step: the first time `name` completes for this message, its result (JSON) is stored
+   * under the message's token; on every later attempt, here or on another machine, `step` returns
+   * the stored result without calling `fn`. Run the handler from the top on each attempt: recorded
+   * steps return at once, so an expensive call is paid once. A step whose `fn` throws records
+   * nothing. Rejects with LeaseLostError when the message's lease is gone.
+   */
+  step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
+  /**
+   * A side effect: records its intent before `fn` runs and its outcome after, and hands `fn` a key
+   * that is the same on every attempt (agent, message, name) to pass to the external API as its
+   * idempotency key. An outcome already recorded is returned without running `fn`. If an earlier
+   * attempt recorded the intent but no outcome (it died, or `fn` threw), nobody knows whether the
+   * effect happened: `onUnknown: "retry"` runs it again under the same key (for APIs that honour
+   * it); `"ask"` (the default) parks the message as "outcome unknown: step NAME" until a person
+   * answers `baton resume AGENT ID --done` or `--redo`. An effect is never run twice silently.
+   */
+  effect<T>(name: string, fn: (effect: { key: string; signal: AbortSignal }) => Promise<T> | T, options?: { onUnknown?: OnUnknown }): Promise<T>;
+  /**
+   * Tells the coordinator the run is alive: with the agent's heartbeat timeout, its deadline moves
+   * that far from now (never past the run timeout); `details` are kept as its progress. Resolves
+   * with the run's deadline (server ms).
+   */
+  heartbeat(details?: unknown): Promise<number | null>;
 }
 
 /**
@@ -78,6 +104,8 @@ export interface WorkLoopDeps {
   event: (event: ServeEvent) => void;
   /** Messages run at once (serve --concurrency); 1 keeps them in order. */
   slots?: number;
+  /** The agent's name, for effects' idempotency keys. */
+  agent: string;
 }
 
 /** Error codes after which nothing more may be posted under the serve lease. */
@@ -89,7 +117,10 @@ interface Run {
   msg: MessageFrame;
   controller: AbortController;
   timer: ReturnType<typeof setTimeout> | null;
+  /** With a heartbeat timeout: aborts the run when no heartbeat was confirmed within it, by this process's clock. */
+  beatTimer: ReturnType<typeof setTimeout> | null;
   parked: boolean;
+  journal: Map<string, JournalEntry>;
 }
 
 export class WorkLoop {
@@ -135,6 +166,7 @@ export class WorkLoop {
 
   private abort(run: Run, reason: LeaseLostError): void {
     if (run.timer) clearTimeout(run.timer);
+    if (run.beatTimer) clearTimeout(run.beatTimer);
     if (!run.controller.signal.aborted) run.controller.abort(reason);
   }
 
@@ -159,7 +191,9 @@ export class WorkLoop {
     }
     if (!deps.mayRun()) return;
     const fence = deps.fence();
-    const run: Run = { msg, controller: new AbortController(), timer: null, parked: false };
+    const run: Run = {
+      msg, controller: new AbortController(), timer: null, beatTimer: null, parked: false, journal: new Map((msg.steps ?? []).map((e) => [e.name, e])),
+    };
     if (this.replied.has(writeKey(msg))) {
       await this.post({ type: "ack", id: msg.id, ...this.lease(msg, fence), req: deps.nextReq() }, run);
       return;
@@ -171,6 +205,7 @@ export class WorkLoop {
         this.abort(run, new LeaseLostError(`message ${msg.id} ran past its run timeout`, "lapsed"));
       }, msg.run_timeout_ms);
     }
+    this.armHeartbeatClock(run, Date.now());
     this.running.set(msg.id, run);
     const signal = run.controller.signal;
     const ctx: MessageContext = {
@@ -182,6 +217,9 @@ export class WorkLoop {
       saveCheckpoint: (value) => this.saveCheckpoint({ type: "checkpoint", fence, value }, run, value, true),
       saveMessageCheckpoint: (value) => this.saveCheckpoint({ type: "checkpoint", id: msg.id, token: this.token(msg), value }, run, value, false),
       park: (options = {}) => this.park(run, options),
+      step: (name, fn) => this.step(run, name, fn),
+      effect: (name, fn, options = {}) => this.effect(run, name, fn, options.onUnknown ?? "ask"),
+      heartbeat: (details) => this.heartbeat(run, details),
     };
     const message: AgentMessage = {
       id: msg.id, text: msg.text, attempt: msg.attempt, createdAt: msg.created_at,
@@ -199,6 +237,7 @@ export class WorkLoop {
       return;
     } finally {
       if (run.timer) clearTimeout(run.timer);
+      if (run.beatTimer) clearTimeout(run.beatTimer);
       if (this.running.get(msg.id) === run) this.running.delete(msg.id);
     }
     if (signal.aborted || run.parked) return;
@@ -249,6 +288,103 @@ export class WorkLoop {
     this.deps.event({ type: "parked", id: run.msg.id, token });
   }
 
+  /**
+   * With a heartbeat timeout, the coordinator takes the run back once none arrived within it; this
+   * clock stops the run first: it runs from `sentAt` of the last confirmed heartbeat (or the
+   * hand-out), which is never later than the coordinator's own.
+   */
+  private armHeartbeatClock(run: Run, sentAt: number): void {
+    const timeout = run.msg.heartbeat_timeout_ms;
+    if (timeout === undefined || run.controller.signal.aborted) return;
+    if (run.beatTimer) clearTimeout(run.beatTimer);
+    run.beatTimer = setTimeout(() => {
+      this.deps.event({ type: "revoked", id: run.msg.id, token: this.token(run.msg), reason: "no heartbeat within the heartbeat timeout by the local clock" });
+      this.abort(run, new LeaseLostError(`message ${run.msg.id} sent no heartbeat within ${timeout} ms`, "lapsed"));
+    }, Math.max(0, sentAt + timeout - Date.now()));
+  }
+
+  private async heartbeat(run: Run, details: unknown): Promise<number | null> {
+    const sentAt = Date.now();
+    const frame = {
+      type: "heartbeat" as const, id: run.msg.id, token: this.token(run.msg), req: this.deps.nextReq(), ...(details === undefined ? {} : { details }),
+    };
+    const answer = await this.ask(frame, run);
+    if (answer.op !== "heartbeat") throw new CoordinatorError("heartbeat answered with another result", 0, null);
+    this.armHeartbeatClock(run, sentAt);
+    return answer.expires_at;
+  }
+
+  private async step<T>(run: Run, name: string, fn: () => Promise<T> | T): Promise<T> {
+    checkStepName(name);
+    const done = run.journal.get(name);
+    if (done?.kind === "effect") throw new TypeError(`"${name}" is recorded as an effect; a step needs a name of its own`);
+    if (done?.status === "done") return done.value as T;
+    this.throwIfStopped(run);
+    const value = await fn();
+    return this.record(run, { name, kind: "step", phase: "done", value }) as Promise<T>;
+  }
+
+  private async effect<T>(
+    run: Run, name: string, fn: (effect: { key: string; signal: AbortSignal }) => Promise<T> | T, onUnknown: OnUnknown,
+  ): Promise<T> {
+    checkStepName(name);
+    const known = run.journal.get(name);
+    if (known?.kind === "step") throw new TypeError(`"${name}" is recorded as a step; an effect needs a name of its own`);
+    if (known?.status === "done") return known.value as T;
+    this.throwIfStopped(run);
+    // The intent is durable before the effect runs, so a successor knows it may have happened.
+    await this.record(run, { name, kind: "effect", phase: "intent", onUnknown });
+    if (known?.status === "intent" && onUnknown === "ask") {
+      // An earlier attempt began it with another policy; with "ask", failing this attempt parks the message for a person.
+      throw new Error(`${unknownOutcomeReason(name)}; a person decides: baton resume ${this.deps.agent} ${run.msg.id} --done | --redo`);
+    }
+    const value = await fn({ key: idempotencyKey(this.deps.agent, run.msg.id, name), signal: run.controller.signal });
+    return this.record(run, { name, kind: "effect", phase: "done", value, onUnknown }) as Promise<T>;
+  }
+
+  /** Writes one journal record under the message's token; resolves with what the journal holds for it. */
+  private async record(run: Run, write: { name: string; kind: "step" | "effect"; phase: "intent" | "done"; value?: unknown; onUnknown?: OnUnknown }): Promise<unknown> {
+    const value = write.value === undefined ? null : (JSON.parse(JSON.stringify(write.value) ?? "null") as unknown);
+    if (write.phase === "done" && new TextEncoder().encode(JSON.stringify(value)).byteLength > LIMITS.stepValueBytes) {
+      throw new RangeError(`a step's result is JSON of at most ${LIMITS.stepValueBytes} bytes`);
+    }
+    const frame = {
+      type: "step" as const, id: run.msg.id, token: this.token(run.msg), name: write.name, kind: write.kind, phase: write.phase, req: this.deps.nextReq(),
+      ...(write.phase === "done" ? { value } : {}), ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }),
+    };
+    const answer = await this.ask(frame, run);
+    if (answer.op !== "step") throw new CoordinatorError("step answered with another result", 0, null);
+    run.journal.set(write.name, { name: write.name, kind: write.kind, status: answer.status, value: answer.value, on_unknown: write.onUnknown ?? null, attempt: run.msg.attempt });
+    return answer.status === "done" ? answer.value : null;
+  }
+
+  private throwIfStopped(run: Run): void {
+    const { signal } = run.controller;
+    if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new LeaseLostError("the lease is gone", "stopped");
+  }
+
+  /** Sends a write under the message's token and returns its result frame; throws what a refusal means. */
+  private async ask(frame: ClientFrame & { req: string }, run: Run): Promise<Extract<ReplyFrame, { type: "result" }>> {
+    this.throwIfStopped(run);
+    if (!this.deps.mayRun()) throw new LeaseLostError("the connection is lost; the message's lease cannot be proven", "lapsed");
+    let answer: ReplyFrame;
+    try {
+      answer = await this.deps.request(frame);
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      this.deps.event({ type: "unconfirmed", frame: frame.type, reason });
+      throw new LeaseLostError(`${frame.type} not confirmed: ${reason}`, "lapsed");
+    }
+    if (answer.type === "result") return answer;
+    this.deps.event({ type: "refused", frame: frame.type, code: answer.code, message: answer.message });
+    if (MESSAGE_GONE.has(answer.code) || LEASE_GONE.has(answer.code) || answer.code === "not_your_message") {
+      const lost = new LeaseLostError(`the coordinator refused the ${frame.type}: ${answer.code}`, answer.code);
+      this.abort(run, lost);
+      throw lost;
+    }
+    throw new CoordinatorError(`${frame.type} refused: ${answer.message}`, 0, answer.code);
+  }
+
   /** Posts one frame if the lease still allows it; false when it was not posted or was refused. */
   private async post(frame: ClientFrame & { req: string }, run: Run): Promise<boolean> {
     return (await this.postOrAnswer(frame, run)) === "ok";
@@ -276,6 +412,10 @@ export class WorkLoop {
     else this.abort(run, lost);
     return lost;
   }
+}
+
+function checkStepName(name: string): void {
+  if (!STEP_NAME.test(name)) throw new TypeError(`step names are 1-${LIMITS.stepNameChars} letters, digits, '.', '_', ':' or '-', got ${JSON.stringify(name)}`);
 }
 
 function writeKey(msg: MessageFrame): string {

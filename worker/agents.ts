@@ -8,12 +8,12 @@ import { agentObjectName } from "./objects/names.ts";
 import { CONTROL_ROUTES, type ControlRoute } from "./objects/agent-controls.ts";
 import type { MessagePolicy } from "./rules/message-lease.ts";
 import {
-  errorResponse, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema, utf8Bytes,
+  errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema, STEP_NAME, stepWriteSchema, utf8Bytes,
 } from "./wire/protocol.ts";
 
 const SMALL_BODY_BYTES = 4 * 1024;
 
-type Method = "presence" | "post" | "messagePage" | "message" | "control" | "policy" | "setPolicy" | "resume";
+type Method = "presence" | "post" | "messagePage" | "message" | "control" | "policy" | "setPolicy" | "resume" | "stepOf" | "recordStep" | "heartbeatRun";
 /**
  * The object's methods as the Worker calls them. The runtime's stub type maps every result through
  * its serializable-type check, which cannot express the JSON values (`unknown`) in a checkpoint;
@@ -45,6 +45,10 @@ export async function agentRequest(request: Request, env: Env, account: string, 
   }
   const resume = route.match(/^messages\/(\d{1,15})\/resume$/);
   if (resume && method === "POST") return resumeMessage(request, Number(resume[1]), stub);
+  const step = route.match(/^messages\/(\d{1,15})\/steps\/([^/]+)$/);
+  if (step) return stepRoute(request, Number(step[1]), step[2]!, stub);
+  const beat = route.match(/^messages\/(\d{1,15})\/heartbeat$/);
+  if (beat && method === "POST") return heartbeatRoute(request, Number(beat[1]), stub);
   return errorResponse(404, "not_found", `no route for ${method} ${url.pathname}`);
 }
 
@@ -98,8 +102,9 @@ async function policy(request: Request, stub: Stub): Promise<Response> {
   if (!body.ok) return body.response;
   const parsed = parseBody(policySchema, body.data);
   if (!parsed.ok) return errorResponse(400, "bad_request", `bad policy: ${parsed.message}`);
-  const { mode, max_running, run_timeout_seconds, max_attempts } = parsed.value;
+  const { mode, max_running, run_timeout_seconds, max_attempts, heartbeat_timeout_seconds } = parsed.value;
   const update: Partial<MessagePolicy> = {
+    ...(heartbeat_timeout_seconds === undefined ? {} : { heartbeatTimeoutMs: heartbeat_timeout_seconds === null ? null : heartbeat_timeout_seconds * 1000 }),
     ...(mode === undefined ? {} : { mode }),
     ...(max_running === undefined ? {} : { maxRunning: max_running }),
     ...(run_timeout_seconds === undefined ? {} : { runTimeoutMs: Math.round(run_timeout_seconds * 1000) }),
@@ -112,16 +117,58 @@ async function resumeMessage(request: Request, id: number, stub: Stub): Promise<
   const body = await readJsonBody(request, LIMITS.resumeInputBytes * 2);
   if (!body.ok) return body.response;
   const parsed = parseBody(resumeSchema, body.data);
-  if (!parsed.ok) return errorResponse(400, "bad_request", `body must be {"input"?: "<text>"}: ${parsed.message}`);
+  if (!parsed.ok) return errorResponse(400, "bad_request", `body must be {"input"?: "<text>", "outcome"?: "done" | "redo"}: ${parsed.message}`);
   const input = parsed.value.input ?? null;
   if (input !== null && utf8Bytes(input) > LIMITS.resumeInputBytes) {
     return errorResponse(413, "too_large", `resume input exceeds ${LIMITS.resumeInputBytes} bytes`);
   }
-  const answer = await stub.resume(id, input);
+  const answer = await stub.resume(id, input, parsed.value.outcome ?? null);
   if (!answer.ok) return errorResponse(answer.status, answer.code, answer.message);
   return Response.json(answer.view);
 }
 
+/**
+ * GET a step with its value; PUT records one under the message's token and run key (the HTTP
+ * form of the `step` frame, for `baton step` and any language).
+ */
+async function stepRoute(request: Request, id: number, name: string, stub: Stub): Promise<Response> {
+  if (!STEP_NAME.test(name)) return errorResponse(400, "bad_request", `step names are 1-${LIMITS.stepNameChars} letters, digits, '.', '_', ':' or '-'`);
+  if (request.method === "GET") {
+    const view = await stub.stepOf(id, name);
+    return view ? Response.json(view) : errorResponse(404, "not_found", `message ${id} has no step ${name}`);
+  }
+  if (request.method !== "PUT") return errorResponse(405, "bad_request", "a step takes GET or PUT");
+  const body = await readJsonBody(request, LIMITS.stepValueBytes + SMALL_BODY_BYTES);
+  if (!body.ok) return body.response;
+  const parsed = parseBody(stepWriteSchema, body.data);
+  if (!parsed.ok) return errorResponse(400, "bad_request", `bad step: ${parsed.message}`);
+  const { token, run_key, kind, phase, value, on_unknown } = parsed.value;
+  const json = value === undefined ? null : JSON.stringify(value);
+  if (json !== null && utf8Bytes(json) > LIMITS.stepValueBytes) return errorResponse(413, "too_large", `a step's value is JSON of at most ${LIMITS.stepValueBytes} bytes`);
+  const answer = await stub.recordStep(id, token, run_key, { name, kind, phase, value: json, onUnknown: on_unknown ?? null });
+  if (!answer.ok) return errorResponse(answer.status, answer.code, answer.message);
+  const { ok: _ok, ...written } = answer;
+  return Response.json(written);
+}
+
+async function heartbeatRoute(request: Request, id: number, stub: Stub): Promise<Response> {
+  const body = await readJsonBody(request, LIMITS.progressBytes + SMALL_BODY_BYTES);
+  if (!body.ok) return body.response;
+  const parsed = parseBody(heartbeatSchema, body.data);
+  if (!parsed.ok) return errorResponse(400, "bad_request", `bad heartbeat: ${parsed.message}`);
+  const { token, run_key, details } = parsed.value;
+  if (details !== undefined && utf8Bytes(JSON.stringify(details)) > LIMITS.progressBytes) {
+    return errorResponse(413, "too_large", `heartbeat details are JSON of at most ${LIMITS.progressBytes} bytes`);
+  }
+  const answer = await stub.heartbeatRun(id, token, run_key, details);
+  if (!answer.ok) return errorResponse(answer.status, answer.code, answer.message);
+  const { ok: _ok, ...beat } = answer;
+  return Response.json(beat);
+}
+
 export function policyView(p: MessagePolicy) {
-  return { mode: p.mode, max_running: p.maxRunning, run_timeout_seconds: p.runTimeoutMs / 1000, max_attempts: p.maxAttempts };
+  return {
+    mode: p.mode, max_running: p.maxRunning, run_timeout_seconds: p.runTimeoutMs / 1000, max_attempts: p.maxAttempts,
+    heartbeat_timeout_seconds: p.heartbeatTimeoutMs === null ? null : p.heartbeatTimeoutMs / 1000,
+  };
 }

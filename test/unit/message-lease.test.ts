@@ -6,7 +6,7 @@ import {
 } from "../../worker/rules/message-lease.ts";
 
 const msg = (id: number, over: Partial<MessageLease> = {}): MessageLease => ({
-  id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, ...over,
+  id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, ...over,
 });
 const pool: MessagePolicy = { ...DEFAULT_POLICY, mode: "pool", maxRunning: 10, runTimeoutMs: 1000, maxAttempts: 3 };
 
@@ -79,7 +79,7 @@ describe("a message's own lease", () => {
   it("a run past its deadline is taken back and queued again; after maxAttempts it fails", () => {
     const first = lease(msg(1), "a", 1, 0, pool);
     expect(expireDue([first], 999, pool)).toEqual([]);
-    expect(expireDue([first], 1000, pool)).toEqual([{ ...first, status: "queued", runner: null, expiresAt: null }]);
+    expect(expireDue([first], 1000, pool)).toEqual([{ ...first, status: "queued", runner: null, expiresAt: null, capAt: null }]);
     const third = lease(msg(1, { attempts: 2 }), "a", 3, 0, pool);
     expect(takeBack(third, pool).status).toBe("failed");
   });

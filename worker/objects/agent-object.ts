@@ -20,8 +20,16 @@ import { DirectoryReporter, REPORT_RETRY_MS } from "./directory-reporter.ts";
 import { agentOfObject } from "./names.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
 import { AgentMetricsKeeper } from "./metrics-agent.ts";
-import { messageView, WorkDesk } from "./work-desk.ts";
+import { WorkDesk } from "./work-desk.ts";
 import type { StoredMessage } from "./message-store.ts";
+import type { HeartbeatAnswer, ResumeOutcome, StepAnswer } from "./message-leases.ts";
+import { idempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
+import type { MessageView, StepView } from "../wire/http-responses.ts";
+
+/** 128 random bits as hex: the secret of one hand-out (messages.run_key). */
+function newRunKey(): string {
+  return [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
 
 const SERVE: SocketKind<ConnState> = {
   tag: "serve",
@@ -38,10 +46,10 @@ interface LiveConn extends Socket<ConnState> {
 export interface PostResult {
   status: 201 | 200;
   replayed: boolean;
-  view: ReturnType<typeof messageView> | { id: number; pruned: true };
+  view: MessageView | { id: number; pruned: true };
 }
 
-export type ResumeAnswer = { ok: true; view: ReturnType<typeof messageView> } | { ok: false; status: 404 | 409; code: "not_found" | "not_parked"; message: string };
+export type ResumeAnswer = { ok: true; view: MessageView } | Extract<ResumeOutcome, { ok: false }>;
 
 export class AgentCoordinator extends SocketObject<ConnState> {
   protected readonly kind = SERVE;
@@ -119,7 +127,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const earlier = opts.key === null ? null : messages.postedWith(opts.key, now, this.config.retention);
     if (earlier !== null) {
       const first = messages.get(earlier);
-      return { status: 200, replayed: true, view: first ? messageView(first) : { id: earlier, pruned: true } };
+      return { status: 200, replayed: true, view: first ? this.desk.view(first) : { id: earlier, pruned: true } };
     }
     const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs });
     if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
@@ -132,19 +140,47 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       this.desk.push(c, stored, false);
       writeConn(c.ws, c.state);
     });
-    return { status: 201, replayed: false, view: messageView(messages.get(stored.id)!) };
+    return { status: 201, replayed: false, view: this.desk.view(messages.get(stored.id)!) };
   }
 
-  messagePage(after: number, limit: number): { agent: string; messages: ReturnType<typeof messageView>[]; cursor: number } {
+  messagePage(after: number, limit: number): { agent: string; messages: MessageView[]; cursor: number } {
     this.store.countWake();
-    const messages = this.desk.messages.after(after, limit).map(messageView);
+    const messages = this.desk.views(this.desk.messages.after(after, limit));
     return { agent: this.agentName(), messages, cursor: messages.at(-1)?.id ?? after };
   }
 
-  message(id: number): ReturnType<typeof messageView> | null {
+  message(id: number): MessageView | null {
     this.store.countWake();
     const m = this.desk.messages.get(id);
-    return m ? messageView(m) : null;
+    return m ? this.desk.view(m) : null;
+  }
+
+  /** One step of a message with its value, and the idempotency key an effect of that name hands out. */
+  stepOf(id: number, name: string): StepView | null {
+    this.store.countWake();
+    const record = this.desk.steps.get(id, name);
+    if (!record) return null;
+    return {
+      id, name, kind: record.kind, status: record.status, attempt: record.attempt, on_unknown: record.onUnknown,
+      value: record.value === null ? null : (JSON.parse(record.value) as unknown), idempotency_key: idempotencyKey(this.agentName(), id, name),
+    };
+  }
+
+  /** A step write over HTTP (`baton step`, any language): the run key stands for the connection. */
+  recordStep(id: number, token: number, runKey: string, write: StepWrite): StepAnswer {
+    this.store.countWake();
+    const now = Date.now();
+    const answer = this.desk.leases.recordStep(id, token, { runKey }, write, now);
+    if (!answer.ok && answer.expired) this.step(now, { type: "work" });
+    return answer;
+  }
+
+  heartbeatRun(id: number, token: number, runKey: string, details: unknown): HeartbeatAnswer {
+    this.store.countWake();
+    const now = Date.now();
+    const answer = this.desk.leases.heartbeat(id, token, { runKey }, details, now);
+    if (!answer.ok && answer.expired) this.step(now, { type: "work" });
+    return answer;
   }
 
   /** Pause, unpause, drain, undrain: stored, then applied by one plan (which may move the lease at its safe point). */
@@ -168,14 +204,14 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     return policy;
   }
 
-  resume(id: number, input: string | null): ResumeAnswer {
+  resume(id: number, input: string | null, outcome: UnknownOutcome | null = null): ResumeAnswer {
     this.store.countWake();
     const now = Date.now();
-    const result = this.desk.leases.resume(id, input, now);
+    const result = this.desk.leases.resume(id, input, outcome, now);
     // Resumed: handed out now. Refused for a passed park deadline: the plan fails it now.
     this.step(now, { type: "work" });
     if (!result.ok) return result;
-    return { ok: true, view: messageView(this.desk.messages.get(id)!) };
+    return { ok: true, view: this.desk.view(this.desk.messages.get(id)!) };
   }
 
   // ---- Socket events ----
@@ -238,7 +274,9 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       case "reply":
       case "fail":
       case "park":
-        // A checkpoint moves nothing; any other write may free a slot or reach the holder's safe point.
+      case "step":
+      case "heartbeat":
+        // A checkpoint, step or heartbeat moves nothing; any other write may free a slot or reach the holder's safe point.
         if (this.desk.write(socket, frame, now, this.store.lease())) this.step(now, { type: "work" });
         return;
     }
@@ -343,7 +381,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     }
     for (const h of plan.handOuts) {
       const runner = conns[h.to]!;
-      const stored: StoredMessage = messages.saveLease(h.lease, plan.lease.fence, runner.state.machine);
+      const stored: StoredMessage = messages.saveLease(h.lease, { fence: plan.lease.fence, machine: runner.state.machine, runKey: newRunKey() });
       this.desk.push(runner, stored, true);
       changed.add(h.to);
     }

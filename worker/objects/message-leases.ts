@@ -3,13 +3,15 @@
 // resumes parked messages. Who runs what, and what is taken back, is decided by
 // ../rules/agent-plan.ts; the rules of one message are in ../rules/message-lease.ts.
 import {
-  checkMessageWrite, failAttempt, park, resume, type MessagePolicy,
+  checkMessageWrite, extendRun, failAttempt, park, resume, type MessagePolicy,
 } from "../rules/message-lease.ts";
 import { runnerOf } from "../rules/agent-plan.ts";
+import { decideStepWrite, pendingAsk, unknownOutcomeReason, type StepRecord, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
 import { send, type ConnState } from "./connections.ts";
 import { leaseOf, type MessageStore, type StoredMessage } from "./message-store.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
-import { errorFrame, type ClientFrame, type ErrorCode, type MessageFrame } from "../wire/protocol.ts";
+import type { StepStore } from "./step-store.ts";
+import { errorFrame, LIMITS, type ClientFrame, type ErrorCode, type JournalEntry, type MessageFrame } from "../wire/protocol.ts";
 import type { WorkReport } from "../wire/server-frames.ts";
 
 export interface DeskSocket {
@@ -17,19 +19,42 @@ export interface DeskSocket {
   state: ConnState;
 }
 
-/** A write made under a message's token: reply, ack, message checkpoint, fail or park. */
-export type TokenWrite = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" }> & { id: number; token: number };
+/** A write made under a message's token: reply, ack, message checkpoint, fail, park, step or heartbeat. */
+export type TokenWrite = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" | "step" | "heartbeat" }> & { id: number; token: number };
+
+/** Who makes a write for a running message: a connection (by its runner id) or an HTTP caller with the run's key. */
+export type Writer = { runner: string } | { runKey: string };
+
+/** A refused write, with the HTTP status it answers with; `expired`: the run deadline had passed, so the object plans again. */
+export interface Refusal {
+  ok: false;
+  status: 400 | 403 | 404 | 409 | 413;
+  code: ErrorCode;
+  message: string;
+  expired: boolean;
+}
+
+export type StepAnswer = { ok: true; id: number; token: number; name: string; status: "intent" | "done"; duplicate: boolean; value: unknown } | Refusal;
+export type HeartbeatAnswer = { ok: true; id: number; token: number; expires_at: number | null } | Refusal;
+
+const REFUSAL_STATUS: Partial<Record<ErrorCode, Refusal["status"]>> = {
+  unknown_message: 404, not_your_message: 403, stale_token: 409, message_not_running: 409, too_large: 413, bad_request: 400,
+};
 
 const REPORTED_RUNNING = 50;
 const REPORTED_PARKED = 20;
 const REPORTED_FAILED = 10;
+
+export type ResumeOutcome =
+  | { ok: true; message: StoredMessage }
+  | { ok: false; status: 400 | 404 | 409; code: "not_found" | "not_parked" | "outcome_unknown" | "bad_request"; message: string };
 
 export class MessageLeases {
   readonly policies: RunPolicyStore;
   /** Told of every write refused by the token check, before the error frame goes out (for /metrics). */
   onRefused: (code: ErrorCode) => void = () => {};
 
-  constructor(sql: SqlStorage, private readonly messages: MessageStore) {
+  constructor(sql: SqlStorage, private readonly messages: MessageStore, private readonly steps: StepStore) {
     this.policies = new RunPolicyStore(sql);
   }
 
@@ -43,6 +68,7 @@ export class MessageLeases {
    * the object plans again (a checkpoint moves nothing).
    */
   write(socket: DeskSocket, frame: TokenWrite, now: number, fence: number): boolean {
+    if (frame.type === "step" || frame.type === "heartbeat") return this.journalWrite(socket, frame, now);
     const stored = this.messages.get(frame.id);
     if (!stored) {
       send(socket.ws, errorFrame("unknown_message", `no message ${frame.id}`, frame.req));
@@ -91,16 +117,96 @@ export class MessageLeases {
     }
   }
 
+  /** A step or heartbeat frame, answered on its socket; true when its run deadline had passed (the object plans again). */
+  private journalWrite(socket: DeskSocket, frame: Extract<TokenWrite, { type: "step" | "heartbeat" }>, now: number): boolean {
+    const writer = { runner: runnerOf(socket.state) };
+    const answer = frame.type === "step"
+      ? this.recordStep(frame.id, frame.token, writer, {
+          name: frame.name, kind: frame.kind, phase: frame.phase, onUnknown: frame.on_unknown ?? null,
+          value: frame.value === undefined ? null : JSON.stringify(frame.value),
+        }, now)
+      : this.heartbeat(frame.id, frame.token, writer, frame.details, now);
+    if (!answer.ok) {
+      send(socket.ws, errorFrame(answer.code, answer.message, frame.req));
+      return answer.expired;
+    }
+    const { ok: _ok, ...result } = answer;
+    send(socket.ws, { type: "result", op: frame.type, req: frame.req, ...result } as never);
+    return false;
+  }
+
+  /** The token check of every write for a running message, at this moment; a run key proves an HTTP writer. */
+  private checkRun(id: number, token: number, writer: Writer, now: number): { ok: true; stored: StoredMessage } | Refusal {
+    const stored = this.messages.get(id);
+    if (!stored) return { ok: false, status: 404, code: "unknown_message", message: `no message ${id}`, expired: false };
+    const m = leaseOf(stored);
+    const runner = "runner" in writer ? writer.runner : sameSecret(writer.runKey, stored.run_key) ? (m.runner ?? "") : "(wrong run key)";
+    const verdict = checkMessageWrite(m, token, runner, now);
+    if (verdict.ok) return { ok: true, stored };
+    this.onRefused(verdict.code);
+    const expired = m.status === "running" && m.expiresAt !== null && now >= m.expiresAt;
+    return { ok: false, status: REFUSAL_STATUS[verdict.code] ?? 409, code: verdict.code, message: verdict.message, expired };
+  }
+
+  /**
+   * Records a step's result, or an effect's intent or outcome, under the message's current token
+   * (rules/step-journal.ts). An effect whose policy is to ask marks the message while its intent is
+   * open, so an attempt that ends before the outcome parks the message for a person.
+   */
+  recordStep(id: number, token: number, writer: Writer, write: StepWrite, now: number): StepAnswer {
+    const run = this.checkRun(id, token, writer, now);
+    if (!run.ok) return run;
+    const { stored } = run;
+    const decision = decideStepWrite(this.steps.get(id, write.name), write, { attempt: stored.attempts, token }, this.steps.usage(id), {
+      steps: LIMITS.stepsPerMessage, bytes: LIMITS.journalBytes,
+    });
+    if (decision.action === "refuse") return { ok: false, status: REFUSAL_STATUS[decision.code] ?? 400, code: decision.code, message: decision.message, expired: false };
+    const record: StepRecord = decision.action === "duplicate" ? decision.record : this.steps.save(id, decision.record, now);
+    if (decision.action === "record") {
+      const asking = pendingAsk(record);
+      if (asking !== null) this.messages.setPendingAsk(id, asking);
+      else if (stored.pending_ask === record.name) this.messages.setPendingAsk(id, null);
+    }
+    return {
+      ok: true, id, token, name: record.name, status: record.status, duplicate: decision.action === "duplicate",
+      value: record.value === null ? null : (JSON.parse(record.value) as unknown),
+    };
+  }
+
+  /** The run is alive: its deadline moves on by the heartbeat timeout (never past the run timeout), its details kept as progress. */
+  heartbeat(id: number, token: number, writer: Writer, details: unknown, now: number): HeartbeatAnswer {
+    const run = this.checkRun(id, token, writer, now);
+    if (!run.ok) return run;
+    const next = extendRun(leaseOf(run.stored), now, this.policies.policy());
+    this.messages.saveHeartbeat(id, next.expiresAt, details === undefined ? null : JSON.stringify(details), now);
+    return { ok: true, id, token, expires_at: next.expiresAt };
+  }
+
+  /** Every record of a message, for its runner's hand-out. */
+  journal(id: number): JournalEntry[] {
+    return this.steps.journal(id).map((r) => ({
+      name: r.name, kind: r.kind, status: r.status, on_unknown: r.onUnknown, attempt: r.attempt,
+      ...(r.value === null ? {} : { value: JSON.parse(r.value) as unknown }),
+    }));
+  }
+
   /**
    * Queues a parked message again with the person's input; it is handed out with attempt + 1 and
    * its checkpoint by the plan that follows. A park deadline that passed before its alarm ran
    * refuses the resume; the plan that follows fails the message.
    */
-  resume(id: number, input: string | null, now: number): { ok: true; message: StoredMessage } | { ok: false; status: 404 | 409; code: "not_found" | "not_parked"; message: string } {
+  resume(id: number, input: string | null, outcome: UnknownOutcome | null, now: number): ResumeOutcome {
     const stored = this.messages.get(id);
     if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
-    const result = resume(leaseOf(stored), now);
-    if (!result.ok) return { ...result, status: 409 };
+    const result = resume(leaseOf(stored), now, outcome);
+    if (!result.ok) return { ...result, status: result.code === "bad_request" ? 400 : 409 };
+    const unknown = stored.pending_ask;
+    if (unknown !== null && outcome === "redo") this.steps.forget(id, unknown);
+    if (unknown !== null && outcome === "done") {
+      this.steps.save(id, {
+        name: unknown, kind: "effect", status: "done", value: JSON.stringify(input), onUnknown: "ask", attempt: stored.attempts, token: stored.token,
+      }, now);
+    }
     this.messages.setResumeInput(id, input);
     this.messages.saveLease(result.message);
     return { ok: true, message: this.messages.get(id)! };
@@ -124,15 +230,29 @@ export class MessageLeases {
       running: this.messages.inStatus("running", REPORTED_RUNNING).map((m) => ({
         id: m.id, attempt: m.attempts, token: m.token, claim_seq: m.runner === null ? null : Number(m.runner),
         machine: machines.get(m.runner ?? "") ?? null, expires_at: m.expires_at, group: m.msg_group,
+        heartbeat_at: m.heartbeat_at,
       })),
-      parked: this.messages.inStatus("parked", REPORTED_PARKED).map((m) => ({ id: m.id, attempt: m.attempts, deadline: m.expires_at, group: m.msg_group })),
+      parked: this.messages.inStatus("parked", REPORTED_PARKED).map((m) => ({
+        id: m.id, attempt: m.attempts, deadline: m.expires_at, group: m.msg_group, reason: m.pending_ask === null ? null : unknownOutcomeReason(m.pending_ask),
+      })),
       failed: this.messages.inStatus("failed", REPORTED_FAILED).map((m) => ({ id: m.id, attempts: m.attempts, error: m.error })),
     };
   }
 }
 
-/** The frame for one message; a run copy carries what its runner needs: token, timeout, checkpoint, resume input. */
-export function messageFrame(m: StoredMessage, run: boolean, policy: MessagePolicy): MessageFrame {
+/** Compares two secrets without stopping at the first difference. */
+function sameSecret(given: string, stored: string | null): boolean {
+  if (stored === null || given.length !== stored.length) return false;
+  let diff = 0;
+  for (let i = 0; i < given.length; i++) diff |= given.charCodeAt(i) ^ stored.charCodeAt(i);
+  return diff === 0;
+}
+
+/**
+ * The frame for one message; a run copy carries what its runner needs: token, timeouts, run key,
+ * checkpoint, resume input and the step journal.
+ */
+export function messageFrame(m: StoredMessage, run: boolean, policy: MessagePolicy, journal: JournalEntry[] = []): MessageFrame {
   const frame: MessageFrame = { type: "message", id: m.id, text: m.text, attempt: m.attempts, created_at: m.created_at, run };
   if (!run) return frame;
   return {
@@ -142,5 +262,8 @@ export function messageFrame(m: StoredMessage, run: boolean, policy: MessagePoli
     group: m.msg_group,
     resume_input: m.resume_input,
     ...(m.checkpoint === null ? {} : { checkpoint: JSON.parse(m.checkpoint) as unknown }),
+    ...(journal.length ? { steps: journal } : {}),
+    ...(policy.heartbeatTimeoutMs === null ? {} : { heartbeat_timeout_ms: policy.heartbeatTimeoutMs }),
+    ...(m.run_key === null ? {} : { run_key: m.run_key }),
   };
 }

@@ -38,6 +38,15 @@ export interface StoredMessage {
   acked_runner: string | null;
   /** The machine label of the runner it was last handed to. */
   machine: string | null;
+  /** While running: the run timeout's hard cap, which heartbeats never pass. */
+  cap_at: number | null;
+  /** An effect of the running attempt with an intent and no outcome, whose policy is to ask. */
+  pending_ask: string | null;
+  /** The latest heartbeat's details (JSON text) and when it arrived: the run's progress. */
+  progress: string | null;
+  heartbeat_at: number | null;
+  /** A secret per hand-out, given only to its runner: HTTP writes for the run carry it instead of a connection. */
+  run_key: string | null;
 }
 
 /** Columns added after the first schema, with their definitions, for tables created before them. */
@@ -56,10 +65,15 @@ const LEASE_COLUMNS: Record<string, string> = {
   failures: "INTEGER NOT NULL DEFAULT 0",
   acked_runner: "TEXT",
   machine: "TEXT",
+  cap_at: "INTEGER",
+  pending_ask: "TEXT",
+  progress: "TEXT",
+  heartbeat_at: "INTEGER",
+  run_key: "TEXT",
 };
 
 /** The columns a message's lease is made of (see leaseOf). */
-const LEASE_FIELDS = "id, status, attempts, token, runner, expires_at, msg_group, run_timeout_ms, retry_at";
+const LEASE_FIELDS = "id, status, attempts, token, runner, expires_at, msg_group, run_timeout_ms, retry_at, cap_at, pending_ask";
 
 /** How many queued messages one dispatch looks at (oldest first): a bound on its work, not on the queue. */
 export const DISPATCH_WINDOW = 500;
@@ -85,6 +99,8 @@ export interface Retention {
 }
 
 const HISTORY_PAGE = 500;
+
+type ReportedField = "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error" | "heartbeat_at" | "pending_ask";
 
 export class MessageStore {
   constructor(private readonly sql: SqlStorage) {
@@ -169,13 +185,28 @@ export class MessageStore {
     return rows.map(leaseOf);
   }
 
-  /** Stores a message's lease fields as the rules left them; `fence` is the serve fence at a hand-out. */
-  saveLease(m: MessageLease, fence: number | null = null, machine: string | null = null): StoredMessage {
+  /**
+   * Stores a message's lease fields as the rules left them. A hand-out also gives `fence` (the
+   * serve fence then), the runner's machine and a fresh run key, and clears the last run's progress.
+   */
+  saveLease(m: MessageLease, handOut: { fence: number; machine: string; runKey: string } | null = null): StoredMessage {
     return this.sql.exec(
-      `UPDATE messages SET status = ?, attempts = ?, token = ?, runner = ?, expires_at = ?, retry_at = ?,
-       delivered_fence = COALESCE(?, delivered_fence), machine = COALESCE(?, machine) WHERE id = ? RETURNING *`,
-      m.status, m.attempts, m.token, m.runner, m.expiresAt, m.retryAt, fence, machine, m.id,
+      `UPDATE messages SET status = ?, attempts = ?, token = ?, runner = ?, expires_at = ?, retry_at = ?, cap_at = ?, pending_ask = ?,
+       delivered_fence = COALESCE(?, delivered_fence), machine = COALESCE(?, machine), run_key = COALESCE(?, run_key),
+       progress = CASE WHEN ? THEN NULL ELSE progress END, heartbeat_at = CASE WHEN ? THEN NULL ELSE heartbeat_at END
+       WHERE id = ? RETURNING *`,
+      m.status, m.attempts, m.token, m.runner, m.expiresAt, m.retryAt, m.capAt, m.pendingAsk,
+      handOut?.fence ?? null, handOut?.machine ?? null, handOut?.runKey ?? null, handOut ? 1 : 0, handOut ? 1 : 0, m.id,
     ).one() as unknown as StoredMessage;
+  }
+
+  /** A heartbeat of a running message: its new deadline and progress. */
+  saveHeartbeat(id: number, expiresAt: number | null, progress: string | null, now: number): void {
+    this.sql.exec(`UPDATE messages SET expires_at = ?, progress = COALESCE(?, progress), heartbeat_at = ? WHERE id = ?`, expiresAt, progress, now, id);
+  }
+
+  setPendingAsk(id: number, name: string | null): void {
+    this.sql.exec(`UPDATE messages SET pending_ask = ? WHERE id = ?`, name, id);
   }
 
   /** Notes why an attempt of message `id` ended without success. */
@@ -209,9 +240,10 @@ export class MessageStore {
   }
 
   /** The newest messages in one status, newest first, without their texts, replies or checkpoints. */
-  inStatus(status: MessageStatus, limit: number): Pick<StoredMessage, "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error">[] {
-    return this.sql.exec<Pick<StoredMessage, "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error">>(
-      `SELECT id, attempts, token, runner, expires_at, msg_group, substr(error, 1, 500) AS error FROM messages WHERE status = ? ORDER BY id DESC LIMIT ?`,
+  inStatus(status: MessageStatus, limit: number): Pick<StoredMessage, ReportedField>[] {
+    return this.sql.exec<Pick<StoredMessage, ReportedField>>(
+      `SELECT id, attempts, token, runner, expires_at, msg_group, substr(error, 1, 500) AS error, heartbeat_at, pending_ask
+       FROM messages WHERE status = ? ORDER BY id DESC LIMIT ?`,
       status, limit).toArray();
   }
 
@@ -254,6 +286,8 @@ export class MessageStore {
     const horizon = newestId - retention.messages;
     if (horizon > 0) {
       this.sql.exec(`DELETE FROM message_writes WHERE message_id <= ?`, horizon);
+      this.sql.exec(
+        `DELETE FROM message_steps WHERE message_id IN (SELECT id FROM messages WHERE id <= ? AND status IN ('acknowledged', 'failed'))`, horizon);
       this.sql.exec(`DELETE FROM messages WHERE id <= ? AND status IN ('acknowledged', 'failed')`, horizon);
     }
     this.sql.exec(`DELETE FROM post_keys WHERE at < ?`, now - retention.postKeyMs);
@@ -276,7 +310,7 @@ export class MessageStore {
 export function leaseOf(m: StoredMessage): MessageLease {
   return {
     id: m.id, status: m.status, attempts: m.attempts, token: m.token, runner: m.runner, expiresAt: m.expires_at,
-    group: m.msg_group, runTimeoutMs: m.run_timeout_ms, retryAt: m.retry_at,
+    group: m.msg_group, runTimeoutMs: m.run_timeout_ms, retryAt: m.retry_at, capAt: m.cap_at ?? null, pendingAsk: m.pending_ask ?? null,
   };
 }
 

@@ -6,13 +6,15 @@ import type { LeaseRecord } from "../rules/election.ts";
 import { checkFencedWrite } from "../rules/fencing.ts";
 import { send, writeConn, type ConnState } from "./connections.ts";
 import { MessageStore, type StoredMessage } from "./message-store.ts";
+import { StepStore, type StepSummary } from "./step-store.ts";
+import type { MessageView } from "../wire/http-responses.ts";
 import { messageFrame, MessageLeases, type DeskSocket, type TokenWrite } from "./message-leases.ts";
 import { errorFrame, LIMITS, type ClientFrame, type ErrorCode } from "../wire/protocol.ts";
 import { BucketPerSocket, ByteBucket } from "../rules/frame-rate-limit.ts";
 
 export type { DeskSocket };
 
-type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" }>;
+type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" | "step" | "heartbeat" }>;
 
 /** What a message frame costs beyond its text, for the replay budget. */
 const FRAME_OVERHEAD_BYTES = 128;
@@ -20,6 +22,7 @@ const FRAME_OVERHEAD_BYTES = 128;
 export class WorkDesk {
   readonly messages: MessageStore;
   readonly leases: MessageLeases;
+  readonly steps: StepStore;
   /** Told of every write refused by the fence or a message token, before the error frame goes out (for /metrics). */
   onRefused: (code: ErrorCode) => void = () => {};
   private readonly replayPerSocket = new BucketPerSocket(LIMITS.replayBytesPerSecond, LIMITS.replayBytesPerSecond);
@@ -27,7 +30,8 @@ export class WorkDesk {
 
   constructor(sql: SqlStorage) {
     this.messages = new MessageStore(sql);
-    this.leases = new MessageLeases(sql, this.messages);
+    this.steps = new StepStore(sql);
+    this.leases = new MessageLeases(sql, this.messages, this.steps);
     this.leases.onRefused = (code) => this.onRefused(code);
   }
 
@@ -79,12 +83,23 @@ export class WorkDesk {
 
   /** Sends a message frame (a run copy only to its runner) and moves the connection's cursor past it; the caller writes the attachment. */
   push(socket: DeskSocket, m: StoredMessage, run: boolean): void {
-    send(socket.ws, messageFrame(m, run, this.leases.policies.policy()));
+    send(socket.ws, messageFrame(m, run, this.leases.policies.policy(), run ? this.leases.journal(m.id) : []));
     if (m.id > socket.state.cursor) socket.state.cursor = m.id;
+  }
+
+  /** One message as HTTP shows it, with its steps (without their values). */
+  view(m: StoredMessage): MessageView {
+    return messageView(m, this.steps.summaries(m.id));
+  }
+
+  /** A page of messages with their steps, read in one query. */
+  views(ms: readonly StoredMessage[]): MessageView[] {
+    const steps = this.steps.summariesFor(ms.map((m) => m.id));
+    return ms.map((m) => messageView(m, steps.get(m.id) ?? []));
   }
 }
 
-export function messageView(m: StoredMessage) {
+export function messageView(m: StoredMessage, steps: StepSummary[]): MessageView {
   return {
     id: m.id,
     text: m.text,
@@ -109,5 +124,9 @@ export function messageView(m: StoredMessage) {
     machine: m.machine,
     checkpoint: m.checkpoint === null ? null : (JSON.parse(m.checkpoint) as unknown),
     resume_input: m.resume_input,
+    steps,
+    waiting_on: m.status === "parked" ? m.pending_ask : null,
+    heartbeat_at: m.heartbeat_at,
+    progress: m.progress === null ? null : (JSON.parse(m.progress) as unknown),
   };
 }

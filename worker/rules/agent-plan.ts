@@ -75,7 +75,7 @@ export type AgentEvent =
   | { type: "release"; from: number }
   | { type: "hello"; from: number; machine?: string; slots?: number };
 
-export type RevokeReason = "run_timeout" | "runner_gone";
+export type RevokeReason = "run_timeout" | "runner_gone" | "heartbeat_timeout";
 
 export interface Tell {
   to: number;
@@ -127,6 +127,7 @@ const EVENT_REASON: Record<AgentEvent["type"], TransitionReason> = {
 const TAKEN_BACK: Record<RevokeReason, string> = {
   run_timeout: "its run timeout passed before the runner finished",
   runner_gone: "its runner left (disconnected, released the lease or went silent) before finishing",
+  heartbeat_timeout: "its run sent no heartbeat within the heartbeat timeout",
 };
 const PARK_DEADLINE_PASSED = "its park deadline passed before anyone resumed it";
 
@@ -276,7 +277,9 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
     const before = open.get(next.id)!;
     if (before.status === "running") {
       if (before.runner !== null) avoid.set(before.id, before.runner);
-      takeBacks.push({ lease: next, error: TAKEN_BACK.run_timeout, revoke: revokeFor(before, "run_timeout") });
+      // A deadline short of the run timeout's cap was a heartbeat deadline.
+      const why: RevokeReason = policy.heartbeatTimeoutMs !== null && before.capAt !== null && before.expiresAt! < before.capAt ? "heartbeat_timeout" : "run_timeout";
+      takeBacks.push({ lease: next, error: TAKEN_BACK[why], revoke: revokeFor(before, why) });
     } else {
       takeBacks.push({ lease: next, error: PARK_DEADLINE_PASSED, revoke: null });
     }

@@ -6,7 +6,8 @@
 //     ▲                 │ │ └──park──▶ parked ──resume──▶ queued
 //     ├──timeout/lost───┘ │              └──deadline──▶ failed
 //     └──fail (after a backoff)──┤
-//                         └──timeout/lost/fail, attempts used up──▶ failed
+//                         ├──timeout/lost/fail, attempts used up──▶ failed
+//                         └──timeout/lost/fail with an effect's outcome unknown (ask)──▶ parked
 
 export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed";
 
@@ -27,6 +28,10 @@ export interface MessageLease {
   runTimeoutMs: number | null;
   /** A queued message whose last attempt failed is not handed out before this (its backoff); null: at once. */
   retryAt: number | null;
+  /** While running: the hard cap of the run timeout, which heartbeats never move past (null: none kept). */
+  capAt: number | null;
+  /** An effect of this attempt with an intent and no outcome whose policy is to ask (rules/step-journal.ts). */
+  pendingAsk: string | null;
 }
 
 export interface MessagePolicy {
@@ -36,9 +41,15 @@ export interface MessagePolicy {
   runTimeoutMs: number;
   /** After this many attempts a message that is taken back fails instead of running again. */
   maxAttempts: number;
+  /**
+   * A run that neither heartbeats nor finishes within this is taken back (null: only the run
+   * timeout applies). Each heartbeat moves the deadline this far from the moment it arrives, never
+   * past the run timeout.
+   */
+  heartbeatTimeoutMs: number | null;
 }
 
-export const DEFAULT_POLICY: MessagePolicy = { mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5 };
+export const DEFAULT_POLICY: MessagePolicy = { mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5, heartbeatTimeoutMs: null };
 
 /** A runner that may take messages now, with its free slots (concurrency minus what it runs). */
 export interface RunnerSlots {
@@ -97,11 +108,26 @@ function roomiest(runners: readonly RunnerSlots[], free: Map<string, number>, ex
   return best;
 }
 
-/** Hands a queued message to a runner under a fresh token, with its run deadline. */
+/** Hands a queued message to a runner under a fresh token, with its run deadline (the heartbeat timeout's, when sooner). */
 export function lease(m: MessageLease, runner: string, token: number, now: number, policy: MessagePolicy): MessageLease {
-  return {
-    ...m, status: "running", attempts: m.attempts + 1, token, runner, expiresAt: now + (m.runTimeoutMs ?? policy.runTimeoutMs), retryAt: null,
-  };
+  const capAt = now + (m.runTimeoutMs ?? policy.runTimeoutMs);
+  const expiresAt = policy.heartbeatTimeoutMs === null ? capAt : Math.min(capAt, now + policy.heartbeatTimeoutMs);
+  return { ...m, status: "running", attempts: m.attempts + 1, token, runner, expiresAt, capAt, retryAt: null, pendingAsk: null };
+}
+
+/**
+ * A heartbeat of a running message (whose write was checked): its deadline moves to a heartbeat
+ * timeout from now, never past the run timeout's cap, and never back.
+ */
+export function extendRun(m: MessageLease, now: number, policy: MessagePolicy): MessageLease {
+  if (policy.heartbeatTimeoutMs === null || m.expiresAt === null) return m;
+  const cap = m.capAt ?? Infinity;
+  return { ...m, expiresAt: Math.max(m.expiresAt, Math.min(cap, now + policy.heartbeatTimeoutMs)) };
+}
+
+/** An attempt that ends with an effect's outcome unknown (policy ask) waits for a person instead of running again. */
+function parkUnknown(m: MessageLease): MessageLease {
+  return { ...m, status: "parked", runner: null, expiresAt: null, capAt: null, retryAt: null };
 }
 
 export type MessageWriteVerdict =
@@ -136,24 +162,37 @@ export function complete(m: MessageLease): MessageLease {
 
 /** Gives the lease up while a person decides; a deadline makes the message fail if nobody resumes it. */
 export function park(m: MessageLease, deadline: number | null): MessageLease {
-  return { ...m, status: "parked", runner: null, expiresAt: deadline };
+  return { ...m, status: "parked", runner: null, expiresAt: deadline, capAt: null };
 }
 
-export type ResumeResult = { ok: true; message: MessageLease } | { ok: false; code: "not_parked"; message: string };
+export type ResumeResult =
+  | { ok: true; message: MessageLease }
+  | { ok: false; code: "not_parked" | "outcome_unknown" | "bad_request"; message: string };
 
-/** Queues a parked message again; it is handed out with attempt + 1 and a new token. A park deadline that has passed, by now, has failed it. */
-export function resume(m: MessageLease, now: number): ResumeResult {
+/**
+ * Queues a parked message again; it is handed out with attempt + 1 and a new token. A park deadline
+ * that has passed, by now, has failed it. A message parked because an effect's outcome is unknown
+ * is resumed only with the person's answer for it (`outcome`: it happened, or run it again).
+ */
+export function resume(m: MessageLease, now: number, outcome: "done" | "redo" | null = null): ResumeResult {
   if (m.status !== "parked") return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}, not parked` };
   if (m.expiresAt !== null && now >= m.expiresAt) {
     return { ok: false, code: "not_parked", message: `message ${m.id}'s park deadline passed ${now - m.expiresAt} ms ago; it has failed` };
   }
-  return { ok: true, message: { ...m, status: "queued", runner: null, expiresAt: null, retryAt: null } };
+  if (m.pendingAsk !== null && outcome === null) {
+    return { ok: false, code: "outcome_unknown", message: `message ${m.id} waits for an answer on step ${m.pendingAsk}, whose outcome is unknown: say done (it happened) or redo (run it again)` };
+  }
+  if (m.pendingAsk === null && outcome !== null) {
+    return { ok: false, code: "bad_request", message: `message ${m.id} has no step whose outcome is unknown` };
+  }
+  return { ok: true, message: { ...m, status: "queued", runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null } };
 }
 
 /** Takes a running message back (its runner went silent, left, or ran out of time): queued again, or failed when its attempts are used up. */
 export function takeBack(m: MessageLease, policy: MessagePolicy): MessageLease {
+  if (m.pendingAsk !== null) return parkUnknown(m);
   const status: MessageStatus = m.attempts >= policy.maxAttempts ? "failed" : "queued";
-  return { ...m, status, runner: null, expiresAt: null };
+  return { ...m, status, runner: null, expiresAt: null, capAt: null };
 }
 
 /** How long a message waits after its `attempts`-th attempt failed: 1 s, doubling, at most a minute. */
@@ -165,9 +204,10 @@ export function retryBackoffMs(attempts: number): number {
  * The runner says its run failed (the command exited non-zero, could not start or was killed; the
  * handler threw): queued again after a backoff, or failed when its attempts are used up.
  */
-export function failAttempt(m: MessageLease, now: number, policy: MessagePolicy): MessageLease & { status: "queued" | "failed" } {
-  if (m.attempts >= policy.maxAttempts) return { ...m, status: "failed", runner: null, expiresAt: null, retryAt: null };
-  return { ...m, status: "queued", runner: null, expiresAt: null, retryAt: now + retryBackoffMs(m.attempts) };
+export function failAttempt(m: MessageLease, now: number, policy: MessagePolicy): MessageLease & { status: "queued" | "failed" | "parked" } {
+  if (m.pendingAsk !== null) return { ...parkUnknown(m), status: "parked" };
+  if (m.attempts >= policy.maxAttempts) return { ...m, status: "failed", runner: null, expiresAt: null, capAt: null, retryAt: null };
+  return { ...m, status: "queued", runner: null, expiresAt: null, capAt: null, retryAt: now + retryBackoffMs(m.attempts) };
 }
 
 /** Every open message whose deadline passed, as it must become: running ones taken back, parked ones failed. */
@@ -176,7 +216,7 @@ export function expireDue(open: readonly MessageLease[], now: number, policy: Me
   for (const m of open) {
     if (m.expiresAt === null || now < m.expiresAt) continue;
     if (m.status === "running") out.push(takeBack(m, policy));
-    else if (m.status === "parked") out.push({ ...m, status: "failed", expiresAt: null });
+    else if (m.status === "parked") out.push({ ...m, status: "failed", expiresAt: null, capAt: null });
   }
   return out;
 }

@@ -23,6 +23,7 @@ export const ERROR_CODES = [
   "message_not_running",
   "not_your_message",
   "not_parked",
+  "outcome_unknown",
   "no_holder",
   "upgrade_required",
   "internal",

@@ -34,7 +34,38 @@ export const messageViewSchema = z.object({
   error: z.nullable(z.string()),
   failures: count,
   retry_at: z.nullable(z.number()),
+  /** Its step journal, without values: name, kind, status (intent: an effect whose outcome was never recorded), attempt, size. */
+  steps: z.array(z.object({
+    name: z.string(), kind: z.enum(["step", "effect"]), status: z.enum(["intent", "done"]), attempt: count, at: z.number(), bytes: count,
+    on_unknown: z.nullable(z.enum(["retry", "ask"])),
+  })),
+  /** The effect whose outcome is unknown while a person decides (parked), else null. */
+  waiting_on: z.nullable(z.string()),
+  /** The running attempt's latest heartbeat (server ms) and its details. */
+  heartbeat_at: z.nullable(z.number()),
+  progress: z.unknown(),
 });
+
+/** GET /agents/{agent}/messages/{id}/steps/{name}: one record with its value. */
+export const stepViewSchema = z.object({
+  id: z.int().check(z.gte(1)),
+  name: z.string(),
+  kind: z.enum(["step", "effect"]),
+  status: z.enum(["intent", "done"]),
+  attempt: count,
+  value: z.unknown(),
+  on_unknown: z.nullable(z.enum(["retry", "ask"])),
+  /** The key to hand an external API for this effect: the same on every attempt. */
+  idempotency_key: z.string(),
+});
+
+/** PUT /agents/{agent}/messages/{id}/steps/{name}: what the journal holds now; `duplicate` when it was done already. */
+export const stepWrittenSchema = z.object({
+  id: z.int().check(z.gte(1)), token: count, name: z.string(), status: z.enum(["intent", "done"]), duplicate: z.boolean(), value: z.unknown(),
+});
+
+/** POST /agents/{agent}/messages/{id}/heartbeat: the run's deadline now (server ms). */
+export const heartbeatAnswerSchema = z.object({ id: z.int().check(z.gte(1)), token: count, expires_at: z.nullable(z.number()) });
 
 /** GET or PUT /agents/{agent}/policy. */
 export const policyViewSchema = z.object({
@@ -42,6 +73,7 @@ export const policyViewSchema = z.object({
   max_running: count,
   run_timeout_seconds: z.number(),
   max_attempts: count,
+  heartbeat_timeout_seconds: z.nullable(z.number()),
 });
 
 export const messagePageSchema = z.object({ agent: z.string(), messages: z.array(messageViewSchema), cursor: count });
@@ -77,6 +109,9 @@ export const leaseCheckSchema = z.object({ current: z.boolean(), latest_fence: c
 
 export type ErrorBody = z.infer<typeof errorBodySchema>;
 export type MessageView = z.infer<typeof messageViewSchema>;
+export type StepView = z.infer<typeof stepViewSchema>;
+export type StepWritten = z.infer<typeof stepWrittenSchema>;
+export type HeartbeatAnswer = z.infer<typeof heartbeatAnswerSchema>;
 export type MessagePage = z.infer<typeof messagePageSchema>;
 export type AgentList = z.infer<typeof agentListSchema>;
 export type AgentSummaryList = z.infer<typeof agentSummaryListSchema>;

@@ -35,6 +35,14 @@ export const LIMITS = {
   parkDeadlineSeconds: { min: 1, max: 30 * 86_400 },
   priority: { min: -1000, max: 1000 },
   drainedMachines: 64,
+  /** One step's or effect's recorded result (JSON), and what one message's journal may hold in all. */
+  stepValueBytes: 48 * 1024,
+  stepsPerMessage: 1000,
+  journalBytes: 2 * 1024 * 1024,
+  stepNameChars: 128,
+  /** A heartbeat's details, kept as the run's progress. */
+  progressBytes: 4 * 1024,
+  heartbeatTimeoutSeconds: { min: 1, max: 86_400 },
 } as const;
 
 /** Agent names: 1-63 chars of lowercase letters, digits, '.', '_' or '-', starting with a letter or digit. */
@@ -46,6 +54,8 @@ export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  * characters (escape sequences, bidi overrides), so a label cannot rewrite what an operator sees.
  */
 export const MACHINE_LABEL = /^[^\p{Cc}\p{Cf}]+$/u;
+/** Step and effect names: 1-128 chars of letters, digits, '.', '_', ':' or '-', starting with a letter or digit (they are a path segment). */
+export const STEP_NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 /** Runner ids: 1-64 chars of letters, digits, '.', '_' or '-' (serve uses a random UUID per process). */
 export const RUNNER_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -53,6 +63,7 @@ export const PING_TEXT = '{"type":"ping"}';
 export const PONG_TEXT = '{"type":"pong"}';
 
 export { CLOSE_CODES, ERROR_CODES, type ErrorCode } from "./error-codes.ts";
+export { idempotencyKey, unknownOutcomeReason, type OnUnknown } from "./step-keys.ts";
 
 const fence = z.int().check(z.nonnegative());
 const messageId = z.int().check(z.gte(1));
@@ -65,6 +76,10 @@ const concurrency = z.optional(z.int().check(z.gte(1), z.lte(LIMITS.runnerSlots)
 const priority = z.int().check(z.gte(LIMITS.priority.min), z.lte(LIMITS.priority.max));
 /** A serve process's own id, the same across its reconnects, so a restarted coordinator can recognise its holder. */
 const runnerId = z.string().check(z.regex(RUNNER_ID));
+const stepName = z.string().check(z.regex(STEP_NAME));
+const stepKind = z.enum(["step", "effect"]);
+const stepPhase = z.enum(["intent", "done"]);
+const onUnknown = z.enum(["retry", "ask"]);
 
 export const clientFrameSchema = z.discriminatedUnion("type", [
   // PING_TEXT exactly is answered by the runtime without waking the object; a holder's ping carries
@@ -108,13 +123,20 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
     deadline_seconds: z.optional(z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max))),
     req,
   }),
+  // A step's result (phase done), or an effect's intent before it runs and its outcome after (rules/step-journal.ts).
+  z.strictObject({
+    type: z.literal("step"), id: messageId, token, name: stepName, kind: stepKind, phase: stepPhase, value: z.optional(z.unknown()),
+    on_unknown: z.optional(onUnknown), req,
+  }),
+  // The run is alive: its deadline moves a heartbeat timeout on; `details` are kept as its progress.
+  z.strictObject({ type: z.literal("heartbeat"), id: messageId, token, details: z.optional(z.unknown()), req }),
 ]);
 
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
-export const CLIENT_FRAME_TYPES = ["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "fail", "park"] as const;
+export const CLIENT_FRAME_TYPES = ["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "fail", "park", "step", "heartbeat"] as const;
 
 export type {
-  DirectoryEntry, HolderInfo, MessageFrame, ObserverFrame, PresenceReport, ResultFrame, RevokeReason, ServerFrame,
+  DirectoryEntry, HolderInfo, JournalEntry, MessageFrame, ObserverFrame, PresenceReport, ResultFrame, RevokeReason, ServerFrame,
 } from "./server-frames.ts";
 
 export type Parsed<T> = { ok: true; frame: T } | { ok: false; code: ErrorCode; message: string; req?: string };
@@ -155,6 +177,8 @@ export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame>
   if ((frame.type === "checkpoint" || (frame.type === "park" && frame.value !== undefined)) && checkpointTooLarge(frame.value)) {
     return { ok: false, code: "too_large", message: `checkpoint exceeds ${LIMITS.checkpointBytes} bytes`, req: reqId };
   }
+  const sized = oversizedValue(frame);
+  if (sized) return { ok: false, code: "too_large", message: sized, req: reqId };
   const unfenced = unfencedWrite(frame);
   if (unfenced) return { ok: false, code: "bad_frame", message: `invalid ${type} frame: ${unfenced}`, req: reqId };
   return { ok: true, frame };
@@ -165,6 +189,17 @@ function unfencedWrite(frame: ClientFrame): string | null {
   if (frame.type === "checkpoint") {
     if ((frame.id === undefined) !== (frame.token === undefined)) return "a message checkpoint needs both id and token";
     if (frame.token === undefined && frame.fence === undefined) return "needs a fence (agent checkpoint) or an id and token (message checkpoint)";
+  }
+  return null;
+}
+
+/** A step value or heartbeat details over its budget, in bytes of JSON. */
+function oversizedValue(frame: ClientFrame): string | null {
+  if (frame.type === "step" && frame.value !== undefined && byteLength(JSON.stringify(frame.value)) > LIMITS.stepValueBytes) {
+    return `a step's value is JSON of at most ${LIMITS.stepValueBytes} bytes`;
+  }
+  if (frame.type === "heartbeat" && frame.details !== undefined && byteLength(JSON.stringify(frame.details)) > LIMITS.progressBytes) {
+    return `heartbeat details are JSON of at most ${LIMITS.progressBytes} bytes`;
   }
   return null;
 }
@@ -210,10 +245,24 @@ export const policySchema = z.strictObject({
   max_running: z.optional(z.int().check(z.gte(1), z.lte(10_000))),
   run_timeout_seconds: z.optional(runTimeoutSeconds),
   max_attempts: z.optional(z.int().check(z.gte(1), z.lte(100))),
+  /** null: only the run timeout takes a silent run back. */
+  heartbeat_timeout_seconds: z.optional(z.nullable(z.int().check(z.gte(LIMITS.heartbeatTimeoutSeconds.min), z.lte(LIMITS.heartbeatTimeoutSeconds.max)))),
 });
 
-/** POST /agents/{agent}/messages/{id}/resume. */
-export const resumeSchema = z.strictObject({ input: z.optional(z.nullable(z.string())) });
+/**
+ * POST /agents/{agent}/messages/{id}/resume. `outcome` answers for a step whose outcome is unknown:
+ * done (it happened; `input` is recorded as its result) or redo (it runs again).
+ */
+export const resumeSchema = z.strictObject({ input: z.optional(z.nullable(z.string())), outcome: z.optional(z.enum(["done", "redo"])) });
+
+/** What HTTP writes for a running message carry instead of a connection: its token and its run key (BATON_RUN_KEY). */
+const runProof = { token, run_key: z.string().check(z.minLength(16), z.maxLength(64)) };
+
+/** PUT /agents/{agent}/messages/{id}/steps/{name}: the same write as a `step` frame. */
+export const stepWriteSchema = z.strictObject({ ...runProof, kind: stepKind, phase: stepPhase, value: z.optional(z.unknown()), on_unknown: z.optional(onUnknown) });
+
+/** POST /agents/{agent}/messages/{id}/heartbeat: the same as a `heartbeat` frame. */
+export const heartbeatSchema = z.strictObject({ ...runProof, details: z.optional(z.unknown()) });
 
 const ttl = z.int().check(z.gte(LIMITS.leaseTtlSeconds.min), z.lte(LIMITS.leaseTtlSeconds.max));
 const runId = z.string().check(z.regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/));

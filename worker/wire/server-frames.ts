@@ -29,6 +29,8 @@ const runningMessage = z.object({
   id: count, attempt: count, token: count, claim_seq: z.nullable(count), machine: z.nullable(z.string()),
   /** Server ms at which the run times out and the message is taken back. */
   expires_at: z.nullable(millis), group: z.nullable(z.string()),
+  /** The run's latest heartbeat (server ms), null while it sent none; its details are in the message's view. */
+  heartbeat_at: z.nullable(millis),
 });
 
 /** What presence says about an agent's messages: its policy, how many wait, which run, wait for a person or gave up. */
@@ -39,7 +41,8 @@ const workReport = z.object({
   max_attempts: count,
   counts: z.object({ queued: count, running: count, parked: count, acknowledged: count, failed: count }),
   running: z.array(runningMessage),
-  parked: z.array(z.object({ id: count, attempt: count, deadline: z.nullable(millis), group: z.nullable(z.string()) })),
+  /** `reason` says what the person must decide: e.g. "outcome unknown: step charge" (null: the runner parked it). */
+  parked: z.array(z.object({ id: count, attempt: count, deadline: z.nullable(millis), group: z.nullable(z.string()), reason: z.nullable(z.string()) })),
   /** The most recent failures, newest first. */
   failed: z.array(z.object({ id: count, attempts: count, error: z.nullable(z.string()) })),
 });
@@ -103,6 +106,17 @@ const messageId = z.int().check(z.gte(1));
 const token = z.int().check(z.gte(1));
 const req = z.optional(z.string());
 
+/** One record of a message's step journal, as its runner gets it (rules/step-journal.ts). */
+const journalEntry = z.object({
+  name: z.string(),
+  kind: z.enum(["step", "effect"]),
+  /** intent: an effect that began and whose outcome was never recorded. */
+  status: z.enum(["intent", "done"]),
+  value: z.optional(z.unknown()),
+  on_unknown: z.nullable(z.enum(["retry", "ask"])),
+  attempt: count,
+});
+
 /**
  * A message for the agent, pushed to every serve connection so standbys keep history too.
  * `run` is true only on the holder's copy: the one connection that should execute it now.
@@ -123,10 +137,16 @@ export const messageFrameSchema = z.object({
   /** On a run copy after a resume: the input the resume carried. */
   resume_input: z.optional(z.nullable(z.string())),
   group: z.optional(z.nullable(z.string())),
+  /** On a run copy: its step journal, which the runner replays instead of running recorded steps again. */
+  steps: z.optional(z.array(journalEntry)),
+  /** On a run copy: a run that sends no heartbeat within this is taken back (absent: only the run timeout). */
+  heartbeat_timeout_ms: z.optional(z.number().check(z.positive())),
+  /** On a run copy: the secret HTTP writes for this run carry (`baton step` inside a serve command). */
+  run_key: z.optional(z.string()),
 });
 
 /** Why a running message was taken from its runner; its writes are refused from now on. */
-const revokeReason = z.enum(["run_timeout", "runner_gone"]);
+const revokeReason = z.enum(["run_timeout", "runner_gone", "heartbeat_timeout"]);
 
 /** The answer to a client frame that carried a request, one shape per operation. */
 const resultFrames = [
@@ -137,10 +157,17 @@ const resultFrames = [
   /** checkpoint: the agent's own (under `fence`) or a message's (under `id` and `token`). */
   z.object({ type: z.literal("result"), op: z.literal("checkpoint"), req, fence: z.optional(count), id: z.optional(messageId), token: z.optional(token) }),
   z.object({ type: z.literal("result"), op: z.literal("park"), req, id: messageId, token, deadline: z.nullable(millis) }),
-  /** fail: queued again (with `retry_at`) or failed for good. */
+  /** fail: queued again (with `retry_at`), failed for good, or parked for a person (an effect's outcome is unknown). */
   z.object({
-    type: z.literal("result"), op: z.literal("fail"), req, id: messageId, token, status: z.enum(["queued", "failed"]), retry_at: z.nullable(millis),
+    type: z.literal("result"), op: z.literal("fail"), req, id: messageId, token, status: z.enum(["queued", "failed", "parked"]), retry_at: z.nullable(millis),
   }),
+  /** step: what the journal holds for `name` now; `duplicate` when it was done already (its stored `value` stands). */
+  z.object({
+    type: z.literal("result"), op: z.literal("step"), req, id: messageId, token, name: z.string(), status: z.enum(["intent", "done"]),
+    duplicate: z.boolean(), value: z.optional(z.unknown()),
+  }),
+  /** heartbeat: the run's deadline now (server ms). */
+  z.object({ type: z.literal("result"), op: z.literal("heartbeat"), req, id: messageId, token, expires_at: z.nullable(millis) }),
   /** ack and reply: the write that finished the message; `duplicate` when it had already been made. */
   ...(["ack", "reply"] as const).map((op) => z.object({
     type: z.literal("result"), op: z.literal(op), req, id: messageId, token, fence: count, key: z.string(), duplicate: z.boolean(),
@@ -191,6 +218,7 @@ export type PresenceReport = z.infer<typeof presenceReportSchema>;
 export type DirectoryEntry = z.infer<typeof directoryEntrySchema>;
 export type DirectorySummary = z.infer<typeof directorySummarySchema>;
 export type MessageFrame = z.infer<typeof messageFrameSchema>;
+export type JournalEntry = z.infer<typeof journalEntry>;
 export type RevokeReason = z.infer<typeof revokeReason>;
 export type ServerFrame = z.infer<typeof serverFrameSchema>;
 export type ResultFrame = Extract<ServerFrame, { type: "result" }>;

@@ -1,0 +1,95 @@
+// SQLite seam for the step journal (../rules/step-journal.ts): one row per recorded step or effect
+// of a message, keyed by (message, name). Rows go with their message (MessageStore.prune).
+import type { OnUnknown, StepKind, StepRecord, StepStatus } from "../rules/step-journal.ts";
+
+interface StepRow {
+  name: string;
+  kind: StepKind;
+  status: StepStatus;
+  value: string | null;
+  on_unknown: OnUnknown | null;
+  attempt: number;
+  token: number;
+  at: number;
+}
+
+/** A step as shown to people: no value, only its size. */
+export interface StepSummary {
+  name: string;
+  kind: StepKind;
+  status: StepStatus;
+  attempt: number;
+  at: number;
+  bytes: number;
+  on_unknown: OnUnknown | null;
+}
+
+export class StepStore {
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(`CREATE TABLE IF NOT EXISTS message_steps (
+      message_id INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL, value TEXT,
+      on_unknown TEXT, attempt INTEGER NOT NULL, token INTEGER NOT NULL, at INTEGER NOT NULL,
+      PRIMARY KEY (message_id, name)) WITHOUT ROWID`);
+  }
+
+  get(messageId: number, name: string): StepRecord | null {
+    const rows = this.sql.exec<Record<string, SqlStorageValue>>(`SELECT * FROM message_steps WHERE message_id = ? AND name = ?`, messageId, name).toArray();
+    return rows.length ? recordOf(rows[0] as unknown as StepRow) : null;
+  }
+
+  /** Every record of one message, in the order they were first written, with values (for its runner). */
+  journal(messageId: number): StepRecord[] {
+    return this.sql.exec<Record<string, SqlStorageValue>>(`SELECT * FROM message_steps WHERE message_id = ? ORDER BY at, name`, messageId)
+      .toArray().map((r) => recordOf(r as unknown as StepRow));
+  }
+
+  /** One message's steps without their values (for people, and for presence). */
+  summaries(messageId: number): StepSummary[] {
+    return this.sql.exec<StepSummary & Record<string, SqlStorageValue>>(
+      `SELECT name, kind, status, attempt, at, COALESCE(length(CAST(value AS BLOB)), 0) AS bytes, on_unknown
+       FROM message_steps WHERE message_id = ? ORDER BY at, name`, messageId).toArray();
+  }
+
+  /** How many records one message has and how many bytes their values take (the journal budget). */
+  usage(messageId: number): { steps: number; bytes: number } {
+    return this.sql.exec<{ steps: number; bytes: number | null }>(
+      `SELECT COUNT(*) AS steps, SUM(length(CAST(value AS BLOB))) AS bytes FROM message_steps WHERE message_id = ?`, messageId)
+      .toArray().map((r) => ({ steps: r.steps, bytes: r.bytes ?? 0 }))[0]!;
+  }
+
+  save(messageId: number, record: Omit<StepRecord, "at">, now: number): StepRecord {
+    // `at` stays the first write's, so the journal keeps the order the steps began in.
+    this.sql.exec(
+      `INSERT INTO message_steps (message_id, name, kind, status, value, on_unknown, attempt, token, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(message_id, name) DO UPDATE SET status = excluded.status, value = excluded.value, on_unknown = excluded.on_unknown,
+       attempt = excluded.attempt, token = excluded.token`,
+      messageId, record.name, record.kind, record.status, record.value, record.onUnknown, record.attempt, record.token, now,
+    );
+    return this.get(messageId, record.name)!;
+  }
+
+  /** A person said an unknown effect must run again: its intent goes, so the next attempt runs it. */
+  forget(messageId: number, name: string): void {
+    this.sql.exec(`DELETE FROM message_steps WHERE message_id = ? AND name = ?`, messageId, name);
+  }
+
+  /** The first `perMessage` steps of several messages (a page of history), in one query. */
+  summariesFor(ids: readonly number[], perMessage = 50): Map<number, StepSummary[]> {
+    const out = new Map<number, StepSummary[]>();
+    if (ids.length === 0) return out;
+    const rows = this.sql.exec<StepSummary & { message_id: number } & Record<string, SqlStorageValue>>(
+      `SELECT message_id, name, kind, status, attempt, at, bytes, on_unknown FROM (
+         SELECT *, COALESCE(length(CAST(value AS BLOB)), 0) AS bytes, ROW_NUMBER() OVER (PARTITION BY message_id ORDER BY at, name) AS n
+         FROM message_steps WHERE message_id BETWEEN ? AND ?) WHERE n <= ? ORDER BY message_id, at, name`,
+      Math.min(...ids), Math.max(...ids), perMessage).toArray();
+    for (const { message_id, ...step } of rows) {
+      if (!out.has(message_id)) out.set(message_id, []);
+      out.get(message_id)!.push(step);
+    }
+    return out;
+  }
+}
+
+function recordOf(r: StepRow): StepRecord {
+  return { name: r.name, kind: r.kind, status: r.status, value: r.value, onUnknown: r.on_unknown, attempt: r.attempt, token: r.token, at: r.at };
+}

@@ -1,0 +1,100 @@
+// A message's step journal as pure rules: what a successor replays instead of re-running. A step
+// is recorded once, under the message token current at the write; an effect records its intent
+// before it runs and its outcome after, so an intent without an outcome means the outcome is
+// unknown and a policy (or a person) decides, never a silent second run.
+//
+//   step:    (none) ──done──▶ done
+//   effect:  (none) ──intent──▶ intent ──done──▶ done
+//                                  └─ attempt ends ─▶ unknown: retry (same key) | ask (park for a person)
+
+import type { OnUnknown } from "../wire/step-keys.ts";
+
+export { idempotencyKey, unknownOutcomeReason, type OnUnknown } from "../wire/step-keys.ts";
+
+export type StepKind = "step" | "effect";
+export type StepStatus = "intent" | "done";
+
+export interface StepRecord {
+  name: string;
+  kind: StepKind;
+  status: StepStatus;
+  /** JSON text of the result (null for an intent). */
+  value: string | null;
+  onUnknown: OnUnknown | null;
+  /** The attempt and token the record was written under. */
+  attempt: number;
+  token: number;
+  at: number;
+}
+
+export interface StepWrite {
+  name: string;
+  kind: StepKind;
+  phase: StepStatus;
+  value: string | null;
+  onUnknown: OnUnknown | null;
+}
+
+export interface JournalBudget {
+  steps: number;
+  bytes: number;
+}
+
+export interface JournalUsage {
+  steps: number;
+  bytes: number;
+}
+
+export type StepDecision =
+  | { action: "record"; record: Omit<StepRecord, "at"> }
+  /** Already done: the stored record stands, the write changes nothing. */
+  | { action: "duplicate"; record: StepRecord }
+  | { action: "refuse"; code: "bad_request" | "too_large"; message: string };
+
+/**
+ * Decides one journal write of a message attempt whose token was already checked. A done record is
+ * final: writing it again (or an intent after it) changes nothing. An effect is a step of its own
+ * kind under its name; a step and an effect cannot share a name. The journal's size is bounded in
+ * records and bytes, so no write can make the message cost more than its budget.
+ */
+export function decideStepWrite(
+  existing: StepRecord | null, write: StepWrite, at: { attempt: number; token: number }, usage: JournalUsage, budget: JournalBudget,
+): StepDecision {
+  if (existing && existing.kind !== write.kind) {
+    return { action: "refuse", code: "bad_request", message: `"${write.name}" is recorded as ${existing.kind === "step" ? "a step" : "an effect"}, not as ${write.kind === "step" ? "a step" : "an effect"}` };
+  }
+  if (existing?.status === "done") return { action: "duplicate", record: existing };
+  if (write.kind === "step" && write.phase === "intent") {
+    return { action: "refuse", code: "bad_request", message: "a step records only its result; intents are for effects" };
+  }
+  const added = utf8Bytes(write.value) - utf8Bytes(existing?.value ?? null);
+  if (!existing && usage.steps >= budget.steps) {
+    return { action: "refuse", code: "too_large", message: `a message records at most ${budget.steps} steps` };
+  }
+  if (usage.bytes + added > budget.bytes) {
+    return { action: "refuse", code: "too_large", message: `a message's steps hold at most ${budget.bytes} bytes together` };
+  }
+  return {
+    action: "record",
+    record: {
+      name: write.name, kind: write.kind, status: write.phase, value: write.phase === "done" ? write.value ?? "null" : null,
+      onUnknown: write.kind === "effect" ? write.onUnknown ?? "ask" : null, attempt: at.attempt, token: at.token,
+    },
+  };
+}
+
+function utf8Bytes(text: string | null): number {
+  return text === null ? 0 : new TextEncoder().encode(text).byteLength;
+}
+
+/**
+ * The name of an effect whose outcome nobody can know if this attempt ends now: its intent is
+ * recorded, its outcome is not, and its policy is to ask. The agent object keeps it on the message
+ * so that ending the attempt parks the message for a person instead of running it again.
+ */
+export function pendingAsk(record: Pick<StepRecord, "kind" | "status" | "onUnknown" | "name">): string | null {
+  return record.kind === "effect" && record.status === "intent" && record.onUnknown === "ask" ? record.name : null;
+}
+
+/** What a person decides for an effect whose outcome is unknown: it happened (done), or run it again (redo). */
+export type UnknownOutcome = "done" | "redo";
