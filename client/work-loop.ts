@@ -366,23 +366,16 @@ export class WorkLoop {
   /** Sends a write under the message's token and returns its result frame; throws what a refusal means. */
   private async ask(frame: ClientFrame & { req: string }, run: Run): Promise<Extract<ReplyFrame, { type: "result" }>> {
     this.throwIfStopped(run);
-    if (!this.deps.mayRun()) throw new LeaseLostError("the connection is lost; the message's lease cannot be proven", "lapsed");
-    let answer: ReplyFrame;
-    try {
-      answer = await this.deps.request(frame);
-    } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
-      this.deps.event({ type: "unconfirmed", frame: frame.type, reason });
-      throw new LeaseLostError(`${frame.type} not confirmed: ${reason}`, "lapsed");
-    }
-    if (answer.type === "result") return answer;
-    this.deps.event({ type: "refused", frame: frame.type, code: answer.code, message: answer.message });
-    if (MESSAGE_GONE.has(answer.code) || LEASE_GONE.has(answer.code) || answer.code === "not_your_message") {
-      const lost = new LeaseLostError(`the coordinator refused the ${frame.type}: ${answer.code}`, answer.code);
+    const answer = await this.exchange(frame, run, false);
+    if (answer === "stale") throw new LeaseLostError("the connection is lost; the message's lease cannot be proven", "lapsed");
+    if (answer instanceof CoordinatorError && answer.code === "not_your_message") {
+      // A journal write refused as someone else's means this run no longer owns the message.
+      const lost = new LeaseLostError(`the coordinator refused the ${frame.type}: not_your_message`, "not_your_message");
       this.abort(run, lost);
       throw lost;
     }
-    throw new CoordinatorError(`${frame.type} refused: ${answer.message}`, 0, answer.code);
+    if (answer instanceof Error) throw answer;
+    return answer;
   }
 
   /** Posts one frame if the lease still allows it; false when it was not posted or was refused. */
@@ -391,6 +384,12 @@ export class WorkLoop {
   }
 
   private async postOrAnswer(frame: ClientFrame & { req: string }, run: Run, fenced = run.msg.token === undefined): Promise<"ok" | "stale" | Error> {
+    const answer = await this.exchange(frame, run, fenced);
+    return typeof answer === "object" && !(answer instanceof Error) ? "ok" : answer;
+  }
+
+  /** One write and its answer: the result frame, "stale" when the lease no longer allows it, or the error a refusal means. */
+  private async exchange(frame: ClientFrame & { req: string }, run: Run, fenced: boolean): Promise<Extract<ReplyFrame, { type: "result" }> | "stale" | Error> {
     if (run.controller.signal.aborted || !(fenced ? this.deps.mayAct() : this.deps.mayRun())) return "stale";
     let answer: ReplyFrame;
     try {
@@ -400,7 +399,7 @@ export class WorkLoop {
       this.deps.event({ type: "unconfirmed", frame: frame.type, reason });
       return new LeaseLostError(`${frame.type} not confirmed: ${reason}`, "lapsed");
     }
-    if (answer.type === "result") return "ok";
+    if (answer.type === "result") return answer;
     this.deps.event({ type: "refused", frame: frame.type, code: answer.code, message: answer.message });
     const lost = new LeaseLostError(`the coordinator refused the ${frame.type}: ${answer.code}`, answer.code);
     if (MESSAGE_GONE.has(answer.code)) {
