@@ -10,9 +10,9 @@ import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "./wrangler-dev.ts";
 
-/** The README says "161 KiB (41 KiB gzipped)"; past this budget someone added weight on purpose or by mistake. */
-const BUNDLE_BUDGET_BYTES = 200 * 1024;
-const GZIP_BUDGET_BYTES = 50 * 1024;
+/** The README says "211 KiB (55 KiB gzipped)"; past this budget someone added weight on purpose or by mistake. */
+const BUNDLE_BUDGET_BYTES = 256 * 1024;
+const GZIP_BUDGET_BYTES = 64 * 1024;
 
 describe("wrangler deploy --dry-run", () => {
   it("bundles the worker with its three object classes, within the size budget", async () => {
