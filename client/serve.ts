@@ -38,6 +38,7 @@ export interface ServeOptions extends Connection {
   onStatus?: (status: ServeStatus) => void;
   onEvent?: (event: ServeEvent) => void;
   /** Every message this connection sees, held or not, before any handler runs. */
+  /** Every message frame as it arrives (its run key is withheld: journals must not store it). */
   onMessage?: (message: AgentMessage) => void;
   /** Aborting it stops serving, as stop() does. */
   signal?: AbortSignal;
@@ -187,6 +188,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
         options.onMessage?.({
           id: frame.id, text: frame.text, attempt: frame.attempt, createdAt: frame.created_at,
           token: frame.token ?? null, resumeInput: frame.resume_input ?? null, group: frame.group ?? null,
+          runKey: null, heartbeatTimeoutMs: frame.heartbeat_timeout_ms ?? null,
         });
         if (frame.run) work.enqueue(frame);
         return;

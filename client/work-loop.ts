@@ -23,6 +23,10 @@ export interface AgentMessage {
   /** The input a person gave with `baton resume` (null when the message was not resumed). */
   resumeInput: string | null;
   group: string | null;
+  /** Proves this hand-out over HTTP (a command's `baton step`, any language): see RunJournal. */
+  runKey: string | null;
+  /** With the agent's heartbeat timeout, a run that sends no heartbeat within it is taken back; null: none. */
+  heartbeatTimeoutMs: number | null;
 }
 
 export interface MessageContext {
@@ -224,6 +228,7 @@ export class WorkLoop {
     const message: AgentMessage = {
       id: msg.id, text: msg.text, attempt: msg.attempt, createdAt: msg.created_at,
       token: msg.token ?? null, resumeInput: msg.resume_input ?? null, group: msg.group ?? null,
+      runKey: msg.run_key ?? null, heartbeatTimeoutMs: msg.heartbeat_timeout_ms ?? null,
     };
     let reply: string | void;
     try {

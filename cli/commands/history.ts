@@ -4,6 +4,7 @@ import { messagePageSchema } from "../../worker/wire/http-responses.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
+import { unknownOutcomeReason } from "../../worker/wire/protocol.ts";
 
 export const MAX_LIMIT = 1000;
 
@@ -30,9 +31,11 @@ export default defineCommand({
       return;
     }
     for (const m of page.messages) {
-      const lease = m.status === "running" ? ` token ${m.token}` : m.status === "parked" ? ` (baton resume ${agent} ${m.id})` : "";
+      const resume = m.waiting_on === null ? `baton resume ${agent} ${m.id}` : `${unknownOutcomeReason(m.waiting_on)}: baton resume ${agent} ${m.id} --done | --redo`;
+      const lease = m.status === "running" ? ` token ${m.token}` : m.status === "parked" ? ` (${resume})` : "";
       const where = m.machine === null ? "" : ` on ${m.machine}`;
       process.stdout.write(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${where}${lease}  ${oneLine(m.text)}\n`);
+      if (m.steps.length > 0) process.stdout.write(`       steps: ${oneLine(m.steps.map((s) => `${s.name} ${s.status === "done" ? "done" : "unknown"}`).join(", "), REPLY_CHARS)}\n`);
       if (m.reply !== null) process.stdout.write(`       reply: ${oneLine(m.reply, REPLY_CHARS)}\n`);
       // Why it failed, or why its last attempt did while it is tried again.
       if (m.error && (m.status === "failed" || m.status === "queued")) {

@@ -1,9 +1,12 @@
 // `baton resume AGENT ID [TEXT]`: queues a parked message again; it is handed out with attempt + 1,
 // its checkpoint, and TEXT as the resume input (env BATON_RESUME_INPUT for the served command).
+// A message parked because an effect's outcome is unknown needs the person's answer: --done (it
+// happened; TEXT is recorded as its outcome) or --redo (run it again).
 import { requestJson } from "../../client/http.ts";
 import { messageViewSchema } from "../../worker/wire/http-responses.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
+import { UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
 
 export default defineCommand({
@@ -14,12 +17,17 @@ export default defineCommand({
     { name: "ID", description: "id of the parked message", required: true },
     { name: "TEXT", description: "the input to resume with, e.g. an approval (env BATON_RESUME_INPUT for the command)", required: false },
   ],
-  options: {},
-  exitCodes: [{ code: 1, meaning: "the message does not exist or is not parked (not_found, not_parked)" }],
+  options: {
+    done: { type: "boolean", description: "the effect whose outcome was unknown happened: it is recorded done (with TEXT as its outcome) and not run again" },
+    redo: { type: "boolean", description: "the effect whose outcome was unknown did not happen: the next attempt runs it again" },
+  },
+  exitCodes: [{ code: 1, meaning: "the message does not exist, is not parked, or needs --done or --redo (not_found, not_parked, outcome_unknown)" }],
   async run({ args, options }) {
     const agent = agentName(args[0]!);
     const id = numberOption(args[1]!, "ID", { min: 1, max: Number.MAX_SAFE_INTEGER, integer: true });
-    const body = args[2] === undefined ? {} : { input: args[2] };
+    if (options.done && options.redo) throw new UsageError("--done and --redo exclude each other", true);
+    const outcome = options.done ? "done" : options.redo ? "redo" : undefined;
+    const body = { ...(args[2] === undefined ? {} : { input: args[2] }), ...(outcome === undefined ? {} : { outcome }) };
     const m = await requestJson(resolveConnection(options), "POST", `/agents/${agent}/messages/${id}/resume`, messageViewSchema, { body });
     process.stdout.write(options.json ? `${JSON.stringify(m)}\n` : `resumed message ${m.id} of ${agent}: ${m.status}\n`);
   },

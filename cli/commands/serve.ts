@@ -44,8 +44,9 @@ export default defineCommand({
   positionals: [{ name: "AGENT", description: "agent name", required: true }],
   rest: {
     name: "COMMAND [ARGS...]",
-    description: "run once per message; env BATON_AGENT, BATON_MESSAGE_ID, BATON_FENCE, BATON_ATTEMPT, BATON_CHECKPOINT, " +
-      "BATON_MESSAGE_TOKEN, BATON_RESUME_INPUT (after `baton resume`); exit 75 (EX_TEMPFAIL) parks the message until `baton resume`",
+    description: "run once per message; env BATON_AGENT, BATON_MACHINE, BATON_MESSAGE_ID, BATON_FENCE, BATON_ATTEMPT, BATON_CHECKPOINT, " +
+      "BATON_MESSAGE_TOKEN, BATON_RUN_KEY, BATON_URL, BATON_TOKEN (for `baton step`, `baton effect`, `baton heartbeat` inside it), " +
+      "BATON_RESUME_INPUT (after `baton resume`); exit 75 (EX_TEMPFAIL) parks the message until `baton resume`",
   },
   options: {
     machine: { type: "string", value: "LABEL", description: "machine label shown to others (env BATON_MACHINE; default the host name)" },
@@ -90,7 +91,7 @@ export default defineCommand({
     const journal = new MessageJournal(dir, agent, conn.url, machine);
     const checkpointPath = join(dir, `${agent}-${process.pid}.checkpoint.json`);
     const handle = serve(agent, commandHandler({
-      agent, machine, command, args: commandArgs, graceMs, checkpointPath, parkDeadlineSeconds,
+      agent, machine, command, args: commandArgs, graceMs, checkpointPath, parkDeadlineSeconds, conn,
       log: (message, fields) => reporter.log(message, fields),
       stderr: () => reporter.commandStderr(),
     }), {

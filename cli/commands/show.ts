@@ -1,7 +1,9 @@
 // `baton show AGENT ID`: one message in full: its text, status, attempts, who runs or ran it, its
-// reply, why it failed, its checkpoint and resume input.
+// reply, why it failed, its checkpoint and resume input, its steps, and the question a person must
+// answer when an effect's outcome is unknown.
 import { requestJson } from "../../client/http.ts";
-import { messageViewSchema } from "../../worker/wire/http-responses.ts";
+import { messageViewSchema, type MessageView } from "../../worker/wire/http-responses.ts";
+import { unknownOutcomeReason } from "../../worker/wire/protocol.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
@@ -27,12 +29,17 @@ export default defineCommand({
       `message ${m.id} of ${agent}: ${m.status}, ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}${m.failures ? ` (${m.failures} failed)` : ""}`,
       `  posted      ${at(m.created_at)}${m.group ? `, group ${m.group}` : ""}`,
       ...(m.status === "running" ? [`  running     on claim ${m.claim_seq} under token ${m.token}, taken back at ${at(m.expires_at)}`] : []),
-      ...(m.status === "parked" ? [`  parked      ${m.expires_at ? `until ${at(m.expires_at)}` : "with no deadline"}; resume with: baton resume ${agent} ${m.id} [TEXT]`] : []),
+      ...(m.status === "running" && m.heartbeat_at !== null ? [`  heartbeat   ${at(m.heartbeat_at)}${m.progress === null ? "" : `, progress ${JSON.stringify(m.progress)}`}`] : []),
+      ...(m.status === "parked" && m.waiting_on !== null
+        ? [`  parked      ${unknownOutcomeReason(m.waiting_on)}: did it happen? baton resume ${agent} ${m.id} --done [OUTCOME] | --redo`]
+        : []),
+      ...(m.status === "parked" && m.waiting_on === null ? [`  parked      ${m.expires_at ? `until ${at(m.expires_at)}` : "with no deadline"}; resume with: baton resume ${agent} ${m.id} [TEXT]`] : []),
       ...(m.status === "queued" && m.retry_at ? [`  retried     from ${at(m.retry_at)}`] : []),
       ...(m.status === "acknowledged" ? [`  done        ${at(m.acked_at)} under token ${m.acked_token ?? "-"} (fence ${m.acked_fence ?? "-"})`] : []),
       ...(m.error ? [`  ${m.status === "failed" ? "failed     " : "last error "} ${m.error}`] : []),
       ...(m.resume_input !== null ? [`  resumed with ${JSON.stringify(m.resume_input)}`] : []),
       ...(m.checkpoint !== null ? [`  checkpoint  ${JSON.stringify(m.checkpoint)}`] : []),
+      ...(m.steps.length > 0 ? [`  steps       ${m.steps.map(describeStep).join(", ")}`] : []),
       "  text",
       ...m.text.split("\n").map((l) => `    ${l}`),
       ...(m.reply !== null ? ["  reply", ...m.reply.replace(/\n$/, "").split("\n").map((l) => `    ${l}`)] : []),
@@ -40,3 +47,8 @@ export default defineCommand({
     process.stdout.write(`${lines.join("\n")}\n`);
   },
 });
+
+/** "plan (step, done by attempt 1, 24 B)"; an effect begun with no outcome is "outcome unknown". */
+export function describeStep(s: MessageView["steps"][number]): string {
+  return `${s.name} (${s.kind}, ${s.status === "done" ? `done by attempt ${s.attempt}, ${s.bytes} B` : `begun by attempt ${s.attempt}, outcome unknown`})`;
+}

@@ -4,7 +4,10 @@
 // message's checkpoint whenever the command rewrites it (also mid-run, so a successor of a stalled
 // run starts from its last step), parks the message when the command exits 75 (EX_TEMPFAIL),
 // replies with its stdout when it exits 0, and fails the attempt (with the exit code or signal and
-// the last lines of stderr) otherwise.
+// the last lines of stderr) otherwise. With the agent's heartbeat timeout it heartbeats for the
+// command from this process while the command lives, so a command busy in one long call keeps its
+// message; the command's own `baton step`, `baton effect` and `baton heartbeat` reach the
+// coordinator over HTTP with the URL, token and run key it is given.
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { MessageContext, MessageHandler } from "../../client/index.ts";
 import { describeFailure, startRun } from "./runner.ts";
@@ -25,6 +28,8 @@ export interface CommandHandlerOptions {
   checkpointPath: string;
   /** A park by exit 75 fails the message if nobody resumes it within this many seconds (none: waits forever). */
   parkDeadlineSeconds?: number;
+  /** The coordinator, passed to the command (BATON_URL, BATON_TOKEN) for its own journal writes. */
+  conn: { url: string; token: string };
   log: (message: string, fields?: Record<string, unknown>) => void;
   /** Where each run's stderr goes (serve's status reporter keeps it off the live line); default this process's stderr. */
   stderr?: () => NodeJS.WritableStream;
@@ -47,7 +52,10 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
         BATON_FENCE: String(ctx.fence),
         BATON_ATTEMPT: String(message.attempt),
         BATON_CHECKPOINT: path,
+        BATON_URL: opts.conn.url,
+        BATON_TOKEN: opts.conn.token,
         ...(tokened ? { BATON_MESSAGE_TOKEN: String(message.token) } : {}),
+        ...(message.runKey === null ? {} : { BATON_RUN_KEY: message.runKey }),
         ...(message.resumeInput === null ? {} : { BATON_RESUME_INPUT: message.resumeInput }),
       },
     });
@@ -60,8 +68,10 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
           saving = saving.then(() => saveChanged(file, ctx, true)).catch(() => {});
         }, CHECKPOINT_POLL_MS)
       : null;
+    const beats = heartbeatFor(message.heartbeatTimeoutMs, ctx, opts.log, message.id);
     try {
       const outcome = await run.done;
+      clearInterval(beats);
       if (poll) clearInterval(poll);
       await saving;
       ctx.signal.throwIfAborted();
@@ -79,11 +89,27 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
       }
       return outcome.stdout;
     } finally {
+      clearInterval(beats);
       if (poll) clearInterval(poll);
       ctx.signal.removeEventListener("abort", kill);
       if (tokened) rmSync(path, { force: true });
     }
   };
+}
+
+/**
+ * Heartbeats every third of the timeout: two may be lost before the run is. A heartbeat the
+ * coordinator refuses aborts the run through the library (the message is gone).
+ */
+function heartbeatFor(timeoutMs: number | null, ctx: MessageContext, log: CommandHandlerOptions["log"], id: number): ReturnType<typeof setInterval> | undefined {
+  if (timeoutMs === null) return undefined;
+  let inFlight = false;
+  return setInterval(() => {
+    if (inFlight || ctx.signal.aborted) return;
+    inFlight = true;
+    ctx.heartbeat().catch((err: unknown) => log(`message ${id}: heartbeat not confirmed: ${err instanceof Error ? err.message : String(err)}`, { id }))
+      .finally(() => { inFlight = false; });
+  }, Math.max(50, Math.floor(timeoutMs / 3)));
 }
 
 /**

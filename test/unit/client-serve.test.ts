@@ -47,7 +47,7 @@ function session(url: string, command: string, args: string[]) {
   });
   const reporter = new StatusReporter("serve", url, out);
   const handler = commandHandler({
-    agent: "a", machine: "m", command, args, graceMs: 200, checkpointPath: join(dir, "checkpoint.json"), log: (m) => reporter.log(m),
+    agent: "a", machine: "m", command, args, graceMs: 200, checkpointPath: join(dir, "checkpoint.json"), conn: { url, token: "t" }, log: (m) => reporter.log(m),
   });
   const s = serve("a", handler, {
     url, token: "t", machine: "m", onStatus: (st) => reporter.status(st), onEvent: (e) => reporter.event(e),

@@ -1,0 +1,209 @@
+// Durable steps end to end: real `baton serve` processes and the client library against a real
+// `wrangler dev`. A runner killed with -9 after a step and an effect: its successor replays both
+// (the step's command and the effect ran once). Killed inside an effect: the successor parks the
+// message as "outcome unknown", a person answers `baton resume --done`, and the effect never ran
+// twice. serve heartbeats for a command that is silent for longer than the heartbeat timeout.
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
+import { BIN, authHeaders, getJson, postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { DEV_TOKEN } from "./wrangler-dev.ts";
+
+const fx = serveFixture();
+
+interface Journaled {
+  id: number;
+  status: string;
+  attempts: number;
+  reply: string | null;
+  waiting_on: string | null;
+  progress: unknown;
+  steps: { name: string; kind: string; status: string; attempt: number; bytes: number }[];
+}
+
+/** A work dir with `baton` on a PATH of its own and the served script. */
+function shellAgent(body: string): { dir: string; command: string; env: Record<string, string> } {
+  const dir = mkdtempSync(join(tmpdir(), "baton-steps-"));
+  writeFileSync(join(dir, "baton"), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`, { mode: 0o755 });
+  const command = join(dir, "agent.sh");
+  writeFileSync(command, `#!/bin/sh\nset -e\necho $$ > "$WORK/pid-$BATON_ATTEMPT"\n${body}\n`, { mode: 0o755 });
+  return { dir, command, env: { WORK: dir, PATH: `${dir}:${process.env.PATH}` } };
+}
+
+function lines(path: string): string[] {
+  try {
+    return readFileSync(path, "utf8").split("\n").filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+async function until(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`never: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A machine dies: its serve and the command's whole process group, both by SIGKILL. */
+function killMachine(servePid: number, dir: string, attempt: number): void {
+  const pid = Number(readFileSync(join(dir, `pid-${attempt}`), "utf8"));
+  process.kill(servePid, "SIGKILL");
+  process.kill(-pid, "SIGKILL");
+}
+
+const PLAN = `plan=$(baton step plan -- sh -c 'echo ran >> "$WORK/plan.log"; printf "plan-of-attempt-%s" "$BATON_ATTEMPT"')`;
+
+describe("durable steps through baton serve", () => {
+  it("a successor of a runner killed with -9 replays its recorded step and effect instead of running them again", async () => {
+    const agent = uniqueAgent("replay");
+    const { dir, command, env } = shellAgent([
+      PLAN,
+      `receipt=$(baton effect pay -- sh -c 'echo "$BATON_IDEMPOTENCY_KEY" >> "$WORK/pay.log"; printf "receipt-of-attempt-%s" "$BATON_ATTEMPT"')`,
+      `if [ ! -e "$WORK/crashed" ]; then touch "$WORK/crashed"; sleep 60; fi`,
+      `echo "$plan $receipt"`,
+    ].join("\n"));
+    const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
+    fx.started.push(a);
+    await a.waitFor(/holder/);
+    const b = startServe({ url: fx.dev.url, agent, tag: "b", command, sink: join(dir, "sink"), env });
+    fx.started.push(b);
+    await b.waitFor(/standby/);
+    const id = await postMessage(fx.dev.url, agent, "go");
+    await until(() => existsSync(join(dir, "crashed")), "the first attempt recorded its step and paid, then hung");
+    const during = await getJson<Journaled>(`${fx.dev.url}/agents/${agent}/messages/${id}`);
+    expect(during.steps.map((s) => [s.name, s.kind, s.status, s.attempt])).toEqual([["plan", "step", "done", 1], ["pay", "effect", "done", 1]]);
+    killMachine(a.pid, dir, 1);
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done.reply?.trim()).toBe("plan-of-attempt-1 receipt-of-attempt-1");
+    expect(done.attempts).toBe(2);
+    expect(lines(join(dir, "plan.log"))).toHaveLength(1);
+    expect(lines(join(dir, "pay.log"))).toEqual([`baton:${agent}:${id}:pay`]);
+    const history = runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url });
+    expect(history.stdout).toMatch(/steps\s+plan \(step, done by attempt 1, \d+ B\), pay \(effect, done by attempt 1, \d+ B\)/);
+  });
+
+  it("a runner killed inside an effect leaves its outcome unknown: the message parks for a person, resume --done records it, it never runs twice", async () => {
+    const agent = uniqueAgent("unknown");
+    const { dir, command, env } = shellAgent([
+      PLAN,
+      `receipt=$(baton effect pay -- sh -c 'echo "$BATON_IDEMPOTENCY_KEY" >> "$WORK/pay.log"; sleep 60; echo never')`,
+      `echo "$plan $receipt"`,
+    ].join("\n"));
+    const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
+    fx.started.push(a);
+    await a.waitFor(/holder/);
+    const b = startServe({ url: fx.dev.url, agent, tag: "b", command, sink: join(dir, "sink"), env });
+    fx.started.push(b);
+    await b.waitFor(/standby/);
+    const id = await postMessage(fx.dev.url, agent, "go");
+    await until(() => lines(join(dir, "pay.log")).length === 1, "the first attempt began paying");
+    killMachine(a.pid, dir, 1);
+    const parked = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked", 20_000) as unknown as Journaled;
+    expect(parked.waiting_on).toBe("pay");
+    expect(lines(join(dir, "pay.log"))).toHaveLength(1);
+    const shown = runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url });
+    expect(shown.stdout).toMatch(/outcome unknown: step pay/);
+    const bare = runBaton(["resume", agent, String(id)], { BATON_URL: fx.dev.url });
+    expect(bare.code).toBe(1);
+    expect(bare.stderr).toMatch(/outcome is unknown: say done .* or redo/);
+    const answered = runBaton(["resume", agent, String(id), "receipt-by-hand", "--done"], { BATON_URL: fx.dev.url });
+    expect(answered.code, answered.stderr).toBe(0);
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done.reply?.trim()).toBe("plan-of-attempt-1 receipt-by-hand");
+    expect(lines(join(dir, "pay.log"))).toHaveLength(1);
+    expect(lines(join(dir, "plan.log"))).toHaveLength(1);
+  });
+
+  it("serve heartbeats for a command silent longer than the heartbeat timeout; the command's own heartbeat keeps its progress", async () => {
+    const agent = uniqueAgent("beats");
+    const res = await fetch(`${fx.dev.url}/agents/${agent}/policy`, { method: "PUT", headers: authHeaders(), body: JSON.stringify({ heartbeat_timeout_seconds: 1 }) });
+    expect(res.status).toBe(200);
+    const { dir, command, env } = shellAgent(`sleep 2.5\nbaton heartbeat '{"done":"half"}' >&2\nsleep 1\necho finished`);
+    const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
+    fx.started.push(a);
+    await a.waitFor(/holder/);
+    const id = await postMessage(fx.dev.url, agent, "go");
+    await until(() => lines(join(dir, "pid-1")).length === 1, "the run started");
+    await new Promise((r) => setTimeout(r, 3000));
+    const mid = await getJson<Journaled>(`${fx.dev.url}/agents/${agent}/messages/${id}`);
+    expect(mid.status).toBe("running");
+    expect(mid.progress).toEqual({ done: "half" });
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 10_000);
+    expect(done.attempts).toBe(1);
+    expect(done.reply?.trim()).toBe("finished");
+  });
+
+  it("baton step outside a served command says so (exit 2) and records nothing", () => {
+    const r = runBaton(["step", "plan", "--", "echo", "hi"], { BATON_URL: fx.dev.url, BATON_RUN_KEY: "", BATON_MESSAGE_TOKEN: "" });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/runs inside a command that `baton serve` started/);
+    expect(r.stdout).toBe("");
+  });
+});
+
+describe("durable steps through the client library", () => {
+  const handles: ServeHandle[] = [];
+  const open = (agent: string, machine: string, handler: MessageHandler) => {
+    const h = serve(agent, handler, { url: fx.dev.url, token: DEV_TOKEN, machine });
+    handles.push(h);
+    return h;
+  };
+
+  it("ctx.step and ctx.effect return what the first runner recorded to the runner that takes over; fn ran once each", async () => {
+    const agent = uniqueAgent("libsteps");
+    let plans = 0;
+    let pays = 0;
+    const keys: string[] = [];
+    let release!: () => void;
+    const stuck = new Promise<void>((r) => (release = r));
+    const handler = (machine: string): MessageHandler => async (_m, ctx) => {
+      const plan = await ctx.step("plan", () => `plan by ${machine} (#${++plans})`);
+      const receipt = await ctx.effect("pay", ({ key }) => {
+        keys.push(key);
+        return { receipt: ++pays, machine };
+      });
+      if (machine === "a") await Promise.race([stuck, new Promise((r) => ctx.signal.addEventListener("abort", r))]);
+      return `${plan} / ${JSON.stringify(receipt)}`;
+    };
+    const a = open(agent, "a", handler("a"));
+    await until(() => a.status.kind === "holder", "a holds");
+    const b = open(agent, "b", handler("b"));
+    await until(() => b.status.kind === "standby", "b stands by");
+    const id = await postMessage(fx.dev.url, agent, "go");
+    await until(() => pays === 1, "a paid");
+    await a.stop();
+    release();
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done.reply).toBe(`plan by a (#1) / {"receipt":1,"machine":"a"}`);
+    expect([plans, pays]).toEqual([1, 1]);
+    expect(keys).toEqual([`baton:${agent}:${id}:pay`]);
+    await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
+
+  it("an effect begun by a runner that stopped is never run again silently: the successor parks it for a person (ask)", async () => {
+    const agent = uniqueAgent("libask");
+    let pays = 0;
+    const handler: MessageHandler = async (_m, ctx) => {
+      const receipt = await ctx.effect("pay", ({ signal }) => {
+        pays++;
+        return new Promise((_r, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
+      });
+      return String(receipt);
+    };
+    const a = open(agent, "a", handler);
+    await until(() => a.status.kind === "holder", "a holds");
+    const b = open(agent, "b", handler);
+    await until(() => b.status.kind === "standby", "b stands by");
+    const id = await postMessage(fx.dev.url, agent, "go");
+    await until(() => pays === 1, "a began paying");
+    await a.stop();
+    const parked = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked", 20_000) as unknown as Journaled;
+    expect(parked.waiting_on).toBe("pay");
+    expect(pays).toBe(1);
+    await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
+});
