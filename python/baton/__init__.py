@@ -6,13 +6,13 @@
   :func:`run_with_session_lease` does the same for plain scripts.
 """
 
-from .errors import BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError
-from .serve import Message, MessageContext, ServeHandle, serve
+from .errors import BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, OutcomeUnknownError, UnreachableError
+from .serve import Effect, Message, MessageContext, ServeHandle, serve
 from .session import SessionLease, run_with_session_lease, session_lease
 
 __all__ = [
-    "BatonError", "CoordinatorError", "LeaseHeldError", "LeaseLostError", "UnreachableError",
-    "Message", "MessageContext", "ServeHandle", "serve",
+    "BatonError", "CoordinatorError", "LeaseHeldError", "LeaseLostError", "OutcomeUnknownError", "UnreachableError",
+    "Effect", "Message", "MessageContext", "ServeHandle", "serve",
     "SessionLease", "run_with_session_lease", "session_lease",
 ]
 __version__ = "0.1.0"

@@ -21,6 +21,9 @@ def _schemas() -> dict[str, Any]:
 
 @lru_cache(maxsize=64)
 def _pattern(source: str) -> re.Pattern[str] | None:
+    # JavaScript's `$` (without the m flag) matches only at the end; Python's also before a final newline.
+    if source.endswith("$") and not source.endswith("\\$"):
+        source = source[:-1] + "\\Z"
     try:
         return re.compile(source)
     except re.error:
@@ -100,3 +103,19 @@ def valid_server_frame(frame: Any) -> bool:
 def valid_client_frame(frame: Any) -> bool:
     """A frame for the coordinator, as the coordinator parses it (worker/wire/protocol.ts)."""
     return valid(frame, _schemas()["client_frame"])
+
+
+@lru_cache(maxsize=None)
+def client_field(frame_type: str, field: str) -> dict[str, Any]:
+    """The schema of one field of one client frame type (e.g. ``("step", "name")``)."""
+    for variant in _schemas()["client_frame"]["oneOf"]:
+        props = variant.get("properties", {})
+        if props.get("type", {}).get("const") == frame_type and field in props:
+            return props[field]
+    raise KeyError(f"the wire has no {frame_type}.{field}")
+
+
+@lru_cache(maxsize=1)
+def step_name_pattern() -> re.Pattern[str]:
+    """STEP_NAME of worker/wire/protocol.ts, from the generated schema (use with ``fullmatch``)."""
+    return re.compile(client_field("step", "name")["pattern"])

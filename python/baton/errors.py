@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-__all__ = ["BatonError", "CoordinatorError", "UnreachableError", "LeaseHeldError", "LeaseLostError"]
+__all__ = ["BatonError", "CoordinatorError", "UnreachableError", "LeaseHeldError", "LeaseLostError", "OutcomeUnknownError"]
 
 
 class BatonError(Exception):
@@ -61,3 +61,15 @@ class LeaseLostError(BatonError):
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class OutcomeUnknownError(BatonError):
+    """An earlier attempt began the effect ``step`` (its intent is recorded) but recorded no outcome,
+    and its policy is ``on_unknown="ask"``: nobody knows whether it happened. Raised by
+    ``ctx.effect``; let it fail the attempt, and the coordinator parks the message as
+    ``outcome unknown: step NAME`` until a person answers ``baton resume AGENT ID --done`` or ``--redo``.
+    """
+
+    def __init__(self, message: str, step: str) -> None:
+        super().__init__(message)
+        self.step = step

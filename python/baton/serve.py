@@ -21,12 +21,20 @@ blocks the event loop keeps running until it yields (and the process's heartbeat
 it loses the lease). Side effects outside baton are not undone: key them on the message id and
 carry ``ctx.token`` / ``ctx.fence`` so the resource can refuse a stale writer. The lease clock
 assumes this machine's clock runs at the coordinator's rate.
+
+Durable steps (the same journal as the TypeScript client's ``ctx.step`` / ``ctx.effect``): run the
+handler from the top on every attempt; ``await ctx.step(name, fn)`` returns what an earlier attempt
+(here or on another machine) recorded for ``name`` without calling ``fn`` again, and
+``await ctx.effect(name, fn)`` records its intent before ``fn`` runs, so an effect whose outcome is
+unknown is never run a second time silently. ``await ctx.heartbeat()`` keeps a run alive under the
+agent's heartbeat timeout; a run that has no heartbeat confirmed within it is cancelled here first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import inspect
 import json
 import random
 import socket as _socket
@@ -40,10 +48,10 @@ import websockets.exceptions
 
 from ._clock import LeaseClock, now
 from ._http import arequest_json
-from ._wire import valid_client_frame, valid_server_frame
-from .errors import CoordinatorError, LeaseLostError, UnreachableError
+from ._wire import step_name_pattern, valid_client_frame, valid_server_frame
+from .errors import CoordinatorError, LeaseLostError, OutcomeUnknownError, UnreachableError
 
-__all__ = ["Message", "MessageContext", "ServeHandle", "serve"]
+__all__ = ["Effect", "Message", "MessageContext", "ServeHandle", "serve"]
 
 PING_TEXT = '{"type":"ping"}'
 PONG_TEXT = '{"type":"pong"}'
@@ -52,6 +60,10 @@ REPLY_BYTES = 32 * 1024
 FAIL_REASON_CHARS = 4096
 CHECKPOINT_BYTES = 16 * 1024
 FRAME_BYTES = 64 * 1024
+#: LIMITS.stepValueBytes and LIMITS.stepNameChars of worker/wire/protocol.ts.
+STEP_VALUE_BYTES = 48 * 1024
+STEP_NAME_CHARS = 128
+ON_UNKNOWN = ("ask", "retry")
 REQUEST_TIMEOUT = 10.0
 
 #: Refusals after which nothing more may be posted for the message (its run stops).
@@ -73,6 +85,30 @@ class Message:
     #: The input given with ``baton resume`` (None unless resumed).
     resume_input: Optional[str]
     group: Optional[str]
+    #: Proves this hand-out over HTTP (a command's ``baton step``, any language); None from older coordinators.
+    run_key: Optional[str] = None
+    #: With the agent's heartbeat timeout: a run that sends no heartbeat within it is taken back; None: none.
+    heartbeat_timeout_ms: Optional[float] = None
+
+
+class Effect:
+    """What ``ctx.effect``'s ``fn`` gets: ``key``, the same on every attempt of the message on every
+    machine (``baton:AGENT:ID:NAME``), to pass to the external API as its idempotency key, and
+    ``lost_event``, set the moment the run may no longer act (``cancelled`` says the same)."""
+
+    __slots__ = ("key", "lost_event", "_run")
+
+    def __init__(self, key: str, run: "_Run") -> None:
+        self.key = key
+        self.lost_event = run.lost_event
+        self._run = run
+
+    @property
+    def cancelled(self) -> bool:
+        return self._run.lost is not None
+
+    def __repr__(self) -> str:
+        return f"Effect(key={self.key!r})"
 
 
 class _Run:
@@ -85,6 +121,12 @@ class _Run:
         self.lost_event = asyncio.Event()
         self.parked = False
         self.timer: Optional[asyncio.TimerHandle] = None
+        #: With a heartbeat timeout: cancels the run when no heartbeat was confirmed within it, by this process's clock.
+        self.beat_timer: Optional[asyncio.TimerHandle] = None
+        #: The step journal handed out with the message, and every record this run made since, by name.
+        self.journal: dict[str, dict[str, Any]] = {
+            e["name"]: e for e in (frame.get("steps") or []) if isinstance(e, dict) and isinstance(e.get("name"), str)
+        }
 
 
 class MessageContext:
@@ -130,6 +172,36 @@ class MessageContext:
         """
         await self._serve._park(self._run, checkpoint, deadline_seconds)
 
+    async def step(self, name: str, fn: Callable[[], Any]) -> Any:
+        """A durable step: the first time ``name`` completes for this message, its result (JSON, at
+        most 48 KiB) is stored under the message's token; on every later attempt, here or on another
+        machine, ``step`` returns the stored result without calling ``fn`` (sync or async). Run the
+        handler from the top on each attempt: recorded steps return at once, so an expensive call
+        is paid once. A step whose ``fn`` raises records nothing. Returns the value the coordinator
+        holds (as JSON round-trips it: tuples come back as lists). Raises LeaseLostError when the
+        message's lease is gone, TypeError when ``name`` is an effect's.
+        """
+        return await self._serve._step(self._run, name, fn)
+
+    async def effect(self, name: str, fn: Callable[[Effect], Any], on_unknown: str = "ask") -> Any:
+        """A side effect: records its intent before ``fn`` runs and its outcome after, and hands
+        ``fn`` (sync or async) an :class:`Effect` whose ``key`` is the same on every attempt (agent,
+        message, name): pass it to the external API as its idempotency key. An outcome already
+        recorded is returned without running ``fn``. If an earlier attempt recorded the intent but
+        no outcome (it died, or ``fn`` raised), nobody knows whether the effect happened:
+        ``on_unknown="retry"`` runs it again under the same key (for APIs that honour it); ``"ask"``
+        (the default) parks the message as "outcome unknown: step NAME" until a person answers
+        ``baton resume AGENT ID --done`` or ``--redo`` (here it raises OutcomeUnknownError; let it
+        fail the attempt). An effect is never run twice silently.
+        """
+        return await self._serve._effect(self._run, name, fn, on_unknown)
+
+    async def heartbeat(self, details: Any = None) -> Optional[float]:
+        """Tells the coordinator the run is alive: with the agent's heartbeat timeout, its deadline
+        moves that far from now (never past the run timeout); ``details`` (JSON) are kept as its
+        progress. Returns the run's deadline (server ms, None when it has none)."""
+        return await self._serve._beat(self._run, details)
+
 
 Handler = Callable[[Message, MessageContext], Awaitable[Any]]
 
@@ -167,6 +239,18 @@ def _truncate_utf8(text: str, limit: int) -> str:
     if len(raw) <= limit:
         return text
     return raw[:limit].decode("utf-8", errors="ignore")
+
+
+def _check_step_name(name: Any) -> None:
+    if not isinstance(name, str) or step_name_pattern().fullmatch(name) is None:
+        raise TypeError(f"step names are 1-{STEP_NAME_CHARS} letters, digits, '.', '_', ':' or '-', got {name!r}")
+
+
+async def _call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 def _checkpoint_too_large(value: Any) -> bool:
@@ -603,6 +687,8 @@ class _Serve:
     def _abort(self, run: _Run, reason: LeaseLostError) -> None:
         if run.timer is not None:
             run.timer.cancel()
+        if run.beat_timer is not None:
+            run.beat_timer.cancel()
         if run.lost is None:
             run.lost = reason
             run.lost_event.set()
@@ -631,7 +717,8 @@ class _Serve:
             return
         message = Message(id=run.id, text=frame["text"], attempt=int(frame.get("attempt", 1)),
                           created_at=float(frame.get("created_at", 0)), token=token,
-                          resume_input=frame.get("resume_input"), group=frame.get("group"))
+                          resume_input=frame.get("resume_input"), group=frame.get("group"), run_key=frame.get("run_key"),
+                          heartbeat_timeout_ms=frame.get("heartbeat_timeout_ms"))
         ctx = MessageContext(self, run, fence, self.checkpoint)
         self.running[(run.id, token)] = run
         loop = asyncio.get_running_loop()
@@ -640,6 +727,7 @@ class _Serve:
             # the coordinator's deadline started before this frame arrived: ours is never later
             run.timer = loop.call_later(timeout_ms / 1000, lambda: self._abort(
                 run, LeaseLostError(f"message {run.id} ran past its run timeout", "lapsed")))
+        self._arm_heartbeat_clock(run, now())
         run.task = loop.create_task(self._call(message, ctx))
         try:
             try:
@@ -661,6 +749,8 @@ class _Serve:
         finally:
             if run.timer is not None:
                 run.timer.cancel()
+            if run.beat_timer is not None:
+                run.beat_timer.cancel()
             if self.running.get((run.id, token)) is run:
                 del self.running[(run.id, token)]
         if run.lost is not None or run.parked:
@@ -682,6 +772,13 @@ class _Serve:
 
     async def _post(self, frame: dict[str, Any], run: _Run, fenced: bool) -> Any:
         """"ok", "stale" (not sent: the lease is gone), or an exception describing the refusal."""
+        answer = await self._exchange(frame, run, fenced)
+        return "ok" if isinstance(answer, dict) else answer
+
+    async def _exchange(self, frame: dict[str, Any], run: _Run, fenced: bool) -> Any:
+        """One write and its answer: the result frame, "stale" (not sent: the lease is gone), or an
+        exception describing the refusal (after a refusal that means the run lost the message, the
+        run is aborted first)."""
         if run.lost is not None or not (self._may_act() if fenced else self._may_run()):
             if run.lost is None:
                 self._abort(run, LeaseLostError("the lease is gone by the local clock", "lapsed"))
@@ -692,7 +789,7 @@ class _Serve:
             self._event(type="unconfirmed", frame=frame["type"], reason=str(err))
             return LeaseLostError(f"{frame['type']} not confirmed: {err}", "lapsed")
         if answer.get("type") == "result":
-            return "ok"
+            return answer
         code = str(answer.get("code"))
         self._event(type="refused", frame=frame["type"], code=code, message=answer.get("message"))
         lost = LeaseLostError(f"the coordinator refused the {frame['type']}: {code}", code)
@@ -731,6 +828,101 @@ class _Serve:
         if run.timer is not None:
             run.timer.cancel()
         self._event(type="parked", id=run.id, token=run.token)
+
+    # -- the step journal ------------------------------------------------------------------------
+
+    def _arm_heartbeat_clock(self, run: _Run, sent_at: float) -> None:
+        """With a heartbeat timeout, the coordinator takes the run back once none arrived within it;
+        this clock cancels the run first: it runs from ``sent_at`` of the last confirmed heartbeat
+        (or the hand-out), which is never later than the coordinator's own."""
+        timeout_ms = run.frame.get("heartbeat_timeout_ms")
+        if not isinstance(timeout_ms, (int, float)) or timeout_ms <= 0 or run.lost is not None:
+            return
+        if run.beat_timer is not None:
+            run.beat_timer.cancel()
+
+        def lapse() -> None:
+            self._event(type="revoked", id=run.id, token=run.token, reason="no heartbeat within the heartbeat timeout by the local clock")
+            self._abort(run, LeaseLostError(f"message {run.id} sent no heartbeat within {timeout_ms:g} ms", "lapsed"))
+
+        run.beat_timer = asyncio.get_running_loop().call_later(max(0.0, sent_at + timeout_ms / 1000 - now()), lapse)
+
+    def _throw_if_stopped(self, run: _Run) -> None:
+        if run.lost is not None:
+            raise run.lost
+
+    async def _ask(self, frame: dict[str, Any], run: _Run) -> dict[str, Any]:
+        """Sends a write under the message's token and returns its result frame; raises what a refusal means."""
+        self._throw_if_stopped(run)
+        answer = await self._exchange(frame, run, False)
+        if answer == "stale":
+            raise run.lost or LeaseLostError("the connection is lost; the message's lease cannot be proven", "lapsed")
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    async def _beat(self, run: _Run, details: Any) -> Optional[float]:
+        sent_at = now()
+        frame: dict[str, Any] = {"type": "heartbeat", "id": run.id, "token": run.token, "req": self._next_req()}
+        if details is not None:
+            frame["details"] = details
+        answer = await self._ask(frame, run)
+        if answer.get("op") != "heartbeat":
+            raise CoordinatorError("heartbeat answered with another result", 0, None, answer)
+        self._arm_heartbeat_clock(run, sent_at)
+        return answer.get("expires_at")
+
+    async def _step(self, run: _Run, name: str, fn: Callable[[], Any]) -> Any:
+        _check_step_name(name)
+        done = run.journal.get(name)
+        if done is not None and done.get("kind") == "effect":
+            raise TypeError(f'"{name}" is recorded as an effect; a step needs a name of its own')
+        if done is not None and done.get("status") == "done":
+            return done.get("value")
+        self._throw_if_stopped(run)
+        value = await _call_maybe_async(fn)
+        return await self._record(run, name, "step", "done", value, None)
+
+    async def _effect(self, run: _Run, name: str, fn: Callable[[Effect], Any], on_unknown: str) -> Any:
+        _check_step_name(name)
+        if on_unknown not in ON_UNKNOWN:
+            raise ValueError(f'on_unknown is "ask" or "retry", not {on_unknown!r}')
+        known = run.journal.get(name)
+        if known is not None and known.get("kind") == "step":
+            raise TypeError(f'"{name}" is recorded as a step; an effect needs a name of its own')
+        if known is not None and known.get("status") == "done":
+            return known.get("value")
+        self._throw_if_stopped(run)
+        # The intent is durable before the effect runs, so a successor knows it may have happened.
+        await self._record(run, name, "effect", "intent", None, on_unknown)
+        if known is not None and known.get("status") == "intent" and on_unknown == "ask":
+            # An earlier attempt began it; with "ask", failing this attempt parks the message for a person.
+            raise OutcomeUnknownError(
+                f"outcome unknown: step {name}; a person decides: baton resume {self.agent} {run.id} --done | --redo", name)
+        value = await _call_maybe_async(fn, Effect(f"baton:{self.agent}:{run.id}:{name}", run))
+        return await self._record(run, name, "effect", "done", value, on_unknown)
+
+    async def _record(self, run: _Run, name: str, kind: str, phase: str, value: Any, on_unknown: Optional[str]) -> Any:
+        """Writes one journal record under the message's token; returns what the journal holds for it."""
+        frame: dict[str, Any] = {"type": "step", "id": run.id, "token": run.token, "name": name, "kind": kind, "phase": phase,
+                                 "req": self._next_req()}
+        if phase == "done":
+            try:
+                text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            except (TypeError, ValueError) as err:
+                raise TypeError(f"a step's result must be JSON: {err}") from None
+            if len(text.encode("utf-8")) > STEP_VALUE_BYTES:
+                raise ValueError(f"a step's result is JSON of at most {STEP_VALUE_BYTES} bytes")
+            frame["value"] = json.loads(text)
+        if on_unknown is not None:
+            frame["on_unknown"] = on_unknown
+        answer = await self._ask(frame, run)
+        if answer.get("op") != "step":
+            raise CoordinatorError("step answered with another result", 0, None, answer)
+        status = answer.get("status")
+        run.journal[name] = {"name": name, "kind": kind, "status": status, "value": answer.get("value"),
+                             "on_unknown": on_unknown, "attempt": run.frame.get("attempt", 1)}
+        return answer.get("value") if status == "done" else None
 
     # -- stopping --------------------------------------------------------------------------------
 

@@ -20,3 +20,20 @@ def test_frames_from_the_coordinator_are_checked_like_the_typescript_client_does
     assert not valid_server_frame({"type": "revoked", "id": 1, "token": 2, "reason": "because"})
     assert valid_server_frame({"type": "serve_lease", "held": True, "fence": 1, "claim_seq": 1, "position": 0, "ttl_ms": 2000, "holder": None})
     assert not valid_server_frame({"type": "serve_lease", "held": "yes", "fence": 1, "claim_seq": 1, "position": 0, "ttl_ms": 2000, "holder": None})
+
+
+def test_journal_frames_match_the_coordinators_schema():
+    from baton._wire import step_name_pattern
+
+    step = {"type": "step", "id": 3, "token": 7, "name": "pay", "kind": "effect", "phase": "intent", "on_unknown": "ask", "req": "r2"}
+    assert valid_client_frame(step)
+    assert valid_client_frame({**step, "phase": "done", "value": {"receipt": 1}})
+    assert not valid_client_frame({**step, "on_unknown": "sometimes"})
+    assert not valid_client_frame({**step, "kind": "task"})
+    # JavaScript's `$` ends the input: a name with a trailing newline is refused as the coordinator refuses it.
+    assert not valid_client_frame({**step, "name": "pay\n"})
+    assert step_name_pattern().fullmatch("a:b.c_d-e") and not step_name_pattern().fullmatch("-a")
+    assert valid_client_frame({"type": "heartbeat", "id": 3, "token": 7, "details": {"done": "half"}, "req": "r3"})
+    assert valid_server_frame({"type": "result", "op": "step", "req": "r2", "id": 3, "token": 7, "name": "pay", "status": "done",
+                               "duplicate": False, "value": 1})
+    assert valid_server_frame({"type": "result", "op": "heartbeat", "req": "r3", "id": 3, "token": 7, "expires_at": None})

@@ -1,0 +1,369 @@
+"""Durable steps in the Python client against a real wrangler dev, as the TypeScript client's
+(test/e2e/durable-steps.test.ts): a successor replays what a stopped runner recorded, an effect
+whose outcome is unknown is never run again silently (ask parks the message, retry reruns it
+under the same key), heartbeats keep a run past its heartbeat timeout and the local heartbeat
+clock stops one that sends none, and a journal write refused as someone else's stops the run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any, Callable
+
+import pytest
+
+from conftest import DEV_TOKEN, unique
+
+
+async def until(check: Callable[[], bool], what: str, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never: {what}")
+        await asyncio.sleep(0.02)
+
+
+async def wait_message(dev, agent: str, mid: int, done: Callable[[dict[str, Any]], bool], timeout: float = 20) -> dict[str, Any]:
+    return await asyncio.to_thread(dev.wait_message, agent, mid, done, timeout)
+
+
+async def holder_and_standby(dev, agent: str, handler_a, handler_b, events_a=None):
+    """Serves `agent` from two runners in this process: a (the holder) and b (a standby)."""
+    import baton
+
+    a = await baton.serve(agent, handler_a, url=dev.url, token=DEV_TOKEN, machine="a",
+                          on_event=None if events_a is None else events_a.append)
+    await until(lambda: a.status["kind"] == "holder", "a holds")
+    b = await baton.serve(agent, handler_b, url=dev.url, token=DEV_TOKEN, machine="b")
+    await until(lambda: b.status["kind"] == "standby", "b stands by")
+    return a, b
+
+
+def test_a_successor_replays_the_step_and_the_effect_a_stopped_runner_recorded(dev):
+    """Rule: a step or effect recorded done is returned to every later attempt without running fn;
+    the effect's key is baton:AGENT:ID:NAME on every attempt."""
+    agent = unique("py-steps")
+    plans: list[str] = []
+    pays: list[str] = []
+    keys: list[str] = []
+
+    def handler(machine: str):
+        async def handle(message, ctx):
+            def plan() -> str:
+                plans.append(machine)
+                return f"plan by {machine} (#{len(plans)})"
+
+            async def pay(effect) -> dict:
+                keys.append(effect.key)
+                pays.append(machine)
+                await asyncio.sleep(0)
+                return {"receipt": len(pays), "machine": machine}
+
+            planned = await ctx.step("plan", plan)  # a sync fn
+            receipt = await ctx.effect("pay", pay)  # an async fn
+            if machine == "a":
+                await ctx.lost_event.wait()  # a hangs after both are recorded, until it is stopped
+            return f"{planned} / {json.dumps(receipt, sort_keys=True)}"
+
+        return handle
+
+    async def main():
+        a, b = await holder_and_standby(dev, agent, handler("a"), handler("b"))
+        try:
+            mid = await asyncio.to_thread(dev.post_message, agent, "go")
+            await until(lambda: len(pays) == 1, "a paid")
+            during = await asyncio.to_thread(dev.message, agent, mid)
+            await a.stop()
+            done = await wait_message(dev, agent, mid, lambda m: m["status"] == "acknowledged")
+            return mid, during, done
+        finally:
+            await a.stop()
+            await b.stop()
+
+    mid, during, done = asyncio.run(main())
+    assert [(s["name"], s["kind"], s["status"], s["attempt"]) for s in during["steps"]] == [
+        ("plan", "step", "done", 1), ("pay", "effect", "done", 1)], during
+    assert done["reply"] == 'plan by a (#1) / {"machine": "a", "receipt": 1}', done
+    assert done["attempts"] == 2, done
+    assert plans == ["a"] and pays == ["a"], (plans, pays)
+    assert keys == [f"baton:{agent}:{mid}:pay"], keys
+
+
+def test_an_effect_begun_by_a_stopped_runner_parks_the_message_for_a_person(dev):
+    """Rule: an effect's intent is recorded before fn runs, so with on_unknown="ask" (the default) a
+    successor never runs it again: the message parks, waiting on the effect."""
+    agent = unique("py-ask")
+    pays: list[str] = []
+
+    def handler(machine: str):
+        async def handle(message, ctx):
+            async def pay(effect):
+                pays.append(machine)
+                await effect.lost_event.wait()  # the external call hangs until the run is stopped
+                raise RuntimeError("stopped while paying")
+
+            return str(await ctx.effect("pay", pay))
+
+        return handle
+
+    async def main():
+        a, b = await holder_and_standby(dev, agent, handler("a"), handler("b"))
+        try:
+            mid = await asyncio.to_thread(dev.post_message, agent, "go")
+            await until(lambda: len(pays) == 1, "a began paying")
+            await a.stop()
+            parked = await wait_message(dev, agent, mid, lambda m: m["status"] == "parked")
+            await asyncio.sleep(0.5)  # b had time to run it, were it handed to b
+            return parked, await asyncio.to_thread(dev.message, agent, mid)
+        finally:
+            await a.stop()
+            await b.stop()
+
+    parked, later = asyncio.run(main())
+    assert parked["waiting_on"] == "pay", parked
+    assert later["status"] == "parked", later
+    assert pays == ["a"], pays
+
+
+def test_an_unknown_outcome_is_rerun_under_the_same_key_with_retry(dev):
+    """Rule: on_unknown="retry" runs an effect whose outcome is unknown again, under the same key."""
+    agent = unique("py-retry")
+    keys: list[tuple[str, str]] = []
+
+    def handler(machine: str):
+        async def handle(message, ctx):
+            async def pay(effect):
+                keys.append((machine, effect.key))
+                if machine == "a":
+                    await effect.lost_event.wait()
+                    raise RuntimeError("stopped while paying")
+                return f"paid by {machine}"
+
+            return await ctx.effect("pay", pay, on_unknown="retry")
+
+        return handle
+
+    async def main():
+        a, b = await holder_and_standby(dev, agent, handler("a"), handler("b"))
+        try:
+            mid = await asyncio.to_thread(dev.post_message, agent, "go")
+            await until(lambda: len(keys) == 1, "a began paying")
+            await a.stop()
+            return mid, await wait_message(dev, agent, mid, lambda m: m["status"] == "acknowledged")
+        finally:
+            await a.stop()
+            await b.stop()
+
+    mid, done = asyncio.run(main())
+    key = f"baton:{agent}:{mid}:pay"
+    assert keys == [("a", key), ("b", key)], keys
+    assert done["reply"] == "paid by b" and done["attempts"] == 2, done
+
+
+def test_an_intent_of_an_earlier_attempt_under_ask_raises_outcome_unknown_and_parks(dev):
+    """Rule: if the journal already has the effect's intent and this attempt's policy is "ask",
+    ctx.effect raises "outcome unknown: step NAME" without running fn; the failed attempt parks."""
+    import baton
+
+    agent = unique("py-unknown")
+    pays: list[str] = []
+    raised: list[BaseException] = []
+
+    def handler(machine: str):
+        async def handle(message, ctx):
+            async def pay(effect):
+                pays.append(machine)
+                await effect.lost_event.wait()
+                raise RuntimeError("stopped while paying")
+
+            try:
+                # a began it as retry; b asks a person instead
+                return await ctx.effect("pay", pay, on_unknown="retry" if machine == "a" else "ask")
+            except baton.OutcomeUnknownError as err:
+                raised.append(err)
+                raise
+
+        return handle
+
+    async def main():
+        a, b = await holder_and_standby(dev, agent, handler("a"), handler("b"))
+        try:
+            mid = await asyncio.to_thread(dev.post_message, agent, "go")
+            await until(lambda: len(pays) == 1, "a began paying")
+            await a.stop()
+            return mid, await wait_message(dev, agent, mid, lambda m: m["status"] == "parked")
+        finally:
+            await a.stop()
+            await b.stop()
+
+    mid, parked = asyncio.run(main())
+    assert pays == ["a"], pays
+    assert len(raised) == 1 and str(raised[0]).startswith("outcome unknown: step pay"), raised
+    assert raised[0].step == "pay"
+    assert parked["waiting_on"] == "pay" and parked["attempts"] == 2, parked
+
+
+def test_heartbeats_keep_a_run_past_its_heartbeat_timeout(dev):
+    """Rule: a confirmed heartbeat moves the run's deadline (the coordinator's and the local
+    clock's) a heartbeat timeout on: a 3 s run under a 1 s timeout, heartbeating every 0.3 s."""
+    import baton
+
+    agent = unique("py-beats")
+    status, body = dev.request("PUT", f"/agents/{agent}/policy", {"heartbeat_timeout_seconds": 1})
+    assert status == 200, (status, body)
+    seen: list[Any] = []
+
+    async def handler(message, ctx):
+        seen.append((message.heartbeat_timeout_ms, message.run_key))
+        started = time.monotonic()
+        i = 0
+        while time.monotonic() - started < 3:
+            await asyncio.sleep(0.3)
+            i += 1
+            seen.append(await ctx.heartbeat({"beat": i}))
+        return f"beat {i} times"
+
+    async def main():
+        handle = await baton.serve(agent, handler, url=dev.url, token=DEV_TOKEN, machine="beats")
+        try:
+            mid = await asyncio.to_thread(dev.post_message, agent, "go")
+            return await wait_message(dev, agent, mid, lambda m: m["status"] in ("acknowledged", "failed"))
+        finally:
+            await handle.stop()
+
+    done = asyncio.run(main())
+    assert done["status"] == "acknowledged" and done["attempts"] == 1, done
+    assert done["reply"].startswith("beat "), done
+    timeout_ms, run_key = seen[0]
+    assert timeout_ms == 1000 and isinstance(run_key, str) and len(run_key) >= 16, seen[0]
+    assert all(isinstance(e, (int, float)) for e in seen[1:]) and len(seen) >= 9, seen
+
+
+def test_the_local_heartbeat_clock_stops_a_silent_run(dev, monkeypatch):
+    """Rule: with no heartbeat confirmed within heartbeat_timeout_ms, this process's own clock
+    cancels the run (revocations from the coordinator are ignored here, so only that clock can)."""
+    import importlib
+
+    import baton
+
+    serve_module = importlib.import_module("baton.serve")  # the module (baton.serve is the function)
+    monkeypatch.setattr(serve_module._Serve, "_revoke", lambda self, mid, token, reason: None)
+    agent = unique("py-silent")
+    status, body = dev.request("PUT", f"/agents/{agent}/policy", {"heartbeat_timeout_seconds": 1, "max_attempts": 1})
+    assert status == 200, (status, body)
+    runs: list[dict[str, Any]] = []
+
+    async def handler(message, ctx):
+        run = {"started": time.monotonic()}
+        runs.append(run)
+        try:
+            await asyncio.sleep(4)
+        finally:
+            run["ended"] = time.monotonic()
+            run["lost"] = ctx.lost
+        return "slept"
+
+    async def main():
+        handle = await baton.serve(agent, handler, url=dev.url, token=DEV_TOKEN, machine="silent")
+        try:
+            mid = await asyncio.to_thread(dev.post_message, agent, "go")
+            await until(lambda: bool(runs) and "ended" in runs[0], "the first run ended", 10)
+        finally:
+            await handle.stop()
+
+    asyncio.run(main())
+    run = runs[0]
+    assert isinstance(run["lost"], baton.LeaseLostError) and "no heartbeat within 1000 ms" in str(run["lost"]), run
+    assert run["ended"] - run["started"] < 2, run
+
+
+def test_a_journal_write_refused_as_someone_elses_raises_lease_lost_and_stops_the_run(dev):
+    """Rule: a step refused with stale_token / not_your_message means the run lost the message:
+    LeaseLostError, the run is stopped, and nothing (no reply, no fail) is posted for it."""
+    import baton
+
+    agent = unique("py-refused")
+    seen: list[Any] = []
+    events: list[dict[str, Any]] = []
+
+    async def handler(message, ctx):
+        ctx._run.token = message.token + 1000  # writes now carry a token this run was never given
+        try:
+            await ctx.step("plan", lambda: "never recorded")
+        except baton.LeaseLostError as err:
+            seen.append((err.code, ctx.cancelled))
+            return "a reply that must not be posted"
+        seen.append(("no error", ctx.cancelled))
+        return "recorded under a wrong token"
+
+    async def main():
+        handle = await baton.serve(agent, handler, url=dev.url, token=DEV_TOKEN, machine="refused", on_event=events.append)
+        try:
+            mid = await asyncio.to_thread(dev.post_message, agent, "go")
+            await until(lambda: bool(seen), "the step was answered")
+            await asyncio.sleep(0.5)
+            return await asyncio.to_thread(dev.message, agent, mid)
+        finally:
+            await handle.stop()
+
+    m = asyncio.run(main())
+    assert len(seen) == 1 and seen[0][0] in ("stale_token", "not_your_message") and seen[0][1] is True, seen
+    assert m["reply"] is None and m["steps"] == [], m
+    assert not [e for e in events if e["type"] in ("ran", "handler_failed")], events
+
+
+def test_step_names_kinds_and_sizes_are_checked_before_anything_is_sent(dev):
+    """Rule: names match STEP_NAME, a step and an effect never share a name, a result is JSON of at
+    most 48 KiB; a recorded step is returned from the journal with the same value in this run."""
+    import baton
+
+    agent = unique("py-checks")
+    outcomes: dict[str, Any] = {}
+
+    async def handler(message, ctx):
+        for bad in ("", "has space", "-lead", "x" * 129, "plan\n", "ünï"):
+            try:
+                await ctx.step(bad, lambda: 1)
+                outcomes[repr(bad)] = "accepted"
+            except TypeError:
+                outcomes[repr(bad)] = "TypeError"
+        outcomes["first"] = await ctx.step("plan", lambda: {"a": (1, 2)})
+        outcomes["again"] = await ctx.step("plan", lambda: "not run")
+        for name, call in (("effect named like a step", lambda: ctx.effect("plan", lambda e: 1)),
+                           ("step named like an effect", None)):
+            if call is None:
+                await ctx.effect("pay", lambda e: e.key)
+                call = lambda: ctx.step("pay", lambda: 1)  # noqa: E731
+            try:
+                await call()
+                outcomes[name] = "accepted"
+            except TypeError:
+                outcomes[name] = "TypeError"
+        try:
+            await ctx.step("big", lambda: "x" * (48 * 1024))
+            outcomes["big"] = "accepted"
+        except ValueError:
+            outcomes["big"] = "ValueError"
+        try:
+            await ctx.effect("odd", lambda e: 1, on_unknown="sometimes")
+            outcomes["odd"] = "accepted"
+        except ValueError:
+            outcomes["odd"] = "ValueError"
+        return "checked"
+
+    async def main():
+        handle = await baton.serve(agent, handler, url=dev.url, token=DEV_TOKEN, machine="checks")
+        try:
+            mid = await asyncio.to_thread(dev.post_message, agent, "go")
+            return await wait_message(dev, agent, mid, lambda m: m["status"] in ("acknowledged", "failed"))
+        finally:
+            await handle.stop()
+
+    m = asyncio.run(main())
+    assert m["status"] == "acknowledged", (m, outcomes)
+    assert all(outcomes[repr(b)] == "TypeError" for b in ("", "has space", "-lead", "x" * 129, "plan\n", "ünï")), outcomes
+    assert outcomes["first"] == {"a": [1, 2]} and outcomes["again"] == {"a": [1, 2]}, outcomes
+    assert outcomes["effect named like a step"] == "TypeError" and outcomes["step named like an effect"] == "TypeError", outcomes
+    assert outcomes["big"] == "ValueError" and outcomes["odd"] == "ValueError", outcomes
+    assert sorted((s["name"], s["kind"]) for s in m["steps"]) == [("pay", "effect"), ("plan", "step")], m
