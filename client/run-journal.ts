@@ -3,11 +3,14 @@
 // any language. The run key serve hands its command (BATON_RUN_KEY) stands for the connection, so a
 // write is honoured only while that hand-out is the message's current one.
 import {
-  heartbeatAnswerSchema, stepViewSchema, stepWrittenSchema, type HeartbeatAnswer, type StepView, type StepWritten,
+  blobStagedSchema, errorBodySchema, heartbeatAnswerSchema, stepViewSchema, stepWrittenSchema, type BlobStaged, type HeartbeatAnswer, type StepView, type StepWritten,
 } from "../worker/wire/http-responses.ts";
 import type { OnUnknown } from "../worker/wire/protocol.ts";
 import { CoordinatorError } from "./errors.ts";
-import { requestJson, type Connection } from "./http.ts";
+import { baseUrl, failureReason, refusal, requestJson, type Connection } from "./http.ts";
+import { UnreachableError } from "./errors.ts";
+
+const BLOB_TIMEOUT_MS = 120_000;
 
 /** What proves a write belongs to the message's current run. */
 export interface RunProof {
@@ -41,18 +44,59 @@ export class RunJournal {
     }
   }
 
-  /** Writes a step's result, or an effect's intent or outcome; resolves with what the journal holds now. */
-  record(name: string, write: { kind: "step" | "effect"; phase: "intent" | "done"; value?: unknown; onUnknown?: OnUnknown }): Promise<StepWritten> {
+  /** Writes a step's result (inline, or a staged blob), or an effect's intent or outcome; resolves with what the journal holds now. */
+  record(name: string, write: { kind: "step" | "effect"; phase: "intent" | "done"; value?: unknown; blob?: string; onUnknown?: OnUnknown }): Promise<StepWritten> {
+    const result = write.phase !== "done" ? {} : write.blob !== undefined ? { blob: write.blob } : { value: write.value ?? null };
     const body = {
       token: this.proof.token, run_key: this.proof.runKey, kind: write.kind, phase: write.phase,
-      ...(write.phase === "done" ? { value: write.value ?? null } : {}), ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }),
+      ...result, ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }),
     };
     return requestJson(this.conn, "PUT", this.path(`steps/${encodeURIComponent(name)}`), stepWrittenSchema, { body });
+  }
+
+  /** Uploads a value too large to ride inline; a later `record` with its id commits it. */
+  upload(bytes: Uint8Array): Promise<BlobStaged> {
+    return uploadBlob(this.conn, this.proof, bytes);
+  }
+
+  download(blob: string): Promise<Uint8Array> {
+    return downloadBlob(this.conn, this.proof.agent, this.proof.id, blob);
   }
 
   /** The run is alive; `details` become its progress. Resolves with its deadline now. */
   heartbeat(details?: unknown): Promise<HeartbeatAnswer> {
     const body = { token: this.proof.token, run_key: this.proof.runKey, ...(details === undefined ? {} : { details }) };
     return requestJson(this.conn, "POST", this.path("heartbeat"), heartbeatAnswerSchema, { body });
+  }
+}
+
+/** PUT …/messages/{id}/blobs: staged under the run's token until a journal write commits it. */
+export async function uploadBlob(conn: Connection, proof: RunProof, bytes: Uint8Array): Promise<BlobStaged> {
+  const res = await rawFetch(conn, "PUT", `/agents/${encodeURIComponent(proof.agent)}/messages/${proof.id}/blobs`, {
+    "x-baton-token": String(proof.token), "x-baton-run-key": proof.runKey, "content-type": "application/octet-stream",
+  }, bytes);
+  const data = (await res.json().catch(() => null)) as unknown;
+  const parsed = blobStagedSchema.safeParse(data);
+  if (res.status === 201 && parsed.success) return parsed.data;
+  const body = errorBodySchema.safeParse(data);
+  throw refusal(conn, res.status, body.success ? body.data : null);
+}
+
+/** GET …/messages/{id}/blobs/{blob}: the bytes a journal record refers to. */
+export async function downloadBlob(conn: Connection, agent: string, id: number, blob: string): Promise<Uint8Array> {
+  const res = await rawFetch(conn, "GET", `/agents/${encodeURIComponent(agent)}/messages/${id}/blobs/${blob}`, {});
+  if (res.ok) return new Uint8Array(await res.arrayBuffer());
+  const body = errorBodySchema.safeParse(await res.json().catch(() => null));
+  throw refusal(conn, res.status, body.success ? body.data : null);
+}
+
+async function rawFetch(conn: Connection, method: string, path: string, headers: Record<string, string>, body?: Uint8Array): Promise<Response> {
+  try {
+    return await (conn.fetch ?? fetch)(`${baseUrl(conn)}${path}`, {
+      method, headers: { authorization: `Bearer ${conn.token}`, ...headers }, body: body as BodyInit | undefined, signal: AbortSignal.timeout(BLOB_TIMEOUT_MS),
+    });
+  } catch (err) {
+    const reason = failureReason(err, BLOB_TIMEOUT_MS);
+    throw new UnreachableError(`cannot reach the coordinator at ${baseUrl(conn)}: ${reason}`, reason);
   }
 }

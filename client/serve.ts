@@ -9,6 +9,7 @@ import type { BackoffOptions } from "./backoff.ts";
 import { LeaseLostError } from "./errors.ts";
 import { LeaseClock } from "./lease-clock.ts";
 import { probe, type Connection } from "./http.ts";
+import { downloadBlob, uploadBlob } from "./run-journal.ts";
 import { ServeLease, type LeaseView } from "./serve-lease.ts";
 import { CoordinatorSocket } from "./socket.ts";
 import { resolveWebSocket, type WebSocketConstructor } from "./websocket.ts";
@@ -166,6 +167,10 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
     request: (frame) => socket.request(frame),
     nextReq: () => socket.nextReq(),
     event,
+    blobs: {
+      upload: async (proof, bytes) => (await uploadBlob(conn, proof, bytes)).blob,
+      download: (id, blob) => downloadBlob(conn, agent, id, blob),
+    },
   });
 
   function onFrame(frame: ServerFrame): void {

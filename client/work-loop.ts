@@ -10,6 +10,7 @@ import {
 } from "../worker/wire/protocol.ts";
 import { CoordinatorError, LeaseLostError } from "./errors.ts";
 import type { ReplyFrame } from "./socket.ts";
+import type { RunProof } from "./run-journal.ts";
 
 export interface AgentMessage {
   id: number;
@@ -110,6 +111,11 @@ export interface WorkLoopDeps {
   slots?: number;
   /** The agent's name, for effects' idempotency keys. */
   agent: string;
+  /** Values too large for a frame travel over HTTP (R2 on the coordinator); without this they are refused. */
+  blobs?: {
+    upload(proof: RunProof, bytes: Uint8Array): Promise<string>;
+    download(id: number, blob: string): Promise<Uint8Array>;
+  };
 }
 
 /** Error codes after which nothing more may be posted under the serve lease. */
@@ -323,7 +329,7 @@ export class WorkLoop {
     checkStepName(name);
     const done = run.journal.get(name);
     if (done?.kind === "effect") throw new TypeError(`"${name}" is recorded as an effect; a step needs a name of its own`);
-    if (done?.status === "done") return done.value as T;
+    if (done?.status === "done") return this.valueOf(run, done) as Promise<T>;
     this.throwIfStopped(run);
     const value = await fn();
     return this.record(run, { name, kind: "step", phase: "done", value }) as Promise<T>;
@@ -335,7 +341,7 @@ export class WorkLoop {
     checkStepName(name);
     const known = run.journal.get(name);
     if (known?.kind === "step") throw new TypeError(`"${name}" is recorded as a step; an effect needs a name of its own`);
-    if (known?.status === "done") return known.value as T;
+    if (known?.status === "done") return this.valueOf(run, known) as Promise<T>;
     this.throwIfStopped(run);
     // The intent is durable before the effect runs, so a successor knows it may have happened.
     await this.record(run, { name, kind: "effect", phase: "intent", onUnknown });
@@ -349,18 +355,38 @@ export class WorkLoop {
 
   /** Writes one journal record under the message's token; resolves with what the journal holds for it. */
   private async record(run: Run, write: { name: string; kind: "step" | "effect"; phase: "intent" | "done"; value?: unknown; onUnknown?: OnUnknown }): Promise<unknown> {
-    const value = write.value === undefined ? null : (JSON.parse(JSON.stringify(write.value) ?? "null") as unknown);
-    if (write.phase === "done" && new TextEncoder().encode(JSON.stringify(value)).byteLength > LIMITS.stepValueBytes) {
-      throw new RangeError(`a step's result is JSON of at most ${LIMITS.stepValueBytes} bytes`);
-    }
+    const json = JSON.stringify(write.value === undefined ? null : write.value) ?? "null";
+    const bytes = new TextEncoder().encode(json);
+    const inline = write.phase !== "done" || bytes.byteLength <= LIMITS.stepValueBytes;
+    const result = write.phase !== "done" ? {} : inline ? { value: JSON.parse(json) as unknown } : { blob: await this.upload(run, bytes) };
     const frame = {
       type: "step" as const, id: run.msg.id, token: this.token(run.msg), name: write.name, kind: write.kind, phase: write.phase, req: this.deps.nextReq(),
-      ...(write.phase === "done" ? { value } : {}), ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }),
+      ...result, ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }),
     };
     const answer = await this.ask(frame, run);
     if (answer.op !== "step") throw new CoordinatorError("step answered with another result", 0, null);
-    run.journal.set(write.name, { name: write.name, kind: write.kind, status: answer.status, value: answer.value, on_unknown: write.onUnknown ?? null, attempt: run.msg.attempt });
-    return answer.status === "done" ? answer.value : null;
+    const entry: JournalEntry = {
+      name: write.name, kind: write.kind, status: answer.status, value: answer.value, on_unknown: write.onUnknown ?? null, attempt: run.msg.attempt,
+      ...(answer.blob ? { blob: answer.blob } : {}),
+    };
+    run.journal.set(write.name, entry);
+    return answer.status === "done" ? this.valueOf(run, entry) : null;
+  }
+
+  /** A result over the frame's inline limit goes to the coordinator's R2 first; the step write then commits it. */
+  private async upload(run: Run, bytes: Uint8Array): Promise<string> {
+    if (bytes.byteLength > LIMITS.blobBytes) throw new RangeError(`a step's result is JSON of at most ${LIMITS.blobBytes} bytes`);
+    if (!this.deps.blobs || run.msg.run_key === undefined) throw new RangeError(`a step's result over ${LIMITS.stepValueBytes} bytes needs a coordinator with large values`);
+    this.throwIfStopped(run);
+    return this.deps.blobs.upload({ agent: this.deps.agent, id: run.msg.id, token: this.token(run.msg), runKey: run.msg.run_key }, bytes);
+  }
+
+  /** A recorded result: inline, or read back from the coordinator's R2. */
+  private async valueOf(run: Run, entry: JournalEntry): Promise<unknown> {
+    if (!entry.blob) return entry.value;
+    if (!this.deps.blobs) throw new RangeError(`step ${entry.name}'s result is a blob and this runner cannot read blobs`);
+    const bytes = await this.deps.blobs.download(run.msg.id, entry.blob.id);
+    return JSON.parse(new TextDecoder().decode(bytes)) as unknown;
   }
 
   private throwIfStopped(run: Run): void {

@@ -2,6 +2,7 @@
 // typed RPC method on the agent's object (agent-object.ts) and renders the answer. Only the serve
 // socket upgrade is forwarded as a request. Bad input is a 400 with a named code and reaches no object.
 import type { Env } from "./env.ts";
+import { downloadBlob, uploadBlob } from "./blobs.ts";
 import { readBody, readJsonBody } from "./objects/http.ts";
 import type { AgentCoordinator } from "./objects/agent-object.ts";
 import { agentObjectName } from "./objects/names.ts";
@@ -13,7 +14,9 @@ import {
 
 const SMALL_BODY_BYTES = 4 * 1024;
 
-type Method = "presence" | "post" | "messagePage" | "message" | "control" | "policy" | "setPolicy" | "resume" | "stepOf" | "recordStep" | "heartbeatRun";
+type Method =
+  | "presence" | "post" | "messagePage" | "message" | "control" | "policy" | "setPolicy" | "resume" | "stepOf" | "recordStep" | "heartbeatRun"
+  | "reserveBlob" | "stageBlob" | "blobKey";
 /**
  * The object's methods as the Worker calls them. The runtime's stub type maps every result through
  * its serializable-type check, which cannot express the JSON values (`unknown`) in a checkpoint;
@@ -47,6 +50,10 @@ export async function agentRequest(request: Request, env: Env, account: string, 
   if (resume && method === "POST") return resumeMessage(request, Number(resume[1]), stub);
   const step = route.match(/^messages\/(\d{1,15})\/steps\/([^/]+)$/);
   if (step) return stepRoute(request, Number(step[1]), step[2]!, stub);
+  const blobs = route.match(/^messages\/(\d{1,15})\/blobs$/);
+  if (blobs && method === "PUT") return uploadBlob(request, env, Number(blobs[1]), stub);
+  const blob = route.match(/^messages\/(\d{1,15})\/blobs\/([^/]+)$/);
+  if (blob && method === "GET") return downloadBlob(env, Number(blob[1]), blob[2]!, stub);
   const beat = route.match(/^messages\/(\d{1,15})\/heartbeat$/);
   if (beat && method === "POST") return heartbeatRoute(request, Number(beat[1]), stub);
   return errorResponse(404, "not_found", `no route for ${method} ${url.pathname}`);
@@ -142,10 +149,10 @@ async function stepRoute(request: Request, id: number, name: string, stub: Stub)
   if (!body.ok) return body.response;
   const parsed = parseBody(stepWriteSchema, body.data);
   if (!parsed.ok) return errorResponse(400, "bad_request", `bad step: ${parsed.message}`);
-  const { token, run_key, kind, phase, value, on_unknown } = parsed.value;
+  const { token, run_key, kind, phase, value, blob, on_unknown } = parsed.value;
   const json = value === undefined ? null : JSON.stringify(value);
   if (json !== null && utf8Bytes(json) > LIMITS.stepValueBytes) return errorResponse(413, "too_large", `a step's value is JSON of at most ${LIMITS.stepValueBytes} bytes`);
-  const answer = await stub.recordStep(id, token, run_key, { name, kind, phase, value: json, onUnknown: on_unknown ?? null });
+  const answer = await stub.recordStep(id, token, run_key, { name, kind, phase, value: json, blob: blob === undefined ? null : { id: blob, bytes: 0 }, onUnknown: on_unknown ?? null });
   if (!answer.ok) return errorResponse(answer.status, answer.code, answer.message);
   const { ok: _ok, ...written } = answer;
   return Response.json(written);

@@ -9,6 +9,8 @@ export interface Env extends ConfigVars {
   LEASES: DurableObjectNamespace<LeaseShard>;
   /** The agent directory: one AgentDirectory per account, fed by agent objects, watched by dashboards. */
   DIRECTORY: DurableObjectNamespace<AgentDirectory>;
+  /** Large values (step results over the inline limit); without it, large values are refused (501). */
+  BLOBS?: R2Bucket;
   /** Comma-separated `account:sha256hex` pairs: the hashes of the bearer tokens each account may use. */
   BATON_TOKENS?: string;
 }

@@ -48,12 +48,20 @@ function capture(argv: readonly string[], env: Record<string, string>): Promise<
   });
 }
 
-function checkSize(stdout: string, name: string): void {
-  const bytes = Buffer.byteLength(JSON.stringify(stdout));
-  if (bytes > LIMITS.stepValueBytes) throw new CLIError(`step ${name}: its stdout is ${bytes} bytes as JSON, more than the ${LIMITS.stepValueBytes} a step records; nothing was recorded`);
+/**
+ * Records COMMAND's stdout as the result: inline when small, else uploaded to the coordinator's R2
+ * first (up to LIMITS.blobBytes as JSON) and committed by the record; prints what was recorded.
+ */
+async function recordStdout(run: RunJournal, name: string, kind: "step" | "effect", stdout: string, onUnknown?: OnUnknown): Promise<number> {
+  const json = JSON.stringify(stdout);
+  const bytes = Buffer.byteLength(json);
+  if (bytes > LIMITS.blobBytes) throw new CLIError(`${kind} ${name}: its stdout is ${bytes} bytes as JSON, more than the ${LIMITS.blobBytes} a result may hold; nothing was recorded`);
+  const blob = bytes > LIMITS.stepValueBytes ? (await run.upload(new TextEncoder().encode(json))).blob : undefined;
+  return printStored(run, await run.record(name, { kind, phase: "done", ...(blob === undefined ? { value: stdout } : { blob }), onUnknown }));
 }
 
-function printStored(value: unknown): number {
+async function printStored(run: RunJournal, record: { value: unknown; blob?: { id: string } | null }): Promise<number> {
+  const value = record.blob ? (JSON.parse(new TextDecoder().decode(await run.download(record.blob.id))) as unknown) : record.value;
   process.stdout.write(typeof value === "string" ? value : JSON.stringify(value));
   return EXIT.ok;
 }
@@ -67,7 +75,7 @@ const step = defineCommand({
   path: ["step"],
   summary: "Run COMMAND once per message across attempts and machines: a recorded step prints its stored stdout, else COMMAND runs and its stdout is recorded (exit 0 only).",
   positionals: [{ name: "NAME", description: "the step's name, unique within the message", required: true }],
-  rest: { name: "COMMAND [ARGS...]", description: "the step's work; its stdout (text, at most 48 KiB) is the step's result" },
+  rest: { name: "COMMAND [ARGS...]", description: "the step's work; its stdout (text, up to 16 MiB: over 48 KiB it is kept in the coordinator's R2) is the step's result" },
   options: {},
   exitCodes: stepExitCodes,
   async run({ args, options, rest }) {
@@ -76,11 +84,10 @@ const step = defineCommand({
     const run = currentRun("step", options);
     const known = await run.get(name);
     if (known && known.kind !== "step") throw new CLIError(`"${name}" is recorded as an effect; a step needs a name of its own`);
-    if (known?.status === "done") return printStored(known.value);
+    if (known?.status === "done") return printStored(run, known);
     const out = await capture(rest, {});
     if (out.code !== 0) return out.code;
-    checkSize(out.stdout, name);
-    return printStored((await run.record(name, { kind: "step", phase: "done", value: out.stdout })).value);
+    return recordStdout(run, name, "step", out.stdout);
   },
 });
 
@@ -108,10 +115,10 @@ export const effectCommand: Command = defineCommand({
     const run = currentRun("effect", options);
     const known = await run.get(name);
     if (known && known.kind !== "effect") throw new CLIError(`"${name}" is recorded as a step; an effect needs a name of its own`);
-    if (known?.status === "done") return printStored(known.value);
+    if (known?.status === "done") return printStored(run, known);
     // The intent is durable before the effect runs, so a successor knows it may have happened.
     const intent = await run.record(name, { kind: "effect", phase: "intent", onUnknown: policy });
-    if (intent.status === "done") return printStored(intent.value);
+    if (intent.status === "done") return printStored(run, intent);
     if (known?.status === "intent" && policy === "ask") {
       const { agent, id } = run.proof;
       process.stderr.write(`baton: ${unknownOutcomeReason(name)}; a person decides: baton resume ${agent} ${id} --done | --redo\n`);
@@ -119,8 +126,7 @@ export const effectCommand: Command = defineCommand({
     }
     const out = await capture(rest, { BATON_IDEMPOTENCY_KEY: idempotencyKey(run.proof.agent, run.proof.id, name) });
     if (out.code !== 0) return out.code;
-    checkSize(out.stdout, name);
-    return printStored((await run.record(name, { kind: "effect", phase: "done", value: out.stdout, onUnknown: policy })).value);
+    return recordStdout(run, name, "effect", out.stdout, policy);
   },
 });
 

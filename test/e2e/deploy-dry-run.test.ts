@@ -10,7 +10,7 @@ import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "./wrangler-dev.ts";
 
-/** The README says "211 KiB (55 KiB gzipped)"; past this budget someone added weight on purpose or by mistake. */
+/** The README says "223 KiB (58 KiB gzipped)"; past this budget someone added weight on purpose or by mistake. */
 const BUNDLE_BUDGET_BYTES = 256 * 1024;
 const GZIP_BUDGET_BYTES = 64 * 1024;
 

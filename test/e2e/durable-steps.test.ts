@@ -137,6 +137,30 @@ describe("durable steps through baton serve", () => {
     expect(done.reply?.trim()).toBe("finished");
   });
 
+  it("a 10 MiB step result goes to R2 and a successor's baton step prints it back whole without running the command", async () => {
+    const agent = uniqueAgent("bigstep");
+    const { dir, command, env } = shellAgent([
+      `baton step draft -- sh -c 'echo ran >> "$WORK/draft.log"; head -c 10485760 /dev/zero | tr "\\0" "a"' > "$WORK/draft-$BATON_ATTEMPT"`,
+      `if [ ! -e "$WORK/crashed" ]; then touch "$WORK/crashed"; sleep 60; fi`,
+      `wc -c < "$WORK/draft-$BATON_ATTEMPT"`,
+    ].join("\n"));
+    const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
+    fx.started.push(a);
+    await a.waitFor(/holder/);
+    const b = startServe({ url: fx.dev.url, agent, tag: "b", command, sink: join(dir, "sink"), env });
+    fx.started.push(b);
+    await b.waitFor(/standby/);
+    const id = await postMessage(fx.dev.url, agent, "go");
+    await until(() => existsSync(join(dir, "crashed")), "the first attempt recorded its draft", 30_000);
+    killMachine(a.pid, dir, 1);
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 30_000);
+    expect(done.reply?.trim()).toBe(String(10 * 1024 * 1024));
+    expect(lines(join(dir, "draft.log"))).toHaveLength(1);
+    expect(readFileSync(join(dir, "draft-2"), "utf8")).toBe("a".repeat(10 * 1024 * 1024));
+    const view = await getJson<Journaled>(`${fx.dev.url}/agents/${agent}/messages/${id}`);
+    expect(view.steps[0]).toMatchObject({ name: "draft", status: "done", bytes: 10 * 1024 * 1024 + 2 });
+  });
+
   it("baton step outside a served command says so (exit 2) and records nothing", () => {
     const r = runBaton(["step", "plan", "--", "echo", "hi"], { BATON_URL: fx.dev.url, BATON_RUN_KEY: "", BATON_MESSAGE_TOKEN: "" });
     expect(r.code).toBe(2);
@@ -181,6 +205,33 @@ describe("durable steps through the client library", () => {
     expect(done.reply).toBe(`plan by a (#1) / {"receipt":1,"machine":"a"}`);
     expect([plans, pays]).toEqual([1, 1]);
     expect(keys).toEqual([`baton:${agent}:${id}:pay`]);
+    await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
+
+  it("a step result of 2 MiB is kept in R2 and returned to the successor intact", async () => {
+    const agent = uniqueAgent("libbig");
+    let runs = 0;
+    const big = { text: "q".repeat(2 * 1024 * 1024), n: 7 };
+    let hold = true;
+    const got: unknown[] = [];
+    const handler: MessageHandler = async (_m, ctx) => {
+      const value = await ctx.step("draft", () => (runs++, big));
+      got.push(value);
+      if (hold) await new Promise((r) => ctx.signal.addEventListener("abort", r));
+      return String((value as typeof big).text.length);
+    };
+    const a = open(agent, "a", handler);
+    await until(() => a.status.kind === "holder", "a holds");
+    const b = open(agent, "b", handler);
+    await until(() => b.status.kind === "standby", "b stands by");
+    const id = await postMessage(fx.dev.url, agent, "go");
+    await until(() => got.length === 1, "a recorded its draft");
+    hold = false;
+    await a.stop();
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done.reply).toBe(String(2 * 1024 * 1024));
+    expect(runs).toBe(1);
+    expect(got[1]).toEqual(big);
     await Promise.all(handles.splice(0).map((h) => h.stop()));
   });
 

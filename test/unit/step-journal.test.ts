@@ -12,13 +12,13 @@ const empty = { steps: 0, bytes: 0 };
 const at = { attempt: 2, token: 7 };
 const write = (over: Partial<StepWrite> = {}): StepWrite => ({ name: "s", kind: "step", phase: "done", value: '"x"', onUnknown: null, ...over });
 const record = (over: Partial<StepRecord> = {}): StepRecord => ({
-  name: "s", kind: "step", status: "done", value: '"old"', onUnknown: null, attempt: 1, token: 3, at: 0, ...over,
+  name: "s", kind: "step", status: "done", value: '"old"', blob: null, onUnknown: null, attempt: 1, token: 3, at: 0, ...over,
 });
 
 describe("decideStepWrite", () => {
   it("records a new step under the attempt and token of the write", () => {
     expect(decideStepWrite(null, write(), at, empty, budget)).toEqual({
-      action: "record", record: { name: "s", kind: "step", status: "done", value: '"x"', onUnknown: null, attempt: 2, token: 7 },
+      action: "record", record: { name: "s", kind: "step", status: "done", value: '"x"', blob: null, onUnknown: null, attempt: 2, token: 7 },
     });
   });
 

@@ -22,9 +22,12 @@ import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
 import { AgentMetricsKeeper } from "./metrics-agent.ts";
 import { WorkDesk } from "./work-desk.ts";
 import type { StoredMessage } from "./message-store.ts";
-import type { HeartbeatAnswer, ResumeOutcome, StepAnswer } from "./message-leases.ts";
+import type { BlobReserve, HeartbeatAnswer, Refusal, ResumeOutcome, StepAnswer } from "./message-leases.ts";
 import { idempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
 import type { MessageView, StepView } from "../wire/http-responses.ts";
+
+/** R2 deletes per sweep (R2 takes up to 1000 keys per call). */
+const BLOB_SWEEP_BATCH = 1000;
 
 /** 128 random bits as hex: the secret of one hand-out (messages.run_key). */
 function newRunKey(): string {
@@ -72,7 +75,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     this.store = new AgentStore(ctx.storage.sql);
     this.identity = this.store.identity(agentOfObject(ctx.id));
     this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
-    this.desk = new WorkDesk(ctx.storage.sql);
+    this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`);
     this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
     this.directoryReporter = new DirectoryReporter(ctx.storage.sql, this.config.heartbeatTtlMs);
     this.desk.onRefused = (code) => {
@@ -132,6 +135,8 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs });
     if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
     messages.prune(stored.id, now, this.config.retention);
+    this.desk.blobs.collectOrphans(now);
+    void this.sweepBlobs();
     const { conns, plan } = this.step(now, { type: "work" });
     // Every other connection sees the message too, without being asked to run it.
     const runner = plan.handOuts.find((h) => h.lease.id === stored.id)?.to;
@@ -161,7 +166,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const record = this.desk.steps.get(id, name);
     if (!record) return null;
     return {
-      id, name, kind: record.kind, status: record.status, attempt: record.attempt, on_unknown: record.onUnknown,
+      id, name, kind: record.kind, status: record.status, attempt: record.attempt, on_unknown: record.onUnknown, blob: record.blob,
       value: record.value === null ? null : (JSON.parse(record.value) as unknown), idempotency_key: idempotencyKey(this.agentName(), id, name),
     };
   }
@@ -173,6 +178,30 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const answer = this.desk.leases.recordStep(id, token, { runKey }, write, now);
     if (!answer.ok && answer.expired) this.step(now, { type: "work" });
     return answer;
+  }
+
+  /** Before an upload: room for `bytes` under the running attempt's token, and the R2 key to store it under. */
+  reserveBlob(id: number, token: number, runKey: string, bytes: number): BlobReserve {
+    this.store.countWake();
+    const now = Date.now();
+    const answer = this.desk.leases.reserveBlob(id, token, { runKey }, bytes, now);
+    if (!answer.ok && answer.expired) this.step(now, { type: "work" });
+    return answer;
+  }
+
+  /** After an upload (`stored`: R2 took it): staged under its token if the run still holds the message, else queued for deletion. */
+  stageBlob(id: number, token: number, runKey: string, blob: string, stored: boolean): Refusal | { ok: true } {
+    this.store.countWake();
+    const now = Date.now();
+    const answer = this.desk.leases.stageBlob(id, token, { runKey }, blob, stored, now);
+    if (!answer.ok) void this.sweepBlobs();
+    return answer;
+  }
+
+  /** The R2 key of a message's blob, for reading it; null when there is none. */
+  blobKey(id: number, blob: string): string | null {
+    this.store.countWake();
+    return this.desk.leases.blobKey(id, blob);
   }
 
   heartbeatRun(id: number, token: number, runKey: string, details: unknown): HeartbeatAnswer {
@@ -301,6 +330,23 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     }
     this.step(now, { type: "alarm" });
     this.store.saveWakes();
+    await this.sweepBlobs();
+  }
+
+  /**
+   * Deletes the R2 objects of blobs no message keeps (pruned messages, refused uploads); a delete
+   * that fails stays queued and is tried on the next sweep.
+   */
+  private async sweepBlobs(): Promise<void> {
+    const bucket = this.env.BLOBS;
+    const keys = this.desk.blobs.garbage(BLOB_SWEEP_BATCH);
+    if (!bucket || keys.length === 0) return;
+    try {
+      await bucket.delete(keys);
+      this.desk.blobs.forgetGarbage(keys);
+    } catch {
+      // R2 unavailable now: the keys stay in blob_garbage
+    }
   }
 
   // ---- Snapshot, plan, apply ----

@@ -11,6 +11,8 @@ import { send, type ConnState } from "./connections.ts";
 import { leaseOf, type MessageStore, type StoredMessage } from "./message-store.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
 import type { StepStore } from "./step-store.ts";
+import type { BlobStore } from "./blob-store.ts";
+import { commitRefusal, decideReserve } from "../rules/blob-ledger.ts";
 import { errorFrame, LIMITS, type ClientFrame, type ErrorCode, type JournalEntry, type MessageFrame } from "../wire/protocol.ts";
 import type { WorkReport } from "../wire/server-frames.ts";
 
@@ -34,7 +36,10 @@ export interface Refusal {
   expired: boolean;
 }
 
-export type StepAnswer = { ok: true; id: number; token: number; name: string; status: "intent" | "done"; duplicate: boolean; value: unknown } | Refusal;
+export type StepAnswer =
+  | { ok: true; id: number; token: number; name: string; status: "intent" | "done"; duplicate: boolean; value: unknown; blob: { id: string; bytes: number } | null }
+  | Refusal;
+export type BlobReserve = { ok: true; blob: string; r2Key: string; token: number } | Refusal;
 export type HeartbeatAnswer = { ok: true; id: number; token: number; expires_at: number | null } | Refusal;
 
 const REFUSAL_STATUS: Partial<Record<ErrorCode, Refusal["status"]>> = {
@@ -54,7 +59,7 @@ export class MessageLeases {
   /** Told of every write refused by the token check, before the error frame goes out (for /metrics). */
   onRefused: (code: ErrorCode) => void = () => {};
 
-  constructor(sql: SqlStorage, private readonly messages: MessageStore, private readonly steps: StepStore) {
+  constructor(sql: SqlStorage, private readonly messages: MessageStore, private readonly steps: StepStore, private readonly blobs: BlobStore) {
     this.policies = new RunPolicyStore(sql);
   }
 
@@ -123,7 +128,7 @@ export class MessageLeases {
     const answer = frame.type === "step"
       ? this.recordStep(frame.id, frame.token, writer, {
           name: frame.name, kind: frame.kind, phase: frame.phase, onUnknown: frame.on_unknown ?? null,
-          value: frame.value === undefined ? null : JSON.stringify(frame.value),
+          value: frame.value === undefined ? null : JSON.stringify(frame.value), blob: frame.blob === undefined ? null : { id: frame.blob, bytes: 0 },
         }, now)
       : this.heartbeat(frame.id, frame.token, writer, frame.details, now);
     if (!answer.ok) {
@@ -157,20 +162,59 @@ export class MessageLeases {
     const run = this.checkRun(id, token, writer, now);
     if (!run.ok) return run;
     const { stored } = run;
+    if (write.blob) {
+      const refusal = commitRefusal(this.blobs.get(id, write.blob.id), token);
+      if (refusal !== null) return { ok: false, status: 400, code: "bad_request", message: `blob ${write.blob.id}: ${refusal}`, expired: false };
+      write = { ...write, blob: { id: write.blob.id, bytes: this.blobs.get(id, write.blob.id)!.bytes } };
+    }
     const decision = decideStepWrite(this.steps.get(id, write.name), write, { attempt: stored.attempts, token }, this.steps.usage(id), {
       steps: LIMITS.stepsPerMessage, bytes: LIMITS.journalBytes,
     });
     if (decision.action === "refuse") return { ok: false, status: REFUSAL_STATUS[decision.code] ?? 400, code: decision.code, message: decision.message, expired: false };
     const record: StepRecord = decision.action === "duplicate" ? decision.record : this.steps.save(id, decision.record, now);
     if (decision.action === "record") {
+      if (record.blob) this.blobs.setState(id, record.blob.id, "committed");
       const asking = pendingAsk(record);
       if (asking !== null) this.messages.setPendingAsk(id, asking);
       else if (stored.pending_ask === record.name) this.messages.setPendingAsk(id, null);
     }
     return {
       ok: true, id, token, name: record.name, status: record.status, duplicate: decision.action === "duplicate",
-      value: record.value === null ? null : (JSON.parse(record.value) as unknown),
+      value: record.value === null ? null : (JSON.parse(record.value) as unknown), blob: record.blob,
     };
+  }
+
+  /**
+   * Reserves room for one upload of the running attempt (token and writer checked now): the R2 key
+   * it may be stored under, or a refusal. Nothing is stored in R2 before this says yes.
+   */
+  reserveBlob(id: number, token: number, writer: Writer, bytes: number, now: number): BlobReserve {
+    const run = this.checkRun(id, token, writer, now);
+    if (!run.ok) return run;
+    const room = decideReserve(this.blobs.of(id), bytes, { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes });
+    if (!room.ok) return { ok: false, status: 413, code: room.code, message: room.message, expired: false };
+    const blob = `b-${[...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+    this.blobs.add(id, { blob, token, bytes, state: "uploading" }, now);
+    return { ok: true, blob, r2Key: this.blobs.keyOf(id, blob), token };
+  }
+
+  /** The upload is stored: staged under its token, or discarded (and refused) when the run ended meanwhile. */
+  stageBlob(id: number, token: number, writer: Writer, blob: string, stored: boolean, now: number): Refusal | { ok: true } {
+    const row = this.blobs.get(id, blob);
+    if (!row || row.token !== token || row.state !== "uploading") return { ok: false, status: 400, code: "bad_request", message: `blob ${blob} is not being uploaded`, expired: false };
+    const run = stored ? this.checkRun(id, token, writer, now) : null;
+    if (run === null || !run.ok) {
+      this.blobs.discard(id, blob, now);
+      return run ?? { ok: false, status: 400, code: "bad_request", message: "the upload failed", expired: false };
+    }
+    this.blobs.setState(id, blob, "staged");
+    return { ok: true };
+  }
+
+  /** The R2 key of a blob a journal record refers to (staged or committed), for reading it. */
+  blobKey(id: number, blob: string): string | null {
+    const row = this.blobs.get(id, blob);
+    return row && row.state !== "uploading" ? this.blobs.keyOf(id, blob) : null;
   }
 
   /** The run is alive: its deadline moves on by the heartbeat timeout (never past the run timeout), its details kept as progress. */
@@ -187,6 +231,7 @@ export class MessageLeases {
     return this.steps.journal(id).map((r) => ({
       name: r.name, kind: r.kind, status: r.status, on_unknown: r.onUnknown, attempt: r.attempt,
       ...(r.value === null ? {} : { value: JSON.parse(r.value) as unknown }),
+      ...(r.blob === null ? {} : { blob: r.blob }),
     }));
   }
 
@@ -204,7 +249,7 @@ export class MessageLeases {
     if (unknown !== null && outcome === "redo") this.steps.forget(id, unknown);
     if (unknown !== null && outcome === "done") {
       this.steps.save(id, {
-        name: unknown, kind: "effect", status: "done", value: JSON.stringify(input), onUnknown: "ask", attempt: stored.attempts, token: stored.token,
+        name: unknown, kind: "effect", status: "done", value: JSON.stringify(input), blob: null, onUnknown: "ask", attempt: stored.attempts, token: stored.token,
       }, now);
     }
     this.messages.setResumeInput(id, input);

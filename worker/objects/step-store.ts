@@ -1,17 +1,23 @@
 // SQLite seam for the step journal (../rules/step-journal.ts): one row per recorded step or effect
 // of a message, keyed by (message, name). Rows go with their message (MessageStore.prune).
 import type { OnUnknown, StepKind, StepRecord, StepStatus } from "../rules/step-journal.ts";
+import { addMissingColumns } from "./sql-columns.ts";
 
 interface StepRow {
   name: string;
   kind: StepKind;
   status: StepStatus;
   value: string | null;
+  blob: string | null;
+  blob_bytes: number | null;
   on_unknown: OnUnknown | null;
   attempt: number;
   token: number;
   at: number;
 }
+
+/** A record's size: its inline value, or its blob. */
+const BYTES = "COALESCE(length(CAST(value AS BLOB)), blob_bytes, 0)";
 
 /** A step as shown to people: no value, only its size. */
 export interface StepSummary {
@@ -30,6 +36,7 @@ export class StepStore {
       message_id INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL, value TEXT,
       on_unknown TEXT, attempt INTEGER NOT NULL, token INTEGER NOT NULL, at INTEGER NOT NULL,
       PRIMARY KEY (message_id, name)) WITHOUT ROWID`);
+    addMissingColumns(sql, "message_steps", { blob: "TEXT", blob_bytes: "INTEGER" });
   }
 
   get(messageId: number, name: string): StepRecord | null {
@@ -46,7 +53,7 @@ export class StepStore {
   /** One message's steps without their values (for people, and for presence). */
   summaries(messageId: number): StepSummary[] {
     return this.sql.exec<StepSummary & Record<string, SqlStorageValue>>(
-      `SELECT name, kind, status, attempt, at, COALESCE(length(CAST(value AS BLOB)), 0) AS bytes, on_unknown
+      `SELECT name, kind, status, attempt, at, ${BYTES} AS bytes, on_unknown
        FROM message_steps WHERE message_id = ? ORDER BY at, name`, messageId).toArray();
   }
 
@@ -60,10 +67,11 @@ export class StepStore {
   save(messageId: number, record: Omit<StepRecord, "at">, now: number): StepRecord {
     // `at` stays the first write's, so the journal keeps the order the steps began in.
     this.sql.exec(
-      `INSERT INTO message_steps (message_id, name, kind, status, value, on_unknown, attempt, token, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(message_id, name) DO UPDATE SET status = excluded.status, value = excluded.value, on_unknown = excluded.on_unknown,
-       attempt = excluded.attempt, token = excluded.token`,
-      messageId, record.name, record.kind, record.status, record.value, record.onUnknown, record.attempt, record.token, now,
+      `INSERT INTO message_steps (message_id, name, kind, status, value, blob, blob_bytes, on_unknown, attempt, token, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(message_id, name) DO UPDATE SET status = excluded.status, value = excluded.value, blob = excluded.blob, blob_bytes = excluded.blob_bytes,
+       on_unknown = excluded.on_unknown, attempt = excluded.attempt, token = excluded.token`,
+      messageId, record.name, record.kind, record.status, record.value, record.blob?.id ?? null, record.blob?.bytes ?? null,
+      record.onUnknown, record.attempt, record.token, now,
     );
     return this.get(messageId, record.name)!;
   }
@@ -79,7 +87,7 @@ export class StepStore {
     if (ids.length === 0) return out;
     const rows = this.sql.exec<StepSummary & { message_id: number } & Record<string, SqlStorageValue>>(
       `SELECT message_id, name, kind, status, attempt, at, bytes, on_unknown FROM (
-         SELECT *, COALESCE(length(CAST(value AS BLOB)), 0) AS bytes, ROW_NUMBER() OVER (PARTITION BY message_id ORDER BY at, name) AS n
+         SELECT *, ${BYTES} AS bytes, ROW_NUMBER() OVER (PARTITION BY message_id ORDER BY at, name) AS n
          FROM message_steps WHERE message_id BETWEEN ? AND ?) WHERE n <= ? ORDER BY message_id, at, name`,
       Math.min(...ids), Math.max(...ids), perMessage).toArray();
     for (const { message_id, ...step } of rows) {
@@ -91,5 +99,8 @@ export class StepStore {
 }
 
 function recordOf(r: StepRow): StepRecord {
-  return { name: r.name, kind: r.kind, status: r.status, value: r.value, onUnknown: r.on_unknown, attempt: r.attempt, token: r.token, at: r.at };
+  return {
+    name: r.name, kind: r.kind, status: r.status, value: r.value, blob: r.blob === null ? null : { id: r.blob, bytes: r.blob_bytes ?? 0 },
+    onUnknown: r.on_unknown, attempt: r.attempt, token: r.token, at: r.at,
+  };
 }

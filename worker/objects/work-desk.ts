@@ -7,6 +7,7 @@ import { checkFencedWrite } from "../rules/fencing.ts";
 import { send, writeConn, type ConnState } from "./connections.ts";
 import { MessageStore, type StoredMessage } from "./message-store.ts";
 import { StepStore, type StepSummary } from "./step-store.ts";
+import { BlobStore } from "./blob-store.ts";
 import type { MessageView } from "../wire/http-responses.ts";
 import { messageFrame, MessageLeases, type DeskSocket, type TokenWrite } from "./message-leases.ts";
 import { errorFrame, LIMITS, type ClientFrame, type ErrorCode } from "../wire/protocol.ts";
@@ -23,15 +24,18 @@ export class WorkDesk {
   readonly messages: MessageStore;
   readonly leases: MessageLeases;
   readonly steps: StepStore;
+  readonly blobs: BlobStore;
   /** Told of every write refused by the fence or a message token, before the error frame goes out (for /metrics). */
   onRefused: (code: ErrorCode) => void = () => {};
   private readonly replayPerSocket = new BucketPerSocket(LIMITS.replayBytesPerSecond, LIMITS.replayBytesPerSecond);
   private readonly replayPerAgent = new ByteBucket(LIMITS.replayBytesPerSecondPerAgent, LIMITS.replayBytesPerSecondPerAgent);
 
-  constructor(sql: SqlStorage) {
+  /** `blobPrefix`: this object's own R2 key prefix. */
+  constructor(sql: SqlStorage, blobPrefix: string) {
     this.messages = new MessageStore(sql);
     this.steps = new StepStore(sql);
-    this.leases = new MessageLeases(sql, this.messages, this.steps);
+    this.blobs = new BlobStore(sql, blobPrefix);
+    this.leases = new MessageLeases(sql, this.messages, this.steps, this.blobs);
     this.leases.onRefused = (code) => this.onRefused(code);
   }
 

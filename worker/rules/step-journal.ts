@@ -18,8 +18,10 @@ export interface StepRecord {
   name: string;
   kind: StepKind;
   status: StepStatus;
-  /** JSON text of the result (null for an intent). */
+  /** JSON text of the result (null for an intent, or when the result is a blob). */
   value: string | null;
+  /** A result too large to keep inline: the R2 blob holding its JSON text. */
+  blob: BlobRef | null;
   onUnknown: OnUnknown | null;
   /** The attempt and token the record was written under. */
   attempt: number;
@@ -27,11 +29,18 @@ export interface StepRecord {
   at: number;
 }
 
+export interface BlobRef {
+  id: string;
+  bytes: number;
+}
+
 export interface StepWrite {
   name: string;
   kind: StepKind;
   phase: StepStatus;
   value: string | null;
+  /** A staged blob the write commits as its result, instead of an inline value (checked by the caller). */
+  blob?: BlobRef | null;
   onUnknown: OnUnknown | null;
 }
 
@@ -67,6 +76,9 @@ export function decideStepWrite(
   if (write.kind === "step" && write.phase === "intent") {
     return { action: "refuse", code: "bad_request", message: "a step records only its result; intents are for effects" };
   }
+  const blob = write.phase === "done" ? write.blob ?? null : null;
+  if (write.blob && write.phase !== "done") return { action: "refuse", code: "bad_request", message: "only a result (phase done) may be a blob" };
+  if (blob && write.value !== null) return { action: "refuse", code: "bad_request", message: "a result is a value or a blob, not both" };
   const added = utf8Bytes(write.value) - utf8Bytes(existing?.value ?? null);
   if (!existing && usage.steps >= budget.steps) {
     return { action: "refuse", code: "too_large", message: `a message records at most ${budget.steps} steps` };
@@ -77,7 +89,7 @@ export function decideStepWrite(
   return {
     action: "record",
     record: {
-      name: write.name, kind: write.kind, status: write.phase, value: write.phase === "done" ? write.value ?? "null" : null,
+      name: write.name, kind: write.kind, status: write.phase, value: write.phase === "done" && !blob ? write.value ?? "null" : null, blob,
       onUnknown: write.kind === "effect" ? write.onUnknown ?? "ask" : null, attempt: at.attempt, token: at.token,
     },
   };

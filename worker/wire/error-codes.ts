@@ -26,6 +26,7 @@ export const ERROR_CODES = [
   "outcome_unknown",
   "no_holder",
   "upgrade_required",
+  "not_configured",
   "internal",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

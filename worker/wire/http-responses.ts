@@ -54,6 +54,8 @@ export const stepViewSchema = z.object({
   status: z.enum(["intent", "done"]),
   attempt: count,
   value: z.unknown(),
+  /** A result kept in R2 instead of inline (value is then null): GET …/blobs/{id} holds its JSON. */
+  blob: z.nullable(z.object({ id: z.string(), bytes: count })),
   on_unknown: z.nullable(z.enum(["retry", "ask"])),
   /** The key to hand an external API for this effect: the same on every attempt. */
   idempotency_key: z.string(),
@@ -62,7 +64,11 @@ export const stepViewSchema = z.object({
 /** PUT /agents/{agent}/messages/{id}/steps/{name}: what the journal holds now; `duplicate` when it was done already. */
 export const stepWrittenSchema = z.object({
   id: z.int().check(z.gte(1)), token: count, name: z.string(), status: z.enum(["intent", "done"]), duplicate: z.boolean(), value: z.unknown(),
+  blob: z.optional(z.nullable(z.object({ id: z.string(), bytes: count }))),
 });
+
+/** PUT /agents/{agent}/messages/{id}/blobs: an uploaded value, staged under the run's token until a write commits it. */
+export const blobStagedSchema = z.object({ id: z.int().check(z.gte(1)), token: count, blob: z.string(), bytes: count });
 
 /** POST /agents/{agent}/messages/{id}/heartbeat: the run's deadline now (server ms). */
 export const heartbeatAnswerSchema = z.object({ id: z.int().check(z.gte(1)), token: count, expires_at: z.nullable(z.number()) });
@@ -112,6 +118,7 @@ export type MessageView = z.infer<typeof messageViewSchema>;
 export type StepView = z.infer<typeof stepViewSchema>;
 export type StepWritten = z.infer<typeof stepWrittenSchema>;
 export type HeartbeatAnswer = z.infer<typeof heartbeatAnswerSchema>;
+export type BlobStaged = z.infer<typeof blobStagedSchema>;
 export type MessagePage = z.infer<typeof messagePageSchema>;
 export type AgentList = z.infer<typeof agentListSchema>;
 export type AgentSummaryList = z.infer<typeof agentSummaryListSchema>;

@@ -43,6 +43,13 @@ export const LIMITS = {
   /** A heartbeat's details, kept as the run's progress. */
   progressBytes: 4 * 1024,
   heartbeatTimeoutSeconds: { min: 1, max: 86_400 },
+  /**
+   * Values too large to keep inline (a step's result over stepValueBytes) go to R2 as blobs: one
+   * blob, and all blobs of one message together (uploaded but never committed ones count too).
+   */
+  blobBytes: 16 * 1024 * 1024,
+  messageBlobBytes: 64 * 1024 * 1024,
+  blobsPerMessage: 64,
 } as const;
 
 /** Agent names: 1-63 chars of lowercase letters, digits, '.', '_' or '-', starting with a letter or digit. */
@@ -79,6 +86,9 @@ const runnerId = z.string().check(z.regex(RUNNER_ID));
 const stepName = z.string().check(z.regex(STEP_NAME));
 const stepKind = z.enum(["step", "effect"]);
 const stepPhase = z.enum(["intent", "done"]);
+/** A blob id as the coordinator hands it out on upload (b- and 32 hex digits). */
+export const BLOB_ID = /^b-[0-9a-f]{32}$/;
+const blobId = z.string().check(z.regex(BLOB_ID));
 const onUnknown = z.enum(["retry", "ask"]);
 
 export const clientFrameSchema = z.discriminatedUnion("type", [
@@ -125,7 +135,7 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
   }),
   // A step's result (phase done), or an effect's intent before it runs and its outcome after (rules/step-journal.ts).
   z.strictObject({
-    type: z.literal("step"), id: messageId, token, name: stepName, kind: stepKind, phase: stepPhase, value: z.optional(z.unknown()),
+    type: z.literal("step"), id: messageId, token, name: stepName, kind: stepKind, phase: stepPhase, value: z.optional(z.unknown()), blob: z.optional(blobId),
     on_unknown: z.optional(onUnknown), req,
   }),
   // The run is alive: its deadline moves a heartbeat timeout on; `details` are kept as its progress.
@@ -259,7 +269,9 @@ export const resumeSchema = z.strictObject({ input: z.optional(z.nullable(z.stri
 const runProof = { token, run_key: z.string().check(z.minLength(16), z.maxLength(64)) };
 
 /** PUT /agents/{agent}/messages/{id}/steps/{name}: the same write as a `step` frame. */
-export const stepWriteSchema = z.strictObject({ ...runProof, kind: stepKind, phase: stepPhase, value: z.optional(z.unknown()), on_unknown: z.optional(onUnknown) });
+export const stepWriteSchema = z.strictObject({
+  ...runProof, kind: stepKind, phase: stepPhase, value: z.optional(z.unknown()), blob: z.optional(blobId), on_unknown: z.optional(onUnknown),
+});
 
 /** POST /agents/{agent}/messages/{id}/heartbeat: the same as a `heartbeat` frame. */
 export const heartbeatSchema = z.strictObject({ ...runProof, details: z.optional(z.unknown()) });

@@ -113,6 +113,8 @@ const journalEntry = z.object({
   /** intent: an effect that began and whose outcome was never recorded. */
   status: z.enum(["intent", "done"]),
   value: z.optional(z.unknown()),
+  /** A result too large to ride inline: GET /agents/{agent}/messages/{id}/blobs/{id} holds its JSON. */
+  blob: z.optional(z.object({ id: z.string(), bytes: count })),
   on_unknown: z.nullable(z.enum(["retry", "ask"])),
   attempt: count,
 });
@@ -164,7 +166,7 @@ const resultFrames = [
   /** step: what the journal holds for `name` now; `duplicate` when it was done already (its stored `value` stands). */
   z.object({
     type: z.literal("result"), op: z.literal("step"), req, id: messageId, token, name: z.string(), status: z.enum(["intent", "done"]),
-    duplicate: z.boolean(), value: z.optional(z.unknown()),
+    duplicate: z.boolean(), value: z.optional(z.unknown()), blob: z.optional(z.nullable(z.object({ id: z.string(), bytes: count }))),
   }),
   /** heartbeat: the run's deadline now (server ms). */
   z.object({ type: z.literal("result"), op: z.literal("heartbeat"), req, id: messageId, token, expires_at: z.nullable(millis) }),

@@ -1,0 +1,109 @@
+// Large values in a real agent object with R2 (emulated by workerd): a step result of 10 MiB is
+// uploaded under the run's token and key, committed by a step write under that token, handed to
+// the next attempt as a blob reference and read back byte for byte; an upload from the wrong run
+// or over budget leaves nothing in R2; a blob uploaded under an earlier
+// token cannot be committed; a pruned message's blobs are deleted from R2.
+import { env, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { MessageFrame } from "../../worker/wire/protocol.ts";
+import { BASE, call, claimant, DEV_TOKEN, message, post, sleep, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+
+const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id);
+
+function upload(agent: string, m: MessageFrame, body: Uint8Array, headers: Record<string, string> = {}) {
+  return SELF.fetch(`${BASE}/agents/${agent}/messages/${m.id}/blobs`, {
+    method: "PUT",
+    headers: {
+      authorization: `Bearer ${DEV_TOKEN}`, "x-baton-token": String(m.token), "x-baton-run-key": m.run_key!, "content-length": String(body.byteLength), ...headers,
+    },
+    body,
+  });
+}
+
+async function r2Keys(): Promise<string[]> {
+  return (await env.BLOBS!.list()).objects.map((o) => o.key);
+}
+
+function bigJson(bytes: number): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify("z".repeat(bytes - 2)));
+}
+
+describe("large values in R2", () => {
+  it("a 10 MiB step result is uploaded, committed under the run's token, handed to the next attempt as a blob and read back whole", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "work");
+    const m = await run(a.sock, id);
+    const body = bigJson(10 * 1024 * 1024);
+    const res = await upload(agent, m, body);
+    expect(res.status).toBe(201);
+    const staged = (await res.json()) as { blob: string; bytes: number };
+    expect(staged.bytes).toBe(body.byteLength);
+    expect(await write(a.sock, { type: "step", id, token: m.token, name: "draft", kind: "step", phase: "done", blob: staged.blob }))
+      .toMatchObject({ op: "step", status: "done", blob: { id: staged.blob, bytes: body.byteLength } });
+    expect((await message(agent, id)).steps).toEqual([expect.objectContaining({ name: "draft", bytes: body.byteLength })]);
+    a.sock.close();
+    const b = await claimant(agent, "b");
+    const again = await run(b.sock, id);
+    expect(again.steps).toEqual([expect.objectContaining({ name: "draft", status: "done", blob: { id: staged.blob, bytes: body.byteLength } })]);
+    const read = await SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/blobs/${staged.blob}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(read.status).toBe(200);
+    const back = new Uint8Array(await read.arrayBuffer());
+    expect(back.byteLength).toBe(body.byteLength);
+    expect(back.every((v, i) => v === body[i])).toBe(true);
+    const view = await call("GET", `/agents/${agent}/messages/${id}/steps/draft`);
+    expect(view.body).toMatchObject({ value: null, blob: { id: staged.blob, bytes: body.byteLength } });
+  });
+
+  it("an upload with another run's key, a stale token, or a declared length over the per-blob budget stores nothing in R2", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "work");
+    const m = await run(a.sock, id);
+    const before = await r2Keys();
+    const wrongKey = await upload(agent, m, bigJson(1024), { "x-baton-run-key": "0".repeat(32) });
+    expect(wrongKey.status).toBe(403);
+    const stale = await upload(agent, { ...m, token: m.token! + 1 }, bigJson(1024));
+    expect(stale.status).toBe(409);
+    const tooBig = await SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/blobs`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${DEV_TOKEN}`, "x-baton-token": String(m.token), "x-baton-run-key": m.run_key!, "content-length": String(16 * 1024 * 1024 + 1) },
+      body: new Uint8Array(16),
+    });
+    expect(tooBig.status).toBe(413);
+    expect(await r2Keys()).toEqual(before);
+    expect(await write(a.sock, { type: "step", id, token: m.token, name: "x", kind: "step", phase: "done", blob: `b-${"0".repeat(32)}` }))
+      .toMatchObject({ type: "error", code: "bad_request" });
+  });
+
+  it("a blob uploaded under an earlier attempt's token cannot be committed by the next attempt", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "work");
+    const first = await run(a.sock, id);
+    const staged = (await (await upload(agent, first, bigJson(64 * 1024))).json()) as { blob: string };
+    a.sock.close();
+    const b = await claimant(agent, "b");
+    const second = await run(b.sock, id);
+    expect(await write(b.sock, { type: "step", id, token: second.token, name: "draft", kind: "step", phase: "done", blob: staged.blob }))
+      .toMatchObject({ type: "error", code: "bad_request", message: expect.stringMatching(/another token/) });
+    expect((await message(agent, id)).steps).toEqual([]);
+  });
+
+  it("the blobs of a message pruned from history are deleted from R2", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "work");
+    const m = await run(a.sock, id);
+    const staged = (await (await upload(agent, m, bigJson(64 * 1024))).json()) as { blob: string };
+    await write(a.sock, { type: "step", id, token: m.token, name: "draft", kind: "step", phase: "done", blob: staged.blob });
+    expect(await write(a.sock, { type: "reply", id, token: m.token, key: `${id}:reply`, text: "done" })).toMatchObject({ op: "reply" });
+    const mine = async () => (await r2Keys()).filter((k) => k.endsWith(staged.blob));
+    expect(await mine()).toHaveLength(1);
+    // History keeps BATON_HISTORY_MESSAGES (20 in these tests): the 21st message after it prunes it.
+    a.sock.close();
+    for (let i = 0; i < 21; i++) await post(agent, `later ${i}`);
+    for (let i = 0; i < 40 && (await mine()).length > 0; i++) await sleep(50);
+    expect(await mine()).toEqual([]);
+  });
+});
