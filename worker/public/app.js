@@ -316,7 +316,14 @@ document.addEventListener("visibilitychange", () => {
     connect();
   }
 });
-setInterval(() => list.tick(state), 1000);
+setInterval(() => {
+  list.tick(state);
+  // A running message's heartbeats and steps come with no frame: cards on screen fetch them now and then.
+  for (const agent of list.onScreen) {
+    const entry = state.agents.get(agent);
+    if (entry && !state.unreachable) loader.poll(entry, Date.now());
+  }
+}, 1000);
 
 if (currentToken().source === "dev") view.hint.textContent = `No token saved: using the local dev token "${DEV_TOKEN}" because this coordinator runs on loopback.`;
 connect();

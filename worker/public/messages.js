@@ -2,9 +2,15 @@
 // attempts, and a box to send one. Presence carries only 80-character previews, so the full
 // texts come from GET /agents/{agent}/messages, fetched only for cards on screen and only when
 // their messages changed. Statuses are shown as they come (queued, delivered, acknowledged,
-// parked, failed, or any later one); the stylesheet colours the ones it knows.
+// parked, failed, or any later one); the stylesheet colours the ones it knows. A loaded message
+// also shows its durable steps, an effect whose outcome is unknown and a running attempt's
+// heartbeat (steps.js); heartbeats and steps change no presence, so running ones are polled.
 import { el } from "./dom.js";
+import { ago, resumeCommands, stepsBlock } from "./steps.js";
 import { clock } from "./timeline.js";
+
+/** How often the full messages of a card on screen are fetched again while one of them runs. */
+export const POLL_RUNNING_MS = 5000;
 
 /** What identifies the state of an agent's newest messages; a change means the full texts are stale. */
 export function messagesFingerprint(entry) {
@@ -19,6 +25,8 @@ export class MessageLoader {
     this.loaded = new Map();
     this.wanted = new Map();
     this.inflight = new Set();
+    /** Per agent: how many times its running messages were polled, and when last. */
+    this.polls = new Map();
   }
 
   /** Full messages of the agent as last loaded (maybe older than its presence), or null. */
@@ -29,15 +37,28 @@ export class MessageLoader {
   refresh(entry) {
     const recent = entry.recent_messages ?? [];
     if (recent.length === 0) return;
-    const fp = messagesFingerprint(entry);
+    const fp = `${messagesFingerprint(entry)}#${this.polls.get(entry.agent)?.n ?? 0}`;
     const after = Math.min(...recent.map((m) => m.id)) - 1;
     this.wanted.set(entry.agent, { fp, after, count: recent.length });
     if (this.loaded.get(entry.agent)?.fp !== fp && !this.inflight.has(entry.agent)) void this.load(entry.agent);
   }
 
+  /**
+   * A run's heartbeats, progress and new steps arrive with no presence frame: while one of the
+   * agent's newest messages runs, its messages are fetched again every POLL_RUNNING_MS.
+   */
+  poll(entry, now) {
+    if (!(entry.recent_messages ?? []).some((m) => m.status === "running")) return;
+    const last = this.polls.get(entry.agent);
+    if (last && now - last.at < POLL_RUNNING_MS) return;
+    this.polls.set(entry.agent, { n: (last?.n ?? 0) + 1, at: now });
+    this.refresh(entry);
+  }
+
   forget(agent) {
     this.loaded.delete(agent);
     this.wanted.delete(agent);
+    this.polls.delete(agent);
   }
 
   async load(agent) {
@@ -61,9 +82,9 @@ function when(ms) {
   return el("time", { datetime: new Date(ms).toISOString(), title: new Date(ms).toString() }, clock(ms));
 }
 
-function messageItem(m, partial, waiting) {
+function messageItem(agent, m, partial, waiting) {
   const held = m.status === "queued" ? waiting : null;
-  return el("li", { class: "message", "data-status": m.status, "data-id": m.id, "data-waiting": held ? "" : undefined },
+  return el("li", { class: "message", "data-status": m.status, "data-id": m.id, "data-waiting": held ? "" : undefined, "data-waiting-on": partial ? undefined : m.waiting_on ?? undefined },
     el("div", { class: "msg-head" },
       el("span", { class: "id" }, `#${m.id}`),
       el("span", { class: "chip", "data-status": m.status }, m.status),
@@ -71,6 +92,7 @@ function messageItem(m, partial, waiting) {
       m.attempts > 1 ? el("span", { class: "attempts" }, `attempt ${m.attempts}`) : null,
       when(m.created_at)),
     el("p", { class: "text", "data-role": "text" }, partial ? `${m.preview}${m.preview.length >= 80 ? "…" : ""}` : m.text),
+    partial ? null : stepsBlock(agent, m),
     m.reply === null || m.reply === undefined ? null : el("div", { class: "reply", "data-role": "reply" },
       el("span", { class: "label" }, "Reply",
         m.acked_at ? [" · ", when(m.acked_at)] : null,
@@ -78,19 +100,44 @@ function messageItem(m, partial, waiting) {
       el("p", { class: "text" }, m.reply)));
 }
 
+/** A parked message in the summary: its id and why it waits (e.g. "outcome unknown: step pay"). */
+function parkedItem(agent, p, asked) {
+  const cmd = resumeCommands(agent, p.id);
+  return el("span", { class: "parked-item", "data-role": "parked-item", "data-id": p.id },
+    `#${p.id}`,
+    p.reason ? [" (", el("span", { class: "why", "data-role": "park-reason" }, p.reason), ")"] : null,
+    // A loaded row below carries the question and both answers; any other needs them here.
+    p.reason && !asked.has(p.id) ? [": ", el("code", {}, cmd.done), " or ", el("code", {}, cmd.redo)] : null);
+}
+
+/** A running message in the summary: where, and its last heartbeat (the fresher of presence and the loaded view). */
+function runningItem(r, loaded) {
+  const beat = Math.max(r.heartbeat_at ?? 0, loaded?.token === r.token ? loaded.heartbeat_at ?? 0 : 0);
+  return el("span", { class: "running-item", "data-role": "running-item", "data-id": r.id },
+    `#${r.id}`, r.machine ? ` on ${r.machine}` : null, r.attempt > 1 ? ` (attempt ${r.attempt})` : null,
+    beat ? el("span", { "data-role": "heartbeat" }, ", heartbeat ", ago(beat)) : null);
+}
+
 /**
- * How many messages are in each status (whatever statuses presence reports), and which ones wait
- * for a person (parked) or gave up (failed), also when they are older than the newest few.
+ * How many messages are in each status (whatever statuses presence reports), which ones run and
+ * when they last sent a heartbeat, and which wait for a person (parked, with why) or gave up
+ * (failed), also when they are older than the newest few.
  */
-function workSummary(entry, waiting) {
+function workSummary(entry, full, waiting) {
   const work = entry.work;
   const counts = Object.entries(work?.counts ?? {}).filter(([, n]) => n > 0);
   if (counts.length === 0) return null;
-  const ids = (list) => list.map((m) => `#${m.id}`).join(", ");
+  const byId = new Map((full ?? []).map((m) => [m.id, m]));
+  // Loaded rows that ask their question (with both answers) themselves.
+  const asked = new Set((full ?? []).filter((m) => m.status === "parked" && m.waiting_on).map((m) => m.id));
+  const list = (items) => items.map((node, i) => [i ? ", " : "", node]);
   return el("p", { class: "work", "data-role": "work" },
     counts.map(([status, n]) => el("span", { class: "chip", "data-status": status }, `${n} ${status}`)),
     waiting && work.counts.queued > 0 ? el("span", { class: "waiting", "data-role": "queued-waiting" }, waiting) : null,
-    work.parked?.length ? el("span", { class: "meta", "data-role": "parked" }, `waiting for a person: ${ids(work.parked)}`) : null,
+    work.running?.length ? el("span", { class: "meta", "data-role": "running" }, "running: ",
+      list(work.running.map((r) => runningItem(r, byId.get(r.id))))) : null,
+    work.parked?.length ? el("span", { class: "meta", "data-role": "parked" }, "waiting for a person: ",
+      list(work.parked.map((p) => parkedItem(entry.agent, p, asked)))) : null,
     work.failed?.length ? el("span", { class: "meta", "data-role": "failed" }, "failed: ",
       work.failed.map((m, i) => [i ? ", " : "", `#${m.id}`, m.error ? el("span", { class: "why", "data-role": "fail-reason" }, ` (${m.error})`) : null])) : null);
 }
@@ -103,11 +150,11 @@ export function messagesBlock(entry, full, waiting = null) {
   const recent = entry.recent_messages ?? [];
   if (recent.length === 0 && !full?.length) return el("p", { class: "empty-line quiet" }, "No messages yet.");
   const items = full?.length
-    ? full.slice().sort((a, b) => b.id - a.id).map((m) => messageItem(m, false, waiting))
-    : recent.map((m) => messageItem(m, true, waiting));
+    ? full.slice().sort((a, b) => b.id - a.id).map((m) => messageItem(entry.agent, m, false, waiting))
+    : recent.map((m) => messageItem(entry.agent, m, true, waiting));
   return el("section", { class: "messages", "data-role": "messages" },
     el("span", { class: "label" }, "Messages"),
-    workSummary(entry, waiting),
+    workSummary(entry, full, waiting),
     el("ol", {}, items));
 }
 

@@ -1,0 +1,79 @@
+// A message's durable steps on its card: each record of its step journal (name, kind, done or only
+// begun, the attempt that recorded it, its size), the effect whose outcome nobody knows with the
+// two commands a person answers it with, and a running attempt's last heartbeat and progress.
+// Everything from the coordinator goes in as text (dom.js), never as HTML.
+import { el } from "./dom.js";
+
+/** Progress is the runner's own JSON (a few KiB at most): the card shows its start, the hover text all of it. */
+const PROGRESS_SHOWN = 240;
+
+/** A ticking age from a server timestamp: render.js fills every `[data-since]` once a second. */
+export function ago(serverMs) {
+  return [el("span", { class: "age", "data-since": Math.round(serverMs) }), " ago"];
+}
+
+/** The two answers to an unknown outcome, exactly as a person types them. */
+export function resumeCommands(agent, id) {
+  return { done: `baton resume ${agent} ${id} --done`, redo: `baton resume ${agent} ${id} --redo` };
+}
+
+function progressText(progress) {
+  return typeof progress === "string" ? progress : JSON.stringify(progress);
+}
+
+/** Whether this record is the effect a parked message waits on a person for. */
+function waitsOnPerson(m, s) {
+  return m.status === "parked" && s.status === "intent" && m.waiting_on === s.name;
+}
+
+/** What a record says: done, begun by the attempt running now, or begun with its outcome unknown. */
+function stepState(m, s) {
+  if (s.status === "done") return { state: "done", text: `done by attempt ${s.attempt}` };
+  if (waitsOnPerson(m, s)) return { state: "unknown", text: `begun by attempt ${s.attempt} · outcome unknown — waiting for a person` };
+  if (m.status === "running" && s.attempt === m.attempts) return { state: "begun", text: `begun by attempt ${s.attempt}, running now` };
+  const retry = s.on_unknown === "retry" ? ": it runs again under the same idempotency key" : "";
+  return { state: "unknown", text: `begun by attempt ${s.attempt} · outcome unknown${retry}` };
+}
+
+function stepRow(m, s) {
+  const { state, text } = stepState(m, s);
+  return el("li", { class: "step", "data-role": "step", "data-name": s.name, "data-kind": s.kind, "data-status": s.status, "data-state": state, "data-attempt": s.attempt },
+    el("code", { class: "step-name" }, s.name),
+    el("span", { class: "chip kind", "data-kind": s.kind }, s.kind),
+    el("span", { class: "step-status", "data-role": "step-status" }, text),
+    s.status === "done" ? el("span", { class: "bytes", "data-role": "bytes" }, `${s.bytes} B`) : null);
+}
+
+/** The question a parked message asks when an effect was begun and nothing recorded its outcome. */
+function unknownOutcome(agent, m) {
+  const cmd = resumeCommands(agent, m.id);
+  return el("div", { class: "unknown-outcome", "data-role": "unknown-outcome", "data-step": m.waiting_on },
+    el("p", {}, el("strong", {}, "Did ", el("code", {}, m.waiting_on), " happen?"),
+      " It was begun and nothing recorded its outcome, so baton does not run it again by itself. A person answers with one of:"),
+    el("ul", { class: "resume" },
+      el("li", {}, el("code", { "data-role": "resume-done" }, cmd.done), " it happened: recorded done, not run again (append TEXT to record its outcome)"),
+      el("li", {}, el("code", { "data-role": "resume-redo" }, cmd.redo), " it did not: the next attempt runs it again")));
+}
+
+/** A running message: where, which attempt, its last heartbeat and progress (polled while on screen). */
+function runLine(m) {
+  const progress = m.progress === null || m.progress === undefined ? null : progressText(m.progress);
+  return el("p", { class: "run", "data-role": "run" },
+    "running", m.machine ? [" on ", el("span", { class: "machine" }, m.machine)] : null, ` · attempt ${m.attempts}`,
+    m.heartbeat_at ? el("span", { "data-role": "heartbeat" }, " · heartbeat ", ago(m.heartbeat_at)) : el("span", { "data-role": "heartbeat" }, " · no heartbeat yet"),
+    progress === null ? null : [" · progress ", el("code", { class: "progress", "data-role": "progress", title: progress },
+      progress.length > PROGRESS_SHOWN ? `${progress.slice(0, PROGRESS_SHOWN)}…` : progress)]);
+}
+
+/** What a loaded message adds to its row: its run, its steps and an unknown outcome; null when none. */
+export function stepsBlock(agent, m) {
+  const steps = Array.isArray(m.steps) ? m.steps : [];
+  const parts = [
+    m.status === "running" ? runLine(m) : null,
+    steps.length ? el("div", { class: "steps", "data-role": "steps" },
+      el("span", { class: "label" }, `Steps (${steps.length})`),
+      el("ol", {}, steps.map((s) => stepRow(m, s)))) : null,
+    m.status === "parked" && m.waiting_on ? unknownOutcome(agent, m) : null,
+  ].filter(Boolean);
+  return parts.length ? parts : null;
+}
