@@ -17,6 +17,7 @@ import { snapshotOfHead, workingTree, wranglerDevOf } from "./snapshot.ts";
 import { runPreference } from "./preference.ts";
 import { runScale } from "./scale.ts";
 import { runSteady } from "./steady.ts";
+import { runSteps } from "./steps.ts";
 import { measureWakes, type WakeResult } from "./wakes.ts";
 
 const { values: opts } = parseArgs({
@@ -90,12 +91,21 @@ const SCENARIOS: Record<string, Scenario> = {
       ]);
     },
   },
+  /** Durable steps: a step record vs the floor's one-row write, a 100-step takeover, 10 MiB through R2. */
+  steps: {
+    needs: ["floor"],
+    run: async (b) => {
+      const { result, section } = await runSteps(b.dev.url, b.handoff.find((s) => s.name === "floor")!.url, ttlSeconds, trials);
+      b.results.push(result);
+      b.sections.push(section);
+    },
+  },
   /** A preferred runner's wait for the lease: about the hysteresis plus one alarm. */
   preference: { needs: [], run: async (b) => void b.sections.push(await runPreference(b.dev.url, hysteresisSeconds, trials)) },
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
   scale: { needs: [], run: async (b) => void b.sections.push(await runScale({ startDev: b.startDev, cli: b.cli })) },
 };
-const DEFAULT_SCENARIOS = ["graceful", "steady", "crash", "stop", "fresh", "hot", "wakes", "preference"];
+const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "crash", "stop", "fresh", "hot", "wakes", "preference"];
 const ALIASES: Record<string, string[]> = { acquire: ["fresh", "hot"] };
 
 function selected(): string[] {

@@ -4,7 +4,8 @@
 // handoff and clean-close failover are measured against this in the same run. Never shipped:
 // it has its own wrangler config and is served by its own `wrangler dev`. POST /write/{name} is
 // the floor of a session-lease acquisition: one Worker request, one RPC to a warm object that
-// writes one row.
+// writes one row. A `{"type":"write"}` frame is the floor of a journal write: one row, answered on
+// the same socket. POST /sink reads a body and drops it: the floor of an upload.
 import { DurableObject } from "cloudflare:workers";
 
 interface FloorEnv {
@@ -13,6 +14,8 @@ interface FloorEnv {
 
 const HANDOFF_FRAME = '{"type":"held"}';
 const ALARM_DELAY_MS = 60_000;
+const WRITE_FRAME = '{"type":"write"}';
+const WRITTEN_FRAME = '{"type":"written"}';
 
 export class FloorRoom extends DurableObject<FloorEnv> {
   constructor(ctx: DurableObjectState, env: FloorEnv) {
@@ -35,7 +38,12 @@ export class FloorRoom extends DurableObject<FloorEnv> {
     }
   }
 
-  webSocketMessage(ws: WebSocket): void {
+  webSocketMessage(ws: WebSocket, text: string | ArrayBuffer): void {
+    if (text === WRITE_FRAME) {
+      this.ctx.storage.sql.exec("INSERT INTO handoffs (at) VALUES (?)", Date.now());
+      ws.send(WRITTEN_FRAME);
+      return;
+    }
     this.handOff(ws);
   }
 
@@ -61,6 +69,7 @@ export default {
       return env.ROOMS.get(env.ROOMS.idFromName(name)).fetch(request);
     }
     if (route === "health") return new Response("ok");
+    if (route === "sink" && request.method === "POST") return Response.json({ bytes: (await request.arrayBuffer()).byteLength });
     return new Response("not found", { status: 404 });
   },
 } satisfies ExportedHandler<FloorEnv>;

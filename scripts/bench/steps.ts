@@ -1,0 +1,215 @@
+// Durable steps against the floor: a step record (one `step` frame to its result) next to the
+// floor's one-row write answered on the same socket; a successor taking over a message with 100
+// recorded steps next to one with none (runner closes to run copy in the successor's hands); and a
+// 10 MiB step result uploaded to R2 and read back, next to the floor reading the same body.
+import WebSocket from "ws";
+import { DEV_TOKEN } from "../../test/e2e/wrangler-dev.ts";
+import { PING_TEXT } from "../../worker/wire/protocol.ts";
+import type { ScenarioResult } from "./report.ts";
+import { fmt, markdownTable, percentile, ratio } from "./stats.ts";
+
+const WAIT_MS = 15_000;
+/** A serve socket may send 50 frames a second. */
+const PACE_MS = 25;
+const WARM = 20;
+const REPLAY_STEPS = 100;
+const BLOB_BYTES = 10 * 1024 * 1024;
+
+type Frame = Record<string, unknown> & { type: string };
+
+class Runner {
+  private readonly frames: Frame[] = [];
+  private readonly waiters: { match: (f: Frame) => boolean; resolve: (f: Frame) => void; fail: (e: Error) => void }[] = [];
+  private readonly ping: ReturnType<typeof setInterval>;
+  private seq = 0;
+
+  private constructor(readonly ws: WebSocket, ttlMs: number, machine: string) {
+    ws.on("message", (data) => {
+      const f = JSON.parse(String(data)) as Frame;
+      const i = this.waiters.findIndex((w) => w.match(f));
+      if (i >= 0) this.waiters.splice(i, 1)[0]!.resolve(f);
+      else if (f.type === "error" && f.req === undefined) console.error(`  bench runner ${machine}: ${String(f.code)}: ${String(f.message)}`);
+      else this.frames.push(f);
+    });
+    this.ping = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send(PING_TEXT), ttlMs / 3);
+    ws.on("close", (code, reason) => {
+      this.closed = `closed by the coordinator (${code} ${String(reason)})`;
+      for (const w of this.waiters.splice(0)) w.fail(new Error(this.closed));
+    });
+  }
+
+  /** Why the socket closed under us (a busy machine can starve a 2 s TTL), or null. */
+  private closed: string | null = null;
+
+  static async open(url: string, agent: string, machine: string, ttlMs: number): Promise<Runner> {
+    const ws = new WebSocket(`${url.replace(/^http/, "ws")}/agents/${agent}/serve?machine=${machine}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    await new Promise((resolve, reject) => (ws.once("open", resolve), ws.once("error", reject)));
+    const r = new Runner(ws, ttlMs, machine);
+    ws.send(JSON.stringify({ type: "serve_lease", op: "claim" }));
+    return r;
+  }
+
+  next(match: (f: Frame) => boolean, what = "a frame"): Promise<Frame> {
+    const i = this.frames.findIndex(match);
+    if (i >= 0) return Promise.resolve(this.frames.splice(i, 1)[0]!);
+    if (this.closed) return Promise.reject(new Error(this.closed));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no ${what} in time; got ${JSON.stringify(this.frames.map((f) => f.type))}`)), WAIT_MS);
+      this.waiters.push({ match, resolve: (f) => (clearTimeout(timer), resolve(f)), fail: (e) => (clearTimeout(timer), reject(e)) });
+    });
+  }
+
+  /** Sends a write and resolves with its answer (result or error). */
+  write(frame: Record<string, unknown>): Promise<Frame> {
+    const req = `b${++this.seq}`;
+    const answer = this.next((f) => (f.type === "result" || f.type === "error") && f.req === req, `answer to ${String(frame.type)} ${String(frame.name ?? "")}`);
+    this.ws.send(JSON.stringify({ ...frame, req }));
+    return answer;
+  }
+
+  close(): void {
+    clearInterval(this.ping);
+    this.ws.terminate();
+  }
+}
+
+async function postMessage(url: string, agent: string): Promise<number> {
+  const res = await fetch(`${url}/agents/${agent}/messages`, {
+    method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ text: "bench" }),
+  });
+  return ((await res.json()) as { id: number }).id;
+}
+
+const runCopy = (id: number) => (f: Frame) => f.type === "message" && f.run === true && f.id === id;
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A runner holding a running message, ready for journal writes. */
+async function runningMessage(url: string, agent: string, ttlMs: number) {
+  const runner = await Runner.open(url, agent, "a", ttlMs);
+  await runner.next((f) => f.type === "serve_lease" && f.held === true, "held lease frame");
+  const id = await postMessage(url, agent);
+  const m = await runner.next(runCopy(id), "first run copy");
+  return { runner, id, token: m.token as number, runKey: m.run_key as string };
+}
+
+async function stepRecords(batonUrl: string, floorUrl: string, ttlMs: number, trials: number, stamp: string): Promise<ScenarioResult> {
+  const label = "step record: step frame to its result (floor: one row written, answered)";
+  const { runner, id, token } = await runningMessage(batonUrl, `bench-steps-${stamp}`, ttlMs);
+  const floor = new WebSocket(`${floorUrl.replace(/^http/, "ws")}/rooms/floor-steps-${stamp}`);
+  await new Promise((resolve, reject) => (floor.once("open", resolve), floor.once("error", reject)));
+  const floorWrite = () => new Promise<void>((resolve) => {
+    floor.once("message", () => resolve());
+    floor.send('{"type":"write"}');
+  });
+  const samples: ScenarioResult["samples"] = { baton: [], floor: [] };
+  const failures: ScenarioResult["failures"] = {};
+  try {
+    for (let i = 0; i < WARM + trials; i++) {
+      for (const name of i % 2 ? (["floor", "baton"] as const) : (["baton", "floor"] as const)) {
+        const t0 = performance.now();
+        if (name === "baton") {
+          const answer = await runner.write({ type: "step", id, token, name: `s${i}`, kind: "step", phase: "done", value: { i, text: "an LLM answer" } });
+          if (answer.type !== "result") {
+            failures.baton = (failures.baton ?? 0) + 1;
+            continue;
+          }
+        } else {
+          await floorWrite();
+        }
+        if (i >= WARM) samples[name]!.push(performance.now() - t0);
+      }
+      await pause(PACE_MS);
+    }
+  } finally {
+    runner.close();
+    floor.terminate();
+  }
+  console.log(`  ${label}: done`);
+  return { label, samples, failures };
+}
+
+/** Runner a closes with `steps` recorded; the time until b holds the run copy with all of them. */
+async function takeOver(url: string, agent: string, ttlMs: number, steps: number): Promise<number> {
+  const { runner: a, id, token } = await runningMessage(url, agent, ttlMs);
+  const b = await Runner.open(url, agent, "b", ttlMs);
+  await b.next((f) => f.type === "serve_lease" && f.held === false, "standby lease frame");
+  for (let i = 0; i < steps; i++) {
+    await a.write({ type: "step", id, token, name: `s${i}`, kind: "step", phase: "done", value: { i, text: "x".repeat(200) } });
+    await pause(PACE_MS);
+  }
+  const copy = b.next(runCopy(id), "run copy");
+  const t0 = performance.now();
+  a.close();
+  const m = await copy;
+  const ms = performance.now() - t0;
+  b.close();
+  if ((m.steps as unknown[] | undefined ?? []).length !== steps) throw new Error(`the successor got ${(m.steps as unknown[] | undefined)?.length} steps, not ${steps}`);
+  return ms;
+}
+
+async function blobRates(batonUrl: string, floorUrl: string, ttlMs: number, trials: number, stamp: string) {
+  const body = new Uint8Array(BLOB_BYTES).fill(97);
+  const up: number[] = [];
+  const down: number[] = [];
+  const sink: number[] = [];
+  for (let i = 0; i < trials; i++) {
+    const { runner, id, token, runKey } = await runningMessage(batonUrl, `bench-blob-${stamp}-${i}`, ttlMs);
+    try {
+      let t0 = performance.now();
+      const res = await fetch(`${batonUrl}/agents/bench-blob-${stamp}-${i}/messages/${id}/blobs`, {
+        method: "PUT", headers: { authorization: `Bearer ${DEV_TOKEN}`, "x-baton-token": String(token), "x-baton-run-key": runKey }, body,
+      });
+      const { blob } = (await res.json()) as { blob: string };
+      up.push(performance.now() - t0);
+      await runner.write({ type: "step", id, token, name: "draft", kind: "step", phase: "done", blob });
+      t0 = performance.now();
+      const back = await fetch(`${batonUrl}/agents/bench-blob-${stamp}-${i}/messages/${id}/blobs/${blob}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+      const got = (await back.arrayBuffer()).byteLength;
+      down.push(performance.now() - t0);
+      if (got !== BLOB_BYTES) throw new Error(`read back ${got} bytes`);
+      t0 = performance.now();
+      await (await fetch(`${floorUrl}/sink`, { method: "POST", body })).json();
+      sink.push(performance.now() - t0);
+    } finally {
+      runner.close();
+    }
+  }
+  return { up, down, sink };
+}
+
+/** The step scenario: a result for the main table (record vs floor) and a section for replay and blobs. */
+export async function runSteps(batonUrl: string, floorUrl: string, ttlSeconds: number, trials: number): Promise<{ result: ScenarioResult; section: string }> {
+  const ttlMs = ttlSeconds * 1000;
+  const stamp = `${process.pid}-${Date.now()}`;
+  const result = await stepRecords(batonUrl, floorUrl, ttlMs, trials, stamp);
+  const replayTrials = Math.min(trials, 5);
+  const takeovers: { none: number[]; hundred: number[] } = { none: [], hundred: [] };
+  for (let i = 0; i < replayTrials; i++) {
+    takeovers.none.push(await takeOver(batonUrl, `bench-replay0-${stamp}-${i}`, ttlMs, 0));
+    takeovers.hundred.push(await takeOver(batonUrl, `bench-replay100-${stamp}-${i}`, ttlMs, REPLAY_STEPS));
+  }
+  console.log("  successor replay: done");
+  const blobs = await blobRates(batonUrl, floorUrl, ttlMs, Math.min(trials, 5), stamp);
+  console.log("  10 MiB blobs: done");
+  const p50 = (xs: number[]) => percentile(xs, 50);
+  const mbps = (ms: number) => fmt(BLOB_BYTES / 1024 / 1024 / (ms / 1000));
+  const section = [
+    "### Durable steps",
+    "",
+    `Successor takeover (runner closes → the successor holds the run copy with its journal), ${replayTrials} trials each:`,
+    "",
+    markdownTable(["message", "p50 ms", "ratio"], [
+      ["no steps recorded", fmt(p50(takeovers.none)), "1.00x"],
+      [`${REPLAY_STEPS} steps recorded (200 B each)`, fmt(p50(takeovers.hundred)), ratio(p50(takeovers.hundred), p50(takeovers.none))],
+    ]),
+    "",
+    `A 10 MiB step result through R2 (wrangler dev's local emulation), ${blobs.up.length} trials:`,
+    "",
+    markdownTable(["transfer", "p50 ms", "MiB/s", "vs floor"], [
+      ["upload (PUT …/blobs)", fmt(p50(blobs.up)), mbps(p50(blobs.up)), ratio(p50(blobs.up), p50(blobs.sink))],
+      ["download (GET …/blobs/{id})", fmt(p50(blobs.down)), mbps(p50(blobs.down)), ratio(p50(blobs.down), p50(blobs.sink))],
+      ["floor: POST of the same body, read and dropped", fmt(p50(blobs.sink)), mbps(p50(blobs.sink)), "1.00x"],
+    ]),
+  ].join("\n");
+  return { result, section };
+}
