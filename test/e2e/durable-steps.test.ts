@@ -3,13 +3,14 @@
 // (the step's command and the effect ran once). Killed inside an effect: the successor parks the
 // message as "outcome unknown", a person answers `baton resume --done`, and the effect never ran
 // twice. serve heartbeats for a command that is silent for longer than the heartbeat timeout.
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
 import { BIN, authHeaders, getJson, postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
-import { DEV_TOKEN } from "./wrangler-dev.ts";
+import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
 const fx = serveFixture();
 
@@ -159,6 +160,16 @@ describe("durable steps through baton serve", () => {
     expect(readFileSync(join(dir, "draft-2"), "utf8")).toBe("a".repeat(10 * 1024 * 1024));
     const view = await getJson<Journaled>(`${fx.dev.url}/agents/${agent}/messages/${id}`);
     expect(view.steps[0]).toMatchObject({ name: "draft", status: "done", bytes: 10 * 1024 * 1024 + 2 });
+  });
+
+  it("the example examples/durable-agent.mjs survives kill -9 of its runner right after paying: one LLM call, one charge", () => {
+    const r = spawnSync(process.execPath, [join(ROOT, "examples/durable-agent.mjs"), "demo", uniqueAgent("example"), "--json"], {
+      env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const finished = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>).find((s) => s.step === "finished");
+    expect(finished).toMatchObject({ status: "acknowledged", attempts: 2, llm_calls: 1, charges: 1, steps: ["plan:done@1", "charge:done@1"] });
+    expect(finished!.reply).toMatch(/^a plan for "refund order 42"; paid, r-\d+-charge$/);
   });
 
   it("baton step outside a served command says so (exit 2) and records nothing", () => {
