@@ -1,4 +1,5 @@
-"""One blocking JSON request to the coordinator (urllib), and its asyncio wrapper."""
+"""Blocking requests to the coordinator (urllib), and their asyncio wrappers: JSON answers, and
+raw bytes for large values (blobs)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import socket
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import Any, Mapping, Optional
 
 from .errors import CoordinatorError, UnreachableError
 
@@ -16,37 +17,67 @@ def base_url(url: str) -> str:
     return url.rstrip("/")
 
 
-def request_json(url: str, token: str, method: str, path: str, body: Any = None, timeout: float = 30.0) -> tuple[int, Any]:
-    """Returns (status, parsed body) of a 2xx answer; raises CoordinatorError or UnreachableError."""
-    full = base_url(url) + path
-    data = None if body is None else json.dumps(body).encode()
-    headers = {"authorization": f"Bearer {token}"}
-    if data is not None:
-        headers["content-type"] = "application/json"
-    req = urllib.request.Request(full, data=data, headers=headers, method=method)
+def _exchange(url: str, token: str, method: str, path: str, headers: Mapping[str, str], data: Optional[bytes],
+              timeout: float) -> tuple[int, bytes]:
+    """(status, body) of any HTTP answer; raises UnreachableError when there is none."""
+    req = urllib.request.Request(base_url(url) + path, data=data, headers={"authorization": f"Bearer {token}", **headers},
+                                 method=method)
     try:
         with urllib.request.urlopen(req, timeout=max(0.001, timeout)) as res:
-            status, text = res.status, res.read()
+            return res.status, res.read()
     except urllib.error.HTTPError as err:
-        status, text = err.code, err.read() if err.fp is not None else b""
+        return err.code, err.read() if err.fp is not None else b""
     except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as err:
         reason = getattr(err, "reason", None) or err
         raise UnreachableError(f"cannot reach the coordinator at {base_url(url)}: {reason}", str(reason)) from None
+
+
+def _parse(text: bytes) -> Any:
     try:
-        parsed = json.loads(text) if text else None
+        return json.loads(text) if text else None
     except ValueError:
-        parsed = None
+        return None
+
+
+def _refusal(url: str, method: str, path: str, status: int, parsed: Any) -> CoordinatorError:
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), str):
+        code = parsed["error"]
+        message = str(parsed.get("message", code))
+        return CoordinatorError(f"the coordinator refused {method} {path} (HTTP {status}, {code}): {message}", status, code, parsed)
+    return CoordinatorError(f"the coordinator at {base_url(url)} answered HTTP {status}, not a baton answer (check the URL)", status, None)
+
+
+def request_json(url: str, token: str, method: str, path: str, body: Any = None, timeout: float = 30.0) -> tuple[int, Any]:
+    """Returns (status, parsed body) of a 2xx answer; raises CoordinatorError or UnreachableError."""
+    data = None if body is None else json.dumps(body).encode()
+    status, text = _exchange(url, token, method, path, {} if data is None else {"content-type": "application/json"}, data, timeout)
+    parsed = _parse(text)
     if 200 <= status < 300:
         if not isinstance(parsed, dict):
             reason = f"{method} {path} answered {status} with something that is not a baton answer"
             raise UnreachableError(f"{base_url(url)} does not look like a baton coordinator: {reason}", reason)
         return status, parsed
-    if isinstance(parsed, dict) and isinstance(parsed.get("error"), str):
-        code = parsed["error"]
-        message = str(parsed.get("message", code))
-        raise CoordinatorError(f"the coordinator refused {method} {path} (HTTP {status}, {code}): {message}", status, code, parsed)
-    raise CoordinatorError(f"the coordinator at {base_url(url)} answered HTTP {status}, not a baton answer (check the URL)", status, None)
+    raise _refusal(url, method, path, status, parsed)
+
+
+def request_bytes(url: str, token: str, method: str, path: str, headers: Optional[Mapping[str, str]] = None,
+                  body: Optional[bytes] = None, timeout: float = 120.0) -> tuple[int, bytes]:
+    """Returns (status, raw body) of a 2xx answer (``body`` is sent as is, with its Content-Length);
+    raises CoordinatorError or UnreachableError as :func:`request_json` does."""
+    sent = dict(headers or {})
+    if body is not None:
+        sent.setdefault("content-type", "application/octet-stream")
+        sent["content-length"] = str(len(body))
+    status, text = _exchange(url, token, method, path, sent, body, timeout)
+    if 200 <= status < 300:
+        return status, text
+    raise _refusal(url, method, path, status, _parse(text))
 
 
 async def arequest_json(url: str, token: str, method: str, path: str, body: Any = None, timeout: float = 30.0) -> tuple[int, Any]:
     return await asyncio.to_thread(request_json, url, token, method, path, body, timeout)
+
+
+async def arequest_bytes(url: str, token: str, method: str, path: str, headers: Optional[Mapping[str, str]] = None,
+                         body: Optional[bytes] = None, timeout: float = 120.0) -> tuple[int, bytes]:
+    return await asyncio.to_thread(request_bytes, url, token, method, path, headers, body, timeout)

@@ -26,7 +26,9 @@ Durable steps (the same journal as the TypeScript client's ``ctx.step`` / ``ctx.
 handler from the top on every attempt; ``await ctx.step(name, fn)`` returns what an earlier attempt
 (here or on another machine) recorded for ``name`` without calling ``fn`` again, and
 ``await ctx.effect(name, fn)`` records its intent before ``fn`` runs, so an effect whose outcome is
-unknown is never run a second time silently. ``await ctx.heartbeat()`` keeps a run alive under the
+unknown is never run a second time silently. A result over 48 KiB of JSON (up to 16 MiB) is uploaded
+to the coordinator's R2 over HTTP before its journal write, which records a blob reference; a replay
+reads it back over HTTP. ``await ctx.heartbeat()`` keeps a run alive under the
 agent's heartbeat timeout; a run that has no heartbeat confirmed within it is cancelled here first.
 """
 
@@ -47,7 +49,7 @@ import websockets
 import websockets.exceptions
 
 from ._clock import LeaseClock, now
-from ._http import arequest_json
+from ._http import arequest_bytes, arequest_json
 from ._wire import step_name_pattern, valid_client_frame, valid_server_frame
 from .errors import CoordinatorError, LeaseLostError, OutcomeUnknownError, UnreachableError
 
@@ -60,9 +62,12 @@ REPLY_BYTES = 32 * 1024
 FAIL_REASON_CHARS = 4096
 CHECKPOINT_BYTES = 16 * 1024
 FRAME_BYTES = 64 * 1024
-#: LIMITS.stepValueBytes and LIMITS.stepNameChars of worker/wire/protocol.ts.
+#: LIMITS.stepValueBytes, LIMITS.blobBytes and LIMITS.stepNameChars of worker/wire/protocol.ts.
 STEP_VALUE_BYTES = 48 * 1024
+BLOB_BYTES = 16 * 1024 * 1024
 STEP_NAME_CHARS = 128
+#: How long one blob upload or download may take (as BLOB_TIMEOUT_MS of client/run-journal.ts).
+BLOB_TIMEOUT = 120.0
 ON_UNKNOWN = ("ask", "retry")
 REQUEST_TIMEOUT = 10.0
 
@@ -127,6 +132,8 @@ class _Run:
         self.journal: dict[str, dict[str, Any]] = {
             e["name"]: e for e in (frame.get("steps") or []) if isinstance(e, dict) and isinstance(e.get("name"), str)
         }
+        #: Results kept as blobs, once read back (or uploaded) by this run, by blob id.
+        self.blob_values: dict[str, Any] = {}
 
 
 class MessageContext:
@@ -174,12 +181,14 @@ class MessageContext:
 
     async def step(self, name: str, fn: Callable[[], Any]) -> Any:
         """A durable step: the first time ``name`` completes for this message, its result (JSON, at
-        most 48 KiB) is stored under the message's token; on every later attempt, here or on another
+        most 16 MiB; over 48 KiB it is uploaded to the coordinator's R2 first and read back over
+        HTTP on replay) is stored under the message's token; on every later attempt, here or on another
         machine, ``step`` returns the stored result without calling ``fn`` (sync or async). Run the
         handler from the top on each attempt: recorded steps return at once, so an expensive call
         is paid once. A step whose ``fn`` raises records nothing. Returns the value the coordinator
         holds (as JSON round-trips it: tuples come back as lists). Raises LeaseLostError when the
-        message's lease is gone, TypeError when ``name`` is an effect's.
+        message's lease is gone, TypeError when ``name`` is an effect's or the result is not JSON,
+        ValueError when its JSON is over 16 MiB (nothing is recorded or uploaded then).
         """
         return await self._serve._step(self._run, name, fn)
 
@@ -878,7 +887,7 @@ class _Serve:
         if done is not None and done.get("kind") == "effect":
             raise TypeError(f'"{name}" is recorded as an effect; a step needs a name of its own')
         if done is not None and done.get("status") == "done":
-            return done.get("value")
+            return await self._value_of(run, done)
         self._throw_if_stopped(run)
         value = await _call_maybe_async(fn)
         return await self._record(run, name, "step", "done", value, None)
@@ -891,7 +900,7 @@ class _Serve:
         if known is not None and known.get("kind") == "step":
             raise TypeError(f'"{name}" is recorded as a step; an effect needs a name of its own')
         if known is not None and known.get("status") == "done":
-            return known.get("value")
+            return await self._value_of(run, known)
         self._throw_if_stopped(run)
         # The intent is durable before the effect runs, so a successor knows it may have happened.
         await self._record(run, name, "effect", "intent", None, on_unknown)
@@ -903,26 +912,97 @@ class _Serve:
         return await self._record(run, name, "effect", "done", value, on_unknown)
 
     async def _record(self, run: _Run, name: str, kind: str, phase: str, value: Any, on_unknown: Optional[str]) -> Any:
-        """Writes one journal record under the message's token; returns what the journal holds for it."""
-        frame: dict[str, Any] = {"type": "step", "id": run.id, "token": run.token, "name": name, "kind": kind, "phase": phase,
-                                 "req": self._next_req()}
+        """Writes one journal record under the message's token; returns what the journal holds for it.
+        A result over STEP_VALUE_BYTES of JSON is uploaded as a blob first and the write commits it."""
+        frame: dict[str, Any] = {"type": "step", "id": run.id, "token": run.token, "name": name, "kind": kind, "phase": phase}
+        uploaded: Optional[tuple[str, Any]] = None
         if phase == "done":
             try:
                 text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
             except (TypeError, ValueError) as err:
                 raise TypeError(f"a step's result must be JSON: {err}") from None
-            if len(text.encode("utf-8")) > STEP_VALUE_BYTES:
-                raise ValueError(f"a step's result is JSON of at most {STEP_VALUE_BYTES} bytes")
-            frame["value"] = json.loads(text)
+            raw = text.encode("utf-8")
+            if len(raw) <= STEP_VALUE_BYTES:
+                frame["value"] = json.loads(text)
+            else:
+                blob = await self._upload(run, raw)
+                uploaded = (blob, json.loads(text))
+                frame["blob"] = blob
         if on_unknown is not None:
             frame["on_unknown"] = on_unknown
+        frame["req"] = self._next_req()
         answer = await self._ask(frame, run)
         if answer.get("op") != "step":
             raise CoordinatorError("step answered with another result", 0, None, answer)
         status = answer.get("status")
-        run.journal[name] = {"name": name, "kind": kind, "status": status, "value": answer.get("value"),
-                             "on_unknown": on_unknown, "attempt": run.frame.get("attempt", 1)}
-        return answer.get("value") if status == "done" else None
+        entry: dict[str, Any] = {"name": name, "kind": kind, "status": status, "value": answer.get("value"),
+                                 "on_unknown": on_unknown, "attempt": run.frame.get("attempt", 1)}
+        if isinstance(answer.get("blob"), dict):
+            entry["blob"] = answer["blob"]
+            if uploaded is not None and answer["blob"].get("id") == uploaded[0]:
+                run.blob_values[uploaded[0]] = uploaded[1]  # the bytes just uploaded: no need to read them back
+        run.journal[name] = entry
+        return await self._value_of(run, entry) if status == "done" else None
+
+    async def _upload(self, run: _Run, raw: bytes) -> str:
+        """PUT /agents/{agent}/messages/{id}/blobs under the run's token and run key: the blob id a
+        later step write commits (client/run-journal.ts uploadBlob)."""
+        if len(raw) > BLOB_BYTES:
+            raise ValueError(f"a step's result is JSON of at most {BLOB_BYTES} bytes")
+        run_key = run.frame.get("run_key")
+        if not isinstance(run_key, str) or not isinstance(run.token, int):
+            raise ValueError(f"a step's result over {STEP_VALUE_BYTES} bytes needs a coordinator with large values")
+        self._throw_if_stopped(run)
+        path = f"/agents/{urllib.parse.quote(self.agent, safe='')}/messages/{run.id}/blobs"
+        headers = {"x-baton-token": str(run.token), "x-baton-run-key": run_key}
+        try:
+            status, text = await arequest_bytes(self.url, self.token, "PUT", path, headers, raw, BLOB_TIMEOUT)
+        except CoordinatorError as refusal:
+            raise self._refused_blob(run, refusal) from None
+        self._throw_if_stopped(run)
+        try:
+            staged = json.loads(text)
+        except ValueError:
+            staged = None
+        blob = staged.get("blob") if isinstance(staged, dict) else None
+        if status != 201 or not isinstance(blob, str) or staged.get("bytes") != len(raw):
+            raise CoordinatorError(f"the coordinator answered the upload with HTTP {status} and no staged blob", status, None,
+                                   staged if isinstance(staged, dict) else None)
+        self._event(type="blob_uploaded", id=run.id, token=run.token, blob=blob, bytes=len(raw))
+        return blob
+
+    async def _value_of(self, run: _Run, entry: dict[str, Any]) -> Any:
+        """A recorded result: inline, or read back from the coordinator's R2
+        (GET /agents/{agent}/messages/{id}/blobs/{blob}, client/run-journal.ts downloadBlob)."""
+        ref = entry.get("blob")
+        if not isinstance(ref, dict):
+            return entry.get("value")
+        blob = ref.get("id")
+        if not isinstance(blob, str):
+            raise CoordinatorError(f"step {entry.get('name')}'s result is a blob without an id", 0, None, ref)
+        if blob in run.blob_values:
+            return run.blob_values[blob]
+        path = f"/agents/{urllib.parse.quote(self.agent, safe='')}/messages/{run.id}/blobs/{urllib.parse.quote(blob, safe='')}"
+        _status, raw = await arequest_bytes(self.url, self.token, "GET", path, None, None, BLOB_TIMEOUT)
+        if isinstance(ref.get("bytes"), int) and len(raw) != ref["bytes"]:
+            raise CoordinatorError(f"blob {blob} of step {entry.get('name')} is {len(raw)} bytes, not the {ref['bytes']} recorded",
+                                   0, None, ref)
+        try:
+            value = json.loads(raw.decode("utf-8"))
+        except ValueError as err:
+            raise CoordinatorError(f"blob {blob} of step {entry.get('name')} is not JSON: {err}", 0, None, ref) from None
+        run.blob_values[blob] = value
+        return value
+
+    def _refused_blob(self, run: _Run, refusal: CoordinatorError) -> BaseException:
+        """An upload refused over HTTP means what the same refusal of a step frame means (_exchange)."""
+        code = str(refusal.code)
+        self._event(type="refused", frame="blob", code=code, message=refusal.details.get("message"))
+        if code in MESSAGE_GONE or code in LEASE_GONE:
+            lost = LeaseLostError(f"the coordinator refused the blob upload: {code}", code)
+            self._abort(run, lost)
+            return run.lost or lost
+        return refusal
 
     # -- stopping --------------------------------------------------------------------------------
 

@@ -314,8 +314,9 @@ def test_a_journal_write_refused_as_someone_elses_raises_lease_lost_and_stops_th
 
 
 def test_step_names_kinds_and_sizes_are_checked_before_anything_is_sent(dev):
-    """Rule: names match STEP_NAME, a step and an effect never share a name, a result is JSON of at
-    most 48 KiB; a recorded step is returned from the journal with the same value in this run."""
+    """Rule: names match STEP_NAME, a step and an effect never share a name, a result of at most
+    48 KiB of JSON is kept inline and a larger one as a blob; a recorded step is returned from the
+    journal with the same value in this run."""
     import baton
 
     agent = unique("py-checks")
@@ -340,11 +341,10 @@ def test_step_names_kinds_and_sizes_are_checked_before_anything_is_sent(dev):
                 outcomes[name] = "accepted"
             except TypeError:
                 outcomes[name] = "TypeError"
-        try:
-            await ctx.step("big", lambda: "x" * (48 * 1024))
-            outcomes["big"] = "accepted"
-        except ValueError:
-            outcomes["big"] = "ValueError"
+        # 48 KiB of JSON (with its quotes) rides inline; a byte more goes to R2 as a blob
+        outcomes["edge"] = await ctx.step("edge", lambda: "x" * (48 * 1024 - 2))
+        outcomes["over"] = await ctx.step("over", lambda: "x" * (48 * 1024 - 1))
+        outcomes["over again"] = await ctx.step("over", lambda: "not run")
         try:
             await ctx.effect("odd", lambda e: 1, on_unknown="sometimes")
             outcomes["odd"] = "accepted"
@@ -365,5 +365,11 @@ def test_step_names_kinds_and_sizes_are_checked_before_anything_is_sent(dev):
     assert all(outcomes[repr(b)] == "TypeError" for b in ("", "has space", "-lead", "x" * 129, "plan\n", "ünï")), outcomes
     assert outcomes["first"] == {"a": [1, 2]} and outcomes["again"] == {"a": [1, 2]}, outcomes
     assert outcomes["effect named like a step"] == "TypeError" and outcomes["step named like an effect"] == "TypeError", outcomes
-    assert outcomes["big"] == "ValueError" and outcomes["odd"] == "ValueError", outcomes
-    assert sorted((s["name"], s["kind"]) for s in m["steps"]) == [("pay", "effect"), ("plan", "step")], m
+    assert outcomes["odd"] == "ValueError", outcomes
+    assert outcomes["edge"] == "x" * (48 * 1024 - 2), len(outcomes["edge"])
+    assert outcomes["over"] == outcomes["over again"] == "x" * (48 * 1024 - 1), len(outcomes["over again"])
+    assert sorted((s["name"], s["kind"]) for s in m["steps"]) == [("edge", "step"), ("over", "step"), ("pay", "effect"), ("plan", "step")], m
+    edge = dev.request("GET", f"/agents/{agent}/messages/{m['id']}/steps/edge")[1]
+    over = dev.request("GET", f"/agents/{agent}/messages/{m['id']}/steps/over")[1]
+    assert edge["blob"] is None and edge["value"] == "x" * (48 * 1024 - 2), edge["blob"]
+    assert over["value"] is None and over["blob"]["bytes"] == 48 * 1024 + 1, over["blob"]
