@@ -2,7 +2,7 @@
 // each answered with a named error, and leave the lease, presence and stored data as they were.
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { LIMITS, type ErrorCode } from "../../worker/wire/protocol.ts";
 import { BASE, claimant, connect, DEV_TOKEN, presence, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
 
@@ -221,6 +221,11 @@ describe("bad names", () => {
 
   it("near-miss spellings of a live agent's name are refused and leave its lease and data as they were", async () => {
     const s = await scene();
+    // The heartbeat TTL is one second here and these 18 requests can take longer on a busy machine: auto-answered pings keep the scene alive.
+    const pump = setInterval(() => {
+      for (const sock of [s.holder, s.standby, s.idle]) if (!sock.closed) sock.ws.send('{"type":"ping"}');
+    }, 200);
+    onTestFinished(() => clearInterval(pump));
     const before = await snapshot(s.agent);
     const variants = [s.agent.toUpperCase(), `${s.agent}%2Fx`, `${s.agent}%00`, `%2E%2E%2F${s.agent}`, `${s.agent}%E0%A4%A`, `${s.agent}${"x".repeat(64)}`];
     for (const name of variants) {
