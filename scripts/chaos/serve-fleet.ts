@@ -1,6 +1,7 @@
 // The chaos run's `baton serve` processes: one slot per simulated machine, each with its own lock,
 // state and config directories and machine label, so the same-machine lock does not refuse them.
-// A slot can be killed, paused, resumed and started again; each start is a new instance id.
+// A slot can be killed, paused, resumed and started again; each start is a new instance id. The
+// served command is effect.mjs reporting to the sink, unless the options name another.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
@@ -11,11 +12,14 @@ export interface FleetOptions {
   url: string;
   token: string;
   agent: string;
-  sinkUrl: string;
+  sinkUrl?: string;
   /** Each run works for a random time up to this before its effect, so pauses can land mid-run. */
-  workMs: number;
+  workMs?: number;
   /** Pool mode: every runner takes messages, `concurrency` at a time, fenced by message tokens. */
   pool?: { concurrency: number; stallMs: number };
+  /** The served command and arguments (default: node scripts/chaos/effect.mjs) and more environment for it. */
+  command?: readonly string[];
+  env?: Record<string, string>;
 }
 
 export class ServeSlot {
@@ -50,7 +54,7 @@ export class ServeSlot {
     this.proc = spawn(process.execPath, [
       join(treeRoot, "dist/cli/main.js"), "serve", agent, "--url", url, "--machine", this.machine, "--grace", "1", "--json",
       ...(this.opts.pool ? ["--concurrency", String(this.opts.pool.concurrency)] : []),
-      "--", process.execPath, join(treeRoot, "scripts/chaos/effect.mjs"),
+      "--", ...(this.opts.command ?? [process.execPath, join(treeRoot, "scripts/chaos/effect.mjs")]),
     ], {
       cwd: treeRoot,
       stdio: ["ignore", log, log],
@@ -62,11 +66,12 @@ export class ServeSlot {
         XDG_CONFIG_HOME: dir("config"),
         XDG_STATE_HOME: dir("xdg-state"),
         XDG_RUNTIME_DIR: dir("runtime"),
-        CHAOS_SINK_URL: sinkUrl,
+        CHAOS_SINK_URL: sinkUrl ?? "",
         CHAOS_INSTANCE: this.instance,
-        CHAOS_WORK_MS: String(this.opts.workMs),
+        CHAOS_WORK_MS: String(this.opts.workMs ?? 0),
         CHAOS_POOL: this.opts.pool ? "1" : "0",
         CHAOS_STALL_MS: String(this.opts.pool?.stallMs ?? 0),
+        ...this.opts.env,
       },
     });
     closeSync(log);
@@ -82,6 +87,21 @@ export class ServeSlot {
   async kill(): Promise<void> {
     if (!this.proc) return;
     this.proc.kill("SIGKILL");
+    await this.exited;
+  }
+
+  /**
+   * The whole machine dies: the serve process is frozen (so it starts nothing more), then it and
+   * every command it runs (each leads its own process group) get SIGKILL; nothing is left running.
+   */
+  async killMachine(): Promise<void> {
+    if (!this.proc) return;
+    const pid = this.proc.pid!;
+    signalAll([pid], "SIGSTOP");
+    const groups = commandGroups(pid);
+    this.proc.kill("SIGKILL");
+    signalAll(groups.map((g) => -g), "SIGKILL");
+    this.paused = [];
     await this.exited;
   }
 
@@ -120,6 +140,17 @@ function descendants(pid: number): number[] {
   }
   const children = out.split("\n").map((l) => Number(l.trim())).filter((n) => n > 0);
   return children.flatMap((c) => [c, ...descendants(c)]);
+}
+
+/** The children of `pid` that lead their own process group: the commands a serve process runs. */
+function commandGroups(pid: number): number[] {
+  let out = "";
+  try {
+    out = execFileSync("ps", ["-o", "pid=,pgid=", "--ppid", String(pid)], { encoding: "utf8" });
+  } catch {
+    return [];
+  }
+  return out.split("\n").map((l) => l.trim().split(/\s+/).map(Number)).filter(([p, g]) => p! > 0 && p === g).map(([p]) => p!);
 }
 
 function signalAll(pids: number[], signal: NodeJS.Signals): void {

@@ -1,0 +1,327 @@
+// `npm run chaos -- --mode steps`: durable steps under kill -9. Several `baton serve` processes of
+// one agent (the built CLI) against wrangler dev on loopback, each serving a shell script that runs
+// 5 `baton step`s and 2 `baton effect`s per message (one --on-unknown retry, one ask), every
+// step's and effect's command appending a line to a ledger. Messages are posted while whole
+// machines die at random (SIGKILL of the serve and of its commands' process groups) and come back.
+// A message parked because an effect's outcome is unknown is answered as a person would, with
+// `baton resume AGENT ID TEXT --done` or `baton resume AGENT ID --redo`, at random. At the end each
+// message's journal (GET /agents/A/messages/ID and its steps) is checked against the ledger:
+// no recorded step ran again, no effect applied twice beyond what retry or a --redo allowed (and
+// then under the same idempotency key), no message lost, every reply the recorded values. Exits
+// non-zero on any violation. Bounded in time; everything it starts is stopped.
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { parseArgs } from "node:util";
+import type { DevServer } from "../../test/e2e/wrangler-dev.ts";
+import { markdownTable } from "../bench/stats.ts";
+import { snapshotOfHead, workingTree, wranglerDevOf } from "../bench/snapshot.ts";
+import { invariantLines } from "./report.ts";
+import { ServeSlot } from "./serve-fleet.ts";
+import { writeAgent } from "./steps-agent.ts";
+import { checkSteps, parseLedger, parseTrace, PLAN, type Answer, type FinalMessage, type JournalRecord, type StepsTally } from "./steps-invariants.ts";
+
+const { values: opts } = parseArgs({
+  options: {
+    seconds: { type: "string", default: "60" },
+    messages: { type: "string", default: "30" },
+    servers: { type: "string", default: "3" },
+    concurrency: { type: "string", default: "3" },
+    policy: { type: "string", default: "pool" },
+    "nap-ms": { type: "string", default: "200" },
+    "effect-nap-ms": { type: "string", default: "600" },
+    ttl: { type: "string", default: "2" },
+    seed: { type: "string" },
+    sabotage: { type: "boolean", default: false },
+    "working-tree": { type: "boolean", default: false },
+    "keep-logs": { type: "boolean", default: false },
+    verbose: { type: "boolean", default: false },
+    mode: { type: "string" },
+  },
+});
+if (opts.policy !== "pool" && opts.policy !== "single") throw new Error(`--policy is pool or single, got ${opts.policy}`);
+const pool = opts.policy === "pool";
+const seconds = Number(opts.seconds);
+const messageCount = Number(opts.messages);
+const servers = Number(opts.servers);
+const ttl = Number(opts.ttl);
+const seed = Number(opts.seed ?? Math.floor(Math.random() * 2 ** 31));
+const TOKEN = "baton-dev-token";
+/** The drain after the chaos stops when every message is settled, or nothing moved for this long. */
+const DRAIN_STALL_MS = 30_000;
+const DRAIN_MAX_MS = 90_000;
+/** Share of kills aimed at a machine that is running a message now. */
+const BUSY_BIAS = 0.85;
+
+/** mulberry32: a seeded generator, so a run's choices can be replayed with --seed (timings still vary). */
+function rng(s: number): () => number {
+  return () => {
+    s = (s + 0x6d2b79f5) | 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const random = rng(seed);
+const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const between = (lo: number, hi: number) => lo + random() * (hi - lo);
+const run = promisify(execFile);
+const t0 = Date.now();
+const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
+
+const tree = opts["working-tree"] ? workingTree() : snapshotOfHead();
+const cli = join(tree.root, "dist/cli/main.js");
+const workDir = mkdtempSync(join(tmpdir(), "baton-chaos-steps-"));
+const ledgerPath = join(workDir, "ledger");
+const tracePath = join(workDir, "trace");
+const agent = `chaos-steps-${process.pid}`;
+const counts = { kills: 0, killedBusy: 0, answerFailures: 0 };
+const answers: (Answer & { at: number })[] = [];
+const answering = new Set<number>();
+let dev: DevServer | null = null;
+let slots: ServeSlot[] = [];
+let keepLogs = false;
+
+async function coordinator(path: string, init?: RequestInit): Promise<Response> {
+  return fetch(`${dev!.url}${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" } });
+}
+
+async function json<T>(path: string): Promise<T> {
+  const res = await coordinator(path);
+  if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+interface ListedMessage {
+  id: number;
+  status: string;
+  machine: string | null;
+  waiting_on: string | null;
+}
+
+async function allMessages(): Promise<ListedMessage[]> {
+  const out: ListedMessage[] = [];
+  for (let after = 0; ; ) {
+    const body = await json<{ messages: ListedMessage[] }>(`/agents/${agent}/messages?after=${after}&limit=100`);
+    if (body.messages.length === 0) return out;
+    out.push(...body.messages);
+    after = body.messages.at(-1)!.id;
+  }
+}
+
+async function postMessages(sentIds: number[], until: number): Promise<void> {
+  const gap = (until - Date.now()) / messageCount;
+  for (let n = 0; n < messageCount; n++) {
+    const res = await coordinator(`/agents/${agent}/messages`, { method: "POST", body: JSON.stringify({ text: `steps message ${n}` }) });
+    if (res.status !== 201) throw new Error(`POST message: ${res.status} ${await res.text()}`);
+    sentIds.push(((await res.json()) as { id: number }).id);
+    if (opts.verbose) console.log(`steps: ${elapsed()} posted message ${sentIds.at(-1)}`);
+    await sleep(between(0.3 * gap, 1.7 * gap));
+  }
+}
+
+/**
+ * A person answers a message parked on an unknown outcome, after a moment's thought: it happened
+ * (--done, with the outcome they saw) or it did not (--redo), at random, through the real CLI.
+ */
+async function answer(m: ListedMessage): Promise<void> {
+  answering.add(m.id);
+  try {
+    await sleep(between(300, 1500));
+    const outcome = random() < 0.5 ? "done" : "redo";
+    const text = outcome === "done" ? `by-hand:${m.id}:${answers.filter((a) => a.id === m.id).length + 1}` : null;
+    const args = ["resume", agent, String(m.id), ...(text === null ? [] : [text]), `--${outcome}`];
+    try {
+      await run(process.execPath, [cli, ...args], {
+        env: { ...process.env, BATON_URL: dev!.url, BATON_TOKEN: TOKEN, XDG_CONFIG_HOME: join(workDir, "person-config") },
+        timeout: 20_000,
+      });
+      answers.push({ id: m.id, name: m.waiting_on!, outcome, text, at: Date.now() });
+      console.log(`steps: message ${m.id} parked on ${m.waiting_on} (outcome unknown): baton resume ${args.slice(1).join(" ")}`);
+    } catch (e) {
+      counts.answerFailures += 1;
+      console.error(`steps: baton resume ${args.slice(1).join(" ")} failed: ${(e as { stderr?: string }).stderr?.trim() ?? (e as Error).message}`);
+    }
+  } finally {
+    answering.delete(m.id);
+  }
+}
+
+/** Polls the messages: answers new unknown outcomes; returns the list it saw. */
+async function look(inFlight: Set<Promise<void>>): Promise<ListedMessage[]> {
+  const messages = await allMessages();
+  for (const m of messages) {
+    if (m.status !== "parked" || m.waiting_on === null || answering.has(m.id)) continue;
+    const p = answer(m);
+    inFlight.add(p);
+    void p.finally(() => inFlight.delete(p));
+  }
+  return messages;
+}
+
+/** A machine dies (kill -9 of serve and its commands) and comes back a moment later. */
+async function killOne(busy: ReadonlySet<string>): Promise<void> {
+  const running = slots.filter((s) => !s.busy && s.state === "running");
+  if (running.length === 0) return;
+  const busySlots = running.filter((s) => busy.has(s.machine));
+  const slot = busySlots.length > 0 && random() < BUSY_BIAS ? pick(busySlots) : pick(running);
+  slot.busy = true;
+  try {
+    counts.kills += 1;
+    if (busy.has(slot.machine)) counts.killedBusy += 1;
+    await slot.killMachine();
+    if (opts.verbose) console.log(`steps: ${elapsed()} kill -9 ${slot.machine}${busy.has(slot.machine) ? " (running a message)" : ""}`);
+    await sleep(between(300, 1500));
+    slot.start();
+  } finally {
+    slot.busy = false;
+  }
+}
+
+function readLines(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+/** Each message's final view with its journal, and the value of every record. */
+async function finalMessages(ids: readonly number[]): Promise<FinalMessage[]> {
+  const out: FinalMessage[] = [];
+  for (const id of ids) {
+    const m = await json<FinalMessage>(`/agents/${agent}/messages/${id}`);
+    const steps: JournalRecord[] = [];
+    for (const s of m.steps) {
+      const record = s.status === "done" ? await json<{ value: unknown; blob: unknown }>(`/agents/${agent}/messages/${id}/steps/${s.name}`) : null;
+      steps.push({ name: s.name, kind: s.kind, status: s.status, attempt: s.attempt, at: s.at, on_unknown: s.on_unknown, ...(record ? { value: record.value } : {}) });
+    }
+    out.push({ id: m.id, status: m.status, attempts: m.attempts, reply: m.reply, waiting_on: m.waiting_on, steps });
+  }
+  return out;
+}
+
+function tallyTable(t: StepsTally): string {
+  return markdownTable(
+    ["messages", "acknowledged", "parked on a person", "attempts", "re-attempted", "kills (busy)", "steps run", "run again before recorded", "steps replayed", "effects run", "effects replayed", "unknown → asked (done / redo)", "reruns, same key (retry / redo)"],
+    [[
+      String(t.sent), String(t.acknowledged), String(t.waiting), String(t.attempts), String(t.reattempted), `${counts.kills} (${counts.killedBusy})`,
+      String(t.stepsRun), String(t.stepsInterrupted), String(t.stepsReplayed), String(t.effectsRun), String(t.effectsReplayed),
+      `${t.askedDone + t.askedRedo} (${t.askedDone} / ${t.askedRedo})`, `${t.retriedReruns} / ${t.redoReruns}`,
+    ]],
+  );
+}
+
+async function main(): Promise<number> {
+  const startedAt = Date.now();
+  const load0 = loadavg()[0]!;
+  const { startWranglerDev } = await wranglerDevOf(tree);
+  const files = writeAgent(workDir, { cli, plan: PLAN, sabotage: opts.sabotage });
+  writeFileSync(ledgerPath, "");
+  writeFileSync(tracePath, "");
+  console.log(`steps: seed ${seed}, ${servers} serve processes of ${agent} (${opts.policy}${pool ? `, --concurrency ${opts.concurrency}` : ""}), ${messageCount} messages, ${seconds} s of kills, baton ${tree.revision}${opts.sabotage ? ", SABOTAGED script" : ""}`);
+  dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: String(ttl), BATON_PRESENCE_SCAN_SECONDS: String(Math.max(1, Math.floor(ttl / 2))) } });
+  const policy = await coordinator(`/agents/${agent}/policy`, {
+    method: "PUT", body: JSON.stringify({ mode: opts.policy, max_attempts: 100, run_timeout_seconds: 60 }),
+  });
+  if (policy.status !== 200) throw new Error(`could not set the policy: ${policy.status} ${await policy.text()}`);
+  slots = Array.from({ length: servers }, (_, i) => new ServeSlot(i, {
+    treeRoot: tree.root, workDir, url: dev!.url, token: TOKEN, agent,
+    pool: pool ? { concurrency: Number(opts.concurrency), stallMs: 0 } : undefined,
+    command: ["/bin/sh", files.script],
+    env: { PATH: `${files.bin}:${process.env.PATH}`, CHAOS_LEDGER: ledgerPath, CHAOS_TRACE: tracePath, CHAOS_NAP: String(Number(opts["nap-ms"]) / 1000),
+      CHAOS_EFFECT_NAP: String(Number(opts["effect-nap-ms"]) / 1000),
+    },
+  }));
+  for (const s of slots) s.start();
+
+  const deadline = Date.now() + seconds * 1000;
+  const sentIds: number[] = [];
+  const posting = postMessages(sentIds, Date.now() + 0.6 * seconds * 1000);
+  const inFlight = new Set<Promise<void>>();
+  const kills = new Set<Promise<void>>();
+  let listed: ListedMessage[] = [];
+  let nextKill = Date.now() + between(1500, 4000);
+  while (Date.now() < deadline) {
+    listed = await look(inFlight).catch(() => listed);
+    if (Date.now() >= nextKill) {
+      const busy = new Set(listed.filter((m) => m.status === "running" && m.machine !== null).map((m) => m.machine!));
+      const p = killOne(busy).catch((e: Error) => console.error(`steps: kill failed: ${e.message}`));
+      kills.add(p);
+      void p.finally(() => kills.delete(p));
+      nextKill = Date.now() + between(1500, 4000);
+    }
+    await sleep(250);
+  }
+  await posting;
+  await Promise.all(kills);
+  for (const s of slots) if (s.state === "stopped") s.start();
+
+  console.log(`steps: ${counts.kills} kills done, ${sentIds.length} messages sent; draining...`);
+  const sent = new Set(sentIds);
+  const unsettled = () => listed.filter((m) => sent.has(m.id) && m.status !== "acknowledged").length;
+  const drainUntil = Date.now() + DRAIN_MAX_MS;
+  let lastProgress = Date.now();
+  for (let left = Infinity; Date.now() < drainUntil && Date.now() - lastProgress < DRAIN_STALL_MS; ) {
+    listed = await look(inFlight);
+    if (unsettled() === 0 && inFlight.size === 0) break;
+    if (unsettled() < left) (left = unsettled()), (lastProgress = Date.now());
+    await sleep(400);
+  }
+  await Promise.all(inFlight);
+  const messages = await finalMessages(sentIds);
+  const ledger = parseLedger(readLines(ledgerPath));
+  const trace = parseTrace(readLines(tracePath));
+  const { tally, invariants } = checkSteps({ agent, sentIds, messages, ledger, trace, answers });
+  const ok = invariants.every((i) => i.ok) && tally.sent > 0;
+
+  const took = Math.round((Date.now() - startedAt) / 1000);
+  const command = ["npm run chaos -- --mode steps", ...process.argv.slice(2)].join(" ");
+  const summary = [
+    `${counts.kills} machines killed with -9 (${counts.killedBusy} while running a message), ${tally.attempts} attempts for ${tally.sent} messages (${tally.reattempted} needed more than one);`,
+    `steps: ${tally.stepsRun} runs of a step's command (${tally.stepsInterrupted} of them killed before the result was recorded, so run again), ${tally.stepsReplayed} results replayed from the journal;`,
+    `effects: ${tally.effectsRun} runs, ${tally.effectsReplayed} outcomes replayed; unknown outcomes: ${tally.askedDone + tally.askedRedo} asked a person (${tally.askedDone} --done, ${tally.askedRedo} --redo), ` +
+      `${tally.retriedReruns} reruns under retry and ${tally.redoReruns} after --redo, all under the same idempotency key.`,
+  ];
+  console.log(`\n${tallyTable(tally)}\n`);
+  for (const line of summary) console.log(line);
+  console.log("\ninvariants:");
+  for (const line of invariantLines(invariants)) console.log(`  ${line}`);
+  if (tally.sent === 0) console.log("  FAIL no message was sent");
+  console.log(`\n--- markdown ---\n#### ${command}\n`);
+  console.log(`${new Date().toISOString()}, baton ${tree.revision}, seed ${seed}, ${servers} serve processes (${opts.policy}${pool ? `, concurrency ${opts.concurrency}` : ""}), ${took} s in all, load average ${load0.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end.\n`);
+  console.log(tallyTable(tally));
+  console.log(`\n${summary.join(" ")}\n`);
+  for (const inv of invariants) console.log(`- ${inv.ok ? "ok" : "**FAIL**"}: ${inv.name}${inv.ok ? "" : ` (${inv.detail})`}`);
+  console.log("--- end ---");
+  const keep = !ok || opts["keep-logs"];
+  if (keep) writeFileSync(join(workDir, "messages.json"), JSON.stringify({ messages, answers }, null, 1));
+  if (!ok) console.log(`\nsteps: FAILED (seed ${seed}); ledger, trace, serve logs and messages kept in ${workDir}`);
+  else console.log(`\nsteps: all invariants held (seed ${seed})${keep ? `; logs kept in ${workDir}` : ""}`);
+  keepLogs = keep;
+  return ok ? 0 : 1;
+}
+
+async function stopAll(keep: boolean): Promise<void> {
+  await Promise.allSettled(slots.map((s) => s.killMachine()));
+  await dev?.stop();
+  tree.dispose();
+  if (!keep) rmSync(workDir, { recursive: true, force: true });
+}
+
+for (const sig of ["SIGINT", "SIGTERM"] as const) {
+  process.once(sig, () => void stopAll(true).then(() => process.exit(130)));
+}
+
+main()
+  .catch((e: Error) => {
+    console.error(e.stack ?? e.message);
+    return 1;
+  })
+  .then(async (code) => {
+    await stopAll(keepLogs || code !== 0);
+    process.exit(code);
+  });
