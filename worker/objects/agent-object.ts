@@ -134,9 +134,10 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     }
     const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs });
     if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
-    messages.prune(stored.id, now, this.config.retention);
-    this.desk.blobs.collectOrphans(now);
-    void this.sweepBlobs();
+    if (messages.prune(stored.id, now, this.config.retention) > 0) {
+      this.desk.blobs.collectOrphans(now);
+      void this.sweepBlobs();
+    }
     const { conns, plan } = this.step(now, { type: "work" });
     // Every other connection sees the message too, without being asked to run it.
     const runner = plan.handOuts.find((h) => h.lease.id === stored.id)?.to;

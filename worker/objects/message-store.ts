@@ -282,15 +282,18 @@ export class MessageStore {
    * `retention.messages`, and post keys older than `retention.postKeyMs`. Unacknowledged work is
    * never deleted. Runs on each post, so history is bounded by what posts add.
    */
-  prune(newestId: number, now: number, retention: Retention): void {
+  /** Returns how many messages went, so their blobs are collected only when some did. */
+  prune(newestId: number, now: number, retention: Retention): number {
     const horizon = newestId - retention.messages;
+    let gone = 0;
     if (horizon > 0) {
       this.sql.exec(`DELETE FROM message_writes WHERE message_id <= ?`, horizon);
       this.sql.exec(
         `DELETE FROM message_steps WHERE message_id IN (SELECT id FROM messages WHERE id <= ? AND status IN ('acknowledged', 'failed'))`, horizon);
-      this.sql.exec(`DELETE FROM messages WHERE id <= ? AND status IN ('acknowledged', 'failed')`, horizon);
+      gone = this.sql.exec(`DELETE FROM messages WHERE id <= ? AND status IN ('acknowledged', 'failed')`, horizon).rowsWritten;
     }
     this.sql.exec(`DELETE FROM post_keys WHERE at < ?`, now - retention.postKeyMs);
+    return gone;
   }
 
   checkpoint(): Checkpoint | null {
