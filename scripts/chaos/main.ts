@@ -16,6 +16,7 @@ import { checkRun, firstRuns, type CoordinatorMessage } from "./invariants.ts";
 import { attemptsSummary, invariantLines, markdownReport, operationsLine, reExecutions, tallyTable } from "./report.ts";
 import { ServeSlot } from "./serve-fleet.ts";
 import { EffectSink, startSink } from "./sink.ts";
+import { seeded } from "./seeded.ts";
 
 const { values: opts } = parseArgs({
   options: {
@@ -55,19 +56,9 @@ const DRAIN_MAX_MS = 180_000;
 /** Share of operations aimed at the holder: only its interruption moves the lease and leaves stale writers. */
 const HOLDER_BIAS = 0.6;
 
-/** mulberry32: a seeded generator, so a failing run can be replayed with --seed. */
-function rng(s: number): () => number {
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const random = rng(seed);
-const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+/** Seeded, so a run's choices can be replayed with --seed (timings still vary). */
+const { random, pick, between } = seeded(seed);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const between = (lo: number, hi: number) => lo + random() * (hi - lo);
 
 const tree = opts["working-tree"] ? workingTree() : snapshotOfHead();
 const workDir = mkdtempSync(join(tmpdir(), "baton-chaos-"));

@@ -22,6 +22,7 @@ import { invariantLines } from "./report.ts";
 import { ServeSlot } from "./serve-fleet.ts";
 import { writeAgent } from "./steps-agent.ts";
 import { checkSteps, parseLedger, parseTrace, PLAN, type Answer, type FinalMessage, type JournalRecord, type StepsTally } from "./steps-invariants.ts";
+import { seeded } from "./seeded.ts";
 
 const { values: opts } = parseArgs({
   options: {
@@ -55,19 +56,9 @@ const DRAIN_MAX_MS = 90_000;
 /** Share of kills aimed at a machine that is running a message now. */
 const BUSY_BIAS = 0.85;
 
-/** mulberry32: a seeded generator, so a run's choices can be replayed with --seed (timings still vary). */
-function rng(s: number): () => number {
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const random = rng(seed);
-const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+/** Seeded, so a run's choices can be replayed with --seed (timings still vary). */
+const { random, pick, between } = seeded(seed);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const between = (lo: number, hi: number) => lo + random() * (hi - lo);
 const run = promisify(execFile);
 const t0 = Date.now();
 const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
