@@ -33,23 +33,11 @@ export function baseUrl(conn: Connection): string {
 export async function requestJson<S extends z.ZodMiniType>(
   conn: Connection, method: string, path: string, schema: S, opts: RequestOptions = {},
 ): Promise<z.infer<S>> {
-  const url = `${baseUrl(conn)}${path}`;
-  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  let res: Response;
-  try {
-    res = await (conn.fetch ?? fetch)(url, {
-      method,
-      headers: { authorization: `Bearer ${conn.token}`, ...(opts.body === undefined ? {} : { "content-type": "application/json" }) },
-      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-      signal: AbortSignal.timeout(Math.max(1, Math.round(timeoutMs))),
-    });
-  } catch (err) {
-    const reason = failureReason(err, timeoutMs);
-    // TLS to a plain-HTTP server (wrangler dev is one) never completes its handshake: say so.
-    const tls = url.startsWith("https:") && /CONNECT_TIMEOUT|SSL|EPROTO|handshake|wrong version/i.test(`${reason} ${String((err as { cause?: unknown })?.cause ?? "")}`);
-    const hint = tls ? `; no TLS handshake: if the coordinator speaks plain HTTP (wrangler dev does), use ${baseUrl(conn).replace(/^https:/, "http:")}` : "";
-    throw new UnreachableError(`cannot reach the coordinator at ${baseUrl(conn)}: ${reason}${hint}`, reason);
-  }
+  const res = await send(conn, method, path, {
+    headers: opts.body === undefined ? {} : { "content-type": "application/json" },
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    timeoutMs: opts.timeoutMs,
+  });
   const text = await res.text().catch(() => "");
   let data: unknown = undefined;
   try {
@@ -65,6 +53,31 @@ export async function requestJson<S extends z.ZodMiniType>(
   }
   const body = errorBodySchema.safeParse(data);
   throw refusal(conn, res.status, body.success ? body.data : null);
+}
+
+/**
+ * One request with the bearer token, answered with whatever status; UnreachableError when nothing
+ * answered (with a hint when TLS met a plain-HTTP server). requestJson and the blob transfers use it.
+ */
+export async function send(
+  conn: Connection, method: string, path: string, opts: { headers?: Record<string, string>; body?: BodyInit; timeoutMs?: number } = {},
+): Promise<Response> {
+  const url = `${baseUrl(conn)}${path}`;
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  try {
+    return await (conn.fetch ?? fetch)(url, {
+      method,
+      headers: { authorization: `Bearer ${conn.token}`, ...opts.headers },
+      body: opts.body,
+      signal: AbortSignal.timeout(Math.max(1, Math.round(timeoutMs))),
+    });
+  } catch (err) {
+    const reason = failureReason(err, timeoutMs);
+    // TLS to a plain-HTTP server (wrangler dev is one) never completes its handshake: say so.
+    const tls = url.startsWith("https:") && /CONNECT_TIMEOUT|SSL|EPROTO|handshake|wrong version/i.test(`${reason} ${String((err as { cause?: unknown })?.cause ?? "")}`);
+    const hint = tls ? `; no TLS handshake: if the coordinator speaks plain HTTP (wrangler dev does), use ${baseUrl(conn).replace(/^https:/, "http:")}` : "";
+    throw new UnreachableError(`cannot reach the coordinator at ${baseUrl(conn)}: ${reason}${hint}`, reason);
+  }
 }
 
 /** A refusal in words for people; the code and status stay on the error for programs. */

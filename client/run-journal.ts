@@ -7,8 +7,7 @@ import {
 } from "../worker/wire/http-responses.ts";
 import type { OnUnknown } from "../worker/wire/protocol.ts";
 import { CoordinatorError } from "./errors.ts";
-import { baseUrl, failureReason, refusal, requestJson, type Connection } from "./http.ts";
-import { UnreachableError } from "./errors.ts";
+import { refusal, requestJson, send, type Connection } from "./http.ts";
 
 const BLOB_TIMEOUT_MS = 120_000;
 
@@ -72,9 +71,10 @@ export class RunJournal {
 
 /** PUT …/messages/{id}/blobs: staged under the run's token until a journal write commits it. */
 export async function uploadBlob(conn: Connection, proof: RunProof, bytes: Uint8Array): Promise<BlobStaged> {
-  const res = await rawFetch(conn, "PUT", `/agents/${encodeURIComponent(proof.agent)}/messages/${proof.id}/blobs`, {
-    "x-baton-token": String(proof.token), "x-baton-run-key": proof.runKey, "content-type": "application/octet-stream",
-  }, bytes);
+  const res = await send(conn, "PUT", `/agents/${encodeURIComponent(proof.agent)}/messages/${proof.id}/blobs`, {
+    headers: { "x-baton-token": String(proof.token), "x-baton-run-key": proof.runKey, "content-type": "application/octet-stream" },
+    body: bytes as BodyInit, timeoutMs: BLOB_TIMEOUT_MS,
+  });
   const data = (await res.json().catch(() => null)) as unknown;
   const parsed = blobStagedSchema.safeParse(data);
   if (res.status === 201 && parsed.success) return parsed.data;
@@ -84,19 +84,8 @@ export async function uploadBlob(conn: Connection, proof: RunProof, bytes: Uint8
 
 /** GET …/messages/{id}/blobs/{blob}: the bytes a journal record refers to. */
 export async function downloadBlob(conn: Connection, agent: string, id: number, blob: string): Promise<Uint8Array> {
-  const res = await rawFetch(conn, "GET", `/agents/${encodeURIComponent(agent)}/messages/${id}/blobs/${blob}`, {});
+  const res = await send(conn, "GET", `/agents/${encodeURIComponent(agent)}/messages/${id}/blobs/${blob}`, { timeoutMs: BLOB_TIMEOUT_MS });
   if (res.ok) return new Uint8Array(await res.arrayBuffer());
   const body = errorBodySchema.safeParse(await res.json().catch(() => null));
   throw refusal(conn, res.status, body.success ? body.data : null);
-}
-
-async function rawFetch(conn: Connection, method: string, path: string, headers: Record<string, string>, body?: Uint8Array): Promise<Response> {
-  try {
-    return await (conn.fetch ?? fetch)(`${baseUrl(conn)}${path}`, {
-      method, headers: { authorization: `Bearer ${conn.token}`, ...headers }, body: body as BodyInit | undefined, signal: AbortSignal.timeout(BLOB_TIMEOUT_MS),
-    });
-  } catch (err) {
-    const reason = failureReason(err, BLOB_TIMEOUT_MS);
-    throw new UnreachableError(`cannot reach the coordinator at ${baseUrl(conn)}: ${reason}`, reason);
-  }
 }

@@ -272,8 +272,7 @@ export class WorkLoop {
   }
 
   private async saveCheckpoint(frame: ClientFrame, run: Run, value: unknown, agentLevel: boolean): Promise<void> {
-    const { signal } = run.controller;
-    if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new LeaseLostError("the lease is gone", "stopped");
+    this.throwIfStopped(run);
     if (checkpointTooLarge(value)) throw new RangeError(`a checkpoint is JSON of at most ${LIMITS.checkpointBytes} bytes`);
     const answer = await this.postOrAnswer({ ...frame, req: this.deps.nextReq() } as ClientFrame & { req: string }, run, agentLevel);
     if (answer === "stale") throw new LeaseLostError("the lease was lost before the checkpoint was stored", "lapsed");
