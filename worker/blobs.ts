@@ -15,9 +15,11 @@ export interface BlobStub {
 
 const RUN_KEY = /^[0-9a-f]{16,64}$/;
 
+const notConfigured = () => errorResponse(501, "not_configured", "this coordinator has no R2 bucket bound as BLOBS: large values are off");
+
 /** PUT /agents/{agent}/messages/{id}/blobs with x-baton-token and x-baton-run-key: 201 {id, token, blob, bytes}. */
 export async function uploadBlob(request: Request, env: Env, id: number, stub: BlobStub): Promise<Response> {
-  if (!env.BLOBS) return errorResponse(501, "not_configured", "this coordinator has no R2 bucket bound as BLOBS: large values are off");
+  if (!env.BLOBS) return notConfigured();
   const token = Number(request.headers.get("x-baton-token"));
   const runKey = request.headers.get("x-baton-run-key") ?? "";
   if (!Number.isSafeInteger(token) || token < 1 || !RUN_KEY.test(runKey)) {
@@ -44,7 +46,7 @@ export async function uploadBlob(request: Request, env: Env, id: number, stub: B
 
 /** GET /agents/{agent}/messages/{id}/blobs/{blob}: the stored bytes. */
 export async function downloadBlob(env: Env, id: number, blob: string, stub: BlobStub): Promise<Response> {
-  if (!env.BLOBS) return errorResponse(501, "not_configured", "this coordinator has no R2 bucket bound as BLOBS: large values are off");
+  if (!env.BLOBS) return notConfigured();
   if (!BLOB_ID.test(blob)) return errorResponse(400, "bad_request", "not a blob id");
   const key = await stub.blobKey(id, blob);
   const object = key === null ? null : await env.BLOBS.get(key);

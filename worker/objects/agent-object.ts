@@ -21,6 +21,7 @@ import { agentOfObject } from "./names.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
 import { AgentMetricsKeeper } from "./metrics-agent.ts";
 import { WorkDesk } from "./work-desk.ts";
+import { randomHex128 } from "./secrets.ts";
 import type { StoredMessage } from "./message-store.ts";
 import type { BlobReserve, HeartbeatAnswer, Refusal, ResumeOutcome, StepAnswer } from "./message-leases.ts";
 import { idempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
@@ -28,11 +29,6 @@ import type { MessageView, StepView } from "../wire/http-responses.ts";
 
 /** R2 deletes per sweep (R2 takes up to 1000 keys per call). */
 const BLOB_SWEEP_BATCH = 1000;
-
-/** 128 random bits as hex: the secret of one hand-out (messages.run_key). */
-function newRunKey(): string {
-  return [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 const SERVE: SocketKind<ConnState> = {
   tag: "serve",
@@ -428,7 +424,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     }
     for (const h of plan.handOuts) {
       const runner = conns[h.to]!;
-      const stored: StoredMessage = messages.saveLease(h.lease, { fence: plan.lease.fence, machine: runner.state.machine, runKey: newRunKey() });
+      const stored: StoredMessage = messages.saveLease(h.lease, { fence: plan.lease.fence, machine: runner.state.machine, runKey: randomHex128() });
       this.desk.push(runner, stored, true);
       changed.add(h.to);
     }

@@ -12,6 +12,7 @@ import { leaseOf, type MessageStore, type StoredMessage } from "./message-store.
 import { RunPolicyStore } from "./run-policy-store.ts";
 import type { StepStore } from "./step-store.ts";
 import type { BlobStore } from "./blob-store.ts";
+import { randomHex128, sameSecret } from "./secrets.ts";
 import { commitRefusal, decideReserve } from "../rules/blob-ledger.ts";
 import { errorFrame, LIMITS, type ClientFrame, type ErrorCode, type JournalEntry, type MessageFrame } from "../wire/protocol.ts";
 import type { WorkReport } from "../wire/server-frames.ts";
@@ -163,9 +164,10 @@ export class MessageLeases {
     if (!run.ok) return run;
     const { stored } = run;
     if (write.blob) {
-      const refusal = commitRefusal(this.blobs.get(id, write.blob.id), token);
+      const row = this.blobs.get(id, write.blob.id);
+      const refusal = commitRefusal(row, token);
       if (refusal !== null) return { ok: false, status: 400, code: "bad_request", message: `blob ${write.blob.id}: ${refusal}`, expired: false };
-      write = { ...write, blob: { id: write.blob.id, bytes: this.blobs.get(id, write.blob.id)!.bytes } };
+      write = { ...write, blob: { id: write.blob.id, bytes: row!.bytes } };
     }
     const decision = decideStepWrite(this.steps.get(id, write.name), write, { attempt: stored.attempts, token }, this.steps.usage(id), {
       steps: LIMITS.stepsPerMessage, bytes: LIMITS.journalBytes,
@@ -193,7 +195,7 @@ export class MessageLeases {
     if (!run.ok) return run;
     const room = decideReserve(this.blobs.of(id), bytes, { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes });
     if (!room.ok) return { ok: false, status: 413, code: room.code, message: room.message, expired: false };
-    const blob = `b-${[...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+    const blob = `b-${randomHex128()}`;
     this.blobs.add(id, { blob, token, bytes, state: "uploading" }, now);
     return { ok: true, blob, r2Key: this.blobs.keyOf(id, blob), token };
   }
@@ -283,14 +285,6 @@ export class MessageLeases {
       failed: this.messages.inStatus("failed", REPORTED_FAILED).map((m) => ({ id: m.id, attempts: m.attempts, error: m.error })),
     };
   }
-}
-
-/** Compares two secrets without stopping at the first difference. */
-function sameSecret(given: string, stored: string | null): boolean {
-  if (stored === null || given.length !== stored.length) return false;
-  let diff = 0;
-  for (let i = 0; i < given.length; i++) diff |= given.charCodeAt(i) ^ stored.charCodeAt(i);
-  return diff === 0;
 }
 
 /**
