@@ -3,7 +3,7 @@
 // socket upgrade is forwarded as a request. Bad input is a 400 with a named code and reaches no object.
 import type { Env } from "./env.ts";
 import { downloadBlob, uploadBlob } from "./blobs.ts";
-import { readBody, readJsonBody } from "./objects/http.ts";
+import { readJsonBody } from "./objects/http.ts";
 import type { AgentCoordinator } from "./objects/agent-object.ts";
 import { agentObjectName } from "./objects/names.ts";
 import { CONTROL_ROUTES, type ControlRoute } from "./objects/agent-controls.ts";
@@ -49,7 +49,7 @@ export async function agentRequest(request: Request, env: Env, account: string, 
   const resume = route.match(/^messages\/(\d{1,15})\/resume$/);
   if (resume && method === "POST") return resumeMessage(request, Number(resume[1]), stub);
   const step = route.match(/^messages\/(\d{1,15})\/steps\/([^/]+)$/);
-  if (step) return stepRoute(request, Number(step[1]), step[2]!, stub);
+  if (step) return stepRoute(request, Number(step[1]), decodeSegment(step[2]!), stub);
   const blobs = route.match(/^messages\/(\d{1,15})\/blobs$/);
   if (blobs && method === "PUT") return uploadBlob(request, env, Number(blobs[1]), stub);
   const blob = route.match(/^messages\/(\d{1,15})\/blobs\/([^/]+)$/);
@@ -57,6 +57,15 @@ export async function agentRequest(request: Request, env: Env, account: string, 
   const beat = route.match(/^messages\/(\d{1,15})\/heartbeat$/);
   if (beat && method === "POST") return heartbeatRoute(request, Number(beat[1]), stub);
   return errorResponse(404, "not_found", `no route for ${method} ${url.pathname}`);
+}
+
+/** A path segment as its client meant it (`a%3Ab` is the step `a:b`); an undecodable one stays as sent and fails the name check. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 /** With an Idempotency-Key header, a retry within the key's retention returns the first post's message (200, Idempotent-Replayed). */
@@ -89,15 +98,9 @@ async function messagePage(url: URL, stub: Stub): Promise<Response> {
 
 /** Pause, unpause, drain, undrain; drain and undrain may name a machine. */
 async function control(request: Request, route: ControlRoute, stub: Stub): Promise<Response> {
-  const body = await readBody(request, LIMITS.frameBytes);
+  const body = await readJsonBody(request, LIMITS.frameBytes, {});
   if (!body.ok) return body.response;
-  let data: unknown = {};
-  try {
-    if (body.bytes.byteLength > 0) data = JSON.parse(new TextDecoder().decode(body.bytes));
-  } catch {
-    return errorResponse(400, "bad_json", "body is not valid JSON");
-  }
-  const outcome = await stub.control(route, data);
+  const outcome = await stub.control(route, body.data);
   if (!outcome.ok) return errorResponse(outcome.status, outcome.code, outcome.message);
   return Response.json({ agent: outcome.agent, changed: outcome.changed, ...outcome.report });
 }

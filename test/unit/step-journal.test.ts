@@ -48,10 +48,25 @@ describe("decideStepWrite", () => {
     expect(decideStepWrite(null, write({ value: `"${"e".repeat(40)}"` }), at, { steps: 0, bytes: 20 }, budget)).toMatchObject({ action: "record" });
   });
 
-  it("only an open intent whose policy is ask is pending", () => {
-    expect(pendingAsk(record({ kind: "effect", status: "intent", onUnknown: "ask", name: "pay" }))).toBe("pay");
-    expect(pendingAsk(record({ kind: "effect", status: "intent", onUnknown: "retry" }))).toBeNull();
-    expect(pendingAsk(record({ kind: "effect", status: "done", onUnknown: "ask" }))).toBeNull();
+  it("only an open intent whose policy is ask is pending; of several, the first in the journal", () => {
+    expect(pendingAsk([record({ kind: "effect", status: "intent", onUnknown: "ask", name: "pay" })])).toBe("pay");
+    expect(pendingAsk([record({ kind: "effect", status: "intent", onUnknown: "retry" })])).toBeNull();
+    expect(pendingAsk([record({ kind: "effect", status: "done", onUnknown: "ask" })])).toBeNull();
+    const two = [
+      record({ kind: "effect", status: "done", onUnknown: "ask", name: "a" }),
+      record({ kind: "effect", status: "intent", onUnknown: "ask", name: "mail" }),
+      record({ kind: "effect", status: "intent", onUnknown: "ask", name: "pay" }),
+    ];
+    expect(pendingAsk(two)).toBe("mail");
+    expect(pendingAsk(two.slice(2))).toBe("pay");
+  });
+
+  it("a second intent of one effect in the same attempt is refused; a later attempt may begin it again", () => {
+    const open = record({ kind: "effect", status: "intent", value: null, onUnknown: "retry", token: at.token });
+    const again = write({ kind: "effect", phase: "intent", value: null, onUnknown: "retry" });
+    expect(decideStepWrite(open, again, at, empty, budget)).toMatchObject({ action: "refuse", code: "effect_in_progress" });
+    expect(decideStepWrite({ ...open, token: at.token - 1 }, again, at, empty, budget)).toMatchObject({ action: "record", record: { status: "intent", token: at.token } });
+    expect(decideStepWrite(open, write({ kind: "effect", value: '"ok"', onUnknown: "retry" }), at, empty, budget)).toMatchObject({ action: "record", record: { status: "done" } });
   });
 
   it("an effect's key is the same on every attempt and names agent, message and step", () => {

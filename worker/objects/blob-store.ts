@@ -41,6 +41,21 @@ export class BlobStore {
     this.sql.exec(`DELETE FROM message_blobs WHERE message_id = ? AND blob = ?`, messageId, blob);
   }
 
+  /**
+   * An upload R2 stored for a blob this object no longer knows (its message was pruned while it
+   * streamed): its key goes to the garbage, so nothing in R2 outlives the message.
+   */
+  forgetStored(messageId: number, blob: string, now: number): void {
+    this.sql.exec(`INSERT OR IGNORE INTO blob_garbage (r2_key, at) VALUES (?, ?)`, this.keyOf(messageId, blob), now);
+  }
+
+  /** Uploads of earlier attempts that nothing committed can never be committed (only their own token may): they go. */
+  discardUncommitted(messageId: number, olderThan: number, now: number): void {
+    const stale = this.sql.exec<{ blob: string }>(
+      `SELECT blob FROM message_blobs WHERE message_id = ? AND token < ? AND state != 'committed'`, messageId, olderThan).toArray();
+    for (const s of stale) this.discard(messageId, s.blob, now);
+  }
+
   /** Every blob of messages no longer kept (ids not in `messages`) goes to the garbage. */
   collectOrphans(now: number): void {
     const gone = this.sql.exec<{ message_id: number; blob: string }>(

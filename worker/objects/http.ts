@@ -1,6 +1,6 @@
 // Body readers shared by the Worker and the objects: they stop at a size limit instead of
 // buffering whatever a client sends. Errors are built by the wire module's errorResponse.
-import { errorResponse } from "../wire/protocol.ts";
+import { errorResponse, jsonTooDeep, LIMITS } from "../wire/protocol.ts";
 
 /** How much of an oversized chunked body is read and dropped before the stream is cancelled. */
 const DRAIN_LIMIT_BYTES = 1024 * 1024;
@@ -40,15 +40,22 @@ export async function readBody(request: Request, maxBytes: number): Promise<Body
   return { ok: true, bytes };
 }
 
-/** Reads a JSON body of at most `maxBytes`; a larger one is 413 and a malformed one 400. */
+/**
+ * Reads a JSON body of at most `maxBytes`; a larger one is 413, a malformed or too deeply nested one
+ * 400. `empty`: what an empty body stands for (absent: an empty body is malformed).
+ */
 export async function readJsonBody(
   request: Request,
   maxBytes: number,
+  empty?: unknown,
 ): Promise<{ ok: true; data: unknown } | { ok: false; response: Response }> {
   const body = await readBody(request, maxBytes);
   if (!body.ok) return body;
+  if (body.bytes.byteLength === 0 && empty !== undefined) return { ok: true, data: empty };
+  const text = new TextDecoder().decode(body.bytes);
+  if (jsonTooDeep(text)) return { ok: false, response: errorResponse(400, "bad_json", `JSON nests deeper than ${LIMITS.jsonDepth} levels`) };
   try {
-    return { ok: true, data: JSON.parse(new TextDecoder().decode(body.bytes)) as unknown };
+    return { ok: true, data: JSON.parse(text) as unknown };
   } catch {
     return { ok: false, response: errorResponse(400, "bad_json", "body is not valid JSON") };
   }

@@ -6,9 +6,9 @@ import {
   checkMessageWrite, extendRun, failAttempt, park, resume, type MessagePolicy,
 } from "../rules/message-lease.ts";
 import { runnerOf } from "../rules/agent-plan.ts";
-import { decideStepWrite, pendingAsk, unknownOutcomeReason, type StepRecord, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
+import { decideStepWrite, pendingAsk, unknownOutcomeReason, type BlobRef, type StepRecord, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
 import { send, type ConnState } from "./connections.ts";
-import { leaseOf, type MessageStore, type StoredMessage } from "./message-store.ts";
+import { leaseOf, type MessageStore, type StoredMessage, type StoredValue } from "./message-store.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
 import type { StepStore } from "./step-store.ts";
 import type { BlobStore } from "./blob-store.ts";
@@ -44,8 +44,10 @@ export type BlobReserve = { ok: true; blob: string; r2Key: string; token: number
 export type HeartbeatAnswer = { ok: true; id: number; token: number; expires_at: number | null } | Refusal;
 
 const REFUSAL_STATUS: Partial<Record<ErrorCode, Refusal["status"]>> = {
-  unknown_message: 404, not_your_message: 403, stale_token: 409, message_not_running: 409, too_large: 413, bad_request: 400,
+  unknown_message: 404, not_your_message: 403, stale_token: 409, message_not_running: 409, too_large: 413, bad_request: 400, effect_in_progress: 409,
 };
+
+const JOURNAL_BUDGET = { steps: LIMITS.stepsPerMessage, bytes: LIMITS.journalBytes };
 
 const REPORTED_RUNNING = 50;
 const REPORTED_PARKED = 20;
@@ -53,7 +55,7 @@ const REPORTED_FAILED = 10;
 
 export type ResumeOutcome =
   | { ok: true; message: StoredMessage }
-  | { ok: false; status: 400 | 404 | 409; code: "not_found" | "not_parked" | "outcome_unknown" | "bad_request"; message: string };
+  | { ok: false; status: 400 | 404 | 409 | 413; code: "not_found" | "not_parked" | "outcome_unknown" | "bad_request" | "too_large"; message: string };
 
 export class MessageLeases {
   readonly policies: RunPolicyStore;
@@ -95,13 +97,18 @@ export class MessageLeases {
       // A deadline that passed before its alarm ran is applied now: the message goes back at once.
       return m.status === "running" && m.expiresAt !== null && now >= m.expiresAt;
     }
+    const blob = "blob" in frame && frame.blob !== undefined ? this.committable(m.id, frame.blob, frame.token) : null;
+    if (blob !== null && "refusal" in blob) {
+      send(socket.ws, errorFrame("bad_request", blob.refusal, frame.req));
+      return false;
+    }
     switch (frame.type) {
       case "checkpoint":
-        this.messages.saveMessageCheckpoint(m.id, frame.value, frame.token);
+        this.saveCheckpoint(m.id, blob ?? { value: frame.value }, frame.token, now);
         send(socket.ws, { type: "result", op: "checkpoint", req: frame.req, id: m.id, token: frame.token });
         return false;
       case "park": {
-        if (frame.value !== undefined) this.messages.saveMessageCheckpoint(m.id, frame.value, frame.token);
+        if (blob !== null || frame.value !== undefined) this.saveCheckpoint(m.id, blob ?? { value: frame.value }, frame.token, now);
         const deadline = frame.deadline_seconds === undefined ? null : now + frame.deadline_seconds * 1000;
         this.messages.saveLease(park(m, deadline));
         send(socket.ws, { type: "result", op: "park", req: frame.req, id: m.id, token: frame.token, deadline });
@@ -115,12 +122,33 @@ export class MessageLeases {
         return true;
       }
       default: {
+        if (m.pendingAsk !== null) {
+          // Finishing now would close the question nobody answered: the attempt must fail, and the message waits for a person.
+          send(socket.ws, errorFrame("outcome_unknown", `${unknownOutcomeReason(m.pendingAsk)}: message ${m.id} cannot finish before a person answers; fail the attempt`, frame.req));
+          return false;
+        }
         const write = { id: m.id, fence, key };
-        this.messages.acknowledge(write, frame.type === "reply" ? frame.text : null, now, frame.token, writer);
+        const reply = frame.type !== "reply" ? null : blob !== null ? blob.blob : frame.text;
+        this.messages.acknowledge(write, reply, now, frame.token, writer);
+        if (blob !== null) this.blobs.setState(m.id, blob.blob.id, "committed");
         send(socket.ws, { type: "result", ...write, token: frame.token, op: frame.type, req: frame.req, duplicate: false });
         return true;
       }
     }
+  }
+
+  /** A staged blob this token may commit, with its size, or why not. */
+  private committable(id: number, blob: string, token: number): { blob: BlobRef } | { refusal: string } {
+    const row = this.blobs.get(id, blob);
+    const refusal = commitRefusal(row, token);
+    return refusal === null ? { blob: { id: blob, bytes: row!.bytes } } : { refusal: `blob ${blob}: ${refusal}` };
+  }
+
+  /** A message checkpoint, inline or a blob it commits; the blob of the checkpoint it replaces goes. */
+  private saveCheckpoint(id: number, checkpoint: StoredValue, token: number, now: number): void {
+    const replaced = this.messages.saveMessageCheckpoint(id, checkpoint, token);
+    if ("blob" in checkpoint) this.blobs.setState(id, checkpoint.blob.id, "committed");
+    if (replaced !== null) this.blobs.discard(id, replaced, now);
   }
 
   /** A step or heartbeat frame, answered on its socket; true when its run deadline had passed (the object plans again). */
@@ -164,26 +192,29 @@ export class MessageLeases {
     if (!run.ok) return run;
     const { stored } = run;
     if (write.blob) {
-      const row = this.blobs.get(id, write.blob.id);
-      const refusal = commitRefusal(row, token);
-      if (refusal !== null) return { ok: false, status: 400, code: "bad_request", message: `blob ${write.blob.id}: ${refusal}`, expired: false };
-      write = { ...write, blob: { id: write.blob.id, bytes: row!.bytes } };
+      const blob = this.committable(id, write.blob.id, token);
+      if ("refusal" in blob) return { ok: false, status: 400, code: "bad_request", message: blob.refusal, expired: false };
+      write = { ...write, blob: blob.blob };
     }
-    const decision = decideStepWrite(this.steps.get(id, write.name), write, { attempt: stored.attempts, token }, this.steps.usage(id), {
-      steps: LIMITS.stepsPerMessage, bytes: LIMITS.journalBytes,
-    });
+    const existing = this.steps.get(id, write.name);
+    const decision = decideStepWrite(existing, write, { attempt: stored.attempts, token }, this.steps.usage(id), JOURNAL_BUDGET);
     if (decision.action === "refuse") return { ok: false, status: REFUSAL_STATUS[decision.code] ?? 400, code: decision.code, message: decision.message, expired: false };
-    const record: StepRecord = decision.action === "duplicate" ? decision.record : this.steps.save(id, decision.record, now);
+    const record: StepRecord = decision.action === "duplicate" ? decision.record : this.steps.save(id, decision.record, now, existing);
     if (decision.action === "record") {
       if (record.blob) this.blobs.setState(id, record.blob.id, "committed");
-      const asking = pendingAsk(record);
-      if (asking !== null) this.messages.setPendingAsk(id, asking);
-      else if (stored.pending_ask === record.name) this.messages.setPendingAsk(id, null);
+      if (record.kind === "effect") this.noteOpenAsk(id, stored.pending_ask);
     }
     return {
       ok: true, id, token, name: record.name, status: record.status, duplicate: decision.action === "duplicate",
       value: record.value === null ? null : (JSON.parse(record.value) as unknown), blob: record.blob,
     };
+  }
+
+  /** Keeps the message's pending question equal to what its journal says (rules/step-journal.ts pendingAsk). */
+  private noteOpenAsk(id: number, current: string | null): string | null {
+    const asking = pendingAsk(this.steps.openIntents(id));
+    if (asking !== current) this.messages.setPendingAsk(id, asking);
+    return asking;
   }
 
   /**
@@ -193,6 +224,7 @@ export class MessageLeases {
   reserveBlob(id: number, token: number, writer: Writer, bytes: number, now: number): BlobReserve {
     const run = this.checkRun(id, token, writer, now);
     if (!run.ok) return run;
+    this.blobs.discardUncommitted(id, token, now);
     const room = decideReserve(this.blobs.of(id), bytes, { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes });
     if (!room.ok) return { ok: false, status: 413, code: room.code, message: room.message, expired: false };
     const blob = `b-${randomHex128()}`;
@@ -203,6 +235,7 @@ export class MessageLeases {
   /** The upload is stored: staged under its token, or discarded (and refused) when the run ended meanwhile. */
   stageBlob(id: number, token: number, writer: Writer, blob: string, stored: boolean, now: number): Refusal | { ok: true } {
     const row = this.blobs.get(id, blob);
+    if (!row && stored) this.blobs.forgetStored(id, blob, now);
     if (!row || row.token !== token || row.state !== "uploading") return { ok: false, status: 400, code: "bad_request", message: `blob ${blob} is not being uploaded`, expired: false };
     const run = stored ? this.checkRun(id, token, writer, now) : null;
     if (run === null || !run.ok) {
@@ -250,11 +283,17 @@ export class MessageLeases {
     const unknown = stored.pending_ask;
     if (unknown !== null && outcome === "redo") this.steps.forget(id, unknown);
     if (unknown !== null && outcome === "done") {
-      this.steps.save(id, {
-        name: unknown, kind: "effect", status: "done", value: JSON.stringify(input), blob: null, onUnknown: "ask", attempt: stored.attempts, token: stored.token,
-      }, now);
+      // The person's answer is the effect's outcome: recorded like any other, inside the journal's budget.
+      const existing = this.steps.get(id, unknown);
+      const decision = decideStepWrite(existing, {
+        name: unknown, kind: "effect", phase: "done", value: JSON.stringify(input), onUnknown: "ask",
+      }, { attempt: stored.attempts, token: stored.token }, this.steps.usage(id), JOURNAL_BUDGET);
+      if (decision.action === "refuse") return { ok: false, status: decision.code === "too_large" ? 413 : 400, code: decision.code === "too_large" ? "too_large" : "bad_request", message: decision.message };
+      if (decision.action === "record") this.steps.save(id, decision.record, now, existing);
     }
     this.messages.setResumeInput(id, input);
+    // Several effects may have been left unknown: each is answered in turn, and the message stays parked until none is.
+    if (unknown !== null && this.noteOpenAsk(id, unknown) !== null) return { ok: true, message: this.messages.get(id)! };
     this.messages.saveLease(result.message);
     return { ok: true, message: this.messages.get(id)! };
   }
@@ -301,6 +340,7 @@ export function messageFrame(m: StoredMessage, run: boolean, policy: MessagePoli
     group: m.msg_group,
     resume_input: m.resume_input,
     ...(m.checkpoint === null ? {} : { checkpoint: JSON.parse(m.checkpoint) as unknown }),
+    ...(m.checkpoint_blob === null ? {} : { checkpoint_blob: { id: m.checkpoint_blob, bytes: m.checkpoint_blob_bytes ?? 0 } }),
     ...(journal.length ? { steps: journal } : {}),
     ...(policy.heartbeatTimeoutMs === null ? {} : { heartbeat_timeout_ms: policy.heartbeatTimeoutMs }),
     ...(m.run_key === null ? {} : { run_key: m.run_key }),

@@ -3,6 +3,7 @@
 // from AUTOINCREMENT, so they only grow and are never reused. History is bounded: see prune().
 import { addMissingColumns } from "./sql-columns.ts";
 import type { MessageLease, MessageStatus } from "../rules/message-lease.ts";
+import type { BlobRef } from "../rules/step-journal.ts";
 
 export type { MessageStatus };
 
@@ -47,7 +48,15 @@ export interface StoredMessage {
   heartbeat_at: number | null;
   /** A secret per hand-out, given only to its runner: HTTP writes for the run carry it instead of a connection. */
   run_key: string | null;
+  /** A checkpoint or reply too large to keep inline: the committed R2 blob holding it, and its size. */
+  checkpoint_blob: string | null;
+  checkpoint_blob_bytes: number | null;
+  reply_blob: string | null;
+  reply_blob_bytes: number | null;
 }
+
+/** A value kept inline (JSON-able), or in a committed blob. */
+export type StoredValue = { value: unknown } | { blob: BlobRef };
 
 /** Columns added after the first schema, with their definitions, for tables created before them. */
 const LEASE_COLUMNS: Record<string, string> = {
@@ -70,6 +79,10 @@ const LEASE_COLUMNS: Record<string, string> = {
   progress: "TEXT",
   heartbeat_at: "INTEGER",
   run_key: "TEXT",
+  checkpoint_blob: "TEXT",
+  checkpoint_blob_bytes: "INTEGER",
+  reply_blob: "TEXT",
+  reply_blob_bytes: "INTEGER",
 };
 
 /** The columns a message's lease is made of (see leaseOf). */
@@ -214,8 +227,14 @@ export class MessageStore {
     this.sql.exec(`UPDATE messages SET error = ?, failures = failures + 1 WHERE id = ?`, error, id);
   }
 
-  saveMessageCheckpoint(id: number, value: unknown, token: number): void {
-    this.sql.exec(`UPDATE messages SET checkpoint = ?, checkpoint_token = ? WHERE id = ?`, JSON.stringify(value), token, id);
+  /** Stores a message's checkpoint, inline or as a committed blob; returns the blob it replaces (no longer kept), if any. */
+  saveMessageCheckpoint(id: number, checkpoint: StoredValue, token: number): string | null {
+    const blob = "blob" in checkpoint ? checkpoint.blob : null;
+    const before = this.sql.exec<{ checkpoint_blob: string | null }>(`SELECT checkpoint_blob FROM messages WHERE id = ?`, id).toArray()[0];
+    this.sql.exec(`UPDATE messages SET checkpoint = ?, checkpoint_blob = ?, checkpoint_blob_bytes = ?, checkpoint_token = ? WHERE id = ?`,
+      blob ? null : JSON.stringify("value" in checkpoint ? checkpoint.value : null), blob?.id ?? null, blob?.bytes ?? null, token, id);
+    const replaced = before?.checkpoint_blob ?? null;
+    return replaced !== null && replaced !== blob?.id ? replaced : null;
   }
 
   setResumeInput(id: number, input: string | null): void {
@@ -247,12 +266,16 @@ export class MessageStore {
       status, limit).toArray();
   }
 
-  /** Marks the message done by this write, under its lease `token`, from its `runner`; the caller has checked it was not done already. */
-  acknowledge(write: AckedWrite, reply: string | null, now: number, token: number, runner: string): void {
+  /**
+   * Marks the message done by this write, under its lease `token`, from its `runner`, with its reply
+   * (text, or a committed blob); the caller has checked it was not done already.
+   */
+  acknowledge(write: AckedWrite, reply: string | BlobRef | null, now: number, token: number, runner: string): void {
+    const blob = reply !== null && typeof reply === "object" ? reply : null;
     this.sql.exec(
       `UPDATE messages SET status = 'acknowledged', runner = NULL, expires_at = NULL, acked_at = ?, acked_fence = ?, acked_token = ?,
-       acked_runner = ?, reply = COALESCE(?, reply) WHERE id = ?`,
-      now, write.fence, token, runner, reply, write.id,
+       acked_runner = ?, reply = COALESCE(?, reply), reply_blob = ?, reply_blob_bytes = ? WHERE id = ?`,
+      now, write.fence, token, runner, typeof reply === "string" ? reply : null, blob?.id ?? null, blob?.bytes ?? null, write.id,
     );
     this.sql.exec(`INSERT INTO message_writes (message_id, key, fence, at) VALUES (?, ?, ?, ?)`, write.id, write.key, write.fence, now);
   }

@@ -64,7 +64,8 @@ export class StepStore {
       .toArray().map((r) => ({ steps: r.steps, bytes: r.bytes ?? 0 }))[0]!;
   }
 
-  save(messageId: number, record: Omit<StepRecord, "at">, now: number): StepRecord {
+  /** `before`: the record this write replaces, if any (its `at` stays). */
+  save(messageId: number, record: Omit<StepRecord, "at">, now: number, before: StepRecord | null): StepRecord {
     // `at` stays the first write's, so the journal keeps the order the steps began in.
     this.sql.exec(
       `INSERT INTO message_steps (message_id, name, kind, status, value, blob, blob_bytes, on_unknown, attempt, token, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -73,7 +74,14 @@ export class StepStore {
       messageId, record.name, record.kind, record.status, record.value, record.blob?.id ?? null, record.blob?.bytes ?? null,
       record.onUnknown, record.attempt, record.token, now,
     );
-    return this.get(messageId, record.name)!;
+    return { ...record, at: before?.at ?? now };
+  }
+
+  /** The effects of one message whose intent has no outcome, in journal order (for pendingAsk). */
+  openIntents(messageId: number): Pick<StepRecord, "name" | "kind" | "status" | "onUnknown">[] {
+    return this.sql.exec<{ name: string; on_unknown: OnUnknown | null }>(
+      `SELECT name, on_unknown FROM message_steps WHERE message_id = ? AND status = 'intent' ORDER BY at, name`, messageId)
+      .toArray().map((r) => ({ name: r.name, kind: "effect", status: "intent", onUnknown: r.on_unknown }));
   }
 
   /** A person said an unknown effect must run again: its intent goes, so the next attempt runs it. */

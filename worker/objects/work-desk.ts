@@ -113,6 +113,7 @@ export function messageView(m: StoredMessage, steps: StepSummary[]): MessageView
     acked_at: m.acked_at,
     acked_fence: m.acked_fence,
     reply: m.reply,
+    reply_blob: m.reply_blob === null ? null : { id: m.reply_blob, bytes: m.reply_blob_bytes ?? 0 },
     token: m.token,
     acked_token: m.acked_token,
     group: m.msg_group,
@@ -127,6 +128,7 @@ export function messageView(m: StoredMessage, steps: StepSummary[]): MessageView
     /** The machine of the runner it was last handed to (it runs, or ran, there). */
     machine: m.machine,
     checkpoint: m.checkpoint === null ? null : (JSON.parse(m.checkpoint) as unknown),
+    checkpoint_blob: m.checkpoint_blob === null ? null : { id: m.checkpoint_blob, bytes: m.checkpoint_blob_bytes ?? 0 },
     resume_input: m.resume_input,
     steps,
     waiting_on: m.status === "parked" ? m.pending_ask : null,

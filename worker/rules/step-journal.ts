@@ -58,11 +58,12 @@ export type StepDecision =
   | { action: "record"; record: Omit<StepRecord, "at"> }
   /** Already done: the stored record stands, the write changes nothing. */
   | { action: "duplicate"; record: StepRecord }
-  | { action: "refuse"; code: "bad_request" | "too_large"; message: string };
+  | { action: "refuse"; code: "bad_request" | "too_large" | "effect_in_progress"; message: string };
 
 /**
  * Decides one journal write of a message attempt whose token was already checked. A done record is
- * final: writing it again (or an intent after it) changes nothing. An effect is a step of its own
+ * final: writing it again (or an intent after it) changes nothing. An intent is written once per
+ * attempt: a second one under the same token is refused. An effect is a step of its own
  * kind under its name; a step and an effect cannot share a name. The journal's size is bounded in
  * records and bytes, so no write can make the message cost more than its budget.
  */
@@ -73,6 +74,10 @@ export function decideStepWrite(
     return { action: "refuse", code: "bad_request", message: `"${write.name}" is recorded as ${existing.kind === "step" ? "a step" : "an effect"}, not as ${write.kind === "step" ? "a step" : "an effect"}` };
   }
   if (existing?.status === "done") return { action: "duplicate", record: existing };
+  if (existing?.status === "intent" && write.phase === "intent" && existing.token === at.token) {
+    // Two calls of one effect in one attempt (Promise.all, a retry wrapper): the first may have acted.
+    return { action: "refuse", code: "effect_in_progress", message: `effect "${write.name}" already began in this attempt and its outcome is not recorded; it does not run twice` };
+  }
   if (write.kind === "step" && write.phase === "intent") {
     return { action: "refuse", code: "bad_request", message: "a step records only its result; intents are for effects" };
   }
@@ -100,12 +105,13 @@ function utf8Bytes(text: string | null): number {
 }
 
 /**
- * The name of an effect whose outcome nobody can know if this attempt ends now: its intent is
- * recorded, its outcome is not, and its policy is to ask. The agent object keeps it on the message
- * so that ending the attempt parks the message for a person instead of running it again.
+ * The effect a person must answer for if this attempt ends now: the first (in journal order) whose
+ * intent is recorded, whose outcome is not, and whose policy is to ask. The agent object keeps it on
+ * the message, so ending the attempt parks the message instead of running it again; with several,
+ * a person answers them one at a time.
  */
-export function pendingAsk(record: Pick<StepRecord, "kind" | "status" | "onUnknown" | "name">): string | null {
-  return record.kind === "effect" && record.status === "intent" && record.onUnknown === "ask" ? record.name : null;
+export function pendingAsk(journal: readonly Pick<StepRecord, "kind" | "status" | "onUnknown" | "name">[]): string | null {
+  return journal.find((r) => r.kind === "effect" && r.status === "intent" && r.onUnknown === "ask")?.name ?? null;
 }
 
 /** What a person decides for an effect whose outcome is unknown: it happened (done), or run it again (redo). */

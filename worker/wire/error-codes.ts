@@ -24,6 +24,7 @@ export const ERROR_CODES = [
   "not_your_message",
   "not_parked",
   "outcome_unknown",
+  "effect_in_progress",
   "no_holder",
   "upgrade_required",
   "not_configured",

@@ -2,7 +2,7 @@
 // the client library validates them on arrival (nothing is cast), and both share the types.
 import * as z from "zod/mini";
 import { ERROR_CODES } from "./protocol.ts";
-import { agentControlsSchema, directoryEntrySchema, directorySummarySchema, presenceSchema } from "./server-frames.ts";
+import { agentControlsSchema, blobRef, directoryEntrySchema, directorySummarySchema, presenceSchema } from "./server-frames.ts";
 
 const count = z.int().check(z.nonnegative());
 
@@ -18,6 +18,8 @@ export const messageViewSchema = z.object({
   acked_at: z.nullable(z.number()),
   acked_fence: z.nullable(count),
   reply: z.nullable(z.string()),
+  /** A reply too large to keep inline (reply is then null): GET …/messages/{id}/blobs/{id} holds its text. */
+  reply_blob: z.nullable(blobRef),
   /** The message's lease token (0 before its first hand-out), and the one that acknowledged it. */
   token: count,
   acked_token: z.nullable(count),
@@ -29,6 +31,8 @@ export const messageViewSchema = z.object({
   /** The machine of the runner it was last handed to. */
   machine: z.nullable(z.string()),
   checkpoint: z.unknown(),
+  /** A checkpoint kept in R2 (checkpoint is then null): GET …/messages/{id}/blobs/{id} holds its JSON. */
+  checkpoint_blob: z.nullable(blobRef),
   resume_input: z.nullable(z.string()),
   /** Why the latest attempt failed or was taken back; how many attempts failed; when a failed one runs again. */
   error: z.nullable(z.string()),
@@ -55,7 +59,7 @@ export const stepViewSchema = z.object({
   attempt: count,
   value: z.unknown(),
   /** A result kept in R2 instead of inline (value is then null): GET …/blobs/{id} holds its JSON. */
-  blob: z.nullable(z.object({ id: z.string(), bytes: count })),
+  blob: z.nullable(blobRef),
   on_unknown: z.nullable(z.enum(["retry", "ask"])),
   /** The key to hand an external API for this effect: the same on every attempt. */
   idempotency_key: z.string(),
@@ -64,7 +68,7 @@ export const stepViewSchema = z.object({
 /** PUT /agents/{agent}/messages/{id}/steps/{name}: what the journal holds now; `duplicate` when it was done already. */
 export const stepWrittenSchema = z.object({
   id: z.int().check(z.gte(1)), token: count, name: z.string(), status: z.enum(["intent", "done"]), duplicate: z.boolean(), value: z.unknown(),
-  blob: z.optional(z.nullable(z.object({ id: z.string(), bytes: count }))),
+  blob: z.optional(z.nullable(blobRef)),
 });
 
 /** PUT /agents/{agent}/messages/{id}/blobs: an uploaded value, staged under the run's token until a write commits it. */

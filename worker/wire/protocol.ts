@@ -50,6 +50,8 @@ export const LIMITS = {
   blobBytes: 16 * 1024 * 1024,
   messageBlobBytes: 64 * 1024 * 1024,
   blobsPerMessage: 64,
+  /** How deep JSON may nest in a frame or a body: deeper values pass the byte budgets but cost every copy between isolates. */
+  jsonDepth: 64,
 } as const;
 
 /** Agent names: 1-63 chars of lowercase letters, digits, '.', '_' or '-', starting with a letter or digit. */
@@ -89,6 +91,8 @@ const stepPhase = z.enum(["intent", "done"]);
 /** A blob id as the coordinator hands it out on upload (b- and 32 hex digits). */
 export const BLOB_ID = /^b-[0-9a-f]{32}$/;
 const blobId = z.string().check(z.regex(BLOB_ID));
+/** A value too large for its frame: uploaded first (PUT …/messages/{id}/blobs), then committed by the write that names it. */
+const blob = z.optional(blobId);
 const onUnknown = z.enum(["retry", "ask"]);
 
 export const clientFrameSchema = z.discriminatedUnion("type", [
@@ -116,11 +120,13 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
     id: messageId,
     token,
     key: z.string().check(z.minLength(1), z.maxLength(LIMITS.idempotencyKeyChars)),
+    /** The reply, or "" with `blob`: a reply over replyTextBytes uploaded first. */
     text: z.string(),
+    blob,
     req,
   }),
   z.strictObject({
-    type: z.literal("checkpoint"), fence: z.optional(fence), id: z.optional(messageId), token: z.optional(token), value: z.unknown(), req,
+    type: z.literal("checkpoint"), fence: z.optional(fence), id: z.optional(messageId), token: z.optional(token), value: z.unknown(), blob, req,
   }),
   // The run failed (non-zero exit, could not start, killed, the handler threw): `reason` says why.
   z.strictObject({ type: z.literal("fail"), id: messageId, token, reason: z.string().check(z.maxLength(LIMITS.failReasonChars)), req }),
@@ -130,12 +136,13 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
     id: messageId,
     token,
     value: z.optional(z.unknown()),
+    blob,
     deadline_seconds: z.optional(z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max))),
     req,
   }),
   // A step's result (phase done), or an effect's intent before it runs and its outcome after (rules/step-journal.ts).
   z.strictObject({
-    type: z.literal("step"), id: messageId, token, name: stepName, kind: stepKind, phase: stepPhase, value: z.optional(z.unknown()), blob: z.optional(blobId),
+    type: z.literal("step"), id: messageId, token, name: stepName, kind: stepKind, phase: stepPhase, value: z.optional(z.unknown()), blob,
     on_unknown: z.optional(onUnknown), req,
   }),
   // The run is alive: its deadline moves a heartbeat timeout on; `details` are kept as its progress.
@@ -173,6 +180,8 @@ export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame>
   const type = (data as Record<string, unknown>).type;
   const reqValue = (data as Record<string, unknown>).req;
   const reqId = typeof reqValue === "string" && reqValue.length <= 64 ? reqValue : undefined;
+  // V8 parses deep JSON fine; copying it between isolates (RPC, storage) does not, so it stops here.
+  if (jsonTooDeep(raw)) return { ok: false, code: "bad_json", message: `JSON nests deeper than ${LIMITS.jsonDepth} levels`, req: reqId };
   if (typeof type !== "string" || !(CLIENT_FRAME_TYPES as readonly string[]).includes(type)) {
     return { ok: false, code: "unknown_type", message: `unknown frame type ${JSON.stringify(type)}`, req: reqId };
   }
@@ -184,7 +193,9 @@ export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame>
   if (frame.type === "reply" && byteLength(frame.text) > LIMITS.replyTextBytes) {
     return { ok: false, code: "too_large", message: `reply text exceeds ${LIMITS.replyTextBytes} bytes`, req: reqId };
   }
-  if ((frame.type === "checkpoint" || (frame.type === "park" && frame.value !== undefined)) && checkpointTooLarge(frame.value)) {
+  const blobbed = blobConflict(frame);
+  if (blobbed) return { ok: false, code: "bad_frame", message: `invalid ${type} frame: ${blobbed}`, req: reqId };
+  if (((frame.type === "checkpoint" && frame.blob === undefined) || (frame.type === "park" && frame.value !== undefined)) && checkpointTooLarge(frame.value)) {
     return { ok: false, code: "too_large", message: `checkpoint exceeds ${LIMITS.checkpointBytes} bytes`, req: reqId };
   }
   const sized = oversizedValue(frame);
@@ -192,6 +203,37 @@ export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame>
   const unfenced = unfencedWrite(frame);
   if (unfenced) return { ok: false, code: "bad_frame", message: `invalid ${type} frame: ${unfenced}`, req: reqId };
   return { ok: true, frame };
+}
+
+/** A value rides inline or as a blob, never both; only a message's own writes may name a blob. */
+function blobConflict(frame: ClientFrame): string | null {
+  if (frame.type === "reply" && frame.blob !== undefined && frame.text !== "") return "a reply is text or a blob, not both";
+  if (frame.type === "checkpoint" && frame.blob !== undefined) {
+    if (frame.token === undefined) return "only a message checkpoint (id and token) may be a blob";
+    if (frame.value !== undefined) return "a checkpoint is a value or a blob, not both";
+  }
+  if (frame.type === "park" && frame.blob !== undefined && frame.value !== undefined) return "a park's checkpoint is a value or a blob, not both";
+  return null;
+}
+
+/**
+ * Whether JSON text nests deeper than LIMITS.jsonDepth: one pass over the text, before it is parsed.
+ * Brackets inside strings do not count.
+ */
+export function jsonTooDeep(text: string, max: number = LIMITS.jsonDepth): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: the next character is escaped
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) {
+      if (++depth > max) return true;
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return false;
 }
 
 /** A write must say which lease it is made under: a message token, or the serve fence. */

@@ -106,6 +106,9 @@ const messageId = z.int().check(z.gte(1));
 const token = z.int().check(z.gte(1));
 const req = z.optional(z.string());
 
+/** A value kept in R2 instead of inline: its blob id and size. */
+export const blobRef = z.object({ id: z.string(), bytes: count });
+
 /** One record of a message's step journal, as its runner gets it (rules/step-journal.ts). */
 const journalEntry = z.object({
   name: z.string(),
@@ -114,7 +117,7 @@ const journalEntry = z.object({
   status: z.enum(["intent", "done"]),
   value: z.optional(z.unknown()),
   /** A result too large to ride inline: GET /agents/{agent}/messages/{id}/blobs/{id} holds its JSON. */
-  blob: z.optional(z.object({ id: z.string(), bytes: count })),
+  blob: z.optional(blobRef),
   on_unknown: z.nullable(z.enum(["retry", "ask"])),
   attempt: count,
 });
@@ -136,6 +139,8 @@ export const messageFrameSchema = z.object({
   run_timeout_ms: z.optional(z.number().check(z.positive())),
   /** On a run copy: the message's checkpoint from an earlier attempt, if one was saved. */
   checkpoint: z.optional(z.unknown()),
+  /** On a run copy: a checkpoint too large to ride inline, kept in R2 (GET …/messages/{id}/blobs/{id} holds its JSON). */
+  checkpoint_blob: z.optional(blobRef),
   /** On a run copy after a resume: the input the resume carried. */
   resume_input: z.optional(z.nullable(z.string())),
   group: z.optional(z.nullable(z.string())),
@@ -166,7 +171,7 @@ const resultFrames = [
   /** step: what the journal holds for `name` now; `duplicate` when it was done already (its stored `value` stands). */
   z.object({
     type: z.literal("result"), op: z.literal("step"), req, id: messageId, token, name: z.string(), status: z.enum(["intent", "done"]),
-    duplicate: z.boolean(), value: z.optional(z.unknown()), blob: z.optional(z.nullable(z.object({ id: z.string(), bytes: count }))),
+    duplicate: z.boolean(), value: z.optional(z.unknown()), blob: z.optional(z.nullable(blobRef)),
   }),
   /** heartbeat: the run's deadline now (server ms). */
   z.object({ type: z.literal("result"), op: z.literal("heartbeat"), req, id: messageId, token, expires_at: z.nullable(millis) }),
