@@ -3,10 +3,11 @@
 // the next attempt as a blob reference and read back byte for byte; an upload from the wrong run
 // or over budget leaves nothing in R2; a blob uploaded under an earlier
 // token cannot be committed; a pruned message's blobs are deleted from R2.
-import { env, SELF } from "cloudflare:test";
+import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { BASE, call, claimant, DEV_TOKEN, message, post, sleep, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { BASE, call, claimant, DEV_TOKEN, message, post, sleep, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 
 const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id);
 
@@ -105,5 +106,75 @@ describe("large values in R2", () => {
     for (let i = 0; i < 21; i++) await post(agent, `later ${i}`);
     for (let i = 0; i < 40 && (await mine()).length > 0; i++) await sleep(50);
     expect(await mine()).toEqual([]);
+  });
+
+  it("a 10 MiB message checkpoint is a committed blob handed to the next attempt; the checkpoint it replaces is deleted from R2", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "work");
+    const m = await run(a.sock, id);
+    const body = bigJson(10 * 1024 * 1024);
+    const first = (await (await upload(agent, m, body)).json()) as { blob: string };
+    expect(await write(a.sock, { type: "checkpoint", id, token: m.token, blob: first.blob })).toMatchObject({ op: "checkpoint", id });
+    expect(await message(agent, id)).toMatchObject({ checkpoint: null, checkpoint_blob: { id: first.blob, bytes: body.byteLength } });
+    const second = (await (await upload(agent, m, bigJson(100 * 1024))).json()) as { blob: string };
+    expect(await write(a.sock, { type: "park", id, token: m.token, blob: second.blob })).toMatchObject({ op: "park" });
+    for (let i = 0; i < 40 && (await r2Keys()).some((k) => k.endsWith(first.blob)); i++) await sleep(50);
+    expect((await r2Keys()).filter((k) => k.endsWith(first.blob))).toEqual([]);
+    expect((await call("POST", `/agents/${agent}/messages/${id}/resume`, { input: "go on" })).status).toBe(200);
+    const again = await run(a.sock, id);
+    expect(again).toMatchObject({ attempt: 2, checkpoint_blob: { id: second.blob, bytes: 100 * 1024 } });
+    expect(again.checkpoint).toBeUndefined();
+    const read = await SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/blobs/${second.blob}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    expect((await read.arrayBuffer()).byteLength).toBe(100 * 1024);
+  });
+
+  it("a 10 MiB reply is a blob: the message view names it and it reads back whole; a blob and text together are refused", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "write a book");
+    const m = await run(a.sock, id);
+    const body = new TextEncoder().encode("chapter\n".repeat(10 * 1024 * 1024 / 8));
+    const staged = (await (await upload(agent, m, body)).json()) as { blob: string };
+    expect(await write(a.sock, { type: "reply", id, token: m.token, key: `${id}:reply`, text: "x", blob: staged.blob })).toMatchObject({ type: "error", code: "bad_frame" });
+    expect(await write(a.sock, { type: "reply", id, token: m.token, key: `${id}:reply`, text: "", blob: staged.blob })).toMatchObject({ op: "reply", duplicate: false });
+    expect(await message(agent, id)).toMatchObject({ status: "acknowledged", reply: null, reply_blob: { id: staged.blob, bytes: body.byteLength } });
+    const read = await SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/blobs/${staged.blob}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    const back = new Uint8Array(await read.arrayBuffer());
+    expect(back.byteLength).toBe(body.byteLength);
+    expect(back.every((v, i) => v === body[i])).toBe(true);
+  });
+
+  it("an upload that R2 stored after its message was pruned is deleted from R2, not kept", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "work");
+    const m = await run(a.sock, id);
+    const stub = stubFor(agent);
+    const room = await runInDurableObject(stub, (o: AgentCoordinator) => o.reserveBlob(id, m.token!, m.run_key!, 5));
+    if (!room.ok) throw new Error(room.message);
+    // The message goes while the bytes stream (pruned from history), then R2 finishes storing them.
+    await runInDurableObject(stub, (_o, state) => {
+      state.storage.sql.exec(`DELETE FROM message_blobs WHERE message_id = ?`, id);
+    });
+    await env.BLOBS!.put(room.r2Key, "hello");
+    const staged = await runInDurableObject(stub, (o: AgentCoordinator) => o.stageBlob(id, m.token!, m.run_key!, room.blob, true));
+    expect(staged.ok).toBe(false);
+    for (let i = 0; i < 40 && (await r2Keys()).includes(room.r2Key); i++) await sleep(50);
+    expect(await r2Keys()).not.toContain(room.r2Key);
+  });
+
+  it("uploads of an earlier attempt that nothing committed are deleted when the next attempt reserves room", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "work");
+    const first = await run(a.sock, id);
+    const orphan = (await (await upload(agent, first, bigJson(64 * 1024))).json()) as { blob: string };
+    a.sock.close();
+    const b = await claimant(agent, "b");
+    const second = await run(b.sock, id);
+    expect((await upload(agent, second, bigJson(1024))).status).toBe(201);
+    for (let i = 0; i < 40 && (await r2Keys()).some((k) => k.endsWith(orphan.blob)); i++) await sleep(50);
+    expect((await r2Keys()).filter((k) => k.endsWith(orphan.blob))).toEqual([]);
   });
 });

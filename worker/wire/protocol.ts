@@ -126,7 +126,7 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
     req,
   }),
   z.strictObject({
-    type: z.literal("checkpoint"), fence: z.optional(fence), id: z.optional(messageId), token: z.optional(token), value: z.unknown(), blob, req,
+    type: z.literal("checkpoint"), fence: z.optional(fence), id: z.optional(messageId), token: z.optional(token), value: z.optional(z.unknown()), blob, req,
   }),
   // The run failed (non-zero exit, could not start, killed, the handler threw): `reason` says why.
   z.strictObject({ type: z.literal("fail"), id: messageId, token, reason: z.string().check(z.maxLength(LIMITS.failReasonChars)), req }),
@@ -212,6 +212,7 @@ function blobConflict(frame: ClientFrame): string | null {
     if (frame.token === undefined) return "only a message checkpoint (id and token) may be a blob";
     if (frame.value !== undefined) return "a checkpoint is a value or a blob, not both";
   }
+  if (frame.type === "checkpoint" && frame.blob === undefined && frame.value === undefined) return "a checkpoint needs a value or a blob";
   if (frame.type === "park" && frame.blob !== undefined && frame.value !== undefined) return "a park's checkpoint is a value or a blob, not both";
   return null;
 }
