@@ -82,7 +82,22 @@ function fail(err: unknown): never {
   } else {
     process.stderr.write(`baton: internal error (please report it): ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   }
-  process.exit(err instanceof CLIError ? err.exitCode : EXIT.failure);
+  return exitFlushed(err instanceof CLIError ? err.exitCode : EXIT.failure);
+}
+
+/**
+ * Exits once everything written so far reached its reader: a pipe's writes are queued when the
+ * reader is slower (seen: `baton show` of a 3 MiB reply cut at 430 KiB by an immediate exit).
+ */
+function exitFlushed(code: number): never {
+  let waiting = 2;
+  const done = () => {
+    if (--waiting === 0) process.exit(code);
+  };
+  process.stdout.write("", done);
+  process.stderr.write("", done);
+  setTimeout(() => process.exit(code), 30_000).unref();
+  return undefined as never;
 }
 
 function usagePath(): string {
@@ -93,5 +108,4 @@ function usagePath(): string {
 
 process.on("uncaughtException", fail);
 process.on("unhandledRejection", fail);
-// Linux writes to pipes and files synchronously, so nothing printed is lost by exiting here.
-main(process.argv.slice(2)).then((code) => process.exit(code), fail);
+main(process.argv.slice(2)).then(exitFlushed, fail);

@@ -8,7 +8,7 @@ export { observe } from "./observe.ts";
 export { drain, pause, undrain, unpause } from "./controls.ts";
 export type { AgentControls } from "./controls.ts";
 export type { ObserveHandle, ObserveOptions, ObserveStatus } from "./observe.ts";
-export { RunJournal, runProofFromEnv } from "./run-journal.ts";
+export { replyText, RunJournal, runProofFromEnv } from "./run-journal.ts";
 export type { RunProof } from "./run-journal.ts";
 export { withSessionLease } from "./session-lease.ts";
 export type { SessionLease, SessionLeaseEvent, SessionLeaseOptions } from "./session-lease.ts";

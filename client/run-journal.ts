@@ -3,7 +3,8 @@
 // any language. The run key serve hands its command (BATON_RUN_KEY) stands for the connection, so a
 // write is honoured only while that hand-out is the message's current one.
 import {
-  blobStagedSchema, errorBodySchema, heartbeatAnswerSchema, stepViewSchema, stepWrittenSchema, type BlobStaged, type HeartbeatAnswer, type StepView, type StepWritten,
+  blobStagedSchema, errorBodySchema, heartbeatAnswerSchema, stepViewSchema, stepWrittenSchema, type BlobStaged, type HeartbeatAnswer, type MessageView, type StepView,
+  type StepWritten,
 } from "../worker/wire/http-responses.ts";
 import type { OnUnknown } from "../worker/wire/protocol.ts";
 import { CoordinatorError } from "./errors.ts";
@@ -88,4 +89,10 @@ export async function downloadBlob(conn: Connection, agent: string, id: number, 
   if (res.ok) return new Uint8Array(await res.arrayBuffer());
   const body = errorBodySchema.safeParse(await res.json().catch(() => null));
   throw refusal(conn, res.status, body.success ? body.data : null);
+}
+
+/** A finished message's reply: inline, or read back from R2 when it was too large to keep inline. */
+export async function replyText(conn: Connection, agent: string, view: Pick<MessageView, "id" | "reply" | "reply_blob">): Promise<string | null> {
+  if (view.reply_blob === null) return view.reply;
+  return new TextDecoder().decode(await downloadBlob(conn, agent, view.id, view.reply_blob.id));
 }

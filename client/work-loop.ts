@@ -93,7 +93,6 @@ export type ServeEvent =
   | { type: "handler_failed"; id: number; error: unknown }
   | { type: "refused"; frame: ClientFrame["type"]; code: ErrorCode; message: string }
   | { type: "unconfirmed"; frame: ClientFrame["type"]; reason: string }
-  | { type: "reply_truncated"; id: number; bytes: number }
   | { type: "coordinator_error"; code: ErrorCode; message: string }
   | { type: "released" };
 
@@ -131,6 +130,8 @@ interface Run {
   beatTimer: ReturnType<typeof setTimeout> | null;
   parked: boolean;
   journal: Map<string, JournalEntry>;
+  /** Steps and effects of this attempt still running, by name: a second call of one shares the first's result. */
+  inflight: Map<string, Promise<unknown>>;
 }
 
 export class WorkLoop {
@@ -202,7 +203,7 @@ export class WorkLoop {
     if (!deps.mayRun()) return;
     const fence = deps.fence();
     const run: Run = {
-      msg, controller: new AbortController(), timer: null, beatTimer: null, parked: false, journal: new Map((msg.steps ?? []).map((e) => [e.name, e])),
+      msg, controller: new AbortController(), timer: null, beatTimer: null, parked: false, journal: new Map((msg.steps ?? []).map((e) => [e.name, e])), inflight: new Map(),
     };
     if (this.replied.has(writeKey(msg))) {
       await this.post({ type: "ack", id: msg.id, ...this.lease(msg, fence), req: deps.nextReq() }, run);
@@ -218,14 +219,24 @@ export class WorkLoop {
     this.armHeartbeatClock(run, Date.now());
     this.running.set(msg.id, run);
     const signal = run.controller.signal;
+    let messageCheckpoint: unknown = msg.checkpoint ?? null;
+    try {
+      if (msg.checkpoint_blob) messageCheckpoint = await this.readJson(msg.id, msg.checkpoint_blob.id, "checkpoint");
+    } catch (error) {
+      this.finish(run);
+      if (signal.aborted) return;
+      deps.event({ type: "handler_failed", id: msg.id, error });
+      await this.post({ type: "fail", id: msg.id, token: this.token(msg), reason: `the message's checkpoint could not be read: ${errorText(error)}`, req: deps.nextReq() }, run);
+      return;
+    }
     const ctx: MessageContext = {
       signal,
       fence,
       token: msg.token ?? null,
       checkpoint: this.checkpointValue,
-      messageCheckpoint: msg.checkpoint ?? null,
+      messageCheckpoint,
       saveCheckpoint: (value) => this.saveCheckpoint({ type: "checkpoint", fence, value }, run, value, true),
-      saveMessageCheckpoint: (value) => this.saveCheckpoint({ type: "checkpoint", id: msg.id, token: this.token(msg), value }, run, value, false),
+      saveMessageCheckpoint: (value) => this.saveMessageCheckpoint(run, value),
       park: (options = {}) => this.park(run, options),
       step: (name, fn) => this.step(run, name, fn),
       effect: (name, fn, options = {}) => this.effect(run, name, fn, options.onUnknown ?? "ask"),
@@ -243,22 +254,45 @@ export class WorkLoop {
       if (signal.aborted || run.parked) return;
       deps.event({ type: "handler_failed", id: msg.id, error });
       // A run that fails is a failed attempt, never a reply: the coordinator retries it after a backoff.
-      const reason = truncateUtf8(error instanceof Error ? error.message : String(error), LIMITS.failReasonChars);
-      await this.post({ type: "fail", id: msg.id, token: this.token(msg), reason, req: deps.nextReq() }, run);
+      await this.post({ type: "fail", id: msg.id, token: this.token(msg), reason: errorText(error), req: deps.nextReq() }, run);
       return;
     } finally {
-      if (run.timer) clearTimeout(run.timer);
-      if (run.beatTimer) clearTimeout(run.beatTimer);
-      if (this.running.get(msg.id) === run) this.running.delete(msg.id);
+      this.finish(run);
     }
     if (signal.aborted || run.parked) return;
-    const full = reply ?? "";
-    const text = truncateUtf8(full, LIMITS.replyTextBytes);
-    if (text.length < full.length) deps.event({ type: "reply_truncated", id: msg.id, bytes: LIMITS.replyTextBytes });
-    const frame = { type: "reply" as const, id: msg.id, ...this.lease(msg, fence), key: `${msg.id}:reply`, text, req: deps.nextReq() };
-    if ((await this.postOrAnswer(frame, run)) !== "ok") return;
+    const text = reply ?? "";
+    let body: { text: string } | { text: ""; blob: string };
+    try {
+      body = await this.replyBody(run, text);
+    } catch (error) {
+      if (signal.aborted) return;
+      deps.event({ type: "handler_failed", id: msg.id, error });
+      await this.post({ type: "fail", id: msg.id, token: this.token(msg), reason: errorText(error), req: deps.nextReq() }, run);
+      return;
+    }
+    const frame = { type: "reply" as const, id: msg.id, ...this.lease(msg, fence), key: `${msg.id}:reply`, ...body, req: deps.nextReq() };
+    const answer = await this.postOrAnswer(frame, run);
+    if (answer instanceof CoordinatorError && answer.code === "outcome_unknown") {
+      // An effect of this attempt began and never recorded its outcome: the attempt fails, and the message waits for a person.
+      await this.post({ type: "fail", id: msg.id, token: this.token(msg), reason: truncateUtf8(answer.message, LIMITS.failReasonChars), req: deps.nextReq() }, run);
+      return;
+    }
+    if (answer !== "ok") return;
     this.replied.add(writeKey(msg));
     deps.event({ type: "ran", id: msg.id, attempt: msg.attempt, fence, token: msg.token ?? null });
+  }
+
+  private finish(run: Run): void {
+    if (run.timer) clearTimeout(run.timer);
+    if (run.beatTimer) clearTimeout(run.beatTimer);
+    if (this.running.get(run.msg.id) === run) this.running.delete(run.msg.id);
+  }
+
+  /** A reply rides inline up to its frame limit; a larger one is uploaded first (R2), and one over the blob limit fails the run. */
+  private async replyBody(run: Run, text: string): Promise<{ text: string } | { text: ""; blob: string }> {
+    const bytes = new TextEncoder().encode(text);
+    if (bytes.byteLength <= LIMITS.replyTextBytes) return { text };
+    return { text: "", blob: await this.upload(run, bytes, "a reply") };
   }
 
   /** What a write for this message carries: its lease token. */
@@ -269,6 +303,23 @@ export class WorkLoop {
   private token(msg: MessageFrame): number {
     if (msg.token === undefined) throw new CoordinatorError("this coordinator has no per-message leases", 0, null);
     return msg.token;
+  }
+
+  /** A message checkpoint rides inline up to its frame limit; a larger one is uploaded first (R2). */
+  private async saveMessageCheckpoint(run: Run, value: unknown): Promise<void> {
+    const blob = await this.checkpointBlob(run, value);
+    const frame = { type: "checkpoint" as const, id: run.msg.id, token: this.token(run.msg), ...(blob === null ? { value } : { blob }) };
+    const answer = await this.postOrAnswer({ ...frame, req: this.deps.nextReq() }, run, false);
+    if (answer === "stale") throw new LeaseLostError("the lease was lost before the checkpoint was stored", "lapsed");
+    if (answer instanceof Error) throw answer;
+  }
+
+  /** The blob a large message checkpoint was uploaded as, or null when it rides inline. */
+  private async checkpointBlob(run: Run, value: unknown): Promise<string | null> {
+    if (value === undefined) throw new TypeError("a checkpoint is a JSON value, not undefined");
+    const json = JSON.stringify(value);
+    const bytes = new TextEncoder().encode(json);
+    return bytes.byteLength <= LIMITS.checkpointBytes ? null : this.upload(run, bytes, "a checkpoint");
   }
 
   private async saveCheckpoint(frame: ClientFrame, run: Run, value: unknown, agentLevel: boolean): Promise<void> {
@@ -282,12 +333,10 @@ export class WorkLoop {
 
   private async park(run: Run, options: { checkpoint?: unknown; deadlineSeconds?: number }): Promise<void> {
     const token = this.token(run.msg);
-    if (options.checkpoint !== undefined && checkpointTooLarge(options.checkpoint)) {
-      throw new RangeError(`a checkpoint is JSON of at most ${LIMITS.checkpointBytes} bytes`);
-    }
+    const blob = options.checkpoint === undefined ? null : await this.checkpointBlob(run, options.checkpoint);
     const frame = {
       type: "park" as const, id: run.msg.id, token, req: this.deps.nextReq(),
-      ...(options.checkpoint === undefined ? {} : { value: options.checkpoint }),
+      ...(options.checkpoint === undefined ? {} : blob === null ? { value: options.checkpoint } : { blob }),
       ...(options.deadlineSeconds === undefined ? {} : { deadline_seconds: options.deadlineSeconds }),
     };
     const answer = await this.postOrAnswer(frame, run);
@@ -324,40 +373,55 @@ export class WorkLoop {
     return answer.expires_at;
   }
 
-  private async step<T>(run: Run, name: string, fn: () => Promise<T> | T): Promise<T> {
-    checkStepName(name);
-    const done = run.journal.get(name);
-    if (done?.kind === "effect") throw new TypeError(`"${name}" is recorded as an effect; a step needs a name of its own`);
-    if (done?.status === "done") return this.valueOf(run, done) as Promise<T>;
-    this.throwIfStopped(run);
-    const value = await fn();
-    return this.record(run, { name, kind: "step", phase: "done", value }) as Promise<T>;
+  private step<T>(run: Run, name: string, fn: () => Promise<T> | T): Promise<T> {
+    return this.once(run, name, async () => {
+      const done = run.journal.get(name);
+      if (done?.kind === "effect") throw new TypeError(`"${name}" is recorded as an effect; a step needs a name of its own`);
+      if (done?.status === "done") return this.valueOf(run, done) as Promise<T>;
+      this.throwIfStopped(run);
+      const value = await fn();
+      return (await this.record(run, { name, kind: "step", phase: "done", value })).value as T;
+    });
   }
 
-  private async effect<T>(
+  private effect<T>(
     run: Run, name: string, fn: (effect: { key: string; signal: AbortSignal }) => Promise<T> | T, onUnknown: OnUnknown,
   ): Promise<T> {
+    return this.once(run, name, async () => {
+      const known = run.journal.get(name);
+      if (known?.kind === "step") throw new TypeError(`"${name}" is recorded as a step; an effect needs a name of its own`);
+      if (known?.status === "done") return this.valueOf(run, known) as Promise<T>;
+      this.throwIfStopped(run);
+      // The intent is durable before the effect runs, so a successor knows it may have happened.
+      const began = await this.record(run, { name, kind: "effect", phase: "intent", onUnknown });
+      if (began.status === "done") return began.value as T;
+      if (known?.status === "intent" && onUnknown === "ask") {
+        // An earlier attempt began it with another policy; with "ask", failing this attempt parks the message for a person.
+        throw new Error(`${unknownOutcomeReason(name)}; a person decides: baton resume ${this.deps.agent} ${run.msg.id} --done | --redo`);
+      }
+      const value = await fn({ key: idempotencyKey(this.deps.agent, run.msg.id, name), signal: run.controller.signal });
+      return (await this.record(run, { name, kind: "effect", phase: "done", value, onUnknown })).value as T;
+    });
+  }
+
+  /** One call per name at a time in an attempt: a second, concurrent call (Promise.all, a retry wrapper) gets the first one's result. */
+  private once<T>(run: Run, name: string, body: () => Promise<T>): Promise<T> {
     checkStepName(name);
-    const known = run.journal.get(name);
-    if (known?.kind === "step") throw new TypeError(`"${name}" is recorded as a step; an effect needs a name of its own`);
-    if (known?.status === "done") return this.valueOf(run, known) as Promise<T>;
-    this.throwIfStopped(run);
-    // The intent is durable before the effect runs, so a successor knows it may have happened.
-    await this.record(run, { name, kind: "effect", phase: "intent", onUnknown });
-    if (known?.status === "intent" && onUnknown === "ask") {
-      // An earlier attempt began it with another policy; with "ask", failing this attempt parks the message for a person.
-      throw new Error(`${unknownOutcomeReason(name)}; a person decides: baton resume ${this.deps.agent} ${run.msg.id} --done | --redo`);
-    }
-    const value = await fn({ key: idempotencyKey(this.deps.agent, run.msg.id, name), signal: run.controller.signal });
-    return this.record(run, { name, kind: "effect", phase: "done", value, onUnknown }) as Promise<T>;
+    const running = run.inflight.get(name);
+    if (running) return running as Promise<T>;
+    const call = body().finally(() => run.inflight.delete(name));
+    run.inflight.set(name, call);
+    return call;
   }
 
   /** Writes one journal record under the message's token; resolves with what the journal holds for it. */
-  private async record(run: Run, write: { name: string; kind: "step" | "effect"; phase: "intent" | "done"; value?: unknown; onUnknown?: OnUnknown }): Promise<unknown> {
+  private async record(
+    run: Run, write: { name: string; kind: "step" | "effect"; phase: "intent" | "done"; value?: unknown; onUnknown?: OnUnknown },
+  ): Promise<{ status: "intent" | "done"; value: unknown }> {
     const json = JSON.stringify(write.value === undefined ? null : write.value) ?? "null";
     const bytes = new TextEncoder().encode(json);
     const inline = write.phase !== "done" || bytes.byteLength <= LIMITS.stepValueBytes;
-    const result = write.phase !== "done" ? {} : inline ? { value: JSON.parse(json) as unknown } : { blob: await this.upload(run, bytes) };
+    const result = write.phase !== "done" ? {} : inline ? { value: JSON.parse(json) as unknown } : { blob: await this.upload(run, bytes, "a step's result") };
     const frame = {
       type: "step" as const, id: run.msg.id, token: this.token(run.msg), name: write.name, kind: write.kind, phase: write.phase, req: this.deps.nextReq(),
       ...result, ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }),
@@ -369,23 +433,25 @@ export class WorkLoop {
       ...(answer.blob ? { blob: answer.blob } : {}),
     };
     run.journal.set(write.name, entry);
-    return answer.status === "done" ? this.valueOf(run, entry) : null;
+    return { status: answer.status, value: answer.status === "done" ? await this.valueOf(run, entry) : null };
   }
 
-  /** A result over the frame's inline limit goes to the coordinator's R2 first; the step write then commits it. */
-  private async upload(run: Run, bytes: Uint8Array): Promise<string> {
-    if (bytes.byteLength > LIMITS.blobBytes) throw new RangeError(`a step's result is JSON of at most ${LIMITS.blobBytes} bytes`);
-    if (!this.deps.blobs || run.msg.run_key === undefined) throw new RangeError(`a step's result over ${LIMITS.stepValueBytes} bytes needs a coordinator with large values`);
+  /** A value over its frame's inline limit goes to the coordinator's R2 first; the write that names it then commits it. */
+  private async upload(run: Run, bytes: Uint8Array, what: string): Promise<string> {
+    if (bytes.byteLength > LIMITS.blobBytes) throw new RangeError(`${what} is at most ${LIMITS.blobBytes} bytes, got ${bytes.byteLength}`);
+    if (!this.deps.blobs || run.msg.run_key === undefined) throw new RangeError(`${what} of ${bytes.byteLength} bytes needs a coordinator with large values (R2)`);
     this.throwIfStopped(run);
     return this.deps.blobs.upload({ agent: this.deps.agent, id: run.msg.id, token: this.token(run.msg), runKey: run.msg.run_key }, bytes);
   }
 
   /** A recorded result: inline, or read back from the coordinator's R2. */
   private async valueOf(run: Run, entry: JournalEntry): Promise<unknown> {
-    if (!entry.blob) return entry.value;
-    if (!this.deps.blobs) throw new RangeError(`step ${entry.name}'s result is a blob and this runner cannot read blobs`);
-    const bytes = await this.deps.blobs.download(run.msg.id, entry.blob.id);
-    return JSON.parse(new TextDecoder().decode(bytes)) as unknown;
+    return entry.blob ? this.readJson(run.msg.id, entry.blob.id, `step ${entry.name}'s result`) : entry.value;
+  }
+
+  private async readJson(id: number, blob: string, what: string): Promise<unknown> {
+    if (!this.deps.blobs) throw new RangeError(`${what} is a blob and this runner cannot read blobs`);
+    return JSON.parse(new TextDecoder().decode(await this.deps.blobs.download(id, blob))) as unknown;
   }
 
   private throwIfStopped(run: Run): void {
@@ -445,6 +511,10 @@ export class WorkLoop {
 
 function checkStepName(name: string): void {
   if (!STEP_NAME.test(name)) throw new TypeError(`step names are 1-${LIMITS.stepNameChars} letters, digits, '.', '_', ':' or '-', got ${JSON.stringify(name)}`);
+}
+
+function errorText(error: unknown): string {
+  return truncateUtf8(error instanceof Error ? error.message : String(error), LIMITS.failReasonChars);
 }
 
 function writeKey(msg: MessageFrame): string {

@@ -37,6 +37,10 @@ export default defineCommand({
       process.stdout.write(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${where}${lease}  ${oneLine(m.text)}\n`);
       if (m.steps.length > 0) process.stdout.write(`       steps: ${oneLine(m.steps.map((s) => `${s.name} ${s.status === "done" ? "done" : "unknown"}`).join(", "), REPLY_CHARS)}\n`);
       if (m.reply !== null) process.stdout.write(`       reply: ${oneLine(m.reply, REPLY_CHARS)}\n`);
+      if (m.reply_blob !== null) {
+        process.stdout.write(`       reply: ${m.reply_blob.bytes} bytes, kept in R2\n`);
+        shortened = true;
+      }
       // Why it failed, or why its last attempt did while it is tried again.
       if (m.error && (m.status === "failed" || m.status === "queued")) {
         const again = m.status === "queued" && m.retry_at !== null ? ` (tried again from ${new Date(m.retry_at).toISOString()})` : "";

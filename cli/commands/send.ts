@@ -1,6 +1,7 @@
 // `baton send AGENT TEXT [--wait]`: posts a message for the agent; with --wait, prints its reply,
 // saying so when nobody serves the agent (the message then waits in the queue).
 import { requestJson, type Connection } from "../../client/http.ts";
+import { replyText } from "../../client/run-journal.ts";
 import { messageViewSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
@@ -54,7 +55,7 @@ export default defineCommand({
     for (;;) {
       const m = await requestJson(conn, "GET", `/agents/${agent}/messages/${sent.id}`, messageViewSchema);
       if (m.status === "acknowledged") {
-        process.stdout.write(options.json ? `${JSON.stringify(m)}\n` : (m.reply ?? ""));
+        process.stdout.write(options.json ? `${JSON.stringify(m)}\n` : ((await replyText(conn, agent, m)) ?? ""));
         return;
       }
       if (m.status === "failed") {

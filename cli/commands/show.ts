@@ -2,6 +2,7 @@
 // reply, why it failed, its checkpoint and resume input, its steps, and the question a person must
 // answer when an effect's outcome is unknown.
 import { requestJson } from "../../client/http.ts";
+import { replyText } from "../../client/run-journal.ts";
 import { messageViewSchema, type MessageView } from "../../worker/wire/http-responses.ts";
 import { unknownOutcomeReason } from "../../worker/wire/protocol.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
@@ -19,7 +20,8 @@ export default defineCommand({
   async run({ args, options }) {
     const agent = agentName(args[0]!);
     const id = numberOption(args[1]!, "ID", { min: 1, max: Number.MAX_SAFE_INTEGER, integer: true });
-    const m = await requestJson(resolveConnection(options), "GET", `/agents/${agent}/messages/${id}`, messageViewSchema);
+    const conn = resolveConnection(options);
+    const m = await requestJson(conn, "GET", `/agents/${agent}/messages/${id}`, messageViewSchema);
     if (options.json) {
       process.stdout.write(`${JSON.stringify(m)}\n`);
       return;
@@ -39,11 +41,13 @@ export default defineCommand({
       ...(m.error ? [`  ${m.status === "failed" ? "failed     " : "last error "} ${m.error}`] : []),
       ...(m.resume_input !== null ? [`  resumed with ${JSON.stringify(m.resume_input)}`] : []),
       ...(m.checkpoint !== null ? [`  checkpoint  ${JSON.stringify(m.checkpoint)}`] : []),
+      ...(m.checkpoint_blob !== null ? [`  checkpoint  ${m.checkpoint_blob.bytes} B in R2 (blob ${m.checkpoint_blob.id})`] : []),
       ...(m.steps.length > 0 ? [`  steps       ${m.steps.map(describeStep).join(", ")}`] : []),
       "  text",
       ...m.text.split("\n").map((l) => `    ${l}`),
-      ...(m.reply !== null ? ["  reply", ...m.reply.replace(/\n$/, "").split("\n").map((l) => `    ${l}`)] : []),
     ];
+    const reply = await replyText(conn, agent, m);
+    if (reply !== null) lines.push("  reply", ...reply.replace(/\n$/, "").split("\n").map((l) => `    ${l}`));
     process.stdout.write(`${lines.join("\n")}\n`);
   },
 });

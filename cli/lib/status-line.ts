@@ -44,8 +44,6 @@ export function describeEvent(e: ServeEvent): string {
       return `${e.frame} refused by the coordinator (${e.code}): ${e.message}`;
     case "unconfirmed":
       return `${e.frame} not confirmed: ${e.reason}`;
-    case "reply_truncated":
-      return `reply to message ${e.id} truncated to ${e.bytes} bytes`;
     case "coordinator_error":
       return `coordinator error (${e.code}): ${e.message}`;
     case "released":

@@ -268,4 +268,77 @@ describe("durable steps through the client library", () => {
     expect(pays).toBe(1);
     await Promise.all(handles.splice(0).map((h) => h.stop()));
   });
+
+  it("a 2 MiB message checkpoint and a 3 MiB reply go through R2: the successor resumes from the checkpoint, send --wait prints the reply whole", async () => {
+    const agent = uniqueAgent("libckpt");
+    const seen: unknown[] = [];
+    const chapters = "x".repeat(2 * 1024 * 1024);
+    const handler: MessageHandler = async (_m, ctx) => {
+      seen.push(ctx.messageCheckpoint);
+      if (ctx.messageCheckpoint === null) {
+        await ctx.saveMessageCheckpoint({ chapters });
+        await new Promise((r) => ctx.signal.addEventListener("abort", r));
+        return;
+      }
+      return "r".repeat(3 * 1024 * 1024);
+    };
+    const a = open(agent, "a", handler);
+    await until(() => a.status.kind === "holder", "a holds");
+    const b = open(agent, "b", handler);
+    await until(() => b.status.kind === "standby", "b stands by");
+    const id = await postMessage(fx.dev.url, agent, "go");
+    const saved = await waitForMessage(fx.dev.url, agent, id, (m) => (m as { checkpoint_blob?: unknown }).checkpoint_blob != null, 20_000);
+    expect(saved as unknown).toMatchObject({ checkpoint: null, checkpoint_blob: { bytes: JSON.stringify({ chapters }).length } });
+    await a.stop();
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done as unknown).toMatchObject({ reply: null, reply_blob: { bytes: 3 * 1024 * 1024 } });
+    expect(seen).toEqual([null, { chapters }]);
+    const show = runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url });
+    expect(show.code).toBe(0);
+    expect(show.stdout).toContain("r".repeat(1000));
+    expect(show.stdout.length).toBeGreaterThan(3 * 1024 * 1024);
+    await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
+
+  it("two concurrent calls of one effect run it once and both get its outcome", async () => {
+    const agent = uniqueAgent("libonce");
+    let pays = 0;
+    const handler: MessageHandler = async (_m, ctx) => {
+      const pay = () => ctx.effect("pay", async () => {
+        pays++;
+        await new Promise((r) => setTimeout(r, 100));
+        return { receipt: pays };
+      });
+      const [one, two] = await Promise.all([pay(), pay()]);
+      return JSON.stringify([one, two]);
+    };
+    open(agent, "a", handler);
+    const id = await postMessage(fx.dev.url, agent, "go");
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done.reply).toBe(JSON.stringify([{ receipt: 1 }, { receipt: 1 }]));
+    expect(pays).toBe(1);
+    await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
+
+  it("a handler that catches an effect's failure and replies anyway does not finish the message: it parks for a person", async () => {
+    const agent = uniqueAgent("libcaught");
+    let pays = 0;
+    const handler: MessageHandler = async (_m, ctx) => {
+      try {
+        await ctx.effect("pay", () => {
+          pays++;
+          throw new Error("connection reset while charging");
+        });
+      } catch {
+        return "could not pay, never mind";
+      }
+      return "paid";
+    };
+    open(agent, "a", handler);
+    const id = await postMessage(fx.dev.url, agent, "go");
+    const parked = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked", 20_000) as unknown as Journaled;
+    expect(parked).toMatchObject({ waiting_on: "pay", reply: null });
+    expect(pays).toBe(1);
+    await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
 });

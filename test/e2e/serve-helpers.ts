@@ -192,7 +192,9 @@ export async function waitForMessage(url: string, agent: string, id: number, don
 
 /** Runs `baton ARGS...` to completion and returns its exit code and output. */
 export function runBaton(args: string[], env: Record<string, string>): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, BATON_TOKEN: DEV_TOKEN, ...env }, encoding: "utf8", timeout: 30_000 });
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    cwd: ROOT, env: { ...process.env, BATON_TOKEN: DEV_TOKEN, ...env }, encoding: "utf8", timeout: 30_000, maxBuffer: 64 * 1024 * 1024,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -97,7 +97,10 @@ function messageItem(agent, m, partial, waiting) {
       el("span", { class: "label" }, "Reply",
         m.acked_at ? [" · ", when(m.acked_at)] : null,
         m.acked_fence !== null && m.acked_fence !== undefined ? ` · fence ${m.acked_fence}` : null),
-      el("p", { class: "text" }, m.reply)));
+      el("p", { class: "text" }, m.reply)),
+    m.reply_blob ? el("div", { class: "reply", "data-role": "reply" },
+      el("span", { class: "label" }, "Reply", m.acked_at ? [" · ", when(m.acked_at)] : null),
+      el("p", { class: "text" }, `${m.reply_blob.bytes} bytes, kept in R2: `, el("code", {}, `baton show ${agent} ${m.id}`))) : null);
 }
 
 /** A parked message in the summary: its id and why it waits (e.g. "outcome unknown: step pay"). */
