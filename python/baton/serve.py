@@ -26,9 +26,13 @@ Durable steps (the same journal as the TypeScript client's ``ctx.step`` / ``ctx.
 handler from the top on every attempt; ``await ctx.step(name, fn)`` returns what an earlier attempt
 (here or on another machine) recorded for ``name`` without calling ``fn`` again, and
 ``await ctx.effect(name, fn)`` records its intent before ``fn`` runs, so an effect whose outcome is
-unknown is never run a second time silently. A result over 48 KiB of JSON (up to 16 MiB) is uploaded
-to the coordinator's R2 over HTTP before its journal write, which records a blob reference; a replay
-reads it back over HTTP. ``await ctx.heartbeat()`` keeps a run alive under the
+unknown is never run a second time silently; two concurrent calls of one name in one attempt share
+the first call's result. A result over 48 KiB of JSON (up to 16 MiB) is uploaded to the
+coordinator's R2 over HTTP before its journal write, which records a blob reference; a replay reads
+it back over HTTP. A message checkpoint over 16 KiB and a reply over 32 KiB go the same way (up to
+16 MiB; a larger reply fails the attempt). A reply refused because an effect of this attempt began
+and recorded no outcome (``outcome_unknown``) fails the attempt, so the message parks for a person.
+``await ctx.heartbeat()`` keeps a run alive under the
 agent's heartbeat timeout; a run that has no heartbeat confirmed within it is cancelled here first.
 """
 
@@ -51,13 +55,14 @@ import websockets.exceptions
 from ._clock import LeaseClock, now
 from ._http import arequest_bytes, arequest_json
 from ._wire import step_name_pattern, valid_client_frame, valid_server_frame
-from .errors import CoordinatorError, LeaseLostError, OutcomeUnknownError, UnreachableError
+from .errors import BatonError, CoordinatorError, LeaseLostError, OutcomeUnknownError, UnreachableError
 
 __all__ = ["Effect", "Message", "MessageContext", "ServeHandle", "serve"]
 
 PING_TEXT = '{"type":"ping"}'
 PONG_TEXT = '{"type":"pong"}'
 FALLBACK_TTL = 60.0
+#: LIMITS.replyTextBytes and LIMITS.checkpointBytes: larger replies and message checkpoints go to R2 as blobs.
 REPLY_BYTES = 32 * 1024
 FAIL_REASON_CHARS = 4096
 CHECKPOINT_BYTES = 16 * 1024
@@ -134,6 +139,8 @@ class _Run:
         }
         #: Results kept as blobs, once read back (or uploaded) by this run, by blob id.
         self.blob_values: dict[str, Any] = {}
+        #: Steps and effects of this attempt still running, by name: a second call of one shares the first's result.
+        self.inflight: dict[str, asyncio.Task[Any]] = {}
 
 
 class MessageContext:
@@ -148,7 +155,7 @@ class MessageContext:
         self.token = run.token
         #: The agent's latest checkpoint, handed to the serve leaseholder (None when none).
         self.checkpoint = checkpoint
-        #: This message's checkpoint from an earlier attempt (None when none).
+        #: This message's checkpoint from an earlier attempt (None when none; one kept in R2 is read before the handler runs).
         self.message_checkpoint = run.frame.get("checkpoint")
         #: Set the moment this run may no longer act (the handler task is cancelled too).
         self.lost_event = run.lost_event
@@ -165,17 +172,19 @@ class MessageContext:
 
     async def save_checkpoint(self, value: Any) -> None:
         """Stores the agent's checkpoint under the serve fence; raises LeaseLostError when the lease is gone."""
-        await self._serve._save_checkpoint({"type": "checkpoint", "fence": self.fence, "value": value}, self._run, value, True)
+        await self._serve._save_checkpoint(self._run, self.fence, value)
 
     async def save_message_checkpoint(self, value: Any) -> None:
-        """Stores this message's checkpoint under its token: the next runner of this message gets it."""
-        await self._serve._save_checkpoint({"type": "checkpoint", "id": self._run.id, "token": self._run.token, "value": value},
-                                           self._run, value, False)
+        """Stores this message's checkpoint under its token: the next runner of this message gets it.
+        Over 16 KiB of JSON it is uploaded to the coordinator's R2 first; over 16 MiB, ValueError
+        before anything is sent."""
+        await self._serve._save_message_checkpoint(self._run, value)
 
     async def park(self, checkpoint: Any = None, deadline_seconds: Optional[int] = None) -> None:
         """Gives the message's lease up until someone resumes it; nothing is replied for this run.
 
         After ``deadline_seconds`` without a resume it fails. Return from the handler afterwards.
+        ``checkpoint`` is stored as :meth:`save_message_checkpoint` stores it.
         """
         await self._serve._park(self._run, checkpoint, deadline_seconds)
 
@@ -196,7 +205,10 @@ class MessageContext:
         """A side effect: records its intent before ``fn`` runs and its outcome after, and hands
         ``fn`` (sync or async) an :class:`Effect` whose ``key`` is the same on every attempt (agent,
         message, name): pass it to the external API as its idempotency key. An outcome already
-        recorded is returned without running ``fn``. If an earlier attempt recorded the intent but
+        recorded is returned without running ``fn``; a second call of ``name`` while the first runs
+        (``asyncio.gather``) gets the first one's outcome, and one after an outcome that was never
+        recorded in this attempt is refused (``CoordinatorError``, code ``effect_in_progress``)
+        without running ``fn``. If an earlier attempt recorded the intent but
         no outcome (it died, or ``fn`` raised), nobody knows whether the effect happened:
         ``on_unknown="retry"`` runs it again under the same key (for APIs that honour it); ``"ask"``
         (the default) parks the message as "outcome unknown: step NAME" until a person answers
@@ -262,11 +274,17 @@ async def _call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
-def _checkpoint_too_large(value: Any) -> bool:
+def _json_bytes(value: Any, what: str) -> bytes:
+    """``value`` as compact UTF-8 JSON, as JSON.stringify writes it; TypeError when it is not JSON."""
     try:
-        return len(json.dumps(value).encode()) > CHECKPOINT_BYTES
-    except (TypeError, ValueError):
-        return True
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be JSON: {err}") from None
+
+
+def _error_text(exc: BaseException) -> str:
+    """A fail frame's reason: the error's text, cut to LIMITS.failReasonChars (UTF-8 bytes bound UTF-16 units)."""
+    return _truncate_utf8(str(exc) or type(exc).__name__, FAIL_REASON_CHARS)
 
 
 class _Serve:
@@ -485,7 +503,7 @@ class _Serve:
             return False
         if not valid_client_frame(frame):
             raise ValueError(f"{frame.get('type')} frame does not match the wire schema; not sent: {frame!r}")
-        text = json.dumps(frame)
+        text = json.dumps(frame, ensure_ascii=False)  # the coordinator counts UTF-8 bytes; \u escapes would triple them
         if len(text.encode()) > FRAME_BYTES:
             raise ValueError(f"{frame['type']} frame exceeds {FRAME_BYTES} bytes; not sent")
         try:
@@ -749,11 +767,7 @@ class _Serve:
             except Exception as exc:  # the handler raised: a failed attempt, never a reply
                 if run.lost is not None or run.parked:
                     return
-                self._event(type="handler_failed", id=run.id, error=str(exc))
-                reason = str(exc) or type(exc).__name__
-                if len(reason) > FAIL_REASON_CHARS // 2:
-                    reason = reason[: FAIL_REASON_CHARS // 2]
-                await self._post({"type": "fail", "id": run.id, "token": token, "reason": reason, "req": self._next_req()}, run, False)
+                await self._fail(run, exc)
                 return
         finally:
             if run.timer is not None:
@@ -766,18 +780,44 @@ class _Serve:
             if run.lost is not None:
                 self._event(type="suppressed", id=run.id, token=token, reason=str(run.lost))
             return
-        text = "" if reply is None else str(reply)
-        cut = _truncate_utf8(text, REPLY_BYTES)
-        if len(cut) < len(text):
-            self._event(type="reply_truncated", id=run.id, bytes=REPLY_BYTES)
-        answer = await self._post({"type": "reply", "id": run.id, "token": token, "key": f"{run.id}:reply", "text": cut,
+        try:
+            body = await self._reply_body(run, "" if reply is None else str(reply))
+        except Exception as exc:  # too large, or the upload failed: a failed attempt, never a cut reply
+            if run.lost is None:
+                await self._fail(run, exc)
+            return
+        answer = await self._post({"type": "reply", "id": run.id, "token": token, "key": f"{run.id}:reply", **body,
                                    "req": self._next_req()}, run, False)
+        if isinstance(answer, CoordinatorError) and answer.code == "outcome_unknown":
+            # An effect of this attempt began and never recorded its outcome: the attempt fails, and the message waits for a person.
+            await self._post({"type": "fail", "id": run.id, "token": token, "reason": _error_text(answer),
+                              "req": self._next_req()}, run, False)
+            return
         if answer == "ok":
             self.replied.add((run.id, token))
             self._event(type="ran", id=run.id, attempt=message.attempt, fence=fence, token=token)
 
     async def _call(self, message: Message, ctx: MessageContext) -> Any:
+        ref = ctx._run.frame.get("checkpoint_blob")
+        if isinstance(ref, dict):  # a checkpoint too large to ride inline: read it before the handler runs
+            try:
+                ctx.message_checkpoint = await self._read_json(ctx._run, ref, "the message's checkpoint")
+            except Exception as err:
+                raise BatonError(f"the message's checkpoint could not be read: {err}") from err
         return await self.handler(message, ctx)
+
+    async def _fail(self, run: _Run, exc: BaseException) -> None:
+        """Posts ``fail`` for a failed attempt (the coordinator retries it after a backoff, or parks it for a person)."""
+        self._event(type="handler_failed", id=run.id, error=str(exc))
+        await self._post({"type": "fail", "id": run.id, "token": run.token, "reason": _error_text(exc), "req": self._next_req()},
+                         run, False)
+
+    async def _reply_body(self, run: _Run, text: str) -> dict[str, Any]:
+        """A reply rides inline up to REPLY_BYTES; a larger one is uploaded first (R2), and one over BLOB_BYTES raises ValueError."""
+        raw = text.encode("utf-8")
+        if len(raw) <= REPLY_BYTES:
+            return {"text": text}
+        return {"text": "", "blob": await self._upload(run, raw, "a reply")}
 
     async def _post(self, frame: dict[str, Any], run: _Run, fenced: bool) -> Any:
         """"ok", "stale" (not sent: the lease is gone), or an exception describing the refusal."""
@@ -807,25 +847,36 @@ class _Serve:
             return lost
         return CoordinatorError(f"{frame['type']} refused: {answer.get('message')}", 0, code, answer)
 
-    async def _save_checkpoint(self, frame: dict[str, Any], run: _Run, value: Any, agent_level: bool) -> None:
-        if run.lost is not None:
-            raise run.lost
-        if _checkpoint_too_large(value):
+    async def _save_checkpoint(self, run: _Run, fence: int, value: Any) -> None:
+        """The agent's checkpoint, under the serve fence: inline only, at most CHECKPOINT_BYTES of JSON."""
+        self._throw_if_stopped(run)
+        if len(_json_bytes(value, "a checkpoint")) > CHECKPOINT_BYTES:
             raise ValueError(f"a checkpoint is JSON of at most {CHECKPOINT_BYTES} bytes")
-        answer = await self._post({**frame, "req": self._next_req()}, run, agent_level)
+        await self._store_checkpoint({"type": "checkpoint", "fence": fence, "value": value}, run, True)
+        self.checkpoint = value
+
+    async def _save_message_checkpoint(self, run: _Run, value: Any) -> None:
+        self._throw_if_stopped(run)
+        body = await self._checkpoint_body(run, value)
+        await self._store_checkpoint({"type": "checkpoint", "id": run.id, "token": run.token, **body}, run, False)
+
+    async def _store_checkpoint(self, frame: dict[str, Any], run: _Run, fenced: bool) -> None:
+        answer = await self._post({**frame, "req": self._next_req()}, run, fenced)
         if answer == "stale":
             raise run.lost or LeaseLostError("the lease was lost before the checkpoint was stored", "lapsed")
         if isinstance(answer, BaseException):
             raise answer
-        if agent_level:
-            self.checkpoint = value
+
+    async def _checkpoint_body(self, run: _Run, value: Any) -> dict[str, Any]:
+        """A message checkpoint rides inline up to CHECKPOINT_BYTES of JSON; a larger one is uploaded first (R2)."""
+        raw = _json_bytes(value, "a checkpoint")
+        return {"value": json.loads(raw)} if len(raw) <= CHECKPOINT_BYTES else {"blob": await self._upload(run, raw, "a checkpoint")}
 
     async def _park(self, run: _Run, checkpoint: Any, deadline_seconds: Optional[int]) -> None:
-        if checkpoint is not None and _checkpoint_too_large(checkpoint):
-            raise ValueError(f"a checkpoint is JSON of at most {CHECKPOINT_BYTES} bytes")
-        frame: dict[str, Any] = {"type": "park", "id": run.id, "token": run.token, "req": self._next_req()}
+        frame: dict[str, Any] = {"type": "park", "id": run.id, "token": run.token}
         if checkpoint is not None:
-            frame["value"] = checkpoint
+            frame.update(await self._checkpoint_body(run, checkpoint))
+        frame["req"] = self._next_req()
         if deadline_seconds is not None:
             frame["deadline_seconds"] = int(deadline_seconds)
         answer = await self._post(frame, run, False)
@@ -881,21 +932,38 @@ class _Serve:
         self._arm_heartbeat_clock(run, sent_at)
         return answer.get("expires_at")
 
-    async def _step(self, run: _Run, name: str, fn: Callable[[], Any]) -> Any:
+    async def _once(self, run: _Run, name: str, body: Callable[[], Awaitable[Any]]) -> Any:
+        """One call per name at a time in an attempt: a second, concurrent call (asyncio.gather, a
+        retry wrapper) gets the first one's result instead of writing again. The first caller awaits
+        the call's task itself, so cancelling the handler cancels it; later callers only wait."""
         _check_step_name(name)
-        done = run.journal.get(name)
-        if done is not None and done.get("kind") == "effect":
-            raise TypeError(f'"{name}" is recorded as an effect; a step needs a name of its own')
-        if done is not None and done.get("status") == "done":
-            return await self._value_of(run, done)
-        self._throw_if_stopped(run)
-        value = await _call_maybe_async(fn)
-        return await self._record(run, name, "step", "done", value, None)
+        running = run.inflight.get(name)
+        if running is not None:
+            return await asyncio.shield(running)
+        task = asyncio.ensure_future(body())
+        run.inflight[name] = task
+        task.add_done_callback(lambda _: run.inflight.pop(name, None))
+        return await task
+
+    async def _step(self, run: _Run, name: str, fn: Callable[[], Any]) -> Any:
+        async def body() -> Any:
+            done = run.journal.get(name)
+            if done is not None and done.get("kind") == "effect":
+                raise TypeError(f'"{name}" is recorded as an effect; a step needs a name of its own')
+            if done is not None and done.get("status") == "done":
+                return await self._value_of(run, done)
+            self._throw_if_stopped(run)
+            value = await _call_maybe_async(fn)
+            return (await self._record(run, name, "step", "done", value, None))[1]
+
+        return await self._once(run, name, body)
 
     async def _effect(self, run: _Run, name: str, fn: Callable[[Effect], Any], on_unknown: str) -> Any:
-        _check_step_name(name)
         if on_unknown not in ON_UNKNOWN:
             raise ValueError(f'on_unknown is "ask" or "retry", not {on_unknown!r}')
+        return await self._once(run, name, lambda: self._run_effect(run, name, fn, on_unknown))
+
+    async def _run_effect(self, run: _Run, name: str, fn: Callable[[Effect], Any], on_unknown: str) -> Any:
         known = run.journal.get(name)
         if known is not None and known.get("kind") == "step":
             raise TypeError(f'"{name}" is recorded as a step; an effect needs a name of its own')
@@ -903,30 +971,30 @@ class _Serve:
             return await self._value_of(run, known)
         self._throw_if_stopped(run)
         # The intent is durable before the effect runs, so a successor knows it may have happened.
-        await self._record(run, name, "effect", "intent", None, on_unknown)
+        status, value = await self._record(run, name, "effect", "intent", None, on_unknown)
+        if status == "done":  # recorded already (a person answered --done meanwhile): its outcome stands
+            return value
         if known is not None and known.get("status") == "intent" and on_unknown == "ask":
             # An earlier attempt began it; with "ask", failing this attempt parks the message for a person.
             raise OutcomeUnknownError(
                 f"outcome unknown: step {name}; a person decides: baton resume {self.agent} {run.id} --done | --redo", name)
         value = await _call_maybe_async(fn, Effect(f"baton:{self.agent}:{run.id}:{name}", run))
-        return await self._record(run, name, "effect", "done", value, on_unknown)
+        return (await self._record(run, name, "effect", "done", value, on_unknown))[1]
 
-    async def _record(self, run: _Run, name: str, kind: str, phase: str, value: Any, on_unknown: Optional[str]) -> Any:
-        """Writes one journal record under the message's token; returns what the journal holds for it.
-        A result over STEP_VALUE_BYTES of JSON is uploaded as a blob first and the write commits it."""
+    async def _record(self, run: _Run, name: str, kind: str, phase: str, value: Any,
+                      on_unknown: Optional[str]) -> tuple[str, Any]:
+        """Writes one journal record under the message's token; returns what the journal holds for it
+        (its status, and its value when done). A result over STEP_VALUE_BYTES of JSON is uploaded as
+        a blob first and the write commits it."""
         frame: dict[str, Any] = {"type": "step", "id": run.id, "token": run.token, "name": name, "kind": kind, "phase": phase}
         uploaded: Optional[tuple[str, Any]] = None
         if phase == "done":
-            try:
-                text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-            except (TypeError, ValueError) as err:
-                raise TypeError(f"a step's result must be JSON: {err}") from None
-            raw = text.encode("utf-8")
+            raw = _json_bytes(value, "a step's result")
             if len(raw) <= STEP_VALUE_BYTES:
-                frame["value"] = json.loads(text)
+                frame["value"] = json.loads(raw)
             else:
-                blob = await self._upload(run, raw)
-                uploaded = (blob, json.loads(text))
+                blob = await self._upload(run, raw, "a step's result")
+                uploaded = (blob, json.loads(raw))
                 frame["blob"] = blob
         if on_unknown is not None:
             frame["on_unknown"] = on_unknown
@@ -942,16 +1010,16 @@ class _Serve:
             if uploaded is not None and answer["blob"].get("id") == uploaded[0]:
                 run.blob_values[uploaded[0]] = uploaded[1]  # the bytes just uploaded: no need to read them back
         run.journal[name] = entry
-        return await self._value_of(run, entry) if status == "done" else None
+        return status, (await self._value_of(run, entry) if status == "done" else None)
 
-    async def _upload(self, run: _Run, raw: bytes) -> str:
+    async def _upload(self, run: _Run, raw: bytes, what: str) -> str:
         """PUT /agents/{agent}/messages/{id}/blobs under the run's token and run key: the blob id a
-        later step write commits (client/run-journal.ts uploadBlob)."""
+        later write (step, checkpoint, park or reply) commits (client/run-journal.ts uploadBlob)."""
         if len(raw) > BLOB_BYTES:
-            raise ValueError(f"a step's result is JSON of at most {BLOB_BYTES} bytes")
+            raise ValueError(f"{what} is at most {BLOB_BYTES} bytes, got {len(raw)}")
         run_key = run.frame.get("run_key")
         if not isinstance(run_key, str) or not isinstance(run.token, int):
-            raise ValueError(f"a step's result over {STEP_VALUE_BYTES} bytes needs a coordinator with large values")
+            raise ValueError(f"{what} of {len(raw)} bytes needs a coordinator with large values (R2)")
         self._throw_if_stopped(run)
         path = f"/agents/{urllib.parse.quote(self.agent, safe='')}/messages/{run.id}/blobs"
         headers = {"x-baton-token": str(run.token), "x-baton-run-key": run_key}
@@ -977,20 +1045,23 @@ class _Serve:
         ref = entry.get("blob")
         if not isinstance(ref, dict):
             return entry.get("value")
+        return await self._read_json(run, ref, f"step {entry.get('name')}'s result")
+
+    async def _read_json(self, run: _Run, ref: dict[str, Any], what: str) -> Any:
+        """The JSON value of blob ``ref`` ({id, bytes}) of this message, read back once per run."""
         blob = ref.get("id")
         if not isinstance(blob, str):
-            raise CoordinatorError(f"step {entry.get('name')}'s result is a blob without an id", 0, None, ref)
+            raise CoordinatorError(f"{what} is a blob without an id", 0, None, ref)
         if blob in run.blob_values:
             return run.blob_values[blob]
         path = f"/agents/{urllib.parse.quote(self.agent, safe='')}/messages/{run.id}/blobs/{urllib.parse.quote(blob, safe='')}"
         _status, raw = await arequest_bytes(self.url, self.token, "GET", path, None, None, BLOB_TIMEOUT)
         if isinstance(ref.get("bytes"), int) and len(raw) != ref["bytes"]:
-            raise CoordinatorError(f"blob {blob} of step {entry.get('name')} is {len(raw)} bytes, not the {ref['bytes']} recorded",
-                                   0, None, ref)
+            raise CoordinatorError(f"blob {blob} of {what} is {len(raw)} bytes, not the {ref['bytes']} recorded", 0, None, ref)
         try:
             value = json.loads(raw.decode("utf-8"))
         except ValueError as err:
-            raise CoordinatorError(f"blob {blob} of step {entry.get('name')} is not JSON: {err}", 0, None, ref) from None
+            raise CoordinatorError(f"blob {blob} of {what} is not JSON: {err}", 0, None, ref) from None
         run.blob_values[blob] = value
         return value
 
@@ -1044,8 +1115,9 @@ async def serve(agent: str, handler: Handler, *, url: str, token: str, machine: 
     """Starts serving ``agent`` from this process and returns at once with a ServeHandle.
 
     ``handler(message, ctx)`` is awaited once per message this process must run, one at a time,
-    in order (or up to ``concurrency`` at once); what it returns (``str()``-ed, truncated to
-    32 KiB) is the reply, which acknowledges the message.
+    in order (or up to ``concurrency`` at once); what it returns (``str()``-ed) is the reply, which
+    acknowledges the message: over 32 KiB of UTF-8 it is uploaded to the coordinator's R2 first, and
+    over 16 MiB it fails the attempt instead (it is never cut).
     ``concurrency`` (1..64, default 1) is how many messages this runner takes at once, each in its
     own task with its own cancellation, writes and ``fail``; in the agent's ``pool`` mode every
     serving runner takes messages up to its slots, in ``single`` mode only the holder does.

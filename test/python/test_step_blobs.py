@@ -81,7 +81,8 @@ def test_a_successor_reads_back_a_2_mib_step_result_a_stopped_runner_recorded(de
 
 def test_a_result_over_16_mib_raises_value_error_and_records_nothing(dev):
     """Rule: a step's result is JSON of at most LIMITS.blobBytes (16 MiB): over it, ValueError,
-    before anything is uploaded or recorded; the handler may go on."""
+    before anything is uploaded or recorded; the handler may go on. The effect's intent stays
+    without an outcome, so (on_unknown "ask") its reply is refused and the message parks for a person."""
     import baton
 
     agent = unique("py-blob-huge")
@@ -105,13 +106,13 @@ def test_a_result_over_16_mib_raises_value_error_and_records_nothing(dev):
         handle = await baton.serve(agent, handler, url=dev.url, token=DEV_TOKEN, machine="huge", on_event=events.append)
         try:
             mid = await asyncio.to_thread(dev.post_message, agent, "go")
-            return await wait_message(dev, agent, mid, lambda m: m["status"] in ("acknowledged", "failed"), 30)
+            return await wait_message(dev, agent, mid, lambda m: m["status"] in ("acknowledged", "failed", "parked"), 30)
         finally:
             await handle.stop()
 
     m = asyncio.run(main())
-    assert m["status"] == "acknowledged", (m, outcomes)
-    assert outcomes["huge"] == f"ValueError: a step's result is JSON of at most {16 * MiB} bytes", outcomes
+    assert m["status"] == "parked" and m["waiting_on"] == "huge-effect" and m["reply"] is None, (m, outcomes)
+    assert outcomes["huge"] == f"ValueError: a step's result is at most {16 * MiB} bytes, got {16 * MiB + 1}", outcomes
     assert outcomes["huge-effect"].startswith("ValueError"), outcomes
     # the effect's intent is recorded before fn runs; its too-large outcome is not
     assert [(s["name"], s["status"]) for s in m["steps"]] == [("huge-effect", "intent")], m["steps"]
