@@ -130,8 +130,10 @@ interface Run {
   beatTimer: ReturnType<typeof setTimeout> | null;
   parked: boolean;
   journal: Map<string, JournalEntry>;
-  /** Steps and effects of this attempt still running, by name: a second call of one shares the first's result. */
+  /** Steps and effects of this attempt still running, by kind and name: a second call of one shares the first's result. */
   inflight: Map<string, Promise<unknown>>;
+  /** Message checkpoints and parks, one after the other in call order (a large one uploads first, and must not land after a later small one). */
+  checkpoints: Promise<unknown>;
 }
 
 export class WorkLoop {
@@ -203,7 +205,7 @@ export class WorkLoop {
     if (!deps.mayRun()) return;
     const fence = deps.fence();
     const run: Run = {
-      msg, controller: new AbortController(), timer: null, beatTimer: null, parked: false, journal: new Map((msg.steps ?? []).map((e) => [e.name, e])), inflight: new Map(),
+      msg, controller: new AbortController(), timer: null, beatTimer: null, parked: false, journal: new Map((msg.steps ?? []).map((e) => [e.name, e])), inflight: new Map(), checkpoints: Promise.resolve(),
     };
     if (this.replied.has(writeKey(msg))) {
       await this.post({ type: "ack", id: msg.id, ...this.lease(msg, fence), req: deps.nextReq() }, run);
@@ -306,7 +308,18 @@ export class WorkLoop {
   }
 
   /** A message checkpoint rides inline up to its frame limit; a larger one is uploaded first (R2). */
-  private async saveMessageCheckpoint(run: Run, value: unknown): Promise<void> {
+  private saveMessageCheckpoint(run: Run, value: unknown): Promise<void> {
+    return this.inOrder(run, () => this.storeMessageCheckpoint(run, value));
+  }
+
+  /** Runs checkpoint writes of one run one at a time, in the order they were called. */
+  private inOrder<T>(run: Run, write: () => Promise<T>): Promise<T> {
+    const next = run.checkpoints.then(write, write);
+    run.checkpoints = next.catch(() => {});
+    return next;
+  }
+
+  private async storeMessageCheckpoint(run: Run, value: unknown): Promise<void> {
     const blob = await this.checkpointBlob(run, value);
     const frame = { type: "checkpoint" as const, id: run.msg.id, token: this.token(run.msg), ...(blob === null ? { value } : { blob }) };
     const answer = await this.postOrAnswer({ ...frame, req: this.deps.nextReq() }, run, false);
@@ -331,7 +344,11 @@ export class WorkLoop {
     if (agentLevel) this.checkpointValue = value;
   }
 
-  private async park(run: Run, options: { checkpoint?: unknown; deadlineSeconds?: number }): Promise<void> {
+  private park(run: Run, options: { checkpoint?: unknown; deadlineSeconds?: number }): Promise<void> {
+    return this.inOrder(run, () => this.parkNow(run, options));
+  }
+
+  private async parkNow(run: Run, options: { checkpoint?: unknown; deadlineSeconds?: number }): Promise<void> {
     const token = this.token(run.msg);
     const blob = options.checkpoint === undefined ? null : await this.checkpointBlob(run, options.checkpoint);
     const frame = {
@@ -374,7 +391,7 @@ export class WorkLoop {
   }
 
   private step<T>(run: Run, name: string, fn: () => Promise<T> | T): Promise<T> {
-    return this.once(run, name, async () => {
+    return this.once(run, "step", name, async () => {
       const done = run.journal.get(name);
       if (done?.kind === "effect") throw new TypeError(`"${name}" is recorded as an effect; a step needs a name of its own`);
       if (done?.status === "done") return this.valueOf(run, done) as Promise<T>;
@@ -387,7 +404,7 @@ export class WorkLoop {
   private effect<T>(
     run: Run, name: string, fn: (effect: { key: string; signal: AbortSignal }) => Promise<T> | T, onUnknown: OnUnknown,
   ): Promise<T> {
-    return this.once(run, name, async () => {
+    return this.once(run, "effect", name, async () => {
       const known = run.journal.get(name);
       if (known?.kind === "step") throw new TypeError(`"${name}" is recorded as a step; an effect needs a name of its own`);
       if (known?.status === "done") return this.valueOf(run, known) as Promise<T>;
@@ -405,12 +422,13 @@ export class WorkLoop {
   }
 
   /** One call per name at a time in an attempt: a second, concurrent call (Promise.all, a retry wrapper) gets the first one's result. */
-  private once<T>(run: Run, name: string, body: () => Promise<T>): Promise<T> {
+  private once<T>(run: Run, kind: "step" | "effect", name: string, body: () => Promise<T>): Promise<T> {
     checkStepName(name);
-    const running = run.inflight.get(name);
+    const key = `${kind} ${name}`;
+    const running = run.inflight.get(key);
     if (running) return running as Promise<T>;
-    const call = body().finally(() => run.inflight.delete(name));
-    run.inflight.set(name, call);
+    const call = body().finally(() => run.inflight.delete(key));
+    run.inflight.set(key, call);
     return call;
   }
 

@@ -341,4 +341,24 @@ describe("durable steps through the client library", () => {
     expect(pays).toBe(1);
     await Promise.all(handles.splice(0).map((h) => h.stop()));
   });
+
+  it("message checkpoints land in call order: a large one still uploading never overwrites a later small one", async () => {
+    const agent = uniqueAgent("libordered");
+    const seen: unknown[] = [];
+    const handler: MessageHandler = async (_m, ctx) => {
+      seen.push(ctx.messageCheckpoint);
+      if (ctx.messageCheckpoint !== null) return "resumed";
+      const big = ctx.saveMessageCheckpoint({ big: "b".repeat(512 * 1024) });
+      await ctx.saveMessageCheckpoint({ small: true });
+      await big;
+      await ctx.park();
+    };
+    open(agent, "a", handler);
+    const id = await postMessage(fx.dev.url, agent, "go");
+    await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked", 20_000);
+    expect(runBaton(["resume", agent, String(id)], { BATON_URL: fx.dev.url }).code).toBe(0);
+    await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(seen).toEqual([null, { small: true }]);
+    await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
 });

@@ -18,7 +18,7 @@ describe("decideReserve", () => {
 describe("commitRefusal", () => {
   it("lets only a staged or committed blob of the same token be committed", () => {
     expect(commitRefusal({ blob: "b", token: 3, bytes: 9, state: "staged" }, 3)).toBeNull();
-    expect(commitRefusal({ blob: "b", token: 3, bytes: 9, state: "committed" }, 3)).toBeNull();
+    expect(commitRefusal({ blob: "b", token: 3, bytes: 9, state: "committed" }, 3)).toMatch(/already committed/);
     expect(commitRefusal({ blob: "b", token: 3, bytes: 9, state: "uploading" }, 3)).toMatch(/not finished/);
     expect(commitRefusal({ blob: "b", token: 2, bytes: 9, state: "staged" }, 3)).toMatch(/another token/);
     expect(commitRefusal(null, 3)).toMatch(/no such blob/);

@@ -183,6 +183,8 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const now = Date.now();
     const answer = this.desk.leases.reserveBlob(id, token, { runKey }, bytes, now);
     if (!answer.ok && answer.expired) this.step(now, { type: "work" });
+    // Uploads of earlier attempts were dropped to make room: their R2 objects go now.
+    void this.sweepBlobs();
     return answer;
   }
 
@@ -304,6 +306,8 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       case "heartbeat":
         // A checkpoint, step or heartbeat moves nothing; any other write may free a slot or reach the holder's safe point.
         if (this.desk.write(socket, frame, now, this.store.lease())) this.step(now, { type: "work" });
+        // A new message checkpoint drops the blob of the one it replaced: deleted now, not at the next alarm.
+        if (frame.type === "checkpoint" || frame.type === "park") void this.sweepBlobs();
         return;
     }
   }

@@ -43,15 +43,27 @@ export function newConnState(machine: string, now: number): ConnState {
   return { v: 1, role: "serve", claimSeq: null, released: false, machine, joinedAt: now, lastSeen: now, toldHeld: null, toldFence: null, cursor: 0 };
 }
 
+/**
+ * What each socket's attachment holds, as last read or written by this instance: a frame then
+ * costs no deserialize and no schema pass. An evicted object starts with none and reads the
+ * attachments again. Entries are flat records of primitives, handed out as copies.
+ */
+const attached = new WeakMap<WebSocket, object>();
+
 /** Reads a socket's attachment through its schema: null when it is missing or of another shape. */
 export function readAttachment<S>(schema: z.ZodMiniType<S>, ws: WebSocket): S | null {
+  const known = attached.get(ws);
+  if (known) return { ...known } as S;
   const parsed = schema.safeParse(ws.deserializeAttachment());
-  return parsed.success ? parsed.data : null;
+  if (!parsed.success) return null;
+  attached.set(ws, { ...(parsed.data as object) });
+  return parsed.data;
 }
 
 /** Stores a socket's state in its attachment, which survives hibernation (the runtime allows 2 KiB; ours is a few hundred bytes). */
 export function writeAttachment<S>(ws: WebSocket, state: S): void {
   ws.serializeAttachment(state);
+  attached.set(ws, { ...(state as object) });
 }
 
 export const writeConn: (ws: WebSocket, state: ConnState) => void = writeAttachment;

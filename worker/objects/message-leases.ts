@@ -8,7 +8,7 @@ import {
 import { runnerOf } from "../rules/agent-plan.ts";
 import { decideStepWrite, pendingAsk, unknownOutcomeReason, type BlobRef, type StepRecord, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
 import { send, type ConnState } from "./connections.ts";
-import { leaseOf, type MessageStore, type StoredMessage, type StoredValue } from "./message-store.ts";
+import { leaseOf, type MessageStore, type RunRow, type StoredMessage, type StoredValue } from "./message-store.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
 import type { StepStore } from "./step-store.ts";
 import type { BlobStore } from "./blob-store.ts";
@@ -170,8 +170,8 @@ export class MessageLeases {
   }
 
   /** The token check of every write for a running message, at this moment; a run key proves an HTTP writer. */
-  private checkRun(id: number, token: number, writer: Writer, now: number): { ok: true; stored: StoredMessage } | Refusal {
-    const stored = this.messages.get(id);
+  private checkRun(id: number, token: number, writer: Writer, now: number): { ok: true; stored: RunRow } | Refusal {
+    const stored = this.messages.runOf(id);
     if (!stored) return { ok: false, status: 404, code: "unknown_message", message: `no message ${id}`, expired: false };
     const m = leaseOf(stored);
     const runner = "runner" in writer ? writer.runner : sameSecret(writer.runKey, stored.run_key) ? (m.runner ?? "") : "(wrong run key)";
@@ -191,13 +191,14 @@ export class MessageLeases {
     const run = this.checkRun(id, token, writer, now);
     if (!run.ok) return run;
     const { stored } = run;
-    if (write.blob) {
+    const existing = this.steps.get(id, write.name);
+    let decision = decideStepWrite(existing, write, { attempt: stored.attempts, token }, this.steps.usage(id), JOURNAL_BUDGET);
+    if (decision.action === "record" && write.blob) {
+      // Checked only for a write that records: a repeated write of a done step stays a duplicate.
       const blob = this.committable(id, write.blob.id, token);
       if ("refusal" in blob) return { ok: false, status: 400, code: "bad_request", message: blob.refusal, expired: false };
-      write = { ...write, blob: blob.blob };
+      decision = { ...decision, record: { ...decision.record, blob: blob.blob } };
     }
-    const existing = this.steps.get(id, write.name);
-    const decision = decideStepWrite(existing, write, { attempt: stored.attempts, token }, this.steps.usage(id), JOURNAL_BUDGET);
     if (decision.action === "refuse") return { ok: false, status: REFUSAL_STATUS[decision.code] ?? 400, code: decision.code, message: decision.message, expired: false };
     const record: StepRecord = decision.action === "duplicate" ? decision.record : this.steps.save(id, decision.record, now, existing);
     if (decision.action === "record") {
@@ -291,9 +292,9 @@ export class MessageLeases {
       if (decision.action === "refuse") return { ok: false, status: decision.code === "too_large" ? 413 : 400, code: decision.code === "too_large" ? "too_large" : "bad_request", message: decision.message };
       if (decision.action === "record") this.steps.save(id, decision.record, now, existing);
     }
-    this.messages.setResumeInput(id, input);
     // Several effects may have been left unknown: each is answered in turn, and the message stays parked until none is.
     if (unknown !== null && this.noteOpenAsk(id, unknown) !== null) return { ok: true, message: this.messages.get(id)! };
+    this.messages.setResumeInput(id, input);
     this.messages.saveLease(result.message);
     return { ok: true, message: this.messages.get(id)! };
   }

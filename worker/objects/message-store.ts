@@ -55,6 +55,8 @@ export interface StoredMessage {
   reply_blob_bytes: number | null;
 }
 
+export type RunRow = Pick<StoredMessage, "id" | "status" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "run_timeout_ms" | "retry_at" | "cap_at" | "pending_ask" | "run_key">;
+
 /** A value kept inline (JSON-able), or in a committed blob. */
 export type StoredValue = { value: unknown } | { blob: BlobRef };
 
@@ -138,6 +140,11 @@ export class MessageStore {
     return this.sql.exec<Record<string, SqlStorageValue>>(
       `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms) VALUES (?, ?, ?, ?) RETURNING *`,
       text, now, opts.group ?? null, opts.runTimeoutMs ?? null).one() as unknown as StoredMessage;
+  }
+
+  /** What a write for a running message is checked against: its lease, attempt count, run key and pending question (no text, reply or checkpoint). */
+  runOf(id: number): RunRow | null {
+    return (this.sql.exec(`SELECT ${LEASE_FIELDS}, run_key FROM messages WHERE id = ?`, id).toArray()[0] as unknown as RunRow | undefined) ?? null;
   }
 
   get(id: number): StoredMessage | null {
@@ -333,7 +340,7 @@ export class MessageStore {
   }
 }
 
-export function leaseOf(m: StoredMessage): MessageLease {
+export function leaseOf(m: RunRow): MessageLease {
   return {
     id: m.id, status: m.status, attempts: m.attempts, token: m.token, runner: m.runner, expiresAt: m.expires_at,
     group: m.msg_group, runTimeoutMs: m.run_timeout_ms, retryAt: m.retry_at, capAt: m.cap_at ?? null, pendingAsk: m.pending_ask ?? null,

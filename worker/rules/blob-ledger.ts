@@ -32,10 +32,14 @@ export function decideReserve(existing: readonly Pick<BlobRow, "bytes">[], bytes
   return { ok: true };
 }
 
-/** Why a write may not commit this blob under `token` (null: it may): only a staged blob of the same token. */
+/**
+ * Why a write may not commit this blob under `token` (null: it may): only a staged blob of the same
+ * token, and only once, so a blob belongs to one value and deleting that value's blob harms no other.
+ */
 export function commitRefusal(row: BlobRow | null, token: number): string | null {
   if (row === null) return "no such blob on this message";
   if (row.state === "uploading") return "the blob's upload has not finished";
+  if (row.state === "committed") return "the blob is already committed to another value";
   if (row.token !== token) return "the blob was uploaded under another token";
   return null;
 }

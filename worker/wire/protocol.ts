@@ -165,7 +165,8 @@ function byteLength(text: string): number {
 /** Validates one text frame from a client. Never throws; a rejection names its error code. */
 export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame> {
   if (typeof raw !== "string") return { ok: false, code: "binary_frame", message: "frames must be JSON text" };
-  if (raw.length > LIMITS.frameBytes || byteLength(raw) > LIMITS.frameBytes) {
+  // A UTF-16 code unit is at most 3 bytes of UTF-8, so only a frame past a third of the cap is encoded to count.
+  if (raw.length > LIMITS.frameBytes || (raw.length * 3 > LIMITS.frameBytes && byteLength(raw) > LIMITS.frameBytes)) {
     return { ok: false, code: "frame_too_large", message: `frame exceeds ${LIMITS.frameBytes} bytes` };
   }
   let data: unknown;

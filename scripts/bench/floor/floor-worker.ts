@@ -4,8 +4,8 @@
 // handoff and clean-close failover are measured against this in the same run. Never shipped:
 // it has its own wrangler config and is served by its own `wrangler dev`. POST /write/{name} is
 // the floor of a session-lease acquisition: one Worker request, one RPC to a warm object that
-// writes one row. A `{"type":"write"}` frame is the floor of a journal write: one row, answered on
-// the same socket. POST /sink reads a body and drops it: the floor of an upload.
+// writes one row. A `{"type":"write","req"}` frame is the floor of a journal write: parsed, one row,
+// answered with its req on the same socket, so the client side of both is the same code. POST /sink reads a body and drops it: the floor of an upload.
 import { DurableObject } from "cloudflare:workers";
 
 interface FloorEnv {
@@ -14,8 +14,8 @@ interface FloorEnv {
 
 const HANDOFF_FRAME = '{"type":"held"}';
 const ALARM_DELAY_MS = 60_000;
-const WRITE_FRAME = '{"type":"write"}';
-const WRITTEN_FRAME = '{"type":"written"}';
+/** A journal write's floor: `{"type":"write","req":…}`, answered `{"type":"result","op":"write","req":…}` after one row. */
+const WRITE_PREFIX = '{"type":"write"';
 
 export class FloorRoom extends DurableObject<FloorEnv> {
   constructor(ctx: DurableObjectState, env: FloorEnv) {
@@ -39,9 +39,10 @@ export class FloorRoom extends DurableObject<FloorEnv> {
   }
 
   webSocketMessage(ws: WebSocket, text: string | ArrayBuffer): void {
-    if (text === WRITE_FRAME) {
+    if (typeof text === "string" && text.startsWith(WRITE_PREFIX)) {
+      const { req } = JSON.parse(text) as { req?: string };
       this.ctx.storage.sql.exec("INSERT INTO handoffs (at) VALUES (?)", Date.now());
-      ws.send(WRITTEN_FRAME);
+      ws.send(JSON.stringify({ type: "result", op: "write", req }));
       return;
     }
     this.handOff(ws);
