@@ -20,10 +20,10 @@ type Frame = Record<string, unknown> & { type: string };
 class Runner {
   private readonly frames: Frame[] = [];
   private readonly waiters: { match: (f: Frame) => boolean; resolve: (f: Frame) => void; fail: (e: Error) => void }[] = [];
-  private readonly ping: ReturnType<typeof setInterval>;
+  private readonly ping: ReturnType<typeof setInterval> | undefined;
   private seq = 0;
 
-  private constructor(readonly ws: WebSocket, ttlMs: number, machine: string) {
+  private constructor(readonly ws: WebSocket, ttlMs: number | null, machine: string) {
     ws.on("message", (data) => {
       const f = JSON.parse(String(data)) as Frame;
       const i = this.waiters.findIndex((w) => w.match(f));
@@ -31,7 +31,7 @@ class Runner {
       else if (f.type === "error" && f.req === undefined) console.error(`  bench runner ${machine}: ${String(f.code)}: ${String(f.message)}`);
       else this.frames.push(f);
     });
-    this.ping = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send(PING_TEXT), ttlMs / 3);
+    this.ping = ttlMs === null ? undefined : setInterval(() => ws.readyState === WebSocket.OPEN && ws.send(PING_TEXT), ttlMs / 3);
     ws.on("close", (code, reason) => {
       this.closed = `closed by the coordinator (${code} ${String(reason)})`;
       for (const w of this.waiters.splice(0)) w.fail(new Error(this.closed));
@@ -47,6 +47,13 @@ class Runner {
     const r = new Runner(ws, ttlMs, machine);
     ws.send(JSON.stringify({ type: "serve_lease", op: "claim" }));
     return r;
+  }
+
+  /** A room of the floor probe, read and written through this same class, so both sides pay the same client costs. */
+  static async floor(floorUrl: string, room: string): Promise<Runner> {
+    const ws = new WebSocket(`${floorUrl.replace(/^http/, "ws")}/rooms/${room}`);
+    await new Promise((resolve, reject) => (ws.once("open", resolve), ws.once("error", reject)));
+    return new Runner(ws, null, "floor");
   }
 
   next(match: (f: Frame) => boolean, what = "a frame"): Promise<Frame> {
@@ -95,12 +102,8 @@ async function runningMessage(url: string, agent: string, ttlMs: number) {
 async function stepRecords(batonUrl: string, floorUrl: string, ttlMs: number, trials: number, stamp: string): Promise<ScenarioResult> {
   const label = "step record: step frame to its result (floor: one row written, answered)";
   const { runner, id, token } = await runningMessage(batonUrl, `bench-steps-${stamp}`, ttlMs);
-  const floor = new WebSocket(`${floorUrl.replace(/^http/, "ws")}/rooms/floor-steps-${stamp}`);
-  await new Promise((resolve, reject) => (floor.once("open", resolve), floor.once("error", reject)));
-  const floorWrite = () => new Promise<void>((resolve) => {
-    floor.once("message", () => resolve());
-    floor.send('{"type":"write"}');
-  });
+  // The floor gets a frame of the same size and answers with its req, through the same client code.
+  const floor = await Runner.floor(floorUrl, `floor-steps-${stamp}`);
   const samples: ScenarioResult["samples"] = { baton: [], floor: [] };
   const failures: ScenarioResult["failures"] = {};
   try {
@@ -114,7 +117,7 @@ async function stepRecords(batonUrl: string, floorUrl: string, ttlMs: number, tr
             continue;
           }
         } else {
-          await floorWrite();
+          await floor.write({ type: "write", id, token, name: `s${i}`, kind: "step", phase: "done", value: { i, text: "an LLM answer" } });
         }
         if (i >= WARM) samples[name]!.push(performance.now() - t0);
       }
@@ -122,7 +125,7 @@ async function stepRecords(batonUrl: string, floorUrl: string, ttlMs: number, tr
     }
   } finally {
     runner.close();
-    floor.terminate();
+    floor.close();
   }
   console.log(`  ${label}: done`);
   return { label, samples, failures };
