@@ -9,14 +9,16 @@ import { agentObjectName } from "./objects/names.ts";
 import { CONTROL_ROUTES, type ControlRoute } from "./objects/agent-controls.ts";
 import type { MessagePolicy } from "./rules/message-lease.ts";
 import {
-  errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema, STEP_NAME, stepWriteSchema, utf8Bytes,
+  answerSchema, approveSchema, askSchema, errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema,
+  STEP_NAME, stepWriteSchema, utf8Bytes,
 } from "./wire/protocol.ts";
+import type { Answerer } from "./objects/message-leases.ts";
 
 const SMALL_BODY_BYTES = 4 * 1024;
 
 type Method =
-  | "presence" | "post" | "messagePage" | "message" | "control" | "policy" | "setPolicy" | "resume" | "stepOf" | "recordStep" | "heartbeatRun"
-  | "reserveBlob" | "stageBlob" | "blobKey";
+  | "presence" | "post" | "messagePage" | "message" | "control" | "policy" | "setPolicy" | "resume" | "answer" | "retry" | "ask" | "stepOf" | "recordStep"
+  | "heartbeatRun" | "reserveBlob" | "stageBlob" | "blobKey";
 /**
  * The object's methods as the Worker calls them. The runtime's stub type maps every result through
  * its serializable-type check, which cannot express the JSON values (`unknown`) in a checkpoint;
@@ -27,7 +29,7 @@ type Stub = { [M in Method]: (...args: Parameters<AgentCoordinator[M]>) => Promi
 };
 
 /** Answers one request under /agents/{agent}/; `agent` is already a valid name of `account`. */
-export async function agentRequest(request: Request, env: Env, account: string, agent: string, url: URL): Promise<Response> {
+export async function agentRequest(request: Request, env: Env, account: string, agent: string, url: URL, tokenName = "default"): Promise<Response> {
   const stub = env.AGENTS.get(env.AGENTS.idFromName(agentObjectName(account, agent))) as unknown as Stub;
   const route = url.pathname.split("/").filter(Boolean).slice(2).join("/");
   const { method } = request;
@@ -46,8 +48,21 @@ export async function agentRequest(request: Request, env: Env, account: string, 
     const view = await stub.message(Number(one[1]));
     return view ? Response.json(view) : errorResponse(404, "not_found", `no message ${one[1]}`);
   }
-  const resume = route.match(/^messages\/(\d{1,15})\/resume$/);
-  if (resume && method === "POST") return resumeMessage(request, Number(resume[1]), stub);
+  const decision = route.match(/^messages\/(\d{1,15})\/(resume|answer|approve|reject|retry|ask)$/);
+  if (decision && method === "POST") {
+    const id = Number(decision[1]);
+    const by: Answerer = { account, token: tokenName, via: viaOf(request) };
+    switch (decision[2]) {
+      case "resume":
+        return resumeMessage(request, id, by, stub);
+      case "ask":
+        return askRoute(request, id, stub);
+      case "retry":
+        return decided(await stub.retry(id, by));
+      default:
+        return answerMessage(request, id, decision[2] as "answer" | "approve" | "reject", by, stub);
+    }
+  }
   const step = route.match(/^messages\/(\d{1,15})\/steps\/([^/]+)$/);
   if (step) return stepRoute(request, Number(step[1]), decodeSegment(step[2]!), stub);
   const blobs = route.match(/^messages\/(\d{1,15})\/blobs$/);
@@ -123,7 +138,43 @@ async function policy(request: Request, stub: Stub): Promise<Response> {
   return Response.json(policyView(await stub.setPolicy(update)));
 }
 
-async function resumeMessage(request: Request, id: number, stub: Stub): Promise<Response> {
+/** Where an answer came from, as the client says (the dashboard and the CLI say so); anything else is plain HTTP. */
+function viaOf(request: Request): string {
+  const via = request.headers.get("x-baton-via");
+  return via === "page" || via === "cli" ? via : "http";
+}
+
+function decided(answer: Awaited<ReturnType<Stub["resume"]>>): Response {
+  return answer.ok ? Response.json(answer.view) : errorResponse(answer.status, answer.code, answer.message);
+}
+
+/** POST …/answer {choice, text?}; …/approve and …/reject {text?} stand for those choices. Reject ends the message. */
+async function answerMessage(request: Request, id: number, kind: "answer" | "approve" | "reject", by: Answerer, stub: Stub): Promise<Response> {
+  const body = await readJsonBody(request, LIMITS.answerTextBytes * 2, {});
+  if (!body.ok) return body.response;
+  const parsed = kind === "answer"
+    ? parseBody(answerSchema, body.data)
+    : ((p) => (p.ok ? { ok: true as const, value: { choice: kind, text: p.value.text } } : p))(parseBody(approveSchema, body.data));
+  if (!parsed.ok) return errorResponse(400, "bad_request", `body must be ${kind === "answer" ? '{"choice": "<choice>", "text"?: "<text>"}' : '{"text"?: "<text>"}'}: ${parsed.message}`);
+  const text = parsed.value.text ?? null;
+  if (text !== null && utf8Bytes(text) > LIMITS.answerTextBytes) return errorResponse(413, "too_large", `an answer's text is at most ${LIMITS.answerTextBytes} bytes`);
+  const { choice } = parsed.value;
+  return decided(await stub.answer(id, { choice, text }, by));
+}
+
+/** POST …/ask {token, run_key, question}: a served command's question, which its park carries. */
+async function askRoute(request: Request, id: number, stub: Stub): Promise<Response> {
+  const body = await readJsonBody(request, SMALL_BODY_BYTES * 2);
+  if (!body.ok) return body.response;
+  const parsed = parseBody(askSchema, body.data);
+  if (!parsed.ok) return errorResponse(400, "bad_request", `bad question: ${parsed.message}`);
+  const answer = await stub.ask(id, parsed.value.token, parsed.value.run_key, parsed.value.question);
+  if (!answer.ok) return errorResponse(answer.status, answer.code, answer.message);
+  const { ok: _ok, ...asked } = answer;
+  return Response.json(asked);
+}
+
+async function resumeMessage(request: Request, id: number, by: Answerer, stub: Stub): Promise<Response> {
   const body = await readJsonBody(request, LIMITS.resumeInputBytes * 2);
   if (!body.ok) return body.response;
   const parsed = parseBody(resumeSchema, body.data);
@@ -132,9 +183,7 @@ async function resumeMessage(request: Request, id: number, stub: Stub): Promise<
   if (input !== null && utf8Bytes(input) > LIMITS.resumeInputBytes) {
     return errorResponse(413, "too_large", `resume input exceeds ${LIMITS.resumeInputBytes} bytes`);
   }
-  const answer = await stub.resume(id, input, parsed.value.outcome ?? null);
-  if (!answer.ok) return errorResponse(answer.status, answer.code, answer.message);
-  return Response.json(answer.view);
+  return decided(await stub.resume(id, input, parsed.value.outcome ?? null, by));
 }
 
 /**

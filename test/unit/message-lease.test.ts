@@ -1,12 +1,12 @@
 // The message lifecycle rules: dispatch order, groups, slots, tokens, run timeouts, park and resume.
 import { describe, expect, it } from "vitest";
 import {
-  checkMessageWrite, complete, DEFAULT_POLICY, expireDue, failAttempt, lease, nextMessageDeadline, park, planDispatch, resume, retryBackoffMs, takeBack,
+  answer, checkMessageWrite, complete, DEFAULT_POLICY, expireDue, failAttempt, lease, nextMessageDeadline, park, planDispatch, resume, retry, retryBackoffMs, takeBack,
   type MessageLease, type MessagePolicy,
 } from "../../worker/rules/message-lease.ts";
 
 const msg = (id: number, over: Partial<MessageLease> = {}): MessageLease => ({
-  id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, ...over,
+  id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, ...over,
 });
 const pool: MessagePolicy = { ...DEFAULT_POLICY, mode: "pool", maxRunning: 10, runTimeoutMs: 1000, maxAttempts: 3 };
 
@@ -85,7 +85,7 @@ describe("a message's own lease", () => {
   });
 
   it("park gives the lease up; resume queues it again; a park deadline fails it", () => {
-    const parked = park(lease(msg(1), "a", 1, 0, pool), 5000);
+    const parked = park(lease(msg(1), "a", 1, 0, pool), 0, 5000);
     expect(parked).toMatchObject({ status: "parked", runner: null, expiresAt: 5000 });
     expect(resume(parked, 4999)).toMatchObject({ ok: true, message: { status: "queued", attempts: 1, expiresAt: null } });
     expect(resume(parked, 5000)).toMatchObject({ ok: false, code: "not_parked" });
@@ -93,8 +93,35 @@ describe("a message's own lease", () => {
     expect(expireDue([parked], 5000, pool)[0]?.status).toBe("failed");
   });
 
+  it("an answer queues a parked message again; reject ends it; choices are the question's or approve; twice or too late is refused", () => {
+    const parked = park(lease(msg(1), "a", 1, 0, pool), 0, 5000);
+    expect(answer(parked, { choice: "approve", text: "ok" }, null, 10)).toMatchObject({ ok: true, message: { status: "queued", expiresAt: null, onDeadline: null } });
+    expect(answer(parked, { choice: "reject", text: null }, null, 10)).toMatchObject({ ok: true, message: { status: "rejected" } });
+    expect(answer(parked, { choice: "ship", text: null }, ["ship", "hold"], 10)).toMatchObject({ ok: true, message: { status: "queued" } });
+    expect(answer(parked, { choice: "approve", text: null }, ["ship", "hold"], 10)).toMatchObject({ ok: false, code: "bad_request" });
+    expect(answer(parked, { choice: "ship", text: null }, null, 10)).toMatchObject({ ok: false, code: "bad_request" });
+    expect(answer(parked, { choice: "approve", text: null }, null, 5000)).toMatchObject({ ok: false, code: "not_parked" });
+    const answered = (answer(parked, { choice: "approve", text: null }, null, 10) as { message: MessageLease }).message;
+    expect(answer(answered, { choice: "approve", text: null }, null, 11)).toMatchObject({ ok: false, code: "not_parked" });
+    expect(answer({ ...parked, pendingAsk: "pay" }, { choice: "approve", text: null }, null, 10)).toMatchObject({ ok: false, code: "outcome_unknown" });
+  });
+
+  it("a question's deadline does what it says: fail, approve, reject, or wait once more (escalate)", () => {
+    const asked = (onDeadline: "fail" | "approve" | "reject" | "escalate") => park(lease(msg(1), "a", 1, 0, pool), 1000, 5000, onDeadline);
+    expect(expireDue([asked("fail")], 6000, pool)[0]).toMatchObject({ status: "failed" });
+    expect(expireDue([asked("approve")], 6000, pool)[0]).toMatchObject({ status: "queued", onDeadline: null, expiresAt: null });
+    expect(expireDue([asked("reject")], 6000, pool)[0]).toMatchObject({ status: "rejected" });
+    expect(expireDue([asked("escalate")], 6100, pool)[0]).toMatchObject({ status: "parked", expiresAt: 11_100, onDeadline: "escalate" });
+    expect(expireDue([asked("approve")], 5999, pool)).toEqual([]);
+  });
+
+  it("a failed message is retried with a fresh set of attempts; nothing else is", () => {
+    expect(retry(msg(1, { status: "failed", attempts: 3 }))).toMatchObject({ ok: true, message: { status: "queued", attempts: 0 } });
+    expect(retry(msg(1, { status: "running" }))).toMatchObject({ ok: false });
+  });
+
   it("the next deadline is the earliest among running and parked messages", () => {
-    const open = [lease(msg(1), "a", 1, 0, pool), park(msg(2, { status: "running" }), 400), msg(3)];
+    const open = [lease(msg(1), "a", 1, 0, pool), park(msg(2, { status: "running" }), 0, 400), msg(3)];
     expect(nextMessageDeadline(open)).toBe(400);
     expect(nextMessageDeadline([msg(3)])).toBeNull();
   });

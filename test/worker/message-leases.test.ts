@@ -146,7 +146,7 @@ describe("per-message leases", () => {
     await sleep(Math.max(0, (parked.deadline as number) - Date.now()) + 50);
     await runDurableObjectAlarm(env.AGENTS.get(env.AGENTS.idFromName(`dev:${agent}`)));
     expect(await message(agent, id)).toMatchObject({ status: "failed" });
-    expect((await presence(agent)).work.failed).toEqual([{ id, attempts: 1, error: "its park deadline passed before anyone resumed it" }]);
+    expect((await presence(agent)).work.failed).toEqual([{ id, attempts: 1, error: "its park deadline passed before anyone answered" }]);
     expect(await call("POST", `/agents/${agent}/messages/${id}/resume`, {})).toMatchObject({ status: 409 });
   });
 

@@ -12,7 +12,7 @@ import type { MessagePolicy } from "../rules/message-lease.ts";
 import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
 import { AgentControls, type ControlOutcome, type ControlRoute } from "./agent-controls.ts";
 import { closeQuietly, newConnState, send, serveAttachment, writeConn, type ConnState } from "./connections.ts";
-import { CLOSE_CODES, errorFrame, errorResponse, LIMITS, MACHINE_LABEL, parseClientFrame, type ClientFrame } from "../wire/protocol.ts";
+import { CLOSE_CODES, errorFrame, errorResponse, LIMITS, MACHINE_LABEL, parseClientFrame, type ClientFrame, type Question } from "../wire/protocol.ts";
 import type { Env } from "../env.ts";
 import { buildPresence, PREVIEW_CHARS } from "../rules/presence.ts";
 import type { Presence } from "../wire/server-frames.ts";
@@ -23,7 +23,8 @@ import { AgentMetricsKeeper } from "./metrics-agent.ts";
 import { WorkDesk } from "./work-desk.ts";
 import { randomHex128 } from "./secrets.ts";
 import type { StoredMessage } from "./message-store.ts";
-import type { BlobReserve, HeartbeatAnswer, Refusal, ResumeOutcome, StepAnswer } from "./message-leases.ts";
+import type { Answerer, BlobReserve, HeartbeatAnswer, MessageLeases, Refusal, ResumeOutcome, StepAnswer } from "./message-leases.ts";
+import type { Answer } from "../rules/message-lease.ts";
 import { idempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
 import type { MessageView, StepView } from "../wire/http-responses.ts";
 
@@ -232,11 +233,33 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     return policy;
   }
 
-  resume(id: number, input: string | null, outcome: UnknownOutcome | null = null): ResumeAnswer {
+  resume(id: number, input: string | null, outcome: UnknownOutcome | null, by: Answerer): ResumeAnswer {
+    return this.decided(Date.now(), (now) => this.desk.leases.resume(id, input, outcome, by, now), id);
+  }
+
+  /** A person's answer to a parked message: approve, reject, or one of its question's choices. */
+  answer(id: number, reply: Answer, by: Answerer): ResumeAnswer {
+    return this.decided(Date.now(), (now) => this.desk.leases.answer(id, reply, by, now), id);
+  }
+
+  /** A failed message queued again, with a fresh set of attempts. */
+  retry(id: number, by: Answerer): ResumeAnswer {
+    return this.decided(Date.now(), (now) => this.desk.leases.retry(id, by, now), id);
+  }
+
+  /** A served command's question (`baton ask`), stored under the run's token for the park that follows. */
+  ask(id: number, token: number, runKey: string, question: Question): ReturnType<MessageLeases["ask"]> {
     this.store.countWake();
     const now = Date.now();
-    const result = this.desk.leases.resume(id, input, outcome, now);
-    // Resumed: handed out now. Refused for a passed park deadline: the plan fails it now.
+    const answer = this.desk.leases.ask(id, token, { runKey }, question, now);
+    if (!answer.ok && answer.expired) this.step(now, { type: "work" });
+    return answer;
+  }
+
+  /** A person's decision, then the plan that follows it: an answered message is handed out at once, one whose deadline passed is settled by it. */
+  private decided(now: number, decide: (now: number) => ResumeOutcome, id: number): ResumeAnswer {
+    this.store.countWake();
+    const result = decide(now);
     this.step(now, { type: "work" });
     if (!result.ok) return result;
     return { ok: true, view: this.desk.view(this.desk.messages.get(id)!) };
@@ -409,8 +432,9 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     this.store.saveClaimCounter(plan.claimCounter);
     leases.policies.saveTokenCounter(plan.tokenCounter);
     for (const t of plan.takeBacks) {
-      messages.saveLease(t.lease);
-      messages.recordFailure(t.lease.id, t.error);
+      if (t.deadline === "approve" || t.deadline === "reject") leases.answeredByDeadline(t.lease, t.deadline, now);
+      else messages.saveLease(t.lease);
+      if (t.error !== null) messages.recordFailure(t.lease.id, t.error);
     }
     const changed = new Set<number>(plan.patches.keys());
     for (const [i, p] of plan.patches) Object.assign(conns[i]!.state, p);

@@ -3,18 +3,18 @@
 // resumes parked messages. Who runs what, and what is taken back, is decided by
 // ../rules/agent-plan.ts; the rules of one message are in ../rules/message-lease.ts.
 import {
-  checkMessageWrite, extendRun, failAttempt, park, resume, type MessagePolicy,
+  answer, checkMessageWrite, extendRun, failAttempt, park, resume, retry, type Answer, type MessageLease, type MessagePolicy,
 } from "../rules/message-lease.ts";
 import { runnerOf } from "../rules/agent-plan.ts";
 import { decideStepWrite, pendingAsk, unknownOutcomeReason, type BlobRef, type StepRecord, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
 import { send, type ConnState } from "./connections.ts";
-import { leaseOf, type MessageStore, type RunRow, type StoredMessage, type StoredValue } from "./message-store.ts";
+import { leaseOf, type AnswerRecord, type MessageStore, type RunRow, type StoredMessage, type StoredQuestion, type StoredValue } from "./message-store.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
 import type { StepStore } from "./step-store.ts";
 import type { BlobStore } from "./blob-store.ts";
 import { randomHex128, sameSecret } from "./secrets.ts";
 import { commitRefusal, decideReserve } from "../rules/blob-ledger.ts";
-import { errorFrame, LIMITS, type ClientFrame, type ErrorCode, type JournalEntry, type MessageFrame } from "../wire/protocol.ts";
+import { errorFrame, LIMITS, type ClientFrame, type ErrorCode, type JournalEntry, type MessageFrame, type Question } from "../wire/protocol.ts";
 import type { WorkReport } from "../wire/server-frames.ts";
 
 export interface DeskSocket {
@@ -48,6 +48,22 @@ const REFUSAL_STATUS: Partial<Record<ErrorCode, Refusal["status"]>> = {
 };
 
 const JOURNAL_BUDGET = { steps: LIMITS.stepsPerMessage, bytes: LIMITS.journalBytes };
+
+/** Who answers a parked message: the account, the name of its token, and from where (page, cli, http). */
+export type Answerer = Pick<AnswerRecord, "account" | "token" | "via">;
+/** A deadline that answered for a person. */
+const DEADLINE: Answerer = { account: "baton", token: "deadline", via: "deadline" };
+
+function storedQuestion(q: Question, token: number, now: number): StoredQuestion {
+  return { text: q.text, choices: q.choices ?? null, step: q.step ?? null, on_deadline: q.on_deadline ?? null, token, asked_at: now };
+}
+
+/** The message's stored question; with `token`, only one the attempt of that token asked. */
+function questionOf(m: Pick<StoredMessage, "question">, token?: number): StoredQuestion | null {
+  if (m.question === null) return null;
+  const q = JSON.parse(m.question) as StoredQuestion;
+  return token === undefined || q.token === token ? q : null;
+}
 
 const REPORTED_RUNNING = 50;
 const REPORTED_PARKED = 20;
@@ -109,9 +125,13 @@ export class MessageLeases {
         return false;
       case "park": {
         if (blob !== null || frame.value !== undefined) this.saveCheckpoint(m.id, blob ?? { value: frame.value }, frame.token, now);
-        const deadline = frame.deadline_seconds === undefined ? null : now + frame.deadline_seconds * 1000;
-        this.messages.saveLease(park(m, deadline));
-        send(socket.ws, { type: "result", op: "park", req: frame.req, id: m.id, token: frame.token, deadline });
+        // The question is the frame's, or the one this attempt stored over HTTP (`baton ask`) before it parked.
+        const asked = frame.question ? storedQuestion(frame.question, frame.token, now) : questionOf(stored, frame.token);
+        this.messages.ask(m.id, asked);
+        const onDeadline = frame.question?.on_deadline ?? asked?.on_deadline ?? null;
+        const parked = park(m, now, frame.deadline_seconds === undefined ? null : frame.deadline_seconds * 1000, onDeadline);
+        this.messages.saveLease(parked);
+        send(socket.ws, { type: "result", op: "park", req: frame.req, id: m.id, token: frame.token, deadline: parked.expiresAt });
         return true;
       }
       case "fail": {
@@ -276,7 +296,7 @@ export class MessageLeases {
    * its checkpoint by the plan that follows. A park deadline that passed before its alarm ran
    * refuses the resume; the plan that follows fails the message.
    */
-  resume(id: number, input: string | null, outcome: UnknownOutcome | null, now: number): ResumeOutcome {
+  resume(id: number, input: string | null, outcome: UnknownOutcome | null, by: Answerer, now: number): ResumeOutcome {
     const stored = this.messages.get(id);
     if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
     const result = resume(leaseOf(stored), now, outcome);
@@ -292,11 +312,83 @@ export class MessageLeases {
       if (decision.action === "refuse") return { ok: false, status: decision.code === "too_large" ? 413 : 400, code: decision.code === "too_large" ? "too_large" : "bad_request", message: decision.message };
       if (decision.action === "record") this.steps.save(id, decision.record, now, existing);
     }
+    this.messages.recordAnswer(id, { at: now, choice: outcome ?? "resume", text: input, question: unknown === null ? questionOf(stored)?.text ?? null : unknownOutcomeReason(unknown), ...by });
     // Several effects may have been left unknown: each is answered in turn, and the message stays parked until none is.
     if (unknown !== null && this.noteOpenAsk(id, unknown) !== null) return { ok: true, message: this.messages.get(id)! };
-    this.messages.setResumeInput(id, input);
+    this.settle(stored, result.message, { choice: "resume", text: input }, now, false);
+    return { ok: true, message: this.messages.get(id)! };
+  }
+
+  /**
+   * A person's answer to a parked message (approve, reject, or one of the question's choices), kept
+   * with who gave it. Reject ends the message; any other answer queues it with the answer as its
+   * resume input and choice, and in the journal under the question's step, so a handler run again
+   * from the top gets it from `ask`.
+   */
+  answer(id: number, reply: Answer, by: Answerer, now: number): ResumeOutcome {
+    const stored = this.messages.get(id);
+    if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
+    const asked = questionOf(stored);
+    const result = answer(leaseOf(stored), reply, asked?.choices ?? null, now);
+    if (!result.ok) return { ...result, status: result.code === "bad_request" ? 400 : 409 };
+    if (asked?.step && result.message.status === "queued") {
+      const recorded = this.recordAnswerStep(stored, asked.step, reply, by, now);
+      if (recorded !== null) return recorded;
+    }
+    this.messages.recordAnswer(id, { at: now, choice: reply.choice, text: reply.text, question: asked?.text ?? null, ...by });
+    this.settle(stored, result.message, reply, now, true);
+    return { ok: true, message: this.messages.get(id)! };
+  }
+
+  /** A parked message whose deadline answered for the person (approve, reject): recorded as answered by the deadline. */
+  answeredByDeadline(after: MessageLease, choice: "approve" | "reject", now: number): void {
+    const stored = this.messages.get(after.id);
+    if (!stored) return;
+    const asked = questionOf(stored);
+    const reply = { choice, text: null };
+    if (asked?.step && choice === "approve") this.recordAnswerStep(stored, asked.step, reply, DEADLINE, now);
+    this.messages.recordAnswer(after.id, { at: now, choice, text: null, question: asked?.text ?? null, ...DEADLINE });
+    this.settle(stored, after, reply, now, true);
+  }
+
+  /** A failed message queued again by a person, with a fresh set of attempts. */
+  retry(id: number, by: Answerer, now: number): ResumeOutcome {
+    const stored = this.messages.get(id);
+    if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
+    const result = retry(leaseOf(stored));
+    if (!result.ok) return { ok: false, status: 409, code: "not_parked", message: result.message };
+    this.messages.recordAnswer(id, { at: now, choice: "retry", text: null, question: stored.error, ...by });
     this.messages.saveLease(result.message);
     return { ok: true, message: this.messages.get(id)! };
+  }
+
+  /** The running attempt stores what it asks (`baton ask`); its park then carries it. */
+  ask(id: number, token: number, writer: Writer, question: Question, now: number): Refusal | { ok: true; id: number; token: number } {
+    const run = this.checkRun(id, token, writer, now);
+    if (!run.ok) return run;
+    this.messages.ask(id, storedQuestion(question, token, now));
+    return { ok: true, id, token };
+  }
+
+  /** The answer in the journal under the question's step (its token is the parked attempt's); a refusal when the journal is full. */
+  private recordAnswerStep(stored: StoredMessage, step: string, reply: Answer, by: Answerer, now: number): ResumeOutcome | null {
+    const existing = this.steps.get(stored.id, step);
+    const value = JSON.stringify({ choice: reply.choice, text: reply.text, by: { account: by.account, token: by.token, via: by.via }, at: now });
+    const decision = decideStepWrite(existing, { name: step, kind: "step", phase: "done", value, onUnknown: null },
+      { attempt: stored.attempts, token: stored.token }, this.steps.usage(stored.id), JOURNAL_BUDGET);
+    if (decision.action === "refuse") return { ok: false, status: decision.code === "too_large" ? 413 : 400, code: decision.code === "too_large" ? "too_large" : "bad_request", message: decision.message };
+    if (decision.action === "record") this.steps.save(stored.id, decision.record, now, existing);
+    return null;
+  }
+
+  /** Stores a parked message as answered: the question is closed, and a queued one carries the answer to its next attempt. */
+  private settle(stored: StoredMessage, after: MessageLease, reply: Answer, _now: number, withChoice: boolean): void {
+    this.messages.ask(stored.id, null);
+    if (after.status === "queued") {
+      this.messages.setResumeInput(stored.id, reply.text);
+      this.messages.setResumeChoice(stored.id, withChoice ? reply.choice : null);
+    }
+    this.messages.saveLease(after);
   }
 
   setPolicy(update: Partial<MessagePolicy>): MessagePolicy {
@@ -319,9 +411,13 @@ export class MessageLeases {
         machine: machines.get(m.runner ?? "") ?? null, expires_at: m.expires_at, group: m.msg_group,
         heartbeat_at: m.heartbeat_at,
       })),
-      parked: this.messages.inStatus("parked", REPORTED_PARKED).map((m) => ({
-        id: m.id, attempt: m.attempts, deadline: m.expires_at, group: m.msg_group, reason: m.pending_ask === null ? null : unknownOutcomeReason(m.pending_ask),
-      })),
+      parked: this.messages.inStatus("parked", REPORTED_PARKED).map((m) => {
+        const asked = questionOf(m);
+        return {
+          id: m.id, attempt: m.attempts, deadline: m.expires_at, group: m.msg_group, reason: m.pending_ask === null ? null : unknownOutcomeReason(m.pending_ask),
+          question: asked?.text ?? null, choices: asked?.choices ?? null, on_deadline: m.on_deadline,
+        };
+      }),
       failed: this.messages.inStatus("failed", REPORTED_FAILED).map((m) => ({ id: m.id, attempts: m.attempts, error: m.error })),
     };
   }
@@ -340,6 +436,7 @@ export function messageFrame(m: StoredMessage, run: boolean, policy: MessagePoli
     run_timeout_ms: m.run_timeout_ms ?? policy.runTimeoutMs,
     group: m.msg_group,
     resume_input: m.resume_input,
+    resume_choice: m.resume_choice,
     ...(m.checkpoint === null ? {} : { checkpoint: JSON.parse(m.checkpoint) as unknown }),
     ...(m.checkpoint_blob === null ? {} : { checkpoint_blob: { id: m.checkpoint_blob, bytes: m.checkpoint_blob_bytes ?? 0 } }),
     ...(journal.length ? { steps: journal } : {}),

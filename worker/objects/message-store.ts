@@ -2,7 +2,7 @@
 // acknowledged each one, the idempotency keys of posts and the agent's latest checkpoint. Ids come
 // from AUTOINCREMENT, so they only grow and are never reused. History is bounded: see prune().
 import { addMissingColumns } from "./sql-columns.ts";
-import type { MessageLease, MessageStatus } from "../rules/message-lease.ts";
+import type { MessageLease, MessageStatus, OnDeadline } from "../rules/message-lease.ts";
 import type { BlobRef } from "../rules/step-journal.ts";
 
 export type { MessageStatus };
@@ -53,9 +53,38 @@ export interface StoredMessage {
   checkpoint_blob_bytes: number | null;
   reply_blob: string | null;
   reply_blob_bytes: number | null;
+  /** While parked: what a person is asked (JSON of StoredQuestion), what its deadline does, and how long each wait is. */
+  question: string | null;
+  on_deadline: OnDeadline | null;
+  park_ms: number | null;
+  /** The choice of the answer that queued the message again (approve, or one the question offered). */
+  resume_choice: string | null;
 }
 
-export type RunRow = Pick<StoredMessage, "id" | "status" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "run_timeout_ms" | "retry_at" | "cap_at" | "pending_ask" | "run_key">;
+/** A question as stored with its message: what a runner asked, and the journal step its answer replays as. */
+export interface StoredQuestion {
+  text: string;
+  choices: string[] | null;
+  step: string | null;
+  on_deadline: OnDeadline | null;
+  /** The token of the attempt that asked: a question a later attempt never parked with is not shown. */
+  token: number;
+  asked_at: number;
+}
+
+/** One answer to a parked message, kept with it: who, from where, when, and what. */
+export interface AnswerRecord {
+  at: number;
+  choice: string;
+  text: string | null;
+  question: string | null;
+  account: string;
+  token: string;
+  via: string;
+}
+
+export type RunRow = Pick<StoredMessage,
+  "id" | "status" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "run_timeout_ms" | "retry_at" | "cap_at" | "pending_ask" | "on_deadline" | "park_ms" | "run_key">;
 
 /** A value kept inline (JSON-able), or in a committed blob. */
 export type StoredValue = { value: unknown } | { blob: BlobRef };
@@ -85,10 +114,14 @@ const LEASE_COLUMNS: Record<string, string> = {
   checkpoint_blob_bytes: "INTEGER",
   reply_blob: "TEXT",
   reply_blob_bytes: "INTEGER",
+  question: "TEXT",
+  on_deadline: "TEXT",
+  park_ms: "INTEGER",
+  resume_choice: "TEXT",
 };
 
 /** The columns a message's lease is made of (see leaseOf). */
-const LEASE_FIELDS = "id, status, attempts, token, runner, expires_at, msg_group, run_timeout_ms, retry_at, cap_at, pending_ask";
+const LEASE_FIELDS = "id, status, attempts, token, runner, expires_at, msg_group, run_timeout_ms, retry_at, cap_at, pending_ask, on_deadline, park_ms";
 
 /** How many queued messages one dispatch looks at (oldest first): a bound on its work, not on the queue. */
 export const DISPATCH_WINDOW = 500;
@@ -114,8 +147,12 @@ export interface Retention {
 }
 
 const HISTORY_PAGE = 500;
+/** Statuses nothing will change any more: pruned from history past the retention. */
+const FINISHED = "('acknowledged', 'failed', 'rejected')";
+/** Answers kept per message (a message parked and answered again and again keeps its newest ones). */
+const ANSWERS_KEPT = 20;
 
-type ReportedField = "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error" | "heartbeat_at" | "pending_ask";
+type ReportedField = "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error" | "heartbeat_at" | "pending_ask" | "question" | "on_deadline";
 
 export class MessageStore {
   constructor(private readonly sql: SqlStorage) {
@@ -134,6 +171,47 @@ export class MessageStore {
     sql.exec(`CREATE TABLE IF NOT EXISTS post_keys (key TEXT PRIMARY KEY, message_id INTEGER NOT NULL, at INTEGER NOT NULL)`);
     sql.exec(`CREATE INDEX IF NOT EXISTS post_keys_at ON post_keys (at)`);
     sql.exec(`CREATE TABLE IF NOT EXISTS checkpoint (one INTEGER PRIMARY KEY CHECK (one = 1), value TEXT NOT NULL, fence INTEGER NOT NULL, at INTEGER NOT NULL)`);
+    sql.exec(`CREATE TABLE IF NOT EXISTS message_answers (
+      message_id INTEGER NOT NULL, at INTEGER NOT NULL, choice TEXT NOT NULL, text TEXT, question TEXT,
+      account TEXT NOT NULL, token TEXT NOT NULL, via TEXT NOT NULL)`);
+    sql.exec(`CREATE INDEX IF NOT EXISTS message_answers_id ON message_answers (message_id, at)`);
+  }
+
+  /** Stores the question the running attempt asks (it parks with it next), replacing an earlier one. */
+  ask(id: number, question: StoredQuestion | null): void {
+    this.sql.exec(`UPDATE messages SET question = ? WHERE id = ?`, question === null ? null : JSON.stringify(question), id);
+  }
+
+  /** Keeps who answered a message, when, from where and what (the newest ANSWERS_KEPT per message). */
+  recordAnswer(id: number, record: AnswerRecord): void {
+    this.sql.exec(`INSERT INTO message_answers (message_id, at, choice, text, question, account, token, via) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      id, record.at, record.choice, record.text, record.question, record.account, record.token, record.via);
+    this.sql.exec(`DELETE FROM message_answers WHERE message_id = ? AND rowid NOT IN (
+      SELECT rowid FROM message_answers WHERE message_id = ? ORDER BY at DESC, rowid DESC LIMIT ?)`, id, id, ANSWERS_KEPT);
+  }
+
+  answers(id: number): AnswerRecord[] {
+    return this.sql.exec<AnswerRecord & Record<string, SqlStorageValue>>(
+      `SELECT at, choice, text, question, account, token, via FROM message_answers WHERE message_id = ? ORDER BY at, rowid`, id).toArray();
+  }
+
+  /** The answers of a page of messages, in one query. */
+  answersFor(ids: readonly number[]): Map<number, AnswerRecord[]> {
+    const out = new Map<number, AnswerRecord[]>();
+    if (ids.length === 0) return out;
+    const rows = this.sql.exec<AnswerRecord & { message_id: number } & Record<string, SqlStorageValue>>(
+      `SELECT message_id, at, choice, text, question, account, token, via FROM message_answers WHERE message_id BETWEEN ? AND ? ORDER BY message_id, at, rowid`,
+      Math.min(...ids), Math.max(...ids)).toArray();
+    for (const { message_id, ...record } of rows) {
+      if (!out.has(message_id)) out.set(message_id, []);
+      out.get(message_id)!.push(record);
+    }
+    return out;
+  }
+
+  /** The answer that queued the message again: its choice, beside the resume input. */
+  setResumeChoice(id: number, choice: string | null): void {
+    this.sql.exec(`UPDATE messages SET resume_choice = ? WHERE id = ?`, choice, id);
   }
 
   add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null } = {}): StoredMessage {
@@ -212,10 +290,11 @@ export class MessageStore {
   saveLease(m: MessageLease, handOut: { fence: number; machine: string; runKey: string } | null = null): StoredMessage {
     return this.sql.exec(
       `UPDATE messages SET status = ?, attempts = ?, token = ?, runner = ?, expires_at = ?, retry_at = ?, cap_at = ?, pending_ask = ?,
+       on_deadline = ?, park_ms = ?,
        delivered_fence = COALESCE(?, delivered_fence), machine = COALESCE(?, machine), run_key = COALESCE(?, run_key),
        progress = CASE WHEN ? THEN NULL ELSE progress END, heartbeat_at = CASE WHEN ? THEN NULL ELSE heartbeat_at END
        WHERE id = ? RETURNING *`,
-      m.status, m.attempts, m.token, m.runner, m.expiresAt, m.retryAt, m.capAt, m.pendingAsk,
+      m.status, m.attempts, m.token, m.runner, m.expiresAt, m.retryAt, m.capAt, m.pendingAsk, m.onDeadline, m.parkMs,
       handOut?.fence ?? null, handOut?.machine ?? null, handOut?.runKey ?? null, handOut ? 1 : 0, handOut ? 1 : 0, m.id,
     ).one() as unknown as StoredMessage;
   }
@@ -258,7 +337,7 @@ export class MessageStore {
   }
 
   countByStatus(): Record<MessageStatus, number> {
-    const counts: Record<MessageStatus, number> = { queued: 0, running: 0, parked: 0, acknowledged: 0, failed: 0 };
+    const counts: Record<MessageStatus, number> = { queued: 0, running: 0, parked: 0, acknowledged: 0, failed: 0, rejected: 0 };
     for (const r of this.sql.exec<{ status: MessageStatus; n: number }>(`SELECT status, COUNT(*) AS n FROM messages GROUP BY status`)) {
       counts[r.status] = r.n;
     }
@@ -268,7 +347,8 @@ export class MessageStore {
   /** The newest messages in one status, newest first, without their texts, replies or checkpoints. */
   inStatus(status: MessageStatus, limit: number): Pick<StoredMessage, ReportedField>[] {
     return this.sql.exec<Pick<StoredMessage, ReportedField>>(
-      `SELECT id, attempts, token, runner, expires_at, msg_group, substr(error, 1, 500) AS error, heartbeat_at, pending_ask
+      `SELECT id, attempts, token, runner, expires_at, msg_group, substr(error, 1, 500) AS error, heartbeat_at, pending_ask,
+       CASE WHEN status = 'parked' THEN question END AS question, on_deadline
        FROM messages WHERE status = ? ORDER BY id DESC LIMIT ?`,
       status, limit).toArray();
   }
@@ -318,9 +398,10 @@ export class MessageStore {
     let gone = 0;
     if (horizon > 0) {
       this.sql.exec(`DELETE FROM message_writes WHERE message_id <= ?`, horizon);
-      this.sql.exec(
-        `DELETE FROM message_steps WHERE message_id IN (SELECT id FROM messages WHERE id <= ? AND status IN ('acknowledged', 'failed'))`, horizon);
-      gone = this.sql.exec(`DELETE FROM messages WHERE id <= ? AND status IN ('acknowledged', 'failed')`, horizon).rowsWritten;
+      for (const table of ["message_steps", "message_answers"]) {
+        this.sql.exec(`DELETE FROM ${table} WHERE message_id IN (SELECT id FROM messages WHERE id <= ? AND status IN ${FINISHED})`, horizon);
+      }
+      gone = this.sql.exec(`DELETE FROM messages WHERE id <= ? AND status IN ${FINISHED}`, horizon).rowsWritten;
     }
     this.sql.exec(`DELETE FROM post_keys WHERE at < ?`, now - retention.postKeyMs);
     return gone;
@@ -344,6 +425,7 @@ export function leaseOf(m: RunRow): MessageLease {
   return {
     id: m.id, status: m.status, attempts: m.attempts, token: m.token, runner: m.runner, expiresAt: m.expires_at,
     group: m.msg_group, runTimeoutMs: m.run_timeout_ms, retryAt: m.retry_at, capAt: m.cap_at ?? null, pendingAsk: m.pending_ask ?? null,
+    onDeadline: m.on_deadline ?? null, parkMs: m.park_ms ?? null,
   };
 }
 

@@ -5,7 +5,7 @@
 import type { LeaseRecord } from "../rules/election.ts";
 import { checkFencedWrite } from "../rules/fencing.ts";
 import { send, writeConn, type ConnState } from "./connections.ts";
-import { MessageStore, type StoredMessage } from "./message-store.ts";
+import { MessageStore, type AnswerRecord, type StoredMessage, type StoredQuestion } from "./message-store.ts";
 import { StepStore, type StepSummary } from "./step-store.ts";
 import { BlobStore } from "./blob-store.ts";
 import type { MessageView } from "../wire/http-responses.ts";
@@ -93,17 +93,26 @@ export class WorkDesk {
 
   /** One message as HTTP shows it, with its steps (without their values). */
   view(m: StoredMessage): MessageView {
-    return messageView(m, this.steps.summaries(m.id));
+    return messageView(m, this.steps.summaries(m.id), this.messages.answers(m.id));
   }
 
-  /** A page of messages with their steps, read in one query. */
+  /** A page of messages with their steps and answers, read in one query each. */
   views(ms: readonly StoredMessage[]): MessageView[] {
-    const steps = this.steps.summariesFor(ms.map((m) => m.id));
-    return ms.map((m) => messageView(m, steps.get(m.id) ?? []));
+    const ids = ms.map((m) => m.id);
+    const steps = this.steps.summariesFor(ids);
+    const answers = this.messages.answersFor(ids);
+    return ms.map((m) => messageView(m, steps.get(m.id) ?? [], answers.get(m.id) ?? []));
   }
 }
 
-export function messageView(m: StoredMessage, steps: StepSummary[]): MessageView {
+/** While parked for a person (not for an unknown outcome): the question, or approve/reject when the run asked none. */
+function questionView(m: StoredMessage): MessageView["question"] {
+  if (m.status !== "parked" || m.pending_ask !== null) return null;
+  const asked = m.question === null ? null : (JSON.parse(m.question) as StoredQuestion);
+  return { text: asked?.text ?? null, choices: asked?.choices ?? [], deadline: m.expires_at, on_deadline: m.on_deadline ?? "fail", asked_at: asked?.asked_at ?? null };
+}
+
+export function messageView(m: StoredMessage, steps: StepSummary[], answers: AnswerRecord[]): MessageView {
   return {
     id: m.id,
     text: m.text,
@@ -132,6 +141,9 @@ export function messageView(m: StoredMessage, steps: StepSummary[]): MessageView
     resume_input: m.resume_input,
     steps,
     waiting_on: m.status === "parked" ? m.pending_ask : null,
+    question: questionView(m),
+    answers,
+    resume_choice: m.resume_choice,
     heartbeat_at: m.heartbeat_at,
     progress: m.progress === null ? null : (JSON.parse(m.progress) as unknown),
   };

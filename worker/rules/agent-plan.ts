@@ -90,10 +90,12 @@ export interface Tell {
 export interface TakeBack {
   /** The message as it must be stored now. */
   lease: MessageLease;
-  /** Why the attempt ended, for the message's `error`. */
-  error: string;
+  /** Why the attempt ended, for the message's `error` (null: it did not fail). */
+  error: string | null;
   /** The runner still connected that must stop it. */
   revoke: { to: number; token: number; reason: RevokeReason } | null;
+  /** A parked message's deadline decided for the person (approve, reject) or asked again (escalate): recorded as such. */
+  deadline?: "approve" | "reject" | "escalate";
 }
 
 export interface AgentPlan {
@@ -129,7 +131,7 @@ const TAKEN_BACK: Record<RevokeReason, string> = {
   runner_gone: "its runner left (disconnected, released the lease or went silent) before finishing",
   heartbeat_timeout: "its run sent no heartbeat within the heartbeat timeout",
 };
-const PARK_DEADLINE_PASSED = "its park deadline passed before anyone resumed it";
+const PARK_DEADLINE_PASSED = "its park deadline passed before anyone answered";
 
 /** A message lease names its runner by the claim sequence of the connection it was handed to. */
 export function runnerOf(conn: Pick<ServeConn, "claimSeq">): string {
@@ -281,7 +283,9 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
       const why: RevokeReason = policy.heartbeatTimeoutMs !== null && before.capAt !== null && before.expiresAt! < before.capAt ? "heartbeat_timeout" : "run_timeout";
       takeBacks.push({ lease: next, error: TAKEN_BACK[why], revoke: revokeFor(before, why) });
     } else {
-      takeBacks.push({ lease: next, error: PARK_DEADLINE_PASSED, revoke: null });
+      const by = before.onDeadline;
+      if (by === "approve" || by === "reject" || by === "escalate") takeBacks.push({ lease: next, error: null, revoke: null, deadline: by });
+      else takeBacks.push({ lease: next, error: PARK_DEADLINE_PASSED, revoke: null });
     }
     open.set(next.id, next);
   }

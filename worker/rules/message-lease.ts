@@ -3,13 +3,17 @@
 // attempts. The agent object stores the records and calls these; nothing here touches I/O.
 //
 //   queued ──lease──▶ running ──complete──▶ acknowledged
-//     ▲                 │ │ └──park──▶ parked ──resume──▶ queued
-//     ├──timeout/lost───┘ │              └──deadline──▶ failed
+//     ▲                 │ │ └──park──▶ parked ──resume / answer──▶ queued
+//     ├──timeout/lost───┘ │              ├──reject──▶ rejected
+//     │                   │              └──deadline──▶ failed | queued (approve) | rejected (reject) | parked again (escalate)
 //     └──fail (after a backoff)──┤
 //                         ├──timeout/lost/fail, attempts used up──▶ failed
 //                         └──timeout/lost/fail with an effect's outcome unknown (ask)──▶ parked
 
-export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed";
+export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed" | "rejected";
+
+/** What a question's deadline does when nobody answered it: fail the message, answer for the person, or ask again. */
+export type OnDeadline = "fail" | "approve" | "reject" | "escalate";
 
 export interface MessageLease {
   id: number;
@@ -32,6 +36,9 @@ export interface MessageLease {
   capAt: number | null;
   /** An effect of this attempt with an intent and no outcome whose policy is to ask (rules/step-journal.ts). */
   pendingAsk: string | null;
+  /** While parked with a deadline: what the deadline does (null: fail), and how long each wait is (escalate waits again). */
+  onDeadline: OnDeadline | null;
+  parkMs: number | null;
 }
 
 export interface MessagePolicy {
@@ -160,9 +167,53 @@ export function complete(m: MessageLease): MessageLease {
   return { ...m, status: "acknowledged", runner: null, expiresAt: null };
 }
 
-/** Gives the lease up while a person decides; a deadline makes the message fail if nobody resumes it. */
-export function park(m: MessageLease, deadline: number | null): MessageLease {
-  return { ...m, status: "parked", runner: null, expiresAt: deadline, capAt: null };
+/**
+ * Gives the lease up while a person decides. With `deadlineMs`, the deadline's action (fail unless
+ * said otherwise) happens if nobody answers by then.
+ */
+export function park(m: MessageLease, now: number, deadlineMs: number | null = null, onDeadline: OnDeadline | null = null): MessageLease {
+  return {
+    ...m, status: "parked", runner: null, capAt: null, expiresAt: deadlineMs === null ? null : now + deadlineMs,
+    parkMs: deadlineMs, onDeadline: deadlineMs === null ? null : onDeadline,
+  };
+}
+
+/** A person's answer to a parked message: a choice (approve, reject, or one the question offered) and optional text. */
+export interface Answer {
+  choice: string;
+  text: string | null;
+}
+
+export type AnswerResult =
+  | { ok: true; message: MessageLease }
+  | { ok: false; code: "not_parked" | "outcome_unknown" | "bad_request"; message: string };
+
+/**
+ * Answers a parked message. Reject ends it (`rejected`, never run again); any other choice queues
+ * it to run again with the answer. A question with choices takes one of them (or reject); one
+ * without takes approve or reject. An effect whose outcome is unknown is answered with resume
+ * --done/--redo instead, and a passed deadline has already decided.
+ */
+export function answer(m: MessageLease, reply: Answer, choices: readonly string[] | null, now: number): AnswerResult {
+  if (m.status !== "parked") return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}: there is nothing to answer (answered already, or never asked)` };
+  if (m.expiresAt !== null && now >= m.expiresAt) {
+    return { ok: false, code: "not_parked", message: `message ${m.id}'s deadline passed ${now - m.expiresAt} ms ago; its deadline decided` };
+  }
+  if (m.pendingAsk !== null) {
+    return { ok: false, code: "outcome_unknown", message: `message ${m.id} waits on step ${m.pendingAsk}, whose outcome is unknown: answer it with resume --done or --redo` };
+  }
+  const allowed = choices ?? ["approve"];
+  if (reply.choice !== "reject" && !allowed.includes(reply.choice)) {
+    return { ok: false, code: "bad_request", message: `message ${m.id} takes ${[...allowed, "reject"].map((c) => JSON.stringify(c)).join(", ")}, not ${JSON.stringify(reply.choice)}` };
+  }
+  const settled = { runner: null, expiresAt: null, capAt: null, retryAt: null, onDeadline: null, parkMs: null };
+  return { ok: true, message: { ...m, ...settled, status: reply.choice === "reject" ? "rejected" : "queued" } };
+}
+
+/** A failed (or rejected) message queued again by a person: a fresh set of attempts. */
+export function retry(m: MessageLease): { ok: true; message: MessageLease } | { ok: false; code: "bad_request"; message: string } {
+  if (m.status !== "failed") return { ok: false, code: "bad_request", message: `message ${m.id} is ${m.status}; only a failed message is retried` };
+  return { ok: true, message: { ...m, status: "queued", attempts: 0, runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null } };
 }
 
 export type ResumeResult =
@@ -185,7 +236,7 @@ export function resume(m: MessageLease, now: number, outcome: "done" | "redo" | 
   if (m.pendingAsk === null && outcome !== null) {
     return { ok: false, code: "bad_request", message: `message ${m.id} has no step whose outcome is unknown` };
   }
-  return { ok: true, message: { ...m, status: "queued", runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null } };
+  return { ok: true, message: { ...m, status: "queued", runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null, onDeadline: null, parkMs: null } };
 }
 
 /** Takes a running message back (its runner went silent, left, or ran out of time): queued again, or failed when its attempts are used up. */
@@ -210,13 +261,31 @@ export function failAttempt(m: MessageLease, now: number, policy: MessagePolicy)
   return { ...m, status: "queued", runner: null, expiresAt: null, capAt: null, retryAt: now + retryBackoffMs(m.attempts) };
 }
 
-/** Every open message whose deadline passed, as it must become: running ones taken back, parked ones failed. */
+/**
+ * A parked message whose deadline passed, as its deadline says: failed (the default), answered
+ * approve (queued) or reject (rejected) on the person's behalf, or parked for another wait (escalate).
+ */
+export function parkDeadline(m: MessageLease, now: number): MessageLease {
+  const settled = { runner: null, expiresAt: null, capAt: null, onDeadline: null, parkMs: null };
+  switch (m.onDeadline) {
+    case "approve":
+      return { ...m, ...settled, status: "queued", retryAt: null };
+    case "reject":
+      return { ...m, ...settled, status: "rejected" };
+    case "escalate":
+      return { ...m, expiresAt: now + (m.parkMs ?? 0) };
+    default:
+      return { ...m, ...settled, status: "failed" };
+  }
+}
+
+/** Every open message whose deadline passed, as it must become: running ones taken back, parked ones as their deadline says. */
 export function expireDue(open: readonly MessageLease[], now: number, policy: MessagePolicy): MessageLease[] {
   const out: MessageLease[] = [];
   for (const m of open) {
     if (m.expiresAt === null || now < m.expiresAt) continue;
     if (m.status === "running") out.push(takeBack(m, policy));
-    else if (m.status === "parked") out.push({ ...m, status: "failed", expiresAt: null, capAt: null });
+    else if (m.status === "parked") out.push(parkDeadline(m, now));
   }
   return out;
 }

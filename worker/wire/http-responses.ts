@@ -9,10 +9,15 @@ const count = z.int().check(z.nonnegative());
 /** Every refusal: a named code and a sentence for people. Extra fields depend on the code. */
 export const errorBodySchema = z.looseObject({ error: z.enum(ERROR_CODES), message: z.string() });
 
+/** One answer to a parked message, as kept with it. `via`: page, cli or http; `token`: the name of the token that answered. */
+export const answerRecordSchema = z.object({
+  at: z.number(), choice: z.string(), text: z.nullable(z.string()), question: z.nullable(z.string()), account: z.string(), token: z.string(), via: z.string(),
+});
+
 export const messageViewSchema = z.object({
   id: z.int().check(z.gte(1)),
   text: z.string(),
-  status: z.enum(["queued", "running", "parked", "acknowledged", "failed"]),
+  status: z.enum(["queued", "running", "parked", "acknowledged", "failed", "rejected"]),
   attempts: count,
   created_at: z.number(),
   acked_at: z.nullable(z.number()),
@@ -45,6 +50,15 @@ export const messageViewSchema = z.object({
   })),
   /** The effect whose outcome is unknown while a person decides (parked), else null. */
   waiting_on: z.nullable(z.string()),
+  /** While parked: what a person is asked (absent a question: approve or reject), and what its deadline does. */
+  question: z.nullable(z.object({
+    text: z.nullable(z.string()), choices: z.array(z.string()), deadline: z.nullable(z.number()), on_deadline: z.enum(["fail", "approve", "reject", "escalate"]),
+    asked_at: z.nullable(z.number()),
+  })),
+  /** Who answered it, when, from where and with what (the newest 20). */
+  answers: z.array(answerRecordSchema),
+  /** The choice of the answer that queued it again (approve, or one the question offered). */
+  resume_choice: z.nullable(z.string()),
   /** The running attempt's latest heartbeat (server ms) and its details. */
   heartbeat_at: z.nullable(z.number()),
   progress: z.unknown(),

@@ -50,6 +50,11 @@ export const LIMITS = {
   blobBytes: 16 * 1024 * 1024,
   messageBlobBytes: 64 * 1024 * 1024,
   blobsPerMessage: 64,
+  /** A question for a person: its text, its choices (each a short label), and how many it may offer. */
+  questionChars: 2000,
+  choiceChars: 64,
+  choices: 10,
+  answerTextBytes: 16 * 1024,
   /** How deep JSON may nest in a frame or a body: deeper values pass the byte budgets but cost every copy between isolates. */
   jsonDepth: 64,
 } as const;
@@ -94,6 +99,21 @@ const blobId = z.string().check(z.regex(BLOB_ID));
 /** A value too large for its frame: uploaded first (PUT …/messages/{id}/blobs), then committed by the write that names it. */
 const blob = z.optional(blobId);
 const onUnknown = z.enum(["retry", "ask"]);
+const choice = z.string().check(z.minLength(1), z.maxLength(LIMITS.choiceChars), z.regex(MACHINE_LABEL));
+const parkDeadlineSeconds = z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max));
+
+/**
+ * What a person is asked when a message parks: a short text, optional choices (absent: approve or
+ * reject), what the deadline does if nobody answers (with the park's deadline_seconds), and the
+ * journal step the answer is recorded under, so a handler run again from the top gets it back.
+ */
+export const questionSchema = z.strictObject({
+  text: z.string().check(z.minLength(1), z.maxLength(LIMITS.questionChars)),
+  choices: z.optional(z.array(choice).check(z.minLength(1), z.maxLength(LIMITS.choices))),
+  on_deadline: z.optional(z.enum(["fail", "approve", "reject", "escalate"])),
+  step: z.optional(stepName),
+});
+export type Question = z.infer<typeof questionSchema>;
 
 export const clientFrameSchema = z.discriminatedUnion("type", [
   // PING_TEXT exactly is answered by the runtime without waking the object; a holder's ping carries
@@ -137,7 +157,9 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
     token,
     value: z.optional(z.unknown()),
     blob,
-    deadline_seconds: z.optional(z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max))),
+    deadline_seconds: z.optional(parkDeadlineSeconds),
+    /** What a person must decide (absent: a question the run stored with POST …/ask, if any). */
+    question: z.optional(questionSchema),
     req,
   }),
   // A step's result (phase done), or an effect's intent before it runs and its outcome after (rules/step-journal.ts).
@@ -311,6 +333,17 @@ export const resumeSchema = z.strictObject({ input: z.optional(z.nullable(z.stri
 
 /** What HTTP writes for a running message carry instead of a connection: its token and its run key (BATON_RUN_KEY). */
 const runProof = { token, run_key: z.string().check(z.minLength(16), z.maxLength(64)) };
+
+/** POST /agents/{agent}/messages/{id}/ask: the running attempt stores its question (`baton ask`), then parks. */
+export const askSchema = z.strictObject({ ...runProof, question: questionSchema });
+
+/**
+ * POST /agents/{agent}/messages/{id}/answer: a person's answer to a parked message. `choice` is
+ * approve, reject, or one of the question's choices; `text` reaches the next attempt as its resume
+ * input. /approve and /reject take `{text?}` and stand for those choices.
+ */
+export const answerSchema = z.strictObject({ choice: choice, text: z.optional(z.nullable(z.string())) });
+export const approveSchema = z.strictObject({ text: z.optional(z.nullable(z.string())) });
 
 /** PUT /agents/{agent}/messages/{id}/steps/{name}: the same write as a `step` frame. */
 export const stepWriteSchema = z.strictObject({

@@ -39,10 +39,15 @@ const workReport = z.object({
   max_running: count,
   run_timeout_seconds: z.number(),
   max_attempts: count,
-  counts: z.object({ queued: count, running: count, parked: count, acknowledged: count, failed: count }),
+  counts: z.object({ queued: count, running: count, parked: count, acknowledged: count, failed: count, rejected: z.optional(count) }),
   running: z.array(runningMessage),
   /** `reason` says what the person must decide: e.g. "outcome unknown: step charge" (null: the runner parked it). */
-  parked: z.array(z.object({ id: count, attempt: count, deadline: z.nullable(millis), group: z.nullable(z.string()), reason: z.nullable(z.string()) })),
+  parked: z.array(z.object({
+    id: count, attempt: count, deadline: z.nullable(millis), group: z.nullable(z.string()), reason: z.nullable(z.string()),
+    /** What the person is asked (null: approve or reject), its choices, and what the deadline does. */
+    question: z.optional(z.nullable(z.string())), choices: z.optional(z.nullable(z.array(z.string()))),
+    on_deadline: z.optional(z.nullable(z.enum(["fail", "approve", "reject", "escalate"]))),
+  })),
   /** The most recent failures, newest first. */
   failed: z.array(z.object({ id: count, attempts: count, error: z.nullable(z.string()) })),
 });
@@ -141,8 +146,9 @@ export const messageFrameSchema = z.object({
   checkpoint: z.optional(z.unknown()),
   /** On a run copy: a checkpoint too large to ride inline, kept in R2 (GET …/messages/{id}/blobs/{id} holds its JSON). */
   checkpoint_blob: z.optional(blobRef),
-  /** On a run copy after a resume: the input the resume carried. */
+  /** On a run copy after a resume: the input the resume carried, and the choice of the answer (approve, or one the question offered). */
   resume_input: z.optional(z.nullable(z.string())),
+  resume_choice: z.optional(z.nullable(z.string())),
   group: z.optional(z.nullable(z.string())),
   /** On a run copy: its step journal, which the runner replays instead of running recorded steps again. */
   steps: z.optional(z.array(journalEntry)),

@@ -1,0 +1,112 @@
+// A person in the loop, in a real agent object: a park carries a question (text, choices, what its
+// deadline does); an answer (approve, reject, or a choice) is kept with who gave it and from where;
+// approve or a choice queues the message with the answer as its resume input, choice and journal
+// step; reject ends it as `rejected`; answering twice or after the deadline is 409; a deadline
+// answers by itself (approve, reject), fails the message, or waits again (escalate).
+import { SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { MessageFrame } from "../../worker/wire/protocol.ts";
+import { auth, BASE, call, claimant, message, post, presence, sleep, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+
+const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
+
+async function answerFrom(via: string, path: string, body: unknown) {
+  const res = await SELF.fetch(`${BASE}${path}`, { method: "POST", headers: { ...auth, "x-baton-via": via }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe("questions", () => {
+  it("a park asks a question with choices; the chosen answer reaches the next attempt as input, choice and journal step, and is kept with who gave it", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "deploy v2?");
+    const m = await run(a.sock, id);
+    const question = { text: "Ship v2 to production?", choices: ["ship", "hold"], step: "ask:1" };
+    expect(await write(a.sock, { type: "park", id, token: m.token, question, deadline_seconds: 600 })).toMatchObject({ op: "park" });
+    const parked = await message(agent, id);
+    expect(parked).toMatchObject({ status: "parked", question: { text: question.text, choices: ["ship", "hold"], on_deadline: "fail" } });
+    expect((await presence(agent)).work.parked).toEqual([expect.objectContaining({ id, question: question.text, choices: ["ship", "hold"] })]);
+    expect((await answerFrom("cli", `/agents/${agent}/messages/${id}/answer`, { choice: "approve" })).status).toBe(400);
+    const answered = await answerFrom("page", `/agents/${agent}/messages/${id}/answer`, { choice: "ship", text: "go, carefully" });
+    expect(answered).toMatchObject({ status: 200, body: { question: null, resume_choice: "ship", resume_input: "go, carefully" } });
+    expect((answered.body.answers as unknown[])).toEqual([
+      expect.objectContaining({ choice: "ship", text: "go, carefully", question: question.text, account: "dev", via: "page" }),
+    ]);
+    const again = await run(a.sock, id);
+    expect(again).toMatchObject({ attempt: 2, resume_input: "go, carefully", resume_choice: "ship" });
+    expect(again.steps).toEqual([expect.objectContaining({ name: "ask:1", status: "done", value: expect.objectContaining({ choice: "ship", text: "go, carefully" }) })]);
+    expect(await answerFrom("cli", `/agents/${agent}/messages/${id}/approve`, {})).toMatchObject({ status: 409, body: { error: "not_parked" } });
+  });
+
+  it("reject ends the message as rejected: it is never handed out again and cannot be answered twice", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "delete the old bucket");
+    const m = await run(a.sock, id);
+    await write(a.sock, { type: "park", id, token: m.token, question: { text: "Delete it?" } });
+    const rejected = await answerFrom("cli", `/agents/${agent}/messages/${id}/reject`, { text: "not this week" });
+    expect(rejected).toMatchObject({ status: 200, body: { status: "rejected", answers: [expect.objectContaining({ choice: "reject", text: "not this week", via: "cli" })] } });
+    await expect(run(a.sock, id, 500)).rejects.toThrow(/timed out/);
+    expect((await presence(agent)).work.counts).toMatchObject({ rejected: 1, parked: 0, queued: 0 });
+    expect(await answerFrom("cli", `/agents/${agent}/messages/${id}/reject`, {})).toMatchObject({ status: 409 });
+  });
+
+  it("a deadline with approve resumes the message by itself, recorded as answered by the deadline", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "renew the certificate");
+    const m = await run(a.sock, id);
+    await write(a.sock, { type: "park", id, token: m.token, question: { text: "Renew?", on_deadline: "approve", step: "ask:1" }, deadline_seconds: 1 });
+    const again = await run(a.sock, id, 5000);
+    expect(again).toMatchObject({ attempt: 2, resume_choice: "approve" });
+    expect(again.steps).toEqual([expect.objectContaining({ name: "ask:1", value: expect.objectContaining({ choice: "approve" }) })]);
+    expect((await message(agent, id)).answers).toEqual([expect.objectContaining({ choice: "approve", via: "deadline", token: "deadline" })]);
+  });
+
+  it("a deadline with reject ends the message, with escalate it waits once more, with none it fails", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const ids = [await post(agent, "r"), await post(agent, "e"), await post(agent, "f")];
+    const ends = ["reject", "escalate", undefined];
+    for (const [i, id] of ids.entries()) {
+      const m = await run(a.sock, id);
+      const question = { text: `q${i}`, ...(ends[i] ? { on_deadline: ends[i] } : {}) };
+      await write(a.sock, { type: "park", id, token: m.token, question, deadline_seconds: 1 });
+    }
+    const first = (await message(agent, ids[1]!)).expires_at as number;
+    await sleep(1600);
+    expect(await message(agent, ids[0]!)).toMatchObject({ status: "rejected", answers: [expect.objectContaining({ choice: "reject", via: "deadline" })] });
+    const escalated = await message(agent, ids[1]!);
+    expect(escalated).toMatchObject({ status: "parked", question: { text: "q1", on_deadline: "escalate" } });
+    expect(escalated.expires_at as number).toBeGreaterThan(first);
+    expect(await message(agent, ids[2]!)).toMatchObject({ status: "failed", error: expect.stringMatching(/deadline passed/) });
+  });
+
+  it("a served command's question stored over HTTP (baton ask) is what its park asks; answering after the deadline is 409", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "pick a model");
+    const m = await run(a.sock, id);
+    const wrongKey = await call("POST", `/agents/${agent}/messages/${id}/ask`, { token: m.token, run_key: "0".repeat(32), question: { text: "Which?" } });
+    expect(wrongKey.status).toBe(403);
+    const asked = await call("POST", `/agents/${agent}/messages/${id}/ask`, { token: m.token, run_key: m.run_key, question: { text: "Which model?", choices: ["small", "large"] } });
+    expect(asked).toMatchObject({ status: 200, body: { id, token: m.token } });
+    await write(a.sock, { type: "park", id, token: m.token, deadline_seconds: 1 });
+    expect(await message(agent, id)).toMatchObject({ question: { text: "Which model?", choices: ["small", "large"] } });
+    await sleep(1100);
+    expect((await answerFrom("cli", `/agents/${agent}/messages/${id}/answer`, { choice: "large" })).status).toBe(409);
+  });
+
+  it("a failed message is retried with a fresh set of attempts, and the retry is kept with who asked for it", async () => {
+    const agent = uniqueAgent();
+    await call("PUT", `/agents/${agent}/policy`, { max_attempts: 1 });
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "flaky");
+    const m = await run(a.sock, id);
+    await write(a.sock, { type: "fail", id, token: m.token, reason: "boom" });
+    expect(await message(agent, id)).toMatchObject({ status: "failed" });
+    const retried = await answerFrom("page", `/agents/${agent}/messages/${id}/retry`, {});
+    expect(retried).toMatchObject({ status: 200, body: { answers: [expect.objectContaining({ choice: "retry", via: "page" })] } });
+    expect(await run(a.sock, id)).toMatchObject({ attempt: 1 });
+  });
+});
