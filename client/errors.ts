@@ -47,3 +47,14 @@ export class LeaseLostError extends Error {
     super(message);
   }
 }
+
+/**
+ * Thrown by `ctx.ask` once the message is parked with its question: the run ends here, and the
+ * handler runs again from the top when a person answers (then `ask` returns the answer).
+ */
+export class WaitingForPersonError extends Error {
+  override readonly name = "WaitingForPersonError";
+  constructor(readonly id: number, readonly question: string) {
+    super(`message ${id} waits for a person: ${question}`);
+  }
+}

@@ -15,6 +15,7 @@ export interface Connection {
 
 export interface RequestOptions {
   body?: unknown;
+  headers?: Record<string, string>;
   /** Abort the request after this long (default 30 s). */
   timeoutMs?: number;
 }
@@ -34,7 +35,7 @@ export async function requestJson<S extends z.ZodMiniType>(
   conn: Connection, method: string, path: string, schema: S, opts: RequestOptions = {},
 ): Promise<z.infer<S>> {
   const res = await send(conn, method, path, {
-    headers: opts.body === undefined ? {} : { "content-type": "application/json" },
+    headers: { ...(opts.body === undefined ? {} : { "content-type": "application/json" }), ...opts.headers },
     body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
     timeoutMs: opts.timeoutMs,
   });

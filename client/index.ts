@@ -3,16 +3,18 @@
 // global one). Under Node, "baton/client" resolves to ./node.ts, which supplies the `ws` package.
 export { serve } from "./serve.ts";
 export type { ServeHandle, ServeOptions, ServeStatus } from "./serve.ts";
-export type { AgentMessage, MessageContext, MessageHandler, ServeEvent } from "./work-loop.ts";
+export type { AgentMessage, AskOptions, MessageContext, MessageHandler, PersonAnswer, ServeEvent } from "./work-loop.ts";
 export { observe } from "./observe.ts";
 export { drain, pause, undrain, unpause } from "./controls.ts";
+export { answer, approve, reject, retry } from "./answers.ts";
+export type { AnswerOptions } from "./answers.ts";
 export type { AgentControls } from "./controls.ts";
 export type { ObserveHandle, ObserveOptions, ObserveStatus } from "./observe.ts";
 export { replyText, RunJournal, runProofFromEnv } from "./run-journal.ts";
 export type { RunProof } from "./run-journal.ts";
 export { withSessionLease } from "./session-lease.ts";
 export type { SessionLease, SessionLeaseEvent, SessionLeaseOptions } from "./session-lease.ts";
-export { CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError } from "./errors.ts";
+export { CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError, WaitingForPersonError } from "./errors.ts";
 export type { Connection } from "./http.ts";
 export type { BackoffOptions } from "./backoff.ts";
 export type { WebSocketConstructor, WebSocketLike } from "./websocket.ts";

@@ -28,7 +28,7 @@ export function runProofFromEnv(env: Record<string, string | undefined> = global
 }
 
 export class RunJournal {
-  constructor(private readonly conn: Connection, readonly proof: RunProof) {}
+  constructor(readonly connection: Connection, readonly proof: RunProof) {}
 
   private path(tail: string): string {
     return `/agents/${encodeURIComponent(this.proof.agent)}/messages/${this.proof.id}/${tail}`;
@@ -37,7 +37,7 @@ export class RunJournal {
   /** The record under `name` with its value, or null when nothing is recorded yet. */
   async get(name: string): Promise<StepView | null> {
     try {
-      return await requestJson(this.conn, "GET", this.path(`steps/${encodeURIComponent(name)}`), stepViewSchema);
+      return await requestJson(this.connection, "GET", this.path(`steps/${encodeURIComponent(name)}`), stepViewSchema);
     } catch (err) {
       if (err instanceof CoordinatorError && err.status === 404 && err.code === "not_found") return null;
       throw err;
@@ -51,22 +51,22 @@ export class RunJournal {
       token: this.proof.token, run_key: this.proof.runKey, kind: write.kind, phase: write.phase,
       ...result, ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }),
     };
-    return requestJson(this.conn, "PUT", this.path(`steps/${encodeURIComponent(name)}`), stepWrittenSchema, { body });
+    return requestJson(this.connection, "PUT", this.path(`steps/${encodeURIComponent(name)}`), stepWrittenSchema, { body });
   }
 
   /** Uploads a value too large to ride inline; a later `record` with its id commits it. */
   upload(bytes: Uint8Array): Promise<BlobStaged> {
-    return uploadBlob(this.conn, this.proof, bytes);
+    return uploadBlob(this.connection, this.proof, bytes);
   }
 
   download(blob: string): Promise<Uint8Array> {
-    return downloadBlob(this.conn, this.proof.agent, this.proof.id, blob);
+    return downloadBlob(this.connection, this.proof.agent, this.proof.id, blob);
   }
 
   /** The run is alive; `details` become its progress. Resolves with its deadline now. */
   heartbeat(details?: unknown): Promise<HeartbeatAnswer> {
     const body = { token: this.proof.token, run_key: this.proof.runKey, ...(details === undefined ? {} : { details }) };
-    return requestJson(this.conn, "POST", this.path("heartbeat"), heartbeatAnswerSchema, { body });
+    return requestJson(this.connection, "POST", this.path("heartbeat"), heartbeatAnswerSchema, { body });
   }
 }
 

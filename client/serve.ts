@@ -193,7 +193,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
         options.onMessage?.({
           id: frame.id, text: frame.text, attempt: frame.attempt, createdAt: frame.created_at,
           token: frame.token ?? null, resumeInput: frame.resume_input ?? null, group: frame.group ?? null,
-          runKey: null, heartbeatTimeoutMs: frame.heartbeat_timeout_ms ?? null,
+          runKey: null, heartbeatTimeoutMs: frame.heartbeat_timeout_ms ?? null, resumeChoice: frame.resume_choice ?? null,
         });
         if (frame.run) work.enqueue(frame);
         return;

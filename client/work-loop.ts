@@ -7,8 +7,9 @@
 // Nothing a stopped handler returns is posted.
 import {
   checkpointTooLarge, idempotencyKey, LIMITS, STEP_NAME, unknownOutcomeReason, type ClientFrame, type ErrorCode, type JournalEntry, type MessageFrame, type OnUnknown,
+  type Question,
 } from "../worker/wire/protocol.ts";
-import { CoordinatorError, LeaseLostError } from "./errors.ts";
+import { CoordinatorError, LeaseLostError, WaitingForPersonError } from "./errors.ts";
 import type { ReplyFrame } from "./socket.ts";
 import type { RunProof } from "./run-journal.ts";
 
@@ -28,6 +29,28 @@ export interface AgentMessage {
   runKey: string | null;
   /** With the agent's heartbeat timeout, a run that sends no heartbeat within it is taken back; null: none. */
   heartbeatTimeoutMs: number | null;
+  /** The choice of the answer that resumed it (approve, or one its question offered); null when it was not answered. */
+  resumeChoice: string | null;
+}
+
+/** A person's answer to `ctx.ask`: the choice, the text they gave, and who answered (account, token name, from where), when. */
+export interface PersonAnswer {
+  choice: string;
+  text: string | null;
+  by: { account: string; token: string; via: string };
+  at: number;
+}
+
+export interface AskOptions {
+  /** What the person picks from (absent: approve or reject). Reject always ends the message as `rejected`. */
+  choices?: string[];
+  /** Nobody answered within this: the deadline decides, as `onDeadline` says (fail by default). */
+  deadlineSeconds?: number;
+  onDeadline?: "fail" | "approve" | "reject" | "escalate";
+  /** The journal name the answer is kept under (default `ask:N`, N counting this run's asks). */
+  name?: string;
+  /** Stored with the park as the message's checkpoint. */
+  checkpoint?: unknown;
 }
 
 export interface MessageContext {
@@ -77,6 +100,13 @@ export interface MessageContext {
    * with the run's deadline (server ms).
    */
   heartbeat(details?: unknown): Promise<number | null>;
+  /**
+   * Asks a person: parks the message with the question and ends this run (by throwing
+   * WaitingForPersonError, which the loop treats as parked, not failed). When someone answers
+   * (dashboard, `baton approve|reject|answer`, HTTP), the handler runs again from the top and
+   * `ask` returns the answer at once. A rejected message never runs again.
+   */
+  ask(question: string, options?: AskOptions): Promise<PersonAnswer>;
 }
 
 /**
@@ -122,6 +152,12 @@ const LEASE_GONE: ReadonlySet<string> = new Set(["stale_fence", "not_holder", "l
 /** Error codes after which nothing more may be posted for one message. */
 const MESSAGE_GONE: ReadonlySet<string> = new Set(["stale_token", "message_not_running"]);
 
+interface ParkOptions {
+  checkpoint?: unknown;
+  deadlineSeconds?: number;
+  question?: Question;
+}
+
 interface Run {
   msg: MessageFrame;
   controller: AbortController;
@@ -134,6 +170,8 @@ interface Run {
   inflight: Map<string, Promise<unknown>>;
   /** Message checkpoints and parks, one after the other in call order (a large one uploads first, and must not land after a later small one). */
   checkpoints: Promise<unknown>;
+  /** How many times this run called `ask` (its default journal names: ask:1, ask:2, …). */
+  asks: number;
 }
 
 export class WorkLoop {
@@ -205,7 +243,7 @@ export class WorkLoop {
     if (!deps.mayRun()) return;
     const fence = deps.fence();
     const run: Run = {
-      msg, controller: new AbortController(), timer: null, beatTimer: null, parked: false, journal: new Map((msg.steps ?? []).map((e) => [e.name, e])), inflight: new Map(), checkpoints: Promise.resolve(),
+      msg, controller: new AbortController(), timer: null, beatTimer: null, parked: false, journal: new Map((msg.steps ?? []).map((e) => [e.name, e])), inflight: new Map(), checkpoints: Promise.resolve(), asks: 0,
     };
     if (this.replied.has(writeKey(msg))) {
       await this.post({ type: "ack", id: msg.id, ...this.lease(msg, fence), req: deps.nextReq() }, run);
@@ -243,11 +281,12 @@ export class WorkLoop {
       step: (name, fn) => this.step(run, name, fn),
       effect: (name, fn, options = {}) => this.effect(run, name, fn, options.onUnknown ?? "ask"),
       heartbeat: (details) => this.heartbeat(run, details),
+      ask: (question, options = {}) => this.askPerson(run, question, options),
     };
     const message: AgentMessage = {
       id: msg.id, text: msg.text, attempt: msg.attempt, createdAt: msg.created_at,
       token: msg.token ?? null, resumeInput: msg.resume_input ?? null, group: msg.group ?? null,
-      runKey: msg.run_key ?? null, heartbeatTimeoutMs: msg.heartbeat_timeout_ms ?? null,
+      runKey: msg.run_key ?? null, heartbeatTimeoutMs: msg.heartbeat_timeout_ms ?? null, resumeChoice: msg.resume_choice ?? null,
     };
     let reply: string | void;
     try {
@@ -344,17 +383,31 @@ export class WorkLoop {
     if (agentLevel) this.checkpointValue = value;
   }
 
-  private park(run: Run, options: { checkpoint?: unknown; deadlineSeconds?: number }): Promise<void> {
+  private park(run: Run, options: ParkOptions): Promise<void> {
     return this.inOrder(run, () => this.parkNow(run, options));
   }
 
-  private async parkNow(run: Run, options: { checkpoint?: unknown; deadlineSeconds?: number }): Promise<void> {
+  /** The answer kept in the journal when this ask was answered; else the message parks with the question and this run ends. */
+  private async askPerson(run: Run, question: string, options: AskOptions): Promise<PersonAnswer> {
+    const name = options.name ?? `ask:${++run.asks}`;
+    checkStepName(name);
+    const answered = run.journal.get(name);
+    if (answered?.status === "done") return (await this.valueOf(run, answered)) as PersonAnswer;
+    await this.park(run, {
+      checkpoint: options.checkpoint, deadlineSeconds: options.deadlineSeconds,
+      question: { text: question, step: name, ...(options.choices ? { choices: options.choices } : {}), ...(options.onDeadline ? { on_deadline: options.onDeadline } : {}) },
+    });
+    throw new WaitingForPersonError(run.msg.id, question);
+  }
+
+  private async parkNow(run: Run, options: ParkOptions): Promise<void> {
     const token = this.token(run.msg);
     const blob = options.checkpoint === undefined ? null : await this.checkpointBlob(run, options.checkpoint);
     const frame = {
       type: "park" as const, id: run.msg.id, token, req: this.deps.nextReq(),
       ...(options.checkpoint === undefined ? {} : blob === null ? { value: options.checkpoint } : { blob }),
       ...(options.deadlineSeconds === undefined ? {} : { deadline_seconds: options.deadlineSeconds }),
+      ...(options.question === undefined ? {} : { question: options.question }),
     };
     const answer = await this.postOrAnswer(frame, run);
     if (answer === "stale") throw new LeaseLostError("the message's lease was lost before it was parked", "lapsed");

@@ -168,7 +168,7 @@ async function askRoute(request: Request, id: number, stub: Stub): Promise<Respo
   if (!body.ok) return body.response;
   const parsed = parseBody(askSchema, body.data);
   if (!parsed.ok) return errorResponse(400, "bad_request", `bad question: ${parsed.message}`);
-  const answer = await stub.ask(id, parsed.value.token, parsed.value.run_key, parsed.value.question);
+  const answer = await stub.ask(id, parsed.value.token, parsed.value.run_key, parsed.value.question, parsed.value.deadline_seconds ?? null);
   if (!answer.ok) return errorResponse(answer.status, answer.code, answer.message);
   const { ok: _ok, ...asked } = answer;
   return Response.json(asked);

@@ -2,14 +2,14 @@
 // saying so when nobody serves the agent (the message then waits in the queue).
 import { requestJson, type Connection } from "../../client/http.ts";
 import { replyText } from "../../client/run-journal.ts";
-import { messageViewSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
+import { messageViewSchema, presenceSchema, type MessageView } from "../../worker/wire/http-responses.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
-import { LIMITS } from "../../worker/wire/protocol.ts";
+import { LIMITS, unknownOutcomeReason } from "../../worker/wire/protocol.ts";
 
-export const SEND_EXIT = { noReply: 3, failed: 4 } as const;
+export const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6 } as const;
 const POLL_MS = 250;
 const PRESENCE_EVERY_MS = 5000;
 
@@ -29,6 +29,8 @@ export default defineCommand({
   exitCodes: [
     { code: SEND_EXIT.noReply, meaning: "with --wait: no reply within --timeout (the message stays queued)" },
     { code: SEND_EXIT.failed, meaning: "with --wait: the message failed (every attempt allowed was used; the reason is printed)" },
+    { code: SEND_EXIT.parked, meaning: "with --wait: the message parked for a person (its question and the commands that answer it are printed)" },
+    { code: SEND_EXIT.rejected, meaning: "with --wait: a person rejected the message; it will not run" },
   ],
   async run({ args, options }) {
     const agent = agentName(args[0]!);
@@ -49,14 +51,26 @@ export default defineCommand({
       return;
     }
     const deadline = performance.now() + timeoutS * 1000;
-    let served = await isServed(conn, agent);
+    const state = await agentState(conn, agent);
+    let served = state.served;
     if (!served) process.stderr.write(`baton: nobody serves ${agent} right now; message ${sent.id} waits in its queue until \`baton serve ${agent}\` runs (waiting up to ${timeoutS} s)\n`);
+    if (state.paused) process.stderr.write(`baton: ${agent} is paused; message ${sent.id} waits in its queue until \`baton unpause ${agent}\`\n`);
     let presenceAt = performance.now();
     for (;;) {
       const m = await requestJson(conn, "GET", `/agents/${agent}/messages/${sent.id}`, messageViewSchema);
       if (m.status === "acknowledged") {
         process.stdout.write(options.json ? `${JSON.stringify(m)}\n` : ((await replyText(conn, agent, m)) ?? ""));
         return;
+      }
+      if (m.status === "parked") {
+        if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
+        process.stderr.write(waitingFor(agent, m));
+        throw new CLIError(`message ${sent.id} waits for a person; run \`baton send\` --wait again after answering, or \`baton show ${agent} ${sent.id}\``, SEND_EXIT.parked);
+      }
+      if (m.status === "rejected") {
+        if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
+        const last = m.answers.at(-1);
+        throw new CLIError(`message ${sent.id} was rejected${last ? ` by ${last.token} (${last.account})${last.text ? `: ${last.text}` : ""}` : ""}`, SEND_EXIT.rejected);
       }
       if (m.status === "failed") {
         if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
@@ -69,7 +83,7 @@ export default defineCommand({
       }
       if (performance.now() - presenceAt >= PRESENCE_EVERY_MS) {
         presenceAt = performance.now();
-        const now = await isServed(conn, agent);
+        const now = (await agentState(conn, agent)).served;
         if (now && !served) process.stderr.write(`baton: ${agent} is served now; waiting for the reply\n`);
         if (!now && served) process.stderr.write(`baton: nobody serves ${agent} any more; message ${sent.id} waits in its queue\n`);
         served = now;
@@ -79,9 +93,21 @@ export default defineCommand({
   },
 });
 
-async function isServed(conn: Connection, agent: string): Promise<boolean> {
+async function agentState(conn: Connection, agent: string): Promise<{ served: boolean; paused: boolean }> {
   const presence = await requestJson(conn, "GET", `/agents/${agent}/presence`, presenceSchema);
-  return presence.serve_candidates > 0;
+  return { served: presence.serve_candidates > 0, paused: presence.controls?.paused ?? false };
+}
+
+/** The question a parked message waits on, and the commands that answer it. */
+export function waitingFor(agent: string, m: MessageView): string {
+  if (m.waiting_on !== null) {
+    return `baton: message ${m.id} parked: ${unknownOutcomeReason(m.waiting_on)}; did it happen?\n  baton resume ${agent} ${m.id} --done [OUTCOME]   or   baton resume ${agent} ${m.id} --redo\n`;
+  }
+  const q = m.question;
+  const asked = q?.text ? `: ${q.text}` : " for approval";
+  const choices = q && q.choices.length > 0 ? q.choices.map((c) => `baton answer ${agent} ${m.id} ${c} [TEXT]`) : [`baton approve ${agent} ${m.id} [TEXT]`];
+  const deadline = q?.deadline ? `\n  (by ${new Date(q.deadline).toISOString()}, then: ${q.on_deadline})` : "";
+  return `baton: message ${m.id} parked, waiting for a person${asked}\n${[...choices, `baton reject ${agent} ${m.id} [REASON]`].map((c) => `  ${c}`).join("\n")}${deadline}\n`;
 }
 
 async function readStdin(): Promise<string> {

@@ -57,6 +57,7 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
         ...(tokened ? { BATON_MESSAGE_TOKEN: String(message.token) } : {}),
         ...(message.runKey === null ? {} : { BATON_RUN_KEY: message.runKey }),
         ...(message.resumeInput === null ? {} : { BATON_RESUME_INPUT: message.resumeInput }),
+        ...(message.resumeChoice === null ? {} : { BATON_RESUME_CHOICE: message.resumeChoice }),
       },
     });
     const kill = () => void run.kill(opts.graceMs);

@@ -248,10 +248,10 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   }
 
   /** A served command's question (`baton ask`), stored under the run's token for the park that follows. */
-  ask(id: number, token: number, runKey: string, question: Question): ReturnType<MessageLeases["ask"]> {
+  ask(id: number, token: number, runKey: string, question: Question, deadlineSeconds: number | null): ReturnType<MessageLeases["ask"]> {
     this.store.countWake();
     const now = Date.now();
-    const answer = this.desk.leases.ask(id, token, { runKey }, question, now);
+    const answer = this.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now);
     if (!answer.ok && answer.expired) this.step(now, { type: "work" });
     return answer;
   }

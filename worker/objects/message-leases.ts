@@ -129,7 +129,8 @@ export class MessageLeases {
         const asked = frame.question ? storedQuestion(frame.question, frame.token, now) : questionOf(stored, frame.token);
         this.messages.ask(m.id, asked);
         const onDeadline = frame.question?.on_deadline ?? asked?.on_deadline ?? null;
-        const parked = park(m, now, frame.deadline_seconds === undefined ? null : frame.deadline_seconds * 1000, onDeadline);
+        const deadlineSeconds = frame.deadline_seconds ?? asked?.deadline_seconds ?? null;
+        const parked = park(m, now, deadlineSeconds === null ? null : deadlineSeconds * 1000, onDeadline);
         this.messages.saveLease(parked);
         send(socket.ws, { type: "result", op: "park", req: frame.req, id: m.id, token: frame.token, deadline: parked.expiresAt });
         return true;
@@ -363,10 +364,10 @@ export class MessageLeases {
   }
 
   /** The running attempt stores what it asks (`baton ask`); its park then carries it. */
-  ask(id: number, token: number, writer: Writer, question: Question, now: number): Refusal | { ok: true; id: number; token: number } {
+  ask(id: number, token: number, writer: Writer, question: Question, deadlineSeconds: number | null, now: number): Refusal | { ok: true; id: number; token: number } {
     const run = this.checkRun(id, token, writer, now);
     if (!run.ok) return run;
-    this.messages.ask(id, storedQuestion(question, token, now));
+    this.messages.ask(id, { ...storedQuestion(question, token, now), deadline_seconds: deadlineSeconds });
     return { ok: true, id, token };
   }
 
@@ -415,7 +416,8 @@ export class MessageLeases {
         const asked = questionOf(m);
         return {
           id: m.id, attempt: m.attempts, deadline: m.expires_at, group: m.msg_group, reason: m.pending_ask === null ? null : unknownOutcomeReason(m.pending_ask),
-          question: asked?.text ?? null, choices: asked?.choices ?? null, on_deadline: m.on_deadline,
+          ...(asked === null ? {} : { question: asked.text, choices: asked.choices }),
+          ...(m.on_deadline === null ? {} : { on_deadline: m.on_deadline }),
         };
       }),
       failed: this.messages.inStatus("failed", REPORTED_FAILED).map((m) => ({ id: m.id, attempts: m.attempts, error: m.error })),

@@ -67,6 +67,8 @@ export interface StoredQuestion {
   choices: string[] | null;
   step: string | null;
   on_deadline: OnDeadline | null;
+  /** The deadline a served command asked with (`baton ask --deadline`), used when its park names none. */
+  deadline_seconds?: number | null;
   /** The token of the attempt that asked: a question a later attempt never parked with is not shown. */
   token: number;
   asked_at: number;

@@ -335,7 +335,7 @@ export const resumeSchema = z.strictObject({ input: z.optional(z.nullable(z.stri
 const runProof = { token, run_key: z.string().check(z.minLength(16), z.maxLength(64)) };
 
 /** POST /agents/{agent}/messages/{id}/ask: the running attempt stores its question (`baton ask`), then parks. */
-export const askSchema = z.strictObject({ ...runProof, question: questionSchema });
+export const askSchema = z.strictObject({ ...runProof, question: questionSchema, deadline_seconds: z.optional(parkDeadlineSeconds) });
 
 /**
  * POST /agents/{agent}/messages/{id}/answer: a person's answer to a parked message. `choice` is

@@ -1,0 +1,76 @@
+// `baton approve AGENT ID [TEXT]`, `baton reject AGENT ID [REASON]`, `baton answer AGENT ID CHOICE
+// [TEXT]` and `baton retry AGENT ID`: a person's side of a parked (or failed) message. Approve or a
+// choice runs it again with TEXT as its resume input; reject ends it as `rejected`. The coordinator
+// keeps who answered (account, token name, "cli"). Answering twice, or after the deadline, is 409.
+import { answer, approve, reject, retry } from "../../client/answers.ts";
+import type { MessageView } from "../../worker/wire/http-responses.ts";
+import { defineCommand, numberOption } from "../lib/command.ts";
+import { resolveConnection } from "../lib/config.ts";
+import { agentName } from "../lib/names.ts";
+
+const REFUSED = { code: 1, meaning: "the message does not exist, is not waiting for an answer (answered already, or its deadline passed), or the choice is not one it offers" };
+const positionals = [
+  { name: "AGENT", description: "agent name", required: true },
+  { name: "ID", description: "message id", required: true },
+] as const;
+
+function describe(agent: string, m: MessageView, did: string): string {
+  const then = m.status === "rejected" ? "it will not run again" : m.status === "parked" ? "it still waits" : `it runs again (attempt ${m.attempts + 1})`;
+  return `${did} message ${m.id} of ${agent}: ${m.status}; ${then}\n`;
+}
+
+function print(options: { json?: boolean }, agent: string, m: MessageView, did: string): void {
+  process.stdout.write(options.json ? `${JSON.stringify(m)}\n` : describe(agent, m, did));
+}
+
+function target(args: readonly (string | undefined)[]): { agent: string; id: number } {
+  return { agent: agentName(args[0]!), id: numberOption(args[1]!, "ID", { min: 1, max: Number.MAX_SAFE_INTEGER, integer: true }) };
+}
+
+export default defineCommand({
+  path: ["approve"],
+  summary: "Approve a parked message: it runs again, with TEXT as its resume input.",
+  positionals: [...positionals, { name: "TEXT", description: "what the next attempt gets (BATON_RESUME_INPUT)", required: false }],
+  options: {},
+  exitCodes: [REFUSED],
+  async run({ args, options }) {
+    const { agent, id } = target(args);
+    print(options, agent, await approve(agent, id, resolveConnection(options), { text: args[2], via: "cli" }), "approved");
+  },
+});
+
+export const rejectCommand = defineCommand({
+  path: ["reject"],
+  summary: "Reject a parked message: it ends as rejected and never runs again.",
+  positionals: [...positionals, { name: "REASON", description: "why, kept with the answer", required: false }],
+  options: {},
+  exitCodes: [REFUSED],
+  async run({ args, options }) {
+    const { agent, id } = target(args);
+    print(options, agent, await reject(agent, id, resolveConnection(options), { text: args[2], via: "cli" }), "rejected");
+  },
+});
+
+export const answerCommand = defineCommand({
+  path: ["answer"],
+  summary: "Answer a parked message's question with one of its choices (approve or reject when it offers none).",
+  positionals: [...positionals, { name: "CHOICE", description: "one of the question's choices", required: true }, { name: "TEXT", description: "what the next attempt gets", required: false }],
+  options: {},
+  exitCodes: [REFUSED],
+  async run({ args, options }) {
+    const { agent, id } = target(args);
+    print(options, agent, await answer(agent, id, args[2]!, resolveConnection(options), { text: args[3], via: "cli" }), `answered ${JSON.stringify(args[2])} to`);
+  },
+});
+
+export const retryCommand = defineCommand({
+  path: ["retry"],
+  summary: "Retry a failed message: it is queued again with a fresh set of attempts.",
+  positionals: [...positionals],
+  options: {},
+  exitCodes: [{ code: 1, meaning: "the message does not exist or has not failed" }],
+  async run({ args, options }) {
+    const { agent, id } = target(args);
+    print(options, agent, await retry(agent, id, resolveConnection(options), { via: "cli" }), "retried");
+  },
+});

@@ -1,0 +1,59 @@
+// `baton ask QUESTION [--choices a,b] [--deadline S] [--on-deadline fail|approve|reject|escalate]`:
+// inside a command `baton serve` runs, asks a person. The first time, it stores the question under
+// the run's token and exits 75, which parks the message with it; when a person answers, the command
+// runs again from the top, and this time `baton ask` prints the choice (the text is in
+// BATON_RESUME_INPUT, the choice also in BATON_RESUME_CHOICE) and exits 0. A rejected message
+// never runs again.
+import { requestJson } from "../../client/http.ts";
+import { LIMITS, questionSchema } from "../../worker/wire/protocol.ts";
+import { defineCommand, numberOption } from "../lib/command.ts";
+import { UsageError } from "../lib/errors.ts";
+import { PARK_EXIT_CODE } from "../lib/serve-handler.ts";
+import { currentRun, stepName } from "./step.ts";
+import * as z from "zod/mini";
+
+const asked = z.object({ id: z.number(), token: z.number() });
+const ON_DEADLINE = ["fail", "approve", "reject", "escalate"] as const;
+
+export default defineCommand({
+  path: ["ask"],
+  summary: "Inside a served command: ask a person and park; once answered, print the choice.",
+  positionals: [{ name: "QUESTION", description: "what the person must decide", required: true }],
+  options: {
+    choices: { type: "string", value: "A,B", description: "what the person picks from (default: approve or reject)" },
+    deadline: { type: "string", value: "SECONDS", description: "if nobody answers by then, --on-deadline decides" },
+    "on-deadline": { type: "string", value: "ACTION", description: "fail (default), approve, reject, or escalate (notify again and wait)" },
+    name: { type: "string", value: "NAME", description: "the journal name the answer is kept under (default: ask)" },
+  },
+  exitCodes: [
+    { code: 0, meaning: "answered: the choice is printed" },
+    { code: PARK_EXIT_CODE, meaning: "asked: the question is stored, and this exit code parks the message (serve does it)" },
+  ],
+  async run({ args, options }) {
+    const run = currentRun("ask", options);
+    const name = stepName(options.name ?? "ask");
+    const onDeadline = options["on-deadline"];
+    if (onDeadline !== undefined && !(ON_DEADLINE as readonly string[]).includes(onDeadline)) throw new UsageError(`--on-deadline takes ${ON_DEADLINE.join(", ")}`);
+    if (onDeadline !== undefined && options.deadline === undefined) throw new UsageError("--on-deadline needs --deadline");
+    const { min, max } = LIMITS.parkDeadlineSeconds;
+    const deadline = options.deadline === undefined ? undefined : numberOption(options.deadline, "deadline", { min, max, integer: true, unit: "seconds" });
+    const question = questionSchema.safeParse({
+      text: args[0], step: name,
+      ...(options.choices === undefined ? {} : { choices: options.choices.split(",").map((c) => c.trim()).filter(Boolean) }),
+      ...(onDeadline === undefined ? {} : { on_deadline: onDeadline }),
+    });
+    if (!question.success) throw new UsageError(`bad question: ${z.prettifyError(question.error)}`);
+    const answered = await run.get(name);
+    if (answered?.status === "done") {
+      const value = answered.value as { choice?: unknown } | null;
+      process.stdout.write(`${typeof value?.choice === "string" ? value.choice : ""}\n`);
+      return;
+    }
+    const { agent, id, token, runKey } = run.proof;
+    await requestJson(run.connection, "POST", `/agents/${encodeURIComponent(agent)}/messages/${id}/ask`, asked, {
+      body: { token, run_key: runKey, question: question.data, ...(deadline === undefined ? {} : { deadline_seconds: deadline }) },
+    });
+    process.stderr.write(`baton: asked a person: ${question.data.text}; message ${id} parks until someone answers (baton approve|reject ${agent} ${id})\n`);
+    return PARK_EXIT_CODE;
+  },
+});

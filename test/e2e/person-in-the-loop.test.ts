@@ -1,0 +1,120 @@
+// A person in the loop end to end: a shell agent under real `baton serve` asks with `baton ask`,
+// `send --wait` says at once that the message waits and how to answer it (exit 5), `baton answer`
+// runs it again and the re-run `baton ask` prints the choice; `baton reject` ends a message as
+// rejected; the client library's ctx.ask parks and, once approved, returns the
+// answer to the handler run again from the top; a deadline with approve resumes by itself.
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { serve, type MessageHandler, type PersonAnswer, type ServeHandle } from "../../client/node.ts";
+import { BIN, postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+
+const fx = serveFixture();
+
+function shellAgent(body: string): { dir: string; command: string; env: Record<string, string> } {
+  const dir = mkdtempSync(join(tmpdir(), "baton-ask-"));
+  writeFileSync(join(dir, "baton"), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`, { mode: 0o755 });
+  const command = join(dir, "agent.sh");
+  writeFileSync(command, `#!/bin/sh\nset -e\n${body}\n`, { mode: 0o755 });
+  return { dir, command, env: { WORK: dir, PATH: `${dir}:${process.env.PATH}` } };
+}
+
+/** `baton send --wait` as a user runs it: resolves with its exit code and output. */
+function sendWait(agent: string, text: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [BIN, "send", agent, text, "--wait", "--timeout", "30"], {
+      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN },
+    });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (d) => (stdout += d));
+    p.stderr.on("data", (d) => (stderr += d));
+    p.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("a person in the loop through baton serve", () => {
+  it("baton ask parks with the question; send --wait says so at once (exit 5); baton answer runs it again and ask prints the choice", async () => {
+    const agent = uniqueAgent("ask");
+    const { dir, command, env } = shellAgent([
+      `choice=$(baton ask "Ship v2 to production?" --choices ship,hold)`,
+      `echo "decided $choice: $BATON_RESUME_CHOICE / $BATON_RESUME_INPUT"`,
+    ].join("\n"));
+    const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
+    fx.started.push(a);
+    await a.waitFor(/holder/);
+    const t0 = performance.now();
+    const waited = await sendWait(agent, "release v2");
+    expect(waited.code).toBe(5);
+    expect(performance.now() - t0).toBeLessThan(15_000);
+    expect(waited.stderr).toContain("waiting for a person: Ship v2 to production?");
+    const id = Number(/message (\d+) parked/.exec(waited.stderr)?.[1]);
+    expect(waited.stderr).toContain(`baton answer ${agent} ${id} ship [TEXT]`);
+    expect(waited.stderr).toContain(`baton reject ${agent} ${id} [REASON]`);
+    const answered = runBaton(["answer", agent, String(id), "ship", "after the standup"], { BATON_URL: fx.dev.url });
+    expect(answered.code).toBe(0);
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done.reply?.trim()).toBe("decided ship: ship / after the standup");
+    const shown = runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url });
+    expect(shown.stdout).toMatch(/answered\s+\S+ ship "after the standup" by \S+ \(dev, cli\)/);
+    expect(runBaton(["answer", agent, String(id), "hold"], { BATON_URL: fx.dev.url }).code).toBe(1);
+  });
+
+  it("baton reject ends a parked message as rejected: it never runs again, and history shows the answer and who gave it", async () => {
+    const agent = uniqueAgent("reject");
+    const { dir, command, env } = shellAgent([`baton ask "Delete the old bucket?" >/dev/null`, `echo ran >> "$WORK/ran.log"`].join("\n"));
+    const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
+    fx.started.push(a);
+    await a.waitFor(/holder/);
+    const id = await postMessage(fx.dev.url, agent, "cleanup");
+    await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked", 20_000);
+    const rejected = runBaton(["reject", agent, String(id), "not this week"], { BATON_URL: fx.dev.url });
+    expect(rejected).toMatchObject({ code: 0, stdout: expect.stringContaining("rejected") });
+    const m = await waitForMessage(fx.dev.url, agent, id, (v) => v.status === "rejected", 5_000);
+    expect(m.attempts).toBe(1);
+    expect(await import("node:fs").then((fs) => fs.existsSync(join(dir, "ran.log")))).toBe(false);
+    const history = runBaton(["history", agent], { BATON_URL: fx.dev.url });
+    expect(history.stdout).toMatch(/rejected/);
+    expect(history.stdout).toContain(`answered reject "not this week"`);
+  });
+});
+
+describe("a person in the loop through the client library", () => {
+  const handles: ServeHandle[] = [];
+
+  it("ctx.ask parks the message; approved, the handler runs again from the top and ask returns the answer", async () => {
+    const agent = uniqueAgent("libask");
+    const calls: string[] = [];
+    const handler: MessageHandler = async (m, ctx) => {
+      const plan = await ctx.step("plan", () => (calls.push("plan"), "the plan"));
+      const answer: PersonAnswer = await ctx.ask(`Run ${plan} for ${m.text}?`, { deadlineSeconds: 600 });
+      calls.push(`answered ${answer.choice}`);
+      return `${answer.choice}: ${answer.text ?? ""}`;
+    };
+    handles.push(serve(agent, handler, { url: fx.dev.url, token: DEV_TOKEN, machine: "a" }));
+    const id = await postMessage(fx.dev.url, agent, "the migration");
+    const parked = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked", 20_000);
+    expect((parked as unknown as { question: { text: string } }).question.text).toBe("Run the plan for the migration?");
+    expect(runBaton(["approve", agent, String(id), "go ahead"], { BATON_URL: fx.dev.url }).code).toBe(0);
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done.reply).toBe("approve: go ahead");
+    expect(calls).toEqual(["plan", "answered approve"]);
+    await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
+
+  it("a question whose deadline approves resumes by itself, recorded as answered by the deadline", async () => {
+    const agent = uniqueAgent("libdeadline");
+    const handler: MessageHandler = async (_m, ctx) => {
+      const answer = await ctx.ask("Renew the certificate?", { deadlineSeconds: 1, onDeadline: "approve" });
+      return `${answer.choice} by ${answer.by.via}`;
+    };
+    handles.push(serve(agent, handler, { url: fx.dev.url, token: DEV_TOKEN, machine: "a" }));
+    const id = await postMessage(fx.dev.url, agent, "renew");
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done.reply).toBe("approve by deadline");
+    await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
+});
