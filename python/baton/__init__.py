@@ -1,18 +1,25 @@
 """Python client for baton, a lease coordinator for AI agents.
 
 * :func:`serve` runs an agent from this process: of all processes serving an agent, exactly one
-  runs each message, and a handler is cancelled the moment its lease is lost.
+  runs each message, and a handler is cancelled the moment its lease is lost. ``ctx.ask`` parks a
+  message for a person and returns the answer once given.
+* :func:`answer`, :func:`approve`, :func:`reject` and :func:`retry` are a person's side: they
+  answer a parked message's question, or queue a failed message again.
 * :func:`session_lease` holds a session lease for the duration of an ``async with`` block;
   :func:`run_with_session_lease` does the same for plain scripts.
 """
 
-from .errors import BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, OutcomeUnknownError, UnreachableError
-from .serve import Effect, Message, MessageContext, ServeHandle, serve
+from .answers import answer, approve, reject, retry
+from .errors import (BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, OutcomeUnknownError, UnreachableError,
+                     WaitingForPersonError)
+from .serve import Answerer, Effect, Message, MessageContext, PersonAnswer, ServeHandle, serve
 from .session import SessionLease, run_with_session_lease, session_lease
 
 __all__ = [
     "BatonError", "CoordinatorError", "LeaseHeldError", "LeaseLostError", "OutcomeUnknownError", "UnreachableError",
-    "Effect", "Message", "MessageContext", "ServeHandle", "serve",
+    "WaitingForPersonError",
+    "Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve",
+    "answer", "approve", "reject", "retry",
     "SessionLease", "run_with_session_lease", "session_lease",
 ]
 __version__ = "0.1.0"

@@ -47,10 +47,12 @@ def _refusal(url: str, method: str, path: str, status: int, parsed: Any) -> Coor
     return CoordinatorError(f"the coordinator at {base_url(url)} answered HTTP {status}, not a baton answer (check the URL)", status, None)
 
 
-def request_json(url: str, token: str, method: str, path: str, body: Any = None, timeout: float = 30.0) -> tuple[int, Any]:
+def request_json(url: str, token: str, method: str, path: str, body: Any = None, timeout: float = 30.0,
+                 headers: Optional[Mapping[str, str]] = None) -> tuple[int, Any]:
     """Returns (status, parsed body) of a 2xx answer; raises CoordinatorError or UnreachableError."""
     data = None if body is None else json.dumps(body).encode()
-    status, text = _exchange(url, token, method, path, {} if data is None else {"content-type": "application/json"}, data, timeout)
+    sent = {**({} if data is None else {"content-type": "application/json"}), **(headers or {})}
+    status, text = _exchange(url, token, method, path, sent, data, timeout)
     parsed = _parse(text)
     if 200 <= status < 300:
         if not isinstance(parsed, dict):

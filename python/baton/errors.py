@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-__all__ = ["BatonError", "CoordinatorError", "UnreachableError", "LeaseHeldError", "LeaseLostError", "OutcomeUnknownError"]
+__all__ = ["BatonError", "CoordinatorError", "UnreachableError", "LeaseHeldError", "LeaseLostError", "OutcomeUnknownError",
+           "WaitingForPersonError"]
 
 
 class BatonError(Exception):
@@ -73,3 +74,16 @@ class OutcomeUnknownError(BatonError):
     def __init__(self, message: str, step: str) -> None:
         super().__init__(message)
         self.step = step
+
+
+class WaitingForPersonError(BatonError):
+    """Raised by ``ctx.ask`` once the message is parked with its question: the run ends here (let it
+    propagate; serve treats it as parked, not failed, and posts nothing), and the handler runs again
+    from the top when a person answers, when ``ask`` returns the answer. ``id`` is the message's id,
+    ``question`` the text asked.
+    """
+
+    def __init__(self, id: int, question: str) -> None:
+        super().__init__(f"message {id} waits for a person: {question}")
+        self.id = id
+        self.question = question

@@ -34,6 +34,14 @@ it back over HTTP. A message checkpoint over 16 KiB and a reply over 32 KiB go t
 and recorded no outcome (``outcome_unknown``) fails the attempt, so the message parks for a person.
 ``await ctx.heartbeat()`` keeps a run alive under the
 agent's heartbeat timeout; a run that has no heartbeat confirmed within it is cancelled here first.
+
+A person in the loop (as the TypeScript client's ``ctx.ask``): ``await ctx.ask(question)`` returns
+the answer recorded in the journal under its step (``ask:N``, N counting this run's asks, or
+``name``) when there is one; else it parks the message with the question and raises
+WaitingForPersonError, which ends the run as parked (nothing is posted; it is not a failure). When a
+person answers (``baton.answer``, ``approve``, ``reject``, or the CLI), the coordinator records the
+answer under that step and hands the message out again: the handler runs from the top, recorded
+steps replay, and ``ask`` returns the answer. A rejected message never runs again.
 """
 
 from __future__ import annotations
@@ -47,17 +55,17 @@ import socket as _socket
 import urllib.parse
 import uuid
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Awaitable, Callable, Optional, Sequence
 
 import websockets
 import websockets.exceptions
 
 from ._clock import LeaseClock, now
 from ._http import arequest_bytes, arequest_json
-from ._wire import step_name_pattern, valid_client_frame, valid_server_frame
-from .errors import BatonError, CoordinatorError, LeaseLostError, OutcomeUnknownError, UnreachableError
+from ._wire import client_field, step_name_pattern, valid, valid_client_frame, valid_server_frame
+from .errors import BatonError, CoordinatorError, LeaseLostError, OutcomeUnknownError, UnreachableError, WaitingForPersonError
 
-__all__ = ["Effect", "Message", "MessageContext", "ServeHandle", "serve"]
+__all__ = ["Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve"]
 
 PING_TEXT = '{"type":"ping"}'
 PONG_TEXT = '{"type":"pong"}'
@@ -74,6 +82,8 @@ STEP_NAME_CHARS = 128
 #: How long one blob upload or download may take (as BLOB_TIMEOUT_MS of client/run-journal.ts).
 BLOB_TIMEOUT = 120.0
 ON_UNKNOWN = ("ask", "retry")
+#: What a question's deadline does when nobody answered within it (questionSchema of worker/wire/protocol.ts).
+ON_DEADLINE = ("fail", "approve", "reject", "escalate")
 REQUEST_TIMEOUT = 10.0
 
 #: Refusals after which nothing more may be posted for the message (its run stops).
@@ -99,6 +109,39 @@ class Message:
     run_key: Optional[str] = None
     #: With the agent's heartbeat timeout: a run that sends no heartbeat within it is taken back; None: none.
     heartbeat_timeout_ms: Optional[float] = None
+    #: The choice of the answer that queued it again (approve, or one its question offered); None when it was not answered.
+    resume_choice: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Answerer:
+    """Who answered a question: the account, the name of its token, and where the answer came from
+    (``cli``, ``page``, ``http``; ``deadline`` when the deadline answered it)."""
+    account: str
+    token: str
+    via: str
+
+
+@dataclass(frozen=True)
+class PersonAnswer:
+    """A person's answer to ``ctx.ask``: the choice (``approve``, or one of the question's choices),
+    the text they gave (None when none), who answered and when (ms since the epoch, coordinator's clock)."""
+    choice: str
+    text: Optional[str]
+    by: Answerer
+    at: float
+
+    @classmethod
+    def from_value(cls, value: Any, step: str) -> "PersonAnswer":
+        """The answer as the coordinator records it in the journal ({choice, text, by: {account, token, via}, at})."""
+        by = value.get("by") if isinstance(value, dict) else None
+        if not (isinstance(value, dict) and isinstance(value.get("choice"), str) and isinstance(by, dict)
+                and isinstance(value.get("at"), (int, float))):
+            raise TypeError(f'"{step}" is recorded in the journal, but not as a person\'s answer; an ask needs a name of its own')
+        text = value.get("text")
+        return cls(choice=value["choice"], text=text if isinstance(text, str) else None,
+                   by=Answerer(account=str(by.get("account", "")), token=str(by.get("token", "")), via=str(by.get("via", ""))),
+                   at=float(value["at"]))
 
 
 class Effect:
@@ -141,6 +184,8 @@ class _Run:
         self.blob_values: dict[str, Any] = {}
         #: Steps and effects of this attempt still running, by name: a second call of one shares the first's result.
         self.inflight: dict[str, asyncio.Task[Any]] = {}
+        #: How many times this run called ``ask`` without a name (its default journal names: ask:1, ask:2, ...).
+        self.asks = 0
 
 
 class MessageContext:
@@ -187,6 +232,24 @@ class MessageContext:
         ``checkpoint`` is stored as :meth:`save_message_checkpoint` stores it.
         """
         await self._serve._park(self._run, checkpoint, deadline_seconds)
+
+    async def ask(self, question: str, choices: Optional[Sequence[str]] = None, deadline_seconds: Optional[int] = None,
+                  on_deadline: Optional[str] = None, name: Optional[str] = None, checkpoint: Any = None) -> PersonAnswer:
+        """Asks a person. When the journal holds the answer under this ask's step (``name``, default
+        ``ask:N``, N counting this run's asks without a name), returns it at once as a
+        :class:`PersonAnswer`. Otherwise parks the message with the question and raises
+        WaitingForPersonError: let it propagate, the run ends as parked (nothing is replied, it is
+        not a failed attempt). When someone answers, the handler runs again from the top (recorded
+        steps replay) and this ``ask`` returns the answer.
+
+        ``choices`` (1-10 short labels) are what the person picks from; without them, approve or
+        reject. Reject always ends the message as ``rejected``: it never runs again. After
+        ``deadline_seconds`` (1..2592000) without an answer, ``on_deadline`` decides: ``"fail"`` (the
+        default), ``"approve"``, ``"reject"`` or ``"escalate"``. ``checkpoint`` is stored with the park
+        as :meth:`save_message_checkpoint` stores it. Raises ValueError for a question the coordinator
+        would refuse, TypeError for a bad ``name``, LeaseLostError when the message's lease is gone.
+        """
+        return await self._serve._ask_person(self._run, question, choices, deadline_seconds, on_deadline, name, checkpoint)
 
     async def step(self, name: str, fn: Callable[[], Any]) -> Any:
         """A durable step: the first time ``name`` completes for this message, its result (JSON, at
@@ -745,7 +808,7 @@ class _Serve:
         message = Message(id=run.id, text=frame["text"], attempt=int(frame.get("attempt", 1)),
                           created_at=float(frame.get("created_at", 0)), token=token,
                           resume_input=frame.get("resume_input"), group=frame.get("group"), run_key=frame.get("run_key"),
-                          heartbeat_timeout_ms=frame.get("heartbeat_timeout_ms"))
+                          heartbeat_timeout_ms=frame.get("heartbeat_timeout_ms"), resume_choice=frame.get("resume_choice"))
         ctx = MessageContext(self, run, fence, self.checkpoint)
         self.running[(run.id, token)] = run
         loop = asyncio.get_running_loop()
@@ -872,13 +935,16 @@ class _Serve:
         raw = _json_bytes(value, "a checkpoint")
         return {"value": json.loads(raw)} if len(raw) <= CHECKPOINT_BYTES else {"blob": await self._upload(run, raw, "a checkpoint")}
 
-    async def _park(self, run: _Run, checkpoint: Any, deadline_seconds: Optional[int]) -> None:
+    async def _park(self, run: _Run, checkpoint: Any, deadline_seconds: Optional[int],
+                    question: Optional[dict[str, Any]] = None) -> None:
         frame: dict[str, Any] = {"type": "park", "id": run.id, "token": run.token}
         if checkpoint is not None:
             frame.update(await self._checkpoint_body(run, checkpoint))
         frame["req"] = self._next_req()
         if deadline_seconds is not None:
             frame["deadline_seconds"] = int(deadline_seconds)
+        if question is not None:
+            frame["question"] = question
         answer = await self._post(frame, run, False)
         if answer == "stale":
             raise run.lost or LeaseLostError("the message's lease was lost before it was parked", "lapsed")
@@ -888,6 +954,34 @@ class _Serve:
         if run.timer is not None:
             run.timer.cancel()
         self._event(type="parked", id=run.id, token=run.token)
+
+    async def _ask_person(self, run: _Run, text: str, choices: Optional[Sequence[str]], deadline_seconds: Optional[int],
+                          on_deadline: Optional[str], name: Optional[str], checkpoint: Any) -> PersonAnswer:
+        """The answer kept in the journal when this ask was answered; else the message parks with the question and this run ends."""
+        if name is None:
+            run.asks += 1
+            name = f"ask:{run.asks}"
+        _check_step_name(name)
+        question: dict[str, Any] = {"text": text, "step": name}
+        if choices is not None:
+            if isinstance(choices, str) or not all(isinstance(c, str) for c in choices):
+                raise ValueError(f"choices must be a list of strings, not {choices!r}")
+            question["choices"] = list(choices)
+        if on_deadline is not None:
+            if on_deadline not in ON_DEADLINE:
+                raise ValueError(f"on_deadline is one of {', '.join(ON_DEADLINE)}, not {on_deadline!r}")
+            question["on_deadline"] = on_deadline
+        if not valid(question, client_field("park", "question")):
+            raise ValueError("a question is a text of 1-2000 characters with at most 10 choices of 1-64 characters each, "
+                             f"not {question!r}")
+        if deadline_seconds is not None and (isinstance(deadline_seconds, bool) or not isinstance(deadline_seconds, int)
+                                             or not valid(deadline_seconds, client_field("park", "deadline_seconds"))):
+            raise ValueError(f"deadline_seconds is a whole number of seconds from 1 to 2592000, not {deadline_seconds!r}")
+        answered = run.journal.get(name)
+        if answered is not None and answered.get("status") == "done":
+            return PersonAnswer.from_value(await self._value_of(run, answered), name)
+        await self._park(run, checkpoint, deadline_seconds, question)
+        raise WaitingForPersonError(run.id, text)
 
     # -- the step journal ------------------------------------------------------------------------
 
