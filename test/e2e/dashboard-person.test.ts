@@ -129,6 +129,7 @@ afterAll(async () => {
   await browser?.close();
   await dev?.stop();
   if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  console.log(`screenshots in ${SHOTS}`);
 });
 
 describe("a person in the loop on the dashboard", () => {
@@ -166,6 +167,8 @@ describe("a person in the loop on the dashboard", () => {
     expect(await folded.locator('[data-role="checkpoint-json"]').textContent()).toBe(JSON.stringify(checkpoint, null, 2));
     expect(await item.locator('[data-role="deadline"]').textContent()).toMatch(/^Deadline \d{2}:\d{2}:\d{2} \(in 9m \d+s\), then the message fails\.$/);
     expect(await item.locator('button[data-action="answer"]').allTextContents()).toEqual(["Approve", "Reject"]);
+    // Nothing but elements inside the item's parts (a stray null once showed as the text "null").
+    expect(await item.evaluate((li) => [...li.querySelectorAll(".ask-info, .ask-form")].flatMap((p) => [...p.childNodes]).filter((n) => n.nodeType === Node.TEXT_NODE).length)).toBe(0);
 
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
@@ -475,6 +478,5 @@ describe("a person in the loop on the dashboard", () => {
     } finally {
       await scoped.stop();
     }
-    console.log(`screenshots in ${SHOTS}`);
   });
 });

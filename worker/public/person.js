@@ -165,7 +165,7 @@ export class PersonQueue {
     const infoSig = `${sig}|${item.view ? item.viewSig : ""}|${can.answer}`;
     if (item.infoSig !== infoSig) {
       item.infoSig = infoSig;
-      item.info.replaceChildren(...this.info(kind, agent, p, item, can));
+      item.info.replaceChildren(...this.info(kind, agent, p, item, can).filter(Boolean));
     }
     const formSig = `${kind}|${JSON.stringify(p.choices ?? [])}|${can.answer}`;
     if (item.formSig !== formSig) {
