@@ -114,7 +114,8 @@ export class PersonQueue {
   }
 
   render(entries, state) {
-    this.root.hidden = state.signedOut || (!state.loaded && !state.unreachable);
+    // Unreachable with nothing seen yet, the page cannot say whether anyone waits: no section then.
+    this.root.hidden = state.signedOut || !state.loaded || (state.unreachable && entries.length === 0);
     if (this.root.hidden) return;
     const open = [];
     for (const entry of entries) for (const p of entry.work?.parked ?? []) open.push({ agent: entry.agent, p });
@@ -137,6 +138,9 @@ export class PersonQueue {
     });
     this.count.textContent = open.length ? `(${open.length})` : "";
     this.empty.hidden = open.length > 0;
+    this.empty.textContent = state.unreachable
+      ? "Nobody was waiting for a person when the coordinator was last reached."
+      : "Nobody is waiting for a person.";
     this.root.classList.toggle("stale", Boolean(state.unreachable));
     this.root.dataset.open = String(open.length);
   }
@@ -202,9 +206,6 @@ export class PersonQueue {
       button.addEventListener("click", () => this.decide(agent, p, item, route, extra, choice));
       return button;
     });
-    item.input.onkeydown = (event) => {
-      if (event.key === "Enter" && buttons.length === 2 && kind !== "unknown") buttons[0].click();
-    };
     return [
       el("label", { class: "label", for: id }, kind === "unknown" ? "Outcome or note" : "Answer text"),
       el("div", { class: "ask-row", "data-role": "answer-form" }, item.input, el("span", { class: "ask-buttons" }, buttons)),
