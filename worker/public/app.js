@@ -1,8 +1,12 @@
 // The dashboard's live side: keeps the token in local storage, checks it, holds one observer
 // WebSocket to /observe (token in the subprotocol list, never in the URL), applies directory,
 // presence and agent_gone frames, and reconnects with backoff. A failed reconnect is shown as
-// "coordinator unreachable", never as an empty account. Rendering lives in render.js.
+// "coordinator unreachable", never as an empty account. Rendering lives in render.js, the open
+// questions in person.js. What the token may do comes from GET /whoami (a coordinator without it,
+// 404, grants every scope): a read-only token sees no button that would change anything.
+import { Confirmations } from "./confirm.js";
 import { MessageLoader } from "./messages.js";
+import { PersonQueue } from "./person.js";
 import { AgentList } from "./render.js";
 import { clock, RANGES, WINDOW_MS } from "./timeline.js";
 
@@ -18,11 +22,16 @@ const $ = (id) => document.getElementById(id);
 const view = {
   status: $("status"), agents: $("agents"), login: $("login"), input: $("token-input"), hint: $("login-hint"),
   toggle: $("token-toggle"), banner: $("link-banner"), ranges: $("ranges"), compact: $("compact-toggle"),
+  person: $("person"),
 };
+/** Every scope a token may have; a coordinator without GET /whoami grants them all. */
+const ALL_SCOPES = ["serve", "send", "answer", "admin", "read"];
 
 const state = {
   agents: new Map(), machines: new Map(), transitions: new Map(), clockOffset: 0, loaded: false,
   signedOut: false, unreachable: false, unreachableSince: 0,
+  /** The token's scopes from /whoami; none until it answered, so no button shows before it is known. */
+  scopes: [],
   windowMs: RANGES.find((r) => String(r.ms) === localStorage.getItem(RANGE_KEY))?.ms ?? WINDOW_MS,
 };
 let socket = null;
@@ -92,8 +101,61 @@ async function sendMessage(agent, text) {
   return { ok: false, text: `not sent: ${body.message ?? `HTTP ${res.status}`}` };
 }
 
+/** What the token may do: answer questions (answer or admin), change controls and retry (admin), send. */
+function can() {
+  const has = (scope) => state.scopes.includes(scope) || state.scopes.includes("admin");
+  return { answer: has("answer"), admin: has("admin"), send: has("send") };
+}
+
+/** Asks the coordinator what this token may do; keeps what it knew when it cannot tell. */
+async function loadScopes(token) {
+  let res;
+  try {
+    res = await fetch("/whoami", { headers: { authorization: `Bearer ${token}` }, cache: "no-store" });
+  } catch {
+    return;
+  }
+  if (res.status === 404) state.scopes = ALL_SCOPES;
+  else if (res.ok) {
+    const body = await res.json().catch(() => null);
+    state.scopes = Array.isArray(body?.scopes) ? body.scopes : [];
+  }
+}
+
+/** POST to one of the agent's routes with the token (`x-baton-via: page`); `{ ok, text }`, text the coordinator's sentence on refusal. */
+async function post(agent, route, body, done) {
+  const { token } = currentToken();
+  let res;
+  try {
+    res = await fetch(`/agents/${encodeURIComponent(agent)}/${route}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "x-baton-via": "page" },
+      body: JSON.stringify(body),
+    });
+  } catch {
+    return { ok: false, text: "not sent: the coordinator is unreachable" };
+  }
+  const answer = await res.json().catch(() => ({}));
+  if (res.status === 401) connect();
+  return res.ok ? { ok: true, text: done, body: answer } : { ok: false, status: res.status, text: answer.message ?? `refused: HTTP ${res.status}` };
+}
+
+const confirmations = new Confirmations(() => render());
 const loader = new MessageLoader(fetchJson, () => render());
+const person = new PersonQueue(view.person, {
+  fetchJson,
+  can,
+  changed: () => render(),
+  decide: (agent, id, route, body) => post(agent, `messages/${id}/${route}`, body, "answered"),
+  preview: (agent, id) => {
+    const full = loader.get(agent)?.find((m) => m.id === id);
+    if (full) return full.text;
+    const recent = state.agents.get(agent)?.recent_messages?.find((m) => m.id === id);
+    return recent ? `${recent.preview}${recent.preview.length >= 80 ? "…" : ""}` : null;
+  },
+});
 const list = new AgentList(view.agents, {
+  ui: () => ({ can: can(), confirmations, act: post }),
   send: sendMessage,
   messages: (agent) => loader.get(agent),
   visible: (agent) => {
@@ -103,7 +165,10 @@ const list = new AgentList(view.agents, {
 });
 
 function render() {
-  list.render([...state.agents.values()], state);
+  const entries = [...state.agents.values()];
+  list.render(entries, state);
+  person.render(entries, state);
+  person.tick(Date.now() + state.clockOffset);
   view.agents.setAttribute("aria-busy", String(!state.loaded && !state.unreachable));
   view.banner.hidden = !(state.unreachable && state.agents.size > 0);
   if (!view.banner.hidden) {
@@ -222,6 +287,7 @@ async function connect() {
     return scheduleReconnect();
   }
   const body = await res.json();
+  await loadScopes(token);
   state.unreachable = false;
   applyFrame({ type: "directory", agents: body.agents });
   for (const entry of state.agents.values()) visibleRefresh(entry);
@@ -230,6 +296,7 @@ async function connect() {
 
 function signOut() {
   state.agents.clear();
+  state.scopes = [];
   state.signedOut = true;
   // The form is where a token goes: open it, whatever state it was left in.
   showLogin(true);
@@ -243,7 +310,8 @@ function openSocket(token, source) {
   lastFrameAt = Date.now();
   ws.onopen = () => {
     attempt = 0;
-    setStatus("live", source === "dev" ? "live · local dev token" : "live");
+    const readOnly = !Object.values(can()).some(Boolean);
+    setStatus("live", ["live", source === "dev" ? "local dev token" : null, readOnly ? "read-only token" : null].filter(Boolean).join(" · "));
     pingTimer = setInterval(() => {
       if (Date.now() - lastFrameAt > SILENCE_LIMIT_MS) {
         dropSocket();
@@ -318,6 +386,7 @@ document.addEventListener("visibilitychange", () => {
 });
 setInterval(() => {
   list.tick(state);
+  person.tick(Date.now() + state.clockOffset);
   // A running message's heartbeats and steps come with no frame: cards on screen fetch them now and then.
   for (const agent of list.onScreen) {
     const entry = state.agents.get(agent);

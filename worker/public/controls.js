@@ -1,6 +1,7 @@
 // Where an agent may run, on its card: a paused agent, drained machines, a lease kept for its
 // holder after a coordinator restart, each runner's priority, and the line in the order the lease
-// would take it (higher priority first, then the oldest claim; drained runners are out of line).
+// would take it (higher priority first, then the oldest claim; drained runners are out of line),
+// and for a token that may, the buttons that pause, unpause, drain and undrain it.
 import { el } from "./dom.js";
 import { clock } from "./timeline.js";
 
@@ -66,4 +67,43 @@ export function controlsStrip(entry, age, now) {
       ` the coordinator restarted: the lease waits for its previous holder until ${clock(controls.reserved_until)}.`));
   }
   return lines.length ? el("div", { class: "controls", "data-role": "controls" }, lines) : null;
+}
+
+/**
+ * What a token that may (admin) change on the agent, each behind an in-page confirmation: pause or
+ * unpause it, drain or undrain each of its machines (connected or drained). Null for other tokens.
+ * A pair (pause/unpause, drain/undrain) shares its key, so the answer shows beside the button that follows.
+ * `ui`: `{ can, confirmations, act }`.
+ */
+export function actionsBar(entry, ui) {
+  if (!ui?.can.admin) return null;
+  const agent = entry.agent;
+  const c = ui.confirmations;
+  const paused = Boolean(entry.controls?.paused);
+  const drained = new Set((entry.controls?.drained ?? []).map((d) => d.machine));
+  const machines = [...new Set([...entry.connections.map((conn) => conn.machine), ...drained])].sort();
+  return el("div", { class: "actions", "data-role": "actions" },
+    el("span", { class: "label" }, "Actions"),
+    paused
+      ? c.control({
+        key: `pause:${agent}`, action: "unpause", label: "Unpause", title: "hand messages out again",
+        prompt: `Unpause ${agent}? Queued messages are handed out again.`, confirm: "Unpause",
+        run: () => ui.act(agent, "unpause", {}, "unpaused"),
+      })
+      : c.control({
+        key: `pause:${agent}`, action: "pause", label: "Pause", title: "hand nothing out; messages queue and the lease stays",
+        prompt: `Pause ${agent}? Nothing is handed out until it is unpaused: messages queue, runs already going finish, the lease stays where it is.`, confirm: "Pause",
+        run: () => ui.act(agent, "pause", {}, "paused"),
+      }),
+    machines.map((machine) => (drained.has(machine)
+      ? c.control({
+        key: `drain:${agent}:${machine}`, action: "undrain", label: `Undrain ${machine}`, title: `let ${machine} take work and the lease again`,
+        prompt: `Undrain ${machine}? Its runners take work and the lease again.`, confirm: "Undrain",
+        run: () => ui.act(agent, "undrain", { machine }, `undrained ${machine}`),
+      })
+      : c.control({
+        key: `drain:${agent}:${machine}`, action: "drain", label: `Drain ${machine}`, title: `${machine} finishes what it runs and takes no more work`,
+        prompt: `Drain ${machine}? Its runners finish what they run, hand the lease on and take no more work until undrained.`, confirm: "Drain",
+        run: () => ui.act(agent, "drain", { machine }, `drained ${machine}`),
+      }))));
 }

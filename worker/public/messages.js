@@ -5,6 +5,8 @@
 // parked, failed, or any later one); the stylesheet colours the ones it knows. A loaded message
 // also shows its durable steps, an effect whose outcome is unknown and a running attempt's
 // heartbeat (steps.js); heartbeats and steps change no presence, so running ones are polled.
+// Each message shows who answered it (account, token name, from where, when, what), and a failed
+// one a Retry behind an in-page confirmation for a token that may retry (admin).
 import { el } from "./dom.js";
 import { ago, resumeCommands, stepsBlock } from "./steps.js";
 import { clock } from "./timeline.js";
@@ -82,7 +84,34 @@ function when(ms) {
   return el("time", { datetime: new Date(ms).toISOString(), title: new Date(ms).toString() }, clock(ms));
 }
 
-function messageItem(agent, m, partial, waiting) {
+/** Who answered a message, newest last: when, the choice, the text, the account and token, and from where. */
+export function answersBlock(m) {
+  const answers = Array.isArray(m.answers) ? m.answers : [];
+  if (answers.length === 0) return null;
+  return el("div", { class: "answers", "data-role": "answers" },
+    el("span", { class: "label" }, `Answered (${answers.length})`),
+    el("ol", {}, answers.map((a) => el("li", { "data-role": "answer-record", "data-choice": a.choice, "data-via": a.via },
+      when(a.at),
+      el("span", { class: "chip", "data-role": "answer-choice" }, a.choice),
+      a.text === null || a.text === undefined ? null : el("q", { class: "answer-text", "data-role": "answer-text" }, a.text),
+      el("span", { class: "meta" },
+        "by ", el("span", { "data-role": "answer-account" }, a.account),
+        ", token ", el("span", { "data-role": "answer-token" }, a.token),
+        ", via ", el("span", { "data-role": "answer-via" }, a.via)),
+      a.question ? el("span", { class: "meta asked", title: a.question }, ` · to: ${a.question}`) : null))));
+}
+
+/** Retry of a failed message (fresh attempts), behind its confirmation; null for a token that may not. */
+function retryControl(agent, id, ui) {
+  if (!ui?.can.admin) return null;
+  return ui.confirmations.control({
+    key: `retry:${agent}:${id}`, action: "retry", label: "Retry", title: "queue it again with a fresh set of attempts",
+    prompt: `Retry #${id}? It is queued again with a fresh set of attempts.`, confirm: "Retry",
+    run: () => ui.act(agent, `messages/${id}/retry`, {}, "queued again"),
+  });
+}
+
+function messageItem(agent, m, partial, waiting, ui) {
   const held = m.status === "queued" ? waiting : null;
   return el("li", { class: "message", "data-status": m.status, "data-id": m.id, "data-waiting": held ? "" : undefined, "data-waiting-on": partial ? undefined : m.waiting_on ?? undefined },
     el("div", { class: "msg-head" },
@@ -90,9 +119,11 @@ function messageItem(agent, m, partial, waiting) {
       el("span", { class: "chip", "data-status": m.status }, m.status),
       held ? el("span", { class: "waiting", "data-role": "waiting" }, held) : null,
       m.attempts > 1 ? el("span", { class: "attempts" }, `attempt ${m.attempts}`) : null,
-      when(m.created_at)),
+      when(m.created_at),
+      m.status === "failed" ? retryControl(agent, m.id, ui) : null),
     el("p", { class: "text", "data-role": "text" }, partial ? `${m.preview}${m.preview.length >= 80 ? "…" : ""}` : m.text),
-    partial ? null : stepsBlock(agent, m),
+    partial ? null : stepsBlock(agent, m, ui?.pool ?? false),
+    partial ? null : answersBlock(m),
     m.reply === null || m.reply === undefined ? null : el("div", { class: "reply", "data-role": "reply" },
       el("span", { class: "label" }, "Reply",
         m.acked_at ? [" · ", when(m.acked_at)] : null,
@@ -113,11 +144,16 @@ function parkedItem(agent, p, asked) {
     p.reason && !asked.has(p.id) ? [": ", el("code", {}, cmd.done), " or ", el("code", {}, cmd.redo)] : null);
 }
 
-/** A running message in the summary: where, and its last heartbeat (the fresher of presence and the loaded view). */
-function runningItem(r, loaded) {
+/**
+ * A running message in the summary: where, and its last heartbeat (the fresher of presence and the
+ * loaded view). In pool mode every runner takes messages, so it also names the runner's claim.
+ */
+function runningItem(r, loaded, pool) {
   const beat = Math.max(r.heartbeat_at ?? 0, loaded?.token === r.token ? loaded.heartbeat_at ?? 0 : 0);
-  return el("span", { class: "running-item", "data-role": "running-item", "data-id": r.id },
-    `#${r.id}`, r.machine ? ` on ${r.machine}` : null, r.attempt > 1 ? ` (attempt ${r.attempt})` : null,
+  return el("span", { class: "running-item", "data-role": "running-item", "data-id": r.id, "data-claim": r.claim_seq ?? undefined },
+    `#${r.id}`, r.machine ? ` on ${r.machine}` : null,
+    pool && r.claim_seq !== null && r.claim_seq !== undefined ? el("span", { "data-role": "runner-claim" }, ` (claim #${r.claim_seq})`) : null,
+    r.attempt > 1 ? ` (attempt ${r.attempt})` : null,
     beat ? el("span", { "data-role": "heartbeat" }, ", heartbeat ", ago(beat)) : null);
 }
 
@@ -126,38 +162,42 @@ function runningItem(r, loaded) {
  * when they last sent a heartbeat, and which wait for a person (parked, with why) or gave up
  * (failed), also when they are older than the newest few.
  */
-function workSummary(entry, full, waiting) {
+function workSummary(entry, full, waiting, ui, shown) {
   const work = entry.work;
   const counts = Object.entries(work?.counts ?? {}).filter(([, n]) => n > 0);
   if (counts.length === 0) return null;
   const byId = new Map((full ?? []).map((m) => [m.id, m]));
   // Loaded rows that ask their question (with both answers) themselves.
   const asked = new Set((full ?? []).filter((m) => m.status === "parked" && m.waiting_on).map((m) => m.id));
+  // Failed rows below carry their own Retry.
+  const retriable = new Set(shown.filter((m) => m.status === "failed").map((m) => m.id));
   const list = (items) => items.map((node, i) => [i ? ", " : "", node]);
   return el("p", { class: "work", "data-role": "work" },
     counts.map(([status, n]) => el("span", { class: "chip", "data-status": status }, `${n} ${status}`)),
     waiting && work.counts.queued > 0 ? el("span", { class: "waiting", "data-role": "queued-waiting" }, waiting) : null,
     work.running?.length ? el("span", { class: "meta", "data-role": "running" }, "running: ",
-      list(work.running.map((r) => runningItem(r, byId.get(r.id))))) : null,
+      list(work.running.map((r) => runningItem(r, byId.get(r.id), ui?.pool ?? false)))) : null,
     work.parked?.length ? el("span", { class: "meta", "data-role": "parked" }, "waiting for a person: ",
       list(work.parked.map((p) => parkedItem(entry.agent, p, asked)))) : null,
     work.failed?.length ? el("span", { class: "meta", "data-role": "failed" }, "failed: ",
-      work.failed.map((m, i) => [i ? ", " : "", `#${m.id}`, m.error ? el("span", { class: "why", "data-role": "fail-reason" }, ` (${m.error})`) : null])) : null);
+      work.failed.map((m, i) => [i ? ", " : "", el("span", { class: "failed-item", "data-role": "failed-item", "data-id": m.id },
+        `#${m.id}`, m.error ? el("span", { class: "why", "data-role": "fail-reason" }, ` (${m.error})`) : null,
+        retriable.has(m.id) ? null : [" ", retryControl(entry.agent, m.id, ui)])])) : null);
 }
 
 /**
  * The newest messages, newest first: full texts when loaded, else the previews from presence.
- * `waiting` (or null) says why queued ones are not handed out now, e.g. the agent is paused.
+ * `waiting` (or null) says why queued ones are not handed out now, e.g. the agent is paused. `ui`
+ * (optional): `{ can, confirmations, act, pool }` for the actions a token may take.
  */
-export function messagesBlock(entry, full, waiting = null) {
+export function messagesBlock(entry, full, waiting = null, ui = null) {
   const recent = entry.recent_messages ?? [];
   if (recent.length === 0 && !full?.length) return el("p", { class: "empty-line quiet" }, "No messages yet.");
-  const items = full?.length
-    ? full.slice().sort((a, b) => b.id - a.id).map((m) => messageItem(entry.agent, m, false, waiting))
-    : recent.map((m) => messageItem(entry.agent, m, true, waiting));
+  const shown = full?.length ? full.slice().sort((a, b) => b.id - a.id) : recent;
+  const items = shown.map((m) => messageItem(entry.agent, m, !full?.length, waiting, ui));
   return el("section", { class: "messages", "data-role": "messages" },
     el("span", { class: "label" }, "Messages"),
-    workSummary(entry, full, waiting),
+    workSummary(entry, full, waiting, ui, shown),
     el("ol", {}, items));
 }
 

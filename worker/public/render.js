@@ -2,13 +2,13 @@
 // are rebuilt on a change, so the send box keeps what is being typed and its focus. Ages are
 // server-time anchors in data attributes, ticked once a second with the timelines.
 import { el } from "./dom.js";
-import { controlsStrip, lineOrder, runnerBadges, waitReason } from "./controls.js";
+import { actionsBar, controlsStrip, lineOrder, runnerBadges, waitReason } from "./controls.js";
 import { composer, messagesBlock } from "./messages.js";
 import { clock, REASON_NOTES, REASONS, tickTimelines, timeline } from "./timeline.js";
 
 const TRANSITIONS_SHOWN = 6;
 
-function formatAge(ms) {
+export function formatAge(ms) {
   const s = Math.max(0, Math.floor(ms / 1000));
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);
@@ -157,7 +157,27 @@ function emptyState(kind, state) {
       ". Agents appear here the moment they connect."));
 }
 
-/** The list of agent cards under one root. `hooks`: send(agent, text), visible(agent), messages(agent). */
+/**
+ * The action control (confirm.js) that has the focus inside `root`, by its key and role: a card's
+ * body is rebuilt on every presence frame, and a person confirming must not lose their place.
+ */
+function focusedControl(root) {
+  const active = document.activeElement;
+  const holder = active && root.contains(active) ? active.closest("[data-confirm-key]") : null;
+  return holder ? { key: holder.dataset.confirmKey, role: active === holder ? null : active.dataset.role ?? null } : null;
+}
+
+function refocus(root, focused) {
+  if (!focused) return;
+  const holder = [...root.querySelectorAll("[data-confirm-key]")].find((n) => n.dataset.confirmKey === focused.key);
+  const target = focused.role ? holder?.querySelector(`[data-role="${focused.role}"]`) : holder;
+  target?.focus();
+}
+
+/**
+ * The list of agent cards under one root. `hooks`: send(agent, text), visible(agent), messages(agent),
+ * and ui() giving `{ can, confirmations, act }` for the actions the token may take.
+ */
 export class AgentList {
   constructor(root, hooks) {
     this.root = root;
@@ -211,6 +231,9 @@ export class AgentList {
     if (entry.confirmed_until && entry.connection_count > 0) card.article.dataset.confirmedUntil = String(entry.confirmed_until);
     else delete card.article.dataset.confirmedUntil;
     card.article.classList.toggle("unconfirmed", entry.confirmed === false);
+    const ui = { ...this.hooks.ui(), pool: pool(entry) };
+    // A token that may not send sees no send box.
+    card.composer.hidden = !ui.can.send;
     card.header.replaceChildren(
       el("div", { class: "title" },
         el("h2", {}, el("button", { type: "button", class: "name", "data-role": "open-card", "aria-expanded": String(card.article.classList.contains("open")) }, entry.agent)),
@@ -219,13 +242,16 @@ export class AgentList {
       el("span", { class: "counts" },
         `${entry.connection_count} connection${entry.connection_count === 1 ? "" : "s"} · fence ${entry.fence}`),
       summaryLine(entry));
+    const focused = focusedControl(card.body);
     card.body.replaceChildren(
       ...[controlsStrip(entry, (since) => age(since), Date.now() + state.clockOffset),
         holderBlock(entry, ttlMs),
         standbyBlock(entry, ttlMs),
+        actionsBar(entry, ui),
         timeline(entry, transitions, state.windowMs),
         transitionsBlock(entry, transitions, state.machines.get(entry.agent), !this.closed.has(`${entry.agent}:history`)),
-        messagesBlock(entry, this.hooks.messages(entry.agent), waitReason(entry))].filter(Boolean));
+        messagesBlock(entry, this.hooks.messages(entry.agent), waitReason(entry), ui)].filter(Boolean));
+    refocus(card.body, focused);
     return card.article;
   }
 

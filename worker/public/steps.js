@@ -55,21 +55,23 @@ function unknownOutcome(agent, m) {
       el("li", {}, el("code", { "data-role": "resume-redo" }, cmd.redo), " it did not: the next attempt runs it again")));
 }
 
-/** A running message: where, which attempt, its last heartbeat and progress (polled while on screen). */
-function runLine(m) {
+/** A running message: where (in pool mode with the runner's claim), which attempt, its last heartbeat and progress (polled while on screen). */
+function runLine(m, pool) {
   const progress = m.progress === null || m.progress === undefined ? null : progressText(m.progress);
   return el("p", { class: "run", "data-role": "run" },
-    "running", m.machine ? [" on ", el("span", { class: "machine" }, m.machine)] : null, ` · attempt ${m.attempts}`,
+    "running", m.machine ? [" on ", el("span", { class: "machine" }, m.machine)] : null,
+    pool && m.claim_seq !== null && m.claim_seq !== undefined ? el("span", { "data-role": "runner-claim" }, `, claim #${m.claim_seq}`) : null,
+    ` · attempt ${m.attempts}`,
     m.heartbeat_at ? el("span", { "data-role": "heartbeat" }, " · heartbeat ", ago(m.heartbeat_at)) : el("span", { "data-role": "heartbeat" }, " · no heartbeat yet"),
     progress === null ? null : [" · progress ", el("code", { class: "progress", "data-role": "progress", title: progress },
       progress.length > PROGRESS_SHOWN ? `${progress.slice(0, PROGRESS_SHOWN)}…` : progress)]);
 }
 
 /** What a loaded message adds to its row: its run, its steps and an unknown outcome; null when none. */
-export function stepsBlock(agent, m) {
+export function stepsBlock(agent, m, pool = false) {
   const steps = Array.isArray(m.steps) ? m.steps : [];
   const parts = [
-    m.status === "running" ? runLine(m) : null,
+    m.status === "running" ? runLine(m, pool) : null,
     steps.length ? el("div", { class: "steps", "data-role": "steps" },
       el("span", { class: "label" }, `Steps (${steps.length})`),
       el("ol", {}, steps.map((s) => stepRow(m, s)))) : null,

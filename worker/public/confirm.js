@@ -1,0 +1,81 @@
+// In-page confirmations for the actions that change what runs (pause, drain, retry): the action's
+// button opens a short question beside it with the action's own button and Cancel, never
+// window.confirm. What is open, in flight and answered lives here, keyed by action, so a card
+// rebuilt by a presence frame shows it again; the coordinator's answer shows under it for a while.
+import { el } from "./dom.js";
+
+/** How long an action's answer stays beside its button. */
+const RESULT_MS = 10_000;
+
+export class Confirmations {
+  /** `onChange()` re-renders the page (the state of a control changed). */
+  constructor(onChange) {
+    this.onChange = onChange;
+    this.open = new Set();
+    this.busy = new Set();
+    this.results = new Map();
+  }
+
+  changed(key, focus) {
+    this.onChange();
+    if (!focus) return;
+    const scope = [...document.querySelectorAll("[data-confirm-key]")].find((n) => n.dataset.confirmKey === key);
+    const target = scope?.matches(focus) ? scope : scope?.querySelector(focus);
+    target?.focus();
+  }
+
+  /**
+   * One confirmable action. `spec`: key (unique on the page), action (its `data-action`), label,
+   * title (hover text), prompt (the question), confirm (the confirming button's label) and
+   * run() resolving to `{ ok, text }`.
+   */
+  control(spec) {
+    const { key } = spec;
+    const result = this.results.get(key);
+    const note = result
+      ? el("span", { class: "action-result", role: "status", "data-role": "action-result", "data-state": result.ok ? "ok" : "failed" }, result.text)
+      : null;
+    if (!this.open.has(key)) {
+      const button = el("button", { type: "button", class: "quiet small", "data-action": spec.action, "data-confirm-key": key, title: spec.title }, spec.label);
+      button.addEventListener("click", () => {
+        this.open.add(key);
+        this.results.delete(key);
+        this.changed(key, '[data-role="confirm-no"]');
+      });
+      return el("span", { class: "action" }, button, note);
+    }
+    const busy = this.busy.has(key);
+    const yes = el("button", { type: "button", class: "small danger", "data-role": "confirm-yes", disabled: busy }, busy ? `${spec.confirm}…` : spec.confirm);
+    const no = el("button", { type: "button", class: "quiet small", "data-role": "confirm-no", disabled: busy }, "Cancel");
+    const cancel = () => {
+      this.open.delete(key);
+      this.changed(key, `[data-action="${spec.action}"]`);
+    };
+    yes.addEventListener("click", async () => {
+      this.busy.add(key);
+      this.changed(key);
+      let answer;
+      try {
+        answer = await spec.run();
+      } catch (err) {
+        answer = { ok: false, text: String(err?.message ?? err) };
+      }
+      this.busy.delete(key);
+      this.open.delete(key);
+      this.results.set(key, answer);
+      setTimeout(() => {
+        if (this.results.get(key) !== answer) return;
+        this.results.delete(key);
+        this.onChange();
+      }, RESULT_MS);
+      this.changed(key);
+    });
+    no.addEventListener("click", cancel);
+    const group = el("span", { class: "confirm", role: "group", "data-role": "confirm", "data-confirm-key": key, "data-for": spec.action, "aria-label": spec.prompt },
+      el("span", { class: "prompt" }, spec.prompt), yes, no);
+    group.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && !busy) cancel();
+    });
+    return group;
+  }
+}
