@@ -5,9 +5,18 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
-/** "baton-dev-token" for account dev, "other-account-token" for other; limits and quiet are used by one test each. */
+/**
+ * "baton-dev-token" for account dev (old form: every scope), "other-account-token" for other; limits
+ * and quiet are used by one test each. The named dev tokens ("dev-<name>-token") carry one scope each
+ * (scopes.test.ts).
+ */
 const TOKENS = [
   "dev:8eb1988b5d11e51b42a73fbede6ec8602a22164ed1eecb7d67e729042623a371",
+  "dev:runner:serve:cee9d12fb9fefdfafe98d97f5c8a247e071a0e6778089dee7cf2be571ee606d2",
+  "dev:reader:read:47beeb95da92ee9485a13c613b44b1dd7ff064c2c2815902e1c2e6d765b3c8ad",
+  "dev:sender:send:2870d819996b8d92fe0d8068619e243d796124ad8e7b0a16805944b271b1571d",
+  "dev:admin:admin:1734d503f6aa6a047c36d113cbad769f719c93784b469b771c4c3e7c63adbefd",
+  "dev:person:answer:5d97975e822880bf6715c24d27cc46c0a95242e8206366545ac10778622359a9",
   "other:c3a4c58fd94addae9223ecc52d7b031c6691fdddf53e745e321d8e8bee37d896",
   "limits:aa0b0b640be388f2f301eac121e4a967967ea2d6ed081f83a28162b96954336c",
   "quiet:3637d14c21c7d7357d19e3fc2fb112085a2252d4d9045e9283f2d9e9ebb79174",

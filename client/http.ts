@@ -147,16 +147,21 @@ export function failureReason(err: unknown, timeoutMs?: number): string {
 /** What a failed connection attempt was about: retry with a reason, or give up (bad token, bad name). */
 export type ProbeResult = { fatal: false; reason: string } | { fatal: true; error: Error };
 
+const UPGRADE_LOST = "the WebSocket upgrade failed although plain HTTP works (a proxy that drops WebSockets?)";
+
 /**
  * Asks `path` over plain HTTP why a WebSocket could not be opened: a refusal that retrying
- * cannot fix (4xx other than 408 and 429) is fatal; anything else is a reason to retry.
+ * cannot fix (4xx other than 408 and 429: a bad token, a token without the scope, a bad name) is
+ * fatal; anything else is a reason to retry. Probing the socket's own path is answered 426
+ * `upgrade_required` when only the upgrade went missing.
  */
 export async function probe<S extends z.ZodMiniType>(conn: Connection, path: string, schema: S): Promise<ProbeResult> {
   try {
     await requestJson(conn, "GET", path, schema);
-    return { fatal: false, reason: "the WebSocket upgrade failed although plain HTTP works (a proxy that drops WebSockets?)" };
+    return { fatal: false, reason: UPGRADE_LOST };
   } catch (err) {
     if (err instanceof UnreachableError) return { fatal: false, reason: err.reason };
+    if (err instanceof CoordinatorError && err.code === "upgrade_required") return { fatal: false, reason: UPGRADE_LOST };
     if (err instanceof CoordinatorError && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429) {
       return { fatal: true, error: err };
     }

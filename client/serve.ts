@@ -123,7 +123,8 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
     url: conn.url,
     token: conn.token,
     path: `/agents/${encodeURIComponent(agent)}/serve?machine=${encodeURIComponent(options.machine ?? "unknown")}`,
-    probe: () => probe(conn, `/agents/${encodeURIComponent(agent)}/presence`, presenceSchema),
+    // The serve path itself, so a token without the serve scope is told so (403) instead of retried.
+    probe: () => probe(conn, `/agents/${encodeURIComponent(agent)}/serve`, presenceSchema),
     backoff: options.backoff,
     ttlMs: FALLBACK_TTL_MS,
     listener: {

@@ -1,39 +1,68 @@
-// Bearer tokens: each maps to one account. Only SHA-256 hashes are configured and compared,
-// in constant time; with no tokens configured every request is refused.
+// Bearer tokens: each belongs to one account and has a name and scopes. Only SHA-256 hashes are
+// configured and compared, in constant time; with no tokens configured every request is refused.
+import { grantedScopes, type Caller } from "./scopes.ts";
+import { SCOPES, TOKEN_NAME, type Scope } from "./wire/token-scopes.ts";
 import { TOKEN_PROTOCOL_PREFIX } from "./wire/token-protocol.ts";
 
-export interface TokenEntry {
-  account: string;
+export interface TokenEntry extends Caller {
   hash: Uint8Array;
 }
 
 export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** The name of a token given in the old `account:sha256hex` form, which has every scope. */
+export const UNNAMED_TOKEN = "default";
 // Browsers cannot set headers on a WebSocket, so they offer `baton` and `baton.token.<base64url>`.
 export { BATON_PROTOCOL, TOKEN_PROTOCOL_PREFIX, tokenProtocol } from "./wire/token-protocol.ts";
 
+const SHA256_HEX = /^[0-9a-f]{64}$/i;
+
+interface ParsedEntry {
+  account: string;
+  name: string;
+  scopes: Scope[];
+  hex: string;
+}
+
+function parseEntry(entry: string, position: number): ParsedEntry {
+  const parts = entry.split(":");
+  const shape = `BATON_TOKENS entry ${position} must be account:sha256-hex or account:name:scope+scope:sha256-hex (account: a-z, 0-9, '_', '-')`;
+  if (parts.length !== 2 && parts.length !== 4) throw new Error(shape);
+  const account = parts[0]!;
+  const hex = parts.at(-1)!;
+  if (!ACCOUNT_NAME.test(account) || !SHA256_HEX.test(hex)) throw new Error(shape);
+  if (parts.length === 2) return { account, name: UNNAMED_TOKEN, scopes: grantedScopes(["admin"]), hex: hex.toLowerCase() };
+  const [, name, scopeList] = parts as [string, string, string, string];
+  if (!TOKEN_NAME.test(name)) throw new Error(`BATON_TOKENS entry ${position} has a bad token name (1-64 chars of A-Z, a-z, 0-9, '.', '_' or '-')`);
+  const scopes = scopeList.split("+");
+  if (!scopes.every((scope): scope is Scope => (SCOPES as readonly string[]).includes(scope))) {
+    throw new Error(`BATON_TOKENS entry ${position} has an unknown or empty scope (scopes are ${SCOPES.join(", ")}, joined by '+')`);
+  }
+  return { account, name, scopes: grantedScopes(scopes), hex: hex.toLowerCase() };
+}
+
 /**
- * Parses `account:sha256hex,...`. A malformed entry throws naming its position only, so the
- * message never repeats configuration; one hash may not belong to two accounts.
+ * Parses `account:sha256hex` (named `default`, every scope) and `account:name:scope+scope:sha256hex`
+ * entries, comma-separated. A malformed entry throws naming its position only, so the message never
+ * repeats configuration; one hash may not belong to two accounts, nor to two names or scope sets.
  */
 export function parseTokenConfig(raw: string | undefined): TokenEntry[] {
   if (!raw) return [];
-  const entries = raw.split(",").map((s) => s.trim()).filter(Boolean).map((entry, index) => {
-    const parts = entry.split(":");
-    const [account, hex] = parts;
-    if (parts.length !== 2 || !account || !ACCOUNT_NAME.test(account) || !hex || !/^[0-9a-f]{64}$/i.test(hex)) {
-      throw new Error(`BATON_TOKENS entry ${index + 1} must be account:sha256-hex (account: a-z, 0-9, '_', '-')`);
+  const entries = raw.split(",").map((s) => s.trim()).filter(Boolean).map((entry, index) => parseEntry(entry, index + 1));
+  const first = new Map<string, { entry: ParsedEntry; position: number }>();
+  entries.forEach((entry, index) => {
+    const previous = first.get(entry.hex);
+    if (previous === undefined) {
+      first.set(entry.hex, { entry, position: index + 1 });
+      return;
     }
-    return { account, hex: hex.toLowerCase() };
+    if (previous.entry.account !== entry.account) {
+      throw new Error(`BATON_TOKENS gives one token hash to two accounts (${previous.entry.account} and ${entry.account})`);
+    }
+    if (previous.entry.name !== entry.name || previous.entry.scopes.join("+") !== entry.scopes.join("+")) {
+      throw new Error(`BATON_TOKENS gives one token hash two names or scope sets (entries ${previous.position} and ${index + 1})`);
+    }
   });
-  const owner = new Map<string, string>();
-  for (const { account, hex } of entries) {
-    const previous = owner.get(hex);
-    if (previous !== undefined && previous !== account) {
-      throw new Error(`BATON_TOKENS gives one token hash to two accounts (${previous} and ${account})`);
-    }
-    owner.set(hex, account);
-  }
-  return entries.map(({ account, hex }) => ({ account, hash: hexToBytes(hex) }));
+  return entries.map(({ account, name, scopes, hex }) => ({ account, tokenName: name, scopes, hash: hexToBytes(hex) }));
 }
 
 function hexToBytes(hex: string): Uint8Array {
@@ -68,13 +97,13 @@ export function presentedToken(request: Request): string | null {
   return carrier ? decodeTokenProtocol(carrier) : null;
 }
 
-/** The account the token belongs to, or null. Every configured hash is compared, so timing says nothing. */
-export async function authenticate(token: string | null, entries: TokenEntry[]): Promise<string | null> {
+/** The caller the token stands for, or null. Every configured hash is compared, so timing says nothing. */
+export async function authenticate(token: string | null, entries: TokenEntry[]): Promise<Caller | null> {
   if (token === null || entries.length === 0) return null;
   const hash = await sha256(token);
-  let account: string | null = null;
-  for (const entry of entries) {
-    if (crypto.subtle.timingSafeEqual(hash, entry.hash) && account === null) account = entry.account;
+  let caller: Caller | null = null;
+  for (const { hash: configured, ...entry } of entries) {
+    if (crypto.subtle.timingSafeEqual(hash, configured) && caller === null) caller = entry;
   }
-  return account;
+  return caller;
 }

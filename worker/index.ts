@@ -1,9 +1,10 @@
-// The Worker: authenticates every request, validates names and configuration, and routes to the
-// object that owns the (account, name) pair. The agent API (agents.ts) and the session-lease API
-// (leases.ts) are answered here with typed RPC calls to the objects; only socket upgrades are
-// forwarded by fetch. Objects read who they are from their
-// own name (names.ts), so nothing identifying rides in a header. Static dashboard files are
-// served by the assets binding before this runs.
+// The Worker: authenticates every request, checks that its token has the scope the route needs
+// (scopes.ts), validates names and configuration, and routes to the object that owns the
+// (account, name) pair. The agent API (agents.ts) and the session-lease API (leases.ts) are
+// answered here with typed RPC calls to the objects; only socket upgrades are forwarded by fetch.
+// Objects read who they are from their own name (names.ts), so nothing identifying rides in a
+// header; handlers read the caller with callerOf(request). Static dashboard files are served by
+// the assets binding before this runs.
 import { authenticate, parseTokenConfig, presentedToken, type TokenEntry } from "./auth.ts";
 import { checkConfig, type ConfigVerdict } from "./config.ts";
 import type { Env } from "./env.ts";
@@ -11,7 +12,9 @@ import { metricsResponse } from "./objects/metrics-scrape.ts";
 import { readBody } from "./objects/http.ts";
 import { agentRequest } from "./agents.ts";
 import { leaseRequest } from "./leases.ts";
+import { callerOf, rememberCaller, requiredScope } from "./scopes.ts";
 import { directoryObjectName } from "./objects/names.ts";
+import type { Whoami } from "./wire/http-responses.ts";
 import { AGENT_NAME, errorResponse, LIMITS, SESSION_NAME } from "./wire/protocol.ts";
 
 export { AgentCoordinator } from "./objects/agent-object.ts";
@@ -59,8 +62,14 @@ async function forward(stub: { fetch(request: Request): Promise<Response> }, req
   return stub.fetch(new Request(request, request.body ? { body: body.bytes } : {}));
 }
 
+function whoami(request: Request): Response {
+  const { account, tokenName, scopes } = callerOf(request);
+  return Response.json({ account, token: tokenName, scopes: [...scopes] } satisfies Whoami);
+}
+
 async function route(request: Request, env: Env, account: string, url: URL): Promise<Response> {
   const parts = url.pathname.split("/").filter(Boolean);
+  if (url.pathname === "/whoami" && request.method === "GET") return whoami(request);
   if (url.pathname === "/metrics" && request.method === "GET") return metricsResponse(env, account);
   if (url.pathname === "/agents" && request.method === "GET") {
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
@@ -95,10 +104,16 @@ export default {
     if (tokens.entries.length === 0) {
       return errorResponse(401, "unauthorized", "no tokens are configured on this coordinator; it refuses every request");
     }
-    const account = await authenticate(presentedToken(request), tokens.entries);
-    if (account === null) return errorResponse(401, "unauthorized", "missing or wrong bearer token");
+    const caller = await authenticate(presentedToken(request), tokens.entries);
+    if (caller === null) return errorResponse(401, "unauthorized", "missing or wrong bearer token");
+    const needed = requiredScope(request.method, url.pathname);
+    if (needed === null) return errorResponse(404, "not_found", `no route for ${request.method} ${url.pathname}`);
+    if (!caller.scopes.includes(needed)) {
+      return errorResponse(403, "forbidden", `token ${caller.tokenName} of account ${caller.account} lacks the ${needed} scope that ${request.method} ${url.pathname} needs`);
+    }
+    rememberCaller(request, caller);
     const config = coordinatorConfig(env);
     if (!config.ok) return errorResponse(500, "internal", config.message);
-    return route(request, env, account, url);
+    return route(request, env, caller.account, url);
   },
 } satisfies ExportedHandler<Env>;

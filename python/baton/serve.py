@@ -471,9 +471,12 @@ class _Serve:
     async def _probe(self, err: BaseException) -> str:
         """Asks over plain HTTP why the WebSocket failed; raises for refusals retrying cannot fix."""
         try:
-            await arequest_json(self.url, self.token, "GET", f"/agents/{urllib.parse.quote(self.agent, safe='')}/presence", timeout=10)
+            # The serve path itself: 426 when only the upgrade went missing, 403 for a token without the serve scope.
+            await arequest_json(self.url, self.token, "GET", f"/agents/{urllib.parse.quote(self.agent, safe='')}/serve", timeout=10)
             return f"the WebSocket upgrade failed although plain HTTP works ({err})"
         except CoordinatorError as refusal:
+            if refusal.code == "upgrade_required":
+                return f"the WebSocket upgrade failed although plain HTTP works ({err})"
             if 400 <= refusal.status < 500 and refusal.status not in (408, 429):
                 raise
             return str(refusal)

@@ -3,6 +3,7 @@ TTL, 1 s presence scan, 1 s preference hysteresis), Python serve processes, and 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -23,6 +24,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 DEV_TOKEN = "baton-dev-token"
+# A token of account dev named "wall" with the read scope only (BATON_TOKENS below keeps the dev token's every scope).
+READ_ONLY_TOKEN = "py-read-only-token"
+
+
+def _sha256(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def free_port() -> int:
@@ -77,7 +84,8 @@ def dev():
     cmd = [str(wrangler), "dev", "--ip", "127.0.0.1", "--port", str(port), "--inspector-port", str(inspector),
            "--persist-to", persist, "--log-level", "warn", "--show-interactive-dev-session=false",
            "--var", "BATON_HEARTBEAT_TTL_SECONDS:2", "--var", "BATON_PRESENCE_SCAN_SECONDS:1",
-           "--var", "BATON_PREFERENCE_HYSTERESIS_SECONDS:1"]
+           "--var", "BATON_PREFERENCE_HYSTERESIS_SECONDS:1",
+           "--var", f"BATON_TOKENS:dev:{_sha256(DEV_TOKEN)},dev:wall:read:{_sha256(READ_ONLY_TOKEN)}"]
     env = {**os.environ, "WRANGLER_SEND_METRICS": "false", "CI": "true", "NO_COLOR": "1"}
     out = open(log, "wb")
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import websockets
 
-from conftest import DEV_TOKEN, event_is, python_agent, read_sink, status_is, unique, wait_sink
+from conftest import DEV_TOKEN, READ_ONLY_TOKEN, event_is, python_agent, read_sink, status_is, unique, wait_sink
 
 
 def starts(lines, mid):
@@ -211,6 +211,22 @@ def test_a_refused_token_ends_serving_with_coordinator_error(dev):
 
     err = asyncio.run(main())
     assert err.status == 401
+
+
+def test_a_token_without_the_serve_scope_ends_serving_with_forbidden(dev):
+    import baton
+    import pytest
+
+    async def main():
+        handle = await baton.serve("scoped", lambda m, c: None, url=dev.url, token=READ_ONLY_TOKEN, machine="m")
+        with pytest.raises(baton.CoordinatorError) as info:
+            await asyncio.wait_for(handle.done, 10)
+        await handle.stop()
+        return info.value
+
+    err = asyncio.run(main())
+    assert (err.status, err.code) == (403, "forbidden")
+    assert "token wall of account dev lacks the serve scope" in str(err)
 
 
 def test_park_resume_and_checkpoint_handover(dev):

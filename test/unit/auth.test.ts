@@ -1,5 +1,6 @@
-// Token configuration and token extraction in plain Node. The constant-time comparison needs
-// workerd's crypto.subtle.timingSafeEqual, so authenticate() is proven in test/worker/auth.test.ts.
+// Token configuration (names and scopes included) and token extraction in plain Node. The
+// constant-time comparison needs workerd's crypto.subtle.timingSafeEqual, so authenticate() is
+// proven in test/worker/auth.test.ts and test/worker/scopes.test.ts.
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { parseTokenConfig, presentedToken, tokenProtocol } from "../../worker/auth.ts";
@@ -32,6 +33,9 @@ describe("parseTokenConfig", () => {
       `Dev:${hex("a")}`,
       `dev team:${hex("a")}`,
       `dev:${hex("a")}:extra`,
+      `dev:ci:serve:send:${hex("a")}`,
+      `dev:ci:serve:${hex("a").slice(1)}`,
+      `Dev:ci:serve:${hex("a")}`,
       `dev=${hex("a")}`,
       "dev:baton-dev-token",
     ];
@@ -42,7 +46,48 @@ describe("parseTokenConfig", () => {
       } catch (err) {
         message = (err as Error).message;
       }
-      expect(message, entry).toBe("BATON_TOKENS entry 2 must be account:sha256-hex (account: a-z, 0-9, '_', '-')");
+      expect(message, entry).toBe("BATON_TOKENS entry 2 must be account:sha256-hex or account:name:scope+scope:sha256-hex (account: a-z, 0-9, '_', '-')");
+    }
+  });
+
+  it("reads named entries with their scopes; admin grants every scope, any scope grants read", () => {
+    const raw = [`dev:ci-runner:serve:${hex("a")}`, `dev:ana.b:answer+send:${hex("b")}`, `dev:watch:read:${hex("c")}`, `dev:root:admin:${hex("d")}`].join(",");
+    expect(parseTokenConfig(raw).map(({ account, tokenName, scopes }) => ({ account, tokenName, scopes }))).toEqual([
+      { account: "dev", tokenName: "ci-runner", scopes: ["read", "serve"] },
+      { account: "dev", tokenName: "ana.b", scopes: ["read", "send", "answer"] },
+      { account: "dev", tokenName: "watch", scopes: ["read"] },
+      { account: "dev", tokenName: "root", scopes: ["read", "send", "serve", "answer", "admin"] },
+    ]);
+  });
+
+  it("names an old account:hash entry default and gives it every scope", () => {
+    const [entry] = parseTokenConfig(`dev:${hex("a")}`);
+    expect(entry).toMatchObject({ account: "dev", tokenName: "default", scopes: ["read", "send", "serve", "answer", "admin"] });
+  });
+
+  it("rejects a bad token name or scope by position, without repeating the entry", () => {
+    const good = `dev:${hex("a")}`;
+    const badNames = ["", "a b", "x".repeat(65), "ana/b", "é"];
+    for (const name of badNames) {
+      expect(() => parseTokenConfig(`${good},dev:${name}:read:${hex("b")}`), name).toThrow(
+        "BATON_TOKENS entry 2 has a bad token name (1-64 chars of A-Z, a-z, 0-9, '.', '_' or '-')",
+      );
+    }
+    expect(parseTokenConfig(`dev:${"x".repeat(64)}:read:${hex("b")}`)).toHaveLength(1);
+    const badScopes = ["", "write", "serve+", "+serve", "serve++send", "Serve", "serve,send", "serve send"];
+    for (const scopes of badScopes) {
+      let message = "";
+      try {
+        parseTokenConfig(`${good},dev:ci:${scopes}:${hex("b")}`);
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      // "serve,send" splits into two entries: the first lacks its hash, so it fails the shape check.
+      const expected = scopes.includes(",")
+        ? "BATON_TOKENS entry 2 must be account:sha256-hex or account:name:scope+scope:sha256-hex (account: a-z, 0-9, '_', '-')"
+        : "BATON_TOKENS entry 2 has an unknown or empty scope (scopes are read, send, serve, answer, admin, joined by '+')";
+      expect(message, scopes).toBe(expected);
+      expect(message).not.toContain(hex("b"));
     }
   });
 
@@ -51,6 +96,14 @@ describe("parseTokenConfig", () => {
       "BATON_TOKENS gives one token hash to two accounts (dev and other)",
     );
     expect(parseTokenConfig(`dev:${hex("a")},dev:${hex("a")}`)).toHaveLength(2);
+  });
+
+  it("rejects one hash under two names or two scope sets, naming both positions", () => {
+    expect(() => parseTokenConfig(`dev:ci:serve:${hex("a")},dev:${hex("b")},dev:ci:admin:${hex("a")}`)).toThrow(
+      "BATON_TOKENS gives one token hash two names or scope sets (entries 1 and 3)",
+    );
+    expect(() => parseTokenConfig(`dev:ci:serve:${hex("a")},dev:${hex("a")}`)).toThrow("BATON_TOKENS gives one token hash two names or scope sets (entries 1 and 2)");
+    expect(parseTokenConfig(`dev:ci:serve:${hex("a")},dev:ci:serve:${hex("a")}`)).toHaveLength(2);
   });
 });
 

@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   "rate_limited",
   "too_many_connections",
   "unauthorized",
+  "forbidden",
   "bad_name",
   "bad_request",
   "not_found",

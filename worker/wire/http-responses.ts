@@ -3,6 +3,7 @@
 import * as z from "zod/mini";
 import { ERROR_CODES } from "./protocol.ts";
 import { agentControlsSchema, blobRef, directoryEntrySchema, directorySummarySchema, presenceSchema } from "./server-frames.ts";
+import { SCOPES } from "./token-scopes.ts";
 
 const count = z.int().check(z.nonnegative());
 
@@ -131,6 +132,9 @@ export const leaseStateSchema = z.object({
 
 export const leaseCheckSchema = z.object({ current: z.boolean(), latest_fence: count, latest_fence_token: z.string() });
 
+/** GET /whoami: the presented token's account, name and granted scopes (admin lists every scope; every token has read). */
+export const whoamiSchema = z.object({ account: z.string(), token: z.string(), scopes: z.array(z.enum(SCOPES)) });
+
 export type ErrorBody = z.infer<typeof errorBodySchema>;
 export type MessageView = z.infer<typeof messageViewSchema>;
 export type StepView = z.infer<typeof stepViewSchema>;
@@ -144,3 +148,4 @@ export type AgentControls = z.infer<typeof agentControlsSchema>;
 export type LeaseGrant = z.infer<typeof leaseGrantSchema>;
 export type LeaseState = z.infer<typeof leaseStateSchema>;
 export type LeaseCheck = z.infer<typeof leaseCheckSchema>;
+export type Whoami = z.infer<typeof whoamiSchema>;

@@ -1,0 +1,44 @@
+// Scoped tokens end to end: entries printed by scripts/hash-token.mjs configure a real `wrangler
+// dev`, and the CLI with a token that lacks a route's scope stops at once with exit 1 and says
+// which scope is missing (`baton serve` does not retry a 403 as if the socket had dropped).
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runBaton, uniqueAgent } from "./serve-helpers.ts";
+import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+
+const READER = "e2e-reader-token";
+const RUNNER = "e2e-runner-token";
+
+function entry(account: string, token: string, ...flags: string[]): string {
+  const r = spawnSync(process.execPath, [join(ROOT, "scripts/hash-token.mjs"), account, ...flags], { input: `${token}\n`, encoding: "utf8" });
+  expect(r.status, r.stderr).toBe(0);
+  return r.stdout.trim();
+}
+
+let dev: DevServer;
+beforeAll(async () => {
+  const tokens = [entry("dev", DEV_TOKEN), entry("dev", READER, "--name", "wall", "--scopes", "read"), entry("dev", RUNNER, "--name", "ci-runner", "--scopes", "serve")];
+  dev = await startWranglerDev({ vars: { BATON_TOKENS: tokens.join(",") } });
+});
+afterAll(async () => {
+  await dev?.stop();
+});
+
+describe("scoped tokens through the CLI", () => {
+  it("a read-only token reads, but serve, send and resume stop with exit 1 naming the missing scope", () => {
+    const agent = uniqueAgent("scoped");
+    const as = (token: string, args: string[]) => runBaton(args, { BATON_URL: dev.url, BATON_TOKEN: token });
+    expect(as(READER, ["who", agent])).toMatchObject({ code: 0 });
+    const serve = as(READER, ["serve", agent, "--", "./examples/shell-agent.sh"]);
+    expect(serve.code).toBe(1);
+    expect(serve.stderr).toContain("token wall of account dev lacks the serve scope");
+    const send = as(READER, ["send", agent, "hello"]);
+    expect(send.code).toBe(1);
+    expect(send.stderr).toContain("token wall of account dev lacks the send scope");
+    const resume = as(RUNNER, ["resume", agent, "1", "approved"]);
+    expect(resume.code).toBe(1);
+    expect(resume.stderr).toContain("token ci-runner of account dev lacks the answer scope");
+    expect(as(DEV_TOKEN, ["history", agent, "--json"]).stdout).not.toContain("hello");
+  });
+});

@@ -1,0 +1,118 @@
+// The table of who may call what, as a pure function: every route the coordinator answers needs
+// exactly one scope, anything else is no route at all (null, answered 404 before routing).
+import { describe, expect, it } from "vitest";
+import { callerOf, grantedScopes, rememberCaller, requiredScope, type Caller } from "../../worker/scopes.ts";
+import type { Scope } from "../../worker/wire/token-scopes.ts";
+
+const A = "/agents/reviewer";
+const M = `${A}/messages/7`;
+
+const ROUTES: [string, string, Scope][] = [
+  ["GET", "/whoami", "read"],
+  ["GET", "/metrics", "read"],
+  ["GET", "/agents", "read"],
+  ["GET", "/observe", "read"],
+  ["GET", `${A}/serve`, "serve"],
+  ["GET", `${A}/presence`, "read"],
+  ["GET", `${A}/messages`, "read"],
+  ["POST", `${A}/messages`, "send"],
+  ["GET", M, "read"],
+  ["GET", `${A}/policy`, "read"],
+  ["PUT", `${A}/policy`, "admin"],
+  ["POST", `${A}/pause`, "admin"],
+  ["POST", `${A}/unpause`, "admin"],
+  ["POST", `${A}/drain`, "admin"],
+  ["POST", `${A}/undrain`, "admin"],
+  ["GET", `${A}/webhook`, "admin"],
+  ["PUT", `${A}/webhook`, "admin"],
+  ["DELETE", `${A}/webhook`, "admin"],
+  ["GET", "/webhook", "admin"],
+  ["PUT", "/webhook", "admin"],
+  ["DELETE", "/webhook", "admin"],
+  ["POST", `${M}/resume`, "answer"],
+  ["POST", `${M}/approve`, "answer"],
+  ["POST", `${M}/reject`, "answer"],
+  ["POST", `${M}/answer`, "answer"],
+  ["POST", `${M}/retry`, "admin"],
+  ["POST", `${M}/ask`, "serve"],
+  ["POST", `${M}/heartbeat`, "serve"],
+  ["GET", `${M}/steps/plan`, "serve"],
+  ["PUT", `${M}/steps/a%3Ab`, "serve"],
+  ["PUT", `${M}/blobs`, "serve"],
+  ["GET", `${M}/blobs/b-123`, "read"],
+  ["GET", "/leases/job-1", "read"],
+  ["DELETE", "/leases/job-1", "serve"],
+  ["POST", "/leases/job-1/acquire", "serve"],
+  ["POST", "/leases/job-1/renew", "serve"],
+  ["POST", "/leases/job-1/release", "serve"],
+  ["POST", "/leases/job-1/check", "serve"],
+];
+
+const NO_ROUTE: [string, string][] = [
+  ["GET", "/"],
+  ["GET", "/no-such-route"],
+  ["POST", "/report"],
+  ["POST", "/agents"],
+  ["POST", "/observe"],
+  ["POST", "/whoami"],
+  ["GET", A],
+  ["POST", `${A}/serve`],
+  ["POST", `${A}/presence`],
+  ["DELETE", `${A}/messages`],
+  ["POST", `${A}/policy`],
+  ["GET", `${A}/pause`],
+  ["POST", `${A}/explode`],
+  ["POST", `${A}/messages/abc/resume`],
+  ["POST", `${A}/messages/1234567890123456/resume`],
+  ["GET", `${M}/resume`],
+  ["POST", `${M}/steps/plan`],
+  ["DELETE", `${M}/steps/plan`],
+  ["POST", `${M}/blobs`],
+  ["POST", "/leases/job-1"],
+  ["POST", "/leases/job-1/steal"],
+  ["GET", "/leases/job-1/acquire"],
+  ["HEAD", `${A}/presence`],
+];
+
+describe("requiredScope", () => {
+  for (const [method, path, scope] of ROUTES) {
+    it(`${method} ${path} needs ${scope}`, () => {
+      expect(requiredScope(method, path)).toBe(scope);
+    });
+  }
+
+  it("answers null for every method and path no route answers, so they stay 404", () => {
+    for (const [method, path] of NO_ROUTE) expect(requiredScope(method, path), `${method} ${path}`).toBeNull();
+  });
+
+  it("drops empty segments as the router does: a trailing or doubled slash needs the same scope", () => {
+    expect(requiredScope("POST", `${M}/resume/`)).toBe("answer");
+    expect(requiredScope("POST", `/agents//reviewer/messages`)).toBe("send");
+    expect(requiredScope("GET", "/agents//presence")).toBeNull();
+  });
+
+  it("matches the shape, not the name: a bad agent name still needs its route's scope, and the router refuses the name", () => {
+    expect(requiredScope("POST", "/agents/NOT-VALID/messages")).toBe("send");
+    expect(requiredScope("GET", "/agents/a%2Fb/serve")).toBe("serve");
+  });
+});
+
+describe("grantedScopes", () => {
+  it("grants read with every scope, every scope with admin, and only read with read", () => {
+    expect(grantedScopes(["read"])).toEqual(["read"]);
+    expect(grantedScopes(["serve"])).toEqual(["read", "serve"]);
+    expect(grantedScopes(["answer", "send"])).toEqual(["read", "send", "answer"]);
+    expect(grantedScopes(["admin"])).toEqual(["read", "send", "serve", "answer", "admin"]);
+    expect(grantedScopes(["serve", "serve", "read"])).toEqual(["read", "serve"]);
+  });
+});
+
+describe("callerOf", () => {
+  it("returns the caller the Worker remembered for that very request and throws for any other", () => {
+    const caller: Caller = { account: "dev", tokenName: "ana", scopes: ["read", "answer"] };
+    const request = new Request("http://baton.test/whoami", { headers: { "x-baton-token-name": "admin" } });
+    rememberCaller(request, caller);
+    expect(callerOf(request)).toBe(caller);
+    expect(() => callerOf(new Request(request))).toThrow("callerOf: this request was not authenticated by the Worker");
+  });
+});
