@@ -13,6 +13,7 @@ import {
   STEP_NAME, stepWriteSchema, utf8Bytes,
 } from "./wire/protocol.ts";
 import type { Answerer } from "./objects/message-leases.ts";
+import { callerOf } from "./scopes.ts";
 
 const SMALL_BODY_BYTES = 4 * 1024;
 
@@ -29,7 +30,7 @@ type Stub = { [M in Method]: (...args: Parameters<AgentCoordinator[M]>) => Promi
 };
 
 /** Answers one request under /agents/{agent}/; `agent` is already a valid name of `account`. */
-export async function agentRequest(request: Request, env: Env, account: string, agent: string, url: URL, tokenName = "default"): Promise<Response> {
+export async function agentRequest(request: Request, env: Env, account: string, agent: string, url: URL): Promise<Response> {
   const stub = env.AGENTS.get(env.AGENTS.idFromName(agentObjectName(account, agent))) as unknown as Stub;
   const route = url.pathname.split("/").filter(Boolean).slice(2).join("/");
   const { method } = request;
@@ -51,7 +52,7 @@ export async function agentRequest(request: Request, env: Env, account: string, 
   const decision = route.match(/^messages\/(\d{1,15})\/(resume|answer|approve|reject|retry|ask)$/);
   if (decision && method === "POST") {
     const id = Number(decision[1]);
-    const by: Answerer = { account, token: tokenName, via: viaOf(request) };
+    const by: Answerer = { account, token: callerOf(request).tokenName, via: viaOf(request) };
     switch (decision[2]) {
       case "resume":
         return resumeMessage(request, id, by, stub);
