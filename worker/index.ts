@@ -11,6 +11,7 @@ import { metricsResponse } from "./objects/metrics-scrape.ts";
 import { readBody } from "./objects/http.ts";
 import { agentRequest } from "./agents.ts";
 import { leaseRequest } from "./leases.ts";
+import { webhookRoute } from "./webhook-routes.ts";
 import { directoryObjectName } from "./objects/names.ts";
 import { AGENT_NAME, errorResponse, LIMITS, SESSION_NAME } from "./wire/protocol.ts";
 
@@ -66,6 +67,10 @@ async function route(request: Request, env: Env, account: string, url: URL): Pro
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
     const body = await directory.listBody(url.searchParams.get("view") === "summary");
     return new Response(body, { headers: { "content-type": "application/json" } });
+  }
+  if (url.pathname === "/webhook") {
+    const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
+    return webhookRoute(request, directory, "the account");
   }
   if (url.pathname === "/observe") {
     return forward(env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account))), request);
