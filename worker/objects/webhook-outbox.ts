@@ -11,6 +11,7 @@ import {
 import type { Transition } from "../rules/election.ts";
 import { WEBHOOK_HEADERS } from "../wire/webhooks.ts";
 import { randomHex128 } from "./secrets.ts";
+import { hmacHex } from "./webhook-signature.ts";
 
 /** One pending event; `body` is fixed at its first attempt, so every retry sends the same bytes. */
 export interface OutboxEvent {
@@ -192,12 +193,4 @@ async function attempt(e: OutboxEvent, body: string, target: DeliveryTarget, sen
     const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
     return { status: null, error: timedOut ? `no answer within ${WEBHOOK.timeoutMs / 1000} s` : `no answer: ${String((err as Error)?.message ?? err).slice(0, 200)}` };
   }
-}
-
-/** Hex HMAC-SHA256 of `text` under `secret` (Web Crypto). */
-export async function hmacHex(secret: string, text: string): Promise<string> {
-  const encoder = new TextEncoder();
-  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(text)));
-  return [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
 }

@@ -33,16 +33,21 @@ export function isWebhookUrl(raw: string): boolean {
   }
 }
 
-/** PUT /webhook and PUT /agents/{agent}/webhook. */
+const URL_RULE = `url must be an http: or https: URL of at most ${WEBHOOK_LIMITS.urlChars} characters`;
+const SECRET_RULE = `secret must be a string of ${WEBHOOK_LIMITS.secretChars.min}-${WEBHOOK_LIMITS.secretChars.max} characters`;
+const NO_HOLDER_RULE = `no_holder_after_seconds must be a whole number from ${WEBHOOK_LIMITS.noHolderAfterSeconds.min} to ${WEBHOOK_LIMITS.noHolderAfterSeconds.max}`;
+
+/** PUT /webhook and PUT /agents/{agent}/webhook; every refusal names its field and its rule. */
 export const webhookConfigSchema = z.strictObject({
-  url: z.string().check(z.refine(isWebhookUrl, { message: `url must be an http: or https: URL of at most ${WEBHOOK_LIMITS.urlChars} characters` })),
-  secret: z.string().check(
-    z.minLength(WEBHOOK_LIMITS.secretChars.min, { message: `secret must be ${WEBHOOK_LIMITS.secretChars.min}-${WEBHOOK_LIMITS.secretChars.max} characters` }),
-    z.maxLength(WEBHOOK_LIMITS.secretChars.max, { message: `secret must be ${WEBHOOK_LIMITS.secretChars.min}-${WEBHOOK_LIMITS.secretChars.max} characters` }),
+  url: z.string({ error: URL_RULE }).check(z.refine(isWebhookUrl, { error: URL_RULE })),
+  secret: z.string({ error: SECRET_RULE }).check(
+    z.minLength(WEBHOOK_LIMITS.secretChars.min, { error: SECRET_RULE }), z.maxLength(WEBHOOK_LIMITS.secretChars.max, { error: SECRET_RULE }),
   ),
-  no_holder_after_seconds: z.optional(z.int().check(
-    z.gte(WEBHOOK_LIMITS.noHolderAfterSeconds.min), z.lte(WEBHOOK_LIMITS.noHolderAfterSeconds.max),
+  no_holder_after_seconds: z.optional(z.int({ error: NO_HOLDER_RULE }).check(
+    z.gte(WEBHOOK_LIMITS.noHolderAfterSeconds.min, { error: NO_HOLDER_RULE }), z.lte(WEBHOOK_LIMITS.noHolderAfterSeconds.max, { error: NO_HOLDER_RULE }),
   )),
+}, {
+  error: (issue) => issue.code === "unrecognized_keys" ? `unknown field: ${issue.keys.join(", ")}` : "the body must be a JSON object",
 });
 
 /** GET (and the answer to PUT) of a webhook: never the secret. `link_origin` is where event links point. */
