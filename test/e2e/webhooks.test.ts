@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { verifyBatonSignature } from "../../examples/verify-webhook.mjs";
 import { webhookEventSchema, type WebhookEvent, type WebhookReport } from "../../worker/wire/webhooks.ts";
 import { authHeaders, getJson, postMessage, serveFixture, startServe, uniqueAgent } from "./serve-helpers.ts";
+import { agentMetrics, sampleValue } from "./prometheus.ts";
 import { freePort } from "./wrangler-dev.ts";
 
 const fx = serveFixture();
@@ -121,6 +122,13 @@ describe("webhooks", () => {
     expect(got[2]!.at - got[1]!.at).toBeGreaterThanOrEqual(1900);
     await expect.poll(() => webhookReport(agent)).toMatchObject({ pending: 0, delivered: 1, failed_attempts: 2, dropped: 0, last_status: 200, next_retry_at: null });
     expect(hook.got).toHaveLength(3);
+    // /metrics counts them by result (from the agent's report to its directory, which follows the change).
+    await expect.poll(async () => {
+      const res = await fetch(`${fx.dev.url}/metrics`, { headers: authHeaders() });
+      const families = agentMetrics(await res.text(), agent);
+      return ["delivered", "failed", "dropped"].map((result) => sampleValue(families, "baton_webhook_deliveries_total", { result }))
+        .concat(sampleValue(families, "baton_webhook_pending_events"));
+    }).toEqual([1, 2, 0, 0]);
   });
 
   it("agent.no_holder reaches the receiver N seconds after the holder left, once per outage", async () => {
