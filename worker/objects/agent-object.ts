@@ -364,7 +364,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     }
     this.webhooks.checkNoHolder(now);
     // Claimed before the plan, so the alarm it sets is for what stays due, not for what is being sent.
-    const due = this.webhooks.outbox.claimDue(now);
+    const due = this.identity ? this.webhooks.outbox.claimDue(now) : [];
     this.step(now, { type: "alarm" });
     this.store.saveWakes();
     await this.sweepBlobs();
