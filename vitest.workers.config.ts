@@ -6,9 +6,9 @@ import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
 /**
- * "baton-dev-token" for account dev (old form: every scope), "other-account-token" for other; limits
- * and quiet are used by one test each. The named dev tokens ("dev-<name>-token") carry one scope each
- * (scopes.test.ts).
+ * "baton-dev-token" for account dev (old form: every scope), "other-account-token" for other; limits,
+ * quiet and hooks are used by one test file each. The named dev tokens ("dev-<name>-token") carry
+ * one scope each (scopes.test.ts).
  */
 const TOKENS = [
   "dev:8eb1988b5d11e51b42a73fbede6ec8602a22164ed1eecb7d67e729042623a371",
@@ -20,7 +20,19 @@ const TOKENS = [
   "other:c3a4c58fd94addae9223ecc52d7b031c6691fdddf53e745e321d8e8bee37d896",
   "limits:aa0b0b640be388f2f301eac121e4a967967ea2d6ed081f83a28162b96954336c",
   "quiet:3637d14c21c7d7357d19e3fc2fb112085a2252d4d9045e9283f2d9e9ebb79174",
+  "hooks:b5da29e51e9d28e0906db6490aa652740006768dd7ef0c0bbb2db3c9885ece83",
 ].join(",");
+
+/**
+ * Every fetch the Worker and its objects make to the outside world lands here, so no test reaches
+ * the network (a refused connection also makes workerd print an uncaught error). Webhook tests
+ * post to `http://receiver.test/status/NNN`, which answers NNN; anything else is 502.
+ */
+function outbound(request: Request): Response {
+  const url = new URL(request.url);
+  const status = url.hostname === "receiver.test" ? Number(url.pathname.match(/^\/status\/(\d{3})$/)?.[1] ?? 404) : 502;
+  return new Response(null, { status });
+}
 
 function workers(heartbeatTtlSeconds: string) {
   return cloudflareTest({
@@ -34,6 +46,7 @@ function workers(heartbeatTtlSeconds: string) {
         BATON_RESTART_GRACE_SECONDS: "1",
         BATON_TOKENS: TOKENS,
       },
+      outboundService: outbound,
     },
   });
 }

@@ -7,6 +7,7 @@ import { readJsonBody } from "./objects/http.ts";
 import type { AgentCoordinator } from "./objects/agent-object.ts";
 import { agentObjectName } from "./objects/names.ts";
 import { CONTROL_ROUTES, type ControlRoute } from "./objects/agent-controls.ts";
+import { webhookRoute } from "./webhook-routes.ts";
 import type { MessagePolicy } from "./rules/message-lease.ts";
 import {
   answerSchema, approveSchema, askSchema, errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema,
@@ -19,7 +20,7 @@ const SMALL_BODY_BYTES = 4 * 1024;
 
 type Method =
   | "presence" | "post" | "messagePage" | "message" | "control" | "policy" | "setPolicy" | "resume" | "answer" | "retry" | "ask" | "stepOf" | "recordStep"
-  | "heartbeatRun" | "reserveBlob" | "stageBlob" | "blobKey";
+  | "heartbeatRun" | "reserveBlob" | "stageBlob" | "blobKey" | "webhook" | "setWebhook" | "deleteWebhook";
 /**
  * The object's methods as the Worker calls them. The runtime's stub type maps every result through
  * its serializable-type check, which cannot express the JSON values (`unknown`) in a checkpoint;
@@ -43,6 +44,7 @@ export async function agentRequest(request: Request, env: Env, account: string, 
   if (route === "messages" && method === "POST") return postMessage(request, stub);
   if (route === "messages" && method === "GET") return messagePage(url, stub);
   if (route === "policy") return policy(request, stub);
+  if (route === "webhook") return webhookRoute(request, stub, `agent ${agent}`);
   if (CONTROL_ROUTES.includes(route) && method === "POST") return control(request, route as ControlRoute, stub);
   const one = route.match(/^messages\/(\d{1,15})$/);
   if (one && method === "GET") {

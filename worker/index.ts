@@ -13,6 +13,7 @@ import { readBody } from "./objects/http.ts";
 import { agentRequest } from "./agents.ts";
 import { leaseRequest } from "./leases.ts";
 import { callerOf, rememberCaller, requiredScope } from "./scopes.ts";
+import { webhookRoute } from "./webhook-routes.ts";
 import { directoryObjectName } from "./objects/names.ts";
 import type { Whoami } from "./wire/http-responses.ts";
 import { AGENT_NAME, errorResponse, LIMITS, SESSION_NAME } from "./wire/protocol.ts";
@@ -75,6 +76,10 @@ async function route(request: Request, env: Env, account: string, url: URL): Pro
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
     const body = await directory.listBody(url.searchParams.get("view") === "summary");
     return new Response(body, { headers: { "content-type": "application/json" } });
+  }
+  if (url.pathname === "/webhook") {
+    const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
+    return webhookRoute(request, directory, "the account");
   }
   if (url.pathname === "/observe") {
     return forward(env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account))), request);

@@ -95,6 +95,18 @@ describe("Prometheus text", () => {
     expect(families.get("baton_agent_last_report_timestamp_seconds")?.metrics[0]?.value).toBe("1700000000");
   });
 
+  it("webhook deliveries by result and pending events are per agent; a snapshot from a coordinator without webhooks adds no lines", () => {
+    const hooked = { ...AGENT, agent: "hooked", webhooks: { delivered: 3, failed: 2, dropped: 1, pending: 4 } };
+    const families = new Map(parsePrometheusTextFormat(formatFamilies(agentFamilies([AGENT, hooked]))).map((f) => [f.name, f]));
+    expect(families.get("baton_webhook_deliveries_total")?.type).toBe("COUNTER");
+    expect(families.get("baton_webhook_deliveries_total")?.metrics).toEqual([
+      { labels: { agent: "hooked", result: "delivered" }, value: "3" },
+      { labels: { agent: "hooked", result: "dropped" }, value: "1" },
+      { labels: { agent: "hooked", result: "failed" }, value: "2" },
+    ]);
+    expect(families.get("baton_webhook_pending_events")?.metrics).toEqual([{ labels: { agent: "hooked" }, value: "4" }]);
+  });
+
   it("escapes label values and help text, writes +Inf, and leaves empty families out", () => {
     const text = formatFamilies([
       { name: "t_gauge", type: "gauge", help: "a\\b\nc", samples: [{ labels: { v: 'quote " back \\ nl \n' }, value: Infinity }] },

@@ -26,7 +26,11 @@ import type { StoredMessage } from "./message-store.ts";
 import type { Answerer, BlobReserve, HeartbeatAnswer, MessageLeases, Refusal, ResumeOutcome, StepAnswer } from "./message-leases.ts";
 import type { Answer } from "../rules/message-lease.ts";
 import { idempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
+import { escalationEvent } from "../rules/webhooks.ts";
 import type { MessageView, StepView } from "../wire/http-responses.ts";
+import { AgentWebhooks } from "./agent-webhooks.ts";
+import { directoryObjectName } from "./names.ts";
+import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
 
 /** R2 deletes per sweep (R2 takes up to 1000 keys per call). */
 const BLOB_SWEEP_BATCH = 1000;
@@ -58,6 +62,8 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   private readonly desk: WorkDesk;
   private readonly metrics: AgentMetricsKeeper;
   private readonly controls: AgentControls;
+  /** Webhook configuration, outbox and delivery (agent-webhooks.ts). */
+  private readonly webhooks: AgentWebhooks;
   /** Remembers (in SQLite) what was last reported to the directory, so a rebuilt object does not repeat it. */
   private readonly directoryReporter: DirectoryReporter;
   /** The alarm this instance last set (null: none, or unknown after a restart), so a scan is not re-set on every frame. */
@@ -75,6 +81,10 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`);
     this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
     this.directoryReporter = new DirectoryReporter(ctx.storage.sql, this.config.heartbeatTtlMs);
+    this.webhooks = new AgentWebhooks(ctx.storage.sql, () => this.identity && env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(this.identity.account))));
+    // The one place message status changes become events: every lease save that moves a status.
+    this.desk.messages.onStatusChange = (before, after) => this.webhooks.messageChanged(before, after, Date.now());
+    this.webhooks.onAccountConfig = () => this.step(Date.now(), { type: "alarm" });
     this.desk.onRefused = (code) => {
       this.metrics.refused(code, Date.now());
       this.presenceChanged();
@@ -90,6 +100,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       const now = Date.now();
       if (ctx.getWebSockets().length === 0) this.controls.noteRestart(this.store.lease(), now);
       this.step(now, { type: "start" });
+      this.webhooks.resume(now);
     });
   }
 
@@ -265,6 +276,29 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     return { ok: true, view: this.desk.view(this.desk.messages.get(id)!) };
   }
 
+  /** The agent's own webhook (never its secret); null when it has none. */
+  webhook(): WebhookView | null {
+    this.store.countWake();
+    return this.webhooks.view(this.agentName());
+  }
+
+  /** Sets the agent's own webhook; events then go to it instead of the account's. `origin`: where event links point. */
+  setWebhook(body: WebhookConfigBody, origin: string): WebhookView {
+    this.store.countWake();
+    const now = Date.now();
+    const view = this.webhooks.set(body, origin, this.agentName(), now);
+    this.step(now, { type: "work" });
+    return view;
+  }
+
+  /** Removes the agent's own webhook (the account's applies again); false when it had none. */
+  deleteWebhook(): boolean {
+    this.store.countWake();
+    const deleted = this.webhooks.delete();
+    if (deleted) this.step(Date.now(), { type: "work" });
+    return deleted;
+  }
+
   // ---- Socket events ----
 
   /**
@@ -352,9 +386,17 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     if (this.identity) {
       this.directoryReporter.confirmIfDue(this.ctx, this.env.DIRECTORY, this.identity.account, this.identity.agent, now, () => this.presenceChanged());
     }
+    this.webhooks.checkNoHolder(now);
+    // Claimed before the plan, so the alarm it sets is for what stays due, not for what is being sent.
+    const due = this.identity ? this.webhooks.outbox.claimDue(now) : [];
     this.step(now, { type: "alarm" });
     this.store.saveWakes();
     await this.sweepBlobs();
+    if (due.length > 0 && this.identity) {
+      await this.webhooks.deliver(due, this.identity);
+      this.step(Date.now(), { type: "alarm" });
+      this.presenceChanged();
+    }
   }
 
   /**
@@ -400,7 +442,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       work: { policy: leases.policies.policy(), open: messages.openLeases(now), parkDeadline: messages.parkDeadline(now) },
       claimCounter: this.store.claimCounter(),
       tokenCounter: leases.policies.tokenCounter(),
-      ownDeadlines: [this.directoryReporter.nextConfirmation(), this.reportRetryAt],
+      ownDeadlines: [this.directoryReporter.nextConfirmation(), this.reportRetryAt, this.webhooks.dueAt()],
       alarmAt: this.alarmAt,
     };
   }
@@ -417,7 +459,10 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     // A sender that is no longer a live connection (it is closing) has nothing of its own to change.
     const decided = typeof event !== "function" ? event : from < 0 ? ({ type: "work" } as const) : event(from);
     const plan = planAgent(this.snapshot(now, conns), decided);
+    const enqueued = this.webhooks.enqueued;
     this.apply(plan, conns, now);
+    // Events made while applying (a message taken back and failed) were not in the snapshot: plan the alarm for them.
+    if (this.webhooks.enqueued !== enqueued) this.step(now, { type: "alarm" }, undefined, exclude);
     return { conns, plan };
   }
 
@@ -427,14 +472,20 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     if (plan.leaseChanged) this.store.saveLease(plan.lease, plan.transition);
     if (plan.transition) {
       this.metrics.transition(plan.transition, plan.holderLostAt);
+      this.webhooks.holderChanged(plan.transition, plan.holderLostAt, now);
       this.controls.noteHolder(plan.holderRunner, plan.transition.toClaim !== null);
     }
     this.store.saveClaimCounter(plan.claimCounter);
     leases.policies.saveTokenCounter(plan.tokenCounter);
     for (const t of plan.takeBacks) {
-      if (t.deadline === "approve" || t.deadline === "reject") leases.answeredByDeadline(t.lease, t.deadline, now);
-      else messages.saveLease(t.lease);
+      // The reason first, so a message.failed event made by the save carries it.
       if (t.error !== null) messages.recordFailure(t.lease.id, t.error);
+      if (t.deadline === "approve" || t.deadline === "reject") leases.answeredByDeadline(t.lease, t.deadline, now);
+      else {
+        const saved = messages.saveLease(t.lease);
+        // Still parked, so no status change tells anyone: the escalation is its own event.
+        if (t.deadline === "escalate") this.webhooks.enqueue(escalationEvent(saved), now);
+      }
     }
     const changed = new Set<number>(plan.patches.keys());
     for (const [i, p] of plan.patches) Object.assign(conns[i]!.state, p);
@@ -492,6 +543,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       work: this.desk.leases.report(machines),
       controls: this.controls.report(now),
       wakes: this.store.wakes(),
+      webhook: this.webhooks.report(),
     });
   }
 }

@@ -17,6 +17,8 @@ import { MetricsBoard } from "./metrics-directory.ts";
 import type { DirectoryUpdate } from "./directory-reporter.ts";
 import { closeQuietly, observerAttachment, send, type ObserverState } from "./connections.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
+import { configFromBody, WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
+import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
 
 /** Dashboards watching one account at once; more are refused with 429 too_many_connections. */
 export const MAX_OBSERVERS = 64;
@@ -32,6 +34,8 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   protected readonly kind = OBSERVER;
   private readonly sql: SqlStorage;
   private readonly metrics: MetricsBoard;
+  /** The account's webhook: agents without one of their own send their events to it. */
+  private readonly webhookConfig: WebhookConfigStore;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -40,6 +44,30 @@ export class AgentDirectory extends SocketObject<ObserverState> {
       agent TEXT PRIMARY KEY, entry TEXT NOT NULL, reported_at INTEGER NOT NULL)`);
     addMissingColumns(this.sql, "agents", { confirmed_until: "INTEGER" });
     this.metrics = new MetricsBoard(this.sql);
+    this.webhookConfig = new WebhookConfigStore(this.sql);
+  }
+
+  /** RPC from the account's agent objects: the account's webhook with its secret (they sign with it), or null. */
+  accountWebhook(): WebhookConfig | null {
+    return this.webhookConfig.get();
+  }
+
+  /** RPC from the Worker (GET /webhook): the account's webhook without its secret. */
+  webhook(): WebhookView | null {
+    const config = this.webhookConfig.get();
+    return config && webhookView(config, null);
+  }
+
+  /** RPC from the Worker (PUT /webhook, validated there); agent objects pick it up within their cache time. */
+  setWebhook(body: WebhookConfigBody, origin: string): WebhookView {
+    const config = configFromBody(body, origin, Date.now());
+    this.webhookConfig.set(config);
+    return webhookView(config, null);
+  }
+
+  /** RPC from the Worker (DELETE /webhook); false when there was none. */
+  deleteWebhook(): boolean {
+    return this.webhookConfig.delete();
   }
 
   /** RPC from an agent object: what changed, its presence or its metrics or both, in one call. */

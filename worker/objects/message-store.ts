@@ -157,6 +157,9 @@ const ANSWERS_KEPT = 20;
 type ReportedField = "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error" | "heartbeat_at" | "pending_ask" | "question" | "on_deadline";
 
 export class MessageStore {
+  /** Told when saveLease moved a message to another status (the agent object turns that into webhook events). */
+  onStatusChange: ((before: MessageStatus, after: StoredMessage) => void) | null = null;
+
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`CREATE TABLE IF NOT EXISTS messages (
       id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, created_at INTEGER NOT NULL,
@@ -290,7 +293,8 @@ export class MessageStore {
    * serve fence then), the runner's machine and a fresh run key, and clears the last run's progress.
    */
   saveLease(m: MessageLease, handOut: { fence: number; machine: string; runKey: string } | null = null): StoredMessage {
-    return this.sql.exec(
+    const before = this.onStatusChange && this.sql.exec<{ status: MessageStatus }>(`SELECT status FROM messages WHERE id = ?`, m.id).toArray()[0]?.status;
+    const saved = this.sql.exec(
       `UPDATE messages SET status = ?, attempts = ?, token = ?, runner = ?, expires_at = ?, retry_at = ?, cap_at = ?, pending_ask = ?,
        on_deadline = ?, park_ms = ?,
        delivered_fence = COALESCE(?, delivered_fence), machine = COALESCE(?, machine), run_key = COALESCE(?, run_key),
@@ -299,6 +303,8 @@ export class MessageStore {
       m.status, m.attempts, m.token, m.runner, m.expiresAt, m.retryAt, m.capAt, m.pendingAsk, m.onDeadline, m.parkMs,
       handOut?.fence ?? null, handOut?.machine ?? null, handOut?.runKey ?? null, handOut ? 1 : 0, handOut ? 1 : 0, m.id,
     ).one() as unknown as StoredMessage;
+    if (before && before !== saved.status) this.onStatusChange?.(before, saved);
+    return saved;
   }
 
   /** A heartbeat of a running message: its new deadline and progress. */

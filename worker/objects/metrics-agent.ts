@@ -101,6 +101,9 @@ export class AgentMetricsKeeper {
       fence: presence.fence,
       counters,
       messages: this.tally(),
+      ...(presence.webhook ? {
+        webhooks: { delivered: presence.webhook.delivered, failed: presence.webhook.failed_attempts, dropped: presence.webhook.dropped, pending: presence.webhook.pending },
+      } : {}),
     };
   }
 

@@ -41,6 +41,12 @@ export function agentFamilies(agents: readonly AgentMetrics[]): Family[] {
     { name: "baton_messages_posted_total", type: "counter", help: "Messages posted to the agent.", samples: perAgent(agents, (m) => m.messages.posted) },
     { name: "baton_message_deliveries_total", type: "counter", help: "Hand-overs of a message to a holder to run (attempts).", samples: perAgent(agents, (m) => m.messages.deliveries) },
     { name: "baton_message_redeliveries_total", type: "counter", help: "Hand-overs of a message that had been handed over before (attempt 2 and later).", samples: perAgent(agents, (m) => m.messages.redeliveries) },
+    {
+      name: "baton_webhook_deliveries_total", type: "counter",
+      help: "Webhook deliveries by result: delivered (a 2xx answer), failed (an attempt without one; retried), dropped (given up after 24 h, or pushed out of a full outbox).",
+      samples: perAgentAndKey(agents.filter((m) => m.webhooks), "result", (m) => ({ delivered: m.webhooks!.delivered, failed: m.webhooks!.failed, dropped: m.webhooks!.dropped })),
+    },
+    { name: "baton_webhook_pending_events", type: "gauge", help: "Webhook events waiting in the agent's outbox for a 2xx answer.", samples: perAgent(agents.filter((m) => m.webhooks), (m) => m.webhooks!.pending) },
     { name: "baton_agent_last_report_timestamp_seconds", type: "gauge", help: "When the agent object last reported these figures (Unix time).", samples: perAgent(agents, (m) => m.reported_at / 1000) },
   ];
 }

@@ -65,6 +65,13 @@ export interface MessageTally {
   redeliveries: number;
 }
 
+export interface WebhookTally {
+  delivered: number;
+  failed: number;
+  dropped: number;
+  pending: number;
+}
+
 /** What an agent reports to its directory; the directory answers /metrics from these alone. */
 export interface AgentMetrics {
   agent: string;
@@ -75,6 +82,8 @@ export interface AgentMetrics {
   fence: number;
   counters: Omit<LeaseCounters, "leaderlessSince">;
   messages: MessageTally;
+  /** Webhook deliveries: events delivered, attempts that failed (retried), events dropped, events pending (absent from older coordinators). */
+  webhooks?: WebhookTally;
   /** Set by the directory at a scrape: false when the agent's object stopped confirming its snapshot. */
   confirmed?: boolean;
 }

@@ -3,6 +3,7 @@
 // (wire/server-frames.ts), which imports nothing from here.
 import type { LeaseRecord, Transition } from "./election.ts";
 import type { AgentControlsReport, DirectoryEntry, Presence, PresenceReport, WorkReport } from "../wire/server-frames.ts";
+import type { WebhookReport } from "../wire/webhooks.ts";
 import { holdsLease } from "./fencing.ts";
 
 /** Characters of a message shown in presence. */
@@ -39,6 +40,7 @@ export function buildPresence(input: {
   work: WorkReport;
   controls: AgentControlsReport;
   wakes: number;
+  webhook: WebhookReport;
 }): Presence {
   const drained = new Set(input.controls.drained.map((d) => d.machine));
   const { lease } = input;
@@ -77,6 +79,7 @@ export function buildPresence(input: {
     work: input.work,
     controls: input.controls,
     wakes: input.wakes,
+    webhook: input.webhook,
   };
 }
 

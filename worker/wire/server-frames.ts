@@ -5,6 +5,7 @@
 // frame types are dropped too, so an older client keeps working with a newer coordinator.
 import * as z from "zod/mini";
 import { ERROR_CODES } from "./error-codes.ts";
+import { webhookReportSchema } from "./webhooks.ts";
 
 const count = z.int().check(z.nonnegative());
 const millis = z.number();
@@ -88,6 +89,8 @@ export const presenceSchema = z.object({
   controls: controlsReport,
   /** How many times the object has been invoked; auto-answered heartbeats do not count. */
   wakes: count,
+  /** Webhook deliveries (wire/webhooks.ts); absent in entries reported by coordinators without webhooks. */
+  webhook: z.optional(webhookReportSchema),
 });
 
 /** What an agent object sends its directory: its presence and the server time (ms) it was taken. */

@@ -1,0 +1,254 @@
+// Webhooks in the real runtime: the configuration routes (agent and account, validation, the
+// secret never shown, account walls), the events a parked or failed message puts in the agent's
+// outbox, what presence shows of it, and the outbox itself over the object's SQLite with a fake
+// receiver: the same event id and body on every retry, backoff, 2xx delivers, a day-old event is
+// dropped, a full outbox drops its oldest. Deliveries to a real receiver are in test/e2e/webhooks.test.ts.
+import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { WebhookOutbox, type OutboxEvent } from "../../worker/objects/webhook-outbox.ts";
+import { hmacHex } from "../../worker/objects/webhook-signature.ts";
+import { WEBHOOK } from "../../worker/rules/webhooks.ts";
+import { webhookEventSchema } from "../../worker/wire/webhooks.ts";
+import { BASE, claimant, HOOKS_TOKEN, OTHER_TOKEN, presence, stubFor, uniqueAgent, write } from "./helpers.ts";
+
+const SECRET = "s3cret-s3cret-s3cret";
+/** The test runner's outbound service answers these (vitest.workers.config.ts); nothing leaves the machine. */
+const OK_URL = "http://receiver.test/status/200";
+const BUSY_URL = "http://receiver.test/status/503";
+
+/** One HTTP call through the Worker as account `hooks` (or `token`'s): the status and the JSON body (null when empty). */
+async function hooks(method: string, path: string, body?: unknown, token = HOOKS_TOKEN) {
+  const res = await SELF.fetch(`${BASE}${path}`, {
+    method, headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : null) as Record<string, unknown> };
+}
+
+/** A runner of account hooks that holds the agent; each message handed to it is parked (or failed) by the test. */
+async function holder(agent: string) {
+  const { sock } = await claimant(agent, "m1", { token: HOOKS_TOKEN });
+  return {
+    sock,
+    async run(text: string) {
+      const { id } = (await hooks("POST", `/agents/${agent}/messages`, { text })).body as { id: number };
+      const frame = await sock.next("message", (f) => f.run && f.id === id);
+      return { id, token: frame.token };
+    },
+  };
+}
+
+async function webhookOf(agent: string) {
+  return (await presence(agent, HOOKS_TOKEN)).webhook!;
+}
+
+describe("webhook configuration", () => {
+  it("an agent's webhook: PUT stores it, GET shows it without the secret, DELETE removes it; bad input is a 400 that changes nothing", async () => {
+    const agent = uniqueAgent();
+    expect((await hooks("GET", `/agents/${agent}/webhook`)).status).toBe(404);
+    const put = await hooks("PUT", `/agents/${agent}/webhook`, { url: BUSY_URL, secret: SECRET, no_holder_after_seconds: 5 });
+    expect(put.status).toBe(200);
+    expect(put.body).toEqual({ scope: "agent", agent, url: BUSY_URL, no_holder_after_seconds: 5, link_origin: BASE, updated_at: expect.any(Number) });
+    const shown = await hooks("GET", `/agents/${agent}/webhook`);
+    expect(shown.body).toEqual(put.body);
+    expect(JSON.stringify(shown.body)).not.toContain(SECRET);
+    for (const [body, says] of [
+      [{ url: "ftp://example.com/x", secret: SECRET }, /url must be an http: or https: URL/],
+      [{ url: `https://example.com/${"a".repeat(2048)}`, secret: SECRET }, /at most 2048 characters/],
+      [{ url: "not a url", secret: SECRET }, /url must be an http: or https: URL/],
+      [{ url: "https://example.com/x", secret: "short" }, /secret must be a string of 16-256 characters/],
+      [{ url: "https://example.com/x", secret: "x".repeat(257) }, /secret must be a string of 16-256 characters/],
+      [{ url: "https://example.com/x", secret: SECRET, no_holder_after_seconds: 0 }, /no_holder_after_seconds must be a whole number from 1 to 86400/],
+      [{ url: "https://example.com/x", secret: SECRET, extra: 1 }, /unknown field: extra/],
+      [{ secret: SECRET }, /url must be/],
+      [[1, 2], /the body must be a JSON object/],
+    ] as const) {
+      const res = await hooks("PUT", `/agents/${agent}/webhook`, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error).toBe("bad_request");
+      expect(res.body.message).toMatch(says);
+    }
+    expect((await hooks("GET", `/agents/${agent}/webhook`)).body).toEqual(put.body);
+    expect((await hooks("DELETE", `/agents/${agent}/webhook`)).status).toBe(204);
+    expect((await hooks("GET", `/agents/${agent}/webhook`)).status).toBe(404);
+    expect((await hooks("DELETE", `/agents/${agent}/webhook`)).status).toBe(404);
+  });
+
+  it("the account's webhook: PUT, GET without the secret, DELETE; bad input is a 400; another account sees none", async () => {
+    const put = await hooks("PUT", "/webhook", { url: BUSY_URL, secret: SECRET });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ scope: "account", agent: null, url: BUSY_URL, no_holder_after_seconds: 60, link_origin: BASE });
+    const shown = await hooks("GET", "/webhook");
+    expect(shown.body).toEqual(put.body);
+    expect(JSON.stringify(shown.body)).not.toContain(SECRET);
+    expect((await hooks("GET", "/webhook", undefined, OTHER_TOKEN)).status).toBe(404);
+    expect((await hooks("PUT", "/webhook", { url: BUSY_URL, secret: "short" })).status).toBe(400);
+    expect((await hooks("GET", "/webhook")).body).toEqual(put.body);
+    expect((await hooks("DELETE", "/webhook")).status).toBe(204);
+    expect((await hooks("GET", "/webhook")).status).toBe(404);
+  });
+});
+
+describe("events into the outbox", () => {
+  it("a parked message queues one message.parked event; presence shows it pending with the receiver's host, then the refused attempt with its retry", async () => {
+    const agent = uniqueAgent();
+    expect((await hooks("PUT", `/agents/${agent}/webhook`, { url: BUSY_URL, secret: SECRET })).status).toBe(200);
+    const h = await holder(agent);
+    const m = await h.run("approve the deploy");
+    expect(await write(h.sock, { type: "park", id: m.id, token: m.token })).toMatchObject({ op: "park" });
+    const before = await webhookOf(agent);
+    expect(before).toMatchObject({ configured: "agent", host: "receiver.test", delivered: 0, dropped: 0 });
+    expect(JSON.stringify(before)).not.toContain(SECRET);
+    const events = await runInDurableObject(stubFor(agent, "hooks"), (_i, state) =>
+      state.storage.sql.exec<{ type: string; event_id: string }>(`SELECT type, event_id FROM webhook_outbox`).toArray());
+    expect(events.map((e) => e.type)).toEqual(["message.parked"]);
+    // The alarm sends it; the receiver answers 503, so it waits for its retry, a second later.
+    await runDurableObjectAlarm(stubFor(agent, "hooks"));
+    await expect.poll(async () => (await webhookOf(agent)).failed_attempts).toBeGreaterThanOrEqual(1);
+    const after = await webhookOf(agent);
+    expect(after).toMatchObject({ pending: 1, last_status: 503, last_error: "the receiver answered 503", delivered: 0 });
+    expect(after.next_retry_at! - after.last_attempt_at!).toBeGreaterThanOrEqual(WEBHOOK.firstRetryMs - 50);
+  });
+
+  it("a parked question's event carries its text, choices and deadline action; a deadline with escalate queues message.escalated and waits again", async () => {
+    const agent = uniqueAgent();
+    expect((await hooks("PUT", `/agents/${agent}/webhook`, { url: BUSY_URL, secret: SECRET })).status).toBe(200);
+    const h = await holder(agent);
+    const m = await h.run("ship it?");
+    const question = { text: "Ship v2?", choices: ["ship", "hold"], on_deadline: "escalate" };
+    expect(await write(h.sock, { type: "park", id: m.id, token: m.token, question, deadline_seconds: 1 })).toMatchObject({ op: "park" });
+    const facts = async () => runInDurableObject(stubFor(agent, "hooks"), (_i, state) =>
+      state.storage.sql.exec<{ type: string; facts: string }>(`SELECT type, facts FROM webhook_outbox ORDER BY seq`).toArray());
+    const [parked] = await facts();
+    expect(parked!.type).toBe("message.parked");
+    expect(JSON.parse(parked!.facts).message.question).toEqual({ text: "Ship v2?", choices: ["ship", "hold"], on_deadline: "escalate" });
+    await expect.poll(async () => (await facts()).map((e) => e.type), { timeout: 5000 }).toContain("message.escalated");
+    const escalated = JSON.parse((await facts()).find((e) => e.type === "message.escalated")!.facts);
+    expect(escalated.message).toMatchObject({ id: m.id, question: { text: "Ship v2?" } });
+    expect(escalated.message.park_deadline).toBeGreaterThan(Date.now() - 1000);
+  });
+
+  it("a message that fails for good queues message.failed with its reason; one parked while an effect's outcome is unknown queues message.outcome_unknown, not message.parked", async () => {
+    const agent = uniqueAgent();
+    expect((await hooks("PUT", `/agents/${agent}/webhook`, { url: BUSY_URL, secret: SECRET })).status).toBe(200);
+    expect((await hooks("PUT", `/agents/${agent}/policy`, { max_attempts: 1 })).status).toBe(200);
+    const h = await holder(agent);
+    const failing = await h.run("break");
+    expect(await write(h.sock, { type: "fail", id: failing.id, token: failing.token, reason: "exit 3" })).toMatchObject({ status: "failed" });
+    const asking = await h.run("charge the card");
+    const intent = { type: "step", id: asking.id, token: asking.token, name: "charge", kind: "effect", phase: "intent", on_unknown: "ask" };
+    expect(await write(h.sock, intent)).toMatchObject({ op: "step" });
+    expect(await write(h.sock, { type: "fail", id: asking.id, token: asking.token, reason: "crashed" })).toMatchObject({ status: "parked" });
+    const events = await runInDurableObject(stubFor(agent, "hooks"), (_i, state) => state.storage.sql
+      .exec<{ type: string; facts: string }>(`SELECT type, facts FROM webhook_outbox ORDER BY seq`).toArray());
+    expect(events.map((e) => e.type)).toEqual(["message.failed", "message.outcome_unknown"]);
+    expect(JSON.parse(events[0]!.facts)).toMatchObject({ message: { id: failing.id, error: "exit 3", attempts: 1, text_preview: "break", text_truncated: false } });
+    expect(JSON.parse(events[1]!.facts)).toMatchObject({ message: { id: asking.id, waiting_on: "charge", park_deadline: null } });
+  });
+
+  it("an agent without a webhook of its own delivers to the account's; its own, once set, replaces the account's", async () => {
+    const agent = uniqueAgent();
+    expect((await hooks("PUT", "/webhook", { url: OK_URL, secret: SECRET })).status).toBe(200);
+    try {
+      const h = await holder(agent);
+      const first = await h.run("one");
+      await write(h.sock, { type: "park", id: first.id, token: first.token });
+      await runDurableObjectAlarm(stubFor(agent, "hooks"));
+      await expect.poll(async () => (await webhookOf(agent)).delivered).toBe(1);
+      expect(await webhookOf(agent)).toMatchObject({ configured: "account", host: "receiver.test", pending: 0, last_status: 200 });
+      expect((await hooks("PUT", `/agents/${agent}/webhook`, { url: BUSY_URL, secret: SECRET })).status).toBe(200);
+      const second = await h.run("two");
+      await write(h.sock, { type: "park", id: second.id, token: second.token });
+      await runDurableObjectAlarm(stubFor(agent, "hooks"));
+      await expect.poll(async () => (await webhookOf(agent)).last_status).toBe(503);
+      expect(await webhookOf(agent)).toMatchObject({ configured: "agent", delivered: 1, pending: 1 });
+    } finally {
+      await hooks("DELETE", "/webhook");
+    }
+  });
+
+  it("with no webhook of the agent's or the account's, a parked message's event is discarded when due and nothing is counted", async () => {
+    const agent = uniqueAgent();
+    const { sock } = await claimant(agent, "m1", { token: OTHER_TOKEN });
+    const { id } = (await hooks("POST", `/agents/${agent}/messages`, { text: "x" }, OTHER_TOKEN)).body as { id: number };
+    const run = await sock.next("message", (f) => f.run && f.id === id);
+    await write(sock, { type: "park", id, token: run.token });
+    await runDurableObjectAlarm(stubFor(agent, "other"));
+    await expect.poll(async () => (await presence(agent, OTHER_TOKEN)).webhook!.pending).toBe(0);
+    expect((await presence(agent, OTHER_TOKEN)).webhook).toMatchObject({ configured: null, host: null, delivered: 0, failed_attempts: 0, dropped: 0 });
+  });
+});
+
+/** A receiver that answers with the given statuses in turn (then 200) and keeps each request. */
+function fakeReceiver(statuses: number[]) {
+  const seen: { url: string; headers: Record<string, string>; body: string }[] = [];
+  const send = async (url: string, init: RequestInit) => {
+    seen.push({ url, headers: init.headers as Record<string, string>, body: String(init.body) });
+    return new Response("ok", { status: statuses.shift() ?? 200 });
+  };
+  return { seen, send };
+}
+
+const TARGET = { url: "https://hooks.example/baton", secret: SECRET, origin: "https://baton.example", account: "dev", agent: "reviewer" };
+
+describe("the outbox", () => {
+  it("an event keeps its id and body on every retry, waits 1 s then 2 s, is signed each time, and leaves the outbox at the first 2xx", async () => {
+    const stub = stubFor(uniqueAgent());
+    await runInDurableObject(stub, async (_instance, state) => {
+      const outbox = new WebhookOutbox(state.storage.sql);
+      const receiver = fakeReceiver([500, 503]);
+      let now = 1_000_000;
+      outbox.enqueue({ type: "message.parked", message: { id: 7, text_preview: "hi", text_truncated: false, attempts: 1, park_deadline: null } }, now);
+      const times: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const due = outbox.claimDue(now);
+        expect(due).toHaveLength(1);
+        // Claimed: not due again while it is being sent.
+        expect(outbox.claimDue(now)).toHaveLength(0);
+        times.push(now);
+        await outbox.deliver(due, TARGET, receiver.send, () => now);
+        now = outbox.nextDue() ?? now;
+      }
+      expect(times.map((t) => t - times[0]!)).toEqual([0, 1000, 3000]);
+      expect(new Set(receiver.seen.map((r) => r.headers["baton-event-id"])).size).toBe(1);
+      expect(new Set(receiver.seen.map((r) => r.body)).size).toBe(1);
+      const event = webhookEventSchema.parse(JSON.parse(receiver.seen[0]!.body));
+      expect(event).toMatchObject({ type: "message.parked", id: receiver.seen[0]!.headers["baton-event-id"], agent: "reviewer", link: "https://baton.example/#agent=reviewer&message=7" });
+      for (const r of receiver.seen) {
+        expect(r.headers["content-type"]).toBe("application/json");
+        expect(r.headers["baton-event-type"]).toBe("message.parked");
+        const [, t, v1] = r.headers["baton-signature"]!.match(/^t=(\d+),v1=([0-9a-f]{64})$/)!;
+        expect(v1).toBe(await hmacHex(SECRET, `${t}.${r.body}`));
+      }
+      expect(outbox.pending()).toBe(0);
+      expect(outbox.stats()).toMatchObject({ delivered: 1, failedAttempts: 2, dropped: 0, lastStatus: 200 });
+    });
+  });
+
+  it("an event still refused a day after it was made is dropped and counted", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), async (_instance, state) => {
+      const outbox = new WebhookOutbox(state.storage.sql);
+      outbox.enqueue({ type: "agent.no_holder", no_holder_since: 0, after_seconds: 60 }, 0);
+      const receiver = fakeReceiver([500, 500]);
+      await outbox.deliver(outbox.claimDue(0), TARGET, receiver.send, () => 0);
+      expect(outbox.pending()).toBe(1);
+      const late = WEBHOOK.giveUpMs;
+      await outbox.deliver(outbox.claimDue(late), TARGET, receiver.send, () => late);
+      expect(outbox.pending()).toBe(0);
+      expect(outbox.stats()).toMatchObject({ delivered: 0, failedAttempts: 2, dropped: 1 });
+    });
+  });
+
+  it("a full outbox keeps the newest 1000 events: the oldest is dropped and counted", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), async (_instance, state) => {
+      const outbox = new WebhookOutbox(state.storage.sql);
+      const ids: string[] = [];
+      for (let i = 0; i <= WEBHOOK.maxPending; i++) ids.push(outbox.enqueue({ type: "agent.no_holder", no_holder_since: i, after_seconds: 60 }, i));
+      expect(outbox.pending()).toBe(WEBHOOK.maxPending);
+      expect(outbox.stats().dropped).toBe(1);
+      const kept = outbox.claimDue(Number.MAX_SAFE_INTEGER, WEBHOOK.maxPending).map((e: OutboxEvent) => e.eventId);
+      expect(kept).not.toContain(ids[0]);
+      expect(kept[0]).toBe(ids[1]);
+    });
+  });
+});

@@ -1,0 +1,163 @@
+// An agent object's webhooks: which webhook its events go to (its own, else its account's, which
+// it asks the directory for by RPC and trusts for WEBHOOK.accountCacheMs), the one door events
+// enter by (`enqueue`), the status changes and outages that make them, and the delivery the alarm
+// runs. The agent object calls these few methods and nothing here calls back into it, except
+// `onAccountConfig`, which asks it to plan its alarm again.
+import type { Transition } from "../rules/election.ts";
+import type { MessageStatus } from "../rules/message-lease.ts";
+import { noHolderDueAt, statusChangeEvent, WEBHOOK, webhookHost, type MessageFacts, type WebhookFacts } from "../rules/webhooks.ts";
+import type { WebhookConfigBody, WebhookReport, WebhookView } from "../wire/webhooks.ts";
+import { configFromBody, WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
+import { WebhookOutbox, type OutboxEvent, type Sender } from "./webhook-outbox.ts";
+
+/** What the agent object asks of its account's directory. */
+export interface AccountWebhookSource {
+  accountWebhook(): Promise<WebhookConfig | null>;
+}
+
+/** How soon events wait again when the account's webhook could not be read. */
+const ACCOUNT_RETRY_MS = 5_000;
+
+export class AgentWebhooks {
+  readonly outbox: WebhookOutbox;
+  private readonly own: WebhookConfigStore;
+  /** The account's webhook as last fetched (null: never fetched by this instance). */
+  private account: { config: WebhookConfig | null; at: number } | null = null;
+  private fetching: Promise<void> | null = null;
+  /** Events this instance queued: the object compares it around an apply to plan an alarm for new ones. */
+  enqueued = 0;
+  /** Told when a fetch of the account's webhook changed what is known, so the object plans its alarm again. */
+  onAccountConfig: () => void = () => {};
+
+  constructor(sql: SqlStorage, private readonly source: () => AccountWebhookSource | null, private readonly send: Sender = (url, init) => fetch(url, init)) {
+    this.own = new WebhookConfigStore(sql);
+    this.outbox = new WebhookOutbox(sql);
+  }
+
+  /**
+   * The one door for events: queued for delivery unless no webhook can receive it (none of the
+   * agent's own and the account's, fetched within WEBHOOK.accountCacheMs, is none either).
+   */
+  enqueue(facts: WebhookFacts, now: number): void {
+    if (this.own.get() === null && this.account !== null && this.account.config === null && now - this.account.at < WEBHOOK.accountCacheMs) return;
+    this.outbox.enqueue(facts, now);
+    this.enqueued += 1;
+  }
+
+  /** MessageStore's status hook: a message moving to parked or failed becomes an event. */
+  messageChanged(before: MessageStatus, after: MessageFacts, now: number): void {
+    const facts = statusChangeEvent(before, after);
+    if (facts !== null) this.enqueue(facts, now);
+  }
+
+  /** A lease transition: an outage begins or ends; when one begins, the threshold must be known. */
+  holderChanged(t: Transition, lostAt: number, now: number): void {
+    const outage = this.outbox.holderChanged(t, lostAt);
+    if (outage.since !== null && !outage.notified) this.needAccount(now);
+  }
+
+  /** Whether the agent's webhook or the account's (as last known) applies, and its no-holder threshold. */
+  private target(): { scope: "agent" | "account"; config: WebhookConfig } | null {
+    const own = this.own.get();
+    if (own !== null) return { scope: "agent", config: own };
+    return this.account?.config ? { scope: "account", config: this.account.config } : null;
+  }
+
+  /** After a restart: an outage still unreported needs the account's threshold when the agent has no webhook of its own. */
+  resume(now: number): void {
+    const outage = this.outbox.outage();
+    if (outage.since !== null && !outage.notified) this.needAccount(now);
+  }
+
+  /** When this object must wake for its webhooks: the next due event, or the no-holder report. */
+  dueAt(): number | null {
+    const noHolder = noHolderDueAt(this.outbox.outage(), this.target()?.config.noHolderAfterMs ?? null);
+    const next = this.outbox.nextDue();
+    return next === null ? noHolder : noHolder === null ? next : Math.min(next, noHolder);
+  }
+
+  /** Queues agent.no_holder when the outage has lasted past the threshold; once per outage. */
+  checkNoHolder(now: number): void {
+    const outage = this.outbox.outage();
+    const at = noHolderDueAt(outage, this.target()?.config.noHolderAfterMs ?? null);
+    if (at === null || now < at) return;
+    this.outbox.outageReported();
+    this.enqueue({ type: "agent.no_holder", no_holder_since: outage.since!, after_seconds: Math.round((at - outage.since!) / 1000) }, now);
+  }
+
+  /**
+   * Sends events the alarm claimed (outbox.claimDue) to the agent's webhook, else the account's;
+   * awaits the network from the alarm, so no event of the object waits on it. Events due while no
+   * webhook is configured are discarded; while the account's cannot be read, they wait.
+   */
+  async deliver(due: readonly OutboxEvent[], who: { account: string; agent: string }): Promise<void> {
+    let config = this.own.get();
+    if (config === null) {
+      await this.refreshAccount(Date.now());
+      if (this.account === null) return this.outbox.postpone(due, Date.now() + ACCOUNT_RETRY_MS);
+      config = this.account.config;
+    }
+    if (config === null) return this.outbox.discard(due);
+    await this.outbox.deliver(due, { url: config.url, secret: config.secret, origin: config.origin, ...who }, this.send, () => Date.now());
+  }
+
+  /** Fetches the account's webhook when what is known is older than WEBHOOK.accountCacheMs (one fetch at a time). */
+  private needAccount(now: number): void {
+    if (this.own.get() === null) void this.refreshAccount(now);
+  }
+
+  private async refreshAccount(now: number): Promise<void> {
+    if (this.account !== null && now - this.account.at < WEBHOOK.accountCacheMs) return;
+    const source = this.source();
+    if (source === null) return;
+    this.fetching ??= (async () => {
+      try {
+        const before = JSON.stringify(this.account?.config ?? null);
+        const config = await source.accountWebhook();
+        const first = this.account === null;
+        this.account = { config, at: Date.now() };
+        if (first || JSON.stringify(config) !== before) this.onAccountConfig();
+      } catch {
+        // the directory is unavailable: what was known stays, and the next need asks again
+      } finally {
+        this.fetching = null;
+      }
+    })();
+    await this.fetching;
+  }
+
+  // ---- The agent's own webhook (the Worker's routes call these through the object) ----
+
+  view(agent: string): WebhookView | null {
+    const own = this.own.get();
+    return own === null ? null : webhookView(own, agent);
+  }
+
+  set(body: WebhookConfigBody, origin: string, agent: string, now: number): WebhookView {
+    const config = configFromBody(body, origin, now);
+    this.own.set(config);
+    return webhookView(config, agent);
+  }
+
+  delete(): boolean {
+    return this.own.delete();
+  }
+
+  /** What presence shows: which webhook, its host only, and how deliveries go. */
+  report(): WebhookReport {
+    const target = this.target();
+    const s = this.outbox.stats();
+    return {
+      configured: target?.scope ?? null,
+      host: target ? webhookHost(target.config.url) : null,
+      pending: this.outbox.pending(),
+      next_retry_at: this.outbox.nextDue(),
+      last_attempt_at: s.lastAttemptAt,
+      last_status: s.lastStatus,
+      last_error: s.lastError,
+      delivered: s.delivered,
+      failed_attempts: s.failedAttempts,
+      dropped: s.dropped,
+    };
+  }
+}

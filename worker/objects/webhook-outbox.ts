@@ -1,0 +1,196 @@
+// The agent object's webhook outbox in its own SQLite: events wait here until a receiver answers
+// 2xx, so they survive evictions and restarts (at least once; an event keeps its id on every
+// retry). Enqueueing is one insert and never waits on the network; the object's alarm sends what
+// is due (`send`) and records each answer. Also kept here: delivery counters for presence and
+// /metrics, and the agent's current outage for `agent.no_holder`. Decisions are in
+// ../rules/webhooks.ts.
+import {
+  afterAttempt, buildEvent, NO_OUTAGE, outageAfter, overBudget, signatureBase, signatureHeader, WEBHOOK,
+  type Outage, type WebhookFacts,
+} from "../rules/webhooks.ts";
+import type { Transition } from "../rules/election.ts";
+import { WEBHOOK_HEADERS } from "../wire/webhooks.ts";
+import { randomHex128 } from "./secrets.ts";
+import { hmacHex } from "./webhook-signature.ts";
+
+/** One pending event; `body` is fixed at its first attempt, so every retry sends the same bytes. */
+export interface OutboxEvent {
+  seq: number;
+  eventId: string;
+  type: string;
+  createdAt: number;
+  facts: string;
+  body: string | null;
+  attempts: number;
+  nextAt: number;
+}
+
+export interface DeliveryStats {
+  delivered: number;
+  failedAttempts: number;
+  dropped: number;
+  lastAttemptAt: number | null;
+  lastStatus: number | null;
+  lastError: string | null;
+}
+
+/** Where and how an event is sent: the receiver's URL and secret, and the origin its link points to. */
+export interface DeliveryTarget {
+  url: string;
+  secret: string;
+  origin: string;
+  account: string;
+  agent: string;
+}
+
+/** The outcome of one POST: the HTTP status (null: no answer) and, without a 2xx, why. */
+export interface AttemptResult {
+  status: number | null;
+  error: string | null;
+}
+
+export type Sender = (url: string, init: RequestInit) => Promise<Response>;
+
+export class WebhookOutbox {
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(`CREATE TABLE IF NOT EXISTS webhook_outbox (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, type TEXT NOT NULL, created_at INTEGER NOT NULL,
+      facts TEXT NOT NULL, body TEXT, attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER NOT NULL)`);
+    sql.exec(`CREATE INDEX IF NOT EXISTS webhook_outbox_next ON webhook_outbox (next_at)`);
+    sql.exec(`CREATE TABLE IF NOT EXISTS webhook_stats (one INTEGER PRIMARY KEY CHECK (one = 1),
+      delivered INTEGER NOT NULL DEFAULT 0, failed_attempts INTEGER NOT NULL DEFAULT 0, dropped INTEGER NOT NULL DEFAULT 0,
+      last_attempt_at INTEGER, last_status INTEGER, last_error TEXT)`);
+    sql.exec(`INSERT OR IGNORE INTO webhook_stats (one) VALUES (1)`);
+    sql.exec(`CREATE TABLE IF NOT EXISTS webhook_outage (one INTEGER PRIMARY KEY CHECK (one = 1), since INTEGER, notified INTEGER NOT NULL)`);
+  }
+
+  /**
+   * Queues one event, due at once; returns its id. A full outbox (WEBHOOK.maxPending) drops its
+   * oldest events first and counts them as dropped.
+   */
+  enqueue(facts: WebhookFacts, now: number): string {
+    const excess = overBudget(this.pending());
+    if (excess > 0) {
+      this.sql.exec(`DELETE FROM webhook_outbox WHERE seq IN (SELECT seq FROM webhook_outbox ORDER BY seq LIMIT ?)`, excess);
+      this.sql.exec(`UPDATE webhook_stats SET dropped = dropped + ?`, excess);
+    }
+    const eventId = `evt_${randomHex128()}`;
+    this.sql.exec(`INSERT INTO webhook_outbox (event_id, type, created_at, facts, next_at) VALUES (?, ?, ?, ?, ?)`,
+      eventId, facts.type, now, JSON.stringify(facts), now);
+    return eventId;
+  }
+
+  pending(): number {
+    return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM webhook_outbox`).one().n;
+  }
+
+  /** When the next event is due (null: none waits). */
+  nextDue(): number | null {
+    return this.sql.exec<{ at: number | null }>(`SELECT MIN(next_at) AS at FROM webhook_outbox`).one().at ?? null;
+  }
+
+  /**
+   * The events due now, oldest first, at most `limit`; each is held for WEBHOOK.inFlightMs, so
+   * no other alarm sends it meanwhile, and an alarm cut short tries it again after that.
+   */
+  claimDue(now: number, limit: number = WEBHOOK.batch): OutboxEvent[] {
+    const rows = this.sql.exec<{ seq: number; event_id: string; type: string; created_at: number; facts: string; body: string | null; attempts: number; next_at: number }>(
+      `UPDATE webhook_outbox SET next_at = ? WHERE seq IN (SELECT seq FROM webhook_outbox WHERE next_at <= ? ORDER BY seq LIMIT ?) RETURNING *`,
+      now + WEBHOOK.inFlightMs, now, limit,
+    ).toArray();
+    return rows
+      .map((r) => ({ seq: r.seq, eventId: r.event_id, type: r.type, createdAt: r.created_at, facts: r.facts, body: r.body, attempts: r.attempts, nextAt: r.next_at }))
+      .sort((a, b) => a.seq - b.seq);
+  }
+
+  /** Puts claimed events back, due at `at`, without counting an attempt (no receiver could be asked). */
+  postpone(events: readonly OutboxEvent[], at: number): void {
+    for (const e of events) this.sql.exec(`UPDATE webhook_outbox SET next_at = ? WHERE seq = ?`, at, e.seq);
+  }
+
+  /** Forgets claimed events nobody is configured to receive. */
+  discard(events: readonly OutboxEvent[]): void {
+    for (const e of events) this.sql.exec(`DELETE FROM webhook_outbox WHERE seq = ?`, e.seq);
+  }
+
+  /** The event's body, built at its first attempt and kept, so every retry sends the same bytes. */
+  bodyOf(e: OutboxEvent, target: DeliveryTarget): string {
+    if (e.body !== null) return e.body;
+    const body = JSON.stringify(buildEvent(JSON.parse(e.facts) as WebhookFacts, {
+      id: e.eventId, createdAt: e.createdAt, account: target.account, agent: target.agent, origin: target.origin,
+    }));
+    this.sql.exec(`UPDATE webhook_outbox SET body = ? WHERE seq = ?`, body, e.seq);
+    return body;
+  }
+
+  /**
+   * Sends each event once (in parallel, each bounded by WEBHOOK.timeoutMs) and records what
+   * follows: delivered and gone, retried after the backoff, or dropped after a day.
+   */
+  async deliver(events: readonly OutboxEvent[], target: DeliveryTarget, send: Sender, now: () => number): Promise<void> {
+    const bodies = events.map((e) => this.bodyOf(e, target));
+    const results = await Promise.all(events.map((e, i) => attempt(e, bodies[i]!, target, send, now())));
+    events.forEach((e, i) => this.record(e, results[i]!, now()));
+  }
+
+  /** Records one attempt's answer. */
+  record(e: OutboxEvent, result: AttemptResult, now: number): void {
+    const attempts = e.attempts + 1;
+    const verdict = afterAttempt({ createdAt: e.createdAt, attempts }, result.status, now);
+    this.sql.exec(`UPDATE webhook_stats SET last_attempt_at = ?, last_status = ?, last_error = ?,
+      delivered = delivered + ?, failed_attempts = failed_attempts + ?, dropped = dropped + ?`,
+      now, result.status, result.error, verdict.kind === "delivered" ? 1 : 0, verdict.kind === "delivered" ? 0 : 1, verdict.kind === "dropped" ? 1 : 0);
+    if (verdict.kind === "retry") this.sql.exec(`UPDATE webhook_outbox SET attempts = ?, next_at = ? WHERE seq = ?`, attempts, verdict.at, e.seq);
+    else this.sql.exec(`DELETE FROM webhook_outbox WHERE seq = ?`, e.seq);
+  }
+
+  stats(): DeliveryStats {
+    const r = this.sql.exec<{ delivered: number; failed_attempts: number; dropped: number; last_attempt_at: number | null; last_status: number | null; last_error: string | null }>(
+      `SELECT delivered, failed_attempts, dropped, last_attempt_at, last_status, last_error FROM webhook_stats`).one();
+    return { delivered: r.delivered, failedAttempts: r.failed_attempts, dropped: r.dropped, lastAttemptAt: r.last_attempt_at, lastStatus: r.last_status, lastError: r.last_error };
+  }
+
+  outage(): Outage {
+    const row = this.sql.exec<{ since: number | null; notified: number }>(`SELECT since, notified FROM webhook_outage`).toArray()[0];
+    return row ? { since: row.since, notified: row.notified === 1 } : NO_OUTAGE;
+  }
+
+  /** Follows the lease: an outage begins when it is left with nobody and ends at the next grant. */
+  holderChanged(t: Transition, lostAt: number): Outage {
+    const prev = this.outage();
+    const next = outageAfter(prev, t, lostAt);
+    if (next.since !== prev.since || next.notified !== prev.notified) this.saveOutage(next);
+    return next;
+  }
+
+  /** The outage was reported (agent.no_holder): not again until the next one. */
+  outageReported(): void {
+    this.saveOutage({ ...this.outage(), notified: true });
+  }
+
+  private saveOutage(o: Outage): void {
+    this.sql.exec(`INSERT INTO webhook_outage (one, since, notified) VALUES (1, ?, ?)
+      ON CONFLICT(one) DO UPDATE SET since = excluded.since, notified = excluded.notified`, o.since, o.notified ? 1 : 0);
+  }
+}
+
+/** One signed POST: the same body and event id every time, a fresh timestamp and signature. */
+async function attempt(e: OutboxEvent, body: string, target: DeliveryTarget, send: Sender, now: number): Promise<AttemptResult> {
+  const t = Math.floor(now / 1000);
+  const headers = {
+    "content-type": "application/json",
+    [WEBHOOK_HEADERS.id]: e.eventId,
+    [WEBHOOK_HEADERS.type]: e.type,
+    [WEBHOOK_HEADERS.signature]: signatureHeader(t, await hmacHex(target.secret, signatureBase(t, body))),
+  };
+  try {
+    const res = await send(target.url, { method: "POST", headers, body, signal: AbortSignal.timeout(WEBHOOK.timeoutMs), redirect: "manual" });
+    // The answer's body is not needed; dropping it frees the connection.
+    await res.body?.cancel().catch(() => undefined);
+    const ok = res.status >= 200 && res.status < 300;
+    return { status: res.status, error: ok ? null : `the receiver answered ${res.status}` };
+  } catch (err) {
+    const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
+    return { status: null, error: timedOut ? `no answer within ${WEBHOOK.timeoutMs / 1000} s` : `no answer: ${String((err as Error)?.message ?? err).slice(0, 200)}` };
+  }
+}

@@ -1,0 +1,152 @@
+// Webhook decisions as pure functions over plain data, the clock passed in: which event a
+// message's status change makes, when an agent without a holder is reported, how long a failed
+// delivery waits, when one is given up, and the text a signature covers. The outbox
+// (objects/webhook-outbox.ts) stores and sends; everything it decides comes from here.
+import type { Transition } from "./election.ts";
+import type { MessageStatus } from "./message-lease.ts";
+import { WEBHOOK_LIMITS, type WebhookEvent } from "../wire/webhooks.ts";
+
+export const WEBHOOK = {
+  /** The wait after the first failed attempt; it doubles after each one, up to maxRetryMs. */
+  firstRetryMs: 1000,
+  maxRetryMs: 10 * 60_000,
+  /** An event not delivered this long after it was made is dropped at its next failed attempt. */
+  giveUpMs: 24 * 3_600_000,
+  /** Events kept per agent; one more pushes out (drops) the oldest. */
+  maxPending: 1000,
+  /** Events sent by one alarm at most (in parallel); the rest go on the next, at once. */
+  batch: 20,
+  /** One attempt waits this long for an answer. */
+  timeoutMs: 10_000,
+  /** An event being sent is not due again before this, so nothing sends it twice at once. */
+  inFlightMs: 15_000,
+  /** How long an agent object trusts what it fetched of its account's webhook. */
+  accountCacheMs: 30_000,
+} as const;
+
+/** An event as the outbox keeps it before it is sent: what happened, without id, origin or link. */
+export type WebhookFacts = WebhookEvent extends infer E ? (E extends WebhookEvent ? Omit<E, "id" | "created_at" | "account" | "agent" | "link"> : never) : never;
+
+/** What a status change needs of the message row. */
+export interface MessageFacts {
+  id: number;
+  status: MessageStatus;
+  text: string;
+  attempts: number;
+  /** Park deadline while parked. */
+  expires_at: number | null;
+  pending_ask: string | null;
+  error: string | null;
+  /** While parked: the question (JSON of the stored question, null: none asked) and what its deadline does. */
+  question: string | null;
+  on_deadline: "fail" | "approve" | "reject" | "escalate" | null;
+}
+
+/** The question a parked message asks, as events carry it. */
+export function questionFacts(m: Pick<MessageFacts, "question" | "on_deadline">): { text: string | null; choices: string[]; on_deadline: "fail" | "approve" | "reject" | "escalate" } {
+  const asked = m.question === null ? null : (JSON.parse(m.question) as { text?: string; choices?: string[] | null });
+  return { text: asked?.text ?? null, choices: asked?.choices ?? [], on_deadline: m.on_deadline ?? "fail" };
+}
+
+/** A question's deadline passed with escalate: people are told again, and it waits until its new deadline. */
+export function escalationEvent(m: MessageFacts): WebhookFacts {
+  return { type: "message.escalated", message: { ...messagePart(m), park_deadline: m.expires_at, question: questionFacts(m) } };
+}
+
+function messagePart(m: MessageFacts) {
+  return { id: m.id, text_preview: m.text.slice(0, WEBHOOK_LIMITS.previewChars), text_truncated: m.text.length > WEBHOOK_LIMITS.previewChars, attempts: m.attempts };
+}
+
+/**
+ * The event a message's status change makes, or null: moving to parked is `message.parked`, or
+ * `message.outcome_unknown` when an effect's outcome is unknown (one event, not both); moving to
+ * failed is `message.failed`. Staying in a status makes nothing.
+ */
+export function statusChangeEvent(before: MessageStatus | string, after: MessageFacts): WebhookFacts | null {
+  if (before === after.status) return null;
+  const message = messagePart(after);
+  if (after.status === "parked") {
+    return after.pending_ask === null
+      ? { type: "message.parked", message: { ...message, park_deadline: after.expires_at, question: questionFacts(after) } }
+      : { type: "message.outcome_unknown", message: { ...message, park_deadline: after.expires_at, waiting_on: after.pending_ask } };
+  }
+  if (after.status === "failed") return { type: "message.failed", message: { ...message, error: after.error } };
+  return null;
+}
+
+/** An agent's time without a holder: since when (null: it has one), and whether it was reported. */
+export interface Outage {
+  since: number | null;
+  notified: boolean;
+}
+
+export const NO_OUTAGE: Outage = { since: null, notified: false };
+
+/**
+ * The outage after a lease transition: one begins when the lease is left with nobody (at the
+ * moment the holder was lost, `lostAt`, for a silent one), and ends with the next grant.
+ */
+export function outageAfter(prev: Outage, t: Pick<Transition, "at" | "toClaim" | "fromClaim">, lostAt: number): Outage {
+  if (t.toClaim !== null) return NO_OUTAGE;
+  if (prev.since !== null) return prev;
+  return { since: Math.min(lostAt, t.at), notified: false };
+}
+
+/** When `agent.no_holder` is due for this outage (null: no outage, already reported, or no threshold known). */
+export function noHolderDueAt(o: Outage, afterMs: number | null): number | null {
+  if (o.since === null || o.notified || afterMs === null) return null;
+  return o.since + afterMs;
+}
+
+/** The wait after the `failedAttempts`-th failed attempt: 1 s, 2 s, 4 s ... at most 10 min. */
+export function retryDelayMs(failedAttempts: number): number {
+  return Math.min(WEBHOOK.maxRetryMs, WEBHOOK.firstRetryMs * 2 ** Math.max(0, failedAttempts - 1));
+}
+
+export type AttemptVerdict = { kind: "delivered" } | { kind: "retry"; at: number } | { kind: "dropped" };
+
+/**
+ * What follows one attempt (`attempts` counts it): a 2xx answer delivers the event; anything else
+ * (another status, no answer) retries after the backoff, unless the event is a day old, when it is dropped.
+ */
+export function afterAttempt(event: { createdAt: number; attempts: number }, status: number | null, now: number): AttemptVerdict {
+  if (status !== null && status >= 200 && status < 300) return { kind: "delivered" };
+  if (now - event.createdAt >= WEBHOOK.giveUpMs) return { kind: "dropped" };
+  return { kind: "retry", at: now + retryDelayMs(event.attempts) };
+}
+
+/** How many of the oldest pending events one more pushes out of the outbox. */
+export function overBudget(pending: number, max: number = WEBHOOK.maxPending): number {
+  return Math.max(0, pending + 1 - max);
+}
+
+/** The text the signature covers: the Unix time in seconds, a dot, the exact body. */
+export function signatureBase(t: number, body: string): string {
+  return `${t}.${body}`;
+}
+
+/** The `baton-signature` header: `t=<unix seconds>,v1=<hex HMAC-SHA256 of signatureBase>`. */
+export function signatureHeader(t: number, hexMac: string): string {
+  return `t=${t},v1=${hexMac}`;
+}
+
+/** Where an event sends a person: the dashboard at the agent, and at the message when there is one. */
+export function eventLink(origin: string, agent: string, messageId: number | null): string {
+  const base = `${origin.replace(/\/+$/, "")}/#agent=${encodeURIComponent(agent)}`;
+  return messageId === null ? base : `${base}&message=${messageId}`;
+}
+
+/** The event as delivered: its facts with id, time, who it is about and the link. */
+export function buildEvent(facts: WebhookFacts, at: { id: string; createdAt: number; account: string; agent: string; origin: string }): WebhookEvent {
+  const messageId = "message" in facts ? facts.message.id : null;
+  return { id: at.id, created_at: at.createdAt, account: at.account, agent: at.agent, link: eventLink(at.origin, at.agent, messageId), ...facts } satisfies WebhookEvent;
+}
+
+/** The host a report may show of a webhook URL (never its path, query or credentials). */
+export function webhookHost(url: string): string | null {
+  try {
+    return new URL(url).host;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,39 @@
+// The webhook configuration routes, answered in the Worker with one typed RPC each: PUT, GET and
+// DELETE of /webhook (the account's, kept by its directory object) and /agents/{agent}/webhook
+// (the agent's own, kept by its agent object). The body is validated here; bad input is a 400 that
+// reaches no object and changes nothing. GET never shows the secret.
+import { readJsonBody } from "./objects/http.ts";
+import { errorResponse, parseBody } from "./wire/protocol.ts";
+import { webhookConfigSchema, type WebhookConfigBody, type WebhookView } from "./wire/webhooks.ts";
+
+const BODY_BYTES = 8 * 1024;
+
+/** The three methods either object answers. */
+export interface WebhookHolder {
+  webhook(): Promise<WebhookView | null>;
+  setWebhook(body: WebhookConfigBody, origin: string): Promise<WebhookView>;
+  deleteWebhook(): Promise<boolean>;
+}
+
+/** `what` names the webhook in messages ("the account" or "agent reviewer"). */
+export async function webhookRoute(request: Request, holder: WebhookHolder, what: string): Promise<Response> {
+  switch (request.method) {
+    case "GET": {
+      const view = await holder.webhook();
+      return view ? Response.json(view) : errorResponse(404, "not_found", `${what} has no webhook`);
+    }
+    case "PUT": {
+      const body = await readJsonBody(request, BODY_BYTES);
+      if (!body.ok) return body.response;
+      const parsed = parseBody(webhookConfigSchema, body.data);
+      if (!parsed.ok) {
+        return errorResponse(400, "bad_request", `body must be {"url": "http(s)://...", "secret": "<16-256 characters>", "no_holder_after_seconds"?: <1-86400>}: ${parsed.message}`);
+      }
+      return Response.json(await holder.setWebhook(parsed.value, new URL(request.url).origin));
+    }
+    case "DELETE":
+      return (await holder.deleteWebhook()) ? new Response(null, { status: 204 }) : errorResponse(404, "not_found", `${what} has no webhook`);
+    default:
+      return errorResponse(405, "bad_request", "a webhook takes GET, PUT or DELETE");
+  }
+}

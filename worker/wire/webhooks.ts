@@ -1,0 +1,125 @@
+// Webhooks on the wire, schema first: the body that configures one (PUT /webhook, PUT
+// /agents/{agent}/webhook), what GET answers, what presence says about deliveries, and the JSON
+// events a receiver gets. Types are inferred from the schemas; the worker builds values of these
+// types and tests validate what a receiver got against the same schemas.
+import * as z from "zod/mini";
+
+export const WEBHOOK_LIMITS = {
+  urlChars: 2048,
+  secretChars: { min: 16, max: 256 },
+  /** agent.no_holder fires once the agent has had no holder this long (default 60 s). */
+  noHolderAfterSeconds: { min: 1, max: 86_400, default: 60 },
+  /** Characters of a message's text an event carries. */
+  previewChars: 500,
+} as const;
+
+/** The headers of every delivery (besides content-type: application/json). */
+export const WEBHOOK_HEADERS = { id: "baton-event-id", type: "baton-event-type", signature: "baton-signature" } as const;
+
+export const WEBHOOK_EVENT_TYPES = ["message.parked", "message.escalated", "message.outcome_unknown", "message.failed", "agent.no_holder"] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+const count = z.int().check(z.nonnegative());
+const millis = z.number();
+
+/** An http: or https: URL of at most WEBHOOK_LIMITS.urlChars characters. */
+export function isWebhookUrl(raw: string): boolean {
+  if (raw.length > WEBHOOK_LIMITS.urlChars) return false;
+  try {
+    const url = new URL(raw);
+    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
+const URL_RULE = `url must be an http: or https: URL of at most ${WEBHOOK_LIMITS.urlChars} characters`;
+const SECRET_RULE = `secret must be a string of ${WEBHOOK_LIMITS.secretChars.min}-${WEBHOOK_LIMITS.secretChars.max} characters`;
+const NO_HOLDER_RULE = `no_holder_after_seconds must be a whole number from ${WEBHOOK_LIMITS.noHolderAfterSeconds.min} to ${WEBHOOK_LIMITS.noHolderAfterSeconds.max}`;
+
+/** PUT /webhook and PUT /agents/{agent}/webhook; every refusal names its field and its rule. */
+export const webhookConfigSchema = z.strictObject({
+  url: z.string({ error: URL_RULE }).check(z.refine(isWebhookUrl, { error: URL_RULE })),
+  secret: z.string({ error: SECRET_RULE }).check(
+    z.minLength(WEBHOOK_LIMITS.secretChars.min, { error: SECRET_RULE }), z.maxLength(WEBHOOK_LIMITS.secretChars.max, { error: SECRET_RULE }),
+  ),
+  no_holder_after_seconds: z.optional(z.int({ error: NO_HOLDER_RULE }).check(
+    z.gte(WEBHOOK_LIMITS.noHolderAfterSeconds.min, { error: NO_HOLDER_RULE }), z.lte(WEBHOOK_LIMITS.noHolderAfterSeconds.max, { error: NO_HOLDER_RULE }),
+  )),
+}, {
+  error: (issue) => issue.code === "unrecognized_keys" ? `unknown field: ${issue.keys.join(", ")}` : "the body must be a JSON object",
+});
+
+/** GET (and the answer to PUT) of a webhook: never the secret. `link_origin` is where event links point. */
+export const webhookViewSchema = z.object({
+  scope: z.enum(["account", "agent"]),
+  agent: z.nullable(z.string()),
+  url: z.string(),
+  no_holder_after_seconds: count,
+  link_origin: z.string(),
+  updated_at: millis,
+});
+
+/** What presence says about an agent's webhook deliveries. */
+export const webhookReportSchema = z.object({
+  /** Which webhook events go to: the agent's own, the account's (as last fetched), or none known. */
+  configured: z.nullable(z.enum(["account", "agent"])),
+  /** The receiver's host only; never the URL's path or the secret. */
+  host: z.nullable(z.string()),
+  /** Events waiting to be delivered (at most 1000; older ones are dropped). */
+  pending: count,
+  next_retry_at: z.nullable(millis),
+  last_attempt_at: z.nullable(millis),
+  /** The HTTP status of the last attempt; null when it got no answer (network error or timeout). */
+  last_status: z.nullable(z.int()),
+  last_error: z.nullable(z.string()),
+  delivered: count,
+  /** Attempts that got no 2xx answer (each is retried). */
+  failed_attempts: count,
+  /** Events given up: 24 h without a 2xx, or pushed out of a full outbox. */
+  dropped: count,
+});
+
+const eventBase = {
+  /** `evt_` and 32 hex digits: the same on every retry of one event. */
+  id: z.string().check(z.regex(/^evt_[0-9a-f]{32}$/)),
+  created_at: millis,
+  account: z.string(),
+  agent: z.string(),
+  /** The dashboard, at the agent (and message), on the coordinator origin that configured the webhook. */
+  link: z.string(),
+};
+
+const messageBase = {
+  id: z.int().check(z.gte(1)),
+  /** The first WEBHOOK_LIMITS.previewChars characters of the message's text. */
+  text_preview: z.string(),
+  text_truncated: z.boolean(),
+  attempts: count,
+};
+
+/** What the person is asked (null text: approve or reject), its choices, and what its deadline does. */
+const questionFacts = z.object({
+  text: z.nullable(z.string()), choices: z.array(z.string()), on_deadline: z.enum(["fail", "approve", "reject", "escalate"]),
+});
+
+export const webhookEventSchema = z.discriminatedUnion("type", [
+  /** A runner parked the message for a person, with its question; at `park_deadline` (null: it waits) the question's on_deadline happens unless answered. */
+  z.object({ ...eventBase, type: z.literal("message.parked"), message: z.object({ ...messageBase, park_deadline: z.nullable(millis), question: z.optional(questionFacts) }) }),
+  /** Nobody answered by the deadline of a question whose on_deadline is escalate: it waits until the new `park_deadline`. */
+  z.object({ ...eventBase, type: z.literal("message.escalated"), message: z.object({ ...messageBase, park_deadline: z.nullable(millis), question: questionFacts }) }),
+  /** The message parked because an effect's outcome is unknown: a person says done or redo for `waiting_on`. */
+  z.object({
+    ...eventBase, type: z.literal("message.outcome_unknown"),
+    message: z.object({ ...messageBase, park_deadline: z.nullable(millis), waiting_on: z.string() }),
+  }),
+  /** The message failed for good (attempts used up, or its park deadline passed). */
+  z.object({ ...eventBase, type: z.literal("message.failed"), message: z.object({ ...messageBase, error: z.nullable(z.string()) }) }),
+  /** The agent has had no leaseholder since `no_holder_since`, for longer than `after_seconds`; once per outage. */
+  z.object({ ...eventBase, type: z.literal("agent.no_holder"), no_holder_since: millis, after_seconds: count }),
+]);
+
+export type WebhookConfigBody = z.infer<typeof webhookConfigSchema>;
+export type WebhookView = z.infer<typeof webhookViewSchema>;
+export type WebhookReport = z.infer<typeof webhookReportSchema>;
+export type WebhookEvent = z.infer<typeof webhookEventSchema>;
