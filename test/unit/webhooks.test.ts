@@ -16,13 +16,20 @@ import { webhookConfigSchema, webhookEventSchema } from "../../worker/wire/webho
 import { ROOT } from "../e2e/wrangler-dev.ts";
 
 const row = (over: Partial<MessageFacts>): MessageFacts => ({
-  id: 4, status: "parked", text: "deploy v2", attempts: 1, expires_at: null, pending_ask: null, error: null, ...over,
+  id: 4, status: "parked", text: "deploy v2", attempts: 1, expires_at: null, pending_ask: null, error: null, question: null, on_deadline: null, ...over,
 });
 
 describe("events from status changes", () => {
   it.each([
     ["running → parked: message.parked with its park deadline", "running", row({ status: "parked", expires_at: 9000 }),
-      { type: "message.parked", message: { id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 1, park_deadline: 9000 } }],
+      { type: "message.parked", message: {
+        id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 1, park_deadline: 9000, question: { text: null, choices: [], on_deadline: "fail" },
+      } }],
+    ["running → parked with a question: message.parked with its text, choices and deadline action", "running",
+      row({ status: "parked", expires_at: 9000, question: JSON.stringify({ text: "Ship?", choices: ["ship", "hold"] }), on_deadline: "escalate" }),
+      { type: "message.parked", message: {
+        id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 1, park_deadline: 9000, question: { text: "Ship?", choices: ["ship", "hold"], on_deadline: "escalate" },
+      } }],
     ["running → parked with an unknown outcome: message.outcome_unknown only", "running", row({ status: "parked", pending_ask: "charge" }),
       { type: "message.outcome_unknown", message: { id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 1, park_deadline: null, waiting_on: "charge" } }],
     ["running → failed: message.failed with its error", "running", row({ status: "failed", error: "exit 3", attempts: 5 }),
