@@ -313,6 +313,11 @@ export class WorkLoop {
     }
     const frame = { type: "reply" as const, id: msg.id, ...this.lease(msg, fence), key: `${msg.id}:reply`, ...body, req: deps.nextReq() };
     const answer = await this.postOrAnswer(frame, run);
+    if (answer instanceof CoordinatorError && answer.code === "question_open") {
+      // The run asked a person (a served command's `baton ask`) and finished anyway: it waits for the answer instead.
+      await this.park(run, {}).catch((error: unknown) => deps.event({ type: "handler_failed", id: msg.id, error }));
+      return;
+    }
     if (answer instanceof CoordinatorError && answer.code === "outcome_unknown") {
       // An effect of this attempt began and never recorded its outcome: the attempt fails, and the message waits for a person.
       await this.post({ type: "fail", id: msg.id, token: this.token(msg), reason: truncateUtf8(answer.message, LIMITS.failReasonChars), req: deps.nextReq() }, run);
@@ -391,6 +396,7 @@ export class WorkLoop {
   private async askPerson(run: Run, question: string, options: AskOptions): Promise<PersonAnswer> {
     const name = options.name ?? `ask:${++run.asks}`;
     checkStepName(name);
+    if (options.onDeadline !== undefined && options.deadlineSeconds === undefined) throw new TypeError("ask: onDeadline needs deadlineSeconds");
     const answered = run.journal.get(name);
     if (answered?.status === "done") return (await this.valueOf(run, answered)) as PersonAnswer;
     await this.park(run, {

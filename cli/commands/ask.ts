@@ -3,11 +3,13 @@
 // the run's token and exits 75, which parks the message with it; when a person answers, the command
 // runs again from the top, and this time `baton ask` prints the choice (the text is in
 // BATON_RESUME_INPUT, the choice also in BATON_RESUME_CHOICE) and exits 0. A rejected message
-// never runs again.
+// never runs again. Scripts write `choice=$(baton ask …) || exit $?`: an assignment alone does not
+// stop on 75 (the coordinator refuses to finish a run whose question is open, and serve parks it).
 import { requestJson } from "../../client/http.ts";
 import { LIMITS, questionSchema } from "../../worker/wire/protocol.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
-import { UsageError } from "../lib/errors.ts";
+import { createHash } from "node:crypto";
+import { CLIError, UsageError } from "../lib/errors.ts";
 import { PARK_EXIT_CODE } from "../lib/serve-handler.ts";
 import { currentRun, stepName } from "./step.ts";
 import * as z from "zod/mini";
@@ -23,7 +25,7 @@ export default defineCommand({
     choices: { type: "string", value: "A,B", description: "what the person picks from (default: approve or reject)" },
     deadline: { type: "string", value: "SECONDS", description: "if nobody answers by then, --on-deadline decides" },
     "on-deadline": { type: "string", value: "ACTION", description: "fail (default), approve, reject, or escalate (notify again and wait)" },
-    name: { type: "string", value: "NAME", description: "the journal name the answer is kept under (default: ask)" },
+    name: { type: "string", value: "NAME", description: "the journal name the answer is kept under (default: ask: and a hash of the question and its choices)" },
   },
   exitCodes: [
     { code: 0, meaning: "answered: the choice is printed" },
@@ -31,7 +33,9 @@ export default defineCommand({
   ],
   async run({ args, options }) {
     const run = currentRun("ask", options);
-    const name = stepName(options.name ?? "ask");
+    const choices = options.choices === undefined ? undefined : options.choices.split(",").map((c) => c.trim()).filter(Boolean);
+    // Each question its own journal name, so a second question is never answered with the first one's answer.
+    const name = stepName(options.name ?? `ask:${createHash("sha256").update(JSON.stringify([args[0], choices ?? null])).digest("hex").slice(0, 16)}`);
     const onDeadline = options["on-deadline"];
     if (onDeadline !== undefined && !(ON_DEADLINE as readonly string[]).includes(onDeadline)) throw new UsageError(`--on-deadline takes ${ON_DEADLINE.join(", ")}`);
     if (onDeadline !== undefined && options.deadline === undefined) throw new UsageError("--on-deadline needs --deadline");
@@ -39,14 +43,18 @@ export default defineCommand({
     const deadline = options.deadline === undefined ? undefined : numberOption(options.deadline, "deadline", { min, max, integer: true, unit: "seconds" });
     const question = questionSchema.safeParse({
       text: args[0], step: name,
-      ...(options.choices === undefined ? {} : { choices: options.choices.split(",").map((c) => c.trim()).filter(Boolean) }),
+      ...(choices === undefined ? {} : { choices }),
       ...(onDeadline === undefined ? {} : { on_deadline: onDeadline }),
     });
     if (!question.success) throw new UsageError(`bad question: ${z.prettifyError(question.error)}`);
     const answered = await run.get(name);
     if (answered?.status === "done") {
       const value = answered.value as { choice?: unknown } | null;
-      process.stdout.write(`${typeof value?.choice === "string" ? value.choice : ""}\n`);
+      const choice = typeof value?.choice === "string" ? value.choice : "";
+      if (!(choices ?? ["approve"]).includes(choice)) {
+        throw new CLIError(`the answer kept under ${name} (${JSON.stringify(choice)}) is not one this question offers; give each question its own --name`);
+      }
+      process.stdout.write(`${choice}\n`);
       return;
     }
     const { agent, id, token, runKey } = run.proof;

@@ -1,6 +1,7 @@
 // `baton history AGENT [--after ID] [--limit N]`: the agent's messages with status, attempts and replies.
 import { requestJson } from "../../client/http.ts";
 import { messagePageSchema } from "../../worker/wire/http-responses.ts";
+import { printable } from "../lib/printable.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
@@ -33,12 +34,12 @@ export default defineCommand({
     for (const m of page.messages) {
       const resume = m.waiting_on !== null
         ? `${unknownOutcomeReason(m.waiting_on)}: baton resume ${agent} ${m.id} --done | --redo`
-        : `${m.question?.text ? `asks: ${oneLine(m.question.text, 60)}; ` : ""}baton approve|reject ${agent} ${m.id}`;
+        : `${m.question?.text ? `asks: ${printable(oneLine(m.question.text, 60))}; ` : ""}baton approve|reject ${agent} ${m.id}`;
       const lease = m.status === "running" ? ` token ${m.token}` : m.status === "parked" ? ` (${resume})` : "";
       const where = m.machine === null ? "" : ` on ${m.machine}`;
       process.stdout.write(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${where}${lease}  ${oneLine(m.text)}\n`);
       if (m.steps.length > 0) process.stdout.write(`       steps: ${oneLine(m.steps.map((s) => `${s.name} ${s.status === "done" ? "done" : "unknown"}`).join(", "), REPLY_CHARS)}\n`);
-      for (const a of m.answers) process.stdout.write(`       answered ${a.choice}${a.text ? ` ${JSON.stringify(oneLine(a.text, 60))}` : ""} by ${a.token} (${a.account}, ${a.via}) at ${new Date(a.at).toISOString()}\n`);
+      for (const a of m.answers) process.stdout.write(`       answered ${printable(a.choice)}${a.text ? ` ${JSON.stringify(oneLine(a.text, 60))}` : ""} by ${a.token} (${a.account}, ${a.via}) at ${new Date(a.at).toISOString()}\n`);
       if (m.reply !== null) process.stdout.write(`       reply: ${oneLine(m.reply, REPLY_CHARS)}\n`);
       if (m.reply_blob !== null) {
         process.stdout.write(`       reply: ${m.reply_blob.bytes} bytes, kept in R2\n`);

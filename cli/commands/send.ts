@@ -2,6 +2,7 @@
 // saying so when nobody serves the agent (the message then waits in the queue).
 import { requestJson, type Connection } from "../../client/http.ts";
 import { replyText } from "../../client/run-journal.ts";
+import { printable, shellWord } from "../lib/printable.ts";
 import { messageViewSchema, presenceSchema, type MessageView } from "../../worker/wire/http-responses.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
@@ -65,12 +66,12 @@ export default defineCommand({
       if (m.status === "parked") {
         if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
         process.stderr.write(waitingFor(agent, m));
-        throw new CLIError(`message ${sent.id} waits for a person; run \`baton send\` --wait again after answering, or \`baton show ${agent} ${sent.id}\``, SEND_EXIT.parked);
+        throw new CLIError(`message ${sent.id} waits for a person; once answered, \`baton show ${agent} ${sent.id}\` prints its reply (sending again would post it twice)`, SEND_EXIT.parked);
       }
       if (m.status === "rejected") {
         if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
         const last = m.answers.at(-1);
-        throw new CLIError(`message ${sent.id} was rejected${last ? ` by ${last.token} (${last.account})${last.text ? `: ${last.text}` : ""}` : ""}`, SEND_EXIT.rejected);
+        throw new CLIError(`message ${sent.id} was rejected${last ? ` by ${last.token} (${last.account})${last.text ? `: ${printable(last.text)}` : ""}` : ""}`, SEND_EXIT.rejected);
       }
       if (m.status === "failed") {
         if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
@@ -104,8 +105,8 @@ export function waitingFor(agent: string, m: MessageView): string {
     return `baton: message ${m.id} parked: ${unknownOutcomeReason(m.waiting_on)}; did it happen?\n  baton resume ${agent} ${m.id} --done [OUTCOME]   or   baton resume ${agent} ${m.id} --redo\n`;
   }
   const q = m.question;
-  const asked = q?.text ? `: ${q.text}` : " for approval";
-  const choices = q && q.choices.length > 0 ? q.choices.map((c) => `baton answer ${agent} ${m.id} ${c} [TEXT]`) : [`baton approve ${agent} ${m.id} [TEXT]`];
+  const asked = q?.text ? `: ${printable(q.text)}` : " for approval";
+  const choices = q && q.choices.length > 0 ? q.choices.map((c) => `baton answer ${agent} ${m.id} ${shellWord(c)} [TEXT]`) : [`baton approve ${agent} ${m.id} [TEXT]`];
   const deadline = q?.deadline ? `\n  (by ${new Date(q.deadline).toISOString()}, then: ${q.on_deadline})` : "";
   return `baton: message ${m.id} parked, waiting for a person${asked}\n${[...choices, `baton reject ${agent} ${m.id} [REASON]`].map((c) => `  ${c}`).join("\n")}${deadline}\n`;
 }

@@ -3,6 +3,7 @@
 // answer when an effect's outcome is unknown.
 import { requestJson } from "../../client/http.ts";
 import { replyText } from "../../client/run-journal.ts";
+import { printable, shellWord } from "../lib/printable.ts";
 import { messageViewSchema, type MessageView } from "../../worker/wire/http-responses.ts";
 import { unknownOutcomeReason } from "../../worker/wire/protocol.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
@@ -36,11 +37,11 @@ export default defineCommand({
         ? [`  parked      ${unknownOutcomeReason(m.waiting_on)}: did it happen? baton resume ${agent} ${m.id} --done [OUTCOME] | --redo`]
         : []),
       ...(m.status === "parked" && m.waiting_on === null
-        ? [`  parked      ${m.question?.text ? `asks: ${m.question.text}` : "for approval"}${m.expires_at ? `, until ${at(m.expires_at)} (then ${m.question?.on_deadline ?? "fail"})` : ", with no deadline"}`,
-          `  answer      ${m.question?.choices.length ? m.question.choices.map((c) => `baton answer ${agent} ${m.id} ${c} [TEXT]`).join(" | ") : `baton approve ${agent} ${m.id} [TEXT]`} | baton reject ${agent} ${m.id} [REASON]`]
+        ? [`  parked      ${m.question?.text ? `asks: ${printable(m.question.text)}` : "for approval"}${m.expires_at ? `, until ${at(m.expires_at)} (then ${m.question?.on_deadline ?? "fail"})` : ", with no deadline"}`,
+          `  answer      ${m.question?.choices.length ? m.question.choices.map((c) => `baton answer ${agent} ${m.id} ${shellWord(c)} [TEXT]`).join(" | ") : `baton approve ${agent} ${m.id} [TEXT]`} | baton reject ${agent} ${m.id} [REASON]`]
         : []),
       ...(m.status === "rejected" ? ["  rejected    it will not run again"] : []),
-      ...m.answers.map((a) => `  answered    ${at(a.at)} ${a.choice}${a.text ? ` ${JSON.stringify(a.text)}` : ""} by ${a.token} (${a.account}, ${a.via})`),
+      ...m.answers.map((a) => `  answered    ${at(a.at)} ${printable(a.choice)}${a.text ? ` ${JSON.stringify(a.text)}` : ""} by ${a.token} (${a.account}, ${a.via})`),
       ...(m.status === "queued" && m.retry_at ? [`  retried     from ${at(m.retry_at)}`] : []),
       ...(m.status === "acknowledged" ? [`  done        ${at(m.acked_at)} under token ${m.acked_token ?? "-"} (fence ${m.acked_fence ?? "-"})`] : []),
       ...(m.error ? [`  ${m.status === "failed" ? "failed     " : "last error "} ${m.error}`] : []),

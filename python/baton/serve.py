@@ -854,6 +854,13 @@ class _Serve:
             return
         answer = await self._post({"type": "reply", "id": run.id, "token": token, "key": f"{run.id}:reply", **body,
                                    "req": self._next_req()}, run, False)
+        if isinstance(answer, CoordinatorError) and answer.code == "question_open":
+            # The run asked a person and finished anyway: it waits for the answer instead.
+            try:
+                await self._park(run, None, None)
+            except Exception as exc:  # the lease went meanwhile: nothing more to do for this run
+                self._event(type="handler_failed", id=run.id, error=exc)
+            return
         if isinstance(answer, CoordinatorError) and answer.code == "outcome_unknown":
             # An effect of this attempt began and never recorded its outcome: the attempt fails, and the message waits for a person.
             await self._post({"type": "fail", "id": run.id, "token": token, "reason": _error_text(answer),

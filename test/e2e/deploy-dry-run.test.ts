@@ -10,9 +10,9 @@ import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "./wrangler-dev.ts";
 
-/** The README says "260 KiB (67 KiB gzipped)"; past this budget someone added weight on purpose or by mistake. */
-const BUNDLE_BUDGET_BYTES = 288 * 1024;
-const GZIP_BUDGET_BYTES = 72 * 1024;
+/** The README says "285 KiB (73 KiB gzipped)"; past this budget someone added weight on purpose or by mistake. */
+const BUNDLE_BUDGET_BYTES = 320 * 1024;
+const GZIP_BUDGET_BYTES = 80 * 1024;
 
 describe("wrangler deploy --dry-run", () => {
   it("bundles the worker with its three object classes, within the size budget", async () => {

@@ -63,6 +63,29 @@ describe("a person in the loop through baton serve", () => {
     expect(runBaton(["answer", agent, String(id), "hold"], { BATON_URL: fx.dev.url }).code).toBe(1);
   });
 
+  it("a script that goes on after baton ask without || exit still waits for each answer, first question first, and gets each answer back", async () => {
+    const agent = uniqueAgent("noexit");
+    const { dir, command, env } = shellAgent([
+      "set +e",
+      `first=$(baton ask "First: staging?" --choices yes,no)`,
+      `second=$(baton ask "Second: PRODUCTION?" --choices ship,hold)`,
+      `echo "first=$first second=$second"`,
+    ].join("\n"));
+    const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
+    fx.started.push(a);
+    await a.waitFor(/holder/);
+    const id = await postMessage(fx.dev.url, agent, "two gates");
+    const asked = (m: unknown) => (m as { question?: { text?: string } | null }).question?.text;
+    const one = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked", 20_000);
+    expect(asked(one)).toBe("First: staging?");
+    expect(runBaton(["answer", agent, String(id), "yes"], { BATON_URL: fx.dev.url }).code).toBe(0);
+    const two = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked" && asked(m) === "Second: PRODUCTION?", 20_000);
+    expect(two.attempts).toBe(2);
+    expect(runBaton(["answer", agent, String(id), "ship"], { BATON_URL: fx.dev.url }).code).toBe(0);
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done.reply?.trim()).toBe("first=yes second=ship");
+  });
+
   it("baton reject ends a parked message as rejected: it never runs again, and history shows the answer and who gave it", async () => {
     const agent = uniqueAgent("reject");
     const { dir, command, env } = shellAgent([`baton ask "Delete the old bucket?" >/dev/null`, `echo ran >> "$WORK/ran.log"`].join("\n"));

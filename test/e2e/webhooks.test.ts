@@ -102,7 +102,10 @@ describe("webhooks", () => {
     expect(event).toEqual({
       id: delivery!.headers["baton-event-id"], type: "message.parked", created_at: expect.any(Number), account: "dev", agent,
       link: `${fx.dev.url}/#agent=${agent}&message=${id}`,
-      message: { id, text_preview: "approve the deploy of v2", text_truncated: false, attempts: 1, park_deadline: null },
+      message: {
+        id, text_preview: "approve the deploy of v2", text_truncated: false, attempts: 1, park_deadline: null,
+        question: { text: null, choices: [], on_deadline: "fail" },
+      },
     });
     await expect.poll(() => webhookReport(agent)).toMatchObject({ configured: "agent", host: new URL(hook.url).host, pending: 0, delivered: 1, last_status: 200 });
   });

@@ -106,13 +106,18 @@ describe("a message's own lease", () => {
     expect(answer({ ...parked, pendingAsk: "pay" }, { choice: "approve", text: null }, null, 10)).toMatchObject({ ok: false, code: "outcome_unknown" });
   });
 
-  it("a question's deadline does what it says: fail, approve, reject, or wait once more (escalate)", () => {
+  it("a question's deadline does what it says: fail, approve, reject, or wait once more (escalate, at most once a minute)", () => {
     const asked = (onDeadline: "fail" | "approve" | "reject" | "escalate") => park(lease(msg(1), "a", 1, 0, pool), 1000, 5000, onDeadline);
     expect(expireDue([asked("fail")], 6000, pool)[0]).toMatchObject({ status: "failed" });
     expect(expireDue([asked("approve")], 6000, pool)[0]).toMatchObject({ status: "queued", onDeadline: null, expiresAt: null });
     expect(expireDue([asked("reject")], 6000, pool)[0]).toMatchObject({ status: "rejected" });
-    expect(expireDue([asked("escalate")], 6100, pool)[0]).toMatchObject({ status: "parked", expiresAt: 11_100, onDeadline: "escalate" });
+    expect(expireDue([asked("escalate")], 6100, pool)[0]).toMatchObject({ status: "parked", expiresAt: 66_100, onDeadline: "escalate" });
     expect(expireDue([asked("approve")], 5999, pool)).toEqual([]);
+  });
+
+  it("a group with a running message takes no other, even an older one queued again by a retry", () => {
+    const open = [msg(1, { group: "g" }), msg(2, { group: "g", status: "running", runner: "a" }), msg(3, { group: "h" })];
+    expect(planDispatch(open, [{ id: "a", free: 3 }], pool)).toEqual([{ id: 3, runner: "a" }]);
   });
 
   it("a failed message is retried with a fresh set of attempts; nothing else is", () => {

@@ -3,10 +3,10 @@
 // approve or a choice queues the message with the answer as its resume input, choice and journal
 // step; reject ends it as `rejected`; answering twice or after the deadline is 409; a deadline
 // answers by itself (approve, reject), fails the message, or waits again (escalate).
-import { SELF } from "cloudflare:test";
+import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { auth, BASE, call, claimant, message, post, presence, sleep, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { auth, BASE, call, claimant, message, post, presence, sleep, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
 
@@ -108,5 +108,46 @@ describe("questions", () => {
     const retried = await answerFrom("page", `/agents/${agent}/messages/${id}/retry`, {});
     expect(retried).toMatchObject({ status: 200, body: { answers: [expect.objectContaining({ choice: "retry", via: "page" })] } });
     expect(await run(a.sock, id)).toMatchObject({ attempt: 1 });
+  });
+
+  it("a run that asked (baton ask) cannot finish before the answer: its reply is question_open and a resume is refused too", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "ship?");
+    const m = await run(a.sock, id);
+    await call("POST", `/agents/${agent}/messages/${id}/ask`, { token: m.token, run_key: m.run_key, question: { text: "Ship v2?" } });
+    expect(await write(a.sock, { type: "reply", id, token: m.token, key: `${id}:reply`, text: "SHIPPED" })).toMatchObject({ type: "error", code: "question_open" });
+    expect(await message(agent, id)).toMatchObject({ status: "running", reply: null });
+    await write(a.sock, { type: "park", id, token: m.token });
+    const resumed = await call("POST", `/agents/${agent}/messages/${id}/resume`, { input: "yes please" });
+    expect(resumed).toMatchObject({ status: 409, body: { error: "question_open" } });
+    expect(await message(agent, id)).toMatchObject({ status: "parked", answers: [], question: { text: "Ship v2?" } });
+  });
+
+  it("a question's choices are distinct and never reject, and its text has no control characters; such a park is refused and changes nothing", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "pick");
+    const m = await run(a.sock, id);
+    for (const question of [{ text: "Pick", choices: ["a", "a"] }, { text: "Pick", choices: ["ok", "reject"] }, { text: "Pick\u001b]0;pwned\u0007" }]) {
+      expect(await write(a.sock, { type: "park", id, token: m.token, question })).toMatchObject({ type: "error", code: "bad_frame" });
+    }
+    expect(await message(agent, id)).toMatchObject({ status: "running" });
+    expect(await write(a.sock, { type: "park", id, token: m.token, question: { text: "Line one\n\tline two" } })).toMatchObject({ op: "park" });
+  });
+
+  it("a deadline that would approve a question whose journal is full fails the message, saying why, instead of asking for ever", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "renew");
+    const m = await run(a.sock, id);
+    await runInDurableObject(stubFor(agent), (_i, state) => {
+      for (let i = 0; i < 1000; i++) {
+        state.storage.sql.exec(`INSERT INTO message_steps (message_id, name, kind, status, value, attempt, token, at) VALUES (?, ?, 'step', 'done', '1', 1, ?, ?)`, id, `s${i}`, m.token, i);
+      }
+    });
+    await write(a.sock, { type: "park", id, token: m.token, question: { text: "Renew?", on_deadline: "approve", step: "ask:1" }, deadline_seconds: 1 });
+    await sleep(1500);
+    expect(await message(agent, id)).toMatchObject({ status: "failed", error: expect.stringMatching(/journal is full/) });
   });
 });

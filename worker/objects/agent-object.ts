@@ -477,11 +477,14 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     }
     this.store.saveClaimCounter(plan.claimCounter);
     leases.policies.saveTokenCounter(plan.tokenCounter);
+    /** Messages the plan queued that failed instead as they were stored: not handed out. */
+    const failedInstead = new Set<number>();
     for (const t of plan.takeBacks) {
       // The reason first, so a message.failed event made by the save carries it.
       if (t.error !== null) messages.recordFailure(t.lease.id, t.error);
-      if (t.deadline === "approve" || t.deadline === "reject") leases.answeredByDeadline(t.lease, t.deadline, now);
-      else {
+      if (t.deadline === "approve" || t.deadline === "reject") {
+        if (!leases.answeredByDeadline(t.lease, t.deadline, now)) failedInstead.add(t.lease.id);
+      } else {
         const saved = messages.saveLease(t.lease);
         // Still parked, so no status change tells anyone: the escalation is its own event.
         if (t.deadline === "escalate") this.webhooks.enqueue(escalationEvent(saved), now);
@@ -502,6 +505,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       });
     }
     for (const h of plan.handOuts) {
+      if (failedInstead.has(h.lease.id)) continue;
       const runner = conns[h.to]!;
       const stored: StoredMessage = messages.saveLease(h.lease, { fence: plan.lease.fence, machine: runner.state.machine, runKey: randomHex128() });
       this.desk.push(runner, stored, true);

@@ -71,7 +71,7 @@ const REPORTED_FAILED = 10;
 
 export type ResumeOutcome =
   | { ok: true; message: StoredMessage }
-  | { ok: false; status: 400 | 404 | 409 | 413; code: "not_found" | "not_parked" | "outcome_unknown" | "bad_request" | "too_large"; message: string };
+  | { ok: false; status: 400 | 404 | 409 | 413; code: "not_found" | "not_parked" | "outcome_unknown" | "bad_request" | "too_large" | "question_open"; message: string };
 
 export class MessageLeases {
   readonly policies: RunPolicyStore;
@@ -146,6 +146,12 @@ export class MessageLeases {
         if (m.pendingAsk !== null) {
           // Finishing now would close the question nobody answered: the attempt must fail, and the message waits for a person.
           send(socket.ws, errorFrame("outcome_unknown", `${unknownOutcomeReason(m.pendingAsk)}: message ${m.id} cannot finish before a person answers; fail the attempt`, frame.req));
+          return false;
+        }
+        const asked = questionOf(stored, frame.token);
+        if (asked !== null) {
+          // This run asked a person (`baton ask`) and went on without the answer: it parks instead of finishing.
+          send(socket.ws, errorFrame("question_open", `message ${m.id} asked "${asked.text.slice(0, 200)}" and nobody has answered: it cannot finish; park it`, frame.req));
           return false;
         }
         const write = { id: m.id, fence, key };
@@ -302,6 +308,11 @@ export class MessageLeases {
     if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
     const result = resume(leaseOf(stored), now, outcome);
     if (!result.ok) return { ...result, status: result.code === "bad_request" ? 400 : 409 };
+    const asked = stored.pending_ask === null ? questionOf(stored) : null;
+    if (asked !== null) {
+      // A resume would lose the answer the run waits for, and it would only ask again.
+      return { ok: false, status: 409, code: "question_open", message: `message ${id} asks "${asked.text.slice(0, 200)}": answer it with approve, answer or reject` };
+    }
     const unknown = stored.pending_ask;
     if (unknown !== null && outcome === "redo") this.steps.forget(id, unknown);
     if (unknown !== null && outcome === "done") {
@@ -341,15 +352,26 @@ export class MessageLeases {
     return { ok: true, message: this.messages.get(id)! };
   }
 
-  /** A parked message whose deadline answered for the person (approve, reject): recorded as answered by the deadline. */
-  answeredByDeadline(after: MessageLease, choice: "approve" | "reject", now: number): void {
+  /**
+   * A parked message whose deadline answered for the person (approve, reject): recorded as answered
+   * by the deadline. False when it could not be (its journal is full): it failed instead, and the
+   * plan's hand-out of it must not happen.
+   */
+  answeredByDeadline(after: MessageLease, choice: "approve" | "reject", now: number): boolean {
     const stored = this.messages.get(after.id);
-    if (!stored) return;
+    if (!stored) return false;
     const asked = questionOf(stored);
     const reply = { choice, text: null };
-    if (asked?.step && choice === "approve") this.recordAnswerStep(stored, asked.step, reply, DEADLINE, now);
+    const refused = asked?.step && choice === "approve" ? this.recordAnswerStep(stored, asked.step, reply, DEADLINE, now) : null;
+    if (refused !== null) {
+      // Without the answer in its journal the run would only ask again: the message fails, saying why.
+      this.messages.recordFailure(after.id, `its deadline answered approve, but its journal is full: ${refused.message}`);
+      this.settle(stored, { ...after, status: "failed" }, reply, now, false);
+      return false;
+    }
     this.messages.recordAnswer(after.id, { at: now, choice, text: null, question: asked?.text ?? null, ...DEADLINE });
     this.settle(stored, after, reply, now, true);
+    return true;
   }
 
   /** A failed message queued again by a person, with a fresh set of attempts. */
@@ -367,7 +389,9 @@ export class MessageLeases {
   ask(id: number, token: number, writer: Writer, question: Question, deadlineSeconds: number | null, now: number): Refusal | { ok: true; id: number; token: number } {
     const run = this.checkRun(id, token, writer, now);
     if (!run.ok) return run;
-    this.messages.ask(id, { ...storedQuestion(question, token, now), deadline_seconds: deadlineSeconds });
+    // A run that goes on asking after its first question (no `|| exit`) still parks on the first one.
+    const open = questionOf(this.messages.get(id)!, token);
+    if (open === null || open.step === (question.step ?? null)) this.messages.ask(id, { ...storedQuestion(question, token, now), deadline_seconds: deadlineSeconds });
     return { ok: true, id, token };
   }
 

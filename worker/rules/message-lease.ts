@@ -15,6 +15,9 @@ export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "
 /** What a question's deadline does when nobody answered it: fail the message, answer for the person, or ask again. */
 export type OnDeadline = "fail" | "approve" | "reject" | "escalate";
 
+/** The shortest wait between two escalations of one question. */
+export const ESCALATE_EVERY_MS = 60_000;
+
 export interface MessageLease {
   id: number;
   status: MessageStatus;
@@ -89,6 +92,8 @@ export function planDispatch(
   let running = open.filter((m) => m.status === "running").length;
   const blocked = new Set<string>();
   const plan: Assignment[] = [];
+  // A group with a running message takes no other, even an older one queued again (a retry).
+  for (const m of open) if (m.status === "running" && m.group !== null) blocked.add(m.group);
   for (const m of [...open].sort((a, b) => a.id - b.id)) {
     if (!isOpen(m)) continue;
     if (m.group !== null) {
@@ -210,7 +215,7 @@ export function answer(m: MessageLease, reply: Answer, choices: readonly string[
   return { ok: true, message: { ...m, ...settled, status: reply.choice === "reject" ? "rejected" : "queued" } };
 }
 
-/** A failed (or rejected) message queued again by a person: a fresh set of attempts. */
+/** A failed message queued again by a person: a fresh set of attempts (its attempt numbers start again; its tokens keep growing). */
 export function retry(m: MessageLease): { ok: true; message: MessageLease } | { ok: false; code: "bad_request"; message: string } {
   if (m.status !== "failed") return { ok: false, code: "bad_request", message: `message ${m.id} is ${m.status}; only a failed message is retried` };
   return { ok: true, message: { ...m, status: "queued", attempts: 0, runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null } };
@@ -273,7 +278,8 @@ export function parkDeadline(m: MessageLease, now: number): MessageLease {
     case "reject":
       return { ...m, ...settled, status: "rejected" };
     case "escalate":
-      return { ...m, expiresAt: now + (m.parkMs ?? 0) };
+      // People are told again at most once a minute, however short the question's deadline.
+      return { ...m, expiresAt: now + Math.max(m.parkMs ?? 0, ESCALATE_EVERY_MS) };
     default:
       return { ...m, ...settled, status: "failed" };
   }

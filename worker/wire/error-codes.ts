@@ -26,6 +26,7 @@ export const ERROR_CODES = [
   "not_parked",
   "outcome_unknown",
   "effect_in_progress",
+  "question_open",
   "no_holder",
   "upgrade_required",
   "not_configured",

@@ -68,6 +68,8 @@ export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  * characters (escape sequences, bidi overrides), so a label cannot rewrite what an operator sees.
  */
 export const MACHINE_LABEL = /^[^\p{Cc}\p{Cf}]+$/u;
+/** A question's text: printable, lines and tabs allowed. */
+const QUESTION_TEXT = /^(?:[^\p{Cc}\p{Cf}]|[\n\t])+$/u;
 /** Step and effect names: 1-128 chars of letters, digits, '.', '_', ':' or '-', starting with a letter or digit (they are a path segment). */
 export const STEP_NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 /** Runner ids: 1-64 chars of letters, digits, '.', '_' or '-' (serve uses a random UUID per process). */
@@ -108,8 +110,11 @@ const parkDeadlineSeconds = z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min),
  * journal step the answer is recorded under, so a handler run again from the top gets it back.
  */
 export const questionSchema = z.strictObject({
-  text: z.string().check(z.minLength(1), z.maxLength(LIMITS.questionChars)),
-  choices: z.optional(z.array(choice).check(z.minLength(1), z.maxLength(LIMITS.choices))),
+  // Read by a person on a page or a terminal: no control or format characters but newline and tab.
+  text: z.string().check(z.minLength(1), z.maxLength(LIMITS.questionChars), z.regex(QUESTION_TEXT)),
+  // Reject is always offered and always ends the message, so it is no choice of the question's.
+  choices: z.optional(z.array(choice).check(z.minLength(1), z.maxLength(LIMITS.choices),
+    z.refine((cs) => new Set(cs).size === cs.length && !cs.includes("reject"), { error: "choices are distinct, and reject is always offered (not one of them)" }))),
   on_deadline: z.optional(z.enum(["fail", "approve", "reject", "escalate"])),
   step: z.optional(stepName),
 });
