@@ -327,7 +327,7 @@ export class MessageLeases {
     this.messages.recordAnswer(id, { at: now, choice: outcome ?? "resume", text: input, question: unknown === null ? questionOf(stored)?.text ?? null : unknownOutcomeReason(unknown), ...by });
     // Several effects may have been left unknown: each is answered in turn, and the message stays parked until none is.
     if (unknown !== null && this.noteOpenAsk(id, unknown) !== null) return { ok: true, message: this.messages.get(id)! };
-    this.settle(stored, result.message, { choice: "resume", text: input }, now, false);
+    this.settle(stored, result.message, { choice: "resume", text: input }, false);
     return { ok: true, message: this.messages.get(id)! };
   }
 
@@ -348,7 +348,7 @@ export class MessageLeases {
       if (recorded !== null) return recorded;
     }
     this.messages.recordAnswer(id, { at: now, choice: reply.choice, text: reply.text, question: asked?.text ?? null, ...by });
-    this.settle(stored, result.message, reply, now, true);
+    this.settle(stored, result.message, reply, true);
     return { ok: true, message: this.messages.get(id)! };
   }
 
@@ -366,11 +366,11 @@ export class MessageLeases {
     if (refused !== null) {
       // Without the answer in its journal the run would only ask again: the message fails, saying why.
       this.messages.recordFailure(after.id, `its deadline answered approve, but its journal is full: ${refused.message}`);
-      this.settle(stored, { ...after, status: "failed" }, reply, now, false);
+      this.settle(stored, { ...after, status: "failed" }, reply, false);
       return false;
     }
     this.messages.recordAnswer(after.id, { at: now, choice, text: null, question: asked?.text ?? null, ...DEADLINE });
-    this.settle(stored, after, reply, now, true);
+    this.settle(stored, after, reply, true);
     return true;
   }
 
@@ -407,7 +407,7 @@ export class MessageLeases {
   }
 
   /** Stores a parked message as answered: the question is closed, and a queued one carries the answer to its next attempt. */
-  private settle(stored: StoredMessage, after: MessageLease, reply: Answer, _now: number, withChoice: boolean): void {
+  private settle(stored: StoredMessage, after: MessageLease, reply: Answer, withChoice: boolean): void {
     this.messages.ask(stored.id, null);
     if (after.status === "queued") {
       this.messages.setResumeInput(stored.id, reply.text);
