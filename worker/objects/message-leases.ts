@@ -8,7 +8,9 @@ import {
 import { runnerOf } from "../rules/agent-plan.ts";
 import { decideStepWrite, pendingAsk, unknownOutcomeReason, type BlobRef, type StepRecord, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
 import { send, type ConnState } from "./connections.ts";
-import { leaseOf, type AnswerRecord, type MessageStore, type RunRow, type StoredMessage, type StoredQuestion, type StoredValue } from "./message-store.ts";
+import {
+  leaseOf, questionOf, type AnswerRecord, type MessageStore, type RunRow, type StoredMessage, type StoredQuestion, type StoredValue,
+} from "./message-store.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
 import type { StepStore } from "./step-store.ts";
 import type { BlobStore } from "./blob-store.ts";
@@ -56,13 +58,6 @@ const DEADLINE: Answerer = { account: "baton", token: "deadline", via: "deadline
 
 function storedQuestion(q: Question, token: number, now: number): StoredQuestion {
   return { text: q.text, choices: q.choices ?? null, step: q.step ?? null, on_deadline: q.on_deadline ?? null, token, asked_at: now };
-}
-
-/** The message's stored question; with `token`, only one the attempt of that token asked. */
-function questionOf(m: Pick<StoredMessage, "question">, token?: number): StoredQuestion | null {
-  if (m.question === null) return null;
-  const q = JSON.parse(m.question) as StoredQuestion;
-  return token === undefined || q.token === token ? q : null;
 }
 
 const REPORTED_RUNNING = 50;

@@ -195,11 +195,6 @@ export class MessageStore {
       SELECT rowid FROM message_answers WHERE message_id = ? ORDER BY at DESC, rowid DESC LIMIT ?)`, id, id, ANSWERS_KEPT);
   }
 
-  answers(id: number): AnswerRecord[] {
-    return this.sql.exec<AnswerRecord & Record<string, SqlStorageValue>>(
-      `SELECT at, choice, text, question, account, token, via FROM message_answers WHERE message_id = ? ORDER BY at, rowid`, id).toArray();
-  }
-
   /** The answers of a page of messages, in one query. */
   answersFor(ids: readonly number[]): Map<number, AnswerRecord[]> {
     const out = new Map<number, AnswerRecord[]>();
@@ -427,6 +422,13 @@ export class MessageStore {
       JSON.stringify(value), fence, now,
     );
   }
+}
+
+/** The message's stored question; with `token`, only one the attempt of that token asked. */
+export function questionOf(m: Pick<StoredMessage, "question">, token?: number): StoredQuestion | null {
+  if (m.question === null) return null;
+  const q = JSON.parse(m.question) as StoredQuestion;
+  return token === undefined || q.token === token ? q : null;
 }
 
 export function leaseOf(m: RunRow): MessageLease {

@@ -5,7 +5,7 @@
 import type { LeaseRecord } from "../rules/election.ts";
 import { checkFencedWrite } from "../rules/fencing.ts";
 import { send, writeConn, type ConnState } from "./connections.ts";
-import { MessageStore, type AnswerRecord, type StoredMessage, type StoredQuestion } from "./message-store.ts";
+import { MessageStore, questionOf, type AnswerRecord, type StoredMessage } from "./message-store.ts";
 import { StepStore, type StepSummary } from "./step-store.ts";
 import { BlobStore } from "./blob-store.ts";
 import type { MessageView } from "../wire/http-responses.ts";
@@ -93,7 +93,7 @@ export class WorkDesk {
 
   /** One message as HTTP shows it, with its steps (without their values). */
   view(m: StoredMessage): MessageView {
-    return messageView(m, this.steps.summaries(m.id), this.messages.answers(m.id));
+    return messageView(m, this.steps.summaries(m.id), this.messages.answersFor([m.id]).get(m.id) ?? []);
   }
 
   /** A page of messages with their steps and answers, read in one query each. */
@@ -108,7 +108,7 @@ export class WorkDesk {
 /** While parked for a person (not for an unknown outcome): the question, or approve/reject when the run asked none. */
 function questionView(m: StoredMessage): MessageView["question"] {
   if (m.status !== "parked" || m.pending_ask !== null) return null;
-  const asked = m.question === null ? null : (JSON.parse(m.question) as StoredQuestion);
+  const asked = questionOf(m);
   return { text: asked?.text ?? null, choices: asked?.choices ?? [], deadline: m.expires_at, on_deadline: m.on_deadline ?? "fail", asked_at: asked?.asked_at ?? null };
 }
 
