@@ -90,12 +90,17 @@ describe("agent directory", () => {
   it("an observer gets the directory on connect, then each change within the same second", async () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "alpha");
+    const claimed = Date.now();
     const first = await observe();
     const snapshot = await first.next("directory");
-    const mine = snapshot.agents.find((e) => e.agent === agent);
-    expect(mine?.holder?.machine).toBe("alpha");
-    expect(mine?.reported_at).toBeGreaterThan(0);
-    expect(snapshot.server_time).toBeGreaterThanOrEqual(mine!.reported_at);
+    const listed = snapshot.agents.find((e) => e.agent === agent);
+    expect(listed?.reported_at).toBeGreaterThan(0);
+    expect(snapshot.server_time).toBeGreaterThanOrEqual(listed!.reported_at);
+    // The claim came right after the connection's own report: it may still be in its coalescing window.
+    if (listed?.holder?.machine !== "alpha") {
+      await first.next("presence", (f) => f.presence.agent === agent && f.presence.holder?.machine === "alpha");
+      expect(Date.now() - claimed).toBeLessThan(1000);
+    }
 
     const b = await claimant(agent, "beta");
     const joined = await first.next("presence", (f) => isPresenceOf(agent, 2)(f) && f.presence.serve_standbys === 1);

@@ -12,10 +12,15 @@ import { auth, BASE, call, claimant, connect, message, post, presence, settle, s
 const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id);
 const reply = (sock: TestSocket, m: MessageFrame, text: string) => write(sock, { type: "reply", id: m.id, token: m.token, key: `${m.id}:reply`, text });
 
-/** Moves a message's stored deadline into the past without running the alarm: an alarm that is late, as on a busy object. */
+/**
+ * Moves a message's stored deadline into the past without running the alarm: an alarm that is
+ * late, as on a busy object. Written through the object's own store, which keeps its reads in
+ * memory until it writes (a write behind its back would be a second writer, which never exists).
+ */
 async function deadlinePassed(agent: string, id: number, agoMs = 50): Promise<void> {
-  await runInDurableObject(stubFor(agent), (_i, state) => {
-    state.storage.sql.exec(`UPDATE messages SET expires_at = ? WHERE id = ?`, Date.now() - agoMs, id);
+  await runInDurableObject(stubFor(agent), (instance) => {
+    const { messages } = (instance as unknown as { desk: { messages: MessageStore } }).desk;
+    messages.saveHeartbeat(id, Date.now() - agoMs, null, Date.now());
   });
 }
 

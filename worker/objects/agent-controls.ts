@@ -6,6 +6,7 @@ import type { ControlsSnapshot } from "../rules/agent-plan.ts";
 import type { LeaseRecord } from "../rules/election.ts";
 import { drainSchema, LIMITS, type ErrorCode } from "../wire/protocol.ts";
 import type { AgentControlsReport } from "../wire/server-frames.ts";
+import { KeyValueTable } from "./kv-table.ts";
 
 export type ControlRoute = "pause" | "unpause" | "drain" | "undrain";
 export const CONTROL_ROUTES: readonly string[] = ["pause", "unpause", "drain", "undrain"] satisfies ControlRoute[];
@@ -24,31 +25,23 @@ interface Reservation {
  * hand-out consults them, and only this class writes them.
  */
 export class AgentControls {
-  private readonly values: Map<string, string>;
+  private readonly values: KeyValueTable;
   private readonly drainedSince: Map<string, number>;
 
   constructor(private readonly sql: SqlStorage, readonly config: PreferenceConfig) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS controls (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+    this.values = new KeyValueTable(sql, "controls");
     sql.exec(`CREATE TABLE IF NOT EXISTS drained_machines (machine TEXT PRIMARY KEY, since INTEGER NOT NULL)`);
-    this.values = new Map(sql.exec<{ key: string; value: string }>(`SELECT key, value FROM controls`).toArray().map((r) => [r.key, r.value]));
     const drained = sql.exec<{ machine: string; since: number }>(`SELECT machine, since FROM drained_machines ORDER BY machine`).toArray();
     this.drainedSince = new Map(drained.map((r) => [r.machine, r.since]));
   }
 
   private get(key: string): string | null {
-    return this.values.get(key) ?? null;
+    return this.values.get(key);
   }
 
   /** Writes only what changes: noteHolder runs on every lease transition. */
   private set(key: string, value: string | null): void {
-    if (this.get(key) === value) return;
-    if (value === null) {
-      this.sql.exec(`DELETE FROM controls WHERE key = ?`, key);
-      this.values.delete(key);
-    } else {
-      this.sql.exec(`INSERT INTO controls (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value);
-      this.values.set(key, value);
-    }
+    this.values.set(key, value);
   }
 
   /** Paused: nothing is handed out, messages queue, the lease stays where it is. */

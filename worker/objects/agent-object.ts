@@ -34,6 +34,8 @@ import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
 
 /** R2 deletes per sweep (R2 takes up to 1000 keys per call). */
 const BLOB_SWEEP_BATCH = 1000;
+/** Presence changes within this long of a report share the next one (presenceChanged). */
+const REPORT_COALESCE_MS = 250;
 
 const SERVE: SocketKind<ConnState> = {
   tag: "serve",
@@ -70,6 +72,9 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   private alarmAt: number | null = null;
   /** A report to the directory failed: the alarm tries again then (in memory: after an eviction the directory's own lease tells the truth). */
   private reportRetryAt: number | null = null;
+  /** When presence was last reported, and whether a report waits for the end of its window (presenceChanged). */
+  private reportedAt = 0;
+  private reportQueued = false;
   /** Who this object serves: its name, stored at first contact, since an alarm wakes it without one. */
   private readonly identity: AgentIdentity | null;
 
@@ -519,15 +524,34 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       this.alarmAt = plan.alarm.set;
       void this.ctx.storage.setAlarm(plan.alarm.set);
     }
-    if (plan.presenceChanged) this.presenceChanged(conns.filter((_, i) => !plan.close.includes(i)), now);
+    if (plan.presenceChanged) this.presenceChanged();
   }
 
-  /** Called only where presence may have changed; the reporter still sends only what really did. */
-  private presenceChanged(conns?: LiveConn[], now = Date.now()): void {
+  /**
+   * Called only where presence may have changed. The first change after a quiet spell is reported
+   * at once; changes within REPORT_COALESCE_MS of a report wait for its end and share one report of
+   * the latest state, so a burst of handoffs costs the directory one report, not one each, and the
+   * handoffs are not slowed by reports of their predecessors. The reporter still sends only what
+   * really changed.
+   */
+  private presenceChanged(): void {
+    if (!this.identity || this.reportQueued) return;
+    const wait = this.reportedAt + REPORT_COALESCE_MS - Date.now();
+    if (wait <= 0) return this.reportPresence();
+    this.reportQueued = true;
+    this.ctx.waitUntil(new Promise<void>((done) => setTimeout(() => {
+      this.reportQueued = false;
+      this.reportPresence();
+      done();
+    }, wait)));
+  }
+
+  private reportPresence(): void {
     if (!this.identity) return;
-    const presence = this.presenceOf(conns ?? this.liveConns(now), now);
+    const now = Date.now();
+    const presence = this.presenceOf(this.liveConns(now), now);
     const metrics = this.metrics.changed(presence, now);
-    this.directoryReporter.report(this.ctx, this.env.DIRECTORY, this.identity.account, presence, metrics, () => this.metrics.forget());
+    if (this.directoryReporter.report(this.ctx, this.env.DIRECTORY, this.identity.account, presence, metrics, () => this.metrics.forget())) this.reportedAt = now;
   }
 
   private agentName(): string {

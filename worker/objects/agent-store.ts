@@ -1,6 +1,7 @@
 // SQLite seam of the agent object: counters, the lease record and its transitions.
 // Every write here is synchronous and lands before the object sends anything that depends on it.
 import { EMPTY_LEASE, type LeaseRecord, type Transition } from "../rules/election.ts";
+import { KeyValueTable } from "./kv-table.ts";
 
 export interface AgentIdentity {
   account: string;
@@ -15,20 +16,21 @@ export class AgentStore {
   private cachedLease: LeaseRecord | null = null;
   private unsavedWakes = 0;
 
+  private readonly meta: KeyValueTable;
+
   constructor(private readonly sql: SqlStorage) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+    this.meta = new KeyValueTable(sql, "meta");
     sql.exec(`CREATE TABLE IF NOT EXISTS transitions (
       id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, from_claim INTEGER, to_claim INTEGER,
       from_machine TEXT, to_machine TEXT, fence INTEGER NOT NULL, reason TEXT NOT NULL)`);
   }
 
   private get(key: string): string | null {
-    const rows = this.sql.exec<{ value: string }>(`SELECT value FROM meta WHERE key = ?`, key).toArray();
-    return rows.length ? rows[0]!.value : null;
+    return this.meta.get(key);
   }
 
   private set(key: string, value: string): void {
-    this.sql.exec(`INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value);
+    this.meta.set(key, value);
   }
 
   /**
@@ -52,10 +54,10 @@ export class AgentStore {
   }
 
   saveClaimCounter(last: number): void {
-    if (last !== this.claimCounter()) this.set("claim_counter", String(last));
+    this.set("claim_counter", String(last));
   }
 
-  /** The stored lease, read from SQLite once per object instance and kept in step by saveLease. */
+  /** The stored lease, parsed once per object instance and kept in step by saveLease. */
   lease(): LeaseRecord {
     if (this.cachedLease === null) {
       const raw = this.get("lease");
@@ -100,10 +102,7 @@ export class AgentStore {
 
   saveWakes(): void {
     if (this.unsavedWakes === 0) return;
-    this.sql.exec(
-      `INSERT INTO meta (key, value) VALUES ('wakes', ?) ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + excluded.value`,
-      String(this.unsavedWakes),
-    );
+    this.set("wakes", String(Number(this.get("wakes") ?? "0") + this.unsavedWakes));
     this.unsavedWakes = 0;
   }
 

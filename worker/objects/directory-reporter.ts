@@ -33,8 +33,12 @@ export interface DirectoryUpdate {
   metrics?: AgentMetrics;
 }
 
+type ReportRow = { fingerprint: string; confirmed_at: number | null; connected: number };
+
 export class DirectoryReporter {
   private pending: DirectoryUpdate | null = null;
+  /** The stored row as last read or written (undefined: not read yet); this class is its only writer, and every snapshot reads it. */
+  private stored: ReportRow | null | undefined = undefined;
   /** Told when a metrics snapshot could not be sent, so it is sent again with the next change. */
   private metricsLost: () => void = () => {};
   /** After a failed confirmation, none is tried before this (in memory: an evicted object tries at its next wake). */
@@ -85,11 +89,12 @@ export class DirectoryReporter {
   /**
    * Sends what changed: the presence when the directory would show something else, and `metrics`
    * (already known to be new) with it, in one RPC. `metricsLost` is told when that RPC fails.
+   * True when it sent a new presence.
    */
   report(
     ctx: DurableObjectState, directories: DurableObjectNamespace<AgentDirectory>, account: string, presence: Presence,
     metrics: AgentMetrics | null, metricsLost: () => void,
-  ): void {
+  ): boolean {
     const update: DirectoryUpdate = { ...this.pending };
     if (metrics) {
       update.metrics = metrics;
@@ -103,12 +108,15 @@ export class DirectoryReporter {
       if (last !== null || listedInDirectory(presence)) {
         const now = Date.now();
         update.presence = { ...presence, reported_at: now };
-        this.sql.exec(`UPDATE directory_report SET confirmed_at = ?, connected = ? WHERE id = 1`, now, presence.connection_count > 0 ? 1 : 0);
+        const connected = presence.connection_count > 0 ? 1 : 0;
+        this.sql.exec(`UPDATE directory_report SET confirmed_at = ?, connected = ? WHERE id = 1`, now, connected);
+        this.stored = { fingerprint, confirmed_at: now, connected };
       }
     }
-    if (!update.presence && !update.metrics) return;
+    if (!update.presence && !update.metrics) return false;
     this.pending = update;
     if (!this.flushing) ctx.waitUntil(this.flush(directories.get(directories.idFromName(directoryObjectName(account)))));
+    return update.presence !== undefined;
   }
 
   private async flush(stub: DurableObjectStub<AgentDirectory>): Promise<void> {
@@ -130,9 +138,11 @@ export class DirectoryReporter {
     }
   }
 
-  private row(): { fingerprint: string; confirmed_at: number | null; connected: number } | null {
-    return this.sql.exec<{ fingerprint: string; confirmed_at: number | null; connected: number }>(
-      `SELECT fingerprint, confirmed_at, connected FROM directory_report WHERE id = 1`).toArray()[0] ?? null;
+  private row(): ReportRow | null {
+    if (this.stored === undefined) {
+      this.stored = this.sql.exec<ReportRow>(`SELECT fingerprint, confirmed_at, connected FROM directory_report WHERE id = 1`).toArray()[0] ?? null;
+    }
+    return this.stored;
   }
 
   private lastFingerprint(): string | null {
@@ -141,6 +151,8 @@ export class DirectoryReporter {
 
   private markConfirmed(at: number | null): void {
     this.sql.exec(`UPDATE directory_report SET confirmed_at = ? WHERE id = 1`, at);
+    const row = this.row();
+    if (row) this.stored = { ...row, confirmed_at: at };
   }
 
   private remember(fingerprint: string): void {
@@ -148,9 +160,12 @@ export class DirectoryReporter {
       `INSERT INTO directory_report (id, fingerprint) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET fingerprint = excluded.fingerprint`,
       fingerprint,
     );
+    const row = this.row();
+    this.stored = { fingerprint, confirmed_at: row?.confirmed_at ?? null, connected: row?.connected ?? 0 };
   }
 
   private forget(): void {
     this.sql.exec(`DELETE FROM directory_report WHERE id = 1`);
+    this.stored = null;
   }
 }

@@ -2,6 +2,7 @@
 // acknowledged each one, the idempotency keys of posts and the agent's latest checkpoint. Ids come
 // from AUTOINCREMENT, so they only grow and are never reused. History is bounded: see prune().
 import { addMissingColumns } from "./sql-columns.ts";
+import { watchWrites } from "./kv-table.ts";
 import type { MessageLease, MessageStatus, OnDeadline } from "../rules/message-lease.ts";
 import type { BlobRef } from "../rules/step-journal.ts";
 
@@ -160,7 +161,15 @@ export class MessageStore {
   /** Told when saveLease moved a message to another status (the agent object turns that into webhook events). */
   onStatusChange: ((before: MessageStatus, after: StoredMessage) => void) | null = null;
 
-  constructor(private readonly sql: SqlStorage) {
+  private readonly sql: SqlStorage;
+  /**
+   * The open leases and park deadline as last read, kept until this store writes anything (no other
+   * code writes messages) or the park deadline passes: every event's snapshot reads them.
+   */
+  private open: { leases: MessageLease[]; parkDeadline: number | null } | null = null;
+
+  constructor(sql: SqlStorage) {
+    this.sql = watchWrites(sql, () => (this.open = null));
     sql.exec(`CREATE TABLE IF NOT EXISTS messages (
       id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, created_at INTEGER NOT NULL,
       status TEXT NOT NULL DEFAULT 'queued', attempts INTEGER NOT NULL DEFAULT 0, delivered_fence INTEGER,
@@ -274,13 +283,31 @@ export class MessageStore {
    * Parked work waiting for a person costs an event nothing, however much of it is stored.
    */
   openLeases(now: number): MessageLease[] {
+    return this.openWork(now).leases.map((l) => ({ ...l }));
+  }
+
+  /**
+   * The earliest park deadline still ahead, for the alarm. Parked work is mostly not among the
+   * open leases a dispatch reads, so its deadlines are asked for here; the rest come from those.
+   */
+  parkDeadline(now: number): number | null {
+    return this.openWork(now).parkDeadline;
+  }
+
+  /** Both reads hold until the next write, or until a parked message's deadline passes (it then joins the open leases). */
+  private openWork(now: number): { leases: MessageLease[]; parkDeadline: number | null } {
+    const known = this.open;
+    if (known && (known.parkDeadline === null || now < known.parkDeadline)) return known;
     const rows = this.sql.exec(
       `SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'running'
        UNION ALL SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'parked' AND ((expires_at IS NOT NULL AND expires_at <= ?)
          OR msg_group IN (SELECT msg_group FROM (SELECT msg_group FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?) WHERE msg_group IS NOT NULL))
        UNION ALL SELECT * FROM (SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?)`, now, DISPATCH_WINDOW, DISPATCH_WINDOW,
     ).toArray() as unknown as StoredMessage[];
-    return rows.map(leaseOf);
+    const parkDeadline = this.sql.exec<{ at: number | null }>(
+      `SELECT MIN(expires_at) AS at FROM messages WHERE status = 'parked' AND expires_at > ?`, now).one().at ?? null;
+    this.open = { leases: rows.map(leaseOf), parkDeadline };
+    return this.open;
   }
 
   /**
@@ -328,15 +355,6 @@ export class MessageStore {
 
   setResumeInput(id: number, input: string | null): void {
     this.sql.exec(`UPDATE messages SET resume_input = ? WHERE id = ?`, input, id);
-  }
-
-  /**
-   * The earliest park deadline still ahead, for the alarm. Parked work is mostly not among the
-   * open leases a dispatch reads, so its deadlines are asked for here; the rest come from those.
-   */
-  parkDeadline(now: number): number | null {
-    return this.sql.exec<{ at: number | null }>(
-      `SELECT MIN(expires_at) AS at FROM messages WHERE status = 'parked' AND expires_at > ?`, now).one().at ?? null;
   }
 
   countByStatus(): Record<MessageStatus, number> {

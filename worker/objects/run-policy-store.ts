@@ -1,36 +1,36 @@
 // SQLite seam for what the message leases need besides the messages: the agent's message policy
 // (mode, max running, run timeout, max attempts) and the agent-wide lease token counter.
 import { DEFAULT_POLICY, type MessagePolicy } from "../rules/message-lease.ts";
+import { KeyValueTable } from "./kv-table.ts";
 
 export class RunPolicyStore {
-  constructor(private readonly sql: SqlStorage) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS run_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
-  }
+  private readonly values: KeyValueTable;
+  /** The parsed policy, kept until the next save: every event's snapshot reads it. */
+  private parsed: MessagePolicy | null = null;
 
-  private get(key: string): string | null {
-    const rows = this.sql.exec<{ value: string }>(`SELECT value FROM run_meta WHERE key = ?`, key).toArray();
-    return rows.length ? rows[0]!.value : null;
-  }
-
-  private set(key: string, value: string): void {
-    this.sql.exec(`INSERT INTO run_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value);
+  constructor(sql: SqlStorage) {
+    this.values = new KeyValueTable(sql, "run_meta");
   }
 
   policy(): MessagePolicy {
-    const raw = this.get("policy");
-    return raw ? { ...DEFAULT_POLICY, ...(JSON.parse(raw) as Partial<MessagePolicy>) } : DEFAULT_POLICY;
+    if (this.parsed === null) {
+      const raw = this.values.get("policy");
+      this.parsed = raw ? { ...DEFAULT_POLICY, ...(JSON.parse(raw) as Partial<MessagePolicy>) } : DEFAULT_POLICY;
+    }
+    return this.parsed;
   }
 
   savePolicy(policy: MessagePolicy): void {
-    this.set("policy", JSON.stringify(policy));
+    this.values.set("policy", JSON.stringify(policy));
+    this.parsed = null;
   }
 
   /** The last message lease token handed out: tokens only grow, across every message of the agent and across restarts. */
   tokenCounter(): number {
-    return Number(this.get("token_counter") ?? "0");
+    return Number(this.values.get("token_counter") ?? "0");
   }
 
   saveTokenCounter(last: number): void {
-    if (last !== this.tokenCounter()) this.set("token_counter", String(last));
+    this.values.set("token_counter", String(last));
   }
 }

@@ -13,6 +13,9 @@ export interface WebhookConfig {
 }
 
 export class WebhookConfigStore {
+  /** The configuration as last read or written (undefined: not read yet); this class is its only writer. */
+  private known: WebhookConfig | null | undefined = undefined;
+
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`CREATE TABLE IF NOT EXISTS webhook_config (
       one INTEGER PRIMARY KEY CHECK (one = 1), url TEXT NOT NULL, secret TEXT NOT NULL,
@@ -20,9 +23,11 @@ export class WebhookConfigStore {
   }
 
   get(): WebhookConfig | null {
+    if (this.known !== undefined) return this.known;
     const row = this.sql.exec<{ url: string; secret: string; no_holder_after_ms: number; origin: string; updated_at: number }>(
       `SELECT url, secret, no_holder_after_ms, origin, updated_at FROM webhook_config`).toArray()[0];
-    return row ? { url: row.url, secret: row.secret, noHolderAfterMs: row.no_holder_after_ms, origin: row.origin, updatedAt: row.updated_at } : null;
+    this.known = row ? { url: row.url, secret: row.secret, noHolderAfterMs: row.no_holder_after_ms, origin: row.origin, updatedAt: row.updated_at } : null;
+    return this.known;
   }
 
   set(c: WebhookConfig): void {
@@ -32,10 +37,12 @@ export class WebhookConfigStore {
          origin = excluded.origin, updated_at = excluded.updated_at`,
       c.url, c.secret, c.noHolderAfterMs, c.origin, c.updatedAt,
     );
+    this.known = { ...c };
   }
 
   /** True when there was one to delete. */
   delete(): boolean {
+    this.known = null;
     return this.sql.exec(`DELETE FROM webhook_config`).rowsWritten > 0;
   }
 }

@@ -52,6 +52,10 @@ export interface AttemptResult {
 export type Sender = (url: string, init: RequestInit) => Promise<Response>;
 
 export class WebhookOutbox {
+  /** nextDue and outage as last read or written (undefined: not known); this class is their only writer, and every event's snapshot reads them. */
+  private due: number | null | undefined = undefined;
+  private outageNow: Outage | undefined = undefined;
+
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`CREATE TABLE IF NOT EXISTS webhook_outbox (
       seq INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, type TEXT NOT NULL, created_at INTEGER NOT NULL,
@@ -75,6 +79,7 @@ export class WebhookOutbox {
       this.sql.exec(`UPDATE webhook_stats SET dropped = dropped + ?`, excess);
     }
     const eventId = `evt_${randomHex128()}`;
+    this.due = undefined;
     this.sql.exec(`INSERT INTO webhook_outbox (event_id, type, created_at, facts, next_at) VALUES (?, ?, ?, ?, ?)`,
       eventId, facts.type, now, JSON.stringify(facts), now);
     return eventId;
@@ -86,7 +91,8 @@ export class WebhookOutbox {
 
   /** When the next event is due (null: none waits). */
   nextDue(): number | null {
-    return this.sql.exec<{ at: number | null }>(`SELECT MIN(next_at) AS at FROM webhook_outbox`).one().at ?? null;
+    if (this.due === undefined) this.due = this.sql.exec<{ at: number | null }>(`SELECT MIN(next_at) AS at FROM webhook_outbox`).one().at ?? null;
+    return this.due;
   }
 
   /**
@@ -94,6 +100,7 @@ export class WebhookOutbox {
    * no other alarm sends it meanwhile, and an alarm cut short tries it again after that.
    */
   claimDue(now: number, limit: number = WEBHOOK.batch): OutboxEvent[] {
+    this.due = undefined;
     const rows = this.sql.exec<{ seq: number; event_id: string; type: string; created_at: number; facts: string; body: string | null; attempts: number; next_at: number }>(
       `UPDATE webhook_outbox SET next_at = ? WHERE seq IN (SELECT seq FROM webhook_outbox WHERE next_at <= ? ORDER BY seq LIMIT ?) RETURNING *`,
       now + WEBHOOK.inFlightMs, now, limit,
@@ -105,11 +112,13 @@ export class WebhookOutbox {
 
   /** Puts claimed events back, due at `at`, without counting an attempt (no receiver could be asked). */
   postpone(events: readonly OutboxEvent[], at: number): void {
+    this.due = undefined;
     for (const e of events) this.sql.exec(`UPDATE webhook_outbox SET next_at = ? WHERE seq = ?`, at, e.seq);
   }
 
   /** Forgets claimed events nobody is configured to receive. */
   discard(events: readonly OutboxEvent[]): void {
+    this.due = undefined;
     for (const e of events) this.sql.exec(`DELETE FROM webhook_outbox WHERE seq = ?`, e.seq);
   }
 
@@ -137,6 +146,7 @@ export class WebhookOutbox {
   record(e: OutboxEvent, result: AttemptResult, now: number): void {
     const attempts = e.attempts + 1;
     const verdict = afterAttempt({ createdAt: e.createdAt, attempts }, result.status, now);
+    this.due = undefined;
     this.sql.exec(`UPDATE webhook_stats SET last_attempt_at = ?, last_status = ?, last_error = ?,
       delivered = delivered + ?, failed_attempts = failed_attempts + ?, dropped = dropped + ?`,
       now, result.status, result.error, verdict.kind === "delivered" ? 1 : 0, verdict.kind === "delivered" ? 0 : 1, verdict.kind === "dropped" ? 1 : 0);
@@ -151,8 +161,11 @@ export class WebhookOutbox {
   }
 
   outage(): Outage {
-    const row = this.sql.exec<{ since: number | null; notified: number }>(`SELECT since, notified FROM webhook_outage`).toArray()[0];
-    return row ? { since: row.since, notified: row.notified === 1 } : NO_OUTAGE;
+    if (this.outageNow === undefined) {
+      const row = this.sql.exec<{ since: number | null; notified: number }>(`SELECT since, notified FROM webhook_outage`).toArray()[0];
+      this.outageNow = row ? { since: row.since, notified: row.notified === 1 } : NO_OUTAGE;
+    }
+    return this.outageNow;
   }
 
   /** Follows the lease: an outage begins when it is left with nobody and ends at the next grant. */
@@ -171,6 +184,7 @@ export class WebhookOutbox {
   private saveOutage(o: Outage): void {
     this.sql.exec(`INSERT INTO webhook_outage (one, since, notified) VALUES (1, ?, ?)
       ON CONFLICT(one) DO UPDATE SET since = excluded.since, notified = excluded.notified`, o.since, o.notified ? 1 : 0);
+    this.outageNow = o;
   }
 }
 
