@@ -43,7 +43,7 @@ async function scrape(): Promise<string> {
   return res.text();
 }
 
-/** Scrapes until the agent's figures satisfy `done`; agent objects report to the directory right after a change. */
+/** Scrapes until the agent's figures satisfy `done`; agent objects report to the directory right after a change, or within 250 ms of the last report. */
 async function until(agent: string, done: (m: Map<string, ParsedFamily>) => boolean, timeoutMs = 15_000): Promise<Map<string, ParsedFamily>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -65,11 +65,11 @@ describe("GET /metrics", () => {
     const id = await postMessage(dev.url, agent, "work that alpha never finishes");
     await waitForMessage(dev.url, agent, id, (m) => m.status === "running");
 
+    const before = await until(agent, (m) => sampleValue(m, "baton_agent_standbys") === 1 && sampleValue(m, "baton_message_deliveries_total") === 1);
     const all = parseMetrics(await scrape());
     for (const name of ["baton_agent_holders", "baton_agent_fence", "baton_lease_transitions_total", "baton_lease_gap_seconds", "baton_messages", "baton_message_deliveries_total"]) {
       expect(all.has(name), name).toBe(true);
     }
-    const before = await until(agent, (m) => sampleValue(m, "baton_agent_standbys") === 1 && sampleValue(m, "baton_message_deliveries_total") === 1);
     expect(sampleValue(before, "baton_agent_holders")).toBe(1);
     expect(sampleValue(before, "baton_agent_fence")).toBe(1);
     expect(sampleValue(before, "baton_lease_transitions_total", { reason: "claimed" })).toBe(1);
