@@ -21,6 +21,8 @@ type LeaseRow = {
 
 export class LeaseShardStore {
   private fenceFloor: number;
+  /** No row is idle since before this (a lower bound; undefined: not known), so most batches prune without a query. */
+  private oldestIdle: number | undefined = undefined;
 
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`CREATE TABLE IF NOT EXISTS leases (
@@ -60,18 +62,22 @@ export class LeaseShardStore {
       account, session, state.lastFence, l?.runId ?? null, l?.fence ?? null, l?.grantedAt ?? null,
       l?.expiresAt ?? null, l?.ttlSeconds ?? null, l?.expiresAt ?? now,
     );
+    if (this.oldestIdle !== undefined) this.oldestIdle = Math.min(this.oldestIdle, l?.expiresAt ?? now);
   }
 
   /** Deletes up to `limit` keys idle since before `now - retentionMs`, raising the fence floor to their fences first. */
   prune(now: number, retentionMs = IDLE_KEY_RETENTION_MS, limit = PRUNE_PER_NEW_KEY): number {
     const cutoff = now - retentionMs;
+    this.oldestIdle ??= this.sql.exec<{ at: number | null }>(`SELECT MIN(idle_since) AS at FROM leases`).one().at ?? Infinity;
+    if (this.oldestIdle >= cutoff) return 0;
+    this.oldestIdle = undefined;
+    // Found by the idle_since index, deleted by primary key: a DELETE ... WHERE (account, session) IN
+    // (subquery) scans the whole table, which every new key paid for.
     const pruned = this.sql
-      .exec<{ last_fence: number }>(
-        `DELETE FROM leases WHERE (account, session) IN
-           (SELECT account, session FROM leases WHERE idle_since < ? ORDER BY idle_since LIMIT ?)
-         RETURNING last_fence`,
-        cutoff, limit)
+      .exec<{ account: string; session: string; last_fence: number }>(
+        `SELECT account, session, last_fence FROM leases WHERE idle_since < ? ORDER BY idle_since LIMIT ?`, cutoff, limit)
       .toArray();
+    for (const r of pruned) this.sql.exec(`DELETE FROM leases WHERE account = ? AND session = ?`, r.account, r.session);
     const top = Math.max(this.fenceFloor, ...pruned.map((r) => r.last_fence));
     if (top > this.fenceFloor) {
       this.sql.exec("UPDATE shard SET fence_floor = ? WHERE id = 1", top);

@@ -1,5 +1,5 @@
 // The floor probe of `npm run bench`: the least a Durable Object can do for a handoff under
-// `wrangler dev`. Sockets join a room; a frame from one of them, or its close, makes the object
+// `wrangler dev`, behind the same assets routing as baton (see its wrangler.toml). Sockets join a room; a frame from one of them, or its close, makes the object
 // write one SQLite row, set an alarm and send one frame to every other socket. Baton's graceful
 // handoff and clean-close failover are measured against this in the same run. Never shipped:
 // it has its own wrangler config and is served by its own `wrangler dev`. POST /write/{name} is
