@@ -11,7 +11,17 @@ export interface Connection {
   token: string;
   /** A fetch implementation; defaults to the global one. */
   fetch?: typeof fetch;
+  /**
+   * How requestJson sends its small JSON requests; defaults to `fetch`. The CLI passes one on
+   * node:http, since loading fetch's HTTP stack costs a one-shot command more than its request.
+   */
+  request?: PlainRequest;
 }
+
+/** One request whose answer is read whole as text; rejects as fetch does ("fetch failed", with the cause). */
+export type PlainRequest = (
+  url: string, init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal },
+) => Promise<{ status: number; text: string }>;
 
 export interface RequestOptions {
   body?: unknown;
@@ -34,26 +44,47 @@ export function baseUrl(conn: Connection): string {
 export async function requestJson<S extends z.ZodMiniType>(
   conn: Connection, method: string, path: string, schema: S, opts: RequestOptions = {},
 ): Promise<z.infer<S>> {
-  const res = await send(conn, method, path, {
+  const { status, text } = await exchange(conn, method, path, {
     headers: { ...(opts.body === undefined ? {} : { "content-type": "application/json" }), ...opts.headers },
     body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
     timeoutMs: opts.timeoutMs,
   });
-  const text = await res.text().catch(() => "");
   let data: unknown = undefined;
   try {
     data = JSON.parse(text);
   } catch {
     // not JSON: judged below by the status
   }
-  if (res.ok) {
+  if (status >= 200 && status < 300) {
     const parsed = schema.safeParse(data);
     if (parsed.success) return parsed.data;
-    const reason = `${method} ${path} answered ${res.status} with something that is not a baton answer`;
+    const reason = `${method} ${path} answered ${status} with something that is not a baton answer`;
     throw new UnreachableError(`${baseUrl(conn)} does not look like a baton coordinator: ${reason}`, reason);
   }
   const body = errorBodySchema.safeParse(data);
-  throw refusal(conn, res.status, body.success ? body.data : null);
+  throw refusal(conn, status, body.success ? body.data : null);
+}
+
+/** One request answered whole: through the connection's own `request` when it has one, else `send`. */
+async function exchange(
+  conn: Connection, method: string, path: string, opts: { headers: Record<string, string>; body?: string; timeoutMs?: number },
+): Promise<{ status: number; text: string }> {
+  if (!conn.request) {
+    const res = await send(conn, method, path, opts);
+    return { status: res.status, text: await res.text().catch(() => "") };
+  }
+  const url = `${baseUrl(conn)}${path}`;
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  try {
+    return await conn.request(url, {
+      method,
+      headers: { authorization: `Bearer ${conn.token}`, ...opts.headers },
+      body: opts.body,
+      signal: AbortSignal.timeout(Math.max(1, Math.round(timeoutMs))),
+    });
+  } catch (err) {
+    throw unreachable(conn, url, err, timeoutMs);
+  }
 }
 
 /**
@@ -73,12 +104,16 @@ export async function send(
       signal: AbortSignal.timeout(Math.max(1, Math.round(timeoutMs))),
     });
   } catch (err) {
-    const reason = failureReason(err, timeoutMs);
-    // TLS to a plain-HTTP server (wrangler dev is one) never completes its handshake: say so.
-    const tls = url.startsWith("https:") && /CONNECT_TIMEOUT|SSL|EPROTO|handshake|wrong version/i.test(`${reason} ${String((err as { cause?: unknown })?.cause ?? "")}`);
-    const hint = tls ? `; no TLS handshake: if the coordinator speaks plain HTTP (wrangler dev does), use ${baseUrl(conn).replace(/^https:/, "http:")}` : "";
-    throw new UnreachableError(`cannot reach the coordinator at ${baseUrl(conn)}: ${reason}${hint}`, reason);
+    throw unreachable(conn, url, err, timeoutMs);
   }
+}
+
+function unreachable(conn: Connection, url: string, err: unknown, timeoutMs: number): UnreachableError {
+  const reason = failureReason(err, timeoutMs);
+  // TLS to a plain-HTTP server (wrangler dev is one) never completes its handshake: say so.
+  const tls = url.startsWith("https:") && /CONNECT_TIMEOUT|SSL|EPROTO|handshake|wrong version|before secure TLS/i.test(`${reason} ${String((err as { cause?: unknown })?.cause ?? "")}`);
+  const hint = tls ? `; no TLS handshake: if the coordinator speaks plain HTTP (wrangler dev does), use ${baseUrl(conn).replace(/^https:/, "http:")}` : "";
+  return new UnreachableError(`cannot reach the coordinator at ${baseUrl(conn)}: ${reason}${hint}`, reason);
 }
 
 /** A refusal in words for people; the code and status stay on the error for programs. */

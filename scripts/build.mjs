@@ -1,10 +1,27 @@
-// `npm run build`: compiles the CLI and the client library (with what they import of worker/wire
-// and worker/rules) to JavaScript with type declarations under dist/, which is what `bin` and
-// `exports` point at and what `npm pack` ships. tsx stays a development tool.
+// `npm run build`: compiles the client library (with what it imports of worker/wire and
+// worker/rules) to JavaScript with type declarations under dist/, which is what `exports` points
+// at and what `npm pack` ships, then bundles the CLI into dist/cli/ (`bin`): one file per command
+// loaded on demand, with zod inlined, since loading its 200-odd module files cost a one-shot
+// command like `baton who` about as much as Node's own start. tsx stays a development tool.
 import { spawnSync } from "node:child_process";
 import { chmodSync, rmSync } from "node:fs";
+import { build } from "esbuild";
 
 rmSync("dist", { recursive: true, force: true });
 const tsc = spawnSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
+rmSync("dist/cli", { recursive: true, force: true });
+await build({
+  entryPoints: { main: "cli/main.ts" },
+  outdir: "dist/cli",
+  chunkNames: "chunks/[name]-[hash]",
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  // ws stays a dependency: it loads optional native helpers by require at run time.
+  external: ["ws"],
+  logLevel: "warning",
+});
 chmodSync("dist/cli/main.js", 0o755);

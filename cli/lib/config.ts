@@ -3,7 +3,9 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import type { Connection } from "../../client/http.ts";
 import { CLIError, UsageError } from "./errors.ts";
+import { nodeRequest } from "./node-request.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:8787";
 export const DEV_TOKEN = "baton-dev-token";
@@ -41,10 +43,7 @@ function sameUrl(a: string, b: string): boolean {
   return a.replace(/\/+$/, "") === b.replace(/\/+$/, "");
 }
 
-export interface Connection {
-  url: string;
-  token: string;
-}
+export type { Connection } from "../../client/http.ts";
 
 /** The coordinator URL without trailing slashes; anything but http(s) is a user mistake. */
 export function checkedUrl(raw: string): string {
@@ -67,7 +66,7 @@ export function resolveConnection(flags: { url?: string; token?: string }, env: 
   const storedToken = stored.token && (!stored.url || sameUrl(stored.url, url)) ? stored.token : "";
   const token = flags.token || env.BATON_TOKEN || storedToken || (isLocalUrl(url) ? DEV_TOKEN : "");
   if (!token) throw new CLIError(`no token for ${url}: run \`baton login\` or set BATON_TOKEN`);
-  return { url, token };
+  return { url, token, request: nodeRequest };
 }
 
 export function wsUrl(httpUrl: string): string {

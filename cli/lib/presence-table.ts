@@ -1,8 +1,11 @@
 // Renders an agent's presence report (GET /agents/{agent}/presence) as a small text table.
-import type { Presence } from "../../worker/wire/server-frames.ts";
+import type { DirectorySummary } from "../../worker/wire/server-frames.ts";
 
-/** Presence from the agent itself, or a directory entry (which says whether its agent still vouches for it). */
-export type PresenceReport = Omit<Presence, "transitions" | "recent_messages"> & { confirmed?: boolean; confirmed_until?: number };
+/**
+ * What the table shows: presence from the agent itself, or a directory entry (which says whether
+ * its agent still vouches for it); the summary listing carries exactly this.
+ */
+export type PresenceReport = Omit<DirectorySummary, "confirmed" | "confirmed_until"> & { confirmed?: boolean; confirmed_until?: number };
 
 function age(seconds: number): string {
   return seconds < 60 ? `${seconds.toFixed(1)}s` : `${Math.floor(seconds / 60)}m${Math.round(seconds % 60)}s`;

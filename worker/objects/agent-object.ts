@@ -34,8 +34,8 @@ import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
 
 /** R2 deletes per sweep (R2 takes up to 1000 keys per call). */
 const BLOB_SWEEP_BATCH = 1000;
-/** Presence changes within this long of a report share the next one (presenceChanged). */
-const REPORT_COALESCE_MS = 250;
+/** How long after a change its presence report is built (presenceChanged). */
+const REPORT_DELAY_MS = 10;
 
 const SERVE: SocketKind<ConnState> = {
   tag: "serve",
@@ -72,8 +72,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   private alarmAt: number | null = null;
   /** A report to the directory failed: the alarm tries again then (in memory: after an eviction the directory's own lease tells the truth). */
   private reportRetryAt: number | null = null;
-  /** When presence was last reported, and whether a report waits for the end of its window (presenceChanged). */
-  private reportedAt = 0;
+  /** A presence report is waiting for its delay (presenceChanged). */
   private reportQueued = false;
   /** Who this object serves: its name, stored at first contact, since an alarm wakes it without one. */
   private readonly identity: AgentIdentity | null;
@@ -528,22 +527,20 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   }
 
   /**
-   * Called only where presence may have changed. The first change after a quiet spell is reported
-   * at once; changes within REPORT_COALESCE_MS of a report wait for its end and share one report of
-   * the latest state, so a burst of handoffs costs the directory one report, not one each, and the
-   * handoffs are not slowed by reports of their predecessors. The reporter still sends only what
-   * really changed.
+   * Called only where presence may have changed. The report is built REPORT_DELAY_MS later, from
+   * the state then: the frames of the event that changed it leave first (a report built at once,
+   * and the directory's commit it causes, held them back on the same thread), and the changes of
+   * that span, such as a connection's open and its claim, share one report. The reporter still
+   * sends only what really changed.
    */
   private presenceChanged(): void {
     if (!this.identity || this.reportQueued) return;
-    const wait = this.reportedAt + REPORT_COALESCE_MS - Date.now();
-    if (wait <= 0) return this.reportPresence();
     this.reportQueued = true;
     this.ctx.waitUntil(new Promise<void>((done) => setTimeout(() => {
       this.reportQueued = false;
       this.reportPresence();
       done();
-    }, wait)));
+    }, REPORT_DELAY_MS)));
   }
 
   private reportPresence(): void {
@@ -551,7 +548,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const now = Date.now();
     const presence = this.presenceOf(this.liveConns(now), now);
     const metrics = this.metrics.changed(presence, now);
-    if (this.directoryReporter.report(this.ctx, this.env.DIRECTORY, this.identity.account, presence, metrics, () => this.metrics.forget())) this.reportedAt = now;
+    this.directoryReporter.report(this.ctx, this.env.DIRECTORY, this.identity.account, presence, metrics, () => this.metrics.forget());
   }
 
   private agentName(): string {

@@ -6,7 +6,7 @@
 // leased (rules/directory-lease.ts): its agent confirms it every two TTLs, and one it stops
 // confirming is shown as unknown, never as live.
 import { addMissingColumns } from "./sql-columns.ts";
-import { agedEntry, listedInDirectory } from "../rules/presence.ts";
+import { agedEntry, listedInDirectory, summaryOf } from "../rules/presence.ts";
 import type { DirectoryEntry, PresenceReport } from "../wire/protocol.ts";
 import { confirmedUntil } from "../rules/directory-lease.ts";
 import { firstPage } from "../rules/directory-page.ts";
@@ -147,12 +147,12 @@ export class AgentDirectory extends SocketObject<ObserverState> {
 
   /**
    * RPC from the Worker (GET /agents): the list as the JSON body itself, so 1,000 entries cross
-   * to the Worker as one string instead of being cloned and serialized again. A summary leaves out
-   * each agent's transitions and recent messages, which `baton who` does not show.
+   * to the Worker as one string instead of being cloned and serialized again. A summary carries
+   * only what `baton who` prints (summaryOf).
    */
   listBody(summary: boolean): string {
     const agents = this.list();
-    return JSON.stringify({ agents: summary ? agents.map(({ transitions: _t, recent_messages: _r, ...entry }) => entry) : agents });
+    return JSON.stringify({ agents: summary ? agents.map(summaryOf) : agents });
   }
 
   /** Observers may ping; anything else is refused and the socket closed, so nobody claims through here. */

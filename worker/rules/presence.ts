@@ -2,7 +2,7 @@
 // fresh each one is; and what the directory may still vouch for. Its shapes are the wire's
 // (wire/server-frames.ts), which imports nothing from here.
 import type { LeaseRecord, Transition } from "./election.ts";
-import type { AgentControlsReport, DirectoryEntry, Presence, PresenceReport, WorkReport } from "../wire/server-frames.ts";
+import type { AgentControlsReport, DirectoryEntry, DirectorySummary, Presence, PresenceReport, WorkReport } from "../wire/server-frames.ts";
 import type { WebhookReport } from "../wire/webhooks.ts";
 import { holdsLease } from "./fencing.ts";
 
@@ -101,4 +101,17 @@ export function agedEntry(report: PresenceReport, confirmedUntil: number, now: n
  */
 export function listedInDirectory(p: Pick<Presence, "connection_count" | "work">): boolean {
   return p.connection_count > 0 || p.work.counts.queued > 0 || p.work.counts.parked > 0;
+}
+
+/** A directory entry as `GET /agents?view=summary` lists it: only what `baton who` prints. */
+export function summaryOf(e: DirectoryEntry): DirectorySummary {
+  const ids = (list: readonly { id: number }[]) => list.map(({ id }) => ({ id }));
+  const { paused, paused_since, drained, reserved_until } = e.controls;
+  return {
+    agent: e.agent, fence: e.fence, holder: e.holder, serve_standbys: e.serve_standbys, heartbeat_ttl_seconds: e.heartbeat_ttl_seconds,
+    connections: e.connections,
+    work: { mode: e.work.mode, counts: e.work.counts, running: ids(e.work.running), parked: ids(e.work.parked), failed: ids(e.work.failed) },
+    controls: { paused, paused_since, drained, reserved_until },
+    confirmed_until: e.confirmed_until, confirmed: e.confirmed,
+  };
 }

@@ -106,8 +106,24 @@ export const agentControlsSchema = z.extend(controlsReport, { agent: z.string(),
  */
 export const directoryEntrySchema = z.extend(presenceReportSchema, { confirmed_until: millis, confirmed: z.boolean() });
 
-/** GET /agents?view=summary: a directory entry without the history that `baton who` does not show. */
-export const directorySummarySchema = z.omit(directoryEntrySchema, { transitions: true, recent_messages: true });
+const idOnly = z.object({ id: count });
+
+/**
+ * GET /agents?view=summary: what `baton who` shows of each agent and nothing more (a third of a
+ * full entry's bytes), so listing 1,000 agents reads and checks only what it prints.
+ */
+export const directorySummarySchema = z.object({
+  agent: z.string(),
+  fence: count,
+  holder: z.nullable(holderInfo),
+  serve_standbys: count,
+  heartbeat_ttl_seconds: z.number(),
+  connections: z.array(connectionReport),
+  work: z.object({ mode: workReport.shape.mode, counts: workReport.shape.counts, running: z.array(idOnly), parked: z.array(idOnly), failed: z.array(idOnly) }),
+  controls: z.pick(controlsReport, { paused: true, paused_since: true, drained: true, reserved_until: true }),
+  confirmed_until: millis,
+  confirmed: z.boolean(),
+});
 
 const limitsSchema = z.readonly(z.record(z.string(), z.unknown()));
 const messageId = z.int().check(z.gte(1));
