@@ -43,7 +43,7 @@ async function scrape(): Promise<string> {
   return res.text();
 }
 
-/** Scrapes until the agent's figures satisfy `done`; agent objects report to the directory right after a change, or within 250 ms of the last report. */
+/** Scrapes until the agent's figures satisfy `done`; agent objects report to the directory 10 ms after a change. */
 async function until(agent: string, done: (m: Map<string, ParsedFamily>) => boolean, timeoutMs = 15_000): Promise<Map<string, ParsedFamily>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
