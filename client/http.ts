@@ -21,7 +21,7 @@ export interface Connection {
 /** One request whose answer is read whole as text; rejects as fetch does ("fetch failed", with the cause). */
 export type PlainRequest = (
   url: string, init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal },
-) => Promise<{ status: number; text: string }>;
+) => Promise<{ status: number; text: string; location?: string }>;
 
 export interface RequestOptions {
   body?: unknown;
@@ -44,7 +44,7 @@ export function baseUrl(conn: Connection): string {
 export async function requestJson<S extends z.ZodMiniType>(
   conn: Connection, method: string, path: string, schema: S, opts: RequestOptions = {},
 ): Promise<z.infer<S>> {
-  const { status, text } = await exchange(conn, method, path, {
+  const { status, text, location } = await exchange(conn, method, path, {
     headers: { ...(opts.body === undefined ? {} : { "content-type": "application/json" }), ...opts.headers },
     body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
     timeoutMs: opts.timeoutMs,
@@ -61,6 +61,9 @@ export async function requestJson<S extends z.ZodMiniType>(
     const reason = `${method} ${path} answered ${status} with something that is not a baton answer`;
     throw new UnreachableError(`${baseUrl(conn)} does not look like a baton coordinator: ${reason}`, reason);
   }
+  if (status >= 300 && status < 400 && location) {
+    throw new CoordinatorError(`the coordinator at ${baseUrl(conn)} redirects to ${location} (HTTP ${status}): use that URL`, status, null);
+  }
   const body = errorBodySchema.safeParse(data);
   throw refusal(conn, status, body.success ? body.data : null);
 }
@@ -68,7 +71,7 @@ export async function requestJson<S extends z.ZodMiniType>(
 /** One request answered whole: through the connection's own `request` when it has one, else `send`. */
 async function exchange(
   conn: Connection, method: string, path: string, opts: { headers: Record<string, string>; body?: string; timeoutMs?: number },
-): Promise<{ status: number; text: string }> {
+): Promise<{ status: number; text: string; location?: string }> {
   if (!conn.request) {
     const res = await send(conn, method, path, opts);
     return { status: res.status, text: await res.text().catch(() => "") };
@@ -171,6 +174,8 @@ export function failureReason(err: unknown, timeoutMs?: number): string {
     ENETUNREACH: "network unreachable",
     CERT_HAS_EXPIRED: "TLS certificate expired",
     UND_ERR_CONNECT_TIMEOUT: "no connection within 10 s",
+    CONNECT_TIMEOUT: "no connection within 10 s",
+    EPROTO: "the server did not answer in TLS",
     ERR_SSL_WRONG_VERSION_NUMBER: "the server did not answer in TLS",
     DEPTH_ZERO_SELF_SIGNED_CERT: "self-signed TLS certificate",
   };

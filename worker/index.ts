@@ -74,7 +74,8 @@ async function route(request: Request, env: Env, account: string, url: URL): Pro
   if (url.pathname === "/metrics" && request.method === "GET") return metricsResponse(env, account);
   if (url.pathname === "/agents" && request.method === "GET") {
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
-    const body = await directory.listBody(url.searchParams.get("view") === "summary");
+    const view = url.searchParams.get("view");
+    const body = await directory.listBody(view === "who" || view === "summary" ? view : "full");
     return new Response(body, { headers: { "content-type": "application/json" } });
   }
   if (url.pathname === "/webhook") {

@@ -1,7 +1,7 @@
 // `baton who [AGENT] [--watch]`: who holds each agent's serve lease and who stands by. Without
 // AGENT, every agent with connections (the coordinator's directory, GET /agents).
 import { requestJson, type Connection } from "../../client/http.ts";
-import { agentListSchema, agentSummaryListSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
+import { agentListSchema, agentWhoListSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
 import { defineCommand } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
@@ -77,11 +77,11 @@ function render(reports: PresenceReport[]): string {
 }
 
 /**
- * Presence of one agent, or of every agent the directory lists: for the table the summary, which
- * leaves out the history it does not show; for --json everything.
+ * Presence of one agent, or of every agent the directory lists: for the table only what it prints
+ * (`?view=who`); for --json everything.
  */
 async function load(conn: Connection, agent: string | undefined, full: boolean): Promise<PresenceReport[]> {
   if (agent) return [await requestJson(conn, "GET", `/agents/${agent}/presence`, presenceSchema)];
   if (full) return (await requestJson(conn, "GET", "/agents", agentListSchema)).agents;
-  return (await requestJson(conn, "GET", "/agents?view=summary", agentSummaryListSchema)).agents;
+  return (await requestJson(conn, "GET", "/agents?view=who", agentWhoListSchema)).agents;
 }

@@ -1,11 +1,11 @@
 // Renders an agent's presence report (GET /agents/{agent}/presence) as a small text table.
-import type { DirectorySummary } from "../../worker/wire/server-frames.ts";
+import type { DirectoryWhoEntry } from "../../worker/wire/server-frames.ts";
 
 /**
  * What the table shows: presence from the agent itself, or a directory entry (which says whether
- * its agent still vouches for it); the summary listing carries exactly this.
+ * its agent still vouches for it); `GET /agents?view=who` carries exactly this.
  */
-export type PresenceReport = Omit<DirectorySummary, "confirmed" | "confirmed_until"> & { confirmed?: boolean; confirmed_until?: number };
+export type PresenceReport = Omit<DirectoryWhoEntry, "confirmed" | "confirmed_until"> & { confirmed?: boolean; confirmed_until?: number };
 
 function age(seconds: number): string {
   return seconds < 60 ? `${seconds.toFixed(1)}s` : `${Math.floor(seconds / 60)}m${Math.round(seconds % 60)}s`;

@@ -197,7 +197,7 @@ async function measure(env: ScaleEnv, dev: DevServer, conns: Conn[]): Promise<st
     ["every agent elected (first socket opened to last holder told)", `${fmt(electedMs)} ms total`, "-", `${AGENTS} agents`],
     ["directory lists every agent with its holder, after the last election", `${fmt(directoryLag.ms)} ms`, "-", "1"],
     row(`GET /agents (${listedCount} agents listed)`, list),
-    row("`baton who` (every agent's table, from the summary listing; a new Node process each time)", who),
+    row("`baton who` (every agent's table, from `GET /agents?view=who`; a new Node process each time)", who),
     row("`baton who --json` (every agent in full)", whoJson),
     row("`baton --version` (the same Node process start, no request)", nodeStart),
     row(`handoff in a burst of ${before.length} releases, release to the standby's held:true`, handoffs),

@@ -80,15 +80,15 @@ export async function connect(agent: string, opts: ConnectOptions = {}): Promise
     sendRaw: (data) => ws.send(data),
     framesOf: (type) => frames.filter((f) => f.type === type) as never,
     next(type, match, timeoutMs = 5000) {
-      let seen = 0;
       return new Promise((resolve, reject) => {
+        // From the start every time: another waiter may have taken an earlier frame, shifting the rest.
         const check = () => {
-          for (; seen < frames.length; seen++) {
-            const f = frames[seen]!;
+          for (let i = 0; i < frames.length; i++) {
+            const f = frames[i]!;
             if (f.type === type && (!match || match(f as never))) {
               waiters.delete(check);
               clearTimeout(timer);
-              frames.splice(seen, 1);
+              frames.splice(i, 1);
               resolve(f as never);
               return;
             }

@@ -538,8 +538,14 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     this.reportQueued = true;
     this.ctx.waitUntil(new Promise<void>((done) => setTimeout(() => {
       this.reportQueued = false;
-      this.reportPresence();
-      done();
+      try {
+        this.reportPresence();
+      } catch (err) {
+        // Not sent: the next change, or the alarm's confirmation, reports again.
+        console.error(`presence report failed: ${String(err)}`);
+      } finally {
+        done();
+      }
     }, REPORT_DELAY_MS)));
   }
 

@@ -6,7 +6,7 @@
 // leased (rules/directory-lease.ts): its agent confirms it every two TTLs, and one it stops
 // confirming is shown as unknown, never as live.
 import { addMissingColumns } from "./sql-columns.ts";
-import { agedEntry, listedInDirectory, summaryOf } from "../rules/presence.ts";
+import { agedEntry, listedInDirectory, whoEntryOf } from "../rules/presence.ts";
 import type { DirectoryEntry, PresenceReport } from "../wire/protocol.ts";
 import { confirmedUntil } from "../rules/directory-lease.ts";
 import { firstPage } from "../rules/directory-page.ts";
@@ -29,6 +29,9 @@ const OBSERVER: SocketKind<ObserverState> = {
   max: MAX_OBSERVERS,
   limitMessage: `at most ${MAX_OBSERVERS} observers per account`,
 };
+
+/** How much of each agent `GET /agents` lists: everything, without history (`?view=summary`), or what `baton who` prints (`?view=who`). */
+export type DirectoryView = "full" | "summary" | "who";
 
 export class AgentDirectory extends SocketObject<ObserverState> {
   protected readonly kind = OBSERVER;
@@ -147,12 +150,13 @@ export class AgentDirectory extends SocketObject<ObserverState> {
 
   /**
    * RPC from the Worker (GET /agents): the list as the JSON body itself, so 1,000 entries cross
-   * to the Worker as one string instead of being cloned and serialized again. A summary carries
-   * only what `baton who` prints (summaryOf).
+   * to the Worker as one string instead of being cloned and serialized again. `who` carries only
+   * what `baton who` prints (whoEntryOf); `summary` leaves out transitions and recent messages.
    */
-  listBody(summary: boolean): string {
+  listBody(view: DirectoryView): string {
     const agents = this.list();
-    return JSON.stringify({ agents: summary ? agents.map(summaryOf) : agents });
+    if (view === "who") return JSON.stringify({ agents: agents.map(whoEntryOf) });
+    return JSON.stringify({ agents: view === "summary" ? agents.map(({ transitions: _t, recent_messages: _r, ...entry }) => entry) : agents });
   }
 
   /** Observers may ping; anything else is refused and the socket closed, so nobody claims through here. */

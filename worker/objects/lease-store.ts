@@ -78,9 +78,11 @@ export class LeaseShardStore {
         `SELECT account, session, last_fence FROM leases WHERE idle_since < ? ORDER BY idle_since LIMIT ?`, cutoff, limit)
       .toArray();
     for (const r of pruned) this.sql.exec(`DELETE FROM leases WHERE account = ? AND session = ?`, r.account, r.session);
-    const top = Math.max(this.fenceFloor, ...pruned.map((r) => r.last_fence));
-    if (top > this.fenceFloor) {
-      this.sql.exec("UPDATE shard SET fence_floor = ? WHERE id = 1", top);
+    if (pruned.length > 0) {
+      // Written with every prune, in the same transaction as the deletes: a rolled-back batch leaves
+      // both as they were, and memory (which may then be ahead of SQLite) is only ever higher.
+      const top = Math.max(this.fenceFloor, ...pruned.map((r) => r.last_fence));
+      this.sql.exec("UPDATE shard SET fence_floor = MAX(fence_floor, ?) WHERE id = 1", top);
       this.fenceFloor = top;
     }
     return pruned.length;

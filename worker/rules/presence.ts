@@ -2,7 +2,7 @@
 // fresh each one is; and what the directory may still vouch for. Its shapes are the wire's
 // (wire/server-frames.ts), which imports nothing from here.
 import type { LeaseRecord, Transition } from "./election.ts";
-import type { AgentControlsReport, DirectoryEntry, DirectorySummary, Presence, PresenceReport, WorkReport } from "../wire/server-frames.ts";
+import type { AgentControlsReport, DirectoryEntry, DirectoryWhoEntry, Presence, PresenceReport, WorkReport } from "../wire/server-frames.ts";
 import type { WebhookReport } from "../wire/webhooks.ts";
 import { holdsLease } from "./fencing.ts";
 
@@ -103,8 +103,8 @@ export function listedInDirectory(p: Pick<Presence, "connection_count" | "work">
   return p.connection_count > 0 || p.work.counts.queued > 0 || p.work.counts.parked > 0;
 }
 
-/** A directory entry as `GET /agents?view=summary` lists it: only what `baton who` prints. */
-export function summaryOf(e: DirectoryEntry): DirectorySummary {
+/** A directory entry as `GET /agents?view=who` lists it: only what `baton who` prints. */
+export function whoEntryOf(e: DirectoryEntry): DirectoryWhoEntry {
   const ids = (list: readonly { id: number }[]) => list.map(({ id }) => ({ id }));
   const { paused, paused_since, drained, reserved_until } = e.controls;
   return {

@@ -2,7 +2,7 @@
 // the client library validates them on arrival (nothing is cast), and both share the types.
 import * as z from "zod/mini";
 import { ERROR_CODES } from "./protocol.ts";
-import { agentControlsSchema, blobRef, directoryEntrySchema, directorySummarySchema, presenceSchema } from "./server-frames.ts";
+import { agentControlsSchema, blobRef, directoryEntrySchema, directorySummarySchema, directoryWhoSchema, presenceSchema } from "./server-frames.ts";
 import { SCOPES } from "./token-scopes.ts";
 
 const count = z.int().check(z.nonnegative());
@@ -105,6 +105,7 @@ export const messagePageSchema = z.object({ agent: z.string(), messages: z.array
 
 export const agentListSchema = z.object({ agents: z.array(directoryEntrySchema) });
 export const agentSummaryListSchema = z.object({ agents: z.array(directorySummarySchema) });
+export const agentWhoListSchema = z.object({ agents: z.array(directoryWhoSchema) });
 
 export { agentControlsSchema, presenceSchema };
 

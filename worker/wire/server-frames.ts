@@ -106,13 +106,16 @@ export const agentControlsSchema = z.extend(controlsReport, { agent: z.string(),
  */
 export const directoryEntrySchema = z.extend(presenceReportSchema, { confirmed_until: millis, confirmed: z.boolean() });
 
+/** GET /agents?view=summary: a directory entry without its transitions and recent messages (kept for CLIs before `view=who`). */
+export const directorySummarySchema = z.omit(directoryEntrySchema, { transitions: true, recent_messages: true });
+
 const idOnly = z.object({ id: count });
 
 /**
- * GET /agents?view=summary: what `baton who` shows of each agent and nothing more (a third of a
- * full entry's bytes), so listing 1,000 agents reads and checks only what it prints.
+ * GET /agents?view=who: what `baton who` shows of each agent and nothing more (two thirds of a
+ * summary's bytes), so listing 1,000 agents reads and checks only what it prints.
  */
-export const directorySummarySchema = z.object({
+export const directoryWhoSchema = z.object({
   agent: z.string(),
   fence: count,
   holder: z.nullable(holderInfo),
@@ -249,6 +252,7 @@ export type Presence = z.infer<typeof presenceSchema>;
 export type PresenceReport = z.infer<typeof presenceReportSchema>;
 export type DirectoryEntry = z.infer<typeof directoryEntrySchema>;
 export type DirectorySummary = z.infer<typeof directorySummarySchema>;
+export type DirectoryWhoEntry = z.infer<typeof directoryWhoSchema>;
 export type MessageFrame = z.infer<typeof messageFrameSchema>;
 export type JournalEntry = z.infer<typeof journalEntry>;
 export type RevokeReason = z.infer<typeof revokeReason>;
