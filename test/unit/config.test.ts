@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { configPath, DEFAULT_URL, DEV_TOKEN, isLocalUrl, resolveConnection } from "../../cli/lib/config.ts";
+import { nodeRequest } from "../../cli/lib/node-request.ts";
 import { DEFAULT, readConfig } from "../../worker/config.ts";
 
 describe("readConfig (coordinator vars)", () => {
@@ -76,16 +77,26 @@ describe("isLocalUrl", () => {
   });
 });
 
+/** Where a connection goes and with which token, without its transport. */
+function target(flags: { url?: string; token?: string }, env: NodeJS.ProcessEnv): { url: string; token: string } {
+  const { url, token } = resolveConnection(flags, env);
+  return { url, token };
+}
+
 describe("resolveConnection", () => {
   it("defaults to the local wrangler dev URL with the dev token", () => {
-    expect(resolveConnection({}, tempEnv())).toEqual({ url: DEFAULT_URL, token: DEV_TOKEN });
+    expect(target({}, tempEnv())).toEqual({ url: DEFAULT_URL, token: DEV_TOKEN });
+  });
+
+  it("sends the CLI's JSON requests over node:http, not fetch", () => {
+    expect(resolveConnection({}, tempEnv()).request).toBe(nodeRequest);
   });
 
   it("takes flags over the environment over the config file", () => {
     const env = { ...tempEnv({ url: "https://file.example", token: "file-token" }), BATON_URL: "https://env.example/", BATON_TOKEN: "env-token" };
-    expect(resolveConnection({ url: "https://flag.example", token: "flag-token" }, env)).toEqual({ url: "https://flag.example", token: "flag-token" });
-    expect(resolveConnection({}, env)).toEqual({ url: "https://env.example", token: "env-token" });
-    expect(resolveConnection({}, tempEnv({ url: "https://file.example", token: "file-token" }))).toEqual({
+    expect(target({ url: "https://flag.example", token: "flag-token" }, env)).toEqual({ url: "https://flag.example", token: "flag-token" });
+    expect(target({}, env)).toEqual({ url: "https://env.example", token: "env-token" });
+    expect(target({}, tempEnv({ url: "https://file.example", token: "file-token" }))).toEqual({
       url: "https://file.example",
       token: "file-token",
     });
@@ -102,12 +113,12 @@ describe("resolveConnection", () => {
     expect(() => resolveConnection({ url: "https://elsewhere.example" }, env)).toThrow(
       "no token for https://elsewhere.example: run `baton login` or set BATON_TOKEN",
     );
-    expect(resolveConnection({ url: "http://127.0.0.1:8787" }, env)).toEqual({ url: "http://127.0.0.1:8787", token: DEV_TOKEN });
+    expect(target({ url: "http://127.0.0.1:8787" }, env)).toEqual({ url: "http://127.0.0.1:8787", token: DEV_TOKEN });
     expect(resolveConnection({ url: "https://prod.example/" }, env).token).toBe("prod-token");
   });
 
   it("ignores a config file that is not the shape login writes", () => {
-    expect(resolveConnection({}, tempEnv({ url: 7, token: ["x"] }))).toEqual({ url: DEFAULT_URL, token: DEV_TOKEN });
+    expect(target({}, tempEnv({ url: 7, token: ["x"] }))).toEqual({ url: DEFAULT_URL, token: DEV_TOKEN });
   });
 
   it("rejects a URL that does not parse or is not http(s)", () => {
