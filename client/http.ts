@@ -72,38 +72,35 @@ export async function requestJson<S extends z.ZodMiniType>(
 async function exchange(
   conn: Connection, method: string, path: string, opts: { headers: Record<string, string>; body?: string; timeoutMs?: number },
 ): Promise<{ status: number; text: string; location?: string }> {
-  if (!conn.request) {
+  const request = conn.request;
+  if (!request) {
     const res = await send(conn, method, path, opts);
     return { status: res.status, text: await res.text().catch(() => "") };
   }
-  const url = `${baseUrl(conn)}${path}`;
-  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  try {
-    return await conn.request(url, {
-      method,
-      headers: { authorization: `Bearer ${conn.token}`, ...opts.headers },
-      body: opts.body,
-      signal: AbortSignal.timeout(Math.max(1, Math.round(timeoutMs))),
-    });
-  } catch (err) {
-    throw unreachable(conn, url, err, timeoutMs);
-  }
+  return withToken(conn, method, path, opts, (url, init) => request(url, { ...init, body: opts.body }));
 }
 
 /**
  * One request with the bearer token, answered with whatever status; UnreachableError when nothing
  * answered (with a hint when TLS met a plain-HTTP server). requestJson and the blob transfers use it.
  */
-export async function send(
+export function send(
   conn: Connection, method: string, path: string, opts: { headers?: Record<string, string>; body?: BodyInit; timeoutMs?: number } = {},
 ): Promise<Response> {
+  return withToken(conn, method, path, opts, (url, init) => (conn.fetch ?? fetch)(url, { ...init, body: opts.body }));
+}
+
+/** Calls `transport` with the URL, the bearer token, the headers and the timeout; a failure to answer becomes UnreachableError. */
+async function withToken<T>(
+  conn: Connection, method: string, path: string, opts: { headers?: Record<string, string>; timeoutMs?: number },
+  transport: (url: string, init: { method: string; headers: Record<string, string>; signal: AbortSignal }) => Promise<T>,
+): Promise<T> {
   const url = `${baseUrl(conn)}${path}`;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   try {
-    return await (conn.fetch ?? fetch)(url, {
+    return await transport(url, {
       method,
       headers: { authorization: `Bearer ${conn.token}`, ...opts.headers },
-      body: opts.body,
       signal: AbortSignal.timeout(Math.max(1, Math.round(timeoutMs))),
     });
   } catch (err) {
