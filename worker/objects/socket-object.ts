@@ -32,6 +32,8 @@ export abstract class SocketObject<S> extends DurableObject<Env> {
   private readonly configProblem: string | null;
 
   protected abstract readonly kind: SocketKind<S>;
+  /** Sockets this instance saw close or fail: never live again, even while the runtime still lists them. */
+  private readonly ended = new WeakSet<WebSocket>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -75,7 +77,7 @@ export abstract class SocketObject<S> extends DurableObject<Env> {
   protected sockets(exclude?: WebSocket): Socket<S>[] {
     const out: Socket<S>[] = [];
     for (const ws of this.ctx.getWebSockets(this.kind.tag)) {
-      if (ws === exclude || ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) continue;
+      if (ws === exclude || this.ended.has(ws) || ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) continue;
       const state = readAttachment(this.kind.schema, ws);
       if (state !== null) out.push({ ws, state });
     }
@@ -103,11 +105,13 @@ export abstract class SocketObject<S> extends DurableObject<Env> {
   }
 
   async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    this.ended.add(ws);
     closeQuietly(ws, code, "closing");
     await this.onClose(ws);
   }
 
   async webSocketError(ws: WebSocket): Promise<void> {
+    this.ended.add(ws);
     await this.onClose(ws);
   }
 }
