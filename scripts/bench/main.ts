@@ -6,6 +6,7 @@ import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { DevServer } from "../../test/e2e/wrangler-dev.ts";
+import { DEFAULT } from "../../worker/config.ts";
 import { ensureEtcdInstalled, startEtcd, type EtcdServer } from "./etcd.ts";
 import { startFloor, type FloorServer } from "./floor.ts";
 import { renderReport, writeReport, type LeaseResult, type ScenarioResult } from "./report.ts";
@@ -41,6 +42,8 @@ const wakeSeconds = Number(opts["wake-seconds"]);
 const hysteresisSeconds = Number(opts.hysteresis);
 const scanSeconds = Math.max(1, Math.floor(ttlSeconds / 2));
 const ROUNDS = 3;
+/** Baton's session-lease shard count under this bench (it sets no BATON_LEASE_SHARDS). */
+const LEASE_SHARDS = DEFAULT.leaseShards;
 
 /** What a scenario may use and where it leaves its figures. */
 interface Bench {
@@ -51,7 +54,7 @@ interface Bench {
   cli: string;
   handoff: System[];
   /** Lease systems for fresh keys (etcd: a lease per key) and for a hot key (etcd: a session lease per client). */
-  leases: { fresh: LeaseSystem[]; hot: LeaseSystem[] };
+  leases: { fresh: LeaseSystem[]; hot: LeaseSystem[]; freshSharded: LeaseSystem[] };
   results: ScenarioResult[];
   leaseResults: LeaseResult[];
   wakes: WakeResult[] | null;
@@ -80,6 +83,10 @@ const SCENARIOS: Record<string, Scenario> = {
     run: async (b) => void b.results.push(await runSteady(b.dev.url, b.handoff.find((s) => s.name === "floor")!.url, ttlSeconds, trials)),
   },
   fresh: { needs: ["etcd", "floor"], run: (b) => leaseRounds(b, "fresh keys", b.leases.fresh, freshKeysRound) },
+  "fresh-sharded": {
+    needs: ["floor"],
+    run: (b) => leaseRounds(b, `fresh keys, the floor in ${LEASE_SHARDS} objects as baton's shards`, b.leases.freshSharded, freshKeysRound),
+  },
   hot: { needs: ["etcd", "floor"], run: (b) => leaseRounds(b, "one hot key", b.leases.hot, hotKeyRound) },
   wakes: {
     needs: [],
@@ -105,8 +112,8 @@ const SCENARIOS: Record<string, Scenario> = {
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
   scale: { needs: [], run: async (b) => void b.sections.push(await runScale({ startDev: b.startDev, cli: b.cli })) },
 };
-const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "crash", "stop", "fresh", "hot", "wakes", "preference"];
-const ALIASES: Record<string, string[]> = { acquire: ["fresh", "hot"] };
+const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference"];
+const ALIASES: Record<string, string[]> = { acquire: ["fresh", "fresh-sharded", "hot"] };
 
 function selected(): string[] {
   const names = (opts.only?.split(",") ?? DEFAULT_SCENARIOS).flatMap((n) => ALIASES[n.trim()] ?? [n.trim()]);
@@ -187,11 +194,12 @@ async function main(): Promise<number> {
     const leases = {
       fresh: [baton, ...floorLease, ...(etcd ? [etcdLeases(etcd.url, ttlSeconds, "per-key")] : [])],
       hot: [baton, ...floorLease, ...(etcd ? [etcdLeases(etcd.url, ttlSeconds, "session")] : [])],
+      freshSharded: [baton, ...(floor ? [floorLeases(floor.url, LEASE_SHARDS)] : [])],
     };
     // Warm-up, not recorded: the first requests compile the Worker, open connections and create
     // the session-lease shards (a one-time cost per deployment).
     for (const s of handoff) await gracefulTrial(s);
-    if (names.includes("fresh") || names.includes("hot")) for (const s of leases.fresh) await freshKeysRound(s, 256, concurrency);
+    if (names.some((n) => n.startsWith("fresh") || n === "hot")) for (const s of [...leases.fresh, ...leases.freshSharded]) await freshKeysRound(s, 256, concurrency);
 
     const startDev = async (vars: Record<string, string>) => {
       const extra = await startWranglerDev({ vars });

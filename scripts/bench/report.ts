@@ -108,9 +108,10 @@ function goals(r: ReportInput): string {
     const b = leaseFigures(l.rounds.baton);
     const e = leaseFigures(l.rounds.etcd);
     const f = leaseFigures(l.rounds.floor);
-    lines.push(`- ${l.label}: ${fmt(b.rate)} per s against the floor's ${fmt(f.rate)}: ${ratio(b.rate, f.rate)} (goal at least ${FLOOR_RATE_GOAL}x: ${verdict(FLOOR_RATE_GOAL / (b.rate / f.rate), 1)}); `
-      + `${fmt(b.rate)} vs etcd's ${fmt(e.rate)} per s (goal at least etcd's: ${verdict(e.rate / b.rate, 1)}); `
-      + `p50 ${fmt(b.p50)} vs ${fmt(e.p50)} ms (goal no worse than etcd's: ${verdict(b.p50 / e.p50, 1)})`);
+    const etcd = l.rounds.etcd === undefined ? ""
+      : `; ${fmt(b.rate)} vs etcd's ${fmt(e.rate)} per s (goal at least etcd's: ${verdict(e.rate / b.rate, 1)}); `
+        + `p50 ${fmt(b.p50)} vs ${fmt(e.p50)} ms (goal no worse than etcd's: ${verdict(b.p50 / e.p50, 1)})`;
+    lines.push(`- ${l.label}: ${fmt(b.rate)} per s against the floor's ${fmt(f.rate)}: ${ratio(b.rate, f.rate)} (goal at least ${FLOOR_RATE_GOAL}x: ${verdict(FLOOR_RATE_GOAL / (b.rate / f.rate), 1)})${etcd}`);
   }
   return lines.join("\n");
 }

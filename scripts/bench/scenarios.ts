@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { DEV_TOKEN, ROOT } from "../../test/e2e/wrangler-dev.ts";
 import { BatonCandidate, EtcdCandidate, FloorCandidate, type Candidate } from "./candidates.ts";
 import { EtcdGateway } from "./etcd.ts";
+import { shardOf } from "../../worker/rules/session-lease.ts";
 
 export type SystemName = "baton" | "etcd" | "floor";
 
@@ -115,14 +116,19 @@ export function etcdLeases(url: string, ttlSeconds: number, mode: "per-key" | "s
   };
 }
 
-/** The floor of an acquisition: one Worker request, one RPC to one warm object that writes a row. */
-export function floorLeases(url: string): LeaseSystem {
+/**
+ * The floor of an acquisition: one Worker request, one RPC to one warm object that writes a row.
+ * With `shards`, the object is the key's shard among that many, picked as baton picks its lease
+ * shards: the floor of a sharded store, where fresh keys in flight do not share a commit.
+ */
+export function floorLeases(url: string, shards?: number): LeaseSystem {
   return {
     name: "floor",
     freshName: (kind) => `floor-${kind}-${process.pid}-${++counter}`,
     client: async () => ({
-      acquire: async () => {
-        const res = await fetch(`${url}/write/acquisitions`, { method: "POST" });
+      acquire: async (key) => {
+        const room = shards === undefined ? "acquisitions" : `shard-${shardOf("dev", key, shards)}`;
+        const res = await fetch(`${url}/write/${room}`, { method: "POST" });
         const body = await res.text();
         if (res.status !== 201) throw new Error(`floor write answered ${res.status}: ${body}`);
         return true;

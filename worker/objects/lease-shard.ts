@@ -2,8 +2,9 @@
 // (account, session) keys that hash to it, one SQLite row per key. The Worker validates the HTTP
 // request and calls one RPC method; each method loads the key's record, applies one pure rule
 // from session-lease.ts and stages the result. Decisions are serial (nothing awaits between a
-// read and its staging); the staged records of every request that arrived within one turn are
-// written in one commit, and no answer leaves before the commit that holds what it says.
+// read and its staging). A decision is written at once when no commit is in flight; the decisions
+// that arrive while one is share the next commit (group commit without a timer), and no answer
+// leaves before the commit that holds what it says.
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import { leaseShardCount } from "../config.ts";
@@ -22,6 +23,7 @@ export class LeaseShard extends DurableObject<Env> {
   private readonly store: LeaseShardStore;
   private readonly staged: StagedLeases;
   private batch: Promise<void> | null = null;
+  private committing: Promise<void> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -31,24 +33,36 @@ export class LeaseShard extends DurableObject<Env> {
 
   /**
    * Resolves once everything staged so far is written, or rejects if that write failed (then
-   * nothing of the batch was stored and none of its requests is answered with success). The write
-   * waits one turn, so requests arriving meanwhile join the same commit. With nothing staged it
-   * resolves at once.
+   * nothing of the batch was stored and none of its requests is answered with success). With no
+   * commit in flight the staged records are written at once, in this event; while one is in
+   * flight, requests arriving meanwhile wait for it and then share the next commit. With nothing
+   * staged it resolves at once.
    */
   private written(): Promise<void> {
     if (!this.staged.pending) return Promise.resolve();
-    this.batch ??= new Promise<void>((resolve, reject) => {
-      setTimeout(() => {
-        this.batch = null;
-        try {
-          this.staged.flush();
-          resolve();
-        } catch (err) {
-          reject(err instanceof Error ? err : new Error(String(err)));
-        }
-      }, 0);
+    if (this.committing === null) {
+      this.flush();
+      return Promise.resolve();
+    }
+    this.batch ??= this.committing.then(() => {
+      this.batch = null;
+      this.flush();
     });
     return this.batch;
+  }
+
+  /** Writes what is staged; the output gate holds every answer until this commit is durable. */
+  private flush(): void {
+    this.staged.flush();
+    const commit: Promise<void> = this.ctx.storage.sync().then(
+      () => {
+        if (this.committing === commit) this.committing = null;
+      },
+      () => {
+        if (this.committing === commit) this.committing = null;
+      },
+    );
+    this.committing = commit;
   }
 
   async acquire(account: string, session: string, runId: string, ttlSeconds: number): Promise<AcquireAnswer> {
