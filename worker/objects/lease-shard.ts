@@ -106,20 +106,24 @@ export class LeaseShard extends DurableObject<Env> {
     return { lastFence, live: isLive(lease, now) ? lease : null, now };
   }
 
+  // The three below wait for what is staged to be written through written(), never flush it
+  // themselves: a flush of theirs that failed would drop decisions whose requests, waiting on the
+  // next batch, would then be answered as if they were stored.
+
   /** Prunes keys idle since before `now - retentionMs`; tests drive it with a `now` in the future. */
-  pruneIdle(now: number, retentionMs?: number, limit = Number.MAX_SAFE_INTEGER): number {
-    this.staged.flush();
+  async pruneIdle(now: number, retentionMs?: number, limit = Number.MAX_SAFE_INTEGER): Promise<number> {
+    await this.written();
     return this.store.prune(now, retentionMs, limit);
   }
 
-  keyCount(): number {
-    this.staged.flush();
+  async keyCount(): Promise<number> {
+    await this.written();
     return this.store.keyCount();
   }
 
   /** GET /metrics: this shard's session leases of one account, active and expired. */
-  leaseCounts(account: string): { active: number; expired: number } {
-    this.staged.flush();
+  async leaseCounts(account: string): Promise<{ active: number; expired: number }> {
+    await this.written();
     return this.store.accountCounts(account, Date.now());
   }
 }
