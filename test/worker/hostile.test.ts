@@ -31,7 +31,7 @@ async function scene() {
   expect(posted.status).toBe(201);
   await holder.sock.next("message");
   await standby.sock.next("message");
-  return { agent, holder: holder.sock, standby: standby.sock, idle };
+  return { agent, holder: holder.sock, holderFence: holder.lease.fence, standby: standby.sock, idle };
 }
 
 const bytes = (text: string) => new TextEncoder().encode(text).buffer as ArrayBuffer;
@@ -221,9 +221,12 @@ describe("bad names", () => {
 
   it("near-miss spellings of a live agent's name are refused and leave its lease and data as they were", async () => {
     const s = await scene();
-    // The heartbeat TTL is one second here and these 18 requests can take longer on a busy machine: auto-answered pings keep the scene alive.
+    // The heartbeat TTL is one second here and these 18 requests can take longer on a busy machine:
+    // heartbeats keep the scene alive, as the client library sends them (the holder's carries its
+    // fence, so the object answers it and moves its deadline; a plain ping counts only up to it).
     const pump = setInterval(() => {
-      for (const sock of [s.holder, s.standby, s.idle]) if (!sock.closed) sock.ws.send('{"type":"ping"}');
+      if (!s.holder.closed) s.holder.ws.send(JSON.stringify({ type: "ping", fence: s.holderFence }));
+      for (const sock of [s.standby, s.idle]) if (!sock.closed) sock.ws.send('{"type":"ping"}');
     }, 200);
     onTestFinished(() => clearInterval(pump));
     const before = await snapshot(s.agent);
