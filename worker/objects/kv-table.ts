@@ -1,7 +1,8 @@
-// Reads a store keeps in memory between its own writes. A key/value table that one object alone writes: read once per instance, then answered from
-// memory. Every event's snapshot reads these values, and a read from memory costs nothing where
-// a statement costs a few microseconds each; the object is the only writer, so memory and SQLite
-// agree after every write.
+// Reads a store keeps in memory between its own writes. Every event's snapshot reads these
+// values, and a read from memory costs nothing where a statement costs a few microseconds; the
+// object is the only writer of its SQLite, so memory and SQLite agree after every write.
+
+/** A key/value table that one object alone writes: read once per instance, then answered from memory. */
 export class KeyValueTable {
   private values: Map<string, string> | null = null;
 
