@@ -1,6 +1,6 @@
 // A coordinator restart, for real: kill -9 of wrangler dev, then a new one on the same state (as a
 // deploy or a crash restarts every object). Every socket drops; the lease, fences, claim counter
-// and checkpoints survive; the previous holder's runner gets its lease back within the restart
+// checkpoints and open questions survive; the previous holder's runner gets its lease back within the restart
 // grace; one that does not return, or whose machine is drained, does not hold the others up.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authHeaders, getJson, postMessage, uniqueAgent } from "./serve-helpers.ts";
@@ -100,5 +100,26 @@ describe("after a coordinator restart", () => {
     expect(b.lease.held).toBe(false);
     expect(await drain(agent, "a")).toMatchObject({ reserved_until: null });
     expect(await b.sock.next("serve_lease", undefined, (GRACE_S * 1000) / 2)).toMatchObject({ held: true, fence: a.lease.fence + 1 });
+  });
+
+  it("a question open when the coordinator is killed is still asked after it: the parked message keeps it, one answer is taken, and the next attempt gets it", async () => {
+    const agent = uniqueAgent("asked");
+    const a = await runner(agent, "a");
+    const id = await postMessage(dev.url, agent, "ship it?");
+    const m = await a.sock.next("message", (f) => f.run && f.id === id);
+    const question = { text: "Ship v2?", choices: ["ship", "hold"], step: "ask:1" };
+    a.sock.send({ type: "park", id, token: m.token, question, deadline_seconds: 3600, req: "park" });
+    await a.sock.next("result", (f) => f.req === "park");
+    await restart();
+    const message = () => getJson<Record<string, unknown>>(`${dev.url}/agents/${agent}/messages/${id}`);
+    expect(await message()).toMatchObject({ status: "parked", question: { text: "Ship v2?", choices: ["ship", "hold"] } });
+    const answer = (choice: string) =>
+      fetch(`${dev.url}/agents/${agent}/messages/${id}/answer`, { method: "POST", headers: authHeaders(), body: JSON.stringify({ choice }) });
+    expect((await answer("ship")).status).toBe(200);
+    expect((await answer("hold")).status).toBe(409);
+    const b = await runner(agent, "b");
+    const again = await b.sock.next("message", (f) => f.run && f.id === id, (GRACE_S + 5) * 1000);
+    expect(again).toMatchObject({ resume_choice: "ship" });
+    expect(await message()).toMatchObject({ answers: [expect.objectContaining({ choice: "ship" })] });
   });
 });
