@@ -1,7 +1,8 @@
 // A coordinator restart, for real: kill -9 of wrangler dev, then a new one on the same state (as a
-// deploy or a crash restarts every object). Every socket drops; the lease, fences, claim counter
-// checkpoints and open questions survive; the previous holder's runner gets its lease back within the restart
-// grace; one that does not return, or whose machine is drained, does not hold the others up.
+// deploy or a crash restarts every object). Every socket drops; the lease, fences, claim counter,
+// checkpoints and open questions survive; the previous holder's runner gets its lease back within
+// the restart grace; one that does not return, or whose machine is drained, does not hold the
+// others up.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authHeaders, getJson, postMessage, uniqueAgent } from "./serve-helpers.ts";
 import { rawRunner, type RawServe } from "./raw-serve.ts";
