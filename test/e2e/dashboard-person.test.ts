@@ -5,7 +5,8 @@
 // ctx.ask returns it, a choice and Reject answer from the page, an unknown outcome is answered
 // Done, a refusal (answered already) shows the coordinator's sentence, each message shows who
 // answered it (via "page"), pause and drain behind an in-page confirmation, a failed message
-// retried, pool runs named by runner, and a read-only token sees none of the buttons.
+// retried, pool runs named by runner, a webhook's link marks its question, and a read-only token
+// sees none of the buttons.
 import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -247,6 +248,36 @@ describe("a person in the loop on the dashboard", () => {
     await row.locator('[data-role="answer-record"][data-choice="reject"][data-via="page"]').waitFor();
     await new Promise((r) => setTimeout(r, 500));
     expect(runs).toBe(1);
+    await page.close();
+  });
+
+  it("a webhook's link (#agent=…&message=…) marks its question and scrolls to it; a link to a message nobody waits on says so", async () => {
+    const asker: MessageHandler = async (m, ctx) => {
+      await ctx.ask(`Go ahead with ${m.text}?`);
+      return "done";
+    };
+    open("linked-one", "link-box-1", asker);
+    open("linked-two", "link-box-2", asker);
+    const first = await postMessage("linked-one", "the first");
+    const second = await postMessage("linked-two", "the second");
+    await waitForStatus("linked-one", first, "parked");
+    await waitForStatus("linked-two", second, "parked");
+
+    const page = await browser.newPage();
+    await page.goto(`${dev.url}/#agent=linked-two&message=${second}`);
+    const target = ask(page, "linked-two", second);
+    await target.and(page.locator("[data-targeted]")).waitFor();
+    expect(await ask(page, "linked-one", first).getAttribute("data-targeted")).toBeNull();
+    const box = (await target.boundingBox())!;
+    expect(box.y).toBeGreaterThanOrEqual(0);
+    expect(box.y + box.height).toBeLessThanOrEqual(page.viewportSize()!.height);
+    const gone = page.locator('#person [data-role="target-gone"]');
+    expect(await gone.isVisible()).toBe(false);
+
+    // The same page follows a new link without a reload; a message that waits for nobody is said to.
+    await page.evaluate(() => (location.hash = "#agent=linked-one&message=999"));
+    await gone.filter({ hasText: "Message #999 of linked-one is not waiting for a person any more." }).waitFor();
+    expect(await page.locator("#person [data-targeted]").count()).toBe(0);
     await page.close();
   });
 

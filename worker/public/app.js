@@ -6,7 +6,7 @@
 // 404, grants every scope): a read-only token sees no button that would change anything.
 import { Confirmations } from "./confirm.js";
 import { MessageLoader } from "./messages.js";
-import { PersonQueue } from "./person.js";
+import { linkTarget, PersonQueue } from "./person.js";
 import { AgentList } from "./render.js";
 import { clock, RANGES, WINDOW_MS } from "./timeline.js";
 
@@ -153,6 +153,10 @@ const person = new PersonQueue(view.person, {
     const recent = state.agents.get(agent)?.recent_messages?.find((m) => m.id === id);
     return recent ? `${recent.preview}${recent.preview.length >= 80 ? "…" : ""}` : null;
   },
+});
+window.addEventListener("hashchange", () => {
+  person.setTarget(linkTarget(location.hash));
+  render();
 });
 const list = new AgentList(view.agents, {
   ui: () => ({ can: can(), confirmations, act: post }),

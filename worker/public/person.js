@@ -98,6 +98,14 @@ function acceptedText(choice) {
   return `answered ${choice}: the message runs again`;
 }
 
+/** A webhook event's link, `#agent=A&message=N`: the question it is about, or null. */
+export function linkTarget(hash) {
+  const params = new URLSearchParams(hash.replace(/^#/, ""));
+  const agent = params.get("agent");
+  const id = Number(params.get("message"));
+  return agent && Number.isInteger(id) && id > 0 ? { agent, id } : null;
+}
+
 export class PersonQueue {
   /**
    * `root`: the section. `hooks`: fetchJson(path), decide(agent, id, route, body) resolving to
@@ -110,7 +118,18 @@ export class PersonQueue {
     this.count = el("span", { class: "count", "data-role": "person-count" });
     this.list = el("ol", { class: "asks" });
     this.empty = el("p", { class: "empty-line quiet", "data-role": "nobody-waiting" }, "Nobody is waiting for a person.");
-    root.replaceChildren(el("h2", {}, "Needs a person ", this.count), this.empty, this.list);
+    // The question a webhook's link points at: marked and scrolled to once, or said to be answered.
+    this.target = linkTarget(location.hash);
+    this.scrolledTo = null;
+    this.gone = el("p", { class: "hint", "data-role": "target-gone" });
+    this.gone.hidden = true;
+    root.replaceChildren(el("h2", {}, "Needs a person ", this.count), this.gone, this.empty, this.list);
+  }
+
+  /** Follows a new link (the page's hash changed). */
+  setTarget(target) {
+    this.target = target;
+    this.scrolledTo = null;
   }
 
   render(entries, state) {
@@ -143,6 +162,20 @@ export class PersonQueue {
       : "Nobody is waiting for a person.";
     this.root.classList.toggle("stale", Boolean(state.unreachable));
     this.root.dataset.open = String(open.length);
+    this.showTarget(state);
+  }
+
+  showTarget(state) {
+    const key = this.target && `${this.target.agent}:${this.target.id}`;
+    for (const [k, item] of this.items) item.li.toggleAttribute("data-targeted", k === key);
+    const hit = key ? this.items.get(key) : undefined;
+    if (hit && this.scrolledTo !== key) {
+      this.scrolledTo = key;
+      hit.li.scrollIntoView({ block: "center" });
+    }
+    // Said only while the page knows the account's open questions (connected, loaded).
+    this.gone.hidden = !this.target || Boolean(hit) || Boolean(state.unreachable);
+    if (!this.gone.hidden) this.gone.textContent = `Message #${this.target.id} of ${this.target.agent} is not waiting for a person any more.`;
   }
 
   item(key, agent, p) {
