@@ -541,8 +541,9 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       try {
         this.reportPresence();
       } catch (err) {
-        // Not sent: the next change, or the alarm's confirmation, reports again.
+        // Not sent: the alarm tries again after REPORT_RETRY_MS, as after a failed RPC.
         console.error(`presence report failed: ${String(err)}`);
+        this.directoryReporter.onFailure();
       } finally {
         done();
       }
