@@ -1,38 +1,14 @@
-// Hostile input in the real runtime: bad frames, floods, too many connections and bad names are
-// each answered with a named error, and leave the lease, presence and stored data as they were.
+// Hostile input in the real runtime: bad frames, floods and too many connections are each
+// answered with a named error, and leave the lease, presence and stored data as they were (bad
+// names: bad-names.test.ts).
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
-import { describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LIMITS, type ErrorCode } from "../../worker/wire/protocol.ts";
 import { BASE, claimant, connect, DEV_TOKEN, presence, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
+import { scene, snapshot } from "./scene.ts";
 
 const auth = { Authorization: `Bearer ${DEV_TOKEN}` };
-
-/** What must not move: presence without the parts that change on their own, and the stored messages. */
-async function snapshot(agent: string) {
-  const p = (await presence(agent)) as Awaited<ReturnType<typeof presence>> & { wakes?: number };
-  const { wakes: _wakes, connections, ...rest } = p;
-  const res = await SELF.fetch(`${BASE}/agents/${agent}/messages`, { headers: auth });
-  const { messages } = (await res.json()) as { messages: unknown[] };
-  return { ...rest, connections: connections.map(({ heartbeat_age_seconds: _age, ...c }) => c), messages };
-}
-
-/** A holder, a standby and an idle connection (connected, never claimed), with one message stored. */
-async function scene() {
-  const agent = uniqueAgent();
-  const holder = await claimant(agent, "holder");
-  const standby = await claimant(agent, "standby");
-  const idle = await connect(agent, { machine: "idle" });
-  const posted = await SELF.fetch(`${BASE}/agents/${agent}/messages`, {
-    method: "POST",
-    headers: { ...auth, "Content-Type": "application/json" },
-    body: JSON.stringify({ text: "work" }),
-  });
-  expect(posted.status).toBe(201);
-  await holder.sock.next("message");
-  await standby.sock.next("message");
-  return { agent, holder: holder.sock, holderFence: holder.lease.fence, standby: standby.sock, idle };
-}
 
 const bytes = (text: string) => new TextEncoder().encode(text).buffer as ArrayBuffer;
 
@@ -200,73 +176,6 @@ describe("connection limit", () => {
       clearInterval(pump);
     }
   });
-});
-
-describe("bad names", () => {
-  const badAgents = ["Agent", "UPPER", "a".repeat(64), "a%2Fb", "a%2fb%2f..", ".hidden", "-dash", "%2E%2E%2Fx", "a%20b", "a%00", "%E0%A4%A", "caf%C3%A9"];
-
-  for (const name of badAgents) {
-    it(`agent name ${JSON.stringify(name)} gets 400 bad_name on every agent route and creates nothing`, async () => {
-      for (const [method, route, upgrade] of [["GET", "serve", true], ["GET", "presence", false], ["GET", "messages", false], ["POST", "messages", false]] as const) {
-        const res = await SELF.fetch(`${BASE}/agents/${name}/${route}`, {
-          method,
-          headers: { ...auth, ...(upgrade ? { Upgrade: "websocket" } : {}), "Content-Type": "application/json" },
-          body: method === "POST" ? JSON.stringify({ text: "x" }) : undefined,
-        });
-        expect(res.status, `${method} ${route}`).toBe(400);
-        expect(await res.json()).toMatchObject({ error: "bad_name" });
-      }
-    });
-  }
-
-  it("near-miss spellings of a live agent's name are refused and leave its lease and data as they were", async () => {
-    const s = await scene();
-    // The heartbeat TTL is one second here and these 18 requests can take longer on a busy machine:
-    // heartbeats keep the scene alive, as the client library sends them (the holder's carries its
-    // fence, so the object answers it and moves its deadline; a plain ping counts only up to it).
-    const pump = setInterval(() => {
-      if (!s.holder.closed) s.holder.ws.send(JSON.stringify({ type: "ping", fence: s.holderFence }));
-      for (const sock of [s.standby, s.idle]) if (!sock.closed) sock.ws.send('{"type":"ping"}');
-    }, 200);
-    onTestFinished(() => clearInterval(pump));
-    const before = await snapshot(s.agent);
-    const variants = [s.agent.toUpperCase(), `${s.agent}%2Fx`, `${s.agent}%00`, `%2E%2E%2F${s.agent}`, `${s.agent}%E0%A4%A`, `${s.agent}${"x".repeat(64)}`];
-    for (const name of variants) {
-      for (const [method, route] of [["GET", "serve"], ["POST", "messages"], ["GET", "presence"]] as const) {
-        const res = await SELF.fetch(`${BASE}/agents/${name}/${route}`, {
-          method,
-          headers: { ...auth, Upgrade: "websocket", "Content-Type": "application/json" },
-          body: method === "POST" ? JSON.stringify({ text: "sneaky" }) : undefined,
-        });
-        expect(res.status, `${method} ${name}/${route}`).toBe(400);
-      }
-    }
-    expect(await snapshot(s.agent)).toEqual(before);
-    await settle(s.holder);
-    expect(s.holder.framesOf("message")).toEqual([]);
-  });
-
-  it("an empty agent name or a dot-only one never reaches an agent", async () => {
-    // URL parsing resolves the dot segments first, so each of these names a route that does not exist.
-    for (const path of ["/agents//presence", "/agents/../presence", "/agents/./presence", "/agents/%2e%2e/presence"]) {
-      const res = await SELF.fetch(`${BASE}${path}`, { headers: auth });
-      expect(res.status, path).toBe(404);
-      expect(await res.json(), path).toMatchObject({ error: "not_found" });
-    }
-  });
-
-  const badSessions = ["a%2Fb", "-x", "a:b", "x".repeat(129), "%E0%A4%A", "a%20b"];
-  for (const name of badSessions) {
-    it(`session name ${JSON.stringify(name)} gets 400 bad_name`, async () => {
-      const res = await SELF.fetch(`${BASE}/leases/${name}/acquire`, {
-        method: "POST",
-        headers: { ...auth, "Content-Type": "application/json" },
-        body: JSON.stringify({ run_id: crypto.randomUUID() }),
-      });
-      expect(res.status).toBe(400);
-      expect(await res.json()).toMatchObject({ error: "bad_name" });
-    });
-  }
 });
 
 describe("session lease TTL range", () => {
