@@ -373,9 +373,9 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     }
   }
 
-  protected onClose(ws: WebSocket): void {
+  protected onClose(): void {
     this.store.countWake();
-    this.step(Date.now(), { type: "closed" }, undefined, ws);
+    this.step(Date.now(), { type: "closed" });
   }
 
   async alarm(): Promise<void> {
@@ -430,8 +430,8 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     return provenAlive(state.lastSeen, this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? null, holder, this.config.heartbeatTtlMs);
   }
 
-  private liveConns(_now: number, exclude?: WebSocket): LiveConn[] {
-    return this.sockets(exclude).map((s) => ({ ...s, heartbeat: this.proven(s.ws, s.state) }));
+  private liveConns(_now: number): LiveConn[] {
+    return this.sockets().map((s) => ({ ...s, heartbeat: this.proven(s.ws, s.state) }));
   }
 
   private snapshot(now: number, conns: LiveConn[]): AgentSnapshot {
@@ -453,12 +453,13 @@ export class AgentCoordinator extends SocketObject<ConnState> {
 
   /**
    * One event: a snapshot, the plan for it, and the plan applied. An event about one connection is
-   * made from its index in the snapshot (`sender`); `exclude` is a socket that is closing.
+   * made from its index in the snapshot (`sender`). A socket that closed is no longer among the
+   * live ones (SocketObject.sockets).
    */
   private step(
-    now: number, event: AgentEvent | ((from: number) => AgentEvent), sender?: WebSocket, exclude?: WebSocket,
+    now: number, event: AgentEvent | ((from: number) => AgentEvent), sender?: WebSocket,
   ): { conns: LiveConn[]; plan: AgentPlan } {
-    const conns = this.liveConns(now, exclude);
+    const conns = this.liveConns(now);
     const from = conns.findIndex((c) => c.ws === sender);
     // A sender that is no longer a live connection (it is closing) has nothing of its own to change.
     const decided = typeof event !== "function" ? event : from < 0 ? ({ type: "work" } as const) : event(from);
@@ -466,7 +467,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const enqueued = this.webhooks.enqueued;
     this.apply(plan, conns, now);
     // Events made while applying (a message taken back and failed) were not in the snapshot: plan the alarm for them.
-    if (this.webhooks.enqueued !== enqueued) this.step(now, { type: "alarm" }, undefined, exclude);
+    if (this.webhooks.enqueued !== enqueued) this.step(now, { type: "alarm" });
     return { conns, plan };
   }
 

@@ -74,10 +74,10 @@ export abstract class SocketObject<S> extends DurableObject<Env> {
   }
 
   /** Open connections of this object's kind, rebuilt from the runtime's socket list on every call. */
-  protected sockets(exclude?: WebSocket): Socket<S>[] {
+  protected sockets(): Socket<S>[] {
     const out: Socket<S>[] = [];
     for (const ws of this.ctx.getWebSockets(this.kind.tag)) {
-      if (ws === exclude || this.ended.has(ws) || ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) continue;
+      if (this.ended.has(ws) || ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) continue;
       const state = readAttachment(this.kind.schema, ws);
       if (state !== null) out.push({ ws, state });
     }
@@ -90,7 +90,7 @@ export abstract class SocketObject<S> extends DurableObject<Env> {
 
   /** A frame from a connection whose attachment checked out. */
   protected abstract onMessage(socket: Socket<S>, raw: string | ArrayBuffer): void | Promise<void>;
-  /** A connection closed or failed; it is already excluded from `sockets(ws)`. */
+  /** A connection closed or failed; it is already excluded from `sockets()`. */
   protected abstract onClose(ws: WebSocket): void | Promise<void>;
 
   async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
