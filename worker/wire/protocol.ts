@@ -318,6 +318,13 @@ export const postMessageSchema = z.strictObject({
   group: z.optional(z.string().check(z.minLength(1), z.maxLength(LIMITS.groupChars), z.regex(MACHINE_LABEL))),
   /** Overrides the agent's run timeout for this message. */
   run_timeout_seconds: z.optional(runTimeoutSeconds),
+  /**
+   * A question for a person alone (`baton mcp`'s ask): the message is parked with it from the start,
+   * never handed to a runner, and ends with the answer as its reply.
+   */
+  question: z.optional(questionSchema),
+  /** With a question: how long a person has before its on_deadline action. */
+  deadline_seconds: z.optional(parkDeadlineSeconds),
 });
 
 /** PUT /agents/{agent}/policy: any subset of the agent's message policy. */
