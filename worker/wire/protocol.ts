@@ -366,7 +366,9 @@ export const stepWriteSchema = z.strictObject({
 export const heartbeatSchema = z.strictObject({ ...runProof, details: z.optional(z.unknown()) });
 
 const ttl = z.int().check(z.gte(LIMITS.leaseTtlSeconds.min), z.lte(LIMITS.leaseTtlSeconds.max));
-const runId = z.string().check(z.regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/));
+/** A session lease's run id: a UUID the client makes up once per run. */
+export const RUN_ID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const runId = z.string().check(z.regex(RUN_ID));
 
 export const acquireSchema = z.strictObject({ run_id: runId, ttl_seconds: z.optional(ttl) });
 export const renewSchema = z.strictObject({ run_id: runId, ttl_seconds: z.optional(ttl) });
