@@ -31,6 +31,7 @@ const COMMANDS: Record<string, { summary: string; load: Loader }> = {
   show: { summary: "show one message in full: text, status, runner, reply or why it failed", load: () => import("./commands/show.ts") },
   "agent show": { summary: "show an agent's message policy and controls", load: () => import("./commands/agent-show.ts") },
   "agent set": { summary: "set an agent's message policy: single or pool, max running, run timeout, max attempts", load: () => import("./commands/agent-set.ts") },
+  mcp: { summary: "serve MCP tools on stdio for an MCP host: ask a person, who, send, session leases", load: () => import("./commands/mcp.ts") },
   login: { summary: "check and store the coordinator URL and your token", load: () => import("./commands/login.ts") },
 };
 

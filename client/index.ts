@@ -7,6 +7,8 @@ export type { AgentMessage, AskOptions, MessageContext, MessageHandler, PersonAn
 export { observe } from "./observe.ts";
 export { drain, pause, undrain, unpause } from "./controls.ts";
 export { answer, approve, reject, retry } from "./answers.ts";
+export { answerFromView, answerOf, askPerson, waitForAnswer } from "./person-question.ts";
+export type { PersonQuestion, PersonAnswer as PersonQuestionAnswer, WaitOptions } from "./person-question.ts";
 export type { AnswerOptions } from "./answers.ts";
 export type { AgentControls } from "./controls.ts";
 export type { ObserveHandle, ObserveOptions, ObserveStatus } from "./observe.ts";

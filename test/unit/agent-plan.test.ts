@@ -28,7 +28,7 @@ function snapshot(over: Partial<AgentSnapshot> = {}): AgentSnapshot {
 }
 
 function message(id: number, over: Partial<MessageLease> = {}): MessageLease {
-  return { id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, ...over };
+  return { id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, forPerson: false, ...over };
 }
 
 describe("planAgent: the lease", () => {

@@ -6,7 +6,7 @@ import {
 } from "../../worker/rules/message-lease.ts";
 
 const msg = (id: number, over: Partial<MessageLease> = {}): MessageLease => ({
-  id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, ...over,
+  id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, forPerson: false, ...over,
 });
 const pool: MessagePolicy = { ...DEFAULT_POLICY, mode: "pool", maxRunning: 10, runTimeoutMs: 1000, maxAttempts: 3 };
 
@@ -129,5 +129,28 @@ describe("a message's own lease", () => {
     const open = [lease(msg(1), "a", 1, 0, pool), park(msg(2, { status: "running" }), 0, 400), msg(3)];
     expect(nextMessageDeadline(open)).toBe(400);
     expect(nextMessageDeadline([msg(3)])).toBeNull();
+  });
+});
+
+describe("a question for a person alone", () => {
+  const asked = msg(7, { status: "parked", forPerson: true });
+  it.each([
+    ["approve", "acknowledged"],
+    ["ship", "acknowledged"],
+    ["reject", "rejected"],
+  ])("an answer %s ends it %s, never queued for a runner", (choice, status) => {
+    const out = answer(asked, { choice, text: null }, choice === "ship" ? ["ship"] : null, 0);
+    expect(out).toMatchObject({ ok: true, message: { status } });
+  });
+
+  it("a deadline that approves ends it acknowledged; escalate keeps it parked", () => {
+    expect(expireDue([{ ...asked, expiresAt: 5, onDeadline: "approve", parkMs: 5 }], 5, pool)).toEqual([expect.objectContaining({ status: "acknowledged" })]);
+    expect(expireDue([{ ...asked, expiresAt: 5, onDeadline: "escalate", parkMs: 5 }], 5, pool)).toEqual([expect.objectContaining({ status: "parked" })]);
+  });
+
+  it("is never resumed, retried or dispatched into a run", () => {
+    expect(resume(asked, 0)).toMatchObject({ ok: false, code: "bad_request" });
+    expect(retry({ ...asked, status: "failed" })).toMatchObject({ ok: false, code: "bad_request" });
+    expect(planDispatch([{ ...asked, status: "queued" }], [{ id: "a", free: 9 }], pool)).toEqual([]);
   });
 });

@@ -76,7 +76,7 @@ describe("decideStepWrite", () => {
 
 const policy: MessagePolicy = { ...DEFAULT_POLICY, runTimeoutMs: 10_000, maxAttempts: 1, heartbeatTimeoutMs: 1000 };
 const msg = (over: Partial<MessageLease> = {}): MessageLease => ({
-  id: 1, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, ...over,
+  id: 1, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, forPerson: false, ...over,
 });
 
 describe("an effect's unknown outcome in the message's lease", () => {

@@ -56,6 +56,11 @@ export type Answerer = Pick<AnswerRecord, "account" | "token" | "via">;
 /** A deadline that answered for a person. */
 const DEADLINE: Answerer = { account: "baton", token: "deadline", via: "deadline" };
 
+/** What a question for a person ends with as its reply: the answer, who gave it and when (JSON). */
+function personReply(reply: Answer, by: Answerer, now: number): string {
+  return JSON.stringify({ choice: reply.choice, text: reply.text, by: { account: by.account, token: by.token, via: by.via }, at: now });
+}
+
 function storedQuestion(q: Question, token: number, now: number): StoredQuestion {
   return { text: q.text, choices: q.choices ?? null, step: q.step ?? null, on_deadline: q.on_deadline ?? null, token, asked_at: now };
 }
@@ -343,8 +348,16 @@ export class MessageLeases {
       if (recorded !== null) return recorded;
     }
     this.messages.recordAnswer(id, { at: now, choice: reply.choice, text: reply.text, question: asked?.text ?? null, ...by });
+    if (result.message.forPerson) this.messages.answeredForPerson(id, personReply(reply, by, now), now);
     this.settle(stored, result.message, reply, true);
     return { ok: true, message: this.messages.get(id)! };
+  }
+
+  /** A question for a person alone (an MCP host's ask): parked from the start with it, never handed to a runner. */
+  askPerson(id: number, question: Question, deadlineSeconds: number | null, now: number): StoredMessage {
+    const stored = this.messages.get(id)!;
+    this.messages.ask(id, storedQuestion({ ...question, step: undefined }, stored.token, now));
+    return this.messages.saveLease(park(leaseOf(stored), now, deadlineSeconds === null ? null : deadlineSeconds * 1000, question.on_deadline ?? null));
   }
 
   /**
@@ -365,6 +378,7 @@ export class MessageLeases {
       return false;
     }
     this.messages.recordAnswer(after.id, { at: now, choice, text: null, question: asked?.text ?? null, ...DEADLINE });
+    if (after.forPerson) this.messages.answeredForPerson(after.id, personReply(reply, DEADLINE, now), now);
     this.settle(stored, after, reply, true);
     return true;
   }

@@ -60,6 +60,8 @@ export interface StoredMessage {
   park_ms: number | null;
   /** The choice of the answer that queued the message again (approve, or one the question offered). */
   resume_choice: string | null;
+  /** 1: a question for a person and nothing else, parked from the start and never run (rules/message-lease.ts forPerson). */
+  for_person: number;
 }
 
 /** A question as stored with its message: what a runner asked, and the journal step its answer replays as. */
@@ -87,7 +89,7 @@ export interface AnswerRecord {
 }
 
 export type RunRow = Pick<StoredMessage,
-  "id" | "status" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "run_timeout_ms" | "retry_at" | "cap_at" | "pending_ask" | "on_deadline" | "park_ms" | "run_key">;
+  "id" | "status" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "run_timeout_ms" | "retry_at" | "cap_at" | "pending_ask" | "on_deadline" | "park_ms" | "run_key" | "for_person">;
 
 /** A value kept inline (JSON-able), or in a committed blob. */
 export type StoredValue = { value: unknown } | { blob: BlobRef };
@@ -121,10 +123,11 @@ const LEASE_COLUMNS: Record<string, string> = {
   on_deadline: "TEXT",
   park_ms: "INTEGER",
   resume_choice: "TEXT",
+  for_person: "INTEGER NOT NULL DEFAULT 0",
 };
 
 /** The columns a message's lease is made of (see leaseOf). */
-const LEASE_FIELDS = "id, status, attempts, token, runner, expires_at, msg_group, run_timeout_ms, retry_at, cap_at, pending_ask, on_deadline, park_ms";
+const LEASE_FIELDS = "id, status, attempts, token, runner, expires_at, msg_group, run_timeout_ms, retry_at, cap_at, pending_ask, on_deadline, park_ms, for_person";
 
 /** How many queued messages one dispatch looks at (oldest first): a bound on its work, not on the queue. */
 export const DISPATCH_WINDOW = 500;
@@ -223,10 +226,15 @@ export class MessageStore {
     this.sql.exec(`UPDATE messages SET resume_choice = ? WHERE id = ?`, choice, id);
   }
 
-  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null } = {}): StoredMessage {
+  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null; forPerson?: boolean } = {}): StoredMessage {
     return this.sql.exec<Record<string, SqlStorageValue>>(
-      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms) VALUES (?, ?, ?, ?) RETURNING *`,
-      text, now, opts.group ?? null, opts.runTimeoutMs ?? null).one() as unknown as StoredMessage;
+      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms, for_person) VALUES (?, ?, ?, ?, ?) RETURNING *`,
+      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.forPerson ? 1 : 0).one() as unknown as StoredMessage;
+  }
+
+  /** A question for a person answered (by a person or its deadline): the answer is its reply. */
+  answeredForPerson(id: number, reply: string, now: number): void {
+    this.sql.exec(`UPDATE messages SET acked_at = ?, reply = ? WHERE id = ?`, now, reply, id);
   }
 
   /** What a write for a running message is checked against: its lease, attempt count, run key and pending question (no text, reply or checkpoint). */
@@ -453,7 +461,7 @@ export function leaseOf(m: RunRow): MessageLease {
   return {
     id: m.id, status: m.status, attempts: m.attempts, token: m.token, runner: m.runner, expiresAt: m.expires_at,
     group: m.msg_group, runTimeoutMs: m.run_timeout_ms, retryAt: m.retry_at, capAt: m.cap_at ?? null, pendingAsk: m.pending_ask ?? null,
-    onDeadline: m.on_deadline ?? null, parkMs: m.park_ms ?? null,
+    onDeadline: m.on_deadline ?? null, parkMs: m.park_ms ?? null, forPerson: m.for_person === 1,
   };
 }
 

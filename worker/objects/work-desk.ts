@@ -144,6 +144,7 @@ export function messageView(m: StoredMessage, steps: StepSummary[], answers: Ans
     question: questionView(m),
     answers,
     resume_choice: m.resume_choice,
+    for_person: m.for_person === 1,
     heartbeat_at: m.heartbeat_at,
     progress: m.progress === null ? null : (JSON.parse(m.progress) as unknown),
   };

@@ -42,6 +42,11 @@ export interface MessageLease {
   /** While parked with a deadline: what the deadline does (null: fail), and how long each wait is (escalate waits again). */
   onDeadline: OnDeadline | null;
   parkMs: number | null;
+  /**
+   * A question for a person and nothing else (an MCP host's ask): parked from the start, never
+   * handed to a runner; the answer is its outcome.
+   */
+  forPerson: boolean;
 }
 
 export interface MessagePolicy {
@@ -100,7 +105,8 @@ export function planDispatch(
       if (blocked.has(m.group)) continue;
       blocked.add(m.group);
     }
-    if (m.status !== "queued" || running >= policy.maxRunning || (m.retryAt !== null && m.retryAt > now)) continue;
+    // A question for a person is never queued; were it ever, no runner would be handed it.
+    if (m.status !== "queued" || m.forPerson || running >= policy.maxRunning || (m.retryAt !== null && m.retryAt > now)) continue;
     const runner = roomiest(runners, free, avoid.get(m.id)) ?? roomiest(runners, free);
     if (runner === null) continue;
     free.set(runner, free.get(runner)! - 1);
@@ -212,12 +218,13 @@ export function answer(m: MessageLease, reply: Answer, choices: readonly string[
     return { ok: false, code: "bad_request", message: `message ${m.id} takes ${[...allowed, "reject"].map((c) => JSON.stringify(c)).join(", ")}, not ${JSON.stringify(reply.choice)}` };
   }
   const settled = { runner: null, expiresAt: null, capAt: null, retryAt: null, onDeadline: null, parkMs: null };
-  return { ok: true, message: { ...m, ...settled, status: reply.choice === "reject" ? "rejected" : "queued" } };
+  return { ok: true, message: { ...m, ...settled, status: reply.choice === "reject" ? "rejected" : m.forPerson ? "acknowledged" : "queued" } };
 }
 
 /** A failed message queued again by a person: a fresh set of attempts (its attempt numbers start again; its tokens keep growing). */
 export function retry(m: MessageLease): { ok: true; message: MessageLease } | { ok: false; code: "bad_request"; message: string } {
   if (m.status !== "failed") return { ok: false, code: "bad_request", message: `message ${m.id} is ${m.status}; only a failed message is retried` };
+  if (m.forPerson) return { ok: false, code: "bad_request", message: `message ${m.id} was a question for a person and nothing runs it: ask again with a new one` };
   return { ok: true, message: { ...m, status: "queued", attempts: 0, runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null } };
 }
 
@@ -232,6 +239,7 @@ export type ResumeResult =
  */
 export function resume(m: MessageLease, now: number, outcome: "done" | "redo" | null = null): ResumeResult {
   if (m.status !== "parked") return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}, not parked` };
+  if (m.forPerson) return { ok: false, code: "bad_request", message: `message ${m.id} is a question for a person and nothing runs it: answer it with approve, answer or reject` };
   if (m.expiresAt !== null && now >= m.expiresAt) {
     return { ok: false, code: "not_parked", message: `message ${m.id}'s park deadline passed ${now - m.expiresAt} ms ago; it has failed` };
   }
@@ -274,7 +282,7 @@ export function parkDeadline(m: MessageLease, now: number): MessageLease {
   const settled = { runner: null, expiresAt: null, capAt: null, onDeadline: null, parkMs: null };
   switch (m.onDeadline) {
     case "approve":
-      return { ...m, ...settled, status: "queued", retryAt: null };
+      return { ...m, ...settled, status: m.forPerson ? "acknowledged" : "queued", retryAt: null };
     case "reject":
       return { ...m, ...settled, status: "rejected" };
     case "escalate":

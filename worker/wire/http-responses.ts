@@ -60,6 +60,8 @@ export const messageViewSchema = z.object({
   answers: z.array(answerRecordSchema),
   /** The choice of the answer that queued it again (approve, or one the question offered). */
   resume_choice: z.nullable(z.string()),
+  /** A question for a person alone (POST …/messages with a question): never run; its reply is the answer as JSON. Absent from older servers. */
+  for_person: z.optional(z.boolean()),
   /** The running attempt's latest heartbeat (server ms) and its details. */
   heartbeat_at: z.nullable(z.number()),
   progress: z.unknown(),

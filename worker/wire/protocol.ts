@@ -318,6 +318,13 @@ export const postMessageSchema = z.strictObject({
   group: z.optional(z.string().check(z.minLength(1), z.maxLength(LIMITS.groupChars), z.regex(MACHINE_LABEL))),
   /** Overrides the agent's run timeout for this message. */
   run_timeout_seconds: z.optional(runTimeoutSeconds),
+  /**
+   * A question for a person alone (`baton mcp`'s ask): the message is parked with it from the start,
+   * never handed to a runner, and ends with the answer as its reply.
+   */
+  question: z.optional(questionSchema),
+  /** With a question: how long a person has before its on_deadline action. */
+  deadline_seconds: z.optional(parkDeadlineSeconds),
 });
 
 /** PUT /agents/{agent}/policy: any subset of the agent's message policy. */
@@ -359,7 +366,9 @@ export const stepWriteSchema = z.strictObject({
 export const heartbeatSchema = z.strictObject({ ...runProof, details: z.optional(z.unknown()) });
 
 const ttl = z.int().check(z.gte(LIMITS.leaseTtlSeconds.min), z.lte(LIMITS.leaseTtlSeconds.max));
-const runId = z.string().check(z.regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/));
+/** A session lease's run id: a UUID the client makes up once per run. */
+export const RUN_ID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const runId = z.string().check(z.regex(RUN_ID));
 
 export const acquireSchema = z.strictObject({ run_id: runId, ttl_seconds: z.optional(ttl) });
 export const renewSchema = z.strictObject({ run_id: runId, ttl_seconds: z.optional(ttl) });

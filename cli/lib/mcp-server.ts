@@ -1,0 +1,145 @@
+// The tools `baton mcp` offers an MCP host, over the client library: ask a person out of band (a
+// question only a token with the answer scope can answer, recorded with who answered, unlike an
+// in-band elicitation the client itself could answer), see who serves the agent, send it a
+// message, and hold session leases ("only one of us works on this repo") across machines.
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import * as z from "zod/mini";
+import { CoordinatorError, UnreachableError } from "../../client/errors.ts";
+import { requestJson, type Connection } from "../../client/http.ts";
+import { answerOf, askPerson, waitForAnswer, type PersonAnswer } from "../../client/person-question.ts";
+import { leaseGrantSchema, leaseReleasedSchema, messageViewSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
+import { LIMITS, RUN_ID } from "../../worker/wire/protocol.ts";
+
+export interface McpOptions {
+  agent: string;
+  conn: Connection;
+  version: string;
+  /** How long `ask` keeps its call open before it returns the message id instead (default 10 minutes). */
+  askWaitMs?: number;
+  pollMs?: number;
+}
+
+const PROGRESS_EVERY_MS = 5_000;
+
+function result(data: unknown): CallToolResult {
+  return { content: [{ type: "text", text: JSON.stringify(data, null, 2) }], structuredContent: data as Record<string, unknown> };
+}
+
+/** A refusal or an unreachable coordinator becomes the tool's error text (the host shows it to the model); anything else is a bug and throws. */
+async function tool(fn: () => Promise<unknown>): Promise<CallToolResult> {
+  try {
+    return result(await fn());
+  } catch (err) {
+    if (err instanceof CoordinatorError) {
+      const until = typeof err.details.expires_at === "number" ? ` (until ${new Date(err.details.expires_at).toISOString()} unless renewed)` : "";
+      return { content: [{ type: "text", text: `${err.message}${until}` }], isError: true };
+    }
+    if (err instanceof UnreachableError) return { content: [{ type: "text", text: err.message }], isError: true };
+    throw err;
+  }
+}
+
+function answerResult(a: PersonAnswer, agent: string): Record<string, unknown> {
+  if (a.status !== "waiting") return { agent, ...a };
+  return { agent, ...a, next: `nobody has answered yet: call get_answer with message_id ${a.messageId} later` };
+}
+
+export function createMcpServer(options: McpOptions): McpServer {
+  const { agent, conn } = options;
+  const path = `/agents/${encodeURIComponent(agent)}`;
+  const server = new McpServer({ name: "baton", version: options.version });
+
+  server.registerTool("ask", {
+    title: "Ask a person",
+    description: `Ask a person a question out of band and wait for the answer. The question is shown on baton's dashboard, in \`baton history ${agent}\` and to webhooks; only a person with an answer-scoped token can answer it (choices, approve or reject), and the answer is recorded with who gave it. If the wait ends first, the message id comes back: call get_answer with it later.`,
+    inputSchema: {
+      question: z.string().check(z.minLength(1), z.maxLength(LIMITS.questionChars)),
+      choices: z.optional(z.array(z.string()).check(z.minLength(1), z.maxLength(LIMITS.choices))),
+      deadline_seconds: z.optional(z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max))),
+      on_deadline: z.optional(z.enum(["fail", "approve", "reject", "escalate"])),
+      wait_seconds: z.optional(z.number().check(z.gte(0), z.lte(3600))),
+    },
+  }, (args, extra) => tool(async () => {
+    const messageId = await askPerson(agent, {
+      text: args.question, choices: args.choices?.filter((c) => c !== "reject"), deadlineSeconds: args.deadline_seconds, onDeadline: args.on_deadline,
+    }, conn);
+    const progressToken = extra._meta?.progressToken;
+    let lastProgress = -Infinity;
+    const answer = await waitForAnswer(agent, messageId, conn, {
+      timeoutMs: args.wait_seconds === undefined ? options.askWaitMs ?? 600_000 : args.wait_seconds * 1000,
+      signal: extra.signal,
+      pollMs: options.pollMs,
+      onWaiting: async (elapsed) => {
+        if (progressToken === undefined || elapsed - lastProgress < PROGRESS_EVERY_MS) return;
+        lastProgress = elapsed;
+        await extra.sendNotification({
+          method: "notifications/progress",
+          params: { progressToken, progress: Math.round(elapsed / 1000), message: `waiting for a person to answer message ${messageId} of ${agent}` },
+        });
+      },
+    });
+    return answerResult(answer, agent);
+  }));
+
+  server.registerTool("get_answer", {
+    title: "Get a person's answer",
+    description: "The answer to a question asked with ask: waiting, answered (choice, text, who), or unanswered (its deadline passed).",
+    inputSchema: { message_id: z.int().check(z.gte(1)) },
+  }, (args) => tool(async () => answerResult(await answerOf(agent, args.message_id, conn), agent)));
+
+  server.registerTool("who", {
+    title: "Who serves the agent",
+    description: `Which machine holds ${agent}'s serve lease, which stand by, and its waiting work (queued, running, parked for a person).`,
+    inputSchema: {},
+  }, () => tool(async () => {
+    const p = await requestJson(conn, "GET", `${path}/presence`, presenceSchema);
+    return {
+      agent, holder: p.holder, fence: p.fence,
+      standbys: p.connections.filter((c) => !c.held).map((c) => ({ machine: c.machine, claim_seq: c.claim_seq, priority: c.priority, drained: c.drained })),
+      work: { counts: p.work.counts, running: p.work.running, parked: p.work.parked },
+      paused: p.controls.paused,
+    };
+  }));
+
+  server.registerTool("send", {
+    title: "Send the agent a message",
+    description: `Post a message to ${agent}; exactly one serving machine runs it. With wait_seconds, wait that long for its reply.`,
+    inputSchema: {
+      text: z.string().check(z.minLength(1)),
+      group: z.optional(z.string()),
+      wait_seconds: z.optional(z.number().check(z.gte(0), z.lte(3600))),
+    },
+  }, (args, extra) => tool(async () => {
+    const sent = await requestJson(conn, "POST", `${path}/messages`, messageViewSchema, { body: { text: args.text, ...(args.group === undefined ? {} : { group: args.group }) } });
+    const until = Date.now() + (args.wait_seconds ?? 0) * 1000;
+    let m = sent;
+    while ((m.status === "queued" || m.status === "running") && Date.now() < until && !extra.signal.aborted) {
+      await new Promise((r) => setTimeout(r, options.pollMs ?? 500));
+      m = await requestJson(conn, "GET", `${path}/messages/${sent.id}`, messageViewSchema);
+    }
+    return { agent, message_id: m.id, status: m.status, reply: m.reply, error: m.error, attempts: m.attempts };
+  }));
+
+  const session = { session: z.string().check(z.minLength(1)) };
+  const runId = { run_id: z.string().check(z.regex(RUN_ID)) };
+  const ttl = { ttl_seconds: z.optional(z.int().check(z.gte(1), z.lte(86_400))) };
+  const leaseCall = (op: "acquire" | "renew", args: { session: string; run_id: string; ttl_seconds?: number }) => requestJson(
+    conn, "POST", `/leases/${encodeURIComponent(args.session)}/${op}`, leaseGrantSchema, { body: { run_id: args.run_id, ...(args.ttl_seconds ? { ttl_seconds: args.ttl_seconds } : {}) } });
+  server.registerTool("lease_acquire", {
+    title: "Acquire a session lease",
+    description: "Take the session lease (e.g. a repository's name), or fail naming when the holder's lease expires. Returns the run id (pass it to renew and release) and the fence to attach to writes; renew before expires_at.",
+    inputSchema: { ...session, run_id: z.optional(runId.run_id), ...ttl },
+  }, (args) => tool(() => leaseCall("acquire", { ...args, run_id: args.run_id ?? crypto.randomUUID() })));
+  server.registerTool("lease_renew", {
+    title: "Renew a session lease",
+    description: "Extend a held session lease; refused when it expired or another run holds it (then stop working on the session).",
+    inputSchema: { ...session, ...runId, ...ttl },
+  }, (args) => tool(() => leaseCall("renew", args)));
+  server.registerTool("lease_release", {
+    title: "Release a session lease",
+    description: "Give a session lease up so another machine can take it at once.",
+    inputSchema: { ...session, ...runId },
+  }, (args) => tool(() => requestJson(conn, "POST", `/leases/${encodeURIComponent(args.session)}/release`, leaseReleasedSchema, { body: { run_id: args.run_id } })));
+  return server;
+}

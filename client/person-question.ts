@@ -1,0 +1,78 @@
+// A question for a person alone, asked from outside any run (an MCP host's ask, an agent SDK's
+// approval): posted as a message parked with its question from the start, answered on the
+// dashboard, with `baton answer|approve|reject` or over HTTP by a token with the answer scope, and
+// kept with who answered. Nothing runs it; its reply is the answer.
+import { messageViewSchema, type MessageView } from "../worker/wire/http-responses.ts";
+import type { Question } from "../worker/wire/protocol.ts";
+import { requestJson, type Connection } from "./http.ts";
+
+export interface PersonQuestion {
+  text: string;
+  /** Short labels; absent: approve or reject. Reject is always offered. */
+  choices?: string[];
+  /** Seconds a person has before `onDeadline` happens (absent: no deadline). */
+  deadlineSeconds?: number;
+  /** What the deadline does: fail (default), approve, reject, or escalate (ask again). */
+  onDeadline?: NonNullable<Question["on_deadline"]>;
+}
+
+/** Where a question stands: still waiting, answered (choice, text, who), or ended by its deadline without an answer. */
+export type PersonAnswer =
+  | { status: "waiting"; messageId: number; deadline: number | null }
+  | { status: "answered"; messageId: number; choice: string; text: string | null; by: { account: string; token: string; via: string }; at: number }
+  | { status: "unanswered"; messageId: number; reason: string };
+
+/** Posts the question; resolves with its message id at once (use `answerOf` or `waitForAnswer` for the answer). */
+export async function askPerson(agent: string, question: PersonQuestion, conn: Connection, options: { idempotencyKey?: string } = {}): Promise<number> {
+  const body = {
+    text: question.text,
+    question: {
+      text: question.text,
+      ...(question.choices === undefined ? {} : { choices: question.choices }),
+      ...(question.onDeadline === undefined ? {} : { on_deadline: question.onDeadline }),
+    },
+    ...(question.deadlineSeconds === undefined ? {} : { deadline_seconds: question.deadlineSeconds }),
+  };
+  const headers: Record<string, string> = options.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey };
+  const posted = await requestJson(conn, "POST", `/agents/${encodeURIComponent(agent)}/messages`, messageViewSchema, { body, headers });
+  return posted.id;
+}
+
+/** What the message of a question says of its answer. */
+export function answerFromView(m: MessageView): PersonAnswer {
+  if (m.status === "parked") return { status: "waiting", messageId: m.id, deadline: m.expires_at };
+  const last = m.answers.at(-1);
+  if ((m.status === "acknowledged" || m.status === "rejected") && last) {
+    return { status: "answered", messageId: m.id, choice: last.choice, text: last.text, by: { account: last.account, token: last.token, via: last.via }, at: last.at };
+  }
+  return { status: "unanswered", messageId: m.id, reason: m.status === "failed" ? "its deadline passed with no answer" : `the message is ${m.status}` };
+}
+
+export async function answerOf(agent: string, messageId: number, conn: Connection): Promise<PersonAnswer> {
+  return answerFromView(await requestJson(conn, "GET", `/agents/${encodeURIComponent(agent)}/messages/${messageId}`, messageViewSchema));
+}
+
+export interface WaitOptions {
+  /** Stop waiting (and resolve with `waiting`) after this long; the question stays open. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  pollMs?: number;
+  /** Called on each poll while nobody has answered (to keep a caller's connection alive). */
+  onWaiting?: (elapsedMs: number) => void | Promise<void>;
+}
+
+/** Polls until the question is answered or ended, the timeout passes, or the signal aborts. */
+export async function waitForAnswer(agent: string, messageId: number, conn: Connection, options: WaitOptions = {}): Promise<PersonAnswer> {
+  const started = Date.now();
+  const pollMs = options.pollMs ?? 500;
+  for (;;) {
+    const now = await answerOf(agent, messageId, conn);
+    const elapsed = Date.now() - started;
+    if (now.status !== "waiting" || options.signal?.aborted || (options.timeoutMs !== undefined && elapsed >= options.timeoutMs)) return now;
+    await options.onWaiting?.(elapsed);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, pollMs);
+      options.signal?.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+    });
+  }
+}

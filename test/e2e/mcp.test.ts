@@ -1,0 +1,103 @@
+// `baton mcp` spawned by the MCP SDK's own client over stdio, against a real wrangler dev: the ask
+// tool parks a question for a person, keeps the call alive with progress notifications, and
+// returns the answer a person gave with `baton answer` (who, via); a host that cannot wait gets the
+// message id and get_answer; who, send, and session leases that only one run holds at a time.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { BIN, getJson, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage, writeSinkCommand } from "./serve-helpers.ts";
+import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+
+const fx = serveFixture();
+const clients: Client[] = [];
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+});
+
+async function mcpClient(agent: string): Promise<Client> {
+  const transport = new StdioClientTransport({
+    command: process.execPath, args: [BIN, "mcp", agent], cwd: ROOT,
+    env: { ...(process.env as Record<string, string>), BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, stderr: "ignore",
+  });
+  const client = new Client({ name: "baton-test-host", version: "1.0.0" });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+type Structured = Record<string, unknown>;
+const structured = (r: unknown): Structured => (r as { structuredContent?: Structured }).structuredContent ?? { error: JSON.stringify(r) };
+
+async function parkedQuestion(agent: string): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const page = await getJson<{ messages: { id: number; status: string; for_person?: boolean }[] }>(`${fx.dev.url}/agents/${agent}/messages`);
+    const asked = page.messages.find((m) => m.status === "parked" && m.for_person);
+    if (asked) return asked.id;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("no question was parked");
+}
+
+describe("baton mcp", () => {
+  it("lists its tools", async () => {
+    const client = await mcpClient(uniqueAgent("mcp"));
+    const names = (await client.listTools()).tools.map((t) => t.name).sort();
+    expect(names).toEqual(["ask", "get_answer", "lease_acquire", "lease_release", "lease_renew", "send", "who"]);
+  });
+
+  it("ask waits for a person's answer given with baton answer, with progress while it waits, and returns the choice and who gave it", async () => {
+    const agent = uniqueAgent("mcp");
+    const client = await mcpClient(agent);
+    const progress: number[] = [];
+    const call = client.callTool({ name: "ask", arguments: { question: "Force-push to main?", choices: ["push", "hold"] } }, undefined, {
+      onprogress: (p) => progress.push(p.progress), resetTimeoutOnProgress: true, timeout: 60_000,
+    });
+    const id = await parkedQuestion(agent);
+    await expect.poll(() => progress.length, { timeout: 5000 }).toBeGreaterThanOrEqual(1);
+    const answered = runBaton(["answer", agent, String(id), "hold", "not today"], { BATON_URL: fx.dev.url });
+    expect(answered.code).toBe(0);
+    const result = await call;
+    expect(structured(result)).toMatchObject({ status: "answered", messageId: id, choice: "hold", text: "not today", by: { account: "dev", via: "cli" } });
+    expect(progress.length).toBeGreaterThanOrEqual(1);
+    const stored = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged");
+    expect(stored.attempts).toBe(0);
+  });
+
+  it("a host that cannot wait gets the message id, and get_answer returns the answer once a person rejects", async () => {
+    const agent = uniqueAgent("mcp");
+    const client = await mcpClient(agent);
+    const asked = structured(await client.callTool({ name: "ask", arguments: { question: "Delete the branch?", wait_seconds: 0 } }));
+    expect(asked).toMatchObject({ status: "waiting", next: expect.stringMatching(/get_answer/) });
+    const id = asked.messageId as number;
+    expect(structured(await client.callTool({ name: "get_answer", arguments: { message_id: id } }))).toMatchObject({ status: "waiting" });
+    expect(runBaton(["reject", agent, String(id)], { BATON_URL: fx.dev.url }).code).toBe(0);
+    expect(structured(await client.callTool({ name: "get_answer", arguments: { message_id: id } }))).toMatchObject({ status: "answered", choice: "reject" });
+  });
+
+  it("who shows the holder and waiting work; send posts a message the serving machine runs", async () => {
+    const agent = uniqueAgent("mcp");
+    const client = await mcpClient(agent);
+    expect(structured(await client.callTool({ name: "who", arguments: {} }))).toMatchObject({ agent, holder: null });
+    const { command, sink } = writeSinkCommand(mkdtempSync(join(tmpdir(), "baton-mcp-")));
+    fx.started.push(startServe({ url: fx.dev.url, agent, tag: "box", command, sink }));
+    await expect.poll(async () => structured(await client.callTool({ name: "who", arguments: {} })).holder, { timeout: 15_000 }).toMatchObject({ machine: "machine-box" });
+    const sent = structured(await client.callTool({ name: "send", arguments: { text: "hello", wait_seconds: 20 } }));
+    expect(sent).toMatchObject({ status: "acknowledged", reply: "box did: hello\n" });
+  });
+
+  it("a session lease is held by one run at a time: a second acquire is an error until the first run releases", async () => {
+    const client = await mcpClient(uniqueAgent("mcp"));
+    const session = uniqueAgent("repo");
+    const first = structured(await client.callTool({ name: "lease_acquire", arguments: { session, ttl_seconds: 60 } }));
+    expect(first).toMatchObject({ run_id: expect.any(String), fence: expect.any(Number) });
+    const second = await client.callTool({ name: "lease_acquire", arguments: { session } });
+    expect(second).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/held by another run \(until 20/) }] });
+    expect(structured(await client.callTool({ name: "lease_renew", arguments: { session, run_id: first.run_id } }))).toMatchObject({ fence: first.fence });
+    expect(structured(await client.callTool({ name: "lease_release", arguments: { session, run_id: first.run_id } }))).toEqual({ released: true });
+    expect(structured(await client.callTool({ name: "lease_acquire", arguments: { session } }))).toMatchObject({ fence: (first.fence as number) + 1 });
+  });
+
+});
