@@ -29,6 +29,7 @@ import { idempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/st
 import { escalationEvent } from "../rules/webhooks.ts";
 import type { MessageView, StepView } from "../wire/http-responses.ts";
 import { AgentWebhooks } from "./agent-webhooks.ts";
+import type { OutboxEvent } from "./webhook-outbox.ts";
 import { directoryObjectName } from "./names.ts";
 import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
 
@@ -392,15 +393,25 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     }
     this.webhooks.checkNoHolder(now);
     // Claimed before the plan, so the alarm it sets is for what stays due, not for what is being sent.
-    const due = this.identity ? this.webhooks.outbox.claimDue(now) : [];
+    const due = this.identity ? this.webhooks.claimDue(now) : [];
     this.step(now, { type: "alarm" });
     this.store.saveWakes();
+    // Started, never awaited: the next alarm (a takeover, a run timeout, a park deadline) must not
+    // wait for a receiver; the answers come back as their own event.
+    if (due.length > 0 && this.identity) this.ctx.waitUntil(this.sendWebhooks(due, this.identity));
     await this.sweepBlobs();
-    if (due.length > 0 && this.identity) {
-      await this.webhooks.deliver(due, this.identity);
-      this.step(Date.now(), { type: "alarm" });
-      this.presenceChanged();
+  }
+
+  /** Deliveries the alarm started: their answers recorded, then a plan for what is due next. */
+  private async sendWebhooks(due: OutboxEvent[], who: AgentIdentity): Promise<void> {
+    try {
+      await this.webhooks.deliver(due, who);
+    } catch (err) {
+      // Not recorded: the events stay claimed until WEBHOOK.inFlightMs passes, then they are sent again.
+      console.error(`webhook delivery failed: ${String(err)}`);
     }
+    this.step(Date.now(), { type: "alarm" });
+    this.presenceChanged();
   }
 
   /**

@@ -1,0 +1,46 @@
+// A receiver that never answers must not hold up the lease engine: with a delivery hanging, a
+// silent holder is still replaced one TTL after its last frame, and a run timeout still takes its
+// message back on time (the alarm starts deliveries and returns; agent-object.ts).
+import { describe, expect, it } from "vitest";
+import { call, claimant, post, uniqueAgent, write } from "./helpers.ts";
+
+/** The test runner's outbound service never answers this URL (vitest.workers.config.ts). */
+const HANG_URL = "http://receiver.test/hang";
+const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+/** The one-second TTL of the test config, and what the engine may take beyond a deadline here. */
+const TTL_MS = 1000;
+const SLACK_MS = 1500;
+
+async function hangingWebhook(agent: string): Promise<void> {
+  expect((await call("PUT", `/agents/${agent}/webhook`, { url: HANG_URL, secret: SECRET })).status).toBe(200);
+}
+
+describe("a hanging webhook receiver", () => {
+  it("does not delay the takeover of a silent holder: the standby holds one TTL after the holder's last frame", async () => {
+    const agent = uniqueAgent();
+    await hangingWebhook(agent);
+    const a = await claimant(agent, "silent", { silent: true });
+    const b = await claimant(agent, "standby");
+    const id = await post(agent, "approve?");
+    const m = await a.sock.next("message", (f) => f.run && f.id === id);
+    // The park queues message.parked; the alarm starts its delivery, which never gets an answer.
+    expect(await write(a.sock, { type: "park", id, token: m.token })).toMatchObject({ op: "park" });
+    const lastFrame = Date.now();
+    await b.sock.next("serve_lease", (f) => f.held, TTL_MS + SLACK_MS + 2000);
+    expect(Date.now() - lastFrame).toBeLessThan(TTL_MS + SLACK_MS);
+  });
+
+  it("does not delay a run timeout: a message whose run outlives its timeout is taken back on time", async () => {
+    const agent = uniqueAgent();
+    await hangingWebhook(agent);
+    const a = await claimant(agent, "a");
+    const first = await post(agent, "park me");
+    const parked = await a.sock.next("message", (f) => f.run && f.id === first);
+    expect(await write(a.sock, { type: "park", id: first, token: parked.token })).toMatchObject({ op: "park" });
+    const id = await post(agent, "slow", { run_timeout_seconds: 1 });
+    await a.sock.next("message", (f) => f.run && f.id === id);
+    const handedOut = Date.now();
+    expect(await a.sock.next("revoked", (f) => f.id === id, 1000 + SLACK_MS + 2000)).toMatchObject({ reason: "run_timeout" });
+    expect(Date.now() - handedOut).toBeLessThan(1000 + SLACK_MS);
+  });
+});
