@@ -8,7 +8,7 @@ import { AgentStore, type AgentIdentity } from "./agent-store.ts";
 import { isStale, provenAlive } from "../rules/election.ts";
 import { planAgent, runnerOf, type AgentEvent, type AgentPlan, type AgentSnapshot } from "../rules/agent-plan.ts";
 import { holdsLease } from "../rules/fencing.ts";
-import type { MessagePolicy } from "../rules/message-lease.ts";
+import { isOpen, type MessagePolicy } from "../rules/message-lease.ts";
 import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
 import { AgentControls, type ControlOutcome, type ControlRoute } from "./agent-controls.ts";
 import { closeQuietly, newConnState, send, serveAttachment, writeConn, type ConnState } from "./connections.ts";
@@ -88,7 +88,12 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     this.directoryReporter = new DirectoryReporter(ctx.storage.sql, this.config.heartbeatTtlMs);
     this.webhooks = new AgentWebhooks(ctx.storage.sql, () => this.identity && env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(this.identity.account))));
     // The one place message status changes become events: every lease save that moves a status.
-    this.desk.messages.onStatusChange = (before, after) => this.webhooks.messageChanged(before, after, Date.now());
+    this.desk.messages.onStatusChange = (before, after) => {
+      const now = Date.now();
+      this.webhooks.messageChanged(before, after, now);
+      // An ended message commits nothing more: its uncommitted uploads go now (the acknowledgement does the same in MessageLeases).
+      if (!isOpen(after) && this.desk.blobs.discardUnkept(after.id, now) > 0) void this.sweepBlobs();
+    };
     this.webhooks.onAccountConfig = () => this.step(Date.now(), { type: "alarm" });
     this.desk.onRefused = (code) => {
       this.metrics.refused(code, Date.now());
@@ -368,8 +373,9 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       case "heartbeat":
         // A checkpoint, step or heartbeat moves nothing; any other write may free a slot or reach the holder's safe point.
         if (this.desk.write(socket, frame, now, this.store.lease())) this.step(now, { type: "work" });
-        // A new message checkpoint drops the blob of the one it replaced: deleted now, not at the next alarm.
-        if (frame.type === "checkpoint" || frame.type === "park") void this.sweepBlobs();
+        // A new message checkpoint drops the blob of the one it replaced, and an acknowledgement the
+        // uploads it did not commit: deleted now, not at the next alarm.
+        if (frame.type === "checkpoint" || frame.type === "park" || frame.type === "ack" || frame.type === "reply") void this.sweepBlobs();
         return;
     }
   }
