@@ -30,6 +30,7 @@ import { escalationEvent } from "../rules/webhooks.ts";
 import type { MessageView, StepView } from "../wire/http-responses.ts";
 import { AgentWebhooks } from "./agent-webhooks.ts";
 import type { OutboxEvent } from "./webhook-outbox.ts";
+import type { SignedRequest } from "./webhook-delivery.ts";
 import { directoryObjectName } from "./names.ts";
 import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
 
@@ -289,7 +290,13 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   /** The agent's own webhook (never its secret); null when it has none. */
   webhook(): WebhookView | null {
     this.store.countWake();
-    return this.webhooks.view(this.agentName());
+    return this.webhooks.view(this.agentName(), Date.now());
+  }
+
+  /** A signed `webhook.test` event for the agent's own webhook (null: it has none); the Worker sends it, so nothing here waits on the receiver. */
+  webhookTest(): Promise<SignedRequest | null> {
+    this.store.countWake();
+    return this.webhooks.testRequest({ account: this.identity?.account ?? "unknown", agent: this.agentName() }, Date.now());
   }
 
   /** Sets the agent's own webhook; events then go to it instead of the account's. `origin`: where event links point. */

@@ -5,9 +5,10 @@
 // calls back into it, except `onAccountConfig`, which asks it to plan its alarm again.
 import type { Transition } from "../rules/election.ts";
 import type { MessageStatus } from "../rules/message-lease.ts";
-import { noHolderDueAt, statusChangeEvent, WEBHOOK, webhookHost, type MessageFacts, type WebhookFacts } from "../rules/webhooks.ts";
+import { liveSecrets, noHolderDueAt, statusChangeEvent, WEBHOOK, webhookHost, type MessageFacts, type WebhookFacts } from "../rules/webhooks.ts";
 import type { WebhookConfigBody, WebhookReport, WebhookView } from "../wire/webhooks.ts";
-import { configFromBody, WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
+import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
+import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
 import { WebhookOutbox, type OutboxEvent, type Sender } from "./webhook-outbox.ts";
 
 /** What the agent object asks of its account's directory. */
@@ -124,7 +125,8 @@ export class AgentWebhooks {
       config = this.account.config;
     }
     if (config === null) return this.outbox.discard(due);
-    await this.outbox.deliver(due, { url: config.url, secret: config.secret, origin: config.origin, ...who }, this.post, () => Date.now());
+    const now = Date.now();
+    await this.outbox.deliver(due, { url: config.url, secrets: liveSecrets(config, now), origin: config.origin, ...who }, this.post, () => Date.now());
   }
 
   /** Fetches the account's webhook when what is known is older than WEBHOOK.accountCacheMs (one fetch at a time). */
@@ -154,15 +156,19 @@ export class AgentWebhooks {
 
   // ---- The agent's own webhook (the Worker's routes call these through the object) ----
 
-  view(agent: string): WebhookView | null {
+  view(agent: string, now: number): WebhookView | null {
     const own = this.own.get();
-    return own === null ? null : webhookView(own, agent);
+    return own === null ? null : webhookView(own, agent, now);
   }
 
   set(body: WebhookConfigBody, origin: string, agent: string, now: number): WebhookView {
-    const config = configFromBody(body, origin, now);
-    this.own.set(config);
-    return webhookView(config, agent);
+    return this.own.put(body, origin, agent, now);
+  }
+
+  /** A signed `webhook.test` event for the agent's own webhook (null: it has none), for the Worker to send. */
+  async testRequest(who: { account: string; agent: string }, now: number): Promise<SignedRequest | null> {
+    const own = this.own.get();
+    return own === null ? null : testRequest(own, who, now);
   }
 
   delete(): boolean {
