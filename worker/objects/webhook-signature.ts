@@ -10,7 +10,7 @@ import { SECRET_PREFIX, WEBHOOK_HEADERS } from "../wire/webhooks.ts";
  * the same key as `whsec_` + the base64 of that text, which a receiver's library accepts.
  */
 export function signingKey(secret: string): Uint8Array<ArrayBuffer> {
-  if (!secret.startsWith(SECRET_PREFIX)) return new TextEncoder().encode(secret);
+  if (!secret.startsWith(SECRET_PREFIX)) return new Uint8Array(new TextEncoder().encode(secret));
   return Uint8Array.from(atob(secret.slice(SECRET_PREFIX.length)), (c) => c.charCodeAt(0));
 }
 
