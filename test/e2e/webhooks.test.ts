@@ -241,7 +241,7 @@ describe("webhooks", () => {
       [["webhook", "set", "ftp://x.example/", "a1"], /URL must be an http: or https: URL/],
       [["webhook", "set", "http://x.example/", "a1", "--secret", "plain-secret-of-some-length"], /--secret must be whsec_/],
       [["webhook", "set", "http://x.example/", "a1", "--secret", SECRET, "--rotate-secret"], /give --secret or --rotate-secret, not both/],
-      [["webhook", "set", "http://x.example/", "a1", "--keep-old-secret", "-1"], /--keep-old-secret must be a whole number/],
+      [["webhook", "set", "http://x.example/", "a1", "--keep-old-secret", "1.5"], /--keep-old-secret must be a whole number/],
       [["webhook", "show", "Bad Name"], /bad agent name/],
       [["webhook"], /webhook needs a subcommand: set, show, rm or test/],
     ] as const) {
