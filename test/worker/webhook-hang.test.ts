@@ -1,8 +1,10 @@
 // A receiver that never answers must not hold up the lease engine: with a delivery hanging, a
 // silent holder is still replaced one TTL after its last frame, and a run timeout still takes its
-// message back on time (the alarm starts deliveries and returns; agent-object.ts).
+// message back on time (the alarm starts deliveries and returns; agent-object.ts). And the
+// agent.no_holder deadline is planned the moment an outage begins.
 import { describe, expect, it } from "vitest";
-import { call, claimant, post, uniqueAgent, write } from "./helpers.ts";
+import { runInDurableObject } from "cloudflare:test";
+import { call, claimant, post, stubFor, uniqueAgent, write } from "./helpers.ts";
 
 /** The test runner's outbound service never answers this URL (vitest.workers.config.ts). */
 const HANG_URL = "http://receiver.test/hang";
@@ -42,5 +44,20 @@ describe("a hanging webhook receiver", () => {
     const handedOut = Date.now();
     expect(await a.sock.next("revoked", (f) => f.id === id, 1000 + SLACK_MS + 2000)).toMatchObject({ reason: "run_timeout" });
     expect(Date.now() - handedOut).toBeLessThan(1000 + SLACK_MS);
+  });
+});
+
+describe("webhook deadlines", () => {
+  it("agent.no_holder is queued on time after the only holder leaves, with nothing else to wake the object", async () => {
+    const agent = uniqueAgent();
+    expect((await call("PUT", `/agents/${agent}/webhook`, { url: HANG_URL, secret: SECRET, no_holder_after_seconds: 1 })).status).toBe(200);
+    const a = await claimant(agent, "a");
+    a.sock.close();
+    await a.sock.waitForClose();
+    const left = Date.now();
+    const queued = async () => runInDurableObject(stubFor(agent), (_i, state) =>
+      state.storage.sql.exec<{ type: string }>(`SELECT type FROM webhook_outbox`).toArray().map((r) => r.type));
+    await expect.poll(queued, { timeout: 4000, interval: 100 }).toContain("agent.no_holder");
+    expect(Date.now() - left).toBeLessThan(1000 + SLACK_MS);
   });
 });

@@ -488,10 +488,11 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     // A sender that is no longer a live connection (it is closing) has nothing of its own to change.
     const decided = typeof event !== "function" ? event : from < 0 ? ({ type: "work" } as const) : event(from);
     const plan = planAgent(this.snapshot(now, conns), decided);
-    const enqueued = this.webhooks.enqueued;
+    const [enqueued, webhookDue] = [this.webhooks.enqueued, this.webhooks.dueAt()];
     this.apply(plan, conns, now);
-    // Events made while applying (a message taken back and failed) were not in the snapshot: plan the alarm for them.
-    if (this.webhooks.enqueued !== enqueued) this.step(now, { type: "alarm" });
+    // Events made while applying (a message taken back and failed), or an outage it began (the
+    // agent.no_holder deadline), were not in the snapshot: plan the alarm for them.
+    if (this.webhooks.enqueued !== enqueued || this.webhooks.dueAt() !== webhookDue) this.step(now, { type: "alarm" });
     return { conns, plan };
   }
 
