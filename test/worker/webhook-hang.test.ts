@@ -47,6 +47,21 @@ describe("a hanging webhook receiver", () => {
   });
 });
 
+describe("a hanging webhook receiver and park deadlines", () => {
+  it("does not delay a park deadline: a question whose deadline passes fails its message on time", async () => {
+    const agent = uniqueAgent();
+    await hangingWebhook(agent);
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "approve?");
+    const m = await a.sock.next("message", (f) => f.run && f.id === id);
+    // The park queues message.parked, whose delivery never gets an answer; its deadline is a second away.
+    expect(await write(a.sock, { type: "park", id, token: m.token, deadline_seconds: 1 })).toMatchObject({ op: "park" });
+    const parked = Date.now();
+    await expect.poll(async () => (await call("GET", `/agents/${agent}/messages/${id}`)).body.status, { timeout: 1000 + SLACK_MS + 2000, interval: 100 }).toBe("failed");
+    expect(Date.now() - parked).toBeLessThan(1000 + SLACK_MS);
+  });
+});
+
 describe("webhook deadlines", () => {
   it("agent.no_holder is queued on time after the only holder leaves, with nothing else to wake the object", async () => {
     const agent = uniqueAgent();
