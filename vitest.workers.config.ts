@@ -27,10 +27,12 @@ const TOKENS = [
 /**
  * Every fetch the Worker and its objects make to the outside world lands here, so no test reaches
  * the network (a refused connection also makes workerd print an uncaught error). Webhook tests
- * post to `http://receiver.test/status/NNN`, which answers NNN; anything else is 502.
+ * post to `http://receiver.test/status/NNN`, which answers NNN, and to `http://receiver.test/hang`,
+ * which never answers; anything else is 502.
  */
-function outbound(request: Request): Response {
+function outbound(request: Request): Response | Promise<Response> {
   const url = new URL(request.url);
+  if (url.hostname === "receiver.test" && url.pathname === "/hang") return new Promise<Response>(() => {});
   const status = url.hostname === "receiver.test" ? Number(url.pathname.match(/^\/status\/(\d{3})$/)?.[1] ?? 404) : 502;
   return new Response(null, { status });
 }

@@ -32,6 +32,10 @@ const COMMANDS: Record<string, { summary: string; load: Loader }> = {
   "agent show": { summary: "show an agent's message policy and controls", load: () => import("./commands/agent-show.ts") },
   "agent set": { summary: "set an agent's message policy: single or pool, max running, run timeout, max attempts", load: () => import("./commands/agent-set.ts") },
   mcp: { summary: "serve MCP tools on stdio for an MCP host: ask a person, who, send, session leases", load: () => import("./commands/mcp.ts") },
+  "webhook set": { summary: "set an agent's webhook, or the account's: signed POSTs (Standard Webhooks) when something needs a person", load: () => import("./commands/webhook.ts") },
+  "webhook show": { summary: "show an agent's webhook, or the account's (never its secret)", load: () => import("./commands/webhook.ts").then((m) => ({ default: m.showCommand })) },
+  "webhook rm": { summary: "remove an agent's webhook, or the account's", load: () => import("./commands/webhook.ts").then((m) => ({ default: m.rmCommand })) },
+  "webhook test": { summary: "send a signed webhook.test event now and print the receiver's status", load: () => import("./commands/webhook.ts").then((m) => ({ default: m.testCommand })) },
   login: { summary: "check and store the coordinator URL and your token", load: () => import("./commands/login.ts") },
 };
 
@@ -65,6 +69,7 @@ async function main(argv: string[]): Promise<number> {
   if (name === null) {
     if (first === "lease") throw new UsageError(`lease needs a subcommand: run or show`, true);
     if (first === "agent") throw new UsageError(`agent needs a subcommand: show or set`, true);
+    if (first === "webhook") throw new UsageError(`webhook needs a subcommand: set, show, rm or test`, true);
     throw new UsageError(first.startsWith("-") ? `unknown option ${first}` : `unknown command ${JSON.stringify(first)}`, true);
   }
   const command = (await COMMANDS[name]!.load()).default;

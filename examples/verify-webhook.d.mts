@@ -1,2 +1,2 @@
 // Types of examples/verify-webhook.mjs, for TypeScript callers (the tests).
-export function verifyBatonSignature(secret: string, header: string | null | undefined, rawBody: string, toleranceSeconds?: number, nowSeconds?: number): boolean;
+export function verifyBatonWebhook(secret: string, headers: Record<string, string>, rawBody: string): unknown;

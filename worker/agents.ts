@@ -7,7 +7,7 @@ import { readJsonBody } from "./objects/http.ts";
 import type { AgentCoordinator } from "./objects/agent-object.ts";
 import { agentObjectName } from "./objects/names.ts";
 import { CONTROL_ROUTES, type ControlRoute } from "./objects/agent-controls.ts";
-import { webhookRoute } from "./webhook-routes.ts";
+import { webhookRoute, webhookTestRoute } from "./webhook-routes.ts";
 import type { MessagePolicy } from "./rules/message-lease.ts";
 import {
   answerSchema, approveSchema, askSchema, errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema,
@@ -20,13 +20,13 @@ const SMALL_BODY_BYTES = 4 * 1024;
 
 type Method =
   | "presence" | "post" | "messagePage" | "message" | "control" | "policy" | "setPolicy" | "resume" | "answer" | "retry" | "ask" | "stepOf" | "recordStep"
-  | "heartbeatRun" | "reserveBlob" | "stageBlob" | "blobKey" | "webhook" | "setWebhook" | "deleteWebhook";
+  | "heartbeatRun" | "reserveBlob" | "stageBlob" | "blobKey" | "webhook" | "setWebhook" | "deleteWebhook" | "webhookTest";
 /**
  * The object's methods as the Worker calls them. The runtime's stub type maps every result through
  * its serializable-type check, which cannot express the JSON values (`unknown`) in a checkpoint;
  * structured clone carries them unchanged, so the methods' own types are the true ones.
  */
-type Stub = { [M in Method]: (...args: Parameters<AgentCoordinator[M]>) => Promise<ReturnType<AgentCoordinator[M]>> } & {
+type Stub = { [M in Method]: (...args: Parameters<AgentCoordinator[M]>) => Promise<Awaited<ReturnType<AgentCoordinator[M]>>> } & {
   fetch(request: Request): Promise<Response>;
 };
 
@@ -45,6 +45,7 @@ export async function agentRequest(request: Request, env: Env, account: string, 
   if (route === "messages" && method === "GET") return messagePage(url, stub);
   if (route === "policy") return policy(request, stub);
   if (route === "webhook") return webhookRoute(request, stub, `agent ${agent}`);
+  if (route === "webhook/test" && method === "POST") return webhookTestRoute(stub, `agent ${agent} (of its own; test the account's with POST /webhook/test)`);
   if (CONTROL_ROUTES.includes(route) && method === "POST") return control(request, route as ControlRoute, stub);
   const one = route.match(/^messages\/(\d{1,15})$/);
   if (one && method === "GET") {

@@ -13,7 +13,7 @@ import { readBody } from "./objects/http.ts";
 import { agentRequest } from "./agents.ts";
 import { leaseRequest } from "./leases.ts";
 import { callerOf, rememberCaller, requiredScope } from "./scopes.ts";
-import { webhookRoute } from "./webhook-routes.ts";
+import { webhookRoute, webhookTestRoute } from "./webhook-routes.ts";
 import { directoryObjectName } from "./objects/names.ts";
 import type { Whoami } from "./wire/http-responses.ts";
 import { AGENT_NAME, errorResponse, LIMITS, SESSION_NAME } from "./wire/protocol.ts";
@@ -81,6 +81,9 @@ async function route(request: Request, env: Env, account: string, url: URL): Pro
   if (url.pathname === "/webhook") {
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
     return webhookRoute(request, directory, "the account");
+  }
+  if (url.pathname === "/webhook/test" && request.method === "POST") {
+    return webhookTestRoute(env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account))), "the account");
   }
   if (url.pathname === "/observe") {
     return forward(env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account))), request);

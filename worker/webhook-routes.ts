@@ -1,18 +1,30 @@
 // The webhook configuration routes, answered in the Worker with one typed RPC each: PUT, GET and
 // DELETE of /webhook (the account's, kept by its directory object) and /agents/{agent}/webhook
-// (the agent's own, kept by its agent object). The body is validated here; bad input is a 400 that
-// reaches no object and changes nothing. GET never shows the secret.
+// (the agent's own, kept by its agent object), and POST …/webhook/test, which sends a signed
+// `webhook.test` event from here (the object signs it; nothing in an object waits on the receiver).
+// The body is validated here; bad input is a 400 that reaches no object and changes nothing. GET
+// never shows the secret; PUT shows it once, when baton made it.
 import { readJsonBody } from "./objects/http.ts";
+import { postSigned, type SignedRequest } from "./objects/webhook-delivery.ts";
 import { errorResponse, parseBody } from "./wire/protocol.ts";
-import { webhookConfigSchema, type WebhookConfigBody, type WebhookView } from "./wire/webhooks.ts";
+import { webhookConfigSchema, type WebhookConfigBody, type WebhookTestResult, type WebhookView } from "./wire/webhooks.ts";
 
 const BODY_BYTES = 8 * 1024;
 
-/** The three methods either object answers. */
+/** The four methods either object answers. */
 export interface WebhookHolder {
   webhook(): Promise<WebhookView | null>;
   setWebhook(body: WebhookConfigBody, origin: string): Promise<WebhookView>;
   deleteWebhook(): Promise<boolean>;
+  webhookTest(): Promise<SignedRequest | null>;
+}
+
+/** POST …/webhook/test: one signed `webhook.test` event, sent now (never queued or retried), and what the receiver answered. */
+export async function webhookTestRoute(holder: WebhookHolder, what: string): Promise<Response> {
+  const req = await holder.webhookTest();
+  if (req === null) return errorResponse(404, "not_found", `${what} has no webhook`);
+  const result = await postSigned(req, (url, init) => fetch(url, init));
+  return Response.json({ id: req.id, url: req.url, status: result.status, delivered: result.error === null, error: result.error } satisfies WebhookTestResult);
 }
 
 /** `what` names the webhook in messages ("the account" or "agent reviewer"). */
@@ -27,7 +39,8 @@ export async function webhookRoute(request: Request, holder: WebhookHolder, what
       if (!body.ok) return body.response;
       const parsed = parseBody(webhookConfigSchema, body.data);
       if (!parsed.ok) {
-        return errorResponse(400, "bad_request", `body must be {"url": "http(s)://...", "secret": "<16-256 characters>", "no_holder_after_seconds"?: <1-86400>}: ${parsed.message}`);
+        return errorResponse(400, "bad_request",
+          `body must be {"url": "http(s)://...", "secret"?: "whsec_...", "rotate_secret"?: true, "keep_old_secret_seconds"?: <0-604800>, "no_holder_after_seconds"?: <1-86400>}: ${parsed.message}`);
       }
       return Response.json(await holder.setWebhook(parsed.value, new URL(request.url).origin));
     }

@@ -1,21 +1,39 @@
-// Webhooks against a real `wrangler dev` and a real receiver (node:http on a free loopback port):
-// a message a served command parks (exit 75) arrives as a signed message.parked event that the
-// README's Node verifier accepts; a receiver that answers 500 twice gets the same event a third
-// time, after which the outbox is empty and presence says delivered; an agent left without a
-// holder is reported once, N seconds later.
+// Webhooks against a real `wrangler dev` and a real receiver (node:http on a free loopback port),
+// every delivery verified with the Standard Webhooks library (the README's verifier): a message a
+// served command parks (exit 75) arrives as a signed message.parked event; a receiver that answers
+// 500 twice gets the same event a third time, after which the outbox is empty and presence says
+// delivered; an agent left without a holder is reported once, N seconds later; after a rotation
+// both secrets verify; and `baton webhook set|show|test|rm` configure, try and remove a webhook.
+import { execFile } from "node:child_process";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { verifyBatonSignature } from "../../examples/verify-webhook.mjs";
-import { webhookEventSchema, type WebhookEvent, type WebhookReport } from "../../worker/wire/webhooks.ts";
-import { authHeaders, getJson, postMessage, serveFixture, startServe, uniqueAgent } from "./serve-helpers.ts";
+import { verifyBatonWebhook } from "../../examples/verify-webhook.mjs";
+import { webhookEventSchema, webhookTestResultSchema, webhookViewSchema, type WebhookEvent, type WebhookReport } from "../../worker/wire/webhooks.ts";
+import { authHeaders, BIN, getJson, postMessage, serveFixture, startServe, uniqueAgent } from "./serve-helpers.ts";
 import { agentMetrics, sampleValue } from "./prometheus.ts";
-import { freePort } from "./wrangler-dev.ts";
+import { DEV_TOKEN, freePort, ROOT } from "./wrangler-dev.ts";
 
 const fx = serveFixture();
-const SECRET = "e2e-webhook-secret-0123456789";
+const SECRET = `whsec_${Buffer.from("e2e-webhook-secret-0123456789-abc").toString("base64")}`;
+
+/** Verifies one delivery with the standardwebhooks library; the event, or it throws. */
+function verified(secret: string, d: Delivery): unknown {
+  return verifyBatonWebhook(secret, d.headers as Record<string, string>, d.body);
+}
+
+/**
+ * Runs `baton ARGS...` without blocking this process (the receiver answers from it meanwhile):
+ * its exit code and output.
+ */
+function baton(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN, NO_COLOR: "1" }, timeout: 30_000 },
+      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout, stderr }));
+  });
+}
 
 interface Delivery {
   at: number;
@@ -96,11 +114,13 @@ describe("webhooks", () => {
     const [delivery] = await hook.waitFor((got) => got.length >= 1);
     expect(delivery!.headers["content-type"]).toBe("application/json");
     expect(delivery!.headers["baton-event-type"]).toBe("message.parked");
-    expect(verifyBatonSignature(SECRET, delivery!.headers["baton-signature"] as string, delivery!.body)).toBe(true);
-    expect(verifyBatonSignature("not-the-secret-at-all", delivery!.headers["baton-signature"] as string, delivery!.body)).toBe(false);
+    expect(delivery!.headers["webhook-timestamp"]).toMatch(/^\d{10}$/);
+    expect(delivery!.headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+    expect(verified(SECRET, delivery!)).toEqual(JSON.parse(delivery!.body));
+    expect(() => verified(`whsec_${Buffer.alloc(32, 9).toString("base64")}`, delivery!)).toThrow(/No matching signature/);
     const event = eventOf(delivery!);
     expect(event).toEqual({
-      id: delivery!.headers["baton-event-id"], type: "message.parked", created_at: expect.any(Number), account: "dev", agent,
+      id: delivery!.headers["webhook-id"], type: "message.parked", created_at: expect.any(Number), account: "dev", agent,
       link: `${fx.dev.url}/#agent=${agent}&message=${id}`,
       message: {
         id, text_preview: "approve the deploy of v2", text_truncated: false, attempts: 1, park_deadline: null,
@@ -117,9 +137,9 @@ describe("webhooks", () => {
     await servedParking(agent);
     await postMessage(fx.dev.url, agent, "needs a person");
     const got = await hook.waitFor((g) => g.length >= 3);
-    expect(new Set(got.map((d) => d.headers["baton-event-id"])).size).toBe(1);
+    expect(new Set(got.map((d) => d.headers["webhook-id"])).size).toBe(1);
     expect(new Set(got.map((d) => d.body)).size).toBe(1);
-    for (const d of got) expect(verifyBatonSignature(SECRET, d.headers["baton-signature"] as string, d.body)).toBe(true);
+    for (const d of got) expect(verified(SECRET, d)).toMatchObject({ type: "message.parked" });
     // Backoff: about 1 s, then about 2 s.
     expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(900);
     expect(got[2]!.at - got[1]!.at).toBeGreaterThanOrEqual(1900);
@@ -144,12 +164,91 @@ describe("webhooks", () => {
     const [delivery] = await hook.waitFor((got) => got.length >= 1);
     const event = eventOf(delivery!);
     expect(event).toMatchObject({ type: "agent.no_holder", agent, after_seconds: 1, link: `${fx.dev.url}/#agent=${agent}` });
-    expect(verifyBatonSignature(SECRET, delivery!.headers["baton-signature"] as string, delivery!.body)).toBe(true);
+    expect(verified(SECRET, delivery!)).toMatchObject({ type: "agent.no_holder" });
     expect(delivery!.at - stoppedAt).toBeGreaterThanOrEqual(1000);
     if (event.type !== "agent.no_holder") throw new Error("unreachable");
     expect(event.no_holder_since).toBeGreaterThanOrEqual(stoppedAt - 1000);
     // Once per outage: nothing more while it lasts.
     await new Promise((r) => setTimeout(r, 2500));
     expect(hook.got).toHaveLength(1);
+  });
+
+  it("after a rotation the new and the old secret both verify each delivery, until the old one's expiry", async () => {
+    const hook = await receiver();
+    const agent = uniqueAgent("rotated");
+    await setWebhook(agent, { url: hook.url, secret: SECRET });
+    const res = await fetch(`${fx.dev.url}/agents/${agent}/webhook`, { method: "PUT", headers: authHeaders(), body: JSON.stringify({ url: hook.url, rotate_secret: true }) });
+    const view = webhookViewSchema.parse(await res.json());
+    expect(view.secret).toMatch(/^whsec_/);
+    expect(view.old_secret_expires_at).toBeGreaterThan(Date.now() + 86_000_000);
+    await servedParking(agent);
+    await postMessage(fx.dev.url, agent, "rotated");
+    const [delivery] = await hook.waitFor((got) => got.length >= 1);
+    expect(delivery!.headers["webhook-signature"]).toMatch(/^v1,\S+ v1,\S+$/);
+    expect(verified(view.secret!, delivery!)).toMatchObject({ type: "message.parked" });
+    expect(verified(SECRET, delivery!)).toMatchObject({ type: "message.parked" });
+  });
+
+  it("baton webhook set, show, test and rm: a webhook configured, tried with a verified webhook.test and removed without curl, for an agent and for the account", async () => {
+    const hook = await receiver([200, 500]);
+    const agent = uniqueAgent("cli");
+    const set = await baton(["webhook", "set", hook.url, agent, "--no-holder-after", "30", "--json"]);
+    expect(set.code, set.stderr).toBe(0);
+    const view = webhookViewSchema.parse(JSON.parse(set.stdout));
+    expect(view).toMatchObject({ scope: "agent", agent, url: hook.url, no_holder_after_seconds: 30 });
+    const secret = view.secret!;
+    expect(secret).toMatch(/^whsec_/);
+    const shown = await baton(["webhook", "show", agent]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(`the webhook of agent ${agent}: ${hook.url}`);
+    expect(shown.stdout).not.toContain(secret.slice(6));
+    const tried = await baton(["webhook", "test", agent]);
+    expect(tried.code, tried.stderr).toBe(0);
+    expect(tried.stdout).toMatch(new RegExp(`^sent webhook.test evt_[0-9a-f]{32} to ${hook.url}: answered 200\n$`));
+    expect(verified(secret, hook.got[0]!)).toMatchObject({ type: "webhook.test", agent, account: "dev", link: `${fx.dev.url}/#agent=${agent}` });
+    expect(hook.got[0]!.headers["baton-event-type"]).toBe("webhook.test");
+    // The receiver answers 500 now: the test says so and exits 1; then 200 again, and --json prints the result.
+    const refused = await baton(["webhook", "test", agent]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/sent webhook.test evt_\w+ to .* \(the webhook of agent .*\): the receiver answered 500/);
+    const json = await baton(["webhook", "test", agent, "--json"]);
+    expect(json.code).toBe(0);
+    expect(webhookTestResultSchema.parse(JSON.parse(json.stdout))).toMatchObject({ status: 200, delivered: true });
+    const made = await baton(["webhook", "set", hook.url, agent, "--rotate-secret"]);
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.stdout).toMatch(/secret +whsec_\S+\n  \(shown this once/);
+    expect(made.stdout).toMatch(/previous secret +still signs beside the current one until/);
+    expect((await baton(["webhook", "rm", agent])).stdout).toBe(`removed the webhook of agent ${agent}\n`);
+    const gone = await baton(["webhook", "show", agent]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/has no webhook/);
+    expect((await baton(["webhook", "test", agent])).code).toBe(1);
+    // Without AGENT: the account's.
+    const account = await baton(["webhook", "set", hook.url, "--secret", SECRET]);
+    expect(account.code, account.stderr).toBe(0);
+    expect(account.stdout).not.toMatch(/secret +whsec_/);
+    try {
+      const before = hook.got.length;
+      expect((await baton(["webhook", "test"])).code).toBe(0);
+      expect(verified(SECRET, hook.got[before]!)).toMatchObject({ type: "webhook.test", agent: null, link: `${fx.dev.url}/` });
+    } finally {
+      expect((await baton(["webhook", "rm"])).stdout).toBe("removed the account's webhook\n");
+    }
+  });
+
+  it("baton webhook refuses bad input before sending anything: a bad URL, a plain secret, both --secret and --rotate-secret, a missing subcommand", async () => {
+    for (const [args, says] of [
+      [["webhook", "set", "ftp://x.example/", "a1"], /URL must be an http: or https: URL/],
+      [["webhook", "set", "http://x.example/", "a1", "--secret", "plain-secret-of-some-length"], /--secret must be whsec_/],
+      [["webhook", "set", "http://x.example/", "a1", "--secret", SECRET, "--rotate-secret"], /give --secret or --rotate-secret, not both/],
+      [["webhook", "set", "http://x.example/", "a1", "--keep-old-secret", "1.5"], /--keep-old-secret must be a whole number/],
+      [["webhook", "show", "Bad Name"], /bad agent name/],
+      [["webhook"], /webhook needs a subcommand: set, show, rm or test/],
+    ] as const) {
+      const r = await baton([...args]);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr).toMatch(says);
+    }
+    expect((await baton(["webhook", "show", "a1"])).code).toBe(1);
   });
 });

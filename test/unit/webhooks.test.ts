@@ -1,15 +1,16 @@
 // The webhook rules in plain Node, as tables: which status change makes which event, when an outage
-// is reported, the backoff and when an event is given up, the budget, the link, the signature
-// (made with Web Crypto as the worker makes it, checked with the README's Node verifier), and the
-// configuration body's refusals.
+// is reported, the backoff and when an event is given up, the budget, the link, the Standard
+// Webhooks signature (made with Web Crypto as the worker makes it, checked against the spec's
+// published example and with the README's verifier, the `standardwebhooks` library), which secrets
+// sign after a PUT, and the configuration body's refusals.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { verifyBatonSignature } from "../../examples/verify-webhook.mjs";
-import { hmacHex } from "../../worker/objects/webhook-signature.ts";
+import { verifyBatonWebhook } from "../../examples/verify-webhook.mjs";
+import { hmacBase64, newWebhookSecret, signedHeaders } from "../../worker/objects/webhook-signature.ts";
 import {
-  afterAttempt, buildEvent, eventLink, noHolderDueAt, NO_OUTAGE, outageAfter, overBudget, retryDelayMs, signatureBase, signatureHeader,
-  statusChangeEvent, WEBHOOK, webhookHost, type MessageFacts,
+  afterAttempt, buildEvent, eventLink, liveSecrets, noHolderDueAt, NO_OUTAGE, outageAfter, overBudget, retryDelayMs, secretsAfterPut, signatureBase, signatureHeader,
+  statusChangeEvent, testEvent, WEBHOOK, webhookHost, type MessageFacts,
 } from "../../worker/rules/webhooks.ts";
 import { parseBody } from "../../worker/wire/protocol.ts";
 import { webhookConfigSchema, webhookEventSchema } from "../../worker/wire/webhooks.ts";
@@ -109,22 +110,45 @@ describe("what a receiver gets", () => {
     });
   });
 
-  it("the signature is HMAC-SHA256 of '<t>.<body>'; the README's Node verifier accepts it and refuses another body, secret or an old timestamp", async () => {
+  it("the signature is Standard Webhooks v1: the spec's published example signs to its published value", async () => {
+    // From the Standard Webhooks specification's example (and its reference libraries' tests).
+    const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    const base = signatureBase("msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, '{"test": 2432232314}');
+    expect(base).toBe('msg_p5jXN8AQM9LWM0D4loKWxJek.1614265330.{"test": 2432232314}');
+    expect(signatureHeader([await hmacBase64(secret, base)])).toBe("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+  });
+
+  it("signed headers pass the README's verifier (the standardwebhooks library) with every live secret, and fail with another body, secret or an old timestamp", async () => {
+    const [current, old] = [newWebhookSecret(), newWebhookSecret()];
+    expect(current).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const body = JSON.stringify({ id: "evt_1", type: "message.parked" });
-    const t = 1_700_000_000;
-    expect(signatureBase(t, body)).toBe(`${t}.${body}`);
-    const header = signatureHeader(t, await hmacHex("secret-of-16-chars", signatureBase(t, body)));
-    expect(header).toMatch(/^t=1700000000,v1=[0-9a-f]{64}$/);
-    expect(verifyBatonSignature("secret-of-16-chars", header, body, 300, t + 10)).toBe(true);
-    expect(verifyBatonSignature("secret-of-16-chars", header, `${body} `, 300, t + 10)).toBe(false);
-    expect(verifyBatonSignature("another-secret-16", header, body, 300, t + 10)).toBe(false);
-    expect(verifyBatonSignature("secret-of-16-chars", header, body, 300, t + 301)).toBe(false);
-    expect(verifyBatonSignature("secret-of-16-chars", "garbage", body, 300, t)).toBe(false);
+    const headers = await signedHeaders("evt_1", "message.parked", body, [current, old], Date.now());
+    expect(headers).toMatchObject({ "webhook-id": "evt_1", "baton-event-type": "message.parked", "content-type": "application/json" });
+    expect(headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]{43}= v1,[A-Za-z0-9+/]{43}=$/);
+    expect(verifyBatonWebhook(current, headers, body)).toEqual({ id: "evt_1", type: "message.parked" });
+    expect(verifyBatonWebhook(old, headers, body)).toEqual({ id: "evt_1", type: "message.parked" });
+    expect(() => verifyBatonWebhook(current, headers, `${body} `)).toThrow(/No matching signature/);
+    expect(() => verifyBatonWebhook(newWebhookSecret(), headers, body)).toThrow(/No matching signature/);
+    const stale = await signedHeaders("evt_1", "message.parked", body, [current], Date.now() - 301_000);
+    expect(() => verifyBatonWebhook(current, stale, body)).toThrow(/too old/);
+  });
+
+  it("a plain secret stored before Standard Webhooks signs with its UTF-8 bytes: whsec_ and the base64 of it verifies", async () => {
+    const plain = "s3cret-s3cret-s3cret";
+    const body = "{}";
+    const headers = await signedHeaders("evt_2", "message.failed", body, [plain], Date.now());
+    expect(verifyBatonWebhook(`whsec_${Buffer.from(plain).toString("base64")}`, headers, body)).toEqual({});
+  });
+
+  it("the webhook.test event: no facts, linked to the agent, or to the dashboard for the account's webhook", () => {
+    const at = { id: `evt_${"cd".repeat(16)}`, createdAt: 5, account: "dev", origin: "https://baton.example/" };
+    expect(webhookEventSchema.parse(testEvent({ ...at, agent: "reviewer" }))).toMatchObject({ type: "webhook.test", agent: "reviewer", link: "https://baton.example/#agent=reviewer" });
+    expect(webhookEventSchema.parse(testEvent({ ...at, agent: null }))).toMatchObject({ type: "webhook.test", agent: null, link: "https://baton.example/" });
   });
 
   it("the README shows the verifier exactly as examples/verify-webhook.mjs has it", () => {
     const source = readFileSync(join(ROOT, "examples/verify-webhook.mjs"), "utf8");
-    const fn = source.slice(source.indexOf("export function verifyBatonSignature"));
+    const fn = source.slice(source.indexOf("export function verifyBatonWebhook"));
     expect(readFileSync(join(ROOT, "README.md"), "utf8")).toContain(fn.trim());
   });
 
@@ -133,20 +157,52 @@ describe("what a receiver gets", () => {
   });
 });
 
-describe("the configuration body", () => {
+describe("secrets after a PUT", () => {
+  const A = "whsec_AAAA", B = "whsec_BBBB", MADE = "whsec_MADE";
+  const make = () => MADE;
+  const none = { oldSecret: null, oldSecretExpiresAt: null };
   it.each([
-    ["an https URL and a 16-character secret: accepted", { url: "https://hooks.example/x", secret: "s".repeat(16) }, null],
-    ["an http URL, a 256-character secret, the largest threshold: accepted", { url: "http://127.0.0.1:9000/", secret: "s".repeat(256), no_holder_after_seconds: 86_400 }, null],
-    ["ftp:", { url: "ftp://hooks.example/x", secret: "s".repeat(16) }, "url must be an http: or https: URL of at most 2048 characters"],
-    ["a URL of 2049 characters", { url: `https://h.example/${"a".repeat(2031)}`, secret: "s".repeat(16) }, "url must be an http: or https: URL of at most 2048 characters"],
-    ["a 15-character secret", { url: "https://hooks.example/x", secret: "s".repeat(15) }, "secret must be a string of 16-256 characters"],
-    ["a fractional threshold", { url: "https://hooks.example/x", secret: "s".repeat(16), no_holder_after_seconds: 1.5 }, "no_holder_after_seconds must be a whole number from 1 to 86400"],
-    ["a threshold over a day", { url: "https://hooks.example/x", secret: "s".repeat(16), no_holder_after_seconds: 86_401 }, "no_holder_after_seconds must be a whole number from 1 to 86400"],
-    ["an unknown field", { url: "https://hooks.example/x", secret: "s".repeat(16), events: [] }, "unknown field: events"],
+    ["a new webhook without a secret: baton makes one, shown once", null, { keepMs: 1000 }, { secret: MADE, ...none, made: MADE }],
+    ["a new webhook with a secret: that one", null, { secret: A, keepMs: 1000 }, { secret: A, ...none, made: null }],
+    ["an existing one without a secret: unchanged", { secret: A, ...none }, { keepMs: 1000 }, { secret: A, ...none, made: null }],
+    ["an existing one, the same secret again: unchanged", { secret: A, ...none }, { secret: A, keepMs: 1000 }, { secret: A, ...none, made: null }],
+    ["a new secret: the old one signs beside it until now + keep", { secret: A, ...none }, { secret: B, keepMs: 1000 }, { secret: B, oldSecret: A, oldSecretExpiresAt: 1100, made: null }],
+    ["rotate: baton makes the new one; the old one signs beside it", { secret: A, ...none }, { rotate: true, keepMs: 1000 }, { secret: MADE, oldSecret: A, oldSecretExpiresAt: 1100, made: MADE }],
+    ["a new secret with keep 0: the old one stops at once", { secret: A, oldSecret: B, oldSecretExpiresAt: 5000 }, { secret: B, keepMs: 0 }, { secret: B, ...none, made: null }],
+  ] as const)("%s", (_name, prev, put, after) => {
+    expect(secretsAfterPut(prev, put, 100, make)).toEqual(after);
+  });
+
+  it("the old secret signs until its expiry, then only the current one", () => {
+    const s = { secret: B, oldSecret: A, oldSecretExpiresAt: 1100 };
+    expect(liveSecrets(s, 1099)).toEqual([B, A]);
+    expect(liveSecrets(s, 1100)).toEqual([B]);
+  });
+});
+
+describe("the configuration body", () => {
+  const SECRET = `whsec_${Buffer.alloc(24, 7).toString("base64")}`;
+  it.each([
+    ["an https URL and no secret: accepted (baton makes one)", { url: "https://hooks.example/x" }, null],
+    ["an https URL and a whsec_ secret of 24 bytes: accepted", { url: "https://hooks.example/x", secret: SECRET }, null],
+    ["a 64-byte secret, rotation fields, the largest threshold: accepted",
+      { url: "http://127.0.0.1:9000/", secret: `whsec_${Buffer.alloc(64, 1).toString("base64")}`, keep_old_secret_seconds: 0, no_holder_after_seconds: 86_400 }, null],
+    ["rotate_secret: accepted", { url: "https://hooks.example/x", rotate_secret: true }, null],
+    ["ftp:", { url: "ftp://hooks.example/x" }, "url must be an http: or https: URL of at most 2048 characters"],
+    ["a URL of 2049 characters", { url: `https://h.example/${"a".repeat(2031)}` }, "url must be an http: or https: URL of at most 2048 characters"],
+    ["a plain secret", { url: "https://hooks.example/x", secret: "s".repeat(32) }, "secret must be whsec_ and the base64 of 24-64 random bytes"],
+    ["a whsec_ secret of 23 bytes", { url: "https://hooks.example/x", secret: `whsec_${Buffer.alloc(23).toString("base64")}` }, "secret must be whsec_"],
+    ["a whsec_ secret of 65 bytes", { url: "https://hooks.example/x", secret: `whsec_${Buffer.alloc(65).toString("base64")}` }, "secret must be whsec_"],
+    ["a whsec_ secret that is not base64", { url: "https://hooks.example/x", secret: `whsec_${"-".repeat(32)}` }, "secret must be whsec_"],
+    ["a secret and rotate_secret", { url: "https://hooks.example/x", secret: SECRET, rotate_secret: true }, "give secret or rotate_secret, not both"],
+    ["keep over a week", { url: "https://hooks.example/x", keep_old_secret_seconds: 604_801 }, "keep_old_secret_seconds must be a whole number from 0 to 604800"],
+    ["a fractional threshold", { url: "https://hooks.example/x", no_holder_after_seconds: 1.5 }, "no_holder_after_seconds must be a whole number from 1 to 86400"],
+    ["a threshold over a day", { url: "https://hooks.example/x", no_holder_after_seconds: 86_401 }, "no_holder_after_seconds must be a whole number from 1 to 86400"],
+    ["an unknown field", { url: "https://hooks.example/x", events: [] }, "unknown field: events"],
     ["a string body", "https://hooks.example/x", "the body must be a JSON object"],
   ] as const)("%s", (_name, body, refusal) => {
     const parsed = parseBody(webhookConfigSchema, body);
-    if (refusal === null) expect(parsed.ok).toBe(true);
+    if (refusal === null) expect(parsed.ok ? "accepted" : parsed.message).toBe("accepted");
     else expect(parsed.ok ? "accepted" : parsed.message).toContain(refusal);
   });
 });

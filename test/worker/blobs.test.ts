@@ -197,3 +197,38 @@ describe("large values in R2", () => {
     expect((await read.arrayBuffer()).byteLength).toBe(64 * 1024);
   });
 });
+
+describe("uploads nobody committed end with their message", () => {
+  const keyOf = async (blob: string) => (await r2Keys()).filter((k) => k.endsWith(`/${blob}`));
+  const readable = async (agent: string, id: number, blob: string) =>
+    (await SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/blobs/${blob}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).status;
+
+  it("a message acknowledged with uploads it never committed: those are deleted from R2 at once; its committed step and reply blobs stay", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "work");
+    const m = await run(a.sock, id);
+    const staged = async () => ((await (await upload(agent, m, bigJson(100 * 1024))).json()) as { blob: string }).blob;
+    const [step, reply, ...orphans] = [await staged(), await staged(), await staged(), await staged(), await staged()];
+    expect(await write(a.sock, { type: "step", id, token: m.token, name: "draft", kind: "step", phase: "done", blob: step })).toMatchObject({ status: "done" });
+    for (const o of orphans) expect(await readable(agent, id, o!)).toBe(200);
+    expect(await write(a.sock, { type: "reply", id, token: m.token, key: `${id}:reply`, text: "", blob: reply })).toMatchObject({ op: "reply" });
+    for (const o of orphans) await expect.poll(() => keyOf(o!), { timeout: 3000 }).toEqual([]);
+    for (const o of orphans) expect(await readable(agent, id, o!)).toBe(404);
+    expect(await keyOf(step!)).toHaveLength(1);
+    expect(await keyOf(reply!)).toHaveLength(1);
+    expect(await readable(agent, id, reply!)).toBe(200);
+  });
+
+  it("a message that fails for good: the uploads its last attempt never committed are deleted from R2 at once", async () => {
+    const agent = uniqueAgent();
+    expect((await call("PUT", `/agents/${agent}/policy`, { max_attempts: 1 })).status).toBe(200);
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "work");
+    const m = await run(a.sock, id);
+    const orphan = ((await (await upload(agent, m, bigJson(100 * 1024))).json()) as { blob: string }).blob;
+    expect(await keyOf(orphan)).toHaveLength(1);
+    expect(await write(a.sock, { type: "fail", id, token: m.token, reason: "gave up" })).toMatchObject({ status: "failed" });
+    await expect.poll(() => keyOf(orphan), { timeout: 3000 }).toEqual([]);
+  });
+});

@@ -6,12 +6,13 @@
 import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { WebhookOutbox, type OutboxEvent } from "../../worker/objects/webhook-outbox.ts";
-import { hmacHex } from "../../worker/objects/webhook-signature.ts";
+import { WebhookConfigStore } from "../../worker/objects/webhook-config.ts";
+import { hmacBase64, signedHeaders } from "../../worker/objects/webhook-signature.ts";
 import { WEBHOOK } from "../../worker/rules/webhooks.ts";
 import { webhookEventSchema } from "../../worker/wire/webhooks.ts";
 import { BASE, claimant, HOOKS_TOKEN, OTHER_TOKEN, presence, stubFor, uniqueAgent, write } from "./helpers.ts";
 
-const SECRET = "s3cret-s3cret-s3cret";
+const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 /** The test runner's outbound service answers these (vitest.workers.config.ts); nothing leaves the machine. */
 const OK_URL = "http://receiver.test/status/200";
 const BUSY_URL = "http://receiver.test/status/503";
@@ -48,7 +49,7 @@ describe("webhook configuration", () => {
     expect((await hooks("GET", `/agents/${agent}/webhook`)).status).toBe(404);
     const put = await hooks("PUT", `/agents/${agent}/webhook`, { url: BUSY_URL, secret: SECRET, no_holder_after_seconds: 5 });
     expect(put.status).toBe(200);
-    expect(put.body).toEqual({ scope: "agent", agent, url: BUSY_URL, no_holder_after_seconds: 5, link_origin: BASE, updated_at: expect.any(Number) });
+    expect(put.body).toEqual({ scope: "agent", agent, url: BUSY_URL, no_holder_after_seconds: 5, link_origin: BASE, updated_at: expect.any(Number), old_secret_expires_at: null });
     const shown = await hooks("GET", `/agents/${agent}/webhook`);
     expect(shown.body).toEqual(put.body);
     expect(JSON.stringify(shown.body)).not.toContain(SECRET);
@@ -56,11 +57,13 @@ describe("webhook configuration", () => {
       [{ url: "ftp://example.com/x", secret: SECRET }, /url must be an http: or https: URL/],
       [{ url: `https://example.com/${"a".repeat(2048)}`, secret: SECRET }, /at most 2048 characters/],
       [{ url: "not a url", secret: SECRET }, /url must be an http: or https: URL/],
-      [{ url: "https://example.com/x", secret: "short" }, /secret must be a string of 16-256 characters/],
-      [{ url: "https://example.com/x", secret: "x".repeat(257) }, /secret must be a string of 16-256 characters/],
+      [{ url: "https://example.com/x", secret: "short" }, /secret must be whsec_ and the base64 of 24-64 random bytes/],
+      [{ url: "https://example.com/x", secret: "s3cret-s3cret-s3cret-s3cret" }, /secret must be whsec_/],
+      [{ url: "https://example.com/x", secret: SECRET, rotate_secret: true }, /give secret or rotate_secret, not both/],
       [{ url: "https://example.com/x", secret: SECRET, no_holder_after_seconds: 0 }, /no_holder_after_seconds must be a whole number from 1 to 86400/],
       [{ url: "https://example.com/x", secret: SECRET, extra: 1 }, /unknown field: extra/],
       [{ secret: SECRET }, /url must be/],
+      [{ url: "https://example.com/x", keep_old_secret_seconds: -1 }, /keep_old_secret_seconds must be a whole number from 0 to 604800/],
       [[1, 2], /the body must be a JSON object/],
     ] as const) {
       const res = await hooks("PUT", `/agents/${agent}/webhook`, body);
@@ -86,6 +89,60 @@ describe("webhook configuration", () => {
     expect((await hooks("GET", "/webhook")).body).toEqual(put.body);
     expect((await hooks("DELETE", "/webhook")).status).toBe(204);
     expect((await hooks("GET", "/webhook")).status).toBe(404);
+  });
+});
+
+describe("secrets", () => {
+  it("a webhook set without a secret gets one baton made, shown once in the PUT's answer; a PUT without one keeps it; rotate_secret makes a new one and the old one still signs until its expiry", async () => {
+    const agent = uniqueAgent();
+    const put = await hooks("PUT", `/agents/${agent}/webhook`, { url: OK_URL });
+    expect(put.status).toBe(200);
+    const made = put.body.secret as string;
+    expect(made).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(JSON.stringify((await hooks("GET", `/agents/${agent}/webhook`)).body)).not.toContain(made.slice(6));
+    const kept = await hooks("PUT", `/agents/${agent}/webhook`, { url: OK_URL, no_holder_after_seconds: 9 });
+    expect(kept.body).toMatchObject({ no_holder_after_seconds: 9, old_secret_expires_at: null });
+    expect(kept.body.secret).toBeUndefined();
+    const rotated = await hooks("PUT", `/agents/${agent}/webhook`, { url: OK_URL, rotate_secret: true, keep_old_secret_seconds: 60 });
+    const fresh = rotated.body.secret as string;
+    expect(fresh).toMatch(/^whsec_/);
+    expect(fresh).not.toBe(made);
+    expect(rotated.body.old_secret_expires_at).toBeGreaterThan(Date.now() + 50_000);
+    expect((await hooks("GET", `/agents/${agent}/webhook`)).body.old_secret_expires_at).toBe(rotated.body.old_secret_expires_at);
+    const secrets = await runInDurableObject(stubFor(agent, "hooks"), (_i, state) => new WebhookConfigStore(state.storage.sql).get());
+    expect(secrets).toMatchObject({ secret: fresh, oldSecret: made });
+    const given = await hooks("PUT", `/agents/${agent}/webhook`, { url: OK_URL, secret: SECRET, keep_old_secret_seconds: 0 });
+    expect(given.body).toMatchObject({ old_secret_expires_at: null });
+    expect(given.body.secret).toBeUndefined();
+  });
+
+  it("a webhook row stored before rotation existed (a plain secret, no rotation columns) is read after the upgrade and signs with the secret's UTF-8 bytes", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), async (_instance, state) => {
+      const sql = state.storage.sql;
+      sql.exec(`DROP TABLE IF EXISTS webhook_config`);
+      sql.exec(`CREATE TABLE webhook_config (one INTEGER PRIMARY KEY CHECK (one = 1), url TEXT NOT NULL, secret TEXT NOT NULL,
+        no_holder_after_ms INTEGER NOT NULL, origin TEXT NOT NULL, updated_at INTEGER NOT NULL)`);
+      sql.exec(`INSERT INTO webhook_config VALUES (1, ?, 's3cret-s3cret-s3cret', 60000, ?, 5)`, OK_URL, BASE);
+      const config = new WebhookConfigStore(sql).get();
+      expect(config).toEqual({ url: OK_URL, secret: "s3cret-s3cret-s3cret", oldSecret: null, oldSecretExpiresAt: null, noHolderAfterMs: 60_000, origin: BASE, updatedAt: 5 });
+      const headers = await signedHeaders("evt_x", "message.failed", "{}", [config!.secret], 1_000_000);
+      // The same key as whsec_ and the base64 of the plain text.
+      expect(headers["webhook-signature"]).toBe(`v1,${await hmacBase64(`whsec_${btoa("s3cret-s3cret-s3cret")}`, "evt_x.1000.{}")}`);
+    });
+  });
+
+  it("POST …/webhook/test sends a signed webhook.test now and answers the receiver's status; none configured is a 404", async () => {
+    const agent = uniqueAgent();
+    expect((await hooks("POST", `/agents/${agent}/webhook/test`)).status).toBe(404);
+    await hooks("PUT", `/agents/${agent}/webhook`, { url: BUSY_URL, secret: SECRET });
+    const busy = await hooks("POST", `/agents/${agent}/webhook/test`);
+    expect(busy).toMatchObject({ status: 200, body: { url: BUSY_URL, status: 503, delivered: false, error: "the receiver answered 503" } });
+    expect(busy.body.id).toMatch(/^evt_[0-9a-f]{32}$/);
+    expect((await hooks("PUT", `/agents/${agent}/webhook`, { url: OK_URL })).body).toMatchObject({ url: OK_URL });
+    expect((await hooks("POST", `/agents/${agent}/webhook/test`)).body).toMatchObject({ status: 200, delivered: true, error: null });
+    // Nothing was queued: a test is sent once, now.
+    expect(await webhookOf(agent)).toMatchObject({ pending: 0, delivered: 0, failed_attempts: 0 });
+    expect((await hooks("POST", "/webhook/test", undefined, OTHER_TOKEN)).status).toBe(404);
   });
 });
 
@@ -189,7 +246,7 @@ function fakeReceiver(statuses: number[]) {
   return { seen, send };
 }
 
-const TARGET = { url: "https://hooks.example/baton", secret: SECRET, origin: "https://baton.example", account: "dev", agent: "reviewer" };
+const TARGET = { url: "https://hooks.example/baton", secrets: [SECRET], origin: "https://baton.example", account: "dev", agent: "reviewer" };
 
 describe("the outbox", () => {
   it("an event keeps its id and body on every retry, waits 1 s then 2 s, is signed each time, and leaves the outbox at the first 2xx", async () => {
@@ -210,15 +267,15 @@ describe("the outbox", () => {
         now = outbox.nextDue() ?? now;
       }
       expect(times.map((t) => t - times[0]!)).toEqual([0, 1000, 3000]);
-      expect(new Set(receiver.seen.map((r) => r.headers["baton-event-id"])).size).toBe(1);
+      expect(new Set(receiver.seen.map((r) => r.headers["webhook-id"])).size).toBe(1);
       expect(new Set(receiver.seen.map((r) => r.body)).size).toBe(1);
       const event = webhookEventSchema.parse(JSON.parse(receiver.seen[0]!.body));
-      expect(event).toMatchObject({ type: "message.parked", id: receiver.seen[0]!.headers["baton-event-id"], agent: "reviewer", link: "https://baton.example/#agent=reviewer&message=7" });
+      expect(event).toMatchObject({ type: "message.parked", id: receiver.seen[0]!.headers["webhook-id"], agent: "reviewer", link: "https://baton.example/#agent=reviewer&message=7" });
       for (const r of receiver.seen) {
         expect(r.headers["content-type"]).toBe("application/json");
         expect(r.headers["baton-event-type"]).toBe("message.parked");
-        const [, t, v1] = r.headers["baton-signature"]!.match(/^t=(\d+),v1=([0-9a-f]{64})$/)!;
-        expect(v1).toBe(await hmacHex(SECRET, `${t}.${r.body}`));
+        const t = r.headers["webhook-timestamp"]!;
+        expect(r.headers["webhook-signature"]).toBe(`v1,${await hmacBase64(SECRET, `${event.id}.${t}.${r.body}`)}`);
       }
       expect(outbox.pending()).toBe(0);
       expect(outbox.stats()).toMatchObject({ delivered: 1, failedAttempts: 2, dropped: 0, lastStatus: 200 });

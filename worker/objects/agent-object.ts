@@ -8,7 +8,7 @@ import { AgentStore, type AgentIdentity } from "./agent-store.ts";
 import { isStale, provenAlive } from "../rules/election.ts";
 import { planAgent, runnerOf, type AgentEvent, type AgentPlan, type AgentSnapshot } from "../rules/agent-plan.ts";
 import { holdsLease } from "../rules/fencing.ts";
-import type { MessagePolicy } from "../rules/message-lease.ts";
+import { isOpen, type MessagePolicy } from "../rules/message-lease.ts";
 import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
 import { AgentControls, type ControlOutcome, type ControlRoute } from "./agent-controls.ts";
 import { closeQuietly, newConnState, send, serveAttachment, writeConn, type ConnState } from "./connections.ts";
@@ -29,6 +29,8 @@ import { idempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/st
 import { escalationEvent } from "../rules/webhooks.ts";
 import type { MessageView, StepView } from "../wire/http-responses.ts";
 import { AgentWebhooks } from "./agent-webhooks.ts";
+import type { OutboxEvent } from "./webhook-outbox.ts";
+import type { SignedRequest } from "./webhook-delivery.ts";
 import { directoryObjectName } from "./names.ts";
 import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
 
@@ -87,7 +89,12 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     this.directoryReporter = new DirectoryReporter(ctx.storage.sql, this.config.heartbeatTtlMs);
     this.webhooks = new AgentWebhooks(ctx.storage.sql, () => this.identity && env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(this.identity.account))));
     // The one place message status changes become events: every lease save that moves a status.
-    this.desk.messages.onStatusChange = (before, after) => this.webhooks.messageChanged(before, after, Date.now());
+    this.desk.messages.onStatusChange = (before, after) => {
+      const now = Date.now();
+      this.webhooks.messageChanged(before, after, now);
+      // An ended message commits nothing more: its uncommitted uploads go now (the acknowledgement does the same in MessageLeases).
+      if (!isOpen(after) && this.desk.blobs.discardUnkept(after.id, now) > 0) void this.sweepBlobs();
+    };
     this.webhooks.onAccountConfig = () => this.step(Date.now(), { type: "alarm" });
     this.desk.onRefused = (code) => {
       this.metrics.refused(code, Date.now());
@@ -289,7 +296,13 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   /** The agent's own webhook (never its secret); null when it has none. */
   webhook(): WebhookView | null {
     this.store.countWake();
-    return this.webhooks.view(this.agentName());
+    return this.webhooks.view(this.agentName(), Date.now());
+  }
+
+  /** A signed `webhook.test` event for the agent's own webhook (null: it has none); the Worker sends it, so nothing here waits on the receiver. */
+  webhookTest(): Promise<SignedRequest | null> {
+    this.store.countWake();
+    return this.webhooks.testRequest({ account: this.identity?.account ?? "unknown", agent: this.agentName() }, Date.now());
   }
 
   /** Sets the agent's own webhook; events then go to it instead of the account's. `origin`: where event links point. */
@@ -373,8 +386,9 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       case "heartbeat":
         // A checkpoint, step or heartbeat moves nothing; any other write may free a slot or reach the holder's safe point.
         if (this.desk.write(socket, frame, now, this.store.lease())) this.step(now, { type: "work" });
-        // A new message checkpoint drops the blob of the one it replaced: deleted now, not at the next alarm.
-        if (frame.type === "checkpoint" || frame.type === "park") void this.sweepBlobs();
+        // A new message checkpoint drops the blob of the one it replaced, and an acknowledgement the
+        // uploads it did not commit: deleted now, not at the next alarm.
+        if (frame.type === "checkpoint" || frame.type === "park" || frame.type === "ack" || frame.type === "reply") void this.sweepBlobs();
         return;
     }
   }
@@ -398,15 +412,25 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     }
     this.webhooks.checkNoHolder(now);
     // Claimed before the plan, so the alarm it sets is for what stays due, not for what is being sent.
-    const due = this.identity ? this.webhooks.outbox.claimDue(now) : [];
+    const due = this.identity ? this.webhooks.claimDue(now) : [];
     this.step(now, { type: "alarm" });
     this.store.saveWakes();
+    // Started, never awaited: the next alarm (a takeover, a run timeout, a park deadline) must not
+    // wait for a receiver; the answers come back as their own event.
+    if (due.length > 0 && this.identity) this.ctx.waitUntil(this.sendWebhooks(due, this.identity));
     await this.sweepBlobs();
-    if (due.length > 0 && this.identity) {
-      await this.webhooks.deliver(due, this.identity);
-      this.step(Date.now(), { type: "alarm" });
-      this.presenceChanged();
+  }
+
+  /** Deliveries the alarm started: their answers recorded, then a plan for what is due next. */
+  private async sendWebhooks(due: OutboxEvent[], who: AgentIdentity): Promise<void> {
+    try {
+      await this.webhooks.deliver(due, who);
+    } catch (err) {
+      // Not recorded: the events stay claimed until WEBHOOK.inFlightMs passes, then they are sent again.
+      console.error(`webhook delivery failed: ${String(err)}`);
     }
+    this.step(Date.now(), { type: "alarm" });
+    this.presenceChanged();
   }
 
   /**
@@ -470,10 +494,11 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     // A sender that is no longer a live connection (it is closing) has nothing of its own to change.
     const decided = typeof event !== "function" ? event : from < 0 ? ({ type: "work" } as const) : event(from);
     const plan = planAgent(this.snapshot(now, conns), decided);
-    const enqueued = this.webhooks.enqueued;
+    const [enqueued, webhookDue] = [this.webhooks.enqueued, this.webhooks.dueAt()];
     this.apply(plan, conns, now);
-    // Events made while applying (a message taken back and failed) were not in the snapshot: plan the alarm for them.
-    if (this.webhooks.enqueued !== enqueued) this.step(now, { type: "alarm" });
+    // Events made while applying (a message taken back and failed), or an outage it began (the
+    // agent.no_holder deadline), were not in the snapshot: plan the alarm for them.
+    if (this.webhooks.enqueued !== enqueued || this.webhooks.dueAt() !== webhookDue) this.step(now, { type: "alarm" });
     return { conns, plan };
   }
 

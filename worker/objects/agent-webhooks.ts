@@ -1,13 +1,14 @@
 // An agent object's webhooks: which webhook its events go to (its own, else its account's, which
 // it asks the directory for by RPC and trusts for WEBHOOK.accountCacheMs), the one door events
-// enter by (`enqueue`), the status changes and outages that make them, and the delivery the alarm
-// runs. The agent object calls these few methods and nothing here calls back into it, except
-// `onAccountConfig`, which asks it to plan its alarm again.
+// enter by (`enqueue`), the status changes and outages that make them, and the deliveries the
+// alarm starts and never waits for. The agent object calls these few methods and nothing here
+// calls back into it, except `onAccountConfig`, which asks it to plan its alarm again.
 import type { Transition } from "../rules/election.ts";
 import type { MessageStatus } from "../rules/message-lease.ts";
-import { noHolderDueAt, statusChangeEvent, WEBHOOK, webhookHost, type MessageFacts, type WebhookFacts } from "../rules/webhooks.ts";
+import { liveSecrets, noHolderDueAt, statusChangeEvent, WEBHOOK, webhookHost, type MessageFacts, type WebhookFacts } from "../rules/webhooks.ts";
 import type { WebhookConfigBody, WebhookReport, WebhookView } from "../wire/webhooks.ts";
-import { configFromBody, WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
+import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
+import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
 import { WebhookOutbox, type OutboxEvent, type Sender } from "./webhook-outbox.ts";
 
 /** What the agent object asks of its account's directory. */
@@ -24,12 +25,14 @@ export class AgentWebhooks {
   /** The account's webhook as last fetched (null: never fetched by this instance). */
   private account: { config: WebhookConfig | null; at: number } | null = null;
   private fetching: Promise<void> | null = null;
+  /** Events claimed by this instance whose answers are not recorded yet (at most WEBHOOK.batch). */
+  private sending = 0;
   /** Events this instance queued: the object compares it around an apply to plan an alarm for new ones. */
   enqueued = 0;
   /** Told when a fetch of the account's webhook changed what is known, so the object plans its alarm again. */
   onAccountConfig: () => void = () => {};
 
-  constructor(sql: SqlStorage, private readonly source: () => AccountWebhookSource | null, private readonly send: Sender = (url, init) => fetch(url, init)) {
+  constructor(sql: SqlStorage, private readonly source: () => AccountWebhookSource | null, private readonly post: Sender = (url, init) => fetch(url, init)) {
     this.own = new WebhookConfigStore(sql);
     this.outbox = new WebhookOutbox(sql);
   }
@@ -69,10 +72,14 @@ export class AgentWebhooks {
     if (outage.since !== null && !outage.notified) this.needAccount(now);
   }
 
-  /** When this object must wake for its webhooks: the next due event, or the no-holder report. */
+  /**
+   * When this object must wake for its webhooks: the next due event, or the no-holder report.
+   * While WEBHOOK.batch deliveries are in flight no more can start, so the outbox asks for no
+   * wake: the end of a delivery plans the alarm again (AgentCoordinator.sendWebhooks).
+   */
   dueAt(): number | null {
     const noHolder = noHolderDueAt(this.outbox.outage(), this.target()?.config.noHolderAfterMs ?? null);
-    const next = this.outbox.nextDue();
+    const next = this.sending >= WEBHOOK.batch ? null : this.outbox.nextDue();
     return next === null ? noHolder : noHolder === null ? next : Math.min(next, noHolder);
   }
 
@@ -86,11 +93,31 @@ export class AgentWebhooks {
   }
 
   /**
-   * Sends events the alarm claimed (outbox.claimDue) to the agent's webhook, else the account's;
-   * awaits the network from the alarm, so no event of the object waits on it. Events due while no
-   * webhook is configured are discarded; while the account's cannot be read, they wait.
+   * Claims the events due now, as many as may still start (WEBHOOK.batch in flight at most): each
+   * is marked in flight in the outbox (WEBHOOK.inFlightMs), so nothing sends it twice at once.
+   */
+  claimDue(now: number): OutboxEvent[] {
+    const room = WEBHOOK.batch - this.sending;
+    if (room <= 0) return [];
+    const due = this.outbox.claimDue(now, room);
+    this.sending += due.length;
+    return due;
+  }
+
+  /**
+   * Sends claimed events to the agent's webhook, else the account's, and records each answer.
+   * Nobody deciding leases or deadlines waits for it: the alarm starts it and returns. Events due
+   * while no webhook is configured are discarded; while the account's cannot be read, they wait.
    */
   async deliver(due: readonly OutboxEvent[], who: { account: string; agent: string }): Promise<void> {
+    try {
+      await this.send(due, who);
+    } finally {
+      this.sending -= due.length;
+    }
+  }
+
+  private async send(due: readonly OutboxEvent[], who: { account: string; agent: string }): Promise<void> {
     let config = this.own.get();
     if (config === null) {
       await this.refreshAccount(Date.now());
@@ -98,7 +125,8 @@ export class AgentWebhooks {
       config = this.account.config;
     }
     if (config === null) return this.outbox.discard(due);
-    await this.outbox.deliver(due, { url: config.url, secret: config.secret, origin: config.origin, ...who }, this.send, () => Date.now());
+    const now = Date.now();
+    await this.outbox.deliver(due, { url: config.url, secrets: liveSecrets(config, now), origin: config.origin, ...who }, this.post, () => Date.now());
   }
 
   /** Fetches the account's webhook when what is known is older than WEBHOOK.accountCacheMs (one fetch at a time). */
@@ -128,15 +156,19 @@ export class AgentWebhooks {
 
   // ---- The agent's own webhook (the Worker's routes call these through the object) ----
 
-  view(agent: string): WebhookView | null {
+  view(agent: string, now: number): WebhookView | null {
     const own = this.own.get();
-    return own === null ? null : webhookView(own, agent);
+    return own === null ? null : webhookView(own, agent, now);
   }
 
   set(body: WebhookConfigBody, origin: string, agent: string, now: number): WebhookView {
-    const config = configFromBody(body, origin, now);
-    this.own.set(config);
-    return webhookView(config, agent);
+    return this.own.put(body, origin, agent, now);
+  }
+
+  /** A signed `webhook.test` event for the agent's own webhook (null: it has none), for the Worker to send. */
+  async testRequest(who: { account: string; agent: string }, now: number): Promise<SignedRequest | null> {
+    const own = this.own.get();
+    return own === null ? null : testRequest(own, who, now);
   }
 
   delete(): boolean {

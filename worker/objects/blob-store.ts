@@ -1,6 +1,7 @@
 // SQLite seam for large values (../rules/blob-ledger.ts): which R2 objects belong to which message,
 // under which token, in which state. R2 keys are derived here and never taken from a client.
-// Blobs of a pruned message move to blob_garbage, which the agent object empties into R2 deletes.
+// Blobs of a pruned message, and uploads an ended message never committed, move to blob_garbage,
+// which the agent object empties into R2 deletes.
 import type { BlobRow, BlobState } from "../rules/blob-ledger.ts";
 
 export class BlobStore {
@@ -54,6 +55,17 @@ export class BlobStore {
     const stale = this.sql.exec<{ blob: string }>(
       `SELECT blob FROM message_blobs WHERE message_id = ? AND token < ? AND state != 'committed'`, messageId, olderThan).toArray();
     for (const s of stale) this.discard(messageId, s.blob, now);
+  }
+
+  /**
+   * A message that ended (acknowledged, failed, rejected...) can commit nothing more: every upload
+   * it did not commit goes to the garbage now, not at history retention. Returns how many went.
+   */
+  discardUnkept(messageId: number, now: number): number {
+    const unkept = this.sql.exec<{ blob: string }>(
+      `SELECT blob FROM message_blobs WHERE message_id = ? AND state != 'committed'`, messageId).toArray();
+    for (const u of unkept) this.discard(messageId, u.blob, now);
+    return unkept.length;
   }
 
   /** Every blob of messages no longer kept (ids not in `messages`) goes to the garbage. */

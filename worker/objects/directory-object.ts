@@ -17,7 +17,9 @@ import { MetricsBoard } from "./metrics-directory.ts";
 import type { DirectoryUpdate } from "./directory-reporter.ts";
 import { closeQuietly, observerAttachment, send, type ObserverState } from "./connections.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
-import { configFromBody, WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
+import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
+import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
+import { accountOfDirectory } from "./names.ts";
 import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
 
 /** Dashboards watching one account at once; more are refused with 429 too_many_connections. */
@@ -58,14 +60,19 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   /** RPC from the Worker (GET /webhook): the account's webhook without its secret. */
   webhook(): WebhookView | null {
     const config = this.webhookConfig.get();
-    return config && webhookView(config, null);
+    return config && webhookView(config, null, Date.now());
   }
 
   /** RPC from the Worker (PUT /webhook, validated there); agent objects pick it up within their cache time. */
   setWebhook(body: WebhookConfigBody, origin: string): WebhookView {
-    const config = configFromBody(body, origin, Date.now());
-    this.webhookConfig.set(config);
-    return webhookView(config, null);
+    return this.webhookConfig.put(body, origin, null, Date.now());
+  }
+
+  /** RPC from the Worker (POST /webhook/test): a signed `webhook.test` event for the account's webhook (null: none), which the Worker sends. */
+  async webhookTest(): Promise<SignedRequest | null> {
+    const config = this.webhookConfig.get();
+    const account = accountOfDirectory(this.ctx.id);
+    return config && account !== null ? testRequest(config, { account, agent: null }, Date.now()) : null;
   }
 
   /** RPC from the Worker (DELETE /webhook); false when there was none. */

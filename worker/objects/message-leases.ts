@@ -158,6 +158,7 @@ export class MessageLeases {
         const reply = frame.type !== "reply" ? null : blob !== null ? blob.blob : frame.text;
         this.messages.acknowledge(write, reply, now, frame.token, writer);
         if (blob !== null) this.blobs.setState(m.id, blob.blob.id, "committed");
+        this.blobs.discardUnkept(m.id, now);
         send(socket.ws, { type: "result", ...write, token: frame.token, op: frame.type, req: frame.req, duplicate: false });
         return true;
       }

@@ -4,14 +4,13 @@
 // is due (`send`) and records each answer. Also kept here: delivery counters for presence and
 // /metrics, and the agent's current outage for `agent.no_holder`. Decisions are in
 // ../rules/webhooks.ts.
-import {
-  afterAttempt, buildEvent, NO_OUTAGE, outageAfter, overBudget, signatureBase, signatureHeader, WEBHOOK,
-  type Outage, type WebhookFacts,
-} from "../rules/webhooks.ts";
+import { afterAttempt, buildEvent, NO_OUTAGE, outageAfter, overBudget, WEBHOOK, type Outage, type WebhookFacts } from "../rules/webhooks.ts";
 import type { Transition } from "../rules/election.ts";
-import { WEBHOOK_HEADERS } from "../wire/webhooks.ts";
 import { randomHex128 } from "./secrets.ts";
-import { hmacHex } from "./webhook-signature.ts";
+import { postSigned, type AttemptResult, type Sender } from "./webhook-delivery.ts";
+import { signedHeaders } from "./webhook-signature.ts";
+
+export type { AttemptResult, Sender } from "./webhook-delivery.ts";
 
 /** One pending event; `body` is fixed at its first attempt, so every retry sends the same bytes. */
 export interface OutboxEvent {
@@ -34,22 +33,14 @@ export interface DeliveryStats {
   lastError: string | null;
 }
 
-/** Where and how an event is sent: the receiver's URL and secret, and the origin its link points to. */
+/** Where and how an event is sent: the receiver's URL, the secrets that sign (rules/webhooks.ts liveSecrets), and the origin its link points to. */
 export interface DeliveryTarget {
   url: string;
-  secret: string;
+  secrets: readonly string[];
   origin: string;
   account: string;
   agent: string;
 }
-
-/** The outcome of one POST: the HTTP status (null: no answer) and, without a 2xx, why. */
-export interface AttemptResult {
-  status: number | null;
-  error: string | null;
-}
-
-export type Sender = (url: string, init: RequestInit) => Promise<Response>;
 
 export class WebhookOutbox {
   /** nextDue and outage as last read or written (undefined: not known); this class is their only writer, and every event's snapshot reads them. */
@@ -138,7 +129,11 @@ export class WebhookOutbox {
    */
   async deliver(events: readonly OutboxEvent[], target: DeliveryTarget, send: Sender, now: () => number): Promise<void> {
     const bodies = events.map((e) => this.bodyOf(e, target));
-    const results = await Promise.all(events.map((e, i) => attempt(e, bodies[i]!, target, send, now())));
+    const results = await Promise.all(events.map(async (e, i) => {
+      // The same body and event id every time; a fresh timestamp and signatures.
+      const headers = await signedHeaders(e.eventId, e.type, bodies[i]!, target.secrets, now());
+      return postSigned({ id: e.eventId, url: target.url, headers, body: bodies[i]! }, send);
+    }));
     events.forEach((e, i) => this.record(e, results[i]!, now()));
   }
 
@@ -185,26 +180,5 @@ export class WebhookOutbox {
     this.sql.exec(`INSERT INTO webhook_outage (one, since, notified) VALUES (1, ?, ?)
       ON CONFLICT(one) DO UPDATE SET since = excluded.since, notified = excluded.notified`, o.since, o.notified ? 1 : 0);
     this.outageNow = o;
-  }
-}
-
-/** One signed POST: the same body and event id every time, a fresh timestamp and signature. */
-async function attempt(e: OutboxEvent, body: string, target: DeliveryTarget, send: Sender, now: number): Promise<AttemptResult> {
-  const t = Math.floor(now / 1000);
-  const headers = {
-    "content-type": "application/json",
-    [WEBHOOK_HEADERS.id]: e.eventId,
-    [WEBHOOK_HEADERS.type]: e.type,
-    [WEBHOOK_HEADERS.signature]: signatureHeader(t, await hmacHex(target.secret, signatureBase(t, body))),
-  };
-  try {
-    const res = await send(target.url, { method: "POST", headers, body, signal: AbortSignal.timeout(WEBHOOK.timeoutMs), redirect: "manual" });
-    // The answer's body is not needed; dropping it frees the connection.
-    await res.body?.cancel().catch(() => undefined);
-    const ok = res.status >= 200 && res.status < 300;
-    return { status: res.status, error: ok ? null : `the receiver answered ${res.status}` };
-  } catch (err) {
-    const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
-    return { status: null, error: timedOut ? `no answer within ${WEBHOOK.timeoutMs / 1000} s` : `no answer: ${String((err as Error)?.message ?? err).slice(0, 200)}` };
   }
 }

@@ -1,6 +1,6 @@
 // Webhook decisions as pure functions over plain data, the clock passed in: which event a
 // message's status change makes, when an agent without a holder is reported, how long a failed
-// delivery waits, when one is given up, and the text a signature covers. The outbox
+// delivery waits, when one is given up, the text a signature covers and which secrets sign. The outbox
 // (objects/webhook-outbox.ts) stores and sends; everything it decides comes from here.
 import type { Transition } from "./election.ts";
 import type { MessageStatus } from "./message-lease.ts";
@@ -120,14 +120,41 @@ export function overBudget(pending: number, max: number = WEBHOOK.maxPending): n
   return Math.max(0, pending + 1 - max);
 }
 
-/** The text the signature covers: the Unix time in seconds, a dot, the exact body. */
-export function signatureBase(t: number, body: string): string {
-  return `${t}.${body}`;
+/** The text a Standard Webhooks v1 signature covers: the event id, the Unix time in seconds, the exact body, joined by dots. */
+export function signatureBase(id: string, t: number, body: string): string {
+  return `${id}.${t}.${body}`;
 }
 
-/** The `baton-signature` header: `t=<unix seconds>,v1=<hex HMAC-SHA256 of signatureBase>`. */
-export function signatureHeader(t: number, hexMac: string): string {
-  return `t=${t},v1=${hexMac}`;
+/** The `webhook-signature` header: `v1,<base64 HMAC-SHA256 of signatureBase>` per live secret, separated by spaces. */
+export function signatureHeader(base64Macs: readonly string[]): string {
+  return base64Macs.map((mac) => `v1,${mac}`).join(" ");
+}
+
+/** A webhook's secrets: the current one, and the one it replaced while that still signs beside it. */
+export interface WebhookSecrets {
+  secret: string;
+  oldSecret: string | null;
+  oldSecretExpiresAt: number | null;
+}
+
+/** The secrets that sign a delivery at `now`: the current one first, then the replaced one until its expiry. */
+export function liveSecrets(s: WebhookSecrets, now: number): string[] {
+  return s.oldSecret !== null && s.oldSecretExpiresAt !== null && now < s.oldSecretExpiresAt ? [s.secret, s.oldSecret] : [s.secret];
+}
+
+/**
+ * The secrets after a PUT: the given one; else a new one for a new webhook or on `rotate`; else
+ * the current one, unchanged. A new secret keeps the current one signing beside it for `keepMs`
+ * (0: not at all); `made` is the secret baton made, shown once in the answer.
+ */
+export function secretsAfterPut(
+  prev: WebhookSecrets | null, put: { secret?: string; rotate?: boolean; keepMs: number }, now: number, make: () => string,
+): WebhookSecrets & { made: string | null } {
+  const made = put.secret === undefined && (prev === null || put.rotate === true) ? make() : null;
+  const secret = put.secret ?? made ?? prev!.secret;
+  if (prev === null) return { secret, oldSecret: null, oldSecretExpiresAt: null, made };
+  if (secret === prev.secret) return { secret, oldSecret: prev.oldSecret, oldSecretExpiresAt: prev.oldSecretExpiresAt, made };
+  return put.keepMs > 0 ? { secret, oldSecret: prev.secret, oldSecretExpiresAt: now + put.keepMs, made } : { secret, oldSecret: null, oldSecretExpiresAt: null, made };
 }
 
 /** Where an event sends a person: the dashboard at the agent, and at the message when there is one. */
@@ -140,6 +167,12 @@ export function eventLink(origin: string, agent: string, messageId: number | nul
 export function buildEvent(facts: WebhookFacts, at: { id: string; createdAt: number; account: string; agent: string; origin: string }): WebhookEvent {
   const messageId = "message" in facts ? facts.message.id : null;
   return { id: at.id, created_at: at.createdAt, account: at.account, agent: at.agent, link: eventLink(at.origin, at.agent, messageId), ...facts } satisfies WebhookEvent;
+}
+
+/** The `webhook.test` event `baton webhook test` sends: no facts, a link to the agent (or the dashboard, for the account's). */
+export function testEvent(at: { id: string; createdAt: number; account: string; agent: string | null; origin: string }): WebhookEvent {
+  const link = at.agent === null ? `${at.origin.replace(/\/+$/, "")}/` : eventLink(at.origin, at.agent, null);
+  return { id: at.id, created_at: at.createdAt, account: at.account, agent: at.agent, link, type: "webhook.test" } satisfies WebhookEvent;
 }
 
 /** The host a report may show of a webhook URL (never its path, query or credentials). */

@@ -6,17 +6,28 @@ import * as z from "zod/mini";
 
 export const WEBHOOK_LIMITS = {
   urlChars: 2048,
-  secretChars: { min: 16, max: 256 },
+  /** A secret is `whsec_` and the base64 of this many random bytes (Standard Webhooks). */
+  secretBytes: { min: 24, max: 64 },
+  /** After a new secret is set, the one it replaces still signs beside it this long (default a day; 0: not at all). */
+  keepOldSecretSeconds: { min: 0, max: 7 * 86_400, default: 86_400 },
   /** agent.no_holder fires once the agent has had no holder this long (default 60 s). */
   noHolderAfterSeconds: { min: 1, max: 86_400, default: 60 },
   /** Characters of a message's text an event carries. */
   previewChars: 500,
 } as const;
 
-/** The headers of every delivery (besides content-type: application/json). */
-export const WEBHOOK_HEADERS = { id: "baton-event-id", type: "baton-event-type", signature: "baton-signature" } as const;
+/**
+ * The headers of every delivery (besides content-type: application/json): Standard Webhooks v1
+ * (`webhook-id`, the event's id on every retry; `webhook-timestamp`, Unix seconds of this attempt;
+ * `webhook-signature`, `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` per live secret, separated
+ * by spaces), and the event's type.
+ */
+export const WEBHOOK_HEADERS = { id: "webhook-id", timestamp: "webhook-timestamp", signature: "webhook-signature", type: "baton-event-type" } as const;
 
-export const WEBHOOK_EVENT_TYPES = ["message.parked", "message.escalated", "message.outcome_unknown", "message.failed", "agent.no_holder"] as const;
+/** The `whsec_` prefix of a Standard Webhooks secret. */
+export const SECRET_PREFIX = "whsec_";
+
+export const WEBHOOK_EVENT_TYPES = ["message.parked", "message.escalated", "message.outcome_unknown", "message.failed", "agent.no_holder", "webhook.test"] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 const count = z.int().check(z.nonnegative());
@@ -33,22 +44,38 @@ export function isWebhookUrl(raw: string): boolean {
   }
 }
 
+/** `whsec_` and the standard base64 of WEBHOOK_LIMITS.secretBytes bytes. */
+export function isWebhookSecret(raw: string): boolean {
+  const b64 = raw.startsWith(SECRET_PREFIX) ? raw.slice(SECRET_PREFIX.length) : null;
+  if (b64 === null || b64.length % 4 !== 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) return false;
+  const bytes = (b64.length / 4) * 3 - (b64.endsWith("==") ? 2 : b64.endsWith("=") ? 1 : 0);
+  return bytes >= WEBHOOK_LIMITS.secretBytes.min && bytes <= WEBHOOK_LIMITS.secretBytes.max;
+}
+
 const URL_RULE = `url must be an http: or https: URL of at most ${WEBHOOK_LIMITS.urlChars} characters`;
-const SECRET_RULE = `secret must be a string of ${WEBHOOK_LIMITS.secretChars.min}-${WEBHOOK_LIMITS.secretChars.max} characters`;
+const SECRET_RULE = `secret must be whsec_ and the base64 of ${WEBHOOK_LIMITS.secretBytes.min}-${WEBHOOK_LIMITS.secretBytes.max} random bytes (leave it out and baton makes one)`;
+const KEEP_RULE = `keep_old_secret_seconds must be a whole number from ${WEBHOOK_LIMITS.keepOldSecretSeconds.min} to ${WEBHOOK_LIMITS.keepOldSecretSeconds.max}`;
 const NO_HOLDER_RULE = `no_holder_after_seconds must be a whole number from ${WEBHOOK_LIMITS.noHolderAfterSeconds.min} to ${WEBHOOK_LIMITS.noHolderAfterSeconds.max}`;
 
-/** PUT /webhook and PUT /agents/{agent}/webhook; every refusal names its field and its rule. */
+/**
+ * PUT /webhook and PUT /agents/{agent}/webhook; every refusal names its field and its rule. Without
+ * `secret`, a new webhook gets one made by baton (shown once, in the answer) and an existing one
+ * keeps its own; `rotate_secret: true` makes a new one. A new secret replaces the old one, which
+ * still signs beside it for `keep_old_secret_seconds`.
+ */
 export const webhookConfigSchema = z.strictObject({
   url: z.string({ error: URL_RULE }).check(z.refine(isWebhookUrl, { error: URL_RULE })),
-  secret: z.string({ error: SECRET_RULE }).check(
-    z.minLength(WEBHOOK_LIMITS.secretChars.min, { error: SECRET_RULE }), z.maxLength(WEBHOOK_LIMITS.secretChars.max, { error: SECRET_RULE }),
-  ),
+  secret: z.optional(z.string({ error: SECRET_RULE }).check(z.refine(isWebhookSecret, { error: SECRET_RULE }))),
+  rotate_secret: z.optional(z.boolean({ error: "rotate_secret must be true or false" })),
+  keep_old_secret_seconds: z.optional(z.int({ error: KEEP_RULE }).check(
+    z.gte(WEBHOOK_LIMITS.keepOldSecretSeconds.min, { error: KEEP_RULE }), z.lte(WEBHOOK_LIMITS.keepOldSecretSeconds.max, { error: KEEP_RULE }),
+  )),
   no_holder_after_seconds: z.optional(z.int({ error: NO_HOLDER_RULE }).check(
     z.gte(WEBHOOK_LIMITS.noHolderAfterSeconds.min, { error: NO_HOLDER_RULE }), z.lte(WEBHOOK_LIMITS.noHolderAfterSeconds.max, { error: NO_HOLDER_RULE }),
   )),
 }, {
   error: (issue) => issue.code === "unrecognized_keys" ? `unknown field: ${issue.keys.join(", ")}` : "the body must be a JSON object",
-});
+}).check(z.refine((b) => !(b.secret !== undefined && b.rotate_secret === true), { error: "give secret or rotate_secret, not both" }));
 
 /** GET (and the answer to PUT) of a webhook: never the secret. `link_origin` is where event links point. */
 export const webhookViewSchema = z.object({
@@ -58,6 +85,21 @@ export const webhookViewSchema = z.object({
   no_holder_after_seconds: count,
   link_origin: z.string(),
   updated_at: millis,
+  /** Only in the answer to the PUT that made it, when baton made it: it is never shown again. */
+  secret: z.optional(z.string()),
+  /** While a replaced secret still signs beside the current one: until when (null: only the current one signs). */
+  old_secret_expires_at: z.nullable(millis),
+});
+
+/** POST /webhook/test and /agents/{agent}/webhook/test: one signed `webhook.test` event, sent at once, and what the receiver said. */
+export const webhookTestResultSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  /** The receiver's HTTP status; null when it did not answer (network error or timeout). */
+  status: z.nullable(z.int()),
+  /** True on a 2xx answer. */
+  delivered: z.boolean(),
+  error: z.nullable(z.string()),
 });
 
 /** What presence says about an agent's webhook deliveries. */
@@ -117,9 +159,12 @@ export const webhookEventSchema = z.discriminatedUnion("type", [
   z.object({ ...eventBase, type: z.literal("message.failed"), message: z.object({ ...messageBase, error: z.nullable(z.string()) }) }),
   /** The agent has had no leaseholder since `no_holder_since`, for longer than `after_seconds`; once per outage. */
   z.object({ ...eventBase, type: z.literal("agent.no_holder"), no_holder_since: millis, after_seconds: count }),
+  /** Sent once, at once, by `baton webhook test` (never queued or retried); `agent` is null for the account's webhook. */
+  z.object({ ...eventBase, type: z.literal("webhook.test"), agent: z.nullable(z.string()) }),
 ]);
 
 export type WebhookConfigBody = z.infer<typeof webhookConfigSchema>;
 export type WebhookView = z.infer<typeof webhookViewSchema>;
 export type WebhookReport = z.infer<typeof webhookReportSchema>;
 export type WebhookEvent = z.infer<typeof webhookEventSchema>;
+export type WebhookTestResult = z.infer<typeof webhookTestResultSchema>;
