@@ -78,10 +78,10 @@ export class StepStore {
   }
 
   /** The effects of one message whose intent has no outcome, in journal order (for pendingAsk). */
-  openIntents(messageId: number): Pick<StepRecord, "name" | "kind" | "status" | "onUnknown">[] {
-    return this.sql.exec<{ name: string; on_unknown: OnUnknown | null }>(
-      `SELECT name, on_unknown FROM message_steps WHERE message_id = ? AND status = 'intent' ORDER BY at, name`, messageId)
-      .toArray().map((r) => ({ name: r.name, kind: "effect", status: "intent", onUnknown: r.on_unknown }));
+  openIntents(messageId: number): Pick<StepRecord, "name" | "kind" | "status" | "onUnknown" | "token">[] {
+    return this.sql.exec<{ name: string; on_unknown: OnUnknown | null; token: number }>(
+      `SELECT name, on_unknown, token FROM message_steps WHERE message_id = ? AND status = 'intent' ORDER BY at, name`, messageId)
+      .toArray().map((r) => ({ name: r.name, kind: "effect", status: "intent", onUnknown: r.on_unknown, token: r.token }));
   }
 
   /** A person said an unknown effect must run again: its intent goes, so the next attempt runs it. */
