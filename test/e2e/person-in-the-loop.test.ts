@@ -89,6 +89,28 @@ describe("a person in the loop through baton serve", () => {
     expect(done.reply?.trim()).toBe("first=yes second=ship");
   });
 
+  it("baton ask never prints a run's own record as the answer: baton step under ask: is refused, and an ask under a name a step holds fails the run", async () => {
+    const agent = uniqueAgent("askforge");
+    expect((await fetch(`${fx.dev.url}/agents/${agent}/policy`, {
+      method: "PUT", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ max_attempts: 1 }),
+    })).status).toBe(200);
+    const { dir, command, env } = shellAgent([
+      `baton step ask:1 -- echo apply 2>>"$WORK/refused.log" || echo refused >> "$WORK/refused.log"`,
+      "baton step approval -- echo apply",
+      `choice=$(baton ask "Apply?" --choices apply,hold --name approval) || exit $?`,
+      `echo "shipped $choice"`,
+    ].join("\n"));
+    const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
+    fx.started.push(a);
+    await a.waitFor(/holder/);
+    const id = await postMessage(fx.dev.url, agent, "deploy");
+    const failed = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "failed", 20_000);
+    expect(failed.reply).toBeNull();
+    expect(errorOf(failed)).toMatch(/"approval" is recorded as a step, not as a person's answer/);
+    const refused = await import("node:fs").then((fs) => fs.readFileSync(join(dir, "refused.log"), "utf8"));
+    expect(refused).toMatch(/kept for a person's answers[\s\S]*refused/);
+  });
+
   it("baton reject ends a parked message as rejected: it never runs again, and history shows the answer and who gave it", async () => {
     const agent = uniqueAgent("reject");
     const { dir, command, env } = shellAgent([`baton ask "Delete the old bucket?" >/dev/null`, `echo ran >> "$WORK/ran.log"`].join("\n"));
