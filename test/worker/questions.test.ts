@@ -6,6 +6,7 @@
 import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
+import { StepStore } from "../../worker/objects/step-store.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { auth, BASE, call, claimant, message, post, presence, sleep, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
@@ -252,5 +253,25 @@ describe("answers only a person can give", () => {
     });
     expect(answered).toMatchObject({ ok: true, view: { question: null, resume_choice: "approve", answers: [expect.objectContaining({ choice: "approve", via: "page" })] } });
     expect((await call("GET", `/agents/${agent}/messages/${id}/steps/ask:1`)).body).toMatchObject({ kind: "answer", value: { choice: "approve" } });
+  });
+
+  it("an answer kept as a step before answers were their own kind becomes an answer once; a run's record with no answer behind it stays a step", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "asked before the upgrade");
+    const m = await run(a.sock, id);
+    await runInDurableObject(stubFor(agent), (_i, state) => {
+      const { sql } = state.storage;
+      const value = (choice: string, at: number) => JSON.stringify({ choice, text: null, by: { account: "dev", token: "ana", via: "page" }, at });
+      const insert = `INSERT INTO message_steps (message_id, name, kind, status, value, attempt, token, at) VALUES (?, ?, 'step', 'done', ?, 1, ?, ?)`;
+      sql.exec(insert, id, "ask:1", value("ship", 1234), m.token, 1);
+      sql.exec(insert, id, "approval", value("apply", 99), m.token, 2);
+      sql.exec(`INSERT INTO message_answers (message_id, at, choice, text, question, account, token, via) VALUES (?, 1234, 'ship', NULL, 'Ship?', 'dev', 'ana', 'page')`, id);
+      sql.exec(`DELETE FROM message_steps_meta`);
+      // What the next wake of an object written by the previous release does first.
+      new StepStore(sql).adoptLegacyAnswers();
+    });
+    expect((await call("GET", `/agents/${agent}/messages/${id}/steps/ask:1`)).body).toMatchObject({ kind: "answer", value: { choice: "ship" } });
+    expect((await call("GET", `/agents/${agent}/messages/${id}/steps/approval`)).body).toMatchObject({ kind: "step" });
   });
 });

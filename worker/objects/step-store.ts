@@ -2,6 +2,7 @@
 // of a message, keyed by (message, name). Rows go with their message (MessageStore.prune).
 import type { OnUnknown, StepKind, StepRecord, StepStatus } from "../rules/step-journal.ts";
 import { addMissingColumns } from "./sql-columns.ts";
+import { KeyValueTable } from "./kv-table.ts";
 
 interface StepRow {
   name: string;
@@ -37,6 +38,21 @@ export class StepStore {
       on_unknown TEXT, attempt INTEGER NOT NULL, token INTEGER NOT NULL, at INTEGER NOT NULL,
       PRIMARY KEY (message_id, name)) WITHOUT ROWID`);
     addMissingColumns(sql, "message_steps", { blob: "TEXT", blob_bytes: "INTEGER" });
+  }
+
+  /**
+   * Once per object: answers recorded before they were a kind of their own were kept as steps. Each
+   * such record whose value is an answer the answer path also kept in message_answers (same message,
+   * time and choice) becomes an answer, so a message asked before the upgrade still gets its
+   * person's answer; a run's record with no such answer stays a step. Needs MessageStore's table.
+   */
+  adoptLegacyAnswers(): void {
+    const meta = new KeyValueTable(this.sql, "message_steps_meta");
+    if (meta.get("answers") !== null) return;
+    this.sql.exec(`UPDATE message_steps SET kind = 'answer' WHERE kind = 'step' AND json_valid(value) AND EXISTS (
+      SELECT 1 FROM message_answers a WHERE a.message_id = message_steps.message_id
+        AND a.at = json_extract(message_steps.value, '$.at') AND a.choice = json_extract(message_steps.value, '$.choice'))`);
+    meta.set("answers", "kind");
   }
 
   get(messageId: number, name: string): StepRecord | null {
