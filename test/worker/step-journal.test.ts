@@ -131,6 +131,26 @@ describe("effects", () => {
     expect(other[0]).not.toBe(dev[0]);
     expect(other[0]!.length).toBeLessThanOrEqual(LIMITS.effectKeyChars);
   });
+
+  it("an intent the previous release recorded keeps that release's key when it runs again, so the API sees the retry it is", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "charge");
+    const m = await run(a.sock, id);
+    await runInDurableObject(stubFor(agent), (_i, state) => {
+      state.storage.sql.exec(`INSERT INTO message_steps (message_id, name, kind, status, value, on_unknown, attempt, token, at) VALUES (?, 'pay', 'effect', 'intent', NULL, 'retry', 1, ?, 1)`,
+        id, m.token);
+    });
+    const legacy = `baton:${agent}:${id}:pay`;
+    expect((await call("GET", `/agents/${agent}/messages/${id}/steps/pay`)).body).toMatchObject({ idempotency_key: legacy });
+    a.sock.close();
+    const b = await claimant(agent, "b");
+    const again = await run(b.sock, id);
+    expect(await step(b.sock, again, "pay", { kind: "effect", phase: "intent", on_unknown: "retry" })).toMatchObject({ status: "intent", idempotency_key: legacy });
+    expect(await step(b.sock, again, "pay", { kind: "effect", phase: "done", value: "paid", on_unknown: "retry" })).toMatchObject({ status: "done", idempotency_key: legacy });
+    // A new effect gets the key with the account's tag.
+    expect(await step(b.sock, again, "mail", { kind: "effect", phase: "intent" })).toMatchObject({ idempotency_key: `baton:${await accountTag("dev")}:${agent}:${id}:mail` });
+  });
 });
 
 describe("over HTTP", () => {

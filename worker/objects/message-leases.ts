@@ -78,8 +78,11 @@ export class MessageLeases {
   readonly policies: RunPolicyStore;
   /** Told of every write refused by the token check, before the error frame goes out (for /metrics). */
   onRefused: (code: ErrorCode) => void = () => {};
-  /** The idempotency key of a message's effect (wire/step-keys.ts); null until the object knows its account. */
-  effectKey: (id: number, name: string) => string | null = () => null;
+  /**
+   * The idempotency key of a message's effect (wire/step-keys.ts), or with `legacy` the previous
+   * release's; null until the object knows its account.
+   */
+  effectKey: (id: number, name: string, legacy: boolean) => string | null = () => null;
 
   constructor(sql: SqlStorage, private readonly messages: MessageStore, private readonly steps: StepStore, private readonly blobs: BlobStore) {
     this.policies = new RunPolicyStore(sql);
@@ -259,11 +262,28 @@ export class MessageLeases {
       if (record.blob) this.blobs.setState(id, record.blob.id, "committed");
       if (record.kind === "effect") this.noteOpenAsk(id, stored.pending_ask);
     }
-    const key = record.kind === "effect" ? this.effectKey(id, record.name) : null;
+    const key = record.kind === "effect" ? this.keyOf(id, record.name, existing) : null;
     return {
       ok: true, id, token, name: record.name, status: record.status, duplicate: decision.action === "duplicate",
       value: record.value === null ? null : (JSON.parse(record.value) as unknown), blob: record.blob, ...(key === null ? {} : { idempotency_key: key }),
     };
+  }
+
+  /**
+   * The key an effect hands to external APIs, kept with its first intent so it never changes while
+   * the effect may run again. An intent the previous release recorded (kept with no key) keeps the
+   * key that release handed out, so a retry after an upgrade is still a retry to the API.
+   */
+  effectKeyOf(id: number, name: string): string | null {
+    return this.steps.effectKey(id, name) ?? this.effectKey(id, name, this.steps.get(id, name)?.status === "intent");
+  }
+
+  private keyOf(id: number, name: string, before: StepRecord | null): string | null {
+    const kept = this.steps.effectKey(id, name);
+    if (kept !== null) return kept;
+    const key = this.effectKey(id, name, before?.status === "intent");
+    if (key !== null) this.steps.keepEffectKey(id, name, key);
+    return key;
   }
 
   /** Keeps the message's pending question equal to what its journal says (rules/step-journal.ts pendingAsk). */

@@ -37,7 +37,7 @@ export class StepStore {
       message_id INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL, value TEXT,
       on_unknown TEXT, attempt INTEGER NOT NULL, token INTEGER NOT NULL, at INTEGER NOT NULL,
       PRIMARY KEY (message_id, name)) WITHOUT ROWID`);
-    addMissingColumns(sql, "message_steps", { blob: "TEXT", blob_bytes: "INTEGER" });
+    addMissingColumns(sql, "message_steps", { blob: "TEXT", blob_bytes: "INTEGER", effect_key: "TEXT" });
   }
 
   /**
@@ -91,6 +91,17 @@ export class StepStore {
       record.onUnknown, record.attempt, record.token, now,
     );
     return { ...record, at: before?.at ?? now };
+  }
+
+  /** The idempotency key an effect was first begun under, or null (not begun, or begun by a release that kept none). */
+  effectKey(messageId: number, name: string): string | null {
+    return this.sql.exec<{ effect_key: string | null }>(`SELECT effect_key FROM message_steps WHERE message_id = ? AND name = ?`, messageId, name)
+      .toArray()[0]?.effect_key ?? null;
+  }
+
+  /** Keeps an effect's key with its record (a later write of the record leaves it), unless one is kept already. */
+  keepEffectKey(messageId: number, name: string, key: string): void {
+    this.sql.exec(`UPDATE message_steps SET effect_key = ? WHERE message_id = ? AND name = ? AND effect_key IS NULL`, key, messageId, name);
   }
 
   /** The effects of one message whose intent has no outcome, in journal order (for pendingAsk). */

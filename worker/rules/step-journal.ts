@@ -10,7 +10,7 @@
 
 import type { OnUnknown } from "../wire/step-keys.ts";
 
-export { accountTag, idempotencyKey, unknownOutcomeReason, type OnUnknown } from "../wire/step-keys.ts";
+export { accountTag, idempotencyKey, legacyIdempotencyKey, unknownOutcomeReason, type OnUnknown } from "../wire/step-keys.ts";
 
 /** A step or an effect is written by the run; an answer only by the answer path (a person, or a deadline on their behalf). */
 export type StepKind = "step" | "effect" | "answer";

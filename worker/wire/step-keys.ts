@@ -27,6 +27,15 @@ export function idempotencyKey(tag: string, agent: string, messageId: number, na
   return `baton:${tag}:${agent}:${messageId}:${name}`;
 }
 
+/**
+ * The key of the release before the account tag (`baton:<agent>:<message id>:<name>`): handed out
+ * only for an effect whose intent that release recorded, so a retry after the upgrade calls the
+ * external API under the key the first call used.
+ */
+export function legacyIdempotencyKey(agent: string, messageId: number, name: string): string {
+  return `baton:${agent}:${messageId}:${name}`;
+}
+
 /** The longest key: a tag, a 63-character agent, a 16-digit message id, a 128-character name (LIMITS.effectKeyChars). */
 export const EFFECT_KEY_CHARS = "baton:".length + ACCOUNT_TAG_HEX + 1 + 63 + 1 + 16 + 1 + 128;
 
