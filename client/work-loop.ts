@@ -47,7 +47,10 @@ export interface AskOptions {
   /** Nobody answered within this: the deadline decides, as `onDeadline` says (fail by default). */
   deadlineSeconds?: number;
   onDeadline?: "fail" | "approve" | "reject" | "escalate";
-  /** The journal name the answer is kept under (default `ask:N`, N counting this run's asks). */
+  /**
+   * The journal name the answer is kept under (default `ask:N`, N counting this run's asks). Only
+   * the coordinator's answer path writes there: a name a step or effect of the run holds is refused.
+   */
   name?: string;
   /** Stored with the park as the message's checkpoint. */
   checkpoint?: unknown;
@@ -105,7 +108,8 @@ export interface MessageContext {
    * Asks a person: parks the message with the question and ends this run (by throwing
    * WaitingForPersonError, which the loop treats as parked, not failed). When someone answers
    * (dashboard, `baton approve|reject|answer`, HTTP), the handler runs again from the top and
-   * `ask` returns the answer at once. A rejected message never runs again.
+   * `ask` returns the answer at once (only a record the answer path wrote, of kind `answer`). A
+   * rejected message never runs again. Not inside an effect's `fn`: refused, as no answer could reach it.
    */
   ask(question: string, options?: AskOptions): Promise<PersonAnswer>;
 }
