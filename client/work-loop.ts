@@ -6,7 +6,7 @@
 // coordinator) runs under the serve lease's fence and stops when that lease is lost.
 // Nothing a stopped handler returns is posted.
 import {
-  checkpointTooLarge, idempotencyKey, LIMITS, STEP_NAME, unknownOutcomeReason, type ClientFrame, type ErrorCode, type JournalEntry, type MessageFrame, type OnUnknown,
+  checkpointTooLarge, LIMITS, STEP_NAME, unknownOutcomeReason, type ClientFrame, type ErrorCode, type JournalEntry, type MessageFrame, type OnUnknown,
   type Question,
 } from "../worker/wire/protocol.ts";
 import { CoordinatorError, LeaseLostError, WaitingForPersonError } from "./errors.ts";
@@ -47,7 +47,10 @@ export interface AskOptions {
   /** Nobody answered within this: the deadline decides, as `onDeadline` says (fail by default). */
   deadlineSeconds?: number;
   onDeadline?: "fail" | "approve" | "reject" | "escalate";
-  /** The journal name the answer is kept under (default `ask:N`, N counting this run's asks). */
+  /**
+   * The journal name the answer is kept under (default `ask:N`, N counting this run's asks). Only
+   * the coordinator's answer path writes there: a name a step or effect of the run holds is refused.
+   */
   name?: string;
   /** Stored with the park as the message's checkpoint. */
   checkpoint?: unknown;
@@ -85,9 +88,10 @@ export interface MessageContext {
    */
   step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
   /**
-   * A side effect: records its intent before `fn` runs and its outcome after, and hands `fn` a key
-   * that is the same on every attempt (agent, message, name) to pass to the external API as its
-   * idempotency key. An outcome already recorded is returned without running `fn`. If an earlier
+   * A side effect: records its intent before `fn` runs and its outcome after, and hands `fn` the key
+   * the coordinator makes for it, the same on every attempt and different in every account
+   * (`baton:<account tag>:<agent>:<message id>:<name>`), to pass to the external API as its
+   * idempotency key. `fn` may not `ask` (refused: the question could never be answered). An outcome already recorded is returned without running `fn`. If an earlier
    * attempt recorded the intent but no outcome (it died, or `fn` threw), nobody knows whether the
    * effect happened: `onUnknown: "retry"` runs it again under the same key (for APIs that honour
    * it); `"ask"` (the default) parks the message as "outcome unknown: step NAME" until a person
@@ -104,7 +108,8 @@ export interface MessageContext {
    * Asks a person: parks the message with the question and ends this run (by throwing
    * WaitingForPersonError, which the loop treats as parked, not failed). When someone answers
    * (dashboard, `baton approve|reject|answer`, HTTP), the handler runs again from the top and
-   * `ask` returns the answer at once. A rejected message never runs again.
+   * `ask` returns the answer at once (only a record the answer path wrote, of kind `answer`). A
+   * rejected message never runs again. Not inside an effect's `fn`: refused, as no answer could reach it.
    */
   ask(question: string, options?: AskOptions): Promise<PersonAnswer>;
 }
@@ -138,7 +143,7 @@ export interface WorkLoopDeps {
   event: (event: ServeEvent) => void;
   /** Messages run at once (serve --concurrency); 1 keeps them in order. */
   slots?: number;
-  /** The agent's name, for effects' idempotency keys. */
+  /** The agent's name (uploads and what a person is told to run). */
   agent: string;
   /** Values too large for a frame travel over HTTP (R2 on the coordinator); without this they are refused. */
   blobs?: {
@@ -172,6 +177,8 @@ interface Run {
   checkpoints: Promise<unknown>;
   /** How many times this run called `ask` (its default journal names: ask:1, ask:2, …). */
   asks: number;
+  /** Effects of this attempt whose `fn` is running: an `ask` now is refused (it could never be answered). */
+  effectsRunning: Set<string>;
 }
 
 export class WorkLoop {
@@ -244,6 +251,7 @@ export class WorkLoop {
     const fence = deps.fence();
     const run: Run = {
       msg, controller: new AbortController(), timer: null, beatTimer: null, parked: false, journal: new Map((msg.steps ?? []).map((e) => [e.name, e])), inflight: new Map(), checkpoints: Promise.resolve(), asks: 0,
+      effectsRunning: new Set(),
     };
     if (this.replied.has(writeKey(msg))) {
       await this.post({ type: "ack", id: msg.id, ...this.lease(msg, fence), req: deps.nextReq() }, run);
@@ -397,7 +405,14 @@ export class WorkLoop {
     const name = options.name ?? `ask:${++run.asks}`;
     checkStepName(name);
     if (options.onDeadline !== undefined && options.deadlineSeconds === undefined) throw new TypeError("ask: onDeadline needs deadlineSeconds");
+    const inside = run.effectsRunning.values().next().value;
+    if (inside !== undefined) {
+      // Parking here would leave the message waiting on the effect's outcome, where no answer can reach it.
+      throw new TypeError(`ask inside effect "${inside}": a question asked inside an effect could never be answered; ask before the effect or after it`);
+    }
     const answered = run.journal.get(name);
+    // Only the coordinator's answer path writes a record of kind answer: a run's own step under this name is no answer.
+    if (answered && answered.kind !== "answer") throw new TypeError(`"${name}" is recorded as ${kindName(answered.kind)}, not as a person's answer; an ask needs a name of its own`);
     if (answered?.status === "done") return (await this.valueOf(run, answered)) as PersonAnswer;
     await this.park(run, {
       checkpoint: options.checkpoint, deadlineSeconds: options.deadlineSeconds,
@@ -452,7 +467,7 @@ export class WorkLoop {
   private step<T>(run: Run, name: string, fn: () => Promise<T> | T): Promise<T> {
     return this.once(run, "step", name, async () => {
       const done = run.journal.get(name);
-      if (done?.kind === "effect") throw new TypeError(`"${name}" is recorded as an effect; a step needs a name of its own`);
+      if (done && done.kind !== "step") throw new TypeError(`"${name}" is recorded as ${kindName(done.kind)}; a step needs a name of its own`);
       if (done?.status === "done") return this.valueOf(run, done) as Promise<T>;
       this.throwIfStopped(run);
       const value = await fn();
@@ -465,7 +480,7 @@ export class WorkLoop {
   ): Promise<T> {
     return this.once(run, "effect", name, async () => {
       const known = run.journal.get(name);
-      if (known?.kind === "step") throw new TypeError(`"${name}" is recorded as a step; an effect needs a name of its own`);
+      if (known && known.kind !== "effect") throw new TypeError(`"${name}" is recorded as ${kindName(known.kind)}; an effect needs a name of its own`);
       if (known?.status === "done") return this.valueOf(run, known) as Promise<T>;
       this.throwIfStopped(run);
       // The intent is durable before the effect runs, so a successor knows it may have happened.
@@ -475,7 +490,15 @@ export class WorkLoop {
         // An earlier attempt began it with another policy; with "ask", failing this attempt parks the message for a person.
         throw new Error(`${unknownOutcomeReason(name)}; a person decides: baton resume ${this.deps.agent} ${run.msg.id} --done | --redo`);
       }
-      const value = await fn({ key: idempotencyKey(this.deps.agent, run.msg.id, name), signal: run.controller.signal });
+      // The coordinator makes the key (it knows the account); one that hands out none is too old for this client.
+      if (began.key === undefined) throw new CoordinatorError(`effect "${name}": this coordinator hands out no idempotency key; it is too old for this client`, 0, null);
+      run.effectsRunning.add(name);
+      let value: T;
+      try {
+        value = await fn({ key: began.key, signal: run.controller.signal });
+      } finally {
+        run.effectsRunning.delete(name);
+      }
       return (await this.record(run, { name, kind: "effect", phase: "done", value, onUnknown })).value as T;
     });
   }
@@ -494,7 +517,7 @@ export class WorkLoop {
   /** Writes one journal record under the message's token; resolves with what the journal holds for it. */
   private async record(
     run: Run, write: { name: string; kind: "step" | "effect"; phase: "intent" | "done"; value?: unknown; onUnknown?: OnUnknown },
-  ): Promise<{ status: "intent" | "done"; value: unknown }> {
+  ): Promise<{ status: "intent" | "done"; value: unknown; key?: string }> {
     const json = JSON.stringify(write.value === undefined ? null : write.value) ?? "null";
     const bytes = new TextEncoder().encode(json);
     const inline = write.phase !== "done" || bytes.byteLength <= LIMITS.stepValueBytes;
@@ -510,7 +533,10 @@ export class WorkLoop {
       ...(answer.blob ? { blob: answer.blob } : {}),
     };
     run.journal.set(write.name, entry);
-    return { status: answer.status, value: answer.status === "done" ? await this.valueOf(run, entry) : null };
+    return {
+      status: answer.status, value: answer.status === "done" ? await this.valueOf(run, entry) : null,
+      ...(answer.idempotency_key === undefined ? {} : { key: answer.idempotency_key }),
+    };
   }
 
   /** A value over its frame's inline limit goes to the coordinator's R2 first; the write that names it then commits it. */
@@ -588,6 +614,10 @@ export class WorkLoop {
 
 function checkStepName(name: string): void {
   if (!STEP_NAME.test(name)) throw new TypeError(`step names are 1-${LIMITS.stepNameChars} letters, digits, '.', '_', ':' or '-', got ${JSON.stringify(name)}`);
+}
+
+function kindName(kind: JournalEntry["kind"]): string {
+  return kind === "answer" ? "a person's answer" : kind === "step" ? "a step" : "an effect";
 }
 
 function errorText(error: unknown): string {

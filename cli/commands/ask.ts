@@ -48,6 +48,8 @@ export default defineCommand({
     });
     if (!question.success) throw new UsageError(`bad question: ${z.prettifyError(question.error)}`);
     const answered = await run.get(name);
+    // Only the coordinator's answer path writes a record of kind answer: anything else under this name is no person's answer.
+    if (answered && answered.kind !== "answer") throw new CLIError(`"${name}" is recorded as ${answered.kind === "step" ? "a step" : "an effect"}, not as a person's answer; give this question its own --name`);
     if (answered?.status === "done") {
       const value = answered.value as { choice?: unknown } | null;
       const choice = typeof value?.choice === "string" ? value.choice : "";

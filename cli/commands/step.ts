@@ -2,12 +2,12 @@
 // run inside a command `baton serve` started. A step recorded by any earlier attempt prints its
 // stored stdout without running COMMAND; otherwise COMMAND runs and its stdout (exit 0 only) is
 // recorded under the message's token. An effect records its intent first and hands COMMAND
-// BATON_IDEMPOTENCY_KEY, the same on every attempt; an intent found without an outcome is an
+// BATON_IDEMPOTENCY_KEY (the coordinator's, the same on every attempt); an intent found without an outcome is an
 // unknown outcome: --on-unknown retry runs COMMAND again under the same key, ask (the default)
 // exits 75 and the message parks until a person answers `baton resume AGENT ID --done | --redo`.
 import { spawn } from "node:child_process";
 import { RunJournal, runProofFromEnv, type RunProof } from "../../client/run-journal.ts";
-import { idempotencyKey, LIMITS, STEP_NAME, unknownOutcomeReason, type OnUnknown } from "../../worker/wire/protocol.ts";
+import { LIMITS, STEP_NAME, unknownOutcomeReason, type OnUnknown } from "../../worker/wire/protocol.ts";
 import { defineCommand, type Command } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
@@ -83,7 +83,7 @@ const step = defineCommand({
     if (rest.length === 0) throw new UsageError("baton step needs -- COMMAND", true);
     const run = currentRun("step", options);
     const known = await run.get(name);
-    if (known && known.kind !== "step") throw new CLIError(`"${name}" is recorded as an effect; a step needs a name of its own`);
+    if (known && known.kind !== "step") throw new CLIError(`"${name}" is recorded as ${known.kind === "answer" ? "a person's answer" : "an effect"}; a step needs a name of its own`);
     if (known?.status === "done") return printStored(run, known);
     const out = await capture(rest, {});
     if (out.code !== 0) return out.code;
@@ -114,7 +114,7 @@ export const effectCommand: Command = defineCommand({
     if (rest.length === 0) throw new UsageError("baton effect needs -- COMMAND", true);
     const run = currentRun("effect", options);
     const known = await run.get(name);
-    if (known && known.kind !== "effect") throw new CLIError(`"${name}" is recorded as a step; an effect needs a name of its own`);
+    if (known && known.kind !== "effect") throw new CLIError(`"${name}" is recorded as ${known.kind === "answer" ? "a person's answer" : "a step"}; an effect needs a name of its own`);
     if (known?.status === "done") return printStored(run, known);
     // The intent is durable before the effect runs, so a successor knows it may have happened.
     const intent = await run.record(name, { kind: "effect", phase: "intent", onUnknown: policy });
@@ -124,7 +124,9 @@ export const effectCommand: Command = defineCommand({
       process.stderr.write(`baton: ${unknownOutcomeReason(name)}; a person decides: baton resume ${agent} ${id} --done | --redo\n`);
       return PARK_EXIT_CODE;
     }
-    const out = await capture(rest, { BATON_IDEMPOTENCY_KEY: idempotencyKey(run.proof.agent, run.proof.id, name) });
+    // The coordinator makes the key (it knows the account); one that hands out none is too old for this CLI.
+    if (intent.idempotency_key === undefined) throw new CLIError(`effect ${name}: this coordinator hands out no idempotency key; it is too old for this baton`);
+    const out = await capture(rest, { BATON_IDEMPOTENCY_KEY: intent.idempotency_key });
     if (out.code !== 0) return out.code;
     return recordStdout(run, name, "effect", out.stdout, policy);
   },

@@ -146,7 +146,8 @@ class PersonAnswer:
 
 class Effect:
     """What ``ctx.effect``'s ``fn`` gets: ``key``, the same on every attempt of the message on every
-    machine (``baton:AGENT:ID:NAME``), to pass to the external API as its idempotency key, and
+    machine and different in every account (``baton:ACCOUNT_TAG:AGENT:ID:NAME``, made by the
+    coordinator), to pass to the external API as its idempotency key, and
     ``lost_event``, set the moment the run may no longer act (``cancelled`` says the same)."""
 
     __slots__ = ("key", "lost_event", "_run")
@@ -186,6 +187,8 @@ class _Run:
         self.inflight: dict[str, asyncio.Task[Any]] = {}
         #: How many times this run called ``ask`` without a name (its default journal names: ask:1, ask:2, ...).
         self.asks = 0
+        #: Effects of this attempt whose ``fn`` is running: an ``ask`` now is refused (it could never be answered).
+        self.effects_running: set[str] = set()
 
 
 class MessageContext:
@@ -266,8 +269,9 @@ class MessageContext:
 
     async def effect(self, name: str, fn: Callable[[Effect], Any], on_unknown: str = "ask") -> Any:
         """A side effect: records its intent before ``fn`` runs and its outcome after, and hands
-        ``fn`` (sync or async) an :class:`Effect` whose ``key`` is the same on every attempt (agent,
-        message, name): pass it to the external API as its idempotency key. An outcome already
+        ``fn`` (sync or async) an :class:`Effect` whose ``key`` is the same on every attempt and
+        different in every account: pass it to the external API as its idempotency key. ``fn`` may
+        not ``ask`` (refused with TypeError: the question could never be answered). An outcome already
         recorded is returned without running ``fn``; a second call of ``name`` while the first runs
         (``asyncio.gather``) gets the first one's outcome, and one after an outcome that was never
         recorded in this attempt is refused (``CoordinatorError``, code ``effect_in_progress``)
@@ -323,6 +327,10 @@ def _truncate_utf8(text: str, limit: int) -> str:
     if len(raw) <= limit:
         return text
     return raw[:limit].decode("utf-8", errors="ignore")
+
+
+def _kind_name(kind: Any) -> str:
+    return {"step": "a step", "effect": "an effect", "answer": "a person's answer"}.get(kind, repr(kind))
 
 
 def _check_step_name(name: Any) -> None:
@@ -987,7 +995,15 @@ class _Serve:
         if deadline_seconds is not None and (isinstance(deadline_seconds, bool) or not isinstance(deadline_seconds, int)
                                              or not valid(deadline_seconds, client_field("park", "deadline_seconds"))):
             raise ValueError(f"deadline_seconds is a whole number of seconds from 1 to 2592000, not {deadline_seconds!r}")
+        if run.effects_running:
+            # Parking here would leave the message waiting on the effect's outcome, where no answer can reach it.
+            raise TypeError(f'ask inside effect "{next(iter(run.effects_running))}": a question asked inside an effect '
+                            "could never be answered; ask before the effect or after it")
         answered = run.journal.get(name)
+        # Only the coordinator's answer path writes a record of kind answer: a run's own step under this name is no answer.
+        if answered is not None and answered.get("kind") != "answer":
+            raise TypeError(f'"{name}" is recorded as {_kind_name(answered.get("kind"))}, '
+                            "not as a person's answer; an ask needs a name of its own")
         if answered is not None and answered.get("status") == "done":
             return PersonAnswer.from_value(await self._value_of(run, answered), name)
         await self._park(run, checkpoint, deadline_seconds, question)
@@ -1052,8 +1068,8 @@ class _Serve:
     async def _step(self, run: _Run, name: str, fn: Callable[[], Any]) -> Any:
         async def body() -> Any:
             done = run.journal.get(name)
-            if done is not None and done.get("kind") == "effect":
-                raise TypeError(f'"{name}" is recorded as an effect; a step needs a name of its own')
+            if done is not None and done.get("kind") != "step":
+                raise TypeError(f'"{name}" is recorded as {_kind_name(done.get("kind"))}; a step needs a name of its own')
             if done is not None and done.get("status") == "done":
                 return await self._value_of(run, done)
             self._throw_if_stopped(run)
@@ -1069,8 +1085,8 @@ class _Serve:
 
     async def _run_effect(self, run: _Run, name: str, fn: Callable[[Effect], Any], on_unknown: str) -> Any:
         known = run.journal.get(name)
-        if known is not None and known.get("kind") == "step":
-            raise TypeError(f'"{name}" is recorded as a step; an effect needs a name of its own')
+        if known is not None and known.get("kind") != "effect":
+            raise TypeError(f'"{name}" is recorded as {_kind_name(known.get("kind"))}; an effect needs a name of its own')
         if known is not None and known.get("status") == "done":
             return await self._value_of(run, known)
         self._throw_if_stopped(run)
@@ -1082,7 +1098,15 @@ class _Serve:
             # An earlier attempt began it; with "ask", failing this attempt parks the message for a person.
             raise OutcomeUnknownError(
                 f"outcome unknown: step {name}; a person decides: baton resume {self.agent} {run.id} --done | --redo", name)
-        value = await _call_maybe_async(fn, Effect(f"baton:{self.agent}:{run.id}:{name}", run))
+        # The coordinator makes the key (it knows the account); one that hands out none is too old for this client.
+        key = run.journal[name].get("idempotency_key")
+        if not isinstance(key, str):
+            raise CoordinatorError(f'effect "{name}": this coordinator hands out no idempotency key; it is too old for this client', 0, None, None)
+        run.effects_running.add(name)
+        try:
+            value = await _call_maybe_async(fn, Effect(key, run))
+        finally:
+            run.effects_running.discard(name)
         return (await self._record(run, name, "effect", "done", value, on_unknown))[1]
 
     async def _record(self, run: _Run, name: str, kind: str, phase: str, value: Any,
@@ -1109,6 +1133,8 @@ class _Serve:
         status = answer.get("status")
         entry: dict[str, Any] = {"name": name, "kind": kind, "status": status, "value": answer.get("value"),
                                  "on_unknown": on_unknown, "attempt": run.frame.get("attempt", 1)}
+        if isinstance(answer.get("idempotency_key"), str):
+            entry["idempotency_key"] = answer["idempotency_key"]
         if isinstance(answer.get("blob"), dict):
             entry["blob"] = answer["blob"]
             if uploaded is not None and answer["blob"].get("id") == uploaded[0]:

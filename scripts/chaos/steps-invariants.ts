@@ -4,6 +4,7 @@
 // message's final view with its step journal. Pure, so the checks themselves are unit-tested
 // (test/unit/chaos-steps.test.ts).
 import type { Invariant } from "./invariants.ts";
+import { idempotencyKey } from "../../worker/wire/step-keys.ts";
 
 export type { Invariant } from "./invariants.ts";
 
@@ -76,6 +77,8 @@ export interface FinalMessage {
 
 export interface StepsInput {
   agent: string;
+  /** The account's tag in its effects' keys (wire/step-keys.ts accountTag). */
+  accountTag: string;
   plan?: readonly PlanItem[];
   sentIds: readonly number[];
   messages: readonly FinalMessage[];
@@ -202,7 +205,7 @@ export function checkSteps(input: StepsInput): { tally: StepsTally; invariants: 
       if (record?.status === "done") stepsInterrupted += lines.filter((l) => l.attempt < record.attempt).length;
       continue;
     }
-    const expected = `baton:${input.agent}:${id}:${name}`;
+    const expected = idempotencyKey(input.accountTag, input.agent, id, name);
     const wrongKeys = lines.filter((l) => l.key !== expected);
     if (wrongKeys.length > 0) effectViolations.push(`${k}: ran under key ${wrongKeys[0]!.key ?? "none"}, not ${expected}`);
     if (twice.length > 0) effectViolations.push(`${k}: attempt ${twice[0]} applied it twice`);

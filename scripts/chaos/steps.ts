@@ -23,6 +23,7 @@ import { ServeSlot } from "./serve-fleet.ts";
 import { writeAgent } from "./steps-agent.ts";
 import { checkSteps, parseLedger, parseTrace, PLAN, type Answer, type FinalMessage, type JournalRecord, type StepsTally } from "./steps-invariants.ts";
 import { seeded } from "./seeded.ts";
+import { accountTag } from "../../worker/wire/step-keys.ts";
 
 const { values: opts } = parseArgs({
   options: {
@@ -266,7 +267,7 @@ async function main(): Promise<number> {
   const messages = await finalMessages(sentIds);
   const ledger = parseLedger(readLines(ledgerPath));
   const trace = parseTrace(readLines(tracePath));
-  const { tally, invariants } = checkSteps({ agent, sentIds, messages, ledger, trace, answers });
+  const { tally, invariants } = checkSteps({ agent, accountTag: await accountTag("dev"), sentIds, messages, ledger, trace, answers });
   const ok = invariants.every((i) => i.ok) && tally.sent > 0;
 
   const took = Math.round((Date.now() - startedAt) / 1000);

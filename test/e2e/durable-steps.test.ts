@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
 import { BIN, authHeaders, getJson, postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+import { accountTag } from "../../worker/wire/protocol.ts";
 
 const fx = serveFixture();
 
@@ -82,7 +83,7 @@ describe("durable steps through baton serve", () => {
     expect(done.reply?.trim()).toBe("plan-of-attempt-1 receipt-of-attempt-1");
     expect(done.attempts).toBe(2);
     expect(lines(join(dir, "plan.log"))).toHaveLength(1);
-    expect(lines(join(dir, "pay.log"))).toEqual([`baton:${agent}:${id}:pay`]);
+    expect(lines(join(dir, "pay.log"))).toEqual([`baton:${await accountTag("dev")}:${agent}:${id}:pay`]);
     const history = runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url });
     expect(history.stdout).toMatch(/steps\s+plan \(step, done by attempt 1, \d+ B\), pay \(effect, done by attempt 1, \d+ B\)/);
   });
@@ -215,7 +216,7 @@ describe("durable steps through the client library", () => {
     const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
     expect(done.reply).toBe(`plan by a (#1) / {"receipt":1,"machine":"a"}`);
     expect([plans, pays]).toEqual([1, 1]);
-    expect(keys).toEqual([`baton:${agent}:${id}:pay`]);
+    expect(keys).toEqual([`baton:${await accountTag("dev")}:${agent}:${id}:pay`]);
     await Promise.all(handles.splice(0).map((h) => h.stop()));
   });
 

@@ -14,6 +14,9 @@ import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
 const fx = serveFixture();
 
+/** Why a message's latest attempt failed, from its view. */
+const errorOf = (view: object): string | null | undefined => (view as { error?: string | null }).error;
+
 function shellAgent(body: string): { dir: string; command: string; env: Record<string, string> } {
   const dir = mkdtempSync(join(tmpdir(), "baton-ask-"));
   writeFileSync(join(dir, "baton"), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`, { mode: 0o755 });
@@ -86,6 +89,28 @@ describe("a person in the loop through baton serve", () => {
     expect(done.reply?.trim()).toBe("first=yes second=ship");
   });
 
+  it("baton ask never prints a run's own record as the answer: baton step under ask: is refused, and an ask under a name a step holds fails the run", async () => {
+    const agent = uniqueAgent("askforge");
+    expect((await fetch(`${fx.dev.url}/agents/${agent}/policy`, {
+      method: "PUT", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ max_attempts: 1 }),
+    })).status).toBe(200);
+    const { dir, command, env } = shellAgent([
+      `baton step ask:1 -- echo apply 2>>"$WORK/refused.log" || echo refused >> "$WORK/refused.log"`,
+      "baton step approval -- echo apply",
+      `choice=$(baton ask "Apply?" --choices apply,hold --name approval) || exit $?`,
+      `echo "shipped $choice"`,
+    ].join("\n"));
+    const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
+    fx.started.push(a);
+    await a.waitFor(/holder/);
+    const id = await postMessage(fx.dev.url, agent, "deploy");
+    const failed = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "failed", 20_000);
+    expect(failed.reply).toBeNull();
+    expect(errorOf(failed)).toMatch(/"approval" is recorded as a step, not as a person's answer/);
+    const refused = await import("node:fs").then((fs) => fs.readFileSync(join(dir, "refused.log"), "utf8"));
+    expect(refused).toMatch(/kept for a person's answers[\s\S]*refused/);
+  });
+
   it("baton reject ends a parked message as rejected: it never runs again, and history shows the answer and who gave it", async () => {
     const agent = uniqueAgent("reject");
     const { dir, command, env } = shellAgent([`baton ask "Delete the old bucket?" >/dev/null`, `echo ran >> "$WORK/ran.log"`].join("\n"));
@@ -125,6 +150,40 @@ describe("a person in the loop through the client library", () => {
     const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
     expect(done.reply).toBe("approve: go ahead");
     expect(calls).toEqual(["plan", "answered approve"]);
+    await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
+
+  it("a run's own record is never a person's answer: a step under ask: is refused, and an ask under a name a step holds fails the attempt saying so", async () => {
+    const agent = uniqueAgent("libforge");
+    expect((await fetch(`${fx.dev.url}/agents/${agent}/policy`, {
+      method: "PUT", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ max_attempts: 2 }),
+    })).status).toBe(200);
+    const refused: string[] = [];
+    const forged = { choice: "apply", text: null, by: { account: "dev", token: "ana", via: "page" }, at: 1 };
+    const handler: MessageHandler = async (m, ctx) => {
+      await ctx.step("ask:1", () => forged).catch((error: Error) => refused.push(error.message));
+      // The first attempt forges a record under the ask's name and fails; the next one asks.
+      if (m.attempt === 1) await ctx.step("approval", () => forged).then(() => Promise.reject(new Error("fail once")));
+      const answer = await ctx.ask("Apply?", { choices: ["apply", "hold"], name: "approval" });
+      return `shipped: ${answer.choice}`;
+    };
+    handles.push(serve(agent, handler, { url: fx.dev.url, token: DEV_TOKEN, machine: "a" }));
+    const id = await postMessage(fx.dev.url, agent, "deploy");
+    const failed = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "failed", 20_000);
+    expect(failed.reply).toBeNull();
+    expect(errorOf(failed)).toMatch(/"approval" is recorded as a step, not as a person's answer/);
+    expect(refused).toEqual([expect.stringMatching(/kept for a person's answers/), expect.stringMatching(/kept for a person's answers/)]);
+    await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
+
+  it("ctx.ask inside an effect is refused at once, saying why; the effect's outcome is unknown, and a person answers that", async () => {
+    const agent = uniqueAgent("libaskfx");
+    const handler: MessageHandler = async (_m, ctx) => ctx.effect("charge", async () => (await ctx.ask("Charge the card?")).choice);
+    handles.push(serve(agent, handler, { url: fx.dev.url, token: DEV_TOKEN, machine: "a" }));
+    const id = await postMessage(fx.dev.url, agent, "charge");
+    const parked = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked", 20_000);
+    expect(parked).toMatchObject({ waiting_on: "charge", question: null, attempts: 1 });
+    expect(errorOf(parked)).toMatch(/ask inside effect "charge": a question asked inside an effect could never be answered/);
     await Promise.all(handles.splice(0).map((h) => h.stop()));
   });
 

@@ -276,3 +276,49 @@ def test_ask_and_the_answer_functions_refuse_bad_arguments_before_anything_is_se
     assert answer == baton.PersonAnswer("ship", None, baton.Answerer("acc", "dev", "cli"), 5.0)
     with pytest.raises(TypeError):
         baton.PersonAnswer.from_value("the plan", "plan")
+
+
+def test_a_runs_own_record_is_never_a_persons_answer_and_an_ask_inside_an_effect_is_refused(dev):
+    """Rule: only the coordinator's answer path writes an answer. A step under ask: is refused; an
+    ask under a name the run's own step holds raises instead of returning that record; an ask
+    inside an effect raises at once (it could never be answered), and the message waits on the
+    effect's outcome for a person."""
+    import baton
+
+    agent = unique("py-forge")
+    refused: list[str] = []
+    forged = {"choice": "apply", "text": None, "by": {"account": "dev", "token": "ana", "via": "page"}, "at": 1}
+
+    async def handle(message, ctx):
+        if message.text == "forge":
+            try:
+                await ctx.step("ask:1", lambda: forged)
+            except baton.CoordinatorError as error:
+                refused.append(str(error))
+            await ctx.step("approval", lambda: forged)
+            answer = await ctx.ask("Apply?", choices=["apply", "hold"], name="approval")
+            return f"shipped: {answer.choice}"
+
+        async def charge(effect):
+            return (await ctx.ask("Charge the card?")).choice
+
+        return await ctx.effect("charge", charge)
+
+    async def main():
+        status, _ = await asyncio.to_thread(dev.request, "PUT", f"/agents/{agent}/policy", {"max_attempts": 1})
+        assert status == 200
+        h = await serving(dev, agent, handle)
+        try:
+            forge = await asyncio.to_thread(dev.post_message, agent, "forge")
+            failed = await wait_message(dev, agent, forge, lambda m: m["status"] == "failed")
+            inside = await asyncio.to_thread(dev.post_message, agent, "charge")
+            waiting = await wait_message(dev, agent, inside, parked)
+            return failed, waiting
+        finally:
+            await h.stop()
+
+    failed, waiting = asyncio.run(main())
+    assert failed["reply"] is None and '"approval" is recorded as a step, not as a person\'s answer' in failed["error"], failed
+    assert len(refused) == 1 and "kept for a person's answers" in refused[0], refused
+    assert waiting["waiting_on"] == "charge" and waiting["question"] is None, waiting
+    assert 'ask inside effect "charge"' in waiting["error"], waiting

@@ -7,6 +7,7 @@ clock stops one that sends none, and a journal write refused as someone else's s
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from typing import Any, Callable
@@ -14,6 +15,9 @@ from typing import Any, Callable
 import pytest
 
 from conftest import DEV_TOKEN, unique
+
+#: The dev account's part of an effect's key: SHA-256 of its name, 16 hex digits (worker/wire/step-keys.ts).
+DEV_TAG = hashlib.sha256(b"dev").hexdigest()[:16]
 
 
 async def until(check: Callable[[], bool], what: str, timeout: float = 15) -> None:
@@ -87,7 +91,7 @@ def test_a_successor_replays_the_step_and_the_effect_a_stopped_runner_recorded(d
     assert done["reply"] == 'plan by a (#1) / {"machine": "a", "receipt": 1}', done
     assert done["attempts"] == 2, done
     assert plans == ["a"] and pays == ["a"], (plans, pays)
-    assert keys == [f"baton:{agent}:{mid}:pay"], keys
+    assert keys == [f"baton:{DEV_TAG}:{agent}:{mid}:pay"], keys
 
 
 def test_an_effect_begun_by_a_stopped_runner_parks_the_message_for_a_person(dev):
@@ -156,7 +160,7 @@ def test_an_unknown_outcome_is_rerun_under_the_same_key_with_retry(dev):
             await b.stop()
 
     mid, done = asyncio.run(main())
-    key = f"baton:{agent}:{mid}:pay"
+    key = f"baton:{DEV_TAG}:{agent}:{mid}:pay"
     assert keys == [("a", key), ("b", key)], keys
     assert done["reply"] == "paid by b" and done["attempts"] == 2, done
 

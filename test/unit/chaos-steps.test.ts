@@ -7,7 +7,8 @@ import {
 } from "../../scripts/chaos/steps-invariants.ts";
 
 const AGENT = "a";
-const key = (id: number, name: string) => `baton:${AGENT}:${id}:${name}`;
+const TAG = "0123456789abcdef";
+const key = (id: number, name: string) => `baton:${TAG}:${AGENT}:${id}:${name}`;
 
 /** One message run by attempt 1 up to `crashAfter` items (its commands' ledger lines written), then by attempt 2 to the end. */
 function history(id: number, crashAfter: number): { message: FinalMessage; ledger: LedgerLine[]; trace: TraceLine[] } {
@@ -28,7 +29,7 @@ function history(id: number, crashAfter: number): { message: FinalMessage; ledge
 
 function input(parts: ReturnType<typeof history>[], answers: Answer[] = []): StepsInput {
   return {
-    agent: AGENT, sentIds: parts.map((p) => p.message.id), messages: parts.map((p) => p.message),
+    agent: AGENT, accountTag: TAG, sentIds: parts.map((p) => p.message.id), messages: parts.map((p) => p.message),
     ledger: parts.flatMap((p) => p.ledger), trace: parts.flatMap((p) => p.trace), answers,
   };
 }

@@ -115,6 +115,28 @@ describe("a message's own lease", () => {
     expect(expireDue([asked("approve")], 5999, pool)).toEqual([]);
   });
 
+  it("a deadline never settles a message waiting on an effect whose outcome is unknown: it lapses, and only done or redo releases it", () => {
+    const unknown = (onDeadline: "fail" | "approve" | "reject") => ({ ...park(lease(msg(1), "a", 1, 0, pool), 1000, 5000, onDeadline), pendingAsk: "pay" });
+    for (const onDeadline of ["fail", "approve", "reject"] as const) {
+      const after = expireDue([unknown(onDeadline)], 6000, pool)[0]!;
+      expect(after).toMatchObject({ status: "parked", pendingAsk: "pay", expiresAt: null, onDeadline: null });
+      expect(answer(after, { choice: "approve", text: null }, null, 6001)).toMatchObject({ ok: false, code: "outcome_unknown" });
+      expect(resume(after, 6001, "done")).toMatchObject({ ok: true, message: { status: "queued", pendingAsk: null } });
+    }
+    // Between the deadline and the alarm, too: the person's done or redo is taken.
+    expect(resume(unknown("approve"), 6000, "redo")).toMatchObject({ ok: true, message: { status: "queued" } });
+  });
+
+  it("an escalating question past its deadline still takes its answer (it waits again, so refusing would be untrue)", () => {
+    const asked = park(lease(msg(1), "a", 1, 0, pool), 1000, 5000, "escalate");
+    expect(answer(asked, { choice: "approve", text: null }, null, 6000)).toMatchObject({ ok: true, message: { status: "queued", expiresAt: null, onDeadline: null } });
+    const escalated = expireDue([asked], 6000, pool)[0]!;
+    expect(answer(escalated, { choice: "reject", text: null }, null, 6001)).toMatchObject({ ok: true, message: { status: "rejected" } });
+    expect(resume(asked, 6000)).toMatchObject({ ok: true, message: { status: "queued" } });
+    // A deadline that decides (fail, approve, reject) still refuses a late answer: the alarm applies it.
+    expect(answer(park(lease(msg(2), "a", 2, 0, pool), 1000, 5000, "approve"), { choice: "approve", text: null }, null, 6000)).toMatchObject({ ok: false, code: "not_parked" });
+  });
+
   it("a group with a running message takes no other, even an older one queued again by a retry", () => {
     const open = [msg(1, { group: "g" }), msg(2, { group: "g", status: "running", runner: "a" }), msg(3, { group: "h" })];
     expect(planDispatch(open, [{ id: "a", free: 3 }], pool)).toEqual([{ id: 3, runner: "a" }]);

@@ -3,9 +3,11 @@
 // that ends with an effect's outcome unknown (ask) parks instead of running again, a resume of it
 // needs the person's answer, and heartbeats move a run's deadline but never past its cap.
 import { describe, expect, it } from "vitest";
-import { decideStepWrite, pendingAsk, type StepRecord, type StepWrite } from "../../worker/rules/step-journal.ts";
+import {
+  decideStepWrite, openEffectOf, pendingAsk, questionStepRefusal, runWriteRefusal, type StepRecord, type StepWrite,
+} from "../../worker/rules/step-journal.ts";
 import { DEFAULT_POLICY, extendRun, failAttempt, lease, resume, takeBack, type MessageLease, type MessagePolicy } from "../../worker/rules/message-lease.ts";
-import { idempotencyKey } from "../../worker/wire/protocol.ts";
+import { accountTag, idempotencyKey, LIMITS } from "../../worker/wire/protocol.ts";
 
 const budget = { steps: 3, bytes: 100 };
 const empty = { steps: 0, bytes: 0 };
@@ -69,8 +71,39 @@ describe("decideStepWrite", () => {
     expect(decideStepWrite(open, write({ kind: "effect", value: '"ok"', onUnknown: "retry" }), at, empty, budget)).toMatchObject({ action: "record", record: { status: "done" } });
   });
 
-  it("an effect's key is the same on every attempt and names agent, message and step", () => {
-    expect(idempotencyKey("billing", 12, "refund")).toBe("baton:billing:12:refund");
+  it("an effect's key names the account's tag, agent, message and step: the same on every attempt, different in every account, bounded", async () => {
+    const [acme, other] = [await accountTag("acme"), await accountTag("globex")];
+    expect(acme).toMatch(/^[0-9a-f]{16}$/);
+    expect(acme).not.toBe(other);
+    expect(await accountTag("acme")).toBe(acme);
+    expect(idempotencyKey(acme, "billing", 12, "refund")).toBe(`baton:${acme}:billing:12:refund`);
+    expect(idempotencyKey(acme, "billing", 12, "refund")).not.toBe(idempotencyKey(other, "billing", 12, "refund"));
+    const longest = idempotencyKey(acme, "a".repeat(63), Number.MAX_SAFE_INTEGER, "n".repeat(LIMITS.stepNameChars));
+    expect(longest.length).toBe(LIMITS.effectKeyChars);
+  });
+
+  it("an answer is a record of its own kind: a run's step or effect cannot take its name, nor replace it, and ask: names are kept for answers", () => {
+    const answered = record({ kind: "answer", value: '{"choice":"hold"}' });
+    expect(decideStepWrite(answered, write({ value: '{"choice":"apply"}' }), at, empty, budget)).toMatchObject({ action: "refuse", code: "bad_request", message: expect.stringContaining("a person's answer") });
+    expect(decideStepWrite(answered, write({ kind: "effect", phase: "intent", value: null }), at, empty, budget)).toMatchObject({ action: "refuse" });
+    expect(decideStepWrite(record(), write({ kind: "answer" }), at, empty, budget)).toMatchObject({ action: "refuse", message: expect.stringContaining("recorded as a step") });
+    expect(decideStepWrite(null, write({ kind: "answer" }), at, empty, budget)).toMatchObject({ action: "record", record: { kind: "answer", status: "done" } });
+    expect(runWriteRefusal("ask:1")).toMatch(/kept for a person's answers/);
+    expect(runWriteRefusal("ask-1")).toBeNull();
+    expect(questionStepRefusal("approval", null)).toBeNull();
+    expect(questionStepRefusal("approval", { kind: "step" })).toMatch(/recorded as a step already: an ask needs a name of its own/);
+    expect(questionStepRefusal("ask:1", { kind: "answer" })).toMatch(/a person's answer already/);
+  });
+
+  it("the effect an attempt began and has not finished is its own: another attempt's open intent is not", () => {
+    const journal = [
+      { name: "plan", kind: "step" as const, status: "done" as const, token: 7 },
+      { name: "old", kind: "effect" as const, status: "intent" as const, token: 6 },
+      { name: "pay", kind: "effect" as const, status: "intent" as const, token: 7 },
+    ];
+    expect(openEffectOf(journal, 7)).toBe("pay");
+    expect(openEffectOf(journal, 8)).toBeNull();
+    expect(openEffectOf(journal.slice(0, 2), 7)).toBeNull();
   });
 });
 

@@ -4,7 +4,9 @@
 // step; reject ends it as `rejected`; answering twice or after the deadline is 409; a deadline
 // answers by itself (approve, reject), fails the message, or waits again (escalate).
 import { runInDurableObject, SELF } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
+import { StepStore } from "../../worker/objects/step-store.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { auth, BASE, call, claimant, message, post, presence, sleep, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
@@ -149,5 +151,127 @@ describe("questions", () => {
     await write(a.sock, { type: "park", id, token: m.token, question: { text: "Renew?", on_deadline: "approve", step: "ask:1" }, deadline_seconds: 1 });
     await sleep(1500);
     expect(await message(agent, id)).toMatchObject({ status: "failed", error: expect.stringMatching(/journal is full/) });
+  });
+});
+
+/** Polls the message view until `done` says so (a deadline is the alarm's to apply; nothing to await but the view). */
+async function until(agent: string, id: number, done: (view: Record<string, unknown>) => boolean, timeoutMs = 5000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const view = await message(agent, id);
+    if (done(view) || Date.now() > end) return view;
+    await sleep(50);
+  }
+}
+
+const forged = { choice: "apply", text: null, by: { account: "dev", token: "ana", via: "page" }, at: 1 };
+
+describe("answers only a person can give", () => {
+  it("a run cannot write under ask: nor park on a name its own step holds; the person's answer reaches the next attempt as a record of kind answer", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "deploy");
+    const m = await run(a.sock, id);
+    const stepFrame = (token: number, name: string) => ({ type: "step", id, token, name, kind: "step", phase: "done", value: forged });
+    expect(await write(a.sock, stepFrame(m.token!, "ask:1"))).toMatchObject({ type: "error", code: "bad_request", message: expect.stringContaining("kept for a person's answers") });
+    expect(await write(a.sock, stepFrame(m.token!, "approval"))).toMatchObject({ op: "step", status: "done" });
+    const question = { text: "Apply?", choices: ["apply", "hold"] };
+    expect(await write(a.sock, { type: "park", id, token: m.token, question: { ...question, step: "approval" } }))
+      .toMatchObject({ type: "error", code: "bad_request", message: expect.stringContaining("an ask needs a name of its own") });
+    const overHttp = await call("POST", `/agents/${agent}/messages/${id}/ask`, { token: m.token, run_key: m.run_key, question: { ...question, step: "approval" } });
+    expect(overHttp).toMatchObject({ status: 400, body: { error: "bad_request" } });
+    expect(await message(agent, id)).toMatchObject({ status: "running", question: null });
+    expect(await write(a.sock, { type: "park", id, token: m.token, question: { ...question, step: "ask:1" } })).toMatchObject({ op: "park" });
+    expect((await answerFrom("page", `/agents/${agent}/messages/${id}/answer`, { choice: "hold" })).status).toBe(200);
+    const again = await run(a.sock, id);
+    expect(again.steps).toContainEqual(expect.objectContaining({ name: "ask:1", kind: "answer", value: expect.objectContaining({ choice: "hold", by: expect.objectContaining({ via: "page" }) }) }));
+    expect(await write(a.sock, stepFrame(again.token!, "ask:1"))).toMatchObject({ type: "error", code: "bad_request" });
+    expect((await call("GET", `/agents/${agent}/messages/${id}/steps/ask:1`)).body).toMatchObject({ kind: "answer", value: { choice: "hold" } });
+  });
+
+  it("a run's record under a question's name, then a failed attempt: the next attempt's question is refused, never answered by that record", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "deploy");
+    const m = await run(a.sock, id);
+    await write(a.sock, { type: "step", id, token: m.token, name: "approval", kind: "step", phase: "done", value: forged });
+    expect(await write(a.sock, { type: "fail", id, token: m.token, reason: "try again" })).toMatchObject({ op: "fail", status: "queued" });
+    const again = await run(a.sock, id, 5000);
+    expect(again.steps).toEqual([expect.objectContaining({ name: "approval", kind: "step" })]);
+    expect(await write(a.sock, { type: "park", id, token: again.token, question: { text: "Apply?", step: "approval" } })).toMatchObject({ type: "error", code: "bad_request" });
+    expect(await message(agent, id)).toMatchObject({ status: "running", question: null, answers: [] });
+  });
+
+  it("a question inside an effect is refused at once (frame and HTTP); once the effect's outcome is recorded, it is asked and answered", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "charge, then ask");
+    const m = await run(a.sock, id);
+    await write(a.sock, { type: "step", id, token: m.token, name: "charge", kind: "effect", phase: "intent" });
+    expect(await write(a.sock, { type: "park", id, token: m.token, question: { text: "Ship?", step: "ask:1" } }))
+      .toMatchObject({ type: "error", code: "effect_in_progress", message: expect.stringContaining("inside an effect") });
+    const overHttp = await call("POST", `/agents/${agent}/messages/${id}/ask`, { token: m.token, run_key: m.run_key, question: { text: "Ship?", step: "ask:1" } });
+    expect(overHttp).toMatchObject({ status: 409, body: { error: "effect_in_progress" } });
+    expect(await message(agent, id)).toMatchObject({ status: "running", question: null });
+    await write(a.sock, { type: "step", id, token: m.token, name: "charge", kind: "effect", phase: "done", value: "ch_1" });
+    expect(await write(a.sock, { type: "park", id, token: m.token, question: { text: "Ship?", step: "ask:1" } })).toMatchObject({ op: "park" });
+    expect((await answerFrom("cli", `/agents/${agent}/messages/${id}/approve`, {})).status).toBe(200);
+    expect((await run(a.sock, id)).steps).toContainEqual(expect.objectContaining({ name: "ask:1", kind: "answer" }));
+  });
+
+  it("a deadline never settles a message waiting on an effect whose outcome is unknown: it waits for done or redo", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "charge");
+    const m = await run(a.sock, id);
+    await write(a.sock, { type: "step", id, token: m.token, name: "charge", kind: "effect", phase: "intent" });
+    expect(await write(a.sock, { type: "park", id, token: m.token, deadline_seconds: 1 })).toMatchObject({ op: "park" });
+    expect(await message(agent, id)).toMatchObject({ status: "parked", waiting_on: "charge" });
+    const after = await until(agent, id, (v) => v.status !== "parked" || v.expires_at === null);
+    expect(after).toMatchObject({ status: "parked", waiting_on: "charge", expires_at: null, answers: [] });
+    expect((await answerFrom("cli", `/agents/${agent}/messages/${id}/approve`, {})).body).toMatchObject({ error: "outcome_unknown" });
+    expect((await call("POST", `/agents/${agent}/messages/${id}/resume`, { outcome: "done", input: "ch_1" })).status).toBe(200);
+    expect((await run(a.sock, id)).steps).toContainEqual(expect.objectContaining({ name: "charge", status: "done", value: "ch_1" }));
+  });
+
+  it("an answer after an escalating question's deadline, before the alarm asked again, is taken: the message was still waiting for it", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "renew");
+    const m = await run(a.sock, id);
+    await write(a.sock, { type: "park", id, token: m.token, question: { text: "Renew?", on_deadline: "escalate", step: "ask:1" }, deadline_seconds: 600 });
+    const deadline = (await message(agent, id)).expires_at as number;
+    // The answer arrives after the deadline, before the alarm escalated (a busy object, a late alarm): the object's clock says so.
+    const answered = await runInDurableObject(stubFor(agent), (instance: AgentCoordinator) => {
+      vi.useFakeTimers({ toFake: ["Date"] });
+      vi.setSystemTime(deadline + 500);
+      try {
+        return instance.answer(id, { choice: "approve", text: null }, { account: "dev", token: "ana", via: "page" });
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+    expect(answered).toMatchObject({ ok: true, view: { question: null, resume_choice: "approve", answers: [expect.objectContaining({ choice: "approve", via: "page" })] } });
+    expect((await call("GET", `/agents/${agent}/messages/${id}/steps/ask:1`)).body).toMatchObject({ kind: "answer", value: { choice: "approve" } });
+  });
+
+  it("an answer kept as a step before answers were their own kind becomes an answer once; a run's record with no answer behind it stays a step", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "asked before the upgrade");
+    const m = await run(a.sock, id);
+    await runInDurableObject(stubFor(agent), (_i, state) => {
+      const { sql } = state.storage;
+      const value = (choice: string, at: number) => JSON.stringify({ choice, text: null, by: { account: "dev", token: "ana", via: "page" }, at });
+      const insert = `INSERT INTO message_steps (message_id, name, kind, status, value, attempt, token, at) VALUES (?, ?, 'step', 'done', ?, 1, ?, ?)`;
+      sql.exec(insert, id, "ask:1", value("ship", 1234), m.token, 1);
+      sql.exec(insert, id, "approval", value("apply", 99), m.token, 2);
+      sql.exec(`INSERT INTO message_answers (message_id, at, choice, text, question, account, token, via) VALUES (?, 1234, 'ship', NULL, 'Ship?', 'dev', 'ana', 'page')`, id);
+      sql.exec(`DELETE FROM message_steps_meta`);
+      // What the next wake of an object written by the previous release does first.
+      new StepStore(sql).adoptLegacyAnswers();
+    });
+    expect((await call("GET", `/agents/${agent}/messages/${id}/steps/ask:1`)).body).toMatchObject({ kind: "answer", value: { choice: "ship" } });
+    expect((await call("GET", `/agents/${agent}/messages/${id}/steps/approval`)).body).toMatchObject({ kind: "step" });
   });
 });

@@ -3,10 +3,10 @@
 // message for a person (ask) or lets it run again (retry); a person answers done or redo; the same
 // writes over HTTP need the run's key; heartbeats move the run deadline but never past the run
 // timeout, and a run that stops heartbeating is taken back.
-import { runInDurableObject } from "cloudflare:test";
+import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { call, claimant, message, post, sleep, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { accountTag, LIMITS, type MessageFrame } from "../../worker/wire/protocol.ts";
+import { BASE, call, claimant, DEV_TOKEN, message, OTHER_TOKEN, post, sleep, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
 const step = (sock: TestSocket, m: MessageFrame, name: string, extra: Record<string, unknown>) =>
@@ -103,7 +103,53 @@ describe("effects", () => {
     const again = await run(b.sock, id);
     expect(again.steps).toEqual([expect.objectContaining({ name: "email", status: "intent", on_unknown: "retry" })]);
     const key = await call("GET", `/agents/${agent}/messages/${id}/steps/email`);
-    expect(key.body).toMatchObject({ status: "intent", idempotency_key: `baton:${agent}:${id}:email` });
+    expect(key.body).toMatchObject({ status: "intent", idempotency_key: `baton:${await accountTag("dev")}:${agent}:${id}:email` });
+  });
+
+  it("an effect's key differs between two accounts for the same agent, message and name, and stays the same on the next attempt", async () => {
+    const agent = uniqueAgent();
+    const keys: string[][] = [];
+    for (const token of [DEV_TOKEN, OTHER_TOKEN]) {
+      const a = await claimant(agent, "a", { token });
+      const res = await SELF.fetch(`${BASE}/agents/${agent}/messages`, {
+        method: "POST", headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ text: "charge" }),
+      });
+      const { id } = (await res.json()) as { id: number };
+      expect(id).toBe(1);
+      const intent = (m: MessageFrame, sock: TestSocket) => step(sock, m, "charge", { kind: "effect", phase: "intent", on_unknown: "retry" });
+      const first = await intent(await run(a.sock, id), a.sock);
+      a.sock.close();
+      const b = await claimant(agent, "b", { token });
+      const second = await intent(await run(b.sock, id), b.sock);
+      b.sock.close();
+      keys.push([first.idempotency_key as string, second.idempotency_key as string]);
+    }
+    const [dev, other] = keys as [string[], string[]];
+    expect(dev[0]).toBe(`baton:${await accountTag("dev")}:${agent}:1:charge`);
+    expect(dev[1]).toBe(dev[0]);
+    expect(other[1]).toBe(other[0]);
+    expect(other[0]).not.toBe(dev[0]);
+    expect(other[0]!.length).toBeLessThanOrEqual(LIMITS.effectKeyChars);
+  });
+
+  it("an intent the previous release recorded keeps that release's key when it runs again, so the API sees the retry it is", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "charge");
+    const m = await run(a.sock, id);
+    await runInDurableObject(stubFor(agent), (_i, state) => {
+      state.storage.sql.exec(`INSERT INTO message_steps (message_id, name, kind, status, value, on_unknown, attempt, token, at) VALUES (?, 'pay', 'effect', 'intent', NULL, 'retry', 1, ?, 1)`,
+        id, m.token);
+    });
+    const legacy = `baton:${agent}:${id}:pay`;
+    expect((await call("GET", `/agents/${agent}/messages/${id}/steps/pay`)).body).toMatchObject({ idempotency_key: legacy });
+    a.sock.close();
+    const b = await claimant(agent, "b");
+    const again = await run(b.sock, id);
+    expect(await step(b.sock, again, "pay", { kind: "effect", phase: "intent", on_unknown: "retry" })).toMatchObject({ status: "intent", idempotency_key: legacy });
+    expect(await step(b.sock, again, "pay", { kind: "effect", phase: "done", value: "paid", on_unknown: "retry" })).toMatchObject({ status: "done", idempotency_key: legacy });
+    // A new effect gets the key with the account's tag.
+    expect(await step(b.sock, again, "mail", { kind: "effect", phase: "intent" })).toMatchObject({ idempotency_key: `baton:${await accountTag("dev")}:${agent}:${id}:mail` });
   });
 });
 

@@ -25,7 +25,7 @@ import { randomHex128 } from "./secrets.ts";
 import type { StoredMessage } from "./message-store.ts";
 import type { Answerer, BlobReserve, HeartbeatAnswer, MessageLeases, Refusal, ResumeOutcome, StepAnswer } from "./message-leases.ts";
 import type { Answer } from "../rules/message-lease.ts";
-import { idempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
+import { accountTag, idempotencyKey, legacyIdempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
 import { escalationEvent } from "../rules/webhooks.ts";
 import type { MessageView, StepView } from "../wire/http-responses.ts";
 import { AgentWebhooks } from "./agent-webhooks.ts";
@@ -108,6 +108,11 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     // old process: keep the lease for that runner's return (restart grace), and re-elect from the
     // sockets that are really here before anything else runs.
     void ctx.blockConcurrencyWhile(async () => {
+      if (this.identity) {
+        const tag = await accountTag(this.identity.account);
+        const agent = this.identity.agent;
+        this.desk.leases.effectKey = (id, name, legacy) => legacy ? legacyIdempotencyKey(agent, id, name) : idempotencyKey(tag, agent, id, name);
+      }
       const now = Date.now();
       if (ctx.getWebSockets().length === 0) this.controls.noteRestart(this.store.lease(), now);
       this.step(now, { type: "start" });
@@ -193,7 +198,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     if (!record) return null;
     return {
       id, name, kind: record.kind, status: record.status, attempt: record.attempt, on_unknown: record.onUnknown, blob: record.blob,
-      value: record.value === null ? null : (JSON.parse(record.value) as unknown), idempotency_key: idempotencyKey(this.agentName(), id, name),
+      value: record.value === null ? null : (JSON.parse(record.value) as unknown), idempotency_key: this.desk.leases.effectKeyOf(id, name) ?? "",
     };
   }
 

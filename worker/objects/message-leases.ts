@@ -6,7 +6,10 @@ import {
   answer, checkMessageWrite, extendRun, failAttempt, park, resume, retry, type Answer, type MessageLease, type MessagePolicy,
 } from "../rules/message-lease.ts";
 import { runnerOf } from "../rules/agent-plan.ts";
-import { decideStepWrite, pendingAsk, unknownOutcomeReason, type BlobRef, type StepRecord, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
+import {
+  decideStepWrite, openEffectOf, pendingAsk, questionStepRefusal, runWriteRefusal, unknownOutcomeReason, type BlobRef, type StepRecord, type StepWrite,
+  type UnknownOutcome,
+} from "../rules/step-journal.ts";
 import { send, type ConnState } from "./connections.ts";
 import {
   leaseOf, questionOf, type AnswerRecord, type MessageStore, type RunRow, type StoredMessage, type StoredQuestion, type StoredValue,
@@ -40,7 +43,10 @@ export interface Refusal {
 }
 
 export type StepAnswer =
-  | { ok: true; id: number; token: number; name: string; status: "intent" | "done"; duplicate: boolean; value: unknown; blob: { id: string; bytes: number } | null }
+  | {
+    ok: true; id: number; token: number; name: string; status: "intent" | "done"; duplicate: boolean; value: unknown; blob: { id: string; bytes: number } | null;
+    idempotency_key?: string;
+  }
   | Refusal;
 export type BlobReserve = { ok: true; blob: string; r2Key: string; token: number } | Refusal;
 export type HeartbeatAnswer = { ok: true; id: number; token: number; expires_at: number | null } | Refusal;
@@ -77,6 +83,11 @@ export class MessageLeases {
   readonly policies: RunPolicyStore;
   /** Told of every write refused by the token check, before the error frame goes out (for /metrics). */
   onRefused: (code: ErrorCode) => void = () => {};
+  /**
+   * The idempotency key of a message's effect (wire/step-keys.ts), or with `legacy` the previous
+   * release's; null until the object knows its account.
+   */
+  effectKey: (id: number, name: string, legacy: boolean) => string | null = () => null;
 
   constructor(sql: SqlStorage, private readonly messages: MessageStore, private readonly steps: StepStore, private readonly blobs: BlobStore) {
     this.policies = new RunPolicyStore(sql);
@@ -124,9 +135,14 @@ export class MessageLeases {
         send(socket.ws, { type: "result", op: "checkpoint", req: frame.req, id: m.id, token: frame.token });
         return false;
       case "park": {
-        if (blob !== null || frame.value !== undefined) this.saveCheckpoint(m.id, blob ?? { value: frame.value }, frame.token, now);
         // The question is the frame's, or the one this attempt stored over HTTP (`baton ask`) before it parked.
         const asked = frame.question ? storedQuestion(frame.question, frame.token, now) : questionOf(stored, frame.token);
+        const refused = asked === null ? null : this.questionRefusal(m.id, frame.token, asked.step);
+        if (refused !== null) {
+          send(socket.ws, errorFrame(refused.code, refused.message, frame.req));
+          return false;
+        }
+        if (blob !== null || frame.value !== undefined) this.saveCheckpoint(m.id, blob ?? { value: frame.value }, frame.token, now);
         this.messages.ask(m.id, asked);
         const onDeadline = frame.question?.on_deadline ?? asked?.on_deadline ?? null;
         const deadlineSeconds = frame.deadline_seconds ?? asked?.deadline_seconds ?? null;
@@ -163,6 +179,23 @@ export class MessageLeases {
         return true;
       }
     }
+  }
+
+  /**
+   * Why this attempt may not ask a question now, or null: inside an effect it could never be
+   * answered (the message would wait on the effect's outcome), and its answer must be kept under a
+   * name nothing else holds, or the next attempt would get that record instead of the answer.
+   */
+  private questionRefusal(id: number, token: number, step: string | null): { code: "effect_in_progress" | "bad_request"; message: string } | null {
+    const inside = openEffectOf(this.steps.openIntents(id), token);
+    if (inside !== null) {
+      return {
+        code: "effect_in_progress",
+        message: `effect "${inside}" of this attempt began and its outcome is not recorded: a question asked inside an effect could never be answered; ask before the effect or after it`,
+      };
+    }
+    const taken = step === null ? null : questionStepRefusal(step, this.steps.get(id, step));
+    return taken === null ? null : { code: "bad_request", message: taken };
   }
 
   /** A staged blob this token may commit, with its size, or why not. */
@@ -218,6 +251,8 @@ export class MessageLeases {
   recordStep(id: number, token: number, writer: Writer, write: StepWrite, now: number): StepAnswer {
     const run = this.checkRun(id, token, writer, now);
     if (!run.ok) return run;
+    const reserved = write.kind === "answer" ? "a run never writes a person's answer" : runWriteRefusal(write.name);
+    if (reserved !== null) return { ok: false, status: 400, code: "bad_request", message: reserved, expired: false };
     const { stored } = run;
     const existing = this.steps.get(id, write.name);
     let decision = decideStepWrite(existing, write, { attempt: stored.attempts, token }, this.steps.usage(id), JOURNAL_BUDGET);
@@ -233,10 +268,28 @@ export class MessageLeases {
       if (record.blob) this.blobs.setState(id, record.blob.id, "committed");
       if (record.kind === "effect") this.noteOpenAsk(id, stored.pending_ask);
     }
+    const key = record.kind === "effect" ? this.keyOf(id, record.name, existing) : null;
     return {
       ok: true, id, token, name: record.name, status: record.status, duplicate: decision.action === "duplicate",
-      value: record.value === null ? null : (JSON.parse(record.value) as unknown), blob: record.blob,
+      value: record.value === null ? null : (JSON.parse(record.value) as unknown), blob: record.blob, ...(key === null ? {} : { idempotency_key: key }),
     };
+  }
+
+  /**
+   * The key an effect hands to external APIs, kept with its first intent so it never changes while
+   * the effect may run again. An intent the previous release recorded (kept with no key) keeps the
+   * key that release handed out, so a retry after an upgrade is still a retry to the API.
+   */
+  effectKeyOf(id: number, name: string): string | null {
+    return this.steps.effectKey(id, name) ?? this.effectKey(id, name, this.steps.get(id, name)?.status === "intent");
+  }
+
+  private keyOf(id: number, name: string, before: StepRecord | null): string | null {
+    const kept = this.steps.effectKey(id, name);
+    if (kept !== null) return kept;
+    const key = this.effectKey(id, name, before?.status === "intent");
+    if (key !== null) this.steps.keepEffectKey(id, name, key);
+    return key;
   }
 
   /** Keeps the message's pending question equal to what its journal says (rules/step-journal.ts pendingAsk). */
@@ -399,17 +452,22 @@ export class MessageLeases {
   ask(id: number, token: number, writer: Writer, question: Question, deadlineSeconds: number | null, now: number): Refusal | { ok: true; id: number; token: number } {
     const run = this.checkRun(id, token, writer, now);
     if (!run.ok) return run;
+    const refused = this.questionRefusal(id, token, question.step ?? null);
+    if (refused !== null) return { ok: false, status: REFUSAL_STATUS[refused.code] ?? 400, ...refused, expired: false };
     // A run that goes on asking after its first question (no `|| exit`) still parks on the first one.
     const open = questionOf(this.messages.get(id)!, token);
     if (open === null || open.step === (question.step ?? null)) this.messages.ask(id, { ...storedQuestion(question, token, now), deadline_seconds: deadlineSeconds });
     return { ok: true, id, token };
   }
 
-  /** The answer in the journal under the question's step (its token is the parked attempt's); a refusal when the journal is full. */
+  /**
+   * The answer in the journal under the question's step, as a record of kind answer that no run can
+   * write (its token is the parked attempt's); a refusal when the journal is full.
+   */
   private recordAnswerStep(stored: StoredMessage, step: string, reply: Answer, by: Answerer, now: number): ResumeOutcome | null {
     const existing = this.steps.get(stored.id, step);
     const value = JSON.stringify({ choice: reply.choice, text: reply.text, by: { account: by.account, token: by.token, via: by.via }, at: now });
-    const decision = decideStepWrite(existing, { name: step, kind: "step", phase: "done", value, onUnknown: null },
+    const decision = decideStepWrite(existing, { name: step, kind: "answer", phase: "done", value, onUnknown: null },
       { attempt: stored.attempts, token: stored.token }, this.steps.usage(stored.id), JOURNAL_BUDGET);
     if (decision.action === "refuse") return { ok: false, status: decision.code === "too_large" ? 413 : 400, code: decision.code === "too_large" ? "too_large" : "bad_request", message: decision.message };
     if (decision.action === "record") this.steps.save(stored.id, decision.record, now, existing);

@@ -2,6 +2,7 @@
 // of a message, keyed by (message, name). Rows go with their message (MessageStore.prune).
 import type { OnUnknown, StepKind, StepRecord, StepStatus } from "../rules/step-journal.ts";
 import { addMissingColumns } from "./sql-columns.ts";
+import { KeyValueTable } from "./kv-table.ts";
 
 interface StepRow {
   name: string;
@@ -36,7 +37,22 @@ export class StepStore {
       message_id INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL, value TEXT,
       on_unknown TEXT, attempt INTEGER NOT NULL, token INTEGER NOT NULL, at INTEGER NOT NULL,
       PRIMARY KEY (message_id, name)) WITHOUT ROWID`);
-    addMissingColumns(sql, "message_steps", { blob: "TEXT", blob_bytes: "INTEGER" });
+    addMissingColumns(sql, "message_steps", { blob: "TEXT", blob_bytes: "INTEGER", effect_key: "TEXT" });
+  }
+
+  /**
+   * Once per object: answers recorded before they were a kind of their own were kept as steps. Each
+   * such record whose value is an answer the answer path also kept in message_answers (same message,
+   * time and choice) becomes an answer, so a message asked before the upgrade still gets its
+   * person's answer; a run's record with no such answer stays a step. Needs MessageStore's table.
+   */
+  adoptLegacyAnswers(): void {
+    const meta = new KeyValueTable(this.sql, "message_steps_meta");
+    if (meta.get("answers") !== null) return;
+    this.sql.exec(`UPDATE message_steps SET kind = 'answer' WHERE kind = 'step' AND json_valid(value) AND EXISTS (
+      SELECT 1 FROM message_answers a WHERE a.message_id = message_steps.message_id
+        AND a.at = json_extract(message_steps.value, '$.at') AND a.choice = json_extract(message_steps.value, '$.choice'))`);
+    meta.set("answers", "kind");
   }
 
   get(messageId: number, name: string): StepRecord | null {
@@ -77,11 +93,22 @@ export class StepStore {
     return { ...record, at: before?.at ?? now };
   }
 
+  /** The idempotency key an effect was first begun under, or null (not begun, or begun by a release that kept none). */
+  effectKey(messageId: number, name: string): string | null {
+    return this.sql.exec<{ effect_key: string | null }>(`SELECT effect_key FROM message_steps WHERE message_id = ? AND name = ?`, messageId, name)
+      .toArray()[0]?.effect_key ?? null;
+  }
+
+  /** Keeps an effect's key with its record (a later write of the record leaves it), unless one is kept already. */
+  keepEffectKey(messageId: number, name: string, key: string): void {
+    this.sql.exec(`UPDATE message_steps SET effect_key = ? WHERE message_id = ? AND name = ? AND effect_key IS NULL`, key, messageId, name);
+  }
+
   /** The effects of one message whose intent has no outcome, in journal order (for pendingAsk). */
-  openIntents(messageId: number): Pick<StepRecord, "name" | "kind" | "status" | "onUnknown">[] {
-    return this.sql.exec<{ name: string; on_unknown: OnUnknown | null }>(
-      `SELECT name, on_unknown FROM message_steps WHERE message_id = ? AND status = 'intent' ORDER BY at, name`, messageId)
-      .toArray().map((r) => ({ name: r.name, kind: "effect", status: "intent", onUnknown: r.on_unknown }));
+  openIntents(messageId: number): Pick<StepRecord, "name" | "kind" | "status" | "onUnknown" | "token">[] {
+    return this.sql.exec<{ name: string; on_unknown: OnUnknown | null; token: number }>(
+      `SELECT name, on_unknown, token FROM message_steps WHERE message_id = ? AND status = 'intent' ORDER BY at, name`, messageId)
+      .toArray().map((r) => ({ name: r.name, kind: "effect", status: "intent", onUnknown: r.on_unknown, token: r.token }));
   }
 
   /** A person said an unknown effect must run again: its intent goes, so the next attempt runs it. */

@@ -284,7 +284,9 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
       takeBacks.push({ lease: next, error: TAKEN_BACK[why], revoke: revokeFor(before, why) });
     } else {
       const by = before.onDeadline;
-      if (by === "approve" || by === "reject" || by === "escalate") takeBacks.push({ lease: next, error: null, revoke: null, deadline: by });
+      // A deadline never settles an effect whose outcome is unknown: parkDeadline only dropped it.
+      if (before.pendingAsk !== null && by !== "escalate") takeBacks.push({ lease: next, error: null, revoke: null });
+      else if (by === "approve" || by === "reject" || by === "escalate") takeBacks.push({ lease: next, error: null, revoke: null, deadline: by });
       else takeBacks.push({ lease: next, error: PARK_DEADLINE_PASSED, revoke: null });
     }
     open.set(next.id, next);

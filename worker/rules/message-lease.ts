@@ -6,6 +6,7 @@
 //     ▲                 │ │ └──park──▶ parked ──resume / answer──▶ queued
 //     ├──timeout/lost───┘ │              ├──reject──▶ rejected
 //     │                   │              └──deadline──▶ failed | queued (approve) | rejected (reject) | parked again (escalate)
+//     │                   │                 (waiting on an unknown effect: the deadline lapses; only done / redo settles it)
 //     └──fail (after a backoff)──┤
 //                         ├──timeout/lost/fail, attempts used up──▶ failed
 //                         └──timeout/lost/fail with an effect's outcome unknown (ask)──▶ parked
@@ -207,8 +208,8 @@ export type AnswerResult =
  */
 export function answer(m: MessageLease, reply: Answer, choices: readonly string[] | null, now: number): AnswerResult {
   if (m.status !== "parked") return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}: there is nothing to answer (answered already, or never asked)` };
-  if (m.expiresAt !== null && now >= m.expiresAt) {
-    return { ok: false, code: "not_parked", message: `message ${m.id}'s deadline passed ${now - m.expiresAt} ms ago; its deadline decided` };
+  if (deadlineDecides(m, now)) {
+    return { ok: false, code: "not_parked", message: `message ${m.id}'s deadline passed ${now - m.expiresAt!} ms ago; its deadline decided` };
   }
   if (m.pendingAsk !== null) {
     return { ok: false, code: "outcome_unknown", message: `message ${m.id} waits on step ${m.pendingAsk}, whose outcome is unknown: answer it with resume --done or --redo` };
@@ -240,8 +241,8 @@ export type ResumeResult =
 export function resume(m: MessageLease, now: number, outcome: "done" | "redo" | null = null): ResumeResult {
   if (m.status !== "parked") return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}, not parked` };
   if (m.forPerson) return { ok: false, code: "bad_request", message: `message ${m.id} is a question for a person and nothing runs it: answer it with approve, answer or reject` };
-  if (m.expiresAt !== null && now >= m.expiresAt) {
-    return { ok: false, code: "not_parked", message: `message ${m.id}'s park deadline passed ${now - m.expiresAt} ms ago; it has failed` };
+  if (deadlineDecides(m, now)) {
+    return { ok: false, code: "not_parked", message: `message ${m.id}'s park deadline passed ${now - m.expiresAt!} ms ago; it has failed` };
   }
   if (m.pendingAsk !== null && outcome === null) {
     return { ok: false, code: "outcome_unknown", message: `message ${m.id} waits for an answer on step ${m.pendingAsk}, whose outcome is unknown: say done (it happened) or redo (run it again)` };
@@ -275,11 +276,23 @@ export function failAttempt(m: MessageLease, now: number, policy: MessagePolicy)
 }
 
 /**
+ * Whether a parked message's passed deadline has decided it, so answers and resumes are refused:
+ * not an escalating one (it only tells people again and keeps waiting for the answer), and not
+ * one waiting on an effect whose outcome is unknown (only a person's done or redo settles that).
+ */
+function deadlineDecides(m: MessageLease, now: number): boolean {
+  return m.expiresAt !== null && now >= m.expiresAt && m.onDeadline !== "escalate" && m.pendingAsk === null;
+}
+
+/**
  * A parked message whose deadline passed, as its deadline says: failed (the default), answered
  * approve (queued) or reject (rejected) on the person's behalf, or parked for another wait (escalate).
+ * A message waiting on an effect whose outcome is unknown is never settled by a deadline (nobody
+ * knows whether the effect happened): its deadline lapses and it waits for a person's done or redo.
  */
 export function parkDeadline(m: MessageLease, now: number): MessageLease {
   const settled = { runner: null, expiresAt: null, capAt: null, onDeadline: null, parkMs: null };
+  if (m.pendingAsk !== null && m.onDeadline !== "escalate") return { ...m, expiresAt: null, onDeadline: null, parkMs: null };
   switch (m.onDeadline) {
     case "approve":
       return { ...m, ...settled, status: m.forPerson ? "acknowledged" : "queued", retryAt: null };

@@ -6,12 +6,14 @@
 //   step:    (none) ──done──▶ done
 //   effect:  (none) ──intent──▶ intent ──done──▶ done
 //                                  └─ attempt ends ─▶ unknown: retry (same key) | ask (park for a person)
+//   answer:  (none) ──a person (or a deadline) answers a question──▶ done   (never written by a runner)
 
 import type { OnUnknown } from "../wire/step-keys.ts";
 
-export { idempotencyKey, unknownOutcomeReason, type OnUnknown } from "../wire/step-keys.ts";
+export { accountTag, idempotencyKey, legacyIdempotencyKey, unknownOutcomeReason, type OnUnknown } from "../wire/step-keys.ts";
 
-export type StepKind = "step" | "effect";
+/** A step or an effect is written by the run; an answer only by the answer path (a person, or a deadline on their behalf). */
+export type StepKind = "step" | "effect" | "answer";
 export type StepStatus = "intent" | "done";
 
 export interface StepRecord {
@@ -71,14 +73,14 @@ export function decideStepWrite(
   existing: StepRecord | null, write: StepWrite, at: { attempt: number; token: number }, usage: JournalUsage, budget: JournalBudget,
 ): StepDecision {
   if (existing && existing.kind !== write.kind) {
-    return { action: "refuse", code: "bad_request", message: `"${write.name}" is recorded as ${existing.kind === "step" ? "a step" : "an effect"}, not as ${write.kind === "step" ? "a step" : "an effect"}` };
+    return { action: "refuse", code: "bad_request", message: `"${write.name}" is recorded as ${KIND_NAMES[existing.kind]}, not as ${KIND_NAMES[write.kind]}` };
   }
   if (existing?.status === "done") return { action: "duplicate", record: existing };
   if (existing?.status === "intent" && write.phase === "intent" && existing.token === at.token) {
     // Two calls of one effect in one attempt (Promise.all, a retry wrapper): the first may have acted.
     return { action: "refuse", code: "effect_in_progress", message: `effect "${write.name}" already began in this attempt and its outcome is not recorded; it does not run twice` };
   }
-  if (write.kind === "step" && write.phase === "intent") {
+  if (write.kind !== "effect" && write.phase === "intent") {
     return { action: "refuse", code: "bad_request", message: "a step records only its result; intents are for effects" };
   }
   const blob = write.phase === "done" ? write.blob ?? null : null;
@@ -98,6 +100,39 @@ export function decideStepWrite(
       onUnknown: write.kind === "effect" ? write.onUnknown ?? "ask" : null, attempt: at.attempt, token: at.token,
     },
   };
+}
+
+const KIND_NAMES: Record<StepKind, string> = { step: "a step", effect: "an effect", answer: "a person's answer" };
+
+/** Journal names the clients give a question's answer by default (`ask:1`, `ask:<hash>`): a run never writes one. */
+export const ANSWER_PREFIX = "ask:";
+
+/**
+ * Why a run may not write a step or an effect under `name`, or null when it may. Answers are kept
+ * in the journal as records of their own kind that only the answer path writes; the names the
+ * clients give them are kept free of run writes too, so no run can stand in for a person.
+ */
+export function runWriteRefusal(name: string): string | null {
+  return name.startsWith(ANSWER_PREFIX) ? `"${name}": names starting with ${ANSWER_PREFIX} are kept for a person's answers; a step or effect needs another name` : null;
+}
+
+/**
+ * Why a question whose answer is to be kept under `step` cannot be asked, or null when it can:
+ * the name already holds a record (a run's step or effect, or an earlier answer), which the answer
+ * could never replace, so the next attempt would get that record instead of the person's answer.
+ */
+export function questionStepRefusal(step: string, existing: Pick<StepRecord, "kind"> | null): string | null {
+  if (existing === null) return null;
+  return `the answer to this question would be kept under "${step}", which is recorded as ${KIND_NAMES[existing.kind]} already: an ask needs a name of its own`;
+}
+
+/**
+ * The effect this attempt (`token`) began and has not finished, if any: a question asked now could
+ * never be answered (ending the attempt leaves the message waiting on the effect's outcome), so
+ * it is refused.
+ */
+export function openEffectOf(journal: readonly Pick<StepRecord, "kind" | "status" | "token" | "name">[], token: number): string | null {
+  return journal.find((r) => r.kind === "effect" && r.status === "intent" && r.token === token)?.name ?? null;
 }
 
 function utf8Bytes(text: string | null): number {

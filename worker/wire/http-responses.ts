@@ -2,7 +2,7 @@
 // the client library validates them on arrival (nothing is cast), and both share the types.
 import * as z from "zod/mini";
 import { ERROR_CODES } from "./protocol.ts";
-import { agentControlsSchema, blobRef, directoryEntrySchema, directorySummarySchema, directoryWhoSchema, presenceSchema } from "./server-frames.ts";
+import { agentControlsSchema, blobRef, directoryEntrySchema, journalKind, directorySummarySchema, directoryWhoSchema, presenceSchema } from "./server-frames.ts";
 import { SCOPES } from "./token-scopes.ts";
 
 const count = z.int().check(z.nonnegative());
@@ -46,7 +46,7 @@ export const messageViewSchema = z.object({
   retry_at: z.nullable(z.number()),
   /** Its step journal, without values: name, kind, status (intent: an effect whose outcome was never recorded), attempt, size. */
   steps: z.array(z.object({
-    name: z.string(), kind: z.enum(["step", "effect"]), status: z.enum(["intent", "done"]), attempt: count, at: z.number(), bytes: count,
+    name: z.string(), kind: journalKind, status: z.enum(["intent", "done"]), attempt: count, at: z.number(), bytes: count,
     on_unknown: z.nullable(z.enum(["retry", "ask"])),
   })),
   /** The effect whose outcome is unknown while a person decides (parked), else null. */
@@ -71,7 +71,7 @@ export const messageViewSchema = z.object({
 export const stepViewSchema = z.object({
   id: z.int().check(z.gte(1)),
   name: z.string(),
-  kind: z.enum(["step", "effect"]),
+  kind: journalKind,
   status: z.enum(["intent", "done"]),
   attempt: count,
   value: z.unknown(),
@@ -86,6 +86,8 @@ export const stepViewSchema = z.object({
 export const stepWrittenSchema = z.object({
   id: z.int().check(z.gte(1)), token: count, name: z.string(), status: z.enum(["intent", "done"]), duplicate: z.boolean(), value: z.unknown(),
   blob: z.optional(z.nullable(blobRef)),
+  /** For an effect: the key to hand the external API, the same on every attempt (wire/step-keys.ts). */
+  idempotency_key: z.optional(z.string()),
 });
 
 /** PUT /agents/{agent}/messages/{id}/blobs: an uploaded value, staged under the run's token until a write commits it. */

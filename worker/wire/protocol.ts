@@ -3,6 +3,7 @@
 import * as z from "zod/mini";
 import type { ErrorCode } from "./error-codes.ts";
 import type { ServerFrame } from "./server-frames.ts";
+import { EFFECT_KEY_CHARS } from "./step-keys.ts";
 
 export const LIMITS = {
   frameBytes: 64 * 1024,
@@ -40,6 +41,8 @@ export const LIMITS = {
   stepsPerMessage: 1000,
   journalBytes: 2 * 1024 * 1024,
   stepNameChars: 128,
+  /** An effect's idempotency key (`baton:<account tag>:<agent>:<message id>:<name>`) is at most this long. */
+  effectKeyChars: EFFECT_KEY_CHARS,
   /** A heartbeat's details, kept as the run's progress. */
   progressBytes: 4 * 1024,
   heartbeatTimeoutSeconds: { min: 1, max: 86_400 },
@@ -79,7 +82,7 @@ export const PING_TEXT = '{"type":"ping"}';
 export const PONG_TEXT = '{"type":"pong"}';
 
 export { CLOSE_CODES, ERROR_CODES, type ErrorCode } from "./error-codes.ts";
-export { idempotencyKey, unknownOutcomeReason, type OnUnknown } from "./step-keys.ts";
+export { accountTag, idempotencyKey, unknownOutcomeReason, type OnUnknown } from "./step-keys.ts";
 
 const fence = z.int().check(z.nonnegative());
 const messageId = z.int().check(z.gte(1));

@@ -136,10 +136,13 @@ const req = z.optional(z.string());
 /** A value kept in R2 instead of inline: its blob id and size. */
 export const blobRef = z.object({ id: z.string(), bytes: count });
 
+/** What a journal record is: a run's step or effect, or a person's answer to a question (written only by the answer path). */
+export const journalKind = z.enum(["step", "effect", "answer"]);
+
 /** One record of a message's step journal, as its runner gets it (rules/step-journal.ts). */
 const journalEntry = z.object({
   name: z.string(),
-  kind: z.enum(["step", "effect"]),
+  kind: journalKind,
   /** intent: an effect that began and whose outcome was never recorded. */
   status: z.enum(["intent", "done"]),
   value: z.optional(z.unknown()),
@@ -200,6 +203,8 @@ const resultFrames = [
   z.object({
     type: z.literal("result"), op: z.literal("step"), req, id: messageId, token, name: z.string(), status: z.enum(["intent", "done"]),
     duplicate: z.boolean(), value: z.optional(z.unknown()), blob: z.optional(z.nullable(blobRef)),
+    /** For an effect: the key to hand the external API, the same on every attempt (wire/step-keys.ts). */
+    idempotency_key: z.optional(z.string()),
   }),
   /** heartbeat: the run's deadline now (server ms). */
   z.object({ type: z.literal("result"), op: z.literal("heartbeat"), req, id: messageId, token, expires_at: z.nullable(millis) }),
