@@ -4,6 +4,7 @@
 import { parseInvocation, renderHelp, table, type Command } from "./lib/command.ts";
 import { CLIError, UsageError } from "./lib/errors.ts";
 import { EXIT } from "./lib/exit-codes.ts";
+import { printable } from "./lib/printable.ts";
 import { version } from "./lib/version.ts";
 
 type Loader = () => Promise<{ default: Command }>;
@@ -77,15 +78,16 @@ async function main(argv: string[]): Promise<number> {
   return (await command.run(parseInvocation(command, rest))) ?? EXIT.ok;
 }
 
+/** Failures often quote the coordinator (a refusal, a runner's failure reason): made printable. */
 function fail(err: unknown): never {
   if (err instanceof UsageError && err.helpHint) {
-    process.stderr.write(`baton: ${err.message}\n(see \`baton ${usagePath()}--help\`)\n`);
+    process.stderr.write(`baton: ${printable(err.message)}\n(see \`baton ${usagePath()}--help\`)\n`);
   } else if (err instanceof CLIError) {
-    process.stderr.write(`baton: ${err.message}\n`);
+    process.stderr.write(`baton: ${printable(err.message)}\n`);
   } else if (err instanceof Error && ["CoordinatorError", "UnreachableError", "LeaseHeldError", "LeaseLostError"].includes(err.name)) {
-    process.stderr.write(`baton: ${err.message}\n`);
+    process.stderr.write(`baton: ${printable(err.message)}\n`);
   } else {
-    process.stderr.write(`baton: internal error (please report it): ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(`baton: internal error (please report it): ${printable(err instanceof Error ? (err.stack ?? err.message) : String(err))}\n`);
   }
   return exitFlushed(err instanceof CLIError ? err.exitCode : EXIT.failure);
 }

@@ -2,7 +2,8 @@
 // saying so when nobody serves the agent (the message then waits in the queue).
 import { requestJson, type Connection } from "../../client/http.ts";
 import { replyText } from "../../client/run-journal.ts";
-import { printable, shellWord } from "../lib/printable.ts";
+import { printable, writeText } from "../lib/printable.ts";
+import { answerCommands } from "../lib/next-steps.ts";
 import { messageViewSchema, presenceSchema, type MessageView } from "../../worker/wire/http-responses.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
@@ -60,12 +61,14 @@ export default defineCommand({
     for (;;) {
       const m = await requestJson(conn, "GET", `/agents/${agent}/messages/${sent.id}`, messageViewSchema);
       if (m.status === "acknowledged") {
-        process.stdout.write(options.json ? `${JSON.stringify(m)}\n` : ((await replyText(conn, agent, m)) ?? ""));
+        // The reply is the command's output: exact in a pipe, made printable on a terminal.
+        const reply = options.json ? `${JSON.stringify(m)}\n` : ((await replyText(conn, agent, m)) ?? "");
+        process.stdout.write(!options.json && process.stdout.isTTY ? printable(reply) : reply);
         return;
       }
       if (m.status === "parked") {
         if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
-        process.stderr.write(waitingFor(agent, m));
+        writeText(waitingFor(agent, m), process.stderr);
         throw new CLIError(`message ${sent.id} waits for a person; once answered, \`baton show ${agent} ${sent.id}\` prints its reply (sending again would post it twice)`, SEND_EXIT.parked);
       }
       if (m.status === "rejected") {
@@ -106,9 +109,8 @@ export function waitingFor(agent: string, m: MessageView): string {
   }
   const q = m.question;
   const asked = q?.text ? `: ${printable(q.text)}` : " for approval";
-  const choices = q && q.choices.length > 0 ? q.choices.map((c) => `baton answer ${agent} ${m.id} ${shellWord(c)} [TEXT]`) : [`baton approve ${agent} ${m.id} [TEXT]`];
   const deadline = q?.deadline ? `\n  (by ${new Date(q.deadline).toISOString()}, then: ${q.on_deadline})` : "";
-  return `baton: message ${m.id} parked, waiting for a person${asked}\n${[...choices, `baton reject ${agent} ${m.id} [REASON]`].map((c) => `  ${c}`).join("\n")}${deadline}\n`;
+  return `baton: message ${m.id} parked, waiting for a person${asked}\n${answerCommands(agent, m.id, q?.choices ?? []).map((c) => `  ${c}`).join("\n")}${deadline}\n`;
 }
 
 async function readStdin(): Promise<string> {
