@@ -5,6 +5,7 @@ import { parseInvocation, renderHelp, table, type Command } from "./lib/command.
 import { CLIError, UsageError } from "./lib/errors.ts";
 import { EXIT } from "./lib/exit-codes.ts";
 import { printable } from "./lib/printable.ts";
+import { closest, didYouMean } from "./lib/suggest.ts";
 import { version } from "./lib/version.ts";
 
 type Loader = () => Promise<{ default: Command }>;
@@ -62,11 +63,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const two = `${first} ${argv[1] ?? ""}`;
   const name = COMMANDS[two] ? two : COMMANDS[first] ? first : null;
-  if (name === null) {
-    if (first === "lease") throw new UsageError(`lease needs a subcommand: run or show`, true);
-    if (first === "agent") throw new UsageError(`agent needs a subcommand: show or set`, true);
-    throw new UsageError(first.startsWith("-") ? `unknown option ${first}` : `unknown command ${JSON.stringify(first)}`, true);
-  }
+  if (name === null) throw unknownCommand(first, argv[1]);
   const command = (await COMMANDS[name]!.load()).default;
   const rest = argv.slice(name.split(" ").length);
   const dashes = rest.indexOf("--");
@@ -79,6 +76,19 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /** Failures often quote the coordinator (a refusal, a runner's failure reason): made printable. */
+/** The usage error for a command line no command matches, with the closest command when one is near. */
+function unknownCommand(first: string, second: string | undefined): UsageError {
+  const names = Object.keys(COMMANDS);
+  const groups = [...new Set(names.filter((n) => n.includes(" ")).map((n) => n.split(" ")[0]!))];
+  if (groups.includes(first)) {
+    const subcommands = names.filter((n) => n.startsWith(`${first} `)).map((n) => n.split(" ")[1]!);
+    const near = second === undefined ? null : closest(second, subcommands);
+    return new UsageError(`${first} needs a subcommand: ${subcommands.join(" or ")}${near ? ` (did you mean ${first} ${near}?)` : ""}`, true);
+  }
+  if (first.startsWith("-")) return new UsageError(`unknown option ${first}${didYouMean(first, ["--help", "--version"])}`, true);
+  return new UsageError(`unknown command ${JSON.stringify(first)}${didYouMean(first, [...names.filter((n) => !n.includes(" ")), ...groups])}`, true);
+}
+
 function fail(err: unknown): never {
   if (err instanceof UsageError && err.helpHint) {
     process.stderr.write(`baton: ${printable(err.message)}\n(see \`baton ${usagePath()}--help\`)\n`);
