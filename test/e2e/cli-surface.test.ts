@@ -75,7 +75,10 @@ describe("the baton command line", () => {
       [["serve", "reviewer", "--grace", "x", "--", "cat"], /--grace must be a number of seconds between 0 and 3600/],
       [["login", "--url"], /--url needs a value/],
       [["lease"], /lease needs a subcommand: run or show/],
-      [["nonsense"], /unknown command "nonsense"/],
+      [["nonsense"], /^baton: unknown command "nonsense"\n/],
+      [["sned", "reviewer", "hi"], /^baton: unknown command "sned" \(did you mean send\?\)\n\(see `baton --help`\)\n$/],
+      [["lease", "rnu", "s1"], /^baton: lease needs a subcommand: run or show \(did you mean lease run\?\)\n/],
+      [["send", "reviewer", "x", "--wiat"], /^baton: unknown option --wiat \(did you mean --wait\?\)\n/],
     ];
     for (const [args, message] of cases) {
       const out = baton([...args]);
