@@ -46,6 +46,7 @@ function workers(heartbeatTtlSeconds: string) {
         BATON_PREFERENCE_HYSTERESIS_SECONDS: "2",
         BATON_RESTART_GRACE_SECONDS: "1",
         BATON_TOKENS: TOKENS,
+        BATON_ALLOWED_ORIGINS: "https://ops.example",
       },
       outboundService: outbound,
     },
