@@ -47,6 +47,8 @@ function workers(heartbeatTtlSeconds: string) {
         BATON_RESTART_GRACE_SECONDS: "1",
         BATON_TOKENS: TOKENS,
         BATON_ALLOWED_ORIGINS: "https://ops.example",
+        // As a deployment: webhook URLs at private addresses are refused (webhook-exposure.test.ts).
+        BATON_WEBHOOK_ALLOW_PRIVATE: "false",
       },
       outboundService: outbound,
     },

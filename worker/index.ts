@@ -82,7 +82,7 @@ async function route(request: Request, env: Env, account: string, url: URL): Pro
   }
   if (url.pathname === "/webhook") {
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
-    return webhookRoute(request, directory, "the account");
+    return webhookRoute(request, directory, "the account", env.BATON_WEBHOOK_ALLOW_PRIVATE);
   }
   if (url.pathname === "/observe") {
     return forward(env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account))), request);

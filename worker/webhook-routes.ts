@@ -1,10 +1,12 @@
 // The webhook configuration routes, answered in the Worker with one typed RPC each: PUT, GET and
 // DELETE of /webhook (the account's, kept by its directory object) and /agents/{agent}/webhook
 // (the agent's own, kept by its agent object). The body is validated here; bad input is a 400 that
-// reaches no object and changes nothing. GET never shows the secret.
+// reaches no object and changes nothing. GET never shows the secret. Where a webhook may point is
+// rules/webhook-exposure.ts (no private addresses unless BATON_WEBHOOK_ALLOW_PRIVATE is "true").
 import { readJsonBody } from "./objects/http.ts";
 import { errorResponse, parseBody } from "./wire/protocol.ts";
 import { webhookConfigSchema, type WebhookConfigBody, type WebhookView } from "./wire/webhooks.ts";
+import { webhookTargetRefusal } from "./rules/webhook-exposure.ts";
 
 const BODY_BYTES = 8 * 1024;
 
@@ -15,8 +17,15 @@ export interface WebhookHolder {
   deleteWebhook(): Promise<boolean>;
 }
 
-/** `what` names the webhook in messages ("the account" or "agent reviewer"). */
-export async function webhookRoute(request: Request, holder: WebhookHolder, what: string): Promise<Response> {
+/** BATON_WEBHOOK_ALLOW_PRIVATE as a flag, or the exact complaint about its value. */
+function allowPrivate(raw: string | undefined): boolean | string {
+  if (raw === undefined || raw === "" || raw === "false") return false;
+  if (raw === "true") return true;
+  return `BATON_WEBHOOK_ALLOW_PRIVATE must be true or false, got ${JSON.stringify(raw)}`;
+}
+
+/** `what` names the webhook in messages ("the account" or "agent reviewer"); `allowPrivateVar` is BATON_WEBHOOK_ALLOW_PRIVATE. */
+export async function webhookRoute(request: Request, holder: WebhookHolder, what: string, allowPrivateVar: string | undefined): Promise<Response> {
   switch (request.method) {
     case "GET": {
       const view = await holder.webhook();
@@ -29,6 +38,10 @@ export async function webhookRoute(request: Request, holder: WebhookHolder, what
       if (!parsed.ok) {
         return errorResponse(400, "bad_request", `body must be {"url": "http(s)://...", "secret": "<16-256 characters>", "no_holder_after_seconds"?: <1-86400>}: ${parsed.message}`);
       }
+      const allowed = allowPrivate(allowPrivateVar);
+      if (typeof allowed === "string") return errorResponse(500, "internal", allowed);
+      const refused = webhookTargetRefusal(parsed.value.url, allowed);
+      if (refused !== null) return errorResponse(400, "bad_request", refused);
       return Response.json(await holder.setWebhook(parsed.value, new URL(request.url).origin));
     }
     case "DELETE":
