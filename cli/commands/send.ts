@@ -9,7 +9,7 @@ import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
-import { LIMITS, unknownOutcomeReason } from "../../worker/wire/protocol.ts";
+import { LIMITS, unknownOutcomeReason, utf8Bytes } from "../../worker/wire/protocol.ts";
 
 export const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6 } as const;
 const POLL_MS = 250;
@@ -38,8 +38,9 @@ export default defineCommand({
     const agent = agentName(args[0]!);
     const timeoutS = options.timeout === undefined ? 300 : numberOption(options.timeout, "timeout", { min: 0.1, max: 86_400, unit: "seconds" });
     if (options.timeout !== undefined && !options.wait) throw new UsageError("--timeout only applies with --wait");
-    const text = args[1] === "-" ? await readStdin() : args[1]!;
+    const text = args[1] === "-" ? await readStdin(LIMITS.messageTextBytes) : args[1]!;
     if (text === "") throw new UsageError("the message text is empty");
+    if (utf8Bytes(text) > LIMITS.messageTextBytes) throw tooLong();
     const conn = resolveConnection(options);
     const { min, max } = LIMITS.runTimeoutSeconds;
     const body = {
@@ -113,8 +114,21 @@ export function waitingFor(agent: string, m: MessageView): string {
   return `baton: message ${m.id} parked, waiting for a person${asked}\n${answerCommands(agent, m.id, q?.choices ?? []).map((c) => `  ${c}`).join("\n")}${deadline}\n`;
 }
 
-async function readStdin(): Promise<string> {
+function tooLong(): UsageError {
+  return new UsageError(`the message text is over ${LIMITS.messageTextBytes} bytes, the most one message may hold; nothing was sent (send a path or a link to it instead)`);
+}
+
+/** Standard input as text, refused (and no longer read) as soon as it passes `limit` bytes. */
+async function readStdin(limit: number): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  let bytes = 0;
+  for await (const chunk of process.stdin) {
+    bytes += (chunk as Buffer).length;
+    if (bytes > limit) {
+      process.stdin.destroy();
+      throw tooLong();
+    }
+    chunks.push(chunk as Buffer);
+  }
   return Buffer.concat(chunks).toString("utf8");
 }
