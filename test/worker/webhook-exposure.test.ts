@@ -24,6 +24,8 @@ describe("webhook targets", () => {
     ["http://127.0.0.1:8080/hook", /a loopback address \(127\.0\.0\.1\)/],
     ["http://2130706433/hook", /a loopback address \(127\.0\.0\.1\)/],
     ["http://0x7f.1/hook", /a loopback address/],
+    ["http://0177.0.0.1/hook", /a loopback address \(127\.0\.0\.1\)/],
+    ["http://localhost./hook", /a local or internal name/],
     ["http://localhost:3000/hook", /a local or internal name \(localhost\)/],
     ["http://[::1]/hook", /a loopback address \(\[::1\]\)/],
     ["http://[::ffff:127.0.0.1]/hook", /a loopback address/],
