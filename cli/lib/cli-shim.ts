@@ -27,7 +27,9 @@ export function writeCliShim(
 ): CliShim {
   const dir = mkdtempSync(join(tmpdir(), "baton-cli-"));
   const bin = join(dir, "baton");
-  const words = [node, ...nodeArgs, resolve(script)].map(shellQuote).join(" ");
+  // The loader flags (tsx while developing) come along; a debugger's port would clash, so it stays behind.
+  const flags = nodeArgs.filter((a) => !/^--(inspect|debug)/.test(a));
+  const words = [node, ...flags, resolve(script)].map(shellQuote).join(" ");
   writeFileSync(bin, `#!/bin/sh\nexec ${words} "$@"\n`);
   chmodSync(bin, 0o755);
   return {
