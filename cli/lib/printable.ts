@@ -5,8 +5,11 @@
 // suggested command are shell-quoted, so pasting it runs that command and nothing else. `--json`
 // output is never passed through here: it stays exact (JSON escapes every control character).
 
-/** C0 and C1 controls (but newline and tab), and format characters such as bidi overrides. */
-const UNPRINTABLE = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\p{Cf}]/gu;
+/**
+ * C0 and C1 controls (but newline and tab), and format characters such as bidi overrides; the
+ * zero-width joiner and non-joiner stay, as emoji sequences and scripts such as Persian need them.
+ */
+const UNPRINTABLE = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]|(?![\u200C\u200D])\p{Cf}/gu;
 
 /** The text with every unprintable character replaced by U+FFFD; CRLF line ends become plain newlines. */
 export function printable(text: string): string {

@@ -9,6 +9,7 @@ describe("printable", () => {
   it("replaces escape sequences, bell and bidi overrides, and keeps lines, tabs and ordinary text", () => {
     expect(printable("Ship\u001b[2K\r?\u001b]0;pwned\u0007 \u202Eevil")).toBe("Ship\uFFFD[2K\uFFFD?\uFFFD]0;pwned\uFFFD \uFFFDevil");
     expect(printable("line one\n\tline two — déjà")).toBe("line one\n\tline two — déjà");
+    expect(printable("family 👨\u200D👩\u200D👧, می\u200Cخواهم, \u2066isolate\u2069 \u200Bgap")).toBe("family 👨\u200D👩\u200D👧, می\u200Cخواهم, \uFFFDisolate\uFFFD \uFFFDgap");
   });
 
   it("leaves no control byte of a hostile failure reason or message text, and reads CRLF as a line end", () => {
