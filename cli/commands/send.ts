@@ -56,7 +56,7 @@ export default defineCommand({
     const deadline = performance.now() + timeoutS * 1000;
     const state = await agentState(conn, agent);
     let served = state.served;
-    if (!served) process.stderr.write(`baton: nobody serves ${agent} right now; message ${sent.id} waits in its queue until \`baton serve ${agent}\` runs (waiting up to ${timeoutS} s)\n`);
+    if (!served) process.stderr.write(`baton: nobody serves ${agent} right now; message ${sent.id} waits in its queue until \`baton serve ${agent} -- COMMAND\` runs (waiting up to ${timeoutS} s)\n`);
     if (state.paused) process.stderr.write(`baton: ${agent} is paused; message ${sent.id} waits in its queue until \`baton unpause ${agent}\`\n`);
     let presenceAt = performance.now();
     for (;;) {

@@ -14,7 +14,7 @@ import { acquireLock, lockDir, lockName } from "../lib/local-lock.ts";
 import { MessageJournal, stateDir } from "../lib/message-journal.ts";
 import { commandHandler } from "../lib/serve-handler.ts";
 import { writeCliShim } from "../lib/cli-shim.ts";
-import { StatusReporter } from "../lib/status-line.ts";
+import { describeEvent, StatusReporter } from "../lib/status-line.ts";
 import { onTermination } from "../lib/termination.ts";
 import { agentName } from "../lib/names.ts";
 import { LIMITS, MACHINE_LABEL } from "../../worker/wire/protocol.ts";
@@ -102,7 +102,8 @@ export default defineCommand({
     }), {
       ...conn, machine, priority, cursor: journal.cursor, concurrency,
       onStatus: (s) => reporter.status(s),
-      onEvent: (e) => reporter.event(e),
+      // A park names the command that shows the question and how to answer it (a plain resume may be refused).
+      onEvent: (e) => (e.type === "parked" ? reporter.log(`${describeEvent(e)}: \`baton show ${agent} ${e.id}\` says how to answer`, { ...e }) : reporter.event(e)),
       onMessage: (m) => journal.record(m),
     });
     const stopWatching = onTermination((why) => {

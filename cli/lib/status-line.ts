@@ -36,7 +36,7 @@ export function describeEvent(e: ServeEvent): string {
         ? `ran message ${e.id} (attempt ${e.attempt}, fence ${e.fence})`
         : `ran message ${e.id} (attempt ${e.attempt}, token ${e.token})`;
     case "parked":
-      return `parked message ${e.id} (token ${e.token}): it waits for \`baton resume\``;
+      return `parked message ${e.id} (token ${e.token}): it waits for a person`;
     case "revoked":
       return `message ${e.id} (token ${e.token}) was taken back (${e.reason}): its run is stopped`;
     case "handler_failed":

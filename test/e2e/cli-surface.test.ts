@@ -135,7 +135,7 @@ describe("the baton command line", () => {
     const agent = uniqueAgent("nobody");
     const out = baton(["send", agent, "anyone?", "--wait", "--timeout", "1", "--url", dev.url, "--token", DEV_TOKEN]);
     expect(out.code).toBe(3);
-    expect(out.stderr).toMatch(new RegExp(`^baton: nobody serves ${agent} right now; message \\d+ waits in its queue until \`baton serve ${agent}\` runs \\(waiting up to 1 s\\)\\n`));
+    expect(out.stderr).toMatch(new RegExp(`^baton: nobody serves ${agent} right now; message \\d+ waits in its queue until \`baton serve ${agent} -- COMMAND\` runs \\(waiting up to 1 s\\)\\n`));
     expect(out.stderr).toMatch(/baton: no reply to message \d+ within 1 s \(status queued; nobody serves .+\)\n$/);
   });
 

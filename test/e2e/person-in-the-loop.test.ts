@@ -128,6 +128,8 @@ describe("every next step the CLI prints works as printed", () => {
     expect(waited.code, waited.stderr).toBe(5);
     const id = Number(/message (\d+) parked/.exec(waited.stderr)?.[1]);
     expect(waited.stderr).toContain(`  baton approve ${agent} ${id} [TEXT]\n  baton reject ${agent} ${id} [REASON]`);
+    await a.waitFor(new RegExp(`parked message ${id} \\(token \\d+\\): it waits for a person: \`baton show ${agent} ${id}\` says how to answer`));
+    expect(runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url }).stdout).toContain(`asks: Deploy v3?`);
     const history = runBaton(["history", agent], { BATON_URL: fx.dev.url });
     const hint = /\(asks: Deploy v3\?; baton (approve)\|reject (\S+) (\d+)\)/.exec(history.stdout);
     expect(hint, history.stdout).not.toBeNull();
