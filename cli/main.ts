@@ -75,7 +75,6 @@ async function main(argv: string[]): Promise<number> {
   return (await command.run(parseInvocation(command, rest))) ?? EXIT.ok;
 }
 
-/** Failures often quote the coordinator (a refusal, a runner's failure reason): made printable. */
 /** The usage error for a command line no command matches, with the closest command when one is near. */
 function unknownCommand(first: string, second: string | undefined): UsageError {
   const names = Object.keys(COMMANDS);
@@ -89,6 +88,7 @@ function unknownCommand(first: string, second: string | undefined): UsageError {
   return new UsageError(`unknown command ${JSON.stringify(first)}${didYouMean(first, [...names.filter((n) => !n.includes(" ")), ...groups])}`, true);
 }
 
+/** Failures often quote the coordinator (a refusal, a runner's failure reason): made printable. */
 function fail(err: unknown): never {
   if (err instanceof UsageError && err.helpHint) {
     process.stderr.write(`baton: ${printable(err.message)}\n(see \`baton ${usagePath()}--help\`)\n`);
