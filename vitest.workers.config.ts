@@ -48,6 +48,9 @@ function workers(heartbeatTtlSeconds: string) {
         BATON_PREFERENCE_HYSTERESIS_SECONDS: "2",
         BATON_RESTART_GRACE_SECONDS: "1",
         BATON_TOKENS: TOKENS,
+        BATON_ALLOWED_ORIGINS: "https://ops.example",
+        // As a deployment: webhook URLs at private addresses are refused (webhook-exposure.test.ts).
+        BATON_WEBHOOK_ALLOW_PRIVATE: "false",
       },
       outboundService: outbound,
     },

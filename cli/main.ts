@@ -4,6 +4,8 @@
 import { parseInvocation, renderHelp, table, type Command } from "./lib/command.ts";
 import { CLIError, UsageError } from "./lib/errors.ts";
 import { EXIT } from "./lib/exit-codes.ts";
+import { printable } from "./lib/printable.ts";
+import { closest, didYouMean } from "./lib/suggest.ts";
 import { version } from "./lib/version.ts";
 
 type Loader = () => Promise<{ default: Command }>;
@@ -66,12 +68,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const two = `${first} ${argv[1] ?? ""}`;
   const name = COMMANDS[two] ? two : COMMANDS[first] ? first : null;
-  if (name === null) {
-    if (first === "lease") throw new UsageError(`lease needs a subcommand: run or show`, true);
-    if (first === "agent") throw new UsageError(`agent needs a subcommand: show or set`, true);
-    if (first === "webhook") throw new UsageError(`webhook needs a subcommand: set, show, rm or test`, true);
-    throw new UsageError(first.startsWith("-") ? `unknown option ${first}` : `unknown command ${JSON.stringify(first)}`, true);
-  }
+  if (name === null) throw unknownCommand(first, argv[1]);
   const command = (await COMMANDS[name]!.load()).default;
   const rest = argv.slice(name.split(" ").length);
   const dashes = rest.indexOf("--");
@@ -83,15 +80,29 @@ async function main(argv: string[]): Promise<number> {
   return (await command.run(parseInvocation(command, rest))) ?? EXIT.ok;
 }
 
+/** The usage error for a command line no command matches, with the closest command when one is near. */
+function unknownCommand(first: string, second: string | undefined): UsageError {
+  const names = Object.keys(COMMANDS);
+  const groups = [...new Set(names.filter((n) => n.includes(" ")).map((n) => n.split(" ")[0]!))];
+  if (groups.includes(first)) {
+    const subcommands = names.filter((n) => n.startsWith(`${first} `)).map((n) => n.split(" ")[1]!);
+    const near = second === undefined ? null : closest(second, subcommands);
+    return new UsageError(`${first} needs a subcommand: ${subcommands.join(" or ")}${near ? ` (did you mean ${first} ${near}?)` : ""}`, true);
+  }
+  if (first.startsWith("-")) return new UsageError(`unknown option ${first}${didYouMean(first, ["--help", "--version"])}`, true);
+  return new UsageError(`unknown command ${JSON.stringify(first)}${didYouMean(first, [...names.filter((n) => !n.includes(" ")), ...groups])}`, true);
+}
+
+/** Failures often quote the coordinator (a refusal, a runner's failure reason): made printable. */
 function fail(err: unknown): never {
   if (err instanceof UsageError && err.helpHint) {
-    process.stderr.write(`baton: ${err.message}\n(see \`baton ${usagePath()}--help\`)\n`);
+    process.stderr.write(`baton: ${printable(err.message)}\n(see \`baton ${usagePath()}--help\`)\n`);
   } else if (err instanceof CLIError) {
-    process.stderr.write(`baton: ${err.message}\n`);
+    process.stderr.write(`baton: ${printable(err.message)}\n`);
   } else if (err instanceof Error && ["CoordinatorError", "UnreachableError", "LeaseHeldError", "LeaseLostError"].includes(err.name)) {
-    process.stderr.write(`baton: ${err.message}\n`);
+    process.stderr.write(`baton: ${printable(err.message)}\n`);
   } else {
-    process.stderr.write(`baton: internal error (please report it): ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(`baton: internal error (please report it): ${printable(err instanceof Error ? (err.stack ?? err.message) : String(err))}\n`);
   }
   return exitFlushed(err instanceof CLIError ? err.exitCode : EXIT.failure);
 }

@@ -47,8 +47,8 @@ if (!existsSync("node_modules/.bin/wrangler")) runOrExit("npm", ["ci", "--no-aud
 if (buildIsStale()) runOrExit(process.execPath, ["scripts/build.mjs"]);
 
 const args = process.argv.slice(2);
-const portAt = args.indexOf("--port");
-const port = portAt === -1 ? "8787" : args[portAt + 1];
+const portAt = args.findIndex((a) => a === "--port" || a.startsWith("--port="));
+const port = portAt === -1 ? "8787" : args[portAt].startsWith("--port=") ? args[portAt].slice("--port=".length) : args[portAt + 1];
 // Quiet by default: no line per request pushing the ready banner off screen (`npm start -- --log-level info` brings them back).
 const extra = [
   ...(portAt === -1 ? ["--port", port] : []),
@@ -64,6 +64,8 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => d
 dev.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 
 const url = `http://127.0.0.1:${port}`;
+// The CLI talks to 127.0.0.1:8787 unless told otherwise: on any other port, every line says where.
+const at = port === "8787" ? "" : ` --url ${url}`;
 for (;;) {
   await new Promise((r) => setTimeout(r, 300));
   if (dev.exitCode !== null) break;
@@ -73,9 +75,9 @@ for (;;) {
     "",
     `baton: coordinator ready at ${url}`,
     `baton: dashboard   ${url}/  (on this machine it signs in with the dev token, ${DEV_TOKEN}, by itself)`,
-    `baton: try it      npx baton serve reviewer -- ./examples/shell-agent.sh`,
-    `baton:             npx baton serve reviewer --machine laptop-2 -- ./examples/shell-agent.sh   (a second "machine")`,
-    `baton:             npx baton send reviewer "hello" --wait`,
+    `baton: try it      npx baton serve reviewer${at} -- ./examples/shell-agent.sh`,
+    `baton:             npx baton serve reviewer${at} --machine laptop-2 -- ./examples/shell-agent.sh   (a second "machine")`,
+    `baton:             npx baton send reviewer "hello" --wait${at}`,
     "",
   ].join("\n") + "\n");
   break;

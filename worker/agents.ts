@@ -15,6 +15,8 @@ import {
 } from "./wire/protocol.ts";
 import type { Answerer } from "./objects/message-leases.ts";
 import { callerOf } from "./scopes.ts";
+import { webhookCounts } from "./rules/webhook-exposure.ts";
+import type { Presence } from "./wire/server-frames.ts";
 
 const SMALL_BODY_BYTES = 4 * 1024;
 
@@ -40,11 +42,11 @@ export async function agentRequest(request: Request, env: Env, account: string, 
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return errorResponse(426, "upgrade_required", "expected a WebSocket upgrade");
     return stub.fetch(request);
   }
-  if (route === "presence" && method === "GET") return Response.json(await stub.presence());
+  if (route === "presence" && method === "GET") return Response.json(presenceFor(request, await stub.presence()));
   if (route === "messages" && method === "POST") return postMessage(request, stub);
   if (route === "messages" && method === "GET") return messagePage(url, stub);
   if (route === "policy") return policy(request, stub);
-  if (route === "webhook") return webhookRoute(request, stub, `agent ${agent}`);
+  if (route === "webhook") return webhookRoute(request, stub, `agent ${agent}`, env.BATON_WEBHOOK_ALLOW_PRIVATE);
   if (route === "webhook/test" && method === "POST") return webhookTestRoute(stub, `agent ${agent} (of its own; test the account's with POST /webhook/test)`);
   if (CONTROL_ROUTES.includes(route) && method === "POST") return control(request, route as ControlRoute, stub);
   const one = route.match(/^messages\/(\d{1,15})$/);
@@ -76,6 +78,12 @@ export async function agentRequest(request: Request, env: Env, account: string, 
   const beat = route.match(/^messages\/(\d{1,15})\/heartbeat$/);
   if (beat && method === "POST") return heartbeatRoute(request, Number(beat[1]), stub);
   return errorResponse(404, "not_found", `no route for ${method} ${url.pathname}`);
+}
+
+/** Presence as the caller may see it: where webhooks went and what answered only for tokens that may configure them (admin). */
+function presenceFor(request: Request, presence: Presence): Presence {
+  if (callerOf(request).scopes.includes("admin") || presence.webhook === undefined) return presence;
+  return { ...presence, webhook: webhookCounts(presence.webhook) };
 }
 
 /** A path segment as its client meant it (`a%3Ab` is the step `a:b`); an undecodable one stays as sent and fails the name check. */

@@ -13,4 +13,8 @@ export interface Env extends ConfigVars {
   BLOBS?: R2Bucket;
   /** Comma-separated `account:sha256hex` pairs: the hashes of the bearer tokens each account may use. */
   BATON_TOKENS?: string;
+  /** Comma-separated origins whose web pages may call this coordinator besides its own (origins.ts). */
+  BATON_ALLOWED_ORIGINS?: string;
+  /** "true": webhook URLs may point at loopback, private and link-local addresses (`wrangler dev`; rules/webhook-targets.ts). */
+  BATON_WEBHOOK_ALLOW_PRIVATE?: string;
 }

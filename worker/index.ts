@@ -15,6 +15,7 @@ import { leaseRequest } from "./leases.ts";
 import { callerOf, rememberCaller, requiredScope } from "./scopes.ts";
 import { webhookRoute, webhookTestRoute } from "./webhook-routes.ts";
 import { directoryObjectName } from "./objects/names.ts";
+import { parseAllowedOrigins, refuseForeignOrigin } from "./origins.ts";
 import type { Whoami } from "./wire/http-responses.ts";
 import { AGENT_NAME, errorResponse, LIMITS, SESSION_NAME } from "./wire/protocol.ts";
 
@@ -42,6 +43,7 @@ const tokenConfig = memo(
   },
   (env) => env.BATON_TOKENS ?? "",
 );
+const allowedOrigins = memo((env) => parseAllowedOrigins(env.BATON_ALLOWED_ORIGINS), (env) => env.BATON_ALLOWED_ORIGINS ?? "");
 const coordinatorConfig = memo<ConfigVerdict>(checkConfig, (env) => `${env.BATON_HEARTBEAT_TTL_SECONDS}|${env.BATON_PRESENCE_SCAN_SECONDS}`);
 
 /** A path segment with its %-escapes decoded, or null when they are malformed (a bad name, not a crash). */
@@ -80,7 +82,7 @@ async function route(request: Request, env: Env, account: string, url: URL): Pro
   }
   if (url.pathname === "/webhook") {
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
-    return webhookRoute(request, directory, "the account");
+    return webhookRoute(request, directory, "the account", env.BATON_WEBHOOK_ALLOW_PRIVATE);
   }
   if (url.pathname === "/webhook/test" && request.method === "POST") {
     return webhookTestRoute(env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account))), "the account");
@@ -108,6 +110,10 @@ async function route(request: Request, env: Env, account: string, url: URL): Pro
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {
     const url = new URL(request.url);
+    const origins = allowedOrigins(env);
+    if (!origins.ok) return errorResponse(500, "internal", origins.message);
+    const foreign = refuseForeignOrigin(request, origins.origins);
+    if (foreign) return foreign;
     const tokens = tokenConfig(env);
     if (!tokens.ok) return errorResponse(500, "internal", tokens.message);
     if (tokens.entries.length === 0) {

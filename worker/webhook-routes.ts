@@ -3,11 +3,13 @@
 // (the agent's own, kept by its agent object), and POST …/webhook/test, which sends a signed
 // `webhook.test` event from here (the object signs it; nothing in an object waits on the receiver).
 // The body is validated here; bad input is a 400 that reaches no object and changes nothing. GET
-// never shows the secret; PUT shows it once, when baton made it.
+// never shows the secret; PUT shows it once, when baton made it. Where a webhook may point is
+// rules/webhook-exposure.ts (no private addresses unless BATON_WEBHOOK_ALLOW_PRIVATE is "true").
 import { readJsonBody } from "./objects/http.ts";
 import { postSigned, type SignedRequest } from "./objects/webhook-delivery.ts";
 import { errorResponse, parseBody } from "./wire/protocol.ts";
 import { webhookConfigSchema, type WebhookConfigBody, type WebhookTestResult, type WebhookView } from "./wire/webhooks.ts";
+import { webhookTargetRefusal } from "./rules/webhook-exposure.ts";
 
 const BODY_BYTES = 8 * 1024;
 
@@ -27,8 +29,15 @@ export async function webhookTestRoute(holder: WebhookHolder, what: string): Pro
   return Response.json({ id: req.id, url: req.url, status: result.status, delivered: result.error === null, error: result.error } satisfies WebhookTestResult);
 }
 
-/** `what` names the webhook in messages ("the account" or "agent reviewer"). */
-export async function webhookRoute(request: Request, holder: WebhookHolder, what: string): Promise<Response> {
+/** BATON_WEBHOOK_ALLOW_PRIVATE as a flag, or the exact complaint about its value. */
+function allowPrivate(raw: string | undefined): boolean | string {
+  if (raw === undefined || raw === "" || raw === "false") return false;
+  if (raw === "true") return true;
+  return `BATON_WEBHOOK_ALLOW_PRIVATE must be true or false, got ${JSON.stringify(raw)}`;
+}
+
+/** `what` names the webhook in messages ("the account" or "agent reviewer"); `allowPrivateVar` is BATON_WEBHOOK_ALLOW_PRIVATE. */
+export async function webhookRoute(request: Request, holder: WebhookHolder, what: string, allowPrivateVar: string | undefined): Promise<Response> {
   switch (request.method) {
     case "GET": {
       const view = await holder.webhook();
@@ -42,6 +51,10 @@ export async function webhookRoute(request: Request, holder: WebhookHolder, what
         return errorResponse(400, "bad_request",
           `body must be {"url": "http(s)://...", "secret"?: "whsec_...", "rotate_secret"?: true, "keep_old_secret_seconds"?: <0-604800>, "no_holder_after_seconds"?: <1-86400>}: ${parsed.message}`);
       }
+      const allowed = allowPrivate(allowPrivateVar);
+      if (typeof allowed === "string") return errorResponse(500, "internal", allowed);
+      const refused = webhookTargetRefusal(parsed.value.url, allowed);
+      if (refused !== null) return errorResponse(400, "bad_request", refused);
       return Response.json(await holder.setWebhook(parsed.value, new URL(request.url).origin));
     }
     case "DELETE":

@@ -2,6 +2,7 @@
 // machines, restart grace), without changing anything.
 import { requestJson } from "../../client/http.ts";
 import { policyViewSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
+import { writeText } from "../lib/printable.ts";
 import { defineCommand } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
@@ -35,6 +36,6 @@ export default defineCommand({
       ...(c.reserved_until ? [`  restart grace  the lease waits for its previous holder until ${new Date(c.reserved_until).toISOString()}`] : []),
       `  change it with: baton agent set ${agent} [--mode single|pool] [--max-running N] [--run-timeout S] [--max-attempts N]`,
     ];
-    process.stdout.write(`${lines.join("\n")}\n`);
+    writeText(`${lines.join("\n")}\n`);
   },
 });

@@ -4,6 +4,7 @@
 // keeps who answered (account, token name, "cli"). Answering twice, or after the deadline, is 409.
 import { answer, approve, reject, retry } from "../../client/answers.ts";
 import type { MessageView } from "../../worker/wire/http-responses.ts";
+import { writeText } from "../lib/printable.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
@@ -15,12 +16,18 @@ const positionals = [
 ] as const;
 
 function describe(agent: string, m: MessageView, did: string): string {
-  const then = m.status === "rejected" ? "it will not run again" : m.status === "parked" ? "it still waits" : `it runs again (attempt ${m.attempts + 1})`;
+  // Answered while a runner is free, it is handed out at once: the view then shows the attempt that runs.
+  const then = m.status === "rejected" ? "it will not run again"
+    : m.status === "parked" ? "it still waits"
+    : m.status === "running" ? `it runs again now (attempt ${m.attempts})`
+    : m.status === "queued" ? `it runs again (attempt ${m.attempts + 1})`
+    : `it is ${m.status}`;
   return `${did} message ${m.id} of ${agent}: ${m.status}; ${then}\n`;
 }
 
 function print(options: { json?: boolean }, agent: string, m: MessageView, did: string): void {
-  process.stdout.write(options.json ? `${JSON.stringify(m)}\n` : describe(agent, m, did));
+  if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
+  else writeText(describe(agent, m, did));
 }
 
 function target(args: readonly (string | undefined)[]): { agent: string; id: number } {

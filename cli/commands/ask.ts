@@ -11,6 +11,8 @@ import { defineCommand, numberOption } from "../lib/command.ts";
 import { createHash } from "node:crypto";
 import { CLIError, UsageError } from "../lib/errors.ts";
 import { PARK_EXIT_CODE } from "../lib/serve-handler.ts";
+import { answerHint } from "../lib/next-steps.ts";
+import { writeText } from "../lib/printable.ts";
 import { currentRun, stepName } from "./step.ts";
 import * as z from "zod/mini";
 
@@ -22,7 +24,7 @@ export default defineCommand({
   summary: "Inside a served command: ask a person and park; once answered, print the choice.",
   positionals: [{ name: "QUESTION", description: "what the person must decide", required: true }],
   options: {
-    choices: { type: "string", value: "A,B", description: "what the person picks from (default: approve or reject)" },
+    choices: { type: "string", value: "A,B", description: "what the person picks from; reject is always offered besides them (default: approve or reject)" },
     deadline: { type: "string", value: "SECONDS", description: "if nobody answers by then, --on-deadline decides" },
     "on-deadline": { type: "string", value: "ACTION", description: "fail (default), approve, reject, or escalate (notify again and wait)" },
     name: { type: "string", value: "NAME", description: "the journal name the answer is kept under (default: ask: and a hash of the question and its choices)" },
@@ -33,7 +35,7 @@ export default defineCommand({
   ],
   async run({ args, options }) {
     const run = currentRun("ask", options);
-    const choices = options.choices === undefined ? undefined : options.choices.split(",").map((c) => c.trim()).filter(Boolean);
+    const choices = options.choices === undefined ? undefined : questionChoices(options.choices);
     // Each question its own journal name, so a second question is never answered with the first one's answer.
     const name = stepName(options.name ?? `ask:${createHash("sha256").update(JSON.stringify([args[0], choices ?? null])).digest("hex").slice(0, 16)}`);
     const onDeadline = options["on-deadline"];
@@ -63,7 +65,17 @@ export default defineCommand({
     await requestJson(run.connection, "POST", `/agents/${encodeURIComponent(agent)}/messages/${id}/ask`, asked, {
       body: { token, run_key: runKey, question: question.data, ...(deadline === undefined ? {} : { deadline_seconds: deadline }) },
     });
-    process.stderr.write(`baton: asked a person: ${question.data.text}; message ${id} parks until someone answers (baton approve|reject ${agent} ${id})\n`);
+    writeText(`baton: asked a person: ${question.data.text}; message ${id} parks until someone answers (${answerHint(agent, id, choices ?? [])})\n`, process.stderr);
     return PARK_EXIT_CODE;
   },
 });
+
+/**
+ * The choices as the person plainly meant them: reject is always offered, so it is dropped from the
+ * list (`--choices approve,reject` is the plain approve-or-reject question, `ship,reject` offers ship
+ * and reject); duplicates count once. Undefined when nothing but approve is left: approve or reject.
+ */
+export function questionChoices(raw: string): string[] | undefined {
+  const choices = [...new Set(raw.split(",").map((c) => c.trim()).filter((c) => c !== "" && c !== "reject"))];
+  return choices.length === 0 || (choices.length === 1 && choices[0] === "approve") ? undefined : choices;
+}

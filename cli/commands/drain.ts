@@ -1,6 +1,7 @@
 // `baton drain AGENT [--machine LABEL]` and `baton undrain AGENT [--machine LABEL]`: take a machine
 // out of an agent's serve line for maintenance without killing a run, and put it back.
 import { drain, undrain, type AgentControls } from "../../client/controls.ts";
+import { writeText } from "../lib/printable.ts";
 import { defineCommand } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
@@ -16,7 +17,8 @@ export default defineCommand({
   async run({ args, options }) {
     const agent = agentName(args[0]!);
     const answer = await drain(agent, resolveConnection(options), options.machine);
-    process.stdout.write(options.json ? `${JSON.stringify(answer)}\n` : describe(answer));
+    if (options.json) process.stdout.write(`${JSON.stringify(answer)}\n`);
+    else writeText(describe(answer));
   },
 });
 
@@ -28,7 +30,8 @@ export const undrainCommand = defineCommand({
   async run({ args, options }) {
     const agent = agentName(args[0]!);
     const answer = await undrain(agent, resolveConnection(options), options.machine);
-    process.stdout.write(options.json ? `${JSON.stringify(answer)}\n` : describe(answer));
+    if (options.json) process.stdout.write(`${JSON.stringify(answer)}\n`);
+    else writeText(describe(answer));
   },
 });
 

@@ -1,7 +1,8 @@
 // `baton history AGENT [--after ID] [--limit N]`: the agent's messages with status, attempts and replies.
 import { requestJson } from "../../client/http.ts";
 import { messagePageSchema } from "../../worker/wire/http-responses.ts";
-import { printable } from "../lib/printable.ts";
+import { printable, writeText } from "../lib/printable.ts";
+import { answerHint } from "../lib/next-steps.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
@@ -28,32 +29,32 @@ export default defineCommand({
     }
     let shortened = false;
     if (page.messages.length === 0) {
-      process.stdout.write(`no messages for ${agent} after ${after}\n`);
+      writeText(`no messages for ${agent} after ${after}\n`);
       return;
     }
     for (const m of page.messages) {
       const resume = m.waiting_on !== null
         ? `${unknownOutcomeReason(m.waiting_on)}: baton resume ${agent} ${m.id} --done | --redo`
-        : `${m.question?.text ? `asks: ${printable(oneLine(m.question.text, 60))}; ` : ""}baton approve|reject ${agent} ${m.id}`;
+        : `${m.question?.text ? `asks: ${printable(oneLine(m.question.text, 60))}; ` : ""}${answerHint(agent, m.id, m.question?.choices ?? [])}`;
       const lease = m.status === "running" ? ` token ${m.token}` : m.status === "parked" ? ` (${resume})` : "";
       const where = m.machine === null ? "" : ` on ${m.machine}`;
-      process.stdout.write(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${where}${lease}  ${oneLine(m.text)}\n`);
-      if (m.steps.length > 0) process.stdout.write(`       steps: ${oneLine(m.steps.map((s) => `${s.name} ${s.status === "done" ? "done" : "unknown"}`).join(", "), REPLY_CHARS)}\n`);
-      for (const a of m.answers) process.stdout.write(`       answered ${printable(a.choice)}${a.text ? ` ${JSON.stringify(oneLine(a.text, 60))}` : ""} by ${a.token} (${a.account}, ${a.via}) at ${new Date(a.at).toISOString()}\n`);
-      if (m.reply !== null) process.stdout.write(`       reply: ${oneLine(m.reply, REPLY_CHARS)}\n`);
+      writeText(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${where}${lease}  ${oneLine(m.text)}\n`);
+      if (m.steps.length > 0) writeText(`       steps: ${oneLine(m.steps.map((s) => `${s.name} ${s.status === "done" ? "done" : "unknown"}`).join(", "), REPLY_CHARS)}\n`);
+      for (const a of m.answers) writeText(`       answered ${printable(a.choice)}${a.text ? ` ${JSON.stringify(oneLine(a.text, 60))}` : ""} by ${a.token} (${a.account}, ${a.via}) at ${new Date(a.at).toISOString()}\n`);
+      if (m.reply !== null) writeText(`       reply: ${oneLine(m.reply, REPLY_CHARS)}\n`);
       if (m.reply_blob !== null) {
-        process.stdout.write(`       reply: ${m.reply_blob.bytes} bytes, kept in R2\n`);
+        writeText(`       reply: ${m.reply_blob.bytes} bytes, kept in R2\n`);
         shortened = true;
       }
       // Why it failed, or why its last attempt did while it is tried again.
       if (m.error && (m.status === "failed" || m.status === "queued")) {
         const again = m.status === "queued" && m.retry_at !== null ? ` (tried again from ${new Date(m.retry_at).toISOString()})` : "";
-        process.stdout.write(`       ${m.status === "failed" ? "failed" : "last attempt failed"}: ${oneLine(m.error, REPLY_CHARS)}${again}\n`);
+        writeText(`       ${m.status === "failed" ? "failed" : "last attempt failed"}: ${oneLine(m.error, REPLY_CHARS)}${again}\n`);
       }
       if (cut(m.text, TEXT_CHARS) || cut(m.reply ?? "", REPLY_CHARS) || cut(m.error ?? "", REPLY_CHARS)) shortened = true;
     }
-    if (shortened) process.stdout.write(`(texts cut with …: \`baton show ${agent} ID\` prints one message whole)\n`);
-    process.stdout.write(`cursor ${page.cursor}\n`);
+    if (shortened) writeText(`(texts cut with …: \`baton show ${agent} ID\` prints one message whole)\n`);
+    writeText(`cursor ${page.cursor}\n`);
   },
 });
 

@@ -7,6 +7,7 @@ import { constants } from "node:os";
 import { LeaseHeldError, LeaseLostError, withSessionLease, type SessionLeaseEvent } from "../../client/index.ts";
 import { DEFAULT_LEASE_TTL_SECONDS } from "../../worker/rules/session-lease.ts";
 import { LIMITS } from "../../worker/wire/protocol.ts";
+import { writeText } from "../lib/printable.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { sessionName } from "../lib/names.ts";
@@ -54,7 +55,8 @@ export default defineCommand({
     const killGraceMs = graceRaw === undefined ? 5000 : numberOption(graceRaw, "kill-grace", { min: 0, max: 3600, unit: "seconds" }) * 1000;
     const conn = resolveConnection(options);
     const log = (event: string, fields: Record<string, unknown>, text: string): void => {
-      process.stderr.write(options.json ? `${JSON.stringify({ event, ...fields })}\n` : `baton: ${text}\n`);
+      if (options.json) process.stderr.write(`${JSON.stringify({ event, ...fields })}\n`);
+      else writeText(`baton: ${text}\n`, process.stderr);
     };
     try {
       return await withSessionLease(session, (lease) => runCommand(rest, lease, killGraceMs), {

@@ -1,6 +1,7 @@
 // `baton pause AGENT` and `baton unpause AGENT`: stop handing out an agent's messages (they queue,
 // the lease stays where it is), and start again.
 import { pause, unpause } from "../../client/controls.ts";
+import { writeText } from "../lib/printable.ts";
 import { defineCommand } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
@@ -19,7 +20,8 @@ export default defineCommand({
   options: {},
   async run({ args, options }) {
     const answer = await pause(agentName(args[0]!), resolveConnection(options));
-    process.stdout.write(options.json ? `${JSON.stringify(answer)}\n` : describePause(answer));
+    if (options.json) process.stdout.write(`${JSON.stringify(answer)}\n`);
+    else writeText(describePause(answer));
   },
 });
 
@@ -30,6 +32,7 @@ export const unpauseCommand = defineCommand({
   options: {},
   async run({ args, options }) {
     const answer = await unpause(agentName(args[0]!), resolveConnection(options));
-    process.stdout.write(options.json ? `${JSON.stringify(answer)}\n` : describePause(answer));
+    if (options.json) process.stdout.write(`${JSON.stringify(answer)}\n`);
+    else writeText(describePause(answer));
   },
 });

@@ -5,6 +5,7 @@
 import { requestJson } from "../../client/http.ts";
 import { messageViewSchema } from "../../worker/wire/http-responses.ts";
 import { unknownOutcomeReason } from "../../worker/wire/protocol.ts";
+import { writeText } from "../lib/printable.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
@@ -29,11 +30,11 @@ export default defineCommand({
     if (options.done && options.redo) throw new UsageError("--done and --redo exclude each other", true);
     const outcome = options.done ? "done" : options.redo ? "redo" : undefined;
     const body = { ...(args[2] === undefined ? {} : { input: args[2] }), ...(outcome === undefined ? {} : { outcome }) };
-    const m = await requestJson(resolveConnection(options), "POST", `/agents/${agent}/messages/${id}/resume`, messageViewSchema, { body });
+    const m = await requestJson(resolveConnection(options), "POST", `/agents/${agent}/messages/${id}/resume`, messageViewSchema, { body, headers: { "x-baton-via": "cli" } });
     if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
     else if (m.status === "parked" && m.waiting_on !== null) {
       // Several effects were left unknown: each is answered in turn.
-      process.stdout.write(`answered; message ${m.id} of ${agent} still waits: ${unknownOutcomeReason(m.waiting_on)}: baton resume ${agent} ${m.id} --done [OUTCOME] | --redo\n`);
-    } else process.stdout.write(`resumed message ${m.id} of ${agent}: ${m.status}\n`);
+      writeText(`answered; message ${m.id} of ${agent} still waits: ${unknownOutcomeReason(m.waiting_on)}: baton resume ${agent} ${m.id} --done [OUTCOME] | --redo\n`);
+    } else writeText(`resumed message ${m.id} of ${agent}: ${m.status}\n`);
   },
 });

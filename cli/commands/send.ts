@@ -2,13 +2,14 @@
 // saying so when nobody serves the agent (the message then waits in the queue).
 import { requestJson, type Connection } from "../../client/http.ts";
 import { replyText } from "../../client/run-journal.ts";
-import { printable, shellWord } from "../lib/printable.ts";
+import { printable, writeText } from "../lib/printable.ts";
+import { answerCommands } from "../lib/next-steps.ts";
 import { messageViewSchema, presenceSchema, type MessageView } from "../../worker/wire/http-responses.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
-import { LIMITS, unknownOutcomeReason } from "../../worker/wire/protocol.ts";
+import { LIMITS, unknownOutcomeReason, utf8Bytes } from "../../worker/wire/protocol.ts";
 
 export const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6 } as const;
 const POLL_MS = 250;
@@ -37,8 +38,9 @@ export default defineCommand({
     const agent = agentName(args[0]!);
     const timeoutS = options.timeout === undefined ? 300 : numberOption(options.timeout, "timeout", { min: 0.1, max: 86_400, unit: "seconds" });
     if (options.timeout !== undefined && !options.wait) throw new UsageError("--timeout only applies with --wait");
-    const text = args[1] === "-" ? await readStdin() : args[1]!;
+    const text = args[1] === "-" ? await readStdin(LIMITS.messageTextBytes) : args[1]!;
     if (text === "") throw new UsageError("the message text is empty");
+    if (utf8Bytes(text) > LIMITS.messageTextBytes) throw tooLong();
     const conn = resolveConnection(options);
     const { min, max } = LIMITS.runTimeoutSeconds;
     const body = {
@@ -54,18 +56,20 @@ export default defineCommand({
     const deadline = performance.now() + timeoutS * 1000;
     const state = await agentState(conn, agent);
     let served = state.served;
-    if (!served) process.stderr.write(`baton: nobody serves ${agent} right now; message ${sent.id} waits in its queue until \`baton serve ${agent}\` runs (waiting up to ${timeoutS} s)\n`);
+    if (!served) process.stderr.write(`baton: nobody serves ${agent} right now; message ${sent.id} waits in its queue until \`baton serve ${agent} -- COMMAND\` runs (waiting up to ${timeoutS} s)\n`);
     if (state.paused) process.stderr.write(`baton: ${agent} is paused; message ${sent.id} waits in its queue until \`baton unpause ${agent}\`\n`);
     let presenceAt = performance.now();
     for (;;) {
       const m = await requestJson(conn, "GET", `/agents/${agent}/messages/${sent.id}`, messageViewSchema);
       if (m.status === "acknowledged") {
-        process.stdout.write(options.json ? `${JSON.stringify(m)}\n` : ((await replyText(conn, agent, m)) ?? ""));
+        // The reply is the command's output: exact in a pipe, made printable on a terminal.
+        const reply = options.json ? `${JSON.stringify(m)}\n` : ((await replyText(conn, agent, m)) ?? "");
+        process.stdout.write(!options.json && process.stdout.isTTY ? printable(reply) : reply);
         return;
       }
       if (m.status === "parked") {
         if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
-        process.stderr.write(waitingFor(agent, m));
+        writeText(waitingFor(agent, m), process.stderr);
         throw new CLIError(`message ${sent.id} waits for a person; once answered, \`baton show ${agent} ${sent.id}\` prints its reply (sending again would post it twice)`, SEND_EXIT.parked);
       }
       if (m.status === "rejected") {
@@ -106,13 +110,25 @@ export function waitingFor(agent: string, m: MessageView): string {
   }
   const q = m.question;
   const asked = q?.text ? `: ${printable(q.text)}` : " for approval";
-  const choices = q && q.choices.length > 0 ? q.choices.map((c) => `baton answer ${agent} ${m.id} ${shellWord(c)} [TEXT]`) : [`baton approve ${agent} ${m.id} [TEXT]`];
   const deadline = q?.deadline ? `\n  (by ${new Date(q.deadline).toISOString()}, then: ${q.on_deadline})` : "";
-  return `baton: message ${m.id} parked, waiting for a person${asked}\n${[...choices, `baton reject ${agent} ${m.id} [REASON]`].map((c) => `  ${c}`).join("\n")}${deadline}\n`;
+  return `baton: message ${m.id} parked, waiting for a person${asked}\n${answerCommands(agent, m.id, q?.choices ?? []).map((c) => `  ${c}`).join("\n")}${deadline}\n`;
 }
 
-async function readStdin(): Promise<string> {
+function tooLong(): UsageError {
+  return new UsageError(`the message text is over ${LIMITS.messageTextBytes} bytes, the most one message may hold; nothing was sent (send a path or a link to it instead)`);
+}
+
+/** Standard input as text, refused (and no longer read) as soon as it passes `limit` bytes. */
+async function readStdin(limit: number): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  let bytes = 0;
+  for await (const chunk of process.stdin) {
+    bytes += (chunk as Buffer).length;
+    if (bytes > limit) {
+      process.stdin.destroy();
+      throw tooLong();
+    }
+    chunks.push(chunk as Buffer);
+  }
   return Buffer.concat(chunks).toString("utf8");
 }

@@ -13,7 +13,8 @@ import { EXIT } from "../lib/exit-codes.ts";
 import { acquireLock, lockDir, lockName } from "../lib/local-lock.ts";
 import { MessageJournal, stateDir } from "../lib/message-journal.ts";
 import { commandHandler } from "../lib/serve-handler.ts";
-import { StatusReporter } from "../lib/status-line.ts";
+import { writeCliShim } from "../lib/cli-shim.ts";
+import { describeEvent, StatusReporter } from "../lib/status-line.ts";
 import { onTermination } from "../lib/termination.ts";
 import { agentName } from "../lib/names.ts";
 import { LIMITS, MACHINE_LABEL } from "../../worker/wire/protocol.ts";
@@ -46,6 +47,7 @@ export default defineCommand({
     name: "COMMAND [ARGS...]",
     description: "run once per message; env BATON_AGENT, BATON_MACHINE, BATON_MESSAGE_ID, BATON_FENCE, BATON_ATTEMPT, BATON_CHECKPOINT, " +
       "BATON_MESSAGE_TOKEN, BATON_RUN_KEY, BATON_URL, BATON_TOKEN (for `baton step`, `baton effect`, `baton heartbeat` inside it), " +
+      "BATON_CLI (this serve's own `baton`, also first on the command's PATH), " +
       "BATON_RESUME_INPUT (after `baton resume`); exit 75 (EX_TEMPFAIL) parks the message until `baton resume`",
   },
   options: {
@@ -90,14 +92,18 @@ export default defineCommand({
     const dir = stateDir();
     const journal = new MessageJournal(dir, agent, conn.url, machine);
     const checkpointPath = join(dir, `${agent}-${process.pid}.checkpoint.json`);
+    const shim = writeCliShim();
+    process.on("exit", () => shim.remove());
     const handle = serve(agent, commandHandler({
       agent, machine, command, args: commandArgs, graceMs, checkpointPath, parkDeadlineSeconds, conn,
       log: (message, fields) => reporter.log(message, fields),
       stderr: () => reporter.commandStderr(),
+      env: shim.env,
     }), {
       ...conn, machine, priority, cursor: journal.cursor, concurrency,
       onStatus: (s) => reporter.status(s),
-      onEvent: (e) => reporter.event(e),
+      // A park names the command that shows the question and how to answer it (a plain resume may be refused).
+      onEvent: (e) => (e.type === "parked" ? reporter.log(`${describeEvent(e)}: \`baton show ${agent} ${e.id}\` says how to answer`, { ...e }) : reporter.event(e)),
       onMessage: (m) => journal.record(m),
     });
     const stopWatching = onTermination((why) => {
@@ -109,6 +115,7 @@ export default defineCommand({
     } finally {
       stopWatching();
       rmSync(checkpointPath, { force: true });
+      shim.remove();
       reporter.end();
     }
     return EXIT.ok;

@@ -3,7 +3,8 @@
 // answer when an effect's outcome is unknown.
 import { requestJson } from "../../client/http.ts";
 import { replyText } from "../../client/run-journal.ts";
-import { printable, shellWord } from "../lib/printable.ts";
+import { printable, writeText } from "../lib/printable.ts";
+import { answerCommands } from "../lib/next-steps.ts";
 import { messageViewSchema, type MessageView } from "../../worker/wire/http-responses.ts";
 import { unknownOutcomeReason } from "../../worker/wire/protocol.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
@@ -38,7 +39,7 @@ export default defineCommand({
         : []),
       ...(m.status === "parked" && m.waiting_on === null
         ? [`  parked      ${m.question?.text ? `asks: ${printable(m.question.text)}` : "for approval"}${m.expires_at ? `, until ${at(m.expires_at)} (then ${m.question?.on_deadline ?? "fail"})` : ", with no deadline"}`,
-          `  answer      ${m.question?.choices.length ? m.question.choices.map((c) => `baton answer ${agent} ${m.id} ${shellWord(c)} [TEXT]`).join(" | ") : `baton approve ${agent} ${m.id} [TEXT]`} | baton reject ${agent} ${m.id} [REASON]`]
+          `  answer      ${answerCommands(agent, m.id, m.question?.choices ?? []).join(" | ")}`]
         : []),
       ...(m.status === "rejected" ? ["  rejected    it will not run again"] : []),
       ...m.answers.map((a) => `  answered    ${at(a.at)} ${printable(a.choice)}${a.text ? ` ${JSON.stringify(a.text)}` : ""} by ${a.token} (${a.account}, ${a.via})`),
@@ -54,7 +55,7 @@ export default defineCommand({
     ];
     const reply = await replyText(conn, agent, m);
     if (reply !== null) lines.push("  reply", ...reply.replace(/\n$/, "").split("\n").map((l) => `    ${l}`));
-    process.stdout.write(`${lines.join("\n")}\n`);
+    writeText(`${lines.join("\n")}\n`);
   },
 });
 

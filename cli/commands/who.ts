@@ -3,6 +3,7 @@
 import { requestJson, type Connection } from "../../client/http.ts";
 import { agentListSchema, agentWhoListSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
 import { defineCommand } from "../lib/command.ts";
+import { printable, writeText } from "../lib/printable.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
 import { renderPresence, type PresenceReport } from "../lib/presence-table.ts";
@@ -21,7 +22,8 @@ export default defineCommand({
     const conn = resolveConnection(options);
     if (!options.watch) {
       const reports = await load(conn, agent, options.json);
-      process.stdout.write(options.json ? `${JSON.stringify(agent ? reports[0] : { agents: reports }, null, 2)}\n` : render(reports));
+      if (options.json) process.stdout.write(`${JSON.stringify(agent ? reports[0] : { agents: reports }, null, 2)}\n`);
+      else writeText(render(reports));
       return;
     }
     await watch(conn, agent, options.json);
@@ -33,6 +35,7 @@ async function watch(conn: Connection, agent: string | undefined, json: boolean)
   const show = (text: string): void => {
     process.stdout.write(tty ? `\x1b[H\x1b[2J${new Date().toLocaleTimeString()}  (live; Ctrl-C to stop)\n\n${text}` : text);
   };
+  const showTable = (text: string): void => show(printable(text));
   let lastReason = "";
   let lastSaidAt = -Infinity;
   let failing = false;
@@ -43,7 +46,7 @@ async function watch(conn: Connection, agent: string | undefined, json: boolean)
     onChange(all) {
       const reports = agent ? all.filter((a) => a.agent === agent) : all;
       if (json) return show(`${JSON.stringify(agent ? reports[0] ?? null : { agents: reports })}\n`);
-      show(agent && reports.length === 0 ? `${agent}: no connections\n` : render(reports));
+      showTable(agent && reports.length === 0 ? `${agent}: no connections\n` : render(reports));
     },
     onStatus(status) {
       if (status.kind === "connecting") {
@@ -60,7 +63,7 @@ async function watch(conn: Connection, agent: string | undefined, json: boolean)
       if (status.reason === lastReason && t - lastSaidAt < REPEAT_MS) return;
       lastReason = status.reason;
       lastSaidAt = t;
-      process.stderr.write(`baton who: ${status.reason}; retrying in ${(status.delayMs / 1000).toFixed(1)} s\n`);
+      writeText(`baton who: ${status.reason}; retrying in ${(status.delayMs / 1000).toFixed(1)} s\n`, process.stderr);
     },
   });
   const stopWatching = onTermination(() => void handle.stop(), { watchParent: true });

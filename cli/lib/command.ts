@@ -5,6 +5,7 @@
 import { parseArgs } from "node:util";
 import { COMMON_EXIT_CODES, type ExitCodeDoc } from "./exit-codes.ts";
 import { UsageError } from "./errors.ts";
+import { didYouMean } from "./suggest.ts";
 import { DEFAULT_URL } from "./config.ts";
 
 export interface OptionSpec {
@@ -71,7 +72,7 @@ export function parseInvocation<O extends Record<string, OptionSpec>>(command: C
       strict: true,
     });
   } catch (err) {
-    throw new UsageError(usageMessage(err), true);
+    throw new UsageError(usageMessage(err, Object.keys(options).map((name) => `--${name}`)), true);
   }
   const max = command.positionals.length;
   if (parsed.positionals.length > max) {
@@ -87,11 +88,12 @@ export function parseInvocation<O extends Record<string, OptionSpec>>(command: C
   return { args: command.positionals.map((_, i) => parsed.positionals[i]), options: values as Values<O & typeof COMMON_OPTIONS>, rest };
 }
 
-function usageMessage(err: unknown): string {
+/** `known`: the command's options, for "did you mean" after an unknown one. */
+function usageMessage(err: unknown, known: string[]): string {
   const message = err instanceof Error ? err.message : String(err);
   const code = (err as { code?: string }).code;
   const flag = message.match(/'(-[^' ]+)/)?.[1];
-  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && flag) return `unknown option ${flag}`;
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && flag) return `unknown option ${flag}${didYouMean(flag.split("=")[0]!, [...known, "--help"])}`;
   if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && flag) {
     return message.includes("does not take an argument") ? `${flag} takes no value` : `${flag} needs a value`;
   }

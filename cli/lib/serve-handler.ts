@@ -33,6 +33,8 @@ export interface CommandHandlerOptions {
   log: (message: string, fields?: Record<string, unknown>) => void;
   /** Where each run's stderr goes (serve's status reporter keeps it off the live line); default this process's stderr. */
   stderr?: () => NodeJS.WritableStream;
+  /** More environment for every run (serve's own `baton` on PATH: cli-shim.ts). */
+  env?: Record<string, string>;
 }
 
 export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
@@ -46,6 +48,7 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
       stdin: message.text,
       stderr: opts.stderr?.(),
       env: {
+        ...opts.env,
         BATON_AGENT: opts.agent,
         BATON_MACHINE: opts.machine,
         BATON_MESSAGE_ID: String(message.id),

@@ -4,6 +4,7 @@
 // changes, and then at most every REPEAT_MS, so logs say why without filling up.
 import { Writable } from "node:stream";
 import type { ServeEvent, ServeStatus } from "../../client/index.ts";
+import { printable } from "./printable.ts";
 
 export const REPEAT_MS = 30_000;
 
@@ -35,7 +36,7 @@ export function describeEvent(e: ServeEvent): string {
         ? `ran message ${e.id} (attempt ${e.attempt}, fence ${e.fence})`
         : `ran message ${e.id} (attempt ${e.attempt}, token ${e.token})`;
     case "parked":
-      return `parked message ${e.id} (token ${e.token}): it waits for \`baton resume\``;
+      return `parked message ${e.id} (token ${e.token}): it waits for a person`;
     case "revoked":
       return `message ${e.id} (token ${e.token}) was taken back (${e.reason}): its run is stopped`;
     case "handler_failed":
@@ -69,7 +70,7 @@ export class StatusReporter {
 
   /** Shows a new status; repeats are not printed again, and retries only at a sane rate. */
   status(s: ServeStatus): void {
-    const text = describeStatus(s, this.url);
+    const text = printable(describeStatus(s, this.url));
     if (text === this.last) return;
     if (s.kind === "reconnecting" && !this.tty) {
       const t = this.now();
@@ -90,8 +91,9 @@ export class StatusReporter {
   }
 
   /** A one-off line (a run finished, a reply was refused); keeps the live line below it. */
-  log(message: string, fields: Record<string, unknown> = {}): void {
-    if (this.json) return this.writeJson({ event: "log", message, ...fields });
+  log(said: string, fields: Record<string, unknown> = {}): void {
+    if (this.json) return this.writeJson({ event: "log", message: said, ...fields });
+    const message = printable(said);
     if (this.tty) this.out.write(`\r\x1b[2K${this.prefix}: ${message}\n${this.prefix}: ${this.last}`);
     else this.out.write(`${this.prefix}: ${message}\n`);
   }

@@ -75,7 +75,10 @@ describe("the baton command line", () => {
       [["serve", "reviewer", "--grace", "x", "--", "cat"], /--grace must be a number of seconds between 0 and 3600/],
       [["login", "--url"], /--url needs a value/],
       [["lease"], /lease needs a subcommand: run or show/],
-      [["nonsense"], /unknown command "nonsense"/],
+      [["nonsense"], /^baton: unknown command "nonsense"\n/],
+      [["sned", "reviewer", "hi"], /^baton: unknown command "sned" \(did you mean send\?\)\n\(see `baton --help`\)\n$/],
+      [["lease", "rnu", "s1"], /^baton: lease needs a subcommand: run or show \(did you mean lease run\?\)\n/],
+      [["send", "reviewer", "x", "--wiat"], /^baton: unknown option --wiat \(did you mean --wait\?\)\n/],
     ];
     for (const [args, message] of cases) {
       const out = baton([...args]);
@@ -101,11 +104,38 @@ describe("the baton command line", () => {
     expect(baton(["serve", "Bad Name", "--", "cat", "--help"]).code).toBe(2);
   });
 
+  it("send refuses a message over the text limit before reading past it: 50 MiB on stdin is cut off after a pipe or two, exit 2, nothing posted", async () => {
+    const agent = uniqueAgent("huge");
+    const child = spawn(process.execPath, [BIN, "send", agent, "-", "--url", dev.url, "--token", DEV_TOKEN], { cwd: ROOT, env: env(), stdio: ["pipe", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    const chunk = Buffer.alloc(64 * 1024, "x");
+    let written = 0;
+    child.stdin.on("error", () => {
+      // EPIPE once the CLI stops reading: that is the point
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    let open = true;
+    void exited.then(() => (open = false));
+    while (open && written < 50 * 1024 * 1024) {
+      const accepted = child.stdin.write(chunk);
+      written += chunk.length;
+      if (!accepted) await Promise.race([new Promise((r) => child.stdin.once("drain", r)), exited]);
+    }
+    expect(await exited).toBe(2);
+    expect(stderr).toBe("baton: the message text is over 32768 bytes, the most one message may hold; nothing was sent (send a path or a link to it instead)\n");
+    expect(written).toBeLessThan(4 * 1024 * 1024);
+    const long = baton(["send", agent, "é".repeat(16 * 1024 + 1), "--url", dev.url, "--token", DEV_TOKEN]);
+    expect(long.code).toBe(2);
+    expect(long.stderr).toContain("over 32768 bytes");
+    expect(JSON.parse(baton(["history", agent, "--json", "--url", dev.url, "--token", DEV_TOKEN]).stdout).messages).toEqual([]);
+  });
+
   it("send --wait to an agent nobody serves says so, then gives up with exit 3 after --timeout", () => {
     const agent = uniqueAgent("nobody");
     const out = baton(["send", agent, "anyone?", "--wait", "--timeout", "1", "--url", dev.url, "--token", DEV_TOKEN]);
     expect(out.code).toBe(3);
-    expect(out.stderr).toMatch(new RegExp(`^baton: nobody serves ${agent} right now; message \\d+ waits in its queue until \`baton serve ${agent}\` runs \\(waiting up to 1 s\\)\\n`));
+    expect(out.stderr).toMatch(new RegExp(`^baton: nobody serves ${agent} right now; message \\d+ waits in its queue until \`baton serve ${agent} -- COMMAND\` runs \\(waiting up to 1 s\\)\\n`));
     expect(out.stderr).toMatch(/baton: no reply to message \d+ within 1 s \(status queued; nobody serves .+\)\n$/);
   });
 

@@ -6,11 +6,14 @@
 // and restored transitions read on the timeline, and nothing overflows at phone width. Screenshots
 // land in docs/.
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import { BATON_PROTOCOL, tokenProtocol } from "../../worker/wire/token-protocol.ts";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
 const CHROMIUM_ARGS = [
@@ -502,5 +505,26 @@ describe("presence dashboard", () => {
     expect(await page.evaluate(() => localStorage.getItem("baton.token"))).toBe(DEV_TOKEN);
     await page.evaluate(() => localStorage.removeItem("baton.token"));
     await page.close();
+  });
+
+  it("a page on another origin cannot open the observer socket with the dev token; the dashboard's own origin can", async () => {
+    const other = createServer((_req, res) => res.end("<!doctype html><title>elsewhere</title>"));
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    const elsewhere = `http://127.0.0.1:${(other.address() as AddressInfo).port}/`;
+    const open = (page: Page) => page.evaluate(([url, protocols]) => new Promise<string>((resolve) => {
+      const ws = new window.WebSocket(url, [...protocols]);
+      ws.onopen = () => (ws.close(), resolve("open"));
+      ws.onerror = () => resolve("refused");
+    }), [`${dev.url.replace("http", "ws")}/observe`, [BATON_PROTOCOL, tokenProtocol(DEV_TOKEN)]] as const);
+    try {
+      const page = await browser.newPage();
+      await page.goto(elsewhere);
+      expect(await open(page)).toBe("refused");
+      await page.goto(dev.url);
+      expect(await open(page)).toBe("open");
+      await page.close();
+    } finally {
+      other.close();
+    }
   });
 });

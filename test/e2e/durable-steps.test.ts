@@ -116,6 +116,7 @@ describe("durable steps through baton serve", () => {
     expect(answered.code, answered.stderr).toBe(0);
     const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
     expect(done.reply?.trim()).toBe("plan-of-attempt-1 receipt-by-hand");
+    expect(runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url }).stdout).toMatch(/answered\s+\S+ done "receipt-by-hand" by \S+ \(dev, cli\)/);
     expect(lines(join(dir, "pay.log"))).toHaveLength(1);
     expect(lines(join(dir, "plan.log"))).toHaveLength(1);
   });

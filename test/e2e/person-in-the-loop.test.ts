@@ -130,6 +130,66 @@ describe("a person in the loop through baton serve", () => {
   });
 });
 
+describe("every next step the CLI prints works as printed", () => {
+  /** A served command that finds `baton` only through serve: PATH holds nothing but the system's own directories. */
+  function bareAgent(body: string): { dir: string; command: string; env: Record<string, string> } {
+    const dir = mkdtempSync(join(tmpdir(), "baton-bare-"));
+    const command = join(dir, "agent.sh");
+    writeFileSync(command, `#!/bin/sh\nset -e\n${body}\n`, { mode: 0o755 });
+    return { dir, command, env: { PATH: "/usr/bin:/bin" } };
+  }
+
+  it("serve started as `node dist/cli/main.js` puts its own baton first on the command's PATH; --choices approve,reject is the plain question; the approve history prints runs it as the attempt approve names", async () => {
+    const agent = uniqueAgent("bare");
+    const { dir, command, env } = bareAgent([
+      `choice=$(baton ask "Deploy v3?" --choices approve,reject) || exit $?`,
+      `built=$(baton step build -- echo built)`,
+      `echo "$choice $built attempt $BATON_ATTEMPT cli $BATON_CLI"`,
+    ].join("\n"));
+    const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
+    fx.started.push(a);
+    await a.waitFor(/holder/);
+    const waited = await sendWait(agent, "release v3");
+    expect(waited.code, waited.stderr).toBe(5);
+    const id = Number(/message (\d+) parked/.exec(waited.stderr)?.[1]);
+    expect(waited.stderr).toContain(`  baton approve ${agent} ${id} [TEXT]\n  baton reject ${agent} ${id} [REASON]`);
+    await a.waitFor(new RegExp(`parked message ${id} \\(token \\d+\\): it waits for a person: \`baton show ${agent} ${id}\` says how to answer`));
+    expect(runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url }).stdout).toContain(`asks: Deploy v3?`);
+    const history = runBaton(["history", agent], { BATON_URL: fx.dev.url });
+    const hint = /\(asks: Deploy v3\?; baton (approve)\|reject (\S+) (\d+)\)/.exec(history.stdout);
+    expect(hint, history.stdout).not.toBeNull();
+    const approved = runBaton([hint![1]!, hint![2]!, hint![3]!], { BATON_URL: fx.dev.url });
+    expect(approved.code, approved.stderr).toBe(0);
+    const attempt = /it runs again(?: now)? \(attempt (\d+)\)/.exec(approved.stdout)?.[1];
+    expect(attempt, approved.stdout).toBeDefined();
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done.reply?.trim()).toMatch(new RegExp(`^approve built attempt ${attempt} cli /\\S+/baton$`));
+  });
+
+  it("for a question with choices, history, show and send print baton answer with those choices, and each works as printed", async () => {
+    const agent = uniqueAgent("choices");
+    const { dir, command, env } = bareAgent([`choice=$(baton ask "Ship v2?" --choices ship,hold) || exit $?`, `echo "chose $choice"`].join("\n"));
+    const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
+    fx.started.push(a);
+    await a.waitFor(/holder/);
+    const first = await postMessage(fx.dev.url, agent, "one");
+    const second = await postMessage(fx.dev.url, agent, "two");
+    await waitForMessage(fx.dev.url, agent, second, (m) => m.status === "parked", 20_000);
+    const history = runBaton(["history", agent], { BATON_URL: fx.dev.url });
+    expect(history.stdout).not.toContain("approve");
+    const hint = new RegExp(`baton answer ${agent} ${first} (ship\\|hold), or baton reject ${agent} ${first}`).exec(history.stdout);
+    expect(hint, history.stdout).not.toBeNull();
+    const answered = runBaton(["answer", agent, String(first), hint![1]!.split("|")[1]!], { BATON_URL: fx.dev.url });
+    expect(answered.code, answered.stderr).toBe(0);
+    const shown = runBaton(["show", agent, String(second)], { BATON_URL: fx.dev.url });
+    const printed = /answer\s+(baton answer \S+ \d+ ship) \[TEXT\]/.exec(shown.stdout);
+    expect(printed, shown.stdout).not.toBeNull();
+    expect(runBaton(printed![1]!.split(" ").slice(1), { BATON_URL: fx.dev.url }).code).toBe(0);
+    expect((await waitForMessage(fx.dev.url, agent, first, (m) => m.status === "acknowledged", 20_000)).reply?.trim()).toBe("chose hold");
+    expect((await waitForMessage(fx.dev.url, agent, second, (m) => m.status === "acknowledged", 20_000)).reply?.trim()).toBe("chose ship");
+  });
+});
+
 describe("a person in the loop through the client library", () => {
   const handles: ServeHandle[] = [];
 

@@ -65,6 +65,39 @@ describe("baton send and history", () => {
     }
   });
 
+  it("a runner's failure reason and a sender's text carrying ESC, BEL and CSI sequences reach the terminal without a control byte; --json keeps them exact", async () => {
+    const agent = `hostile-${Date.now()}`;
+    const hostile = "deploy\u001b[1A\u001b[2K\u001b]0;pwned\u0007 ship\u009b2J";
+    const reason = "boom\u001b[1A\u001b[2Kbaton answer x 1 ship\u0007\u001b]2;title\u001b\\";
+    const policy = await fetch(`${dev.url}/agents/${agent}/policy`, { method: "PUT", headers: { authorization: `Bearer ${DEV_TOKEN}` }, body: JSON.stringify({ max_attempts: 1 }) });
+    expect(policy.status).toBe(200);
+    const ws = new WebSocket(`${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=failing`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    ws.on("message", (data) => {
+      const f = JSON.parse(String(data));
+      if (f.type === "message" && f.run) ws.send(JSON.stringify({ type: "fail", id: f.id, token: f.token, reason }));
+    });
+    await new Promise((r) => ws.once("open", r));
+    ws.send(JSON.stringify({ type: "serve_lease", op: "claim" }));
+    try {
+      const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/;
+      const failed = await baton("send", agent, hostile, "--wait").catch((e) => e);
+      expect(failed.code).toBe(4);
+      expect(failed.stderr).toContain("boom");
+      expect(failed.stderr).not.toMatch(CONTROL);
+      const id = Number(/message (\d+) failed/.exec(failed.stderr)?.[1]);
+      for (const args of [["show", agent, String(id)], ["history", agent]]) {
+        const out = await baton(...args);
+        expect(out.stdout, args[0]).toContain("deploy");
+        expect(out.stdout, args[0]).toContain("boom");
+        expect(out.stdout, args[0]).not.toMatch(CONTROL);
+      }
+      const exact = JSON.parse((await baton("show", agent, String(id), "--json")).stdout);
+      expect(exact).toMatchObject({ text: hostile, error: reason });
+    } finally {
+      ws.close();
+    }
+  });
+
   it("a bad agent name is a one-line usage error with exit 2, in baton's words", async () => {
     const err = await baton("send", "Not-Valid", "x").catch((e) => e);
     expect(err.code).toBe(2);

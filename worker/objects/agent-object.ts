@@ -27,6 +27,7 @@ import type { Answerer, BlobReserve, HeartbeatAnswer, MessageLeases, Refusal, Re
 import type { Answer } from "../rules/message-lease.ts";
 import { accountTag, idempotencyKey, legacyIdempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
 import { escalationEvent } from "../rules/webhooks.ts";
+import { webhookCounts } from "../rules/webhook-exposure.ts";
 import type { MessageView, StepView } from "../wire/http-responses.ts";
 import { AgentWebhooks } from "./agent-webhooks.ts";
 import type { OutboxEvent } from "./webhook-outbox.ts";
@@ -592,7 +593,9 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const now = Date.now();
     const presence = this.presenceOf(this.liveConns(now), now);
     const metrics = this.metrics.changed(presence, now);
-    this.directoryReporter.report(this.ctx, this.env.DIRECTORY, this.identity.account, presence, metrics, () => this.metrics.forget());
+    // The directory shows every token of the account (GET /agents, dashboards): webhook counts only.
+    const listed = { ...presence, webhook: presence.webhook && webhookCounts(presence.webhook) };
+    this.directoryReporter.report(this.ctx, this.env.DIRECTORY, this.identity.account, listed, metrics, () => this.metrics.forget());
   }
 
   private agentName(): string {

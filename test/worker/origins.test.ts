@@ -1,0 +1,66 @@
+// A web page on another origin cannot use the coordinator: its socket upgrades (observe, serve)
+// and its HTTP requests are refused with 403 whatever the token, the public dev token included,
+// unless BATON_ALLOWED_ORIGINS lists the origin (here https://ops.example, set in
+// vitest.workers.config.ts). Pages on the coordinator's own origin (the dashboard) and clients
+// that send no Origin (CLI, Node, Python) go on as before.
+import { SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { BATON_PROTOCOL, tokenProtocol } from "../../worker/wire/token-protocol.ts";
+import { BASE, DEV_TOKEN, uniqueAgent } from "./helpers.ts";
+
+const EVIL = "https://evil.example";
+
+/** An upgrade as a browser sends it: the token in the subprotocol list, the page's origin in Origin. */
+function browserUpgrade(path: string, origin: string | null): Promise<Response> {
+  return SELF.fetch(`${BASE}${path}`, {
+    headers: {
+      Upgrade: "websocket",
+      "Sec-WebSocket-Protocol": `${BATON_PROTOCOL}, ${tokenProtocol(DEV_TOKEN)}`,
+      ...(origin === null ? {} : { Origin: origin }),
+    },
+  });
+}
+
+function closeAccepted(res: Response): void {
+  res.webSocket!.accept();
+  res.webSocket!.close(1000, "test done");
+}
+
+describe("requests from web pages on other origins", () => {
+  it("a foreign page's observe and serve upgrades with the dev token are refused with 403 and a clear reason", async () => {
+    for (const path of ["/observe", `/agents/${uniqueAgent()}/serve?machine=page`]) {
+      const res = await browserUpgrade(path, EVIL);
+      expect(res.status, path).toBe(403);
+      expect(res.webSocket).toBeNull();
+      const body = await res.json<{ error: string; message: string }>();
+      expect(body.error).toBe("forbidden");
+      expect(body.message).toBe(`requests from web pages on ${EVIL} are refused: this coordinator answers browsers on its own origin (${BASE}) only; list other origins in BATON_ALLOWED_ORIGINS`);
+    }
+    // `null` is what sandboxed frames and file: pages send: foreign too.
+    expect((await browserUpgrade("/observe", "null")).status).toBe(403);
+  });
+
+  it("a foreign page's HTTP request with the dev token is refused, and changes nothing", async () => {
+    const agent = uniqueAgent();
+    const post = await SELF.fetch(`${BASE}/agents/${agent}/messages`, {
+      method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, Origin: EVIL, "content-type": "application/json" }, body: JSON.stringify({ text: "deploy token=hunter2" }),
+    });
+    expect(post.status).toBe(403);
+    expect((await SELF.fetch(`${BASE}/agents`, { headers: { Authorization: `Bearer ${DEV_TOKEN}`, Origin: EVIL } })).status).toBe(403);
+    const page = await SELF.fetch(`${BASE}/agents/${agent}/messages`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(await page.json()).toMatchObject({ messages: [] });
+  });
+
+  it("the coordinator's own origin (the dashboard), an allowed origin, and clients without Origin go on", async () => {
+    for (const origin of [BASE, "https://ops.example", null]) {
+      const res = await browserUpgrade("/observe", origin);
+      expect(res.status, String(origin)).toBe(101);
+      closeAccepted(res);
+      const http = await SELF.fetch(`${BASE}/agents`, { headers: { Authorization: `Bearer ${DEV_TOKEN}`, ...(origin === null ? {} : { Origin: origin }) } });
+      expect(http.status, String(origin)).toBe(200);
+    }
+    const serve = await browserUpgrade(`/agents/${uniqueAgent()}/serve?machine=dashboard`, BASE);
+    expect(serve.status).toBe(101);
+    closeAccepted(serve);
+  });
+});
