@@ -10,7 +10,7 @@ import { CONTROL_ROUTES, type ControlRoute } from "./objects/agent-controls.ts";
 import { webhookRoute } from "./webhook-routes.ts";
 import type { MessagePolicy } from "./rules/message-lease.ts";
 import {
-  answerSchema, approveSchema, askSchema, errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema,
+  answerSchema, approveSchema, askSchema, CANCEL_REASON_CHARS, cancelSchema, errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema,
   STEP_NAME, stepWriteSchema, utf8Bytes,
 } from "./wire/protocol.ts";
 import type { Answerer } from "./objects/message-leases.ts";
@@ -20,7 +20,7 @@ const SMALL_BODY_BYTES = 4 * 1024;
 
 type Method =
   | "presence" | "post" | "messagePage" | "message" | "control" | "policy" | "setPolicy" | "resume" | "answer" | "retry" | "ask" | "stepOf" | "recordStep"
-  | "heartbeatRun" | "reserveBlob" | "stageBlob" | "blobKey" | "webhook" | "setWebhook" | "deleteWebhook";
+  | "heartbeatRun" | "reserveBlob" | "stageBlob" | "blobKey" | "webhook" | "setWebhook" | "deleteWebhook" | "cancel";
 /**
  * The object's methods as the Worker calls them. The runtime's stub type maps every result through
  * its serializable-type check, which cannot express the JSON values (`unknown`) in a checkpoint;
@@ -51,7 +51,7 @@ export async function agentRequest(request: Request, env: Env, account: string, 
     const view = await stub.message(Number(one[1]));
     return view ? Response.json(view) : errorResponse(404, "not_found", `no message ${one[1]}`);
   }
-  const decision = route.match(/^messages\/(\d{1,15})\/(resume|answer|approve|reject|retry|ask)$/);
+  const decision = route.match(/^messages\/(\d{1,15})\/(resume|answer|approve|reject|retry|ask|cancel)$/);
   if (decision && method === "POST") {
     const id = Number(decision[1]);
     const by: Answerer = { account, token: callerOf(request).tokenName, via: viaOf(request) };
@@ -62,6 +62,8 @@ export async function agentRequest(request: Request, env: Env, account: string, 
         return askRoute(request, id, stub);
       case "retry":
         return decided(await stub.retry(id, by));
+      case "cancel":
+        return cancelMessage(request, id, by, stub);
       default:
         return answerMessage(request, id, decision[2] as "answer" | "approve" | "reject", by, stub);
     }
@@ -163,6 +165,16 @@ async function answerMessage(request: Request, id: number, kind: "answer" | "app
   if (text !== null && utf8Bytes(text) > LIMITS.answerTextBytes) return errorResponse(413, "too_large", `an answer's text is at most ${LIMITS.answerTextBytes} bytes`);
   const { choice } = parsed.value;
   return decided(await stub.answer(id, { choice, text }, by));
+}
+
+/** POST …/cancel {reason?}: 200 with the message as it is now, also when an earlier cancel stands; 409 when it ended first. */
+async function cancelMessage(request: Request, id: number, by: Answerer, stub: Stub): Promise<Response> {
+  const body = await readJsonBody(request, SMALL_BODY_BYTES * 2, {});
+  if (!body.ok) return body.response;
+  const parsed = parseBody(cancelSchema, body.data);
+  if (!parsed.ok) return errorResponse(400, "bad_request", `body must be {"reason"?: "<text of at most ${CANCEL_REASON_CHARS} characters>"}: ${parsed.message}`);
+  const answer = await stub.cancel(id, parsed.value.reason ?? null, by);
+  return answer.ok ? Response.json(answer.view) : errorResponse(answer.status, answer.code, answer.message);
 }
 
 /** POST …/ask {token, run_key, question}: a served command's question, which its park carries. */

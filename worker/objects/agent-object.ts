@@ -22,7 +22,7 @@ import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
 import { AgentMetricsKeeper } from "./metrics-agent.ts";
 import { WorkDesk } from "./work-desk.ts";
 import { randomHex128 } from "./secrets.ts";
-import type { StoredMessage } from "./message-store.ts";
+import { leaseOf, type StoredMessage } from "./message-store.ts";
 import type { Answerer, BlobReserve, HeartbeatAnswer, MessageLeases, Refusal, ResumeOutcome, StepAnswer } from "./message-leases.ts";
 import type { Answer } from "../rules/message-lease.ts";
 import { idempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
@@ -56,6 +56,10 @@ export interface PostResult {
 }
 
 export type ResumeAnswer = { ok: true; view: MessageView } | Extract<ResumeOutcome, { ok: false }>;
+/** A cancel's answer: the message as it is now (`already`: an earlier cancel stands), or why not. */
+export type CancelAnswer =
+  | { ok: true; already: boolean; view: MessageView }
+  | { ok: false; status: 404 | 409; code: "not_found" | "message_finished"; message: string };
 
 export class AgentCoordinator extends SocketObject<ConnState> {
   protected readonly kind = SERVE;
@@ -260,6 +264,20 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   /** A failed message queued again, with a fresh set of attempts. */
   retry(id: number, by: Answerer): ResumeAnswer {
     return this.decided(Date.now(), (now) => this.desk.leases.retry(id, by, now), id);
+  }
+
+  /**
+   * Cancels a message wherever it is (rules/message-cancel.ts), as one event of the plan: queued
+   * or parked it ends at once; running, its runner is told to stop and its token refuses every
+   * later write, and the slot it held takes the next message in the same plan.
+   */
+  cancel(id: number, reason: string | null, by: Answerer): CancelAnswer {
+    this.store.countWake();
+    const stored = this.desk.messages.get(id);
+    if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
+    const verdict = this.step(Date.now(), { type: "cancel", target: leaseOf(stored), by, reason }).plan.cancel!.verdict;
+    if (verdict.outcome === "refused") return { ok: false, status: 409, code: verdict.code, message: verdict.message };
+    return { ok: true, already: verdict.outcome === "already", view: this.desk.view(this.desk.messages.get(id)!) };
   }
 
   /** A served command's question (`baton ask`), stored under the run's token for the park that follows. */
@@ -495,12 +513,17 @@ export class AgentCoordinator extends SocketObject<ConnState> {
         if (t.deadline === "escalate") this.webhooks.enqueue(escalationEvent(saved), now);
       }
     }
+    if (plan.cancel?.verdict.outcome === "cancelled") {
+      leases.saveCancel(plan.cancel.verdict.message, { at: now, ...plan.cancel.by, reason: plan.cancel.reason });
+    }
     const changed = new Set<number>(plan.patches.keys());
     for (const [i, p] of plan.patches) Object.assign(conns[i]!.state, p);
     for (const i of plan.close) closeQuietly(conns[i]!.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
     for (const t of plan.takeBacks) {
       if (t.revoke) send(conns[t.revoke.to]!.ws, { type: "revoked", id: t.lease.id, token: t.revoke.token, reason: t.revoke.reason });
     }
+    const stop = plan.cancel?.stop;
+    if (stop) send(conns[stop.to]!.ws, { type: "cancel", id: stop.id, token: stop.token, reason: plan.cancel!.reason, by: plan.cancel!.by.token });
     const checkpoint = plan.tells.some((t) => t.held) ? messages.checkpoint() : null;
     for (const t of plan.tells) {
       send(conns[t.to]!.ws, {

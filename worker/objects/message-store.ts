@@ -60,6 +60,17 @@ export interface StoredMessage {
   park_ms: number | null;
   /** The choice of the answer that queued the message again (approve, or one the question offered). */
   resume_choice: string | null;
+  /** Once cancelled: who, from where, when and why (JSON of CancelRecord). */
+  cancel: string | null;
+}
+
+/** Who cancelled a message, from where, when and why. */
+export interface CancelRecord {
+  at: number;
+  account: string;
+  token: string;
+  via: string;
+  reason: string | null;
 }
 
 /** A question as stored with its message: what a runner asked, and the journal step its answer replays as. */
@@ -121,6 +132,7 @@ const LEASE_COLUMNS: Record<string, string> = {
   on_deadline: "TEXT",
   park_ms: "INTEGER",
   resume_choice: "TEXT",
+  cancel: "TEXT",
 };
 
 /** The columns a message's lease is made of (see leaseOf). */
@@ -151,11 +163,11 @@ export interface Retention {
 
 const HISTORY_PAGE = 500;
 /** Statuses nothing will change any more: pruned from history past the retention. */
-const FINISHED = "('acknowledged', 'failed', 'rejected')";
+const FINISHED = "('acknowledged', 'failed', 'rejected', 'cancelled')";
 /** Answers kept per message (a message parked and answered again and again keeps its newest ones). */
 const ANSWERS_KEPT = 20;
 
-type ReportedField = "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error" | "heartbeat_at" | "pending_ask" | "question" | "on_deadline";
+type ReportedField = "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error" | "heartbeat_at" | "pending_ask" | "question" | "on_deadline" | "cancel";
 
 export class MessageStore {
   /** Told when saveLease moved a message to another status (the agent object turns that into webhook events). */
@@ -338,6 +350,11 @@ export class MessageStore {
     this.sql.exec(`UPDATE messages SET pending_ask = ? WHERE id = ?`, name, id);
   }
 
+  /** Keeps who cancelled message `id` and why; saved before the lease that makes it `cancelled`, so the status change's event carries it. */
+  saveCancel(id: number, record: CancelRecord): void {
+    this.sql.exec(`UPDATE messages SET cancel = ?, question = NULL WHERE id = ?`, JSON.stringify(record), id);
+  }
+
   /** Notes why an attempt of message `id` ended without success. */
   recordFailure(id: number, error: string): void {
     this.sql.exec(`UPDATE messages SET error = ?, failures = failures + 1 WHERE id = ?`, error, id);
@@ -358,7 +375,7 @@ export class MessageStore {
   }
 
   countByStatus(): Record<MessageStatus, number> {
-    const counts: Record<MessageStatus, number> = { queued: 0, running: 0, parked: 0, acknowledged: 0, failed: 0, rejected: 0 };
+    const counts: Record<MessageStatus, number> = { queued: 0, running: 0, parked: 0, acknowledged: 0, failed: 0, rejected: 0, cancelled: 0 };
     for (const r of this.sql.exec<{ status: MessageStatus; n: number }>(`SELECT status, COUNT(*) AS n FROM messages GROUP BY status`)) {
       counts[r.status] = r.n;
     }
@@ -369,7 +386,7 @@ export class MessageStore {
   inStatus(status: MessageStatus, limit: number): Pick<StoredMessage, ReportedField>[] {
     return this.sql.exec<Pick<StoredMessage, ReportedField>>(
       `SELECT id, attempts, token, runner, expires_at, msg_group, substr(error, 1, 500) AS error, heartbeat_at, pending_ask,
-       CASE WHEN status = 'parked' THEN question END AS question, on_deadline
+       CASE WHEN status = 'parked' THEN question END AS question, on_deadline, CASE WHEN status = 'cancelled' THEN cancel END AS cancel
        FROM messages WHERE status = ? ORDER BY id DESC LIMIT ?`,
       status, limit).toArray();
   }

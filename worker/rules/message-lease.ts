@@ -9,8 +9,9 @@
 //     └──fail (after a backoff)──┤
 //                         ├──timeout/lost/fail, attempts used up──▶ failed
 //                         └──timeout/lost/fail with an effect's outcome unknown (ask)──▶ parked
+//   queued | running | parked ──cancel (rules/message-cancel.ts)──▶ cancelled (final)
 
-export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed" | "rejected";
+export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed" | "rejected" | "cancelled";
 
 /** What a question's deadline does when nobody answered it: fail the message, answer for the person, or ask again. */
 export type OnDeadline = "fail" | "approve" | "reject" | "escalate";
@@ -144,7 +145,7 @@ function parkUnknown(m: MessageLease): MessageLease {
 
 export type MessageWriteVerdict =
   | { ok: true }
-  | { ok: false; code: "stale_token" | "message_not_running" | "not_your_message"; message: string };
+  | { ok: false; code: "stale_token" | "message_not_running" | "not_your_message" | "cancelled"; message: string };
 
 /**
  * A write for a message (reply, ack, checkpoint, park, fail) must carry the token of its running
@@ -155,6 +156,9 @@ export type MessageWriteVerdict =
 export function checkMessageWrite(m: MessageLease, token: number, runner: string, now: number): MessageWriteVerdict {
   if (token !== m.token) {
     return { ok: false, code: "stale_token", message: `token ${token} is not message ${m.id}'s current token ${m.token}` };
+  }
+  if (m.status === "cancelled") {
+    return { ok: false, code: "cancelled", message: `message ${m.id} was cancelled: its run must stop, and nothing it writes is kept` };
   }
   if (m.status !== "running") {
     return { ok: false, code: "message_not_running", message: `message ${m.id} is ${m.status}, not running` };
@@ -216,7 +220,8 @@ export function answer(m: MessageLease, reply: Answer, choices: readonly string[
 }
 
 /** A failed message queued again by a person: a fresh set of attempts (its attempt numbers start again; its tokens keep growing). */
-export function retry(m: MessageLease): { ok: true; message: MessageLease } | { ok: false; code: "bad_request"; message: string } {
+export function retry(m: MessageLease): { ok: true; message: MessageLease } | { ok: false; code: "bad_request" | "cancelled"; message: string } {
+  if (m.status === "cancelled") return { ok: false, code: "cancelled", message: `message ${m.id} was cancelled, and a cancelled message is final: send it again to run it` };
   if (m.status !== "failed") return { ok: false, code: "bad_request", message: `message ${m.id} is ${m.status}; only a failed message is retried` };
   return { ok: true, message: { ...m, status: "queued", attempts: 0, runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null } };
 }

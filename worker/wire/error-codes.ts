@@ -27,6 +27,8 @@ export const ERROR_CODES = [
   "outcome_unknown",
   "effect_in_progress",
   "question_open",
+  "cancelled",
+  "message_finished",
   "no_holder",
   "upgrade_required",
   "not_configured",

@@ -18,7 +18,7 @@ export const answerRecordSchema = z.object({
 export const messageViewSchema = z.object({
   id: z.int().check(z.gte(1)),
   text: z.string(),
-  status: z.enum(["queued", "running", "parked", "acknowledged", "failed", "rejected"]),
+  status: z.enum(["queued", "running", "parked", "acknowledged", "failed", "rejected", "cancelled"]),
   attempts: count,
   created_at: z.number(),
   acked_at: z.nullable(z.number()),
@@ -63,6 +63,14 @@ export const messageViewSchema = z.object({
   /** The running attempt's latest heartbeat (server ms) and its details. */
   heartbeat_at: z.nullable(z.number()),
   progress: z.unknown(),
+  /**
+   * Who cancelled it (token name, account, via), when and why; `unknown_effects`: effects whose intent
+   * was recorded and whose outcome never was, so nobody knows whether they happened (never run again).
+   * Null unless cancelled; absent from older coordinators.
+   */
+  cancelled: z.optional(z.nullable(z.object({
+    at: z.number(), account: z.string(), token: z.string(), via: z.string(), reason: z.nullable(z.string()), unknown_effects: z.array(z.string()),
+  }))),
 });
 
 /** GET /agents/{agent}/messages/{id}/steps/{name}: one record with its value. */

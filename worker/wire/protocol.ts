@@ -350,6 +350,11 @@ export const askSchema = z.strictObject({ ...runProof, question: questionSchema,
 export const answerSchema = z.strictObject({ choice: choice, text: z.optional(z.nullable(z.string())) });
 export const approveSchema = z.strictObject({ text: z.optional(z.nullable(z.string())) });
 
+/** Characters a cancel's reason may hold. */
+export const CANCEL_REASON_CHARS = 1000;
+/** POST /agents/{agent}/messages/{id}/cancel: why, kept with who cancelled (optional; an empty body is fine). */
+export const cancelSchema = z.strictObject({ reason: z.optional(z.nullable(z.string().check(z.maxLength(CANCEL_REASON_CHARS)))) });
+
 /** PUT /agents/{agent}/messages/{id}/steps/{name}: the same write as a `step` frame. */
 export const stepWriteSchema = z.strictObject({
   ...runProof, kind: stepKind, phase: stepPhase, value: z.optional(z.unknown()), blob: z.optional(blobId), on_unknown: z.optional(onUnknown),

@@ -16,7 +16,7 @@ export const WEBHOOK_LIMITS = {
 /** The headers of every delivery (besides content-type: application/json). */
 export const WEBHOOK_HEADERS = { id: "baton-event-id", type: "baton-event-type", signature: "baton-signature" } as const;
 
-export const WEBHOOK_EVENT_TYPES = ["message.parked", "message.escalated", "message.outcome_unknown", "message.failed", "agent.no_holder"] as const;
+export const WEBHOOK_EVENT_TYPES = ["message.parked", "message.escalated", "message.outcome_unknown", "message.failed", "message.cancelled", "agent.no_holder"] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 const count = z.int().check(z.nonnegative());
@@ -115,6 +115,11 @@ export const webhookEventSchema = z.discriminatedUnion("type", [
   }),
   /** The message failed for good (attempts used up, or its park deadline passed). */
   z.object({ ...eventBase, type: z.literal("message.failed"), message: z.object({ ...messageBase, error: z.nullable(z.string()) }) }),
+  /** A person cancelled the message (`by`: the name of their token, `via`: page, cli or http): it never runs again. */
+  z.object({
+    ...eventBase, type: z.literal("message.cancelled"),
+    message: z.object({ ...messageBase, reason: z.nullable(z.string()), by: z.string(), via: z.string(), was: z.enum(["queued", "running", "parked"]) }),
+  }),
   /** The agent has had no leaseholder since `no_holder_since`, for longer than `after_seconds`; once per outage. */
   z.object({ ...eventBase, type: z.literal("agent.no_holder"), no_holder_since: millis, after_seconds: count }),
 ]);
