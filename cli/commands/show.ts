@@ -41,7 +41,9 @@ export default defineCommand({
           `  answer      ${m.question?.choices.length ? m.question.choices.map((c) => `baton answer ${agent} ${m.id} ${shellWord(c)} [TEXT]`).join(" | ") : `baton approve ${agent} ${m.id} [TEXT]`} | baton reject ${agent} ${m.id} [REASON]`]
         : []),
       ...(m.status === "rejected" ? ["  rejected    it will not run again"] : []),
-      ...m.answers.map((a) => `  answered    ${at(a.at)} ${printable(a.choice)}${a.text ? ` ${JSON.stringify(a.text)}` : ""} by ${a.token} (${a.account}, ${a.via})`),
+      ...(m.status === "cancelled" ? ["  cancelled   final: it will not run again"] : []),
+      ...(m.cancelled?.unknown_effects.length ? [`  unknown     outcome of ${m.cancelled.unknown_effects.join(", ")}: begun, never recorded as done; not run again`] : []),
+      ...m.answers.map((a) => `  ${a.choice === "cancel" ? "cancelled   " : "answered    "}${at(a.at)}${a.choice === "cancel" ? "" : ` ${printable(a.choice)}`}${a.text ? ` ${JSON.stringify(a.text)}` : ""} by ${a.token} (${a.account}, ${a.via})`),
       ...(m.status === "queued" && m.retry_at ? [`  retried     from ${at(m.retry_at)}`] : []),
       ...(m.status === "acknowledged" ? [`  done        ${at(m.acked_at)} under token ${m.acked_token ?? "-"} (fence ${m.acked_fence ?? "-"})`] : []),
       ...(m.error ? [`  ${m.status === "failed" ? "failed     " : "last error "} ${m.error}`] : []),

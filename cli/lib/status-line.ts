@@ -38,6 +38,8 @@ export function describeEvent(e: ServeEvent): string {
       return `parked message ${e.id} (token ${e.token}): it waits for \`baton resume\``;
     case "revoked":
       return `message ${e.id} (token ${e.token}) was taken back (${e.reason}): its run is stopped`;
+    case "cancelled":
+      return `message ${e.id} (token ${e.token}) was cancelled by ${e.by}${e.reason ? ` (${e.reason})` : ""}: its run is stopped`;
     case "handler_failed":
       return `message ${e.id} failed: ${e.error instanceof Error ? e.error.message : String(e.error)}`;
     case "refused":
