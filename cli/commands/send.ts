@@ -59,13 +59,17 @@ export default defineCommand({
       process.stdout.write(options.json ? `${JSON.stringify(sent)}\n` : `sent message ${sent.id} to ${agent}\n`);
       return;
     }
+    // Watched from the moment the message exists, so a Ctrl-C never leaves it behind unsaid.
+    const interrupt = onInterrupt();
     const deadline = performance.now() + timeoutS * 1000;
-    const state = await agentState(conn, agent);
+    const state = await agentState(conn, agent).catch((error: unknown) => {
+      interrupt.stop();
+      throw error;
+    });
     let served = state.served;
     if (!served) process.stderr.write(`baton: nobody serves ${agent} right now; message ${sent.id} waits in its queue until \`baton serve ${agent}\` runs (waiting up to ${timeoutS} s)\n`);
     if (state.paused) process.stderr.write(`baton: ${agent} is paused; message ${sent.id} waits in its queue until \`baton unpause ${agent}\`\n`);
     let presenceAt = performance.now();
-    const interrupt = onInterrupt();
     try {
       for (;;) {
         if (interrupt.fired) return await interrupted(conn, agent, sent.id, options["cancel-on-interrupt"], options.json);
