@@ -4,6 +4,8 @@ import { describe, expect, it } from "vitest";
 import { planAgent, type AgentSnapshot, type Canceller } from "../../worker/rules/agent-plan.ts";
 import { cancel } from "../../worker/rules/message-cancel.ts";
 import { statusChangeEvent } from "../../worker/rules/webhooks.ts";
+import { agentFamilies } from "../../worker/rules/metrics-families.ts";
+import { EMPTY_COUNTERS, type AgentMetrics } from "../../worker/rules/metrics.ts";
 import { checkMessageWrite, DEFAULT_POLICY, expireDue, retry, type MessageLease, type MessageStatus } from "../../worker/rules/message-lease.ts";
 
 const NOW = 100_000;
@@ -107,5 +109,18 @@ describe("the webhook event of a cancel", () => {
   });
   it("staying cancelled makes nothing", () => {
     expect(statusChangeEvent("cancelled", facts)).toBeNull();
+  });
+});
+
+describe("the metric of cancels", () => {
+  const agent = (cancelled?: number): AgentMetrics => ({
+    agent: "reviewer", reported_at: 0, connections: 1, holders: 1, standbys: 0, fence: 1,
+    counters: { transitions: {}, gapSeconds: EMPTY_COUNTERS.gapSeconds, refusals: {} },
+    messages: { byStatus: {}, posted: 3, deliveries: 3, redeliveries: 0, ...(cancelled === undefined ? {} : { cancelled }) },
+  });
+  it("baton_messages_cancelled_total counts cancels per agent, 0 from a coordinator that reports none", () => {
+    const family = agentFamilies([agent(2), { ...agent(), agent: "old" }]).find((f) => f.name === "baton_messages_cancelled_total")!;
+    expect(family.type).toBe("counter");
+    expect(family.samples).toEqual([{ labels: { agent: "reviewer" }, value: 2 }, { labels: { agent: "old" }, value: 0 }]);
   });
 });
