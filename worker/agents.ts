@@ -41,7 +41,7 @@ export async function agentRequest(request: Request, env: Env, account: string, 
     return stub.fetch(request);
   }
   if (route === "presence" && method === "GET") return Response.json(await stub.presence());
-  if (route === "messages" && method === "POST") return postMessage(request, stub);
+  if (route === "messages" && method === "POST") return postMessage(request, stub, { account, token: callerOf(request).tokenName, via: viaOf(request) });
   if (route === "messages" && method === "GET") return messagePage(url, stub);
   if (route === "policy") return policy(request, stub);
   if (route === "webhook") return webhookRoute(request, stub, `agent ${agent}`);
@@ -89,7 +89,7 @@ function decodeSegment(segment: string): string {
 }
 
 /** With an Idempotency-Key header, a retry within the key's retention returns the first post's message (200, Idempotent-Replayed). */
-async function postMessage(request: Request, stub: Stub): Promise<Response> {
+async function postMessage(request: Request, stub: Stub, by: Answerer): Promise<Response> {
   const key = request.headers.get("idempotency-key");
   if (key !== null && (key.length < 1 || key.length > LIMITS.idempotencyKeyChars || !MACHINE_LABEL.test(key))) {
     return errorResponse(400, "bad_request", `Idempotency-Key must be 1-${LIMITS.idempotencyKeyChars} printable characters`);
@@ -103,7 +103,8 @@ async function postMessage(request: Request, stub: Stub): Promise<Response> {
   const { text, group, run_timeout_seconds } = parsed.data;
   if (utf8Bytes(text) > LIMITS.messageTextBytes) return errorResponse(413, "too_large", `message text exceeds ${LIMITS.messageTextBytes} bytes`);
   const runTimeoutMs = run_timeout_seconds === undefined ? undefined : Math.round(run_timeout_seconds * 1000);
-  const posted = await stub.post(text, { group, runTimeoutMs, key });
+  const posted = await stub.post(text, { group, runTimeoutMs, key, by });
+  if (posted.status === 409) return errorResponse(409, posted.code, posted.message, { holder: posted.holder });
   return Response.json(posted.view, { status: posted.status, headers: posted.replayed ? { "Idempotent-Replayed": "true" } : {} });
 }
 
@@ -132,13 +133,15 @@ async function policy(request: Request, stub: Stub): Promise<Response> {
   if (!body.ok) return body.response;
   const parsed = parseBody(policySchema, body.data);
   if (!parsed.ok) return errorResponse(400, "bad_request", `bad policy: ${parsed.message}`);
-  const { mode, max_running, run_timeout_seconds, max_attempts, heartbeat_timeout_seconds } = parsed.value;
+  const { mode, max_running, run_timeout_seconds, max_attempts, heartbeat_timeout_seconds, on_busy, debounce_ms } = parsed.value;
   const update: Partial<MessagePolicy> = {
     ...(heartbeat_timeout_seconds === undefined ? {} : { heartbeatTimeoutMs: heartbeat_timeout_seconds === null ? null : heartbeat_timeout_seconds * 1000 }),
     ...(mode === undefined ? {} : { mode }),
     ...(max_running === undefined ? {} : { maxRunning: max_running }),
     ...(run_timeout_seconds === undefined ? {} : { runTimeoutMs: Math.round(run_timeout_seconds * 1000) }),
     ...(max_attempts === undefined ? {} : { maxAttempts: max_attempts }),
+    ...(on_busy === undefined ? {} : { onBusy: on_busy }),
+    ...(debounce_ms === undefined ? {} : { debounceMs: debounce_ms === 0 ? null : debounce_ms }),
   };
   return Response.json(policyView(await stub.setPolicy(update)));
 }
@@ -244,5 +247,6 @@ export function policyView(p: MessagePolicy) {
   return {
     mode: p.mode, max_running: p.maxRunning, run_timeout_seconds: p.runTimeoutMs / 1000, max_attempts: p.maxAttempts,
     heartbeat_timeout_seconds: p.heartbeatTimeoutMs === null ? null : p.heartbeatTimeoutMs / 1000,
+    on_busy: p.onBusy, debounce_ms: p.debounceMs,
   };
 }

@@ -23,6 +23,7 @@ import { AgentMetricsKeeper } from "./metrics-agent.ts";
 import { WorkDesk } from "./work-desk.ts";
 import { randomHex128 } from "./secrets.ts";
 import { leaseOf, type StoredMessage } from "./message-store.ts";
+import { decideOnBusy } from "../rules/on-busy.ts";
 import type { Answerer, BlobReserve, HeartbeatAnswer, MessageLeases, Refusal, ResumeOutcome, StepAnswer } from "./message-leases.ts";
 import type { Answer } from "../rules/message-lease.ts";
 import { idempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
@@ -49,11 +50,10 @@ interface LiveConn extends Socket<ConnState> {
   heartbeat: number;
 }
 
-export interface PostResult {
-  status: 201 | 200;
-  replayed: boolean;
-  view: MessageView | { id: number; pruned: true };
-}
+export type PostResult =
+  | { status: 201 | 200; replayed: boolean; view: MessageView | { id: number; pruned: true } }
+  /** on_busy reject while the group is busy: nothing was stored. */
+  | { status: 409; code: "busy"; message: string; holder: number };
 
 export type ResumeAnswer = { ok: true; view: MessageView } | Extract<ResumeOutcome, { ok: false }>;
 /** A cancel's answer: the message as it is now (`already`: an earlier cancel stands), or why not. */
@@ -139,7 +139,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
    * Stores a message and hands it out. With an idempotency key, a retry within the key's retention
    * returns the message the first post created (200, replayed) and stores nothing.
    */
-  post(text: string, opts: { group?: string; runTimeoutMs?: number; key: string | null }): PostResult {
+  post(text: string, opts: { group?: string; runTimeoutMs?: number; key: string | null; by: Answerer }): PostResult {
     this.store.countWake();
     const now = Date.now();
     const { messages } = this.desk;
@@ -148,13 +148,19 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       const first = messages.get(earlier);
       return { status: 200, replayed: true, view: first ? this.desk.view(first) : { id: earlier, pruned: true } };
     }
-    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs });
+    // While its group is busy, the agent's on_busy policy decides (rules/on-busy.ts); queue, the default, reads nothing.
+    const policy = this.desk.leases.policies.policy();
+    const group = opts.group ?? null;
+    const busy = policy.onBusy === "queue" ? null : decideOnBusy(policy, messages.openInGroup(group), group, now);
+    if (busy?.action === "refuse") return { status: 409, code: busy.code, message: busy.message, holder: busy.holder };
+    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, holdUntil: busy?.holdUntil ?? null });
     if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
     if (messages.prune(stored.id, now, this.config.retention) > 0) {
       this.desk.blobs.collectOrphans(now);
       void this.sweepBlobs();
     }
-    const { conns, plan } = this.step(now, { type: "work" });
+    const acts = busy !== null && (busy.interrupt.length > 0 || busy.supersede.length > 0);
+    const { conns, plan } = this.step(now, acts ? { type: "busy", newId: stored.id, by: opts.by, interrupt: busy.interrupt, supersede: busy.supersede } : { type: "work" });
     // Every other connection sees the message too, without being asked to run it.
     const runner = plan.handOuts.find((h) => h.lease.id === stored.id)?.to;
     conns.forEach((c, i) => {
@@ -513,17 +519,15 @@ export class AgentCoordinator extends SocketObject<ConnState> {
         if (t.deadline === "escalate") this.webhooks.enqueue(escalationEvent(saved), now);
       }
     }
-    if (plan.cancel?.verdict.outcome === "cancelled") {
-      leases.saveCancel(plan.cancel.verdict.message, { at: now, ...plan.cancel.by, reason: plan.cancel.reason });
-    }
+    for (const c of plan.cancels) if (c.verdict.outcome === "cancelled") leases.saveCancel(c.verdict.message, { at: now, ...c.by, reason: c.reason });
+    for (const s of plan.superseded) leases.saveSuperseded(s.lease, s.by);
     const changed = new Set<number>(plan.patches.keys());
     for (const [i, p] of plan.patches) Object.assign(conns[i]!.state, p);
     for (const i of plan.close) closeQuietly(conns[i]!.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
     for (const t of plan.takeBacks) {
       if (t.revoke) send(conns[t.revoke.to]!.ws, { type: "revoked", id: t.lease.id, token: t.revoke.token, reason: t.revoke.reason });
     }
-    const stop = plan.cancel?.stop;
-    if (stop) send(conns[stop.to]!.ws, { type: "cancel", id: stop.id, token: stop.token, reason: plan.cancel!.reason, by: plan.cancel!.by.token });
+    for (const { stop, reason, by } of plan.cancels) if (stop) send(conns[stop.to]!.ws, { type: "cancel", id: stop.id, token: stop.token, reason, by: by.token });
     const checkpoint = plan.tells.some((t) => t.held) ? messages.checkpoint() : null;
     for (const t of plan.tells) {
       send(conns[t.to]!.ws, {

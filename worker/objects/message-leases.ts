@@ -392,6 +392,12 @@ export class MessageLeases {
     this.messages.saveLease(after);
   }
 
+  /** Stores a queued message replaced by a newer one of its group (on_busy replace); its status change makes `message.superseded`. */
+  saveSuperseded(after: MessageLease, by: number): void {
+    this.messages.saveSupersededBy(after.id, by);
+    this.messages.saveLease(after);
+  }
+
   /** The running attempt stores what it asks (`baton ask`); its park then carries it. */
   ask(id: number, token: number, writer: Writer, question: Question, deadlineSeconds: number | null, now: number): Refusal | { ok: true; id: number; token: number } {
     const run = this.checkRun(id, token, writer, now);

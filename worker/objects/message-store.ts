@@ -62,6 +62,8 @@ export interface StoredMessage {
   resume_choice: string | null;
   /** Once cancelled: who, from where, when and why (JSON of CancelRecord). */
   cancel: string | null;
+  /** Once superseded (on_busy replace): the newer message of its group that took its place. */
+  superseded_by: number | null;
 }
 
 /** Who cancelled a message, from where, when and why. */
@@ -133,6 +135,7 @@ const LEASE_COLUMNS: Record<string, string> = {
   park_ms: "INTEGER",
   resume_choice: "TEXT",
   cancel: "TEXT",
+  superseded_by: "INTEGER",
 };
 
 /** The columns a message's lease is made of (see leaseOf). */
@@ -163,7 +166,7 @@ export interface Retention {
 
 const HISTORY_PAGE = 500;
 /** Statuses nothing will change any more: pruned from history past the retention. */
-const FINISHED = "('acknowledged', 'failed', 'rejected', 'cancelled')";
+const FINISHED = "('acknowledged', 'failed', 'rejected', 'cancelled', 'superseded')";
 /** Answers kept per message (a message parked and answered again and again keeps its newest ones). */
 const ANSWERS_KEPT = 20;
 
@@ -235,10 +238,11 @@ export class MessageStore {
     this.sql.exec(`UPDATE messages SET resume_choice = ? WHERE id = ?`, choice, id);
   }
 
-  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null } = {}): StoredMessage {
+  /** `holdUntil`: not handed out before then (an on_busy replace debounce), as a retry's backoff. */
+  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null; holdUntil?: number | null } = {}): StoredMessage {
     return this.sql.exec<Record<string, SqlStorageValue>>(
-      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms) VALUES (?, ?, ?, ?) RETURNING *`,
-      text, now, opts.group ?? null, opts.runTimeoutMs ?? null).one() as unknown as StoredMessage;
+      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms, retry_at) VALUES (?, ?, ?, ?, ?) RETURNING *`,
+      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.holdUntil ?? null).one() as unknown as StoredMessage;
   }
 
   /** What a write for a running message is checked against: its lease, attempt count, run key and pending question (no text, reply or checkpoint). */
@@ -355,6 +359,19 @@ export class MessageStore {
     this.sql.exec(`UPDATE messages SET cancel = ?, question = NULL WHERE id = ?`, JSON.stringify(record), id);
   }
 
+  /** Notes the newer message that replaces `id` (on_busy replace); saved before the lease that makes it `superseded`. */
+  saveSupersededBy(id: number, by: number): void {
+    this.sql.exec(`UPDATE messages SET superseded_by = ? WHERE id = ?`, by, id);
+  }
+
+  /** The open messages (queued, running, parked) of one group (null: the ungrouped ones), as lease records, oldest first. */
+  openInGroup(group: string | null): MessageLease[] {
+    const rows = this.sql.exec(
+      `SELECT ${LEASE_FIELDS} FROM messages WHERE status IN ('queued', 'running', 'parked') AND msg_group IS ? ORDER BY id LIMIT ?`, group, DISPATCH_WINDOW,
+    ).toArray() as unknown as RunRow[];
+    return rows.map(leaseOf);
+  }
+
   /** Notes why an attempt of message `id` ended without success. */
   recordFailure(id: number, error: string): void {
     this.sql.exec(`UPDATE messages SET error = ?, failures = failures + 1 WHERE id = ?`, error, id);
@@ -375,7 +392,7 @@ export class MessageStore {
   }
 
   countByStatus(): Record<MessageStatus, number> {
-    const counts: Record<MessageStatus, number> = { queued: 0, running: 0, parked: 0, acknowledged: 0, failed: 0, rejected: 0, cancelled: 0 };
+    const counts: Record<MessageStatus, number> = { queued: 0, running: 0, parked: 0, acknowledged: 0, failed: 0, rejected: 0, cancelled: 0, superseded: 0 };
     for (const r of this.sql.exec<{ status: MessageStatus; n: number }>(`SELECT status, COUNT(*) AS n FROM messages GROUP BY status`)) {
       counts[r.status] = r.n;
     }

@@ -146,6 +146,7 @@ export function messageView(m: StoredMessage, steps: StepSummary[], answers: Ans
     resume_choice: m.resume_choice,
     heartbeat_at: m.heartbeat_at,
     progress: m.progress === null ? null : (JSON.parse(m.progress) as unknown),
+    superseded_by: m.superseded_by ?? null,
     cancelled: cancelView(m, steps),
   };
 }

@@ -11,7 +11,9 @@
 //                         └──timeout/lost/fail with an effect's outcome unknown (ask)──▶ parked
 //   queued | running | parked ──cancel (rules/message-cancel.ts)──▶ cancelled (final)
 
-export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed" | "rejected" | "cancelled";
+import type { OnBusy } from "./on-busy.ts";
+
+export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed" | "rejected" | "cancelled" | "superseded";
 
 /** What a question's deadline does when nobody answered it: fail the message, answer for the person, or ask again. */
 export type OnDeadline = "fail" | "approve" | "reject" | "escalate";
@@ -58,9 +60,14 @@ export interface MessagePolicy {
    * past the run timeout.
    */
   heartbeatTimeoutMs: number | null;
+  /** What a new message does while its group is busy (rules/on-busy.ts); with replace, how long a new one is held. */
+  onBusy: OnBusy;
+  debounceMs: number | null;
 }
 
-export const DEFAULT_POLICY: MessagePolicy = { mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5, heartbeatTimeoutMs: null };
+export const DEFAULT_POLICY: MessagePolicy = {
+  mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5, heartbeatTimeoutMs: null, onBusy: "queue", debounceMs: null,
+};
 
 /** A runner that may take messages now, with its free slots (concurrency minus what it runs). */
 export interface RunnerSlots {

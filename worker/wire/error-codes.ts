@@ -29,6 +29,7 @@ export const ERROR_CODES = [
   "question_open",
   "cancelled",
   "message_finished",
+  "busy",
   "no_holder",
   "upgrade_required",
   "not_configured",

@@ -328,6 +328,10 @@ export const policySchema = z.strictObject({
   max_attempts: z.optional(z.int().check(z.gte(1), z.lte(100))),
   /** null: only the run timeout takes a silent run back. */
   heartbeat_timeout_seconds: z.optional(z.nullable(z.int().check(z.gte(LIMITS.heartbeatTimeoutSeconds.min), z.lte(LIMITS.heartbeatTimeoutSeconds.max)))),
+  /** What a new message does while its group is busy (worker/rules/on-busy.ts); default queue. */
+  on_busy: z.optional(z.enum(["queue", "reject", "interrupt", "replace"])),
+  /** With replace: hold a new message this long (ms, at most 10 minutes), so a burst becomes one run; null or 0: no hold. */
+  debounce_ms: z.optional(z.nullable(z.int().check(z.gte(0), z.lte(600_000)))),
 });
 
 /**

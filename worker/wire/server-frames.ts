@@ -40,7 +40,7 @@ const workReport = z.object({
   max_running: count,
   run_timeout_seconds: z.number(),
   max_attempts: count,
-  counts: z.object({ queued: count, running: count, parked: count, acknowledged: count, failed: count, rejected: z.optional(count), cancelled: z.optional(count) }),
+  counts: z.object({ queued: count, running: count, parked: count, acknowledged: count, failed: count, rejected: z.optional(count), cancelled: z.optional(count), superseded: z.optional(count) }),
   running: z.array(runningMessage),
   /** `reason` says what the person must decide: e.g. "outcome unknown: step charge" (null: the runner parked it). */
   parked: z.array(z.object({

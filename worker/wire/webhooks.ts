@@ -16,7 +16,7 @@ export const WEBHOOK_LIMITS = {
 /** The headers of every delivery (besides content-type: application/json). */
 export const WEBHOOK_HEADERS = { id: "baton-event-id", type: "baton-event-type", signature: "baton-signature" } as const;
 
-export const WEBHOOK_EVENT_TYPES = ["message.parked", "message.escalated", "message.outcome_unknown", "message.failed", "message.cancelled", "agent.no_holder"] as const;
+export const WEBHOOK_EVENT_TYPES = ["message.parked", "message.escalated", "message.outcome_unknown", "message.failed", "message.cancelled", "message.superseded", "agent.no_holder"] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 const count = z.int().check(z.nonnegative());
@@ -120,6 +120,8 @@ export const webhookEventSchema = z.discriminatedUnion("type", [
     ...eventBase, type: z.literal("message.cancelled"),
     message: z.object({ ...messageBase, reason: z.nullable(z.string()), by: z.string(), via: z.string(), was: z.enum(["queued", "running", "parked"]) }),
   }),
+  /** A queued message that never started was replaced by a newer one of its group (on_busy replace): it never runs. */
+  z.object({ ...eventBase, type: z.literal("message.superseded"), message: z.object({ ...messageBase, superseded_by: z.int().check(z.gte(1)) }) }),
   /** The agent has had no leaseholder since `no_holder_since`, for longer than `after_seconds`; once per outage. */
   z.object({ ...eventBase, type: z.literal("agent.no_holder"), no_holder_since: millis, after_seconds: count }),
 ]);
