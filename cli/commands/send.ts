@@ -14,7 +14,7 @@ import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
 import { LIMITS, unknownOutcomeReason } from "../../worker/wire/protocol.ts";
 
-export const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, interrupted: 130 } as const;
+export const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, superseded: 8, interrupted: 130 } as const;
 const POLL_MS = 250;
 const PRESENCE_EVERY_MS = 5000;
 
@@ -38,6 +38,7 @@ export default defineCommand({
     { code: SEND_EXIT.parked, meaning: "with --wait: the message parked for a person (its question and the commands that answer it are printed)" },
     { code: SEND_EXIT.rejected, meaning: "with --wait: a person rejected the message; it will not run" },
     { code: SEND_EXIT.cancelled, meaning: "with --wait: someone cancelled the message (who and why are printed)" },
+    { code: SEND_EXIT.superseded, meaning: "with --wait: a newer message of its group replaced it before it started (on_busy replace)" },
     { code: SEND_EXIT.interrupted, meaning: "with --wait: Ctrl-C; the message goes on unless --cancel-on-interrupt (the cancel command is printed)" },
   ],
   async run({ args, options }) {
@@ -92,6 +93,10 @@ export default defineCommand({
           if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
           else process.stderr.write(`baton: ${describeCancel(agent, m)}`);
           throw new CLIError(`message ${sent.id} was cancelled`, SEND_EXIT.cancelled);
+        }
+        if (m.status === "superseded") {
+          if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
+          throw new CLIError(`message ${sent.id} was superseded by message ${m.superseded_by ?? "?"} before it started (on_busy replace): it will not run`, SEND_EXIT.superseded);
         }
         if (m.status === "failed") {
           if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);

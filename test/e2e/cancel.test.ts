@@ -58,6 +58,32 @@ describe("cancel end to end", () => {
     expect(history.stdout).toMatch(/cancelled "wrong branch" by default \(dev, cli\)/);
   });
 
+  it("agent set --on-busy reject: a second send while the first is queued is refused with the holder named; replace supersedes it and send --wait says so", async () => {
+    const agent = uniqueAgent("busy");
+    const set = runBaton(["agent", "set", agent, "--on-busy", "reject"], { BATON_URL: fx.dev.url });
+    expect(set.stdout).toMatch(/on busy reject/);
+    expect(runBaton(["agent", "set", agent, "--on-busy", "drop"], { BATON_URL: fx.dev.url })).toMatchObject({ code: 2, stderr: expect.stringMatching(/--on-busy must be queue, reject, interrupt or replace/) });
+    expect(runBaton(["send", agent, "first"], { BATON_URL: fx.dev.url }).code).toBe(0);
+    const refused = runBaton(["send", agent, "second"], { BATON_URL: fx.dev.url });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/busy: message 1 is queued \(on_busy reject\); nothing was stored/);
+    expect(runBaton(["agent", "set", agent, "--on-busy", "replace", "--debounce-ms", "0"], { BATON_URL: fx.dev.url }).stdout).toMatch(/on busy replace/);
+    const waiting = spawn(process.execPath, [BIN, "send", agent, "v1", "--wait", "--timeout", "30"], {
+      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    waiting.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+    const exited = new Promise<number | null>((r) => waiting.once("exit", (code) => r(code)));
+    for (const deadline = Date.now() + 20_000; ; await new Promise((r) => setTimeout(r, 50))) {
+      if ((await fetch(`${fx.dev.url}/agents/${agent}/messages/2`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).ok) break;
+      if (Date.now() > deadline) throw new Error("send --wait never posted message 2");
+    }
+    expect(runBaton(["send", agent, "v2"], { BATON_URL: fx.dev.url }).code).toBe(0);
+    expect(await exited).toBe(8);
+    expect(stderr).toMatch(/message 2 was superseded by message 3 before it started/);
+    expect(runBaton(["show", agent, "2"], { BATON_URL: fx.dev.url }).stdout).toMatch(/superseded  by message 3/);
+  });
+
   it("send --wait: Ctrl-C prints the exact cancel command and exits 130, leaving the message; with --cancel-on-interrupt it cancels it", async () => {
     const agent = uniqueAgent("sigint");
     const dir = mkdtempSync(join(tmpdir(), "baton-sigint-"));

@@ -149,6 +149,7 @@ function messageItem(agent, m, partial, waiting, ui) {
     el("p", { class: "text", "data-role": "text" }, partial ? `${m.preview}${m.preview.length >= 80 ? "…" : ""}` : m.text),
     partial ? null : stepsBlock(agent, m, ui?.pool ?? false),
     partial ? null : cancelledBlock(m),
+    !partial && m.superseded_by ? el("p", { class: "meta", "data-role": "superseded" }, `superseded by #${m.superseded_by} before it started (on_busy replace)`) : null,
     partial ? null : answersBlock(m.cancelled ? { ...m, answers: (m.answers ?? []).filter((a) => a.choice !== "cancel") } : m),
     m.reply === null || m.reply === undefined ? null : el("div", { class: "reply", "data-role": "reply" },
       el("span", { class: "label" }, "Reply",
