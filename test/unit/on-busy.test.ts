@@ -19,7 +19,8 @@ describe("decideOnBusy", () => {
     ["reject: refused while one is queued or running, naming the oldest", policy("reject"), busy, { action: "refuse", code: "busy", holder: 1 }],
     ["reject: a group with only a parked message is not busy", policy("reject"), [msg(4, { status: "parked" })], { action: "store", interrupt: [] }],
     ["reject: an idle group stores", policy("reject"), [], { action: "store" }],
-    ["interrupt: the running one is cancelled; queued ones stay", policy("interrupt"), busy, { action: "store", interrupt: [busy[0]], supersede: [] }],
+    ["interrupt: the running one is cancelled and the new one runs first; queued ones stay", policy("interrupt"), busy, { action: "store", interrupt: [busy[0]], supersede: [], first: true }],
+    ["interrupt: with nothing running, the new one just queues", policy("interrupt"), [msg(2)], { action: "store", interrupt: [], first: false }],
     ["replace: queued never-started ones are superseded; a retry waiting its backoff and the running one stay", policy("replace"), busy,
       { action: "store", interrupt: [], supersede: [busy[1]], holdUntil: null }],
     ["replace with a debounce holds the new one that long", policy("replace", 300), [msg(5, { retryAt: NOW + 100 })],
@@ -67,5 +68,13 @@ describe("planAgent: a busy event", () => {
     const plan = planAgent(snapshot(open), { type: "busy", newId: 3, by, interrupt: [], supersede: [open[0]!, open[1]!] });
     expect(plan.superseded).toEqual([{ lease: expect.objectContaining({ id: 1, status: "superseded" }), by: 3 }, { lease: expect.objectContaining({ id: 2, status: "superseded" }), by: 3 }]);
     expect(plan.handOuts.map((h) => h.lease.id)).toEqual([3]);
+  });
+});
+
+describe("planDispatch with a message that interrupted its group", () => {
+  it("the message marked first runs before older queued ones of its group, which stay queued", () => {
+    const open = [msg(2, { group: "g" }), msg(3, { group: "g" }), msg(4, { group: "g", first: true })];
+    const plan = planAgent(snapshot(open), { type: "work" });
+    expect(plan.handOuts.map((h) => h.lease.id)).toEqual([4]);
   });
 });

@@ -4,7 +4,7 @@
 // debounce a burst becomes one run. Other groups are not touched.
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { call, claimant, message, post, presence, uniqueAgent, type TestSocket } from "./helpers.ts";
+import { call, claimant, message, post, presence, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
 const setPolicy = async (agent: string, body: Record<string, unknown>) => {
@@ -44,6 +44,22 @@ describe("on_busy", () => {
     expect(await a.sock.next("cancel", (f) => f.id === first)).toEqual({ type: "cancel", id: first, token: m.token, reason: `interrupted by message ${second}`, by: "default" });
     await run(a.sock, second);
     expect(await message(agent, first)).toMatchObject({ status: "cancelled", cancelled: { reason: `interrupted by message ${second}`, token: "default" } });
+  });
+
+  it("interrupt: the new one runs next, before an older queued message of its group, which stays queued and runs after", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const first = await post(agent, "long", { group: "chat" });
+    const m = await run(a.sock, first);
+    const older = await post(agent, "older, queued", { group: "chat" });
+    await setPolicy(agent, { on_busy: "interrupt" });
+    const newest = await post(agent, "stop, do this", { group: "chat" });
+    await a.sock.next("cancel", (f) => f.id === first);
+    const next = await run(a.sock, newest);
+    expect(await message(agent, older)).toMatchObject({ status: "queued" });
+    expect(await write(a.sock, { type: "ack", id: newest, token: next.token })).toMatchObject({ op: "ack" });
+    await run(a.sock, older);
+    expect(m.token).toBeLessThan(next.token!);
   });
 
   it("replace: queued never-started messages of the group end superseded by the new one, which alone runs; a running one finishes", async () => {

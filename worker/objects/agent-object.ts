@@ -153,7 +153,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const group = opts.group ?? null;
     const busy = policy.onBusy === "queue" ? null : decideOnBusy(policy, messages.openInGroup(group), group, now);
     if (busy?.action === "refuse") return { status: 409, code: busy.code, message: busy.message, holder: busy.holder };
-    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, holdUntil: busy?.holdUntil ?? null });
+    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, holdUntil: busy?.holdUntil ?? null, first: busy?.first ?? false });
     if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
     if (messages.prune(stored.id, now, this.config.retention) > 0) {
       this.desk.blobs.collectOrphans(now);

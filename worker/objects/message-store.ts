@@ -64,6 +64,8 @@ export interface StoredMessage {
   cancel: string | null;
   /** Once superseded (on_busy replace): the newer message of its group that took its place. */
   superseded_by: number | null;
+  /** 1: runs before older queued messages of its group (it interrupted the group, on_busy interrupt). */
+  run_first: number | null;
 }
 
 /** Who cancelled a message, from where, when and why. */
@@ -100,7 +102,7 @@ export interface AnswerRecord {
 }
 
 export type RunRow = Pick<StoredMessage,
-  "id" | "status" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "run_timeout_ms" | "retry_at" | "cap_at" | "pending_ask" | "on_deadline" | "park_ms" | "run_key">;
+  "id" | "status" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "run_timeout_ms" | "retry_at" | "cap_at" | "pending_ask" | "on_deadline" | "park_ms" | "run_key"> & Partial<Pick<StoredMessage, "run_first">>;
 
 /** A value kept inline (JSON-able), or in a committed blob. */
 export type StoredValue = { value: unknown } | { blob: BlobRef };
@@ -136,10 +138,11 @@ const LEASE_COLUMNS: Record<string, string> = {
   resume_choice: "TEXT",
   cancel: "TEXT",
   superseded_by: "INTEGER",
+  run_first: "INTEGER",
 };
 
 /** The columns a message's lease is made of (see leaseOf). */
-const LEASE_FIELDS = "id, status, attempts, token, runner, expires_at, msg_group, run_timeout_ms, retry_at, cap_at, pending_ask, on_deadline, park_ms";
+const LEASE_FIELDS = "id, status, attempts, token, runner, expires_at, msg_group, run_timeout_ms, retry_at, cap_at, pending_ask, on_deadline, park_ms, run_first";
 
 /** How many queued messages one dispatch looks at (oldest first): a bound on its work, not on the queue. */
 export const DISPATCH_WINDOW = 500;
@@ -193,6 +196,8 @@ export class MessageStore {
     // Dispatch reads only open work (by status, oldest first), so its cost follows that, not the history.
     sql.exec(`CREATE INDEX IF NOT EXISTS messages_open ON messages (id) WHERE status != 'acknowledged'`);
     sql.exec(`CREATE INDEX IF NOT EXISTS messages_status ON messages (status, id)`);
+    // The few messages that jump their group's queue (on_busy interrupt) are found without scanning the queue.
+    sql.exec(`CREATE INDEX IF NOT EXISTS messages_run_first ON messages (id) WHERE run_first = 1`);
     // Keys used to be global, so one message's key could answer for another; they are per message now.
     sql.exec(`DROP TABLE IF EXISTS writes`);
     sql.exec(`CREATE TABLE IF NOT EXISTS message_writes (
@@ -238,11 +243,14 @@ export class MessageStore {
     this.sql.exec(`UPDATE messages SET resume_choice = ? WHERE id = ?`, choice, id);
   }
 
-  /** `holdUntil`: not handed out before then (an on_busy replace debounce), as a retry's backoff. */
-  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null; holdUntil?: number | null } = {}): StoredMessage {
+  /**
+   * `holdUntil`: not handed out before then (an on_busy replace debounce), as a retry's backoff;
+   * `first`: runs before older queued messages of its group (on_busy interrupt).
+   */
+  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null; holdUntil?: number | null; first?: boolean } = {}): StoredMessage {
     return this.sql.exec<Record<string, SqlStorageValue>>(
-      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms, retry_at) VALUES (?, ?, ?, ?, ?) RETURNING *`,
-      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.holdUntil ?? null).one() as unknown as StoredMessage;
+      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms, retry_at, run_first) VALUES (?, ?, ?, ?, ?, ?) RETURNING *`,
+      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.holdUntil ?? null, opts.first ? 1 : null).one() as unknown as StoredMessage;
   }
 
   /** What a write for a running message is checked against: its lease, attempt count, run key and pending question (no text, reply or checkpoint). */
@@ -318,7 +326,8 @@ export class MessageStore {
       `SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'running'
        UNION ALL SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'parked' AND ((expires_at IS NOT NULL AND expires_at <= ?)
          OR msg_group IN (SELECT msg_group FROM (SELECT msg_group FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?) WHERE msg_group IS NOT NULL))
-       UNION ALL SELECT * FROM (SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?)`, now, DISPATCH_WINDOW, DISPATCH_WINDOW,
+       UNION ALL SELECT * FROM (SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?)
+       UNION SELECT ${LEASE_FIELDS} FROM messages WHERE run_first = 1 AND status = 'queued'`, now, DISPATCH_WINDOW, DISPATCH_WINDOW,
     ).toArray() as unknown as StoredMessage[];
     const parkDeadline = this.sql.exec<{ at: number | null }>(
       `SELECT MIN(expires_at) AS at FROM messages WHERE status = 'parked' AND expires_at > ?`, now).one().at ?? null;
@@ -487,7 +496,7 @@ export function leaseOf(m: RunRow): MessageLease {
   return {
     id: m.id, status: m.status, attempts: m.attempts, token: m.token, runner: m.runner, expiresAt: m.expires_at,
     group: m.msg_group, runTimeoutMs: m.run_timeout_ms, retryAt: m.retry_at, capAt: m.cap_at ?? null, pendingAsk: m.pending_ask ?? null,
-    onDeadline: m.on_deadline ?? null, parkMs: m.park_ms ?? null,
+    onDeadline: m.on_deadline ?? null, parkMs: m.park_ms ?? null, ...(m.run_first === 1 ? { first: true } : {}),
   };
 }
 

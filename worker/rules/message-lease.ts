@@ -45,6 +45,8 @@ export interface MessageLease {
   /** While parked with a deadline: what the deadline does (null: fail), and how long each wait is (escalate waits again). */
   onDeadline: OnDeadline | null;
   parkMs: number | null;
+  /** Runs before older queued messages of its group (the message that interrupted it, on_busy interrupt). */
+  first?: boolean;
 }
 
 export interface MessagePolicy {
@@ -87,9 +89,9 @@ export function isOpen(m: Pick<MessageLease, "status">): boolean {
 }
 
 /**
- * Plans which queued messages go to which runners, oldest first. A group is blocked behind its
- * oldest open message, so a conversation never runs two messages at once or out of order. The
- * runner with the most free slots is chosen, earlier runners first on ties; a message just taken
+ * Plans which queued messages go to which runners, oldest first (a message marked `first` before
+ * the rest: it interrupted its group). A group is blocked behind its oldest open message (or its
+ * `first` one), so a conversation never runs two messages at once. The runner with the most free slots is chosen, earlier runners first on ties; a message just taken
  * from a runner (`avoid`: message id to runner) goes elsewhere when another runner has room, since
  * a runner that stalled once likely still does.
  */
@@ -102,7 +104,7 @@ export function planDispatch(
   const plan: Assignment[] = [];
   // A group with a running message takes no other, even an older one queued again (a retry).
   for (const m of open) if (m.status === "running" && m.group !== null) blocked.add(m.group);
-  for (const m of [...open].sort((a, b) => a.id - b.id)) {
+  for (const m of [...open].sort((a, b) => Number(b.first ?? false) - Number(a.first ?? false) || a.id - b.id)) {
     if (!isOpen(m)) continue;
     if (m.group !== null) {
       if (blocked.has(m.group)) continue;

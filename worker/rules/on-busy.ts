@@ -4,7 +4,7 @@
 //
 //   queue      as before: it waits its turn
 //   reject     refused (409 busy, naming the message that holds the group) while one is queued or running; nothing is stored
-//   interrupt  the running message of the group is cancelled ("interrupted by message N"); queued older ones stay queued
+//   interrupt  the running message of the group is cancelled ("interrupted by message N") and the new one runs next; queued older ones stay queued
 //   replace    queued, never-started messages of the group end `superseded` (by N); a running one finishes;
 //              with a debounce, the new message is held that long, so a burst becomes one run
 import type { MessageLease } from "./message-lease.ts";
@@ -19,11 +19,14 @@ export interface BusyPolicy {
 }
 
 export type BusyVerdict =
-  /** Store the new message; cancel `interrupt` (running), supersede `supersede` (queued, never started); hold it until `holdUntil` (null: not held). */
-  | { action: "store"; interrupt: MessageLease[]; supersede: MessageLease[]; holdUntil: number | null }
+  /**
+   * Store the new message; cancel `interrupt` (running), supersede `supersede` (queued, never
+   * started); hold it until `holdUntil` (null: not held); `first`: it runs before older queued ones of its group.
+   */
+  | { action: "store"; interrupt: MessageLease[]; supersede: MessageLease[]; holdUntil: number | null; first: boolean }
   | { action: "refuse"; code: "busy"; holder: number; message: string };
 
-const store = (): BusyVerdict => ({ action: "store", interrupt: [], supersede: [], holdUntil: null });
+const store = (): BusyVerdict => ({ action: "store", interrupt: [], supersede: [], holdUntil: null, first: false });
 
 /** `group`: the open messages (queued, running, parked) of the new message's group, as stored. */
 export function decideOnBusy(policy: BusyPolicy, group: readonly MessageLease[], groupName: string | null, now: number): BusyVerdict {
@@ -36,13 +39,16 @@ export function decideOnBusy(policy: BusyPolicy, group: readonly MessageLease[],
       if (!holder) return store();
       return { action: "refuse", code: "busy", holder: holder.id, message: `${named} busy: message ${holder.id} is ${holder.status} (on_busy reject); nothing was stored` };
     }
-    case "interrupt":
-      return { action: "store", interrupt: group.filter((m) => m.status === "running"), supersede: [], holdUntil: null };
+    case "interrupt": {
+      // The message that interrupted its group runs next, before older queued ones (which stay queued).
+      const interrupt = group.filter((m) => m.status === "running");
+      return { action: "store", interrupt, supersede: [], holdUntil: null, first: interrupt.length > 0 };
+    }
     case "replace":
       return {
         action: "store", interrupt: [],
         supersede: group.filter((m) => m.status === "queued" && m.attempts === 0),
-        holdUntil: policy.debounceMs === null || policy.debounceMs <= 0 ? null : now + policy.debounceMs,
+        holdUntil: policy.debounceMs === null || policy.debounceMs <= 0 ? null : now + policy.debounceMs, first: false,
       };
   }
 }
