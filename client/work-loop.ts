@@ -151,7 +151,7 @@ export interface WorkLoopDeps {
 /** Error codes after which nothing more may be posted under the serve lease. */
 const LEASE_GONE: ReadonlySet<string> = new Set(["stale_fence", "not_holder", "lease_expired", "lease_lost"]);
 /** Error codes after which nothing more may be posted for one message. */
-const MESSAGE_GONE: ReadonlySet<string> = new Set(["stale_token", "message_not_running"]);
+const MESSAGE_GONE: ReadonlySet<string> = new Set(["stale_token", "message_not_running", "cancelled"]);
 
 interface ParkOptions {
   checkpoint?: unknown;

@@ -88,7 +88,7 @@ ON_DEADLINE = ("fail", "approve", "reject", "escalate")
 REQUEST_TIMEOUT = 10.0
 
 #: Refusals after which nothing more may be posted for the message (its run stops).
-MESSAGE_GONE = frozenset({"stale_token", "message_not_running", "not_your_message"})
+MESSAGE_GONE = frozenset({"stale_token", "message_not_running", "not_your_message", "cancelled"})
 #: Refusals after which nothing more may be posted under the serve lease.
 LEASE_GONE = frozenset({"stale_fence", "not_holder", "lease_expired", "lease_lost"})
 
