@@ -49,6 +49,17 @@ export class LeaseLostError extends Error {
 }
 
 /**
+ * A person cancelled the message (`baton cancel`, the dashboard's Stop, POST …/cancel): the reason
+ * `ctx.signal` aborted. `by` is the name of the token that cancelled, `reason` what its person said.
+ * The message is `cancelled` for good; nothing this run writes any more is kept.
+ */
+export class MessageCancelledError extends LeaseLostError {
+  constructor(readonly id: number, readonly by: string, readonly reason: string | null) {
+    super(`message ${id} was cancelled by ${by}${reason ? `: ${reason}` : ""}`, "cancelled");
+  }
+}
+
+/**
  * Thrown by `ctx.ask` once the message is parked with its question: the run ends here, and the
  * handler runs again from the top when a person answers (then `ask` returns the answer).
  */

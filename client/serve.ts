@@ -202,6 +202,9 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
       case "revoked":
         work.revoke(frame.id, frame.token, frame.reason);
         return;
+      case "cancel":
+        work.cancel(frame.id, frame.token, frame.by, frame.reason);
+        return;
       case "error":
         // Answers to our own requests are reported by the work loop.
         if (frame.req === undefined) event({ type: "coordinator_error", code: frame.code, message: frame.message });

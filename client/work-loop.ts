@@ -9,7 +9,7 @@ import {
   checkpointTooLarge, LIMITS, STEP_NAME, unknownOutcomeReason, type ClientFrame, type ErrorCode, type JournalEntry, type MessageFrame, type OnUnknown,
   type Question,
 } from "../worker/wire/protocol.ts";
-import { CoordinatorError, LeaseLostError, WaitingForPersonError } from "./errors.ts";
+import { CoordinatorError, LeaseLostError, MessageCancelledError, WaitingForPersonError } from "./errors.ts";
 import type { ReplyFrame } from "./socket.ts";
 import type { RunProof } from "./run-journal.ts";
 
@@ -57,7 +57,7 @@ export interface AskOptions {
 }
 
 export interface MessageContext {
-  /** Aborted the moment this process may no longer act on the message (revoked, run timeout, lease lost, stop). */
+  /** Aborted the moment this process may no longer act on the message (revoked, cancelled by a person, run timeout, lease lost, stop); its reason says which (a cancel's is a MessageCancelledError). */
   readonly signal: AbortSignal;
   /** The fence of the serve lease this process holds (-1 for a pool runner that is not the holder). */
   readonly fence: number;
@@ -125,6 +125,7 @@ export type ServeEvent =
   | { type: "ran"; id: number; attempt: number; fence: number; token: number | null }
   | { type: "parked"; id: number; token: number }
   | { type: "revoked"; id: number; token: number; reason: string }
+  | { type: "cancelled"; id: number; token: number; by: string; reason: string | null }
   | { type: "handler_failed"; id: number; error: unknown }
   | { type: "refused"; frame: ClientFrame["type"]; code: ErrorCode; message: string }
   | { type: "unconfirmed"; frame: ClientFrame["type"]; reason: string }
@@ -155,7 +156,7 @@ export interface WorkLoopDeps {
 /** Error codes after which nothing more may be posted under the serve lease. */
 const LEASE_GONE: ReadonlySet<string> = new Set(["stale_fence", "not_holder", "lease_expired", "lease_lost"]);
 /** Error codes after which nothing more may be posted for one message. */
-const MESSAGE_GONE: ReadonlySet<string> = new Set(["stale_token", "message_not_running"]);
+const MESSAGE_GONE: ReadonlySet<string> = new Set(["stale_token", "message_not_running", "cancelled"]);
 
 interface ParkOptions {
   checkpoint?: unknown;
@@ -209,6 +210,15 @@ export class WorkLoop {
     if (!run || run.msg.token !== token) return;
     this.deps.event({ type: "revoked", id, token, reason });
     this.abort(run, new LeaseLostError(`the coordinator took message ${id} back (${reason})`, "revoked"));
+  }
+
+  /** A person cancelled a message: abort its run (if it is this token's) with a MessageCancelledError, and forget it. */
+  cancel(id: number, token: number, by: string, reason: string | null): void {
+    this.queue = this.queue.filter((m) => !(m.id === id && m.token === token));
+    const run = this.running.get(id);
+    if (!run || run.msg.token !== token) return;
+    this.deps.event({ type: "cancelled", id, token, by, reason });
+    this.abort(run, new MessageCancelledError(id, by, reason));
   }
 
   /**

@@ -10,7 +10,7 @@ import { CONTROL_ROUTES, type ControlRoute } from "./objects/agent-controls.ts";
 import { webhookRoute, webhookTestRoute } from "./webhook-routes.ts";
 import type { MessagePolicy } from "./rules/message-lease.ts";
 import {
-  answerSchema, approveSchema, askSchema, errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema,
+  answerSchema, approveSchema, askSchema, CANCEL_REASON_CHARS, cancelSchema, errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema,
   STEP_NAME, stepWriteSchema, utf8Bytes,
 } from "./wire/protocol.ts";
 import type { Answerer } from "./objects/message-leases.ts";
@@ -22,7 +22,7 @@ const SMALL_BODY_BYTES = 4 * 1024;
 
 type Method =
   | "presence" | "post" | "messagePage" | "message" | "control" | "policy" | "setPolicy" | "resume" | "answer" | "retry" | "ask" | "stepOf" | "recordStep"
-  | "heartbeatRun" | "reserveBlob" | "stageBlob" | "blobKey" | "webhook" | "setWebhook" | "deleteWebhook" | "webhookTest";
+  | "heartbeatRun" | "reserveBlob" | "stageBlob" | "blobKey" | "webhook" | "setWebhook" | "deleteWebhook" | "webhookTest" | "cancel";
 /**
  * The object's methods as the Worker calls them. The runtime's stub type maps every result through
  * its serializable-type check, which cannot express the JSON values (`unknown`) in a checkpoint;
@@ -43,7 +43,7 @@ export async function agentRequest(request: Request, env: Env, account: string, 
     return stub.fetch(request);
   }
   if (route === "presence" && method === "GET") return Response.json(presenceFor(request, await stub.presence()));
-  if (route === "messages" && method === "POST") return postMessage(request, stub);
+  if (route === "messages" && method === "POST") return postMessage(request, stub, { account, token: callerOf(request).tokenName, via: viaOf(request) });
   if (route === "messages" && method === "GET") return messagePage(url, stub);
   if (route === "policy") return policy(request, stub);
   if (route === "webhook") return webhookRoute(request, stub, `agent ${agent}`, env.BATON_WEBHOOK_ALLOW_PRIVATE);
@@ -54,7 +54,7 @@ export async function agentRequest(request: Request, env: Env, account: string, 
     const view = await stub.message(Number(one[1]));
     return view ? Response.json(view) : errorResponse(404, "not_found", `no message ${one[1]}`);
   }
-  const decision = route.match(/^messages\/(\d{1,15})\/(resume|answer|approve|reject|retry|ask)$/);
+  const decision = route.match(/^messages\/(\d{1,15})\/(resume|answer|approve|reject|retry|ask|cancel)$/);
   if (decision && method === "POST") {
     const id = Number(decision[1]);
     const by: Answerer = { account, token: callerOf(request).tokenName, via: viaOf(request) };
@@ -65,6 +65,8 @@ export async function agentRequest(request: Request, env: Env, account: string, 
         return askRoute(request, id, stub);
       case "retry":
         return decided(await stub.retry(id, by));
+      case "cancel":
+        return cancelMessage(request, id, by, stub);
       default:
         return answerMessage(request, id, decision[2] as "answer" | "approve" | "reject", by, stub);
     }
@@ -96,7 +98,7 @@ function decodeSegment(segment: string): string {
 }
 
 /** With an Idempotency-Key header, a retry within the key's retention returns the first post's message (200, Idempotent-Replayed). */
-async function postMessage(request: Request, stub: Stub): Promise<Response> {
+async function postMessage(request: Request, stub: Stub, by: Answerer): Promise<Response> {
   const key = request.headers.get("idempotency-key");
   if (key !== null && (key.length < 1 || key.length > LIMITS.idempotencyKeyChars || !MACHINE_LABEL.test(key))) {
     return errorResponse(400, "bad_request", `Idempotency-Key must be 1-${LIMITS.idempotencyKeyChars} printable characters`);
@@ -114,7 +116,8 @@ async function postMessage(request: Request, stub: Stub): Promise<Response> {
     return errorResponse(400, "bad_request", "a question for a person is never run: it takes no group, run_timeout_seconds or step");
   }
   const runTimeoutMs = run_timeout_seconds === undefined ? undefined : Math.round(run_timeout_seconds * 1000);
-  const posted = await stub.post(text, { group, runTimeoutMs, key, question, deadlineSeconds: deadline_seconds });
+  const posted = await stub.post(text, { group, runTimeoutMs, key, by, question, deadlineSeconds: deadline_seconds });
+  if (posted.status === 409) return errorResponse(409, posted.code, posted.message, { holder: posted.holder });
   return Response.json(posted.view, { status: posted.status, headers: posted.replayed ? { "Idempotent-Replayed": "true" } : {} });
 }
 
@@ -143,13 +146,15 @@ async function policy(request: Request, stub: Stub): Promise<Response> {
   if (!body.ok) return body.response;
   const parsed = parseBody(policySchema, body.data);
   if (!parsed.ok) return errorResponse(400, "bad_request", `bad policy: ${parsed.message}`);
-  const { mode, max_running, run_timeout_seconds, max_attempts, heartbeat_timeout_seconds } = parsed.value;
+  const { mode, max_running, run_timeout_seconds, max_attempts, heartbeat_timeout_seconds, on_busy, debounce_ms } = parsed.value;
   const update: Partial<MessagePolicy> = {
     ...(heartbeat_timeout_seconds === undefined ? {} : { heartbeatTimeoutMs: heartbeat_timeout_seconds === null ? null : heartbeat_timeout_seconds * 1000 }),
     ...(mode === undefined ? {} : { mode }),
     ...(max_running === undefined ? {} : { maxRunning: max_running }),
     ...(run_timeout_seconds === undefined ? {} : { runTimeoutMs: Math.round(run_timeout_seconds * 1000) }),
     ...(max_attempts === undefined ? {} : { maxAttempts: max_attempts }),
+    ...(on_busy === undefined ? {} : { onBusy: on_busy }),
+    ...(debounce_ms === undefined ? {} : { debounceMs: debounce_ms === 0 ? null : debounce_ms }),
   };
   return Response.json(policyView(await stub.setPolicy(update)));
 }
@@ -176,6 +181,16 @@ async function answerMessage(request: Request, id: number, kind: "answer" | "app
   if (text !== null && utf8Bytes(text) > LIMITS.answerTextBytes) return errorResponse(413, "too_large", `an answer's text is at most ${LIMITS.answerTextBytes} bytes`);
   const { choice } = parsed.value;
   return decided(await stub.answer(id, { choice, text }, by));
+}
+
+/** POST …/cancel {reason?}: 200 with the message as it is now, also when an earlier cancel stands; 409 when it ended first. */
+async function cancelMessage(request: Request, id: number, by: Answerer, stub: Stub): Promise<Response> {
+  const body = await readJsonBody(request, SMALL_BODY_BYTES * 2, {});
+  if (!body.ok) return body.response;
+  const parsed = parseBody(cancelSchema, body.data);
+  if (!parsed.ok) return errorResponse(400, "bad_request", `body must be {"reason"?: "<text of at most ${CANCEL_REASON_CHARS} characters>"}: ${parsed.message}`);
+  const answer = await stub.cancel(id, parsed.value.reason ?? null, by);
+  return answer.ok ? Response.json(answer.view) : errorResponse(answer.status, answer.code, answer.message);
 }
 
 /** POST …/ask {token, run_key, question}: a served command's question, which its park carries. */
@@ -245,5 +260,6 @@ export function policyView(p: MessagePolicy) {
   return {
     mode: p.mode, max_running: p.maxRunning, run_timeout_seconds: p.runTimeoutMs / 1000, max_attempts: p.maxAttempts,
     heartbeat_timeout_seconds: p.heartbeatTimeoutMs === null ? null : p.heartbeatTimeoutMs / 1000,
+    on_busy: p.onBusy, debounce_ms: p.debounceMs,
   };
 }

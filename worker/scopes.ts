@@ -45,6 +45,8 @@ const TABLE: readonly (readonly [readonly Method[], string, Scope])[] = [
   [["POST"], "/agents/{agent}/messages/{id}/reject", "answer"],
   [["POST"], "/agents/{agent}/messages/{id}/answer", "answer"],
   [["POST"], "/agents/{agent}/messages/{id}/retry", "admin"],
+  // Stopping work weighs like answering for it: a send-only token may not cancel, even its own message (docs/security.md).
+  [["POST"], "/agents/{agent}/messages/{id}/cancel", "answer"],
   [["POST"], "/agents/{agent}/messages/{id}/ask", "serve"],
   [["POST"], "/agents/{agent}/messages/{id}/heartbeat", "serve"],
   [["GET", "PUT"], "/agents/{agent}/messages/{id}/steps/{step}", "serve"],

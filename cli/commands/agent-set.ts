@@ -1,5 +1,5 @@
-// `baton agent set AGENT [--mode single|pool] [--max-running N] [--run-timeout SECONDS] [--max-attempts N]`:
-// the agent's message policy. Without options it prints the current one.
+// `baton agent set AGENT [--mode single|pool] [--max-running N] [--run-timeout SECONDS] [--max-attempts N]
+// [--on-busy queue|reject|interrupt|replace] [--debounce-ms MS]`: the agent's message policy. Without options it prints the current one.
 import { requestJson } from "../../client/http.ts";
 import { policyViewSchema } from "../../worker/wire/http-responses.ts";
 import { LIMITS } from "../../worker/wire/protocol.ts";
@@ -18,17 +18,29 @@ export default defineCommand({
     "max-running": { type: "string", value: "N", description: "messages running at once across all runners (1-10000; default 64)" },
     "run-timeout": { type: "string", value: "SECONDS", description: "a run not done by then is taken back and handed out again (default 3600)" },
     "max-attempts": { type: "string", value: "N", description: "after this many attempts a message fails (1-100; default 5)" },
+    "on-busy": {
+      type: "string", value: "POLICY",
+      description: "what a new message does while one of its group is queued or running: queue (default: waits), reject (409 busy, not stored), " +
+        "interrupt (the running one is cancelled), replace (queued, not yet started ones are superseded)",
+    },
+    "debounce-ms": { type: "string", value: "MS", description: "with replace: hold a new message this long so a burst becomes one run (0-600000; 0: none)" },
   },
   async run({ args, options }) {
     const agent = agentName(args[0]!);
     const mode = options.mode;
     if (mode !== undefined && mode !== "single" && mode !== "pool") throw new UsageError(`--mode must be single or pool, got ${JSON.stringify(mode)}`);
+    const onBusy = options["on-busy"];
+    if (onBusy !== undefined && !["queue", "reject", "interrupt", "replace"].includes(onBusy)) {
+      throw new UsageError(`--on-busy must be queue, reject, interrupt or replace, got ${JSON.stringify(onBusy)}`);
+    }
     const { min, max } = LIMITS.runTimeoutSeconds;
     const body = {
       ...(mode === undefined ? {} : { mode }),
       ...(options["max-running"] === undefined ? {} : { max_running: numberOption(options["max-running"], "max-running", { min: 1, max: 10_000, integer: true }) }),
       ...(options["run-timeout"] === undefined ? {} : { run_timeout_seconds: numberOption(options["run-timeout"], "run-timeout", { min, max, unit: "seconds" }) }),
       ...(options["max-attempts"] === undefined ? {} : { max_attempts: numberOption(options["max-attempts"], "max-attempts", { min: 1, max: 100, integer: true }) }),
+      ...(onBusy === undefined ? {} : { on_busy: onBusy }),
+      ...(options["debounce-ms"] === undefined ? {} : { debounce_ms: numberOption(options["debounce-ms"], "debounce-ms", { min: 0, max: 600_000, integer: true }) }),
     };
     const conn = resolveConnection(options);
     const path = `/agents/${agent}/policy`;
@@ -37,6 +49,7 @@ export default defineCommand({
       : await requestJson(conn, "PUT", path, policyViewSchema, { body });
     process.stdout.write(options.json
       ? `${JSON.stringify(policy)}\n`
-      : `${agent}: mode ${policy.mode}, max running ${policy.max_running}, run timeout ${policy.run_timeout_seconds} s, max attempts ${policy.max_attempts}\n`);
+      : `${agent}: mode ${policy.mode}, max running ${policy.max_running}, run timeout ${policy.run_timeout_seconds} s, max attempts ${policy.max_attempts}, ` +
+        `on busy ${policy.on_busy ?? "queue"}${policy.debounce_ms ? ` (debounce ${policy.debounce_ms} ms)` : ""}\n`);
   },
 });

@@ -40,7 +40,7 @@ export default defineCommand({
       const where = m.machine === null ? "" : ` on ${m.machine}`;
       writeText(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${where}${lease}  ${oneLine(m.text)}\n`);
       if (m.steps.length > 0) writeText(`       steps: ${oneLine(m.steps.map((s) => `${s.name} ${s.status === "done" ? "done" : "unknown"}`).join(", "), REPLY_CHARS)}\n`);
-      for (const a of m.answers) writeText(`       answered ${printable(a.choice)}${a.text ? ` ${JSON.stringify(oneLine(a.text, 60))}` : ""} by ${a.token} (${a.account}, ${a.via}) at ${new Date(a.at).toISOString()}\n`);
+      for (const a of m.answers) writeText(`       ${a.choice === "cancel" ? "cancelled" : `answered ${printable(a.choice)}`}${a.text ? ` ${JSON.stringify(oneLine(a.text, 60))}` : ""} by ${a.token} (${a.account}, ${a.via}) at ${new Date(a.at).toISOString()}\n`);
       if (m.reply !== null) writeText(`       reply: ${oneLine(m.reply, REPLY_CHARS)}\n`);
       if (m.reply_blob !== null) {
         writeText(`       reply: ${m.reply_blob.bytes} bytes, kept in R2\n`);

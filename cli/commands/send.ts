@@ -1,8 +1,12 @@
 // `baton send AGENT TEXT [--wait]`: posts a message for the agent; with --wait, prints its reply,
-// saying so when nobody serves the agent (the message then waits in the queue).
+// saying so when nobody serves the agent (the message then waits in the queue). Ctrl-C while
+// waiting prints the command that cancels the message (or, with --cancel-on-interrupt, cancels it)
+// and exits 130, as a shell reports SIGINT.
 import { requestJson, type Connection } from "../../client/http.ts";
 import { replyText } from "../../client/run-journal.ts";
-import { printable, writeText } from "../lib/printable.ts";
+import { cancel } from "../../client/cancel.ts";
+import { describeCancel } from "./cancel.ts";
+import { printable, shellWord, writeText } from "../lib/printable.ts";
 import { answerCommands } from "../lib/next-steps.ts";
 import { messageViewSchema, presenceSchema, type MessageView } from "../../worker/wire/http-responses.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
@@ -11,7 +15,7 @@ import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
 import { LIMITS, unknownOutcomeReason, utf8Bytes } from "../../worker/wire/protocol.ts";
 
-export const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6 } as const;
+export const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, superseded: 8, interrupted: 130 } as const;
 const POLL_MS = 250;
 const PRESENCE_EVERY_MS = 5000;
 
@@ -27,17 +31,22 @@ export default defineCommand({
     timeout: { type: "string", value: "SECONDS", description: "with --wait, give up after this long (0.1-86400; default 300)" },
     group: { type: "string", value: "KEY", description: "messages with the same group (a conversation) run one at a time, in order" },
     "run-timeout": { type: "string", value: "SECONDS", description: "take the message back from a run that is not done by then (default: the agent's)" },
+    "cancel-on-interrupt": { type: "boolean", description: "with --wait, Ctrl-C cancels the message (its run is stopped) instead of leaving it queued or running" },
   },
   exitCodes: [
     { code: SEND_EXIT.noReply, meaning: "with --wait: no reply within --timeout (the message stays queued)" },
     { code: SEND_EXIT.failed, meaning: "with --wait: the message failed (every attempt allowed was used; the reason is printed)" },
     { code: SEND_EXIT.parked, meaning: "with --wait: the message parked for a person (its question and the commands that answer it are printed)" },
     { code: SEND_EXIT.rejected, meaning: "with --wait: a person rejected the message; it will not run" },
+    { code: SEND_EXIT.cancelled, meaning: "with --wait: someone cancelled the message (who and why are printed)" },
+    { code: SEND_EXIT.superseded, meaning: "with --wait: a newer message of its group replaced it before it started (on_busy replace)" },
+    { code: SEND_EXIT.interrupted, meaning: "with --wait: Ctrl-C; the message goes on unless --cancel-on-interrupt (the cancel command is printed)" },
   ],
   async run({ args, options }) {
     const agent = agentName(args[0]!);
     const timeoutS = options.timeout === undefined ? 300 : numberOption(options.timeout, "timeout", { min: 0.1, max: 86_400, unit: "seconds" });
     if (options.timeout !== undefined && !options.wait) throw new UsageError("--timeout only applies with --wait");
+    if (options["cancel-on-interrupt"] && !options.wait) throw new UsageError("--cancel-on-interrupt only applies with --wait");
     const text = args[1] === "-" ? await readStdin(LIMITS.messageTextBytes) : args[1]!;
     if (text === "") throw new UsageError("the message text is empty");
     if (utf8Bytes(text) > LIMITS.messageTextBytes) throw tooLong();
@@ -53,50 +62,98 @@ export default defineCommand({
       process.stdout.write(options.json ? `${JSON.stringify(sent)}\n` : `sent message ${sent.id} to ${agent}\n`);
       return;
     }
+    // Watched from the moment the message exists, so a Ctrl-C never leaves it behind unsaid.
+    const interrupt = onInterrupt();
     const deadline = performance.now() + timeoutS * 1000;
-    const state = await agentState(conn, agent);
+    const state = await agentState(conn, agent).catch((error: unknown) => {
+      interrupt.stop();
+      throw error;
+    });
     let served = state.served;
     if (!served) process.stderr.write(`baton: nobody serves ${agent} right now; message ${sent.id} waits in its queue until \`baton serve ${agent} -- COMMAND\` runs (waiting up to ${timeoutS} s)\n`);
     if (state.paused) process.stderr.write(`baton: ${agent} is paused; message ${sent.id} waits in its queue until \`baton unpause ${agent}\`\n`);
     let presenceAt = performance.now();
-    for (;;) {
-      const m = await requestJson(conn, "GET", `/agents/${agent}/messages/${sent.id}`, messageViewSchema);
-      if (m.status === "acknowledged") {
-        // The reply is the command's output: exact in a pipe, made printable on a terminal.
-        const reply = options.json ? `${JSON.stringify(m)}\n` : ((await replyText(conn, agent, m)) ?? "");
-        process.stdout.write(!options.json && process.stdout.isTTY ? printable(reply) : reply);
-        return;
+    try {
+      for (;;) {
+        if (interrupt.fired) return await interrupted(conn, agent, sent.id, options["cancel-on-interrupt"], options.json);
+        const m = await requestJson(conn, "GET", `/agents/${agent}/messages/${sent.id}`, messageViewSchema);
+        if (m.status === "acknowledged") {
+          // The reply is the command's output: exact in a pipe, made printable on a terminal.
+          const reply = options.json ? `${JSON.stringify(m)}\n` : ((await replyText(conn, agent, m)) ?? "");
+          process.stdout.write(!options.json && process.stdout.isTTY ? printable(reply) : reply);
+          return;
+        }
+        if (m.status === "parked") {
+          if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
+          writeText(waitingFor(agent, m), process.stderr);
+          throw new CLIError(`message ${sent.id} waits for a person; once answered, \`baton show ${agent} ${sent.id}\` prints its reply (sending again would post it twice)`, SEND_EXIT.parked);
+        }
+        if (m.status === "rejected") {
+          if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
+          const last = m.answers.at(-1);
+          throw new CLIError(`message ${sent.id} was rejected${last ? ` by ${last.token} (${last.account})${last.text ? `: ${printable(last.text)}` : ""}` : ""}`, SEND_EXIT.rejected);
+        }
+        if (m.status === "cancelled") {
+          if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
+          else process.stderr.write(`baton: ${describeCancel(agent, m)}`);
+          throw new CLIError(`message ${sent.id} was cancelled`, SEND_EXIT.cancelled);
+        }
+        if (m.status === "superseded") {
+          if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
+          throw new CLIError(`message ${sent.id} was superseded by message ${m.superseded_by ?? "?"} before it started (on_busy replace): it will not run`, SEND_EXIT.superseded);
+        }
+        if (m.status === "failed") {
+          if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
+          const why = m.error ? `: ${m.error}` : "";
+          throw new CLIError(`message ${sent.id} failed after ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}${why}`, SEND_EXIT.failed);
+        }
+        if (performance.now() >= deadline) {
+          const why = served ? "" : `; nobody serves ${agent}`;
+          throw new CLIError(`no reply to message ${sent.id} within ${timeoutS} s (status ${m.status}${why})`, SEND_EXIT.noReply);
+        }
+        if (performance.now() - presenceAt >= PRESENCE_EVERY_MS) {
+          presenceAt = performance.now();
+          const now = (await agentState(conn, agent)).served;
+          if (now && !served) process.stderr.write(`baton: ${agent} is served now; waiting for the reply\n`);
+          if (!now && served) process.stderr.write(`baton: nobody serves ${agent} any more; message ${sent.id} waits in its queue\n`);
+          served = now;
+        }
+        await Promise.race([interrupt.promise, new Promise((r) => setTimeout(r, Math.min(POLL_MS, Math.max(0, deadline - performance.now()))))]);
       }
-      if (m.status === "parked") {
-        if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
-        writeText(waitingFor(agent, m), process.stderr);
-        throw new CLIError(`message ${sent.id} waits for a person; once answered, \`baton show ${agent} ${sent.id}\` prints its reply (sending again would post it twice)`, SEND_EXIT.parked);
-      }
-      if (m.status === "rejected") {
-        if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
-        const last = m.answers.at(-1);
-        throw new CLIError(`message ${sent.id} was rejected${last ? ` by ${last.token} (${last.account})${last.text ? `: ${printable(last.text)}` : ""}` : ""}`, SEND_EXIT.rejected);
-      }
-      if (m.status === "failed") {
-        if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
-        const why = m.error ? `: ${m.error}` : "";
-        throw new CLIError(`message ${sent.id} failed after ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}${why}`, SEND_EXIT.failed);
-      }
-      if (performance.now() >= deadline) {
-        const why = served ? "" : `; nobody serves ${agent}`;
-        throw new CLIError(`no reply to message ${sent.id} within ${timeoutS} s (status ${m.status}${why})`, SEND_EXIT.noReply);
-      }
-      if (performance.now() - presenceAt >= PRESENCE_EVERY_MS) {
-        presenceAt = performance.now();
-        const now = (await agentState(conn, agent)).served;
-        if (now && !served) process.stderr.write(`baton: ${agent} is served now; waiting for the reply\n`);
-        if (!now && served) process.stderr.write(`baton: nobody serves ${agent} any more; message ${sent.id} waits in its queue\n`);
-        served = now;
-      }
-      await new Promise((r) => setTimeout(r, Math.min(POLL_MS, Math.max(0, deadline - performance.now()))));
+    } finally {
+      interrupt.stop();
     }
   },
 });
+
+/** Ctrl-C while waiting: noted (and the wait woken), not the default exit, so the message can be dealt with first. */
+function onInterrupt(): { fired: boolean; promise: Promise<void>; stop(): void } {
+  let wake = () => {};
+  const state = { fired: false, promise: new Promise<void>((r) => (wake = r)), stop: () => process.off("SIGINT", handler) };
+  const handler = () => {
+    if (state.fired) process.exit(SEND_EXIT.interrupted);
+    state.fired = true;
+    wake();
+  };
+  process.on("SIGINT", handler);
+  return state;
+}
+
+/** The wait was interrupted: cancel the message (--cancel-on-interrupt), or say how to; exit 130 either way. */
+async function interrupted(conn: Connection, agent: string, id: number, cancelIt: boolean, json: boolean): Promise<number> {
+  if (!cancelIt) {
+    process.stderr.write(`baton: stopped waiting; message ${id} goes on (queued or running). To stop it:\n  baton cancel ${shellWord(agent)} ${id}\n`);
+    return SEND_EXIT.interrupted;
+  }
+  try {
+    const m = await cancel(agent, id, conn, { reason: "interrupted: Ctrl-C on baton send --wait", via: "cli" });
+    if (json) process.stdout.write(`${JSON.stringify(m)}\n`);
+    process.stderr.write(`baton: ${describeCancel(agent, m)}`);
+  } catch (error) {
+    process.stderr.write(`baton: message ${id} was not cancelled: ${error instanceof Error ? error.message : String(error)}\n  baton show ${shellWord(agent)} ${id}\n`);
+  }
+  return SEND_EXIT.interrupted;
+}
 
 async function agentState(conn: Connection, agent: string): Promise<{ served: boolean; paused: boolean }> {
   const presence = await requestJson(conn, "GET", `/agents/${agent}/presence`, presenceSchema);

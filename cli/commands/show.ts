@@ -42,7 +42,10 @@ export default defineCommand({
           `  answer      ${answerCommands(agent, m.id, m.question?.choices ?? []).join(" | ")}`]
         : []),
       ...(m.status === "rejected" ? ["  rejected    it will not run again"] : []),
-      ...m.answers.map((a) => `  answered    ${at(a.at)} ${printable(a.choice)}${a.text ? ` ${JSON.stringify(a.text)}` : ""} by ${a.token} (${a.account}, ${a.via})`),
+      ...(m.status === "cancelled" ? ["  cancelled   final: it will not run again"] : []),
+      ...(m.status === "superseded" ? [`  superseded  by message ${m.superseded_by ?? "?"} of its group before it started (on_busy replace): it will not run`] : []),
+      ...(m.cancelled?.unknown_effects.length ? [`  unknown     outcome of ${m.cancelled.unknown_effects.join(", ")}: begun, never recorded as done; not run again`] : []),
+      ...m.answers.map((a) => `  ${a.choice === "cancel" ? "cancelled   " : "answered    "}${at(a.at)}${a.choice === "cancel" ? "" : ` ${printable(a.choice)}`}${a.text ? ` ${JSON.stringify(a.text)}` : ""} by ${a.token} (${a.account}, ${a.via})`),
       ...(m.status === "queued" && m.retry_at ? [`  retried     from ${at(m.retry_at)}`] : []),
       ...(m.status === "acknowledged" ? [`  done        ${at(m.acked_at)} under token ${m.acked_token ?? "-"} (fence ${m.acked_fence ?? "-"})`] : []),
       ...(m.error ? [`  ${m.status === "failed" ? "failed     " : "last error "} ${m.error}`] : []),

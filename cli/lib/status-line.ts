@@ -39,6 +39,8 @@ export function describeEvent(e: ServeEvent): string {
       return `parked message ${e.id} (token ${e.token}): it waits for a person`;
     case "revoked":
       return `message ${e.id} (token ${e.token}) was taken back (${e.reason}): its run is stopped`;
+    case "cancelled":
+      return `message ${e.id} (token ${e.token}) was cancelled by ${e.by}${e.reason ? ` (${e.reason})` : ""}: its run is stopped`;
     case "handler_failed":
       return `message ${e.id} failed: ${e.error instanceof Error ? e.error.message : String(e.error)}`;
     case "refused":

@@ -4,22 +4,24 @@
   runs each message, and a handler is cancelled the moment its lease is lost. ``ctx.ask`` parks a
   message for a person and returns the answer once given.
 * :func:`answer`, :func:`approve`, :func:`reject` and :func:`retry` are a person's side: they
-  answer a parked message's question, or queue a failed message again.
+  answer a parked message's question, or queue a failed message again; :func:`cancel` stops a
+  message wherever it is.
 * :func:`session_lease` holds a session lease for the duration of an ``async with`` block;
   :func:`run_with_session_lease` does the same for plain scripts.
 """
 
 from .answers import answer, approve, reject, retry
-from .errors import (BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, OutcomeUnknownError, UnreachableError,
-                     WaitingForPersonError)
+from .cancel import cancel
+from .errors import (BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, MessageCancelledError, OutcomeUnknownError,
+                     UnreachableError, WaitingForPersonError)
 from .serve import Answerer, Effect, Message, MessageContext, PersonAnswer, ServeHandle, serve
 from .session import SessionLease, run_with_session_lease, session_lease
 
 __all__ = [
     "BatonError", "CoordinatorError", "LeaseHeldError", "LeaseLostError", "OutcomeUnknownError", "UnreachableError",
-    "WaitingForPersonError",
+    "WaitingForPersonError", "MessageCancelledError",
     "Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve",
-    "answer", "approve", "reject", "retry",
+    "answer", "approve", "reject", "retry", "cancel",
     "SessionLease", "run_with_session_lease", "session_lease",
 ]
 __version__ = "0.1.0"

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 __all__ = ["BatonError", "CoordinatorError", "UnreachableError", "LeaseHeldError", "LeaseLostError", "OutcomeUnknownError",
            "WaitingForPersonError"]
@@ -62,6 +62,18 @@ class LeaseLostError(BatonError):
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class MessageCancelledError(LeaseLostError):
+    """A person cancelled the message (``baton cancel``, the dashboard's Stop, POST …/cancel):
+    ``by`` is the name of the token that cancelled, ``reason`` what its person said (or None). The
+    message is ``cancelled`` for good; nothing the run writes any more is kept."""
+
+    def __init__(self, id: int, by: str, reason: Optional[str]) -> None:
+        super().__init__(f"message {id} was cancelled by {by}" + (f": {reason}" if reason else ""), "cancelled")
+        self.id = id
+        self.by = by
+        self.reason = reason
 
 
 class OutcomeUnknownError(BatonError):

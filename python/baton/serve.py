@@ -63,7 +63,8 @@ import websockets.exceptions
 from ._clock import LeaseClock, now
 from ._http import arequest_bytes, arequest_json
 from ._wire import client_field, step_name_pattern, valid, valid_client_frame, valid_server_frame
-from .errors import BatonError, CoordinatorError, LeaseLostError, OutcomeUnknownError, UnreachableError, WaitingForPersonError
+from .errors import (BatonError, CoordinatorError, LeaseLostError, MessageCancelledError, OutcomeUnknownError, UnreachableError,
+                     WaitingForPersonError)
 
 __all__ = ["Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve"]
 
@@ -87,7 +88,7 @@ ON_DEADLINE = ("fail", "approve", "reject", "escalate")
 REQUEST_TIMEOUT = 10.0
 
 #: Refusals after which nothing more may be posted for the message (its run stops).
-MESSAGE_GONE = frozenset({"stale_token", "message_not_running", "not_your_message"})
+MESSAGE_GONE = frozenset({"stale_token", "message_not_running", "not_your_message", "cancelled"})
 #: Refusals after which nothing more may be posted under the serve lease.
 LEASE_GONE = frozenset({"stale_fence", "not_holder", "lease_expired", "lease_lost"})
 
@@ -663,6 +664,8 @@ class _Serve:
             return
         if kind == "revoked":
             self._revoke(frame.get("id"), frame.get("token"), str(frame.get("reason")))
+        if kind == "cancel":
+            self._cancel(frame.get("id"), frame.get("token"), str(frame.get("by")), frame.get("reason"))
 
     def _on_pong(self) -> None:
         if not self.pings:
@@ -784,6 +787,16 @@ class _Serve:
             return
         self._event(type="revoked", id=mid, token=token, reason=reason)
         self._abort(run, LeaseLostError(f"the coordinator took message {mid} back ({reason})", "revoked"))
+
+    def _cancel(self, mid: Any, token: Any, by: str, reason: Any) -> None:
+        """A person cancelled the message: its handler's task is cancelled, with the reason as data."""
+        self.queue = collections.deque(m for m in self.queue if not (m["id"] == mid and m.get("token") == token))
+        run = self.running.get((mid, token)) if isinstance(mid, int) else None
+        if run is None:
+            return
+        why = reason if isinstance(reason, str) else None
+        self._event(type="cancelled", id=mid, token=token, by=by, reason=why)
+        self._abort(run, MessageCancelledError(mid, by, why))
 
     def _abort(self, run: _Run, reason: LeaseLostError) -> None:
         if run.timer is not None:

@@ -16,6 +16,7 @@ import {
 } from "./scenarios.ts";
 import { snapshotOfHead, workingTree, wranglerDevOf } from "./snapshot.ts";
 import { runPreference } from "./preference.ts";
+import { runCancel } from "./cancel.ts";
 import { runScale } from "./scale.ts";
 import { runSteady } from "./steady.ts";
 import { runSteps } from "./steps.ts";
@@ -109,10 +110,12 @@ const SCENARIOS: Record<string, Scenario> = {
   },
   /** A preferred runner's wait for the lease: about the hysteresis plus one alarm. */
   preference: { needs: [], run: async (b) => void b.sections.push(await runPreference(b.dev.url, hysteresisSeconds, trials)) },
+  /** From `baton cancel` to a served command's whole process tree gone (a grandchild included). */
+  cancel: { needs: [], run: async (b) => void b.sections.push(await runCancel(b.dev.url, b.cli, trials)) },
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
   scale: { needs: [], run: async (b) => void b.sections.push(await runScale({ startDev: b.startDev, cli: b.cli })) },
 };
-const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference"];
+const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel"];
 const ALIASES: Record<string, string[]> = { acquire: ["fresh", "fresh-sharded", "hot"] };
 
 function selected(): string[] {

@@ -22,7 +22,8 @@ import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
 import { AgentMetricsKeeper } from "./metrics-agent.ts";
 import { WorkDesk } from "./work-desk.ts";
 import { randomHex128 } from "./secrets.ts";
-import type { StoredMessage } from "./message-store.ts";
+import { leaseOf, type StoredMessage } from "./message-store.ts";
+import { decideOnBusy } from "../rules/on-busy.ts";
 import type { Answerer, BlobReserve, HeartbeatAnswer, MessageLeases, Refusal, ResumeOutcome, StepAnswer } from "./message-leases.ts";
 import type { Answer } from "../rules/message-lease.ts";
 import { accountTag, idempotencyKey, legacyIdempotencyKey, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
@@ -52,13 +53,16 @@ interface LiveConn extends Socket<ConnState> {
   heartbeat: number;
 }
 
-export interface PostResult {
-  status: 201 | 200;
-  replayed: boolean;
-  view: MessageView | { id: number; pruned: true };
-}
+export type PostResult =
+  | { status: 201 | 200; replayed: boolean; view: MessageView | { id: number; pruned: true } }
+  /** on_busy reject while the group is busy: nothing was stored. */
+  | { status: 409; code: "busy"; message: string; holder: number };
 
 export type ResumeAnswer = { ok: true; view: MessageView } | Extract<ResumeOutcome, { ok: false }>;
+/** A cancel's answer: the message as it is now (`already`: an earlier cancel stands), or why not. */
+export type CancelAnswer =
+  | { ok: true; already: boolean; view: MessageView }
+  | { ok: false; status: 404 | 409; code: "not_found" | "message_finished"; message: string };
 
 export class AgentCoordinator extends SocketObject<ConnState> {
   protected readonly kind = SERVE;
@@ -148,7 +152,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
    * Stores a message and hands it out. With an idempotency key, a retry within the key's retention
    * returns the message the first post created (200, replayed) and stores nothing.
    */
-  post(text: string, opts: { group?: string; runTimeoutMs?: number; key: string | null; question?: Question; deadlineSeconds?: number }): PostResult {
+  post(text: string, opts: { group?: string; runTimeoutMs?: number; key: string | null; by: Answerer; question?: Question; deadlineSeconds?: number }): PostResult {
     this.store.countWake();
     const now = Date.now();
     const { messages } = this.desk;
@@ -157,7 +161,14 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       const first = messages.get(earlier);
       return { status: 200, replayed: true, view: first ? this.desk.view(first) : { id: earlier, pruned: true } };
     }
-    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, forPerson: opts.question !== undefined });
+    // While its group is busy, the agent's on_busy policy decides (rules/on-busy.ts); queue, the default, reads nothing.
+    // A question for a person alone is never run, so it is never busy nor makes anything busy.
+    const forPerson = opts.question !== undefined;
+    const policy = this.desk.leases.policies.policy();
+    const group = opts.group ?? null;
+    const busy = forPerson || policy.onBusy === "queue" ? null : decideOnBusy(policy, messages.openInGroup(group), group, now);
+    if (busy?.action === "refuse") return { status: 409, code: busy.code, message: busy.message, holder: busy.holder };
+    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, holdUntil: busy?.holdUntil ?? null, first: busy?.first ?? false, forPerson });
     if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
     if (opts.question !== undefined) {
       // Nobody runs it, so no connection is told of it: the page, the CLI and the webhooks ask the person.
@@ -169,7 +180,8 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       this.desk.blobs.collectOrphans(now);
       void this.sweepBlobs();
     }
-    const { conns, plan } = this.step(now, { type: "work" });
+    const acts = busy !== null && (busy.interrupt.length > 0 || busy.supersede.length > 0);
+    const { conns, plan } = this.step(now, acts ? { type: "busy", newId: stored.id, by: opts.by, interrupt: busy.interrupt, supersede: busy.supersede } : { type: "work" });
     // Every other connection sees the message too, without being asked to run it.
     const runner = plan.handOuts.find((h) => h.lease.id === stored.id)?.to;
     conns.forEach((c, i) => {
@@ -279,6 +291,20 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   /** A failed message queued again, with a fresh set of attempts. */
   retry(id: number, by: Answerer): ResumeAnswer {
     return this.decided(Date.now(), (now) => this.desk.leases.retry(id, by, now), id);
+  }
+
+  /**
+   * Cancels a message wherever it is (rules/message-cancel.ts), as one event of the plan: queued
+   * or parked it ends at once; running, its runner is told to stop and its token refuses every
+   * later write, and the slot it held takes the next message in the same plan.
+   */
+  cancel(id: number, reason: string | null, by: Answerer): CancelAnswer {
+    this.store.countWake();
+    const stored = this.desk.messages.get(id);
+    if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
+    const verdict = this.step(Date.now(), { type: "cancel", target: leaseOf(stored), by, reason }).plan.cancel!.verdict;
+    if (verdict.outcome === "refused") return { ok: false, status: 409, code: verdict.code, message: verdict.message };
+    return { ok: true, already: verdict.outcome === "already", view: this.desk.view(this.desk.messages.get(id)!) };
   }
 
   /** A served command's question (`baton ask`), stored under the run's token for the park that follows. */
@@ -532,12 +558,15 @@ export class AgentCoordinator extends SocketObject<ConnState> {
         if (t.deadline === "escalate") this.webhooks.enqueue(escalationEvent(saved), now);
       }
     }
+    for (const c of plan.cancels) if (c.verdict.outcome === "cancelled") leases.saveCancel(c.verdict.message, { at: now, ...c.by, reason: c.reason });
+    for (const s of plan.superseded) leases.saveSuperseded(s.lease, s.by);
     const changed = new Set<number>(plan.patches.keys());
     for (const [i, p] of plan.patches) Object.assign(conns[i]!.state, p);
     for (const i of plan.close) closeQuietly(conns[i]!.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
     for (const t of plan.takeBacks) {
       if (t.revoke) send(conns[t.revoke.to]!.ws, { type: "revoked", id: t.lease.id, token: t.revoke.token, reason: t.revoke.reason });
     }
+    for (const { stop, reason, by } of plan.cancels) if (stop) send(conns[stop.to]!.ws, { type: "cancel", id: stop.id, token: stop.token, reason, by: by.token });
     const checkpoint = plan.tells.some((t) => t.held) ? messages.checkpoint() : null;
     for (const t of plan.tells) {
       send(conns[t.to]!.ws, {

@@ -12,7 +12,7 @@ import {
 } from "../rules/step-journal.ts";
 import { send, type ConnState } from "./connections.ts";
 import {
-  leaseOf, questionOf, type AnswerRecord, type MessageStore, type RunRow, type StoredMessage, type StoredQuestion, type StoredValue,
+  leaseOf, questionOf, type CancelRecord, type AnswerRecord, type MessageStore, type RunRow, type StoredMessage, type StoredQuestion, type StoredValue,
 } from "./message-store.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
 import type { StepStore } from "./step-store.ts";
@@ -52,7 +52,7 @@ export type BlobReserve = { ok: true; blob: string; r2Key: string; token: number
 export type HeartbeatAnswer = { ok: true; id: number; token: number; expires_at: number | null } | Refusal;
 
 const REFUSAL_STATUS: Partial<Record<ErrorCode, Refusal["status"]>> = {
-  unknown_message: 404, not_your_message: 403, stale_token: 409, message_not_running: 409, too_large: 413, bad_request: 400, effect_in_progress: 409,
+  unknown_message: 404, not_your_message: 403, stale_token: 409, message_not_running: 409, cancelled: 409, too_large: 413, bad_request: 400, effect_in_progress: 409,
 };
 
 const JOURNAL_BUDGET = { steps: LIMITS.stepsPerMessage, bytes: LIMITS.journalBytes };
@@ -74,10 +74,11 @@ function storedQuestion(q: Question, token: number, now: number): StoredQuestion
 const REPORTED_RUNNING = 50;
 const REPORTED_PARKED = 20;
 const REPORTED_FAILED = 10;
+const REPORTED_CANCELLED = 10;
 
 export type ResumeOutcome =
   | { ok: true; message: StoredMessage }
-  | { ok: false; status: 400 | 404 | 409 | 413; code: "not_found" | "not_parked" | "outcome_unknown" | "bad_request" | "too_large" | "question_open"; message: string };
+  | { ok: false; status: 400 | 404 | 409 | 413; code: "not_found" | "not_parked" | "outcome_unknown" | "bad_request" | "too_large" | "question_open" | "cancelled"; message: string };
 
 export class MessageLeases {
   readonly policies: RunPolicyStore;
@@ -442,10 +443,27 @@ export class MessageLeases {
     const stored = this.messages.get(id);
     if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
     const result = retry(leaseOf(stored));
-    if (!result.ok) return { ok: false, status: 409, code: "not_parked", message: result.message };
+    if (!result.ok) return { ok: false, status: 409, code: result.code === "cancelled" ? "cancelled" : "not_parked", message: result.message };
     this.messages.recordAnswer(id, { at: now, choice: "retry", text: null, question: stored.error, ...by });
     this.messages.saveLease(result.message);
     return { ok: true, message: this.messages.get(id)! };
+  }
+
+  /**
+   * Stores a cancel the plan decided (rules/message-cancel.ts): who and why with the message, the
+   * same record among its answers, then the lease that ends it (its status change makes the
+   * `message.cancelled` event). Its steps stay as they are.
+   */
+  saveCancel(after: MessageLease, record: CancelRecord): void {
+    this.messages.saveCancel(after.id, record);
+    this.messages.recordAnswer(after.id, { at: record.at, choice: "cancel", text: record.reason, question: null, account: record.account, token: record.token, via: record.via });
+    this.messages.saveLease(after);
+  }
+
+  /** Stores a queued message replaced by a newer one of its group (on_busy replace); its status change makes `message.superseded`. */
+  saveSuperseded(after: MessageLease, by: number): void {
+    this.messages.saveSupersededBy(after.id, by);
+    this.messages.saveLease(after);
   }
 
   /** The running attempt stores what it asks (`baton ask`); its park then carries it. */
@@ -513,6 +531,11 @@ export class MessageLeases {
         };
       }),
       failed: this.messages.inStatus("failed", REPORTED_FAILED).map((m) => ({ id: m.id, attempts: m.attempts, error: m.error })),
+      cancelled: this.messages.inStatus("cancelled", REPORTED_CANCELLED).flatMap((m) => {
+        if (m.cancel === null) return [];
+        const c = JSON.parse(m.cancel) as CancelRecord;
+        return [{ id: m.id, at: c.at, account: c.account, token: c.token, via: c.via, reason: c.reason }];
+      }),
     };
   }
 }

@@ -62,6 +62,21 @@ export interface StoredMessage {
   resume_choice: string | null;
   /** 1: a question for a person and nothing else, parked from the start and never run (rules/message-lease.ts forPerson). */
   for_person: number;
+  /** Once cancelled: who, from where, when and why (JSON of CancelRecord). */
+  cancel: string | null;
+  /** Once superseded (on_busy replace): the newer message of its group that took its place. */
+  superseded_by: number | null;
+  /** 1: runs before older queued messages of its group (it interrupted the group, on_busy interrupt). */
+  run_first: number | null;
+}
+
+/** Who cancelled a message, from where, when and why. */
+export interface CancelRecord {
+  at: number;
+  account: string;
+  token: string;
+  via: string;
+  reason: string | null;
 }
 
 /** A question as stored with its message: what a runner asked, and the journal step its answer replays as. */
@@ -89,7 +104,7 @@ export interface AnswerRecord {
 }
 
 export type RunRow = Pick<StoredMessage,
-  "id" | "status" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "run_timeout_ms" | "retry_at" | "cap_at" | "pending_ask" | "on_deadline" | "park_ms" | "run_key" | "for_person">;
+  "id" | "status" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "run_timeout_ms" | "retry_at" | "cap_at" | "pending_ask" | "on_deadline" | "park_ms" | "run_key" | "for_person"> & Partial<Pick<StoredMessage, "run_first">>;
 
 /** A value kept inline (JSON-able), or in a committed blob. */
 export type StoredValue = { value: unknown } | { blob: BlobRef };
@@ -124,10 +139,13 @@ const LEASE_COLUMNS: Record<string, string> = {
   park_ms: "INTEGER",
   resume_choice: "TEXT",
   for_person: "INTEGER NOT NULL DEFAULT 0",
+  cancel: "TEXT",
+  superseded_by: "INTEGER",
+  run_first: "INTEGER",
 };
 
 /** The columns a message's lease is made of (see leaseOf). */
-const LEASE_FIELDS = "id, status, attempts, token, runner, expires_at, msg_group, run_timeout_ms, retry_at, cap_at, pending_ask, on_deadline, park_ms, for_person";
+const LEASE_FIELDS = "id, status, attempts, token, runner, expires_at, msg_group, run_timeout_ms, retry_at, cap_at, pending_ask, on_deadline, park_ms, for_person, run_first";
 
 /** How many queued messages one dispatch looks at (oldest first): a bound on its work, not on the queue. */
 export const DISPATCH_WINDOW = 500;
@@ -154,11 +172,11 @@ export interface Retention {
 
 const HISTORY_PAGE = 500;
 /** Statuses nothing will change any more: pruned from history past the retention. */
-const FINISHED = "('acknowledged', 'failed', 'rejected')";
+const FINISHED = "('acknowledged', 'failed', 'rejected', 'cancelled', 'superseded')";
 /** Answers kept per message (a message parked and answered again and again keeps its newest ones). */
 const ANSWERS_KEPT = 20;
 
-type ReportedField = "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error" | "heartbeat_at" | "pending_ask" | "question" | "on_deadline";
+type ReportedField = "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error" | "heartbeat_at" | "pending_ask" | "question" | "on_deadline" | "cancel";
 
 export class MessageStore {
   /** Told when saveLease moved a message to another status (the agent object turns that into webhook events). */
@@ -181,6 +199,8 @@ export class MessageStore {
     // Dispatch reads only open work (by status, oldest first), so its cost follows that, not the history.
     sql.exec(`CREATE INDEX IF NOT EXISTS messages_open ON messages (id) WHERE status != 'acknowledged'`);
     sql.exec(`CREATE INDEX IF NOT EXISTS messages_status ON messages (status, id)`);
+    // The few messages that jump their group's queue (on_busy interrupt) are found without scanning the queue.
+    sql.exec(`CREATE INDEX IF NOT EXISTS messages_run_first ON messages (id) WHERE run_first = 1`);
     // Keys used to be global, so one message's key could answer for another; they are per message now.
     sql.exec(`DROP TABLE IF EXISTS writes`);
     sql.exec(`CREATE TABLE IF NOT EXISTS message_writes (
@@ -226,10 +246,15 @@ export class MessageStore {
     this.sql.exec(`UPDATE messages SET resume_choice = ? WHERE id = ?`, choice, id);
   }
 
-  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null; forPerson?: boolean } = {}): StoredMessage {
+  /**
+   * `holdUntil`: not handed out before then (an on_busy replace debounce), as a retry's backoff;
+   * `first`: runs before older queued messages of its group (on_busy interrupt); `forPerson`: a
+   * question for a person alone, never run.
+   */
+  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null; holdUntil?: number | null; first?: boolean; forPerson?: boolean } = {}): StoredMessage {
     return this.sql.exec<Record<string, SqlStorageValue>>(
-      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms, for_person) VALUES (?, ?, ?, ?, ?) RETURNING *`,
-      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.forPerson ? 1 : 0).one() as unknown as StoredMessage;
+      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms, retry_at, run_first, for_person) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.holdUntil ?? null, opts.first ? 1 : null, opts.forPerson ? 1 : 0).one() as unknown as StoredMessage;
   }
 
   /** A question for a person answered (by a person or its deadline): the answer is its reply. */
@@ -310,7 +335,8 @@ export class MessageStore {
       `SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'running'
        UNION ALL SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'parked' AND ((expires_at IS NOT NULL AND expires_at <= ?)
          OR msg_group IN (SELECT msg_group FROM (SELECT msg_group FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?) WHERE msg_group IS NOT NULL))
-       UNION ALL SELECT * FROM (SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?)`, now, DISPATCH_WINDOW, DISPATCH_WINDOW,
+       UNION ALL SELECT * FROM (SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?)
+       UNION SELECT ${LEASE_FIELDS} FROM messages WHERE run_first = 1 AND status = 'queued'`, now, DISPATCH_WINDOW, DISPATCH_WINDOW,
     ).toArray() as unknown as StoredMessage[];
     const parkDeadline = this.sql.exec<{ at: number | null }>(
       `SELECT MIN(expires_at) AS at FROM messages WHERE status = 'parked' AND expires_at > ?`, now).one().at ?? null;
@@ -346,6 +372,24 @@ export class MessageStore {
     this.sql.exec(`UPDATE messages SET pending_ask = ? WHERE id = ?`, name, id);
   }
 
+  /** Keeps who cancelled message `id` and why; saved before the lease that makes it `cancelled`, so the status change's event carries it. */
+  saveCancel(id: number, record: CancelRecord): void {
+    this.sql.exec(`UPDATE messages SET cancel = ?, question = NULL WHERE id = ?`, JSON.stringify(record), id);
+  }
+
+  /** Notes the newer message that replaces `id` (on_busy replace); saved before the lease that makes it `superseded`. */
+  saveSupersededBy(id: number, by: number): void {
+    this.sql.exec(`UPDATE messages SET superseded_by = ? WHERE id = ?`, by, id);
+  }
+
+  /** The open messages (queued, running, parked) of one group (null: the ungrouped ones), as lease records, oldest first. */
+  openInGroup(group: string | null): MessageLease[] {
+    const rows = this.sql.exec(
+      `SELECT ${LEASE_FIELDS} FROM messages WHERE status IN ('queued', 'running', 'parked') AND msg_group IS ? AND for_person = 0 ORDER BY id LIMIT ?`, group, DISPATCH_WINDOW,
+    ).toArray() as unknown as RunRow[];
+    return rows.map(leaseOf);
+  }
+
   /** Notes why an attempt of message `id` ended without success. */
   recordFailure(id: number, error: string): void {
     this.sql.exec(`UPDATE messages SET error = ?, failures = failures + 1 WHERE id = ?`, error, id);
@@ -366,7 +410,7 @@ export class MessageStore {
   }
 
   countByStatus(): Record<MessageStatus, number> {
-    const counts: Record<MessageStatus, number> = { queued: 0, running: 0, parked: 0, acknowledged: 0, failed: 0, rejected: 0 };
+    const counts: Record<MessageStatus, number> = { queued: 0, running: 0, parked: 0, acknowledged: 0, failed: 0, rejected: 0, cancelled: 0, superseded: 0 };
     for (const r of this.sql.exec<{ status: MessageStatus; n: number }>(`SELECT status, COUNT(*) AS n FROM messages GROUP BY status`)) {
       counts[r.status] = r.n;
     }
@@ -377,7 +421,7 @@ export class MessageStore {
   inStatus(status: MessageStatus, limit: number): Pick<StoredMessage, ReportedField>[] {
     return this.sql.exec<Pick<StoredMessage, ReportedField>>(
       `SELECT id, attempts, token, runner, expires_at, msg_group, substr(error, 1, 500) AS error, heartbeat_at, pending_ask,
-       CASE WHEN status = 'parked' THEN question END AS question, on_deadline
+       CASE WHEN status = 'parked' THEN question END AS question, on_deadline, CASE WHEN status = 'cancelled' THEN cancel END AS cancel
        FROM messages WHERE status = ? ORDER BY id DESC LIMIT ?`,
       status, limit).toArray();
   }
@@ -461,7 +505,7 @@ export function leaseOf(m: RunRow): MessageLease {
   return {
     id: m.id, status: m.status, attempts: m.attempts, token: m.token, runner: m.runner, expiresAt: m.expires_at,
     group: m.msg_group, runTimeoutMs: m.run_timeout_ms, retryAt: m.retry_at, capAt: m.cap_at ?? null, pendingAsk: m.pending_ask ?? null,
-    onDeadline: m.on_deadline ?? null, parkMs: m.park_ms ?? null, forPerson: m.for_person === 1,
+    onDeadline: m.on_deadline ?? null, parkMs: m.park_ms ?? null, forPerson: m.for_person === 1, ...(m.run_first === 1 ? { first: true } : {}),
   };
 }
 

@@ -22,6 +22,11 @@ const TALLY_TRIGGERS = [
      UPDATE message_tally SET value = value + 1 WHERE key = 'status:' || NEW.status;
      UPDATE message_tally SET value = value - 1 WHERE key = 'status:' || OLD.status;
    END`,
+  // Cancelled messages leave with history; the count of cancels never goes down.
+  `CREATE TRIGGER IF NOT EXISTS tally_cancelled AFTER UPDATE OF status ON messages WHEN OLD.status != 'cancelled' AND NEW.status = 'cancelled' BEGIN
+     INSERT OR IGNORE INTO message_tally (key, value) VALUES ('cancelled', 0);
+     UPDATE message_tally SET value = value + 1 WHERE key = 'cancelled';
+   END`,
   `CREATE TRIGGER IF NOT EXISTS tally_delete AFTER DELETE ON messages BEGIN
      UPDATE message_tally SET value = value - 1 WHERE key = 'status:' || OLD.status;
    END`,
@@ -83,7 +88,7 @@ export class AgentMetricsKeeper {
     for (const { key, value } of rows) {
       if (key.startsWith("status:")) {
         if (value > 0) tally.byStatus[key.slice("status:".length)] = value;
-      } else if (key === "posted" || key === "deliveries" || key === "redeliveries") {
+      } else if (key === "posted" || key === "deliveries" || key === "redeliveries" || key === "cancelled") {
         tally[key] = value;
       }
     }

@@ -5,7 +5,7 @@
 import type { LeaseRecord } from "../rules/election.ts";
 import { checkFencedWrite } from "../rules/fencing.ts";
 import { send, writeConn, type ConnState } from "./connections.ts";
-import { MessageStore, questionOf, type AnswerRecord, type StoredMessage } from "./message-store.ts";
+import { MessageStore, questionOf, type AnswerRecord, type CancelRecord, type StoredMessage } from "./message-store.ts";
 import { StepStore, type StepSummary } from "./step-store.ts";
 import { BlobStore } from "./blob-store.ts";
 import type { MessageView } from "../wire/http-responses.ts";
@@ -148,5 +148,14 @@ export function messageView(m: StoredMessage, steps: StepSummary[], answers: Ans
     for_person: m.for_person === 1,
     heartbeat_at: m.heartbeat_at,
     progress: m.progress === null ? null : (JSON.parse(m.progress) as unknown),
+    superseded_by: m.superseded_by ?? null,
+    cancelled: cancelView(m, steps),
   };
+}
+
+/** Who cancelled, and the effects left with an unknown outcome (an intent without an outcome: nobody knows whether they happened). */
+function cancelView(m: StoredMessage, steps: StepSummary[]): MessageView["cancelled"] {
+  if (m.status !== "cancelled" || m.cancel === null) return null;
+  const record = JSON.parse(m.cancel) as CancelRecord;
+  return { ...record, unknown_effects: steps.filter((s) => s.kind === "effect" && s.status === "intent").map((s) => s.name) };
 }

@@ -6,7 +6,9 @@
 // also shows its durable steps, an effect whose outcome is unknown and a running attempt's
 // heartbeat (steps.js); heartbeats and steps change no presence, so running ones are polled.
 // Each message shows who answered it (account, token name, from where, when, what), and a failed
-// one a Retry behind an in-page confirmation for a token that may retry (admin).
+// one a Retry behind an in-page confirmation for a token that may retry (admin). A queued, running
+// or parked one has a Stop (cancel) behind its confirmation for a token that may answer; a
+// cancelled one says who stopped it, why, and which effects were left with an unknown outcome.
 import { el } from "./dom.js";
 import { ago, resumeCommands, stepsBlock } from "./steps.js";
 import { clock } from "./timeline.js";
@@ -111,6 +113,29 @@ function retryControl(agent, id, ui) {
   });
 }
 
+/** Stop (cancel) of a message still to run, running or parked, behind its confirmation; null for a token that may not answer. */
+function stopControl(agent, m, ui) {
+  if (!ui?.can.answer || !["queued", "running", "parked"].includes(m.status)) return null;
+  const what = m.status === "running" ? "Its run is stopped now" : "It never runs";
+  return ui.confirmations.control({
+    key: `cancel:${agent}:${m.id}`, action: "cancel", label: "Stop", title: "cancel this message: final, it never runs (again)",
+    prompt: `Stop #${m.id}? ${what}, and it cannot be retried.`, confirm: "Stop it",
+    run: () => ui.act(agent, `messages/${m.id}/cancel`, { reason: "stopped from the dashboard" }, "cancelled"),
+  });
+}
+
+/** Who cancelled a message, when, why, and the effects it left with an unknown outcome. */
+function cancelledBlock(m) {
+  const c = m.cancelled;
+  if (!c) return null;
+  return el("div", { class: "cancelled", "data-role": "cancelled" },
+    el("span", { class: "label" }, "Cancelled ", when(c.at)),
+    el("span", { class: "meta" }, "by ", el("span", { "data-role": "cancel-token" }, c.token), ` (${c.account}), via ${c.via}`),
+    c.reason ? el("q", { class: "answer-text", "data-role": "cancel-reason" }, c.reason) : null,
+    c.unknown_effects?.length ? el("p", { class: "why", "data-role": "cancel-unknown" },
+      `outcome unknown (begun, never recorded as done; not run again): ${c.unknown_effects.join(", ")}`) : null);
+}
+
 function messageItem(agent, m, partial, waiting, ui) {
   const held = m.status === "queued" ? waiting : null;
   return el("li", { class: "message", "data-status": m.status, "data-id": m.id, "data-waiting": held ? "" : undefined, "data-waiting-on": partial ? undefined : m.waiting_on ?? undefined },
@@ -120,10 +145,12 @@ function messageItem(agent, m, partial, waiting, ui) {
       held ? el("span", { class: "waiting", "data-role": "waiting" }, held) : null,
       m.attempts > 1 ? el("span", { class: "attempts" }, `attempt ${m.attempts}`) : null,
       when(m.created_at),
-      m.status === "failed" ? retryControl(agent, m.id, ui) : null),
+      m.status === "failed" ? retryControl(agent, m.id, ui) : stopControl(agent, m, ui)),
     el("p", { class: "text", "data-role": "text" }, partial ? `${m.preview}${m.preview.length >= 80 ? "…" : ""}` : m.text),
     partial ? null : stepsBlock(agent, m, ui?.pool ?? false),
-    partial ? null : answersBlock(m),
+    partial ? null : cancelledBlock(m),
+    !partial && m.superseded_by ? el("p", { class: "meta", "data-role": "superseded" }, `superseded by #${m.superseded_by} before it started (on_busy replace)`) : null,
+    partial ? null : answersBlock(m.cancelled ? { ...m, answers: (m.answers ?? []).filter((a) => a.choice !== "cancel") } : m),
     m.reply === null || m.reply === undefined ? null : el("div", { class: "reply", "data-role": "reply" },
       el("span", { class: "label" }, "Reply",
         m.acked_at ? [" · ", when(m.acked_at)] : null,

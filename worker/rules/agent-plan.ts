@@ -7,6 +7,8 @@
 import { applyElection, holderCheckAt, isStale, nextStaleDeadline, type LeaseRecord, type Transition, type TransitionReason } from "./election.ts";
 import { holdsLease } from "./fencing.ts";
 import { expireDue, isOpen, lease as leaseMessage, nextMessageDeadline, planDispatch, takeBack, type MessageLease, type MessagePolicy } from "./message-lease.ts";
+import { cancel, type CancelVerdict } from "./message-cancel.ts";
+import { supersede } from "./on-busy.ts";
 import { electPreferred, linePlace, nextPreferenceMoment, type PreferenceContext, type RankedCandidate } from "./preference.ts";
 
 /** What the plan reads and writes of a serve connection (its attachment holds these and a cursor). */
@@ -73,7 +75,29 @@ export type AgentEvent =
   | { type: "stale_frame" }
   | { type: "claim"; from: number; priority?: number; runnerId?: string; slots?: number }
   | { type: "release"; from: number }
-  | { type: "hello"; from: number; machine?: string; slots?: number };
+  | { type: "hello"; from: number; machine?: string; slots?: number }
+  /** A person (or a policy) cancels one message; `target` is its lease as stored, `by` and `reason` are recorded with it. */
+  | { type: "cancel"; target: MessageLease; by: Canceller; reason: string | null }
+  /**
+   * A new message `newId` arrived while its group was busy (rules/on-busy.ts): the running ones in
+   * `interrupt` are cancelled ("interrupted by message N"), the never-started ones in `supersede` end superseded.
+   */
+  | { type: "busy"; newId: number; by: Canceller; interrupt: readonly MessageLease[]; supersede: readonly MessageLease[] };
+
+/** Who cancelled: the account, the name of its token, and from where (page, cli, http). */
+export interface Canceller {
+  account: string;
+  token: string;
+  via: string;
+}
+
+/** A cancel event's outcome, with who and why, and the connection to tell (null: nobody runs it here, or nothing was cancelled). */
+export interface CancelPlan {
+  verdict: CancelVerdict;
+  by: Canceller;
+  reason: string | null;
+  stop: { to: number; id: number; token: number } | null;
+}
 
 export type RevokeReason = "run_timeout" | "runner_gone" | "heartbeat_timeout";
 
@@ -118,12 +142,19 @@ export interface AgentPlan {
   handOuts: { lease: MessageLease; to: number }[];
   /** The answer to a release: whether the sender held the lease. */
   released: boolean | null;
+  /** The answer to a cancel event (null for any other event). */
+  cancel: CancelPlan | null;
+  /** Every cancel this event makes: the cancel event's own, or a busy event's interrupts. */
+  cancels: CancelPlan[];
+  /** Queued messages a busy event replaced: stored superseded, with the message that replaced them. */
+  superseded: { lease: MessageLease; by: number }[];
   alarm: { set: number } | "delete" | null;
   presenceChanged: boolean;
 }
 
 const EVENT_REASON: Record<AgentEvent["type"], TransitionReason> = {
   start: "closed", closed: "closed", alarm: "stale", stale_frame: "stale", work: "claimed", claim: "claimed", release: "released", hello: "claimed",
+  cancel: "claimed", busy: "claimed",
 };
 
 const TAKEN_BACK: Record<RevokeReason, string> = {
@@ -226,6 +257,20 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
     });
   }
   const open = new Map(s.work.open.map((m) => [m.id, m]));
+  // A cancel ends its message before anything else looks at the work: its slot and group are free for this very dispatch.
+  const cancelling: { target: MessageLease; by: Canceller; reason: string | null; verdict: CancelVerdict }[] = e.type === "cancel"
+    ? [{ target: e.target, by: e.by, reason: e.reason, verdict: cancel(e.target) }]
+    : e.type === "busy" ? e.interrupt.map((t) => ({ target: t, by: e.by, reason: `interrupted by message ${e.newId}`, verdict: cancel(t) })) : [];
+  for (const c of cancelling) if (c.verdict.outcome === "cancelled") open.set(c.target.id, c.verdict.message);
+  const superseded: AgentPlan["superseded"] = [];
+  if (e.type === "busy") {
+    for (const t of e.supersede) {
+      const after = supersede(t);
+      if (after === null) continue;
+      superseded.push({ lease: after, by: e.newId });
+      open.set(t.id, after);
+    }
+  }
   const runningOn = (claim: number | null) => claim !== null && [...open.values()].some((m) => m.status === "running" && m.runner === String(claim));
   const context = (holderClaim: number | null, holderBusy: boolean): PreferenceContext => ({
     holderClaim, holderBusy, paused: s.controls.paused, hysteresisMs: s.controls.hysteresisMs, reserved: s.controls.reserved, now,
@@ -263,6 +308,11 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
     .filter(({ c }) => c.claimSeq !== null && !c.released && (policy.mode === "pool" || c.claimSeq === lease.holderClaim))
     .sort((x, y) => x.c.claimSeq! - y.c.claimSeq!);
   const eligibleRunners = new Map(eligible.map(({ i, c }) => [runnerOf(c), i]));
+  const cancels: CancelPlan[] = cancelling.map(({ target, by, reason, verdict }) => {
+    const stopped = verdict.outcome === "cancelled" ? verdict.stop : null;
+    const to = stopped === null ? undefined : byRunner.get(stopped.runner);
+    return { verdict, by, reason, stop: to === undefined ? null : { to, id: target.id, token: stopped!.token } };
+  });
   const takeBacks: TakeBack[] = [];
   const avoid = new Map<number, string>();
   const revokeFor = (m: MessageLease, reason: RevokeReason) => {
@@ -331,6 +381,6 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
 
   return {
     lease, leaseChanged, transition, holderLostAt, holderRunner: winner?.runnerId ?? null, claimCounter, tokenCounter,
-    patches, close, tells, takeBacks, handOuts, released, alarm, presenceChanged,
+    patches, close, tells, takeBacks, handOuts, released, cancel: e.type === "cancel" ? cancels[0]! : null, cancels, superseded, alarm, presenceChanged,
   };
 }

@@ -10,8 +10,11 @@
 //     └──fail (after a backoff)──┤
 //                         ├──timeout/lost/fail, attempts used up──▶ failed
 //                         └──timeout/lost/fail with an effect's outcome unknown (ask)──▶ parked
+//   queued | running | parked ──cancel (rules/message-cancel.ts)──▶ cancelled (final)
 
-export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed" | "rejected";
+import type { OnBusy } from "./on-busy.ts";
+
+export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed" | "rejected" | "cancelled" | "superseded";
 
 /** What a question's deadline does when nobody answered it: fail the message, answer for the person, or ask again. */
 export type OnDeadline = "fail" | "approve" | "reject" | "escalate";
@@ -48,6 +51,8 @@ export interface MessageLease {
    * handed to a runner; the answer is its outcome.
    */
   forPerson: boolean;
+  /** Runs before older queued messages of its group (the message that interrupted it, on_busy interrupt). */
+  first?: boolean;
 }
 
 export interface MessagePolicy {
@@ -63,9 +68,14 @@ export interface MessagePolicy {
    * past the run timeout.
    */
   heartbeatTimeoutMs: number | null;
+  /** What a new message does while its group is busy (rules/on-busy.ts); with replace, how long a new one is held. */
+  onBusy: OnBusy;
+  debounceMs: number | null;
 }
 
-export const DEFAULT_POLICY: MessagePolicy = { mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5, heartbeatTimeoutMs: null };
+export const DEFAULT_POLICY: MessagePolicy = {
+  mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5, heartbeatTimeoutMs: null, onBusy: "queue", debounceMs: null,
+};
 
 /** A runner that may take messages now, with its free slots (concurrency minus what it runs). */
 export interface RunnerSlots {
@@ -85,9 +95,9 @@ export function isOpen(m: Pick<MessageLease, "status">): boolean {
 }
 
 /**
- * Plans which queued messages go to which runners, oldest first. A group is blocked behind its
- * oldest open message, so a conversation never runs two messages at once or out of order. The
- * runner with the most free slots is chosen, earlier runners first on ties; a message just taken
+ * Plans which queued messages go to which runners, oldest first (a message marked `first` before
+ * the rest: it interrupted its group). A group is blocked behind its oldest open message (or its
+ * `first` one), so a conversation never runs two messages at once. The runner with the most free slots is chosen, earlier runners first on ties; a message just taken
  * from a runner (`avoid`: message id to runner) goes elsewhere when another runner has room, since
  * a runner that stalled once likely still does.
  */
@@ -100,7 +110,7 @@ export function planDispatch(
   const plan: Assignment[] = [];
   // A group with a running message takes no other, even an older one queued again (a retry).
   for (const m of open) if (m.status === "running" && m.group !== null) blocked.add(m.group);
-  for (const m of [...open].sort((a, b) => a.id - b.id)) {
+  for (const m of [...open].sort((a, b) => Number(b.first ?? false) - Number(a.first ?? false) || a.id - b.id)) {
     if (!isOpen(m)) continue;
     if (m.group !== null) {
       if (blocked.has(m.group)) continue;
@@ -151,7 +161,7 @@ function parkUnknown(m: MessageLease): MessageLease {
 
 export type MessageWriteVerdict =
   | { ok: true }
-  | { ok: false; code: "stale_token" | "message_not_running" | "not_your_message"; message: string };
+  | { ok: false; code: "stale_token" | "message_not_running" | "not_your_message" | "cancelled"; message: string };
 
 /**
  * A write for a message (reply, ack, checkpoint, park, fail) must carry the token of its running
@@ -162,6 +172,9 @@ export type MessageWriteVerdict =
 export function checkMessageWrite(m: MessageLease, token: number, runner: string, now: number): MessageWriteVerdict {
   if (token !== m.token) {
     return { ok: false, code: "stale_token", message: `token ${token} is not message ${m.id}'s current token ${m.token}` };
+  }
+  if (m.status === "cancelled") {
+    return { ok: false, code: "cancelled", message: `message ${m.id} was cancelled: its run must stop, and nothing it writes is kept` };
   }
   if (m.status !== "running") {
     return { ok: false, code: "message_not_running", message: `message ${m.id} is ${m.status}, not running` };
@@ -223,7 +236,8 @@ export function answer(m: MessageLease, reply: Answer, choices: readonly string[
 }
 
 /** A failed message queued again by a person: a fresh set of attempts (its attempt numbers start again; its tokens keep growing). */
-export function retry(m: MessageLease): { ok: true; message: MessageLease } | { ok: false; code: "bad_request"; message: string } {
+export function retry(m: MessageLease): { ok: true; message: MessageLease } | { ok: false; code: "bad_request" | "cancelled"; message: string } {
+  if (m.status === "cancelled") return { ok: false, code: "cancelled", message: `message ${m.id} was cancelled, and a cancelled message is final: send it again to run it` };
   if (m.status !== "failed") return { ok: false, code: "bad_request", message: `message ${m.id} is ${m.status}; only a failed message is retried` };
   if (m.forPerson) return { ok: false, code: "bad_request", message: `message ${m.id} was a question for a person and nothing runs it: ask again with a new one` };
   return { ok: true, message: { ...m, status: "queued", attempts: 0, runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null } };

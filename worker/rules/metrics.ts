@@ -63,6 +63,8 @@ export interface MessageTally {
   /** Hand-overs of a message to a holder (each one an attempt), and those after the first. */
   deliveries: number;
   redeliveries: number;
+  /** Messages cancelled (absent from older coordinators). */
+  cancelled?: number;
 }
 
 export interface WebhookTally {

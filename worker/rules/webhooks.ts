@@ -40,6 +40,10 @@ export interface MessageFacts {
   /** While parked: the question (JSON of the stored question, null: none asked) and what its deadline does. */
   question: string | null;
   on_deadline: "fail" | "approve" | "reject" | "escalate" | null;
+  /** Once cancelled: who and why (JSON of the stored cancel record, see message-store.ts). */
+  cancel?: string | null;
+  /** Once superseded (on_busy replace): the message that replaced it. */
+  superseded_by?: number | null;
 }
 
 /** The question a parked message asks, as events carry it. */
@@ -71,6 +75,11 @@ export function statusChangeEvent(before: MessageStatus | string, after: Message
       : { type: "message.outcome_unknown", message: { ...message, park_deadline: after.expires_at, waiting_on: after.pending_ask } };
   }
   if (after.status === "failed") return { type: "message.failed", message: { ...message, error: after.error } };
+  if (after.status === "superseded" && after.superseded_by) return { type: "message.superseded", message: { ...message, superseded_by: after.superseded_by } };
+  if (after.status === "cancelled" && (before === "queued" || before === "running" || before === "parked")) {
+    const record = after.cancel ? (JSON.parse(after.cancel) as { token?: string; via?: string; reason?: string | null }) : {};
+    return { type: "message.cancelled", message: { ...message, reason: record.reason ?? null, by: record.token ?? "unknown", via: record.via ?? "unknown", was: before } };
+  }
   return null;
 }
 

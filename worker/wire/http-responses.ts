@@ -18,7 +18,7 @@ export const answerRecordSchema = z.object({
 export const messageViewSchema = z.object({
   id: z.int().check(z.gte(1)),
   text: z.string(),
-  status: z.enum(["queued", "running", "parked", "acknowledged", "failed", "rejected"]),
+  status: z.enum(["queued", "running", "parked", "acknowledged", "failed", "rejected", "cancelled", "superseded"]),
   attempts: count,
   created_at: z.number(),
   acked_at: z.nullable(z.number()),
@@ -65,6 +65,16 @@ export const messageViewSchema = z.object({
   /** The running attempt's latest heartbeat (server ms) and its details. */
   heartbeat_at: z.nullable(z.number()),
   progress: z.unknown(),
+  /**
+   * Who cancelled it (token name, account, via), when and why; `unknown_effects`: effects whose intent
+   * was recorded and whose outcome never was, so nobody knows whether they happened (never run again).
+   * Null unless cancelled; absent from older coordinators.
+   */
+  /** Superseded (on_busy replace): the newer message of its group that took its place; null otherwise (absent from older coordinators). */
+  superseded_by: z.optional(z.nullable(count)),
+  cancelled: z.optional(z.nullable(z.object({
+    at: z.number(), account: z.string(), token: z.string(), via: z.string(), reason: z.nullable(z.string()), unknown_effects: z.array(z.string()),
+  }))),
 });
 
 /** GET /agents/{agent}/messages/{id}/steps/{name}: one record with its value. */
@@ -103,6 +113,9 @@ export const policyViewSchema = z.object({
   run_timeout_seconds: z.number(),
   max_attempts: count,
   heartbeat_timeout_seconds: z.nullable(z.number()),
+  /** What a new message does while its group is busy, and replace's debounce (absent from older coordinators). */
+  on_busy: z.optional(z.enum(["queue", "reject", "interrupt", "replace"])),
+  debounce_ms: z.optional(z.nullable(count)),
 });
 
 export const messagePageSchema = z.object({ agent: z.string(), messages: z.array(messageViewSchema), cursor: count });

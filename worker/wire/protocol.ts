@@ -338,6 +338,10 @@ export const policySchema = z.strictObject({
   max_attempts: z.optional(z.int().check(z.gte(1), z.lte(100))),
   /** null: only the run timeout takes a silent run back. */
   heartbeat_timeout_seconds: z.optional(z.nullable(z.int().check(z.gte(LIMITS.heartbeatTimeoutSeconds.min), z.lte(LIMITS.heartbeatTimeoutSeconds.max)))),
+  /** What a new message does while its group is busy (worker/rules/on-busy.ts); default queue. */
+  on_busy: z.optional(z.enum(["queue", "reject", "interrupt", "replace"])),
+  /** With replace: hold a new message this long (ms, at most 10 minutes), so a burst becomes one run; null or 0: no hold. */
+  debounce_ms: z.optional(z.nullable(z.int().check(z.gte(0), z.lte(600_000)))),
 });
 
 /**
@@ -359,6 +363,11 @@ export const askSchema = z.strictObject({ ...runProof, question: questionSchema,
  */
 export const answerSchema = z.strictObject({ choice: choice, text: z.optional(z.nullable(z.string())) });
 export const approveSchema = z.strictObject({ text: z.optional(z.nullable(z.string())) });
+
+/** Characters a cancel's reason may hold. */
+export const CANCEL_REASON_CHARS = 1000;
+/** POST /agents/{agent}/messages/{id}/cancel: why, kept with who cancelled (optional; an empty body is fine). */
+export const cancelSchema = z.strictObject({ reason: z.optional(z.nullable(z.string().check(z.maxLength(CANCEL_REASON_CHARS)))) });
 
 /** PUT /agents/{agent}/messages/{id}/steps/{name}: the same write as a `step` frame. */
 export const stepWriteSchema = z.strictObject({

@@ -40,7 +40,7 @@ const workReport = z.object({
   max_running: count,
   run_timeout_seconds: z.number(),
   max_attempts: count,
-  counts: z.object({ queued: count, running: count, parked: count, acknowledged: count, failed: count, rejected: z.optional(count) }),
+  counts: z.object({ queued: count, running: count, parked: count, acknowledged: count, failed: count, rejected: z.optional(count), cancelled: z.optional(count), superseded: z.optional(count) }),
   running: z.array(runningMessage),
   /** `reason` says what the person must decide: e.g. "outcome unknown: step charge" (null: the runner parked it). */
   parked: z.array(z.object({
@@ -51,6 +51,10 @@ const workReport = z.object({
   })),
   /** The most recent failures, newest first. */
   failed: z.array(z.object({ id: count, attempts: count, error: z.nullable(z.string()) })),
+  /** The most recent cancels, newest first: who (token name), from where, when, and why (absent from older coordinators). */
+  cancelled: z.optional(z.array(z.object({
+    id: count, at: millis, account: z.string(), token: z.string(), via: z.string(), reason: z.nullable(z.string()),
+  }))),
 });
 
 /** Where the agent may run: pause, drained machines, preference timings. */
@@ -243,6 +247,12 @@ export const serverFrameSchema = z.discriminatedUnion("type", [
   }),
   messageFrameSchema,
   z.object({ type: z.literal("revoked"), id: messageId, token, reason: revokeReason }),
+  /**
+   * A person cancelled the message this connection runs under `token`: stop it now. Every later
+   * write under that token is refused (`cancelled`); the serve lease stays, and the next message follows.
+   * `by`: the name of the token that cancelled; `reason`: what its person said (null: nothing).
+   */
+  z.object({ type: z.literal("cancel"), id: messageId, token, reason: z.nullable(z.string()), by: z.string() }),
   z.discriminatedUnion("op", resultFrames),
   z.object({ type: z.literal("error"), code: z.enum(ERROR_CODES), message: z.string(), req }),
   ...observerFrames,
@@ -261,6 +271,7 @@ export type DirectoryWhoEntry = z.infer<typeof directoryWhoSchema>;
 export type MessageFrame = z.infer<typeof messageFrameSchema>;
 export type JournalEntry = z.infer<typeof journalEntry>;
 export type RevokeReason = z.infer<typeof revokeReason>;
+export type CancelFrame = Extract<z.infer<typeof serverFrameSchema>, { type: "cancel" }>;
 export type ServerFrame = z.infer<typeof serverFrameSchema>;
 export type ResultFrame = Extract<ServerFrame, { type: "result" }>;
 export type ObserverFrame = Extract<ServerFrame, { type: "directory" | "presence" | "agent_gone" }>;

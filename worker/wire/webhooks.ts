@@ -27,7 +27,9 @@ export const WEBHOOK_HEADERS = { id: "webhook-id", timestamp: "webhook-timestamp
 /** The `whsec_` prefix of a Standard Webhooks secret. */
 export const SECRET_PREFIX = "whsec_";
 
-export const WEBHOOK_EVENT_TYPES = ["message.parked", "message.escalated", "message.outcome_unknown", "message.failed", "agent.no_holder", "webhook.test"] as const;
+export const WEBHOOK_EVENT_TYPES = [
+  "message.parked", "message.escalated", "message.outcome_unknown", "message.failed", "message.cancelled", "message.superseded", "agent.no_holder", "webhook.test",
+] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 const count = z.int().check(z.nonnegative());
@@ -157,6 +159,13 @@ export const webhookEventSchema = z.discriminatedUnion("type", [
   }),
   /** The message failed for good (attempts used up, or its park deadline passed). */
   z.object({ ...eventBase, type: z.literal("message.failed"), message: z.object({ ...messageBase, error: z.nullable(z.string()) }) }),
+  /** A person cancelled the message (`by`: the name of their token, `via`: page, cli or http): it never runs again. */
+  z.object({
+    ...eventBase, type: z.literal("message.cancelled"),
+    message: z.object({ ...messageBase, reason: z.nullable(z.string()), by: z.string(), via: z.string(), was: z.enum(["queued", "running", "parked"]) }),
+  }),
+  /** A queued message that never started was replaced by a newer one of its group (on_busy replace): it never runs. */
+  z.object({ ...eventBase, type: z.literal("message.superseded"), message: z.object({ ...messageBase, superseded_by: z.int().check(z.gte(1)) }) }),
   /** The agent has had no leaseholder since `no_holder_since`, for longer than `after_seconds`; once per outage. */
   z.object({ ...eventBase, type: z.literal("agent.no_holder"), no_holder_since: millis, after_seconds: count }),
   /** Sent once, at once, by `baton webhook test` (never queued or retried); `agent` is null for the account's webhook. */

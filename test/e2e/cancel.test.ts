@@ -1,0 +1,118 @@
+// Cancel through the real CLI against a real `wrangler dev`: `baton serve` runs a command that
+// spawns a grandchild, `baton cancel` stops the whole tree (every pid gone), the message ends
+// `cancelled` with who and why, and the runner takes the next message. `send --wait` on Ctrl-C
+// prints the command that cancels, and with --cancel-on-interrupt cancels.
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { BIN, postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+import { alive, killLeftovers, treeCommand, treePids } from "./process-tree-fixture.ts";
+
+const fx = serveFixture();
+const dirs: string[] = [];
+afterEach(() => dirs.splice(0).forEach(killLeftovers));
+
+async function until<T>(what: string, probe: () => T | null | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== null && value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("cancel end to end", () => {
+  it("baton cancel stops the command's whole tree (a grandchild included), the message ends cancelled, and the runner takes the next one", async () => {
+    const agent = uniqueAgent("cancel");
+    const dir = mkdtempSync(join(tmpdir(), "baton-cancel-"));
+    dirs.push(dir);
+    const served = startServe({ url: fx.dev.url, agent, tag: "a", command: treeCommand(dir), sink: join(dir, "sink"), env: { PIDS: dir } });
+    fx.started.push(served);
+    await served.waitFor(/holder/);
+    const long = await postMessage(fx.dev.url, agent, "long");
+    const next = await postMessage(fx.dev.url, agent, "short");
+    const pids = await until("the tree's pids", () => treePids(dir, long));
+    expect(pids.every(alive)).toBe(true);
+    const res = runBaton(["cancel", agent, String(long), "--reason", "wrong branch"], { BATON_URL: fx.dev.url });
+    expect(res.stderr).toBe("");
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(new RegExp(`message ${long} of ${agent} cancelled by default \\(cli\\) at .*: wrong branch; it will not run again`));
+    await until("every pid of the tree gone", () => (pids.some(alive) ? null : true), 10_000);
+    const done = await waitForMessage(fx.dev.url, agent, next, (m) => m.status === "acknowledged");
+    expect(done.reply).toBe("did: short\n");
+    expect(await waitForMessage(fx.dev.url, agent, long, (m) => m.status === "cancelled")).toMatchObject({ attempts: 1, reply: null });
+    await served.waitFor(new RegExp(`message ${long} \\(token \\d+\\) was cancelled by default \\(wrong branch\\)`));
+    const again = runBaton(["cancel", agent, String(long), "--json"], { BATON_URL: fx.dev.url });
+    expect(JSON.parse(again.stdout)).toMatchObject({ status: "cancelled", cancelled: { reason: "wrong branch", token: "default", via: "cli" } });
+    const late = runBaton(["cancel", agent, String(next)], { BATON_URL: fx.dev.url });
+    expect(late.code).toBe(1);
+    expect(late.stderr).toMatch(/cannot cancel: .*message \d+ is acknowledged: it ended before the cancel/);
+    const retried = runBaton(["retry", agent, String(long)], { BATON_URL: fx.dev.url });
+    expect(retried.code).toBe(1);
+    expect(retried.stderr).toMatch(/a cancelled message is final/);
+    const history = runBaton(["history", agent], { BATON_URL: fx.dev.url });
+    expect(history.stdout).toMatch(/cancelled "wrong branch" by default \(dev, cli\)/);
+  });
+
+  it("agent set --on-busy reject: a second send while the first is queued is refused with the holder named; replace supersedes it and send --wait says so", async () => {
+    const agent = uniqueAgent("busy");
+    const set = runBaton(["agent", "set", agent, "--on-busy", "reject"], { BATON_URL: fx.dev.url });
+    expect(set.stdout).toMatch(/on busy reject/);
+    expect(runBaton(["agent", "set", agent, "--on-busy", "drop"], { BATON_URL: fx.dev.url })).toMatchObject({ code: 2, stderr: expect.stringMatching(/--on-busy must be queue, reject, interrupt or replace/) });
+    expect(runBaton(["send", agent, "first"], { BATON_URL: fx.dev.url }).code).toBe(0);
+    const refused = runBaton(["send", agent, "second"], { BATON_URL: fx.dev.url });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/busy: message 1 is queued \(on_busy reject\); nothing was stored/);
+    expect(runBaton(["agent", "set", agent, "--on-busy", "replace", "--debounce-ms", "0"], { BATON_URL: fx.dev.url }).stdout).toMatch(/on busy replace/);
+    const waiting = spawn(process.execPath, [BIN, "send", agent, "v1", "--wait", "--timeout", "30"], {
+      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    waiting.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+    const exited = new Promise<number | null>((r) => waiting.once("exit", (code) => r(code)));
+    for (const deadline = Date.now() + 20_000; ; await new Promise((r) => setTimeout(r, 50))) {
+      if ((await fetch(`${fx.dev.url}/agents/${agent}/messages/2`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).ok) break;
+      if (Date.now() > deadline) throw new Error("send --wait never posted message 2");
+    }
+    expect(runBaton(["send", agent, "v2"], { BATON_URL: fx.dev.url }).code).toBe(0);
+    expect(await exited).toBe(8);
+    expect(stderr).toMatch(/message 2 was superseded by message 3 before it started/);
+    expect(runBaton(["show", agent, "2"], { BATON_URL: fx.dev.url }).stdout).toMatch(/superseded  by message 3/);
+  });
+
+  it("send --wait: Ctrl-C prints the exact cancel command and exits 130, leaving the message; with --cancel-on-interrupt it cancels it", async () => {
+    const agent = uniqueAgent("sigint");
+    const dir = mkdtempSync(join(tmpdir(), "baton-sigint-"));
+    dirs.push(dir);
+    const served = startServe({ url: fx.dev.url, agent, tag: "a", command: treeCommand(dir), sink: join(dir, "sink"), env: { PIDS: dir } });
+    fx.started.push(served);
+    await served.waitFor(/holder/);
+    const interrupt = async (extra: string[], id: number) => {
+      const send = spawn(process.execPath, [BIN, "send", agent, "long", "--wait", ...extra], {
+        cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stderr = "";
+      send.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+      const exited = new Promise<number | null>((r) => send.once("exit", (code) => r(code)));
+      await until(`message ${id} running`, () => (existsSync(join(dir, `${id}.sh`)) ? true : null));
+      send.kill("SIGINT");
+      return { code: await exited, stderr };
+    };
+    const left = await interrupt([], 1);
+    expect(left.code).toBe(130);
+    expect(left.stderr).toContain(`baton cancel ${agent} 1\n`);
+    expect((await waitForMessage(fx.dev.url, agent, 1, () => true)).status).toBe("running");
+    runBaton(["cancel", agent, "1"], { BATON_URL: fx.dev.url });
+    const cancelled = await interrupt(["--cancel-on-interrupt"], 2);
+    expect(cancelled.code).toBe(130);
+    expect(cancelled.stderr).toMatch(/message 2 of .* cancelled by default \(cli\) at .*: interrupted: Ctrl-C on baton send --wait/);
+    expect((await waitForMessage(fx.dev.url, agent, 2, (m) => m.status === "cancelled")).status).toBe("cancelled");
+    const pids = treePids(dir, 2)!;
+    await until("every pid of message 2's tree gone", () => (pids.some(alive) ? null : true), 10_000);
+    expect(readFileSync(join(dir, "2.sh"), "utf8").trim()).toMatch(/^\d+$/);
+  });
+});

@@ -1,0 +1,80 @@
+// The on_busy policy as a table: what a new message does while its group is busy, and the busy
+// event of planAgent that applies it (interrupts told to their runner, supersedes stored).
+import { describe, expect, it } from "vitest";
+import { planAgent, type AgentSnapshot } from "../../worker/rules/agent-plan.ts";
+import { decideOnBusy, supersede, type BusyPolicy } from "../../worker/rules/on-busy.ts";
+import { DEFAULT_POLICY, type MessageLease } from "../../worker/rules/message-lease.ts";
+
+const NOW = 50_000;
+const msg = (id: number, over: Partial<MessageLease> = {}): MessageLease => ({
+  id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, forPerson: false, ...over,
+});
+const running = (id: number) => msg(id, { status: "running", runner: "1", token: 10 + id, attempts: 1, expiresAt: NOW + 9000 });
+const policy = (onBusy: BusyPolicy["onBusy"], debounceMs: number | null = null): BusyPolicy => ({ onBusy, debounceMs });
+
+describe("decideOnBusy", () => {
+  const busy = [running(1), msg(2), msg(3, { attempts: 1, retryAt: NOW + 5 }), msg(4, { status: "parked", attempts: 1 })];
+  const rows: [string, BusyPolicy, readonly MessageLease[], unknown][] = [
+    ["queue: stored, nothing else happens", policy("queue"), busy, { action: "store", interrupt: [], supersede: [], holdUntil: null }],
+    ["reject: refused while one is queued or running, naming the oldest", policy("reject"), busy, { action: "refuse", code: "busy", holder: 1 }],
+    ["reject: a group with only a parked message is not busy", policy("reject"), [msg(4, { status: "parked" })], { action: "store", interrupt: [] }],
+    ["reject: an idle group stores", policy("reject"), [], { action: "store" }],
+    ["interrupt: the running one is cancelled and the new one runs first; queued ones stay", policy("interrupt"), busy, { action: "store", interrupt: [busy[0]], supersede: [], first: true }],
+    ["interrupt: with nothing running, the new one just queues", policy("interrupt"), [msg(2)], { action: "store", interrupt: [], first: false }],
+    ["replace: queued never-started ones are superseded; a retry waiting its backoff and the running one stay", policy("replace"), busy,
+      { action: "store", interrupt: [], supersede: [busy[1]], holdUntil: null }],
+    ["replace with a debounce holds the new one that long", policy("replace", 300), [msg(5, { retryAt: NOW + 100 })],
+      { action: "store", supersede: [msg(5, { retryAt: NOW + 100 })], holdUntil: NOW + 300 }],
+  ];
+  for (const [name, p, group, expected] of rows) {
+    it(name, () => expect(decideOnBusy(p, group, "chat", NOW)).toMatchObject(expected as object));
+  }
+
+  it("the refusal says which group, which message and that nothing was stored", () => {
+    expect(decideOnBusy(policy("reject"), [running(7)], "chat", NOW)).toMatchObject({ message: 'group "chat" is busy: message 7 is running (on_busy reject); nothing was stored' });
+    expect(decideOnBusy(policy("reject"), [running(7)], null, NOW)).toMatchObject({ message: "the agent (messages without a group) is busy: message 7 is running (on_busy reject); nothing was stored" });
+  });
+
+  it("supersede ends only a queued message that never started", () => {
+    expect(supersede(msg(2))).toMatchObject({ status: "superseded" });
+    expect(supersede(msg(3, { attempts: 1 }))).toBeNull();
+    expect(supersede(running(1))).toBeNull();
+  });
+});
+
+function snapshot(open: MessageLease[]): AgentSnapshot {
+  return {
+    now: NOW, ttlMs: 1000, scanMs: 500,
+    lease: { fence: 1, holderClaim: 1, holderMachine: "m1", since: 0 },
+    conns: [{ conn: { claimSeq: 1, released: false, machine: "m1", joinedAt: 0, lastSeen: NOW, toldHeld: true, toldFence: 1, readySince: 0 }, heartbeat: NOW }],
+    controls: { paused: false, drained: new Set(), hysteresisMs: 10_000, reserved: null },
+    work: { policy: DEFAULT_POLICY, open, parkDeadline: null },
+    claimCounter: 1, tokenCounter: 50, ownDeadlines: [], alarmAt: null,
+  };
+}
+const by = { account: "dev", token: "bot", via: "http" };
+
+describe("planAgent: a busy event", () => {
+  it("interrupt: the running message is cancelled with the reason, its runner told, and the new one runs next", () => {
+    const open = [running(1), msg(2)];
+    const plan = planAgent(snapshot(open), { type: "busy", newId: 2, by, interrupt: [open[0]!], supersede: [] });
+    expect(plan.cancel).toBeNull();
+    expect(plan.cancels).toMatchObject([{ verdict: { outcome: "cancelled", message: { id: 1, status: "cancelled" } }, reason: "interrupted by message 2", by, stop: { to: 0, id: 1, token: 11 } }]);
+    expect(plan.handOuts).toMatchObject([{ lease: { id: 2, status: "running" } }]);
+  });
+
+  it("replace: the superseded ones are stored as such and only the new one runs", () => {
+    const open = [msg(1), msg(2), msg(3)];
+    const plan = planAgent(snapshot(open), { type: "busy", newId: 3, by, interrupt: [], supersede: [open[0]!, open[1]!] });
+    expect(plan.superseded).toEqual([{ lease: expect.objectContaining({ id: 1, status: "superseded" }), by: 3 }, { lease: expect.objectContaining({ id: 2, status: "superseded" }), by: 3 }]);
+    expect(plan.handOuts.map((h) => h.lease.id)).toEqual([3]);
+  });
+});
+
+describe("planDispatch with a message that interrupted its group", () => {
+  it("the message marked first runs before older queued ones of its group, which stay queued", () => {
+    const open = [msg(2, { group: "g" }), msg(3, { group: "g" }), msg(4, { group: "g", first: true })];
+    const plan = planAgent(snapshot(open), { type: "work" });
+    expect(plan.handOuts.map((h) => h.lease.id)).toEqual([4]);
+  });
+});

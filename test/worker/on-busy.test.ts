@@ -1,0 +1,91 @@
+// The on_busy policy in a real agent object: reject refuses a post while the group is busy (409
+// busy, naming the holder, nothing stored); interrupt cancels the group's running message (its
+// runner told) and the new one runs; replace supersedes never-started queued ones, and with a
+// debounce a burst becomes one run. Other groups are not touched.
+import { describe, expect, it } from "vitest";
+import type { MessageFrame } from "../../worker/wire/protocol.ts";
+import { call, claimant, message, post, presence, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+
+const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
+const setPolicy = async (agent: string, body: Record<string, unknown>) => {
+  const res = await call("PUT", `/agents/${agent}/policy`, body);
+  expect(res.status).toBe(200);
+  return res.body;
+};
+
+describe("on_busy", () => {
+  it("the policy shows on_busy and debounce_ms; queue is the default; a bad value is 400 and changes nothing", async () => {
+    const agent = uniqueAgent();
+    expect((await call("GET", `/agents/${agent}/policy`)).body).toMatchObject({ on_busy: "queue", debounce_ms: null });
+    expect(await setPolicy(agent, { on_busy: "replace", debounce_ms: 250 })).toMatchObject({ on_busy: "replace", debounce_ms: 250 });
+    expect((await call("PUT", `/agents/${agent}/policy`, { on_busy: "drop" })).status).toBe(400);
+    expect((await call("PUT", `/agents/${agent}/policy`, { debounce_ms: 600_001 })).status).toBe(400);
+    expect((await call("GET", `/agents/${agent}/policy`)).body).toMatchObject({ on_busy: "replace", debounce_ms: 250 });
+  });
+
+  it("reject: a post while its group is queued or running is 409 busy naming the holder, and nothing is stored; another group is free", async () => {
+    const agent = uniqueAgent();
+    await setPolicy(agent, { on_busy: "reject" });
+    const first = await post(agent, "one", { group: "chat" });
+    const refused = await call("POST", `/agents/${agent}/messages`, { text: "two", group: "chat" });
+    expect(refused).toMatchObject({ status: 409, body: { error: "busy", holder: first, message: `group "chat" is busy: message ${first} is queued (on_busy reject); nothing was stored` } });
+    const other = await post(agent, "elsewhere", { group: "other" });
+    expect(other).toBe(first + 1);
+    expect((await presence(agent)).work.counts.queued).toBe(2);
+  });
+
+  it("interrupt: the group's running message is cancelled (its runner told why) and the new one runs", async () => {
+    const agent = uniqueAgent();
+    await setPolicy(agent, { on_busy: "interrupt" });
+    const a = await claimant(agent, "a");
+    const first = await post(agent, "long", { group: "chat" });
+    const m = await run(a.sock, first);
+    const second = await post(agent, "newer", { group: "chat" });
+    expect(await a.sock.next("cancel", (f) => f.id === first)).toEqual({ type: "cancel", id: first, token: m.token, reason: `interrupted by message ${second}`, by: "default" });
+    await run(a.sock, second);
+    expect(await message(agent, first)).toMatchObject({ status: "cancelled", cancelled: { reason: `interrupted by message ${second}`, token: "default" } });
+  });
+
+  it("interrupt: the new one runs next, before an older queued message of its group, which stays queued and runs after", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const first = await post(agent, "long", { group: "chat" });
+    const m = await run(a.sock, first);
+    const older = await post(agent, "older, queued", { group: "chat" });
+    await setPolicy(agent, { on_busy: "interrupt" });
+    const newest = await post(agent, "stop, do this", { group: "chat" });
+    await a.sock.next("cancel", (f) => f.id === first);
+    const next = await run(a.sock, newest);
+    expect(await message(agent, older)).toMatchObject({ status: "queued" });
+    expect(await write(a.sock, { type: "ack", id: newest, token: next.token })).toMatchObject({ op: "ack" });
+    await run(a.sock, older);
+    expect(m.token).toBeLessThan(next.token!);
+  });
+
+  it("replace: queued never-started messages of the group end superseded by the new one, which alone runs; a running one finishes", async () => {
+    const agent = uniqueAgent();
+    await setPolicy(agent, { on_busy: "replace" });
+    const ids = [await post(agent, "v1", { group: "doc" }), await post(agent, "v2", { group: "doc" }), await post(agent, "v3", { group: "doc" })];
+    expect(await message(agent, ids[0]!)).toMatchObject({ status: "superseded", superseded_by: ids[1] });
+    expect(await message(agent, ids[1]!)).toMatchObject({ status: "superseded", superseded_by: ids[2] });
+    const a = await claimant(agent, "a");
+    await run(a.sock, ids[2]!);
+    const later = await post(agent, "v4", { group: "doc" });
+    expect(await message(agent, ids[2]!)).toMatchObject({ status: "running" });
+    expect(await message(agent, later)).toMatchObject({ status: "queued" });
+    expect(a.sock.framesOf("message").filter((f) => f.run && f.id !== ids[2]).map((f) => f.id)).toEqual([]);
+  });
+
+  it("replace with a debounce: a burst becomes one run, of the last message, once the debounce passed", async () => {
+    const agent = uniqueAgent();
+    await setPolicy(agent, { on_busy: "replace", debounce_ms: 300 });
+    const a = await claimant(agent, "a");
+    const burst = [await post(agent, "a"), await post(agent, "ab"), await post(agent, "abc")];
+    const posted = Date.now();
+    const m = await run(a.sock, burst[2]!, 5000);
+    expect(Date.now() - posted).toBeGreaterThanOrEqual(250);
+    expect(m.text).toBe("abc");
+    expect(a.sock.framesOf("message").filter((f) => f.run && f.id !== burst[2]).map((f) => f.id)).toEqual([]);
+    for (const id of burst.slice(0, 2)) expect((await message(agent, id)).status).toBe("superseded");
+  });
+});

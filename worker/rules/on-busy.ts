@@ -1,0 +1,60 @@
+// What a new message does while its group is busy: the agent's on_busy policy as a pure rule over
+// the open messages of the new message's group (messages without a group form one group). The
+// agent object asks before it stores the message, then applies the verdict through one plan.
+//
+//   queue      as before: it waits its turn
+//   reject     refused (409 busy, naming the message that holds the group) while one is queued or running; nothing is stored
+//   interrupt  the running message of the group is cancelled ("interrupted by message N") and the new one runs next; queued older ones stay queued
+//   replace    queued, never-started messages of the group end `superseded` (by N); a running one finishes;
+//              with a debounce, the new message is held that long, so a burst becomes one run
+import type { MessageLease } from "./message-lease.ts";
+
+export const ON_BUSY = ["queue", "reject", "interrupt", "replace"] as const;
+export type OnBusy = (typeof ON_BUSY)[number];
+
+export interface BusyPolicy {
+  onBusy: OnBusy;
+  /** With replace: how long a new message is held before it may run (null: not held). */
+  debounceMs: number | null;
+}
+
+export type BusyVerdict =
+  /**
+   * Store the new message; cancel `interrupt` (running), supersede `supersede` (queued, never
+   * started); hold it until `holdUntil` (null: not held); `first`: it runs before older queued ones of its group.
+   */
+  | { action: "store"; interrupt: MessageLease[]; supersede: MessageLease[]; holdUntil: number | null; first: boolean }
+  | { action: "refuse"; code: "busy"; holder: number; message: string };
+
+const store = (): BusyVerdict => ({ action: "store", interrupt: [], supersede: [], holdUntil: null, first: false });
+
+/** `group`: the open messages (queued, running, parked) of the new message's group, as stored. */
+export function decideOnBusy(policy: BusyPolicy, group: readonly MessageLease[], groupName: string | null, now: number): BusyVerdict {
+  const named = groupName === null ? "the agent (messages without a group) is" : `group ${JSON.stringify(groupName)} is`;
+  switch (policy.onBusy) {
+    case "queue":
+      return store();
+    case "reject": {
+      const holder = group.filter((m) => m.status === "queued" || m.status === "running").sort((a, b) => a.id - b.id)[0];
+      if (!holder) return store();
+      return { action: "refuse", code: "busy", holder: holder.id, message: `${named} busy: message ${holder.id} is ${holder.status} (on_busy reject); nothing was stored` };
+    }
+    case "interrupt": {
+      // The message that interrupted its group runs next, before older queued ones (which stay queued).
+      const interrupt = group.filter((m) => m.status === "running");
+      return { action: "store", interrupt, supersede: [], holdUntil: null, first: interrupt.length > 0 };
+    }
+    case "replace":
+      return {
+        action: "store", interrupt: [],
+        supersede: group.filter((m) => m.status === "queued" && m.attempts === 0),
+        holdUntil: policy.debounceMs === null || policy.debounceMs <= 0 ? null : now + policy.debounceMs, first: false,
+      };
+  }
+}
+
+/** A queued message that never started, replaced by a newer one of its group: final, never runs. */
+export function supersede(m: MessageLease): MessageLease | null {
+  if (m.status !== "queued" || m.attempts !== 0) return null;
+  return { ...m, status: "superseded", runner: null, expiresAt: null, capAt: null, retryAt: null, onDeadline: null, parkMs: null };
+}
