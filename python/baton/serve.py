@@ -57,11 +57,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Optional, Sequence
 
-import websockets
-import websockets.exceptions
-
 from ._clock import LeaseClock, now
 from ._http import arequest_bytes, arequest_json
+from ._websocket import DIAL_ERRORS, Socket, SocketClosed, open_socket
 from ._wire import client_field, step_name_pattern, valid, valid_client_frame, valid_server_frame
 from .errors import BatonError, CoordinatorError, LeaseLostError, OutcomeUnknownError, UnreachableError, WaitingForPersonError
 
@@ -372,7 +370,7 @@ class _Serve:
         self.fence = -1
         self.position = 0
         self.checkpoint: Any = None
-        self.ws: Any = None
+        self.ws: Optional[Socket] = None
         self.held_fence: Optional[int] = None
         self.lost_holding = False
         self.pings: collections.deque[float] = collections.deque()
@@ -445,11 +443,8 @@ class _Serve:
             dialed_at = now()
             reason = "the connection closed"
             try:
-                ws = await websockets.connect(
-                    ws_url + path, extra_headers={"Authorization": f"Bearer {self.token}"}, subprotocols=["baton"],
-                    open_timeout=10, ping_interval=None, close_timeout=1, max_size=1 << 22,
-                )
-            except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as err:
+                ws = await open_socket(ws_url + path, self.token, open_timeout=10, max_size=1 << 22)
+            except DIAL_ERRORS as err:
                 reason = await self._probe(err)
             else:
                 try:
@@ -483,7 +478,7 @@ class _Serve:
         except UnreachableError as unreachable:
             return unreachable.reason
 
-    async def _connection(self, ws: Any, dialed_at: float) -> str:
+    async def _connection(self, ws: Socket, dialed_at: float) -> str:
         self.ws = ws
         self.drop_reason = None
         self.pings.clear()
@@ -510,7 +505,7 @@ class _Serve:
                 self._on_text(raw)
                 if self.drop_reason is not None:
                     break
-        except websockets.exceptions.ConnectionClosed:
+        except SocketClosed:
             pass
         finally:
             if self.beat is not None:
@@ -529,13 +524,13 @@ class _Serve:
             claim["priority"] = self.priority
         return claim
 
-    def _restart_heartbeat(self, ws: Any) -> None:
+    def _restart_heartbeat(self, ws: Socket) -> None:
         """(Re)starts the heartbeat at a third of the current TTL (the welcome frame sets it)."""
         if self.beat is not None:
             self.beat.cancel()
         self.beat = asyncio.get_running_loop().create_task(self._heartbeat(ws))
 
-    async def _detach(self, ws: Any) -> None:
+    async def _detach(self, ws: Socket) -> None:
         if self.held_fence is not None:
             self.lost_holding = True
         self.held_fence = None
@@ -548,20 +543,14 @@ class _Serve:
         await self._stop_runs(LeaseLostError("the connection closed", "lapsed"))
         self.lease.reset(self.ttl)
         self.view = "connecting"
-        try:
-            await asyncio.wait_for(ws.close(), 1.5)
-        except Exception:
-            pass
+        await ws.close(1.5)
 
     def _drop(self, reason: str) -> None:
         """Ends the current connection now; the main loop dials again."""
         self.drop_reason = reason
         ws = self.ws
         if ws is not None:
-            try:
-                ws.transport.abort()  # no close handshake: the socket may be a dead one
-            except Exception:
-                pass
+            ws.abort()  # no close handshake: the socket may be a dead one
 
     async def _send(self, frame: dict[str, Any]) -> bool:
         ws = self.ws
@@ -574,7 +563,7 @@ class _Serve:
             raise ValueError(f"{frame['type']} frame exceeds {FRAME_BYTES} bytes; not sent")
         try:
             await ws.send(text)
-        except websockets.exceptions.ConnectionClosed:
+        except SocketClosed:
             return False
         return True
 
@@ -595,7 +584,7 @@ class _Serve:
         finally:
             self.pending.pop(req, None)
 
-    async def _heartbeat(self, ws: Any) -> None:
+    async def _heartbeat(self, ws: Socket) -> None:
         next_at = now()
         while True:
             next_at += max(0.001, self.ttl / 3)
@@ -609,7 +598,7 @@ class _Serve:
             self.pings.append(t)
             try:
                 await ws.send(PING_TEXT if self.held_fence is None else json.dumps({"type": "ping", "fence": self.held_fence}))
-            except websockets.exceptions.ConnectionClosed:
+            except SocketClosed:
                 return
 
     # -- frames ----------------------------------------------------------------------------------
@@ -1189,7 +1178,8 @@ class _Serve:
     async def _shutdown(self) -> None:
         self.stopping = True
         await self._stop_runs(LeaseLostError("serving stopped", "stopped"))
-        if self.ws is not None and self.ws.open:
+        ws = self.ws
+        if ws is not None and ws.open:
             try:
                 if self.view == "holder":
                     self._event(type="releasing", fence=self.fence)
@@ -1198,10 +1188,7 @@ class _Serve:
                     self._event(type="released")
             except Exception:
                 pass  # the coordinator notices the close instead
-            try:
-                await asyncio.wait_for(self.ws.close(), 1.5)
-            except Exception:
-                pass
+            await ws.close(1.5)
         if not self.main.done():
             self.main.cancel()
         try:
