@@ -50,6 +50,7 @@ import asyncio
 import collections
 import inspect
 import json
+import logging
 import random
 import socket as _socket
 import urllib.parse
@@ -58,7 +59,8 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Optional, Sequence
 
 from ._clock import LeaseClock, now
-from ._http import arequest_bytes, arequest_json
+from ._http import arequest_bytes, arequest_json, checked_url
+from ._serving import Serving
 from ._websocket import DIAL_ERRORS, Socket, SocketClosed, open_socket
 from ._wire import client_field, step_name_pattern, valid, valid_client_frame, valid_server_frame
 from .errors import BatonError, CoordinatorError, LeaseLostError, OutcomeUnknownError, UnreachableError, WaitingForPersonError
@@ -83,6 +85,9 @@ ON_UNKNOWN = ("ask", "retry")
 #: What a question's deadline does when nobody answered within it (questionSchema of worker/wire/protocol.ts).
 ON_DEADLINE = ("fail", "approve", "reject", "escalate")
 REQUEST_TIMEOUT = 10.0
+
+#: Where an ``on_status`` or ``on_event`` callback that raised is reported (serving goes on).
+log = logging.getLogger("baton")
 
 #: Refusals after which nothing more may be posted for the message (its run stops).
 MESSAGE_GONE = frozenset({"stale_token", "message_not_running", "not_your_message"})
@@ -401,8 +406,8 @@ class _Serve:
         if self.on_event:
             try:
                 self.on_event(event)
-            except Exception:
-                pass
+            except Exception:  # it runs inside the lease machinery: raising there would cost the lease
+                log.exception("on_event raised on a %s event; serving goes on", event.get("type"))
 
     def _report(self, status: dict[str, Any]) -> None:
         if status == self.status:
@@ -411,8 +416,8 @@ class _Serve:
         if self.on_status:
             try:
                 self.on_status(dict(status))
-            except Exception:
-                pass
+            except Exception:  # as for on_event
+                log.exception("on_status raised on status %s; serving goes on", status.get("kind"))
 
     def _view_status(self) -> dict[str, Any]:
         if self.view == "holder":
@@ -433,6 +438,9 @@ class _Serve:
         except BaseException as err:  # refused for good (bad token, bad name), or a bug
             self.stopping = True
             await self._stop_runs(LeaseLostError(f"serving ended: {err}", "stopped"))
+            if isinstance(err, BatonError):  # a refusal in one line, without the internals that met it
+                err.__suppress_context__ = True
+                err = err.with_traceback(None)
             if not self.done.done():
                 self.done.set_exception(err)
 
@@ -1199,11 +1207,14 @@ class _Serve:
             self.done.set_result(None)
 
 
-async def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Optional[str] = None,
-                runner_id: Optional[str] = None, on_status: Optional[Callable[[dict[str, Any]], None]] = None,
-                on_event: Optional[Callable[[dict[str, Any]], None]] = None, concurrency: int = 1,
-                priority: int = 0) -> ServeHandle:
-    """Starts serving ``agent`` from this process and returns at once with a ServeHandle.
+def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Optional[str] = None,
+          runner_id: Optional[str] = None, on_status: Optional[Callable[[dict[str, Any]], None]] = None,
+          on_event: Optional[Callable[[dict[str, Any]], None]] = None, concurrency: int = 1,
+          priority: int = 0) -> Serving:
+    """Serves ``agent`` from this process: ``handle = await serve(...)`` starts and returns at once
+    with a ServeHandle; ``async with serve(...) as handle:`` does the same and stops (releasing the
+    lease) when the block ends; when the coordinator refuses for good meanwhile, the block is
+    cancelled and the refusal raised from the ``async with``.
 
     ``handler(message, ctx)`` is awaited once per message this process must run, one at a time,
     in order (or up to ``concurrency`` at once); what it returns (``str()``-ed) is the reply, which
@@ -1216,12 +1227,15 @@ async def serve(agent: str, handler: Handler, *, url: str, token: str, machine: 
     has been connected for the coordinator's hysteresis period, when the holder runs no message. ``machine`` labels this process in presence (default: the host name).
     ``runner_id`` should stay the same across reconnects of one process (default: a random UUID).
     ``on_status`` gets every status change, ``on_event`` every event (held, demoted, ran,
-    handler_failed, refused, revoked, suppressed, released, ...), both as dicts.
+    handler_failed, refused, revoked, suppressed, released, ...), both as dicts; one that raises is
+    logged (logger ``baton``) and serving goes on.
+    Raises ValueError at once for a ``url`` that is not http(s) (in the CLI's words), a bad
+    ``concurrency`` or ``priority``; a refused token or agent name ends serving with CoordinatorError.
     """
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 64:
         raise ValueError(f"concurrency must be an integer from 1 to 64, not {concurrency!r}")
     if isinstance(priority, bool) or not isinstance(priority, int) or not -1000 <= priority <= 1000:
         raise ValueError(f"priority must be an integer from -1000 to 1000, not {priority!r}")
-    s = _Serve(agent, handler, url, token, machine or _socket.gethostname(), runner_id, on_status, on_event,
-               concurrency, priority)
-    return ServeHandle(s)
+    url = checked_url(url)
+    return Serving(lambda: ServeHandle(_Serve(agent, handler, url, token, machine or _socket.gethostname(), runner_id,
+                                              on_status, on_event, concurrency, priority)))

@@ -26,7 +26,7 @@ import uuid
 from typing import Any, Callable, TypeVar
 
 from ._clock import LeaseClock, now
-from ._http import arequest_json
+from ._http import arequest_json, checked_url
 from .errors import CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError
 
 __all__ = ["SessionLease", "session_lease", "run_with_session_lease"]
@@ -44,7 +44,7 @@ class SessionLease:
         if not 1 <= int(ttl) <= 3600:
             raise ValueError("ttl must be 1 to 3600 whole seconds")
         self.session = session
-        self.url = url
+        self.url = checked_url(url)
         self._token = token
         self.ttl = int(ttl)
         self.wait = wait
