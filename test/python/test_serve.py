@@ -147,6 +147,18 @@ def test_example_agent_serves_and_checkpoints(dev, procs):
     assert "holder" in p.stderr()
 
 
+def test_example_agent_says_a_bad_url_in_one_line():
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+
+    env = {**os.environ, "BATON_URL": "127.0.0.1:8787", "BATON_TOKEN": DEV_TOKEN}
+    run = subprocess.run([sys.executable, str(ROOT / "examples" / "python-agent.py"), "reviewer"], env=env,
+                         capture_output=True, text=True, timeout=30)
+    assert (run.returncode, run.stderr) == (1, "reviewer: not a URL: 127.0.0.1:8787\n")
+
+
 def test_a_raising_handler_sends_fail_not_a_reply(dev, tmp_path: Path):
     agent = unique("py-fail")
     dev.request("PUT", f"/agents/{agent}/policy", {"max_attempts": 2})
