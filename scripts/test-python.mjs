@@ -2,11 +2,12 @@
 // test/python twice, one run after the other, each against its own `wrangler dev`:
 //
 // - debian: a venv on Debian's /usr/bin/python3 that sees Debian's packages (python3-websockets
-//   10.4, python3-pytest; installed here with apt-get when missing), ./python installed into it
-//   offline without dependencies: the oldest websockets the package supports.
+//   10.4, python3-pytest, python3-build; installed here with apt-get when missing), ./python
+//   installed into it offline without dependencies: the oldest websockets the package supports.
+//   test_package.py builds the sdist and wheel offline there (BATON_PY_OFFLINE=1).
 // - clean: a new venv (no system site packages) on the `python3` on PATH (/usr/bin/python3 when
-//   that one is older than 3.11), `pip install ./python pytest` resolving whatever the configured
-//   index offers: the newest websockets.
+//   that one is older than 3.11), `pip install ./python pytest build` resolving whatever the
+//   configured index offers: the newest websockets, and an isolated build of the sdist and wheel.
 //
 // Each run prints the Python and websockets versions it used and its time. Builds the CLI first if
 // dist/ is missing (one test runs `baton serve` beside a Python runner). Bounded to 8 minutes in all.
@@ -19,7 +20,7 @@ import { join, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const DEBIAN_VENV = process.env.BATON_PY_VENV ?? "/tmp/baton-venv";
-const DEBS = ["python3-websockets", "python3-pytest", "python3-venv", "python3-setuptools", "python3-wheel"];
+const DEBS = ["python3-websockets", "python3-pytest", "python3-venv", "python3-setuptools", "python3-wheel", "python3-build"];
 const RUNS = (process.env.BATON_PY_RUNS ?? "debian,clean").split(",").filter(Boolean);
 const LIMIT_MS = 8 * 60_000;
 const started = Date.now();
@@ -73,7 +74,7 @@ function setupDebian() {
     sh(`/usr/bin/python3 -m venv --system-site-packages ${DEBIAN_VENV}`);
   }
   withSourceCopy((copy) => sh(`${py} -m pip install --quiet --no-deps --no-build-isolation --no-index --force-reinstall ${copy}`));
-  return { py, cleanup: () => {} };
+  return { py, env: { BATON_PY_OFFLINE: "1" }, cleanup: () => {} };
 }
 
 function setupClean() {
@@ -83,17 +84,17 @@ function setupClean() {
   sh(`${base} -m venv ${venv}`);
   const py = join(venv, "bin/python");
   // --retries 0: an index that cannot be reached fails at once instead of after minutes of backoff.
-  withSourceCopy((copy) => sh(`${py} -m pip install -qq --retries 0 ${copy} pytest`));
-  return { py, cleanup: () => rmSync(venv, { recursive: true, force: true }) };
+  withSourceCopy((copy) => sh(`${py} -m pip install -qq --retries 0 ${copy} pytest build`));
+  return { py, env: {}, cleanup: () => rmSync(venv, { recursive: true, force: true }) };
 }
 
-function pytest(py, name) {
+function pytest(py, name, env) {
   return new Promise((done) => {
     const child = spawn(py, ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test/python", ...process.argv.slice(2)], {
       cwd: ROOT,
       stdio: "inherit",
       detached: true,
-      env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" },
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1", ...env },
     });
     const timer = setTimeout(() => {
       console.error(`test-python: ${name} pytest still running when the ${LIMIT_MS / 60_000} minutes were up; killing it`);
@@ -141,7 +142,7 @@ for (const name of RUNS) {
     const versions = execFileSync(setup.py, ["-c", "import platform, websockets; print(f'Python {platform.python_version()}, websockets {websockets.__version__}')"],
       { encoding: "utf8", timeout: 30_000 }).trim();
     console.log(`-- ${name}: ${versions}; setup took ${seconds(t0)}; running pytest`);
-    const code = await pytest(setup.py, name);
+    const code = await pytest(setup.py, name, setup.env);
     const line = `${name} (${versions}): ${code === 0 ? "ok" : `failed (${code})`} in ${seconds(t0)}`;
     console.log(`-- pytest ${line}`);
     summary.push(line);
