@@ -7,8 +7,10 @@
   answer a parked message's question, or queue a failed message again.
 * :func:`session_lease` holds a session lease for the duration of an ``async with`` block;
   :func:`run_with_session_lease` does the same for plain scripts.
+* :data:`LIMITS` are the wire's limits (worker/wire/protocol.ts), generated into wire-schema.json.
 """
 
+from ._wire import LIMITS
 from .answers import answer, approve, reject, retry
 from .errors import (BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, OutcomeUnknownError, UnreachableError,
                      WaitingForPersonError)
@@ -21,5 +23,6 @@ __all__ = [
     "Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve",
     "answer", "approve", "reject", "retry",
     "SessionLease", "run_with_session_lease", "session_lease",
+    "LIMITS",
 ]
 __version__ = "0.1.0"

@@ -62,7 +62,7 @@ from ._clock import LeaseClock, now
 from ._http import arequest_bytes, arequest_json, checked_url
 from ._serving import Serving
 from ._websocket import DIAL_ERRORS, Socket, SocketClosed, open_socket
-from ._wire import client_field, step_name_pattern, valid, valid_client_frame, valid_server_frame
+from ._wire import LIMITS, client_field, step_name_pattern, valid, valid_client_frame, valid_server_frame
 from .errors import BatonError, CoordinatorError, LeaseLostError, OutcomeUnknownError, UnreachableError, WaitingForPersonError
 
 __all__ = ["Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve"]
@@ -70,15 +70,14 @@ __all__ = ["Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "S
 PING_TEXT = '{"type":"ping"}'
 PONG_TEXT = '{"type":"pong"}'
 FALLBACK_TTL = 60.0
-#: LIMITS.replyTextBytes and LIMITS.checkpointBytes: larger replies and message checkpoints go to R2 as blobs.
-REPLY_BYTES = 32 * 1024
-FAIL_REASON_CHARS = 4096
-CHECKPOINT_BYTES = 16 * 1024
-FRAME_BYTES = 64 * 1024
-#: LIMITS.stepValueBytes, LIMITS.blobBytes and LIMITS.stepNameChars of worker/wire/protocol.ts.
-STEP_VALUE_BYTES = 48 * 1024
-BLOB_BYTES = 16 * 1024 * 1024
-STEP_NAME_CHARS = 128
+#: From the wire's LIMITS: larger replies and message checkpoints go to R2 as blobs.
+REPLY_BYTES: int = LIMITS["replyTextBytes"]
+FAIL_REASON_CHARS: int = LIMITS["failReasonChars"]
+CHECKPOINT_BYTES: int = LIMITS["checkpointBytes"]
+FRAME_BYTES: int = LIMITS["frameBytes"]
+STEP_VALUE_BYTES: int = LIMITS["stepValueBytes"]
+BLOB_BYTES: int = LIMITS["blobBytes"]
+STEP_NAME_CHARS: int = LIMITS["stepNameChars"]
 #: How long one blob upload or download may take (as BLOB_TIMEOUT_MS of client/run-journal.ts).
 BLOB_TIMEOUT = 120.0
 ON_UNKNOWN = ("ask", "retry")
@@ -1232,10 +1231,11 @@ def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Option
     Raises ValueError at once for a ``url`` that is not http(s) (in the CLI's words), a bad
     ``concurrency`` or ``priority``; a refused token or agent name ends serving with CoordinatorError.
     """
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 64:
-        raise ValueError(f"concurrency must be an integer from 1 to 64, not {concurrency!r}")
-    if isinstance(priority, bool) or not isinstance(priority, int) or not -1000 <= priority <= 1000:
-        raise ValueError(f"priority must be an integer from -1000 to 1000, not {priority!r}")
+    slots, lowest, highest = LIMITS["runnerSlots"], LIMITS["priority"]["min"], LIMITS["priority"]["max"]
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= slots:
+        raise ValueError(f"concurrency must be an integer from 1 to {slots}, not {concurrency!r}")
+    if isinstance(priority, bool) or not isinstance(priority, int) or not lowest <= priority <= highest:
+        raise ValueError(f"priority must be an integer from {lowest} to {highest}, not {priority!r}")
     url = checked_url(url)
     return Serving(lambda: ServeHandle(_Serve(agent, handler, url, token, machine or _socket.gethostname(), runner_id,
                                               on_status, on_event, concurrency, priority)))
