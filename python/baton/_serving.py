@@ -9,6 +9,7 @@ name), the block is cancelled at its next ``await`` and the refusal is raised fr
 from __future__ import annotations
 
 import asyncio
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Generator, Optional
 
 if TYPE_CHECKING:
@@ -25,6 +26,11 @@ class Serving:
         self._handle: Optional[ServeHandle] = None
         self._body: Optional[asyncio.Task[Any]] = None
         self._cancelled_body = False
+
+    def __del__(self) -> None:
+        if self._handle is None:  # as a coroutine that was never awaited warns
+            warnings.warn("baton.serve(...) was neither awaited nor used with async with: nothing was served",
+                          RuntimeWarning, stacklevel=2)
 
     def _started(self) -> "ServeHandle":
         if self._handle is None:  # awaiting twice must not serve twice

@@ -148,3 +148,10 @@ def test_a_refusal_while_serving_in_async_with_cancels_the_block_and_raises(dev)
 
     err = asyncio.run(main())
     assert err.code == "unauthorized"
+
+
+def test_serve_neither_awaited_nor_entered_warns_as_a_forgotten_coroutine_does():
+    import baton
+
+    with pytest.warns(RuntimeWarning, match="neither awaited nor used with async with"):
+        baton.serve("a", reply, url="http://127.0.0.1:9", token="t")
