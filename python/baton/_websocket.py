@@ -81,6 +81,6 @@ class Socket:
 async def open_socket(url: str, token: str, *, open_timeout: float, max_size: int) -> Socket:
     """Dials ``url`` (ws:// or wss://) with the token as a bearer header and the ``baton`` subprotocol;
     no keepalive pings of the library's own (serve sends the protocol's). Raises one of DIAL_ERRORS."""
-    conn = await _connect(url, subprotocols=["baton"], open_timeout=open_timeout, ping_interval=None, close_timeout=1,
-                          max_size=max_size, **{_HEADERS_ARG: {"Authorization": f"Bearer {token}"}})
-    return Socket(conn)
+    options: dict[str, Any] = {"subprotocols": ["baton"], "open_timeout": open_timeout, "ping_interval": None,
+                               "close_timeout": 1, "max_size": max_size, _HEADERS_ARG: {"Authorization": f"Bearer {token}"}}
+    return Socket(await _connect(url, **options))

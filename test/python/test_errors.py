@@ -8,7 +8,6 @@ import asyncio
 import logging
 import subprocess
 import traceback
-from pathlib import Path
 
 import pytest
 
