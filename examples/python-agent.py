@@ -32,25 +32,23 @@ async def handler(message: baton.Message, ctx: baton.MessageContext) -> str:
 
 
 async def main() -> None:
-    handle = await baton.serve(
+    # Leaving the block releases the lease, so a standby takes over at once instead of after the TTL.
+    async with baton.serve(
         AGENT, handler,
         url=os.environ.get("BATON_URL", "http://127.0.0.1:8787"),
         token=os.environ.get("BATON_TOKEN", "baton-dev-token"),
         machine=MACHINE,
         on_status=lambda s: print(f"{AGENT}: {s['kind']}" + (f" (fence {s['fence']})" if "fence" in s else ""),
                                   file=sys.stderr, flush=True),
-    )
-    # Stopping releases the lease, so a standby takes over at once instead of after the TTL.
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-    await asyncio.wait([asyncio.ensure_future(stop.wait()), handle.done], return_when=asyncio.FIRST_COMPLETED)
-    await handle.stop()
-    try:
-        await handle.done  # raises when the coordinator refused us for good (wrong token, bad name)
-    except baton.CoordinatorError as err:
-        raise SystemExit(f"{AGENT}: {err}") from None
+    ):
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+        await stop.wait()  # cancelled, and the refusal raised, when the coordinator refuses the token or name
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except (ValueError, baton.CoordinatorError) as err:  # a bad URL, token or agent name: one line, as the CLI
+        raise SystemExit(f"{AGENT}: {err}") from None

@@ -1,23 +1,31 @@
-// The Python client's tests: installs what they need (Debian's python3-websockets, python3-pytest,
-// python3-venv, python3-setuptools, python3-wheel; the registry of Python packages is not used),
-// makes a venv on Debian's python3 that sees those packages, installs ./python into it offline,
-// builds the CLI if dist/ is missing (one test runs `baton serve` beside a Python runner), then
-// runs pytest on test/python and exits with its code. Bounded to 5 minutes in all.
+// The Python client's tests, at both ends of the dependency range the package states: runs pytest on
+// test/python twice, one run after the other, each against its own `wrangler dev`:
 //
-//   node scripts/test-python.mjs [pytest args...]
-import { execSync, spawn } from "node:child_process";
+// - debian: a venv on Debian's /usr/bin/python3 that sees Debian's packages (python3-websockets
+//   10.4, python3-pytest, python3-build; installed here with apt-get when missing), ./python
+//   installed into it offline without dependencies: the oldest websockets the package supports.
+//   test_package.py builds the sdist and wheel offline there (BATON_PY_OFFLINE=1).
+// - clean: a new venv (no system site packages) on the `python3` on PATH (/usr/bin/python3 when
+//   that one is older than 3.11), `pip install ./python pytest build` resolving whatever the
+//   configured index offers: the newest websockets, and an isolated build of the sdist and wheel.
+//
+// Each run prints the Python and websockets versions it used and its time. Builds the CLI first if
+// dist/ is missing (one test runs `baton serve` beside a Python runner). Bounded to 8 minutes in all.
+//
+//   node scripts/test-python.mjs [pytest args...]      BATON_PY_RUNS=debian|clean runs one of them
+import { execFileSync, execSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dirname, "..");
-const VENV = process.env.BATON_PY_VENV ?? "/tmp/baton-venv";
-const PY = join(VENV, "bin/python");
-const DEBS = ["python3-websockets", "python3-pytest", "python3-venv", "python3-setuptools", "python3-wheel"];
-const LIMIT_MS = 5 * 60_000;
+const DEBIAN_VENV = process.env.BATON_PY_VENV ?? "/tmp/baton-venv";
+const DEBS = ["python3-websockets", "python3-pytest", "python3-venv", "python3-setuptools", "python3-wheel", "python3-build"];
+const RUNS = (process.env.BATON_PY_RUNS ?? "debian,clean").split(",").filter(Boolean);
+const LIMIT_MS = 8 * 60_000;
 const started = Date.now();
 const left = () => Math.max(1000, LIMIT_MS - (Date.now() - started));
-const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
+const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(1)} s`;
 
 function sh(cmd, opts = {}) {
   execSync(cmd, { stdio: "inherit", cwd: ROOT, timeout: left(), ...opts });
@@ -32,51 +40,117 @@ function installed(pkg) {
   }
 }
 
-try {
+/** A copy of python/ without build leftovers, so installing never writes build/ or *.egg-info into the tree. */
+function withSourceCopy(fn) {
+  const copy = mkdtempSync(join(tmpdir(), "baton-py-src-"));
+  cpSync(join(ROOT, "python"), copy, { recursive: true, filter: (src) => !/(^|\/)(build|dist|__pycache__|[^/]*\.egg-info)$/.test(src) });
+  try {
+    fn(copy);
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
+  }
+}
+
+function versionOf(python) {
+  try {
+    const out = execFileSync(python, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { encoding: "utf8", timeout: 30_000 });
+    const [major, minor] = out.trim().split(".").map(Number);
+    return major * 100 + minor;
+  } catch {
+    return 0;
+  }
+}
+
+function setupDebian() {
   const missing = DEBS.filter((p) => !installed(p));
   if (missing.length > 0) {
     const sudo = process.getuid?.() === 0 ? "" : "sudo -n ";
     console.log(`-- installing ${missing.join(" ")}`);
     sh(`${sudo}apt-get update -qq && ${sudo}env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${missing.join(" ")} >/dev/null`);
   }
-  if (!existsSync(PY)) {
-    console.log(`-- creating ${VENV}`);
-    sh(`/usr/bin/python3 -m venv --system-site-packages ${VENV}`);
+  const py = join(DEBIAN_VENV, "bin/python");
+  if (!existsSync(py)) {
+    console.log(`-- creating ${DEBIAN_VENV}`);
+    sh(`/usr/bin/python3 -m venv --system-site-packages ${DEBIAN_VENV}`);
   }
-  // Install from a copy, so the build's leftovers (build/, *.egg-info) never land in the tree.
-  const copy = mkdtempSync(join(tmpdir(), "baton-py-src-"));
-  cpSync(join(ROOT, "python"), copy, { recursive: true, filter: (src) => !/(^|\/)(build|__pycache__|[^/]*\.egg-info)$/.test(src) });
-  try {
-    sh(`${PY} -m pip install --quiet --no-deps --no-build-isolation --no-index --force-reinstall ${copy}`);
-  } finally {
-    rmSync(copy, { recursive: true, force: true });
-  }
+  withSourceCopy((copy) => sh(`${py} -m pip install --quiet --no-deps --no-build-isolation --no-index --force-reinstall ${copy}`));
+  return { py, env: { BATON_PY_OFFLINE: "1" }, cleanup: () => {} };
+}
+
+function setupClean() {
+  const base = versionOf("python3") >= 311 ? "python3" : "/usr/bin/python3";
+  const venv = mkdtempSync(join(tmpdir(), "baton-venv-clean-"));
+  console.log(`-- creating a clean venv in ${venv} with ${base}`);
+  sh(`${base} -m venv ${venv}`);
+  const py = join(venv, "bin/python");
+  // --retries 0: an index that cannot be reached fails at once instead of after minutes of backoff.
+  withSourceCopy((copy) => sh(`${py} -m pip install -qq --retries 0 ${copy} pytest build`));
+  return { py, env: {}, cleanup: () => rmSync(venv, { recursive: true, force: true }) };
+}
+
+function pytest(py, name, env) {
+  return new Promise((done) => {
+    const child = spawn(py, ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test/python", ...process.argv.slice(2)], {
+      cwd: ROOT,
+      stdio: "inherit",
+      detached: true,
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1", ...env },
+    });
+    const timer = setTimeout(() => {
+      console.error(`test-python: ${name} pytest still running when the ${LIMIT_MS / 60_000} minutes were up; killing it`);
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }, left());
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      done(code ?? (signal ? 1 : 0));
+    });
+  });
+}
+
+const SETUPS = { debian: setupDebian, clean: setupClean };
+const unknown = RUNS.filter((r) => !(r in SETUPS));
+if (unknown.length > 0) {
+  console.error(`test-python: BATON_PY_RUNS names debian and clean, not ${unknown.join(", ")}`);
+  process.exit(2);
+}
+try {
   if (!existsSync(join(ROOT, "dist/cli/main.js"))) {
     console.log("-- npm run build (dist/cli/main.js is missing)");
     sh("npm run build");
   }
 } catch (err) {
-  console.error(`test-python: setup failed after ${elapsed()}: ${err.message}`);
+  console.error(`test-python: build failed after ${seconds(started)}: ${err.message}`);
   process.exit(1);
 }
 
-console.log(`-- setup done in ${elapsed()}; running pytest`);
-const child = spawn(PY, ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test/python", ...process.argv.slice(2)], {
-  cwd: ROOT,
-  stdio: "inherit",
-  detached: true,
-  env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" },
-});
-const timer = setTimeout(() => {
-  console.error(`test-python: pytest still running after ${LIMIT_MS / 60_000} minutes; killing it`);
+const summary = [];
+let failed = 0;
+for (const name of RUNS) {
+  const t0 = Date.now();
+  let setup;
   try {
-    process.kill(-child.pid, "SIGKILL");
-  } catch {
-    // gone
+    setup = SETUPS[name]();
+  } catch (err) {
+    console.error(`test-python: ${name} setup failed after ${seconds(t0)}: ${err.message}`);
+    process.exit(1);
   }
-}, left());
-child.on("exit", (code, signal) => {
-  clearTimeout(timer);
-  console.log(`-- pytest: ${code === 0 ? "ok" : `failed (${code ?? signal})`} in ${elapsed()} in all`);
-  process.exit(code ?? 1);
-});
+  try {
+    const versions = execFileSync(setup.py, ["-c", "import platform, websockets; print(f'Python {platform.python_version()}, websockets {websockets.__version__}')"],
+      { encoding: "utf8", timeout: 30_000 }).trim();
+    console.log(`-- ${name}: ${versions}; setup took ${seconds(t0)}; running pytest`);
+    const code = await pytest(setup.py, name, setup.env);
+    const line = `${name} (${versions}): ${code === 0 ? "ok" : `failed (${code})`} in ${seconds(t0)}`;
+    console.log(`-- pytest ${line}`);
+    summary.push(line);
+    if (code !== 0) failed = code;
+  } finally {
+    setup.cleanup();
+  }
+  if (failed) break;
+}
+console.log(`-- test-python: ${summary.join("; ")}; ${seconds(started)} in all`);
+process.exit(failed);

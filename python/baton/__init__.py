@@ -8,8 +8,10 @@
   message wherever it is.
 * :func:`session_lease` holds a session lease for the duration of an ``async with`` block;
   :func:`run_with_session_lease` does the same for plain scripts.
+* :data:`LIMITS` are the wire's limits (worker/wire/protocol.ts), generated into wire-schema.json.
 """
 
+from ._wire import LIMITS
 from .answers import answer, approve, reject, retry
 from .cancel import cancel
 from .errors import (BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, MessageCancelledError, OutcomeUnknownError,
@@ -23,5 +25,6 @@ __all__ = [
     "Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve",
     "answer", "approve", "reject", "retry", "cancel",
     "SessionLease", "run_with_session_lease", "session_lease",
+    "LIMITS",
 ]
 __version__ = "0.1.0"

@@ -5,22 +5,46 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any, Mapping, Optional
 
 from .errors import CoordinatorError, UnreachableError
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
 def base_url(url: str) -> str:
     return url.rstrip("/")
+
+
+def checked_url(raw: str) -> str:
+    """The coordinator URL without trailing slashes. Anything but an http(s) URL with a host raises
+    ValueError at once, in the CLI's words (cli/lib/config.ts checkedUrl): retrying cannot fix it."""
+    url = base_url(str(raw))
+    scheme = _SCHEME.match(url)
+    if scheme is None:
+        raise ValueError(f"not a URL: {url}")
+    if scheme.group().lower() not in ("http:", "https:"):
+        raise ValueError(f"not an http(s) URL: {url}")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # raises for a port that is not a number
+    except ValueError:
+        raise ValueError(f"not a URL: {url}") from None
+    if not parts.hostname:
+        raise ValueError(f"not a URL: {url}")
+    return url
 
 
 def _exchange(url: str, token: str, method: str, path: str, headers: Mapping[str, str], data: Optional[bytes],
               timeout: float) -> tuple[int, bytes]:
     """(status, body) of any HTTP answer; raises UnreachableError when there is none."""
-    req = urllib.request.Request(base_url(url) + path, data=data, headers={"authorization": f"Bearer {token}", **headers},
+    req = urllib.request.Request(checked_url(url) + path, data=data, headers={"authorization": f"Bearer {token}", **headers},
                                  method=method)
     try:
         with urllib.request.urlopen(req, timeout=max(0.001, timeout)) as res:
@@ -43,6 +67,11 @@ def _refusal(url: str, method: str, path: str, status: int, parsed: Any) -> Coor
     if isinstance(parsed, dict) and isinstance(parsed.get("error"), str):
         code = parsed["error"]
         message = str(parsed.get("message", code))
+        # As client/http.ts words them for people: no retry can fix these two.
+        if code == "unauthorized":
+            return CoordinatorError(f"the coordinator at {base_url(url)} refused the token", status, code, parsed)
+        if code == "bad_name":
+            return CoordinatorError(f"not a valid name: {message[:1].lower()}{message[1:]}", status, code, parsed)
         return CoordinatorError(f"the coordinator refused {method} {path} (HTTP {status}, {code}): {message}", status, code, parsed)
     return CoordinatorError(f"the coordinator at {base_url(url)} answered HTTP {status}, not a baton answer (check the URL)", status, None)
 

@@ -11,12 +11,22 @@ import json
 import re
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
 
 @lru_cache(maxsize=1)
 def _schemas() -> dict[str, Any]:
     return json.loads(resources.files("baton").joinpath("wire-schema.json").read_text("utf-8"))
+
+
+def _read_only(value: Any) -> Any:
+    return MappingProxyType({k: _read_only(v) for k, v in value.items()}) if isinstance(value, dict) else value
+
+
+#: LIMITS of worker/wire/protocol.ts, generated into wire-schema.json: sizes (bytes of UTF-8 JSON or
+#: text), counts, and {"min", "max"} ranges. Read-only.
+LIMITS: Mapping[str, Any] = _read_only(_schemas()["limits"])
 
 
 @lru_cache(maxsize=64)

@@ -50,6 +50,7 @@ import asyncio
 import collections
 import inspect
 import json
+import logging
 import random
 import socket as _socket
 import urllib.parse
@@ -57,12 +58,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Optional, Sequence
 
-import websockets
-import websockets.exceptions
-
 from ._clock import LeaseClock, now
-from ._http import arequest_bytes, arequest_json
-from ._wire import client_field, step_name_pattern, valid, valid_client_frame, valid_server_frame
+from ._http import arequest_bytes, arequest_json, checked_url
+from ._serving import Serving
+from ._websocket import DIAL_ERRORS, Socket, SocketClosed, open_socket
+from ._wire import LIMITS, client_field, step_name_pattern, valid, valid_client_frame, valid_server_frame
 from .errors import (BatonError, CoordinatorError, LeaseLostError, MessageCancelledError, OutcomeUnknownError, UnreachableError,
                      WaitingForPersonError)
 
@@ -71,21 +71,23 @@ __all__ = ["Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "S
 PING_TEXT = '{"type":"ping"}'
 PONG_TEXT = '{"type":"pong"}'
 FALLBACK_TTL = 60.0
-#: LIMITS.replyTextBytes and LIMITS.checkpointBytes: larger replies and message checkpoints go to R2 as blobs.
-REPLY_BYTES = 32 * 1024
-FAIL_REASON_CHARS = 4096
-CHECKPOINT_BYTES = 16 * 1024
-FRAME_BYTES = 64 * 1024
-#: LIMITS.stepValueBytes, LIMITS.blobBytes and LIMITS.stepNameChars of worker/wire/protocol.ts.
-STEP_VALUE_BYTES = 48 * 1024
-BLOB_BYTES = 16 * 1024 * 1024
-STEP_NAME_CHARS = 128
+#: From the wire's LIMITS: larger replies and message checkpoints go to R2 as blobs.
+REPLY_BYTES: int = LIMITS["replyTextBytes"]
+FAIL_REASON_CHARS: int = LIMITS["failReasonChars"]
+CHECKPOINT_BYTES: int = LIMITS["checkpointBytes"]
+FRAME_BYTES: int = LIMITS["frameBytes"]
+STEP_VALUE_BYTES: int = LIMITS["stepValueBytes"]
+BLOB_BYTES: int = LIMITS["blobBytes"]
+STEP_NAME_CHARS: int = LIMITS["stepNameChars"]
 #: How long one blob upload or download may take (as BLOB_TIMEOUT_MS of client/run-journal.ts).
 BLOB_TIMEOUT = 120.0
 ON_UNKNOWN = ("ask", "retry")
 #: What a question's deadline does when nobody answered within it (questionSchema of worker/wire/protocol.ts).
 ON_DEADLINE = ("fail", "approve", "reject", "escalate")
 REQUEST_TIMEOUT = 10.0
+
+#: Where an ``on_status`` or ``on_event`` callback that raised is reported (serving goes on).
+log = logging.getLogger("baton")
 
 #: Refusals after which nothing more may be posted for the message (its run stops).
 MESSAGE_GONE = frozenset({"stale_token", "message_not_running", "not_your_message", "cancelled"})
@@ -381,7 +383,7 @@ class _Serve:
         self.fence = -1
         self.position = 0
         self.checkpoint: Any = None
-        self.ws: Any = None
+        self.ws: Optional[Socket] = None
         self.held_fence: Optional[int] = None
         self.lost_holding = False
         self.pings: collections.deque[float] = collections.deque()
@@ -412,8 +414,8 @@ class _Serve:
         if self.on_event:
             try:
                 self.on_event(event)
-            except Exception:
-                pass
+            except Exception:  # it runs inside the lease machinery: raising there would cost the lease
+                log.exception("on_event raised on a %s event; serving goes on", event.get("type"))
 
     def _report(self, status: dict[str, Any]) -> None:
         if status == self.status:
@@ -422,8 +424,8 @@ class _Serve:
         if self.on_status:
             try:
                 self.on_status(dict(status))
-            except Exception:
-                pass
+            except Exception:  # as for on_event
+                log.exception("on_status raised on status %s; serving goes on", status.get("kind"))
 
     def _view_status(self) -> dict[str, Any]:
         if self.view == "holder":
@@ -444,6 +446,9 @@ class _Serve:
         except BaseException as err:  # refused for good (bad token, bad name), or a bug
             self.stopping = True
             await self._stop_runs(LeaseLostError(f"serving ended: {err}", "stopped"))
+            if isinstance(err, BatonError):  # a refusal in one line, without the internals that met it
+                err.__suppress_context__ = True
+                err = err.with_traceback(None)
             if not self.done.done():
                 self.done.set_exception(err)
 
@@ -454,11 +459,8 @@ class _Serve:
             dialed_at = now()
             reason = "the connection closed"
             try:
-                ws = await websockets.connect(
-                    ws_url + path, extra_headers={"Authorization": f"Bearer {self.token}"}, subprotocols=["baton"],
-                    open_timeout=10, ping_interval=None, close_timeout=1, max_size=1 << 22,
-                )
-            except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as err:
+                ws = await open_socket(ws_url + path, self.token, open_timeout=10, max_size=1 << 22)
+            except DIAL_ERRORS as err:
                 reason = await self._probe(err)
             else:
                 try:
@@ -492,7 +494,7 @@ class _Serve:
         except UnreachableError as unreachable:
             return unreachable.reason
 
-    async def _connection(self, ws: Any, dialed_at: float) -> str:
+    async def _connection(self, ws: Socket, dialed_at: float) -> str:
         self.ws = ws
         self.drop_reason = None
         self.pings.clear()
@@ -519,7 +521,7 @@ class _Serve:
                 self._on_text(raw)
                 if self.drop_reason is not None:
                     break
-        except websockets.exceptions.ConnectionClosed:
+        except SocketClosed:
             pass
         finally:
             if self.beat is not None:
@@ -538,13 +540,13 @@ class _Serve:
             claim["priority"] = self.priority
         return claim
 
-    def _restart_heartbeat(self, ws: Any) -> None:
+    def _restart_heartbeat(self, ws: Socket) -> None:
         """(Re)starts the heartbeat at a third of the current TTL (the welcome frame sets it)."""
         if self.beat is not None:
             self.beat.cancel()
         self.beat = asyncio.get_running_loop().create_task(self._heartbeat(ws))
 
-    async def _detach(self, ws: Any) -> None:
+    async def _detach(self, ws: Socket) -> None:
         if self.held_fence is not None:
             self.lost_holding = True
         self.held_fence = None
@@ -557,20 +559,14 @@ class _Serve:
         await self._stop_runs(LeaseLostError("the connection closed", "lapsed"))
         self.lease.reset(self.ttl)
         self.view = "connecting"
-        try:
-            await asyncio.wait_for(ws.close(), 1.5)
-        except Exception:
-            pass
+        await ws.close(1.5)
 
     def _drop(self, reason: str) -> None:
         """Ends the current connection now; the main loop dials again."""
         self.drop_reason = reason
         ws = self.ws
         if ws is not None:
-            try:
-                ws.transport.abort()  # no close handshake: the socket may be a dead one
-            except Exception:
-                pass
+            ws.abort()  # no close handshake: the socket may be a dead one
 
     async def _send(self, frame: dict[str, Any]) -> bool:
         ws = self.ws
@@ -583,7 +579,7 @@ class _Serve:
             raise ValueError(f"{frame['type']} frame exceeds {FRAME_BYTES} bytes; not sent")
         try:
             await ws.send(text)
-        except websockets.exceptions.ConnectionClosed:
+        except SocketClosed:
             return False
         return True
 
@@ -604,7 +600,7 @@ class _Serve:
         finally:
             self.pending.pop(req, None)
 
-    async def _heartbeat(self, ws: Any) -> None:
+    async def _heartbeat(self, ws: Socket) -> None:
         next_at = now()
         while True:
             next_at += max(0.001, self.ttl / 3)
@@ -618,7 +614,7 @@ class _Serve:
             self.pings.append(t)
             try:
                 await ws.send(PING_TEXT if self.held_fence is None else json.dumps({"type": "ping", "fence": self.held_fence}))
-            except websockets.exceptions.ConnectionClosed:
+            except SocketClosed:
                 return
 
     # -- frames ----------------------------------------------------------------------------------
@@ -1228,7 +1224,8 @@ class _Serve:
     async def _shutdown(self) -> None:
         self.stopping = True
         await self._stop_runs(LeaseLostError("serving stopped", "stopped"))
-        if self.ws is not None and self.ws.open:
+        ws = self.ws
+        if ws is not None and ws.open:
             try:
                 if self.view == "holder":
                     self._event(type="releasing", fence=self.fence)
@@ -1237,10 +1234,7 @@ class _Serve:
                     self._event(type="released")
             except Exception:
                 pass  # the coordinator notices the close instead
-            try:
-                await asyncio.wait_for(self.ws.close(), 1.5)
-            except Exception:
-                pass
+            await ws.close(1.5)
         if not self.main.done():
             self.main.cancel()
         try:
@@ -1251,11 +1245,14 @@ class _Serve:
             self.done.set_result(None)
 
 
-async def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Optional[str] = None,
-                runner_id: Optional[str] = None, on_status: Optional[Callable[[dict[str, Any]], None]] = None,
-                on_event: Optional[Callable[[dict[str, Any]], None]] = None, concurrency: int = 1,
-                priority: int = 0) -> ServeHandle:
-    """Starts serving ``agent`` from this process and returns at once with a ServeHandle.
+def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Optional[str] = None,
+          runner_id: Optional[str] = None, on_status: Optional[Callable[[dict[str, Any]], None]] = None,
+          on_event: Optional[Callable[[dict[str, Any]], None]] = None, concurrency: int = 1,
+          priority: int = 0) -> Serving:
+    """Serves ``agent`` from this process: ``handle = await serve(...)`` starts and returns at once
+    with a ServeHandle; ``async with serve(...) as handle:`` does the same and stops (releasing the
+    lease) when the block ends; when the coordinator refuses for good meanwhile, the block is
+    cancelled and the refusal raised from the ``async with``.
 
     ``handler(message, ctx)`` is awaited once per message this process must run, one at a time,
     in order (or up to ``concurrency`` at once); what it returns (``str()``-ed) is the reply, which
@@ -1268,12 +1265,16 @@ async def serve(agent: str, handler: Handler, *, url: str, token: str, machine: 
     has been connected for the coordinator's hysteresis period, when the holder runs no message. ``machine`` labels this process in presence (default: the host name).
     ``runner_id`` should stay the same across reconnects of one process (default: a random UUID).
     ``on_status`` gets every status change, ``on_event`` every event (held, demoted, ran,
-    handler_failed, refused, revoked, suppressed, released, ...), both as dicts.
+    handler_failed, refused, revoked, suppressed, released, ...), both as dicts; one that raises is
+    logged (logger ``baton``) and serving goes on.
+    Raises ValueError at once for a ``url`` that is not http(s) (in the CLI's words), a bad
+    ``concurrency`` or ``priority``; a refused token or agent name ends serving with CoordinatorError.
     """
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 64:
-        raise ValueError(f"concurrency must be an integer from 1 to 64, not {concurrency!r}")
-    if isinstance(priority, bool) or not isinstance(priority, int) or not -1000 <= priority <= 1000:
-        raise ValueError(f"priority must be an integer from -1000 to 1000, not {priority!r}")
-    s = _Serve(agent, handler, url, token, machine or _socket.gethostname(), runner_id, on_status, on_event,
-               concurrency, priority)
-    return ServeHandle(s)
+    slots, lowest, highest = LIMITS["runnerSlots"], LIMITS["priority"]["min"], LIMITS["priority"]["max"]
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= slots:
+        raise ValueError(f"concurrency must be an integer from 1 to {slots}, not {concurrency!r}")
+    if isinstance(priority, bool) or not isinstance(priority, int) or not lowest <= priority <= highest:
+        raise ValueError(f"priority must be an integer from {lowest} to {highest}, not {priority!r}")
+    url = checked_url(url)
+    return Serving(lambda: ServeHandle(_Serve(agent, handler, url, token, machine or _socket.gethostname(), runner_id,
+                                              on_status, on_event, concurrency, priority)))

@@ -26,7 +26,8 @@ import uuid
 from typing import Any, Callable, TypeVar
 
 from ._clock import LeaseClock, now
-from ._http import arequest_json
+from ._http import arequest_json, checked_url
+from ._wire import LIMITS
 from .errors import CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError
 
 __all__ = ["SessionLease", "session_lease", "run_with_session_lease"]
@@ -41,10 +42,11 @@ class SessionLease:
 
     def __init__(self, session: str, *, url: str, token: str, ttl: int = 30, wait: bool = False,
                  wait_timeout: float | None = None) -> None:
-        if not 1 <= int(ttl) <= 3600:
-            raise ValueError("ttl must be 1 to 3600 whole seconds")
+        ttl_range = LIMITS["leaseTtlSeconds"]
+        if not ttl_range["min"] <= int(ttl) <= ttl_range["max"]:
+            raise ValueError(f"ttl must be {ttl_range['min']} to {ttl_range['max']} whole seconds")
         self.session = session
-        self.url = url
+        self.url = checked_url(url)
         self._token = token
         self.ttl = int(ttl)
         self.wait = wait

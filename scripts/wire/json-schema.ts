@@ -1,8 +1,8 @@
 // The wire as JSON Schema, from the same zod schemas the worker and the TypeScript client use, for
-// the Python client (python/baton/wire-schema.json). `npm run wire-schema` writes it; a unit test
+// the Python client (python/baton/wire-schema.json), with the wire's LIMITS beside it. `npm run wire-schema` writes it; a unit test
 // fails when the committed file and the schemas drift apart.
 import * as z from "zod/mini";
-import { clientFrameSchema } from "../../worker/wire/protocol.ts";
+import { clientFrameSchema, LIMITS } from "../../worker/wire/protocol.ts";
 import { serverFrameSchema } from "../../worker/wire/server-frames.ts";
 
 export const WIRE_SCHEMA_PATH = "python/baton/wire-schema.json";
@@ -13,6 +13,7 @@ export function wireJsonSchema(): Record<string, unknown> {
     comment: "Generated from worker/wire by `npm run wire-schema`; do not edit.",
     client_frame: convert(clientFrameSchema),
     server_frame: convert(serverFrameSchema),
+    limits: LIMITS,
   };
 }
 

@@ -9,7 +9,7 @@ import signal
 import time
 from pathlib import Path
 
-import websockets
+from baton._websocket import open_socket
 
 from conftest import DEV_TOKEN, READ_ONLY_TOKEN, event_is, python_agent, read_sink, status_is, unique, wait_sink
 
@@ -77,13 +77,17 @@ def test_kill_9_failover(dev, procs, tmp_path: Path):
 async def late_write(url: str, agent: str, mid: int, token: int) -> dict:
     """A raw connection that writes a reply for the message under the old holder's token."""
     ws_url = url.replace("http://", "ws://") + f"/agents/{agent}/serve?machine=late"
-    async with websockets.connect(ws_url, extra_headers={"Authorization": f"Bearer {DEV_TOKEN}"}, subprotocols=["baton"],
-                                  ping_interval=None) as ws:
+    ws = await open_socket(ws_url, DEV_TOKEN, open_timeout=10, max_size=1 << 22)  # whichever websockets is installed
+    try:
         await ws.send(json.dumps({"type": "reply", "id": mid, "token": token, "key": f"{mid}:reply", "text": "late a", "req": "late"}))
-        while True:
-            frame = json.loads(await asyncio.wait_for(ws.recv(), 10))
-            if frame.get("req") == "late":
-                return frame
+        async with asyncio.timeout(10):
+            async for raw in ws:
+                frame = json.loads(raw)
+                if frame.get("req") == "late":
+                    return frame
+        raise AssertionError("the connection closed before the late write was answered")
+    finally:
+        await ws.close(1)
 
 
 def test_sigstopped_holder_demotes_itself_and_its_late_write_is_refused(dev, procs, tmp_path: Path):
@@ -141,6 +145,18 @@ def test_example_agent_serves_and_checkpoints(dev, procs):
     p.signal(signal.SIGTERM)
     assert p.proc.wait(10) == 0, p.stderr()
     assert "holder" in p.stderr()
+
+
+def test_example_agent_says_a_bad_url_in_one_line():
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+
+    env = {**os.environ, "BATON_URL": "127.0.0.1:8787", "BATON_TOKEN": DEV_TOKEN}
+    run = subprocess.run([sys.executable, str(ROOT / "examples" / "python-agent.py"), "reviewer"], env=env,
+                         capture_output=True, text=True, timeout=30)
+    assert (run.returncode, run.stderr) == (1, "reviewer: not a URL: 127.0.0.1:8787\n")
 
 
 def test_a_raising_handler_sends_fail_not_a_reply(dev, tmp_path: Path):

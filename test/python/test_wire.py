@@ -37,3 +37,24 @@ def test_journal_frames_match_the_coordinators_schema():
     assert valid_server_frame({"type": "result", "op": "step", "req": "r2", "id": 3, "token": 7, "name": "pay", "status": "done",
                                "duplicate": False, "value": 1})
     assert valid_server_frame({"type": "result", "op": "heartbeat", "req": "r3", "id": 3, "token": 7, "expires_at": None})
+
+
+def test_the_limits_the_client_enforces_are_the_wires_own():
+    """LIMITS comes from worker/wire/protocol.ts through wire-schema.json, never a hand copy."""
+    import importlib
+
+    import baton
+
+    serve_module = importlib.import_module("baton.serve")
+    wire = {"frameBytes": serve_module.FRAME_BYTES, "replyTextBytes": serve_module.REPLY_BYTES,
+            "checkpointBytes": serve_module.CHECKPOINT_BYTES, "failReasonChars": serve_module.FAIL_REASON_CHARS,
+            "stepValueBytes": serve_module.STEP_VALUE_BYTES, "blobBytes": serve_module.BLOB_BYTES,
+            "stepNameChars": serve_module.STEP_NAME_CHARS}
+    assert {k: baton.LIMITS[k] for k in wire} == wire
+    assert baton.LIMITS["leaseTtlSeconds"] == {"min": 1, "max": 3600}
+    try:
+        baton.LIMITS["frameBytes"] = 1  # type: ignore[index]
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("LIMITS must be read-only")
