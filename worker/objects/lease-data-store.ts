@@ -1,0 +1,80 @@
+// The SQLite seam of data kept under session leases, in the shard that holds the leases: one row
+// per (account, session, key) with the fence it was written under. A value is either inline (its
+// bytes in the row) or in R2 (the row names the R2 object; the Worker streams it). Rows outlive
+// their lease: a thread's data stays when its lease ends and is only removed by a fenced delete.
+import { LIMITS } from "../wire/protocol.ts";
+import { prefixRange, type ListedRow } from "../rules/lease-data.ts";
+
+export interface DataRow extends ListedRow {
+  fence: number;
+  updatedAt: number;
+  value: Uint8Array | null;
+  r2Key: string | null;
+}
+
+export type StoredValue = { inline: Uint8Array } | { r2Key: string; bytes: number };
+
+type Row = { key: string; fence: number; bytes: number; updated_at: number; value: ArrayBuffer | null; r2_key: string | null };
+
+function dataRow(r: Row): DataRow {
+  return {
+    key: r.key, fence: r.fence, bytes: r.bytes, updatedAt: r.updated_at, inline: r.r2_key === null,
+    value: r.value === null ? null : new Uint8Array(r.value), r2Key: r.r2_key,
+  };
+}
+
+export class LeaseDataStore {
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(`CREATE TABLE IF NOT EXISTS lease_data (
+        account TEXT NOT NULL, session TEXT NOT NULL, key TEXT NOT NULL, fence INTEGER NOT NULL,
+        bytes INTEGER NOT NULL, updated_at INTEGER NOT NULL, value BLOB, r2_key TEXT,
+        PRIMARY KEY (account, session, key))`);
+  }
+
+  /** Stores the value under `key`; returns the R2 object of the value it replaced, now garbage. */
+  put(account: string, session: string, key: string, fence: number, value: StoredValue, now: number): string | null {
+    const old = this.sql.exec<{ r2_key: string | null }>(
+      "SELECT r2_key FROM lease_data WHERE account = ? AND session = ? AND key = ?", account, session, key).toArray()[0];
+    const inline = "inline" in value ? value.inline : null;
+    this.sql.exec(
+      `INSERT INTO lease_data (account, session, key, fence, bytes, updated_at, value, r2_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (account, session, key) DO UPDATE SET fence = excluded.fence, bytes = excluded.bytes,
+         updated_at = excluded.updated_at, value = excluded.value, r2_key = excluded.r2_key`,
+      account, session, key, fence, inline ? inline.byteLength : (value as { bytes: number }).bytes, now,
+      inline, inline ? null : (value as { r2Key: string }).r2Key);
+    return old?.r2_key ?? null;
+  }
+
+  get(account: string, session: string, key: string): DataRow | null {
+    const row = this.sql.exec<Row>(
+      "SELECT key, fence, bytes, updated_at, value, r2_key FROM lease_data WHERE account = ? AND session = ? AND key = ?",
+      account, session, key).toArray()[0];
+    return row ? dataRow(row) : null;
+  }
+
+  /**
+   * Up to `limit` rows whose key starts with `prefix`, after the key `after` in list order
+   * (ascending, or descending with `desc`). Inline values are read along; callers trim the page.
+   */
+  list(account: string, session: string, prefix: string, after: string | null, desc: boolean, limit: number): DataRow[] {
+    const { from, to } = prefixRange(prefix);
+    const cursor = after === null ? "" : desc ? "AND key < ?" : "AND key > ?";
+    const args = after === null ? [] : [after];
+    return this.sql.exec<Row>(
+      `SELECT key, fence, bytes, updated_at, value, r2_key FROM lease_data
+       WHERE account = ? AND session = ? AND key >= ? AND key < ? ${cursor}
+       ORDER BY key ${desc ? "DESC" : "ASC"} LIMIT ?`,
+      account, session, from, to, ...args, limit).toArray().map(dataRow);
+  }
+
+  /** Deletes up to LIMITS.leaseDataDeleteRows rows under `prefix`; returns their R2 objects, now garbage. */
+  deletePrefix(account: string, session: string, prefix: string): { deleted: number; more: boolean; r2Keys: string[] } {
+    const { from, to } = prefixRange(prefix);
+    const rows = this.sql.exec<{ key: string; r2_key: string | null }>(
+      `SELECT key, r2_key FROM lease_data WHERE account = ? AND session = ? AND key >= ? AND key < ? ORDER BY key LIMIT ?`,
+      account, session, from, to, LIMITS.leaseDataDeleteRows + 1).toArray();
+    const batch = rows.slice(0, LIMITS.leaseDataDeleteRows);
+    for (const r of batch) this.sql.exec("DELETE FROM lease_data WHERE account = ? AND session = ? AND key = ?", account, session, r.key);
+    return { deleted: batch.length, more: rows.length > batch.length, r2Keys: batch.flatMap((r) => (r.r2_key ? [r.r2_key] : [])) };
+  }
+}
