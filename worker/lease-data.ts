@@ -10,7 +10,7 @@ import type { LeaseShard } from "./objects/lease-shard.ts";
 import type { DataWriteVerdict } from "./rules/lease-data.ts";
 import { errorResponse, LIMITS, parseBody, RUN_ID } from "./wire/protocol.ts";
 import {
-  LEASE_DATA_KEY, leaseDataDeleteSchema, type LeaseDataEntry, type LeaseDataPage,
+  LEASE_DATA_KEY, leaseDataDeleteSchema, type LeaseDataEntry, type LeaseDataPage, type LeaseDataPutAnswer,
 } from "./wire/lease-data.ts";
 
 type Shard = DurableObjectStub<LeaseShard>;
@@ -42,6 +42,7 @@ async function putValue(request: Request, env: Env, shard: Shard, account: strin
   if (!RUN_ID.test(runId) || !Number.isSafeInteger(fence) || fence < 1) {
     return errorResponse(400, "bad_request", "a write carries its lease's x-baton-run-id and x-baton-fence headers");
   }
+  const ifAbsent = request.headers.get("x-baton-if-absent") === "true";
   const declared = request.headers.get("content-length");
   const bytes = declared === null ? NaN : Number(declared);
   if (!Number.isSafeInteger(bytes) || bytes < 0) return errorResponse(411, "bad_request", "a write declares its Content-Length");
@@ -49,10 +50,10 @@ async function putValue(request: Request, env: Env, shard: Shard, account: strin
   if (bytes <= LIMITS.leaseDataInlineBytes) {
     const body = await readBody(request, LIMITS.leaseDataInlineBytes);
     if (!body.ok) return body.response;
-    const put = await shard.putData(account, session, key, runId, fence, { inline: body.bytes });
+    const put = await shard.putData(account, session, key, runId, fence, { inline: body.bytes }, ifAbsent);
     if (!put.ok) return refused(put);
     await deleteGarbage(env, put.garbage ? [put.garbage] : []);
-    return Response.json({ key, bytes: body.bytes.byteLength, fence, stored: "inline" }, { status: 201 });
+    return stored(key, body.bytes.byteLength, fence, put.kept ? "kept" : "inline");
   }
   if (!env.BLOBS || request.body === null) {
     return errorResponse(501, "not_configured", `this coordinator has no R2 bucket bound as BLOBS: values over ${LIMITS.leaseDataInlineBytes} bytes are off`);
@@ -67,10 +68,15 @@ async function putValue(request: Request, env: Env, shard: Shard, account: strin
     await deleteGarbage(env, [r2Key]);
     return errorResponse(400, "bad_request", "the value did not match its Content-Length or R2 refused it");
   }
-  const put = await shard.putData(account, session, key, runId, fence, { r2Key, bytes });
+  const put = await shard.putData(account, session, key, runId, fence, { r2Key, bytes }, ifAbsent);
   await deleteGarbage(env, put.ok ? (put.garbage ? [put.garbage] : []) : [r2Key]);
   if (!put.ok) return refused(put);
-  return Response.json({ key, bytes, fence, stored: "r2" }, { status: 201 });
+  return stored(key, bytes, fence, put.kept ? "kept" : "r2");
+}
+
+/** 201 with where the value went; 200 when an x-baton-if-absent write found a value and kept it. */
+function stored(key: string, bytes: number, fence: number, where: LeaseDataPutAnswer["stored"]): Response {
+  return Response.json({ key, bytes, fence, stored: where } satisfies LeaseDataPutAnswer, { status: where === "kept" ? 200 : 201 });
 }
 
 async function getValue(env: Env, shard: Shard, account: string, session: string, url: URL): Promise<Response> {

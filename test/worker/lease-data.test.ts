@@ -21,11 +21,14 @@ async function acquire(session: string, ttl = 30): Promise<Grant> {
   return (await res.json()) as Grant;
 }
 
-async function put(session: string, key: string, value: Uint8Array | string, as: Grant, token = DEV_TOKEN) {
+async function put(session: string, key: string, value: Uint8Array | string, as: Grant, token = DEV_TOKEN, ifAbsent = false) {
   const body = typeof value === "string" ? new TextEncoder().encode(value) : value;
   const res = await SELF.fetch(`${BASE}/leases/${session}/data?key=${encodeURIComponent(key)}`, {
     method: "PUT", body,
-    headers: { Authorization: `Bearer ${token}`, "x-baton-run-id": as.run_id, "x-baton-fence": String(as.fence), "content-length": String(body.byteLength) },
+    headers: {
+      Authorization: `Bearer ${token}`, "x-baton-run-id": as.run_id, "x-baton-fence": String(as.fence), "content-length": String(body.byteLength),
+      ...(ifAbsent ? { "x-baton-if-absent": "true" } : {}),
+    },
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
@@ -90,6 +93,16 @@ describe("data under a session lease", () => {
     expect(await put(s, "big", "small now", a)).toMatchObject({ status: 201, body: { stored: "inline" } });
     expect(await objects()).toBe(0);
     expect(text((await get(s, "big")).bytes)).toBe("small now");
+  });
+
+  it("an if-absent write keeps the value a key already has, inline or in R2", async () => {
+    const s = session();
+    const a = await acquire(s);
+    expect(await put(s, "w/1", "first", a, DEV_TOKEN, true)).toMatchObject({ status: 201, body: { stored: "inline" } });
+    expect(await put(s, "w/1", "second", a, DEV_TOKEN, true)).toMatchObject({ status: 200, body: { stored: "kept" } });
+    expect(await put(s, "w/1", new Uint8Array(LIMITS.leaseDataInlineBytes + 1), a, DEV_TOKEN, true)).toMatchObject({ status: 200, body: { stored: "kept" } });
+    expect(text((await get(s, "w/1")).bytes)).toBe("first");
+    expect((await env.BLOBS!.list({ prefix: `lease-data/dev/${s}/` })).objects).toHaveLength(0);
   });
 
   it("a stale writer's large value is refused before it reaches R2", async () => {

@@ -31,10 +31,14 @@ export class LeaseDataStore {
         PRIMARY KEY (account, session, key))`);
   }
 
-  /** Stores the value under `key`; returns the R2 object of the value it replaced, now garbage. */
-  put(account: string, session: string, key: string, fence: number, value: StoredValue, now: number): string | null {
+  /**
+   * Stores the value under `key` (with `ifAbsent`, only when the key has none: then `kept`).
+   * `garbage` is the R2 object of the value replaced, or of this one when it was not stored.
+   */
+  put(account: string, session: string, key: string, fence: number, value: StoredValue, now: number, ifAbsent: boolean): { kept: boolean; garbage: string | null } {
     const old = this.sql.exec<{ r2_key: string | null }>(
       "SELECT r2_key FROM lease_data WHERE account = ? AND session = ? AND key = ?", account, session, key).toArray()[0];
+    if (old && ifAbsent) return { kept: true, garbage: "r2Key" in value ? value.r2Key : null };
     const inline = "inline" in value ? value.inline : null;
     this.sql.exec(
       `INSERT INTO lease_data (account, session, key, fence, bytes, updated_at, value, r2_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -42,7 +46,7 @@ export class LeaseDataStore {
          updated_at = excluded.updated_at, value = excluded.value, r2_key = excluded.r2_key`,
       account, session, key, fence, inline ? inline.byteLength : (value as { bytes: number }).bytes, now,
       inline, inline ? null : (value as { r2Key: string }).r2Key);
-    return old?.r2_key ?? null;
+    return { kept: false, garbage: old?.r2_key ?? null };
   }
 
   get(account: string, session: string, key: string): DataRow | null {

@@ -121,15 +121,18 @@ export class LeaseShard extends DurableObject<Env> {
     return verdict;
   }
 
-  /** Stores one value if the writer holds the lease with this fence now; `garbage`: the R2 object it replaced. */
+  /**
+   * Stores one value if the writer holds the lease with this fence now (with `ifAbsent`, only if
+   * the key has none: `kept`); `garbage` is an R2 object no row names any more.
+   */
   async putData(
-    account: string, session: string, key: string, runId: string, fence: number, value: StoredValue,
-  ): Promise<DataWriteVerdict & { garbage?: string | null }> {
+    account: string, session: string, key: string, runId: string, fence: number, value: StoredValue, ifAbsent = false,
+  ): Promise<DataWriteVerdict & { kept?: boolean; garbage?: string | null }> {
     const now = Date.now();
     const verdict = checkDataWrite(this.staged.load(account, session).state, runId, fence, now);
-    const garbage = verdict.ok ? this.data.put(account, session, key, fence, value, now) : null;
+    const stored = verdict.ok ? this.data.put(account, session, key, fence, value, now, ifAbsent) : null;
     await this.written();
-    return verdict.ok ? { ok: true, garbage } : verdict;
+    return stored ? { ok: true, ...stored } : verdict;
   }
 
   async getData(account: string, session: string, key: string): Promise<DataRow | null> {

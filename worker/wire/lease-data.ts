@@ -1,6 +1,7 @@
 // The wire of data kept under a session lease (/leases/{session}/data...): the fenced delete body
 // and the answers, each a schema its type is inferred from. A value itself travels as raw bytes:
-// PUT /leases/{s}/data?key=K with the writer's x-baton-run-id and x-baton-fence headers, and
+// PUT /leases/{s}/data?key=K with the writer's x-baton-run-id and x-baton-fence headers (and
+// x-baton-if-absent: true to keep a value the key already has), and
 // GET /leases/{s}/data?key=K answers the bytes with the fence they were written under.
 import * as z from "zod/mini";
 import { LIMITS, RUN_ID } from "./protocol.ts";
@@ -15,8 +16,12 @@ const fence = z.int().check(z.gte(1));
 /** POST /leases/{s}/data/delete: removes keys under `prefix` ("" for all), under the writer's lease. */
 export const leaseDataDeleteSchema = z.strictObject({ run_id: z.string().check(z.regex(RUN_ID)), fence, prefix });
 
-/** 201 to a PUT: where the value went (inline in the shard, or R2 beyond LIMITS.leaseDataInlineBytes). */
-export const leaseDataPutAnswerSchema = z.object({ key: z.string(), bytes: z.int(), fence: z.int(), stored: z.enum(["inline", "r2"]) });
+/**
+ * The answer to a PUT: where the value went (201: inline in the shard, or R2 beyond
+ * LIMITS.leaseDataInlineBytes), or 200 `kept` when the PUT said x-baton-if-absent: true and the
+ * key already had a value, which stays.
+ */
+export const leaseDataPutAnswerSchema = z.object({ key: z.string(), bytes: z.int(), fence: z.int(), stored: z.enum(["inline", "r2", "kept"]) });
 
 /** One key of a list page; `value` (base64) is there for inline values, an R2 one is fetched by key. */
 export const leaseDataEntrySchema = z.object({
@@ -28,5 +33,6 @@ export const leaseDataPageSchema = z.object({ entries: z.array(leaseDataEntrySch
 
 export const leaseDataDeletedSchema = z.object({ deleted: z.int(), more: z.boolean() });
 
+export type LeaseDataPutAnswer = z.infer<typeof leaseDataPutAnswerSchema>;
 export type LeaseDataEntry = z.infer<typeof leaseDataEntrySchema>;
 export type LeaseDataPage = z.infer<typeof leaseDataPageSchema>;
