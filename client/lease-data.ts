@@ -46,7 +46,7 @@ export async function putLeaseData(
   conn: Connection, writer: LeaseWriter, key: string, value: Uint8Array, options: { ifAbsent?: boolean } = {},
 ): Promise<LeaseDataPutAnswer> {
   const res = await send(conn, "PUT", `${dataPath(writer.session)}?key=${encodeURIComponent(key)}`, {
-    body: value,
+    body: value as Uint8Array<ArrayBuffer>,
     headers: {
       "content-type": "application/octet-stream",
       "x-baton-run-id": writer.runId,

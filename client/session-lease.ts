@@ -120,7 +120,11 @@ export async function withSessionLease<T>(session: string, fn: (lease: SessionLe
     get expiresAt() {
       return expiresAt;
     },
-    refused: (error) => lose("refused", error),
+    refused: (error) => {
+      // A refusal says more than a lapse seen first on the local clock: it is what fn's caller gets.
+      if (lost && !finished) lost = error;
+      else lose("refused", error);
+    },
     check: async () => (await requestJson(options, "POST", `${path}/check`, leaseCheckSchema, { body: { run_id: runId, fence: grant.fence } })).current,
   };
   let outcome: { ok: true; value: T } | { ok: false; error: unknown };
