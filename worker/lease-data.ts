@@ -7,7 +7,7 @@
 import type { Env } from "./env.ts";
 import { readBody, readJsonBody } from "./objects/http.ts";
 import type { LeaseShard } from "./objects/lease-shard.ts";
-import type { DataWriteVerdict } from "./rules/lease-data.ts";
+import type { BudgetVerdict, DataWriteVerdict } from "./rules/lease-data.ts";
 import { errorResponse, LIMITS, parseBody, RUN_ID } from "./wire/protocol.ts";
 import {
   LEASE_DATA_KEY, leaseDataDeleteSchema, type LeaseDataEntry, type LeaseDataPage, type LeaseDataPutAnswer,
@@ -15,7 +15,8 @@ import {
 
 type Shard = DurableObjectStub<LeaseShard>;
 
-const refused = (v: Exclude<DataWriteVerdict, { ok: true }>) => errorResponse(409, v.code, v.message);
+/** 409 for a writer that does not hold the lease, 413 for a write past the session's budget. */
+const refused = (v: Exclude<DataWriteVerdict | BudgetVerdict, { ok: true }>) => errorResponse(v.code === "too_large" ? 413 : 409, v.code, v.message);
 
 function keyParam(url: URL): string | Response {
   const key = url.searchParams.get("key");
@@ -100,11 +101,11 @@ async function listValues(shard: Shard, account: string, session: string, url: U
     || !Number.isSafeInteger(limit) || limit < 1 || limit > LIMITS.leaseDataPageEntries) {
     return errorResponse(400, "bad_request", `list takes ?prefix=, ?after= (keys), ?order=asc|desc and ?limit=1-${LIMITS.leaseDataPageEntries}`);
   }
-  const { rows, more } = await shard.listData(account, session, prefix, after, order === "desc", limit);
+  const { rows, more, usage } = await shard.listData(account, session, prefix, after, order === "desc", limit);
   const entries = rows.map((r): LeaseDataEntry => ({
     key: r.key, bytes: r.bytes, fence: r.fence, updated_at: r.updatedAt, ...(r.value ? { value: base64(r.value) } : {}),
   }));
-  return Response.json({ entries, next: more ? rows[rows.length - 1]!.key : null } satisfies LeaseDataPage);
+  return Response.json({ entries, next: more ? rows[rows.length - 1]!.key : null, usage } satisfies LeaseDataPage);
 }
 
 async function deleteValues(request: Request, env: Env, shard: Shard, account: string, session: string): Promise<Response> {

@@ -1,6 +1,6 @@
 // The lease-data rules in plain Node: who may write under a session lease, and what one list page holds.
 import { describe, expect, it } from "vitest";
-import { checkDataWrite, pageSize, prefixRange } from "../../worker/rules/lease-data.ts";
+import { checkDataBudget, checkDataWrite, pageSize, prefixRange, type DataUsage } from "../../worker/rules/lease-data.ts";
 import { EMPTY_SESSION_LEASE, type SessionLeaseState } from "../../worker/rules/session-lease.ts";
 
 const A = "00000000-0000-4000-8000-00000000000a";
@@ -45,5 +45,22 @@ describe("prefixRange", () => {
     const inside = (k: string) => k >= from && k < to;
     expect(["cp/a", "cp/a/1", "cp/a~~~"].every(inside)).toBe(true);
     expect(["cp/", "cp/b", "cp/`"].some(inside)).toBe(false);
+  });
+});
+
+describe("checkDataBudget", () => {
+  const budget = { keys: 3, bytes: 100 };
+  const cases: [string, DataUsage, number | null, number, DataUsage | string][] = [
+    ["a new key within both budgets is counted", { keys: 1, bytes: 10 }, null, 20, { keys: 2, bytes: 30 }],
+    ["replacing a key counts only the difference", { keys: 3, bytes: 90 }, 50, 60, { keys: 3, bytes: 100 }],
+    ["a new key past the key budget is refused", { keys: 3, bytes: 10 }, null, 1, "at most 3 keys"],
+    ["a value past the byte budget is refused", { keys: 1, bytes: 90 }, null, 11, "at most 100 bytes"],
+    ["a replacement that grows past the bytes is refused", { keys: 2, bytes: 90 }, 10, 21, "at most 100 bytes"],
+    ["a session already over its budget may still shrink", { keys: 5, bytes: 500 }, 100, 1, { keys: 5, bytes: 401 }],
+  ];
+  it.each(cases)("%s", (_name, usage, oldBytes, newBytes, expected) => {
+    const verdict = checkDataBudget(usage, oldBytes, newBytes, budget);
+    if (typeof expected === "string") expect(verdict).toMatchObject({ ok: false, code: "too_large", message: expect.stringContaining(expected) });
+    else expect(verdict).toEqual({ ok: true, usage: expected });
   });
 });

@@ -40,7 +40,7 @@ async function get(session: string, key: string, token = DEV_TOKEN) {
 
 async function list(session: string, query: string) {
   const res = await SELF.fetch(`${BASE}/leases/${session}/data/list?${query}`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } });
-  return { status: res.status, body: (await res.json()) as { entries: { key: string; bytes: number; value?: string }[]; next: string | null } };
+  return { status: res.status, body: (await res.json()) as { entries: { key: string; bytes: number; value?: string }[]; next: string | null; usage: { keys: number; bytes: number } } };
 }
 
 async function del(session: string, prefix: string, as: Grant) {
@@ -150,6 +150,25 @@ describe("data under a session lease", () => {
     expect(await del(s, "t/", a)).toMatchObject({ status: 200, body: { deleted: 2, more: false } });
     expect((await list(s, "prefix=")).body.entries.map((e) => e.key)).toEqual(["u/1"]);
     expect((await env.BLOBS!.list({ prefix: `lease-data/dev/${s}/` })).objects).toHaveLength(0);
+  });
+
+  it("the session's usage counts keys and bytes through new keys, replacements, R2, kept writes and deletes", async () => {
+    const s = session();
+    const a = await acquire(s);
+    const usage = async () => (await list(s, "prefix=")).body.usage;
+    expect(await usage()).toEqual({ keys: 0, bytes: 0 });
+    await put(s, "a", "12345", a);
+    await put(s, "b", "123", a);
+    expect(await usage()).toEqual({ keys: 2, bytes: 8 });
+    await put(s, "a", "1", a);
+    await put(s, "b", "999", a, DEV_TOKEN, true);
+    expect(await usage()).toEqual({ keys: 2, bytes: 4 });
+    await put(s, "r2", new Uint8Array(LIMITS.leaseDataInlineBytes + 1), a);
+    expect(await usage()).toEqual({ keys: 3, bytes: 4 + LIMITS.leaseDataInlineBytes + 1 });
+    await del(s, "b", a);
+    expect(await usage()).toEqual({ keys: 2, bytes: 1 + LIMITS.leaseDataInlineBytes + 1 });
+    await del(s, "", a);
+    expect(await usage()).toEqual({ keys: 0, bytes: 0 });
   });
 
   it("reading needs read, writing needs serve, and another account sees nothing", async () => {

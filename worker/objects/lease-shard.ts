@@ -11,7 +11,7 @@ import { LIMITS } from "../wire/protocol.ts";
 import { leaseShardCount } from "../config.ts";
 import { LeaseShardStore, StagedLeases } from "./lease-store.ts";
 import { LeaseDataStore, type DataRow, type StoredValue } from "./lease-data-store.ts";
-import { checkDataWrite, pageSize, type DataWriteVerdict } from "../rules/lease-data.ts";
+import { checkDataWrite, pageSize, type BudgetVerdict, type DataUsage, type DataWriteVerdict } from "../rules/lease-data.ts";
 import {
   acquire, isCurrent, isLive, release, renew, shardOf, type SessionLease,
 } from "../rules/session-lease.ts";
@@ -19,6 +19,11 @@ import {
 export type AcquireAnswer = { kind: "granted" | "renewed"; lease: SessionLease } | { kind: "held"; expiresAt: number };
 export type RenewAnswer = { kind: "renewed"; lease: SessionLease } | { kind: "lost" };
 export interface CheckAnswer { current: boolean; latestFence: number }
+/** A data write: stored (or `kept`, with an R2 object no row names any more as `garbage`), or refused. */
+export type DataPutAnswer =
+  | { ok: true; kept: boolean; garbage: string | null }
+  | Exclude<DataWriteVerdict, { ok: true }>
+  | Exclude<BudgetVerdict, { ok: true }>;
 /** A key as its own account sees it: the live lease (if any) by the shard's clock at `now`. */
 export interface KeyView { lastFence: number; live: SessionLease | null; now: number }
 
@@ -127,12 +132,12 @@ export class LeaseShard extends DurableObject<Env> {
    */
   async putData(
     account: string, session: string, key: string, runId: string, fence: number, value: StoredValue, ifAbsent = false,
-  ): Promise<DataWriteVerdict & { kept?: boolean; garbage?: string | null }> {
+  ): Promise<DataPutAnswer> {
     const now = Date.now();
     const verdict = checkDataWrite(this.staged.load(account, session).state, runId, fence, now);
-    const stored = verdict.ok ? this.data.put(account, session, key, fence, value, now, ifAbsent) : null;
+    const stored: DataPutAnswer = verdict.ok ? this.data.put(account, session, key, fence, value, now, ifAbsent) : verdict;
     await this.written();
-    return stored ? { ok: true, ...stored } : verdict;
+    return stored;
   }
 
   async getData(account: string, session: string, key: string): Promise<DataRow | null> {
@@ -140,10 +145,12 @@ export class LeaseShard extends DurableObject<Env> {
   }
 
   /** One page of keys under `prefix` after `after`: inline values within the page's byte budget. */
-  async listData(account: string, session: string, prefix: string, after: string | null, desc: boolean, limit: number): Promise<{ rows: DataRow[]; more: boolean }> {
+  async listData(
+    account: string, session: string, prefix: string, after: string | null, desc: boolean, limit: number,
+  ): Promise<{ rows: DataRow[]; more: boolean; usage: DataUsage }> {
     const rows = this.data.list(account, session, prefix, after, desc, limit + 1);
     const { take, more } = pageSize(rows, limit, LIMITS.leaseDataPageBytes);
-    return { rows: rows.slice(0, take), more };
+    return { rows: rows.slice(0, take), more, usage: this.data.usage(account, session) };
   }
 
   /** Deletes a batch of keys under `prefix` if the writer holds the lease with this fence now. */

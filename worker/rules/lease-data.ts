@@ -57,3 +57,27 @@ export function pageSize(rows: readonly ListedRow[], maxEntries: number, maxByte
   }
   return { take, more: take < rows.length };
 }
+
+/** What one session's data holds: keys, and bytes inline and in R2 together. */
+export interface DataUsage {
+  keys: number;
+  bytes: number;
+}
+
+export type BudgetVerdict = { ok: true; usage: DataUsage } | { ok: false; code: Extract<ErrorCode, "too_large">; message: string };
+
+/**
+ * Whether replacing a key's value (`oldBytes` null: the key is new) with one of `newBytes` keeps
+ * the session within its budget; a write that does not grow the data always passes, so a session
+ * over its budget (the budget was lowered) can still be rewritten smaller and deleted.
+ */
+export function checkDataBudget(usage: DataUsage, oldBytes: number | null, newBytes: number, budget: DataUsage): BudgetVerdict {
+  const next = { keys: usage.keys + (oldBytes === null ? 1 : 0), bytes: usage.bytes - (oldBytes ?? 0) + newBytes };
+  if (next.keys > usage.keys && next.keys > budget.keys) {
+    return { ok: false, code: "too_large", message: `a session's data holds at most ${budget.keys} keys` };
+  }
+  if (next.bytes > usage.bytes && next.bytes > budget.bytes) {
+    return { ok: false, code: "too_large", message: `a session's data holds at most ${budget.bytes} bytes` };
+  }
+  return { ok: true, usage: next };
+}

@@ -28,8 +28,14 @@ export const leaseDataEntrySchema = z.object({
   key: z.string(), bytes: z.int(), fence: z.int(), updated_at: z.number(), value: z.optional(z.string()),
 });
 
-/** GET /leases/{s}/data/list?prefix=&after=&order=asc|desc&limit=: `next` is the `after` of the next page. */
-export const leaseDataPageSchema = z.object({ entries: z.array(leaseDataEntrySchema), next: z.nullable(z.string()) });
+/**
+ * GET /leases/{s}/data/list?prefix=&after=&order=asc|desc&limit=: `next` is the `after` of the
+ * next page; `usage` is what the whole session's data holds now (keys, and bytes inline and in R2),
+ * against LIMITS.leaseDataKeysPerSession and leaseDataBytesPerSession.
+ */
+export const leaseDataPageSchema = z.object({
+  entries: z.array(leaseDataEntrySchema), next: z.nullable(z.string()), usage: z.object({ keys: z.int(), bytes: z.int() }),
+});
 
 export const leaseDataDeletedSchema = z.object({ deleted: z.int(), more: z.boolean() });
 

@@ -65,6 +65,9 @@ export const LIMITS = {
   leaseDataPageEntries: 100,
   leaseDataPageBytes: 256 * 1024,
   leaseDataDeleteRows: 500,
+  /** What one session's data may hold in all: keys, and bytes (inline and in R2 together). */
+  leaseDataKeysPerSession: 100_000,
+  leaseDataBytesPerSession: 1024 * 1024 * 1024,
   /** How deep JSON may nest in a frame or a body: deeper values pass the byte budgets but cost every copy between isolates. */
   jsonDepth: 64,
 } as const;
