@@ -18,6 +18,8 @@ export { replyText, RunJournal, runProofFromEnv } from "./run-journal.ts";
 export type { RunProof } from "./run-journal.ts";
 export { withSessionLease } from "./session-lease.ts";
 export type { SessionLease, SessionLeaseEvent, SessionLeaseOptions } from "./session-lease.ts";
+export { deleteLeaseData, getLeaseData, listLeaseData, putLeaseData } from "./lease-data.ts";
+export type { LeaseDataItem, LeaseWriter } from "./lease-data.ts";
 export { CoordinatorError, LeaseHeldError, LeaseLostError, MessageCancelledError, UnreachableError, WaitingForPersonError } from "./errors.ts";
 export type { Connection } from "./http.ts";
 export type { BackoffOptions } from "./backoff.ts";

@@ -22,6 +22,11 @@ export interface SessionLease {
   readonly signal: AbortSignal;
   /** Asks the coordinator whether this fence is still the current holder's. */
   check(): Promise<boolean>;
+  /**
+   * Reports that the coordinator refused a write under this fence (baton/client/langgraph calls
+   * it): the lease counts as lost, its signal aborts with `error`, and withSessionLease throws it.
+   */
+  refused(error: LeaseLostError): void;
 }
 
 export type SessionLeaseEvent =
@@ -68,11 +73,11 @@ export async function withSessionLease<T>(session: string, fn: (lease: SessionLe
   let renewTimer: ReturnType<typeof setTimeout> | undefined;
   let deadlineTimer: ReturnType<typeof setTimeout> | undefined;
 
-  const lose = (reason: "refused" | "lapsed"): void => {
+  const lose = (reason: "refused" | "lapsed", error?: LeaseLostError): void => {
     if (lost || finished) return;
-    lost = reason === "refused"
+    lost = error ?? (reason === "refused"
       ? new LeaseLostError(`the coordinator refused to renew the lease on ${session}`, "lease_lost")
-      : new LeaseLostError(`the lease on ${session} could not be renewed before it expired`, "lapsed");
+      : new LeaseLostError(`the lease on ${session} could not be renewed before it expired`, "lapsed"));
     clearTimeout(renewTimer);
     clearTimeout(deadlineTimer);
     event({ type: "lost", session, reason });
@@ -114,6 +119,11 @@ export async function withSessionLease<T>(session: string, fn: (lease: SessionLe
     session, runId, fence: grant.fence, fenceToken: grant.fence_token, signal: controller.signal,
     get expiresAt() {
       return expiresAt;
+    },
+    refused: (error) => {
+      // A refusal says more than a lapse seen first on the local clock: it is what fn's caller gets.
+      if (lost && !finished) lost = error;
+      else lose("refused", error);
     },
     check: async () => (await requestJson(options, "POST", `${path}/check`, leaseCheckSchema, { body: { run_id: runId, fence: grant.fence } })).current,
   };

@@ -3,6 +3,7 @@
 // decides and stores; everything stateless happens here, before any object is involved.
 import type { Env } from "./env.ts";
 import { readJsonBody } from "./objects/http.ts";
+import { leaseDataRequest } from "./lease-data.ts";
 import { leaseShardStub, type KeyView, type LeaseShard } from "./objects/lease-shard.ts";
 import { DEFAULT_LEASE_TTL_SECONDS, fenceToken, type SessionLease } from "./rules/session-lease.ts";
 import { acquireSchema, checkSchema, errorResponse, parseBody, releaseSchema, renewSchema } from "./wire/protocol.ts";
@@ -50,7 +51,8 @@ function stateBody(session: string, { lastFence, live, now }: KeyView) {
 
 /** Answers one request under /leases/{session}; `session` is already a valid name of `account`. */
 export async function leaseRequest(request: Request, env: Env, account: string, session: string, pathname: string): Promise<Response> {
-  const op = routeOp(request.method, pathname);
+  const parts = pathname.split("/").filter(Boolean);
+  const op = parts[2] === "data" ? "data" : routeOp(request.method, pathname);
   if (op === null) return errorResponse(404, "not_found", `no lease route for ${request.method} ${pathname}`);
   let shard: DurableObjectStub<LeaseShard>;
   try {
@@ -58,6 +60,7 @@ export async function leaseRequest(request: Request, env: Env, account: string, 
   } catch (err) {
     return errorResponse(500, "internal", (err as Error).message);
   }
+  if (op === "data") return leaseDataRequest(request, env, shard, account, session, parts.slice(3).join("/"), new URL(request.url));
   if (op === "state") return Response.json(stateBody(session, await shard.view(account, session)));
   const body = await readJsonBody(request, MAX_BODY_BYTES);
   if (!body.ok) return body.response;

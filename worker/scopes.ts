@@ -58,6 +58,10 @@ const TABLE: readonly (readonly [readonly Method[], string, Scope])[] = [
   [["POST"], "/leases/{session}/renew", "serve"],
   [["POST"], "/leases/{session}/release", "serve"],
   [["POST"], "/leases/{session}/check", "serve"],
+  [["GET"], "/leases/{session}/data", "read"],
+  [["PUT"], "/leases/{session}/data", "serve"],
+  [["GET"], "/leases/{session}/data/list", "read"],
+  [["POST"], "/leases/{session}/data/delete", "serve"],
 ];
 
 const ROUTES = TABLE.map(([methods, path, scope]) => ({

@@ -69,6 +69,7 @@ class SessionLease:
         self._deadline: asyncio.TimerHandle | None = None
         self._finished = False
         self._cancelled_body = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- acquisition -------------------------------------------------------------------------
 
@@ -106,10 +107,31 @@ class SessionLease:
 
     # -- keeping it ---------------------------------------------------------------------------
 
-    def _lose(self, reason: str) -> None:
+    def refused(self, error: LeaseLostError) -> None:
+        """Reports that the coordinator refused a write under this fence (``baton.langgraph`` calls it,
+        from any thread): the lease counts as lost, the body is cancelled, and the block raises ``error``."""
+        if self._loop is not None and self._loop.is_running() and not self._in_loop():
+            self._loop.call_soon_threadsafe(self.refused, error)
+            return
+        if self._finished:
+            return
+        if self.lost is not None:
+            self.lost = error  # a refusal says more than a lapse seen first on the local clock
+            return
+        self._lose("refused", error)
+
+    def _in_loop(self) -> bool:
+        try:
+            return asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            return False
+
+    def _lose(self, reason: str, error: LeaseLostError | None = None) -> None:
         if self.lost is not None or self._finished:
             return
-        if reason == "refused":
+        if error is not None:
+            self.lost = error
+        elif reason == "refused":
             self.lost = LeaseLostError(f"the coordinator refused to renew the lease on {self.session}", "lease_lost")
         else:
             self.lost = LeaseLostError(f"the lease on {self.session} could not be renewed before it expired", "lapsed")
@@ -181,6 +203,7 @@ class SessionLease:
 
     async def __aenter__(self) -> "SessionLease":
         self._task = asyncio.current_task()
+        self._loop = asyncio.get_running_loop()
         sent = await self._acquire()
         self._clock.confirmed(sent, now())
         self._clock.hold(now())

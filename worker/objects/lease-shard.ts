@@ -7,8 +7,11 @@
 // leaves before the commit that holds what it says.
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
+import { LIMITS } from "../wire/protocol.ts";
 import { leaseShardCount } from "../config.ts";
 import { LeaseShardStore, StagedLeases } from "./lease-store.ts";
+import { LeaseDataStore, type DataRow, type StoredValue } from "./lease-data-store.ts";
+import { checkDataWrite, pageSize, type BudgetVerdict, type DataUsage, type DataWriteVerdict } from "../rules/lease-data.ts";
 import {
   acquire, isCurrent, isLive, release, renew, shardOf, type SessionLease,
 } from "../rules/session-lease.ts";
@@ -16,12 +19,18 @@ import {
 export type AcquireAnswer = { kind: "granted" | "renewed"; lease: SessionLease } | { kind: "held"; expiresAt: number };
 export type RenewAnswer = { kind: "renewed"; lease: SessionLease } | { kind: "lost" };
 export interface CheckAnswer { current: boolean; latestFence: number }
+/** A data write: stored (or `kept`, with an R2 object no row names any more as `garbage`), or refused. */
+export type DataPutAnswer =
+  | { ok: true; kept: boolean; garbage: string | null }
+  | Exclude<DataWriteVerdict, { ok: true }>
+  | Exclude<BudgetVerdict, { ok: true }>;
 /** A key as its own account sees it: the live lease (if any) by the shard's clock at `now`. */
 export interface KeyView { lastFence: number; live: SessionLease | null; now: number }
 
 export class LeaseShard extends DurableObject<Env> {
   private readonly store: LeaseShardStore;
   private readonly staged: StagedLeases;
+  private readonly data: LeaseDataStore;
   private batch: Promise<void> | null = null;
   private committing: Promise<void> | null = null;
 
@@ -29,6 +38,7 @@ export class LeaseShard extends DurableObject<Env> {
     super(ctx, env);
     this.store = new LeaseShardStore(ctx.storage.sql);
     this.staged = new StagedLeases(this.store, ctx.storage);
+    this.data = new LeaseDataStore(ctx.storage.sql);
   }
 
   /**
@@ -104,6 +114,53 @@ export class LeaseShard extends DurableObject<Env> {
     const { lastFence, lease } = this.staged.load(account, session).state;
     await this.written();
     return { lastFence, live: isLive(lease, now) ? lease : null, now };
+  }
+
+  // Data under a lease (lease-data.ts in the Worker). A write is checked against the key's lease
+  // record as staged (the latest decision) and answered only once that record is written too.
+
+  /** Whether `runId` with `fence` may write now: asked before a large value is streamed to R2. */
+  async checkData(account: string, session: string, runId: string, fence: number): Promise<DataWriteVerdict> {
+    const verdict = checkDataWrite(this.staged.load(account, session).state, runId, fence, Date.now());
+    await this.written();
+    return verdict;
+  }
+
+  /**
+   * Stores one value if the writer holds the lease with this fence now (with `ifAbsent`, only if
+   * the key has none: `kept`); `garbage` is an R2 object no row names any more.
+   */
+  async putData(
+    account: string, session: string, key: string, runId: string, fence: number, value: StoredValue, ifAbsent = false,
+  ): Promise<DataPutAnswer> {
+    const now = Date.now();
+    const verdict = checkDataWrite(this.staged.load(account, session).state, runId, fence, now);
+    const stored: DataPutAnswer = verdict.ok ? this.data.put(account, session, key, fence, value, now, ifAbsent) : verdict;
+    await this.written();
+    return stored;
+  }
+
+  async getData(account: string, session: string, key: string): Promise<DataRow | null> {
+    return this.data.get(account, session, key);
+  }
+
+  /** One page of keys under `prefix` after `after`: inline values within the page's byte budget. */
+  async listData(
+    account: string, session: string, prefix: string, after: string | null, desc: boolean, limit: number,
+  ): Promise<{ rows: DataRow[]; more: boolean; usage: DataUsage }> {
+    const rows = this.data.list(account, session, prefix, after, desc, limit + 1);
+    const { take, more } = pageSize(rows, limit, LIMITS.leaseDataPageBytes);
+    return { rows: rows.slice(0, take), more, usage: this.data.usage(account, session) };
+  }
+
+  /** Deletes a batch of keys under `prefix` if the writer holds the lease with this fence now. */
+  async deleteData(
+    account: string, session: string, prefix: string, runId: string, fence: number,
+  ): Promise<DataWriteVerdict & { deleted?: number; more?: boolean; garbage?: string[] }> {
+    const verdict = checkDataWrite(this.staged.load(account, session).state, runId, fence, Date.now());
+    const result = verdict.ok ? this.data.deletePrefix(account, session, prefix) : null;
+    await this.written();
+    return result ? { ok: true, deleted: result.deleted, more: result.more, garbage: result.r2Keys } : verdict;
   }
 
   // The three below wait for what is staged to be written through written(), never flush it

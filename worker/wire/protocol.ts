@@ -58,6 +58,19 @@ export const LIMITS = {
   choiceChars: 64,
   choices: 10,
   answerTextBytes: 16 * 1024,
+  /**
+   * Data stored under a session lease (/leases/{s}/data): a key's length, a value kept inline in
+   * the lease's shard (larger ones, up to blobBytes, go to R2), one list page (entries, and bytes
+   * of inline values it carries), and rows one fenced delete removes before it answers `more`.
+   */
+  leaseDataKeyChars: 512,
+  leaseDataInlineBytes: 32 * 1024,
+  leaseDataPageEntries: 100,
+  leaseDataPageBytes: 256 * 1024,
+  leaseDataDeleteRows: 500,
+  /** What one session's data may hold in all: keys, and bytes (inline and in R2 together). */
+  leaseDataKeysPerSession: 100_000,
+  leaseDataBytesPerSession: 1024 * 1024 * 1024,
   /** How deep JSON may nest in a frame or a body: deeper values pass the byte budgets but cost every copy between isolates. */
   jsonDepth: 64,
 } as const;
