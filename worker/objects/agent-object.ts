@@ -135,7 +135,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
    * Stores a message and hands it out. With an idempotency key, a retry within the key's retention
    * returns the message the first post created (200, replayed) and stores nothing.
    */
-  post(text: string, opts: { group?: string; runTimeoutMs?: number; key: string | null; question?: Question; deadlineSeconds?: number }): PostResult {
+  post(text: string, opts: { group?: string; runTimeoutMs?: number; key: string | null; question?: Question; deadlineSeconds?: number; traceparent?: string }): PostResult {
     this.store.countWake();
     const now = Date.now();
     const { messages } = this.desk;
@@ -144,7 +144,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       const first = messages.get(earlier);
       return { status: 200, replayed: true, view: first ? this.desk.view(first) : { id: earlier, pruned: true } };
     }
-    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, forPerson: opts.question !== undefined });
+    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, forPerson: opts.question !== undefined, traceparent: opts.traceparent });
     if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
     if (opts.question !== undefined) {
       // Nobody runs it, so no connection is told of it: the page, the CLI and the webhooks ask the person.

@@ -60,6 +60,8 @@ export interface StoredMessage {
   park_ms: number | null;
   /** The choice of the answer that queued the message again (approve, or one the question offered). */
   resume_choice: string | null;
+  /** The W3C traceparent the post carried (null: none). */
+  traceparent: string | null;
   /** 1: a question for a person and nothing else, parked from the start and never run (rules/message-lease.ts forPerson). */
   for_person: number;
 }
@@ -124,6 +126,7 @@ const LEASE_COLUMNS: Record<string, string> = {
   park_ms: "INTEGER",
   resume_choice: "TEXT",
   for_person: "INTEGER NOT NULL DEFAULT 0",
+  traceparent: "TEXT",
 };
 
 /** The columns a message's lease is made of (see leaseOf). */
@@ -226,10 +229,10 @@ export class MessageStore {
     this.sql.exec(`UPDATE messages SET resume_choice = ? WHERE id = ?`, choice, id);
   }
 
-  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null; forPerson?: boolean } = {}): StoredMessage {
+  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null; forPerson?: boolean; traceparent?: string | null } = {}): StoredMessage {
     return this.sql.exec<Record<string, SqlStorageValue>>(
-      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms, for_person) VALUES (?, ?, ?, ?, ?) RETURNING *`,
-      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.forPerson ? 1 : 0).one() as unknown as StoredMessage;
+      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms, for_person, traceparent) VALUES (?, ?, ?, ?, ?, ?) RETURNING *`,
+      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.forPerson ? 1 : 0, opts.traceparent ?? null).one() as unknown as StoredMessage;
   }
 
   /** A question for a person answered (by a person or its deadline): the answer is its reply. */
