@@ -14,30 +14,36 @@ const GOAL = 1.05;
 
 interface Served {
   handle: ServeHandle;
-  ran: Map<number, () => void>;
+  /** Resolves when the message with that id has run (its reply accepted); made on first ask, so a run that ends before `send` returns is not missed. */
+  ran(id: number): Promise<void>;
 }
 
 function served(url: string, agent: string, tracing: boolean): Served {
-  const ran = new Map<number, () => void>();
+  const waits = new Map<number, { promise: Promise<void>; resolve: () => void }>();
+  const ran = (id: number) => {
+    if (!waits.has(id)) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      waits.set(id, { promise, resolve });
+    }
+    return waits.get(id)!;
+  };
   const handle = serve(agent, async (_m, ctx) => {
     for (let i = 0; i < STEPS; i++) await ctx.step(`s${i}`, () => i);
     return "ok";
   }, {
     url, token: DEV_TOKEN, machine: tracing ? "traced" : "plain", tracing,
     onEvent: (e) => {
-      if (e.type === "ran") ran.get(e.id)?.();
+      if (e.type === "ran") ran(e.id).resolve();
     },
   });
-  return { handle, ran };
+  return { handle, ran: (id) => ran(id).promise };
 }
 
 async function oneRun(url: string, agent: string, s: Served): Promise<number> {
   const t0 = performance.now();
-  let done!: () => void;
-  const finished = new Promise<void>((resolve) => (done = resolve));
   const posted = await send(agent, "go", { url, token: DEV_TOKEN });
-  s.ran.set(posted.id, done);
-  await finished;
+  await s.ran(posted.id);
   return performance.now() - t0;
 }
 
