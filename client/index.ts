@@ -5,6 +5,8 @@ export { serve } from "./serve.ts";
 export type { ServeHandle, ServeOptions, ServeStatus } from "./serve.ts";
 export type { AgentMessage, AskOptions, MessageContext, MessageHandler, PersonAnswer, ServeEvent } from "./work-loop.ts";
 export { observe } from "./observe.ts";
+export { send } from "./send.ts";
+export type { SendOptions } from "./send.ts";
 export { drain, pause, undrain, unpause } from "./controls.ts";
 export { answer, approve, reject, retry } from "./answers.ts";
 export { answerFromView, answerOf, askPerson, waitForAnswer } from "./person-question.ts";

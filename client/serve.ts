@@ -13,6 +13,7 @@ import { downloadBlob, uploadBlob } from "./run-journal.ts";
 import { ServeLease, type LeaseView } from "./serve-lease.ts";
 import { CoordinatorSocket } from "./socket.ts";
 import { resolveWebSocket, type WebSocketConstructor } from "./websocket.ts";
+import { traceHandler } from "./tracing.ts";
 import { WorkLoop, type AgentMessage, type MessageHandler, type ServeEvent } from "./work-loop.ts";
 
 export type ServeStatus = LeaseView | { kind: "reconnecting"; attempt: number; delayMs: number; reason: string };
@@ -48,6 +49,11 @@ export interface ServeOptions extends Connection {
    * `pool` mode every serving runner takes messages up to its slots; in `single` mode the holder does.
    */
   concurrency?: number;
+  /**
+   * Spans for each run, its steps, effects and asks, through `@opentelemetry/api` when it is
+   * installed (default true; without the package nothing happens). See client/tracing.ts.
+   */
+  tracing?: boolean;
 }
 
 export interface ServeHandle {
@@ -160,7 +166,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
 
   const work = new WorkLoop({
     agent,
-    handler,
+    handler: options.tracing === false ? handler : traceHandler(handler, { agent, machine: options.machine ?? "unknown" }),
     mayAct,
     mayRun: () => socket.isOpen && link.mayAct(now()),
     slots,
@@ -194,7 +200,7 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
         options.onMessage?.({
           id: frame.id, text: frame.text, attempt: frame.attempt, createdAt: frame.created_at,
           token: frame.token ?? null, resumeInput: frame.resume_input ?? null, group: frame.group ?? null,
-          runKey: null, heartbeatTimeoutMs: frame.heartbeat_timeout_ms ?? null, resumeChoice: frame.resume_choice ?? null,
+          runKey: null, heartbeatTimeoutMs: frame.heartbeat_timeout_ms ?? null, resumeChoice: frame.resume_choice ?? null, traceparent: frame.traceparent ?? null,
         });
         if (frame.run) work.enqueue(frame);
         return;

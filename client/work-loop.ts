@@ -31,6 +31,8 @@ export interface AgentMessage {
   heartbeatTimeoutMs: number | null;
   /** The choice of the answer that resumed it (approve, or one its question offered); null when it was not answered. */
   resumeChoice: string | null;
+  /** The W3C trace context its sender attached (null: none): the run's span continues that trace. */
+  traceparent: string | null;
 }
 
 /** A person's answer to `ctx.ask`: the choice, the text they gave, and who answered (account, token name, from where), when. */
@@ -305,6 +307,7 @@ export class WorkLoop {
       id: msg.id, text: msg.text, attempt: msg.attempt, createdAt: msg.created_at,
       token: msg.token ?? null, resumeInput: msg.resume_input ?? null, group: msg.group ?? null,
       runKey: msg.run_key ?? null, heartbeatTimeoutMs: msg.heartbeat_timeout_ms ?? null, resumeChoice: msg.resume_choice ?? null,
+      traceparent: msg.traceparent ?? null,
     };
     let reply: string | void;
     try {

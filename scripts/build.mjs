@@ -20,8 +20,9 @@ await build({
   format: "esm",
   platform: "node",
   target: "node20",
-  // ws stays a dependency: it loads optional native helpers by require at run time.
-  external: ["ws"],
+  // ws stays a dependency: it loads optional native helpers by require at run time. The
+  // OpenTelemetry API is the user's own (an optional peer): loaded when installed, never bundled.
+  external: ["ws", "@opentelemetry/api"],
   logLevel: "warning",
 });
 chmodSync("dist/cli/main.js", 0o755);

@@ -109,14 +109,14 @@ async function postMessage(request: Request, stub: Stub, by: Answerer): Promise<
   if (!parsed.success) {
     return errorResponse(400, "bad_request", `body must be {"text": "<non-empty string>", "group"?: "<label>", "run_timeout_seconds"?: <seconds>} or, for a question to a person, {"text", "question": {"text", "choices"?, "on_deadline"?}, "deadline_seconds"?}: ${parsed.error.issues[0]?.message ?? ""}`);
   }
-  const { text, group, run_timeout_seconds, question, deadline_seconds } = parsed.data;
+  const { text, group, run_timeout_seconds, question, deadline_seconds, traceparent } = parsed.data;
   if (utf8Bytes(text) > LIMITS.messageTextBytes) return errorResponse(413, "too_large", `message text exceeds ${LIMITS.messageTextBytes} bytes`);
   if (question === undefined && deadline_seconds !== undefined) return errorResponse(400, "bad_request", "deadline_seconds goes with a question");
   if (question !== undefined && (group !== undefined || run_timeout_seconds !== undefined || question.step !== undefined)) {
     return errorResponse(400, "bad_request", "a question for a person is never run: it takes no group, run_timeout_seconds or step");
   }
   const runTimeoutMs = run_timeout_seconds === undefined ? undefined : Math.round(run_timeout_seconds * 1000);
-  const posted = await stub.post(text, { group, runTimeoutMs, key, by, question, deadlineSeconds: deadline_seconds });
+  const posted = await stub.post(text, { group, runTimeoutMs, key, by, question, deadlineSeconds: deadline_seconds, traceparent });
   if (posted.status === 409) return errorResponse(409, posted.code, posted.message, { holder: posted.holder });
   return Response.json(posted.view, { status: posted.status, headers: posted.replayed ? { "Idempotent-Replayed": "true" } : {} });
 }

@@ -13,7 +13,7 @@ import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
-import { LIMITS, unknownOutcomeReason, utf8Bytes } from "../../worker/wire/protocol.ts";
+import { LIMITS, TRACEPARENT, unknownOutcomeReason, utf8Bytes } from "../../worker/wire/protocol.ts";
 
 export const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, superseded: 8, interrupted: 130 } as const;
 const POLL_MS = 250;
@@ -56,6 +56,8 @@ export default defineCommand({
       text,
       ...(options.group === undefined ? {} : { group: options.group }),
       ...(options["run-timeout"] === undefined ? {} : { run_timeout_seconds: numberOption(options["run-timeout"], "run-timeout", { min, max, unit: "seconds" }) }),
+      // A command run under a trace (TRACEPARENT, as `baton serve` gives its commands) sends within it.
+      ...(process.env.TRACEPARENT && TRACEPARENT.test(process.env.TRACEPARENT) ? { traceparent: process.env.TRACEPARENT } : {}),
     };
     const sent = await requestJson(conn, "POST", `/agents/${agent}/messages`, messageViewSchema, { body });
     if (!options.wait) {

@@ -61,6 +61,8 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
         ...(message.runKey === null ? {} : { BATON_RUN_KEY: message.runKey }),
         ...(message.resumeInput === null ? {} : { BATON_RESUME_INPUT: message.resumeInput }),
         ...(message.resumeChoice === null ? {} : { BATON_RESUME_CHOICE: message.resumeChoice }),
+        // The run's trace context (its span's when tracing is on): what the command traces continues it.
+        ...(message.traceparent === null ? {} : { TRACEPARENT: message.traceparent }),
       },
     });
     const kill = () => void run.kill(opts.graceMs);

@@ -152,7 +152,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
    * Stores a message and hands it out. With an idempotency key, a retry within the key's retention
    * returns the message the first post created (200, replayed) and stores nothing.
    */
-  post(text: string, opts: { group?: string; runTimeoutMs?: number; key: string | null; by: Answerer; question?: Question; deadlineSeconds?: number }): PostResult {
+  post(text: string, opts: { group?: string; runTimeoutMs?: number; key: string | null; by: Answerer; question?: Question; deadlineSeconds?: number; traceparent?: string }): PostResult {
     this.store.countWake();
     const now = Date.now();
     const { messages } = this.desk;
@@ -168,7 +168,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const group = opts.group ?? null;
     const busy = forPerson || policy.onBusy === "queue" ? null : decideOnBusy(policy, messages.openInGroup(group), group, now);
     if (busy?.action === "refuse") return { status: 409, code: busy.code, message: busy.message, holder: busy.holder };
-    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, holdUntil: busy?.holdUntil ?? null, first: busy?.first ?? false, forPerson });
+    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, holdUntil: busy?.holdUntil ?? null, first: busy?.first ?? false, forPerson, traceparent: opts.traceparent });
     if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
     if (opts.question !== undefined) {
       // Nobody runs it, so no connection is told of it: the page, the CLI and the webhooks ask the person.

@@ -556,6 +556,7 @@ export function messageFrame(m: StoredMessage, run: boolean, policy: MessagePoli
     resume_choice: m.resume_choice,
     ...(m.checkpoint === null ? {} : { checkpoint: JSON.parse(m.checkpoint) as unknown }),
     ...(m.checkpoint_blob === null ? {} : { checkpoint_blob: { id: m.checkpoint_blob, bytes: m.checkpoint_blob_bytes ?? 0 } }),
+    ...(m.traceparent === null ? {} : { traceparent: m.traceparent }),
     ...(journal.length ? { steps: journal } : {}),
     ...(policy.heartbeatTimeoutMs === null ? {} : { heartbeat_timeout_ms: policy.heartbeatTimeoutMs }),
     ...(m.run_key === null ? {} : { run_key: m.run_key }),

@@ -60,6 +60,8 @@ export interface StoredMessage {
   park_ms: number | null;
   /** The choice of the answer that queued the message again (approve, or one the question offered). */
   resume_choice: string | null;
+  /** The W3C traceparent the post carried (null: none). */
+  traceparent: string | null;
   /** 1: a question for a person and nothing else, parked from the start and never run (rules/message-lease.ts forPerson). */
   for_person: number;
   /** Once cancelled: who, from where, when and why (JSON of CancelRecord). */
@@ -142,6 +144,7 @@ const LEASE_COLUMNS: Record<string, string> = {
   cancel: "TEXT",
   superseded_by: "INTEGER",
   run_first: "INTEGER",
+  traceparent: "TEXT",
 };
 
 /** The columns a message's lease is made of (see leaseOf). */
@@ -249,12 +252,12 @@ export class MessageStore {
   /**
    * `holdUntil`: not handed out before then (an on_busy replace debounce), as a retry's backoff;
    * `first`: runs before older queued messages of its group (on_busy interrupt); `forPerson`: a
-   * question for a person alone, never run.
+   * question for a person alone, never run; `traceparent`: the sender's trace, which runs continue.
    */
-  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null; holdUntil?: number | null; first?: boolean; forPerson?: boolean } = {}): StoredMessage {
+  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null; holdUntil?: number | null; first?: boolean; forPerson?: boolean; traceparent?: string | null } = {}): StoredMessage {
     return this.sql.exec<Record<string, SqlStorageValue>>(
-      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms, retry_at, run_first, for_person) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.holdUntil ?? null, opts.first ? 1 : null, opts.forPerson ? 1 : 0).one() as unknown as StoredMessage;
+      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms, retry_at, run_first, for_person, traceparent) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.holdUntil ?? null, opts.first ? 1 : null, opts.forPerson ? 1 : 0, opts.traceparent ?? null).one() as unknown as StoredMessage;
   }
 
   /** A question for a person answered (by a person or its deadline): the answer is its reply. */

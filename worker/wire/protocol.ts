@@ -324,6 +324,9 @@ export function errorResponse(status: number, code: ErrorCode, message: string, 
 
 // HTTP bodies
 
+/** A W3C traceparent (version 00): trace id, parent span id, flags, in lower-case hex. */
+export const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
 const runTimeoutSeconds = z.number().check(z.gte(LIMITS.runTimeoutSeconds.min), z.lte(LIMITS.runTimeoutSeconds.max));
 /** POST /agents/{agent}/drain and /undrain: a machine label, or none for the holder's (drain) or every one (undrain). */
 export const drainSchema = z.strictObject({ machine: z.optional(machine) });
@@ -341,6 +344,8 @@ export const postMessageSchema = z.strictObject({
   question: z.optional(questionSchema),
   /** With a question: how long a person has before its on_deadline action. */
   deadline_seconds: z.optional(parkDeadlineSeconds),
+  /** The W3C trace context of the post: every attempt's run continues this trace (OpenTelemetry). */
+  traceparent: z.optional(z.string().check(z.regex(TRACEPARENT))),
 });
 
 /** PUT /agents/{agent}/policy: any subset of the agent's message policy. */

@@ -179,6 +179,8 @@ export const messageFrameSchema = z.object({
   resume_input: z.optional(z.nullable(z.string())),
   resume_choice: z.optional(z.nullable(z.string())),
   group: z.optional(z.nullable(z.string())),
+  /** On a run copy: the W3C trace context its post carried; the run continues that trace. */
+  traceparent: z.optional(z.string()),
   /** On a run copy: its step journal, which the runner replays instead of running recorded steps again. */
   steps: z.optional(z.array(journalEntry)),
   /** On a run copy: a run that sends no heartbeat within this is taken back (absent: only the run timeout). */
