@@ -122,7 +122,7 @@ describe("cancel", () => {
 
   it("a cancel queues message.cancelled for the webhook and counts in the metrics", async () => {
     const agent = uniqueAgent();
-    expect((await call("PUT", `/agents/${agent}/webhook`, { url: "http://receiver.test/status/503", secret: "s".repeat(16) })).status).toBe(200);
+    expect((await call("PUT", `/agents/${agent}/webhook`, { url: "http://receiver.test/status/503", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" })).status).toBe(200);
     const id = await post(agent, "x");
     await cancel(agent, id, { reason: "why not" }, "dev-person-token", "page");
     const events = await runInDurableObject(stubFor(agent), (_i, state) => state.storage.sql

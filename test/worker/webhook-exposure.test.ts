@@ -8,7 +8,7 @@ import { runDurableObjectAlarm, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { BASE, claimant, DEV_TOKEN, presence, stubFor, uniqueAgent, write } from "./helpers.ts";
 
-const SECRET = "s3cret-s3cret-s3cret";
+const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const BUSY_URL = "http://receiver.test/status/503";
 const READER = "dev-reader-token";
 
