@@ -4,6 +4,7 @@
 // message id and get_answer; who, send, and session leases that only one run holds at a time.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -100,4 +101,15 @@ describe("baton mcp", () => {
     expect(structured(await client.callTool({ name: "lease_acquire", arguments: { session } }))).toMatchObject({ fence: (first.fence as number) + 1 });
   });
 
+
+  it("the example examples/mcp-ask.mjs gets the answer a person gave with baton answer through the ask tool", () => {
+    const agent = uniqueAgent("example");
+    const r = spawnSync(process.execPath, [join(ROOT, "examples/mcp-ask.mjs"), agent, "--json"], {
+      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const steps = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(steps.map((s) => s.step)).toEqual(["tools", "asked", "answer"]);
+    expect(steps[2]).toMatchObject({ status: "answered", choice: "ship", text: "go ahead", by: { via: "cli" } });
+  });
 });
