@@ -88,7 +88,8 @@ function unknownCommand(first: string, second: string | undefined): UsageError {
   if (groups.includes(first)) {
     const subcommands = names.filter((n) => n.startsWith(`${first} `)).map((n) => n.split(" ")[1]!);
     const near = second === undefined ? null : closest(second, subcommands);
-    return new UsageError(`${first} needs a subcommand: ${subcommands.join(" or ")}${near ? ` (did you mean ${first} ${near}?)` : ""}`, true);
+    const list = subcommands.length > 1 ? `${subcommands.slice(0, -1).join(", ")} or ${subcommands.at(-1)}` : subcommands.join("");
+    return new UsageError(`${first} needs a subcommand: ${list}${near ? ` (did you mean ${first} ${near}?)` : ""}`, true);
   }
   if (first.startsWith("-")) return new UsageError(`unknown option ${first}${didYouMean(first, ["--help", "--version"])}`, true);
   return new UsageError(`unknown command ${JSON.stringify(first)}${didYouMean(first, [...names.filter((n) => !n.includes(" ")), ...groups])}`, true);

@@ -10,9 +10,12 @@ import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "./wrangler-dev.ts";
 
-/** The README says "291 KiB (75 KiB gzipped)"; past this budget someone added weight on purpose or by mistake. */
-const BUNDLE_BUDGET_BYTES = 320 * 1024;
-const GZIP_BUDGET_BYTES = 80 * 1024;
+/**
+ * Measured 346 KiB (90 KiB gzipped) after cancel, on-busy, lease data, Standard Webhooks and the
+ * webhook address rules landed (291 KiB before); past this budget someone added weight on purpose or by mistake.
+ */
+const BUNDLE_BUDGET_BYTES = 370 * 1024;
+const GZIP_BUDGET_BYTES = 96 * 1024;
 
 describe("wrangler deploy --dry-run", () => {
   it("bundles the worker with its three object classes, within the size budget", async () => {
