@@ -15,7 +15,7 @@ import { leaseRequest } from "./leases.ts";
 import { callerOf, rememberCaller, requiredScope } from "./scopes.ts";
 import { webhookRoute, webhookTestRoute } from "./webhook-routes.ts";
 import { directoryObjectName } from "./objects/names.ts";
-import { parseAllowedOrigins, refuseForeignOrigin } from "./origins.ts";
+import { parseAllowedOrigins, refuseForeignOrigin, refuseRebindingDevToken } from "./origins.ts";
 import type { Whoami } from "./wire/http-responses.ts";
 import { AGENT_NAME, errorResponse, LIMITS, SESSION_NAME } from "./wire/protocol.ts";
 
@@ -119,6 +119,8 @@ export default {
     if (tokens.entries.length === 0) {
       return errorResponse(401, "unauthorized", "no tokens are configured on this coordinator; it refuses every request");
     }
+    const rebound = refuseRebindingDevToken(request, presentedToken(request), origins.origins);
+    if (rebound) return rebound;
     const caller = await authenticate(presentedToken(request), tokens.entries);
     if (caller === null) return errorResponse(401, "unauthorized", "missing or wrong bearer token");
     const needed = requiredScope(request.method, url.pathname);

@@ -5,6 +5,9 @@
 // upgrades (serve, observe) and HTTP alike, whatever the token. The dashboard, served from the
 // coordinator's own origin, is unaffected, and so are clients that send no Origin (the CLI, the
 // Node and Python clients, curl): Origin is a browser's word about a page, not an identity.
+// A page can also rebind its own name to 127.0.0.1, so its Origin and Host match: that page knows
+// no real token, but it knows the public dev token. So the dev token is taken from a browser only
+// on a loopback origin (or one BATON_ALLOWED_ORIGINS lists).
 import { errorResponse } from "./wire/protocol.ts";
 
 export type AllowedOrigins = { ok: true; origins: ReadonlySet<string> } | { ok: false; message: string };
@@ -36,4 +39,26 @@ export function refuseForeignOrigin(request: Request, allowed: ReadonlySet<strin
   if (origin === own || allowed.has(origin)) return null;
   return errorResponse(403, "forbidden",
     `requests from web pages on ${origin} are refused: this coordinator answers browsers on its own origin (${own}) only; list other origins in BATON_ALLOWED_ORIGINS`);
+}
+
+/** The token the README publishes for local use: known to every page on the web. */
+export const PUBLIC_DEV_TOKEN = "baton-dev-token";
+
+function loopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname.endsWith(".localhost") || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+/** The refusal for the public dev token sent by a browser from a name that is not loopback (a rebound name), or null. */
+export function refuseRebindingDevToken(request: Request, token: string | null, allowed: ReadonlySet<string>): Response | null {
+  const origin = request.headers.get("origin");
+  if (origin === null || token !== PUBLIC_DEV_TOKEN || allowed.has(origin)) return null;
+  let hostname = "";
+  try {
+    hostname = new URL(origin).hostname;
+  } catch {
+    // not a URL: refused below
+  }
+  if (loopbackHost(hostname)) return null;
+  return errorResponse(403, "forbidden",
+    `the public dev token is refused from web pages on ${origin}: browsers may use it on a loopback origin (http://127.0.0.1 or http://localhost) only; list other origins in BATON_ALLOWED_ORIGINS`);
 }

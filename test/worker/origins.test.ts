@@ -10,12 +10,15 @@ import { BASE, DEV_TOKEN, uniqueAgent } from "./helpers.ts";
 
 const EVIL = "https://evil.example";
 
+/** A coordinator on loopback, as `npm start` runs it: the dashboard's own origin. */
+const LOCAL = "http://127.0.0.1:8787";
+
 /** An upgrade as a browser sends it: the token in the subprotocol list, the page's origin in Origin. */
-function browserUpgrade(path: string, origin: string | null): Promise<Response> {
-  return SELF.fetch(`${BASE}${path}`, {
+function browserUpgrade(path: string, origin: string | null, base = BASE, token = DEV_TOKEN): Promise<Response> {
+  return SELF.fetch(`${base}${path}`, {
     headers: {
       Upgrade: "websocket",
-      "Sec-WebSocket-Protocol": `${BATON_PROTOCOL}, ${tokenProtocol(DEV_TOKEN)}`,
+      "Sec-WebSocket-Protocol": `${BATON_PROTOCOL}, ${tokenProtocol(token)}`,
       ...(origin === null ? {} : { Origin: origin }),
     },
   });
@@ -51,16 +54,31 @@ describe("requests from web pages on other origins", () => {
     expect(await page.json()).toMatchObject({ messages: [] });
   });
 
-  it("the coordinator's own origin (the dashboard), an allowed origin, and clients without Origin go on", async () => {
-    for (const origin of [BASE, "https://ops.example", null]) {
-      const res = await browserUpgrade("/observe", origin);
+  it("the coordinator's own loopback origin (the dashboard), an allowed origin, and clients without Origin go on", async () => {
+    for (const origin of [LOCAL, "https://ops.example", null]) {
+      const res = await browserUpgrade("/observe", origin, LOCAL);
       expect(res.status, String(origin)).toBe(101);
       closeAccepted(res);
-      const http = await SELF.fetch(`${BASE}/agents`, { headers: { Authorization: `Bearer ${DEV_TOKEN}`, ...(origin === null ? {} : { Origin: origin }) } });
+      const http = await SELF.fetch(`${LOCAL}/agents`, { headers: { Authorization: `Bearer ${DEV_TOKEN}`, ...(origin === null ? {} : { Origin: origin }) } });
       expect(http.status, String(origin)).toBe(200);
     }
-    const serve = await browserUpgrade(`/agents/${uniqueAgent()}/serve?machine=dashboard`, BASE);
+    const serve = await browserUpgrade(`/agents/${uniqueAgent()}/serve?machine=dashboard`, LOCAL, LOCAL);
     expect(serve.status).toBe(101);
     closeAccepted(serve);
+  });
+
+  it("a page on a name rebound to the coordinator (its Origin and Host match) cannot use the public dev token; a real token still works there", async () => {
+    const rebound = "http://rebind.attacker.example:8787";
+    const upgrade = await browserUpgrade("/observe", rebound, rebound);
+    expect(upgrade.status).toBe(403);
+    expect((await upgrade.json<{ message: string }>()).message).toMatch(/public dev token is refused from web pages on http:\/\/rebind\.attacker\.example:8787/);
+    const post = await SELF.fetch(`${rebound}/agents/${uniqueAgent()}/messages`, {
+      method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, Origin: rebound, "content-type": "application/json" }, body: JSON.stringify({ text: "x" }),
+    });
+    expect(post.status).toBe(403);
+    // A deployment's own page on its own name, with a token nobody else knows, is not a rebinding.
+    const real = await browserUpgrade("/observe", BASE, BASE, "dev-reader-token");
+    expect(real.status).toBe(101);
+    closeAccepted(real);
   });
 });
