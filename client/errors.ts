@@ -42,7 +42,7 @@ export class LeaseHeldError extends Error {
  * back (`revoked`: its run timeout passed), or the local clock could no longer prove the lease. Work done under it must be treated as not done.
  */
 export class LeaseLostError extends Error {
-  override readonly name = "LeaseLostError";
+  override readonly name: string = "LeaseLostError";
   constructor(message: string, readonly code: ErrorCode | "lapsed" | "stopped" | "revoked") {
     super(message);
   }
@@ -54,6 +54,7 @@ export class LeaseLostError extends Error {
  * The message is `cancelled` for good; nothing this run writes any more is kept.
  */
 export class MessageCancelledError extends LeaseLostError {
+  override readonly name: string = "MessageCancelledError";
   constructor(readonly id: number, readonly by: string, readonly reason: string | null) {
     super(`message ${id} was cancelled by ${by}${reason ? `: ${reason}` : ""}`, "cancelled");
   }

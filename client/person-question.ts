@@ -16,10 +16,13 @@ export interface PersonQuestion {
   onDeadline?: NonNullable<Question["on_deadline"]>;
 }
 
-/** Where a question stands: still waiting, answered (choice, text, who), or ended by its deadline without an answer. */
+/**
+ * Where a question stands: still waiting, answered by a person (choice, text, who), decided by its
+ * deadline on nobody's word (`on_deadline` approve or reject), or ended without an answer.
+ */
 export type PersonAnswer =
   | { status: "waiting"; messageId: number; deadline: number | null }
-  | { status: "answered"; messageId: number; choice: string; text: string | null; by: { account: string; token: string; via: string }; at: number }
+  | { status: "answered" | "decided_by_deadline"; messageId: number; choice: string; text: string | null; by: { account: string; token: string; via: string }; at: number }
   | { status: "unanswered"; messageId: number; reason: string };
 
 /** Posts the question; resolves with its message id at once (use `answerOf` or `waitForAnswer` for the answer). */
@@ -40,10 +43,13 @@ export async function askPerson(agent: string, question: PersonQuestion, conn: C
 
 /** What the message of a question says of its answer. */
 export function answerFromView(m: MessageView): PersonAnswer {
+  // Another message's answers (a run a person approved) are no answer to this question.
+  if (m.for_person !== true) return { status: "unanswered", messageId: m.id, reason: `message ${m.id} is not a question for a person` };
   if (m.status === "parked") return { status: "waiting", messageId: m.id, deadline: m.expires_at };
   const last = m.answers.at(-1);
   if ((m.status === "acknowledged" || m.status === "rejected") && last) {
-    return { status: "answered", messageId: m.id, choice: last.choice, text: last.text, by: { account: last.account, token: last.token, via: last.via }, at: last.at };
+    const status = last.via === "deadline" ? "decided_by_deadline" : "answered";
+    return { status, messageId: m.id, choice: last.choice, text: last.text, by: { account: last.account, token: last.token, via: last.via }, at: last.at };
   }
   return { status: "unanswered", messageId: m.id, reason: m.status === "failed" ? "its deadline passed with no answer" : `the message is ${m.status}` };
 }

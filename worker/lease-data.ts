@@ -39,7 +39,8 @@ async function putValue(request: Request, env: Env, shard: Shard, account: strin
   const key = keyParam(url);
   if (key instanceof Response) return key;
   const runId = request.headers.get("x-baton-run-id") ?? "";
-  const fence = Number(request.headers.get("x-baton-fence"));
+  const rawFence = request.headers.get("x-baton-fence") ?? "";
+  const fence = /^[1-9][0-9]{0,15}$/.test(rawFence) ? Number(rawFence) : NaN;
   if (!RUN_ID.test(runId) || !Number.isSafeInteger(fence) || fence < 1) {
     return errorResponse(400, "bad_request", "a write carries its lease's x-baton-run-id and x-baton-fence headers");
   }

@@ -4,6 +4,7 @@
 // protocol's, so everything for people goes to stderr.
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { defineCommand } from "../lib/command.ts";
+import { CLIError } from "../lib/errors.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { createMcpServer } from "../lib/mcp-server.ts";
 import { agentName } from "../lib/names.ts";
@@ -19,10 +20,17 @@ export default defineCommand({
     const conn = resolveConnection(options);
     const server = createMcpServer({ agent, conn, version: version() });
     const transport = new StdioServerTransport();
+    // The SDK closes the transport on input it cannot read (a line over its buffer): say so, and fail.
+    let broken: Error | null = null;
+    transport.onerror = (error) => {
+      broken ??= error;
+      process.stderr.write(`baton mcp: ${error.message}\n`);
+    };
     const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
     process.stdin.on("end", () => void server.close());
     await server.connect(transport);
     process.stderr.write(`baton mcp: serving tools for ${agent} at ${conn.url} on stdio\n`);
     await closed;
+    if (broken !== null) throw new CLIError(`the MCP connection failed: ${(broken as Error).message}`);
   },
 });

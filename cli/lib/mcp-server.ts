@@ -57,7 +57,8 @@ export function createMcpServer(options: McpOptions): McpServer {
       question: z.string().check(z.minLength(1), z.maxLength(LIMITS.questionChars)),
       choices: z.optional(z.array(z.string()).check(z.minLength(1), z.maxLength(LIMITS.choices))),
       deadline_seconds: z.optional(z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max))),
-      on_deadline: z.optional(z.enum(["fail", "approve", "reject", "escalate"])),
+      // No approve: a deadline that approves would let the model's own question approve itself.
+      on_deadline: z.optional(z.enum(["fail", "reject", "escalate"])),
       wait_seconds: z.optional(z.number().check(z.gte(0), z.lte(3600))),
     },
   }, (args, extra) => tool(async () => {
@@ -84,7 +85,7 @@ export function createMcpServer(options: McpOptions): McpServer {
 
   server.registerTool("get_answer", {
     title: "Get a person's answer",
-    description: "The answer to a question asked with ask: waiting, answered (choice, text, who), or unanswered (its deadline passed).",
+    description: "The answer to a question asked with ask: waiting, answered (choice, text, who), decided_by_deadline (its on_deadline, nobody's word), or unanswered.",
     inputSchema: { message_id: z.int().check(z.gte(1)) },
   }, (args) => tool(async () => answerResult(await answerOf(agent, args.message_id, conn), agent)));
 
@@ -123,7 +124,7 @@ export function createMcpServer(options: McpOptions): McpServer {
 
   const session = { session: z.string().check(z.minLength(1)) };
   const runId = { run_id: z.string().check(z.regex(RUN_ID)) };
-  const ttl = { ttl_seconds: z.optional(z.int().check(z.gte(1), z.lte(86_400))) };
+  const ttl = { ttl_seconds: z.optional(z.int().check(z.gte(LIMITS.leaseTtlSeconds.min), z.lte(LIMITS.leaseTtlSeconds.max))) };
   const leaseCall = (op: "acquire" | "renew", args: { session: string; run_id: string; ttl_seconds?: number }) => requestJson(
     conn, "POST", `/leases/${encodeURIComponent(args.session)}/${op}`, leaseGrantSchema, { body: { run_id: args.run_id, ...(args.ttl_seconds ? { ttl_seconds: args.ttl_seconds } : {}) } });
   server.registerTool("lease_acquire", {

@@ -112,4 +112,17 @@ describe("baton mcp", () => {
     expect(steps.map((s) => s.step)).toEqual(["tools", "asked", "answer"]);
     expect(steps[2]).toMatchObject({ status: "answered", choice: "ship", text: "go ahead", by: { via: "cli" } });
   });
+
+  it("the model cannot make its own question approve itself, and get_answer answers only for questions", async () => {
+    const agent = uniqueAgent("mcp");
+    const client = await mcpClient(agent);
+    const selfApproving = await client.callTool({ name: "ask", arguments: { question: "May I deploy?", deadline_seconds: 1, on_deadline: "approve" } });
+    expect(selfApproving.isError).toBe(true);
+    const res = await fetch(`${fx.dev.url}/agents/${agent}/messages`, {
+      method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ text: "a runner's work" }),
+    });
+    const { id } = (await res.json()) as { id: number };
+    expect(structured(await client.callTool({ name: "get_answer", arguments: { message_id: id } }))).toMatchObject({ status: "unanswered", reason: `message ${id} is not a question for a person` });
+  });
 });
+

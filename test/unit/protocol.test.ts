@@ -1,7 +1,7 @@
 // The shared wire module in plain Node: every way a client frame is rejected, with its exact
 // error code, then the frames that pass.
 import { describe, expect, it } from "vitest";
-import { AGENT_NAME, LIMITS, parseClientFrame, SESSION_NAME } from "../../worker/wire/protocol.ts";
+import { AGENT_NAME, answerSchema, approveSchema, LIMITS, parseClientFrame, questionSchema, resumeSchema, SESSION_NAME } from "../../worker/wire/protocol.ts";
 
 function rejection(raw: string | ArrayBuffer) {
   const parsed = parseClientFrame(raw);
@@ -140,3 +140,21 @@ describe("name rules", () => {
     }
   });
 });
+
+describe("what a person writes", () => {
+  it("a question whose deadline approves must offer approve when it offers choices", () => {
+    expect(questionSchema.safeParse({ text: "Paint it?", choices: ["red", "blue"], on_deadline: "approve" }).success).toBe(false);
+    expect(questionSchema.safeParse({ text: "Paint it?", choices: ["approve", "blue"], on_deadline: "approve" }).success).toBe(true);
+    expect(questionSchema.safeParse({ text: "Paint it?", on_deadline: "approve" }).success).toBe(true);
+    expect(questionSchema.safeParse({ text: "Paint it?", choices: ["red", "blue"], on_deadline: "reject" }).success).toBe(true);
+  });
+
+  it.each([["answer", answerSchema, { choice: "ship" }], ["approve", approveSchema, {}], ["resume", resumeSchema, {}]] as const)(
+    "%s text holds no NUL or other control characters (it reaches a command's environment), but newlines and tabs", (_n, schema, base) => {
+      const field = schema === resumeSchema ? "input" : "text";
+      expect(schema.safeParse({ ...base, [field]: "ok\u0000rm -rf" }).success).toBe(false);
+      expect(schema.safeParse({ ...base, [field]: "ok\u001b[2J" }).success).toBe(false);
+      expect(schema.safeParse({ ...base, [field]: "line one\n\tline two\r\n" }).success).toBe(true);
+    });
+});
+

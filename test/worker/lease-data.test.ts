@@ -191,4 +191,20 @@ describe("data under a session lease", () => {
     expect((await list(s, "order=sideways")).status).toBe(400);
     expect((await list(s, "prefix=")).body.entries).toEqual([]);
   });
+
+  it("a fence header is a plain decimal number: 2e0, 0x2, 2.0, 02 and +2 are refused even where the fence is 2", async () => {
+    const s = session();
+    const first = await acquire(s);
+    await SELF.fetch(`${BASE}/leases/${s}/release`, { method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ run_id: first.run_id }) });
+    const grant = await acquire(s);
+    expect(grant.fence).toBe(2);
+    for (const spelled of ["2e0", "0x2", "2.0", "02", "+2"]) {
+      const res = await SELF.fetch(`${BASE}/leases/${s}/data?key=k`, {
+        method: "PUT", body: "v", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "x-baton-run-id": grant.run_id, "x-baton-fence": spelled, "content-length": "1" },
+      });
+      expect(res.status, spelled).toBe(400);
+    }
+    expect((await put(s, "k", "v", grant)).status).toBe(201);
+  });
 });
+

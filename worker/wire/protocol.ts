@@ -133,7 +133,10 @@ export const questionSchema = z.strictObject({
     z.refine((cs) => new Set(cs).size === cs.length && !cs.includes("reject"), { error: "choices are distinct, and reject is always offered (not one of them)" }))),
   on_deadline: z.optional(z.enum(["fail", "approve", "reject", "escalate"])),
   step: z.optional(stepName),
-});
+}).check(z.refine((q) => q.on_deadline !== "approve" || q.choices === undefined || q.choices.includes("approve"), {
+  // The deadline would answer a choice the question does not offer, and the run that asked would never get one of its own.
+  error: "on_deadline approve needs approve among the choices (or no choices)",
+}));
 export type Question = z.infer<typeof questionSchema>;
 
 export const clientFrameSchema = z.discriminatedUnion("type", [
@@ -366,7 +369,9 @@ export const policySchema = z.strictObject({
  * POST /agents/{agent}/messages/{id}/resume. `outcome` answers for a step whose outcome is unknown:
  * done (it happened; `input` is recorded as its result) or redo (it runs again).
  */
-export const resumeSchema = z.strictObject({ input: z.optional(z.nullable(z.string())), outcome: z.optional(z.enum(["done", "redo"])) });
+/** What a person writes to a run (an answer's or a resume's text): it reaches a command's environment, so no NUL or other control characters but newline, carriage return and tab. */
+const personText = z.string().check(z.regex(/^(?:[^\p{Cc}]|[\n\r\t])*$/u, { error: "text may hold no control characters but newline, carriage return and tab" }));
+export const resumeSchema = z.strictObject({ input: z.optional(z.nullable(personText)), outcome: z.optional(z.enum(["done", "redo"])) });
 
 /** What HTTP writes for a running message carry instead of a connection: its token and its run key (BATON_RUN_KEY). */
 const runProof = { token, run_key: z.string().check(z.minLength(16), z.maxLength(64)) };
@@ -379,8 +384,8 @@ export const askSchema = z.strictObject({ ...runProof, question: questionSchema,
  * approve, reject, or one of the question's choices; `text` reaches the next attempt as its resume
  * input. /approve and /reject take `{text?}` and stand for those choices.
  */
-export const answerSchema = z.strictObject({ choice: choice, text: z.optional(z.nullable(z.string())) });
-export const approveSchema = z.strictObject({ text: z.optional(z.nullable(z.string())) });
+export const answerSchema = z.strictObject({ choice: choice, text: z.optional(z.nullable(personText)) });
+export const approveSchema = z.strictObject({ text: z.optional(z.nullable(personText)) });
 
 /** Characters a cancel's reason may hold. */
 export const CANCEL_REASON_CHARS = 1000;
