@@ -10,7 +10,7 @@ const msg = (id: number, over: Partial<MessageLease> = {}): MessageLease => ({
   id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, forPerson: false, ...over,
 });
 const running = (id: number) => msg(id, { status: "running", runner: "1", token: 10 + id, attempts: 1, expiresAt: NOW + 9000 });
-const policy = (onBusy: BusyPolicy["onBusy"], debounceMs: number | null = null): BusyPolicy => ({ onBusy, debounceMs });
+const policy = (onBusy: BusyPolicy["onBusy"], debounceMs: number | null = null, mode: BusyPolicy["mode"] = "single"): BusyPolicy => ({ mode, onBusy, debounceMs });
 
 describe("decideOnBusy", () => {
   const busy = [running(1), msg(2), msg(3, { attempts: 1, retryAt: NOW + 5 }), msg(4, { status: "parked", attempts: 1 })];
@@ -33,6 +33,13 @@ describe("decideOnBusy", () => {
   it("the refusal says which group, which message and that nothing was stored", () => {
     expect(decideOnBusy(policy("reject"), [running(7)], "chat", NOW)).toMatchObject({ message: 'group "chat" is busy: message 7 is running (on_busy reject); nothing was stored' });
     expect(decideOnBusy(policy("reject"), [running(7)], null, NOW)).toMatchObject({ message: "the agent (messages without a group) is busy: message 7 is running (on_busy reject); nothing was stored" });
+  });
+
+  it.each(["reject", "interrupt", "replace"] as const)("in pool mode ungrouped messages are independent work: %s leaves them alone and the new one queues", (onBusy) => {
+    const open = [running(7), running(8), msg(9)];
+    expect(decideOnBusy(policy(onBusy, 500, "pool"), open, null, NOW)).toEqual({ action: "store", interrupt: [], supersede: [], holdUntil: null, first: false });
+    // A named group is still one conversation in a pool.
+    expect(decideOnBusy(policy(onBusy, 500, "pool"), [{ ...running(7), group: "chat" }], "chat", NOW)).not.toEqual({ action: "store", interrupt: [], supersede: [], holdUntil: null, first: false });
   });
 
   it("supersede ends only a queued message that never started", () => {

@@ -1,6 +1,8 @@
 // What a new message does while its group is busy: the agent's on_busy policy as a pure rule over
-// the open messages of the new message's group (messages without a group form one group). The
-// agent object asks before it stores the message, then applies the verdict through one plan.
+// the open messages of the new message's group. Messages without a group form one group in
+// `single` mode; in `pool` mode they are independent work that runs side by side, so the policy
+// leaves them alone (they queue). The agent object asks before it stores the message, then applies
+// the verdict through one plan.
 //
 //   queue      as before: it waits its turn
 //   reject     refused (409 busy, naming the message that holds the group) while one is queued or running; nothing is stored
@@ -13,6 +15,7 @@ export const ON_BUSY = ["queue", "reject", "interrupt", "replace"] as const;
 export type OnBusy = (typeof ON_BUSY)[number];
 
 export interface BusyPolicy {
+  mode: "single" | "pool";
   onBusy: OnBusy;
   /** With replace: how long a new message is held before it may run (null: not held). */
   debounceMs: number | null;
@@ -30,6 +33,8 @@ const store = (): BusyVerdict => ({ action: "store", interrupt: [], supersede: [
 
 /** `group`: the open messages (queued, running, parked) of the new message's group, as stored. */
 export function decideOnBusy(policy: BusyPolicy, group: readonly MessageLease[], groupName: string | null, now: number): BusyVerdict {
+  // A pool runs ungrouped messages in parallel: one of them is no reason to refuse, cancel or replace another.
+  if (groupName === null && policy.mode === "pool") return store();
   const named = groupName === null ? "the agent (messages without a group) is" : `group ${JSON.stringify(groupName)} is`;
   switch (policy.onBusy) {
     case "queue":
