@@ -1,7 +1,6 @@
 // docs/reference/limits.md from the wire's LIMITS: every figure is computed from LIMITS here, and
 // every key of LIMITS is stated by some row (a new key without a row fails `npm run docs` and its test).
 import { LIMITS } from "../../worker/wire/protocol.ts";
-import { AGENT_NAME, SESSION_NAME } from "../../worker/wire/protocol.ts";
 import { generatedHeader, markdownTable } from "./markdown.ts";
 
 export const LIMITS_PAGE = "docs/reference/limits.md";
@@ -51,8 +50,6 @@ const ROWS: Row[] = [
   { keys: ["framesPerSecond", "frameCharsPerSecond"], limit: "frames per second per connection", value: `${L.framesPerSecond} frames and ${L.frameCharsPerSecond / 1024} Ki characters`, answer: "`rate_limited` error frame, frame not acted on", why: "one object serves all of an agent's connections; standbys' pings are answered by the runtime and do not count" },
   { keys: ["syncPageMessages", "syncPageBytes"], limit: "one `sync`", value: `one page: ${L.syncPageMessages} messages or ${kib(L.syncPageBytes)} of text (at least one message); \`more: true\` means ask again from \`cursor\``, answer: "—" },
   { keys: ["replayBytesPerSecond", "replayBytesPerSecondPerAgent"], limit: "sync replay", value: `${mib(L.replayBytesPerSecond)}/s per connection, ${mib(L.replayBytesPerSecondPerAgent)}/s per agent (token buckets)`, answer: "`rate_limited` error frame saying when to ask again; nothing is sent" },
-  { keys: [], limit: "agent names", value: `\`${AGENT_NAME.source}\``, answer: "400 `bad_name`" },
-  { keys: [], limit: "session names", value: `\`${SESSION_NAME.source}\``, answer: "400 `bad_name`" },
   { keys: ["machineLabelChars"], limit: "machine labels", value: `1–${L.machineLabelChars} printable characters (no control or format characters)`, answer: "400 / `bad_frame`" },
   { keys: ["leaseTtlSeconds"], limit: "lease TTL", value: range(L.leaseTtlSeconds, " s"), answer: "400 `bad_request`" },
 ];
@@ -74,7 +71,8 @@ export function limitsPage(): string {
     "the TypeScript client and the Python client (`baton.LIMITS`) all read. A serve connection also",
     "receives them in its `welcome` frame. A refusal is a named error ([error codes](error-codes.md))",
     "and changes nothing: no lease moves, no fence changes, nothing is stored, the connection stays open.",
-    "Why each limit is there, and the few that are not in `LIMITS`: [security](../security.md#limits).",
+    "Why each limit is there, and the few that are not in `LIMITS`: [security](../security.md#limits);",
+    "the rules for agent, session and account names: [name rules](../security.md#name-rules).",
     "",
     ...markdownTable(["limit", "value", "answer", "why"], ROWS.map((r) => [r.limit, r.value, r.answer, r.why ?? ""])),
     "",

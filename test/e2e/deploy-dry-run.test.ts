@@ -1,5 +1,5 @@
 // The worker as it would be deployed: `wrangler deploy --dry-run` bundles it without an account,
-// and the bundle must carry the three Durable Object classes and stay within the size the README
+// and the bundle must carry the three Durable Object classes and stay within the size docs/guides/operate.md
 // states. Nothing is uploaded.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, statSync } from "node:fs";
@@ -10,7 +10,7 @@ import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "./wrangler-dev.ts";
 
-/** The README says "291 KiB (75 KiB gzipped)"; past this budget someone added weight on purpose or by mistake. */
+/** docs/guides/operate.md says "291 KiB (75 KiB gzipped)"; past this budget someone added weight on purpose or by mistake. */
 const BUNDLE_BUDGET_BYTES = 320 * 1024;
 const GZIP_BUDGET_BYTES = 80 * 1024;
 
