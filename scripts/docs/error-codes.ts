@@ -51,6 +51,8 @@ const CLOSE_MEANING: Record<keyof typeof CLOSE_CODES, string> = {
 export function errorCodesPage(): string {
   const stray = Object.keys(MEANING).filter((code) => !(ERROR_CODES as readonly string[]).includes(code));
   if (stray.length) throw new Error(`scripts/docs/error-codes.ts: meanings for codes that are gone: ${stray.join(", ")}`);
+  const unexplained = ERROR_CODES.filter((code) => !MEANING[code]);
+  if (unexplained.length) throw new Error(`scripts/docs/error-codes.ts: say what ${unexplained.join(", ")} means`);
   return [
     generatedHeader("scripts/docs/error-codes.ts", "`ERROR_CODES` and `CLOSE_CODES` in worker/wire/error-codes.ts"),
     "# Error codes",
