@@ -14,7 +14,8 @@ function isCommand(value: unknown): value is Command {
   return typeof value === "object" && value !== null && Array.isArray((value as Command).path) && typeof (value as Command).run === "function";
 }
 
-async function definedCommands(): Promise<Map<string, Command>> {
+/** Every command defined in cli/commands/*.ts, by its path ("lease run"). */
+export async function definedCommands(): Promise<Map<string, Command>> {
   const byName = new Map<string, Command>();
   for (const file of readdirSync(join(ROOT, "cli/commands")).filter((f) => f.endsWith(".ts")).sort()) {
     const module = (await import(join(ROOT, "cli/commands", file))) as Record<string, unknown>;
