@@ -1,6 +1,6 @@
 // Verifies a baton webhook delivery with the Standard Webhooks library (`npm i standardwebhooks`);
-// any Standard Webhooks library, in any language, does the same. The README's "Webhooks" section
-// shows this function; test/e2e/webhooks.test.ts verifies real deliveries with it.
+// any Standard Webhooks library, in any language, does the same. docs/guides/operate.md's "Webhooks"
+// section shows this function; test/e2e/webhooks.test.ts verifies real deliveries with it.
 import { Webhook } from "standardwebhooks";
 
 /**

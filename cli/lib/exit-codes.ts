@@ -1,5 +1,5 @@
 // Exit codes shared by every command; a command with more documents them in its help (and the
-// README's table). 2 for usage mistakes follows the common convention (bash builtins, getopt).
+// CLI reference, docs/reference/cli.md). 2 for usage mistakes follows the common convention (bash builtins, getopt).
 export const EXIT = {
   ok: 0,
   /** The coordinator refused, could not be reached, or something else went wrong. */

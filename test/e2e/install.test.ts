@@ -35,6 +35,16 @@ function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 describe("the packed tarball", () => {
+  it("is the size docs/guides/several-machines.md states (within 10%), and `npm root -g --prefix` finds its examples as the guide says", () => {
+    const guide = readFileSync(join(ROOT, "docs/guides/several-machines.md"), "utf8");
+    const stated = Number(guide.match(/baton-\d+\.\d+\.\d+\.tgz \(about (\d+) kB\)/)?.[1]) * 1000;
+    expect(Math.abs(statSync(tarball).size - stated) / stated, `the tarball is ${statSync(tarball).size} bytes; the guide says about ${stated}`).toBeLessThan(0.1);
+    const prefix = join(work, "prefix");
+    const root = execFileSync("npm", ["root", "-g", "--prefix", prefix], { encoding: "utf8", timeout: NPM_TIMEOUT_MS }).trim();
+    expect(root).toBe(join(prefix, "lib", "node_modules"));
+    expect(guide).toContain("$(npm root -g --prefix ~/.local)/baton/examples");
+  });
+
   it("installs with npm i -g into a prefix; `baton` serves and sends against wrangler dev from outside any clone", async () => {
     const prefix = join(work, "prefix");
     execFileSync("npm", ["i", "-g", tarball, "--prefix", prefix, ...NPM_FLAGS], { cwd: work, stdio: ["ignore", "ignore", "inherit"], timeout: NPM_TIMEOUT_MS });

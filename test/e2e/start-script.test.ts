@@ -1,7 +1,8 @@
 // `npm start -- --port P`: the coordinator comes up on P and every "try it" line it prints talks
-// to P (run here as printed, with the built CLI in place of `npx baton`).
+// to P (run here as printed, with the built CLI in place of `npx baton`); apart from the port, it
+// prints what the README shows.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -37,6 +38,12 @@ describe("npm start on another port", () => {
     const tryIt = out.split("\n").filter((l) => l.includes("npx baton "));
     expect(tryIt).toHaveLength(3);
     for (const line of tryIt) expect(line).toContain(`--url ${url}`);
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const at = readme.indexOf("```\nbaton: coordinator ready at");
+    expect(at, "the README shows what npm start prints").toBeGreaterThan(0);
+    const shown = readme.slice(at + 4, readme.indexOf("```", at + 4)).trim().split("\n");
+    const printed = out.split("\n").filter((l) => l.startsWith("baton:")).map((l) => l.replaceAll(` --url ${url}`, "").replaceAll(url, "http://127.0.0.1:8787"));
+    expect(printed).toEqual(shown);
     const send = tryIt.find((l) => l.includes("send reviewer"))!.replace(/^.*npx baton /, "").replace(" --wait", "");
     const words = send.match(/"[^"]*"|\S+/g)!.map((w) => w.replace(/^"|"$/g, ""));
     const sent = spawnSync(process.execPath, [BIN, ...words], { cwd: ROOT, env: { ...process.env, BATON_URL: "", BATON_TOKEN: DEV_TOKEN }, encoding: "utf8" });

@@ -1,5 +1,5 @@
 // Webhooks against a real `wrangler dev` and a real receiver (node:http on a free loopback port),
-// every delivery verified with the Standard Webhooks library (the README's verifier): a message a
+// every delivery verified with the Standard Webhooks library (the verifier docs/guides/operate.md shows): a message a
 // served command parks (exit 75) arrives as a signed message.parked event; a receiver that answers
 // 500 twice gets the same event a third time, after which the outbox is empty and presence says
 // delivered; an agent left without a holder is reported once, N seconds later; after a rotation

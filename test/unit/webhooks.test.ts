@@ -1,7 +1,7 @@
 // The webhook rules in plain Node, as tables: which status change makes which event, when an outage
 // is reported, the backoff and when an event is given up, the budget, the link, the Standard
 // Webhooks signature (made with Web Crypto as the worker makes it, checked against the spec's
-// published example and with the README's verifier, the `standardwebhooks` library), which secrets
+// published example and with the verifier docs/guides/operate.md shows, the `standardwebhooks` library), which secrets
 // sign after a PUT, and the configuration body's refusals.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -118,7 +118,7 @@ describe("what a receiver gets", () => {
     expect(signatureHeader([await hmacBase64(secret, base)])).toBe("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
   });
 
-  it("signed headers pass the README's verifier (the standardwebhooks library) with every live secret, and fail with another body, secret or an old timestamp", async () => {
+  it("signed headers pass the operate guide's verifier (the standardwebhooks library) with every live secret, and fail with another body, secret or an old timestamp", async () => {
     const [current, old] = [newWebhookSecret(), newWebhookSecret()];
     expect(current).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const body = JSON.stringify({ id: "evt_1", type: "message.parked" });
@@ -146,10 +146,10 @@ describe("what a receiver gets", () => {
     expect(webhookEventSchema.parse(testEvent({ ...at, agent: null }))).toMatchObject({ type: "webhook.test", agent: null, link: "https://baton.example/" });
   });
 
-  it("the README shows the verifier exactly as examples/verify-webhook.mjs has it", () => {
+  it("the operate guide shows the verifier exactly as examples/verify-webhook.mjs has it", () => {
     const source = readFileSync(join(ROOT, "examples/verify-webhook.mjs"), "utf8");
     const fn = source.slice(source.indexOf("export function verifyBatonWebhook"));
-    expect(readFileSync(join(ROOT, "README.md"), "utf8")).toContain(fn.trim());
+    expect(readFileSync(join(ROOT, "docs/guides/operate.md"), "utf8")).toContain(fn.trim());
   });
 
   it("presence shows the webhook's host, never its path, query or credentials", () => {

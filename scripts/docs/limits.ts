@@ -1,0 +1,80 @@
+// docs/reference/limits.md from the wire's LIMITS: every figure is computed from LIMITS here, and
+// every key of LIMITS is stated by some row (a new key without a row fails `npm run docs` and its test).
+import { LIMITS } from "../../worker/wire/protocol.ts";
+import { generatedHeader, markdownTable } from "./markdown.ts";
+
+export const LIMITS_PAGE = "docs/reference/limits.md";
+
+type Key = keyof typeof LIMITS;
+interface Row {
+  keys: Key[];
+  limit: string;
+  value: string;
+  answer: string;
+  why?: string;
+}
+
+const kib = (bytes: number) => `${bytes / 1024} KiB`;
+const mib = (bytes: number) => `${bytes / (1024 * 1024)} MiB`;
+const range = (r: { min: number; max: number }, unit = "") => `${r.min}–${r.max}${unit}`;
+const L = LIMITS;
+
+const ROWS: Row[] = [
+  { keys: ["frameBytes"], limit: "frame size", value: `${kib(L.frameBytes)} (UTF-8 bytes)`, answer: "`frame_too_large` error frame", why: "the largest legitimate frame is a reply plus JSON escaping; refused before parsing" },
+  { keys: ["requestBodyBytes"], limit: "request body (any route)", value: `${kib(L.requestBodyBytes)}, read by the Worker before any object sees it; a larger declared body is never touched, a chunked one is dropped up to 1 MiB`, answer: "413 `too_large` (the next request is unaffected)" },
+  { keys: ["messageTextBytes"], limit: "message text", value: kib(L.messageTextBytes), answer: "413 `too_large`; `baton send` refuses it before sending (exit 2)", why: "each message is stored and pushed to every connection of the agent" },
+  { keys: ["messageTextBytes"], limit: "message request body (`POST /agents/{agent}/messages`)", value: `${kib(L.messageTextBytes * 2)}, twice the text's limit, room for JSON escapes (${L.messageTextBytes * 2} bytes)`, answer: `413 \`too_large\` ("body exceeds ${L.messageTextBytes * 2} bytes")` },
+  { keys: ["idempotencyKeyChars"], limit: "`Idempotency-Key` on a post, `idempotency_key` in frames", value: `1–${L.idempotencyKeyChars} characters`, answer: "400 `bad_request` / `bad_frame`" },
+  { keys: ["replyTextBytes", "blobBytes"], limit: "reply text inline", value: `${kib(L.replyTextBytes)}; larger ones as a blob, up to ${mib(L.blobBytes)}`, answer: "`too_large` error frame" },
+  { keys: ["checkpointBytes", "blobBytes"], limit: "checkpoint (JSON) inline", value: `${kib(L.checkpointBytes)}; a message checkpoint larger as a blob, up to ${mib(L.blobBytes)}`, answer: "`too_large` error frame", why: "handed to every new holder in its `held:true` frame: a resume point, not a store" },
+  { keys: ["jsonDepth"], limit: "JSON nesting in frames and bodies", value: `${L.jsonDepth} levels`, answer: "`bad_json` error frame / 400" },
+  { keys: ["stepValueBytes", "stepsPerMessage", "journalBytes"], limit: "step or effect result inline (JSON)", value: `${kib(L.stepValueBytes)}; ${L.stepsPerMessage} steps and ${mib(L.journalBytes)} per message`, answer: "`too_large` error frame / 413" },
+  { keys: ["stepNameChars"], limit: "step and effect names", value: `1–${L.stepNameChars} letters, digits, \`.\`, \`_\`, \`:\` or \`-\``, answer: "`bad_frame` / 400 `bad_request`" },
+  { keys: ["effectKeyChars"], limit: "an effect's idempotency key (`baton:ACCOUNT_TAG:AGENT:ID:NAME`)", value: `at most ${L.effectKeyChars} characters`, answer: "—" },
+  { keys: ["blobBytes", "blobsPerMessage", "messageBlobBytes"], limit: "step result, message checkpoint or reply as a blob (R2)", value: `${mib(L.blobBytes)}; ${L.blobsPerMessage} blobs and ${mib(L.messageBlobBytes)} per message, reserved before the upload`, answer: "413 `too_large`, 411 without Content-Length; nothing stored" },
+  { keys: ["progressBytes"], limit: "heartbeat details", value: kib(L.progressBytes), answer: "`too_large` error frame / 413" },
+  { keys: ["heartbeatTimeoutSeconds"], limit: "heartbeat timeout (agent policy)", value: range(L.heartbeatTimeoutSeconds, " s"), answer: "400 `bad_request`" },
+  { keys: ["runTimeoutSeconds"], limit: "run timeout (agent policy or per message)", value: range(L.runTimeoutSeconds, " s"), answer: "400 `bad_request`" },
+  { keys: ["parkDeadlineSeconds"], limit: "park and question deadline", value: range(L.parkDeadlineSeconds, " s"), answer: "`bad_frame` / 400 `bad_request`" },
+  { keys: ["runnerSlots"], limit: "runner slots (`baton serve --concurrency`)", value: `1–${L.runnerSlots}`, answer: "`bad_frame`; a usage error in the CLI" },
+  { keys: ["priority"], limit: "runner priority (`--priority`)", value: range(L.priority), answer: "`bad_frame`; a usage error in the CLI" },
+  { keys: ["drainedMachines"], limit: "drained machines per agent", value: String(L.drainedMachines), answer: "400 `bad_request`" },
+  { keys: ["groupChars"], limit: "message group key (`--group`)", value: `1–${L.groupChars} characters`, answer: "400 `bad_request`" },
+  { keys: ["resumeInputBytes"], limit: "resume input", value: kib(L.resumeInputBytes), answer: "413 `too_large`" },
+  { keys: ["failReasonChars"], limit: "a failed run's reason", value: `${L.failReasonChars} characters`, answer: "`bad_frame`" },
+  { keys: ["questionChars", "choices", "choiceChars"], limit: "a question for a person", value: `${L.questionChars} characters; ${L.choices} choices of ${L.choiceChars}`, answer: "`bad_frame` / 400 `bad_request`" },
+  { keys: ["answerTextBytes"], limit: "an answer's text", value: kib(L.answerTextBytes), answer: "413 `too_large`" },
+  { keys: ["leaseDataInlineBytes", "blobBytes", "leaseDataKeyChars", "leaseDataKeysPerSession", "leaseDataBytesPerSession"], limit: "a value under a session lease (`/leases/{s}/data`)", value: `${kib(L.leaseDataInlineBytes)} inline; larger ones in R2, up to ${mib(L.blobBytes)}; keys 1–${L.leaseDataKeyChars} printable ASCII characters; ${L.leaseDataKeysPerSession.toLocaleString("en")} keys and ${L.leaseDataBytesPerSession / 1024 ** 3} GiB per session`, answer: "413 `too_large`, 411 without Content-Length, 400 for a bad key; nothing stored" },
+  { keys: ["leaseDataPageEntries", "leaseDataPageBytes", "leaseDataDeleteRows"], limit: "lease data pages", value: `a list page: ${L.leaseDataPageEntries} keys and ${kib(L.leaseDataPageBytes)} of inline values; a fenced delete: ${L.leaseDataDeleteRows} keys a call (then \`more\`)`, answer: "—" },
+  { keys: ["connectionsPerAgent"], limit: "connections per agent", value: String(L.connectionsPerAgent), answer: "429 `too_many_connections`", why: "every election walks all sockets of the agent" },
+  { keys: ["framesPerSecond", "frameCharsPerSecond"], limit: "frames per second per connection", value: `${L.framesPerSecond} frames and ${L.frameCharsPerSecond / 1024} Ki characters`, answer: "`rate_limited` error frame, frame not acted on", why: "one object serves all of an agent's connections; standbys' pings are answered by the runtime and do not count" },
+  { keys: ["syncPageMessages", "syncPageBytes"], limit: "one `sync`", value: `one page: ${L.syncPageMessages} messages or ${kib(L.syncPageBytes)} of text (at least one message); \`more: true\` means ask again from \`cursor\``, answer: "—" },
+  { keys: ["replayBytesPerSecond", "replayBytesPerSecondPerAgent"], limit: "sync replay", value: `${mib(L.replayBytesPerSecond)}/s per connection, ${mib(L.replayBytesPerSecondPerAgent)}/s per agent (token buckets)`, answer: "`rate_limited` error frame saying when to ask again; nothing is sent" },
+  { keys: ["machineLabelChars"], limit: "machine labels", value: `1–${L.machineLabelChars} printable characters (no control or format characters)`, answer: "400 / `bad_frame`" },
+  { keys: ["leaseTtlSeconds"], limit: "lease TTL", value: range(L.leaseTtlSeconds, " s"), answer: "400 `bad_request`" },
+];
+
+/** LIMITS keys no row states; empty when the page is complete. */
+export function unstatedLimits(): string[] {
+  const stated = new Set(ROWS.flatMap((r) => r.keys));
+  return Object.keys(LIMITS).filter((k) => !stated.has(k as Key));
+}
+
+export function limitsPage(): string {
+  const missing = unstatedLimits();
+  if (missing.length) throw new Error(`scripts/docs/limits.ts: no row states LIMITS.${missing.join(", LIMITS.")}`);
+  return [
+    generatedHeader("scripts/docs/limits.ts", "`LIMITS` in worker/wire/protocol.ts"),
+    "# Limits",
+    "",
+    "Every limit below is a field of `LIMITS` (`worker/wire/protocol.ts`), which the Worker, the CLI,",
+    "the TypeScript client and the Python client (`baton.LIMITS`) all read. A serve connection also",
+    "receives them in its `welcome` frame. A refusal is a named error ([error codes](error-codes.md))",
+    "and changes nothing: no lease moves, no fence changes, nothing is stored, the connection stays open.",
+    "Why each limit is there, and the few that are not in `LIMITS`: [security](../security.md#limits);",
+    "the rules for agent, session and account names: [name rules](../security.md#name-rules).",
+    "",
+    ...markdownTable(["limit", "value", "answer", "why"], ROWS.map((r) => [r.limit, r.value, r.answer, r.why ?? ""])),
+    "",
+  ].join("\n");
+}
