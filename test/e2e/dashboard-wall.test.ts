@@ -207,16 +207,13 @@ describe("the dashboard on a wall", () => {
     expect(await answerStep.getAttribute("title")).toContain(CLI_ASK_NAME);
     expect(await page.locator("body").innerText()).not.toContain("ask:");
 
-    // A new agent's lease is a bar that reads, on a timeline zoomed to its short story.
+    // A new agent's lease is a bar that reads (its machine's name shows), on a timeline zoomed to its short story.
     const newcomer = card(page, "newcomer");
-    const [bar, track] = await Promise.all([
-      newcomer.locator('.timeline [data-role="bar"][data-machine="fresh-box"]').boundingBox(),
-      newcomer.locator(".timeline .track").boundingBox(),
-    ]);
-    expect(bar!.width).toBeGreaterThan(track!.width / 4);
+    const bar = newcomer.locator('.timeline [data-role="bar"][data-machine="fresh-box"]');
+    const [box, track] = await Promise.all([bar.boundingBox(), newcomer.locator(".timeline .track").boundingBox()]);
+    expect(box!.width).toBeGreaterThanOrEqual(60);
+    expect(box!.x + box!.width).toBeLessThanOrEqual(track!.x + track!.width);
     await newcomer.locator('.timeline [data-role="zoom"]', { hasText: /^zoomed to the last \d+ (s|min): its lease story starts at \d{2}:\d{2}:\d{2}$/ }).waitFor();
-    // One on the full hour: an agent whose story began before it.
-    expect(await card(page, "reviewer").locator('.timeline [data-role="zoom"]').isVisible()).toBe(false);
 
     // One small send button per card, no open box; a button opens its card's box only.
     await expect(page.locator("textarea:visible").count()).resolves.toBe(0);

@@ -9,7 +9,7 @@ import { Confirmations } from "./confirm.js";
 import { MessageLoader } from "./messages.js";
 import { linkTarget, PersonQueue } from "./person.js";
 import { AgentList } from "./render.js";
-import { clock, RANGES, WINDOW_MS } from "./timeline.js";
+import { clock, keptTransitions, RANGES, WINDOW_MS } from "./timeline.js";
 
 const RANGE_KEY = "baton.range";
 const COMPACT_KEY = "baton.compact";
@@ -112,15 +112,7 @@ function remember(entry) {
   for (const c of entry.connections) if (c.claim_seq !== null) known.set(c.claim_seq, c.machine);
   if (entry.holder) known.set(entry.holder.claim_seq, entry.holder.machine);
   state.machines.set(entry.agent, known);
-  // Presence lists only the latest transitions; the page keeps every one it saw for the last hour,
-  // and the newest older one, which says who held the lease when the hour began.
-  const byKey = new Map((state.transitions.get(entry.agent) ?? []).map((t) => [`${t.fence}:${t.at}:${t.reason}`, t]));
-  for (const t of entry.transitions) byKey.set(`${t.fence}:${t.at}:${t.reason}`, t);
-  const windowStart = Date.now() + state.clockOffset - WINDOW_MS;
-  const sorted = [...byKey.values()].sort((a, b) => a.at - b.at);
-  const firstInside = sorted.findIndex((t) => t.at >= windowStart);
-  const keepFrom = firstInside === -1 ? sorted.length - 1 : Math.max(0, firstInside - 1);
-  state.transitions.set(entry.agent, sorted.slice(Math.max(0, keepFrom)));
+  state.transitions.set(entry.agent, keptTransitions(state.transitions.get(entry.agent), entry.transitions, Date.now() + state.clockOffset - WINDOW_MS));
 }
 
 function visibleRefresh(entry) {

@@ -111,7 +111,7 @@ function standbyBlock(entry, ttlMs) {
   const none = inLine === 0 && entry.holder ? el("p", { class: "empty-line", "data-role": "no-standby" }, "No standby: if the holder goes, nobody takes over.") : null;
   if (waiting.length === 0) return none;
   const label = pool(entry) ? `Other runners, taking messages too (${entry.serve_standbys})`
-    : entry.holder ? `In line (${entry.serve_standbys})` : `Waiting for the lease (${entry.serve_standbys})`;
+    : entry.holder ? `In line (${entry.serve_standbys})` : `Connected runners (${waiting.length})`;
   return el("div", { class: "standbys" },
     // In pool mode every runner takes messages; only the serve lease has a line.
     el("span", { class: "label" }, label),
