@@ -2,13 +2,15 @@
 // the npm packages on a fresh clone and builds the CLI when its sources changed, so `npx baton`
 // works; picks a free inspector port (9229 may be taken); keeps wrangler from fetching the
 // Request.cf object (offline that prints a stack each start); once the Worker answers, prints
-// where the dashboard is and which token it uses. wrangler's banner and per-request lines are off
+// where the dashboard is and which token it uses, and the "try it" lines: with `baton` when the
+// `baton` on PATH is this checkout's (npm link), else with `npx baton` and a line saying how to
+// link it (npx spends most of a second on every command). wrangler's banner and per-request lines are off
 // (allowScripts in package.json quiets npm's install-script notice). Extra arguments go to wrangler, e.g.
 // `npm start -- --port 9000`.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { createServer } from "node:net";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 
 const DEV_TOKEN = "baton-dev-token";
 
@@ -30,6 +32,25 @@ function buildIsStale() {
   if (!existsSync("dist/cli/main.js")) return true;
   const built = statSync("dist/cli/main.js").mtimeMs;
   return ["cli", "client", "worker/wire", "worker/rules"].some((dir) => newestMtime(dir) > built);
+}
+
+/** Whether the `baton` a shell finds first on PATH is this checkout's CLI (as `npm link` makes it). */
+function linkedHere() {
+  const mine = realpathSync("dist/cli/main.js");
+  for (const dir of (process.env.PATH ?? "").split(delimiter).filter(Boolean)) {
+    const candidate = join(dir, "baton");
+    try {
+      accessSync(candidate, constants.X_OK);
+    } catch {
+      continue;
+    }
+    try {
+      return realpathSync(candidate) === mine;
+    } catch {
+      return false;
+    }
+  }
+  return false;
 }
 
 function freePort() {
@@ -66,6 +87,7 @@ dev.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 const url = `http://127.0.0.1:${port}`;
 // The CLI talks to 127.0.0.1:8787 unless told otherwise: on any other port, every line says where.
 const at = port === "8787" ? "" : ` --url ${url}`;
+const cli = linkedHere() ? "baton" : "npx baton";
 for (;;) {
   await new Promise((r) => setTimeout(r, 300));
   if (dev.exitCode !== null) break;
@@ -75,9 +97,10 @@ for (;;) {
     "",
     `baton: coordinator ready at ${url}`,
     `baton: dashboard   ${url}/  (on this machine it signs in with the dev token, ${DEV_TOKEN}, by itself)`,
-    `baton: try it      npx baton serve reviewer${at} -- ./examples/shell-agent.sh`,
-    `baton:             npx baton serve reviewer${at} --machine laptop-2 -- ./examples/shell-agent.sh   (a second "machine")`,
-    `baton:             npx baton send reviewer "hello" --wait${at}`,
+    `baton: try it      ${cli} serve reviewer${at} -- ./examples/shell-agent.sh`,
+    `baton:             ${cli} serve reviewer${at} --machine laptop-2 -- ./examples/shell-agent.sh   (a second "machine")`,
+    `baton:             ${cli} send reviewer "hello" --wait${at}`,
+    ...(cli === "baton" ? [] : ["baton: faster      npm link   (once, here: then `baton …` runs without npx's start-up; docs/guides/cli-on-path.md)"]),
     "",
   ].join("\n") + "\n");
   break;

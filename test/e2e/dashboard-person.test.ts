@@ -166,7 +166,7 @@ describe("a person in the loop on the dashboard", () => {
     expect(JSON.parse((await folded.locator('[data-role="checkpoint-json"]').textContent())!)).toEqual(checkpoint);
     expect(await folded.locator('[data-role="checkpoint-json"]').textContent()).toBe(JSON.stringify(checkpoint, null, 2));
     expect(await item.locator('[data-role="deadline"]').textContent()).toMatch(/^Deadline \d{2}:\d{2}:\d{2} \(in 9m \d+s\), then the message fails\.$/);
-    expect(await item.locator('button[data-action="answer"]').allTextContents()).toEqual(["Approve", "Reject"]);
+    expect(await item.locator('[data-role="answer-buttons"] button').allTextContents()).toEqual(["Approve", "Reject"]);
     // Nothing but elements inside the item's parts (a stray null once showed as the text "null").
     expect(await item.evaluate((li) => [...li.querySelectorAll(".ask-info, .ask-form")].flatMap((p) => [...p.childNodes]).filter((n) => n.nodeType === Node.TEXT_NODE).length)).toBe(0);
 
@@ -200,7 +200,7 @@ describe("a person in the loop on the dashboard", () => {
     const id = await postMessage(agent, "roll out the cache");
     const item = ask(page, agent, id);
     await item.waitFor();
-    expect(await item.locator('button[data-action="answer"]').allTextContents()).toEqual(["eu-west", "us-east", "Reject"]);
+    expect(await item.locator('[data-role="answer-buttons"] button').allTextContents()).toEqual(["eu-west", "us-east", "Reject"]);
     expect(await item.locator('[data-role="deadline"]').textContent()).toBe("No deadline: it waits until someone answers.");
     await item.locator('[data-role="answer-text"]').fill("quiet hours there");
     await item.locator('button[data-choice="us-east"]').click();
@@ -222,7 +222,7 @@ describe("a person in the loop on the dashboard", () => {
     await page.close();
   });
 
-  it("Reject from the page ends the message as rejected: it never runs again", async () => {
+  it("Reject from the page asks first (Cancel changes nothing), then ends the message as rejected: it never runs again", async () => {
     const page = await openLive();
     const agent = "janitor";
     let runs = 0;
@@ -238,6 +238,16 @@ describe("a person in the loop on the dashboard", () => {
     expect(await item.getAttribute("data-kind")).toBe("question");
     await item.locator('[data-role="answer-text"]').fill("not this week");
     await item.locator('button[data-choice="reject"]').click();
+    // Irreversible, so it asks first, in place, as Pause and Stop do; Cancel leaves it waiting.
+    const confirm = item.locator('[data-role="confirm"][data-for="reject"]');
+    expect(await confirm.locator(".prompt").textContent()).toBe(`Reject #${id} of ${agent}? The message ends and never runs again; this cannot be undone.`);
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("data-role"))).toBe("confirm-no");
+    await confirm.locator('[data-role="confirm-no"]').click();
+    await confirm.waitFor({ state: "detached" });
+    expect((await view(agent, id)).status).toBe("parked");
+    expect(await item.locator('[data-role="answer-text"]').inputValue()).toBe("not this week");
+    await item.locator('button[data-choice="reject"]').click();
+    await item.locator('[data-role="confirm"][data-for="reject"] [data-role="confirm-yes"]').click();
     const rejected = await waitForStatus(agent, id, "rejected");
     expect(rejected.answers).toMatchObject([{ choice: "reject", text: "not this week", via: "page" }]);
     await item.waitFor({ state: "detached" });

@@ -3,9 +3,9 @@
 // timeline without a reload, messages show in full with replies, the send box posts, a lost
 // coordinator reads as unreachable (not as an empty account), the token field works, runners show
 // their priority and drain, a paused agent and its waiting messages say so, the preferred, drained
-// and restored transitions read on the timeline, and nothing overflows at phone width. Screenshots
-// land in docs/.
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+// and restored transitions read on the timeline, and nothing overflows at phone width. (The
+// screenshots in docs/ come from dashboard-wall.test.ts.)
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -14,14 +14,13 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { BATON_PROTOCOL, tokenProtocol } from "../../worker/wire/token-protocol.ts";
-import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
 const CHROMIUM_ARGS = [
   "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
   "--no-first-run", "--disable-component-update", "--disable-sync",
 ];
-// `UPDATE_SCREENSHOTS=1 npm test` refreshes the committed screenshots; other runs write to a temp dir.
-const DOCS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs") : mkdtempSync(join(tmpdir(), "baton-shots-"));
+const DOCS = mkdtempSync(join(tmpdir(), "baton-shots-"));
 
 // A short hysteresis, so a runner of higher priority takes the lease within the test's patience.
 const DEV_VARS = { BATON_PREFERENCE_HYSTERESIS_SECONDS: "1" };
@@ -150,7 +149,6 @@ beforeAll(async () => {
     args: CHROMIUM_ARGS,
     viewport: { width: 1100, height: 820 },
   });
-  mkdirSync(DOCS, { recursive: true });
 });
 
 afterAll(async () => {
@@ -216,11 +214,18 @@ describe("presence dashboard", () => {
     await serve("echo", "echo-box", (text) => `done: ${text.length} chars`);
     const echo = card(page, "echo");
     await echo.locator('[data-role="holder"] .machine', { hasText: "echo-box" }).waitFor();
+    // One small button per card opens its send box; no card carries an open one.
+    expect(await echo.locator("textarea").isVisible()).toBe(false);
+    await echo.locator('[data-role="open-send"]').click();
+    expect(await page.evaluate(() => document.activeElement?.tagName)).toBe("TEXTAREA");
     await echo.locator("textarea").fill(LONG_MESSAGE);
     await echo.locator('[data-role="send"] button[type="submit"]').click();
     // No status frozen at the moment of sending (it said "running" while the card showed parked): the card tells.
     await echo.locator('[data-role="send"] [role="status"][data-state="sent"]', { hasText: /^sent as #1; follow it on the card$/ }).waitFor();
     expect(await echo.locator("textarea").inputValue()).toBe("");
+    // Sent, the box folds back into its button.
+    expect(await echo.locator("textarea").isVisible()).toBe(false);
+    await echo.locator('[data-role="open-send"]').waitFor();
     const message = echo.locator('.messages .message[data-id="1"]');
     await message.locator('[data-role="reply"]', { hasText: `done: ${LONG_MESSAGE.length} chars` }).waitFor();
     expect(await message.locator('[data-role="text"]').textContent()).toBe(LONG_MESSAGE);

@@ -1,52 +1,92 @@
 // `npm start -- --port P`: the coordinator comes up on P and every "try it" line it prints talks
 // to P (run here as printed, with the built CLI in place of `npx baton`); apart from the port, it
-// prints what the README shows.
+// prints what the README shows. Without a linked `baton` the lines say `npx baton` and one more
+// says how to link it; with this checkout's `baton` on PATH (the layout `npm link` makes) they say
+// `baton`, and that `baton` runs.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { delimiter, dirname, join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
 import { BIN } from "./serve-helpers.ts";
 import { DEV_TOKEN, freePort, ROOT } from "./wrangler-dev.ts";
 
 let stop: (() => void) | null = null;
-afterAll(() => stop?.());
+afterEach(() => {
+  stop?.();
+  stop = null;
+});
+
+/** PATH without any directory holding a `baton`, so the run below sees none linked. */
+const PATH_WITHOUT_BATON = (process.env.PATH ?? "").split(delimiter).filter((d) => d && !existsSync(join(d, "baton"))).join(delimiter);
+
+/** `npm start -- --port P …` until its "try it" lines are out; resolves to everything it printed. */
+async function start(port: number, path: string): Promise<string> {
+  const proc = spawn(process.execPath, ["scripts/start.mjs", "--port", String(port), "--persist-to", mkdtempSync(join(tmpdir(), "baton-start-"))], {
+    cwd: ROOT, env: { ...process.env, PATH: path, BATON_URL: "", BATON_TOKEN: "" }, stdio: ["ignore", "pipe", "pipe"], detached: true,
+  });
+  stop = () => {
+    try {
+      process.kill(-proc.pid!, "SIGTERM");
+    } catch {
+      // gone already
+    }
+  };
+  let out = "";
+  proc.stderr!.on("data", (d) => (out += d));
+  await new Promise<void>((resolve, reject) => {
+    proc.stdout!.on("data", (d) => {
+      out += d;
+      if (/send reviewer.*\n(.*\n)*\n/.test(out)) resolve();
+    });
+    proc.once("exit", (code) => reject(new Error(`npm start exited ${code}:\n${out}`)));
+  });
+  return out;
+}
+
+/** The words of the printed `send` line after the CLI's name, as a shell would split them. */
+function sendWords(line: string, cli: string): string[] {
+  const send = line.slice(line.indexOf(`${cli} send`) + cli.length + 1).replace(" --wait", "");
+  return send.match(/"[^"]*"|\S+/g)!.map((w) => w.replace(/^"|"$/g, ""));
+}
 
 describe("npm start on another port", () => {
-  it("prints try-it lines that carry the URL, and the printed send reaches that coordinator", async () => {
+  it("prints try-it lines that carry the URL, the printed send reaches that coordinator, and a line says how to link a faster baton", async () => {
     const port = await freePort();
-    const proc = spawn(process.execPath, ["scripts/start.mjs", "--port", String(port), "--persist-to", mkdtempSync(join(tmpdir(), "baton-start-"))], {
-      cwd: ROOT, env: { ...process.env, BATON_URL: "", BATON_TOKEN: "" }, stdio: ["ignore", "pipe", "pipe"], detached: true,
-    });
-    stop = () => {
-      try {
-        process.kill(-proc.pid!, "SIGTERM");
-      } catch {
-        // gone already
-      }
-    };
-    let out = "";
-    proc.stderr!.on("data", (d) => (out += d));
-    await new Promise<void>((resolve, reject) => {
-      proc.stdout!.on("data", (d) => {
-        out += d;
-        if (out.includes("send reviewer")) resolve();
-      });
-      proc.once("exit", (code) => reject(new Error(`npm start exited ${code}:\n${out}`)));
-    });
+    const out = await start(port, PATH_WITHOUT_BATON);
     const url = `http://127.0.0.1:${port}`;
     const tryIt = out.split("\n").filter((l) => l.includes("npx baton "));
     expect(tryIt).toHaveLength(3);
     for (const line of tryIt) expect(line).toContain(`--url ${url}`);
+    expect(out).toContain("baton: faster      npm link   (once, here: then `baton …` runs without npx's start-up; docs/guides/cli-on-path.md)");
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
     const at = readme.indexOf("```\nbaton: coordinator ready at");
     expect(at, "the README shows what npm start prints").toBeGreaterThan(0);
     const shown = readme.slice(at + 4, readme.indexOf("```", at + 4)).trim().split("\n");
     const printed = out.split("\n").filter((l) => l.startsWith("baton:")).map((l) => l.replaceAll(` --url ${url}`, "").replaceAll(url, "http://127.0.0.1:8787"));
     expect(printed).toEqual(shown);
-    const send = tryIt.find((l) => l.includes("send reviewer"))!.replace(/^.*npx baton /, "").replace(" --wait", "");
-    const words = send.match(/"[^"]*"|\S+/g)!.map((w) => w.replace(/^"|"$/g, ""));
+    const words = sendWords(tryIt.find((l) => l.includes("send reviewer"))!, "npx baton");
     const sent = spawnSync(process.execPath, [BIN, ...words], { cwd: ROOT, env: { ...process.env, BATON_URL: "", BATON_TOKEN: DEV_TOKEN }, encoding: "utf8" });
+    expect(sent.status, sent.stderr).toBe(0);
+    expect(sent.stdout).toMatch(/^sent message \d+ to reviewer\n$/);
+  }, 120_000);
+
+  it("with this checkout's baton on PATH (as npm link lays it out), the try-it lines say baton, which runs as printed", async () => {
+    const prefix = mkdtempSync(join(tmpdir(), "baton-link-"));
+    const pkg = join(prefix, "lib/node_modules/baton");
+    mkdirSync(dirname(pkg), { recursive: true });
+    symlinkSync(ROOT, pkg, "dir");
+    mkdirSync(join(prefix, "bin"));
+    symlinkSync("../lib/node_modules/baton/dist/cli/main.js", join(prefix, "bin/baton"));
+    const path = `${join(prefix, "bin")}${delimiter}${PATH_WITHOUT_BATON}`;
+    const port = await freePort();
+    const out = await start(port, path);
+    const tryIt = out.split("\n").filter((l) => /^baton: (try it)? +baton (serve|send) /.test(l));
+    expect(tryIt).toHaveLength(3);
+    expect(out).not.toContain("npx baton");
+    expect(out).not.toContain("npm link");
+    const words = sendWords(tryIt.find((l) => l.includes("send reviewer"))!, "baton");
+    const sent = spawnSync("baton", words, { cwd: ROOT, env: { ...process.env, PATH: path, BATON_URL: "", BATON_TOKEN: DEV_TOKEN }, encoding: "utf8" });
     expect(sent.status, sent.stderr).toBe(0);
     expect(sent.stdout).toMatch(/^sent message \d+ to reviewer\n$/);
   }, 120_000);

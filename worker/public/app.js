@@ -4,16 +4,15 @@
 // "coordinator unreachable", never as an empty account. Rendering lives in render.js, the open
 // questions in person.js. What the token may do comes from GET /whoami (a coordinator without it,
 // 404, grants every scope): a read-only token sees no button that would change anything.
+import { Api, currentToken, DEV_TOKEN, TOKEN_KEY, tokenProtocol } from "./api.js";
 import { Confirmations } from "./confirm.js";
 import { MessageLoader } from "./messages.js";
 import { linkTarget, PersonQueue } from "./person.js";
 import { AgentList } from "./render.js";
-import { clock, RANGES, WINDOW_MS } from "./timeline.js";
+import { clock, keptTransitions, RANGES, WINDOW_MS } from "./timeline.js";
 
-const TOKEN_KEY = "baton.token";
 const RANGE_KEY = "baton.range";
 const COMPACT_KEY = "baton.compact";
-const DEV_TOKEN = "baton-dev-token";
 const BACKOFF = { minMs: 500, maxMs: 15_000, factor: 2, jitter: 0.2 };
 const PING_EVERY_MS = 20_000;
 const SILENCE_LIMIT_MS = 50_000;
@@ -24,8 +23,6 @@ const view = {
   toggle: $("token-toggle"), banner: $("link-banner"), ranges: $("ranges"), compact: $("compact-toggle"),
   person: $("person"),
 };
-/** Every scope a token may have; a coordinator without GET /whoami grants them all. */
-const ALL_SCOPES = ["serve", "send", "answer", "admin", "read"];
 
 const state = {
   agents: new Map(), machines: new Map(), transitions: new Map(), clockOffset: 0, loaded: false,
@@ -40,24 +37,6 @@ let retryTimer = 0;
 let pingTimer = 0;
 let lastFrameAt = 0;
 
-function isLoopback() {
-  return ["localhost", "127.0.0.1", "[::1]"].includes(location.hostname);
-}
-
-/** The stored token, or the local dev token when this page is served by a coordinator on loopback. */
-function currentToken() {
-  const stored = localStorage.getItem(TOKEN_KEY);
-  if (stored) return { token: stored, source: "stored" };
-  return isLoopback() ? { token: DEV_TOKEN, source: "dev" } : { token: null, source: "none" };
-}
-
-function tokenProtocol(token) {
-  const bytes = new TextEncoder().encode(token);
-  let binary = "";
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return "baton.token." + btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
 function setStatus(kind, text) {
   view.status.dataset.state = kind;
   view.status.textContent = text;
@@ -70,83 +49,23 @@ function showLogin(open, message) {
   if (open) view.input.focus();
 }
 
-/** GET with the token; null on any failure (the caller simply tries again at the next change). */
-async function fetchJson(path) {
-  const { token } = currentToken();
-  if (!token) return null;
-  try {
-    const res = await fetch(path, { headers: { authorization: `Bearer ${token}` }, cache: "no-store" });
-    return res.ok ? await res.json() : null;
-  } catch {
-    return null;
-  }
-}
-
-async function sendMessage(agent, text) {
-  const { token } = currentToken();
-  let res;
-  try {
-    res = await fetch(`/agents/${encodeURIComponent(agent)}/messages`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ text }),
-    });
-  } catch {
-    return { ok: false, text: "not sent: the coordinator is unreachable" };
-  }
-  const body = await res.json().catch(() => ({}));
-  // Its status changes at once (handed out, run, parked): the card shows it live, so no stale status here.
-  if (res.status === 201) return { ok: true, text: `sent as #${body.id}; follow it on the card` };
-  if (res.status === 401) connect();
-  return { ok: false, text: `not sent: ${body.message ?? `HTTP ${res.status}`}` };
-}
-
 /** What the token may do: answer questions (answer or admin), change controls and retry (admin), send. */
 function can() {
   const has = (scope) => state.scopes.includes(scope) || state.scopes.includes("admin");
   return { answer: has("answer"), admin: has("admin"), send: has("send") };
 }
 
-/** Asks the coordinator what this token may do; keeps what it knew when it cannot tell. */
-async function loadScopes(token) {
-  let res;
-  try {
-    res = await fetch("/whoami", { headers: { authorization: `Bearer ${token}` }, cache: "no-store" });
-  } catch {
-    return;
-  }
-  if (res.status === 404) state.scopes = ALL_SCOPES;
-  else if (res.ok) {
-    const body = await res.json().catch(() => null);
-    state.scopes = Array.isArray(body?.scopes) ? body.scopes : [];
-  }
-}
-
-/** POST to one of the agent's routes with the token (`x-baton-via: page`); `{ ok, text }`, text the coordinator's sentence on refusal. */
-async function post(agent, route, body, done) {
-  const { token } = currentToken();
-  let res;
-  try {
-    res = await fetch(`/agents/${encodeURIComponent(agent)}/${route}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "x-baton-via": "page" },
-      body: JSON.stringify(body),
-    });
-  } catch {
-    return { ok: false, text: "not sent: the coordinator is unreachable" };
-  }
-  const answer = await res.json().catch(() => ({}));
-  if (res.status === 401) connect();
-  return res.ok ? { ok: true, text: done, body: answer } : { ok: false, status: res.status, text: answer.message ?? `refused: HTTP ${res.status}` };
-}
+const api = new Api(() => connect());
 
 const confirmations = new Confirmations(() => render());
+const fetchJson = (path) => api.json(path);
 const loader = new MessageLoader(fetchJson, () => render());
 const person = new PersonQueue(view.person, {
   fetchJson,
   can,
   changed: () => render(),
-  decide: (agent, id, route, body) => post(agent, `messages/${id}/${route}`, body, "answered"),
+  confirmations,
+  decide: (agent, id, route, body) => api.post(agent, `messages/${id}/${route}`, body, "answered"),
   preview: (agent, id) => {
     const full = loader.get(agent)?.find((m) => m.id === id);
     if (full) return full.text;
@@ -159,8 +78,8 @@ window.addEventListener("hashchange", () => {
   render();
 });
 const list = new AgentList(view.agents, {
-  ui: () => ({ can: can(), confirmations, act: post }),
-  send: sendMessage,
+  ui: () => ({ can: can(), confirmations, act: (...args) => api.post(...args) }),
+  send: (agent, text) => api.send(agent, text),
   messages: (agent) => loader.get(agent),
   visible: (agent) => {
     const entry = state.agents.get(agent);
@@ -193,15 +112,7 @@ function remember(entry) {
   for (const c of entry.connections) if (c.claim_seq !== null) known.set(c.claim_seq, c.machine);
   if (entry.holder) known.set(entry.holder.claim_seq, entry.holder.machine);
   state.machines.set(entry.agent, known);
-  // Presence lists only the latest transitions; the page keeps every one it saw for the last hour,
-  // and the newest older one, which says who held the lease when the hour began.
-  const byKey = new Map((state.transitions.get(entry.agent) ?? []).map((t) => [`${t.fence}:${t.at}:${t.reason}`, t]));
-  for (const t of entry.transitions) byKey.set(`${t.fence}:${t.at}:${t.reason}`, t);
-  const windowStart = Date.now() + state.clockOffset - WINDOW_MS;
-  const sorted = [...byKey.values()].sort((a, b) => a.at - b.at);
-  const firstInside = sorted.findIndex((t) => t.at >= windowStart);
-  const keepFrom = firstInside === -1 ? sorted.length - 1 : Math.max(0, firstInside - 1);
-  state.transitions.set(entry.agent, sorted.slice(Math.max(0, keepFrom)));
+  state.transitions.set(entry.agent, keptTransitions(state.transitions.get(entry.agent), entry.transitions, Date.now() + state.clockOffset - WINDOW_MS));
 }
 
 function visibleRefresh(entry) {
@@ -291,7 +202,7 @@ async function connect() {
     return scheduleReconnect();
   }
   const body = await res.json();
-  await loadScopes(token);
+  state.scopes = (await api.scopes(token)) ?? state.scopes;
   state.unreachable = false;
   applyFrame({ type: "directory", agents: body.agents });
   for (const entry of state.agents.values()) visibleRefresh(entry);

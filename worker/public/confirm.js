@@ -1,4 +1,5 @@
-// In-page confirmations for the actions that change what runs (pause, drain, retry): the action's
+// In-page confirmations for the actions that change what runs or cannot be undone (pause, drain,
+// retry, stop, reject): the action's
 // button opens a short question beside it with the action's own button and Cancel, never
 // window.confirm. What is open, in flight and answered lives here, keyed by action, so a card
 // rebuilt by a presence frame shows it again; the coordinator's answer shows under it for a while.
@@ -16,6 +17,11 @@ export class Confirmations {
     this.results = new Map();
   }
 
+  /** What a control shows now (closed, open, sending, answered): a view that caches its nodes rebuilds them when it changes. */
+  signature(key) {
+    return `${this.open.has(key)}|${this.busy.has(key)}|${this.results.get(key)?.text ?? ""}`;
+  }
+
   changed(key, focus) {
     this.onChange();
     if (!focus) return;
@@ -26,8 +32,9 @@ export class Confirmations {
 
   /**
    * One confirmable action. `spec`: key (unique on the page), action (its `data-action`), label,
-   * title (hover text), prompt (the question), confirm (the confirming button's label) and
-   * run() resolving to `{ ok, text }`.
+   * title (hover text), prompt (the question), confirm (the confirming button's label), run()
+   * resolving to `{ ok, text }`, and optionally `class` (the button's, "quiet small" by default) and
+   * `attrs` (more attributes of the button).
    */
   control(spec) {
     const { key } = spec;
@@ -36,7 +43,7 @@ export class Confirmations {
       ? el("span", { class: "action-result", role: "status", "data-role": "action-result", "data-state": result.ok ? "ok" : "failed" }, result.text)
       : null;
     if (!this.open.has(key)) {
-      const button = el("button", { type: "button", class: "quiet small", "data-action": spec.action, "data-confirm-key": key, title: spec.title }, spec.label);
+      const button = el("button", { type: "button", class: spec.class ?? "quiet small", ...spec.attrs, "data-action": spec.action, "data-confirm-key": key, title: spec.title }, spec.label);
       button.addEventListener("click", () => {
         this.open.add(key);
         this.results.delete(key);

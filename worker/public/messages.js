@@ -1,5 +1,5 @@
 // Messages on an agent's card: the newest ones with full text, reply, timestamps, status and
-// attempts, and a box to send one. Presence carries only 80-character previews, so the full
+// attempts (the send control is send.js). Presence carries only 80-character previews, so the full
 // texts come from GET /agents/{agent}/messages, fetched only for cards on screen and only when
 // their messages changed. Statuses are shown as they come (queued, delivered, acknowledged,
 // parked, failed, or any later one); the stylesheet colours the ones it knows. A loaded message
@@ -226,39 +226,4 @@ export function messagesBlock(entry, full, waiting = null, ui = null) {
     el("span", { class: "label" }, "Messages"),
     workSummary(entry, full, waiting, ui, shown),
     el("ol", {}, items));
-}
-
-/**
- * The send box of one agent. `send(agent, text)` resolves to `{ ok, text }`; the form clears on
- * success and shows the answer either way. Ctrl/Cmd+Enter sends too.
- */
-export function composer(agent, send) {
-  const id = `send-${agent}`;
-  const input = el("textarea", { id, name: "text", rows: 2, required: true, placeholder: `A message for ${agent}…` });
-  const button = el("button", { type: "submit" }, "Send");
-  const answer = el("p", { class: "hint", role: "status", "aria-live": "polite" });
-  const form = el("form", { class: "composer", "data-role": "send" },
-    el("label", { class: "label", for: id }, "Send a message"),
-    el("div", { class: "composer-row" }, input, button),
-    answer);
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const text = input.value;
-    if (!text.trim()) return;
-    button.disabled = true;
-    answer.dataset.state = "sending";
-    answer.textContent = "sending…";
-    try {
-      const result = await send(agent, text);
-      answer.dataset.state = result.ok ? "sent" : "failed";
-      answer.textContent = result.text;
-      if (result.ok) input.value = "";
-    } finally {
-      button.disabled = false;
-    }
-  });
-  input.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
-  });
-  return form;
 }

@@ -1,8 +1,8 @@
 // "Needs a person": every open question of the account at the top of the page, across agents.
 // Presence lists each agent's parked messages (with their question, choices and deadline); each
 // shown one's message view is fetched for its text and checkpoint. An item answers from the page:
-// Approve / Reject, or one button per choice and Reject, with a text sent along; an effect whose
-// outcome is unknown gets Done and Redo (resume with that outcome). Items are kept per message, so
+// Approve / Reject, or one button per choice and Reject (which asks first, as Pause and Stop
+// do), with a text sent along; an effect whose outcome is unknown gets Done and Redo (resume with that outcome). Items are kept per message, so
 // a presence frame rebuilds what changed and never what is being typed. A refusal (answered
 // already, past its deadline) shows the coordinator's own sentence.
 import { el } from "./dom.js";
@@ -98,6 +98,10 @@ function acceptedText(choice) {
   return `answered ${choice}: the message runs again`;
 }
 
+function rejectKey(agent, id) {
+  return `reject:${agent}:${id}`;
+}
+
 /** A webhook event's link, `#agent=A&message=N`: the question it is about, or null. */
 export function linkTarget(hash) {
   const params = new URLSearchParams(hash.replace(/^#/, ""));
@@ -109,7 +113,8 @@ export function linkTarget(hash) {
 export class PersonQueue {
   /**
    * `root`: the section. `hooks`: fetchJson(path), decide(agent, id, route, body) resolving to
-   * `{ ok, text }`, can() giving `{ answer }`, and preview(agent, id) (presence's short text).
+   * `{ ok, text }`, can() giving `{ answer }`, preview(agent, id) (presence's short text), and
+   * confirmations (confirm.js) behind which Reject waits.
    */
   constructor(root, hooks) {
     this.root = root;
@@ -204,7 +209,7 @@ export class PersonQueue {
       item.infoSig = infoSig;
       item.info.replaceChildren(...this.info(kind, agent, p, item, can).filter(Boolean));
     }
-    const formSig = `${kind}|${JSON.stringify(p.choices ?? [])}|${can.answer}`;
+    const formSig = `${kind}|${JSON.stringify(p.choices ?? [])}|${can.answer}|${this.hooks.confirmations.signature(rejectKey(agent, p.id))}`;
     if (item.formSig !== formSig) {
       item.formSig = formSig;
       item.form.replaceChildren(...(can.answer ? this.form(kind, agent, p, item) : []));
@@ -235,30 +240,48 @@ export class PersonQueue {
     item.input ??= el("input", { id, type: "text", autocomplete: "off", "data-role": "answer-text", maxlength: 4096 });
     item.input.placeholder = kind === "unknown" ? "its outcome (Done) or a note (optional)" : "text for the agent (optional)";
     const buttons = choicesOf(kind, p).map(([label, route, extra, cls, choice]) => {
+      if (choice === "reject") return this.rejectControl(agent, p, item);
       const button = el("button", { type: "button", class: cls || undefined, "data-action": "answer", "data-choice": choice }, label);
       button.addEventListener("click", () => this.decide(agent, p, item, route, extra, choice));
       return button;
     });
     return [
       el("label", { class: "label", for: id }, kind === "unknown" ? "Outcome or note" : "Answer text"),
-      el("div", { class: "ask-row", "data-role": "answer-form" }, item.input, el("span", { class: "ask-buttons" }, buttons)),
+      el("div", { class: "ask-row", "data-role": "answer-form" }, item.input, el("span", { class: "ask-buttons", "data-role": "answer-buttons" }, buttons)),
     ];
   }
 
-  async decide(agent, p, item, route, extra, choice) {
-    if (item.busy) return;
+  /** Reject ends the message for good: like Pause and Stop, it asks first, in place. */
+  rejectControl(agent, p, item) {
+    return this.hooks.confirmations.control({
+      key: rejectKey(agent, p.id), action: "reject", class: "danger", attrs: { "data-choice": "reject" },
+      label: "Reject", title: "end this message: it never runs again",
+      prompt: `Reject #${p.id} of ${agent}? The message ends and never runs again; this cannot be undone.`, confirm: "Reject it",
+      run: () => this.decide(agent, p, item, "reject", {}, "reject", false),
+    });
+  }
+
+  /** Sends one answer; `{ ok, text }`. `report`: whether the item's own status line says how it went (a confirmation says it itself). */
+  async decide(agent, p, item, route, extra, choice, report = true) {
+    if (item.busy) return { ok: false, text: "another answer is being sent" };
     item.busy = true;
     const buttons = [...item.form.querySelectorAll("button")];
     for (const b of buttons) b.disabled = true;
-    item.status.dataset.state = "sending";
-    item.status.textContent = "sending…";
+    if (report) {
+      item.status.dataset.state = "sending";
+      item.status.textContent = "sending…";
+    }
     const text = item.input?.value.trim() ?? "";
     const body = route === "resume" ? { ...extra, ...(text ? { input: text } : {}) } : { ...extra, ...(text ? { text } : {}) };
     try {
       const answer = await this.hooks.decide(agent, p.id, route, body);
-      item.status.dataset.state = answer.ok ? "answered" : "refused";
-      item.status.textContent = answer.ok ? acceptedText(choice) : answer.text;
+      const said = answer.ok ? acceptedText(choice) : answer.text;
+      if (report) {
+        item.status.dataset.state = answer.ok ? "answered" : "refused";
+        item.status.textContent = said;
+      }
       if (answer.ok && item.input) item.input.value = "";
+      return { ok: answer.ok, text: said };
     } finally {
       item.busy = false;
       for (const b of buttons) b.disabled = false;

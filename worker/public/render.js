@@ -1,9 +1,10 @@
 // Turns directory entries into agent cards. A card is kept per agent and only its header and body
-// are rebuilt on a change, so the send box keeps what is being typed and its focus. Ages are
+// are rebuilt on a change, so the send box (send.js) keeps what is being typed and its focus. Ages are
 // server-time anchors in data attributes, ticked once a second with the timelines.
 import { el } from "./dom.js";
 import { actionsBar, controlsStrip, lineOrder, runnerBadges, waitReason } from "./controls.js";
-import { composer, messagesBlock } from "./messages.js";
+import { messagesBlock } from "./messages.js";
+import { sendControl } from "./send.js";
 import { clock, REASON_NOTES, REASONS, tickTimelines, timeline } from "./timeline.js";
 
 const TRANSITIONS_SHOWN = 6;
@@ -100,14 +101,20 @@ function rowLabel(conn) {
   return conn.claim_seq === null ? "watcher" : conn.drained ? "drained" : "standby";
 }
 
+/**
+ * Who waits for the lease. "No standby" is said only while someone holds it: with nobody holding
+ * it the holder block already says so, and "if the holder goes" would speak of nobody.
+ */
 function standbyBlock(entry, ttlMs) {
   const waiting = lineOrder(entry.connections.filter((c) => !c.held));
   const inLine = waiting.filter((c) => rowLabel(c) === "standby").length;
-  const none = inLine === 0 ? el("p", { class: "empty-line" }, "No standby: if the holder goes, nobody takes over.") : null;
+  const none = inLine === 0 && entry.holder ? el("p", { class: "empty-line", "data-role": "no-standby" }, "No standby: if the holder goes, nobody takes over.") : null;
   if (waiting.length === 0) return none;
+  const label = pool(entry) ? `Other runners, taking messages too (${entry.serve_standbys})`
+    : entry.holder ? `In line (${entry.serve_standbys})` : `Connected runners (${waiting.length})`;
   return el("div", { class: "standbys" },
     // In pool mode every runner takes messages; only the serve lease has a line.
-    el("span", { class: "label" }, pool(entry) ? `Other runners, taking messages too (${entry.serve_standbys})` : `In line (${entry.serve_standbys})`),
+    el("span", { class: "label" }, label),
     none,
     el("ol", {}, waiting.map((c) => connectionRow(entry, c, ttlMs, rowLabel(c)))));
 }
@@ -202,7 +209,7 @@ export class AgentList {
     let card = this.cards.get(agent);
     if (card) return card;
     const article = el("article", { class: "agent", "data-agent": agent });
-    card = { article, header: el("header"), body: el("div", { class: "body" }), composer: composer(agent, this.hooks.send) };
+    card = { article, header: el("header"), body: el("div", { class: "body" }), composer: sendControl(agent, this.hooks.send) };
     article.append(card.header, card.body, card.composer);
     // In the compact view the name opens or closes this one card; in the full view it does nothing.
     card.header.addEventListener("click", (event) => {

@@ -1,6 +1,7 @@
 // A message's durable steps on its card: each record of its step journal (name, kind, done or only
-// begun, the attempt that recorded it, its size), the effect whose outcome nobody knows with the
-// two commands a person answers it with, and a running attempt's last heartbeat and progress.
+// begun, the attempt that recorded it, its size; a person's answer as "question N" with what was
+// asked), the effect whose outcome nobody knows with the two commands a person answers it with,
+// and a running attempt's last heartbeat and progress.
 // Everything from the coordinator goes in as text (dom.js), never as HTML.
 import { el } from "./dom.js";
 
@@ -35,12 +36,36 @@ function stepState(m, s) {
   return { state: "unknown", text: `begun by attempt ${s.attempt} · outcome unknown${retry}` };
 }
 
+/** A question's text is shown up to this long beside its step; the hover text has all of it. */
+const QUESTION_SHOWN = 80;
+
+/**
+ * How a step reads on the card. A person's answer is kept under a name made for machines
+ * (`ask:1`, or the CLI's `ask:616081462b828596`): it reads "question N" with the question asked,
+ * matched by the time the answer was recorded; the raw name stays in the hover text.
+ */
+export function stepLabel(m, s) {
+  if (s.kind !== "answer") return { text: s.name, title: null, answer: null };
+  const answers = (m.steps ?? []).filter((r) => r.kind === "answer");
+  const n = answers.indexOf(s) + 1;
+  const answer = (m.answers ?? []).find((a) => a.at === s.at) ?? null;
+  const question = answer?.question ?? null;
+  const shown = question && question.length > QUESTION_SHOWN ? `${question.slice(0, QUESTION_SHOWN)}…` : question;
+  return {
+    text: shown ? `question ${n}: ${shown}` : `question ${n}`,
+    title: `kept in the journal as ${s.name}${question ? `; asked: ${question}` : ""}`,
+    answer,
+  };
+}
+
 function stepRow(m, s) {
   const { state, text } = stepState(m, s);
+  const label = stepLabel(m, s);
+  const said = label.answer ? `answered ${label.answer.choice} by ${label.answer.token} (${label.answer.via})` : text;
   return el("li", { class: "step", "data-role": "step", "data-name": s.name, "data-kind": s.kind, "data-status": s.status, "data-state": state, "data-attempt": s.attempt },
-    el("code", { class: "step-name" }, s.name),
+    el(s.kind === "answer" ? "span" : "code", { class: "step-name", "data-role": "step-name", title: label.title ?? undefined }, label.text),
     el("span", { class: "chip kind", "data-kind": s.kind }, s.kind),
-    el("span", { class: "step-status", "data-role": "step-status" }, text),
+    el("span", { class: "step-status", "data-role": "step-status" }, said),
     s.status === "done" ? el("span", { class: "bytes", "data-role": "bytes" }, `${s.bytes} B`) : null);
 }
 

@@ -3,7 +3,10 @@
 // reason. Drawn by hand with positioned elements instead of a charting library: one track and a
 // few dozen boxes do not pay for a dependency. Positions are percentages set through CSSOM (the
 // strict CSP forbids style attributes, not element.style), recomputed once a second by
-// tickTimelines so the right edge stays "now" and a running bar keeps growing.
+// tickTimelines so the right edge stays "now" and a running bar keeps growing. A track whose
+// story began inside the window (a new agent) is zoomed to it, so a new holder is a bar that
+// reads, not a sliver at the right edge of an hour; the axis and a caption say the scale. The
+// first holder's bar of a new agent is never narrower than a short name.
 import { el } from "./dom.js";
 
 /** The ranges the page offers; the first is the default. Transitions are kept for the longest. */
@@ -14,6 +17,9 @@ export const RANGES = [
 ];
 export const WINDOW_MS = RANGES[0].ms;
 const PALETTE_SIZE = 8;
+/** The scales a young track zooms to: the smallest that holds its story with a quarter to spare. */
+const ZOOMS = [20, 40, 60, 120, 240, 600, 1200, 2400, 3600].map((s) => s * 1000);
+const ZOOM_SPARE = 1.25;
 export const REASONS = {
   claimed: "claimed", closed: "closed", stale: "went silent", released: "released",
   preferred: "to preferred runner", drained: "holder drained", restored: "restored after restart",
@@ -41,6 +47,19 @@ export function clock(ms) {
 }
 
 /**
+ * Presence lists only the latest transitions; the page keeps every one it saw since `windowStart`,
+ * and the newest older one, which says who held the lease when the window began.
+ */
+export function keptTransitions(kept, latest, windowStart) {
+  const byKey = new Map((kept ?? []).map((t) => [`${t.fence}:${t.at}:${t.reason}`, t]));
+  for (const t of latest) byKey.set(`${t.fence}:${t.at}:${t.reason}`, t);
+  const sorted = [...byKey.values()].sort((a, b) => a.at - b.at);
+  const firstInside = sorted.findIndex((t) => t.at >= windowStart);
+  const keepFrom = firstInside === -1 ? sorted.length - 1 : Math.max(0, firstInside - 1);
+  return sorted.slice(Math.max(0, keepFrom));
+}
+
+/**
  * Holder spans from transitions (any order): each transition starts a span that lasts until the
  * next one (or until now when it is the last); a span with no holder is a gap. With no recorded
  * transition, the current holder's `since` starts its span.
@@ -58,8 +77,9 @@ export function spans(transitions, holder) {
   }));
 }
 
-function spanBox(span) {
-  const attrs = { "data-start": span.start, "data-end": span.end ?? undefined };
+/** `alone`: the only span the track knows (a new agent's first holder), drawn at least as wide as a short name. */
+function spanBox(span, alone) {
+  const attrs = { "data-start": span.start, "data-end": span.end ?? undefined, "data-alone": alone || undefined };
   if (span.machine === null) {
     return el("span", { ...attrs, class: "tl-span tl-gap", "data-role": "gap", title: `no holder from ${clock(span.start)}` });
   }
@@ -94,37 +114,67 @@ function legend(list, transitions) {
     reasons.map((r) => el("li", {}, el("i", { class: `dot ${r}` }), REASONS[r] ?? r)));
 }
 
+/** "−45s", "−2m", "−2.5m": an axis tick, whole where it can be. */
 function axisLabel(ms) {
-  return ms >= 60_000 ? `−${Math.round(ms / 60_000)}m` : `−${Math.round(ms / 1000)}s`;
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `−${s}s`;
+  return `−${Number((s / 60).toFixed(1))}m`;
+}
+
+function spanLabel(ms) {
+  return ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`;
+}
+
+/** The span a track shows: the chosen window, or less when everything it knows began later. */
+export function shownSpan(windowMs, storyMs) {
+  if (!(storyMs >= 0)) return windowMs;
+  return Math.min(windowMs, ZOOMS.find((z) => z >= storyMs * ZOOM_SPARE) ?? windowMs);
 }
 
 /** The timeline element of one agent over the last `windowMs`; call tickTimelines to place its boxes. */
 export function timeline(entry, transitions, windowMs) {
   const list = spans(transitions, entry.holder);
   const range = RANGES.find((r) => r.ms === windowMs)?.label ?? `${windowMs / 1000} s`;
-  return el("figure", { class: "timeline", "data-role": "timeline", "data-window": windowMs, "aria-label": `${entry.agent}: who held the lease in the last ${range}` },
+  const first = Math.min(...list.map((s) => s.start), ...transitions.map((t) => t.at));
+  return el("figure", {
+    class: "timeline", "data-role": "timeline", "data-window": windowMs, "data-first": Number.isFinite(first) ? first : undefined,
+    "aria-label": `${entry.agent}: who held the lease in the last ${range}`,
+  },
     el("div", { class: "track" }, el("div", { class: "lane" },
-      list.map(spanBox),
+      list.map((span) => spanBox(span, list.length === 1)),
       transitions.map(markBox))),
     el("div", { class: "axis", "aria-hidden": "true" },
-      [4, 3, 2, 1].map((q) => el("span", {}, axisLabel((windowMs * q) / 4))), el("span", {}, "now")),
+      [4, 3, 2, 1].map((q) => el("span", { "data-quarter": q }, axisLabel((windowMs * q) / 4))), el("span", {}, "now")),
+    el("p", { class: "tl-zoom", "data-role": "zoom", hidden: true }),
     legend(list, transitions));
 }
 
 /**
- * Places every bar, gap and mark under root for the window ending at `now` (server time). The
+ * Places every bar, gap and mark under root for the span ending at `now` (server time). The
  * page's "now" may trail a fresh transition by the clock estimate's error: clamp, never negative.
  */
 export function tickTimelines(root, now) {
   for (const figure of root.querySelectorAll(".timeline")) {
-    const windowMs = Number(figure.dataset.window);
+    const chosen = Number(figure.dataset.window);
+    const first = figure.dataset.first ? Number(figure.dataset.first) : NaN;
+    const windowMs = shownSpan(chosen, now - first);
     const windowStart = now - windowMs;
     const percent = (ms) => `${Math.min(100, Math.max(0, (ms / windowMs) * 100))}%`;
+    if (figure.dataset.shown !== String(windowMs)) {
+      figure.dataset.shown = String(windowMs);
+      for (const label of figure.querySelectorAll("[data-quarter]")) label.textContent = axisLabel((windowMs * Number(label.dataset.quarter)) / 4);
+      const zoom = figure.querySelector('[data-role="zoom"]');
+      zoom.hidden = windowMs === chosen;
+      zoom.textContent = `zoomed to the last ${spanLabel(windowMs)}: its lease story starts at ${clock(first)}`;
+    }
     for (const node of figure.querySelectorAll(".tl-span")) {
       const start = Math.max(Number(node.dataset.start), windowStart);
       const end = Math.min(node.dataset.end ? Number(node.dataset.end) : now, now);
       node.hidden = end <= windowStart;
-      node.style.left = percent(start - windowStart);
+      // The span going on now is anchored at "now", so its minimum width (a name that reads) grows leftwards.
+      const ongoing = !node.dataset.end;
+      node.style.left = ongoing ? "auto" : percent(start - windowStart);
+      node.style.right = ongoing ? "0" : "auto";
       node.style.width = percent(end - start);
     }
     for (const node of figure.querySelectorAll(".tl-mark")) {
