@@ -36,6 +36,16 @@ describe("webhook targets", () => {
     ["http://172.20.0.1/hook", /a private address/],
     ["http://[fd00:ec2::254]/hook", /a private address/],
     ["http://0.0.0.0:8787/hook", /a reserved address/],
+    ["http://vm:19999/hook", /a single-label \(local\) name/],
+    ["http://kubernetes/hook", /a single-label \(local\) name/],
+    ["http://instance-data/latest/", /a single-label \(local\) name/],
+    ["http://[::127.0.0.1]/hook", /a loopback address/],
+    ["http://[::ffff:0:7f00:1]/hook", /a loopback address/],
+    ["http://[2002:7f00:1::]/hook", /a loopback address/],
+    ["http://[2002:a00:5::1]/hook", /a private address/],
+    ["http://[fec0::1]/hook", /a site-local address/],
+    ["http://[64:ff9b:1::7f00:1]/hook", /a loopback address/],
+    ["http://[64:ff9b:1::808:808]/hook", /a local NAT64 address/],
     ["https://user:pw@hooks.example.com/x", /must not carry a user name or password/],
   ];
   it.each(refused)("PUT of %s is a 400 that names why, and stores nothing", async (url, why) => {

@@ -49,10 +49,14 @@ function v6Kind(groups: number[]): string | null {
   const [a, b, c, d, e, f, g, h] = groups as [number, number, number, number, number, number, number, number];
   const zeroHead = a === 0 && b === 0 && c === 0 && d === 0 && e === 0;
   if (zeroHead && f === 0 && g === 0 && h <= 1) return h === 1 ? "a loopback address" : "a reserved address";
-  // IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) reach the IPv4 address inside.
-  if ((zeroHead && f === 0xffff) || (a === 0x64 && b === 0xff9b && c === 0 && d === 0 && e === 0 && f === 0)) {
-    return v4Kind([g >> 8, g & 0xff, h >> 8, h & 0xff]);
-  }
+  // Forms that carry an IPv4 address in their last 32 bits reach it: IPv4-compatible (::a.b.c.d),
+  // IPv4-mapped (::ffff:a.b.c.d), its translated form (::ffff:0:a.b.c.d), NAT64 (64:ff9b::/96 and
+  // the local 64:ff9b:1::/48). 6to4 (2002:AABB:CCDD::) carries it in groups two and three.
+  const embedsV4 = (zeroHead && (f === 0 || f === 0xffff)) || (a === 0 && b === 0 && c === 0 && d === 0 && e === 0xffff && f === 0)
+    || (a === 0x64 && b === 0xff9b && ((c === 0 && d === 0 && e === 0 && f === 0) || c === 1));
+  if (embedsV4) return v4Kind([g >> 8, g & 0xff, h >> 8, h & 0xff]) ?? (c === 1 ? "a local NAT64 address" : null);
+  if (a === 0x2002) return v4Kind([b >> 8, b & 0xff, c >> 8, c & 0xff]);
+  if ((a & 0xffc0) === 0xfec0) return "a site-local address";
   if ((a & 0xfe00) === 0xfc00) return "a private address";
   if ((a & 0xffc0) === 0xfe80) return "a link-local address";
   if ((a & 0xff00) === 0xff00) return "a multicast address";
@@ -68,7 +72,10 @@ export function privateTarget(hostname: string): string | null {
   }
   const v4 = host.match(/^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/);
   if (v4) return v4Kind(v4.slice(1).map(Number));
-  return NAMES.some((name) => name.test(host)) ? "a local or internal name" : null;
+  if (NAMES.some((name) => name.test(host))) return "a local or internal name";
+  // A name without a dot (`vm`, `kubernetes`, `instance-data`) is resolved by the local search
+  // domains and /etc/hosts, never by public DNS: it names a machine near the coordinator.
+  return host.includes(".") ? null : "a single-label (local) name";
 }
 
 /**
