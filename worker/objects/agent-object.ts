@@ -171,7 +171,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, holdUntil: busy?.holdUntil ?? null, first: busy?.first ?? false, forPerson, traceparent: opts.traceparent });
     if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
     if (opts.question !== undefined) {
-      // Nobody runs it, so no connection is told of it: the page, the CLI and the webhooks ask the person.
+      // Nobody runs it, so no connection is pushed it now (a sync replays it as history): the page, the CLI and the webhooks ask the person.
       this.desk.leases.askPerson(stored.id, opts.question, opts.deadlineSeconds ?? null, now);
       this.step(now, { type: "work" });
       return { status: 201, replayed: false, view: this.desk.view(messages.get(stored.id)!) };
