@@ -27,9 +27,16 @@ export function parseTraceparent(api: Api, header: string | null): Context | nul
   return api.trace.setSpanContext(api.context.active(), { traceId: m[1]!, spanId: m[2]!, traceFlags: parseInt(m[3]!, 16), isRemote: true });
 }
 
-/** The W3C traceparent of a span (what a message carries to its runner, or a run to its command). */
-export function traceparentOf(span: Span): string {
+const isValidSpanContext = (c: { traceId: string; spanId: string }) => !/^0+$/.test(c.traceId) && !/^0+$/.test(c.spanId);
+
+/**
+ * The W3C traceparent of a span (what a message carries to its runner, or a run to its command);
+ * null when it has no valid context (no tracer provider registered and no parent): the coordinator
+ * refuses an all-zero one.
+ */
+export function traceparentOf(span: Span): string | null {
   const c = span.spanContext();
+  if (!isValidSpanContext(c)) return null;
   return `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, "0")}`;
 }
 
@@ -71,7 +78,7 @@ export function traceHandler(handler: MessageHandler, run: TracedRun): MessageHa
       const onAbort = () => span.addEvent("baton.lease_lost", { "baton.reason": String((ctx.signal.reason as Error | undefined)?.message ?? ctx.signal.reason) });
       ctx.signal.addEventListener("abort", onAbort, { once: true });
       try {
-        const reply = await handler({ ...message, traceparent: traceparentOf(span) }, tracedContext(api, tracer, ctx, span));
+        const reply = await handler({ ...message, traceparent: traceparentOf(span) ?? message.traceparent }, tracedContext(api, tracer, ctx, span));
         span.setAttribute("baton.outcome", "replied");
         return reply;
       } catch (error) {
@@ -150,7 +157,7 @@ export async function tracedPost<T>(
   const within = parseTraceparent(api, parent) ?? api.context.active();
   return tracer.startActiveSpan(`send ${agent}`, { kind: api.SpanKind.PRODUCER, attributes: { "gen_ai.agent.name": agent } }, within, async (span: Span) => {
     try {
-      const posted = await post(traceparentOf(span));
+      const posted = await post(traceparentOf(span) ?? parent);
       span.setAttribute("baton.message.id", posted.id);
       return posted;
     } catch (error) {

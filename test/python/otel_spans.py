@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
@@ -30,6 +31,7 @@ except ImportError:
 class _Event:
     name: str
     attributes: dict[str, Any]
+    timestamp: int = field(default_factory=time.time_ns)
 
 
 @dataclass
@@ -42,6 +44,7 @@ class _Span(trace.Span):
     sink: list["_Span"]
     events: list[_Event] = field(default_factory=list)
     status: Status = field(default_factory=lambda: Status(StatusCode.UNSET))
+    start_time: int = field(default_factory=time.time_ns)
     ended: bool = False
 
     def get_span_context(self) -> SpanContext:
@@ -148,20 +151,18 @@ SHOWN = ("baton.attempt", "baton.machine", "baton.fence", "baton.token", "baton.
 
 def render(finished: list[Any], root: Any) -> str:
     """The trace under ``root`` as an indented tree: each span's name, kind and baton attributes,
-    its events; children in the order they started (attempts by their number)."""
+    then its events and child spans in the order they happened."""
     lines: list[str] = []
-
-    def key(s: Any) -> tuple[Any, ...]:
-        return (s.attributes.get("baton.attempt", 0), getattr(s, "start_time", 0) or 0)
 
     def show(span: Any, prefix: str, last: bool, top: bool) -> None:
         attrs = " ".join(f"{k.split('.', 1)[1]}={span.attributes[k]}" for k in SHOWN if k in span.attributes)
         kind = "" if span.kind == SpanKind.INTERNAL else f" [{span.kind.name}]"
         lines.append(f"{'' if top else prefix + ('└─ ' if last else '├─ ')}{span.name}{kind}  {attrs}".rstrip())
         inner = "" if top else prefix + ("   " if last else "│  ")
-        below = [("event", e) for e in span.events]
-        below += [("span", c) for c in sorted((s for s in finished if s.parent is not None and s.parent.span_id == span.context.span_id), key=key)]
-        for i, (what, item) in enumerate(below):
+        below = [(e.timestamp, "event", e) for e in span.events]
+        below += [(s.start_time, "span", s) for s in finished if s.parent is not None and s.parent.span_id == span.context.span_id]
+        below.sort(key=lambda b: b[0])
+        for i, (_, what, item) in enumerate(below):
             end = i == len(below) - 1
             if what == "event":
                 detail = " ".join(f"{k}={v}" for k, v in item.attributes.items())
