@@ -18,6 +18,7 @@ import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { installLangGraphCheckpoint } from "./python-langgraph.mjs";
+import { installOpenTelemetry } from "./python-otel.mjs";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const DEBIAN_VENV = process.env.BATON_PY_VENV ?? "/tmp/baton-venv";
@@ -87,6 +88,7 @@ function setupClean() {
   // --retries 0: an index that cannot be reached fails at once instead of after minutes of backoff.
   withSourceCopy((copy) => sh(`${py} -m pip install -qq --retries 0 ${copy} pytest build`));
   installLangGraphCheckpoint(py, sh);
+  installOpenTelemetry(py, sh);
   return { py, env: {}, cleanup: () => rmSync(venv, { recursive: true, force: true }) };
 }
 

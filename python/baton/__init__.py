@@ -3,6 +3,8 @@
 * :func:`serve` runs an agent from this process: of all processes serving an agent, exactly one
   runs each message, and a handler is cancelled the moment its lease is lost. ``ctx.ask`` parks a
   message for a person and returns the answer once given.
+* :func:`send` posts a message to an agent (a ``send`` span whose trace the run continues, with
+  ``opentelemetry-api`` installed: docs/guides/tracing.md).
 * :func:`answer`, :func:`approve`, :func:`reject` and :func:`retry` are a person's side: they
   answer a parked message's question, or queue a failed message again; :func:`cancel` stops a
   message wherever it is.
@@ -17,12 +19,13 @@ from .cancel import cancel
 from .errors import (BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, MessageCancelledError, OutcomeUnknownError,
                      UnreachableError, WaitingForPersonError)
 from .serve import Answerer, Effect, Message, MessageContext, PersonAnswer, ServeHandle, serve
+from .send import send
 from .session import SessionLease, run_with_session_lease, session_lease
 
 __all__ = [
     "BatonError", "CoordinatorError", "LeaseHeldError", "LeaseLostError", "OutcomeUnknownError", "UnreachableError",
     "WaitingForPersonError", "MessageCancelledError",
-    "Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve",
+    "Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve", "send",
     "answer", "approve", "reject", "retry", "cancel",
     "SessionLease", "run_with_session_lease", "session_lease",
     "LIMITS",

@@ -114,6 +114,8 @@ class Message:
     heartbeat_timeout_ms: Optional[float] = None
     #: The choice of the answer that queued it again (approve, or one its question offered); None when it was not answered.
     resume_choice: Optional[str] = None
+    #: The W3C trace context its sender attached (None: none); with tracing on, the run span's (see baton/_tracing.py).
+    traceparent: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -828,7 +830,8 @@ class _Serve:
         message = Message(id=run.id, text=frame["text"], attempt=int(frame.get("attempt", 1)),
                           created_at=float(frame.get("created_at", 0)), token=token,
                           resume_input=frame.get("resume_input"), group=frame.get("group"), run_key=frame.get("run_key"),
-                          heartbeat_timeout_ms=frame.get("heartbeat_timeout_ms"), resume_choice=frame.get("resume_choice"))
+                          heartbeat_timeout_ms=frame.get("heartbeat_timeout_ms"), resume_choice=frame.get("resume_choice"),
+                          traceparent=frame.get("traceparent"))
         ctx = MessageContext(self, run, fence, self.checkpoint)
         self.running[(run.id, token)] = run
         loop = asyncio.get_running_loop()
@@ -1248,7 +1251,7 @@ class _Serve:
 def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Optional[str] = None,
           runner_id: Optional[str] = None, on_status: Optional[Callable[[dict[str, Any]], None]] = None,
           on_event: Optional[Callable[[dict[str, Any]], None]] = None, concurrency: int = 1,
-          priority: int = 0) -> Serving:
+          priority: int = 0, tracing: bool = True) -> Serving:
     """Serves ``agent`` from this process: ``handle = await serve(...)`` starts and returns at once
     with a ServeHandle; ``async with serve(...) as handle:`` does the same and stops (releasing the
     lease) when the block ends; when the coordinator refuses for good meanwhile, the block is
@@ -1267,6 +1270,8 @@ def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Option
     ``on_status`` gets every status change, ``on_event`` every event (held, demoted, ran,
     handler_failed, refused, revoked, suppressed, released, ...), both as dicts; one that raises is
     logged (logger ``baton``) and serving goes on.
+    ``tracing`` (default True): with ``opentelemetry-api`` installed, each run is a span continuing
+    its sender's trace (docs/guides/tracing.md); without the package nothing happens.
     Raises ValueError at once for a ``url`` that is not http(s) (in the CLI's words), a bad
     ``concurrency`` or ``priority``; a refused token or agent name ends serving with CoordinatorError.
     """
@@ -1276,5 +1281,9 @@ def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Option
     if isinstance(priority, bool) or not isinstance(priority, int) or not lowest <= priority <= highest:
         raise ValueError(f"priority must be an integer from {lowest} to {highest}, not {priority!r}")
     url = checked_url(url)
-    return Serving(lambda: ServeHandle(_Serve(agent, handler, url, token, machine or _socket.gethostname(), runner_id,
+    machine = machine or _socket.gethostname()
+    if tracing:
+        from ._tracing import trace_handler  # here, not at the top: it imports this module
+        handler = trace_handler(handler, agent, machine)
+    return Serving(lambda: ServeHandle(_Serve(agent, handler, url, token, machine, runner_id,
                                               on_status, on_event, concurrency, priority)))

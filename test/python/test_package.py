@@ -59,8 +59,9 @@ def test_the_wheel_holds_the_package_and_its_metadata_and_nothing_else(built: Pa
     assert {n for n in names if not n.startswith(info)} == package_files()
     assert {n.removeprefix(info) for n in names if n.startswith(info)} <= {"METADATA", "WHEEL", "RECORD", "top_level.txt"}
     assert (meta["Name"], meta["Version"], meta["License"], meta["Requires-Python"]) == ("baton-client", version, "MIT", ">=3.11")
-    # older setuptools write "websockets (>=10.4)"
-    assert [re.sub(r"[ ()]", "", d) for d in meta.get_all("Requires-Dist")] == ["websockets>=10.4"]
+    # older setuptools write "websockets (>=10.4)" and single-quoted extras
+    assert [re.sub(r"[ ()'\"]", "", d) for d in meta.get_all("Requires-Dist")] == ["websockets>=10.4", "opentelemetry-api<2,>=1.45;extra==otel"]
+    assert meta.get_all("Provides-Extra") == ["otel"]
     assert meta["Description-Content-Type"] == "text/markdown"
     assert meta.get_payload().strip() == (SOURCE / "README.md").read_text().strip()
 
