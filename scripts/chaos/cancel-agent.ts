@@ -6,6 +6,8 @@
 // run; an effect's command then posts to the fenced sink (its message token as the fence, the
 // coordinator's idempotency key as the key) and fails unless the sink accepted it. The effect's
 // command only starts once `baton effect` has recorded its intent, which a cancelled run is refused.
+// Every third message's script is stubborn: it ignores SIGTERM and goes on after a call killed by a
+// signal, so a stopped run still tries its next writes within serve's --grace (they must be refused).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PlanItem } from "./steps-invariants.ts";
@@ -36,7 +38,7 @@ export function cancelAgentScript(plan: readonly PlanItem[]): string {
       "s=$(date +%s%3N)",
       `if ${vars[i]}=$(${call}); then rc=0; else rc=$?; fi`,
       `echo "$id ${p.name} $BATON_ATTEMPT $(date +%s%3N) $s $rc" >> "$CHAOS_CALLS"`,
-      `[ "$rc" -eq 0 ] || exit "$rc"`,
+      `[ "$rc" -eq 0 ] || { [ -n "$stubborn" ] && [ "$rc" -gt 128 ]; } || exit "$rc"`,
       `sleep "$CHAOS_NAP"`,
     ];
   });
@@ -58,6 +60,8 @@ export function cancelAgentScript(plan: readonly PlanItem[]): string {
     `  printf '%s:%s:%s' "$2" "$id" "$BATON_ATTEMPT"`,
     "  exit 0",
     "fi",
+    "stubborn=",
+    'if [ $((id % 3)) -eq 0 ]; then trap "" TERM; stubborn=1; fi',
     ...body,
     `echo "${vars.map((v) => `$${v}`).join(" ")}"`,
     "",

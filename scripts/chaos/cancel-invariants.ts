@@ -110,6 +110,8 @@ export interface CancelTally {
   unknownEffects: number;
   /** Writes of cancelled runs the runners were refused (`cancelled`), as they logged them. */
   runnerRefusals: number;
+  /** Journaled calls of cancelled messages begun after the cancel (by stubborn runs), all refused. */
+  lateCallsRefused: number;
 }
 
 export const CANCEL_INVARIANTS = {
@@ -186,9 +188,11 @@ export function checkCancel(input: CancelInput): { tally: CancelTally; invariant
   const calls = byId(input.calls);
   const offers = byId(input.sink);
   let inFlightApplied = 0;
+  let lateCallsRefused = 0;
   for (const m of cancelled) {
     if (m.cancelled === null) continue;
     const at = m.cancelled.at;
+    lateCallsRefused += (calls.get(m.id) ?? []).filter((c) => c.start > at && c.rc !== 0).length;
     for (const s of m.steps) if (s.at > at) lateWrites.push(`${m.id} ${s.name}: recorded at ${s.at}, after the cancel at ${at}`);
     for (const c of calls.get(m.id) ?? []) {
       // A call that began after the cancel and whose command ran wrote to the journal (an intent, or a result) and was accepted.
@@ -285,6 +289,7 @@ export function checkCancel(input: CancelInput): { tally: CancelTally; invariant
     inFlightApplied,
     unknownEffects: cancelled.reduce((n, m) => n + (m.cancelled?.unknown_effects.length ?? 0), 0),
     runnerRefusals: input.runners.filter((e) => e.type === "refused_cancelled").length,
+    lateCallsRefused,
   };
   const invariant = (name: string, faults: string[]): Invariant => ({ name, ok: faults.length === 0, detail: list(faults) });
   return {

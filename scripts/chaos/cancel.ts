@@ -278,11 +278,11 @@ async function metric(name: string, label = ""): Promise<number | null> {
 function tallyTable(t: CancelTally): string {
   const c = t.cancels;
   return markdownTable(
-    ["messages", "acknowledged", "cancelled (interrupted)", "kills", "coordinator restarts", "cancels: running / queued / parked / finished / again / race", "answered 200 / 409 / none", "races: cancel won / reply won (runner gone)", "unknown effects (applied after the cancel)", "writes refused as cancelled (runners / metrics)"],
+    ["messages", "acknowledged", "cancelled (interrupted)", "kills", "coordinator restarts", "cancels: running / queued / parked / finished / again / race", "answered 200 / 409 / none", "races: cancel won / reply won (runner gone)", "unknown effects (applied after the cancel)", "calls begun after the cancel (all refused)", "writes refused as cancelled (runners / metrics)"],
     [[
       String(t.messages), String(t.acknowledged), `${t.cancelled} (${t.interrupted})`, String(kills.length), String(restarts.length),
       `${c.running} / ${c.queued} / ${c.parked} / ${c.finished} / ${c.again} / ${c.race}`, `${t.answered200} / ${t.answered409} / ${t.unanswered}`,
-      `${t.raceCancelWon} / ${t.raceReplyWon} (${t.raceRunnerGone})`, `${t.unknownEffects} (${t.inFlightApplied})`, `${t.runnerRefusals} / ${refusedMetric ?? "?"}`,
+      `${t.raceCancelWon} / ${t.raceReplyWon} (${t.raceRunnerGone})`, `${t.unknownEffects} (${t.inFlightApplied})`, String(t.lateCallsRefused), `${t.runnerRefusals} / ${refusedMetric ?? "?"}`,
     ]],
   );
 }
