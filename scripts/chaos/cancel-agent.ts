@@ -8,6 +8,8 @@
 // command only starts once `baton effect` has recorded its intent, which a cancelled run is refused.
 // Every third message's script is stubborn: it ignores SIGTERM and goes on after a call killed by a
 // signal, so a stopped run still tries its next writes within serve's --grace (they must be refused).
+// With `sabotage`, a stubborn run whose call was killed runs the rest of its plan without the
+// journal (its effects straight to the sink, under a key of its own): the checker must report it.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PlanItem } from "./steps-invariants.ts";
@@ -18,27 +20,32 @@ export interface AgentFiles {
   script: string;
 }
 
-export function writeCancelAgent(dir: string, opts: { cli: string; plan: readonly PlanItem[] }): AgentFiles {
+export function writeCancelAgent(dir: string, opts: { cli: string; plan: readonly PlanItem[]; sabotage?: boolean }): AgentFiles {
   const bin = join(dir, "bin");
   mkdirSync(bin, { recursive: true });
   writeFileSync(join(bin, "baton"), `#!/bin/sh\nexec "${process.execPath}" "${opts.cli}" "$@"\n`, { mode: 0o755 });
   const script = join(dir, "agent.sh");
-  writeFileSync(script, cancelAgentScript(opts.plan), { mode: 0o755 });
+  writeFileSync(script, cancelAgentScript(opts.plan, opts.sabotage ?? false), { mode: 0o755 });
   return { bin, script };
 }
 
-export function cancelAgentScript(plan: readonly PlanItem[]): string {
+export function cancelAgentScript(plan: readonly PlanItem[], sabotage = false): string {
   const vars = plan.map((p) => `v_${p.name}`);
   const effects = plan.filter((p) => p.kind === "effect").map((p) => p.name);
   const body = plan.flatMap((p, i) => {
     const call = p.kind === "step"
       ? `baton step ${p.name} -- sh "$0" --do ${p.name}`
       : `baton effect ${p.name} --on-unknown ${p.onUnknown ?? "ask"} -- sh "$0" --do ${p.name}`;
-    return [
+    const journaled = [
       "s=$(date +%s%3N)",
       `if ${vars[i]}=$(${call}); then rc=0; else rc=$?; fi`,
       `echo "$id ${p.name} $BATON_ATTEMPT $(date +%s%3N) $s $rc" >> "$CHAOS_CALLS"`,
       `[ "$rc" -eq 0 ] || { [ -n "$stubborn" ] && [ "$rc" -gt 128 ]; } || exit "$rc"`,
+      ...(sabotage ? ['[ "$rc" -gt 128 ] && bypass=1'] : []),
+    ];
+    const bypassed = `${vars[i]}=$(BATON_IDEMPOTENCY_KEY="bypass:$id:${p.name}" sh "$0" --do ${p.name})`;
+    return [
+      ...(sabotage ? [`if [ -n "$bypass" ]; then ${bypassed}; else`, ...journaled.map((l) => `  ${l}`), "fi"] : journaled),
       `sleep "$CHAOS_NAP"`,
     ];
   });
@@ -61,6 +68,7 @@ export function cancelAgentScript(plan: readonly PlanItem[]): string {
     "  exit 0",
     "fi",
     "stubborn=",
+    "bypass=",
     'if [ $((id % 3)) -eq 0 ]; then trap "" TERM; stubborn=1; fi',
     ...body,
     `echo "${vars.map((v) => `$${v}`).join(" ")}"`,

@@ -37,6 +37,7 @@ const { values: opts } = parseArgs({
     ttl: { type: "string", default: "2" },
     "coordinator-restarts": { type: "string", default: "1" },
     seed: { type: "string" },
+    sabotage: { type: "boolean", default: false },
     "working-tree": { type: "boolean", default: false },
     "keep-logs": { type: "boolean", default: false },
     verbose: { type: "boolean", default: false },
@@ -58,7 +59,7 @@ const SHARED_SHARE = 0.35;
 /** Share of runs that just traced their last step whose reply a cancel races. */
 const RACE_SHARE = 0.4;
 /** How the other cancels pick their target, by its status then. */
-const CANCEL_KINDS: readonly [Exclude<CancelKind, "race">, number][] = [["running", 0.45], ["queued", 0.15], ["parked", 0.15], ["finished", 0.15], ["again", 0.1]];
+const CANCEL_KINDS: readonly [Exclude<CancelKind, "race">, number][] = [["running", 0.35], ["queued", 0.15], ["parked", 0.15], ["finished", 0.2], ["again", 0.15]];
 
 const { random, pick, between } = seeded(seed);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -175,16 +176,14 @@ function look(inFlight: Set<Promise<void>>, listed: Listed[]): void {
   for (const m of listed) if (m.status === "parked" && m.waiting_on !== null && !answering.has(m.id)) track(inFlight, answer(m));
 }
 
-/** Cancels a message picked by its status now; `again`: one cancelled before (answered 200, unchanged). */
+/** Cancels a message picked by its status now (none when no message has it); `again`: one cancelled before (answered 200, unchanged). */
 function cancelAtRandom(listed: Listed[], inFlight: Set<Promise<void>>): void {
   let r = random();
   let kind: Exclude<CancelKind, "race"> = "running";
   for (const [k, share] of CANCEL_KINDS) if ((r -= share) < 0) (kind = k), (r = Infinity);
   const wanted = { running: ["running"], queued: ["queued"], parked: ["parked"], finished: ["acknowledged"], again: ["cancelled"] }[kind];
   const candidates = listed.filter((m) => wanted.includes(m.status));
-  const fallback = listed.filter((m) => m.status === "running");
-  const target = candidates.length > 0 ? pick(candidates) : fallback.length > 0 ? pick(fallback) : null;
-  if (target) track(inFlight, cancelOne(target.id, candidates.length > 0 ? kind : "running"));
+  if (candidates.length > 0) track(inFlight, cancelOne(pick(candidates).id, kind));
 }
 
 /** Races replies: a run that just traced its last step is cancelled at once or a moment later. */
@@ -295,10 +294,10 @@ async function main(): Promise<number> {
   const { startWranglerDev } = await wranglerDevOf(tree);
   const server = await startSink(sink);
   closeSink = server.close;
-  const files = writeCancelAgent(workDir, { cli: join(tree.root, "dist/cli/main.js"), plan: PLAN });
+  const files = writeCancelAgent(workDir, { cli: join(tree.root, "dist/cli/main.js"), plan: PLAN, sabotage: opts.sabotage });
   writeFileSync(paths.ledger, "");
   writeFileSync(paths.calls, "");
-  console.log(`cancel: seed ${seed}, ${servers} serve processes of ${agent} (pool, --concurrency ${opts.concurrency}, on_busy interrupt), ${messageCount} messages, ${seconds} s of chaos, baton ${tree.revision}`);
+  console.log(`cancel: seed ${seed}, ${servers} serve processes of ${agent} (pool, --concurrency ${opts.concurrency}, on_busy interrupt), ${messageCount} messages, ${seconds} s of chaos, baton ${tree.revision}${opts.sabotage ? ", SABOTAGED script" : ""}`);
   dev = await startWranglerDev({ vars: vars() });
   const policy = await coordinator(`/agents/${agent}/policy`, {
     method: "PUT", body: JSON.stringify({ mode: "pool", max_attempts: 100, run_timeout_seconds: 60, on_busy: "interrupt" }),
@@ -321,7 +320,7 @@ async function main(): Promise<number> {
   const inFlight = new Set<Promise<void>>();
   const seen = { n: 0 };
   let listed: Listed[] = [];
-  let nextOp = Date.now() + between(700, 1800);
+  let nextOp = Date.now() + between(1000, 2500);
   let listedAt = 0;
   while (Date.now() < deadline) {
     if (!coordinatorDown && Date.now() - listedAt >= 400) {
@@ -334,13 +333,13 @@ async function main(): Promise<number> {
       restartAt.shift();
       track(inFlight, restartCoordinator(startWranglerDev).catch((e: Error) => console.error(`cancel: restart failed: ${e.message}`)));
     } else if (Date.now() >= nextOp && !coordinatorDown) {
-      if (random() < 0.3) {
+      if (random() < 0.35) {
         const busy = new Set(listed.filter((m) => m.status === "running" && m.machine !== null).map((m) => m.machine!));
         track(inFlight, killOne(busy).catch((e: Error) => console.error(`cancel: kill failed: ${e.message}`)));
       } else {
         cancelAtRandom(listed, inFlight);
       }
-      nextOp = Date.now() + between(700, 1800);
+      nextOp = Date.now() + between(1000, 2500);
     }
     await sleep(100);
   }
