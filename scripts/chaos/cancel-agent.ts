@@ -8,7 +8,7 @@
 // command only starts once `baton effect` has recorded its intent, which a cancelled run is refused.
 // Every third message's script is stubborn: it ignores SIGTERM and goes on after a call killed by a
 // signal, so a stopped run still tries its next writes within serve's --grace (they must be refused).
-// With `sabotage`, a stubborn run whose call was killed runs the rest of its plan without the
+// With `sabotage`, every run is stubborn, and one whose call was killed runs the rest of its plan without the
 // journal (its effects straight to the sink, under a key of its own): the checker must report it.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -69,7 +69,7 @@ export function cancelAgentScript(plan: readonly PlanItem[], sabotage = false): 
     "fi",
     "stubborn=",
     "bypass=",
-    'if [ $((id % 3)) -eq 0 ]; then trap "" TERM; stubborn=1; fi',
+    `if [ $((id % ${sabotage ? 1 : 3})) -eq 0 ]; then trap "" TERM; stubborn=1; fi`,
     ...body,
     `echo "${vars.map((v) => `$${v}`).join(" ")}"`,
     "",
