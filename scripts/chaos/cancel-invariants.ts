@@ -24,11 +24,13 @@ export interface CancelCall {
   cancelledAt?: number;
 }
 
-/** A person's answer to a message parked on an unknown outcome (POST …/resume). */
+/** A person's answer to a message parked on an unknown outcome (POST …/resume), and the refusal's words. */
 export interface ResumeCall {
   id: number;
+  sentAt: number;
   status: number | null;
   code?: string;
+  message?: string;
 }
 
 /** What a runner was told about a message, from `baton serve --json` (a refused write names its message in its text). */
@@ -230,7 +232,10 @@ export function checkCancel(input: CancelInput): { tally: CancelTally; invariant
   }
   for (const r of input.resumes) {
     const m = messages.get(r.id);
-    if (m && r.status === 409 && r.code === "cancelled" && m.status !== "cancelled") disagree.push(`${r.id}: a person's resume was refused as cancelled, final status ${m.status}`);
+    if (!m) continue;
+    const saysCancelled = r.status === 409 && (r.code === "cancelled" || / is cancelled\b/.test(r.message ?? ""));
+    if (saysCancelled && m.status !== "cancelled") disagree.push(`${r.id}: a person's resume was refused as cancelled, final status ${m.status}`);
+    if (r.status === 200 && m.cancelled !== null && m.cancelled.at < r.sentAt) disagree.push(`${r.id}: a person's resume was accepted after its cancel`);
   }
 
   const raceFaults: string[] = [];

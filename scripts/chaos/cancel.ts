@@ -153,12 +153,12 @@ async function answer(m: Listed): Promise<void> {
     await sleep(between(1000, 3000));
     const outcome = random() < 0.5 ? "done" : "redo";
     const text = outcome === "done" ? `by-hand:${m.id}:${answers.filter((a) => a.id === m.id).length + 1}` : null;
-    const call: ResumeCall = { id: m.id, status: null };
+    const call: ResumeCall = { id: m.id, sentAt: Date.now(), status: null };
     resumes.push(call);
     const res = await coordinator(`/agents/${agent}/messages/${m.id}/resume`, { method: "POST", body: JSON.stringify({ input: text, outcome }) });
     call.status = res.status;
     if (res.status === 200) answers.push({ id: m.id, name: m.waiting_on!, outcome, text, at: Date.now() });
-    else call.code = ((await res.json()) as { error?: string }).error;
+    else ({ error: call.code, message: call.message } = (await res.json()) as { error?: string; message?: string });
     say(`resume ${m.id} --${outcome}: ${res.status}${call.code ? ` ${call.code}` : ""}`);
   } catch {
     // the coordinator is restarting: asked again on the next look

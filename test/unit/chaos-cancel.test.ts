@@ -45,7 +45,7 @@ function run(): Run {
       { id: 7, kind: "queued", sentAt: 4990, status: 200, cancelledAt: CANCEL_AT },
       { id: 6, kind: "running", sentAt: 4990, status: null },
     ],
-    resumes: [{ id: 2, status: 409, code: "cancelled" }],
+    resumes: [{ id: 2, sentAt: 6000, status: 409, code: "not_parked", message: "message 2 is cancelled, not parked" }, { id: 1, sentAt: 2000, status: 200 }],
     runners: [
       { type: "ran", id: 1, at: 4000 }, { type: "cancelled", id: 2, at: 5001 }, { type: "ran", id: 3, at: 4999 },
       { type: "refused_cancelled", id: 4, at: 5002 }, { type: "cancelled", id: 5, at: 5001 }, { type: "ran", id: 6, at: 7000 },
@@ -100,7 +100,8 @@ describe("cancel chaos checker", () => {
     ["a cancel answered 200 for a message that ended acknowledged", (i) => void i.cancels.push({ id: 1, kind: "running", sentAt: 3000, status: 200, cancelledAt: 3000 }), [CANCEL_INVARIANTS.answersAgree]],
     ["a cancel answered with another cancel than the one that stands", (i) => void (i.cancels[1]!.cancelledAt = 9000), [CANCEL_INVARIANTS.answersAgree]],
     ["a cancel refused 409 for a message that ended cancelled", (i) => void i.cancels.push({ id: 5, kind: "running", sentAt: 6000, status: 409, code: "message_finished" }), [CANCEL_INVARIANTS.answersAgree]],
-    ["a person told the message was cancelled when it was not", (i) => void i.resumes.push({ id: 1, status: 409, code: "cancelled" }), [CANCEL_INVARIANTS.answersAgree]],
+    ["a person told the message was cancelled when it was not", (i) => void i.resumes.push({ id: 1, sentAt: 3000, status: 409, code: "not_parked", message: "message 1 is cancelled, not parked" }), [CANCEL_INVARIANTS.answersAgree]],
+    ["a person's resume accepted after the cancel", (i) => void i.resumes.push({ id: 2, sentAt: 5500, status: 200 }), [CANCEL_INVARIANTS.answersAgree]],
     ["a race the reply won whose runner was told it was cancelled", (i) => void i.runners.push({ type: "refused_cancelled", id: 3, at: 5000 }), [CANCEL_INVARIANTS.answersAgree, CANCEL_INVARIANTS.raceOneWinner]],
     ["a race both sides won", (i) => void i.runners.push({ type: "ran", id: 4, at: 5000 }), [CANCEL_INVARIANTS.neverBoth, CANCEL_INVARIANTS.answersAgree, CANCEL_INVARIANTS.raceOneWinner]],
     ["a race the cancel won whose live runner was never told", (i) => void (i.runners = i.runners.filter((e) => e.id !== 4)), [CANCEL_INVARIANTS.raceOneWinner]],
