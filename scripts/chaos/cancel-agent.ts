@@ -7,7 +7,8 @@
 // coordinator's idempotency key as the key) and fails unless the sink accepted it. The effect's
 // command only starts once `baton effect` has recorded its intent, which a cancelled run is refused.
 // Every third message's script is stubborn: it ignores SIGTERM and goes on after a call killed by a
-// signal, so a stopped run still tries its next writes within serve's --grace (they must be refused).
+// signal, so a stopped run still tries its next writes within serve's --grace (they must be refused),
+// and its effects' calls to the sink ignore SIGTERM too, so one stopped mid-call lands after the cancel.
 // With `sabotage`, every run is stubborn, and one whose call was killed runs the rest of its plan without the
 // journal (its effects straight to the sink, under a key of its own): the checker must report it.
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -54,10 +55,14 @@ export function cancelAgentScript(plan: readonly PlanItem[], sabotage = false): 
     "#!/bin/sh",
     "# One message of `npm run chaos -- --mode cancel` (written by scripts/chaos/cancel-agent.ts).",
     "id=$BATON_MESSAGE_ID",
+    "stubborn=",
+    `[ $((id % ${sabotage ? 1 : 3})) -eq 0 ] && stubborn=1`,
     'if [ "$1" = "--do" ]; then',
     '  echo "$id $2 $BATON_ATTEMPT ${BATON_IDEMPOTENCY_KEY:--} $(date +%s%3N) $BATON_MACHINE" >> "$CHAOS_LEDGER"',
     `  case "$2" in`,
     `    ${effects.join("|")})`,
+    // A stubborn run's external call is not interrupted: stopped mid-call, it lands after the cancel.
+    `      [ -n "$stubborn" ] && trap "" TERM`,
     `      sleep "$CHAOS_EFFECT_NAP"`,
     `      body=$(printf '${offer}' "$id" "$BATON_IDEMPOTENCY_KEY" "$BATON_MESSAGE_TOKEN" "$BATON_ATTEMPT" "$BATON_MACHINE" "$id")`,
     `      code=$(curl -s -o /dev/null -w '%{http_code}' -X POST --data "$body" "$CHAOS_SINK_URL/effect") || exit 1`,
@@ -67,9 +72,8 @@ export function cancelAgentScript(plan: readonly PlanItem[], sabotage = false): 
     `  printf '%s:%s:%s' "$2" "$id" "$BATON_ATTEMPT"`,
     "  exit 0",
     "fi",
-    "stubborn=",
     "bypass=",
-    `if [ $((id % ${sabotage ? 1 : 3})) -eq 0 ]; then trap "" TERM; stubborn=1; fi`,
+    '[ -n "$stubborn" ] && trap "" TERM',
     ...body,
     `echo "${vars.map((v) => `$${v}`).join(" ")}"`,
     "",
