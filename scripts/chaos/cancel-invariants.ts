@@ -9,8 +9,11 @@ import type { JournalRecord, LedgerLine } from "./steps-invariants.ts";
 
 export type { Invariant } from "./invariants.ts";
 
-/** How the driver chose a cancel's target: by its status then, or `race`: just after its run's last step, so it races the reply. */
-export type CancelKind = "running" | "queued" | "parked" | "finished" | "again" | "race";
+/**
+ * How the driver chose a cancel's target: by its status then; `race`: just after its run's last
+ * step, so it races the reply; `effect`: just after an effect's command began.
+ */
+export type CancelKind = "running" | "queued" | "parked" | "finished" | "again" | "race" | "effect";
 
 /** One POST …/cancel and its answer (status null: no answer, e.g. the coordinator was restarting). */
 export interface CancelCall {
@@ -112,7 +115,7 @@ export interface CancelTally {
   unknownEffects: number;
   /** Writes of cancelled runs the runners were refused (`cancelled`), as they logged them. */
   runnerRefusals: number;
-  /** Journaled calls of cancelled messages begun after the cancel (by stubborn runs), all refused. */
+  /** Journaled calls of cancelled messages begun after the cancel (by stubborn runs): each refused, or killed before it wrote. */
   lateCallsRefused: number;
 }
 
@@ -277,7 +280,7 @@ export function checkCancel(input: CancelInput): { tally: CancelTally; invariant
   }
   for (const [by, ids] of interruptedBy) if (ids.length > 1) interrupts.push(`message ${by} interrupted ${ids.join(", ")} (a group runs one at a time)`);
 
-  const kinds: CancelKind[] = ["running", "queued", "parked", "finished", "again", "race"];
+  const kinds: CancelKind[] = ["running", "queued", "parked", "finished", "again", "race", "effect"];
   const tally: CancelTally = {
     messages: input.messages.length,
     cancelled: cancelled.length,

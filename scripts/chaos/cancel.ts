@@ -4,7 +4,8 @@
 // durable steps and effects, the effects posted to a fenced sink. Messages are posted into groups
 // (most alone in theirs, some into a few shared ones, where a new message interrupts the running
 // one); meanwhile the driver cancels messages running, queued, parked, finished and cancelled
-// already, and races the reply of runs that just traced their last step; machines die (kill -9 of
+// already, and races the reply of runs that just traced their last step and runs inside an effect;
+// machines die (kill -9 of
 // serve and its commands) and come back; the coordinator restarts (state kept on disk); a person
 // answers messages parked on an unknown outcome. At the end scripts/chaos/cancel-invariants.ts
 // checks the coordinator's views, the answers, the runners' logs, the calls, ledger and sink, and
@@ -56,10 +57,12 @@ const DRAIN_STALL_MS = 30_000;
 const DRAIN_MAX_MS = 90_000;
 /** Share of posts into a shared group, where a new message interrupts the running one. */
 const SHARED_SHARE = 0.35;
+/** Share of effects whose command just began that a cancel lands in (a stubborn one then lands after it). */
+const EFFECT_SHARE = 0.3;
 /** Share of runs that just traced their last step whose reply a cancel races. */
 const RACE_SHARE = 0.4;
 /** How the other cancels pick their target, by its status then. */
-const CANCEL_KINDS: readonly [Exclude<CancelKind, "race">, number][] = [["running", 0.35], ["queued", 0.15], ["parked", 0.15], ["finished", 0.2], ["again", 0.15]];
+const CANCEL_KINDS: readonly [Exclude<CancelKind, "race" | "effect">, number][] = [["running", 0.35], ["queued", 0.15], ["parked", 0.15], ["finished", 0.2], ["again", 0.15]];
 
 const { random, pick, between } = seeded(seed);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -179,23 +182,38 @@ function look(inFlight: Set<Promise<void>>, listed: Listed[]): void {
 /** Cancels a message picked by its status now (none when no message has it); `again`: one cancelled before (answered 200, unchanged). */
 function cancelAtRandom(listed: Listed[], inFlight: Set<Promise<void>>): void {
   let r = random();
-  let kind: Exclude<CancelKind, "race"> = "running";
+  let kind: Exclude<CancelKind, "race" | "effect"> = "running";
   for (const [k, share] of CANCEL_KINDS) if ((r -= share) < 0) (kind = k), (r = Infinity);
   const wanted = { running: ["running"], queued: ["queued"], parked: ["parked"], finished: ["acknowledged"], again: ["cancelled"] }[kind];
   const candidates = listed.filter((m) => wanted.includes(m.status));
   if (candidates.length > 0) track(inFlight, cancelOne(pick(candidates).id, kind));
 }
 
-/** Races replies: a run that just traced its last step is cancelled at once or a moment later. */
-function raceReplies(seenBytes: { n: number }, inFlight: Set<Promise<void>>): void {
-  const text = readText(paths.calls);
-  const fresh = text.slice(seenBytes.n, text.lastIndexOf("\n") + 1);
-  seenBytes.n += fresh.length;
+/** The lines appended to `path` since the last look. */
+function freshLines(path: string, seen: { n: number }): string {
+  const text = readText(path);
+  const fresh = text.slice(seen.n, text.lastIndexOf("\n") + 1);
+  seen.n += fresh.length;
+  return fresh;
+}
+
+/**
+ * Races replies: a run that just traced its last step is cancelled at once or a moment later. And
+ * lands cancels inside effects: one whose command just began (its ledger line) is cancelled while
+ * the command works, before it reaches the sink.
+ */
+function raceReplies(seen: { calls: { n: number }; ledger: { n: number } }, inFlight: Set<Promise<void>>): void {
   const last = PLAN.at(-1)!.name;
-  for (const c of parseCalls(fresh)) {
+  for (const c of parseCalls(freshLines(paths.calls, seen.calls))) {
     if (c.name !== last || c.rc !== 0 || raced.has(c.id) || random() >= RACE_SHARE) continue;
     raced.add(c.id);
     track(inFlight, sleep(between(0, 250)).then(() => cancelOne(c.id, "race")));
+  }
+  const effects = new Set(PLAN.filter((p) => p.kind === "effect").map((p) => p.name));
+  for (const l of parseLedger(freshLines(paths.ledger, seen.ledger))) {
+    if (!effects.has(l.name) || raced.has(l.id) || random() >= EFFECT_SHARE) continue;
+    raced.add(l.id);
+    track(inFlight, sleep(between(50, 300)).then(() => cancelOne(l.id, "effect")));
   }
 }
 
@@ -277,10 +295,10 @@ async function metric(name: string, label = ""): Promise<number | null> {
 function tallyTable(t: CancelTally): string {
   const c = t.cancels;
   return markdownTable(
-    ["messages", "acknowledged", "cancelled (interrupted)", "kills", "coordinator restarts", "cancels: running / queued / parked / finished / again / race", "answered 200 / 409 / none", "races: cancel won / reply won (runner gone)", "unknown effects (applied after the cancel)", "calls begun after the cancel (all refused)", "writes refused as cancelled (runners / metrics)"],
+    ["messages", "acknowledged", "cancelled (interrupted)", "kills", "coordinator restarts", "cancels: running / queued / parked / finished / again / race / in an effect", "answered 200 / 409 / none", "races: cancel won / reply won (runner gone)", "unknown effects (applied after the cancel)", "calls begun after the cancel (none recorded)", "writes refused as cancelled (runners / metrics)"],
     [[
       String(t.messages), String(t.acknowledged), `${t.cancelled} (${t.interrupted})`, String(kills.length), String(restarts.length),
-      `${c.running} / ${c.queued} / ${c.parked} / ${c.finished} / ${c.again} / ${c.race}`, `${t.answered200} / ${t.answered409} / ${t.unanswered}`,
+      `${c.running} / ${c.queued} / ${c.parked} / ${c.finished} / ${c.again} / ${c.race} / ${c.effect}`, `${t.answered200} / ${t.answered409} / ${t.unanswered}`,
       `${t.raceCancelWon} / ${t.raceReplyWon} (${t.raceRunnerGone})`, `${t.unknownEffects} (${t.inFlightApplied})`, String(t.lateCallsRefused), `${t.runnerRefusals} / ${refusedMetric ?? "?"}`,
     ]],
   );
@@ -318,7 +336,7 @@ async function main(): Promise<number> {
   const sentIds: number[] = [];
   const posting = postMessages(sentIds, Date.now() + 0.7 * seconds * 1000);
   const inFlight = new Set<Promise<void>>();
-  const seen = { n: 0 };
+  const seen = { calls: { n: 0 }, ledger: { n: 0 } };
   let listed: Listed[] = [];
   let nextOp = Date.now() + between(1000, 2500);
   let listedAt = 0;
