@@ -15,16 +15,16 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { DevServer } from "../../test/e2e/wrangler-dev.ts";
-import { markdownTable } from "../bench/stats.ts";
 import { snapshotOfHead, workingTree, wranglerDevOf } from "../bench/snapshot.ts";
 import { accountTag } from "../../worker/wire/step-keys.ts";
 import { writeCancelAgent } from "./cancel-agent.ts";
-import { checkCancel, parseCalls, parseServeLog, type CancelCall, type CancelFinal, type CancelKind, type CancelTally, type ResumeCall } from "./cancel-invariants.ts";
+import { checkCancel, parseCalls, parseServeLog, type CancelCall, type CancelKind, type ResumeCall } from "./cancel-invariants.ts";
+import { agentCounter, finalViews, listMessages, tallyTable, type Listed } from "./cancel-reads.ts";
 import { invariantLines } from "./report.ts";
 import { ServeSlot } from "./serve-fleet.ts";
 import { EffectSink, startSink } from "./sink.ts";
 import { seeded } from "./seeded.ts";
-import { checkSteps, parseLedger, PLAN, type Answer, type JournalRecord } from "./steps-invariants.ts";
+import { checkSteps, parseLedger, PLAN, type Answer } from "./steps-invariants.ts";
 
 const { values: opts } = parseArgs({
   options: {
@@ -88,31 +88,10 @@ let slots: ServeSlot[] = [];
 let closeSink: (() => Promise<void>) | null = null;
 let keepLogs = false;
 
-interface Listed {
-  id: number;
-  status: string;
-  machine: string | null;
-  waiting_on: string | null;
-}
+const allMessages = () => listMessages(coordinator, agent);
 
 async function coordinator(path: string, init?: RequestInit): Promise<Response> {
   return fetch(`${dev!.url}${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "x-baton-via": "http" } });
-}
-
-async function json<T>(path: string): Promise<T> {
-  const res = await coordinator(path);
-  if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
-
-async function allMessages(): Promise<Listed[]> {
-  const out: Listed[] = [];
-  for (let after = 0; ; ) {
-    const body = await json<{ messages: Listed[] }>(`/agents/${agent}/messages?after=${after}&limit=100`);
-    if (body.messages.length === 0) return out;
-    out.push(...body.messages);
-    after = body.messages.at(-1)!.id;
-  }
 }
 
 async function postMessages(sentIds: number[], until: number): Promise<void> {
@@ -260,52 +239,6 @@ function readText(path: string): string {
   }
 }
 
-interface FinalView extends CancelFinal {
-  waiting_on: string | null;
-}
-
-async function finalMessages(ids: readonly number[]): Promise<FinalView[]> {
-  const out: FinalView[] = [];
-  for (const id of ids) {
-    const m = await json<FinalView & { steps: JournalRecord[] }>(`/agents/${agent}/messages/${id}`);
-    const steps: JournalRecord[] = [];
-    for (const s of m.steps) {
-      const record = s.status === "done" ? await json<{ value: unknown }>(`/agents/${agent}/messages/${id}/steps/${s.name}`) : null;
-      steps.push({ name: s.name, kind: s.kind, status: s.status, attempt: s.attempt, at: s.at, on_unknown: s.on_unknown, ...(record ? { value: record.value } : {}) });
-    }
-    out.push({
-      id: m.id, status: m.status, attempts: m.attempts, group: m.group, machine: m.machine, reply: m.reply, acked_at: m.acked_at, waiting_on: m.waiting_on,
-      cancelled: m.cancelled ? { at: m.cancelled.at, reason: m.cancelled.reason, unknown_effects: m.cancelled.unknown_effects } : null, steps,
-    });
-  }
-  return out;
-}
-
-/** A counter of the agent from /metrics (0 when absent), or null when it cannot be read. */
-async function metric(name: string, label = ""): Promise<number | null> {
-  try {
-    const text = await (await coordinator("/metrics")).text();
-    const line = text.split("\n").find((l) => l.startsWith(`${name}{`) && l.includes(`agent="${agent}"`) && l.includes(label));
-    return line === undefined ? 0 : Number(line.split(" ").at(-1));
-  } catch {
-    return null;
-  }
-}
-
-function tallyTable(t: CancelTally): string {
-  const c = t.cancels;
-  return markdownTable(
-    ["messages", "acknowledged", "cancelled (interrupted)", "kills", "coordinator restarts", "cancels: running / queued / parked / finished / again / race / in an effect", "answered 200 / 409 / none", "races: cancel won / reply won (runner gone)", "unknown effects (applied after the cancel)", "calls begun after the cancel (none recorded)", "writes refused as cancelled (runners / metrics)"],
-    [[
-      String(t.messages), String(t.acknowledged), `${t.cancelled} (${t.interrupted})`, String(kills.length), String(restarts.length),
-      `${c.running} / ${c.queued} / ${c.parked} / ${c.finished} / ${c.again} / ${c.race} / ${c.effect}`, `${t.answered200} / ${t.answered409} / ${t.unanswered}`,
-      `${t.raceCancelWon} / ${t.raceReplyWon} (${t.raceRunnerGone})`, `${t.unknownEffects} (${t.inFlightApplied})`, String(t.lateCallsRefused), `${t.runnerRefusals} / ${refusedMetric ?? "?"}`,
-    ]],
-  );
-}
-
-let refusedMetric: number | null = null;
-
 async function main(): Promise<number> {
   const startedAt = Date.now();
   const load0 = loadavg()[0]!;
@@ -383,19 +316,20 @@ async function main(): Promise<number> {
   // Let stopped runs finish dying, so any late effect is in the sink's log too.
   await sleep(2000);
 
-  const views = await finalMessages(sentIds);
+  const views = await finalViews(coordinator, agent, sentIds);
   const cancelledCount = views.filter((m) => m.status === "cancelled").length;
-  let metricsCancelled = await metric("baton_messages_cancelled_total");
+  let metricsCancelled = await agentCounter(coordinator, agent, "baton_messages_cancelled_total");
   // /metrics is the directory's copy, reported a moment after each change.
   for (let i = 0; i < 20 && metricsCancelled !== null && metricsCancelled !== cancelledCount; i++) {
     await sleep(500);
-    metricsCancelled = await metric("baton_messages_cancelled_total");
+    metricsCancelled = await agentCounter(coordinator, agent, "baton_messages_cancelled_total");
   }
-  refusedMetric = await metric("baton_fence_rejections_total", `code="cancelled"`);
+  const refusedMetric = await agentCounter(coordinator, agent, "baton_fence_rejections_total", `code="cancelled"`);
   const ledger = parseLedger(readText(paths.ledger));
   const calls = parseCalls(readText(paths.calls));
   const runners = slots.flatMap((s) => parseServeLog(readText(s.logPath)));
   const sinkLog = sink.log.map((e) => ({ id: e.message_id, name: e.key.split(":").at(-1)!, outcome: e.outcome, at: e.at }));
+  const figures = { kills: kills.length, restarts: restarts.length, refusedMetric };
   const { tally, invariants } = checkCancel({
     messages: views, cancels, resumes, runners, calls, ledger, sink: sinkLog, kills, restarts, metricsCancelled,
   });
@@ -413,13 +347,13 @@ async function main(): Promise<number> {
 
   const took = Math.round((Date.now() - startedAt) / 1000);
   const command = ["npm run chaos -- --mode cancel", ...process.argv.slice(2).filter((a, i, argv) => a !== "--mode" && argv[i - 1] !== "--mode")].join(" ");
-  console.log(`\n${tallyTable(tally)}\n`);
+  console.log(`\n${tallyTable(tally, figures)}\n`);
   console.log("invariants:");
   for (const line of invariantLines(all)) console.log(`  ${line}`);
   if (tally.cancelled === 0) console.log("  FAIL no message was cancelled");
   console.log(`\n--- markdown ---\n#### ${command}\n`);
   console.log(`${new Date().toISOString()}, baton ${tree.revision}, seed ${seed}, ${servers} serve processes (pool, concurrency ${opts.concurrency}, on_busy interrupt), ${took} s in all, load average ${load0.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end.\n`);
-  console.log(tallyTable(tally));
+  console.log(tallyTable(tally, figures));
   console.log(`\nSteps of messages not cancelled: ${steps.tally.stepsRun} step runs, ${steps.tally.effectsRun} effect runs, ${steps.tally.askedDone + steps.tally.askedRedo} unknown outcomes answered (${steps.tally.askedDone} --done, ${steps.tally.askedRedo} --redo).\n`);
   for (const inv of all) console.log(`- ${inv.ok ? "ok" : "**FAIL**"}: ${inv.name}${inv.ok ? "" : ` (${inv.detail})`}`);
   console.log("--- end ---");
