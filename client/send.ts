@@ -2,6 +2,7 @@
 // OpenTelemetry API installed, the post is a `send` span and the message carries its traceparent,
 // so the run on whichever machine (and every retry) continues the sender's trace.
 import { messageViewSchema, type MessageView } from "../worker/wire/http-responses.ts";
+import { LIMITS, utf8Bytes } from "../worker/wire/protocol.ts";
 import { requestJson, type Connection } from "./http.ts";
 import { tracedPost } from "./tracing.ts";
 
@@ -15,7 +16,12 @@ export interface SendOptions {
   traceparent?: string;
 }
 
+/** Refuses (RangeError, nothing sent) a text over LIMITS.messageTextBytes, as the coordinator would after reading it all. */
 export function send(agent: string, text: string, conn: Connection, options: SendOptions = {}): Promise<MessageView> {
+  const bytes = utf8Bytes(text);
+  if (bytes > LIMITS.messageTextBytes) {
+    return Promise.reject(new RangeError(`the message text is ${bytes} bytes, over the ${LIMITS.messageTextBytes} one message may hold; nothing was sent`));
+  }
   return tracedPost(agent, options.traceparent ?? null, (traceparent) => {
     const body = {
       text,
