@@ -77,8 +77,15 @@ export async function waitForAnswer(agent: string, messageId: number, conn: Conn
     if (now.status !== "waiting" || options.signal?.aborted || (options.timeoutMs !== undefined && elapsed >= options.timeoutMs)) return now;
     await options.onWaiting?.(elapsed);
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, pollMs);
-      options.signal?.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+      const onAbort = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        options.signal?.removeEventListener("abort", onAbort);
+        resolve();
+      }, pollMs);
+      options.signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 }

@@ -289,6 +289,11 @@ export class WorkLoop {
       await this.post({ type: "fail", id: msg.id, token: this.token(msg), reason: `the message's checkpoint could not be read: ${errorText(error)}`, req: deps.nextReq() }, run);
       return;
     }
+    // Cancelled, revoked or stopped while the checkpoint was read: the handler never starts.
+    if (signal.aborted) {
+      this.finish(run);
+      return;
+    }
     const ctx: MessageContext = {
       signal,
       fence,

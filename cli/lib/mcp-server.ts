@@ -40,6 +40,12 @@ async function tool(fn: () => Promise<unknown>): Promise<CallToolResult> {
   }
 }
 
+/** The choices as the coordinator takes them: reject is always offered (not one of them), each once; none left means approve or reject. */
+function questionChoices(choices: string[] | undefined): string[] | undefined {
+  const kept = [...new Set(choices ?? [])].filter((c) => c !== "reject");
+  return kept.length > 0 ? kept : undefined;
+}
+
 function answerResult(a: PersonAnswer, agent: string): Record<string, unknown> {
   if (a.status !== "waiting") return { agent, ...a };
   return { agent, ...a, next: `nobody has answered yet: call get_answer with message_id ${a.messageId} later` };
@@ -63,7 +69,7 @@ export function createMcpServer(options: McpOptions): McpServer {
     },
   }, (args, extra) => tool(async () => {
     const messageId = await askPerson(agent, {
-      text: args.question, choices: args.choices?.filter((c) => c !== "reject"), deadlineSeconds: args.deadline_seconds, onDeadline: args.on_deadline,
+      text: args.question, choices: questionChoices(args.choices), deadlineSeconds: args.deadline_seconds, onDeadline: args.on_deadline,
     }, conn);
     const progressToken = extra._meta?.progressToken;
     let lastProgress = -Infinity;

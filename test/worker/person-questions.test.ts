@@ -69,4 +69,16 @@ describe("questions for a person", () => {
     }
     expect((await presence(agent)).work.counts).toMatchObject({ parked: 0, queued: 0 });
   });
+
+  it("posting questions bounds the history as any post does (the newest 20 finished here)", async () => {
+    const agent = uniqueAgent();
+    for (let i = 0; i < 24; i++) {
+      const id = await post(agent, `q${i}`, { question: { text: `Question ${i}?` } });
+      expect((await answerFrom("cli", `/agents/${agent}/messages/${id}/reject`, {})).status).toBe(200);
+    }
+    await post(agent, "last", { question: { text: "Last?" } });
+    const page = await call("GET", `/agents/${agent}/messages?after=0&limit=100`);
+    expect((page.body.messages as unknown[]).length).toBeLessThanOrEqual(21);
+  });
 });
+

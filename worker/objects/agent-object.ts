@@ -170,15 +170,16 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     if (busy?.action === "refuse") return { status: 409, code: busy.code, message: busy.message, holder: busy.holder };
     const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, holdUntil: busy?.holdUntil ?? null, first: busy?.first ?? false, forPerson, traceparent: opts.traceparent });
     if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
+    // Every post bounds the history, questions for a person included.
+    if (messages.prune(stored.id, now, this.config.retention) > 0) {
+      this.desk.blobs.collectOrphans(now);
+      void this.sweepBlobs();
+    }
     if (opts.question !== undefined) {
       // Nobody runs it, so no connection is pushed it now (a sync replays it as history): the page, the CLI and the webhooks ask the person.
       this.desk.leases.askPerson(stored.id, opts.question, opts.deadlineSeconds ?? null, now);
       this.step(now, { type: "work" });
       return { status: 201, replayed: false, view: this.desk.view(messages.get(stored.id)!) };
-    }
-    if (messages.prune(stored.id, now, this.config.retention) > 0) {
-      this.desk.blobs.collectOrphans(now);
-      void this.sweepBlobs();
     }
     const acts = busy !== null && (busy.interrupt.length > 0 || busy.supersede.length > 0);
     const { conns, plan } = this.step(now, acts ? { type: "busy", newId: stored.id, by: opts.by, interrupt: busy.interrupt, supersede: busy.supersede } : { type: "work" });

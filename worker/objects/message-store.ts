@@ -357,10 +357,11 @@ export class MessageStore {
       `UPDATE messages SET status = ?, attempts = ?, token = ?, runner = ?, expires_at = ?, retry_at = ?, cap_at = ?, pending_ask = ?,
        on_deadline = ?, park_ms = ?,
        delivered_fence = COALESCE(?, delivered_fence), machine = COALESCE(?, machine), run_key = COALESCE(?, run_key),
-       progress = CASE WHEN ? THEN NULL ELSE progress END, heartbeat_at = CASE WHEN ? THEN NULL ELSE heartbeat_at END
+       progress = CASE WHEN ? THEN NULL ELSE progress END, heartbeat_at = CASE WHEN ? THEN NULL ELSE heartbeat_at END,
+       run_first = CASE WHEN ? THEN NULL ELSE run_first END
        WHERE id = ? RETURNING *`,
       m.status, m.attempts, m.token, m.runner, m.expiresAt, m.retryAt, m.capAt, m.pendingAsk, m.onDeadline, m.parkMs,
-      handOut?.fence ?? null, handOut?.machine ?? null, handOut?.runKey ?? null, handOut ? 1 : 0, handOut ? 1 : 0, m.id,
+      handOut?.fence ?? null, handOut?.machine ?? null, handOut?.runKey ?? null, handOut ? 1 : 0, handOut ? 1 : 0, handOut ? 1 : 0, m.id,
     ).one() as unknown as StoredMessage;
     if (before && before !== saved.status) this.onStatusChange?.(before, saved);
     return saved;

@@ -11,7 +11,12 @@ import { SECRET_PREFIX, WEBHOOK_HEADERS } from "../wire/webhooks.ts";
  */
 export function signingKey(secret: string): Uint8Array<ArrayBuffer> {
   if (!secret.startsWith(SECRET_PREFIX)) return new Uint8Array(new TextEncoder().encode(secret));
-  return Uint8Array.from(atob(secret.slice(SECRET_PREFIX.length)), (c) => c.charCodeAt(0));
+  try {
+    return Uint8Array.from(atob(secret.slice(SECRET_PREFIX.length)), (c) => c.charCodeAt(0));
+  } catch {
+    // An old plain secret that happens to start with whsec_ (not base64): its text is its key, as for any old secret.
+    return new Uint8Array(new TextEncoder().encode(secret));
+  }
 }
 
 /** A new secret: `whsec_` and the base64 of 32 random bytes. */
