@@ -2,7 +2,7 @@
 // happens. Starts a wrangler dev, then serves one agent with the TypeScript client
 // (examples/node-agent.mjs) and one with the Python client (examples/python-agent.py, in the venv
 // at BATON_PY_VENV or /tmp/baton-venv), waits SECONDS (default 60), and prints each process's CPU
-// time over that window (from /proc) and its resident memory at the end.
+// time over that window (from /proc, in 10 ms ticks) and its resident memory at the end; both must hold their agent's lease first.
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -31,6 +31,10 @@ async function main(): Promise<void> {
   };
   try {
     await new Promise((r) => setTimeout(r, 5000));
+    for (const agent of ["idle-ts", "idle-py"]) {
+      const p = (await fetch(`${dev.url}/agents/${agent}/presence`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } }).then((r) => r.json())) as { holder: { machine: string } | null };
+      if (!p.holder) throw new Error(`${agent} has no holder: its client did not connect`);
+    }
     const before = Object.fromEntries(Object.entries(procs).map(([k, p]) => [k, cpuSeconds(p.pid!)]));
     await new Promise((r) => setTimeout(r, seconds * 1000));
     console.log(`serving one idle agent for ${seconds} s (after a 5 s start):`);
