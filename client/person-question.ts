@@ -25,6 +25,16 @@ export type PersonAnswer =
   | { status: "answered" | "decided_by_deadline"; messageId: number; choice: string; text: string | null; by: { account: string; token: string; via: string }; at: number }
   | { status: "unanswered"; messageId: number; reason: string };
 
+/**
+ * The choices as a person plainly meant them: reject is always offered, so it is dropped from the
+ * list (approve and reject is the plain approve-or-reject question; ship and reject offers ship and
+ * reject); duplicates count once. Undefined when nothing but approve is left: approve or reject.
+ */
+export function plainChoices(choices: readonly string[]): string[] | undefined {
+  const kept = [...new Set(choices)].filter((c) => c !== "reject");
+  return kept.length === 0 || (kept.length === 1 && kept[0] === "approve") ? undefined : kept;
+}
+
 /** Posts the question; resolves with its message id at once (use `answerOf` or `waitForAnswer` for the answer). */
 export async function askPerson(agent: string, question: PersonQuestion, conn: Connection, options: { idempotencyKey?: string } = {}): Promise<number> {
   const body = {

@@ -5,6 +5,7 @@
 // steps, effects (`execute_tool`) and asks are its children. What no convention covers yet (the
 // lease, the fence, the attempt, the machine) is under `baton.*`.
 import type { Attributes, Context, Span, Tracer } from "@opentelemetry/api";
+import { TRACEPARENT } from "../worker/wire/protocol.ts";
 import { MessageCancelledError, WaitingForPersonError } from "./errors.ts";
 import type { AgentMessage, MessageContext, MessageHandler } from "./work-loop.ts";
 
@@ -22,9 +23,9 @@ const TRACER = "baton";
 
 /** The span context of a W3C traceparent, or null when there is none or it is malformed. */
 export function parseTraceparent(api: Api, header: string | null): Context | null {
-  const m = header?.match(/^00-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-9a-f]{2})$/);
-  if (!m) return null;
-  return api.trace.setSpanContext(api.context.active(), { traceId: m[1]!, spanId: m[2]!, traceFlags: parseInt(m[3]!, 16), isRemote: true });
+  if (header === null || !TRACEPARENT.test(header)) return null;
+  const [, traceId, spanId, flags] = header.split("-") as [string, string, string, string];
+  return api.trace.setSpanContext(api.context.active(), { traceId, spanId, traceFlags: parseInt(flags, 16), isRemote: true });
 }
 
 /** The W3C traceparent of a span (what a message carries to its runner, or a run to its command); null for a span no SDK records (all-zero ids). */

@@ -15,6 +15,7 @@ import { answerHint } from "../lib/next-steps.ts";
 import { writeText } from "../lib/printable.ts";
 import { currentRun, stepName } from "./step.ts";
 import * as z from "zod/mini";
+import { plainChoices } from "../../client/person-question.ts";
 
 const asked = z.object({ id: z.number(), token: z.number() });
 const ON_DEADLINE = ["fail", "approve", "reject", "escalate"] as const;
@@ -70,12 +71,7 @@ export default defineCommand({
   },
 });
 
-/**
- * The choices as the person plainly meant them: reject is always offered, so it is dropped from the
- * list (`--choices approve,reject` is the plain approve-or-reject question, `ship,reject` offers ship
- * and reject); duplicates count once. Undefined when nothing but approve is left: approve or reject.
- */
+/** `--choices` as a person plainly meant them (client/person-question.ts plainChoices): `approve,reject` is the plain approve-or-reject question. */
 export function questionChoices(raw: string): string[] | undefined {
-  const choices = [...new Set(raw.split(",").map((c) => c.trim()).filter((c) => c !== "" && c !== "reject"))];
-  return choices.length === 0 || (choices.length === 1 && choices[0] === "approve") ? undefined : choices;
+  return plainChoices(raw.split(",").map((c) => c.trim()).filter((c) => c !== ""));
 }

@@ -7,7 +7,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod/mini";
 import { CoordinatorError, UnreachableError } from "../../client/errors.ts";
 import { requestJson, type Connection } from "../../client/http.ts";
-import { answerOf, askPerson, waitForAnswer, type PersonAnswer } from "../../client/person-question.ts";
+import { answerOf, askPerson, plainChoices, waitForAnswer, type PersonAnswer } from "../../client/person-question.ts";
 import { leaseGrantSchema, leaseReleasedSchema, messageViewSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
 import { LIMITS, RUN_ID } from "../../worker/wire/protocol.ts";
 
@@ -40,12 +40,6 @@ async function tool(fn: () => Promise<unknown>): Promise<CallToolResult> {
   }
 }
 
-/** The choices as the coordinator takes them: reject is always offered (not one of them), each once; none left means approve or reject. */
-function questionChoices(choices: string[] | undefined): string[] | undefined {
-  const kept = [...new Set(choices ?? [])].filter((c) => c !== "reject");
-  return kept.length > 0 ? kept : undefined;
-}
-
 function answerResult(a: PersonAnswer, agent: string): Record<string, unknown> {
   if (a.status !== "waiting") return { agent, ...a };
   return { agent, ...a, next: `nobody has answered yet: call get_answer with message_id ${a.messageId} later` };
@@ -69,7 +63,7 @@ export function createMcpServer(options: McpOptions): McpServer {
     },
   }, (args, extra) => tool(async () => {
     const messageId = await askPerson(agent, {
-      text: args.question, choices: questionChoices(args.choices), deadlineSeconds: args.deadline_seconds, onDeadline: args.on_deadline,
+      text: args.question, choices: plainChoices(args.choices ?? []), deadlineSeconds: args.deadline_seconds, onDeadline: args.on_deadline,
     }, conn);
     const progressToken = extra._meta?.progressToken;
     let lastProgress = -Infinity;
