@@ -25,6 +25,7 @@ import { ServeSlot } from "./serve-fleet.ts";
 import { EffectSink, startSink } from "./sink.ts";
 import { seeded } from "./seeded.ts";
 import { checkSteps, parseLedger, PLAN, type Answer } from "./steps-invariants.ts";
+import { runMode } from "./run-mode.ts";
 
 const { values: opts } = parseArgs({
   options: {
@@ -372,16 +373,4 @@ async function stopAll(keep: boolean): Promise<void> {
   if (!keep) rmSync(workDir, { recursive: true, force: true });
 }
 
-for (const sig of ["SIGINT", "SIGTERM"] as const) {
-  process.once(sig, () => void stopAll(true).then(() => process.exit(130)));
-}
-
-main()
-  .catch((e: Error) => {
-    console.error(e.stack ?? e.message);
-    return 1;
-  })
-  .then(async (code) => {
-    await stopAll(keepLogs || code !== 0);
-    process.exit(code);
-  });
+runMode(main, stopAll, () => keepLogs);

@@ -17,6 +17,7 @@ import { attemptsSummary, invariantLines, markdownReport, operationsLine, reExec
 import { ServeSlot } from "./serve-fleet.ts";
 import { EffectSink, startSink } from "./sink.ts";
 import { seeded } from "./seeded.ts";
+import { runMode } from "./run-mode.ts";
 
 const { values: opts } = parseArgs({
   options: {
@@ -276,16 +277,4 @@ async function stopAll(keepLogs: boolean): Promise<void> {
   if (!keepLogs) rmSync(workDir, { recursive: true, force: true });
 }
 
-for (const sig of ["SIGINT", "SIGTERM"] as const) {
-  process.once(sig, () => void stopAll(true).then(() => process.exit(130)));
-}
-
-main()
-  .catch((e: Error) => {
-    console.error(e.stack ?? e.message);
-    return 1;
-  })
-  .then(async (code) => {
-    await stopAll(keepLogs || code !== 0);
-    process.exit(code);
-  });
+runMode(main, stopAll, () => keepLogs);

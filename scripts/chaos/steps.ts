@@ -24,6 +24,7 @@ import { writeAgent } from "./steps-agent.ts";
 import { checkSteps, parseLedger, parseTrace, PLAN, type Answer, type FinalMessage, type JournalRecord, type StepsTally } from "./steps-invariants.ts";
 import { seeded } from "./seeded.ts";
 import { accountTag } from "../../worker/wire/step-keys.ts";
+import { runMode } from "./run-mode.ts";
 
 const { values: opts } = parseArgs({
   options: {
@@ -304,16 +305,4 @@ async function stopAll(keep: boolean): Promise<void> {
   if (!keep) rmSync(workDir, { recursive: true, force: true });
 }
 
-for (const sig of ["SIGINT", "SIGTERM"] as const) {
-  process.once(sig, () => void stopAll(true).then(() => process.exit(130)));
-}
-
-main()
-  .catch((e: Error) => {
-    console.error(e.stack ?? e.message);
-    return 1;
-  })
-  .then(async (code) => {
-    await stopAll(keepLogs || code !== 0);
-    process.exit(code);
-  });
+runMode(main, stopAll, () => keepLogs);
