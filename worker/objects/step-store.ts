@@ -1,21 +1,45 @@
 // SQLite seam for the step journal (../rules/step-journal.ts): one row per recorded step or effect
 // of a message, keyed by (message, name). Rows go with their message (MessageStore.prune).
 import type { OnUnknown, StepKind, StepRecord, StepStatus } from "../rules/step-journal.ts";
-import { addMissingColumns } from "./sql-columns.ts";
+import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import { KeyValueTable } from "./kv-table.ts";
+import { integer, maybeInteger, maybeOneOf, maybeText, oneOf, RowCodec, text, type RowOf } from "./sql-row.ts";
 
-interface StepRow {
-  name: string;
-  kind: StepKind;
-  status: StepStatus;
-  value: string | null;
-  blob: string | null;
-  blob_bytes: number | null;
-  on_unknown: OnUnknown | null;
-  attempt: number;
-  token: number;
-  at: number;
-}
+const KINDS: Record<StepKind, true> = { step: true, effect: true, answer: true };
+const STATUSES: Record<StepStatus, true> = { intent: true, done: true };
+const ON_UNKNOWN: Record<OnUnknown, true> = { retry: true, ask: true };
+
+const STEP_ROW = {
+  message_id: integer(),
+  name: text(),
+  kind: oneOf(KINDS),
+  status: oneOf(STATUSES),
+  value: maybeText(),
+  on_unknown: maybeOneOf(ON_UNKNOWN),
+  attempt: integer(),
+  token: integer(),
+  at: integer(),
+  blob: maybeText(),
+  blob_bytes: maybeInteger(),
+  /** The idempotency key the effect was first begun under (null: not an effect, or begun by a release that kept none). */
+  effect_key: maybeText(),
+};
+
+type StepRow = RowOf<typeof STEP_ROW>;
+
+export const stepRow = new RowCodec<StepRow>("message_steps", STEP_ROW);
+
+/** 1: the table as the releases before schema versions left it: the blob and effect key columns came later. */
+const catchUpUnversioned: Migration = (sql) => {
+  sql.exec(`CREATE TABLE IF NOT EXISTS message_steps (
+    message_id INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL, value TEXT,
+    on_unknown TEXT, attempt INTEGER NOT NULL, token INTEGER NOT NULL, at INTEGER NOT NULL,
+    PRIMARY KEY (message_id, name)) WITHOUT ROWID`);
+  addMissingColumns(sql, "message_steps", { blob: "TEXT", blob_bytes: "INTEGER", effect_key: "TEXT" });
+};
+
+/** The numbered migrations of the step journal's table (migrations.ts). */
+const STEP_MIGRATIONS: readonly Migration[] = [catchUpUnversioned];
 
 /** A record's size: its inline value, or its blob. */
 const BYTES = "COALESCE(length(CAST(value AS BLOB)), blob_bytes, 0)";
@@ -33,11 +57,7 @@ export interface StepSummary {
 
 export class StepStore {
   constructor(private readonly sql: SqlStorage) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS message_steps (
-      message_id INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL, value TEXT,
-      on_unknown TEXT, attempt INTEGER NOT NULL, token INTEGER NOT NULL, at INTEGER NOT NULL,
-      PRIMARY KEY (message_id, name)) WITHOUT ROWID`);
-    addMissingColumns(sql, "message_steps", { blob: "TEXT", blob_bytes: "INTEGER", effect_key: "TEXT" });
+    migrate(sql, "message_steps", STEP_MIGRATIONS);
   }
 
   /**
@@ -56,14 +76,14 @@ export class StepStore {
   }
 
   get(messageId: number, name: string): StepRecord | null {
-    const rows = this.sql.exec<Record<string, SqlStorageValue>>(`SELECT * FROM message_steps WHERE message_id = ? AND name = ?`, messageId, name).toArray();
-    return rows.length ? recordOf(rows[0] as unknown as StepRow) : null;
+    const row = this.sql.exec(`SELECT * FROM message_steps WHERE message_id = ? AND name = ?`, messageId, name).toArray()[0];
+    return row === undefined ? null : recordOf(stepRow.decode(row));
   }
 
   /** Every record of one message, in the order they were first written, with values (for its runner). */
   journal(messageId: number): StepRecord[] {
-    return this.sql.exec<Record<string, SqlStorageValue>>(`SELECT * FROM message_steps WHERE message_id = ? ORDER BY at, name`, messageId)
-      .toArray().map((r) => recordOf(r as unknown as StepRow));
+    return this.sql.exec(`SELECT * FROM message_steps WHERE message_id = ? ORDER BY at, name`, messageId)
+      .toArray().map((r) => recordOf(stepRow.decode(r)));
   }
 
   /** One message's steps without their values (for people, and for presence). */
@@ -133,7 +153,7 @@ export class StepStore {
   }
 }
 
-function recordOf(r: StepRow): StepRecord {
+function recordOf(r: Omit<StepRow, "message_id" | "effect_key">): StepRecord {
   return {
     name: r.name, kind: r.kind, status: r.status, value: r.value, blob: r.blob === null ? null : { id: r.blob, bytes: r.blob_bytes ?? 0 },
     onUnknown: r.on_unknown, attempt: r.attempt, token: r.token, at: r.at,
