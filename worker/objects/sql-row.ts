@@ -38,6 +38,7 @@ export type RowOf<S> = { -readonly [K in keyof S]: S[K] extends Column<infer T> 
 export class RowCodec<Row extends Record<string, SqlStorageValue>> {
   readonly columns: readonly (keyof Row & string)[];
   private readonly byName: ReadonlyMap<string, Column<SqlStorageValue>>;
+  private readonly lookedUp = new WeakMap<readonly string[], readonly Column<SqlStorageValue>[]>();
 
   constructor(readonly table: string, readonly schema: RowSchema<Row>) {
     const entries: [keyof Row & string, Column<SqlStorageValue>][] = Object.entries(schema);
@@ -60,17 +61,32 @@ export class RowCodec<Row extends Record<string, SqlStorageValue>> {
     return this.pick(raw, this.columns);
   }
 
-  /** The named columns of a row; any other column the query returned is left out. */
+  /** A row holding (at least) the named columns, each checked against its column; the row itself, typed. */
   pick<K extends keyof Row & string>(raw: Record<string, SqlStorageValue>, fields: readonly K[]): Pick<Row, K> {
-    const row: Partial<Pick<Row, K>> = {};
-    for (const field of fields) {
-      const value = raw[field];
-      const column: Column<Row[K]> = this.schema[field];
-      if (value === undefined || !column.is(value)) throw new Error(`${this.table}.${field} holds ${describe(value)}, not ${column.kind}`);
-      row[field] = value;
+    this.check(raw, fields);
+    return raw;
+  }
+
+  /** The columns of a field list, looked up once per list (the lists are constants). */
+  private columnsOf(fields: readonly string[]): readonly Column<SqlStorageValue>[] {
+    let columns = this.lookedUp.get(fields);
+    if (columns === undefined) {
+      columns = fields.map((f) => {
+        const column = this.byName.get(f);
+        if (column === undefined) throw new Error(`${this.table} has no column ${f}`);
+        return column;
+      });
+      this.lookedUp.set(fields, columns);
     }
-    // Every field was just read and checked against its column.
-    return row as Pick<Row, K>;
+    return columns;
+  }
+
+  private check<K extends keyof Row & string>(raw: Record<string, SqlStorageValue>, fields: readonly K[]): asserts raw is Record<string, SqlStorageValue> & Pick<Row, K> {
+    const columns = this.columnsOf(fields);
+    for (let i = 0; i < fields.length; i++) {
+      const value = raw[fields[i]!];
+      if (value === undefined || !columns[i]!.is(value)) throw new Error(`${this.table}.${fields[i]} holds ${describe(value)}, not ${columns[i]!.kind}`);
+    }
   }
 
   /** `SET a = ?, b = ?` and its bindings for the given fields, each checked against its column. */
