@@ -36,7 +36,7 @@ describe("the message row", () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const { sql } = state.storage;
       for (const { table, schema } of [shapes(sql, messageRow), shapes(sql, stepRow)]) expect(table).toEqual(schema);
-      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([1, 1]);
+      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([1, 2]);
     });
   });
 

@@ -38,8 +38,24 @@ const catchUpUnversioned: Migration = (sql) => {
   addMissingColumns(sql, "message_steps", { blob: "TEXT", blob_bytes: "INTEGER", effect_key: "TEXT" });
 };
 
+/**
+ * 2: answers recorded before they were a kind of their own were kept as steps. Each such record
+ * whose value is an answer the answer path also kept in message_answers (same message, time and
+ * choice) becomes an answer, so a message asked before the upgrade still gets its person's answer;
+ * a run's record with no such answer stays a step. An object that did this before schema versions
+ * says so in message_steps_meta. Needs MessageStore's tables (WorkDesk constructs that store first).
+ */
+const adoptLegacyAnswers: Migration = (sql) => {
+  const meta = new KeyValueTable(sql, "message_steps_meta");
+  if (meta.get("answers") !== null) return;
+  sql.exec(`UPDATE message_steps SET kind = 'answer' WHERE kind = 'step' AND json_valid(value) AND EXISTS (
+    SELECT 1 FROM message_answers a WHERE a.message_id = message_steps.message_id
+      AND a.at = json_extract(message_steps.value, '$.at') AND a.choice = json_extract(message_steps.value, '$.choice'))`);
+  meta.set("answers", "kind");
+};
+
 /** The numbered migrations of the step journal's table (migrations.ts). */
-const STEP_MIGRATIONS: readonly Migration[] = [catchUpUnversioned];
+const STEP_MIGRATIONS: readonly Migration[] = [catchUpUnversioned, adoptLegacyAnswers];
 
 /** A record's size: its inline value, or its blob. */
 const BYTES = "COALESCE(length(CAST(value AS BLOB)), blob_bytes, 0)";
@@ -58,21 +74,6 @@ export interface StepSummary {
 export class StepStore {
   constructor(private readonly sql: SqlStorage) {
     migrate(sql, "message_steps", STEP_MIGRATIONS);
-  }
-
-  /**
-   * Once per object: answers recorded before they were a kind of their own were kept as steps. Each
-   * such record whose value is an answer the answer path also kept in message_answers (same message,
-   * time and choice) becomes an answer, so a message asked before the upgrade still gets its
-   * person's answer; a run's record with no such answer stays a step. Needs MessageStore's table.
-   */
-  adoptLegacyAnswers(): void {
-    const meta = new KeyValueTable(this.sql, "message_steps_meta");
-    if (meta.get("answers") !== null) return;
-    this.sql.exec(`UPDATE message_steps SET kind = 'answer' WHERE kind = 'step' AND json_valid(value) AND EXISTS (
-      SELECT 1 FROM message_answers a WHERE a.message_id = message_steps.message_id
-        AND a.at = json_extract(message_steps.value, '$.at') AND a.choice = json_extract(message_steps.value, '$.choice'))`);
-    meta.set("answers", "kind");
   }
 
   get(messageId: number, name: string): StepRecord | null {

@@ -35,7 +35,6 @@ export class WorkDesk {
   constructor(sql: SqlStorage, blobPrefix: string) {
     this.messages = new MessageStore(sql);
     this.steps = new StepStore(sql);
-    this.steps.adoptLegacyAnswers();
     this.blobs = new BlobStore(sql, blobPrefix);
     this.leases = new MessageLeases(sql, this.messages, this.steps, this.blobs);
     this.leases.onRefused = (code) => this.onRefused(code);
