@@ -35,9 +35,9 @@ function checkOut(commit: string): string {
   return dir;
 }
 
-async function call(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, any> }> {
+async function call(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(`${url}${path}`, { method, headers: authHeaders(), body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
 /** A webhook receiver on 127.0.0.1 that keeps every delivery. */
