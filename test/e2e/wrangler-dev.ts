@@ -37,6 +37,8 @@ export interface DevOptions {
   persistDir?: string;
   port?: number;
   timeoutMs?: number;
+  /** The checkout to run (default: this one), e.g. a previous release's for an upgrade test. */
+  root?: string;
 }
 
 /** Resolves once the Worker answers HTTP; rejects with wrangler's output if it does not start. */
@@ -49,8 +51,9 @@ export async function startWranglerDev(opts: DevOptions = {}): Promise<DevServer
     "--persist-to", persistDir, "--log-level", "warn", "--show-interactive-dev-session=false",
   ];
   for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
-  const proc = spawn(join(ROOT, "node_modules/.bin/wrangler"), args.slice(1), {
-    cwd: ROOT,
+  const root = opts.root ?? ROOT;
+  const proc = spawn(join(root, "node_modules/.bin/wrangler"), args.slice(1), {
+    cwd: root,
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,

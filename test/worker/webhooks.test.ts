@@ -120,6 +120,7 @@ describe("secrets", () => {
     await runInDurableObject(stubFor(uniqueAgent()), async (_instance, state) => {
       const sql = state.storage.sql;
       sql.exec(`DROP TABLE IF EXISTS webhook_config`);
+      sql.exec(`DELETE FROM schema_versions WHERE store = 'webhook_config'`);
       sql.exec(`CREATE TABLE webhook_config (one INTEGER PRIMARY KEY CHECK (one = 1), url TEXT NOT NULL, secret TEXT NOT NULL,
         no_holder_after_ms INTEGER NOT NULL, origin TEXT NOT NULL, updated_at INTEGER NOT NULL)`);
       sql.exec(`INSERT INTO webhook_config VALUES (1, ?, 's3cret-s3cret-s3cret', 60000, ?, 5)`, OK_URL, BASE);

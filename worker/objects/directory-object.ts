@@ -5,7 +5,7 @@
 // neither side, so it shows no heartbeat ages, only their bound (see `agedEntry`). Each entry is
 // leased (rules/directory-lease.ts): its agent confirms it every two TTLs, and one it stops
 // confirming is shown as unknown, never as live.
-import { addMissingColumns } from "./sql-columns.ts";
+import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import { agedEntry, listedInDirectory, whoEntryOf } from "../rules/presence.ts";
 import type { DirectoryEntry, PresenceReport } from "../wire/protocol.ts";
 import { confirmedUntil } from "../rules/directory-lease.ts";
@@ -21,6 +21,12 @@ import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-c
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
 import { accountOfDirectory } from "./names.ts";
 import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
+
+/** The numbered migrations of the agents table (migrations.ts); 1: as the releases before versions left it (the entry lease came later). */
+const AGENTS_MIGRATIONS: readonly Migration[] = [(sql) => {
+  sql.exec(`CREATE TABLE IF NOT EXISTS agents (agent TEXT PRIMARY KEY, entry TEXT NOT NULL, reported_at INTEGER NOT NULL)`);
+  addMissingColumns(sql, "agents", { confirmed_until: "INTEGER" });
+}];
 
 /** Dashboards watching one account at once; more are refused with 429 too_many_connections. */
 export const MAX_OBSERVERS = 64;
@@ -45,9 +51,7 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS agents (
-      agent TEXT PRIMARY KEY, entry TEXT NOT NULL, reported_at INTEGER NOT NULL)`);
-    addMissingColumns(this.sql, "agents", { confirmed_until: "INTEGER" });
+    migrate(this.sql, "agents", AGENTS_MIGRATIONS);
     this.metrics = new MetricsBoard(this.sql);
     this.webhookConfig = new WebhookConfigStore(this.sql);
   }

@@ -3,7 +3,7 @@
 // rebuilt agent object does not report the same presence again. While it has connections it also
 // confirms the entry every two TTLs (rules/directory-lease.ts), so an entry nobody confirms any
 // more turns unknown by itself.
-import { addMissingColumns } from "./sql-columns.ts";
+import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import { listedInDirectory } from "../rules/presence.ts";
 import type { Presence } from "../wire/server-frames.ts";
 import type { PresenceReport } from "../wire/protocol.ts";
@@ -33,6 +33,12 @@ export interface DirectoryUpdate {
   metrics?: AgentMetrics;
 }
 
+/** The numbered migrations of the report table (migrations.ts); 1: as the releases before versions left it (confirmations came later). */
+const REPORT_MIGRATIONS: readonly Migration[] = [(sql) => {
+  sql.exec(`CREATE TABLE IF NOT EXISTS directory_report (id INTEGER PRIMARY KEY CHECK (id = 1), fingerprint TEXT NOT NULL)`);
+  addMissingColumns(sql, "directory_report", { confirmed_at: "INTEGER", connected: "INTEGER NOT NULL DEFAULT 0" });
+}];
+
 type ReportRow = { fingerprint: string; confirmed_at: number | null; connected: number };
 
 export class DirectoryReporter {
@@ -48,8 +54,7 @@ export class DirectoryReporter {
   onFailure: () => void = () => {};
 
   constructor(private readonly sql: SqlStorage, private readonly heartbeatTtlMs: number) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS directory_report (id INTEGER PRIMARY KEY CHECK (id = 1), fingerprint TEXT NOT NULL)`);
-    addMissingColumns(sql, "directory_report", { confirmed_at: "INTEGER", connected: "INTEGER NOT NULL DEFAULT 0" });
+    migrate(sql, "directory_report", REPORT_MIGRATIONS);
   }
 
   /**

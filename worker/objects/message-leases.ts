@@ -19,7 +19,7 @@ import type { StepStore } from "./step-store.ts";
 import type { BlobStore } from "./blob-store.ts";
 import { randomHex128, sameSecret } from "./secrets.ts";
 import { commitRefusal, decideReserve } from "../rules/blob-ledger.ts";
-import { errorFrame, LIMITS, type ClientFrame, type ErrorCode, type JournalEntry, type MessageFrame, type Question } from "../wire/protocol.ts";
+import { errorFrame, LIMITS, type ClientFrame, type ErrorCode, type JournalEntry, type Question } from "../wire/protocol.ts";
 import type { WorkReport } from "../wire/server-frames.ts";
 
 export interface DeskSocket {
@@ -538,27 +538,4 @@ export class MessageLeases {
       }),
     };
   }
-}
-
-/**
- * The frame for one message; a run copy carries what its runner needs: token, timeouts, run key,
- * checkpoint, resume input and the step journal.
- */
-export function messageFrame(m: StoredMessage, run: boolean, policy: MessagePolicy, journal: JournalEntry[] = []): MessageFrame {
-  const frame: MessageFrame = { type: "message", id: m.id, text: m.text, attempt: m.attempts, created_at: m.created_at, run };
-  if (!run) return frame;
-  return {
-    ...frame,
-    token: m.token,
-    run_timeout_ms: m.run_timeout_ms ?? policy.runTimeoutMs,
-    group: m.msg_group,
-    resume_input: m.resume_input,
-    resume_choice: m.resume_choice,
-    ...(m.checkpoint === null ? {} : { checkpoint: JSON.parse(m.checkpoint) as unknown }),
-    ...(m.checkpoint_blob === null ? {} : { checkpoint_blob: { id: m.checkpoint_blob, bytes: m.checkpoint_blob_bytes ?? 0 } }),
-    ...(m.traceparent === null ? {} : { traceparent: m.traceparent }),
-    ...(journal.length ? { steps: journal } : {}),
-    ...(policy.heartbeatTimeoutMs === null ? {} : { heartbeat_timeout_ms: policy.heartbeatTimeoutMs }),
-    ...(m.run_key === null ? {} : { run_key: m.run_key }),
-  };
 }

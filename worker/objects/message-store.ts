@@ -1,154 +1,18 @@
 // SQLite seam for durable work: the agent's messages with their own leases, the write that
 // acknowledged each one, the idempotency keys of posts and the agent's latest checkpoint. Ids come
 // from AUTOINCREMENT, so they only grow and are never reused. History is bounded: see prune().
-import { addMissingColumns } from "./sql-columns.ts";
 import { watchWrites } from "./kv-table.ts";
-import type { MessageLease, MessageStatus, OnDeadline } from "../rules/message-lease.ts";
+import type { MessageLease, MessageStatus } from "../rules/message-lease.ts";
 import type { BlobRef } from "../rules/step-journal.ts";
+import { migrate } from "./migrations.ts";
+import { MESSAGE_MIGRATIONS } from "./message-migrations.ts";
+import { leaseOf, LEASE_FIELDS, messageRow, RUN_FIELDS, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
 
 export type { MessageStatus };
-
-export interface StoredMessage {
-  id: number;
-  text: string;
-  created_at: number;
-  status: MessageStatus;
-  attempts: number;
-  delivered_fence: number | null;
-  acked_at: number | null;
-  acked_fence: number | null;
-  reply: string | null;
-  /** The message's lease token (0 before its first hand-out) and the claim sequence running it. */
-  token: number;
-  runner: string | null;
-  /** Run deadline while running, park deadline while parked (server ms). */
-  expires_at: number | null;
-  msg_group: string | null;
-  run_timeout_ms: number | null;
-  resume_input: string | null;
-  /** The message's own checkpoint (JSON text) and the token it was written under. */
-  checkpoint: string | null;
-  checkpoint_token: number | null;
-  acked_token: number | null;
-  /** A queued message is not handed out before this (the backoff after a failed attempt). */
-  retry_at: number | null;
-  /** Why the latest attempt failed or was taken back; null while none did. */
-  error: string | null;
-  /** Attempts that ended in failure (a `fail` write or being taken back). */
-  failures: number;
-  /** The connection (claim sequence) whose write acknowledged the message. */
-  acked_runner: string | null;
-  /** The machine label of the runner it was last handed to. */
-  machine: string | null;
-  /** While running: the run timeout's hard cap, which heartbeats never pass. */
-  cap_at: number | null;
-  /** An effect of the running attempt with an intent and no outcome, whose policy is to ask. */
-  pending_ask: string | null;
-  /** The latest heartbeat's details (JSON text) and when it arrived: the run's progress. */
-  progress: string | null;
-  heartbeat_at: number | null;
-  /** A secret per hand-out, given only to its runner: HTTP writes for the run carry it instead of a connection. */
-  run_key: string | null;
-  /** A checkpoint or reply too large to keep inline: the committed R2 blob holding it, and its size. */
-  checkpoint_blob: string | null;
-  checkpoint_blob_bytes: number | null;
-  reply_blob: string | null;
-  reply_blob_bytes: number | null;
-  /** While parked: what a person is asked (JSON of StoredQuestion), what its deadline does, and how long each wait is. */
-  question: string | null;
-  on_deadline: OnDeadline | null;
-  park_ms: number | null;
-  /** The choice of the answer that queued the message again (approve, or one the question offered). */
-  resume_choice: string | null;
-  /** The W3C traceparent the post carried (null: none). */
-  traceparent: string | null;
-  /** 1: a question for a person and nothing else, parked from the start and never run (rules/message-lease.ts forPerson). */
-  for_person: number;
-  /** Once cancelled: who, from where, when and why (JSON of CancelRecord). */
-  cancel: string | null;
-  /** Once superseded (on_busy replace): the newer message of its group that took its place. */
-  superseded_by: number | null;
-  /** 1: runs before older queued messages of its group (it interrupted the group, on_busy interrupt). */
-  run_first: number | null;
-}
-
-/** Who cancelled a message, from where, when and why. */
-export interface CancelRecord {
-  at: number;
-  account: string;
-  token: string;
-  via: string;
-  reason: string | null;
-}
-
-/** A question as stored with its message: what a runner asked, and the journal step its answer replays as. */
-export interface StoredQuestion {
-  text: string;
-  choices: string[] | null;
-  step: string | null;
-  on_deadline: OnDeadline | null;
-  /** The deadline a served command asked with (`baton ask --deadline`), used when its park names none. */
-  deadline_seconds?: number | null;
-  /** The token of the attempt that asked: a question a later attempt never parked with is not shown. */
-  token: number;
-  asked_at: number;
-}
-
-/** One answer to a parked message, kept with it: who, from where, when, and what. */
-export interface AnswerRecord {
-  at: number;
-  choice: string;
-  text: string | null;
-  question: string | null;
-  account: string;
-  token: string;
-  via: string;
-}
-
-export type RunRow = Pick<StoredMessage,
-  "id" | "status" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "run_timeout_ms" | "retry_at" | "cap_at" | "pending_ask" | "on_deadline" | "park_ms" | "run_key" | "for_person"> & Partial<Pick<StoredMessage, "run_first">>;
+export { leaseOf, questionOf, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
 
 /** A value kept inline (JSON-able), or in a committed blob. */
 export type StoredValue = { value: unknown } | { blob: BlobRef };
-
-/** Columns added after the first schema, with their definitions, for tables created before them. */
-const LEASE_COLUMNS: Record<string, string> = {
-  token: "INTEGER NOT NULL DEFAULT 0",
-  runner: "TEXT",
-  expires_at: "INTEGER",
-  msg_group: "TEXT",
-  run_timeout_ms: "INTEGER",
-  resume_input: "TEXT",
-  checkpoint: "TEXT",
-  checkpoint_token: "INTEGER",
-  acked_token: "INTEGER",
-  retry_at: "INTEGER",
-  error: "TEXT",
-  failures: "INTEGER NOT NULL DEFAULT 0",
-  acked_runner: "TEXT",
-  machine: "TEXT",
-  cap_at: "INTEGER",
-  pending_ask: "TEXT",
-  progress: "TEXT",
-  heartbeat_at: "INTEGER",
-  run_key: "TEXT",
-  checkpoint_blob: "TEXT",
-  checkpoint_blob_bytes: "INTEGER",
-  reply_blob: "TEXT",
-  reply_blob_bytes: "INTEGER",
-  question: "TEXT",
-  on_deadline: "TEXT",
-  park_ms: "INTEGER",
-  resume_choice: "TEXT",
-  for_person: "INTEGER NOT NULL DEFAULT 0",
-  cancel: "TEXT",
-  superseded_by: "INTEGER",
-  run_first: "INTEGER",
-  traceparent: "TEXT",
-};
-
-/** The columns a message's lease is made of (see leaseOf). */
-const LEASE_FIELDS = "id, status, attempts, token, runner, expires_at, msg_group, run_timeout_ms, retry_at, cap_at, pending_ask, on_deadline, park_ms, for_person, run_first";
 
 /** How many queued messages one dispatch looks at (oldest first): a bound on its work, not on the queue. */
 export const DISPATCH_WINDOW = 500;
@@ -179,7 +43,8 @@ const FINISHED = "('acknowledged', 'failed', 'rejected', 'cancelled', 'supersede
 /** Answers kept per message (a message parked and answered again and again keeps its newest ones). */
 const ANSWERS_KEPT = 20;
 
-type ReportedField = "id" | "attempts" | "token" | "runner" | "expires_at" | "msg_group" | "error" | "heartbeat_at" | "pending_ask" | "question" | "on_deadline" | "cancel";
+const REPORTED_FIELDS = ["id", "attempts", "token", "runner", "expires_at", "msg_group", "error", "heartbeat_at", "pending_ask", "question", "on_deadline", "cancel"] as const;
+type ReportedField = (typeof REPORTED_FIELDS)[number];
 
 export class MessageStore {
   /** Told when saveLease moved a message to another status (the agent object turns that into webhook events). */
@@ -194,32 +59,24 @@ export class MessageStore {
 
   constructor(sql: SqlStorage) {
     this.sql = watchWrites(sql, () => (this.open = null));
-    sql.exec(`CREATE TABLE IF NOT EXISTS messages (
-      id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, created_at INTEGER NOT NULL,
-      status TEXT NOT NULL DEFAULT 'queued', attempts INTEGER NOT NULL DEFAULT 0, delivered_fence INTEGER,
-      acked_at INTEGER, acked_fence INTEGER, reply TEXT)`);
-    upgradeMessages(sql);
-    // Dispatch reads only open work (by status, oldest first), so its cost follows that, not the history.
-    sql.exec(`CREATE INDEX IF NOT EXISTS messages_open ON messages (id) WHERE status != 'acknowledged'`);
-    sql.exec(`CREATE INDEX IF NOT EXISTS messages_status ON messages (status, id)`);
-    // The few messages that jump their group's queue (on_busy interrupt) are found without scanning the queue.
-    sql.exec(`CREATE INDEX IF NOT EXISTS messages_run_first ON messages (id) WHERE run_first = 1`);
-    // Keys used to be global, so one message's key could answer for another; they are per message now.
-    sql.exec(`DROP TABLE IF EXISTS writes`);
-    sql.exec(`CREATE TABLE IF NOT EXISTS message_writes (
-      message_id INTEGER PRIMARY KEY, key TEXT NOT NULL, fence INTEGER NOT NULL, at INTEGER NOT NULL)`);
-    sql.exec(`CREATE TABLE IF NOT EXISTS post_keys (key TEXT PRIMARY KEY, message_id INTEGER NOT NULL, at INTEGER NOT NULL)`);
-    sql.exec(`CREATE INDEX IF NOT EXISTS post_keys_at ON post_keys (at)`);
-    sql.exec(`CREATE TABLE IF NOT EXISTS checkpoint (one INTEGER PRIMARY KEY CHECK (one = 1), value TEXT NOT NULL, fence INTEGER NOT NULL, at INTEGER NOT NULL)`);
-    sql.exec(`CREATE TABLE IF NOT EXISTS message_answers (
-      message_id INTEGER NOT NULL, at INTEGER NOT NULL, choice TEXT NOT NULL, text TEXT, question TEXT,
-      account TEXT NOT NULL, token TEXT NOT NULL, via TEXT NOT NULL)`);
-    sql.exec(`CREATE INDEX IF NOT EXISTS message_answers_id ON message_answers (message_id, at)`);
+    migrate(sql, "messages", MESSAGE_MIGRATIONS);
+  }
+
+  /** Writes the given columns of message `id` in one UPDATE, each checked against the row's schema. */
+  patch(id: number, fields: Partial<StoredMessage>): void {
+    const { set, values } = messageRow.assignments(fields);
+    if (set !== "") this.sql.exec(`UPDATE messages SET ${set} WHERE id = ?`, ...values, id);
+  }
+
+  /** patch, answering the row as it is after the write. */
+  private patchAndRead(id: number, fields: Partial<StoredMessage>): StoredMessage {
+    const { set, values } = messageRow.assignments(fields);
+    return messageRow.decode(this.sql.exec(`UPDATE messages SET ${set} WHERE id = ? RETURNING *`, ...values, id).one());
   }
 
   /** Stores the question the running attempt asks (it parks with it next), replacing an earlier one. */
   ask(id: number, question: StoredQuestion | null): void {
-    this.sql.exec(`UPDATE messages SET question = ? WHERE id = ?`, question === null ? null : JSON.stringify(question), id);
+    this.patch(id, { question: question === null ? null : JSON.stringify(question) });
   }
 
   /** Keeps who answered a message, when, from where and what (the newest ANSWERS_KEPT per message). */
@@ -246,7 +103,7 @@ export class MessageStore {
 
   /** The answer that queued the message again: its choice, beside the resume input. */
   setResumeChoice(id: number, choice: string | null): void {
-    this.sql.exec(`UPDATE messages SET resume_choice = ? WHERE id = ?`, choice, id);
+    this.patch(id, { resume_choice: choice });
   }
 
   /**
@@ -255,29 +112,30 @@ export class MessageStore {
    * question for a person alone, never run; `traceparent`: the sender's trace, which runs continue.
    */
   add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null; holdUntil?: number | null; first?: boolean; forPerson?: boolean; traceparent?: string | null } = {}): StoredMessage {
-    return this.sql.exec<Record<string, SqlStorageValue>>(
+    return messageRow.decode(this.sql.exec(
       `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms, retry_at, run_first, for_person, traceparent) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.holdUntil ?? null, opts.first ? 1 : null, opts.forPerson ? 1 : 0, opts.traceparent ?? null).one() as unknown as StoredMessage;
+      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.holdUntil ?? null, opts.first ? 1 : null, opts.forPerson ? 1 : 0, opts.traceparent ?? null).one());
   }
 
   /** A question for a person answered (by a person or its deadline): the answer is its reply. */
   answeredForPerson(id: number, reply: string, now: number): void {
-    this.sql.exec(`UPDATE messages SET acked_at = ?, reply = ? WHERE id = ?`, now, reply, id);
+    this.patch(id, { acked_at: now, reply });
   }
 
   /** What a write for a running message is checked against: its lease, attempt count, run key and pending question (no text, reply or checkpoint). */
   runOf(id: number): RunRow | null {
-    return (this.sql.exec(`SELECT ${LEASE_FIELDS}, run_key FROM messages WHERE id = ?`, id).toArray()[0] as unknown as RunRow | undefined) ?? null;
+    const row = this.sql.exec(`SELECT ${messageRow.list(RUN_FIELDS)} FROM messages WHERE id = ?`, id).toArray()[0];
+    return row === undefined ? null : messageRow.pick(row, RUN_FIELDS);
   }
 
   get(id: number): StoredMessage | null {
-    const rows = this.sql.exec(`SELECT * FROM messages WHERE id = ?`, id).toArray();
-    return rows.length ? (rows[0] as unknown as StoredMessage) : null;
+    const row = this.sql.exec(`SELECT * FROM messages WHERE id = ?`, id).toArray()[0];
+    return row === undefined ? null : messageRow.decode(row);
   }
 
   after(cursor: number, limit = HISTORY_PAGE): StoredMessage[] {
     return this.sql.exec(`SELECT * FROM messages WHERE id > ? ORDER BY id LIMIT ?`, cursor, Math.min(limit, HISTORY_PAGE))
-      .toArray() as unknown as StoredMessage[];
+      .toArray().map((r) => messageRow.decode(r));
   }
 
   /**
@@ -298,7 +156,7 @@ export class MessageStore {
 
   /** Messages with cursor < id <= last, oldest first. */
   range(cursor: number, last: number): StoredMessage[] {
-    return this.sql.exec(`SELECT * FROM messages WHERE id > ? AND id <= ? ORDER BY id`, cursor, last).toArray() as unknown as StoredMessage[];
+    return this.sql.exec(`SELECT * FROM messages WHERE id > ? AND id <= ? ORDER BY id`, cursor, last).toArray().map((r) => messageRow.decode(r));
   }
 
   lastId(): number {
@@ -334,13 +192,14 @@ export class MessageStore {
   private openWork(now: number): { leases: MessageLease[]; parkDeadline: number | null } {
     const known = this.open;
     if (known && (known.parkDeadline === null || now < known.parkDeadline)) return known;
+    const fields = messageRow.list(LEASE_FIELDS);
     const rows = this.sql.exec(
-      `SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'running'
-       UNION ALL SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'parked' AND ((expires_at IS NOT NULL AND expires_at <= ?)
+      `SELECT ${fields} FROM messages WHERE status = 'running'
+       UNION ALL SELECT ${fields} FROM messages WHERE status = 'parked' AND ((expires_at IS NOT NULL AND expires_at <= ?)
          OR msg_group IN (SELECT msg_group FROM (SELECT msg_group FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?) WHERE msg_group IS NOT NULL))
-       UNION ALL SELECT * FROM (SELECT ${LEASE_FIELDS} FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?)
-       UNION SELECT ${LEASE_FIELDS} FROM messages WHERE run_first = 1 AND status = 'queued'`, now, DISPATCH_WINDOW, DISPATCH_WINDOW,
-    ).toArray() as unknown as StoredMessage[];
+       UNION ALL SELECT * FROM (SELECT ${fields} FROM messages WHERE status = 'queued' ORDER BY id LIMIT ?)
+       UNION SELECT ${fields} FROM messages WHERE run_first = 1 AND status = 'queued'`, now, DISPATCH_WINDOW, DISPATCH_WINDOW,
+    ).toArray().map((r) => messageRow.pick(r, LEASE_FIELDS));
     const parkDeadline = this.sql.exec<{ at: number | null }>(
       `SELECT MIN(expires_at) AS at FROM messages WHERE status = 'parked' AND expires_at > ?`, now).one().at ?? null;
     this.open = { leases: rows.map(leaseOf), parkDeadline };
@@ -353,45 +212,39 @@ export class MessageStore {
    */
   saveLease(m: MessageLease, handOut: { fence: number; machine: string; runKey: string } | null = null): StoredMessage {
     const before = this.onStatusChange && this.sql.exec<{ status: MessageStatus }>(`SELECT status FROM messages WHERE id = ?`, m.id).toArray()[0]?.status;
-    const saved = this.sql.exec(
-      `UPDATE messages SET status = ?, attempts = ?, token = ?, runner = ?, expires_at = ?, retry_at = ?, cap_at = ?, pending_ask = ?,
-       on_deadline = ?, park_ms = ?,
-       delivered_fence = COALESCE(?, delivered_fence), machine = COALESCE(?, machine), run_key = COALESCE(?, run_key),
-       progress = CASE WHEN ? THEN NULL ELSE progress END, heartbeat_at = CASE WHEN ? THEN NULL ELSE heartbeat_at END,
-       run_first = CASE WHEN ? THEN NULL ELSE run_first END
-       WHERE id = ? RETURNING *`,
-      m.status, m.attempts, m.token, m.runner, m.expiresAt, m.retryAt, m.capAt, m.pendingAsk, m.onDeadline, m.parkMs,
-      handOut?.fence ?? null, handOut?.machine ?? null, handOut?.runKey ?? null, handOut ? 1 : 0, handOut ? 1 : 0, handOut ? 1 : 0, m.id,
-    ).one() as unknown as StoredMessage;
+    const saved = this.patchAndRead(m.id, {
+      status: m.status, attempts: m.attempts, token: m.token, runner: m.runner, expires_at: m.expiresAt, retry_at: m.retryAt, cap_at: m.capAt,
+      pending_ask: m.pendingAsk, on_deadline: m.onDeadline, park_ms: m.parkMs,
+      ...(handOut && { delivered_fence: handOut.fence, machine: handOut.machine, run_key: handOut.runKey, progress: null, heartbeat_at: null, run_first: null }),
+    });
     if (before && before !== saved.status) this.onStatusChange?.(before, saved);
     return saved;
   }
 
   /** A heartbeat of a running message: its new deadline and progress. */
   saveHeartbeat(id: number, expiresAt: number | null, progress: string | null, now: number): void {
-    this.sql.exec(`UPDATE messages SET expires_at = ?, progress = COALESCE(?, progress), heartbeat_at = ? WHERE id = ?`, expiresAt, progress, now, id);
+    this.patch(id, { expires_at: expiresAt, ...(progress !== null && { progress }), heartbeat_at: now });
   }
 
   setPendingAsk(id: number, name: string | null): void {
-    this.sql.exec(`UPDATE messages SET pending_ask = ? WHERE id = ?`, name, id);
+    this.patch(id, { pending_ask: name });
   }
 
   /** Keeps who cancelled message `id` and why; saved before the lease that makes it `cancelled`, so the status change's event carries it. */
   saveCancel(id: number, record: CancelRecord): void {
-    this.sql.exec(`UPDATE messages SET cancel = ?, question = NULL WHERE id = ?`, JSON.stringify(record), id);
+    this.patch(id, { cancel: JSON.stringify(record), question: null });
   }
 
   /** Notes the newer message that replaces `id` (on_busy replace); saved before the lease that makes it `superseded`. */
   saveSupersededBy(id: number, by: number): void {
-    this.sql.exec(`UPDATE messages SET superseded_by = ? WHERE id = ?`, by, id);
+    this.patch(id, { superseded_by: by });
   }
 
   /** The open messages (queued, running, parked) of one group (null: the ungrouped ones), as lease records, oldest first. */
   openInGroup(group: string | null): MessageLease[] {
-    const rows = this.sql.exec(
-      `SELECT ${LEASE_FIELDS} FROM messages WHERE status IN ('queued', 'running', 'parked') AND msg_group IS ? AND for_person = 0 ORDER BY id LIMIT ?`, group, DISPATCH_WINDOW,
-    ).toArray() as unknown as RunRow[];
-    return rows.map(leaseOf);
+    return this.sql.exec(
+      `SELECT ${messageRow.list(LEASE_FIELDS)} FROM messages WHERE status IN ('queued', 'running', 'parked') AND msg_group IS ? AND for_person = 0 ORDER BY id LIMIT ?`, group, DISPATCH_WINDOW,
+    ).toArray().map((r) => leaseOf(messageRow.pick(r, LEASE_FIELDS)));
   }
 
   /** Notes why an attempt of message `id` ended without success. */
@@ -403,14 +256,16 @@ export class MessageStore {
   saveMessageCheckpoint(id: number, checkpoint: StoredValue, token: number): string | null {
     const blob = "blob" in checkpoint ? checkpoint.blob : null;
     const before = this.sql.exec<{ checkpoint_blob: string | null }>(`SELECT checkpoint_blob FROM messages WHERE id = ?`, id).toArray()[0];
-    this.sql.exec(`UPDATE messages SET checkpoint = ?, checkpoint_blob = ?, checkpoint_blob_bytes = ?, checkpoint_token = ? WHERE id = ?`,
-      blob ? null : JSON.stringify("value" in checkpoint ? checkpoint.value : null), blob?.id ?? null, blob?.bytes ?? null, token, id);
+    this.patch(id, {
+      checkpoint: blob ? null : JSON.stringify("value" in checkpoint ? checkpoint.value : null), checkpoint_blob: blob?.id ?? null,
+      checkpoint_blob_bytes: blob?.bytes ?? null, checkpoint_token: token,
+    });
     const replaced = before?.checkpoint_blob ?? null;
     return replaced !== null && replaced !== blob?.id ? replaced : null;
   }
 
   setResumeInput(id: number, input: string | null): void {
-    this.sql.exec(`UPDATE messages SET resume_input = ? WHERE id = ?`, input, id);
+    this.patch(id, { resume_input: input });
   }
 
   countByStatus(): Record<MessageStatus, number> {
@@ -423,11 +278,11 @@ export class MessageStore {
 
   /** The newest messages in one status, newest first, without their texts, replies or checkpoints. */
   inStatus(status: MessageStatus, limit: number): Pick<StoredMessage, ReportedField>[] {
-    return this.sql.exec<Pick<StoredMessage, ReportedField>>(
+    return this.sql.exec(
       `SELECT id, attempts, token, runner, expires_at, msg_group, substr(error, 1, 500) AS error, heartbeat_at, pending_ask,
        CASE WHEN status = 'parked' THEN question END AS question, on_deadline, CASE WHEN status = 'cancelled' THEN cancel END AS cancel
        FROM messages WHERE status = ? ORDER BY id DESC LIMIT ?`,
-      status, limit).toArray();
+      status, limit).toArray().map((r) => messageRow.pick(r, REPORTED_FIELDS));
   }
 
   /**
@@ -436,11 +291,10 @@ export class MessageStore {
    */
   acknowledge(write: AckedWrite, reply: string | BlobRef | null, now: number, token: number, runner: string): void {
     const blob = reply !== null && typeof reply === "object" ? reply : null;
-    this.sql.exec(
-      `UPDATE messages SET status = 'acknowledged', runner = NULL, expires_at = NULL, acked_at = ?, acked_fence = ?, acked_token = ?,
-       acked_runner = ?, reply = COALESCE(?, reply), reply_blob = ?, reply_blob_bytes = ? WHERE id = ?`,
-      now, write.fence, token, runner, typeof reply === "string" ? reply : null, blob?.id ?? null, blob?.bytes ?? null, write.id,
-    );
+    this.patch(write.id, {
+      status: "acknowledged", runner: null, expires_at: null, acked_at: now, acked_fence: write.fence, acked_token: token, acked_runner: runner,
+      ...(typeof reply === "string" && { reply }), reply_blob: blob?.id ?? null, reply_blob_bytes: blob?.bytes ?? null,
+    });
     this.sql.exec(`INSERT INTO message_writes (message_id, key, fence, at) VALUES (?, ?, ?, ?)`, write.id, write.key, write.fence, now);
   }
 
@@ -496,29 +350,4 @@ export class MessageStore {
       JSON.stringify(value), fence, now,
     );
   }
-}
-
-/** The message's stored question; with `token`, only one the attempt of that token asked. */
-export function questionOf(m: Pick<StoredMessage, "question">, token?: number): StoredQuestion | null {
-  if (m.question === null) return null;
-  const q = JSON.parse(m.question) as StoredQuestion;
-  return token === undefined || q.token === token ? q : null;
-}
-
-export function leaseOf(m: RunRow): MessageLease {
-  return {
-    id: m.id, status: m.status, attempts: m.attempts, token: m.token, runner: m.runner, expiresAt: m.expires_at,
-    group: m.msg_group, runTimeoutMs: m.run_timeout_ms, retryAt: m.retry_at, capAt: m.cap_at ?? null, pendingAsk: m.pending_ask ?? null,
-    onDeadline: m.on_deadline ?? null, parkMs: m.park_ms ?? null, forPerson: m.for_person === 1, ...(m.run_first === 1 ? { first: true } : {}),
-  };
-}
-
-/**
- * Brings a table created by an older version up to date: adds the lease columns, and queues again
- * what it had handed out ("delivered"), as a new holder would have been handed it anyway.
- */
-function upgradeMessages(sql: SqlStorage): void {
-  const hadTokens = sql.exec(`SELECT 1 FROM pragma_table_info('messages') WHERE name = 'token'`).toArray().length > 0;
-  addMissingColumns(sql, "messages", LEASE_COLUMNS);
-  if (!hadTokens) sql.exec(`UPDATE messages SET status = 'queued' WHERE status = 'delivered'`);
 }

@@ -1,7 +1,7 @@
 // The directory's side of /metrics: the latest snapshot each agent of the account reported, one
 // SQLite row per agent, read whole at a scrape. A scrape calls no agent object, so its cost follows
 // the number of rows (about 30 lines of text per agent), not the agents' own work.
-import { addMissingColumns } from "./sql-columns.ts";
+import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import type { AgentMetrics } from "../rules/metrics.ts";
 
 /** An agent with no connection and no waiting message that has not reported for this long leaves /metrics. */
@@ -12,11 +12,16 @@ export function unconfirmedSnapshot(m: AgentMetrics): AgentMetrics {
   return { ...m, confirmed: false, holders: 0, standbys: 0, connections: 0 };
 }
 
+/** The numbered migrations of the metrics table (migrations.ts); 1: as the releases before versions left it (the entry lease and backlog came later). */
+const METRICS_MIGRATIONS: readonly Migration[] = [(sql) => {
+  sql.exec(`CREATE TABLE IF NOT EXISTS agent_metrics (
+    agent TEXT PRIMARY KEY, snapshot TEXT NOT NULL, reported_at INTEGER NOT NULL, connections INTEGER NOT NULL)`);
+  addMissingColumns(sql, "agent_metrics", { confirmed_until: "INTEGER", waiting: "INTEGER NOT NULL DEFAULT 0" });
+}];
+
 export class MetricsBoard {
   constructor(private readonly sql: SqlStorage) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS agent_metrics (
-      agent TEXT PRIMARY KEY, snapshot TEXT NOT NULL, reported_at INTEGER NOT NULL, connections INTEGER NOT NULL)`);
-    addMissingColumns(sql, "agent_metrics", { confirmed_until: "INTEGER", waiting: "INTEGER NOT NULL DEFAULT 0" });
+    migrate(sql, "agent_metrics", METRICS_MIGRATIONS);
   }
 
   /** The agent's object still vouches for its snapshot until `until` (see rules/directory-lease.ts). */

@@ -1,21 +1,61 @@
 // SQLite seam for the step journal (../rules/step-journal.ts): one row per recorded step or effect
 // of a message, keyed by (message, name). Rows go with their message (MessageStore.prune).
 import type { OnUnknown, StepKind, StepRecord, StepStatus } from "../rules/step-journal.ts";
-import { addMissingColumns } from "./sql-columns.ts";
+import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import { KeyValueTable } from "./kv-table.ts";
+import { integer, maybeInteger, maybeOneOf, maybeText, oneOf, RowCodec, text, type RowOf } from "./sql-row.ts";
 
-interface StepRow {
-  name: string;
-  kind: StepKind;
-  status: StepStatus;
-  value: string | null;
-  blob: string | null;
-  blob_bytes: number | null;
-  on_unknown: OnUnknown | null;
-  attempt: number;
-  token: number;
-  at: number;
-}
+const KINDS: Record<StepKind, true> = { step: true, effect: true, answer: true };
+const STATUSES: Record<StepStatus, true> = { intent: true, done: true };
+const ON_UNKNOWN: Record<OnUnknown, true> = { retry: true, ask: true };
+
+const STEP_ROW = {
+  message_id: integer(),
+  name: text(),
+  kind: oneOf(KINDS),
+  status: oneOf(STATUSES),
+  value: maybeText(),
+  on_unknown: maybeOneOf(ON_UNKNOWN),
+  attempt: integer(),
+  token: integer(),
+  at: integer(),
+  blob: maybeText(),
+  blob_bytes: maybeInteger(),
+  /** The idempotency key the effect was first begun under (null: not an effect, or begun by a release that kept none). */
+  effect_key: maybeText(),
+};
+
+type StepRow = RowOf<typeof STEP_ROW>;
+
+export const stepRow = new RowCodec<StepRow>("message_steps", STEP_ROW);
+
+/** 1: the table as the releases before schema versions left it: the blob and effect key columns came later. */
+const catchUpUnversioned: Migration = (sql) => {
+  sql.exec(`CREATE TABLE IF NOT EXISTS message_steps (
+    message_id INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL, value TEXT,
+    on_unknown TEXT, attempt INTEGER NOT NULL, token INTEGER NOT NULL, at INTEGER NOT NULL,
+    PRIMARY KEY (message_id, name)) WITHOUT ROWID`);
+  addMissingColumns(sql, "message_steps", { blob: "TEXT", blob_bytes: "INTEGER", effect_key: "TEXT" });
+};
+
+/**
+ * 2: answers recorded before they were a kind of their own were kept as steps. Each such record
+ * whose value is an answer the answer path also kept in message_answers (same message, time and
+ * choice) becomes an answer, so a message asked before the upgrade still gets its person's answer;
+ * a run's record with no such answer stays a step. An object that did this before schema versions
+ * says so in message_steps_meta. Needs MessageStore's tables (WorkDesk constructs that store first).
+ */
+const adoptLegacyAnswers: Migration = (sql) => {
+  const meta = new KeyValueTable(sql, "message_steps_meta");
+  if (meta.get("answers") !== null) return;
+  sql.exec(`UPDATE message_steps SET kind = 'answer' WHERE kind = 'step' AND json_valid(value) AND EXISTS (
+    SELECT 1 FROM message_answers a WHERE a.message_id = message_steps.message_id
+      AND a.at = json_extract(message_steps.value, '$.at') AND a.choice = json_extract(message_steps.value, '$.choice'))`);
+  meta.set("answers", "kind");
+};
+
+/** The numbered migrations of the step journal's table (migrations.ts). */
+const STEP_MIGRATIONS: readonly Migration[] = [catchUpUnversioned, adoptLegacyAnswers];
 
 /** A record's size: its inline value, or its blob. */
 const BYTES = "COALESCE(length(CAST(value AS BLOB)), blob_bytes, 0)";
@@ -33,37 +73,18 @@ export interface StepSummary {
 
 export class StepStore {
   constructor(private readonly sql: SqlStorage) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS message_steps (
-      message_id INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL, value TEXT,
-      on_unknown TEXT, attempt INTEGER NOT NULL, token INTEGER NOT NULL, at INTEGER NOT NULL,
-      PRIMARY KEY (message_id, name)) WITHOUT ROWID`);
-    addMissingColumns(sql, "message_steps", { blob: "TEXT", blob_bytes: "INTEGER", effect_key: "TEXT" });
-  }
-
-  /**
-   * Once per object: answers recorded before they were a kind of their own were kept as steps. Each
-   * such record whose value is an answer the answer path also kept in message_answers (same message,
-   * time and choice) becomes an answer, so a message asked before the upgrade still gets its
-   * person's answer; a run's record with no such answer stays a step. Needs MessageStore's table.
-   */
-  adoptLegacyAnswers(): void {
-    const meta = new KeyValueTable(this.sql, "message_steps_meta");
-    if (meta.get("answers") !== null) return;
-    this.sql.exec(`UPDATE message_steps SET kind = 'answer' WHERE kind = 'step' AND json_valid(value) AND EXISTS (
-      SELECT 1 FROM message_answers a WHERE a.message_id = message_steps.message_id
-        AND a.at = json_extract(message_steps.value, '$.at') AND a.choice = json_extract(message_steps.value, '$.choice'))`);
-    meta.set("answers", "kind");
+    migrate(sql, "message_steps", STEP_MIGRATIONS);
   }
 
   get(messageId: number, name: string): StepRecord | null {
-    const rows = this.sql.exec<Record<string, SqlStorageValue>>(`SELECT * FROM message_steps WHERE message_id = ? AND name = ?`, messageId, name).toArray();
-    return rows.length ? recordOf(rows[0] as unknown as StepRow) : null;
+    const row = this.sql.exec(`SELECT * FROM message_steps WHERE message_id = ? AND name = ?`, messageId, name).toArray()[0];
+    return row === undefined ? null : recordOf(stepRow.decode(row));
   }
 
   /** Every record of one message, in the order they were first written, with values (for its runner). */
   journal(messageId: number): StepRecord[] {
-    return this.sql.exec<Record<string, SqlStorageValue>>(`SELECT * FROM message_steps WHERE message_id = ? ORDER BY at, name`, messageId)
-      .toArray().map((r) => recordOf(r as unknown as StepRow));
+    return this.sql.exec(`SELECT * FROM message_steps WHERE message_id = ? ORDER BY at, name`, messageId)
+      .toArray().map((r) => recordOf(stepRow.decode(r)));
   }
 
   /** One message's steps without their values (for people, and for presence). */
@@ -133,7 +154,7 @@ export class StepStore {
   }
 }
 
-function recordOf(r: StepRow): StepRecord {
+function recordOf(r: Omit<StepRow, "message_id" | "effect_key">): StepRecord {
   return {
     name: r.name, kind: r.kind, status: r.status, value: r.value, blob: r.blob === null ? null : { id: r.blob, bytes: r.blob_bytes ?? 0 },
     onUnknown: r.on_unknown, attempt: r.attempt, token: r.token, at: r.at,

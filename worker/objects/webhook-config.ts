@@ -4,7 +4,7 @@
 // to the PUT for which baton made the secret.
 import { secretsAfterPut, type WebhookSecrets } from "../rules/webhooks.ts";
 import { WEBHOOK_LIMITS, type WebhookConfigBody, type WebhookView } from "../wire/webhooks.ts";
-import { addMissingColumns } from "./sql-columns.ts";
+import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import { newWebhookSecret } from "./webhook-signature.ts";
 
 export interface WebhookConfig extends WebhookSecrets {
@@ -15,6 +15,15 @@ export interface WebhookConfig extends WebhookSecrets {
   updatedAt: number;
 }
 
+/** The numbered migrations of the configuration table (migrations.ts). */
+const WEBHOOK_CONFIG_MIGRATIONS: readonly Migration[] = [(sql) => {
+  // 1: as the releases before versions left it. Rotation (a replaced secret signs beside the new one until it expires) came later: rows from before have none.
+  sql.exec(`CREATE TABLE IF NOT EXISTS webhook_config (
+    one INTEGER PRIMARY KEY CHECK (one = 1), url TEXT NOT NULL, secret TEXT NOT NULL,
+    no_holder_after_ms INTEGER NOT NULL, origin TEXT NOT NULL, updated_at INTEGER NOT NULL)`);
+  addMissingColumns(sql, "webhook_config", { old_secret: "TEXT", old_secret_expires_at: "INTEGER" });
+}];
+
 type Row = { url: string; secret: string; old_secret: string | null; old_secret_expires_at: number | null; no_holder_after_ms: number; origin: string; updated_at: number };
 
 export class WebhookConfigStore {
@@ -22,11 +31,7 @@ export class WebhookConfigStore {
   private known: WebhookConfig | null | undefined = undefined;
 
   constructor(private readonly sql: SqlStorage) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS webhook_config (
-      one INTEGER PRIMARY KEY CHECK (one = 1), url TEXT NOT NULL, secret TEXT NOT NULL,
-      no_holder_after_ms INTEGER NOT NULL, origin TEXT NOT NULL, updated_at INTEGER NOT NULL)`);
-    // Rotation (a replaced secret signs beside the new one until it expires) came later: rows from before have none.
-    addMissingColumns(sql, "webhook_config", { old_secret: "TEXT", old_secret_expires_at: "INTEGER" });
+    migrate(sql, "webhook_config", WEBHOOK_CONFIG_MIGRATIONS);
   }
 
   get(): WebhookConfig | null {

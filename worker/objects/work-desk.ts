@@ -5,11 +5,12 @@
 import type { LeaseRecord } from "../rules/election.ts";
 import { checkFencedWrite } from "../rules/fencing.ts";
 import { send, writeConn, type ConnState } from "./connections.ts";
-import { MessageStore, questionOf, type AnswerRecord, type CancelRecord, type StoredMessage } from "./message-store.ts";
-import { StepStore, type StepSummary } from "./step-store.ts";
+import { MessageStore, type StoredMessage } from "./message-store.ts";
+import { messageFrame, messageView } from "./message-row.ts";
+import { StepStore } from "./step-store.ts";
 import { BlobStore } from "./blob-store.ts";
 import type { MessageView } from "../wire/http-responses.ts";
-import { messageFrame, MessageLeases, type DeskSocket, type TokenWrite } from "./message-leases.ts";
+import { MessageLeases, type DeskSocket, type TokenWrite } from "./message-leases.ts";
 import { errorFrame, LIMITS, type ClientFrame, type ErrorCode } from "../wire/protocol.ts";
 import { BucketPerSocket, ByteBucket } from "../rules/frame-rate-limit.ts";
 
@@ -34,7 +35,6 @@ export class WorkDesk {
   constructor(sql: SqlStorage, blobPrefix: string) {
     this.messages = new MessageStore(sql);
     this.steps = new StepStore(sql);
-    this.steps.adoptLegacyAnswers();
     this.blobs = new BlobStore(sql, blobPrefix);
     this.leases = new MessageLeases(sql, this.messages, this.steps, this.blobs);
     this.leases.onRefused = (code) => this.onRefused(code);
@@ -104,58 +104,4 @@ export class WorkDesk {
     const answers = this.messages.answersFor(ids);
     return ms.map((m) => messageView(m, steps.get(m.id) ?? [], answers.get(m.id) ?? []));
   }
-}
-
-/** While parked for a person (not for an unknown outcome): the question, or approve/reject when the run asked none. */
-function questionView(m: StoredMessage): MessageView["question"] {
-  if (m.status !== "parked" || m.pending_ask !== null) return null;
-  const asked = questionOf(m);
-  return { text: asked?.text ?? null, choices: asked?.choices ?? [], deadline: m.expires_at, on_deadline: m.on_deadline ?? "fail", asked_at: asked?.asked_at ?? null };
-}
-
-export function messageView(m: StoredMessage, steps: StepSummary[], answers: AnswerRecord[]): MessageView {
-  return {
-    id: m.id,
-    text: m.text,
-    status: m.status,
-    attempts: m.attempts,
-    created_at: m.created_at,
-    acked_at: m.acked_at,
-    acked_fence: m.acked_fence,
-    reply: m.reply,
-    reply_blob: m.reply_blob === null ? null : { id: m.reply_blob, bytes: m.reply_blob_bytes ?? 0 },
-    token: m.token,
-    acked_token: m.acked_token,
-    group: m.msg_group,
-    run_timeout_seconds: m.run_timeout_ms === null ? null : m.run_timeout_ms / 1000,
-    /** Why the latest attempt failed or was taken back (null while none did), how many did, and when a failed one is tried again. */
-    error: m.error,
-    failures: m.failures,
-    retry_at: m.retry_at,
-    /** Run deadline while running, park deadline while parked (server ms). */
-    expires_at: m.expires_at,
-    claim_seq: m.runner === null ? null : Number(m.runner),
-    /** The machine of the runner it was last handed to (it runs, or ran, there). */
-    machine: m.machine,
-    checkpoint: m.checkpoint === null ? null : (JSON.parse(m.checkpoint) as unknown),
-    checkpoint_blob: m.checkpoint_blob === null ? null : { id: m.checkpoint_blob, bytes: m.checkpoint_blob_bytes ?? 0 },
-    resume_input: m.resume_input,
-    steps,
-    waiting_on: m.status === "parked" ? m.pending_ask : null,
-    question: questionView(m),
-    answers,
-    resume_choice: m.resume_choice,
-    for_person: m.for_person === 1,
-    heartbeat_at: m.heartbeat_at,
-    progress: m.progress === null ? null : (JSON.parse(m.progress) as unknown),
-    superseded_by: m.superseded_by ?? null,
-    cancelled: cancelView(m, steps),
-  };
-}
-
-/** Who cancelled, and the effects left with an unknown outcome (an intent without an outcome: nobody knows whether they happened). */
-function cancelView(m: StoredMessage, steps: StepSummary[]): MessageView["cancelled"] {
-  if (m.status !== "cancelled" || m.cancel === null) return null;
-  const record = JSON.parse(m.cancel) as CancelRecord;
-  return { ...record, unknown_effects: steps.filter((s) => s.kind === "effect" && s.status === "intent").map((s) => s.name) };
 }

@@ -1,0 +1,134 @@
+// The stored message row and the numbered migrations: a table as the oldest release left it (9
+// columns, "delivered" work, no schema version) comes up to the row's schema and keeps every row;
+// migrations run once per object and are recorded only once done; a stored value of the wrong kind
+// is refused with the column it is in. The upgrade from the previous release, for real, is
+// test/e2e/upgrade.test.ts.
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { MessageStore } from "../../worker/objects/message-store.ts";
+import { messageRow } from "../../worker/objects/message-row.ts";
+import { StepStore, stepRow } from "../../worker/objects/step-store.ts";
+import { migrate, schemaVersion } from "../../worker/objects/migrations.ts";
+import { WebhookConfigStore } from "../../worker/objects/webhook-config.ts";
+import { DirectoryReporter } from "../../worker/objects/directory-reporter.ts";
+import type { RowCodec } from "../../worker/objects/sql-row.ts";
+import { stubFor, uniqueAgent } from "./helpers.ts";
+
+type Info = { name: string; type: string; notnull: number };
+
+/** The table's columns as SQLite has them, beside the row schema's: equal when the migrations and the row agree. */
+function shapes<Row extends Record<string, SqlStorageValue>>(sql: SqlStorage, codec: RowCodec<Row>) {
+  const table = sql.exec<Info>(`SELECT name, type, "notnull" FROM pragma_table_info('${codec.table}')`).toArray()
+    .map((c) => ({ name: c.name, type: c.type, nullable: c.notnull === 0 && c.name !== "id" }));
+  const schema = codec.describe();
+  const byName = (a: { name: string }, b: { name: string }) => a.name.localeCompare(b.name);
+  return { table: table.sort(byName), schema: schema.sort(byName) };
+}
+
+/** Leaves `sql` as a release before schema versions left it: no version, and the given tables gone. */
+function unversioned(sql: SqlStorage, ...tables: string[]): void {
+  for (const t of tables) sql.exec(`DROP TABLE IF EXISTS ${t}`);
+  sql.exec(`DELETE FROM schema_versions`);
+}
+
+describe("the message row", () => {
+  it("a fresh object's messages and message_steps tables have exactly the row schemas' columns, at version 1", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
+      const { sql } = state.storage;
+      for (const { table, schema } of [shapes(sql, messageRow), shapes(sql, stepRow)]) expect(table).toEqual(schema);
+      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([1, 2]);
+    });
+  });
+
+  it("a messages table of the first 9 columns, with no version, comes up to the row's schema and keeps every message; delivered work is queued again", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
+      const { sql } = state.storage;
+      unversioned(sql, "messages", "message_writes");
+      sql.exec(`CREATE TABLE messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, created_at INTEGER NOT NULL,
+        status TEXT NOT NULL DEFAULT 'queued', attempts INTEGER NOT NULL DEFAULT 0, delivered_fence INTEGER,
+        acked_at INTEGER, acked_fence INTEGER, reply TEXT)`);
+      sql.exec(`INSERT INTO messages (text, created_at, status, attempts, delivered_fence, acked_at, acked_fence, reply) VALUES
+        ('waiting', 1, 'queued', 0, NULL, NULL, NULL, NULL), ('handed out', 2, 'delivered', 1, 3, NULL, NULL, NULL), ('done', 3, 'acknowledged', 1, 3, 4, 3, 'ok')`);
+      const store = new MessageStore(sql);
+      const { table, schema } = shapes(sql, messageRow);
+      expect(table).toEqual(schema);
+      expect(store.after(0).map((m) => [m.text, m.status, m.token, m.failures, m.for_person, m.reply])).toEqual([
+        ["waiting", "queued", 0, 0, 0, null], ["handed out", "queued", 0, 0, 0, null], ["done", "acknowledged", 0, 0, 0, "ok"],
+      ]);
+      expect(store.openLeases(10).map((l) => l.id)).toEqual([1, 2]);
+      expect(schemaVersion(sql, "messages")).toBe(1);
+    });
+  });
+
+  it("a step journal without its blob and effect key columns comes up to the row's schema and keeps its records", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
+      const { sql } = state.storage;
+      unversioned(sql, "message_steps");
+      sql.exec(`CREATE TABLE message_steps (message_id INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL, value TEXT,
+        on_unknown TEXT, attempt INTEGER NOT NULL, token INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (message_id, name)) WITHOUT ROWID`);
+      sql.exec(`INSERT INTO message_steps VALUES (7, 'pay', 'effect', 'intent', NULL, 'ask', 1, 4, 10)`);
+      const steps = new StepStore(sql);
+      const { table, schema } = shapes(sql, stepRow);
+      expect(table).toEqual(schema);
+      expect(steps.get(7, "pay")).toEqual({ name: "pay", kind: "effect", status: "intent", value: null, blob: null, onUnknown: "ask", attempt: 1, token: 4, at: 10 });
+    });
+  });
+
+  it("a stored value of the wrong kind is refused, naming its table and column", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
+      const store = new MessageStore(state.storage.sql);
+      const m = store.add("odd", 1);
+      state.storage.sql.exec(`UPDATE messages SET status = 'lost' WHERE id = ?`, m.id);
+      expect(() => store.get(m.id)).toThrow(`messages.status holds "lost", not one of queued, running, parked`);
+      expect(() => store.patch(m.id, { attempts: "two" as never })).toThrow("messages.attempts cannot hold \"two\", only an integer");
+    });
+  });
+
+  it("patch writes only the fields it is given", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
+      const store = new MessageStore(state.storage.sql);
+      const m = store.add("patched", 1, { group: "g" });
+      store.patch(m.id, { error: "boom", retry_at: 5 });
+      expect(store.get(m.id)).toEqual({ ...m, error: "boom", retry_at: 5 });
+    });
+  });
+});
+
+describe("numbered migrations", () => {
+  it("run once, in order, past the stored version; one that throws is not recorded and runs again", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
+      const { sql } = state.storage;
+      const ran: string[] = [];
+      let fail = true;
+      const migrations = [() => ran.push("1"), () => {
+        ran.push("2");
+        if (fail) throw new Error("cut short");
+      }];
+      expect(() => migrate(sql, "trial", migrations)).toThrow("cut short");
+      expect(schemaVersion(sql, "trial")).toBe(1);
+      fail = false;
+      expect(migrate(sql, "trial", migrations)).toBe(1);
+      expect(migrate(sql, "trial", migrations)).toBe(2);
+      expect(ran).toEqual(["1", "2", "2"]);
+      expect(migrate(sql, "trial", [...migrations, () => ran.push("3")])).toBe(2);
+      expect(ran).toEqual(["1", "2", "2", "3"]);
+    });
+  });
+
+  it("the directory report and webhook tables of a release before versions come up to date", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
+      const { sql } = state.storage;
+      unversioned(sql, "directory_report", "webhook_config");
+      sql.exec(`CREATE TABLE directory_report (id INTEGER PRIMARY KEY CHECK (id = 1), fingerprint TEXT NOT NULL)`);
+      sql.exec(`INSERT INTO directory_report VALUES (1, 'f')`);
+      sql.exec(`CREATE TABLE webhook_config (one INTEGER PRIMARY KEY CHECK (one = 1), url TEXT NOT NULL, secret TEXT NOT NULL,
+        no_holder_after_ms INTEGER NOT NULL, origin TEXT NOT NULL, updated_at INTEGER NOT NULL)`);
+      sql.exec(`INSERT INTO webhook_config VALUES (1, 'https://example.com/h', 's', 60000, 'https://baton.example', 5)`);
+      new DirectoryReporter(sql, 60_000);
+      expect(sql.exec(`SELECT * FROM directory_report`).one()).toEqual({ id: 1, fingerprint: "f", confirmed_at: null, connected: 0 });
+      expect(new WebhookConfigStore(sql).get()).toMatchObject({ url: "https://example.com/h", secret: "s", oldSecret: null, oldSecretExpiresAt: null });
+      expect([schemaVersion(sql, "directory_report"), schemaVersion(sql, "webhook_config")]).toEqual([1, 1]);
+    });
+  });
+});
