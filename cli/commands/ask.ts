@@ -6,6 +6,7 @@
 // never runs again. Scripts write `choice=$(baton ask …) || exit $?`: an assignment alone does not
 // stop on 75 (the coordinator refuses to finish a run whose question is open, and serve parks it).
 import { requestJson } from "../../client/http.ts";
+import { ON_DEADLINE } from "../../worker/wire/enums.ts";
 import { LIMITS, questionSchema } from "../../worker/wire/protocol.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { createHash } from "node:crypto";
@@ -18,7 +19,6 @@ import * as z from "zod/mini";
 import { plainChoices } from "../../client/person-question.ts";
 
 const asked = z.object({ id: z.number(), token: z.number() });
-const ON_DEADLINE = ["fail", "approve", "reject", "escalate"] as const;
 
 export default defineCommand({
   path: ["ask"],

@@ -9,6 +9,7 @@ import { CoordinatorError, UnreachableError } from "../../client/errors.ts";
 import { requestJson, type Connection } from "../../client/http.ts";
 import { answerOf, askPerson, plainChoices, waitForAnswer, type PersonAnswer } from "../../client/person-question.ts";
 import { leaseGrantSchema, leaseReleasedSchema, messageViewSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
+import type { OnDeadline } from "../../worker/wire/enums.ts";
 import { LIMITS, RUN_ID } from "../../worker/wire/protocol.ts";
 
 export interface McpOptions {
@@ -58,7 +59,7 @@ export function createMcpServer(options: McpOptions): McpServer {
       choices: z.optional(z.array(z.string()).check(z.minLength(1), z.maxLength(LIMITS.choices))),
       deadline_seconds: z.optional(z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max))),
       // No approve: a deadline that approves would let the model's own question approve itself.
-      on_deadline: z.optional(z.enum(["fail", "reject", "escalate"])),
+      on_deadline: z.optional(z.enum(["fail", "reject", "escalate"] satisfies OnDeadline[])),
       wait_seconds: z.optional(z.number().check(z.gte(0), z.lte(3600))),
     },
   }, (args, extra) => tool(async () => {

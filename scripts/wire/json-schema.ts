@@ -2,6 +2,7 @@
 // the Python client (python/baton/wire-schema.json), with the wire's LIMITS beside it. `npm run wire-schema` writes it; a unit test
 // fails when the committed file and the schemas drift apart.
 import * as z from "zod/mini";
+import { WIRE_ENUMS } from "../../worker/wire/enums.ts";
 import { clientFrameSchema, LIMITS } from "../../worker/wire/protocol.ts";
 import { serverFrameSchema } from "../../worker/wire/server-frames.ts";
 
@@ -14,6 +15,8 @@ export function wireJsonSchema(): Record<string, unknown> {
     client_frame: convert(clientFrameSchema),
     server_frame: convert(serverFrameSchema),
     limits: LIMITS,
+    /** The closed sets of words the frames and bodies use, by field name (worker/wire/enums.ts). */
+    enums: WIRE_ENUMS,
   };
 }
 

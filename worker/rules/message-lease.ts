@@ -13,11 +13,9 @@
 //   queued | running | parked ──cancel (rules/message-cancel.ts)──▶ cancelled (final)
 
 import type { OnBusy } from "./on-busy.ts";
+import type { MessageStatus, OnDeadline, PolicyMode } from "../wire/enums.ts";
 
-export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed" | "rejected" | "cancelled" | "superseded";
-
-/** What a question's deadline does when nobody answered it: fail the message, answer for the person, or ask again. */
-export type OnDeadline = "fail" | "approve" | "reject" | "escalate";
+export type { MessageStatus, OnDeadline };
 
 /** The shortest wait between two escalations of one question. */
 export const ESCALATE_EVERY_MS = 60_000;
@@ -56,7 +54,7 @@ export interface MessageLease {
 }
 
 export interface MessagePolicy {
-  mode: "single" | "pool";
+  mode: PolicyMode;
   /** Messages running at once across all runners. */
   maxRunning: number;
   runTimeoutMs: number;

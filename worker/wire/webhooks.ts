@@ -3,6 +3,7 @@
 // events a receiver gets. Types are inferred from the schemas; the worker builds values of these
 // types and tests validate what a receiver got against the same schemas.
 import * as z from "zod/mini";
+import { ON_DEADLINE } from "./enums.ts";
 
 export const WEBHOOK_LIMITS = {
   urlChars: 2048,
@@ -144,7 +145,7 @@ const messageBase = {
 
 /** What the person is asked (null text: approve or reject), its choices, and what its deadline does. */
 const questionFacts = z.object({
-  text: z.nullable(z.string()), choices: z.array(z.string()), on_deadline: z.enum(["fail", "approve", "reject", "escalate"]),
+  text: z.nullable(z.string()), choices: z.array(z.string()), on_deadline: z.enum(ON_DEADLINE),
 });
 
 export const webhookEventSchema = z.discriminatedUnion("type", [
