@@ -104,6 +104,9 @@ export const stepWrittenSchema = z.object({
 /** PUT /agents/{agent}/messages/{id}/blobs: an uploaded value, staged under the run's token until a write commits it. */
 export const blobStagedSchema = z.object({ id: z.int().check(z.gte(1)), token: count, blob: z.string(), bytes: count });
 
+/** POST /agents/{agent}/messages/{id}/ask: the question is stored with the run; it parks when the command exits. */
+export const askedSchema = z.object({ id: z.int().check(z.gte(1)), token: count });
+
 /** POST /agents/{agent}/messages/{id}/heartbeat: the run's deadline now (server ms). */
 export const heartbeatAnswerSchema = z.object({ id: z.int().check(z.gte(1)), token: count, expires_at: z.nullable(z.number()) });
 
