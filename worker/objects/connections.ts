@@ -37,8 +37,6 @@ export type ConnState = z.infer<typeof serveAttachment>;
 export const observerAttachment = z.object({ v: z.literal(1), role: z.literal("observer"), joinedAt: time });
 export type ObserverState = z.infer<typeof observerAttachment>;
 
-export type Role = ConnState["role"] | ObserverState["role"];
-
 export function newConnState(machine: string, now: number): ConnState {
   return { v: 1, role: "serve", claimSeq: null, released: false, machine, joinedAt: now, lastSeen: now, toldHeld: null, toldFence: null, cursor: 0 };
 }
@@ -67,12 +65,6 @@ export function writeAttachment<S>(ws: WebSocket, state: S): void {
 }
 
 export const writeConn: (ws: WebSocket, state: ConnState) => void = writeAttachment;
-
-/** Server time of the last heartbeat: the auto-response timestamp or the last frame, whichever is later. */
-export function lastHeartbeat(ctx: DurableObjectState, ws: WebSocket, state: ConnState): number {
-  const auto = ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
-  return Math.max(auto, state.lastSeen);
-}
 
 export function send(ws: WebSocket, frame: ServerFrame): void {
   try {

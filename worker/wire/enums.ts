@@ -20,7 +20,6 @@ export type PolicyMode = (typeof POLICY_MODES)[number];
 
 /** A journal record's phase: an effect's intent is written before it runs, done once it did. */
 export const STEP_PHASES = ["intent", "done"] as const;
-export type StepPhase = (typeof STEP_PHASES)[number];
 
 /** What an effect whose outcome is unknown does on the next attempt: run again, or ask a person. */
 export const ON_UNKNOWN = ["retry", "ask"] as const;
