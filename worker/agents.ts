@@ -258,7 +258,7 @@ async function heartbeatRoute(request: Request, id: number, stub: Stub): Promise
   return Response.json(beat);
 }
 
-export function policyView(p: MessagePolicy) {
+function policyView(p: MessagePolicy) {
   return {
     mode: p.mode, max_running: p.maxRunning, run_timeout_seconds: p.runTimeoutMs / 1000, max_attempts: p.maxAttempts,
     heartbeat_timeout_seconds: p.heartbeatTimeoutMs === null ? null : p.heartbeatTimeoutMs / 1000,

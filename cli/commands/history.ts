@@ -8,7 +8,7 @@ import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
 import { unknownOutcomeReason } from "../../worker/wire/protocol.ts";
 
-export const MAX_LIMIT = 1000;
+const MAX_LIMIT = 1000;
 
 export default defineCommand({
   path: ["history"],

@@ -15,7 +15,7 @@ import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
 import { LIMITS, TRACEPARENT, unknownOutcomeReason, utf8Bytes } from "../../worker/wire/protocol.ts";
 
-export const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, superseded: 8, interrupted: 130 } as const;
+const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, superseded: 8, interrupted: 130 } as const;
 const POLL_MS = 250;
 const PRESENCE_EVERY_MS = 5000;
 
@@ -163,7 +163,7 @@ async function agentState(conn: Connection, agent: string): Promise<{ served: bo
 }
 
 /** The question a parked message waits on, and the commands that answer it. */
-export function waitingFor(agent: string, m: MessageView): string {
+function waitingFor(agent: string, m: MessageView): string {
   if (m.waiting_on !== null) {
     return `baton: message ${m.id} parked: ${unknownOutcomeReason(m.waiting_on)}; did it happen?\n  baton resume ${agent} ${m.id} --done [OUTCOME]   or   baton resume ${agent} ${m.id} --redo\n`;
   }

@@ -63,6 +63,6 @@ export default defineCommand({
 });
 
 /** "plan (step, done by attempt 1, 24 B)"; an effect begun with no outcome is "outcome unknown". */
-export function describeStep(s: MessageView["steps"][number]): string {
+function describeStep(s: MessageView["steps"][number]): string {
   return `${s.name} (${s.kind}, ${s.status === "done" ? `done by attempt ${s.attempt}, ${s.bytes} B` : `begun by attempt ${s.attempt}, outcome unknown`})`;
 }

@@ -78,7 +78,7 @@ export function send(ws: WebSocket, frame: ServerFrame): void {
  * A code the server may send in a close frame. 1005 and 1006 only describe what happened
  * (no status, abnormal closure) and anything else outside the sendable ranges becomes `normal`.
  */
-export function sendableCloseCode(code: number): number {
+function sendableCloseCode(code: number): number {
   const sendable = code === 1000 || (code >= 1001 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
   return sendable ? code : CLOSE_CODES.normal;
 }
