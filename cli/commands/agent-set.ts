@@ -8,6 +8,7 @@ import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
 /** "a or b", "a, b or c": the words an option takes, for its usage error. */
 const eitherOf = (words: readonly string[]) => `${words.slice(0, -1).join(", ")} or ${words.at(-1)}`;
@@ -47,7 +48,7 @@ export default defineCommand({
       ...(options["debounce-ms"] === undefined ? {} : { debounce_ms: numberOption(options["debounce-ms"], "debounce-ms", { min: 0, max: 600_000, integer: true }) }),
     };
     const conn = resolveConnection(options);
-    const path = `/agents/${agent}/policy`;
+    const path = routePath("/agents/{agent}/policy", { agent });
     const policy = Object.keys(body).length === 0
       ? await requestJson(conn, "GET", path, policyViewSchema)
       : await requestJson(conn, "PUT", path, policyViewSchema, { body });

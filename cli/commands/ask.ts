@@ -17,6 +17,7 @@ import { writeText } from "../lib/printable.ts";
 import { currentRun, stepName } from "./step.ts";
 import * as z from "zod/mini";
 import { plainChoices } from "../../client/person-question.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
 const asked = z.object({ id: z.number(), token: z.number() });
 
@@ -63,7 +64,7 @@ export default defineCommand({
       return;
     }
     const { agent, id, token, runKey } = run.proof;
-    await requestJson(run.connection, "POST", `/agents/${encodeURIComponent(agent)}/messages/${id}/ask`, asked, {
+    await requestJson(run.connection, "POST", routePath("/agents/{agent}/messages/{id}/ask", { agent, id }), asked, {
       body: { token, run_key: runKey, question: question.data, ...(deadline === undefined ? {} : { deadline_seconds: deadline }) },
     });
     writeText(`baton: asked a person: ${question.data.text}; message ${id} parks until someone answers (${answerHint(agent, id, choices ?? [])})\n`, process.stderr);

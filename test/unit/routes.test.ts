@@ -61,13 +61,13 @@ describe("the route table", () => {
 
 describe("routePath", () => {
   it("fills each parameter in, percent-encoded as one segment", () => {
-    expect(routePath("GET /whoami")).toBe("/whoami");
-    expect(routePath("PUT /agents/{agent}/messages/{id}/steps/{step}", { agent: "reviewer", id: 7, step: "a:b/c" })).toBe("/agents/reviewer/messages/7/steps/a%3Ab%2Fc");
-    expect(routePath("POST /leases/{session}/acquire", { session: "job 1" })).toBe("/leases/job%201/acquire");
+    expect(routePath("/whoami")).toBe("/whoami");
+    expect(routePath("/agents/{agent}/messages/{id}/steps/{step}", { agent: "reviewer", id: 7, step: "a:b/c" })).toBe("/agents/reviewer/messages/7/steps/a%3Ab%2Fc");
+    expect(routePath("/leases/{session}/acquire", { session: "job 1" })).toBe("/leases/job%201/acquire");
   });
 
   it("builds paths the table matches back to the same row", () => {
-    const path = routePath("POST /agents/{agent}/messages/{id}/cancel", { agent: "reviewer", id: 12 });
+    const path = routePath("/agents/{agent}/messages/{id}/cancel", { agent: "reviewer", id: 12 });
     expect(matchRoute("POST", path)).toEqual({ key: "POST /agents/{agent}/messages/{id}/cancel", params: { agent: "reviewer", id: "12" } });
   });
 });

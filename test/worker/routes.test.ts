@@ -3,7 +3,7 @@
 // row's scope is refused 403 naming that scope, and a known path under another method is 404.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { routeParts, routePath, ROUTES, type RouteKey } from "../../worker/wire/routes.ts";
+import { routeParts, routePath, ROUTES, type RouteKey, type RoutePattern } from "../../worker/wire/routes.ts";
 import type { Scope } from "../../worker/wire/token-scopes.ts";
 import { BASE, uniqueAgent } from "./helpers.ts";
 
@@ -31,7 +31,7 @@ async function call(token: string, method: string, path: string) {
 
 function pathOf(key: RouteKey, agent: string): string {
   const params = { agent, id: 1, step: "plan", blob: "b-123", session: `s-${agent}` };
-  return routePath(key as "GET /agents/{agent}/messages/{id}/steps/{step}", params);
+  return routePath(routeParts(key).path as "/agents/{agent}/messages/{id}/steps/{step}" & RoutePattern, params);
 }
 
 describe("every row of the route table", () => {

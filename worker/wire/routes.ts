@@ -84,10 +84,11 @@ export const ROUTES = {
 } as const satisfies Record<string, RouteSpec>;
 
 export type RouteKey = keyof typeof ROUTES;
-type PathOf<K extends string> = K extends `${string} ${infer P}` ? P : never;
+/** A path of the table, as written there: "/agents/{agent}/messages". */
+export type RoutePattern = RouteKey extends infer K ? (K extends `${string} ${infer P}` ? P : never) : never;
 type ParamNames<P extends string> = P extends `${string}{${infer N}}${infer Rest}` ? N | ParamNames<Rest> : never;
-/** The values a route's path needs, by name: `{ agent: "reviewer", id: 7 }`. */
-export type RouteParams<K extends RouteKey> = Record<ParamNames<PathOf<K>>, string | number>;
+/** The values a path needs, by name: `{ agent: "reviewer", id: 7 }`. */
+export type RouteParams<P extends RoutePattern> = Record<ParamNames<P>, string | number>;
 
 /** A route's method and path pattern, split from its key. */
 export function routeParts(key: RouteKey): { method: string; path: string } {
@@ -95,10 +96,13 @@ export function routeParts(key: RouteKey): { method: string; path: string } {
   return { method: key.slice(0, space), path: key.slice(space + 1) };
 }
 
-/** The path of `key` with its parameters filled in, each percent-encoded as one segment. */
-export function routePath<K extends RouteKey>(key: K, ...[params]: ParamNames<PathOf<K>> extends never ? [] : [RouteParams<K>]): string {
+/**
+ * A path of the table with its parameters filled in, each percent-encoded as one segment: what
+ * clients request, so a path no route answers does not compile.
+ */
+export function routePath<P extends RoutePattern>(pattern: P, ...[params]: ParamNames<P> extends never ? [] : [RouteParams<P>]): string {
   const values = (params ?? {}) as Record<string, string | number>;
-  return routeParts(key).path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(values[name])));
+  return pattern.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(values[name])));
 }
 
 const MATCHERS = (Object.keys(ROUTES) as RouteKey[]).map((key) => {
