@@ -20,13 +20,14 @@ async function call(token: string, method: string, path: string) {
     body: method === "GET" || method === "DELETE" ? undefined : "{}",
   });
   const text = await res.text();
-  let error: { error?: string; message?: string } = {};
+  let json: unknown = null;
   try {
-    error = JSON.parse(text) as typeof error;
+    json = JSON.parse(text);
   } catch {
     // not JSON (metrics, a blob): not a refusal
   }
-  return { status: res.status, error };
+  const error = (res.ok ? {} : json ?? {}) as { error?: string; message?: string };
+  return { status: res.status, error, json };
 }
 
 function pathOf(key: RouteKey, agent: string): string {
@@ -35,13 +36,20 @@ function pathOf(key: RouteKey, agent: string): string {
 }
 
 describe("every row of the route table", () => {
-  it("reaches its handler with a token of its scope", async () => {
+  it("reaches its handler with a token of its scope, and a JSON answer matches the row's response schema", async () => {
     const agent = uniqueAgent();
+    const answered: string[] = [];
     for (const key of KEYS) {
-      const { status, error } = await call(TOKEN_OF[ROUTES[key].scope], routeParts(key).method, pathOf(key, agent));
+      const { status, error, json } = await call(TOKEN_OF[ROUTES[key].scope], routeParts(key).method, pathOf(key, agent));
       expect(error.error, `${key}: ${status} ${error.message}`).not.toBe("forbidden");
       expect(error.message ?? "", key).not.toMatch(/^no route for /);
+      const { response } = ROUTES[key];
+      if (status < 300 && typeof response !== "string") {
+        answered.push(key);
+        expect(response.safeParse(json).success, `${key} answers what the table says`).toBe(true);
+      }
     }
+    expect(answered.length).toBeGreaterThan(10);
   });
 
   it("is refused 403 to a read-only token unless it only reads, naming the scope it needs", async () => {
