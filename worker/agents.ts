@@ -19,6 +19,7 @@ import { webhookCounts } from "./rules/webhook-exposure.ts";
 import type { Presence } from "./wire/server-frames.ts";
 import type { Handler, Handlers, RouteCall } from "./routes.ts";
 import type { RouteKey } from "./wire/routes.ts";
+import { RESUME_OUTCOMES } from "./wire/enums.ts";
 
 const SMALL_BODY_BYTES = 4 * 1024;
 
@@ -210,7 +211,7 @@ async function resumeMessage(request: Request, id: number, by: Answerer, stub: S
   const body = await readJsonBody(request, LIMITS.resumeInputBytes * 2);
   if (!body.ok) return body.response;
   const parsed = parseBody(resumeSchema, body.data);
-  if (!parsed.ok) return errorResponse(400, "bad_request", `body must be {"input"?: "<text>", "outcome"?: "done" | "redo"}: ${parsed.message}`);
+  if (!parsed.ok) return errorResponse(400, "bad_request", `body must be {"input"?: "<text>", "outcome"?: ${RESUME_OUTCOMES.map((o) => `"${o}"`).join(" | ")}}: ${parsed.message}`);
   const input = parsed.value.input ?? null;
   if (input !== null && utf8Bytes(input) > LIMITS.resumeInputBytes) {
     return errorResponse(413, "too_large", `resume input exceeds ${LIMITS.resumeInputBytes} bytes`);

@@ -25,6 +25,13 @@ export const STEP_PHASES = ["intent", "done"] as const;
 export const ON_UNKNOWN = ["retry", "ask"] as const;
 export type OnUnknown = (typeof ON_UNKNOWN)[number];
 
+/** What a person decides for an effect whose outcome is unknown: it happened (done), or run it again (redo). */
+export const RESUME_OUTCOMES = ["done", "redo"] as const;
+export type ResumeOutcome = (typeof RESUME_OUTCOMES)[number];
+
+/** Whose webhook: the account's, or an agent's own. */
+export const WEBHOOK_SCOPES = ["account", "agent"] as const;
+
 /** Every set above by the name the wire uses for its field. */
 export const WIRE_ENUMS = {
   message_status: MESSAGE_STATUSES,
@@ -33,4 +40,6 @@ export const WIRE_ENUMS = {
   mode: POLICY_MODES,
   step_phase: STEP_PHASES,
   on_unknown: ON_UNKNOWN,
+  resume_outcome: RESUME_OUTCOMES,
+  webhook_scope: WEBHOOK_SCOPES,
 } as const;

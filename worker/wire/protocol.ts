@@ -4,7 +4,7 @@ import * as z from "zod/mini";
 import type { ErrorCode } from "./error-codes.ts";
 import type { ServerFrame } from "./server-frames.ts";
 import { EFFECT_KEY_CHARS } from "./step-keys.ts";
-import { ON_BUSY, ON_DEADLINE, ON_UNKNOWN, POLICY_MODES, STEP_PHASES } from "./enums.ts";
+import { ON_BUSY, ON_DEADLINE, ON_UNKNOWN, POLICY_MODES, RESUME_OUTCOMES, STEP_PHASES } from "./enums.ts";
 
 export const LIMITS = {
   frameBytes: 64 * 1024,
@@ -372,7 +372,7 @@ export const policySchema = z.strictObject({
  */
 /** What a person writes to a run (an answer's or a resume's text): it reaches a command's environment, so no NUL or other control characters but newline, carriage return and tab. */
 const personText = z.string().check(z.regex(/^(?:[^\p{Cc}]|[\n\r\t])*$/u, { error: "text may hold no control characters but newline, carriage return and tab" }));
-export const resumeSchema = z.strictObject({ input: z.optional(z.nullable(personText)), outcome: z.optional(z.enum(["done", "redo"])) });
+export const resumeSchema = z.strictObject({ input: z.optional(z.nullable(personText)), outcome: z.optional(z.enum(RESUME_OUTCOMES)) });
 
 /** What HTTP writes for a running message carry instead of a connection: its token and its run key (BATON_RUN_KEY). */
 const runProof = { token, run_key: z.string().check(z.minLength(16), z.maxLength(64)) };
