@@ -3,6 +3,7 @@
 // the account, the token's name and `via` (where it came from: cli, page, or http).
 import { messageViewSchema, type MessageView } from "../worker/wire/http-responses.ts";
 import { requestJson, type Connection } from "./http.ts";
+import { routePath } from "../worker/wire/routes.ts";
 
 export interface AnswerOptions {
   /** What the next attempt gets as its resume input (or, with reject, why). */
@@ -11,8 +12,8 @@ export interface AnswerOptions {
   via?: "cli" | "page" | "http";
 }
 
-function decide(conn: Connection, agent: string, id: number, route: string, body: unknown, via: string): Promise<MessageView> {
-  return requestJson(conn, "POST", `/agents/${encodeURIComponent(agent)}/messages/${id}/${route}`, messageViewSchema, { body, headers: { "x-baton-via": via } });
+function decide(conn: Connection, agent: string, id: number, route: "answer" | "approve" | "reject" | "retry", body: unknown, via: string): Promise<MessageView> {
+  return requestJson(conn, "POST", routePath(`/agents/{agent}/messages/{id}/${route}` as const, { agent, id }), messageViewSchema, { body, headers: { "x-baton-via": via } });
 }
 
 /** Answers a parked message with one of its question's choices (approve when it offered none). Rejects with 409 when it is not waiting. */

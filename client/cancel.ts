@@ -4,6 +4,7 @@
 // afterwards is kept. The coordinator keeps who cancelled (the token's name), from where and why.
 import { messageViewSchema, type MessageView } from "../worker/wire/http-responses.ts";
 import { requestJson, type Connection } from "./http.ts";
+import { routePath } from "../worker/wire/routes.ts";
 
 export interface CancelOptions {
   /** Why, kept with the message and told to its runner (at most 1000 characters). */
@@ -19,7 +20,7 @@ export interface CancelOptions {
  * 403 when the token lacks the `answer` scope.
  */
 export function cancel(agent: string, id: number, conn: Connection, options: CancelOptions = {}): Promise<MessageView> {
-  return requestJson(conn, "POST", `/agents/${encodeURIComponent(agent)}/messages/${id}/cancel`, messageViewSchema, {
+  return requestJson(conn, "POST", routePath("/agents/{agent}/messages/{id}/cancel", { agent, id }), messageViewSchema, {
     body: options.reason === undefined ? {} : { reason: options.reason }, headers: { "x-baton-via": options.via ?? "http" },
   });
 }

@@ -3,11 +3,12 @@
 // anything changed; calling twice is harmless.
 import { agentControlsSchema, type AgentControls } from "../worker/wire/http-responses.ts";
 import { requestJson, type Connection } from "./http.ts";
+import { routePath } from "../worker/wire/routes.ts";
 
 export type { AgentControls };
 
-function control(conn: Connection, agent: string, route: string, body?: unknown): Promise<AgentControls> {
-  return requestJson(conn, "POST", `/agents/${encodeURIComponent(agent)}/${route}`, agentControlsSchema, { body });
+function control(conn: Connection, agent: string, route: "pause" | "unpause" | "drain" | "undrain", body?: unknown): Promise<AgentControls> {
+  return requestJson(conn, "POST", routePath(`/agents/{agent}/${route}` as const, { agent }), agentControlsSchema, { body });
 }
 
 /** Nothing is handed out while paused: messages queue, the lease stays where it is. */

@@ -5,6 +5,7 @@ import { leaseDataDeletedSchema, leaseDataPageSchema, leaseDataPutAnswerSchema, 
 import { errorBodySchema } from "../worker/wire/http-responses.ts";
 import { CoordinatorError, UnreachableError } from "./errors.ts";
 import { refusal, requestJson, send, type Connection } from "./http.ts";
+import { routePath } from "../worker/wire/routes.ts";
 
 /** Who writes: the lease's session, its run id and its fence, attached to every write. */
 export interface LeaseWriter {
@@ -21,8 +22,6 @@ export interface LeaseDataItem {
   /** The value: carried by the list page when inline, else fetched by key. */
   value(): Promise<Uint8Array>;
 }
-
-const dataPath = (session: string) => `/leases/${encodeURIComponent(session)}/data`;
 
 async function answered(conn: Connection, res: Response): Promise<unknown> {
   const text = await res.text().catch(() => "");
@@ -45,7 +44,7 @@ async function answered(conn: Connection, res: Response): Promise<unknown> {
 export async function putLeaseData(
   conn: Connection, writer: LeaseWriter, key: string, value: Uint8Array, options: { ifAbsent?: boolean } = {},
 ): Promise<LeaseDataPutAnswer> {
-  const res = await send(conn, "PUT", `${dataPath(writer.session)}?key=${encodeURIComponent(key)}`, {
+  const res = await send(conn, "PUT", `${routePath("/leases/{session}/data", { session: writer.session })}?key=${encodeURIComponent(key)}`, {
     body: value as Uint8Array<ArrayBuffer>,
     headers: {
       "content-type": "application/octet-stream",
@@ -62,7 +61,7 @@ export async function putLeaseData(
 
 /** The value under `key`, or null when there is none. */
 export async function getLeaseData(conn: Connection, session: string, key: string): Promise<Uint8Array | null> {
-  const res = await send(conn, "GET", `${dataPath(session)}?key=${encodeURIComponent(key)}`, { timeoutMs: 120_000 });
+  const res = await send(conn, "GET", `${routePath("/leases/{session}/data", { session })}?key=${encodeURIComponent(key)}`, { timeoutMs: 120_000 });
   if (res.status === 404) {
     await res.body?.cancel();
     return null;
@@ -79,7 +78,7 @@ export async function* listLeaseData(
   for (;;) {
     const query = new URLSearchParams({ prefix: options.prefix ?? "", order: options.order ?? "asc" });
     if (after !== null) query.set("after", after);
-    const page = await requestJson(conn, "GET", `${dataPath(session)}/list?${query}`, leaseDataPageSchema);
+    const page = await requestJson(conn, "GET", `${routePath("/leases/{session}/data/list", { session })}?${query}`, leaseDataPageSchema);
     for (const entry of page.entries) {
       const inline = entry.value;
       yield {
@@ -101,7 +100,7 @@ export async function* listLeaseData(
 export async function deleteLeaseData(conn: Connection, writer: LeaseWriter, prefix: string): Promise<number> {
   let deleted = 0;
   for (;;) {
-    const answer = await requestJson(conn, "POST", `${dataPath(writer.session)}/delete`, leaseDataDeletedSchema, {
+    const answer = await requestJson(conn, "POST", routePath("/leases/{session}/data/delete", { session: writer.session }), leaseDataDeletedSchema, {
       body: { run_id: writer.runId, fence: writer.fence, prefix },
     });
     deleted += answer.deleted;

@@ -7,6 +7,7 @@ import type { BackoffOptions } from "./backoff.ts";
 import { probe, type Connection } from "./http.ts";
 import { CoordinatorSocket } from "./socket.ts";
 import { resolveWebSocket, type WebSocketConstructor } from "./websocket.ts";
+import { routePath } from "../worker/wire/routes.ts";
 
 export type ObserveStatus =
   | { kind: "connecting" }
@@ -37,8 +38,8 @@ export function observe(options: ObserveOptions): ObserveHandle {
     WebSocket: resolveWebSocket(options.WebSocket),
     url: options.url,
     token: options.token,
-    path: "/observe",
-    probe: () => probe(options, "/agents", agentListSchema),
+    path: routePath("/observe"),
+    probe: () => probe(options, routePath("/agents"), agentListSchema),
     backoff: options.backoff,
     listener: {
       open: () => options.onStatus?.({ kind: "following" }),

@@ -6,12 +6,13 @@
 // and the answer loses nothing: the next attempt starts from the stored state, not the model.
 import { run, RunState, type Agent, type RunResult, type RunToolApprovalItem } from "@openai/agents";
 import type { MessageContext } from "./work-loop.ts";
+import type { OnDeadline } from "../worker/wire/enums.ts";
 
 export interface ApprovalOptions {
   /** Seconds a person has to decide each tool call (absent: no deadline). */
   deadlineSeconds?: number;
   /** What the deadline does: fail (default), approve, reject (stop the run), or escalate. */
-  onDeadline?: "fail" | "approve" | "reject" | "escalate";
+  onDeadline?: OnDeadline;
   /** The question a person reads for a tool call (default: the tool's name and its arguments). */
   describe?: (call: { tool: string; arguments: string }) => string;
   maxTurns?: number;

@@ -5,6 +5,7 @@
 import { messageViewSchema, type MessageView } from "../worker/wire/http-responses.ts";
 import type { Question } from "../worker/wire/protocol.ts";
 import { requestJson, type Connection } from "./http.ts";
+import { routePath } from "../worker/wire/routes.ts";
 
 export interface PersonQuestion {
   text: string;
@@ -47,7 +48,7 @@ export async function askPerson(agent: string, question: PersonQuestion, conn: C
     ...(question.deadlineSeconds === undefined ? {} : { deadline_seconds: question.deadlineSeconds }),
   };
   const headers: Record<string, string> = options.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey };
-  const posted = await requestJson(conn, "POST", `/agents/${encodeURIComponent(agent)}/messages`, messageViewSchema, { body, headers });
+  const posted = await requestJson(conn, "POST", routePath("/agents/{agent}/messages", { agent }), messageViewSchema, { body, headers });
   return posted.id;
 }
 
@@ -65,7 +66,7 @@ export function answerFromView(m: MessageView): PersonAnswer {
 }
 
 export async function answerOf(agent: string, messageId: number, conn: Connection): Promise<PersonAnswer> {
-  return answerFromView(await requestJson(conn, "GET", `/agents/${encodeURIComponent(agent)}/messages/${messageId}`, messageViewSchema));
+  return answerFromView(await requestJson(conn, "GET", routePath("/agents/{agent}/messages/{id}", { agent, id: messageId }), messageViewSchema));
 }
 
 export interface WaitOptions {

@@ -9,6 +9,7 @@ import {
 import type { OnUnknown } from "../worker/wire/protocol.ts";
 import { CoordinatorError } from "./errors.ts";
 import { refusal, requestJson, send, type Connection } from "./http.ts";
+import { routePath } from "../worker/wire/routes.ts";
 
 const BLOB_TIMEOUT_MS = 120_000;
 
@@ -30,14 +31,14 @@ export function runProofFromEnv(env: Record<string, string | undefined> = global
 export class RunJournal {
   constructor(readonly connection: Connection, readonly proof: RunProof) {}
 
-  private path(tail: string): string {
-    return `/agents/${encodeURIComponent(this.proof.agent)}/messages/${this.proof.id}/${tail}`;
+  private get where(): { agent: string; id: number } {
+    return { agent: this.proof.agent, id: this.proof.id };
   }
 
   /** The record under `name` with its value, or null when nothing is recorded yet. */
   async get(name: string): Promise<StepView | null> {
     try {
-      return await requestJson(this.connection, "GET", this.path(`steps/${encodeURIComponent(name)}`), stepViewSchema);
+      return await requestJson(this.connection, "GET", routePath("/agents/{agent}/messages/{id}/steps/{step}", { ...this.where, step: name }), stepViewSchema);
     } catch (err) {
       if (err instanceof CoordinatorError && err.status === 404 && err.code === "not_found") return null;
       throw err;
@@ -51,7 +52,7 @@ export class RunJournal {
       token: this.proof.token, run_key: this.proof.runKey, kind: write.kind, phase: write.phase,
       ...result, ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }),
     };
-    return requestJson(this.connection, "PUT", this.path(`steps/${encodeURIComponent(name)}`), stepWrittenSchema, { body });
+    return requestJson(this.connection, "PUT", routePath("/agents/{agent}/messages/{id}/steps/{step}", { ...this.where, step: name }), stepWrittenSchema, { body });
   }
 
   /** Uploads a value too large to ride inline; a later `record` with its id commits it. */
@@ -66,13 +67,13 @@ export class RunJournal {
   /** The run is alive; `details` become its progress. Resolves with its deadline now. */
   heartbeat(details?: unknown): Promise<HeartbeatAnswer> {
     const body = { token: this.proof.token, run_key: this.proof.runKey, ...(details === undefined ? {} : { details }) };
-    return requestJson(this.connection, "POST", this.path("heartbeat"), heartbeatAnswerSchema, { body });
+    return requestJson(this.connection, "POST", routePath("/agents/{agent}/messages/{id}/heartbeat", this.where), heartbeatAnswerSchema, { body });
   }
 }
 
 /** PUT …/messages/{id}/blobs: staged under the run's token until a journal write commits it. */
 export async function uploadBlob(conn: Connection, proof: RunProof, bytes: Uint8Array): Promise<BlobStaged> {
-  const res = await send(conn, "PUT", `/agents/${encodeURIComponent(proof.agent)}/messages/${proof.id}/blobs`, {
+  const res = await send(conn, "PUT", routePath("/agents/{agent}/messages/{id}/blobs", { agent: proof.agent, id: proof.id }), {
     headers: { "x-baton-token": String(proof.token), "x-baton-run-key": proof.runKey, "content-type": "application/octet-stream" },
     body: bytes as BodyInit, timeoutMs: BLOB_TIMEOUT_MS,
   });
@@ -85,7 +86,7 @@ export async function uploadBlob(conn: Connection, proof: RunProof, bytes: Uint8
 
 /** GET …/messages/{id}/blobs/{blob}: the bytes a journal record refers to. */
 export async function downloadBlob(conn: Connection, agent: string, id: number, blob: string): Promise<Uint8Array> {
-  const res = await send(conn, "GET", `/agents/${encodeURIComponent(agent)}/messages/${id}/blobs/${blob}`, { timeoutMs: BLOB_TIMEOUT_MS });
+  const res = await send(conn, "GET", routePath("/agents/{agent}/messages/{id}/blobs/{blob}", { agent, id, blob }), { timeoutMs: BLOB_TIMEOUT_MS });
   if (res.ok) return new Uint8Array(await res.arrayBuffer());
   const body = errorBodySchema.safeParse(await res.json().catch(() => null));
   throw refusal(conn, res.status, body.success ? body.data : null);

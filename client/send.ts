@@ -5,6 +5,7 @@ import { messageViewSchema, type MessageView } from "../worker/wire/http-respons
 import { LIMITS, utf8Bytes } from "../worker/wire/protocol.ts";
 import { requestJson, type Connection } from "./http.ts";
 import { tracedPost } from "./tracing.ts";
+import { routePath } from "../worker/wire/routes.ts";
 
 export interface SendOptions {
   /** Messages of one group (a conversation) run one at a time, in order. */
@@ -30,6 +31,6 @@ export function send(agent: string, text: string, conn: Connection, options: Sen
       ...(traceparent === null ? {} : { traceparent }),
     };
     const headers: Record<string, string> = options.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey };
-    return requestJson(conn, "POST", `/agents/${encodeURIComponent(agent)}/messages`, messageViewSchema, { body, headers });
+    return requestJson(conn, "POST", routePath("/agents/{agent}/messages", { agent }), messageViewSchema, { body, headers });
   });
 }

@@ -15,6 +15,7 @@ import { CoordinatorSocket } from "./socket.ts";
 import { resolveWebSocket, type WebSocketConstructor } from "./websocket.ts";
 import { traceHandler } from "./tracing.ts";
 import { WorkLoop, type AgentMessage, type MessageHandler, type ServeEvent } from "./work-loop.ts";
+import { routePath } from "../worker/wire/routes.ts";
 
 export type ServeStatus = LeaseView | { kind: "reconnecting"; attempt: number; delayMs: number; reason: string };
 
@@ -128,9 +129,9 @@ export function serve(agent: string, handler: MessageHandler, options: ServeOpti
     WebSocket: resolveWebSocket(options.WebSocket),
     url: conn.url,
     token: conn.token,
-    path: `/agents/${encodeURIComponent(agent)}/serve?machine=${encodeURIComponent(options.machine ?? "unknown")}`,
+    path: `${routePath("/agents/{agent}/serve", { agent })}?machine=${encodeURIComponent(options.machine ?? "unknown")}`,
     // The serve path itself, so a token without the serve scope is told so (403) instead of retried.
-    probe: () => probe(conn, `/agents/${encodeURIComponent(agent)}/serve`, presenceSchema),
+    probe: () => probe(conn, routePath("/agents/{agent}/serve", { agent }), presenceSchema),
     backoff: options.backoff,
     ttlMs: FALLBACK_TTL_MS,
     listener: {

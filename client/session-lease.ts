@@ -7,6 +7,7 @@ import { reconnectDelay, type BackoffOptions } from "./backoff.ts";
 import { CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError } from "./errors.ts";
 import { requestJson, type Connection } from "./http.ts";
 import { LeaseClock } from "./lease-clock.ts";
+import { routePath } from "../worker/wire/routes.ts";
 
 export interface SessionLease {
   readonly session: string;
@@ -56,7 +57,6 @@ const WAIT_BACKOFF: BackoffOptions = { minTimeout: 100, maxTimeout: 2000, factor
  * Throws CoordinatorError or UnreachableError when no grant could be had.
  */
 export async function withSessionLease<T>(session: string, fn: (lease: SessionLease) => Promise<T> | T, options: SessionLeaseOptions): Promise<T> {
-  const path = `/leases/${encodeURIComponent(session)}`;
   const runId = crypto.randomUUID();
   const ttlSeconds = options.ttlSeconds ?? DEFAULT_LEASE_TTL_SECONDS;
   const event = (e: SessionLeaseEvent) => options.onEvent?.(e);
@@ -96,7 +96,7 @@ export async function withSessionLease<T>(session: string, fn: (lease: SessionLe
   const renew = async (): Promise<void> => {
     const sent = performance.now();
     try {
-      const renewed = await requestJson(options, "POST", `${path}/renew`, leaseGrantSchema, {
+      const renewed = await requestJson(options, "POST", routePath("/leases/{session}/renew", { session }), leaseGrantSchema, {
         body: { run_id: runId }, timeoutMs: Math.max(1, (clock.deadline ?? sent) - sent),
       });
       if (lost || finished) return;
@@ -125,7 +125,7 @@ export async function withSessionLease<T>(session: string, fn: (lease: SessionLe
       if (lost && !finished) lost = error;
       else lose("refused", error);
     },
-    check: async () => (await requestJson(options, "POST", `${path}/check`, leaseCheckSchema, { body: { run_id: runId, fence: grant.fence } })).current,
+    check: async () => (await requestJson(options, "POST", routePath("/leases/{session}/check", { session }), leaseCheckSchema, { body: { run_id: runId, fence: grant.fence } })).current,
   };
   let outcome: { ok: true; value: T } | { ok: false; error: unknown };
   try {
@@ -138,7 +138,7 @@ export async function withSessionLease<T>(session: string, fn: (lease: SessionLe
   clearTimeout(deadlineTimer);
   options.signal?.removeEventListener("abort", onOuterAbort);
   if (lost) throw lost;
-  const released = await requestJson(options, "POST", `${path}/release`, leaseReleasedSchema, { body: { run_id: runId }, timeoutMs: 5000 })
+  const released = await requestJson(options, "POST", routePath("/leases/{session}/release", { session }), leaseReleasedSchema, { body: { run_id: runId }, timeoutMs: 5000 })
     .then((r) => r.released, () => false);
   event({ type: "released", session, released });
   if (!outcome.ok) throw outcome.error;
@@ -154,7 +154,7 @@ async function acquire(
     const sentAt = performance.now();
     let blocker: LeaseHeldError | UnreachableError;
     try {
-      const grant = await requestJson(options, "POST", `/leases/${encodeURIComponent(session)}/acquire`, leaseGrantSchema, {
+      const grant = await requestJson(options, "POST", routePath("/leases/{session}/acquire", { session }), leaseGrantSchema, {
         body: { run_id: runId, ttl_seconds: ttlSeconds },
       });
       return { grant, sentAt };

@@ -12,6 +12,7 @@ import {
 import { CoordinatorError, LeaseLostError, MessageCancelledError, WaitingForPersonError } from "./errors.ts";
 import type { ReplyFrame } from "./socket.ts";
 import type { RunProof } from "./run-journal.ts";
+import type { OnDeadline } from "../worker/wire/enums.ts";
 
 export interface AgentMessage {
   id: number;
@@ -48,7 +49,7 @@ export interface AskOptions {
   choices?: string[];
   /** Nobody answered within this: the deadline decides, as `onDeadline` says (fail by default). */
   deadlineSeconds?: number;
-  onDeadline?: "fail" | "approve" | "reject" | "escalate";
+  onDeadline?: OnDeadline;
   /**
    * The journal name the answer is kept under (default `ask:N`, N counting this run's asks). Only
    * the coordinator's answer path writes there: a name a step or effect of the run holds is refused.

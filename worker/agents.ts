@@ -1,13 +1,13 @@
-// The agent HTTP API, answered in the Worker: it matches the route, validates the input, calls one
-// typed RPC method on the agent's object (agent-object.ts) and renders the answer. Only the serve
-// socket upgrade is forwarded as a request. Bad input is a 400 with a named code and reaches no object.
-import type { Env } from "./env.ts";
+// The agent HTTP API, answered in the Worker: one handler per route under /agents/{agent}/ in the
+// route table (wire/routes.ts). Each validates the input, calls one typed RPC method on the agent's
+// object (agent-object.ts) and renders the answer. Only the serve socket upgrade is forwarded as a
+// request. Bad input is a 400 with a named code and reaches no object.
 import { downloadBlob, uploadBlob } from "./blobs.ts";
 import { readJsonBody } from "./objects/http.ts";
 import type { AgentCoordinator } from "./objects/agent-object.ts";
 import { agentObjectName } from "./objects/names.ts";
-import { CONTROL_ROUTES, type ControlRoute } from "./objects/agent-controls.ts";
-import { webhookRoute, webhookTestRoute } from "./webhook-routes.ts";
+import type { ControlRoute } from "./objects/agent-controls.ts";
+import { deleteWebhook, getWebhook, putWebhook, webhookTestRoute } from "./webhook-routes.ts";
 import type { MessagePolicy } from "./rules/message-lease.ts";
 import {
   answerSchema, approveSchema, askSchema, CANCEL_REASON_CHARS, cancelSchema, errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema,
@@ -17,70 +17,74 @@ import type { Answerer } from "./objects/message-leases.ts";
 import { callerOf } from "./scopes.ts";
 import { webhookCounts } from "./rules/webhook-exposure.ts";
 import type { Presence } from "./wire/server-frames.ts";
+import type { Handler, Handlers, RouteCall } from "./routes.ts";
+import type { RouteKey } from "./wire/routes.ts";
+import { RESUME_OUTCOMES } from "./wire/enums.ts";
 
 const SMALL_BODY_BYTES = 4 * 1024;
 
-type Method =
-  | "presence" | "post" | "messagePage" | "message" | "control" | "policy" | "setPolicy" | "resume" | "answer" | "retry" | "ask" | "stepOf" | "recordStep"
-  | "heartbeatRun" | "reserveBlob" | "stageBlob" | "blobKey" | "webhook" | "setWebhook" | "deleteWebhook" | "webhookTest" | "cancel";
 /**
- * The object's methods as the Worker calls them. The runtime's stub type maps every result through
- * its serializable-type check, which cannot express the JSON values (`unknown`) in a checkpoint;
- * structured clone carries them unchanged, so the methods' own types are the true ones.
+ * The object's RPC methods as the Worker calls them. The runtime's stub type maps every result
+ * through its serializable-type check, which cannot express the JSON values (`unknown`) in a
+ * checkpoint; structured clone carries them unchanged, so the methods' own types are the true ones.
  */
-type Stub = { [M in Method]: (...args: Parameters<AgentCoordinator[M]>) => Promise<Awaited<ReturnType<AgentCoordinator[M]>>> } & {
-  fetch(request: Request): Promise<Response>;
+type Stub = {
+  [M in keyof AgentCoordinator as AgentCoordinator[M] extends (...args: never[]) => unknown ? M : never]:
+    AgentCoordinator[M] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never;
 };
 
-/** Answers one request under /agents/{agent}/; `agent` is already a valid name of `account`. */
-export async function agentRequest(request: Request, env: Env, account: string, agent: string, url: URL): Promise<Response> {
-  const stub = env.AGENTS.get(env.AGENTS.idFromName(agentObjectName(account, agent))) as unknown as Stub;
-  const route = url.pathname.split("/").filter(Boolean).slice(2).join("/");
-  const { method } = request;
-  if (route === "serve") {
+type AgentRoute = Extract<RouteKey, `${string} /agents/{agent}/${string}`>;
+type AgentHandler = (call: RouteCall, stub: Stub, id: number) => Promise<Response> | Response;
+
+/** Who acted, for the routes that record it. */
+const answerer = ({ request, account }: RouteCall): Answerer => ({ account, token: callerOf(request).tokenName, via: viaOf(request) });
+const agentWhat = ({ params }: RouteCall) => `agent ${params.agent}`;
+
+const AGENT_HANDLERS: { [K in AgentRoute]: AgentHandler } = {
+  "GET /agents/{agent}/serve": ({ request }, stub) => {
     // Refused here, unread, unless it is an upgrade: only a socket reaches the object as a request.
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return errorResponse(426, "upgrade_required", "expected a WebSocket upgrade");
     return stub.fetch(request);
-  }
-  if (route === "presence" && method === "GET") return Response.json(presenceFor(request, await stub.presence()));
-  if (route === "messages" && method === "POST") return postMessage(request, stub, { account, token: callerOf(request).tokenName, via: viaOf(request) });
-  if (route === "messages" && method === "GET") return messagePage(url, stub);
-  if (route === "policy") return policy(request, stub);
-  if (route === "webhook") return webhookRoute(request, stub, `agent ${agent}`, env.BATON_WEBHOOK_ALLOW_PRIVATE);
-  if (route === "webhook/test" && method === "POST") return webhookTestRoute(stub, `agent ${agent} (of its own; test the account's with POST /webhook/test)`);
-  if (CONTROL_ROUTES.includes(route) && method === "POST") return control(request, route as ControlRoute, stub);
-  const one = route.match(/^messages\/(\d{1,15})$/);
-  if (one && method === "GET") {
-    const view = await stub.message(Number(one[1]));
-    return view ? Response.json(view) : errorResponse(404, "not_found", `no message ${one[1]}`);
-  }
-  const decision = route.match(/^messages\/(\d{1,15})\/(resume|answer|approve|reject|retry|ask|cancel)$/);
-  if (decision && method === "POST") {
-    const id = Number(decision[1]);
-    const by: Answerer = { account, token: callerOf(request).tokenName, via: viaOf(request) };
-    switch (decision[2]) {
-      case "resume":
-        return resumeMessage(request, id, by, stub);
-      case "ask":
-        return askRoute(request, id, stub);
-      case "retry":
-        return decided(await stub.retry(id, by));
-      case "cancel":
-        return cancelMessage(request, id, by, stub);
-      default:
-        return answerMessage(request, id, decision[2] as "answer" | "approve" | "reject", by, stub);
-    }
-  }
-  const step = route.match(/^messages\/(\d{1,15})\/steps\/([^/]+)$/);
-  if (step) return stepRoute(request, Number(step[1]), decodeSegment(step[2]!), stub);
-  const blobs = route.match(/^messages\/(\d{1,15})\/blobs$/);
-  if (blobs && method === "PUT") return uploadBlob(request, env, Number(blobs[1]), stub);
-  const blob = route.match(/^messages\/(\d{1,15})\/blobs\/([^/]+)$/);
-  if (blob && method === "GET") return downloadBlob(env, Number(blob[1]), blob[2]!, stub);
-  const beat = route.match(/^messages\/(\d{1,15})\/heartbeat$/);
-  if (beat && method === "POST") return heartbeatRoute(request, Number(beat[1]), stub);
-  return errorResponse(404, "not_found", `no route for ${method} ${url.pathname}`);
+  },
+  "GET /agents/{agent}/presence": async ({ request }, stub) => Response.json(presenceFor(request, await stub.presence())),
+  "GET /agents/{agent}/messages": ({ url }, stub) => messagePage(url, stub),
+  "POST /agents/{agent}/messages": (call, stub) => postMessage(call.request, stub, answerer(call)),
+  "GET /agents/{agent}/policy": async (_, stub) => Response.json(policyView(await stub.policy())),
+  "PUT /agents/{agent}/policy": ({ request }, stub) => setPolicy(request, stub),
+  "POST /agents/{agent}/pause": ({ request }, stub) => control(request, "pause", stub),
+  "POST /agents/{agent}/unpause": ({ request }, stub) => control(request, "unpause", stub),
+  "POST /agents/{agent}/drain": ({ request }, stub) => control(request, "drain", stub),
+  "POST /agents/{agent}/undrain": ({ request }, stub) => control(request, "undrain", stub),
+  "GET /agents/{agent}/webhook": (call, stub) => getWebhook(stub, agentWhat(call)),
+  "PUT /agents/{agent}/webhook": ({ request, env }, stub) => putWebhook(request, stub, env.BATON_WEBHOOK_ALLOW_PRIVATE),
+  "DELETE /agents/{agent}/webhook": (call, stub) => deleteWebhook(stub, agentWhat(call)),
+  "POST /agents/{agent}/webhook/test": (call, stub) => webhookTestRoute(stub, `${agentWhat(call)} (of its own; test the account's with POST /webhook/test)`),
+  "GET /agents/{agent}/messages/{id}": async (_, stub, id) => {
+    const view = await stub.message(id);
+    return view ? Response.json(view) : errorResponse(404, "not_found", `no message ${id}`);
+  },
+  "POST /agents/{agent}/messages/{id}/resume": (call, stub, id) => resumeMessage(call.request, id, answerer(call), stub),
+  "POST /agents/{agent}/messages/{id}/approve": (call, stub, id) => answerMessage(call.request, id, "approve", answerer(call), stub),
+  "POST /agents/{agent}/messages/{id}/reject": (call, stub, id) => answerMessage(call.request, id, "reject", answerer(call), stub),
+  "POST /agents/{agent}/messages/{id}/answer": (call, stub, id) => answerMessage(call.request, id, "answer", answerer(call), stub),
+  "POST /agents/{agent}/messages/{id}/retry": async (call, stub, id) => decided(await stub.retry(id, answerer(call))),
+  "POST /agents/{agent}/messages/{id}/cancel": (call, stub, id) => cancelMessage(call.request, id, answerer(call), stub),
+  "POST /agents/{agent}/messages/{id}/ask": ({ request }, stub, id) => askRoute(request, id, stub),
+  "POST /agents/{agent}/messages/{id}/heartbeat": ({ request }, stub, id) => heartbeatRoute(request, id, stub),
+  "GET /agents/{agent}/messages/{id}/steps/{step}": ({ params }, stub, id) => getStep(id, decodeSegment(params.step!), stub),
+  "PUT /agents/{agent}/messages/{id}/steps/{step}": ({ request, params }, stub, id) => putStep(request, id, decodeSegment(params.step!), stub),
+  "PUT /agents/{agent}/messages/{id}/blobs": ({ request, env }, stub, id) => uploadBlob(request, env, id, stub),
+  "GET /agents/{agent}/messages/{id}/blobs/{blob}": ({ env, params }, stub, id) => downloadBlob(env, id, params.blob!, stub),
+};
+
+function agentStub({ env, account, params }: RouteCall): Stub {
+  return env.AGENTS.get(env.AGENTS.idFromName(agentObjectName(account, params.agent!))) as unknown as Stub;
 }
+
+/** Each agent route with its object's stub and its message id (NaN where the path has none) in hand. */
+export const agentHandlers = Object.fromEntries(
+  Object.entries(AGENT_HANDLERS).map(([key, handle]): [string, Handler] => [key, (call) => handle(call, agentStub(call), Number(call.params.id))]),
+) as Handlers<AgentRoute>;
 
 /** Presence as the caller may see it: where webhooks went and what answered only for tokens that may configure them (admin). */
 function presenceFor(request: Request, presence: Presence): Presence {
@@ -139,9 +143,7 @@ async function control(request: Request, route: ControlRoute, stub: Stub): Promi
   return Response.json({ agent: outcome.agent, changed: outcome.changed, ...outcome.report });
 }
 
-async function policy(request: Request, stub: Stub): Promise<Response> {
-  if (request.method === "GET") return Response.json(policyView(await stub.policy()));
-  if (request.method !== "PUT") return errorResponse(405, "bad_request", "policy takes GET or PUT");
+async function setPolicy(request: Request, stub: Stub): Promise<Response> {
   const body = await readJsonBody(request, SMALL_BODY_BYTES);
   if (!body.ok) return body.response;
   const parsed = parseBody(policySchema, body.data);
@@ -209,7 +211,7 @@ async function resumeMessage(request: Request, id: number, by: Answerer, stub: S
   const body = await readJsonBody(request, LIMITS.resumeInputBytes * 2);
   if (!body.ok) return body.response;
   const parsed = parseBody(resumeSchema, body.data);
-  if (!parsed.ok) return errorResponse(400, "bad_request", `body must be {"input"?: "<text>", "outcome"?: "done" | "redo"}: ${parsed.message}`);
+  if (!parsed.ok) return errorResponse(400, "bad_request", `body must be {"input"?: "<text>", "outcome"?: ${RESUME_OUTCOMES.map((o) => `"${o}"`).join(" | ")}}: ${parsed.message}`);
   const input = parsed.value.input ?? null;
   if (input !== null && utf8Bytes(input) > LIMITS.resumeInputBytes) {
     return errorResponse(413, "too_large", `resume input exceeds ${LIMITS.resumeInputBytes} bytes`);
@@ -217,17 +219,18 @@ async function resumeMessage(request: Request, id: number, by: Answerer, stub: S
   return decided(await stub.resume(id, input, parsed.value.outcome ?? null, by));
 }
 
-/**
- * GET a step with its value; PUT records one under the message's token and run key (the HTTP
- * form of the `step` frame, for `baton step` and any language).
- */
-async function stepRoute(request: Request, id: number, name: string, stub: Stub): Promise<Response> {
-  if (!STEP_NAME.test(name)) return errorResponse(400, "bad_request", `step names are 1-${LIMITS.stepNameChars} letters, digits, '.', '_', ':' or '-'`);
-  if (request.method === "GET") {
-    const view = await stub.stepOf(id, name);
-    return view ? Response.json(view) : errorResponse(404, "not_found", `message ${id} has no step ${name}`);
-  }
-  if (request.method !== "PUT") return errorResponse(405, "bad_request", "a step takes GET or PUT");
+const badStepName = () => errorResponse(400, "bad_request", `step names are 1-${LIMITS.stepNameChars} letters, digits, '.', '_', ':' or '-'`);
+
+/** GET a step with its value. */
+async function getStep(id: number, name: string, stub: Stub): Promise<Response> {
+  if (!STEP_NAME.test(name)) return badStepName();
+  const view = await stub.stepOf(id, name);
+  return view ? Response.json(view) : errorResponse(404, "not_found", `message ${id} has no step ${name}`);
+}
+
+/** PUT records a step under the message's token and run key (the HTTP form of the `step` frame, for `baton step` and any language). */
+async function putStep(request: Request, id: number, name: string, stub: Stub): Promise<Response> {
+  if (!STEP_NAME.test(name)) return badStepName();
   const body = await readJsonBody(request, LIMITS.stepValueBytes + SMALL_BODY_BYTES);
   if (!body.ok) return body.response;
   const parsed = parseBody(stepWriteSchema, body.data);
@@ -256,7 +259,7 @@ async function heartbeatRoute(request: Request, id: number, stub: Stub): Promise
   return Response.json(beat);
 }
 
-export function policyView(p: MessagePolicy) {
+function policyView(p: MessagePolicy) {
   return {
     mode: p.mode, max_running: p.maxRunning, run_timeout_seconds: p.runTimeoutMs / 1000, max_attempts: p.maxAttempts,
     heartbeat_timeout_seconds: p.heartbeatTimeoutMs === null ? null : p.heartbeatTimeoutMs / 1000,

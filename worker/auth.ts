@@ -10,7 +10,7 @@ export interface TokenEntry extends Caller {
 
 export const ACCOUNT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 /** The name of a token given in the old `account:sha256hex` form, which has every scope. */
-export const UNNAMED_TOKEN = "default";
+const UNNAMED_TOKEN = "default";
 // Browsers cannot set headers on a WebSocket, so they offer `baton` and `baton.token.<base64url>`.
 export { BATON_PROTOCOL, TOKEN_PROTOCOL_PREFIX, tokenProtocol } from "./wire/token-protocol.ts";
 

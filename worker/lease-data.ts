@@ -26,16 +26,7 @@ function keyParam(url: URL): string | Response {
   return key;
 }
 
-/** Answers /leases/{session}/data, /data/list and /data/delete; `rest` is the path after /data. */
-export async function leaseDataRequest(request: Request, env: Env, shard: Shard, account: string, session: string, rest: string, url: URL): Promise<Response> {
-  if (rest === "" && request.method === "GET") return getValue(env, shard, account, session, url);
-  if (rest === "" && request.method === "PUT") return putValue(request, env, shard, account, session, url);
-  if (rest === "list" && request.method === "GET") return listValues(shard, account, session, url);
-  if (rest === "delete" && request.method === "POST") return deleteValues(request, env, shard, account, session);
-  return errorResponse(404, "not_found", `no lease data route for ${request.method} ${url.pathname}`);
-}
-
-async function putValue(request: Request, env: Env, shard: Shard, account: string, session: string, url: URL): Promise<Response> {
+export async function putValue(request: Request, env: Env, shard: Shard, account: string, session: string, url: URL): Promise<Response> {
   const key = keyParam(url);
   if (key instanceof Response) return key;
   const runId = request.headers.get("x-baton-run-id") ?? "";
@@ -81,7 +72,7 @@ function stored(key: string, bytes: number, fence: number, where: LeaseDataPutAn
   return Response.json({ key, bytes, fence, stored: where } satisfies LeaseDataPutAnswer, { status: where === "kept" ? 200 : 201 });
 }
 
-async function getValue(env: Env, shard: Shard, account: string, session: string, url: URL): Promise<Response> {
+export async function getValue(env: Env, shard: Shard, account: string, session: string, url: URL): Promise<Response> {
   const key = keyParam(url);
   if (key instanceof Response) return key;
   const row = await shard.getData(account, session, key);
@@ -92,7 +83,7 @@ async function getValue(env: Env, shard: Shard, account: string, session: string
   return new Response(object.body, { headers: headers(object.size) });
 }
 
-async function listValues(shard: Shard, account: string, session: string, url: URL): Promise<Response> {
+export async function listValues(shard: Shard, account: string, session: string, url: URL): Promise<Response> {
   const prefix = url.searchParams.get("prefix") ?? "";
   const after = url.searchParams.get("after");
   const order = url.searchParams.get("order") ?? "asc";
@@ -109,7 +100,7 @@ async function listValues(shard: Shard, account: string, session: string, url: U
   return Response.json({ entries, next: more ? rows[rows.length - 1]!.key : null, usage } satisfies LeaseDataPage);
 }
 
-async function deleteValues(request: Request, env: Env, shard: Shard, account: string, session: string): Promise<Response> {
+export async function deleteValues(request: Request, env: Env, shard: Shard, account: string, session: string): Promise<Response> {
   const body = await readJsonBody(request, 4096);
   if (!body.ok) return body.response;
   const parsed = parseBody(leaseDataDeleteSchema, body.data);

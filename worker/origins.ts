@@ -42,7 +42,7 @@ export function refuseForeignOrigin(request: Request, allowed: ReadonlySet<strin
 }
 
 /** The token the README publishes for local use: known to every page on the web. */
-export const PUBLIC_DEV_TOKEN = "baton-dev-token";
+const PUBLIC_DEV_TOKEN = "baton-dev-token";
 
 function loopbackHost(hostname: string): boolean {
   return hostname === "localhost" || hostname.endsWith(".localhost") || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);

@@ -36,30 +36,29 @@ function allowPrivate(raw: string | undefined): boolean | string {
   return `BATON_WEBHOOK_ALLOW_PRIVATE must be true or false, got ${JSON.stringify(raw)}`;
 }
 
-/** `what` names the webhook in messages ("the account" or "agent reviewer"); `allowPrivateVar` is BATON_WEBHOOK_ALLOW_PRIVATE. */
-export async function webhookRoute(request: Request, holder: WebhookHolder, what: string, allowPrivateVar: string | undefined): Promise<Response> {
-  switch (request.method) {
-    case "GET": {
-      const view = await holder.webhook();
-      return view ? Response.json(view) : errorResponse(404, "not_found", `${what} has no webhook`);
-    }
-    case "PUT": {
-      const body = await readJsonBody(request, BODY_BYTES);
-      if (!body.ok) return body.response;
-      const parsed = parseBody(webhookConfigSchema, body.data);
-      if (!parsed.ok) {
-        return errorResponse(400, "bad_request",
-          `body must be {"url": "http(s)://...", "secret"?: "whsec_...", "rotate_secret"?: true, "keep_old_secret_seconds"?: <0-604800>, "no_holder_after_seconds"?: <1-86400>}: ${parsed.message}`);
-      }
-      const allowed = allowPrivate(allowPrivateVar);
-      if (typeof allowed === "string") return errorResponse(500, "internal", allowed);
-      const refused = webhookTargetRefusal(parsed.value.url, allowed);
-      if (refused !== null) return errorResponse(400, "bad_request", refused);
-      return Response.json(await holder.setWebhook(parsed.value, new URL(request.url).origin));
-    }
-    case "DELETE":
-      return (await holder.deleteWebhook()) ? new Response(null, { status: 204 }) : errorResponse(404, "not_found", `${what} has no webhook`);
-    default:
-      return errorResponse(405, "bad_request", "a webhook takes GET, PUT or DELETE");
+/** GET …/webhook; `what` names the webhook in messages ("the account" or "agent reviewer"). */
+export async function getWebhook(holder: WebhookHolder, what: string): Promise<Response> {
+  const view = await holder.webhook();
+  return view ? Response.json(view) : errorResponse(404, "not_found", `${what} has no webhook`);
+}
+
+/** PUT …/webhook; `allowPrivateVar` is BATON_WEBHOOK_ALLOW_PRIVATE. */
+export async function putWebhook(request: Request, holder: WebhookHolder, allowPrivateVar: string | undefined): Promise<Response> {
+  const body = await readJsonBody(request, BODY_BYTES);
+  if (!body.ok) return body.response;
+  const parsed = parseBody(webhookConfigSchema, body.data);
+  if (!parsed.ok) {
+    return errorResponse(400, "bad_request",
+      `body must be {"url": "http(s)://...", "secret"?: "whsec_...", "rotate_secret"?: true, "keep_old_secret_seconds"?: <0-604800>, "no_holder_after_seconds"?: <1-86400>}: ${parsed.message}`);
   }
+  const allowed = allowPrivate(allowPrivateVar);
+  if (typeof allowed === "string") return errorResponse(500, "internal", allowed);
+  const refused = webhookTargetRefusal(parsed.value.url, allowed);
+  if (refused !== null) return errorResponse(400, "bad_request", refused);
+  return Response.json(await holder.setWebhook(parsed.value, new URL(request.url).origin));
+}
+
+/** DELETE …/webhook: 204, or 404 when there was none. */
+export async function deleteWebhook(holder: WebhookHolder, what: string): Promise<Response> {
+  return (await holder.deleteWebhook()) ? new Response(null, { status: 204 }) : errorResponse(404, "not_found", `${what} has no webhook`);
 }

@@ -2,11 +2,16 @@
 // [--on-busy queue|reject|interrupt|replace] [--debounce-ms MS]`: the agent's message policy. Without options it prints the current one.
 import { requestJson } from "../../client/http.ts";
 import { policyViewSchema } from "../../worker/wire/http-responses.ts";
+import { ON_BUSY, POLICY_MODES } from "../../worker/wire/enums.ts";
 import { LIMITS } from "../../worker/wire/protocol.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
+import { routePath } from "../../worker/wire/routes.ts";
+
+/** "a or b", "a, b or c": the words an option takes, for its usage error. */
+const eitherOf = (words: readonly string[]) => `${words.slice(0, -1).join(", ")} or ${words.at(-1)}`;
 
 export default defineCommand({
   path: ["agent", "set"],
@@ -28,10 +33,10 @@ export default defineCommand({
   async run({ args, options }) {
     const agent = agentName(args[0]!);
     const mode = options.mode;
-    if (mode !== undefined && mode !== "single" && mode !== "pool") throw new UsageError(`--mode must be single or pool, got ${JSON.stringify(mode)}`);
+    if (mode !== undefined && !(POLICY_MODES as readonly string[]).includes(mode)) throw new UsageError(`--mode must be ${eitherOf(POLICY_MODES)}, got ${JSON.stringify(mode)}`);
     const onBusy = options["on-busy"];
-    if (onBusy !== undefined && !["queue", "reject", "interrupt", "replace"].includes(onBusy)) {
-      throw new UsageError(`--on-busy must be queue, reject, interrupt or replace, got ${JSON.stringify(onBusy)}`);
+    if (onBusy !== undefined && !(ON_BUSY as readonly string[]).includes(onBusy)) {
+      throw new UsageError(`--on-busy must be ${eitherOf(ON_BUSY)}, got ${JSON.stringify(onBusy)}`);
     }
     const { min, max } = LIMITS.runTimeoutSeconds;
     const body = {
@@ -43,7 +48,7 @@ export default defineCommand({
       ...(options["debounce-ms"] === undefined ? {} : { debounce_ms: numberOption(options["debounce-ms"], "debounce-ms", { min: 0, max: 600_000, integer: true }) }),
     };
     const conn = resolveConnection(options);
-    const path = `/agents/${agent}/policy`;
+    const path = routePath("/agents/{agent}/policy", { agent });
     const policy = Object.keys(body).length === 0
       ? await requestJson(conn, "GET", path, policyViewSchema)
       : await requestJson(conn, "PUT", path, policyViewSchema, { body });

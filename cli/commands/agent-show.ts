@@ -6,6 +6,7 @@ import { writeText } from "../lib/printable.ts";
 import { defineCommand } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
 export default defineCommand({
   path: ["agent", "show"],
@@ -16,8 +17,8 @@ export default defineCommand({
     const agent = agentName(args[0]!);
     const conn = resolveConnection(options);
     const [policy, presence] = await Promise.all([
-      requestJson(conn, "GET", `/agents/${agent}/policy`, policyViewSchema),
-      requestJson(conn, "GET", `/agents/${agent}/presence`, presenceSchema),
+      requestJson(conn, "GET", routePath("/agents/{agent}/policy", { agent }), policyViewSchema),
+      requestJson(conn, "GET", routePath("/agents/{agent}/presence", { agent }), presenceSchema),
     ]);
     const c = presence.controls;
     if (options.json) {

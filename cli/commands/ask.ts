@@ -6,6 +6,7 @@
 // never runs again. Scripts write `choice=$(baton ask …) || exit $?`: an assignment alone does not
 // stop on 75 (the coordinator refuses to finish a run whose question is open, and serve parks it).
 import { requestJson } from "../../client/http.ts";
+import { ON_DEADLINE } from "../../worker/wire/enums.ts";
 import { LIMITS, questionSchema } from "../../worker/wire/protocol.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { createHash } from "node:crypto";
@@ -16,9 +17,9 @@ import { writeText } from "../lib/printable.ts";
 import { currentRun, stepName } from "./step.ts";
 import * as z from "zod/mini";
 import { plainChoices } from "../../client/person-question.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
 const asked = z.object({ id: z.number(), token: z.number() });
-const ON_DEADLINE = ["fail", "approve", "reject", "escalate"] as const;
 
 export default defineCommand({
   path: ["ask"],
@@ -63,7 +64,7 @@ export default defineCommand({
       return;
     }
     const { agent, id, token, runKey } = run.proof;
-    await requestJson(run.connection, "POST", `/agents/${encodeURIComponent(agent)}/messages/${id}/ask`, asked, {
+    await requestJson(run.connection, "POST", routePath("/agents/{agent}/messages/{id}/ask", { agent, id }), asked, {
       body: { token, run_key: runKey, question: question.data, ...(deadline === undefined ? {} : { deadline_seconds: deadline }) },
     });
     writeText(`baton: asked a person: ${question.data.text}; message ${id} parks until someone answers (${answerHint(agent, id, choices ?? [])})\n`, process.stderr);

@@ -7,8 +7,9 @@ import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
 import { unknownOutcomeReason } from "../../worker/wire/protocol.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
-export const MAX_LIMIT = 1000;
+const MAX_LIMIT = 1000;
 
 export default defineCommand({
   path: ["history"],
@@ -22,7 +23,7 @@ export default defineCommand({
     const agent = agentName(args[0]!);
     const after = options.after === undefined ? 0 : numberOption(options.after, "after", { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true });
     const limit = options.limit === undefined ? 100 : numberOption(options.limit, "limit", { min: 1, max: MAX_LIMIT, integer: true });
-    const page = await requestJson(resolveConnection(options), "GET", `/agents/${agent}/messages?after=${after}&limit=${limit}`, messagePageSchema);
+    const page = await requestJson(resolveConnection(options), "GET", `${routePath("/agents/{agent}/messages", { agent })}?after=${after}&limit=${limit}`, messagePageSchema);
     if (options.json) {
       process.stdout.write(`${JSON.stringify(page)}\n`);
       return;

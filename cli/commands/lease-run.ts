@@ -15,7 +15,7 @@ import { stopTree } from "../lib/process-tree.ts";
 import { onTermination } from "../lib/termination.ts";
 
 /** Exit codes of `lease run` besides the command's own. */
-export const LEASE_EXIT = {
+const LEASE_EXIT = {
   /** Another run holds the lease (and --wait was not given or timed out); the command never ran. */
   held: 3,
   /** The lease was lost while the command ran; the command was killed. */

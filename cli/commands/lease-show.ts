@@ -4,6 +4,7 @@ import { leaseStateSchema } from "../../worker/wire/http-responses.ts";
 import { defineCommand } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { sessionName } from "../lib/names.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
 export default defineCommand({
   path: ["lease", "show"],
@@ -12,7 +13,7 @@ export default defineCommand({
   options: {},
   async run({ args, options }) {
     const session = sessionName(args[0]!);
-    const state = await requestJson(resolveConnection(options), "GET", `/leases/${encodeURIComponent(session)}`, leaseStateSchema);
+    const state = await requestJson(resolveConnection(options), "GET", routePath("/leases/{session}", { session }), leaseStateSchema);
     if (options.json) {
       process.stdout.write(`${JSON.stringify(state)}\n`);
       return;

@@ -8,6 +8,7 @@ import { agentListSchema } from "../../worker/wire/http-responses.ts";
 import { defineCommand } from "../lib/command.ts";
 import { checkedUrl, configPath, DEFAULT_URL, isLocalUrl, readStoredConfig } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
 const TOKEN_SHAPE = /^\S{1,4096}$/;
 
@@ -29,7 +30,7 @@ export default defineCommand({
       process.stderr.write(`warning: ${url} is plain http: the token crosses the network unencrypted; use https\n`);
     }
     try {
-      await requestJson({ url, token }, "GET", "/agents", agentListSchema);
+      await requestJson({ url, token }, "GET", routePath("/agents"), agentListSchema);
     } catch (err) {
       if (err instanceof CoordinatorError && err.code === "unauthorized") {
         throw new CLIError(`the coordinator at ${url} does not accept this token (check that it is the whole token, for this coordinator); nothing stored`);

@@ -10,6 +10,7 @@ import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
 export default defineCommand({
   path: ["resume"],
@@ -30,7 +31,7 @@ export default defineCommand({
     if (options.done && options.redo) throw new UsageError("--done and --redo exclude each other", true);
     const outcome = options.done ? "done" : options.redo ? "redo" : undefined;
     const body = { ...(args[2] === undefined ? {} : { input: args[2] }), ...(outcome === undefined ? {} : { outcome }) };
-    const m = await requestJson(resolveConnection(options), "POST", `/agents/${agent}/messages/${id}/resume`, messageViewSchema, { body, headers: { "x-baton-via": "cli" } });
+    const m = await requestJson(resolveConnection(options), "POST", routePath("/agents/{agent}/messages/{id}/resume", { agent, id }), messageViewSchema, { body, headers: { "x-baton-via": "cli" } });
     if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
     else if (m.status === "parked" && m.waiting_on !== null) {
       // Several effects were left unknown: each is answered in turn.

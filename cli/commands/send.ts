@@ -14,8 +14,9 @@ import { resolveConnection } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
 import { LIMITS, TRACEPARENT, unknownOutcomeReason, utf8Bytes } from "../../worker/wire/protocol.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
-export const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, superseded: 8, interrupted: 130 } as const;
+const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, superseded: 8, interrupted: 130 } as const;
 const POLL_MS = 250;
 const PRESENCE_EVERY_MS = 5000;
 
@@ -59,7 +60,7 @@ export default defineCommand({
       // A command run under a trace (TRACEPARENT, as `baton serve` gives its commands) sends within it.
       ...(process.env.TRACEPARENT && TRACEPARENT.test(process.env.TRACEPARENT) ? { traceparent: process.env.TRACEPARENT } : {}),
     };
-    const sent = await requestJson(conn, "POST", `/agents/${agent}/messages`, messageViewSchema, { body });
+    const sent = await requestJson(conn, "POST", routePath("/agents/{agent}/messages", { agent }), messageViewSchema, { body });
     if (!options.wait) {
       process.stdout.write(options.json ? `${JSON.stringify(sent)}\n` : `sent message ${sent.id} to ${agent}\n`);
       return;
@@ -78,7 +79,7 @@ export default defineCommand({
     try {
       for (;;) {
         if (interrupt.fired) return await interrupted(conn, agent, sent.id, options["cancel-on-interrupt"], options.json);
-        const m = await requestJson(conn, "GET", `/agents/${agent}/messages/${sent.id}`, messageViewSchema);
+        const m = await requestJson(conn, "GET", routePath("/agents/{agent}/messages/{id}", { agent, id: sent.id }), messageViewSchema);
         if (m.status === "acknowledged") {
           // The reply is the command's output: exact in a pipe, made printable on a terminal.
           const reply = options.json ? `${JSON.stringify(m)}\n` : ((await replyText(conn, agent, m)) ?? "");
@@ -158,12 +159,12 @@ async function interrupted(conn: Connection, agent: string, id: number, cancelIt
 }
 
 async function agentState(conn: Connection, agent: string): Promise<{ served: boolean; paused: boolean }> {
-  const presence = await requestJson(conn, "GET", `/agents/${agent}/presence`, presenceSchema);
+  const presence = await requestJson(conn, "GET", routePath("/agents/{agent}/presence", { agent }), presenceSchema);
   return { served: presence.serve_candidates > 0, paused: presence.controls?.paused ?? false };
 }
 
 /** The question a parked message waits on, and the commands that answer it. */
-export function waitingFor(agent: string, m: MessageView): string {
+function waitingFor(agent: string, m: MessageView): string {
   if (m.waiting_on !== null) {
     return `baton: message ${m.id} parked: ${unknownOutcomeReason(m.waiting_on)}; did it happen?\n  baton resume ${agent} ${m.id} --done [OUTCOME]   or   baton resume ${agent} ${m.id} --redo\n`;
   }

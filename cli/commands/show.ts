@@ -10,6 +10,7 @@ import { unknownOutcomeReason } from "../../worker/wire/protocol.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
 export default defineCommand({
   path: ["show"],
@@ -23,7 +24,7 @@ export default defineCommand({
     const agent = agentName(args[0]!);
     const id = numberOption(args[1]!, "ID", { min: 1, max: Number.MAX_SAFE_INTEGER, integer: true });
     const conn = resolveConnection(options);
-    const m = await requestJson(conn, "GET", `/agents/${agent}/messages/${id}`, messageViewSchema);
+    const m = await requestJson(conn, "GET", routePath("/agents/{agent}/messages/{id}", { agent, id }), messageViewSchema);
     if (options.json) {
       process.stdout.write(`${JSON.stringify(m)}\n`);
       return;
@@ -63,6 +64,6 @@ export default defineCommand({
 });
 
 /** "plan (step, done by attempt 1, 24 B)"; an effect begun with no outcome is "outcome unknown". */
-export function describeStep(s: MessageView["steps"][number]): string {
+function describeStep(s: MessageView["steps"][number]): string {
   return `${s.name} (${s.kind}, ${s.status === "done" ? `done by attempt ${s.attempt}, ${s.bytes} B` : `begun by attempt ${s.attempt}, outcome unknown`})`;
 }

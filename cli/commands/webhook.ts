@@ -12,14 +12,15 @@ import { resolveConnection } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
 import { printable } from "../lib/printable.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
 const AGENT = { name: "AGENT", description: "agent name (without it: the account's webhook, for agents with none of their own)", required: false };
 
 /** The webhook's path and how messages name it. */
 function target(raw: string | undefined): { path: string; what: string } {
-  if (raw === undefined) return { path: "/webhook", what: "the account's webhook" };
+  if (raw === undefined) return { path: routePath("/webhook"), what: "the account's webhook" };
   const agent = agentName(raw);
-  return { path: `/agents/${agent}/webhook`, what: `the webhook of agent ${agent}` };
+  return { path: routePath("/agents/{agent}/webhook", { agent }), what: `the webhook of agent ${agent}` };
 }
 
 function describe(v: WebhookView): string[] {

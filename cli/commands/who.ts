@@ -9,6 +9,7 @@ import { agentName } from "../lib/names.ts";
 import { renderPresence, type PresenceReport } from "../lib/presence-table.ts";
 import { REPEAT_MS } from "../lib/status-line.ts";
 import { onTermination } from "../lib/termination.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
 export default defineCommand({
   path: ["who"],
@@ -84,7 +85,7 @@ function render(reports: PresenceReport[]): string {
  * (`?view=who`); for --json everything.
  */
 async function load(conn: Connection, agent: string | undefined, full: boolean): Promise<PresenceReport[]> {
-  if (agent) return [await requestJson(conn, "GET", `/agents/${agent}/presence`, presenceSchema)];
-  if (full) return (await requestJson(conn, "GET", "/agents", agentListSchema)).agents;
-  return (await requestJson(conn, "GET", "/agents?view=who", agentWhoListSchema)).agents;
+  if (agent) return [await requestJson(conn, "GET", routePath("/agents/{agent}/presence", { agent }), presenceSchema)];
+  if (full) return (await requestJson(conn, "GET", routePath("/agents"), agentListSchema)).agents;
+  return (await requestJson(conn, "GET", `${routePath("/agents")}?view=who`, agentWhoListSchema)).agents;
 }

@@ -25,7 +25,7 @@ type Values<O extends Record<string, OptionSpec>> = {
   [K in keyof O]: O[K]["type"] extends "boolean" ? boolean : string | undefined;
 };
 
-export const COMMON_OPTIONS = {
+const COMMON_OPTIONS = {
   url: { type: "string", value: "URL", description: `coordinator URL (env BATON_URL, then \`baton login\`; default ${DEFAULT_URL})` },
   token: { type: "string", value: "TOKEN", description: "bearer token (env BATON_TOKEN, then `baton login`); visible in ps, prefer the others" },
   json: { type: "boolean", description: "machine-readable JSON output" },
@@ -101,7 +101,7 @@ function usageMessage(err: unknown, known: string[]): string {
 }
 
 /** The synopsis line: `baton lease run SESSION [options] -- COMMAND [ARGS...]`. */
-export function synopsis(command: Command): string {
+function synopsis(command: Command): string {
   const words = ["baton", ...command.path];
   for (const p of command.positionals) words.push(p.required ? p.name : `[${p.name}]`);
   words.push("[options]");

@@ -68,7 +68,3 @@ export function resolveConnection(flags: { url?: string; token?: string }, env: 
   if (!token) throw new CLIError(`no token for ${url}: run \`baton login\` or set BATON_TOKEN`);
   return { url, token, request: nodeRequest };
 }
-
-export function wsUrl(httpUrl: string): string {
-  return httpUrl.replace(/^http/, "ws");
-}

@@ -9,7 +9,9 @@ import { CoordinatorError, UnreachableError } from "../../client/errors.ts";
 import { requestJson, type Connection } from "../../client/http.ts";
 import { answerOf, askPerson, plainChoices, waitForAnswer, type PersonAnswer } from "../../client/person-question.ts";
 import { leaseGrantSchema, leaseReleasedSchema, messageViewSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
+import type { OnDeadline } from "../../worker/wire/enums.ts";
 import { LIMITS, RUN_ID } from "../../worker/wire/protocol.ts";
+import { routePath } from "../../worker/wire/routes.ts";
 
 export interface McpOptions {
   agent: string;
@@ -47,7 +49,6 @@ function answerResult(a: PersonAnswer, agent: string): Record<string, unknown> {
 
 export function createMcpServer(options: McpOptions): McpServer {
   const { agent, conn } = options;
-  const path = `/agents/${encodeURIComponent(agent)}`;
   const server = new McpServer({ name: "baton", version: options.version });
 
   server.registerTool("ask", {
@@ -58,7 +59,7 @@ export function createMcpServer(options: McpOptions): McpServer {
       choices: z.optional(z.array(z.string()).check(z.minLength(1), z.maxLength(LIMITS.choices))),
       deadline_seconds: z.optional(z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max))),
       // No approve: a deadline that approves would let the model's own question approve itself.
-      on_deadline: z.optional(z.enum(["fail", "reject", "escalate"])),
+      on_deadline: z.optional(z.enum(["fail", "reject", "escalate"] satisfies OnDeadline[])),
       wait_seconds: z.optional(z.number().check(z.gte(0), z.lte(3600))),
     },
   }, (args, extra) => tool(async () => {
@@ -94,7 +95,7 @@ export function createMcpServer(options: McpOptions): McpServer {
     description: `Which machine holds ${agent}'s serve lease, which stand by, and its waiting work (queued, running, parked for a person).`,
     inputSchema: {},
   }, () => tool(async () => {
-    const p = await requestJson(conn, "GET", `${path}/presence`, presenceSchema);
+    const p = await requestJson(conn, "GET", routePath("/agents/{agent}/presence", { agent }), presenceSchema);
     return {
       agent, holder: p.holder, fence: p.fence,
       standbys: p.connections.filter((c) => !c.held).map((c) => ({ machine: c.machine, claim_seq: c.claim_seq, priority: c.priority, drained: c.drained })),
@@ -112,12 +113,12 @@ export function createMcpServer(options: McpOptions): McpServer {
       wait_seconds: z.optional(z.number().check(z.gte(0), z.lte(3600))),
     },
   }, (args, extra) => tool(async () => {
-    const sent = await requestJson(conn, "POST", `${path}/messages`, messageViewSchema, { body: { text: args.text, ...(args.group === undefined ? {} : { group: args.group }) } });
+    const sent = await requestJson(conn, "POST", routePath("/agents/{agent}/messages", { agent }), messageViewSchema, { body: { text: args.text, ...(args.group === undefined ? {} : { group: args.group }) } });
     const until = Date.now() + (args.wait_seconds ?? 0) * 1000;
     let m = sent;
     while ((m.status === "queued" || m.status === "running") && Date.now() < until && !extra.signal.aborted) {
       await new Promise((r) => setTimeout(r, options.pollMs ?? 500));
-      m = await requestJson(conn, "GET", `${path}/messages/${sent.id}`, messageViewSchema);
+      m = await requestJson(conn, "GET", routePath("/agents/{agent}/messages/{id}", { agent, id: sent.id }), messageViewSchema);
     }
     return { agent, message_id: m.id, status: m.status, reply: m.reply, error: m.error, attempts: m.attempts };
   }));
@@ -126,7 +127,7 @@ export function createMcpServer(options: McpOptions): McpServer {
   const runId = { run_id: z.string().check(z.regex(RUN_ID)) };
   const ttl = { ttl_seconds: z.optional(z.int().check(z.gte(LIMITS.leaseTtlSeconds.min), z.lte(LIMITS.leaseTtlSeconds.max))) };
   const leaseCall = (op: "acquire" | "renew", args: { session: string; run_id: string; ttl_seconds?: number }) => requestJson(
-    conn, "POST", `/leases/${encodeURIComponent(args.session)}/${op}`, leaseGrantSchema, { body: { run_id: args.run_id, ...(args.ttl_seconds ? { ttl_seconds: args.ttl_seconds } : {}) } });
+    conn, "POST", routePath(`/leases/{session}/${op}`, { session: args.session }), leaseGrantSchema, { body: { run_id: args.run_id, ...(args.ttl_seconds ? { ttl_seconds: args.ttl_seconds } : {}) } });
   server.registerTool("lease_acquire", {
     title: "Acquire a session lease",
     description: "Take the session lease (e.g. a repository's name), or fail naming when the holder's lease expires. Returns the run id (pass it to renew and release) and the fence to attach to writes; renew before expires_at.",
@@ -141,6 +142,6 @@ export function createMcpServer(options: McpOptions): McpServer {
     title: "Release a session lease",
     description: "Give a session lease up so another machine can take it at once.",
     inputSchema: { ...session, ...runId },
-  }, (args) => tool(() => requestJson(conn, "POST", `/leases/${encodeURIComponent(args.session)}/release`, leaseReleasedSchema, { body: { run_id: args.run_id } })));
+  }, (args) => tool(() => requestJson(conn, "POST", routePath("/leases/{session}/release", { session: args.session }), leaseReleasedSchema, { body: { run_id: args.run_id } })));
   return server;
 }

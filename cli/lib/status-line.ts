@@ -8,13 +8,13 @@ import { printable } from "./printable.ts";
 
 export const REPEAT_MS = 30_000;
 
-export function ordinal(n: number): string {
+function ordinal(n: number): string {
   const tens = n % 100;
   if (tens >= 11 && tens <= 13) return `${n}th`;
   return `${n}${({ 1: "st", 2: "nd", 3: "rd" } as Record<number, string>)[n % 10] ?? "th"}`;
 }
 
-export function describeStatus(s: ServeStatus, url: string): string {
+function describeStatus(s: ServeStatus, url: string): string {
   switch (s.kind) {
     case "connecting":
       return `connecting to ${url}`;

@@ -5,7 +5,7 @@
 export type Termination = "SIGTERM" | "SIGINT" | "SIGHUP" | "parent exited";
 
 const SIGNAL_EXIT: Record<string, number> = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
-export const PARENT_POLL_MS = 500;
+const PARENT_POLL_MS = 500;
 
 export interface TerminationOptions {
   /** Also wind down when the parent process goes away (default true). */

@@ -1,7 +1,9 @@
-// The table of who may call what, as a pure function: every route the coordinator answers needs
-// exactly one scope, anything else is no route at all (null, answered 404 before routing).
+// Who may call what, as a pure function: every route the coordinator answers needs exactly one
+// scope, anything else is no route at all (null, answered 404 before routing). The expected scopes
+// are written out here by hand, apart from the route table, so a wrong scope in the table fails.
 import { describe, expect, it } from "vitest";
 import { callerOf, grantedScopes, rememberCaller, requiredScope, type Caller } from "../../worker/scopes.ts";
+import { matchRoute, ROUTES as TABLE } from "../../worker/wire/routes.ts";
 import type { Scope } from "../../worker/wire/token-scopes.ts";
 
 const A = "/agents/reviewer";
@@ -12,6 +14,8 @@ const ROUTES: [string, string, Scope][] = [
   ["GET", "/metrics", "read"],
   ["GET", "/agents", "read"],
   ["GET", "/observe", "read"],
+  ["POST", "/webhook/test", "admin"],
+  ["POST", `${A}/webhook/test`, "admin"],
   ["GET", `${A}/serve`, "serve"],
   ["GET", `${A}/presence`, "read"],
   ["GET", `${A}/messages`, "read"],
@@ -34,9 +38,11 @@ const ROUTES: [string, string, Scope][] = [
   ["POST", `${M}/reject`, "answer"],
   ["POST", `${M}/answer`, "answer"],
   ["POST", `${M}/retry`, "admin"],
+  ["POST", `${M}/cancel`, "answer"],
   ["POST", `${M}/ask`, "serve"],
   ["POST", `${M}/heartbeat`, "serve"],
   ["GET", `${M}/steps/plan`, "serve"],
+  ["PUT", `${M}/steps/plan`, "serve"],
   ["PUT", `${M}/steps/a%3Ab`, "serve"],
   ["PUT", `${M}/blobs`, "serve"],
   ["GET", `${M}/blobs/b-123`, "read"],
@@ -46,6 +52,10 @@ const ROUTES: [string, string, Scope][] = [
   ["POST", "/leases/job-1/renew", "serve"],
   ["POST", "/leases/job-1/release", "serve"],
   ["POST", "/leases/job-1/check", "serve"],
+  ["GET", "/leases/job-1/data", "read"],
+  ["PUT", "/leases/job-1/data", "serve"],
+  ["GET", "/leases/job-1/data/list", "read"],
+  ["POST", "/leases/job-1/data/delete", "serve"],
 ];
 
 const NO_ROUTE: [string, string][] = [
@@ -72,6 +82,10 @@ const NO_ROUTE: [string, string][] = [
   ["POST", "/leases/job-1/steal"],
   ["GET", "/leases/job-1/acquire"],
   ["HEAD", `${A}/presence`],
+  ["PATCH", "/webhook"],
+  ["POST", `${A}/webhook`],
+  ["DELETE", "/leases/job-1/data"],
+  ["GET", "/leases/job-1/data/delete"],
 ];
 
 describe("requiredScope", () => {
@@ -80,6 +94,11 @@ describe("requiredScope", () => {
       expect(requiredScope(method, path)).toBe(scope);
     });
   }
+
+  it("the list above names every row of the route table, so a new row needs its scope written twice: there and here", () => {
+    const listed = new Set(ROUTES.map(([method, path]) => matchRoute(method, path)?.key));
+    expect(Object.keys(TABLE).filter((key) => !listed.has(key as keyof typeof TABLE))).toEqual([]);
+  });
 
   it("answers null for every method and path no route answers, so they stay 404", () => {
     for (const [method, path] of NO_ROUTE) expect(requiredScope(method, path), `${method} ${path}`).toBeNull();

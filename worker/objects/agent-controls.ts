@@ -9,7 +9,6 @@ import type { AgentControlsReport } from "../wire/server-frames.ts";
 import { KeyValueTable } from "./kv-table.ts";
 
 export type ControlRoute = "pause" | "unpause" | "drain" | "undrain";
-export const CONTROL_ROUTES: readonly string[] = ["pause", "unpause", "drain", "undrain"] satisfies ControlRoute[];
 
 export type ControlOutcome = { ok: true; changed: boolean } | { ok: false; status: number; code: ErrorCode; message: string };
 

@@ -37,8 +37,6 @@ export type ConnState = z.infer<typeof serveAttachment>;
 export const observerAttachment = z.object({ v: z.literal(1), role: z.literal("observer"), joinedAt: time });
 export type ObserverState = z.infer<typeof observerAttachment>;
 
-export type Role = ConnState["role"] | ObserverState["role"];
-
 export function newConnState(machine: string, now: number): ConnState {
   return { v: 1, role: "serve", claimSeq: null, released: false, machine, joinedAt: now, lastSeen: now, toldHeld: null, toldFence: null, cursor: 0 };
 }
@@ -68,12 +66,6 @@ export function writeAttachment<S>(ws: WebSocket, state: S): void {
 
 export const writeConn: (ws: WebSocket, state: ConnState) => void = writeAttachment;
 
-/** Server time of the last heartbeat: the auto-response timestamp or the last frame, whichever is later. */
-export function lastHeartbeat(ctx: DurableObjectState, ws: WebSocket, state: ConnState): number {
-  const auto = ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
-  return Math.max(auto, state.lastSeen);
-}
-
 export function send(ws: WebSocket, frame: ServerFrame): void {
   try {
     ws.send(JSON.stringify(frame));
@@ -86,7 +78,7 @@ export function send(ws: WebSocket, frame: ServerFrame): void {
  * A code the server may send in a close frame. 1005 and 1006 only describe what happened
  * (no status, abnormal closure) and anything else outside the sendable ranges becomes `normal`.
  */
-export function sendableCloseCode(code: number): number {
+function sendableCloseCode(code: number): number {
   const sendable = code === 1000 || (code >= 1001 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
   return sendable ? code : CLOSE_CODES.normal;
 }

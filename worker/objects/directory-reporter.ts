@@ -16,7 +16,7 @@ import { directoryObjectName } from "./names.ts";
 export const REPORT_RETRY_MS = 5_000;
 
 /** Presence without what changes on its own (heartbeat ages, the wake counter): equal means nothing to report. */
-export function presenceFingerprint(presence: Presence): string {
+function presenceFingerprint(presence: Presence): string {
   const { wakes: _wakes, connections, ...rest } = presence;
   return JSON.stringify({ ...rest, connections: connections.map(({ heartbeat_age_seconds: _age, ...c }) => c) });
 }

@@ -10,7 +10,7 @@ import {
 } from "../rules/metrics.ts";
 
 /** Refusals alone are written at most this often; up to this much of them is lost if the object is evicted. */
-export const REFUSALS_PERSIST_MS = 30_000;
+const REFUSALS_PERSIST_MS = 30_000;
 
 const TALLY_TRIGGERS = [
   `CREATE TRIGGER IF NOT EXISTS tally_insert AFTER INSERT ON messages BEGIN

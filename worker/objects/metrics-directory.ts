@@ -5,10 +5,10 @@ import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import type { AgentMetrics } from "../rules/metrics.ts";
 
 /** An agent with no connection and no waiting message that has not reported for this long leaves /metrics. */
-export const IDLE_AGENT_RETENTION_MS = 24 * 60 * 60 * 1000;
+const IDLE_AGENT_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /** Counters stay (they only grow), but nobody vouches for the gauges: no holder, no standby, no connection is claimed. */
-export function unconfirmedSnapshot(m: AgentMetrics): AgentMetrics {
+function unconfirmedSnapshot(m: AgentMetrics): AgentMetrics {
   return { ...m, confirmed: false, holders: 0, standbys: 0, connections: 0 };
 }
 

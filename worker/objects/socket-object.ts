@@ -84,10 +84,6 @@ export abstract class SocketObject<S> extends DurableObject<Env> {
     return out;
   }
 
-  protected writeState(ws: WebSocket, state: S): void {
-    writeAttachment(ws, state);
-  }
-
   /** A frame from a connection whose attachment checked out. */
   protected abstract onMessage(socket: Socket<S>, raw: string | ArrayBuffer): void | Promise<void>;
   /** A connection closed or failed; it is already excluded from `sockets()`. */

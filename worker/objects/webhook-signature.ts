@@ -9,7 +9,7 @@ import { SECRET_PREFIX, WEBHOOK_HEADERS } from "../wire/webhooks.ts";
  * baton spoke Standard Webhooks (any text of 16-256 characters) keeps signing with its UTF-8 bytes:
  * the same key as `whsec_` + the base64 of that text, which a receiver's library accepts.
  */
-export function signingKey(secret: string): Uint8Array<ArrayBuffer> {
+function signingKey(secret: string): Uint8Array<ArrayBuffer> {
   if (!secret.startsWith(SECRET_PREFIX)) return new Uint8Array(new TextEncoder().encode(secret));
   try {
     return Uint8Array.from(atob(secret.slice(SECRET_PREFIX.length)), (c) => c.charCodeAt(0));

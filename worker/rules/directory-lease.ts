@@ -9,7 +9,7 @@ export interface DirectoryLeaseTimes {
   validForMs: number;
 }
 
-export function directoryLeaseTimes(heartbeatTtlMs: number): DirectoryLeaseTimes {
+function directoryLeaseTimes(heartbeatTtlMs: number): DirectoryLeaseTimes {
   return { renewEveryMs: 2 * heartbeatTtlMs, validForMs: 3 * heartbeatTtlMs };
 }
 

@@ -13,11 +13,9 @@
 //   queued | running | parked ──cancel (rules/message-cancel.ts)──▶ cancelled (final)
 
 import type { OnBusy } from "./on-busy.ts";
+import type { MessageStatus, OnDeadline, PolicyMode, ResumeOutcome } from "../wire/enums.ts";
 
-export type MessageStatus = "queued" | "running" | "parked" | "acknowledged" | "failed" | "rejected" | "cancelled" | "superseded";
-
-/** What a question's deadline does when nobody answered it: fail the message, answer for the person, or ask again. */
-export type OnDeadline = "fail" | "approve" | "reject" | "escalate";
+export type { MessageStatus, OnDeadline };
 
 /** The shortest wait between two escalations of one question. */
 export const ESCALATE_EVERY_MS = 60_000;
@@ -56,7 +54,7 @@ export interface MessageLease {
 }
 
 export interface MessagePolicy {
-  mode: "single" | "pool";
+  mode: PolicyMode;
   /** Messages running at once across all runners. */
   maxRunning: number;
   runTimeoutMs: number;
@@ -252,7 +250,7 @@ export type ResumeResult =
  * that has passed, by now, has failed it. A message parked because an effect's outcome is unknown
  * is resumed only with the person's answer for it (`outcome`: it happened, or run it again).
  */
-export function resume(m: MessageLease, now: number, outcome: "done" | "redo" | null = null): ResumeResult {
+export function resume(m: MessageLease, now: number, outcome: ResumeOutcome | null = null): ResumeResult {
   if (m.status !== "parked") return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}, not parked` };
   if (m.forPerson) return { ok: false, code: "bad_request", message: `message ${m.id} is a question for a person and nothing runs it: answer it with approve, answer or reject` };
   if (deadlineDecides(m, now)) {

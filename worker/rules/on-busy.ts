@@ -10,12 +10,12 @@
 //   replace    queued, never-started messages of the group end `superseded` (by N); a running one finishes;
 //              with a debounce, the new message is held that long, so a burst becomes one run
 import type { MessageLease } from "./message-lease.ts";
+import type { OnBusy, PolicyMode } from "../wire/enums.ts";
 
-export const ON_BUSY = ["queue", "reject", "interrupt", "replace"] as const;
-export type OnBusy = (typeof ON_BUSY)[number];
+export type { OnBusy };
 
 export interface BusyPolicy {
-  mode: "single" | "pool";
+  mode: PolicyMode;
   onBusy: OnBusy;
   /** With replace: how long a new message is held before it may run (null: not held). */
   debounceMs: number | null;

@@ -44,7 +44,7 @@ export function shardOf(account: string, session: string, shards: number): numbe
 }
 
 /** Digits of a fence token: enough for every safe integer, so string order equals number order. */
-export const FENCE_TOKEN_DIGITS = 16;
+const FENCE_TOKEN_DIGITS = 16;
 
 /** The fence as a zero-padded decimal string: comparing two tokens as strings compares the fences. */
 export function fenceToken(fence: number): string {

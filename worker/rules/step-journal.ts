@@ -8,6 +8,7 @@
 //                                  └─ attempt ends ─▶ unknown: retry (same key) | ask (park for a person)
 //   answer:  (none) ──a person (or a deadline) answers a question──▶ done   (never written by a runner)
 
+import type { ResumeOutcome } from "../wire/enums.ts";
 import type { OnUnknown } from "../wire/step-keys.ts";
 
 export { accountTag, idempotencyKey, legacyIdempotencyKey, unknownOutcomeReason, type OnUnknown } from "../wire/step-keys.ts";
@@ -150,4 +151,4 @@ export function pendingAsk(journal: readonly Pick<StepRecord, "kind" | "status" 
 }
 
 /** What a person decides for an effect whose outcome is unknown: it happened (done), or run it again (redo). */
-export type UnknownOutcome = "done" | "redo";
+export type UnknownOutcome = ResumeOutcome;

@@ -64,7 +64,7 @@ function v6Kind(groups: number[]): string | null {
 }
 
 /** What kind of non-public place `hostname` (as URL.hostname gives it) is, or null for a public one. */
-export function privateTarget(hostname: string): string | null {
+function privateTarget(hostname: string): string | null {
   const host = hostname.toLowerCase().replace(/\.$/, "");
   if (host.startsWith("[")) {
     const groups = v6Groups(host.slice(1, -1));

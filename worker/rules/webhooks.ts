@@ -4,6 +4,7 @@
 // (objects/webhook-outbox.ts) stores and sends; everything it decides comes from here.
 import type { Transition } from "./election.ts";
 import type { MessageStatus } from "./message-lease.ts";
+import type { OnDeadline } from "../wire/enums.ts";
 import { WEBHOOK_LIMITS, type WebhookEvent } from "../wire/webhooks.ts";
 
 export const WEBHOOK = {
@@ -39,7 +40,7 @@ export interface MessageFacts {
   error: string | null;
   /** While parked: the question (JSON of the stored question, null: none asked) and what its deadline does. */
   question: string | null;
-  on_deadline: "fail" | "approve" | "reject" | "escalate" | null;
+  on_deadline: OnDeadline | null;
   /** Once cancelled: who and why (JSON of the stored cancel record, see message-store.ts). */
   cancel?: string | null;
   /** Once superseded (on_busy replace): the message that replaced it. */
@@ -47,7 +48,7 @@ export interface MessageFacts {
 }
 
 /** The question a parked message asks, as events carry it. */
-export function questionFacts(m: Pick<MessageFacts, "question" | "on_deadline">): { text: string | null; choices: string[]; on_deadline: "fail" | "approve" | "reject" | "escalate" } {
+export function questionFacts(m: Pick<MessageFacts, "question" | "on_deadline">): { text: string | null; choices: string[]; on_deadline: OnDeadline } {
   const asked = m.question === null ? null : (JSON.parse(m.question) as { text?: string; choices?: string[] | null });
   return { text: asked?.text ?? null, choices: asked?.choices ?? [], on_deadline: m.on_deadline ?? "fail" };
 }

@@ -4,6 +4,7 @@ import * as z from "zod/mini";
 import { ERROR_CODES } from "./protocol.ts";
 import { agentControlsSchema, blobRef, directoryEntrySchema, journalKind, directorySummarySchema, directoryWhoSchema, presenceSchema } from "./server-frames.ts";
 import { SCOPES } from "./token-scopes.ts";
+import { MESSAGE_STATUSES, ON_BUSY, ON_DEADLINE, ON_UNKNOWN, POLICY_MODES, STEP_PHASES } from "./enums.ts";
 
 const count = z.int().check(z.nonnegative());
 
@@ -18,7 +19,7 @@ export const answerRecordSchema = z.object({
 export const messageViewSchema = z.object({
   id: z.int().check(z.gte(1)),
   text: z.string(),
-  status: z.enum(["queued", "running", "parked", "acknowledged", "failed", "rejected", "cancelled", "superseded"]),
+  status: z.enum(MESSAGE_STATUSES),
   attempts: count,
   created_at: z.number(),
   acked_at: z.nullable(z.number()),
@@ -46,14 +47,14 @@ export const messageViewSchema = z.object({
   retry_at: z.nullable(z.number()),
   /** Its step journal, without values: name, kind, status (intent: an effect whose outcome was never recorded), attempt, size. */
   steps: z.array(z.object({
-    name: z.string(), kind: journalKind, status: z.enum(["intent", "done"]), attempt: count, at: z.number(), bytes: count,
-    on_unknown: z.nullable(z.enum(["retry", "ask"])),
+    name: z.string(), kind: journalKind, status: z.enum(STEP_PHASES), attempt: count, at: z.number(), bytes: count,
+    on_unknown: z.nullable(z.enum(ON_UNKNOWN)),
   })),
   /** The effect whose outcome is unknown while a person decides (parked), else null. */
   waiting_on: z.nullable(z.string()),
   /** While parked: what a person is asked (absent a question: approve or reject), and what its deadline does. */
   question: z.nullable(z.object({
-    text: z.nullable(z.string()), choices: z.array(z.string()), deadline: z.nullable(z.number()), on_deadline: z.enum(["fail", "approve", "reject", "escalate"]),
+    text: z.nullable(z.string()), choices: z.array(z.string()), deadline: z.nullable(z.number()), on_deadline: z.enum(ON_DEADLINE),
     asked_at: z.nullable(z.number()),
   })),
   /** Who answered it, when, from where and with what (the newest 20). */
@@ -82,19 +83,19 @@ export const stepViewSchema = z.object({
   id: z.int().check(z.gte(1)),
   name: z.string(),
   kind: journalKind,
-  status: z.enum(["intent", "done"]),
+  status: z.enum(STEP_PHASES),
   attempt: count,
   value: z.unknown(),
   /** A result kept in R2 instead of inline (value is then null): GET …/blobs/{id} holds its JSON. */
   blob: z.nullable(blobRef),
-  on_unknown: z.nullable(z.enum(["retry", "ask"])),
+  on_unknown: z.nullable(z.enum(ON_UNKNOWN)),
   /** The key to hand an external API for this effect: the same on every attempt. */
   idempotency_key: z.string(),
 });
 
 /** PUT /agents/{agent}/messages/{id}/steps/{name}: what the journal holds now; `duplicate` when it was done already. */
 export const stepWrittenSchema = z.object({
-  id: z.int().check(z.gte(1)), token: count, name: z.string(), status: z.enum(["intent", "done"]), duplicate: z.boolean(), value: z.unknown(),
+  id: z.int().check(z.gte(1)), token: count, name: z.string(), status: z.enum(STEP_PHASES), duplicate: z.boolean(), value: z.unknown(),
   blob: z.optional(z.nullable(blobRef)),
   /** For an effect: the key to hand the external API, the same on every attempt (wire/step-keys.ts). */
   idempotency_key: z.optional(z.string()),
@@ -103,18 +104,21 @@ export const stepWrittenSchema = z.object({
 /** PUT /agents/{agent}/messages/{id}/blobs: an uploaded value, staged under the run's token until a write commits it. */
 export const blobStagedSchema = z.object({ id: z.int().check(z.gte(1)), token: count, blob: z.string(), bytes: count });
 
+/** POST /agents/{agent}/messages/{id}/ask: the question is stored with the run; it parks when the command exits. */
+export const askedSchema = z.object({ id: z.int().check(z.gte(1)), token: count });
+
 /** POST /agents/{agent}/messages/{id}/heartbeat: the run's deadline now (server ms). */
 export const heartbeatAnswerSchema = z.object({ id: z.int().check(z.gte(1)), token: count, expires_at: z.nullable(z.number()) });
 
 /** GET or PUT /agents/{agent}/policy. */
 export const policyViewSchema = z.object({
-  mode: z.enum(["single", "pool"]),
+  mode: z.enum(POLICY_MODES),
   max_running: count,
   run_timeout_seconds: z.number(),
   max_attempts: count,
   heartbeat_timeout_seconds: z.nullable(z.number()),
   /** What a new message does while its group is busy, and replace's debounce (absent from older coordinators). */
-  on_busy: z.optional(z.enum(["queue", "reject", "interrupt", "replace"])),
+  on_busy: z.optional(z.enum(ON_BUSY)),
   debounce_ms: z.optional(z.nullable(count)),
 });
 

@@ -4,6 +4,7 @@ import * as z from "zod/mini";
 import type { ErrorCode } from "./error-codes.ts";
 import type { ServerFrame } from "./server-frames.ts";
 import { EFFECT_KEY_CHARS } from "./step-keys.ts";
+import { ON_BUSY, ON_DEADLINE, ON_UNKNOWN, POLICY_MODES, RESUME_OUTCOMES, STEP_PHASES } from "./enums.ts";
 
 export const LIMITS = {
   frameBytes: 64 * 1024,
@@ -110,13 +111,13 @@ const priority = z.int().check(z.gte(LIMITS.priority.min), z.lte(LIMITS.priority
 const runnerId = z.string().check(z.regex(RUNNER_ID));
 const stepName = z.string().check(z.regex(STEP_NAME));
 const stepKind = z.enum(["step", "effect"]);
-const stepPhase = z.enum(["intent", "done"]);
+const stepPhase = z.enum(STEP_PHASES);
 /** A blob id as the coordinator hands it out on upload (b- and 32 hex digits). */
 export const BLOB_ID = /^b-[0-9a-f]{32}$/;
 const blobId = z.string().check(z.regex(BLOB_ID));
 /** A value too large for its frame: uploaded first (PUT …/messages/{id}/blobs), then committed by the write that names it. */
 const blob = z.optional(blobId);
-const onUnknown = z.enum(["retry", "ask"]);
+const onUnknown = z.enum(ON_UNKNOWN);
 const choice = z.string().check(z.minLength(1), z.maxLength(LIMITS.choiceChars), z.regex(MACHINE_LABEL));
 const parkDeadlineSeconds = z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max));
 
@@ -131,7 +132,7 @@ export const questionSchema = z.strictObject({
   // Reject is always offered and always ends the message, so it is no choice of the question's.
   choices: z.optional(z.array(choice).check(z.minLength(1), z.maxLength(LIMITS.choices),
     z.refine((cs) => new Set(cs).size === cs.length && !cs.includes("reject"), { error: "choices are distinct, and reject is always offered (not one of them)" }))),
-  on_deadline: z.optional(z.enum(["fail", "approve", "reject", "escalate"])),
+  on_deadline: z.optional(z.enum(ON_DEADLINE)),
   step: z.optional(stepName),
 }).check(z.refine((q) => q.on_deadline !== "approve" || q.choices === undefined || q.choices.includes("approve"), {
   // The deadline would answer a choice the question does not offer, and the run that asked would never get one of its own.
@@ -353,14 +354,14 @@ export const postMessageSchema = z.strictObject({
 
 /** PUT /agents/{agent}/policy: any subset of the agent's message policy. */
 export const policySchema = z.strictObject({
-  mode: z.optional(z.enum(["single", "pool"])),
+  mode: z.optional(z.enum(POLICY_MODES)),
   max_running: z.optional(z.int().check(z.gte(1), z.lte(10_000))),
   run_timeout_seconds: z.optional(runTimeoutSeconds),
   max_attempts: z.optional(z.int().check(z.gte(1), z.lte(100))),
   /** null: only the run timeout takes a silent run back. */
   heartbeat_timeout_seconds: z.optional(z.nullable(z.int().check(z.gte(LIMITS.heartbeatTimeoutSeconds.min), z.lte(LIMITS.heartbeatTimeoutSeconds.max)))),
   /** What a new message does while its group is busy (worker/rules/on-busy.ts); default queue. */
-  on_busy: z.optional(z.enum(["queue", "reject", "interrupt", "replace"])),
+  on_busy: z.optional(z.enum(ON_BUSY)),
   /** With replace: hold a new message this long (ms, at most 10 minutes), so a burst becomes one run; null or 0: no hold. */
   debounce_ms: z.optional(z.nullable(z.int().check(z.gte(0), z.lte(600_000)))),
 });
@@ -371,7 +372,7 @@ export const policySchema = z.strictObject({
  */
 /** What a person writes to a run (an answer's or a resume's text): it reaches a command's environment, so no NUL or other control characters but newline, carriage return and tab. */
 const personText = z.string().check(z.regex(/^(?:[^\p{Cc}]|[\n\r\t])*$/u, { error: "text may hold no control characters but newline, carriage return and tab" }));
-export const resumeSchema = z.strictObject({ input: z.optional(z.nullable(personText)), outcome: z.optional(z.enum(["done", "redo"])) });
+export const resumeSchema = z.strictObject({ input: z.optional(z.nullable(personText)), outcome: z.optional(z.enum(RESUME_OUTCOMES)) });
 
 /** What HTTP writes for a running message carry instead of a connection: its token and its run key (BATON_RUN_KEY). */
 const runProof = { token, run_key: z.string().check(z.minLength(16), z.maxLength(64)) };

@@ -6,6 +6,7 @@
 import * as z from "zod/mini";
 import { ERROR_CODES } from "./error-codes.ts";
 import { webhookReportSchema } from "./webhooks.ts";
+import { ON_DEADLINE, ON_UNKNOWN, POLICY_MODES, STEP_PHASES } from "./enums.ts";
 
 const count = z.int().check(z.nonnegative());
 const millis = z.number();
@@ -36,7 +37,7 @@ const runningMessage = z.object({
 
 /** What presence says about an agent's messages: its policy, how many wait, which run, wait for a person or gave up. */
 const workReport = z.object({
-  mode: z.enum(["single", "pool"]),
+  mode: z.enum(POLICY_MODES),
   max_running: count,
   run_timeout_seconds: z.number(),
   max_attempts: count,
@@ -47,7 +48,7 @@ const workReport = z.object({
     id: count, attempt: count, deadline: z.nullable(millis), group: z.nullable(z.string()), reason: z.nullable(z.string()),
     /** What the person is asked (null: approve or reject), its choices, and what the deadline does. */
     question: z.optional(z.nullable(z.string())), choices: z.optional(z.nullable(z.array(z.string()))),
-    on_deadline: z.optional(z.nullable(z.enum(["fail", "approve", "reject", "escalate"]))),
+    on_deadline: z.optional(z.nullable(z.enum(ON_DEADLINE))),
   })),
   /** The most recent failures, newest first. */
   failed: z.array(z.object({ id: count, attempts: count, error: z.nullable(z.string()) })),
@@ -148,11 +149,11 @@ const journalEntry = z.object({
   name: z.string(),
   kind: journalKind,
   /** intent: an effect that began and whose outcome was never recorded. */
-  status: z.enum(["intent", "done"]),
+  status: z.enum(STEP_PHASES),
   value: z.optional(z.unknown()),
   /** A result too large to ride inline: GET /agents/{agent}/messages/{id}/blobs/{id} holds its JSON. */
   blob: z.optional(blobRef),
-  on_unknown: z.nullable(z.enum(["retry", "ask"])),
+  on_unknown: z.nullable(z.enum(ON_UNKNOWN)),
   attempt: count,
 });
 
@@ -207,7 +208,7 @@ const resultFrames = [
   }),
   /** step: what the journal holds for `name` now; `duplicate` when it was done already (its stored `value` stands). */
   z.object({
-    type: z.literal("result"), op: z.literal("step"), req, id: messageId, token, name: z.string(), status: z.enum(["intent", "done"]),
+    type: z.literal("result"), op: z.literal("step"), req, id: messageId, token, name: z.string(), status: z.enum(STEP_PHASES),
     duplicate: z.boolean(), value: z.optional(z.unknown()), blob: z.optional(z.nullable(blobRef)),
     /** For an effect: the key to hand the external API, the same on every attempt (wire/step-keys.ts). */
     idempotency_key: z.optional(z.string()),

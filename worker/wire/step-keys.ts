@@ -2,8 +2,7 @@
 // to an external API, and the reason a message waits on an effect whose outcome is unknown. A leaf,
 // like error-codes.ts, so the rules can use it without importing the wire.
 
-/** What happens when an effect's intent has no outcome: run it again under its key, or ask a person. */
-export type OnUnknown = "retry" | "ask";
+export type { OnUnknown } from "./enums.ts";
 
 /** Hex digits of SHA-256 that stand for the account in a key: 64 bits, so two accounts never share one by chance. */
 const ACCOUNT_TAG_HEX = 16;

@@ -3,6 +3,7 @@
 // events a receiver gets. Types are inferred from the schemas; the worker builds values of these
 // types and tests validate what a receiver got against the same schemas.
 import * as z from "zod/mini";
+import { ON_DEADLINE, WEBHOOK_SCOPES } from "./enums.ts";
 
 export const WEBHOOK_LIMITS = {
   urlChars: 2048,
@@ -81,7 +82,7 @@ export const webhookConfigSchema = z.strictObject({
 
 /** GET (and the answer to PUT) of a webhook: never the secret. `link_origin` is where event links point. */
 export const webhookViewSchema = z.object({
-  scope: z.enum(["account", "agent"]),
+  scope: z.enum(WEBHOOK_SCOPES),
   agent: z.nullable(z.string()),
   url: z.string(),
   no_holder_after_seconds: count,
@@ -107,7 +108,7 @@ export const webhookTestResultSchema = z.object({
 /** What presence says about an agent's webhook deliveries. */
 export const webhookReportSchema = z.object({
   /** Which webhook events go to: the agent's own, the account's (as last fetched), or none known. */
-  configured: z.nullable(z.enum(["account", "agent"])),
+  configured: z.nullable(z.enum(WEBHOOK_SCOPES)),
   /** The receiver's host only; never the URL's path or the secret. */
   host: z.nullable(z.string()),
   /** Events waiting to be delivered (at most 1000; older ones are dropped). */
@@ -144,7 +145,7 @@ const messageBase = {
 
 /** What the person is asked (null text: approve or reject), its choices, and what its deadline does. */
 const questionFacts = z.object({
-  text: z.nullable(z.string()), choices: z.array(z.string()), on_deadline: z.enum(["fail", "approve", "reject", "escalate"]),
+  text: z.nullable(z.string()), choices: z.array(z.string()), on_deadline: z.enum(ON_DEADLINE),
 });
 
 export const webhookEventSchema = z.discriminatedUnion("type", [

@@ -1,0 +1,45 @@
+// The wire's closed sets of words, each written once: schemas build their enums from these, the
+// rules derive their types from them, the CLI checks options against them, and
+// python/baton/wire-schema.json carries them by name for the Python client. A leaf: imports nothing.
+
+/** Where a message is in its life (rules/message-lease.ts draws the transitions). */
+export const MESSAGE_STATUSES = ["queued", "running", "parked", "acknowledged", "failed", "rejected", "cancelled", "superseded"] as const;
+export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
+
+/** What a question's deadline does when nobody answered it: fail the message, answer for the person, or ask again. */
+export const ON_DEADLINE = ["fail", "approve", "reject", "escalate"] as const;
+export type OnDeadline = (typeof ON_DEADLINE)[number];
+
+/** What a new message does while its group is busy (rules/on-busy.ts). */
+export const ON_BUSY = ["queue", "reject", "interrupt", "replace"] as const;
+export type OnBusy = (typeof ON_BUSY)[number];
+
+/** One holder runs the agent's messages (single), or every live runner takes some (pool). */
+export const POLICY_MODES = ["single", "pool"] as const;
+export type PolicyMode = (typeof POLICY_MODES)[number];
+
+/** A journal record's phase: an effect's intent is written before it runs, done once it did. */
+export const STEP_PHASES = ["intent", "done"] as const;
+
+/** What an effect whose outcome is unknown does on the next attempt: run again, or ask a person. */
+export const ON_UNKNOWN = ["retry", "ask"] as const;
+export type OnUnknown = (typeof ON_UNKNOWN)[number];
+
+/** What a person decides for an effect whose outcome is unknown: it happened (done), or run it again (redo). */
+export const RESUME_OUTCOMES = ["done", "redo"] as const;
+export type ResumeOutcome = (typeof RESUME_OUTCOMES)[number];
+
+/** Whose webhook: the account's, or an agent's own. */
+export const WEBHOOK_SCOPES = ["account", "agent"] as const;
+
+/** Every set above by the name the wire uses for its field. */
+export const WIRE_ENUMS = {
+  message_status: MESSAGE_STATUSES,
+  on_deadline: ON_DEADLINE,
+  on_busy: ON_BUSY,
+  mode: POLICY_MODES,
+  step_phase: STEP_PHASES,
+  on_unknown: ON_UNKNOWN,
+  resume_outcome: RESUME_OUTCOMES,
+  webhook_scope: WEBHOOK_SCOPES,
+} as const;
