@@ -94,7 +94,7 @@ class FakeLink implements CoreLink {
 }
 
 /** The transcript's handler: its actions in order, every call logged; how each run ended is logged last. */
-function scriptedHandler(actions: Action[], calls: string[], ended: { count: number }): MessageHandler {
+function scriptedHandler(actions: Action[], calls: string[]): MessageHandler {
   return async (_message, ctx) => {
     try {
       const reply = await perform(actions, ctx, calls);
@@ -103,8 +103,6 @@ function scriptedHandler(actions: Action[], calls: string[], ended: { count: num
     } catch (error) {
       calls.push(error instanceof WaitingForPersonError ? "asked" : ctx.signal.aborted ? "aborted" : `threw: ${error instanceof Error ? error.message : String(error)}`);
       throw error;
-    } finally {
-      ended.count += 1;
     }
   };
 }
@@ -184,9 +182,8 @@ async function replay(t: Transcript): Promise<void> {
   const clock = new FakeClock();
   const link = new FakeLink();
   const calls: string[] = [];
-  const ended = { count: 0 };
   const core = new ServeCore({
-    agent: t.agent, handler: scriptedHandler(t.handler, calls, ended), link, clock,
+    agent: t.agent, handler: scriptedHandler(t.handler, calls), link, clock,
     runnerId: t.runner.runner_id, priority: t.runner.priority, concurrency: t.runner.concurrency, cursor: t.runner.cursor,
   });
   const names = new Map<string, unknown>();
