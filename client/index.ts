@@ -3,7 +3,7 @@
 // global one). Under Node, "baton/client" resolves to ./node.ts, which supplies the `ws` package.
 export { serve } from "./serve.ts";
 export type { ServeHandle, ServeOptions, ServeStatus } from "./serve.ts";
-export type { AgentMessage, AskOptions, MessageContext, MessageHandler, PersonAnswer, ServeEvent } from "./work-loop.ts";
+export type { AgentMessage, AskOptions, MessageContext, MessageHandler, PersonAnswer, ServeEvent } from "./core/handler.ts";
 export { observe } from "./observe.ts";
 export { send } from "./send.ts";
 export type { SendOptions } from "./send.ts";

@@ -3,7 +3,7 @@
 import WebSocket from "ws";
 import { observe as observeWith, type ObserveHandle, type ObserveOptions } from "./observe.ts";
 import { serve as serveWith, type ServeHandle, type ServeOptions } from "./serve.ts";
-import type { MessageHandler } from "./work-loop.ts";
+import type { MessageHandler } from "./core/handler.ts";
 import type { WebSocketConstructor } from "./websocket.ts";
 
 export * from "./index.ts";

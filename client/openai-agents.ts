@@ -5,7 +5,7 @@
 // whichever machine holds the message next, applying the decision. A crash between the question
 // and the answer loses nothing: the next attempt starts from the stored state, not the model.
 import { run, RunState, type Agent, type RunResult, type RunToolApprovalItem } from "@openai/agents";
-import type { MessageContext } from "./work-loop.ts";
+import type { MessageContext } from "./core/handler.ts";
 import type { OnDeadline } from "../worker/wire/enums.ts";
 
 export interface ApprovalOptions {

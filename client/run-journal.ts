@@ -6,7 +6,8 @@ import {
   blobStagedSchema, errorBodySchema, heartbeatAnswerSchema, stepViewSchema, stepWrittenSchema, type BlobStaged, type HeartbeatAnswer, type MessageView, type StepView,
   type StepWritten,
 } from "../worker/wire/http-responses.ts";
-import type { OnUnknown } from "../worker/wire/protocol.ts";
+import { LIMITS, type OnUnknown } from "../worker/wire/protocol.ts";
+import { resultBody, type StepJournal } from "./core/journal-rules.ts";
 import { CoordinatorError } from "./errors.ts";
 import { refusal, requestJson, send, type Connection } from "./http.ts";
 import { routePath } from "../worker/wire/routes.ts";
@@ -69,6 +70,31 @@ export class RunJournal {
     const body = { token: this.proof.token, run_key: this.proof.runKey, ...(details === undefined ? {} : { details }) };
     return requestJson(this.connection, "POST", routePath("/agents/{agent}/messages/{id}/heartbeat", this.where), heartbeatAnswerSchema, { body });
   }
+}
+
+/**
+ * This run's journal for the journal rules (client/core/journal-rules.ts), the same rules the
+ * library's runs follow: a result over the inline limit is uploaded to R2 first, and recorded
+ * values are read back from there.
+ */
+export function stepJournal(run: RunJournal): StepJournal {
+  const read = async (view: { value: unknown; blob?: { id: string } | null }): Promise<unknown> =>
+    view.blob ? (JSON.parse(new TextDecoder().decode(await run.download(view.blob.id))) as unknown) : view.value;
+  return {
+    async get(name) {
+      const view = await run.get(name);
+      return view && { kind: view.kind, status: view.status, value: await read(view) };
+    },
+    async record(name, write) {
+      const upload = async (bytes: Uint8Array) => (await run.upload(bytes)).blob;
+      const body = write.phase === "done" ? await resultBody(write.value, LIMITS.stepValueBytes, upload, `${write.kind} ${name}'s result`) : {};
+      const written = await run.record(name, { kind: write.kind, phase: write.phase, ...body, onUnknown: write.onUnknown });
+      return {
+        status: written.status, value: written.status === "done" ? await read(written) : null,
+        ...(written.idempotency_key === undefined ? {} : { key: written.idempotency_key }),
+      };
+    },
+  };
 }
 
 /** PUT …/messages/{id}/blobs: staged under the run's token until a journal write commits it. */

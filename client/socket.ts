@@ -6,11 +6,13 @@
 import type { ClientFrame, ServerFrame } from "../worker/wire/protocol.ts";
 import { LIMITS, PING_TEXT, PONG_TEXT } from "../worker/wire/protocol.ts";
 import { parseServerFrame } from "../worker/wire/server-frames.ts";
+import type { ReplyFrame } from "./core/writes.ts";
+import { FramePacer } from "./frame-pacer.ts";
 import type { ProbeResult } from "./http.ts";
 import { DEFAULT_BACKOFF, reconnectDelay, type BackoffOptions } from "./backoff.ts";
 import { openSocket, OPEN, type WebSocketConstructor, type WebSocketLike } from "./websocket.ts";
 
-export type ReplyFrame = Extract<ServerFrame, { type: "result" } | { type: "error" }>;
+export type { ReplyFrame };
 
 
 export interface SocketListener {
@@ -49,10 +51,6 @@ interface Pending {
   timer: ReturnType<typeof setTimeout>;
 }
 
-/** The coordinator's frame-rate window, and the requests paced into it (the rest of its budget is left to pings and acks). */
-const RATE_WINDOW_MS = 1000;
-const PACED_REQUESTS = LIMITS.framesPerSecond - 10;
-
 export class CoordinatorSocket {
   private ws: WebSocketLike | null = null;
   private failures = 0;
@@ -62,10 +60,7 @@ export class CoordinatorSocket {
   private pingsSentAt: number[] = [];
   private ttl: number;
   private readonly pending = new Map<string, Pending>();
-  /** When each of the last second's requests went out, and the requests waiting for room (in call order). */
-  private sentAt: number[] = [];
-  private readonly waiting: (() => void)[] = [];
-  private drainTimer: ReturnType<typeof setTimeout> | null = null;
+  private readonly pacer: FramePacer;
   private reqCounter = 0;
   /** The fence this connection holds, per the last serve_lease frame; null while it does not hold. */
   private heldFence: number | null = null;
@@ -80,6 +75,7 @@ export class CoordinatorSocket {
   constructor(private readonly opts: SocketOptions) {
     this.ttl = opts.ttlMs ?? 60_000;
     this.now = opts.now ?? (() => performance.now());
+    this.pacer = new FramePacer(this.now);
   }
 
   get ttlMs(): number {
@@ -118,7 +114,7 @@ export class CoordinatorSocket {
    */
   request(frame: ClientFrame & { req: string }, timeoutMs = 10_000): Promise<ReplyFrame> {
     return new Promise((resolve, reject) => {
-      this.paced(() => {
+      this.pacer.paced(() => {
         if (!this.send(frame)) return reject(new Error("not connected"));
         const timer = setTimeout(() => {
           this.pending.delete(frame.req);
@@ -127,33 +123,6 @@ export class CoordinatorSocket {
         this.pending.set(frame.req, { resolve, reject, timer });
       });
     });
-  }
-
-  /**
-   * Runs `send` once it fits the coordinator's frame rate (LIMITS.framesPerSecond per connection,
-   * less room for pings and acks sent outside requests), in call order: a burst of quick steps is
-   * paced instead of refused with rate_limited.
-   */
-  private paced(send: () => void): void {
-    this.waiting.push(send);
-    this.drain();
-  }
-
-  private drain(): void {
-    if (this.drainTimer) return;
-    while (this.waiting.length > 0) {
-      const now = this.now();
-      while (this.sentAt.length > 0 && this.sentAt[0]! <= now - RATE_WINDOW_MS) this.sentAt.shift();
-      if (this.sentAt.length >= PACED_REQUESTS) {
-        this.drainTimer = setTimeout(() => {
-          this.drainTimer = null;
-          this.drain();
-        }, this.sentAt[0]! + RATE_WINDOW_MS - now);
-        return;
-      }
-      this.sentAt.push(now);
-      this.waiting.shift()!();
-    }
   }
 
   /** Drops the current connection at once and dials again (the owner claims anew on open). */
@@ -290,10 +259,7 @@ export class CoordinatorSocket {
       this.pending.delete(req);
     }
     // Requests still waiting for room find no connection and are refused as "not connected".
-    if (this.drainTimer) clearTimeout(this.drainTimer);
-    this.drainTimer = null;
-    this.sentAt = [];
-    for (const send of this.waiting.splice(0)) send();
+    this.pacer.flush();
     if (ws) this.opts.listener.closed?.();
   }
 

@@ -7,7 +7,7 @@
 import type { Attributes, Context, Span, Tracer } from "@opentelemetry/api";
 import { TRACEPARENT } from "../worker/wire/protocol.ts";
 import { MessageCancelledError, WaitingForPersonError } from "./errors.ts";
-import type { AgentMessage, MessageContext, MessageHandler } from "./work-loop.ts";
+import type { AgentMessage, MessageContext, MessageHandler } from "./core/handler.ts";
 
 type Api = typeof import("@opentelemetry/api");
 

@@ -1,13 +1,15 @@
 // `baton step NAME -- COMMAND` and `baton effect NAME -- COMMAND`: durable steps for shell agents,
-// run inside a command `baton serve` started. A step recorded by any earlier attempt prints its
+// run inside a command `baton serve` started, by the library's own journal rules
+// (client/core/journal-rules.ts) over HTTP. A step recorded by any earlier attempt prints its
 // stored stdout without running COMMAND; otherwise COMMAND runs and its stdout (exit 0 only) is
 // recorded under the message's token. An effect records its intent first and hands COMMAND
 // BATON_IDEMPOTENCY_KEY (the coordinator's, the same on every attempt); an intent found without an outcome is an
 // unknown outcome: --on-unknown retry runs COMMAND again under the same key, ask (the default)
 // exits 75 and the message parks until a person answers `baton resume AGENT ID --done | --redo`.
 import { spawn } from "node:child_process";
-import { RunJournal, runProofFromEnv, type RunProof } from "../../client/run-journal.ts";
-import { LIMITS, STEP_NAME, unknownOutcomeReason, type OnUnknown } from "../../worker/wire/protocol.ts";
+import { NameClashError, NoIdempotencyKeyError, OutcomeUnknownError, runEffect, runStep } from "../../client/core/journal-rules.ts";
+import { RunJournal, runProofFromEnv, stepJournal, type RunProof } from "../../client/run-journal.ts";
+import { LIMITS, STEP_NAME, type OnUnknown } from "../../worker/wire/protocol.ts";
 import { defineCommand, type Command } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
@@ -48,20 +50,40 @@ function capture(argv: readonly string[], env: Record<string, string>): Promise<
   });
 }
 
-/**
- * Records COMMAND's stdout as the result: inline when small, else uploaded to the coordinator's R2
- * first (up to LIMITS.blobBytes as JSON) and committed by the record; prints what was recorded.
- */
-async function recordStdout(run: RunJournal, name: string, kind: "step" | "effect", stdout: string, onUnknown?: OnUnknown): Promise<number> {
-  const json = JSON.stringify(stdout);
-  const bytes = Buffer.byteLength(json);
-  if (bytes > LIMITS.blobBytes) throw new CLIError(`${kind} ${name}: its stdout is ${bytes} bytes as JSON, more than the ${LIMITS.blobBytes} a result may hold; nothing was recorded`);
-  const blob = bytes > LIMITS.stepValueBytes ? (await run.upload(new TextEncoder().encode(json))).blob : undefined;
-  return printStored(run, await run.record(name, { kind, phase: "done", ...(blob === undefined ? { value: stdout } : { blob }), onUnknown }));
+/** COMMAND failed: nothing is recorded, and `baton step` exits with its code. */
+class CommandFailed extends Error {
+  constructor(readonly code: number) {
+    super(`exit ${code}`);
+  }
 }
 
-async function printStored(run: RunJournal, record: { value: unknown; blob?: { id: string } | null }): Promise<number> {
-  const value = record.blob ? (JSON.parse(new TextDecoder().decode(await run.download(record.blob.id))) as unknown) : record.value;
+/** Runs COMMAND for the journal rules: its stdout (exit 0) is the result to record; any other exit records nothing. */
+function commandResult(argv: readonly string[], env: Record<string, string>): () => Promise<string> {
+  return async () => {
+    const out = await capture(argv, env);
+    if (out.code !== 0) throw new CommandFailed(out.code);
+    return out.stdout;
+  };
+}
+
+/**
+ * Applies the journal rules (client/core/journal-rules.ts, the library's own) and prints what is
+ * recorded; a result over the inline limit goes to the coordinator's R2 first (up to LIMITS.blobBytes).
+ */
+async function printRecorded(rule: () => Promise<unknown>): Promise<number> {
+  let value: unknown;
+  try {
+    value = await rule();
+  } catch (err) {
+    if (err instanceof CommandFailed) return err.code;
+    if (err instanceof OutcomeUnknownError) {
+      process.stderr.write(`baton: ${err.message}\n`);
+      return PARK_EXIT_CODE;
+    }
+    if (err instanceof NameClashError || err instanceof NoIdempotencyKeyError) throw new CLIError(err.message);
+    if (err instanceof RangeError) throw new CLIError(`${err.message}; nothing was recorded`);
+    throw err;
+  }
   process.stdout.write(typeof value === "string" ? value : JSON.stringify(value));
   return EXIT.ok;
 }
@@ -81,13 +103,8 @@ const step = defineCommand({
   async run({ args, options, rest }) {
     const name = stepName(args[0]!);
     if (rest.length === 0) throw new UsageError("baton step needs -- COMMAND", true);
-    const run = currentRun("step", options);
-    const known = await run.get(name);
-    if (known && known.kind !== "step") throw new CLIError(`"${name}" is recorded as ${known.kind === "answer" ? "a person's answer" : "an effect"}; a step needs a name of its own`);
-    if (known?.status === "done") return printStored(run, known);
-    const out = await capture(rest, {});
-    if (out.code !== 0) return out.code;
-    return recordStdout(run, name, "step", out.stdout);
+    const journal = stepJournal(currentRun("step", options));
+    return printRecorded(() => runStep(journal, name, commandResult(rest, {})));
   },
 });
 
@@ -113,22 +130,8 @@ export const effectCommand: Command = defineCommand({
     if (policy !== "ask" && policy !== "retry") throw new UsageError(`--on-unknown is ask or retry, not ${JSON.stringify(policy)}`);
     if (rest.length === 0) throw new UsageError("baton effect needs -- COMMAND", true);
     const run = currentRun("effect", options);
-    const known = await run.get(name);
-    if (known && known.kind !== "effect") throw new CLIError(`"${name}" is recorded as ${known.kind === "answer" ? "a person's answer" : "a step"}; an effect needs a name of its own`);
-    if (known?.status === "done") return printStored(run, known);
-    // The intent is durable before the effect runs, so a successor knows it may have happened.
-    const intent = await run.record(name, { kind: "effect", phase: "intent", onUnknown: policy });
-    if (intent.status === "done") return printStored(run, intent);
-    if (known?.status === "intent" && policy === "ask") {
-      const { agent, id } = run.proof;
-      process.stderr.write(`baton: ${unknownOutcomeReason(name)}; a person decides: baton resume ${agent} ${id} --done | --redo\n`);
-      return PARK_EXIT_CODE;
-    }
-    // The coordinator makes the key (it knows the account); one that hands out none is too old for this CLI.
-    if (intent.idempotency_key === undefined) throw new CLIError(`effect ${name}: this coordinator hands out no idempotency key; it is too old for this baton`);
-    const out = await capture(rest, { BATON_IDEMPOTENCY_KEY: intent.idempotency_key });
-    if (out.code !== 0) return out.code;
-    return recordStdout(run, name, "effect", out.stdout, policy);
+    const effect = (key: string) => commandResult(rest, { BATON_IDEMPOTENCY_KEY: key })();
+    return printRecorded(() => runEffect(stepJournal(run), name, policy, effect, run.proof));
   },
 });
 

@@ -39,9 +39,9 @@ export interface CommandHandlerOptions {
 
 export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
   return async (message, ctx) => {
-    const tokened = message.token !== null;
-    const path = tokened ? opts.checkpointPath.replace(/(\.json)?$/, `-${message.id}.json`) : opts.checkpointPath;
-    const file = new CheckpointFile(path, tokened ? (ctx.messageCheckpoint ?? ctx.checkpoint) : ctx.checkpoint, opts.log);
+    // Every message runs under its own token (the library runs no other), so each gets its own checkpoint file.
+    const path = opts.checkpointPath.replace(/(\.json)?$/, `-${message.id}.json`);
+    const file = new CheckpointFile(path, ctx.messageCheckpoint ?? ctx.checkpoint, opts.log);
     const run = startRun({
       command: opts.command,
       args: opts.args,
@@ -57,7 +57,7 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
         BATON_CHECKPOINT: path,
         BATON_URL: opts.conn.url,
         BATON_TOKEN: opts.conn.token,
-        ...(tokened ? { BATON_MESSAGE_TOKEN: String(message.token) } : {}),
+        BATON_MESSAGE_TOKEN: String(message.token),
         ...(message.runKey === null ? {} : { BATON_RUN_KEY: message.runKey }),
         ...(message.resumeInput === null ? {} : { BATON_RESUME_INPUT: message.resumeInput }),
         ...(message.resumeChoice === null ? {} : { BATON_RESUME_CHOICE: message.resumeChoice }),
@@ -69,24 +69,22 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
     ctx.signal.addEventListener("abort", kill, { once: true });
     // A stalled run's progress must reach the coordinator before the run does: poll the file.
     let saving = Promise.resolve();
-    const poll = tokened
-      ? setInterval(() => {
-          saving = saving.then(() => saveChanged(file, ctx, true)).catch(() => {});
-        }, CHECKPOINT_POLL_MS)
-      : null;
+    const poll = setInterval(() => {
+      saving = saving.then(() => saveChanged(file, ctx)).catch(() => {});
+    }, CHECKPOINT_POLL_MS);
     const beats = heartbeatFor(message.heartbeatTimeoutMs, ctx, opts.log, message.id);
     try {
       const outcome = await run.done;
       clearInterval(beats);
-      if (poll) clearInterval(poll);
+      clearInterval(poll);
       await saving;
       ctx.signal.throwIfAborted();
-      if (tokened && outcome.code === PARK_EXIT_CODE) {
+      if (outcome.code === PARK_EXIT_CODE) {
         const value = file.changed() ?? undefined;
         await ctx.park({ checkpoint: value?.value, deadlineSeconds: opts.parkDeadlineSeconds });
         return;
       }
-      await saveChanged(file, ctx, tokened);
+      await saveChanged(file, ctx);
       // A run that does not exit 0 is a failed attempt, never a reply: its partial stdout is dropped.
       if (outcome.spawnError || outcome.code !== 0) {
         const reason = describeFailure(outcome);
@@ -96,9 +94,9 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
       return outcome.stdout;
     } finally {
       clearInterval(beats);
-      if (poll) clearInterval(poll);
+      clearInterval(poll);
       ctx.signal.removeEventListener("abort", kill);
-      if (tokened) rmSync(path, { force: true });
+      rmSync(path, { force: true });
     }
   };
 }
@@ -119,18 +117,12 @@ function heartbeatFor(timeoutMs: number | null, ctx: MessageContext, log: Comman
 }
 
 /**
- * Stores a rewritten checkpoint file: as the message's own (under its token) when the coordinator
- * has per-message leases, and as the agent's when this process holds the serve lease (best effort
- * for a tokened message, whose own checkpoint is what matters).
+ * Stores a rewritten checkpoint file as the message's own (under its token), and as the agent's
+ * when this process holds the serve lease (best effort: the message's own is what matters).
  */
-async function saveChanged(file: CheckpointFile, ctx: MessageContext, tokened: boolean): Promise<void> {
+async function saveChanged(file: CheckpointFile, ctx: MessageContext): Promise<void> {
   const changed = file.changed();
   if (changed === null) return;
-  if (!tokened) {
-    await ctx.saveCheckpoint(changed.value);
-    file.saved(changed.text);
-    return;
-  }
   await ctx.saveMessageCheckpoint(changed.value);
   file.saved(changed.text);
   if (ctx.fence >= 0) await ctx.saveCheckpoint(changed.value).catch(() => {});

@@ -1,4 +1,5 @@
-// baton on a second machine, without a clone: the packed tarball installed with `npm i -g` into a
+// baton on a second machine, without a clone: `npm publish --dry-run` passes and ships only what a
+// user needs; the packed tarball installed with `npm i -g` into a
 // temporary prefix runs `baton` against `wrangler dev`; installed into an empty folder it imports
 // as "baton/client" (types included) and runs through `npx baton`; SIGTERM sent to `npx` (not to
 // baton) still makes serve release the lease and exit, leaving no orphan holder.
@@ -43,6 +44,20 @@ describe("the packed tarball", () => {
     const root = execFileSync("npm", ["root", "-g", "--prefix", prefix], { encoding: "utf8", timeout: NPM_TIMEOUT_MS }).trim();
     expect(root).toBe(join(prefix, "lib", "node_modules"));
     expect(guide).toContain("$(npm root -g --prefix ~/.local)/baton/examples");
+  });
+
+  it("publishes: `npm publish --dry-run` passes, MIT with README and LICENSE, and ships only built code and the examples", () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { name: string; private?: boolean; license?: string };
+    expect(pkg.private).toBeUndefined();
+    expect(pkg.license).toBe("MIT");
+    // beforeAll's `npm pack` built dist/ already (prepack); --ignore-scripts does not build it again.
+    const out = execFileSync("npm", ["publish", "--dry-run", "--ignore-scripts", "--json", "--loglevel=error"], { cwd: ROOT, encoding: "utf8", timeout: NPM_TIMEOUT_MS });
+    const published = (JSON.parse(out) as Record<string, { name: string; version: string; files: { path: string }[] }>)[pkg.name]!;
+    expect(published).toMatchObject({ name: pkg.name, version: VERSION });
+    const paths = published.files.map((f) => f.path);
+    expect(paths).toEqual(expect.arrayContaining(["README.md", "LICENSE", "package.json", "dist/cli/main.js", "dist/client/index.js", "dist/client/index.d.ts"]));
+    const stray = paths.filter((p) => !/^(README\.md|LICENSE|package\.json|dist\/(cli|client|worker\/wire|worker\/rules)\/.+\.(js|d\.ts)|examples\/[^/]+)$/.test(p));
+    expect(stray, "files a user does not need").toEqual([]);
   });
 
   it("installs with npm i -g into a prefix; `baton` serves and sends against wrangler dev from outside any clone", async () => {

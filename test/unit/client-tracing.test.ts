@@ -5,7 +5,7 @@
 import { trace } from "@opentelemetry/api";
 import { beforeAll, describe, expect, it } from "vitest";
 import { loadTracingApi, tracedPost, traceHandler } from "../../client/tracing.ts";
-import type { AgentMessage, MessageContext } from "../../client/work-loop.ts";
+import type { AgentMessage, MessageContext } from "../../client/core/handler.ts";
 
 const PARENT = `00-${"ab".repeat(16)}-${"cd".repeat(8)}-01`;
 
