@@ -1,6 +1,6 @@
-// baton/client: serve an agent and hold session leases from your own program. This entry has no
+// baton-client: serve an agent and hold session leases from your own program. This entry has no
 // Node-only imports: it runs wherever fetch and a WebSocket exist (pass `WebSocket` if there is no
-// global one). Under Node, "baton/client" resolves to ./node.ts, which supplies the `ws` package.
+// global one). Under Node, "baton-client" resolves to ./node.ts, which supplies the `ws` package.
 export { serve } from "./serve.ts";
 export type { ServeHandle, ServeOptions, ServeStatus } from "./serve.ts";
 export type { AgentMessage, AskOptions, MessageContext, MessageHandler, PersonAnswer, ServeEvent } from "./core/handler.ts";

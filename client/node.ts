@@ -1,4 +1,4 @@
-// baton/client under Node: the same API, with the `ws` package as the WebSocket (Node 20 has no
+// baton-client under Node: the same API, with the `ws` package as the WebSocket (Node 20 has no
 // global one), unless the caller passes another.
 import WebSocket from "ws";
 import { observe as observeWith, type ObserveHandle, type ObserveOptions } from "./observe.ts";

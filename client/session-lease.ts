@@ -24,7 +24,7 @@ export interface SessionLease {
   /** Asks the coordinator whether this fence is still the current holder's. */
   check(): Promise<boolean>;
   /**
-   * Reports that the coordinator refused a write under this fence (baton/client/langgraph calls
+   * Reports that the coordinator refused a write under this fence (baton-client/langgraph calls
    * it): the lease counts as lost, its signal aborts with `error`, and withSessionLease throws it.
    */
   refused(error: LeaseLostError): void;

@@ -1,6 +1,6 @@
 // The WebSocket this library needs: the standard browser interface, nothing more, so the core runs
 // wherever a WebSocket constructor exists (browsers, Workers, Deno, Node 22+). Node 20 has no
-// global WebSocket; its entry point ("baton/client" under Node) passes the `ws` package's.
+// global WebSocket; its entry point ("baton-client" under Node) passes the `ws` package's.
 import { BATON_PROTOCOL, tokenProtocol } from "../worker/wire/token-protocol.ts";
 
 export interface WebSocketLike {
@@ -22,7 +22,7 @@ export function resolveWebSocket(given: WebSocketConstructor | undefined): WebSo
   if (given) return given;
   const global = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
   if (global) return global;
-  throw new Error("no WebSocket here: pass the `WebSocket` option (on Node 20, import from \"baton/client\", whose Node entry passes `ws`)");
+  throw new Error("no WebSocket here: pass the `WebSocket` option (on Node 20, import from \"baton-client\", whose Node entry passes `ws`)");
 }
 
 /** Opens a socket to `httpUrl` + `path`; the token travels as a subprotocol, which browsers allow. */

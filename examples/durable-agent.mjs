@@ -14,7 +14,7 @@ import { appendFileSync, mkdtempSync, readFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { serve } from "baton/client";
+import { serve } from "baton-client";
 
 const url = process.env.BATON_URL ?? "http://127.0.0.1:8787";
 const token = process.env.BATON_TOKEN ?? "baton-dev-token";

@@ -14,7 +14,7 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
-import { BatonSaver, withThreadLease } from "baton/client/langgraph";
+import { BatonSaver, withThreadLease } from "baton-client/langgraph";
 
 const url = process.env.BATON_URL ?? "http://127.0.0.1:8787";
 const token = process.env.BATON_TOKEN ?? "baton-dev-token";

@@ -9,7 +9,7 @@
 // lease lapsed or went to another machine), the fence to attach to its own writes, and the
 // checkpoint the previous holder saved.
 import { hostname } from "node:os";
-import { serve } from "baton/client";
+import { serve } from "baton-client";
 
 const agent = process.argv[2] ?? "reviewer";
 const machine = process.env.BATON_MACHINE ?? hostname();

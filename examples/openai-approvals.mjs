@@ -10,8 +10,8 @@
 // the Agent and set OPENAI_API_KEY; nothing else changes.
 import { Agent, tool, Usage } from "@openai/agents";
 import * as z from "zod";
-import { approve, serve } from "baton/client";
-import { runWithApprovals } from "baton/client/openai-agents";
+import { approve, serve } from "baton-client";
+import { runWithApprovals } from "baton-client/openai-agents";
 
 const url = process.env.BATON_URL ?? "http://127.0.0.1:8787";
 const token = process.env.BATON_TOKEN ?? "baton-dev-token";

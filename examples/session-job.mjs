@@ -3,7 +3,7 @@
 // while it works, and tags its writes with the lease's fence so a late, stale run is refused.
 //
 //   node examples/session-job.mjs
-import { LeaseHeldError, withSessionLease } from "baton/client";
+import { LeaseHeldError, withSessionLease } from "baton-client";
 
 try {
   const rows = await withSessionLease("nightly-report", async (lease) => {

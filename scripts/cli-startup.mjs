@@ -26,14 +26,14 @@ function option(name, fallback) {
   return value;
 }
 
-/** The layout `npm link` makes: {prefix}/lib/node_modules/baton → the checkout, {prefix}/bin/baton → its bin. */
+/** The layout `npm link` makes: {prefix}/lib/node_modules/baton-client → the checkout, {prefix}/bin/baton → its bin. */
 function linkedBaton(prefix) {
-  const pkg = join(prefix, "lib/node_modules/baton");
+  const pkg = join(prefix, "lib/node_modules/baton-client");
   mkdirSync(dirname(pkg), { recursive: true });
   symlinkSync(ROOT, pkg, "dir");
   mkdirSync(join(prefix, "bin"));
   const bin = join(prefix, "bin/baton");
-  symlinkSync("../lib/node_modules/baton/dist/cli/main.js", bin);
+  symlinkSync("../lib/node_modules/baton-client/dist/cli/main.js", bin);
   return bin;
 }
 

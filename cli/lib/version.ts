@@ -5,7 +5,7 @@ export function version(): string {
   for (const relative of ["../../package.json", "../../../package.json"]) {
     try {
       const pkg = JSON.parse(readFileSync(new URL(relative, import.meta.url), "utf8")) as { name?: unknown; version?: unknown };
-      if (pkg.name === "baton" && typeof pkg.version === "string") return pkg.version;
+      if (pkg.name === "baton-client" && typeof pkg.version === "string") return pkg.version;
     } catch {
       // not here; try the next place
     }

@@ -1,4 +1,4 @@
-// The client library (baton/client) as a real client of a real `wrangler dev`: serve() hands the
+// The client library (baton-client) as a real client of a real `wrangler dev`: serve() hands the
 // agent over with its checkpoint, aborts a handler's signal when the lease is lost (a network cut
 // that never closes the socket), and a stale holder's writes are refused; withSessionLease()
 // aborts when renewals stop getting through, and the coordinator refuses the old fence.

@@ -1,7 +1,7 @@
 // baton on a second machine, without a clone: `npm publish --dry-run` passes and ships only what a
 // user needs; the packed tarball installed with `npm i -g` into a
 // temporary prefix runs `baton` against `wrangler dev`; installed into an empty folder it imports
-// as "baton/client" (types included) and runs through `npx baton`; SIGTERM sent to `npx` (not to
+// as "baton-client" (types included) and runs through `npx baton`; SIGTERM sent to `npx` (not to
 // baton) still makes serve release the lease and exit, leaving no orphan holder.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
@@ -38,12 +38,12 @@ function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 describe("the packed tarball", () => {
   it("is the size docs/guides/several-machines.md states (within 10%), and `npm root -g --prefix` finds its examples as the guide says", () => {
     const guide = readFileSync(join(ROOT, "docs/guides/several-machines.md"), "utf8");
-    const stated = Number(guide.match(/baton-\d+\.\d+\.\d+\.tgz \(about (\d+) kB\)/)?.[1]) * 1000;
+    const stated = Number(guide.match(/baton-client-\d+\.\d+\.\d+\.tgz \(about (\d+) kB\)/)?.[1]) * 1000;
     expect(Math.abs(statSync(tarball).size - stated) / stated, `the tarball is ${statSync(tarball).size} bytes; the guide says about ${stated}`).toBeLessThan(0.1);
     const prefix = join(work, "prefix");
     const root = execFileSync("npm", ["root", "-g", "--prefix", prefix], { encoding: "utf8", timeout: NPM_TIMEOUT_MS }).trim();
     expect(root).toBe(join(prefix, "lib", "node_modules"));
-    expect(guide).toContain("$(npm root -g --prefix ~/.local)/baton/examples");
+    expect(guide).toContain("$(npm root -g --prefix ~/.local)/baton-client/examples");
   });
 
   it("publishes: `npm publish --dry-run` passes, MIT with README and LICENSE, and ships only built code and the examples", () => {
@@ -67,7 +67,7 @@ describe("the packed tarball", () => {
     const elsewhere = mkdtempSync(join(tmpdir(), "baton-elsewhere-"));
     expect(spawnSync(baton, ["--version"], { cwd: elsewhere, encoding: "utf8", timeout: NPM_TIMEOUT_MS }).stdout).toBe(`${VERSION}\n`);
     const agent = uniqueAgent("installed");
-    const example = join(prefix, "lib", "node_modules", "baton", "examples", "shell-agent.sh");
+    const example = join(prefix, "lib", "node_modules", "baton-client", "examples", "shell-agent.sh");
     const serve = spawn(baton, ["serve", agent, "--machine", "second-machine", "--", example], {
       cwd: elsewhere, env: env({ BATON_LOCK_DIR: join(work, "lock-global"), BATON_MACHINE: "second-machine" }), stdio: ["ignore", "ignore", "pipe"],
     });
@@ -84,18 +84,18 @@ describe("the packed tarball", () => {
     }
   });
 
-  it("installs into an empty folder: import from \"baton/client\" works with types, npx baton runs, tsx is not installed", () => {
+  it("installs into an empty folder: import from \"baton-client\" works with types, npx baton runs, tsx is not installed", () => {
     const app = join(work, "app");
     mkdirSync(app);
     execFileSync("npm", ["init", "-y", "--loglevel=error"], { cwd: app, stdio: "ignore", timeout: NPM_TIMEOUT_MS });
     execFileSync("npm", ["i", tarball, ...NPM_FLAGS], { cwd: app, stdio: ["ignore", "ignore", "inherit"], timeout: NPM_TIMEOUT_MS });
     const imported = spawnSync(process.execPath, ["--input-type=module", "-e",
-      'import { serve, withSessionLease, LeaseLostError } from "baton/client"; console.log(typeof serve, typeof withSessionLease, typeof LeaseLostError)'],
+      'import { serve, withSessionLease, LeaseLostError } from "baton-client"; console.log(typeof serve, typeof withSessionLease, typeof LeaseLostError)'],
     { cwd: app, encoding: "utf8", timeout: NPM_TIMEOUT_MS });
     expect(imported.stderr).toBe("");
     expect(imported.stdout).toBe("function function function\n");
     writeFileSync(join(app, "agent.ts"), [
-      'import { serve, withSessionLease, type MessageHandler } from "baton/client";',
+      'import { serve, withSessionLease, type MessageHandler } from "baton-client";',
       "const handler: MessageHandler = async (message, ctx) => `${message.text} under fence ${ctx.fence}`;",
       "export const start = () => serve(\"reviewer\", handler, { url: \"http://127.0.0.1:8787\", token: \"t\" });",
       "export const job = () => withSessionLease(\"s\", async (lease) => lease.fenceToken, { url: \"http://127.0.0.1:8787\", token: \"t\" });",
@@ -106,7 +106,7 @@ describe("the packed tarball", () => {
     { cwd: app, encoding: "utf8", timeout: NPM_TIMEOUT_MS });
     expect(tsc.stdout + tsc.stderr).toBe("");
     expect(spawnSync("npx", ["baton", "--version"], { cwd: app, encoding: "utf8", timeout: NPM_TIMEOUT_MS }).stdout).toBe(`${VERSION}\n`);
-    expect(readdirSync(join(app, "node_modules")).filter((f) => !f.startsWith(".")).sort()).toEqual(["baton", "ws", "zod"]);
+    expect(readdirSync(join(app, "node_modules")).filter((f) => !f.startsWith(".")).sort()).toEqual(["baton-client", "ws", "zod"]);
   }, 180_000);
 
   it("SIGTERM to `npx baton serve` (npx, not baton) releases the lease and leaves no serve process behind", async () => {

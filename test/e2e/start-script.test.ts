@@ -73,11 +73,11 @@ describe("npm start on another port", () => {
 
   it("with this checkout's baton on PATH (as npm link lays it out), the try-it lines say baton, which runs as printed", async () => {
     const prefix = mkdtempSync(join(tmpdir(), "baton-link-"));
-    const pkg = join(prefix, "lib/node_modules/baton");
+    const pkg = join(prefix, "lib/node_modules/baton-client");
     mkdirSync(dirname(pkg), { recursive: true });
     symlinkSync(ROOT, pkg, "dir");
     mkdirSync(join(prefix, "bin"));
-    symlinkSync("../lib/node_modules/baton/dist/cli/main.js", join(prefix, "bin/baton"));
+    symlinkSync("../lib/node_modules/baton-client/dist/cli/main.js", join(prefix, "bin/baton"));
     const path = `${join(prefix, "bin")}${delimiter}${PATH_WITHOUT_BATON}`;
     const port = await freePort();
     const out = await start(port, path);

@@ -1,4 +1,4 @@
-// OpenTelemetry through baton/client, against a real wrangler dev with the SDK's in-memory
+// OpenTelemetry through baton-client, against a real wrangler dev with the SDK's in-memory
 // exporter: `send` is a producer span whose traceparent the message carries; each attempt of the
 // message is an `invoke_agent` span under it, on whichever machine ran it, with the fence, token,
 // attempt and outcome; a failover shows as two sibling attempts in one trace, the first ending in

@@ -13,7 +13,7 @@ afterEach(async () => {
   wss = handle = null;
 });
 
-describe("baton/client under Node", () => {
+describe("baton-client under Node", () => {
   it("opens its socket without offering permessage-deflate, even to a server that would accept it", async () => {
     wss = new WebSocketServer({ host: "127.0.0.1", port: 0, perMessageDeflate: true });
     await new Promise((r) => wss!.once("listening", r));

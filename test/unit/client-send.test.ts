@@ -1,4 +1,4 @@
-// send() in baton/client refuses a text over the wire's limit before anything leaves the process.
+// send() in baton-client refuses a text over the wire's limit before anything leaves the process.
 import { describe, expect, it } from "vitest";
 import { send } from "../../client/send.ts";
 import { LIMITS } from "../../worker/wire/protocol.ts";
