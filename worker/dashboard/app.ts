@@ -42,7 +42,7 @@ function showLogin(open: boolean, message?: string): void {
 }
 
 const can = () => abilities(state.scopes);
-const api = new Api(() => feed.restart());
+const api = new Api(() => void feed.connect());
 const confirmations = new Confirmations(() => render());
 const loader = new MessageLoader((path) => api.json<MessagePage>(path), () => render());
 const person = new PersonQueue(view.person, {
