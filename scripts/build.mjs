@@ -2,7 +2,8 @@
 // worker/rules) to JavaScript with type declarations under dist/, which is what `exports` points
 // at and what `npm pack` ships, then bundles the CLI into dist/cli/ (`bin`): one file per command
 // loaded on demand, with zod inlined, since loading its 200-odd module files cost a one-shot
-// command like `baton who` about as much as Node's own start. tsx stays a development tool.
+// command like `baton who` about as much as Node's own start. tsx stays a development tool. Last,
+// the dashboard's script (scripts/build-dashboard.mjs, which wrangler also runs before dev and deploy).
 import { spawnSync } from "node:child_process";
 import { chmodSync, rmSync } from "node:fs";
 import { build } from "esbuild";
@@ -26,3 +27,5 @@ await build({
   logLevel: "warning",
 });
 chmodSync("dist/cli/main.js", 0o755);
+const dashboard = spawnSync(process.execPath, ["scripts/build-dashboard.mjs"], { stdio: "inherit" });
+if (dashboard.status !== 0) process.exit(dashboard.status ?? 1);

@@ -36,6 +36,7 @@ try {
 }
 await phase("npx tsc -p tsconfig.json", 4);
 await phase("npx tsc -p tsconfig.node.json", 4);
+await phase("npx tsc -p tsconfig.dashboard.json", 4);
 await phase("npm run build", 3);
 await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 10, { retryOnHang: true });
 await phase(`npx vitest run -c vitest.node.config.ts ${VITEST_FLAGS}`, 15, { retryOnHang: true });

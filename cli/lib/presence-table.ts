@@ -1,5 +1,6 @@
 // Renders an agent's presence report (GET /agents/{agent}/presence) as a small text table.
 import type { DirectoryWhoEntry } from "../../worker/wire/server-frames.ts";
+import { unknownOutcomeReason } from "../../worker/wire/step-keys.ts";
 
 /**
  * What the table shows: presence from the agent itself, or a directory entry (which says whether
@@ -25,7 +26,7 @@ export function renderPresence(p: PresenceReport, now: number = Date.now()): str
     const since = p.confirmed_until === undefined ? "" : ` since ${new Date(p.confirmed_until).toISOString()}`;
     return `${p.agent}: unknown: its coordinator object has not confirmed this${since}; last known: ${holder}, ${standbys}\n`;
   }
-  const lines = [`${p.agent}: ${holder}, ${standbys}, heartbeat TTL ${p.heartbeat_ttl_seconds}s`, workLine(p)];
+  const lines = [`${p.agent}: ${holder}, ${standbys}, heartbeat TTL ${p.heartbeat_ttl_seconds}s`, workLine(p), ...unknownOutcomeLines(p)];
   if (p.controls.paused) lines.push(`  paused${p.controls.paused_since ? ` since ${since(p.controls.paused_since, now)}` : ""}: messages queue, nothing is handed out`);
   if (p.controls.drained.length) lines.push(`  drained: ${p.controls.drained.map((d) => d.machine).join(", ")}`);
   if (p.controls.reserved_until && p.controls.reserved_until > now) lines.push("  coordinator restarted: the lease waits for its previous holder");
@@ -64,4 +65,11 @@ function workLine(p: PresenceReport): string {
   const ids = (list: { id: number }[]) => (list.length === 0 ? "" : ` (${list.map((m) => m.id).join(", ")})`);
   return `  messages (${w.mode}): ${w.counts.queued} queued, ${w.counts.running} running${ids(w.running)}, ` +
     `${w.counts.parked} parked${ids(w.parked)}, ${w.counts.failed} failed${ids(w.failed)}`;
+}
+
+/** A line per parked message waiting on an effect's unknown outcome: the step, and the two answers. */
+function unknownOutcomeLines(p: PresenceReport): string[] {
+  return p.work.parked.flatMap(({ id, waiting_on }) => (waiting_on === null || waiting_on === undefined
+    ? []
+    : [`  parked ${id}: ${unknownOutcomeReason(waiting_on)}: baton resume ${p.agent} ${id} --done | --redo`]));
 }

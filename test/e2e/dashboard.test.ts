@@ -469,12 +469,14 @@ describe("presence dashboard", () => {
     await card(page, "summarizer").waitFor();
     await Promise.all(servers.splice(0).map((s) => s.close()));
     dev = await startWranglerDev({ port, persistDir, vars: DEV_VARS });
+    // The restarted coordinator keeps restorer's lease for its holder's runner for the restart
+    // grace (10 s), which may run from the restart itself: the runner comes back at once, not after
+    // the page's reconnect backoff (up to 15 s).
+    await serve("restorer", "home-box", undefined, homeRunner);
     await page.locator('#status[data-state="live"]').waitFor({ timeout: 40_000 });
     await page.locator('[data-role="unreachable-banner"]').waitFor({ state: "hidden" });
     await serve("reviewer", "back-again");
     await card(page, "reviewer").locator('[data-role="holder"] .machine', { hasText: "back-again" }).waitFor();
-    // The restarted coordinator kept restorer's lease for its holder's runner, which gets it back.
-    await serve("restorer", "home-box", undefined, homeRunner);
     const restorer = card(page, "restorer");
     await restorer.locator('.timeline [data-role="mark"][data-reason="restored"]').waitFor();
     const back = restorer.locator('.history [data-reason="restored"]', { hasText: /home-box #\d+/ });

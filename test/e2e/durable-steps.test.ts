@@ -109,6 +109,9 @@ describe("durable steps through baton serve", () => {
     expect(lines(join(dir, "pay.log"))).toHaveLength(1);
     const shown = runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url });
     expect(shown.stdout).toMatch(/outcome unknown: step pay/);
+    // `baton who` says it too, from presence's waiting_on.
+    const who = runBaton(["who", agent], { BATON_URL: fx.dev.url });
+    expect(who.stdout).toContain(`  parked ${id}: outcome unknown: step pay: baton resume ${agent} ${id} --done | --redo\n`);
     const bare = runBaton(["resume", agent, String(id)], { BATON_URL: fx.dev.url });
     expect(bare.code).toBe(1);
     expect(bare.stderr).toMatch(/outcome is unknown: say done .* or redo/);

@@ -122,7 +122,7 @@ describe("per-message leases", () => {
     const first = await run(a, id);
     expect(await write(a, { type: "park", id, token: first.token, value: { plan: "ready" } })).toMatchObject({ op: "park", deadline: null });
     expect(await message(agent, id)).toMatchObject({ status: "parked", claim_seq: null, checkpoint: { plan: "ready" } });
-    expect((await presence(agent)).work.parked).toEqual([{ id, attempt: 1, deadline: null, group: null, reason: null }]);
+    expect((await presence(agent)).work.parked).toEqual([{ id, attempt: 1, deadline: null, group: null, waiting_on: null, reason: null }]);
     // The slot is free while the message waits for a person.
     const next = await post(agent, "meanwhile");
     const m = await run(a, next);

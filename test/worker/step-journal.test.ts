@@ -6,7 +6,7 @@
 import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { accountTag, LIMITS, type MessageFrame } from "../../worker/wire/protocol.ts";
-import { BASE, call, claimant, DEV_TOKEN, message, OTHER_TOKEN, post, sleep, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { BASE, call, claimant, DEV_TOKEN, message, OTHER_TOKEN, post, presence, sleep, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
 const step = (sock: TestSocket, m: MessageFrame, name: string, extra: Record<string, unknown>) =>
@@ -72,6 +72,8 @@ describe("effects", () => {
     await expect(run(b.sock, id, 600)).rejects.toThrow(/timed out/);
     const parked = await message(agent, id);
     expect(parked).toMatchObject({ status: "parked", waiting_on: "refund" });
+    // Presence says what it waits on as data (the dashboard and `baton who` read it), the sentence only for older readers.
+    expect((await presence(agent)).work.parked).toEqual([expect.objectContaining({ id, waiting_on: "refund", reason: "outcome unknown: step refund" })]);
     const resumedBlind = await call("POST", `/agents/${agent}/messages/${id}/resume`, { input: "ok" });
     expect(resumedBlind).toMatchObject({ status: 409, body: { error: "outcome_unknown" } });
     const resumed = await call("POST", `/agents/${agent}/messages/${id}/resume`, { input: "refunded by hand", outcome: "done" });

@@ -525,7 +525,8 @@ export class MessageLeases {
       parked: this.messages.inStatus("parked", REPORTED_PARKED).map((m) => {
         const asked = questionOf(m);
         return {
-          id: m.id, attempt: m.attempts, deadline: m.expires_at, group: m.msg_group, reason: m.pending_ask === null ? null : unknownOutcomeReason(m.pending_ask),
+          id: m.id, attempt: m.attempts, deadline: m.expires_at, group: m.msg_group, waiting_on: m.pending_ask,
+          reason: m.pending_ask === null ? null : unknownOutcomeReason(m.pending_ask),
           ...(asked === null ? {} : { question: asked.text, choices: asked.choices }),
           ...(m.on_deadline === null ? {} : { on_deadline: m.on_deadline }),
         };

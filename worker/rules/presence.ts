@@ -110,7 +110,10 @@ export function whoEntryOf(e: DirectoryEntry): DirectoryWhoEntry {
   return {
     agent: e.agent, fence: e.fence, holder: e.holder, serve_standbys: e.serve_standbys, heartbeat_ttl_seconds: e.heartbeat_ttl_seconds,
     connections: e.connections,
-    work: { mode: e.work.mode, counts: e.work.counts, running: ids(e.work.running), parked: ids(e.work.parked), failed: ids(e.work.failed) },
+    work: {
+      mode: e.work.mode, counts: e.work.counts, running: ids(e.work.running),
+      parked: e.work.parked.map(({ id, waiting_on }) => ({ id, waiting_on: waiting_on ?? null })), failed: ids(e.work.failed),
+    },
     controls: { paused, paused_since, drained, reserved_until },
     confirmed_until: e.confirmed_until, confirmed: e.confirmed,
   };

@@ -43,9 +43,15 @@ const workReport = z.object({
   max_attempts: count,
   counts: z.object({ queued: count, running: count, parked: count, acknowledged: count, failed: count, rejected: z.optional(count), cancelled: z.optional(count), superseded: z.optional(count) }),
   running: z.array(runningMessage),
-  /** `reason` says what the person must decide: e.g. "outcome unknown: step charge" (null: the runner parked it). */
+  /**
+   * Messages waiting for a person. `waiting_on`: the step of the effect whose outcome is unknown,
+   * which a person settles with done or redo (null: the runner parked it to ask; absent from older
+   * coordinators). `reason`: the same as a sentence ("outcome unknown: step charge"), still sent for
+   * readers older than `waiting_on`; nothing reads it any more: read `waiting_on`.
+   */
   parked: z.array(z.object({
-    id: count, attempt: count, deadline: z.nullable(millis), group: z.nullable(z.string()), reason: z.nullable(z.string()),
+    id: count, attempt: count, deadline: z.nullable(millis), group: z.nullable(z.string()),
+    waiting_on: z.optional(z.nullable(z.string())), reason: z.optional(z.nullable(z.string())),
     /** What the person is asked (null: approve or reject), its choices, and what the deadline does. */
     question: z.optional(z.nullable(z.string())), choices: z.optional(z.nullable(z.array(z.string()))),
     on_deadline: z.optional(z.nullable(z.enum(ON_DEADLINE))),
@@ -115,6 +121,8 @@ export const directoryEntrySchema = z.extend(presenceReportSchema, { confirmed_u
 export const directorySummarySchema = z.omit(directoryEntrySchema, { transitions: true, recent_messages: true });
 
 const idOnly = z.object({ id: count });
+/** A parked message in `baton who`: its id and the step whose outcome a person must settle (absent from older coordinators). */
+const parkedWho = z.object({ id: count, waiting_on: z.optional(z.nullable(z.string())) });
 
 /**
  * GET /agents?view=who: what `baton who` shows of each agent and nothing more (two thirds of a
@@ -127,7 +135,7 @@ export const directoryWhoSchema = z.object({
   serve_standbys: count,
   heartbeat_ttl_seconds: z.number(),
   connections: z.array(connectionReport),
-  work: z.object({ mode: workReport.shape.mode, counts: workReport.shape.counts, running: z.array(idOnly), parked: z.array(idOnly), failed: z.array(idOnly) }),
+  work: z.object({ mode: workReport.shape.mode, counts: workReport.shape.counts, running: z.array(idOnly), parked: z.array(parkedWho), failed: z.array(idOnly) }),
   controls: z.pick(controlsReport, { paused: true, paused_since: true, drained: true, reserved_until: true }),
   confirmed_until: millis,
   confirmed: z.boolean(),

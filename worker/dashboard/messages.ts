@@ -1,93 +1,25 @@
 // Messages on an agent's card: the newest ones with full text, reply, timestamps, status and
-// attempts (the send control is send.js). Presence carries only 80-character previews, so the full
-// texts come from GET /agents/{agent}/messages, fetched only for cards on screen and only when
-// their messages changed. Statuses are shown as they come (queued, delivered, acknowledged,
+// attempts (the send control is send.ts; the full texts come from message-loader.ts, presence
+// carrying only previews). Statuses are shown as they come (queued, delivered, acknowledged,
 // parked, failed, or any later one); the stylesheet colours the ones it knows. A loaded message
 // also shows its durable steps, an effect whose outcome is unknown and a running attempt's
-// heartbeat (steps.js); heartbeats and steps change no presence, so running ones are polled.
-// Each message shows who answered it (account, token name, from where, when, what), and a failed
-// one a Retry behind an in-page confirmation for a token that may retry (admin). A queued, running
-// or parked one has a Stop (cancel) behind its confirmation for a token that may answer; a
-// cancelled one says who stopped it, why, and which effects were left with an unknown outcome.
-import { el } from "./dom.js";
-import { ago, resumeCommands, stepsBlock } from "./steps.js";
-import { clock } from "./timeline.js";
+// heartbeat (steps.ts). Each message shows who answered it (account, token name, from where,
+// when, what), and a failed one a Retry behind an in-page confirmation for a token that may retry
+// (admin). A queued, running or parked one has a Stop (cancel) behind its confirmation for a token
+// that may answer; a cancelled one says who stopped it, why, and which effects were left with an
+// unknown outcome.
+import { unknownOutcomeReason } from "../wire/step-keys.ts";
+import { el, type Child } from "./dom.ts";
+import type { DirectoryEntry, MessageView, ParkedItem, RecentMessage, RunningItem, Ui } from "./state.ts";
+import { ago, resumeCommands, stepsBlock } from "./steps.ts";
+import { clock } from "./timeline.ts";
 
-/** How often the full messages of a card on screen are fetched again while one of them runs. */
-export const POLL_RUNNING_MS = 5000;
-
-/** What identifies the state of an agent's newest messages; a change means the full texts are stale. */
-export function messagesFingerprint(entry) {
-  return (entry.recent_messages ?? []).map((m) => `${m.id}:${m.status}:${m.attempts}`).join(",");
-}
-
-/** Keeps the full newest messages per agent, one request per agent at a time, refetching on change. */
-export class MessageLoader {
-  constructor(fetchJson, onLoaded) {
-    this.fetchJson = fetchJson;
-    this.onLoaded = onLoaded;
-    this.loaded = new Map();
-    this.wanted = new Map();
-    this.inflight = new Set();
-    /** Per agent: how many times its running messages were polled, and when last. */
-    this.polls = new Map();
-  }
-
-  /** Full messages of the agent as last loaded (maybe older than its presence), or null. */
-  get(agent) {
-    return this.loaded.get(agent)?.list ?? null;
-  }
-
-  refresh(entry) {
-    const recent = entry.recent_messages ?? [];
-    if (recent.length === 0) return;
-    const fp = `${messagesFingerprint(entry)}#${this.polls.get(entry.agent)?.n ?? 0}`;
-    const after = Math.min(...recent.map((m) => m.id)) - 1;
-    this.wanted.set(entry.agent, { fp, after, count: recent.length });
-    if (this.loaded.get(entry.agent)?.fp !== fp && !this.inflight.has(entry.agent)) void this.load(entry.agent);
-  }
-
-  /**
-   * A run's heartbeats, progress and new steps arrive with no presence frame: while one of the
-   * agent's newest messages runs, its messages are fetched again every POLL_RUNNING_MS.
-   */
-  poll(entry, now) {
-    if (!(entry.recent_messages ?? []).some((m) => m.status === "running")) return;
-    const last = this.polls.get(entry.agent);
-    if (last && now - last.at < POLL_RUNNING_MS) return;
-    this.polls.set(entry.agent, { n: (last?.n ?? 0) + 1, at: now });
-    this.refresh(entry);
-  }
-
-  forget(agent) {
-    this.loaded.delete(agent);
-    this.wanted.delete(agent);
-    this.polls.delete(agent);
-  }
-
-  async load(agent) {
-    this.inflight.add(agent);
-    try {
-      for (;;) {
-        const want = this.wanted.get(agent);
-        if (!want || this.loaded.get(agent)?.fp === want.fp) return;
-        const body = await this.fetchJson(`/agents/${encodeURIComponent(agent)}/messages?after=${want.after}&limit=${want.count}`);
-        if (!body || !Array.isArray(body.messages)) return; // the next change tries again
-        this.loaded.set(agent, { fp: want.fp, list: body.messages });
-        this.onLoaded(agent);
-      }
-    } finally {
-      this.inflight.delete(agent);
-    }
-  }
-}
-
-function when(ms) {
+function when(ms: number): HTMLTimeElement {
   return el("time", { datetime: new Date(ms).toISOString(), title: new Date(ms).toString() }, clock(ms));
 }
 
 /** Who answered a message, newest last: when, the choice, the text, the account and token, and from where. */
-export function answersBlock(m) {
+export function answersBlock(m: Pick<MessageView, "answers">): HTMLElement | null {
   const answers = Array.isArray(m.answers) ? m.answers : [];
   if (answers.length === 0) return null;
   return el("div", { class: "answers", "data-role": "answers" },
@@ -104,7 +36,7 @@ export function answersBlock(m) {
 }
 
 /** Retry of a failed message (fresh attempts), behind its confirmation; null for a token that may not. */
-function retryControl(agent, id, ui) {
+function retryControl(agent: string, id: number, ui: Ui | null): HTMLElement | null {
   if (!ui?.can.admin) return null;
   return ui.confirmations.control({
     key: `retry:${agent}:${id}`, action: "retry", label: "Retry", title: "queue it again with a fresh set of attempts",
@@ -114,7 +46,7 @@ function retryControl(agent, id, ui) {
 }
 
 /** Stop (cancel) of a message still to run, running or parked, behind its confirmation; null for a token that may not answer. */
-function stopControl(agent, m, ui) {
+function stopControl(agent: string, m: { id: number; status: string }, ui: Ui | null): HTMLElement | null {
   if (!ui?.can.answer || !["queued", "running", "parked"].includes(m.status)) return null;
   const what = m.status === "running" ? "Its run is stopped now" : "It never runs";
   return ui.confirmations.control({
@@ -125,7 +57,7 @@ function stopControl(agent, m, ui) {
 }
 
 /** Who cancelled a message, when, why, and the effects it left with an unknown outcome. */
-function cancelledBlock(m) {
+function cancelledBlock(m: MessageView): HTMLElement | null {
   const c = m.cancelled;
   if (!c) return null;
   return el("div", { class: "cancelled", "data-role": "cancelled" },
@@ -136,21 +68,13 @@ function cancelledBlock(m) {
       `outcome unknown (begun, never recorded as done; not run again): ${c.unknown_effects.join(", ")}`) : null);
 }
 
-function messageItem(agent, m, partial, waiting, ui) {
-  const held = m.status === "queued" ? waiting : null;
-  return el("li", { class: "message", "data-status": m.status, "data-id": m.id, "data-waiting": held ? "" : undefined, "data-waiting-on": partial ? undefined : m.waiting_on ?? undefined },
-    el("div", { class: "msg-head" },
-      el("span", { class: "id" }, `#${m.id}`),
-      el("span", { class: "chip", "data-status": m.status }, m.status),
-      held ? el("span", { class: "waiting", "data-role": "waiting" }, held) : null,
-      m.attempts > 1 ? el("span", { class: "attempts" }, `attempt ${m.attempts}`) : null,
-      when(m.created_at),
-      m.status === "failed" ? retryControl(agent, m.id, ui) : stopControl(agent, m, ui)),
-    el("p", { class: "text", "data-role": "text" }, partial ? `${m.preview}${m.preview.length >= 80 ? "…" : ""}` : m.text),
-    partial ? null : stepsBlock(agent, m, ui?.pool ?? false),
-    partial ? null : cancelledBlock(m),
-    !partial && m.superseded_by ? el("p", { class: "meta", "data-role": "superseded" }, `superseded by #${m.superseded_by} before it started (on_busy replace)`) : null,
-    partial ? null : answersBlock(m.cancelled ? { ...m, answers: (m.answers ?? []).filter((a) => a.choice !== "cancel") } : m),
+/** What a loaded message shows below its text: its steps, cancel, supersession, answers and reply. */
+function fullParts(agent: string, m: MessageView, ui: Ui | null): Child[] {
+  return [
+    stepsBlock(agent, m, ui?.pool ?? false),
+    cancelledBlock(m),
+    m.superseded_by ? el("p", { class: "meta", "data-role": "superseded" }, `superseded by #${m.superseded_by} before it started (on_busy replace)`) : null,
+    answersBlock(m.cancelled ? { answers: (m.answers ?? []).filter((a) => a.choice !== "cancel") } : m),
     m.reply === null || m.reply === undefined ? null : el("div", { class: "reply", "data-role": "reply" },
       el("span", { class: "label" }, "Reply",
         m.acked_at ? [" · ", when(m.acked_at)] : null,
@@ -158,24 +82,44 @@ function messageItem(agent, m, partial, waiting, ui) {
       el("p", { class: "text" }, m.reply)),
     m.reply_blob ? el("div", { class: "reply", "data-role": "reply" },
       el("span", { class: "label" }, "Reply", m.acked_at ? [" · ", when(m.acked_at)] : null),
-      el("p", { class: "text" }, `${m.reply_blob.bytes} bytes, kept in R2: `, el("code", {}, `baton show ${agent} ${m.id}`))) : null);
+      el("p", { class: "text" }, `${m.reply_blob.bytes} bytes, kept in R2: `, el("code", {}, `baton show ${agent} ${m.id}`))) : null,
+  ];
 }
 
-/** A parked message in the summary: its id and why it waits (e.g. "outcome unknown: step pay"). */
-function parkedItem(agent, p, asked) {
+/** One message: a loaded one (`full`) in full, else presence's preview of it. */
+function messageItem(agent: string, shown: { full: MessageView } | { recent: RecentMessage }, waiting: string | null, ui: Ui | null): HTMLLIElement {
+  const full = "full" in shown ? shown.full : null;
+  const m = "full" in shown ? shown.full : shown.recent;
+  const text = "full" in shown ? shown.full.text : `${shown.recent.preview}${shown.recent.preview.length >= 80 ? "…" : ""}`;
+  const held = m.status === "queued" ? waiting : null;
+  return el("li", { class: "message", "data-status": m.status, "data-id": m.id, "data-waiting": held ? "" : undefined, "data-waiting-on": full?.waiting_on ?? undefined },
+    el("div", { class: "msg-head" },
+      el("span", { class: "id" }, `#${m.id}`),
+      el("span", { class: "chip", "data-status": m.status }, m.status),
+      held ? el("span", { class: "waiting", "data-role": "waiting" }, held) : null,
+      m.attempts > 1 ? el("span", { class: "attempts" }, `attempt ${m.attempts}`) : null,
+      when(m.created_at),
+      m.status === "failed" ? retryControl(agent, m.id, ui) : stopControl(agent, m, ui)),
+    el("p", { class: "text", "data-role": "text" }, text),
+    full ? fullParts(agent, full, ui) : null);
+}
+
+/** A parked message in the summary: its id and what it waits on (the step whose outcome is unknown). */
+function parkedItem(agent: string, p: ParkedItem, asked: ReadonlySet<number>): HTMLElement {
   const cmd = resumeCommands(agent, p.id);
+  const step = p.waiting_on ?? null;
   return el("span", { class: "parked-item", "data-role": "parked-item", "data-id": p.id },
     `#${p.id}`,
-    p.reason ? [" (", el("span", { class: "why", "data-role": "park-reason" }, p.reason), ")"] : null,
+    step === null ? null : [" (", el("span", { class: "why", "data-role": "park-reason" }, unknownOutcomeReason(step)), ")"],
     // A loaded row below carries the question and both answers; any other needs them here.
-    p.reason && !asked.has(p.id) ? [": ", el("code", {}, cmd.done), " or ", el("code", {}, cmd.redo)] : null);
+    step !== null && !asked.has(p.id) ? [": ", el("code", {}, cmd.done), " or ", el("code", {}, cmd.redo)] : null);
 }
 
 /**
  * A running message in the summary: where, and its last heartbeat (the fresher of presence and the
  * loaded view). In pool mode every runner takes messages, so it also names the runner's claim.
  */
-function runningItem(r, loaded, pool) {
+function runningItem(r: RunningItem, loaded: MessageView | undefined, pool: boolean): HTMLElement {
   const beat = Math.max(r.heartbeat_at ?? 0, loaded?.token === r.token ? loaded.heartbeat_at ?? 0 : 0);
   return el("span", { class: "running-item", "data-role": "running-item", "data-id": r.id, "data-claim": r.claim_seq ?? undefined },
     `#${r.id}`, r.machine ? ` on ${r.machine}` : null,
@@ -189,16 +133,14 @@ function runningItem(r, loaded, pool) {
  * when they last sent a heartbeat, and which wait for a person (parked, with why) or gave up
  * (failed), also when they are older than the newest few.
  */
-function workSummary(entry, full, waiting, ui, shown) {
+function workSummary(entry: DirectoryEntry, full: readonly MessageView[] | null, waiting: string | null, ui: Ui | null, failedShown: ReadonlySet<number>): HTMLElement | null {
   const work = entry.work;
-  const counts = Object.entries(work?.counts ?? {}).filter(([, n]) => n > 0);
+  const counts = Object.entries(work?.counts ?? {}).filter(([, n]) => n !== undefined && n > 0);
   if (counts.length === 0) return null;
   const byId = new Map((full ?? []).map((m) => [m.id, m]));
   // Loaded rows that ask their question (with both answers) themselves.
   const asked = new Set((full ?? []).filter((m) => m.status === "parked" && m.waiting_on).map((m) => m.id));
-  // Failed rows below carry their own Retry.
-  const retriable = new Set(shown.filter((m) => m.status === "failed").map((m) => m.id));
-  const list = (items) => items.map((node, i) => [i ? ", " : "", node]);
+  const list = (items: readonly Child[]): Child[] => items.map((node, i) => [i ? ", " : "", node]);
   return el("p", { class: "work", "data-role": "work" },
     counts.map(([status, n]) => el("span", { class: "chip", "data-status": status }, `${n} ${status}`)),
     waiting && work.counts.queued > 0 ? el("span", { class: "waiting", "data-role": "queued-waiting" }, waiting) : null,
@@ -209,7 +151,8 @@ function workSummary(entry, full, waiting, ui, shown) {
     work.failed?.length ? el("span", { class: "meta", "data-role": "failed" }, "failed: ",
       work.failed.map((m, i) => [i ? ", " : "", el("span", { class: "failed-item", "data-role": "failed-item", "data-id": m.id },
         `#${m.id}`, m.error ? el("span", { class: "why", "data-role": "fail-reason" }, ` (${m.error})`) : null,
-        retriable.has(m.id) ? null : [" ", retryControl(entry.agent, m.id, ui)])])) : null);
+        // Failed rows below carry their own Retry.
+        failedShown.has(m.id) ? null : [" ", retryControl(entry.agent, m.id, ui)])])) : null);
 }
 
 /**
@@ -217,13 +160,18 @@ function workSummary(entry, full, waiting, ui, shown) {
  * `waiting` (or null) says why queued ones are not handed out now, e.g. the agent is paused. `ui`
  * (optional): `{ can, confirmations, act, pool }` for the actions a token may take.
  */
-export function messagesBlock(entry, full, waiting = null, ui = null) {
+export function messagesBlock(entry: DirectoryEntry, full: readonly MessageView[] | null, waiting: string | null = null, ui: Ui | null = null): HTMLElement {
   const recent = entry.recent_messages ?? [];
   if (recent.length === 0 && !full?.length) return el("p", { class: "empty-line quiet" }, "No messages yet.");
-  const shown = full?.length ? full.slice().sort((a, b) => b.id - a.id) : recent;
-  const items = shown.map((m) => messageItem(entry.agent, m, !full?.length, waiting, ui));
+  const shown = full?.length
+    ? full.slice().sort((a, b) => b.id - a.id).map((m) => ({ full: m }))
+    : recent.map((m) => ({ recent: m }));
+  const failedShown = new Set(shown.flatMap((s) => {
+    const m = "full" in s ? s.full : s.recent;
+    return m.status === "failed" ? [m.id] : [];
+  }));
   return el("section", { class: "messages", "data-role": "messages" },
     el("span", { class: "label" }, "Messages"),
-    workSummary(entry, full, waiting, ui, shown),
-    el("ol", {}, items));
+    workSummary(entry, full, waiting, ui, failedShown),
+    el("ol", {}, shown.map((s) => messageItem(entry.agent, s, waiting, ui))));
 }

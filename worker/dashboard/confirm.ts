@@ -3,40 +3,56 @@
 // button opens a short question beside it with the action's own button and Cancel, never
 // window.confirm. What is open, in flight and answered lives here, keyed by action, so a card
 // rebuilt by a presence frame shows it again; the coordinator's answer shows under it for a while.
-import { el } from "./dom.js";
+import { el, type Attrs } from "./dom.ts";
 
 /** How long an action's answer stays beside its button. */
 const RESULT_MS = 10_000;
 
+/** How an action went: whether it did and the sentence shown beside its button. */
+export interface Outcome {
+  ok: boolean;
+  text: string;
+}
+
+/**
+ * One confirmable action. key (unique on the page), action (its `data-action`), label, title
+ * (hover text), prompt (the question), confirm (the confirming button's label), run(), and
+ * optionally `class` (the button's, "quiet small" by default) and `attrs` (more attributes of the button).
+ */
+export interface ControlSpec {
+  key: string;
+  action: string;
+  label: string;
+  title: string;
+  prompt: string;
+  confirm: string;
+  run: () => Promise<Outcome>;
+  class?: string;
+  attrs?: Attrs;
+}
+
 export class Confirmations {
+  private readonly open = new Set<string>();
+  private readonly busy = new Set<string>();
+  private readonly results = new Map<string, Outcome>();
+
   /** `onChange()` re-renders the page (the state of a control changed). */
-  constructor(onChange) {
-    this.onChange = onChange;
-    this.open = new Set();
-    this.busy = new Set();
-    this.results = new Map();
-  }
+  constructor(private readonly onChange: () => void) {}
 
   /** What a control shows now (closed, open, sending, answered): a view that caches its nodes rebuilds them when it changes. */
-  signature(key) {
+  signature(key: string): string {
     return `${this.open.has(key)}|${this.busy.has(key)}|${this.results.get(key)?.text ?? ""}`;
   }
 
-  changed(key, focus) {
+  private changed(key: string, focus?: string): void {
     this.onChange();
     if (!focus) return;
-    const scope = [...document.querySelectorAll("[data-confirm-key]")].find((n) => n.dataset.confirmKey === key);
-    const target = scope?.matches(focus) ? scope : scope?.querySelector(focus);
+    const scope = [...document.querySelectorAll<HTMLElement>("[data-confirm-key]")].find((n) => n.dataset.confirmKey === key);
+    const target = scope?.matches(focus) ? scope : scope?.querySelector<HTMLElement>(focus);
     target?.focus();
   }
 
-  /**
-   * One confirmable action. `spec`: key (unique on the page), action (its `data-action`), label,
-   * title (hover text), prompt (the question), confirm (the confirming button's label), run()
-   * resolving to `{ ok, text }`, and optionally `class` (the button's, "quiet small" by default) and
-   * `attrs` (more attributes of the button).
-   */
-  control(spec) {
+  control(spec: ControlSpec): HTMLElement {
     const { key } = spec;
     const result = this.results.get(key);
     const note = result
@@ -61,11 +77,11 @@ export class Confirmations {
     yes.addEventListener("click", async () => {
       this.busy.add(key);
       this.changed(key);
-      let answer;
+      let answer: Outcome;
       try {
         answer = await spec.run();
       } catch (err) {
-        answer = { ok: false, text: String(err?.message ?? err) };
+        answer = { ok: false, text: err instanceof Error ? err.message : String(err) };
       }
       this.busy.delete(key);
       this.open.delete(key);

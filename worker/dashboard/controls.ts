@@ -2,16 +2,17 @@
 // holder after a coordinator restart, each runner's priority, and the line in the order the lease
 // would take it (higher priority first, then the oldest claim; drained runners are out of line),
 // and for a token that may, the buttons that pause, unpause, drain and undrain it.
-import { el } from "./dom.js";
-import { clock } from "./timeline.js";
+import { el, type Child } from "./dom.ts";
+import type { Connection, DirectoryEntry, Ui } from "./state.ts";
+import { clock } from "./timeline.ts";
 
 /** Whether to show priorities at all: only when some runner of the agent has one other than 0. */
-export function usesPriority(entry) {
+export function usesPriority(entry: DirectoryEntry): boolean {
   return entry.connections.some((c) => (c.priority ?? 0) !== 0);
 }
 
 /** A runner's badges: its priority (when the agent uses priorities) and its drain. */
-export function runnerBadges(entry, conn) {
+export function runnerBadges(entry: DirectoryEntry, conn: Connection): Child[] {
   return [
     usesPriority(entry)
       ? el("span", { class: "chip priority", "data-role": "priority", title: "serve --priority: higher runs the agent by preference" },
@@ -25,15 +26,15 @@ export function runnerBadges(entry, conn) {
 }
 
 /** The standby order of the lease: candidates by priority, then claim; drained, then watchers, last. */
-export function lineOrder(connections) {
-  const rank = (c) => (c.claim_seq === null ? 2 : c.drained ? 1 : 0);
+export function lineOrder(connections: readonly Connection[]): Connection[] {
+  const rank = (c: Connection) => (c.claim_seq === null ? 2 : c.drained ? 1 : 0);
   return connections.slice().sort((a, b) => rank(a) - rank(b)
     || (b.priority ?? 0) - (a.priority ?? 0)
     || (a.claim_seq ?? Infinity) - (b.claim_seq ?? Infinity));
 }
 
 /** Why a queued message is not handed out now, or null when it should be soon. */
-export function waitReason(entry) {
+export function waitReason(entry: DirectoryEntry): string | null {
   if (entry.controls?.paused) return "waiting: the agent is paused";
   if (!entry.holder) return "waiting: nobody holds the lease";
   return null;
@@ -41,13 +42,13 @@ export function waitReason(entry) {
 
 /**
  * The agent's controls as one strip under its header, or null when it runs normally. `age` makes
- * a ticking age from a server timestamp (render.js owns the ticking).
+ * a ticking age from a server timestamp (ages.ts owns the ticking).
  */
-export function controlsStrip(entry, age, now) {
+export function controlsStrip(entry: DirectoryEntry, age: (since: number) => HTMLElement, now: number): HTMLElement | null {
   const controls = entry.controls;
   if (!controls) return null;
   const connected = new Set(entry.connections.map((c) => c.machine));
-  const lines = [];
+  const lines: HTMLElement[] = [];
   if (controls.paused) {
     lines.push(el("p", { class: "control paused", "data-role": "paused-note" },
       el("span", { class: "chip paused" }, "paused"),
@@ -73,9 +74,8 @@ export function controlsStrip(entry, age, now) {
  * What a token that may (admin) change on the agent, each behind an in-page confirmation: pause or
  * unpause it, drain or undrain each of its machines (connected or drained). Null for other tokens.
  * A pair (pause/unpause, drain/undrain) shares its key, so the answer shows beside the button that follows.
- * `ui`: `{ can, confirmations, act }`.
  */
-export function actionsBar(entry, ui) {
+export function actionsBar(entry: DirectoryEntry, ui: Ui | null): HTMLElement | null {
   if (!ui?.can.admin) return null;
   const agent = entry.agent;
   const c = ui.confirmations;

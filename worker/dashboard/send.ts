@@ -2,10 +2,11 @@
 // place, so a wall of cards is not a wall of text boxes. The box keeps what is typed while its
 // card is rebuilt (it is built once per card); Escape or Cancel folds it, a message sent folds it
 // and says where it went. Ctrl/Cmd+Enter sends.
-import { el } from "./dom.js";
+import type { Answer } from "./api.ts";
+import { el } from "./dom.ts";
 
 /** `send(agent, text)` resolves to `{ ok, text }`, the sentence shown after the attempt. */
-export function sendControl(agent, send) {
+export function sendControl(agent: string, send: (agent: string, text: string) => Promise<Answer>): HTMLElement {
   const id = `send-${agent}`;
   const open = el("button", { type: "button", class: "quiet small", "data-role": "open-send", "aria-expanded": "false", "aria-controls": `${id}-form` }, "Send a message");
   const input = el("textarea", { id, name: "text", rows: 3, required: true, placeholder: `A message for ${agent}…` });
@@ -18,7 +19,7 @@ export function sendControl(agent, send) {
     el("div", { class: "composer-row" }, submit, cancel));
   const root = el("div", { class: "composer", "data-role": "send" }, open, form, answer);
 
-  const show = (on) => {
+  const show = (on: boolean) => {
     form.hidden = !on;
     open.hidden = on;
     open.setAttribute("aria-expanded", String(on));
