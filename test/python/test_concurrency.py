@@ -19,6 +19,7 @@ def by_phase(lines, phase):
 
 def test_claim_frame_and_option_checks():
     import baton
+    from baton._serve_lease import claim_frame
     from baton._wire import valid_client_frame
 
     async def main():
@@ -26,15 +27,12 @@ def test_claim_frame_and_option_checks():
                     {"priority": -1001}, {"priority": 1.5}):
             with pytest.raises(ValueError):
                 await baton.serve("x", lambda m, c: None, url="http://127.0.0.1:9", token="t", machine="m", **bad)
-        claims = []
-        for opts in ({}, {"concurrency": 4, "priority": -7}):
-            handle = await baton.serve("x", lambda m, c: None, url="http://127.0.0.1:9", token="t", machine="m",
-                                       runner_id="r1", **opts)
-            claims.append(handle._serve._claim())
-            await handle.stop()
-        return claims
+        handle = await baton.serve("x", lambda m, c: None, url="http://127.0.0.1:9", token="t", machine="m",
+                                   runner_id="r1", concurrency=4, priority=-7)
+        await handle.stop()
 
-    plain, tuned = asyncio.run(main())
+    asyncio.run(main())
+    plain, tuned = claim_frame("r1", 1, 0), claim_frame("r1", 4, -7)
     assert plain == {"type": "serve_lease", "op": "claim", "runner_id": "r1"}  # as before: no defaults sent
     assert tuned == {"type": "serve_lease", "op": "claim", "runner_id": "r1", "concurrency": 4, "priority": -7}
     assert valid_client_frame(plain) and valid_client_frame(tuned)
