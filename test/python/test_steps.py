@@ -251,8 +251,8 @@ def test_the_local_heartbeat_clock_stops_a_silent_run(dev, monkeypatch):
 
     import baton
 
-    serve_module = importlib.import_module("baton.serve")  # the module (baton.serve is the function)
-    monkeypatch.setattr(serve_module._Serve, "_revoke", lambda self, mid, token, reason: None)
+    work_loop = importlib.import_module("baton._work_loop")
+    monkeypatch.setattr(work_loop.WorkLoop, "revoke", lambda self, mid, token, reason: None)
     agent = unique("py-silent")
     status, body = dev.request("PUT", f"/agents/{agent}/policy", {"heartbeat_timeout_seconds": 1, "max_attempts": 1})
     assert status == 200, (status, body)
@@ -292,7 +292,7 @@ def test_a_journal_write_refused_as_someone_elses_raises_lease_lost_and_stops_th
     events: list[dict[str, Any]] = []
 
     async def handler(message, ctx):
-        ctx._run.token = message.token + 1000  # writes now carry a token this run was never given
+        ctx._run.journal.token = message.token + 1000  # writes now carry a token this run was never given
         try:
             await ctx.step("plan", lambda: "never recorded")
         except baton.LeaseLostError as err:
