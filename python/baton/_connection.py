@@ -180,6 +180,11 @@ class Connection:
         await self.listener.closed()
         await ws.close(1.5)
 
+    async def close(self) -> None:
+        """The close handshake of the current connection (given up after 1.5 s)."""
+        if self.ws is not None:
+            await self.ws.close(1.5)
+
     def drop(self, reason: str, reconnect_now: bool = False) -> None:
         """Ends the current connection now (no close handshake: it may be a dead one); ``run`` dials again."""
         self._drop_reason = reason

@@ -15,7 +15,7 @@ import json
 import logging
 from typing import Any, Awaitable, Callable, Optional, Protocol
 
-from ._clock import now
+from ._clock import SYSTEM_CLOCK, Clock
 from ._journal import REPLY_BYTES, Journal
 from ._messages import Message, error_text
 from ._wire_types import ClientFrame, MessageServerFrame
@@ -48,8 +48,9 @@ class RunPort(Protocol):
 
 
 class Run:
-    def __init__(self, frame: MessageServerFrame, port: RunPort, fence: int = -1) -> None:
+    def __init__(self, frame: MessageServerFrame, port: RunPort, fence: int = -1, clock: Clock = SYSTEM_CLOCK) -> None:
         self.frame = frame
+        self.clock = clock
         #: The serve lease's fence when the run began (-1 when this process was not the holder).
         self.fence = fence
         #: This message's checkpoint from an earlier attempt (one kept in R2 is read before the handler runs).
@@ -64,8 +65,8 @@ class Run:
         self.parked = False
         #: The task running the handler, while it runs: what ``abort`` cancels.
         self._handler_task: Optional[asyncio.Task[Any]] = None
-        self._timer: Optional[asyncio.TimerHandle] = None
-        self._beat_timer: Optional[asyncio.TimerHandle] = None
+        self._timer: Optional[Callable[[], None]] = None  # what cancels the run timeout
+        self._beat_timer: Optional[Callable[[], None]] = None  # what cancels the heartbeat clock
         #: Steps and effects of this attempt still running, by name: a second call of one shares the first's result.
         self.inflight: dict[str, asyncio.Task[Any]] = {}
         #: Results kept as blobs, once read back (or uploaded) by this run, by blob id.
@@ -91,9 +92,9 @@ class Run:
         and the heartbeat clock, from now."""
         timeout_ms = self.frame.get("run_timeout_ms")
         if isinstance(timeout_ms, (int, float)) and timeout_ms > 0:
-            self._timer = asyncio.get_running_loop().call_later(timeout_ms / 1000, lambda: self.abort(
+            self._timer = self.clock.after(timeout_ms / 1000, lambda: self.abort(
                 LeaseLostError(f"message {self.id} ran past its run timeout", "lapsed")))
-        self.heartbeat_confirmed(now())
+        self.heartbeat_confirmed(self.clock.now())
 
     def heartbeat_confirmed(self, sent_at: float) -> None:
         """With a heartbeat timeout, the coordinator takes the run back once none arrived within it;
@@ -103,19 +104,19 @@ class Run:
         if not isinstance(timeout_ms, (int, float)) or timeout_ms <= 0 or self.lost is not None:
             return
         if self._beat_timer is not None:
-            self._beat_timer.cancel()
+            self._beat_timer()
 
         def lapse() -> None:
             self.port.event(type="revoked", id=self.id, token=self.token,
                             reason="no heartbeat within the heartbeat timeout by the local clock")
             self.abort(LeaseLostError(f"message {self.id} sent no heartbeat within {timeout_ms:g} ms", "lapsed"))
 
-        self._beat_timer = asyncio.get_running_loop().call_later(max(0.0, sent_at + timeout_ms / 1000 - now()), lapse)
+        self._beat_timer = self.clock.after(sent_at + timeout_ms / 1000 - self.clock.now(), lapse)
 
     def stop_timers(self) -> None:
-        for timer in (self._timer, self._beat_timer):
-            if timer is not None:
-                timer.cancel()
+        for cancel in (self._timer, self._beat_timer):
+            if cancel is not None:
+                cancel()
         self._timer = self._beat_timer = None
 
     # -- writing -------------------------------------------------------------------------------

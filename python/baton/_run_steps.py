@@ -11,7 +11,6 @@ import inspect
 import json
 from typing import Any, Callable, Coroutine, Optional, Sequence
 
-from ._clock import now
 from ._journal import CHECKPOINT_BYTES, STEP_VALUE_BYTES
 from ._messages import JournalEntry, PersonAnswer, check_step_name, json_bytes
 from ._run import Run
@@ -168,7 +167,7 @@ async def agent_checkpoint(run: Run, fence: int, value: Any) -> None:
 
 
 async def heartbeat(run: Run, details: Any) -> Optional[float]:
-    sent_at = now()
+    sent_at = run.clock.now()
     answer = await run.write(run.journal.heartbeat_frame(details))
     if answer.get("op") != "heartbeat":
         raise CoordinatorError(None, "heartbeat answered with another result", 0, answer)

@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol
 
 from . import _blobs
-from ._clock import LeaseClock, now
+from ._clock import SYSTEM_CLOCK, Clock, LeaseClock
 from ._connection import FALLBACK_TTL, Connection, NotConnected
 from ._context import Handler
 from ._journal import refusal
+from ._messages import Message
 from ._run import Run, Unconfirmed
 from ._serve_lease import ServeLease, claim_frame
 from ._wire_types import ClientFrame
@@ -23,15 +24,45 @@ from .errors import BatonError, LeaseLostError
 
 __all__ = ["ServeLoop"]
 
-#: Where an ``on_status`` or ``on_event`` callback that raised is reported (serving goes on).
+#: Where an ``on_status``, ``on_event`` or ``on_message`` callback that raised is reported (serving goes on).
 log = logging.getLogger("baton")
+RATE_LIMITED_RETRY = 1.0
+
+
+class Link(Protocol):
+    """The connection as the serve sees it (``_connection.Connection``; a fake one in the transcript replay)."""
+
+    ttl: float
+    fence: Optional[int]  # pings carry it while this process holds the lease
+    stopping: bool
+
+    @property
+    def open(self) -> bool: ...
+
+    def set_ttl(self, ttl: float) -> None: ...
+
+    async def send(self, frame: dict[str, Any]) -> bool: ...
+
+    async def request(self, frame: dict[str, Any], timeout: float = ...) -> dict[str, Any]: ...
+
+    def drop(self, reason: str, reconnect_now: bool = False) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def run(self) -> None: ...
 
 
 class ServeLoop:
     def __init__(self, agent: str, handler: Handler, url: str, token: str, machine: str, runner_id: Optional[str],
                  on_status: Optional[Callable[[dict[str, Any]], None]], on_event: Optional[Callable[[dict[str, Any]], None]],
-                 concurrency: int = 1, priority: int = 0) -> None:
+                 concurrency: int = 1, priority: int = 0, on_message: Optional[Callable[[Message], None]] = None,
+                 cursor: int = 0, link: Optional[Link] = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.agent = agent
+        self.clock = clock
+        self.on_message = on_message
+        #: Messages up to this id were seen: a (re)connect's sync asks only for later ones.
+        self.cursor = cursor
+        self._sync_epoch = 0
         self.url = url.rstrip("/")
         self.token = token
         self.runner_id = runner_id or str(uuid.uuid4())
@@ -40,17 +71,18 @@ class ServeLoop:
         self.on_status = on_status
         self.on_event = on_event
         self.status: dict[str, Any] = {"kind": "connecting"}
-        self.conn = Connection(self.url, token, agent, machine, self)
+        self.conn: Link = link if link is not None else Connection(self.url, token, agent, machine, self)
         self.lease = ServeLease(FALLBACK_TTL)  # the serve lease
         self.link = LeaseClock(FALLBACK_TTL)  # the connection itself
-        self.work = WorkLoop(handler, concurrency, self)
+        self.work = WorkLoop(handler, concurrency, self, clock)
         #: The agent's checkpoint, as handed to the holder (or saved by its runs since).
         self.checkpoint: Any = None
         self.holding = False  # the dropped connection held the lease: reconnect within 4 s
         self._heard_lease = False
         self._claim_sent_at = 0.0
-        self._deadline: Optional[asyncio.TimerHandle] = None
+        self._deadline: Optional[Callable[[], None]] = None  # what cancels the lease's deadline timer
         self._stop_task: Optional[asyncio.Task[None]] = None
+        self._group: Optional[asyncio.TaskGroup] = None
         self.done: Optional[asyncio.Future[None]] = None
         self._main: Optional[asyncio.Task[None]] = None
 
@@ -84,7 +116,7 @@ class ServeLoop:
         assert self.done is not None
         try:
             async with asyncio.TaskGroup() as group:
-                self.work.attach(group)
+                self.attach(group)
                 await self._connect()
         except BaseExceptionGroup as group:  # refused for good (bad token, bad name), or a bug
             err = group.exceptions[0] if len(group.exceptions) == 1 else group
@@ -93,6 +125,11 @@ class ServeLoop:
                 err = err.with_traceback(None)
             if not self.done.done():
                 self.done.set_exception(err)
+
+    def attach(self, group: asyncio.TaskGroup) -> None:
+        """The task group the history replay and the message tasks run in."""
+        self._group = group
+        self.work.attach(group)
 
     async def _connect(self) -> None:
         try:
@@ -105,7 +142,8 @@ class ServeLoop:
     # -- the connection's listener -------------------------------------------------------------
 
     async def opened(self, dialed_at: float) -> None:
-        t = now()
+        """Connected: claim, and replay the history missed meanwhile."""
+        t = self.clock.now()
         self.lease.reset(self.conn.ttl)
         self.lease.acked(dialed_at, t)
         self.link.reset(self.conn.ttl)
@@ -114,7 +152,28 @@ class ServeLoop:
         self._heard_lease = False
         self._claim_sent_at = t
         await self.conn.send(dict(claim_frame(self.runner_id, self.concurrency, self.priority)))
+        self._sync_epoch += 1
+        if self._group is not None:
+            self._group.create_task(self._replay_history(self._sync_epoch))
         self._report(self.lease.status())
+
+    async def _replay_history(self, epoch: int) -> None:
+        """One sync page at a time (``more`` while there is another); over the coordinator's replay
+        budget it is refused rate_limited and asked again a second later. A reconnect ends it."""
+        after = self.cursor
+        while epoch == self._sync_epoch and self.conn.open:
+            try:
+                answer = await self.conn.request({"type": "sync", "after": after})
+            except NotConnected:
+                return
+            if answer["type"] == "error":
+                if answer.get("code") != "rate_limited":
+                    return
+                await asyncio.sleep(RATE_LIMITED_RETRY)
+            elif answer.get("op") == "sync" and answer.get("more"):
+                after = answer["cursor"]
+            else:
+                return
 
     def frame(self, frame: dict[str, Any]) -> None:
         kind = frame["type"]
@@ -129,15 +188,22 @@ class ServeLoop:
             self.event(type="coordinator_error", code=frame.get("code"), message=frame.get("message"))
         elif kind == "serve_lease":
             self._on_lease(frame)
-        elif kind == "message" and frame.get("run") is True:
-            self.work.enqueue(frame)  # type: ignore[arg-type]
+        elif kind == "message":
+            self.cursor = max(self.cursor, frame["id"])
+            if self.on_message is not None:
+                try:
+                    self.on_message(Message.from_frame(frame))  # type: ignore[arg-type]
+                except Exception:  # as for on_event
+                    log.exception("on_message raised on message %s; serving goes on", frame["id"])
+            if frame["run"] is True:
+                self.work.enqueue(frame)  # type: ignore[arg-type]
         elif kind == "revoked":
             self.work.revoke(frame["id"], frame["token"], str(frame["reason"]))
         elif kind == "cancel":
             self.work.cancel(frame["id"], frame["token"], str(frame["by"]), frame.get("reason"))
 
     def pong(self, sent_at: float) -> None:
-        t = now()
+        t = self.clock.now()
         self.link.confirmed(sent_at, t)
         self.lease.acked(sent_at, t)
         self._after_lease_change()
@@ -160,17 +226,17 @@ class ServeLoop:
         self.holding = False
         if not self._heard_lease:
             self._heard_lease = True
-            self.lease.acked(self._claim_sent_at, now())
+            self.lease.acked(self._claim_sent_at, self.clock.now())
         if self.lease.kind == "lapsed":
             return
-        if self.lease.on_lease_frame(frame, now()):  # type: ignore[arg-type]
+        if self.lease.on_lease_frame(frame, self.clock.now()):  # type: ignore[arg-type]
             self.checkpoint = frame.get("checkpoint")
             self.event(type="held", fence=self.lease.fence)
         # messages under their own tokens run on until the coordinator revokes them
         self._after_lease_change()
 
     def _after_lease_change(self) -> None:
-        t = now()
+        t = self.clock.now()
         self.lease.valid(t)
         if self.lease.kind == "lapsed":
             return self._demote("the lease lapsed on the local clock")
@@ -179,8 +245,8 @@ class ServeLoop:
         self._report(self.lease.status())
         self._clear_deadline()
         deadlines = [d for d in (self.lease.deadline, self.link.deadline) if d is not None]
-        if deadlines and self.conn.ws is not None:
-            self._deadline = asyncio.get_running_loop().call_later(max(0.0, min(deadlines) - t) + 0.001, self._after_lease_change)
+        if deadlines and self.conn.open:
+            self._deadline = self.clock.after(max(0.0, min(deadlines) - t) + 0.001, self._after_lease_change)
 
     def _demote(self, reason: str) -> None:
         """The local clock says the lease is gone: cancel the handlers, post nothing, rejoin."""
@@ -192,19 +258,19 @@ class ServeLoop:
 
     def _clear_deadline(self) -> None:
         if self._deadline is not None:
-            self._deadline.cancel()
+            self._deadline()
         self._deadline = None
 
     # -- the port runs write through -----------------------------------------------------------
 
     def may_run(self) -> bool:
         """The connection is alive by this process's clock (writes under a message token)."""
-        return self.conn.open and self.link.may_act(now())
+        return self.conn.open and self.link.may_act(self.clock.now())
 
     def _may_act(self) -> bool:
         """Holding the serve lease, valid by this process's clock (fenced writes)."""
         before = self.lease.kind
-        ok = self.conn.ws is not None and self.lease.may_act(now())
+        ok = self.conn.open and self.lease.may_act(self.clock.now())
         if self.lease.kind == "lapsed" and before != "lapsed":
             self._demote("the lease lapsed on the local clock")
         return ok
@@ -241,8 +307,7 @@ class ServeLoop:
     async def _shutdown(self) -> None:
         self.conn.stopping = self.work.stopping = True
         await self.work.stop_runs(LeaseLostError("serving stopped", "stopped"))
-        ws = self.conn.ws
-        if ws is not None and ws.open:
+        if self.conn.open:
             if self.lease.kind == "holder":
                 self.event(type="releasing", fence=self.lease.fence)
             try:
@@ -251,7 +316,7 @@ class ServeLoop:
                     self.event(type="released")
             except NotConnected:
                 pass  # the coordinator notices the close instead
-            await ws.close(1.5)
+            await self.conn.close()
         if self._main is not None:
             self._main.cancel()
             await asyncio.wait([self._main])

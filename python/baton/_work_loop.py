@@ -10,6 +10,7 @@ import collections
 import logging
 from typing import Any, Optional, Protocol
 
+from ._clock import SYSTEM_CLOCK, Clock
 from ._context import Handler, MessageContext
 from ._run import Run, RunPort
 from ._wire_types import MessageServerFrame
@@ -32,8 +33,9 @@ class Host(RunPort, Protocol):
 
 
 class WorkLoop:
-    def __init__(self, handler: Handler, concurrency: int, host: Host) -> None:
+    def __init__(self, handler: Handler, concurrency: int, host: Host, clock: Clock = SYSTEM_CLOCK) -> None:
         self.handler = handler
+        self.clock = clock
         self.concurrency = concurrency
         self.host = host
         self.queue: collections.deque[MessageServerFrame] = collections.deque()
@@ -110,7 +112,7 @@ class WorkLoop:
             return
         if not self.host.may_run():
             return
-        run = Run(frame, self.host, self.host.run_fence())
+        run = Run(frame, self.host, self.host.run_fence(), self.clock)
         key = (run.id, token)
         if key in self.replied:
             await run.ack()

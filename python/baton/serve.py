@@ -89,7 +89,8 @@ class ServeHandle:
 def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Optional[str] = None,
           runner_id: Optional[str] = None, on_status: Optional[Callable[[dict[str, Any]], None]] = None,
           on_event: Optional[Callable[[dict[str, Any]], None]] = None, concurrency: int = 1,
-          priority: int = 0, tracing: bool = True) -> Serving:
+          priority: int = 0, tracing: bool = True, on_message: Optional[Callable[[Message], None]] = None,
+          cursor: int = 0) -> Serving:
     """Serves ``agent`` from this process: ``handle = await serve(...)`` starts and returns at once
     with a ServeHandle; ``async with serve(...) as handle:`` does the same and stops (releasing the
     lease) when the block ends; when the coordinator refuses for good meanwhile, the block is
@@ -106,8 +107,10 @@ def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Option
     has been connected for the coordinator's hysteresis period, when the holder runs no message. ``machine`` labels this process in presence (default: the host name).
     ``runner_id`` should stay the same across reconnects of one process (default: a random UUID).
     ``on_status`` gets every status change, ``on_event`` every event (held, demoted, ran,
-    handler_failed, refused, revoked, suppressed, released, ...), both as dicts; one that raises is
-    logged (logger ``baton``) and serving goes on.
+    handler_failed, refused, revoked, suppressed, released, ...), both as dicts; ``on_message`` every
+    message frame as a :class:`Message`, the history replayed on each (re)connect (ids after
+    ``cursor``) and the messages this runner is handed; one that raises is logged (logger ``baton``)
+    and serving goes on.
     ``tracing`` (default True): with ``opentelemetry-api`` installed, each run is a span continuing
     its sender's trace (docs/guides/tracing.md); without the package nothing happens.
     Raises ValueError at once for a ``url`` that is not http(s) (in the CLI's words), a bad
@@ -125,7 +128,8 @@ def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Option
         handler = trace_handler(handler, agent, machine)
 
     def start() -> ServeHandle:
-        loop = ServeLoop(agent, handler, url, token, machine, runner_id, on_status, on_event, concurrency, priority)
+        loop = ServeLoop(agent, handler, url, token, machine, runner_id, on_status, on_event, concurrency, priority,
+                         on_message=on_message, cursor=cursor)
         loop.start()
         return ServeHandle(loop)
 

@@ -96,7 +96,7 @@ class _MemoryCoordinator:
         try:
             return {**base, **getattr(self, f"_{frame['type']}")(frame)}
         except _Refusal as refused:
-            raise refusal(frame["type"], {"type": "error", "code": refused.code, "message": str(refused)})[0] from None
+            raise refusal(frame["type"], {"type": "error", "code": refused.code, "message": str(refused)})[0] from None  # type: ignore[typeddict-item]
 
     def _step(self, frame: Any) -> dict[str, Any]:
         name, known = frame["name"], self.journal.get(frame["name"])
@@ -192,7 +192,7 @@ class RunEnvironment:
         coordinator.attempt, coordinator.refuse_with = self._attempts, None
         coordinator.frames, coordinator.reply, coordinator.question, coordinator.fail_reason = [], None, None, None
         frame: MessageServerFrame = {"type": "message", "id": id, "text": text, "attempt": self._attempts, "created_at": 0,
-                                     "run": True, "token": self._attempts, "run_key": "test", "steps": list(coordinator.journal.values()),
+                                     "run": True, "token": self._attempts, "run_key": "test", "steps": list(coordinator.journal.values()),  # type: ignore[arg-type]
                                      "checkpoint": coordinator.checkpoint}  # type: ignore[typeddict-item]
         if resume_input is not None:
             frame["resume_input"] = resume_input
