@@ -306,7 +306,7 @@ def test_a_journal_write_refused_as_someone_elses_raises_lease_lost_and_stops_th
         try:
             mid = await asyncio.to_thread(dev.post_message, agent, "go")
             await until(lambda: bool(seen), "the step was answered")
-            await asyncio.sleep(0.5)
+            await until(lambda: any(e["type"] == "suppressed" for e in events), "the run ended and posted nothing")
             return await asyncio.to_thread(dev.message, agent, mid)
         finally:
             await handle.stop()
