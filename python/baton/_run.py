@@ -2,8 +2,8 @@
 
 A :class:`Run` owns its cancellation (``lost``, set once, with the task running the handler
 cancelled with it), its timers (the run timeout, and the heartbeat clock when the agent has a
-heartbeat timeout), its steps in flight, and its journal (:class:`baton._journal.Journal`). It
-writes through a :class:`RunPort`: the serve socket (``_serve_port.py``), or memory
+heartbeat timeout), its steps in flight, and its journal (:class:`baton._journal_rules.Journal`). It
+writes through a :class:`RunPort`: the serve (``_serve_core.py``, over the socket), or memory
 (``baton.testing``). ``execute`` is the whole lifecycle: read a large checkpoint, call the handler,
 then reply, fail, or post nothing (lost, or parked).
 """
@@ -16,8 +16,8 @@ import logging
 from typing import Any, Awaitable, Callable, Optional, Protocol
 
 from ._clock import SYSTEM_CLOCK, Clock
-from ._journal import REPLY_BYTES, Journal
-from ._messages import Message, error_text
+from ._journal_rules import REPLY_BYTES, Journal
+from ._handler import Message, error_text
 from ._wire_types import ClientFrame, MessageServerFrame
 from .errors import BatonError, CoordinatorError, LeaseLostError
 
@@ -217,7 +217,7 @@ class Run:
             self.port.event(type="ran", id=self.id, attempt=self.message.attempt, fence=self.fence, token=self.token)
             return "replied"
         if outcome == "park":  # the run asked a person and finished anyway: it waits for the answer instead
-            from ._run_steps import park  # the journal shell imports this module
+            from ._frame_journal import park  # the journal shell imports this module
 
             try:
                 await park(self, None, None)

@@ -19,9 +19,9 @@ import re
 from typing import Any, Callable, Iterator, Optional
 
 from .errors import LeaseLostError, MessageCancelledError, OutcomeUnknownError, WaitingForPersonError
-from ._context import Handler, MessageContext
-from ._messages import Message, PersonAnswer
-from ._run_steps import Effect
+from ._run_context import Handler, MessageContext
+from ._handler import Message, PersonAnswer
+from ._frame_journal import Effect
 
 TRACER = "baton"
 #: A W3C traceparent (version 00), as TRACEPARENT of worker/wire/protocol.ts accepts it.

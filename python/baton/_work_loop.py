@@ -11,7 +11,7 @@ import logging
 from typing import Any, Optional, Protocol
 
 from ._clock import SYSTEM_CLOCK, Clock
-from ._context import Handler, MessageContext
+from ._run_context import Handler, MessageContext
 from ._run import Run, RunPort
 from ._wire_types import MessageServerFrame
 from .errors import LeaseLostError, MessageCancelledError

@@ -50,11 +50,11 @@ import asyncio
 import socket as _socket
 from typing import Any, Callable, Optional
 
-from ._context import Handler, MessageContext
+from ._run_context import Handler, MessageContext
 from ._http import checked_url
-from ._messages import Answerer, Message, PersonAnswer
-from ._run_steps import Effect
-from ._serve_loop import ServeLoop
+from ._handler import Answerer, Message, PersonAnswer
+from ._frame_journal import Effect
+from ._serve_core import ServeCore
 from ._serving import Serving
 from ._wire import LIMITS
 
@@ -64,7 +64,7 @@ __all__ = ["Answerer", "Effect", "Handler", "Message", "MessageContext", "Person
 class ServeHandle:
     """A running serve: ``status``, ``await stop()``, and ``done`` (awaitable)."""
 
-    def __init__(self, serve: ServeLoop) -> None:
+    def __init__(self, serve: ServeCore) -> None:
         self._serve = serve
 
     @property
@@ -128,7 +128,7 @@ def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Option
         handler = trace_handler(handler, agent, machine)
 
     def start() -> ServeHandle:
-        loop = ServeLoop(agent, handler, url, token, machine, runner_id, on_status, on_event, concurrency, priority,
+        loop = ServeCore(agent, handler, url, token, machine, runner_id, on_status, on_event, concurrency, priority,
                          on_message=on_message, cursor=cursor)
         loop.start()
         return ServeHandle(loop)

@@ -27,9 +27,9 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional, Sequence
 
-from ._context import Handler, MessageContext
-from ._journal import refusal
-from ._messages import Answerer, JournalEntry, PersonAnswer
+from ._run_context import Handler, MessageContext
+from ._journal_rules import refusal
+from ._handler import Answerer, JournalEntry, PersonAnswer
 from ._run import Run
 from ._wire import valid_client_frame
 from ._wire_types import ClientFrame, MessageServerFrame

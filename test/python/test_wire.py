@@ -45,12 +45,12 @@ def test_the_limits_the_client_enforces_are_the_wires_own():
     from importlib import resources
 
     import baton
-    from baton import _blobs, _connection, _journal, _messages
+    from baton import _handler, _journal_rules, _run_blobs, _socket
 
-    wire = {"frameBytes": _connection.FRAME_BYTES, "replyTextBytes": _journal.REPLY_BYTES,
-            "checkpointBytes": _journal.CHECKPOINT_BYTES, "failReasonChars": _messages.FAIL_REASON_CHARS,
-            "stepValueBytes": _journal.STEP_VALUE_BYTES, "blobBytes": _blobs.BLOB_BYTES,
-            "stepNameChars": _messages.STEP_NAME_CHARS}
+    wire = {"frameBytes": _socket.FRAME_BYTES, "replyTextBytes": _journal_rules.REPLY_BYTES,
+            "checkpointBytes": _journal_rules.CHECKPOINT_BYTES, "failReasonChars": _handler.FAIL_REASON_CHARS,
+            "stepValueBytes": _journal_rules.STEP_VALUE_BYTES, "blobBytes": _run_blobs.BLOB_BYTES,
+            "stepNameChars": _handler.STEP_NAME_CHARS}
     assert {k: baton.LIMITS[k] for k in wire} == wire
     schema = json.loads(resources.files("baton").joinpath("wire-schema.json").read_text("utf-8"))
     assert json.loads(json.dumps(baton.LIMITS, default=dict)) == schema["limits"]

@@ -11,8 +11,8 @@ import itertools
 from typing import Any, Callable, Optional
 
 from baton import WaitingForPersonError
-from baton._connection import NotConnected
-from baton._serve_loop import ServeLoop
+from baton._socket import NotConnected
+from baton._serve_core import ServeCore
 from baton._wire import valid_client_frame, valid_server_frame
 
 WAIT = 2.0  # seconds an `out` or `await` entry may take, as the format says
@@ -205,7 +205,7 @@ async def replay(transcript: dict[str, Any]) -> list[str]:
     runner = transcript["runner"]
     calls: list[str] = []
     link, clock, names = FakeLink(), FakeClock(), {}
-    loop = ServeLoop(transcript["agent"], scripted_handler(transcript["handler"], calls), "http://transcript.invalid", "t", "m",
+    loop = ServeCore(transcript["agent"], scripted_handler(transcript["handler"], calls), "http://transcript.invalid", "t", "m",
                      runner["runner_id"], None, None, runner.get("concurrency", 1), runner.get("priority", 0),
                      cursor=runner.get("cursor", 0), link=link, clock=clock)
     async with asyncio.TaskGroup() as group:

@@ -1,6 +1,6 @@
 """The serve of one agent from this process (client/serve.ts): wires the connection, the serve
 lease as this process sees it, and the work loop, and is the port runs write through. It decides
-nothing about the journal (``_journal.py``) and owns no socket code (``_connection.py``).
+nothing about the journal (``_journal_rules.py``) and owns no socket code (``_socket.py``).
 """
 
 from __future__ import annotations
@@ -10,19 +10,19 @@ import logging
 import uuid
 from typing import Any, Callable, Optional, Protocol
 
-from . import _blobs
+from . import _run_blobs
 from ._clock import SYSTEM_CLOCK, Clock, LeaseClock
-from ._connection import FALLBACK_TTL, Connection, NotConnected
-from ._context import Handler
-from ._journal import refusal
-from ._messages import Message
+from ._socket import FALLBACK_TTL, Connection, NotConnected
+from ._run_context import Handler
+from ._journal_rules import refusal
+from ._handler import Message
 from ._run import Run, Unconfirmed
 from ._serve_lease import ServeLease, claim_frame
 from ._wire_types import ClientFrame
 from ._work_loop import WorkLoop
 from .errors import BatonError, LeaseLostError
 
-__all__ = ["ServeLoop"]
+__all__ = ["ServeCore"]
 
 #: Where an ``on_status``, ``on_event`` or ``on_message`` callback that raised is reported (serving goes on).
 log = logging.getLogger("baton")
@@ -30,7 +30,7 @@ RATE_LIMITED_RETRY = 1.0
 
 
 class Link(Protocol):
-    """The connection as the serve sees it (``_connection.Connection``; a fake one in the transcript replay)."""
+    """The connection as the serve sees it (``_socket.Connection``; a fake one in the transcript replay)."""
 
     ttl: float
     fence: Optional[int]  # pings carry it while this process holds the lease
@@ -52,7 +52,7 @@ class Link(Protocol):
     async def run(self) -> None: ...
 
 
-class ServeLoop:
+class ServeCore:
     def __init__(self, agent: str, handler: Handler, url: str, token: str, machine: str, runner_id: Optional[str],
                  on_status: Optional[Callable[[dict[str, Any]], None]], on_event: Optional[Callable[[dict[str, Any]], None]],
                  concurrency: int = 1, priority: int = 0, on_message: Optional[Callable[[Message], None]] = None,
@@ -292,10 +292,10 @@ class ServeLoop:
         raise refusal(frame["type"], answer)[0]  # type: ignore[arg-type]
 
     async def upload(self, run: Run, raw: bytes, what: str) -> str:
-        return await _blobs.upload(self.url, self.token, run, raw, what, self.event)
+        return await _run_blobs.upload(self.url, self.token, run, raw, what, self.event)
 
     async def download(self, run: Run, blob: str) -> bytes:
-        return await _blobs.download(self.url, self.token, run, blob)
+        return await _run_blobs.download(self.url, self.token, run, blob)
 
     # -- stopping ------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """The journal's shell for one run: ``ctx.step``, ``ctx.effect``, ``ctx.ask``, parking, checkpoints
-and heartbeats. Each asks the run's :class:`baton._journal.Journal` what to do, sends what it
+and heartbeats. Each asks the run's :class:`baton._journal_rules.Journal` what to do, sends what it
 returns through the run, calls the user's ``fn`` when the journal says so, and hands the answer back.
 Large values go to the coordinator's R2 first (the run's port uploads them).
 """
@@ -11,8 +11,8 @@ import inspect
 import json
 from typing import Any, Callable, Coroutine, Optional, Sequence
 
-from ._journal import CHECKPOINT_BYTES, STEP_VALUE_BYTES
-from ._messages import JournalEntry, PersonAnswer, check_step_name, json_bytes
+from ._journal_rules import CHECKPOINT_BYTES, STEP_VALUE_BYTES
+from ._handler import JournalEntry, PersonAnswer, check_step_name, json_bytes
 from ._run import Run
 from ._wire_types import OnUnknown, ParkFrameQuestion, StepFrame
 from .errors import CoordinatorError, WaitingForPersonError

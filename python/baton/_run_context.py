@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable, Optional, Sequence
 
-from . import _run_steps
-from ._messages import Message, PersonAnswer
+from . import _frame_journal
+from ._handler import Message, PersonAnswer
 from ._run import Run
-from ._run_steps import Effect
+from ._frame_journal import Effect
 from .errors import LeaseLostError
 
 __all__ = ["Handler", "MessageContext"]
@@ -48,7 +48,7 @@ class MessageContext:
 
     async def save_checkpoint(self, value: Any) -> None:
         """Stores the agent's checkpoint under the serve fence; raises LeaseLostError when the lease is gone."""
-        await _run_steps.agent_checkpoint(self._run, self.fence, value)
+        await _frame_journal.agent_checkpoint(self._run, self.fence, value)
         self.checkpoint = value
         self._on_checkpoint(value)
 
@@ -56,7 +56,7 @@ class MessageContext:
         """Stores this message's checkpoint under its token: the next runner of this message gets it.
         Over 16 KiB of JSON it is uploaded to the coordinator's R2 first; over 16 MiB, ValueError
         before anything is sent."""
-        await _run_steps.checkpoint(self._run, value)
+        await _frame_journal.checkpoint(self._run, value)
 
     async def park(self, checkpoint: Any = None, deadline_seconds: Optional[int] = None) -> None:
         """Gives the message's lease up until someone resumes it; nothing is replied for this run.
@@ -64,7 +64,7 @@ class MessageContext:
         After ``deadline_seconds`` without a resume it fails. Return from the handler afterwards.
         ``checkpoint`` is stored as :meth:`save_message_checkpoint` stores it.
         """
-        await _run_steps.park(self._run, checkpoint, deadline_seconds)
+        await _frame_journal.park(self._run, checkpoint, deadline_seconds)
 
     async def ask(self, question: str, choices: Optional[Sequence[str]] = None, deadline_seconds: Optional[int] = None,
                   on_deadline: Optional[str] = None, name: Optional[str] = None, checkpoint: Any = None) -> PersonAnswer:
@@ -82,7 +82,7 @@ class MessageContext:
         as :meth:`save_message_checkpoint` stores it. Raises ValueError for a question the coordinator
         would refuse, TypeError for a bad ``name``, LeaseLostError when the message's lease is gone.
         """
-        return await _run_steps.ask(self._run, question, choices, deadline_seconds, on_deadline, name, checkpoint)
+        return await _frame_journal.ask(self._run, question, choices, deadline_seconds, on_deadline, name, checkpoint)
 
     async def step(self, name: str, fn: Callable[[], Any]) -> Any:
         """A durable step: the first time ``name`` completes for this message, its result (JSON, at
@@ -95,7 +95,7 @@ class MessageContext:
         message's lease is gone, TypeError when ``name`` is an effect's or the result is not JSON,
         ValueError when its JSON is over 16 MiB (nothing is recorded or uploaded then).
         """
-        return await _run_steps.step(self._run, name, fn)
+        return await _frame_journal.step(self._run, name, fn)
 
     async def effect(self, name: str, fn: Callable[[Effect], Any], on_unknown: str = "ask") -> Any:
         """A side effect: records its intent before ``fn`` runs and its outcome after, and hands
@@ -112,13 +112,13 @@ class MessageContext:
         ``baton resume AGENT ID --done`` or ``--redo`` (here it raises OutcomeUnknownError; let it
         fail the attempt). An effect is never run twice silently.
         """
-        return await _run_steps.effect(self._run, name, fn, on_unknown)
+        return await _frame_journal.effect(self._run, name, fn, on_unknown)
 
     async def heartbeat(self, details: Any = None) -> Optional[float]:
         """Tells the coordinator the run is alive: with the agent's heartbeat timeout, its deadline
         moves that far from now (never past the run timeout); ``details`` (JSON) are kept as its
         progress. Returns the run's deadline (server ms, None when it has none)."""
-        return await _run_steps.heartbeat(self._run, details)
+        return await _frame_journal.heartbeat(self._run, details)
 
 
 Handler = Callable[[Message, MessageContext], Awaitable[Any]]

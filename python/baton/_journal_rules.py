@@ -1,9 +1,10 @@
 """The step journal of one attempt and its rules, without I/O: which frame a step, an effect, an ask,
 a park, a reply or a fail sends, what an answer means, and when a recorded value replays instead.
-The shell (_run_steps.py over a socket, baton.testing in memory, the transcript replay in pytest)
-sends what this returns and hands back what came in; nothing here awaits, sleeps or reads a clock.
+The shell (_frame_journal.py, writing through a run whose port is the socket, memory in
+baton.testing, or the transcript replay's fake link) sends what this returns and hands back what
+came in; nothing here awaits, sleeps or reads a clock.
 
-The effect algorithm (intent, call, outcome, unknown) as client/work-loop.ts and baton step/effect:
+The effect algorithm (intent, call, outcome, unknown) as client/core/journal-rules.ts:
 an effect's intent is recorded before its ``fn`` runs; an intent without an outcome from an
 earlier attempt is unknown: ``retry`` runs it again under the same key, ``ask`` fails the attempt
 so the coordinator parks the message for a person.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional, Sequence
 
-from ._messages import JournalEntry, check_step_name, error_text, kind_name
+from ._handler import JournalEntry, check_step_name, error_text, kind_name
 from ._wire import LIMITS, client_field, valid
 from ._wire_types import (AckFrame, CheckpointFrame, ErrorServerFrame, FailFrame, HeartbeatFrame, MessageServerFrame, OnDeadline,
                           OnUnknown, ParkFrame, ParkFrameQuestion, ReplyFrame, StepFrame, StepResult)

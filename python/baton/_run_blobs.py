@@ -10,7 +10,7 @@ import urllib.parse
 from typing import Any, Callable
 
 from ._http import arequest_bytes
-from ._journal import LEASE_GONE, MESSAGE_GONE
+from ._journal_rules import LEASE_GONE, MESSAGE_GONE
 from ._run import Run
 from ._wire import LIMITS
 from .errors import CoordinatorError, LeaseLostError
