@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Optional
 
 from . import _run_blobs
 from ._clock import SYSTEM_CLOCK, Clock, LeaseClock
-from ._socket import FALLBACK_TTL, Connection, NotConnected
+from ._socket import FALLBACK_TTL, Connection, Link, NotConnected
 from ._run_context import Handler
 from ._journal_rules import refusal
 from ._handler import Message
@@ -27,29 +27,6 @@ __all__ = ["ServeCore"]
 #: Where an ``on_status``, ``on_event`` or ``on_message`` callback that raised is reported (serving goes on).
 log = logging.getLogger("baton")
 RATE_LIMITED_RETRY = 1.0
-
-
-class Link(Protocol):
-    """The connection as the serve sees it (``_socket.Connection``; a fake one in the transcript replay)."""
-
-    ttl: float
-    fence: Optional[int]  # pings carry it while this process holds the lease
-    stopping: bool
-
-    @property
-    def open(self) -> bool: ...
-
-    def set_ttl(self, ttl: float) -> None: ...
-
-    async def send(self, frame: dict[str, Any]) -> bool: ...
-
-    async def request(self, frame: dict[str, Any], timeout: float = ...) -> dict[str, Any]: ...
-
-    def drop(self, reason: str, reconnect_now: bool = False) -> None: ...
-
-    async def close(self) -> None: ...
-
-    async def run(self) -> None: ...
 
 
 class ServeCore:

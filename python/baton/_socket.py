@@ -20,7 +20,7 @@ from ._websocket import DIAL_ERRORS, Socket, SocketClosed, open_socket
 from ._wire import LIMITS, valid_client_frame, valid_server_frame
 from .errors import CoordinatorError, UnreachableError
 
-__all__ = ["Connection", "ConnectionListener", "NotConnected", "backoff"]
+__all__ = ["Connection", "ConnectionListener", "Link", "NotConnected", "backoff"]
 
 PING_TEXT = '{"type":"ping"}'
 PONG_TEXT = '{"type":"pong"}'
@@ -48,6 +48,29 @@ class ConnectionListener(Protocol):
     def holding(self) -> bool:
         """Whether the dropped connection held the lease (its reconnects stay within 4 s)."""
         ...
+
+
+class Link(Protocol):
+    """The connection as the serve sees it (``_socket.Connection``; a fake one in the transcript replay)."""
+
+    ttl: float
+    fence: Optional[int]  # pings carry it while this process holds the lease
+    stopping: bool
+
+    @property
+    def open(self) -> bool: ...
+
+    def set_ttl(self, ttl: float) -> None: ...
+
+    async def send(self, frame: dict[str, Any]) -> bool: ...
+
+    async def request(self, frame: dict[str, Any], timeout: float = ...) -> dict[str, Any]: ...
+
+    def drop(self, reason: str, reconnect_now: bool = False) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def run(self) -> None: ...
 
 
 def backoff(attempt: int, was_holder: bool) -> float:
