@@ -42,6 +42,14 @@ WaitingForPersonError, which ends the run as parked (nothing is posted; it is no
 person answers (``baton.answer``, ``approve``, ``reject``, or the CLI), the coordinator records the
 answer under that step and hands the message out again: the handler runs from the top, recorded
 steps replay, and ``ask`` returns the answer. A rejected message never runs again.
+
+How it is built (as client/core in TypeScript, module for module): ``_journal_rules`` decides each
+journal write and what its answer means, without I/O; ``_frame_journal`` is its shell for one run
+(steps, effects, asks, parks, checkpoints, heartbeats); ``_run`` is one run (its cancellation,
+timers, steps in flight, and how it ends); ``_work_loop`` hands messages to runs; ``_serve_core``
+applies the coordinator's frames to the serve lease and the work loop. The socket
+(``_socket``), large values over HTTP (``_run_blobs``) and time (``_clock``) are adapters, which
+is how ``baton.testing`` and the shared transcripts run the same core in memory.
 """
 
 from __future__ import annotations
@@ -50,10 +58,10 @@ import asyncio
 import socket as _socket
 from typing import Any, Callable, Optional
 
-from ._run_context import Handler, MessageContext
-from ._http import checked_url
-from ._handler import Answerer, Message, PersonAnswer
 from ._frame_journal import Effect
+from ._handler import Answerer, Message, PersonAnswer
+from ._http import checked_url
+from ._run_context import Handler, MessageContext
 from ._serve_core import ServeCore
 from ._serving import Serving
 from ._wire import LIMITS
@@ -83,7 +91,6 @@ class ServeHandle:
         (wrong token, bad agent name): then nothing more is tried."""
         assert self._serve.done is not None
         return self._serve.done
-
 
 
 def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Optional[str] = None,
