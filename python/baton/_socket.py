@@ -1,8 +1,9 @@
 """One coordinator WebSocket that keeps itself alive (client/socket.ts): dials again with backoff,
 saying why each attempt failed; pings on its own cadence (a third of the TTL) and reports when each
 answered ping was sent (for the lease clock); drops a connection whose pings go unanswered for a
-whole TTL even if no close ever arrives; matches answers to requests by ``req``. A refusal that
-retrying cannot fix (a bad token, a bad name) ends ``run`` with CoordinatorError.
+whole TTL even if no close ever arrives; matches answers to requests by ``req``, and paces
+requests within the coordinator's frame rate. A refusal that retrying cannot fix (a bad token, a
+bad name) ends ``run`` with CoordinatorError.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ PONG_TEXT = '{"type":"pong"}'
 FALLBACK_TTL = 60.0
 REQUEST_TIMEOUT = 10.0
 FRAME_BYTES: int = LIMITS["frameBytes"]
+#: The coordinator refuses a connection's frames past LIMITS.framesPerSecond in a second, with an
+#: error that names no request (so the request would wait out its timeout): requests are paced
+#: below it, leaving the rest of its budget to pings and acks.
+RATE_WINDOW = 1.0
+PACED_REQUESTS: int = LIMITS["framesPerSecond"] - 10
 
 
 class NotConnected(ConnectionError):
@@ -64,6 +70,19 @@ class Link(Protocol):
 
     async def send(self, frame: dict[str, Any]) -> bool: ...
 
+    async def _paced(self) -> None:
+        """Returns once one more request fits the frame rate (at most PACED_REQUESTS in any
+        RATE_WINDOW), in call order: a burst of quick steps is paced instead of refused."""
+        async with self._pacing:
+            while True:
+                t = now()
+                while self._sent_at and self._sent_at[0] <= t - RATE_WINDOW:
+                    self._sent_at.popleft()
+                if len(self._sent_at) < PACED_REQUESTS:
+                    self._sent_at.append(t)
+                    return
+                await asyncio.sleep(self._sent_at[0] + RATE_WINDOW - t)
+
     async def request(self, frame: dict[str, Any], timeout: float = ...) -> dict[str, Any]: ...
 
     def drop(self, reason: str, reconnect_now: bool = False) -> None: ...
@@ -97,6 +116,8 @@ class Connection:
         self._reconnect_now = False
         self._failures = 0
         self._ttl_changed = asyncio.Event()
+        self._sent_at: collections.deque[float] = collections.deque()  # when recent requests went out
+        self._pacing = asyncio.Lock()  # FIFO: paced requests leave in call order
 
     @property
     def open(self) -> bool:
@@ -256,6 +277,19 @@ class Connection:
             return False
         return True
 
+    async def _paced(self) -> None:
+        """Returns once one more request fits the frame rate (at most PACED_REQUESTS in any
+        RATE_WINDOW), in call order: a burst of quick steps is paced instead of refused."""
+        async with self._pacing:
+            while True:
+                t = now()
+                while self._sent_at and self._sent_at[0] <= t - RATE_WINDOW:
+                    self._sent_at.popleft()
+                if len(self._sent_at) < PACED_REQUESTS:
+                    self._sent_at.append(t)
+                    return
+                await asyncio.sleep(self._sent_at[0] + RATE_WINDOW - t)
+
     async def request(self, frame: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> dict[str, Any]:
         """Sends ``frame`` with a new ``req`` and returns its result or error frame; NotConnected when none came."""
         self._reqs += 1
@@ -263,6 +297,7 @@ class Connection:
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[req] = fut
         try:
+            await self._paced()
             if not await self.send({**frame, "req": req}):
                 raise NotConnected("not connected")
             async with asyncio.timeout(timeout):
