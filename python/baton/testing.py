@@ -204,10 +204,13 @@ class RunEnvironment:
             self.checkpoint = value
 
         ctx = MessageContext(run, self.checkpoint, kept)
+        task = asyncio.get_running_loop().create_task(run.execute(lambda: handler(run.message, ctx)))
         try:
-            ended = await asyncio.get_running_loop().create_task(run.execute(lambda: handler(run.message, ctx)))
+            await asyncio.wait([task])  # not `await task`: a run lost between two awaits ends its task cancelled
         finally:
             self._run = None
+            task.cancel()
+        ended = None if task.cancelled() else task.result()
         outcome: Outcome = ("cancelled" if isinstance(run.lost, MessageCancelledError) else "lost" if run.lost is not None
                             else "parked" if run.parked else "replied" if ended == "replied" else "failed")
         return RunResult(outcome=outcome, reply=coordinator.reply, error=coordinator.fail_reason, question=coordinator.question,

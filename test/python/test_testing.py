@@ -103,3 +103,16 @@ def test_a_handler_that_raises_fails_the_attempt_with_its_message():
 
     result = run(RunEnvironment().run(handler))
     assert result.outcome == "failed" and result.error == "the model timed out" and result.reply is None
+
+
+def test_a_run_lost_while_its_handler_runs_on_posts_nothing_even_if_the_handler_returns():
+    env = RunEnvironment()
+
+    async def handler(message, ctx):
+        await ctx.step("one", lambda: 1)
+        env.lose("stale_token")
+        return "a reply nobody may post"  # returns before its next await: the cancellation never lands
+
+    result = run(env.run(handler))
+    assert result.outcome == "lost" and result.lost.code == "stale_token" and result.reply is None, result
+    assert [f["type"] for f in result.frames] == ["step"], result.frames
