@@ -290,3 +290,26 @@ def test_park_resume_and_checkpoint_handover(dev):
     assert m["reply"] == f"b saw {{'handled': 1}}"
     assert seen[0] == ("a", 1, None, None)
     assert seen[1] == ("a", 2, {"step": 2}, "go")
+
+
+def test_a_new_connection_replays_the_history_after_its_cursor_to_on_message(dev):
+    """Rule: on every connect the client replays missed history one sync page at a time (as the
+    TypeScript core does): on_message sees each finished message after ``cursor``, and none before."""
+    import baton
+
+    agent = unique("py-history")
+    first, second = dev.post_message(agent, "one"), dev.post_message(agent, "two")
+    seen: list[baton.Message] = []
+
+    async def main():
+        async with baton.serve(agent, lambda m, ctx: asyncio.sleep(0, f"did {m.text}"), url=dev.url, token=DEV_TOKEN,
+                               machine="runs"):
+            await asyncio.to_thread(dev.wait_message, agent, second, lambda m: m["status"] == "acknowledged")
+        async with baton.serve(agent, lambda m, ctx: asyncio.sleep(0, "unused"), url=dev.url, token=DEV_TOKEN,
+                               machine="reads", cursor=first, on_message=seen.append):
+            async with asyncio.timeout(10):
+                while second not in [m.id for m in seen]:
+                    await asyncio.sleep(0.02)
+
+    asyncio.run(main())
+    assert [m.id for m in seen] == [second] and seen[0].text == "two", seen
