@@ -223,7 +223,8 @@ def test_a_refused_token_ends_serving_with_coordinator_error(dev):
     async def main():
         handle = await baton.serve("refused", lambda m, c: None, url=dev.url, token="wrong", machine="m")
         with pytest.raises(baton.CoordinatorError) as info:
-            await asyncio.wait_for(handle.done, 10)
+            async with asyncio.timeout(10):
+                await handle.done
         await handle.stop()
         return info.value
 
@@ -238,7 +239,8 @@ def test_a_token_without_the_serve_scope_ends_serving_with_forbidden(dev):
     async def main():
         handle = await baton.serve("scoped", lambda m, c: None, url=dev.url, token=READ_ONLY_TOKEN, machine="m")
         with pytest.raises(baton.CoordinatorError) as info:
-            await asyncio.wait_for(handle.done, 10)
+            async with asyncio.timeout(10):
+                await handle.done
         await handle.stop()
         return info.value
 
