@@ -8,12 +8,37 @@ lapsed, a lease stays lapsed: a late answer never revives it. Times are monotoni
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
+from typing import Callable, Protocol
 
 
 def now() -> float:
     return time.monotonic()
+
+
+class Clock(Protocol):
+    """Time for the core, as an adapter (client/core/clock.ts): monotonic seconds, and timers."""
+
+    def now(self) -> float: ...
+
+    def after(self, delay: float, fn: Callable[[], None]) -> Callable[[], None]:
+        """Calls ``fn`` once ``delay`` seconds from now; returns what cancels it."""
+        ...
+
+
+class SystemClock:
+    """The process's monotonic clock and the running loop's timers."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def after(self, delay: float, fn: Callable[[], None]) -> Callable[[], None]:
+        return asyncio.get_running_loop().call_later(max(0.0, delay), fn).cancel
+
+
+SYSTEM_CLOCK = SystemClock()
 
 
 class LeaseClock:

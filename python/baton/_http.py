@@ -69,11 +69,11 @@ def _refusal(url: str, method: str, path: str, status: int, parsed: Any) -> Coor
         message = str(parsed.get("message", code))
         # As client/http.ts words them for people: no retry can fix these two.
         if code == "unauthorized":
-            return CoordinatorError(f"the coordinator at {base_url(url)} refused the token", status, code, parsed)
+            return CoordinatorError(code, f"the coordinator at {base_url(url)} refused the token", status, parsed)
         if code == "bad_name":
-            return CoordinatorError(f"not a valid name: {message[:1].lower()}{message[1:]}", status, code, parsed)
-        return CoordinatorError(f"the coordinator refused {method} {path} (HTTP {status}, {code}): {message}", status, code, parsed)
-    return CoordinatorError(f"the coordinator at {base_url(url)} answered HTTP {status}, not a baton answer (check the URL)", status, None)
+            return CoordinatorError(code, f"not a valid name: {message[:1].lower()}{message[1:]}", status, parsed)
+        return CoordinatorError(code, f"the coordinator refused {method} {path} (HTTP {status}, {code}): {message}", status, parsed)
+    return CoordinatorError(None, f"the coordinator at {base_url(url)} answered HTTP {status}, not a baton answer (check the URL)", status)
 
 
 def request_json(url: str, token: str, method: str, path: str, body: Any = None, timeout: float = 30.0,

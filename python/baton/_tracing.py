@@ -19,7 +19,9 @@ import re
 from typing import Any, Callable, Iterator, Optional
 
 from .errors import LeaseLostError, MessageCancelledError, OutcomeUnknownError, WaitingForPersonError
-from .serve import Effect, Handler, Message, MessageContext, PersonAnswer
+from ._run_context import Handler, MessageContext
+from ._handler import Message, PersonAnswer
+from ._frame_journal import Effect
 
 TRACER = "baton"
 #: A W3C traceparent (version 00), as TRACEPARENT of worker/wire/protocol.ts accepts it.
@@ -173,7 +175,7 @@ class _TracedContext(MessageContext):
                 raise
             finally:
                 # The key is in the journal once the intent is recorded, also when an earlier attempt ran it.
-                key = (self._run.journal.get(name) or {}).get("idempotency_key")
+                key = dict(self._run.journal.records.get(name) or {}).get("idempotency_key")
                 if isinstance(key, str):
                     span.set_attributes({"gen_ai.tool.call.id": key, "baton.effect.idempotency_key": key})
             span.set_attributes({"baton.replayed": not ran, "baton.effect.outcome": "done"})

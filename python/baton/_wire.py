@@ -11,8 +11,9 @@ import json
 import re
 from functools import lru_cache
 from importlib import resources
-from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
+
+from ._wire_types import LIMITS
 
 
 @lru_cache(maxsize=1)
@@ -20,13 +21,7 @@ def _schemas() -> dict[str, Any]:
     return json.loads(resources.files("baton").joinpath("wire-schema.json").read_text("utf-8"))
 
 
-def _read_only(value: Any) -> Any:
-    return MappingProxyType({k: _read_only(v) for k, v in value.items()}) if isinstance(value, dict) else value
-
-
-#: LIMITS of worker/wire/protocol.ts, generated into wire-schema.json: sizes (bytes of UTF-8 JSON or
-#: text), counts, and {"min", "max"} ranges. Read-only.
-LIMITS: Mapping[str, Any] = _read_only(_schemas()["limits"])
+__all__ = ["LIMITS", "client_field", "step_name_pattern", "valid", "valid_client_frame", "valid_server_frame"]
 
 
 @lru_cache(maxsize=64)

@@ -16,17 +16,18 @@ class BatonError(Exception):
 
 
 class CoordinatorError(BatonError):
-    """The coordinator answered, and refused.
+    """The coordinator answered, and refused: ``CoordinatorError(code, message)``.
 
-    ``status`` is the HTTP status (0 for a refusal on the WebSocket), ``code`` the coordinator's
-    error code (None when the answer was not a baton error body), ``details`` the other fields of
-    the refusal (for example ``expires_at`` of a held lease).
+    ``code`` is the coordinator's error code (``ErrorCode`` of ``baton._wire_types``; None when the
+    answer was not a baton error body), ``message`` one line for a person, ``status`` the HTTP status
+    (0 for a refusal on the WebSocket), ``details`` the other fields of the refusal (for example
+    ``expires_at`` of a held lease).
     """
 
-    def __init__(self, message: str, status: int, code: str | None, details: Mapping[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
+    def __init__(self, code: str | None, message: str, status: int = 0, details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message.splitlines()[0] if message else str(code))
         self.code = code
+        self.status = status
         self.details: Mapping[str, Any] = dict(details or {})
 
 

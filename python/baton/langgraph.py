@@ -224,7 +224,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
             return item.inline
         raw = get_lease_data(self.url, self._token, session, item.key)
         if raw is None:
-            raise CoordinatorError(f"the value under {item.key} was deleted while it was listed", 404, "not_found")
+            raise CoordinatorError("not_found", f"the value under {item.key} was deleted while it was listed", 404)
         return raw
 
     def _tuple(self, session: str, thread_id: str, ns: str, cid: str, stored: dict[str, Any]) -> CheckpointTuple:

@@ -19,6 +19,7 @@ stale holder; that, not the cancellation, is what makes them safe.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import threading
 import urllib.parse
@@ -28,10 +29,11 @@ from typing import Any, Callable, TypeVar
 from ._clock import LeaseClock, now
 from ._http import arequest_json, checked_url
 from ._wire import LIMITS
-from .errors import CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError
+from .errors import BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError
 
 __all__ = ["SessionLease", "session_lease", "run_with_session_lease"]
 
+log = logging.getLogger("baton")
 T = TypeVar("T")
 
 _WAIT_MIN, _WAIT_MAX = 0.1, 2.0
@@ -217,17 +219,16 @@ class SessionLease:
             self._deadline.cancel()
         if self._renewer is not None:
             self._renewer.cancel()
-            try:
-                await self._renewer
-            except (asyncio.CancelledError, Exception):
-                pass
+            await asyncio.wait([self._renewer])
+            if not self._renewer.cancelled() and self._renewer.exception() is not None:
+                log.error("session lease %s: the renewer failed", self.session, exc_info=self._renewer.exception())
         if self.lost is not None:
             if self._cancelled_body and self._task is not None:
                 self._task.uncancel()
             raise self.lost from (exc if exc_type is not asyncio.CancelledError else None)
         try:
             await arequest_json(self.url, self._token, "POST", f"{self._path}/release", {"run_id": self.run_id}, timeout=5)
-        except Exception:
+        except BatonError:
             pass  # it expires by itself
         return False
 
@@ -256,7 +257,7 @@ def run_with_session_lease(session: str, fn: Callable[[SessionLease], T], *, url
 
     async def main() -> T:
         async with session_lease(session, url=url, token=token, ttl=ttl, wait=wait, wait_timeout=wait_timeout) as lease:
-            worker = asyncio.ensure_future(asyncio.to_thread(fn, lease))
+            worker = asyncio.get_running_loop().create_task(asyncio.to_thread(fn, lease))
             try:
                 return await asyncio.shield(worker)
             except asyncio.CancelledError:
@@ -264,10 +265,9 @@ def run_with_session_lease(session: str, fn: Callable[[SessionLease], T], *, url
                     raise
                 # the lease is gone; fn keeps running in its thread until it returns: wait for it
                 # so nothing outlives this call, then report the loss
-                try:
-                    await worker
-                except BaseException:
-                    pass
+                await asyncio.wait([worker])
+                if not worker.cancelled() and worker.exception() is not None:
+                    log.warning("session lease %s: fn raised after the lease was lost", session, exc_info=worker.exception())
                 raise
 
     return asyncio.run(main())

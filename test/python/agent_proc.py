@@ -56,7 +56,7 @@ async def main() -> None:
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop.set)
-    await asyncio.wait([asyncio.ensure_future(stop.wait()), handle.done], return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.wait([asyncio.get_running_loop().create_task(stop.wait()), handle.done], return_when=asyncio.FIRST_COMPLETED)
     await handle.stop()
     emit("stopped", {})
 

@@ -216,6 +216,16 @@ def wait_sink(sink: Path, done: Callable[[list[dict[str, Any]]], bool], timeout:
         time.sleep(0.05)
 
 
+def wait_until(check: Callable[[], Any], what: str, timeout: float = 20) -> Any:
+    """Polls ``check`` until it returns something truthy (and returns that); fails after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never: {what}")
+        time.sleep(0.05)
+    return found
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 

@@ -44,7 +44,8 @@ def test_a_bad_url_fails_at_once_in_the_words_of_the_cli(url: str):
 
     async def main():
         with pytest.raises(ValueError) as served:
-            await asyncio.wait_for(baton.serve("a", lambda m, c: None, url=url, token=DEV_TOKEN), 2)
+            async with asyncio.timeout(2):
+                await baton.serve("a", lambda m, c: None, url=url, token=DEV_TOKEN)
         with pytest.raises(ValueError) as leased:
             async with asyncio.timeout(2):
                 async with baton.session_lease("s", url=url, token=DEV_TOKEN):
@@ -63,7 +64,8 @@ def test_a_refused_token_ends_serving_with_a_one_line_coordinator_error(dev):
     async def main():
         handle = await baton.serve(unique("py-token"), lambda m, c: None, url=dev.url, token="wrong", machine="m")
         with pytest.raises(baton.CoordinatorError) as info:
-            await asyncio.wait_for(handle.done, 10)
+            async with asyncio.timeout(10):
+                await handle.done
         await handle.stop()
         return info.value
 
@@ -79,7 +81,8 @@ def test_a_bad_agent_name_ends_serving_with_a_one_line_coordinator_error(dev):
     async def main():
         handle = await baton.serve("Not A Name!", lambda m, c: None, url=dev.url, token=DEV_TOKEN, machine="m")
         with pytest.raises(baton.CoordinatorError) as info:
-            await asyncio.wait_for(handle.done, 10)
+            async with asyncio.timeout(10):
+                await handle.done
         await handle.stop()
         return info.value
 

@@ -304,7 +304,7 @@ def test_a_checkpoint_blob_that_cannot_be_read_fails_the_attempt_before_the_hand
     attempt fails with a reason and the handler never runs."""
     import importlib
 
-    serve_module = importlib.import_module("baton.serve")
+    work_loop = importlib.import_module("baton._work_loop")
     agent = unique("py-ckpt-gone")
     status, body = dev.request("PUT", f"/agents/{agent}/policy", {"max_attempts": 1})
     assert status == 200, (status, body)
@@ -314,12 +314,12 @@ def test_a_checkpoint_blob_that_cannot_be_read_fails_the_attempt_before_the_hand
         ran.append(message.id)
         return "ran"
 
-    enqueue = serve_module._Serve._enqueue
+    enqueue = work_loop.WorkLoop.enqueue
 
     def with_missing_blob(self, frame):  # the run copy names a checkpoint blob that is not there
         enqueue(self, {**frame, "checkpoint_blob": {"id": "b-" + "0" * 32, "bytes": 10}})
 
-    monkeypatch.setattr(serve_module._Serve, "_enqueue", with_missing_blob)
+    monkeypatch.setattr(work_loop.WorkLoop, "enqueue", with_missing_blob)
     m = asyncio.run(serve_one(dev, agent, handler, []))
     assert m["status"] == "failed" and ran == [], (m, ran)
     assert m["error"].startswith("the message's checkpoint could not be read: "), m["error"]

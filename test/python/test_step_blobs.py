@@ -143,7 +143,7 @@ def test_an_upload_refused_as_someone_elses_raises_lease_lost_and_stops_the_run(
         try:
             mid = await asyncio.to_thread(dev.post_message, agent, "go")
             await until(lambda: bool(seen), "the upload was answered")
-            await asyncio.sleep(0.5)
+            await until(lambda: any(e["type"] == "suppressed" for e in events), "the run ended and posted nothing")
             return await asyncio.to_thread(dev.message, agent, mid)
         finally:
             await handle.stop()

@@ -251,8 +251,8 @@ def test_the_local_heartbeat_clock_stops_a_silent_run(dev, monkeypatch):
 
     import baton
 
-    serve_module = importlib.import_module("baton.serve")  # the module (baton.serve is the function)
-    monkeypatch.setattr(serve_module._Serve, "_revoke", lambda self, mid, token, reason: None)
+    work_loop = importlib.import_module("baton._work_loop")
+    monkeypatch.setattr(work_loop.WorkLoop, "revoke", lambda self, mid, token, reason: None)
     agent = unique("py-silent")
     status, body = dev.request("PUT", f"/agents/{agent}/policy", {"heartbeat_timeout_seconds": 1, "max_attempts": 1})
     assert status == 200, (status, body)
@@ -292,7 +292,7 @@ def test_a_journal_write_refused_as_someone_elses_raises_lease_lost_and_stops_th
     events: list[dict[str, Any]] = []
 
     async def handler(message, ctx):
-        ctx._run.token = message.token + 1000  # writes now carry a token this run was never given
+        ctx._run.journal.token = message.token + 1000  # writes now carry a token this run was never given
         try:
             await ctx.step("plan", lambda: "never recorded")
         except baton.LeaseLostError as err:
@@ -306,7 +306,7 @@ def test_a_journal_write_refused_as_someone_elses_raises_lease_lost_and_stops_th
         try:
             mid = await asyncio.to_thread(dev.post_message, agent, "go")
             await until(lambda: bool(seen), "the step was answered")
-            await asyncio.sleep(0.5)
+            await until(lambda: any(e["type"] == "suppressed" for e in events), "the run ended and posted nothing")
             return await asyncio.to_thread(dev.message, agent, mid)
         finally:
             await handle.stop()
@@ -377,3 +377,37 @@ def test_step_names_kinds_and_sizes_are_checked_before_anything_is_sent(dev):
     over = dev.request("GET", f"/agents/{agent}/messages/{m['id']}/steps/over")[1]
     assert edge["blob"] is None and edge["value"] == "x" * (48 * 1024 - 2), edge["blob"]
     assert over["value"] is None and over["blob"]["bytes"] == 48 * 1024 + 1, over["blob"]
+
+
+def test_quick_steps_in_a_row_are_paced_within_the_coordinators_frame_rate(dev):
+    """Rule: 120 steps with nothing between them go out at most LIMITS.framesPerSecond - 10 a second,
+    so the coordinator refuses none (rate_limited) and the attempt neither stalls nor fails."""
+    import baton
+
+    agent = unique("py-paced")
+    events: list[dict[str, Any]] = []
+    took: list[float] = []
+
+    async def handler(message, ctx):
+        started = time.monotonic()
+        for i in range(120):
+            await ctx.step(f"s{i}", lambda i=i: i)
+        took.append(time.monotonic() - started)
+        return "ok"
+
+    async def main():
+        handle = await baton.serve(agent, handler, url=dev.url, token=DEV_TOKEN, machine="paced", on_event=events.append,
+                                   tracing=False)
+        try:
+            mid = await asyncio.to_thread(dev.post_message, agent, "go")
+            return await wait_message(dev, agent, mid, lambda m: m["status"] in ("acknowledged", "failed"))
+        finally:
+            await handle.stop()
+
+    m = asyncio.run(main())
+    refused = [e for e in events if e["type"] in ("coordinator_error", "unconfirmed", "handler_failed", "demoted")]
+    assert m["status"] == "acknowledged" and m["attempts"] == 1 and len(m["steps"]) == 120, m
+    assert refused == [] and len(took) == 1, refused
+    budget = baton.LIMITS["framesPerSecond"] - 10
+    assert took[0] >= (120 - budget) / budget * 0.9, f"120 steps in {took[0]:.2f} s: faster than {budget} a second"
+    print(f"\npython 120 quick steps, paced: {took[0]:.2f} s")

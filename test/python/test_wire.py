@@ -40,17 +40,20 @@ def test_journal_frames_match_the_coordinators_schema():
 
 
 def test_the_limits_the_client_enforces_are_the_wires_own():
-    """LIMITS comes from worker/wire/protocol.ts through wire-schema.json, never a hand copy."""
-    import importlib
+    """LIMITS comes from worker/wire/protocol.ts through the generated _wire_types.py, never a hand copy."""
+    import json
+    from importlib import resources
 
     import baton
+    from baton import _handler, _journal_rules, _run_blobs, _socket
 
-    serve_module = importlib.import_module("baton.serve")
-    wire = {"frameBytes": serve_module.FRAME_BYTES, "replyTextBytes": serve_module.REPLY_BYTES,
-            "checkpointBytes": serve_module.CHECKPOINT_BYTES, "failReasonChars": serve_module.FAIL_REASON_CHARS,
-            "stepValueBytes": serve_module.STEP_VALUE_BYTES, "blobBytes": serve_module.BLOB_BYTES,
-            "stepNameChars": serve_module.STEP_NAME_CHARS}
+    wire = {"frameBytes": _socket.FRAME_BYTES, "replyTextBytes": _journal_rules.REPLY_BYTES,
+            "checkpointBytes": _journal_rules.CHECKPOINT_BYTES, "failReasonChars": _handler.FAIL_REASON_CHARS,
+            "stepValueBytes": _journal_rules.STEP_VALUE_BYTES, "blobBytes": _run_blobs.BLOB_BYTES,
+            "stepNameChars": _handler.STEP_NAME_CHARS}
     assert {k: baton.LIMITS[k] for k in wire} == wire
+    schema = json.loads(resources.files("baton").joinpath("wire-schema.json").read_text("utf-8"))
+    assert json.loads(json.dumps(baton.LIMITS, default=dict)) == schema["limits"]
     assert baton.LIMITS["leaseTtlSeconds"] == {"min": 1, "max": 3600}
     try:
         baton.LIMITS["frameBytes"] = 1  # type: ignore[index]

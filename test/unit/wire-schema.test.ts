@@ -1,11 +1,19 @@
-// One wire, two languages: the JSON Schema the Python client checks frames against is generated
-// from the TypeScript schemas, and this fails when the committed copy drifts from them.
+// One wire, two languages: the JSON Schema the Python client checks frames against, and the Python
+// types it is written with, are generated from the TypeScript schemas, and this fails when a
+// committed copy drifts from them.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { WIRE_SCHEMA_PATH, wireJsonSchemaText } from "../../scripts/wire/json-schema.ts";
+import { WIRE_TYPES_PATH, wirePythonTypesText } from "../../scripts/wire/python-types.ts";
 
 describe("python/baton/wire-schema.json", () => {
   it("is exactly what worker/wire's schemas generate (run `npm run wire-schema` after changing the wire)", () => {
     expect(readFileSync(WIRE_SCHEMA_PATH, "utf8")).toBe(wireJsonSchemaText());
+  });
+});
+
+describe("python/baton/_wire_types.py", () => {
+  it("is exactly what worker/wire's schemas generate (run `npm run wire-schema` after changing the wire)", () => {
+    expect(readFileSync(WIRE_TYPES_PATH, "utf8")).toBe(wirePythonTypesText());
   });
 });
