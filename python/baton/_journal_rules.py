@@ -19,11 +19,11 @@ from ._wire import LIMITS, client_field, valid
 from ._wire_types import (AckFrame, CheckpointFrame, ErrorServerFrame, FailFrame, HeartbeatFrame, MessageServerFrame, OnDeadline,
                           OnUnknown, ParkFrame, ParkFrameQuestion, ReplyFrame, StepFrame, StepResult)
 from .errors import CoordinatorError, LeaseLostError, OutcomeUnknownError
+from ._wire_types import ON_DEADLINE
 
 __all__ = ["Journal", "LEASE_GONE", "MESSAGE_GONE", "ReplyOutcome", "refusal"]
 
 ON_UNKNOWN: tuple[OnUnknown, ...] = ("ask", "retry")
-ON_DEADLINE: tuple[OnDeadline, ...] = ("fail", "approve", "reject", "escalate")
 STEP_VALUE_BYTES: int = LIMITS["stepValueBytes"]
 CHECKPOINT_BYTES: int = LIMITS["checkpointBytes"]
 REPLY_BYTES: int = LIMITS["replyTextBytes"]

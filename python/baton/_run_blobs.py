@@ -6,7 +6,6 @@ under the run's token and run key before the write that commits it; a replay rea
 from __future__ import annotations
 
 import json
-import urllib.parse
 from typing import Any, Callable
 
 from ._http import arequest_bytes
@@ -14,6 +13,7 @@ from ._journal_rules import LEASE_GONE, MESSAGE_GONE
 from ._run import Run
 from ._wire import LIMITS
 from .errors import CoordinatorError, LeaseLostError
+from ._routes import route_path
 
 __all__ = ["download", "upload"]
 
@@ -23,7 +23,7 @@ BLOB_TIMEOUT = 120.0
 
 
 def _blobs_path(agent: str, mid: int) -> str:
-    return f"/agents/{urllib.parse.quote(agent, safe='')}/messages/{mid}/blobs"
+    return route_path("/agents/{agent}/messages/{id}/blobs", agent=agent, id=mid)
 
 
 async def upload(url: str, token: str, run: Run, raw: bytes, what: str, event: Callable[..., None]) -> str:
@@ -57,6 +57,6 @@ async def upload(url: str, token: str, run: Run, raw: bytes, what: str, event: C
 
 async def download(url: str, token: str, run: Run, blob: str) -> bytes:
     """GET …/messages/{id}/blobs/{blob}: the bytes as uploaded."""
-    path = f"{_blobs_path(run.port.agent, run.id)}/{urllib.parse.quote(blob, safe='')}"
+    path = route_path("/agents/{agent}/messages/{id}/blobs/{blob}", agent=run.port.agent, id=run.id, blob=blob)
     _status, raw = await arequest_bytes(url, token, "GET", path, None, None, BLOB_TIMEOUT)
     return raw

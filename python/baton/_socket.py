@@ -20,6 +20,7 @@ from ._http import arequest_json
 from ._websocket import DIAL_ERRORS, Socket, SocketClosed, open_socket
 from ._wire import LIMITS, valid_client_frame, valid_server_frame
 from .errors import CoordinatorError, UnreachableError
+from ._routes import route_path
 
 __all__ = ["Connection", "ConnectionListener", "Link", "NotConnected", "backoff"]
 
@@ -132,7 +133,7 @@ class Connection:
     async def run(self) -> None:
         """Connects, and again after every drop, until ``stopping``; raises for refusals retrying cannot fix."""
         ws_url = self.url.replace("https://", "wss://", 1).replace("http://", "ws://", 1)
-        path = f"/agents/{urllib.parse.quote(self.agent, safe='')}/serve?machine={urllib.parse.quote(self.machine, safe='')}"
+        path = route_path("/agents/{agent}/serve", agent=self.agent) + f"?machine={urllib.parse.quote(self.machine, safe='')}"
         while not self.stopping:
             dialed_at = now()
             try:
@@ -158,7 +159,7 @@ class Connection:
         """Asks over plain HTTP why the WebSocket failed; raises for refusals retrying cannot fix."""
         try:
             # The serve path itself: 426 when only the upgrade went missing, 403 for a token without the serve scope.
-            await arequest_json(self.url, self.token, "GET", f"/agents/{urllib.parse.quote(self.agent, safe='')}/serve", timeout=10)
+            await arequest_json(self.url, self.token, "GET", route_path("/agents/{agent}/serve", agent=self.agent), timeout=10)
             return f"the WebSocket upgrade failed although plain HTTP works ({err})"
         except CoordinatorError as refusal:
             if refusal.code == "upgrade_required":

@@ -313,6 +313,19 @@ class ErrorServerFrame(TypedDict, total=False):
 ClientFrame = Union[PingFrame, HelloFrame, ServeLeaseFrame, SyncFrame, AckFrame, ReplyFrame, CheckpointFrame, FailFrame, ParkFrame, StepFrame, HeartbeatFrame]
 ServerFrame = Union[PongServerFrame, WelcomeServerFrame, ServeLeaseServerFrame, MessageServerFrame, RevokedServerFrame, CancelServerFrame, ReleaseResult, SyncResult, CheckpointResult, ParkResult, FailResult, StepResult, HeartbeatResult, AckResult, ReplyResult, ErrorServerFrame]
 
+#: The wire's named enums (worker/wire/enums.ts), each value once.
+MESSAGE_STATUS: Final[tuple[str, ...]] = ("queued", "running", "parked", "acknowledged", "failed", "rejected", "cancelled", "superseded",)
+ON_DEADLINE: Final[tuple[str, ...]] = ("fail", "approve", "reject", "escalate",)
+ON_BUSY: Final[tuple[str, ...]] = ("queue", "reject", "interrupt", "replace",)
+MODE: Final[tuple[str, ...]] = ("single", "pool",)
+STEP_PHASE: Final[tuple[str, ...]] = ("intent", "done",)
+ON_UNKNOWN: Final[tuple[str, ...]] = ("retry", "ask",)
+RESUME_OUTCOME: Final[tuple[str, ...]] = ("done", "redo",)
+WEBHOOK_SCOPE: Final[tuple[str, ...]] = ("account", "agent",)
+
+#: Every path of the coordinator's route table (worker/wire/routes.ts), {name} for a parameter.
+ROUTE_PATHS: Final[frozenset[str]] = frozenset({"/whoami", "/metrics", "/agents", "/observe", "/webhook", "/webhook/test", "/agents/{agent}/serve", "/agents/{agent}/presence", "/agents/{agent}/messages", "/agents/{agent}/policy", "/agents/{agent}/pause", "/agents/{agent}/unpause", "/agents/{agent}/drain", "/agents/{agent}/undrain", "/agents/{agent}/webhook", "/agents/{agent}/webhook/test", "/agents/{agent}/messages/{id}", "/agents/{agent}/messages/{id}/resume", "/agents/{agent}/messages/{id}/approve", "/agents/{agent}/messages/{id}/reject", "/agents/{agent}/messages/{id}/answer", "/agents/{agent}/messages/{id}/retry", "/agents/{agent}/messages/{id}/cancel", "/agents/{agent}/messages/{id}/ask", "/agents/{agent}/messages/{id}/heartbeat", "/agents/{agent}/messages/{id}/steps/{step}", "/agents/{agent}/messages/{id}/blobs", "/agents/{agent}/messages/{id}/blobs/{blob}", "/leases/{session}", "/leases/{session}/acquire", "/leases/{session}/renew", "/leases/{session}/release", "/leases/{session}/check", "/leases/{session}/data", "/leases/{session}/data/list", "/leases/{session}/data/delete"})
+
 #: LIMITS of worker/wire/protocol.ts: sizes (bytes of UTF-8 JSON or text), counts, and {min, max} ranges. Read-only.
 LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "frameBytes": 65536,

@@ -13,10 +13,10 @@ effect's outcome (answer that with ``baton resume AGENT ID --done`` or ``--redo`
 
 from __future__ import annotations
 
-import urllib.parse
 from typing import Any, Optional
 
 from ._http import request_json
+from ._routes import route_path
 
 __all__ = ["answer", "approve", "reject", "retry"]
 
@@ -30,7 +30,7 @@ def _decide(agent: str, id: int, route: str, body: dict[str, Any], url: str, tok
         raise ValueError(f"a message id is a positive integer, not {id!r}")
     if via not in VIA:
         raise ValueError(f"via is one of {', '.join(VIA)}, not {via!r}")
-    path = f"/agents/{urllib.parse.quote(agent, safe='')}/messages/{id}/{route}"
+    path = route_path(f"/agents/{{agent}}/messages/{{id}}/{route}", agent=agent, id=id)
     _status, view = request_json(url, token, "POST", path, body, timeout, headers={"x-baton-via": via})
     return view
 

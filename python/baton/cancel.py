@@ -11,10 +11,10 @@ failed, rejected) raises CoordinatorError ``message_finished`` (409); a token wi
 
 from __future__ import annotations
 
-import urllib.parse
 from typing import Any, Optional
 
 from ._http import request_json
+from ._routes import route_path
 
 __all__ = ["cancel"]
 
@@ -28,7 +28,7 @@ def cancel(agent: str, id: int, *, url: str, token: str, reason: Optional[str] =
         raise ValueError(f"a message id is a positive integer, not {id!r}")
     if via not in ("cli", "page", "http"):
         raise ValueError(f"via is one of cli, page, http, not {via!r}")
-    path = f"/agents/{urllib.parse.quote(agent, safe='')}/messages/{id}/cancel"
+    path = route_path("/agents/{agent}/messages/{id}/cancel", agent=agent, id=id)
     body = {} if reason is None else {"reason": reason}
     _status, view = request_json(url, token, "POST", path, body, timeout, headers={"x-baton-via": via})
     return view

@@ -16,6 +16,7 @@ from typing import Any, Iterator, NamedTuple, Protocol
 
 from ._http import request_bytes, request_json
 from .errors import CoordinatorError
+from ._routes import route_path
 
 __all__ = ["LeaseWriter", "LeaseDataItem", "put_lease_data", "get_lease_data", "list_lease_data", "delete_lease_data"]
 
@@ -36,7 +37,7 @@ class LeaseDataItem(NamedTuple):
 
 
 def _path(session: str) -> str:
-    return f"/leases/{urllib.parse.quote(session, safe='')}/data"
+    return route_path("/leases/{session}/data", session=session)
 
 
 def put_lease_data(url: str, token: str, writer: LeaseWriter, key: str, value: bytes, *, if_absent: bool = False) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def list_lease_data(url: str, token: str, session: str, *, prefix: str = "", aft
     """Every key under ``prefix`` in key order (``order="desc"``: reversed), page by page from ``after`` on."""
     while True:
         query = {"prefix": prefix, "order": order, **({} if after is None else {"after": after})}
-        _, page = request_json(url, token, "GET", f"{_path(session)}/list?{urllib.parse.urlencode(query)}")
+        _, page = request_json(url, token, "GET", route_path("/leases/{session}/data/list", session=session) + f"?{urllib.parse.urlencode(query)}")
         for e in page["entries"]:
             inline = base64.b64decode(e["value"]) if "value" in e else None
             yield LeaseDataItem(e["key"], e["bytes"], e["fence"], inline)
@@ -77,7 +78,7 @@ def delete_lease_data(url: str, token: str, writer: LeaseWriter, prefix: str) ->
     """Deletes every key under ``prefix`` (``""``: all) if ``writer`` holds its lease now; returns how many."""
     deleted = 0
     while True:
-        _, answer = request_json(url, token, "POST", f"{_path(writer.session)}/delete",
+        _, answer = request_json(url, token, "POST", route_path("/leases/{session}/data/delete", session=writer.session),
                                  {"run_id": writer.run_id, "fence": writer.fence, "prefix": prefix})
         deleted += int(answer["deleted"])
         if not answer["more"]:

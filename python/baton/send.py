@@ -9,12 +9,12 @@ current span goes along: ``to_thread`` copies the context).
 
 from __future__ import annotations
 
-import urllib.parse
 from typing import Any, Optional
 
 from ._http import request_json
 from ._tracing import TRACEPARENT, traced_post
 from ._wire import LIMITS
+from ._routes import route_path
 
 __all__ = ["send"]
 
@@ -40,7 +40,7 @@ def send(agent: str, text: str, *, url: str, token: str, group: Optional[str] = 
     if run_timeout_seconds is not None and (isinstance(run_timeout_seconds, bool) or not isinstance(run_timeout_seconds, (int, float))
                                             or not bounds["min"] <= run_timeout_seconds <= bounds["max"]):
         raise ValueError(f"run_timeout_seconds must be from {bounds['min']} to {bounds['max']}, not {run_timeout_seconds!r}")
-    path = f"/agents/{urllib.parse.quote(agent, safe='')}/messages"
+    path = route_path("/agents/{agent}/messages", agent=agent)
     headers = {} if idempotency_key is None else {"idempotency-key": idempotency_key}
 
     def post(carried: Optional[str]) -> dict[str, Any]:

@@ -22,7 +22,6 @@ import asyncio
 import logging
 import random
 import threading
-import urllib.parse
 import uuid
 from typing import Any, Callable, TypeVar
 
@@ -30,6 +29,7 @@ from ._clock import LeaseClock, now
 from ._http import arequest_json, checked_url
 from ._wire import LIMITS
 from .errors import BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError
+from ._routes import route_path
 
 __all__ = ["SessionLease", "session_lease", "run_with_session_lease"]
 
@@ -64,7 +64,6 @@ class SessionLease:
         #: Set (with ``lost``) the moment the lease is lost; for code that polls instead of awaiting.
         self.lost_event = threading.Event()
         self.lost: LeaseLostError | None = None
-        self._path = f"/leases/{urllib.parse.quote(session, safe='')}"
         self._clock = LeaseClock(float(self.ttl))
         self._task: asyncio.Task[Any] | None = None
         self._renewer: asyncio.Task[None] | None = None
@@ -81,7 +80,7 @@ class SessionLease:
         while True:
             sent = now()
             try:
-                _, grant = await arequest_json(self.url, self._token, "POST", f"{self._path}/acquire",
+                _, grant = await arequest_json(self.url, self._token, "POST", route_path("/leases/{session}/acquire", session=self.session),
                                                {"run_id": self.run_id, "ttl_seconds": self.ttl})
                 self._apply(grant)
                 return sent
@@ -174,7 +173,7 @@ class SessionLease:
                 self._lose("lapsed")
                 return
             try:
-                _, grant = await arequest_json(self.url, self._token, "POST", f"{self._path}/renew",
+                _, grant = await arequest_json(self.url, self._token, "POST", route_path("/leases/{session}/renew", session=self.session),
                                                {"run_id": self.run_id, "ttl_seconds": self.ttl},
                                                timeout=max(0.05, deadline - sent))
             except CoordinatorError as err:
@@ -192,7 +191,7 @@ class SessionLease:
 
     async def check(self) -> bool:
         """Asks the coordinator whether this lease's fence is still the current holder's."""
-        _, body = await arequest_json(self.url, self._token, "POST", f"{self._path}/check",
+        _, body = await arequest_json(self.url, self._token, "POST", route_path("/leases/{session}/check", session=self.session),
                                       {"run_id": self.run_id, "fence": self.fence})
         return bool(body.get("current"))
 
@@ -227,7 +226,7 @@ class SessionLease:
                 self._task.uncancel()
             raise self.lost from (exc if exc_type is not asyncio.CancelledError else None)
         try:
-            await arequest_json(self.url, self._token, "POST", f"{self._path}/release", {"run_id": self.run_id}, timeout=5)
+            await arequest_json(self.url, self._token, "POST", route_path("/leases/{session}/release", session=self.session), {"run_id": self.run_id}, timeout=5)
         except BatonError:
             pass  # it expires by itself
         return False

@@ -100,7 +100,7 @@ function frameName(variant: Schema, side: "Client" | "Server"): string {
 }
 
 export function wirePythonTypesText(): string {
-  const wire = wireJsonSchema() as { client_frame: Schema; server_frame: Schema; limits: Record<string, unknown> };
+  const wire = wireJsonSchema() as { client_frame: Schema; server_frame: Schema; limits: Record<string, unknown>; enums: Record<string, string[]>; routes: Record<string, string> };
   const writer = new Writer();
   const clients = variants(wire.client_frame).map((v) => writer.typedDict(v, frameName(v, "Client")));
   const servers = variants(wire.server_frame).filter((v) => !DASHBOARD_FRAMES.has(constOf(v, "type"))).map((v) => writer.typedDict(v, frameName(v, "Server")));
@@ -129,6 +129,12 @@ export function wirePythonTypesText(): string {
     "",
     `ClientFrame = Union[${clients.join(", ")}]`,
     `ServerFrame = Union[${servers.join(", ")}]`,
+    "",
+    "#: The wire's named enums (worker/wire/enums.ts), each value once.",
+    ...Object.entries(wire.enums).map(([name, values]) => `${name.toUpperCase()}: Final[tuple[str, ...]] = (${values.map((v) => JSON.stringify(v)).join(", ")},)`),
+    "",
+    "#: Every path of the coordinator's route table (worker/wire/routes.ts), {name} for a parameter.",
+    `ROUTE_PATHS: Final[frozenset[str]] = frozenset({${[...new Set(Object.keys(wire.routes).map((k) => k.split(" ")[1]))].map((p) => JSON.stringify(p)).join(", ")}})`,
     "",
     "#: LIMITS of worker/wire/protocol.ts: sizes (bytes of UTF-8 JSON or text), counts, and {min, max} ranges. Read-only.",
     `LIMITS: Final[Mapping[str, Any]] = MappingProxyType({`,

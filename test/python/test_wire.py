@@ -61,3 +61,16 @@ def test_the_limits_the_client_enforces_are_the_wires_own():
         pass
     else:
         raise AssertionError("LIMITS must be read-only")
+
+
+def test_paths_come_from_the_coordinators_route_table():
+    import pytest
+    from baton._routes import route_path
+    from baton._wire_types import ON_DEADLINE, ROUTE_PATHS
+
+    assert route_path("/agents/{agent}/messages/{id}/cancel", agent="a b/c", id=3) == "/agents/a%20b%2Fc/messages/3/cancel"
+    assert "/leases/{session}/data" in ROUTE_PATHS and ON_DEADLINE == ("fail", "approve", "reject", "escalate")
+    with pytest.raises(ValueError, match="no route /agents/{agent}/nope"):
+        route_path("/agents/{agent}/nope", agent="x")
+    with pytest.raises(ValueError, match="needs id"):
+        route_path("/agents/{agent}/messages/{id}/cancel", agent="x")
