@@ -32,7 +32,11 @@ export class AgentWebhooks {
   /** Told when a fetch of the account's webhook changed what is known, so the object plans its alarm again. */
   onAccountConfig: () => void = () => {};
 
-  constructor(sql: SqlStorage, private readonly source: () => AccountWebhookSource | null, private readonly post: Sender = (url, init) => fetch(url, init)) {
+  /** `clock`: the object's own (SocketObject.now), read by deliveries that finish after their event. */
+  constructor(
+    sql: SqlStorage, private readonly source: () => AccountWebhookSource | null, private readonly clock: () => number,
+    private readonly post: Sender = (url, init) => fetch(url, init),
+  ) {
     this.own = new WebhookConfigStore(sql);
     this.outbox = new WebhookOutbox(sql);
   }
@@ -120,13 +124,13 @@ export class AgentWebhooks {
   private async send(due: readonly OutboxEvent[], who: { account: string; agent: string }): Promise<void> {
     let config = this.own.get();
     if (config === null) {
-      await this.refreshAccount(Date.now());
-      if (this.account === null) return this.outbox.postpone(due, Date.now() + ACCOUNT_RETRY_MS);
+      await this.refreshAccount(this.clock());
+      if (this.account === null) return this.outbox.postpone(due, this.clock() + ACCOUNT_RETRY_MS);
       config = this.account.config;
     }
     if (config === null) return this.outbox.discard(due);
-    const now = Date.now();
-    await this.outbox.deliver(due, { url: config.url, secrets: liveSecrets(config, now), origin: config.origin, ...who }, this.post, () => Date.now());
+    const now = this.clock();
+    await this.outbox.deliver(due, { url: config.url, secrets: liveSecrets(config, now), origin: config.origin, ...who }, this.post, this.clock);
   }
 
   /** Fetches the account's webhook when what is known is older than WEBHOOK.accountCacheMs (one fetch at a time). */
@@ -143,7 +147,7 @@ export class AgentWebhooks {
         const before = JSON.stringify(this.account?.config ?? null);
         const config = await source.accountWebhook();
         const first = this.account === null;
-        this.account = { config, at: Date.now() };
+        this.account = { config, at: this.clock() };
         if (first || JSON.stringify(config) !== before) this.onAccountConfig();
       } catch {
         // the directory is unavailable: what was known stays, and the next need asks again
