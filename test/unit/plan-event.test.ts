@@ -23,7 +23,7 @@ describe("senderChange", () => {
   for (const c of cases) {
     it(c.name, () => {
       const out = senderChange(c.conns, HELD, 1, c.event, NOW);
-      const from = "from" in c.event ? c.event.from : 0;
+      const from = "from" in c.event && c.event.from !== null ? c.event.from : 0;
       expect(out.patches.get(from)).toEqual(c.patch);
       expect([out.claimCounter, out.released, out.lease.holderMachine]).toEqual([c.claimCounter, c.released, c.machine]);
       expect(out.forceTell).toBe(out.leaseChanged);

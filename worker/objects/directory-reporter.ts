@@ -44,10 +44,8 @@ export class DirectoryReporter {
   /** After a failed confirmation, none is tried before this (in memory: an evicted object tries at its next wake). */
   private confirmRetryAt = 0;
   private flushing = false;
-  /** Told when a report or confirmation failed, so the object wakes to try again instead of leaving it to chance. */
-  onFailure: () => void = () => {};
-
-  constructor(private readonly sql: SqlStorage, private readonly heartbeatTtlMs: number) {
+  /** `onFailure`: told when a report or confirmation failed, so the object wakes to try again instead of leaving it to chance. */
+  constructor(private readonly sql: SqlStorage, private readonly heartbeatTtlMs: number, readonly onFailure: () => void) {
     sql.exec(`CREATE TABLE IF NOT EXISTS directory_report (id INTEGER PRIMARY KEY CHECK (id = 1), fingerprint TEXT NOT NULL)`);
     addMissingColumns(sql, "directory_report", { confirmed_at: "INTEGER", connected: "INTEGER NOT NULL DEFAULT 0" });
   }

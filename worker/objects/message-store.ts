@@ -432,14 +432,15 @@ export class MessageStore {
 
   /**
    * Marks the message done by this write, under its lease `token`, from its `runner`, with its reply
-   * (text, or a committed blob); the caller has checked it was not done already.
+   * (text, or a committed blob) and its lease as rules/message-lease.ts `complete` left it; the
+   * caller has checked it was not done already.
    */
-  acknowledge(write: AckedWrite, reply: string | BlobRef | null, now: number, token: number, runner: string): void {
+  acknowledge(write: AckedWrite, reply: string | BlobRef | null, now: number, token: number, runner: string, done: MessageLease): void {
     const blob = reply !== null && typeof reply === "object" ? reply : null;
     this.sql.exec(
-      `UPDATE messages SET status = 'acknowledged', runner = NULL, expires_at = NULL, acked_at = ?, acked_fence = ?, acked_token = ?,
+      `UPDATE messages SET status = ?, runner = ?, expires_at = ?, acked_at = ?, acked_fence = ?, acked_token = ?,
        acked_runner = ?, reply = COALESCE(?, reply), reply_blob = ?, reply_blob_bytes = ? WHERE id = ?`,
-      now, write.fence, token, runner, typeof reply === "string" ? reply : null, blob?.id ?? null, blob?.bytes ?? null, write.id,
+      done.status, done.runner, done.expiresAt, now, write.fence, token, runner, typeof reply === "string" ? reply : null, blob?.id ?? null, blob?.bytes ?? null, write.id,
     );
     this.sql.exec(`INSERT INTO message_writes (message_id, key, fence, at) VALUES (?, ?, ?, ?)`, write.id, write.key, write.fence, now);
   }

@@ -15,12 +15,20 @@ import { tell } from "./plan/tell.ts";
 import { takeBackDue } from "./plan/take-back.ts";
 import { dispatch, eligibleRunners } from "./plan/dispatch.ts";
 import { nextAlarm } from "./plan/deadlines.ts";
-import { mergePatches, runnerOf, type AgentEvent, type AgentPlan, type AgentSnapshot, type ConnPatches, type ServeConn } from "./plan/types.ts";
+import { webhookWake } from "./plan/webhook-wake.ts";
+import { isOpen } from "./message-lease.ts";
+import { mergePatches, runnerOf, type AgentEvent, type AgentPlan, type AgentSnapshot, type ConnPatches, type MessageChange, type ServeConn } from "./plan/types.ts";
 
 export { runnerOf };
 export type {
-  AgentEvent, AgentPlan, AgentSnapshot, CancelPlan, Canceller, ConnSnapshot, ControlsSnapshot, RevokeReason, ServeConn, TakeBack, Tell,
+  AgentEvent, AgentPlan, AgentSnapshot, CancelPlan, Canceller, ConnSnapshot, ControlsSnapshot, MessageChange, RevokeReason, ServeConn, TakeBack, Tell,
 } from "./plan/types.ts";
+export type { TargetMessage } from "./plan/person.ts";
+
+/** A change that ends its message drops the uploads it never committed. */
+function withBlobs(c: MessageChange): MessageChange {
+  return c.lease !== null && c.lease.status !== c.before && !isOpen(c.lease) ? { ...c, dropUncommitted: true } : c;
+}
 
 export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
   const { now, ttlMs } = s;
@@ -30,7 +38,7 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
 
   const sender = senderChange(conns(), s.lease, s.claimCounter, e, now);
   mergePatches(patches, sender.patches);
-  const work = workChange(s.work.open, e);
+  const work = workChange(s.work.open, e, s.work.journalBudget, now);
 
   const alive = liveness(conns(), heartbeats, s.lease, now, ttlMs);
   mergePatches(patches, alive.patches);
@@ -46,24 +54,35 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
   const view = conns();
   const connected = new Map(alive.live.filter((i) => view[i]!.claimSeq !== null).map((i) => [runnerOf(view[i]!), i]));
   const eligible = eligibleRunners(view, alive.live, lease, s.work.policy);
-  const taken = takeBackDue(work.open, connected, eligible, work.cancelling, s.work.policy, now);
+  const taken = takeBackDue(work.open, connected, eligible, work.cancelling, s.work.policy, now, { due: s.work.due, budget: s.work.journalBudget });
   const given = dispatch(taken.open, view, eligible, candidates, lease, s.controls, s.work.policy, taken.avoid, s.tokenCounter, now);
+
+  const changes = [
+    ...work.changes, ...taken.changes, ...work.ends,
+    ...given.handOuts.map((h): MessageChange => ({ id: h.lease.id, before: taken.open.get(h.lease.id)!.status, lease: h.lease, handOut: { to: h.to } })),
+  ].map(withBlobs);
+  const holderLostAt = alive.holderLostAt ?? now;
+  const posted = e.type === "busy" ? e.newId : e.type === "work" ? e.posted : undefined;
+  const runner = given.handOuts.find((h) => h.lease.id === posted)?.to;
+  const copies = posted === undefined ? [] : s.conns.flatMap((_, to) => (to === runner ? [] : [{ to, id: posted }]));
 
   const holder = alive.live.find((i) => holdsLease(view[i]!, lease));
   const alarm = nextAlarm({
     now, ttlMs, scanMs: s.scanMs, liveHeartbeats: alive.live.map((i) => heartbeats[i]!), holderHeartbeat: holder === undefined ? undefined : heartbeats[holder],
-    open: given.open.values(), parkDeadline: s.work.parkDeadline, ownDeadlines: s.ownDeadlines, candidates,
+    open: given.open.values(), parkDeadline: s.work.parkDeadline, candidates,
+    ownDeadlines: [...s.ownDeadlines, webhookWake(s.webhooks, changes, elected.transition, holderLostAt, now)],
     preference: preferenceContext(s.controls, lease.holderClaim, false, now), alarmAt: s.alarmAt,
   });
 
   // A scan that found everyone alive and moved nothing changed nothing anybody watches.
   const quiet = e.type === "alarm" || e.type === "stale_frame";
-  const presenceChanged = !quiet || leaseChanged || alive.close.length > 0 || taken.takeBacks.length > 0 || given.handOuts.length > 0;
+  const presenceChanged = !quiet || leaseChanged || alive.close.length > 0 || changes.length > 0;
 
   return {
-    lease, leaseChanged, transition: elected.transition, holderLostAt: alive.holderLostAt ?? now, holderRunner: elected.holderRunner,
+    lease, leaseChanged, transition: elected.transition, holderLostAt, holderRunner: elected.holderRunner,
     claimCounter: sender.claimCounter, tokenCounter: given.tokenCounter, patches, close: alive.close, tells: told.tells,
     takeBacks: taken.takeBacks, handOuts: given.handOuts, released: sender.released, cancel: e.type === "cancel" ? taken.cancels[0]! : null,
-    cancels: taken.cancels, superseded: work.superseded, alarm, presenceChanged,
+    cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, copies,
+    replies: e.type === "write" && e.from !== null && e.reply !== null ? [{ to: e.from, frame: e.reply }] : [], alarm, presenceChanged,
   };
 }

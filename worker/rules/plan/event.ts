@@ -6,7 +6,8 @@ import type { LeaseRecord } from "../election.ts";
 import { cancel, type CancelVerdict } from "../message-cancel.ts";
 import type { MessageLease } from "../message-lease.ts";
 import { supersede } from "../on-busy.ts";
-import type { AgentEvent, AgentPlan, Canceller, ConnPatches, ServeConn } from "./types.ts";
+import { personAnswer, personResume, personRetry, type PersonRefusal } from "./person.ts";
+import type { AgentEvent, AgentPlan, Canceller, ConnPatches, MessageChange, ServeConn } from "./types.ts";
 
 export interface SenderChange {
   patches: ConnPatches;
@@ -67,20 +68,52 @@ export interface WorkChange {
   open: Map<number, MessageLease>;
   cancelling: Cancelling[];
   superseded: AgentPlan["superseded"];
+  /** The event's own message write (a runner's write, a person's input), stored before anything else. */
+  changes: MessageChange[];
+  /** The messages the event ends (cancels, supersedes), stored after the take-backs. */
+  ends: MessageChange[];
+  /** The answer to a person's input; null for any other event. */
+  person: { ok: true } | PersonRefusal | null;
 }
 
-/** A cancel or a busy post ends its messages first (rules/message-cancel.ts, rules/on-busy.ts). */
-export function workChange(open: readonly MessageLease[], e: AgentEvent): WorkChange {
-  const out: WorkChange = { open: new Map(open.map((m) => [m.id, m])), cancelling: [], superseded: [] };
+/** A person's input, decided (./person.ts). */
+function personVerdict(e: AgentEvent, budget: { steps: number; bytes: number }, now: number) {
+  if (e.type === "answer") return personAnswer(e.target, e.id, e.reply, e.by, budget, now);
+  if (e.type === "resume") return personResume(e.target, e.id, e.input, e.outcome, e.by, budget, now);
+  if (e.type === "retry") return personRetry(e.target, e.id, e.by);
+  return null;
+}
+
+/**
+ * The event's own change to the messages, before anything else looks at them: a runner's write
+ * (decided at its token check) or a person's input moves one message; a cancel or a busy post ends
+ * its messages (rules/message-cancel.ts, rules/on-busy.ts), so their slots and groups are free for
+ * this very dispatch.
+ */
+export function workChange(open: readonly MessageLease[], e: AgentEvent, budget: { steps: number; bytes: number } = { steps: 0, bytes: 0 }, now = 0): WorkChange {
+  const out: WorkChange = { open: new Map(open.map((m) => [m.id, m])), cancelling: [], superseded: [], changes: [], ends: [], person: null };
+  if ((e.type === "write" || e.type === "work") && e.change) out.changes.push(e.change);
+  const verdict = personVerdict(e, budget, now);
+  if (verdict !== null) {
+    out.person = verdict.ok ? { ok: true } : verdict;
+    if (verdict.ok) out.changes.push(verdict.change);
+  }
+  // A moved message is dispatched (queued), watched (running, parked) or gone from the open ones.
+  for (const c of out.changes) if (c.lease !== null) out.open.set(c.id, c.lease);
   if (e.type === "cancel") out.cancelling = [{ target: e.target, by: e.by, reason: e.reason, verdict: cancel(e.target) }];
   if (e.type === "busy") out.cancelling = e.interrupt.map((t) => ({ target: t, by: e.by, reason: `interrupted by message ${e.newId}`, verdict: cancel(t) }));
-  for (const c of out.cancelling) if (c.verdict.outcome === "cancelled") out.open.set(c.target.id, c.verdict.message);
+  for (const c of out.cancelling) {
+    if (c.verdict.outcome !== "cancelled") continue;
+    out.open.set(c.target.id, c.verdict.message);
+    out.ends.push({ id: c.target.id, before: c.target.status, lease: c.verdict.message, cancel: { by: c.by, reason: c.reason } });
+  }
   if (e.type === "busy") {
     for (const t of e.supersede) {
       const after = supersede(t);
       if (after === null) continue;
       out.superseded.push({ lease: after, by: e.newId });
       out.open.set(t.id, after);
+      out.ends.push({ id: t.id, before: t.status, lease: after, supersededBy: e.newId });
     }
   }
   return out;

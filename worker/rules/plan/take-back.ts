@@ -4,8 +4,10 @@
 // connected is told to stop; a parked message past its deadline becomes what its deadline says.
 // A cancelled message's runner is told to stop here too.
 import { expireDue, takeBack, type MessageLease, type MessagePolicy } from "../message-lease.ts";
+import type { JournalUsage } from "../step-journal.ts";
 import type { Cancelling } from "./event.ts";
-import type { CancelPlan, RevokeReason, TakeBack } from "./types.ts";
+import { deadlineAnswer, type TargetMessage } from "./person.ts";
+import type { CancelPlan, MessageChange, RevokeReason, TakeBack } from "./types.ts";
 
 const TAKEN_BACK: Record<RevokeReason, string> = {
   run_timeout: "its run timeout passed before the runner finished",
@@ -20,7 +22,17 @@ export interface TakenBack {
   cancels: CancelPlan[];
   /** Message id to the runner it was just taken from: the next hand-out prefers another. */
   avoid: Map<number, string>;
+  /** The writes of the take-backs, in order. */
+  changes: MessageChange[];
 }
+
+/** What a passed park deadline reads beyond the lease: the messages whose deadline answers for a person, and the journal's budget. */
+export interface DeadlineContext {
+  due: ReadonlyMap<number, TargetMessage>;
+  budget: JournalUsage;
+}
+
+const NO_DEADLINES: DeadlineContext = { due: new Map(), budget: { steps: 0, bytes: 0 } };
 
 /**
  * `connected`: every live claiming connection by runner id; `eligible`: the runners that may run
@@ -28,9 +40,25 @@ export interface TakenBack {
  */
 export function takeBackDue(
   open: ReadonlyMap<number, MessageLease>, connected: ReadonlyMap<string, number>, eligible: ReadonlyMap<string, number>,
-  cancelling: readonly Cancelling[], policy: MessagePolicy, now: number,
+  cancelling: readonly Cancelling[], policy: MessagePolicy, now: number, deadlines: DeadlineContext = NO_DEADLINES,
 ): TakenBack {
-  const out: TakenBack = { open: new Map(open), takeBacks: [], cancels: [], avoid: new Map() };
+  const out: TakenBack = { open: new Map(open), takeBacks: [], cancels: [], avoid: new Map(), changes: [] };
+  const taken = (t: TakeBack, before: MessageLease) => {
+    out.takeBacks.push(t);
+    out.open.set(t.lease.id, t.lease);
+    if (t.deadline === "approve" || t.deadline === "reject") {
+      const target = deadlines.due.get(t.lease.id);
+      // Not read (it cannot be gone while open): nothing is stored, and it is not handed out.
+      if (target === undefined) return void out.open.set(before.id, before);
+      const change = deadlineAnswer(target, t.lease, t.deadline, deadlines.budget, now);
+      out.changes.push(change);
+      out.open.set(t.lease.id, change.lease!);
+      return;
+    }
+    out.changes.push({
+      id: t.lease.id, before: before.status, lease: t.lease, ...(t.error === null ? {} : { failure: t.error }), ...(t.deadline === "escalate" ? { escalate: true } : {}),
+    });
+  };
   out.cancels = cancelling.map(({ target, by, reason, verdict }) => {
     const stopped = verdict.outcome === "cancelled" ? verdict.stop : null;
     const to = stopped === null ? undefined : connected.get(stopped.runner);
@@ -42,9 +70,7 @@ export function takeBackDue(
   };
   for (const m of out.open.values()) {
     if (m.status !== "running" || eligible.has(m.runner ?? "")) continue;
-    const after = takeBack(m, policy);
-    out.takeBacks.push({ lease: after, error: TAKEN_BACK.runner_gone, revoke: revokeFor(m, "runner_gone") });
-    out.open.set(m.id, after);
+    taken({ lease: takeBack(m, policy), error: TAKEN_BACK.runner_gone, revoke: revokeFor(m, "runner_gone") }, m);
   }
   for (const next of expireDue([...out.open.values()], now, policy)) {
     const before = out.open.get(next.id)!;
@@ -52,15 +78,14 @@ export function takeBackDue(
       if (before.runner !== null) out.avoid.set(before.id, before.runner);
       // A deadline short of the run timeout's cap was a heartbeat deadline.
       const why: RevokeReason = policy.heartbeatTimeoutMs !== null && before.capAt !== null && before.expiresAt! < before.capAt ? "heartbeat_timeout" : "run_timeout";
-      out.takeBacks.push({ lease: next, error: TAKEN_BACK[why], revoke: revokeFor(before, why) });
+      taken({ lease: next, error: TAKEN_BACK[why], revoke: revokeFor(before, why) }, before);
     } else {
       const by = before.onDeadline;
       // A deadline never settles an effect whose outcome is unknown: parkDeadline only dropped it.
-      if (before.pendingAsk !== null && by !== "escalate") out.takeBacks.push({ lease: next, error: null, revoke: null });
-      else if (by === "approve" || by === "reject" || by === "escalate") out.takeBacks.push({ lease: next, error: null, revoke: null, deadline: by });
-      else out.takeBacks.push({ lease: next, error: PARK_DEADLINE_PASSED, revoke: null });
+      if (before.pendingAsk !== null && by !== "escalate") taken({ lease: next, error: null, revoke: null }, before);
+      else if (by === "approve" || by === "reject" || by === "escalate") taken({ lease: next, error: null, revoke: null, deadline: by }, before);
+      else taken({ lease: next, error: PARK_DEADLINE_PASSED, revoke: null }, before);
     }
-    out.open.set(next.id, next);
   }
   return out;
 }

@@ -1,8 +1,11 @@
 // The plain data one event of an agent object is planned over (the snapshot), the events, and the
 // plan they produce; the phases in this folder and ../agent-plan.ts share them.
 import type { LeaseRecord, Transition } from "../election.ts";
-import type { MessageLease, MessagePolicy } from "../message-lease.ts";
+import type { Answer, MessageLease, MessagePolicy, MessageStatus } from "../message-lease.ts";
 import type { CancelVerdict } from "../message-cancel.ts";
+import type { BlobRef, JournalUsage, StepRecord, UnknownOutcome } from "../step-journal.ts";
+import type { Outage } from "../webhooks.ts";
+import type { PersonRefusal, TargetMessage } from "./person.ts";
 
 /** What the plan reads and writes of a serve connection (its attachment holds these and a cursor). */
 export interface ServeConn {
@@ -48,6 +51,18 @@ export interface AgentSnapshot {
     open: readonly MessageLease[];
     /** The earliest park deadline still ahead, of every parked message (most are not in `open`). */
     parkDeadline: number | null;
+    /** Parked messages in `open` whose passed deadline answers for a person (approve, reject), as a person's input reads them. */
+    due: ReadonlyMap<number, TargetMessage>;
+    /** How much one message's journal may hold. */
+    journalBudget: JournalUsage;
+  };
+  /** What the webhook outbox needs woken for (agent-webhooks.ts), so this plan's alarm covers the events and outage it makes. */
+  webhooks: {
+    dueAt: number | null;
+    /** An event made now is kept (a webhook may receive it) and may start at once (a delivery slot is free). */
+    sendsNow: boolean;
+    outage: Outage;
+    noHolderAfterMs: number | null;
   };
   /** The last claim sequence and message token handed out; the plan hands out the next ones. */
   claimCounter: number;
@@ -62,8 +77,17 @@ export type AgentEvent =
   | { type: "start" }
   | { type: "closed" }
   | { type: "alarm" }
-  /** Messages, the policy or the controls changed (a post, a write, a resume, pause, drain). */
-  | { type: "work" }
+  /** Messages, the policy or the controls changed (a write, pause, drain); `posted`: a new message every other connection is shown; `change`: what the input moved (a question for a person parked). */
+  | { type: "work"; posted?: number; change?: MessageChange }
+  /**
+   * A runner's write for a message (a frame, or HTTP with its run key), checked and decided at its
+   * token (objects/message-leases.ts): `change` is what it moves (null: nothing), `reply` its answer.
+   */
+  | { type: "write"; from: number | null; change: MessageChange | null; reply: object | null }
+  /** A person's input about message `id` (`target`: it as stored, null when there is none). */
+  | { type: "answer"; id: number; target: TargetMessage | null; reply: Answer; by: Canceller }
+  | { type: "resume"; id: number; target: TargetMessage | null; input: string | null; outcome: UnknownOutcome | null; by: Canceller }
+  | { type: "retry"; id: number; target: TargetMessage | null; by: Canceller }
   /** A frame from a connection already past its TTL (the staleness pass closes it). */
   | { type: "stale_frame" }
   | { type: "claim"; from: number; priority?: number; runnerId?: string; slots?: number }
@@ -76,6 +100,42 @@ export type AgentEvent =
    * `interrupt` are cancelled ("interrupted by message N"), the never-started ones in `supersede` end superseded.
    */
   | { type: "busy"; newId: number; by: Canceller; interrupt: readonly MessageLease[]; supersede: readonly MessageLease[] };
+
+/**
+ * One message's writes, as the object stores them in this order: its journal, its answer record,
+ * why it failed, who cancelled or replaced it, its question and resume input, then its lease.
+ */
+export interface MessageChange {
+  id: number;
+  /** Its status before this event: with the status after, it names the webhook event (rules/webhooks.ts statusChangeEvent). */
+  before: MessageStatus;
+  /** Its lease as the rules left it (null: unchanged). */
+  lease: MessageLease | null;
+  /** Handed out to connection `to`: stored with the serve fence, the runner's machine and a fresh run key. */
+  handOut?: { to: number };
+  journal?: { record: Omit<StepRecord, "at">; existing: StepRecord | null };
+  /** An unknown effect a person said must run again: its intent goes. */
+  forgetStep?: string;
+  /** The next unknown effect the message waits on. */
+  pendingAsk?: string | null;
+  answer?: { choice: string; text: string | null; question: string | null; by: Canceller };
+  /** A question for a person alone: its reply, the answer with who gave it. */
+  personReply?: string;
+  /** Why the attempt ended without success. */
+  failure?: string;
+  cancel?: { by: Canceller; reason: string | null };
+  supersededBy?: number;
+  closeQuestion?: boolean;
+  resume?: { input: string | null; choice: string | null };
+  /** Still parked, its deadline asked people again: the escalation is its own webhook event. */
+  escalate?: boolean;
+  /** A reply or ack that finished it (rules/message-lease.ts complete): the write, kept with the message. */
+  ack?: { fence: number; key: string; reply: string | BlobRef | null; token: number; runner: string };
+  /** A staged blob the write commits. */
+  commitBlob?: string;
+  /** It ended: the uploads it never committed go (objects/blob-store.ts discardUnkept). */
+  dropUncommitted?: boolean;
+}
 
 /** Who cancelled: the account, the name of its token, and from where (page, cli, http). */
 export interface Canceller {
@@ -141,6 +201,14 @@ export interface AgentPlan {
   cancels: CancelPlan[];
   /** Queued messages a busy event replaced: stored superseded, with the message that replaced them. */
   superseded: { lease: MessageLease; by: number }[];
+  /** Every message write of this event, in order; each one's status before and after names its webhook event. */
+  changes: MessageChange[];
+  /** The answer to a person's input (answer, resume, retry): done, or why not; null for any other event. */
+  person: { ok: true } | PersonRefusal | null;
+  /** The answer to a runner's write, sent before any other frame of the event (`to`: null, it came over HTTP). */
+  replies: { to: number; frame: object }[];
+  /** A posted message shown to connections that do not run it (no token). */
+  copies: { to: number; id: number }[];
   alarm: { set: number } | "delete" | null;
   presenceChanged: boolean;
 }
