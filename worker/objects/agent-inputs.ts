@@ -140,7 +140,11 @@ export class AgentInputs {
   }
 
   private person(id: number): (plan: AgentPlan | null) => ResumeAnswer {
-    return (plan) => (plan?.person?.ok ? { ok: true, view: this.view(id) } : plan!.person as PersonRefusal);
+    return (plan) => {
+      const verdict = plan?.person;
+      if (!verdict) throw new Error("a person's input is always planned");
+      return verdict.ok ? { ok: true, view: this.view(id) } : verdict;
+    };
   }
 
   private readonly handlers: Handlers = {
