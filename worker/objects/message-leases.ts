@@ -3,16 +3,17 @@
 // resumes parked messages. Who runs what, and what is taken back, is decided by
 // ../rules/agent-plan.ts; the rules of one message are in ../rules/message-lease.ts.
 import {
-  checkMessageWrite, complete, extendRun, failAttempt, park, type MessagePolicy,
+  checkMessageWrite, extendRun, park, type MessagePolicy,
 } from "../rules/message-lease.ts";
 import type { MessageChange, TargetMessage } from "../rules/agent-plan.ts";
+import { decideWrite, keptQuestion, type RunnerWrite, type WriteDecision, type WriteTarget } from "../rules/plan/write.ts";
 import {
   decideStepWrite, idempotencyKey, legacyIdempotencyKey, openEffectOf, pendingAsk, questionStepRefusal, runWriteRefusal, unknownOutcomeReason,
   type BlobRef, type StepRecord, type StepWrite,
 } from "../rules/step-journal.ts";
 import type { ConnState } from "./connections.ts";
 import {
-  leaseOf, questionOf, type CancelRecord, type AnswerRecord, type MessageStore, type RunRow, type StoredMessage, type StoredQuestion, type StoredValue,
+  leaseOf, questionOf, type CancelRecord, type AnswerRecord, type MessageStore, type RunRow, type StoredMessage, type StoredValue,
 } from "./message-store.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
 import type { StepStore } from "./step-store.ts";
@@ -59,20 +60,10 @@ const REFUSAL_STATUS: Partial<Record<ErrorCode, Refusal["status"]>> = {
 export const JOURNAL_BUDGET = { steps: LIMITS.stepsPerMessage, bytes: LIMITS.journalBytes };
 
 /** A runner's write as checked at its token: its answer, what it moves for the plan, and a refusal of the token check (for /metrics). */
-export interface WriteOutcome {
-  reply: ServerFrame;
-  change: MessageChange | null;
-  refused: ErrorCode | null;
-  /** Refused because its run deadline had passed: the plan takes the message back now. */
-  expired: boolean;
-}
+export type WriteOutcome = WriteDecision;
 
 function answered(reply: ServerFrame): WriteOutcome {
   return { reply, change: null, refused: null, expired: false };
-}
-
-function moved(change: MessageChange, reply: ServerFrame): WriteOutcome {
-  return { reply, change, refused: null, expired: false };
 }
 
 /** The refusals of the token check, which /metrics counts. */
@@ -86,9 +77,6 @@ export function refusedAtToken(code: ErrorCode): ErrorCode | null {
 /** Who answers a parked message: the account, the name of its token, and from where (page, cli, http). */
 export type Answerer = Pick<AnswerRecord, "account" | "token" | "via">;
 
-function storedQuestion(q: Question, token: number, now: number): StoredQuestion {
-  return { text: q.text, choices: q.choices ?? null, step: q.step ?? null, on_deadline: q.on_deadline ?? null, token, asked_at: now };
-}
 
 const REPORTED_RUNNING = 50;
 const REPORTED_PARKED = 20;
@@ -105,76 +93,30 @@ export class MessageLeases {
   }
 
   /**
-   * A write under a message token, checked at this moment by this object's clock. A token other
-   * than the message's current one is refused as stale_token (also once the message finished), a
-   * write from any connection but the one the message was handed to as not_your_message, and a
-   * write after the run deadline as message_not_running (`expired`: the plan takes it back at once).
-   * A reply or ack under the token that finished the message, from its runner, is answered
-   * `duplicate: true` with the write that did. What the write moves is returned as a change for the
-   * plan (a reply or ack by rules/message-lease.ts complete, a park by park, a fail by failAttempt),
-   * never stored here; a checkpoint, a step or a heartbeat moves nothing and is stored at once.
+   * A write under a message token, decided by rules/plan/write.ts over what it touches (its lease,
+   * the write that finished it, the question its attempt stored, the blob it names); what it moves
+   * (a checkpoint, a park, a fail, a reply or ack) is returned as a change for the plan, never
+   * stored here. A step or a heartbeat is the journal's (recordStep, heartbeat): stored at once.
    */
   write(writer: string, frame: TokenWrite, now: number, fence: number): WriteOutcome {
     if (frame.type === "step" || frame.type === "heartbeat") return this.journalWrite(writer, frame, now);
+    return decideWrite(this.writeTarget(frame, now), frame, writer, fence, this.policies.policy(), now);
+  }
+
+  /** What a runner's write reads of its message; null when there is none. */
+  private writeTarget(frame: RunnerWrite, now: number): WriteTarget | null {
     const stored = this.messages.get(frame.id);
-    if (!stored) return answered(errorFrame("unknown_message", `no message ${frame.id}`, frame.req));
-    const m = leaseOf(stored);
+    if (!stored) return null;
+    const asked = questionOf(stored, frame.token);
     const key = frame.type === "reply" ? frame.key : "ack";
-    if (frame.token === m.token && m.status === "acknowledged" && (frame.type === "reply" || frame.type === "ack") && stored.acked_runner === writer) {
-      const done = this.messages.ackedWrite(m.id) ?? { id: m.id, fence: stored.acked_fence ?? 0, key };
-      return answered({ type: "result", ...done, token: m.token, op: frame.type, req: frame.req, duplicate: true });
-    }
-    const verdict = checkMessageWrite(m, frame.token, writer, now);
-    if (!verdict.ok) {
-      // A deadline that passed before its alarm ran is applied now: the message goes back at once.
-      const expired = m.status === "running" && m.expiresAt !== null && now >= m.expiresAt;
-      return { reply: errorFrame(verdict.code, verdict.message, frame.req), change: null, refused: verdict.code, expired };
-    }
-    const blob = "blob" in frame && frame.blob !== undefined ? this.committable(m.id, frame.blob, frame.token) : null;
-    if (blob !== null && "refusal" in blob) return answered(errorFrame("bad_request", blob.refusal, frame.req));
-    switch (frame.type) {
-      case "checkpoint":
-        this.saveCheckpoint(m.id, blob ?? { value: frame.value }, frame.token, now);
-        return answered({ type: "result", op: "checkpoint", req: frame.req, id: m.id, token: frame.token });
-      case "park": {
-        // The question is the frame's, or the one this attempt stored over HTTP (`baton ask`) before it parked.
-        const asked = frame.question ? storedQuestion(frame.question, frame.token, now) : questionOf(stored, frame.token);
-        const refused = asked === null ? null : this.questionRefusal(m.id, frame.token, asked.step);
-        if (refused !== null) return answered(errorFrame(refused.code, refused.message, frame.req));
-        if (blob !== null || frame.value !== undefined) this.saveCheckpoint(m.id, blob ?? { value: frame.value }, frame.token, now);
-        this.messages.ask(m.id, asked);
-        const onDeadline = frame.question?.on_deadline ?? asked?.on_deadline ?? null;
-        const deadlineSeconds = frame.deadline_seconds ?? asked?.deadline_seconds ?? null;
-        const parked = park(m, now, deadlineSeconds === null ? null : deadlineSeconds * 1000, onDeadline);
-        return moved({ id: m.id, before: m.status, lease: parked }, { type: "result", op: "park", req: frame.req, id: m.id, token: frame.token, deadline: parked.expiresAt });
-      }
-      case "fail": {
-        const next = failAttempt(m, now, this.policies.policy());
-        return moved(
-          { id: m.id, before: m.status, lease: next, failure: frame.reason || "the run failed" },
-          { type: "result", op: "fail", req: frame.req, id: m.id, token: frame.token, status: next.status, retry_at: next.retryAt },
-        );
-      }
-      default: {
-        if (m.pendingAsk !== null) {
-          // Finishing now would close the question nobody answered: the attempt must fail, and the message waits for a person.
-          return answered(errorFrame("outcome_unknown", `${unknownOutcomeReason(m.pendingAsk)}: message ${m.id} cannot finish before a person answers; fail the attempt`, frame.req));
-        }
-        const asked = questionOf(stored, frame.token);
-        if (asked !== null) {
-          // This run asked a person (`baton ask`) and went on without the answer: it parks instead of finishing.
-          return answered(errorFrame("question_open", `message ${m.id} asked "${asked.text.slice(0, 200)}" and nobody has answered: it cannot finish; park it`, frame.req));
-        }
-        const reply = frame.type !== "reply" ? null : blob !== null ? blob.blob : frame.text;
-        return moved(
-          {
-            id: m.id, before: m.status, lease: complete(m), ack: { fence, key, reply, token: frame.token, runner: writer },
-            ...(blob === null ? {} : { commitBlob: blob.blob.id }), dropUncommitted: true,
-          },
-          { type: "result", id: m.id, fence, key, token: frame.token, op: frame.type, req: frame.req, duplicate: false },
-        );
-      }
-    }
+    const done = stored.status === "acknowledged" ? this.messages.ackedWrite(stored.id) : null;
+    const parksWith = frame.type !== "park" ? null : frame.question ? keptQuestion(frame.question, frame.token, now) : asked;
+    return {
+      lease: leaseOf(stored), asked,
+      acked: { runner: stored.acked_runner, write: done ?? { id: stored.id, fence: stored.acked_fence ?? 0, key } },
+      blob: "blob" in frame && frame.blob !== undefined ? this.committable(stored.id, frame.blob, frame.token) : null,
+      questionRefusal: parksWith === null ? null : this.questionRefusal(stored.id, frame.token, parksWith.step),
+    };
   }
 
   /**
@@ -393,6 +335,8 @@ export class MessageLeases {
       messages.recordAnswer(c.id, { at: now, choice: "cancel", text: record.reason, question: null, account: record.account, token: record.token, via: record.via });
     }
     if (c.supersededBy !== undefined) messages.saveSupersededBy(c.id, c.supersededBy);
+    if (c.checkpoint) this.saveCheckpoint(c.id, c.checkpoint.kept, c.checkpoint.token, now);
+    if (c.question !== undefined) messages.ask(c.id, c.question);
     if (c.closeQuestion) messages.ask(c.id, null);
     if (c.resume) {
       messages.setResumeInput(c.id, c.resume.input);
@@ -409,7 +353,7 @@ export class MessageLeases {
   /** A question for a person alone (an MCP host's ask): its question stored, and the park (from the start, never handed to a runner) for the plan. */
   askPerson(id: number, question: Question, deadlineSeconds: number | null, now: number): MessageChange {
     const stored = this.messages.get(id)!;
-    this.messages.ask(id, storedQuestion({ ...question, step: undefined }, stored.token, now));
+    this.messages.ask(id, keptQuestion({ ...question, step: undefined }, stored.token, now));
     return { id, before: stored.status, lease: park(leaseOf(stored), now, deadlineSeconds === null ? null : deadlineSeconds * 1000, question.on_deadline ?? null) };
   }
 
@@ -421,7 +365,7 @@ export class MessageLeases {
     if (refused !== null) return { ok: false, status: REFUSAL_STATUS[refused.code] ?? 400, ...refused, expired: false };
     // A run that goes on asking after its first question (no `|| exit`) still parks on the first one.
     const open = questionOf(this.messages.get(id)!, token);
-    if (open === null || open.step === (question.step ?? null)) this.messages.ask(id, { ...storedQuestion(question, token, now), deadline_seconds: deadlineSeconds });
+    if (open === null || open.step === (question.step ?? null)) this.messages.ask(id, { ...keptQuestion(question, token, now), deadline_seconds: deadlineSeconds });
     return { ok: true, id, token };
   }
 

@@ -75,7 +75,8 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
   });
 
   // A scan that found everyone alive and moved nothing changed nothing anybody watches.
-  const quiet = e.type === "alarm" || e.type === "stale_frame";
+  // A write that moved no message (a checkpoint, a refusal) is answered and changes nothing either.
+  const quiet = e.type === "alarm" || e.type === "stale_frame" || (e.type === "write" && !changes.some((c) => c.lease !== null));
   const presenceChanged = !quiet || leaseChanged || alive.close.length > 0 || changes.length > 0;
 
   return {

@@ -6,6 +6,7 @@ import type { CancelVerdict } from "../message-cancel.ts";
 import type { BlobRef, JournalUsage, StepRecord, UnknownOutcome } from "../step-journal.ts";
 import type { Outage } from "../webhooks.ts";
 import type { PersonRefusal, TargetMessage } from "./person.ts";
+import type { KeptQuestion } from "./write.ts";
 
 /** What the plan reads and writes of a serve connection (its attachment holds these and a cursor). */
 export interface ServeConn {
@@ -131,6 +132,10 @@ export interface MessageChange {
   escalate?: boolean;
   /** A reply or ack that finished it (rules/message-lease.ts complete): the write, kept with the message. */
   ack?: { fence: number; key: string; reply: string | BlobRef | null; token: number; runner: string };
+  /** The message's own checkpoint, inline or a committed blob, under the token that wrote it (the blob of the one it replaces goes). */
+  checkpoint?: { kept: { value: unknown } | { blob: BlobRef }; token: number };
+  /** The question it parks with (null: none). */
+  question?: KeptQuestion | null;
   /** A staged blob the write commits. */
   commitBlob?: string;
   /** It ended: the uploads it never committed go (objects/blob-store.ts discardUnkept). */
