@@ -4,7 +4,7 @@
 // and a cancel are decided by the plan itself (rules/plan/person.ts, rules/message-cancel.ts); the
 // object (agent-object.ts) runs the event and hands the plan back here for the answer.
 import type { CoordinatorConfig } from "../config.ts";
-import type { AgentEvent, AgentPlan } from "../rules/agent-plan.ts";
+import type { AgentEvent, AgentPlan, MessageChange } from "../rules/agent-plan.ts";
 import type { Answer, MessagePolicy } from "../rules/message-lease.ts";
 import { decideOnBusy } from "../rules/on-busy.ts";
 import { buildPresence, PREVIEW_CHARS } from "../rules/presence.ts";
@@ -19,7 +19,7 @@ import type { AgentIdentity, AgentStore } from "./agent-store.ts";
 import type { AgentWebhooks } from "./agent-webhooks.ts";
 import type { ConnState } from "./connections.ts";
 import { leaseOf } from "./message-store.ts";
-import { refusedAtToken, type Answerer, type BlobReserve, type HeartbeatAnswer, type MessageLeases, type Refusal, type StepAnswer } from "./message-leases.ts";
+import { refusedAtToken, type Answerer, type BlobReserve, type HeartbeatAnswer, type Journaled, type MessageLeases, type Refusal, type StepAnswer } from "./message-leases.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
 import type { SignedRequest } from "./webhook-delivery.ts";
 import type { Socket } from "./socket-object.ts";
@@ -128,11 +128,19 @@ export class AgentInputs {
     return this.handlers[input.type](input, now, conns);
   }
 
-  /** A run's write over HTTP (its run key stands for the connection): refusals of the token check counted, an expired run taken back by the plan. */
-  private runWrite<T extends { ok: true } | Refusal>(answer: T, now: number): Decided<T> {
+  /**
+   * A run's write over HTTP (its run key stands for the connection): refusals of the token check
+   * counted, what it stores (a step, a heartbeat) stored by the plan, an expired run taken back by it.
+   */
+  private runWrite<T extends { ok: true } | Refusal>(answer: T, now: number, change: MessageChange | null = null): Decided<T> {
     const refused = answer.ok ? null : refusedAtToken(answer.code);
     if (refused !== null) this.p.metrics.refused(refused, now);
-    return { event: !answer.ok && answer.expired ? { type: "work" } : null, answer: () => answer, presence: refused !== null };
+    const event: AgentEvent | null = change !== null ? { type: "write", from: null, change, reply: null } : !answer.ok && answer.expired ? { type: "work" } : null;
+    return { event, answer: () => answer, presence: refused !== null };
+  }
+
+  private journaled<T extends { ok: true } | Refusal>(j: Journaled<T>, now: number): Decided<T> {
+    return this.runWrite(j.answer, now, j.change);
   }
 
   private view(id: number): MessageView {
@@ -159,7 +167,7 @@ export class AgentInputs {
       return answered(m ? this.p.desk.view(m) : null);
     },
     stepOf: ({ id, name }) => answered(this.stepOf(id, name)),
-    recordStep: ({ id, token, runKey, write }, now) => this.runWrite(this.p.desk.leases.recordStep(id, token, { runKey }, write, now), now),
+    recordStep: ({ id, token, runKey, write }, now) => this.journaled(this.p.desk.leases.recordStep(id, token, { runKey }, write, now), now),
     // Uploads of earlier attempts were dropped to make room: their R2 objects go now.
     reserveBlob: ({ id, token, runKey, bytes }, now) => ({ ...this.runWrite(this.p.desk.leases.reserveBlob(id, token, { runKey }, bytes, now), now), sweep: true }),
     stageBlob: ({ id, token, runKey, blob, stored }, now) => {
@@ -167,7 +175,7 @@ export class AgentInputs {
       return { ...this.runWrite(staged, now), event: null, sweep: !staged.ok };
     },
     blobKey: ({ id, blob }) => answered(this.p.desk.leases.blobKey(id, blob)),
-    heartbeat: ({ id, token, runKey, details }, now) => this.runWrite(this.p.desk.leases.heartbeat(id, token, { runKey }, details, now), now),
+    heartbeat: ({ id, token, runKey, details }, now) => this.journaled(this.p.desk.leases.heartbeat(id, token, { runKey }, details, now), now),
     ask: ({ id, token, runKey, question, deadlineSeconds }, now) => this.runWrite(this.p.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now), now),
     // Pause, unpause, drain, undrain: stored, then applied by one plan (which may move the lease at its safe point).
     control: ({ route, body }, now) => {

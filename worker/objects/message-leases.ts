@@ -62,8 +62,17 @@ export const JOURNAL_BUDGET = { steps: LIMITS.stepsPerMessage, bytes: LIMITS.jou
 /** A runner's write as checked at its token: its answer, what it moves for the plan, and a refusal of the token check (for /metrics). */
 export type WriteOutcome = WriteDecision;
 
-function answered(reply: ServerFrame): WriteOutcome {
-  return { reply, change: null, refused: null, expired: false };
+/** A run's journal write (step, heartbeat) decided: its answer, and the change the plan stores (null: nothing to store). */
+export interface Journaled<T> {
+  answer: T;
+  change: MessageChange | null;
+}
+
+/** The open intents of a journal once `record` is stored: an intent keeps its place (or joins the end), an outcome closes it. */
+function openAfter<T extends Pick<StepRecord, "name" | "onUnknown">>(open: readonly T[], record: Omit<StepRecord, "at">): Pick<StepRecord, "name" | "kind" | "status" | "onUnknown">[] {
+  const rest = open.map((r) => ({ name: r.name, kind: "effect" as const, status: "intent" as const, onUnknown: r.name === record.name ? record.onUnknown : r.onUnknown }));
+  if (record.status !== "intent") return rest.filter((r) => r.name !== record.name);
+  return rest.some((r) => r.name === record.name) ? rest : [...rest, { name: record.name, kind: "effect", status: "intent", onUnknown: record.onUnknown }];
 }
 
 /** The refusals of the token check, which /metrics counts. */
@@ -96,7 +105,7 @@ export class MessageLeases {
    * A write under a message token, decided by rules/plan/write.ts over what it touches (its lease,
    * the write that finished it, the question its attempt stored, the blob it names); what it moves
    * (a checkpoint, a park, a fail, a reply or ack) is returned as a change for the plan, never
-   * stored here. A step or a heartbeat is the journal's (recordStep, heartbeat): stored at once.
+   * stored here; a step or a heartbeat likewise (recordStep, heartbeat).
    */
   write(writer: string, frame: TokenWrite, now: number, fence: number): WriteOutcome {
     if (frame.type === "step" || frame.type === "heartbeat") return this.journalWrite(writer, frame, now);
@@ -150,7 +159,7 @@ export class MessageLeases {
     if (replaced !== null) this.blobs.discard(id, replaced, now);
   }
 
-  /** A step or heartbeat frame, stored at once (it moves nothing) and answered; `expired`: its run deadline had passed. */
+  /** A step or heartbeat frame: its answer and what the plan stores; `expired`: its run deadline had passed. */
   private journalWrite(runner: string, frame: Extract<TokenWrite, { type: "step" | "heartbeat" }>, now: number): WriteOutcome {
     const writer = { runner };
     const answer = frame.type === "step"
@@ -159,9 +168,11 @@ export class MessageLeases {
           value: frame.value === undefined ? null : JSON.stringify(frame.value), blob: frame.blob === undefined ? null : { id: frame.blob, bytes: 0 },
         }, now)
       : this.heartbeat(frame.id, frame.token, writer, frame.details, now);
-    if (!answer.ok) return { reply: errorFrame(answer.code, answer.message, frame.req), change: null, refused: refusedAtToken(answer.code), expired: answer.expired };
-    const { ok: _ok, ...result } = answer;
-    return answered({ type: "result", op: frame.type, req: frame.req, ...result } as ServerFrame);
+    if (!answer.answer.ok) {
+      return { reply: errorFrame(answer.answer.code, answer.answer.message, frame.req), change: null, refused: refusedAtToken(answer.answer.code), expired: answer.answer.expired };
+    }
+    const { ok: _ok, ...result } = answer.answer;
+    return { reply: { type: "result", op: frame.type, req: frame.req, ...result } as ServerFrame, change: answer.change, refused: null, expired: false };
   }
 
   /** The token check of every write for a running message, at this moment; a run key proves an HTTP writer. */
@@ -178,33 +189,49 @@ export class MessageLeases {
 
   /**
    * Records a step's result, or an effect's intent or outcome, under the message's current token
-   * (rules/step-journal.ts). An effect whose policy is to ask marks the message while its intent is
-   * open, so an attempt that ends before the outcome parks the message for a person.
+   * (rules/step-journal.ts), as a change for the plan to store. An effect whose policy is to ask
+   * marks the message while its intent is open, so an attempt that ends before the outcome parks
+   * the message for a person.
    */
-  recordStep(id: number, token: number, writer: Writer, write: StepWrite, now: number): StepAnswer {
+  recordStep(id: number, token: number, writer: Writer, write: StepWrite, now: number): Journaled<StepAnswer> {
     const run = this.checkRun(id, token, writer, now);
-    if (!run.ok) return run;
+    if (!run.ok) return { answer: run, change: null };
     const reserved = write.kind === "answer" ? "a run never writes a person's answer" : runWriteRefusal(write.name);
-    if (reserved !== null) return { ok: false, status: 400, code: "bad_request", message: reserved, expired: false };
+    if (reserved !== null) return { answer: { ok: false, status: 400, code: "bad_request", message: reserved, expired: false }, change: null };
     const { stored } = run;
     const existing = this.steps.get(id, write.name);
     let decision = decideStepWrite(existing, write, { attempt: stored.attempts, token }, this.steps.usage(id), JOURNAL_BUDGET);
     if (decision.action === "record" && write.blob) {
       // Checked only for a write that records: a repeated write of a done step stays a duplicate.
       const blob = this.committable(id, write.blob.id, token);
-      if ("refusal" in blob) return { ok: false, status: 400, code: "bad_request", message: blob.refusal, expired: false };
+      if ("refusal" in blob) return { answer: { ok: false, status: 400, code: "bad_request", message: blob.refusal, expired: false }, change: null };
       decision = { ...decision, record: { ...decision.record, blob: blob.blob } };
     }
-    if (decision.action === "refuse") return { ok: false, status: REFUSAL_STATUS[decision.code] ?? 400, code: decision.code, message: decision.message, expired: false };
-    const record: StepRecord = decision.action === "duplicate" ? decision.record : this.steps.save(id, decision.record, now, existing);
-    if (decision.action === "record") {
-      if (record.blob) this.blobs.setState(id, record.blob.id, "committed");
-      if (record.kind === "effect") this.noteOpenAsk(id, stored.pending_ask);
+    if (decision.action === "refuse") {
+      return { answer: { ok: false, status: REFUSAL_STATUS[decision.code] ?? 400, code: decision.code, message: decision.message, expired: false }, change: null };
     }
-    const key = record.kind === "effect" ? this.keyOf(id, record.name, existing) : null;
+    const record = decision.record;
+    const change: MessageChange = { id, before: stored.status, lease: null };
+    if (decision.action === "record") {
+      change.journal = { record, existing };
+      if (record.blob) change.commitBlob = record.blob.id;
+      const asking = record.kind === "effect" ? pendingAsk(openAfter(this.steps.openIntents(id), record)) : stored.pending_ask;
+      if (asking !== stored.pending_ask) change.pendingAsk = asking;
+    }
+    let key: string | null = null;
+    if (record.kind === "effect") {
+      key = this.steps.effectKey(id, record.name);
+      if (key === null) {
+        key = this.effectKey(id, record.name, existing?.status === "intent");
+        if (key !== null) change.keepKey = { name: record.name, key };
+      }
+    }
     return {
-      ok: true, id, token, name: record.name, status: record.status, duplicate: decision.action === "duplicate",
-      value: record.value === null ? null : (JSON.parse(record.value) as unknown), blob: record.blob, ...(key === null ? {} : { idempotency_key: key }),
+      answer: {
+        ok: true, id, token, name: record.name, status: record.status, duplicate: decision.action === "duplicate",
+        value: record.value === null ? null : (JSON.parse(record.value) as unknown), blob: record.blob, ...(key === null ? {} : { idempotency_key: key }),
+      },
+      change: decision.action === "record" || change.keepKey !== undefined ? change : null,
     };
   }
 
@@ -226,21 +253,6 @@ export class MessageLeases {
    */
   effectKeyOf(id: number, name: string): string | null {
     return this.steps.effectKey(id, name) ?? this.effectKey(id, name, this.steps.get(id, name)?.status === "intent");
-  }
-
-  private keyOf(id: number, name: string, before: StepRecord | null): string | null {
-    const kept = this.steps.effectKey(id, name);
-    if (kept !== null) return kept;
-    const key = this.effectKey(id, name, before?.status === "intent");
-    if (key !== null) this.steps.keepEffectKey(id, name, key);
-    return key;
-  }
-
-  /** Keeps the message's pending question equal to what its journal says (rules/step-journal.ts pendingAsk). */
-  private noteOpenAsk(id: number, current: string | null): string | null {
-    const asking = pendingAsk(this.steps.openIntents(id));
-    if (asking !== current) this.messages.setPendingAsk(id, asking);
-    return asking;
   }
 
   /**
@@ -279,12 +291,14 @@ export class MessageLeases {
   }
 
   /** The run is alive: its deadline moves on by the heartbeat timeout (never past the run timeout), its details kept as progress. */
-  heartbeat(id: number, token: number, writer: Writer, details: unknown, now: number): HeartbeatAnswer {
+  heartbeat(id: number, token: number, writer: Writer, details: unknown, now: number): Journaled<HeartbeatAnswer> {
     const run = this.checkRun(id, token, writer, now);
-    if (!run.ok) return run;
+    if (!run.ok) return { answer: run, change: null };
     const next = extendRun(leaseOf(run.stored), now, this.policies.policy());
-    this.messages.saveHeartbeat(id, next.expiresAt, details === undefined ? null : JSON.stringify(details), now);
-    return { ok: true, id, token, expires_at: next.expiresAt };
+    return {
+      answer: { ok: true, id, token, expires_at: next.expiresAt },
+      change: { id, before: run.stored.status, lease: null, heartbeat: { expiresAt: next.expiresAt, progress: details === undefined ? null : JSON.stringify(details) } },
+    };
   }
 
   /** Every record of a message, for its runner's hand-out. */
@@ -322,6 +336,8 @@ export class MessageLeases {
     const { messages } = this;
     if (c.forgetStep !== undefined) this.steps.forget(c.id, c.forgetStep);
     if (c.journal) this.steps.save(c.id, c.journal.record, now, c.journal.existing);
+    if (c.keepKey) this.steps.keepEffectKey(c.id, c.keepKey.name, c.keepKey.key);
+    if (c.heartbeat) messages.saveHeartbeat(c.id, c.heartbeat.expiresAt, c.heartbeat.progress, now);
     if (c.pendingAsk !== undefined) messages.setPendingAsk(c.id, c.pendingAsk);
     if (c.answer) {
       const { by, ...answered } = c.answer;

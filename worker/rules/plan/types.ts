@@ -115,6 +115,10 @@ export interface MessageChange {
   /** Handed out to connection `to`: stored with the serve fence, the runner's machine and a fresh run key. */
   handOut?: { to: number };
   journal?: { record: Omit<StepRecord, "at">; existing: StepRecord | null };
+  /** An effect's idempotency key, kept with its first intent so it never changes. */
+  keepKey?: { name: string; key: string };
+  /** A run's heartbeat: its new deadline and its progress (JSON text; null keeps the last). */
+  heartbeat?: { expiresAt: number | null; progress: string | null };
   /** An unknown effect a person said must run again: its intent goes. */
   forgetStep?: string;
   /** The next unknown effect the message waits on. */
