@@ -3,6 +3,9 @@ import { describe, expect, it } from "vitest";
 import { planAgent, type AgentEvent, type AgentSnapshot, type ConnSnapshot, type ServeConn } from "../../worker/rules/agent-plan.ts";
 import { DEFAULT_POLICY, type MessageLease } from "../../worker/rules/message-lease.ts";
 
+const BUDGET = { steps: 100, bytes: 1 << 20 };
+const NO_WEBHOOKS = { dueAt: null, sendsNow: false, outage: { since: null, notified: false }, noHolderAfterMs: null };
+
 const TTL = 1000;
 const NOW = 100_000;
 
@@ -21,8 +24,8 @@ function snapshot(over: Partial<AgentSnapshot> = {}): AgentSnapshot {
     lease: { fence: 1, holderClaim: 1, holderMachine: "m1", since: 0 },
     conns: [conn(1, { toldHeld: true, toldFence: 1 })],
     controls: { paused: false, drained: new Set(), hysteresisMs: 10_000, reserved: null },
-    work: { policy: DEFAULT_POLICY, open: [], parkDeadline: null },
-    claimCounter: 1, tokenCounter: 0, ownDeadlines: [], alarmAt: null,
+    work: { policy: DEFAULT_POLICY, open: [], parkDeadline: null, due: new Map(), journalBudget: BUDGET },
+    claimCounter: 1, tokenCounter: 0, ownDeadlines: [], alarmAt: null, webhooks: NO_WEBHOOKS,
     ...over,
   };
 }
@@ -72,7 +75,7 @@ describe("planAgent: the lease", () => {
       name: "the safe point: a holder running a message keeps the lease against a ready preferred runner",
       snap: snapshot({
         conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2, { priority: 5, readySince: 0 })],
-        work: { policy: DEFAULT_POLICY, open: [message(7, { status: "running", runner: "1", token: 3, attempts: 1, expiresAt: NOW + 5000 })], parkDeadline: null },
+        work: { policy: DEFAULT_POLICY, open: [message(7, { status: "running", runner: "1", token: 3, attempts: 1, expiresAt: NOW + 5000 })], parkDeadline: null, due: new Map(), journalBudget: BUDGET },
       }),
       event: { type: "alarm" }, holder: 1, fence: 1, reason: null,
     },
@@ -143,7 +146,7 @@ describe("planAgent: messages", () => {
   const running = (id: number, runner: string, expiresAt = NOW + 5000) => message(id, { status: "running", runner, token: id, attempts: 1, expiresAt });
 
   it("hands queued messages to the holder under new tokens, oldest first, one per slot", () => {
-    const snap = snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1, slots: 2 })], work: { policy: DEFAULT_POLICY, open: [message(3), message(4), message(5)], parkDeadline: null }, tokenCounter: 10 });
+    const snap = snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1, slots: 2 })], work: { policy: DEFAULT_POLICY, open: [message(3), message(4), message(5)], parkDeadline: null, due: new Map(), journalBudget: BUDGET }, tokenCounter: 10 });
     const plan = planAgent(snap, { type: "work" });
     expect(plan.handOuts.map((h) => [h.lease.id, h.lease.token, h.lease.attempts, h.lease.expiresAt, h.to])).toEqual([
       [3, 11, 1, NOW + DEFAULT_POLICY.runTimeoutMs, 0], [4, 12, 1, NOW + DEFAULT_POLICY.runTimeoutMs, 0],
@@ -154,13 +157,13 @@ describe("planAgent: messages", () => {
   it("a standby gets nothing in single mode; every runner does in pool mode", () => {
     const open = [message(3), message(4)];
     const conns = [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)];
-    expect(planAgent(snapshot({ conns, work: { policy: DEFAULT_POLICY, open, parkDeadline: null } }), { type: "work" }).handOuts.map((h) => h.to)).toEqual([0]);
+    expect(planAgent(snapshot({ conns, work: { policy: DEFAULT_POLICY, open, parkDeadline: null, due: new Map(), journalBudget: BUDGET } }), { type: "work" }).handOuts.map((h) => h.to)).toEqual([0]);
     const pool = { ...DEFAULT_POLICY, mode: "pool" as const };
-    expect(planAgent(snapshot({ conns, work: { policy: pool, open, parkDeadline: null } }), { type: "work" }).handOuts.map((h) => h.to)).toEqual([0, 1]);
+    expect(planAgent(snapshot({ conns, work: { policy: pool, open, parkDeadline: null, due: new Map(), journalBudget: BUDGET } }), { type: "work" }).handOuts.map((h) => h.to)).toEqual([0, 1]);
   });
 
   it("a message whose runner left is taken back and handed to the new holder, with the reason recorded", () => {
-    const snap = snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)], work: { policy: DEFAULT_POLICY, open: [running(7, "1")], parkDeadline: null } });
+    const snap = snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)], work: { policy: DEFAULT_POLICY, open: [running(7, "1")], parkDeadline: null, due: new Map(), journalBudget: BUDGET } });
     const plan = planAgent(snap, { type: "release", from: 0 });
     expect(plan.takeBacks).toMatchObject([{ lease: { id: 7, status: "queued" }, revoke: { to: 0, token: 7, reason: "runner_gone" } }]);
     expect(plan.handOuts).toMatchObject([{ lease: { id: 7, attempts: 2, runner: "2" }, to: 1 }]);
@@ -168,28 +171,28 @@ describe("planAgent: messages", () => {
 
   it("a run deadline that passed is taken back even while its runner is connected, and goes to another runner when one has room", () => {
     const pool = { ...DEFAULT_POLICY, mode: "pool" as const };
-    const snap = snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)], work: { policy: pool, open: [running(7, "1", NOW)], parkDeadline: null } });
+    const snap = snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)], work: { policy: pool, open: [running(7, "1", NOW)], parkDeadline: null, due: new Map(), journalBudget: BUDGET } });
     const plan = planAgent(snap, { type: "alarm" });
     expect(plan.takeBacks).toMatchObject([{ revoke: { to: 0, reason: "run_timeout" } }]);
     expect(plan.handOuts).toMatchObject([{ lease: { id: 7 }, to: 1 }]);
   });
 
   it("a parked message past its deadline fails; nobody is told to stop", () => {
-    const snap = snapshot({ work: { policy: DEFAULT_POLICY, open: [message(8, { status: "parked", expiresAt: NOW - 1, attempts: 1, token: 2 })], parkDeadline: null } });
+    const snap = snapshot({ work: { policy: DEFAULT_POLICY, open: [message(8, { status: "parked", expiresAt: NOW - 1, attempts: 1, token: 2 })], parkDeadline: null, due: new Map(), journalBudget: BUDGET } });
     expect(planAgent(snap, { type: "alarm" }).takeBacks).toMatchObject([{ lease: { id: 8, status: "failed" }, revoke: null }]);
   });
 
   it("the safe point: a holder that should hand on takes no new message, so it reaches it", () => {
     const snap = snapshot({
       conns: [conn(1, { toldHeld: true, toldFence: 1, slots: 2 }), conn(2, { priority: 5, readySince: 0 })],
-      work: { policy: DEFAULT_POLICY, open: [running(7, "1"), message(9)], parkDeadline: null },
+      work: { policy: DEFAULT_POLICY, open: [running(7, "1"), message(9)], parkDeadline: null, due: new Map(), journalBudget: BUDGET },
     });
     expect(planAgent(snap, { type: "work" }).handOuts).toEqual([]);
   });
 
   it("paused or drained: nothing is handed out, and what runs keeps running", () => {
     const open = [running(7, "1"), message(9)];
-    const paused = snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1, slots: 2 })], work: { policy: DEFAULT_POLICY, open, parkDeadline: null }, controls: { paused: true, drained: new Set(), hysteresisMs: 0, reserved: null } });
+    const paused = snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1, slots: 2 })], work: { policy: DEFAULT_POLICY, open, parkDeadline: null, due: new Map(), journalBudget: BUDGET }, controls: { paused: true, drained: new Set(), hysteresisMs: 0, reserved: null } });
     const plan = planAgent(paused, { type: "work" });
     expect([plan.handOuts, plan.takeBacks]).toEqual([[], []]);
   });
@@ -202,7 +205,7 @@ describe("planAgent: the alarm and presence", () => {
   });
 
   it("a message deadline earlier than any scan sets the alarm", () => {
-    const plan = planAgent(snapshot({ scanMs: 60_000, work: { policy: DEFAULT_POLICY, open: [], parkDeadline: NOW + 10 } }), { type: "work" });
+    const plan = planAgent(snapshot({ scanMs: 60_000, work: { policy: DEFAULT_POLICY, open: [], parkDeadline: NOW + 10, due: new Map(), journalBudget: BUDGET } }), { type: "work" });
     expect(plan.alarm).toEqual({ set: NOW + 10 });
   });
 

@@ -8,6 +8,9 @@ import { agentFamilies } from "../../worker/rules/metrics-families.ts";
 import { EMPTY_COUNTERS, type AgentMetrics } from "../../worker/rules/metrics.ts";
 import { checkMessageWrite, DEFAULT_POLICY, expireDue, retry, type MessageLease, type MessageStatus } from "../../worker/rules/message-lease.ts";
 
+const BUDGET = { steps: 100, bytes: 1 << 20 };
+const NO_WEBHOOKS = { dueAt: null, sendsNow: false, outage: { since: null, notified: false }, noHolderAfterMs: null };
+
 const NOW = 100_000;
 const msg = (id: number, over: Partial<MessageLease> = {}): MessageLease => ({
   id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, forPerson: false, ...over,
@@ -59,8 +62,8 @@ function snapshot(open: MessageLease[], slots = 1): AgentSnapshot {
     lease: { fence: 1, holderClaim: 1, holderMachine: "m1", since: 0 },
     conns: [{ conn: { claimSeq: 1, released: false, machine: "m1", joinedAt: 0, lastSeen: NOW, toldHeld: true, toldFence: 1, readySince: 0, slots }, heartbeat: NOW }],
     controls: { paused: false, drained: new Set(), hysteresisMs: 10_000, reserved: null },
-    work: { policy: DEFAULT_POLICY, open, parkDeadline: null },
-    claimCounter: 1, tokenCounter: 50, ownDeadlines: [], alarmAt: null,
+    work: { policy: DEFAULT_POLICY, open, parkDeadline: null, due: new Map(), journalBudget: BUDGET },
+    claimCounter: 1, tokenCounter: 50, ownDeadlines: [], alarmAt: null, webhooks: NO_WEBHOOKS,
   };
 }
 

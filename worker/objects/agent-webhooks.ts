@@ -2,8 +2,9 @@
 // it asks the directory for by RPC and trusts for WEBHOOK.accountCacheMs), the one door events
 // enter by (`enqueue`), the status changes and outages that make them, and the deliveries the
 // alarm starts and never waits for. The agent object calls these few methods and nothing here
-// calls back into it, except `onAccountConfig`, which asks it to plan its alarm again.
+// calls back into it: a fetch of the account's webhook is a promise the object turns into an event.
 import type { Transition } from "../rules/election.ts";
+import type { AgentSnapshot } from "../rules/agent-plan.ts";
 import type { MessageStatus } from "../rules/message-lease.ts";
 import { liveSecrets, noHolderDueAt, statusChangeEvent, WEBHOOK, webhookHost, type MessageFacts, type WebhookFacts } from "../rules/webhooks.ts";
 import type { WebhookConfigBody, WebhookReport, WebhookView } from "../wire/webhooks.ts";
@@ -24,15 +25,15 @@ export class AgentWebhooks {
   private readonly own: WebhookConfigStore;
   /** The account's webhook as last fetched (null: never fetched by this instance). */
   private account: { config: WebhookConfig | null; at: number } | null = null;
-  private fetching: Promise<void> | null = null;
+  private fetching: Promise<boolean> | null = null;
   /** Events claimed by this instance whose answers are not recorded yet (at most WEBHOOK.batch). */
   private sending = 0;
-  /** Events this instance queued: the object compares it around an apply to plan an alarm for new ones. */
-  enqueued = 0;
-  /** Told when a fetch of the account's webhook changed what is known, so the object plans its alarm again. */
-  onAccountConfig: () => void = () => {};
 
-  constructor(sql: SqlStorage, private readonly source: () => AccountWebhookSource | null, private readonly post: Sender = (url, init) => fetch(url, init)) {
+  /** `clock`: the object's own (SocketObject.now), read by deliveries that finish after their event. */
+  constructor(
+    sql: SqlStorage, private readonly source: () => AccountWebhookSource | null, private readonly clock: () => number,
+    private readonly post: Sender = (url, init) => fetch(url, init),
+  ) {
     this.own = new WebhookConfigStore(sql);
     this.outbox = new WebhookOutbox(sql);
   }
@@ -44,19 +45,27 @@ export class AgentWebhooks {
   enqueue(facts: WebhookFacts, now: number): void {
     if (this.own.get() === null && this.account !== null && this.account.config === null && now - this.account.at < WEBHOOK.accountCacheMs) return;
     this.outbox.enqueue(facts, now);
-    this.enqueued += 1;
   }
 
-  /** MessageStore's status hook: a message moving to parked or failed becomes an event. */
+  /** What a plan needs to wake the outbox in time: its next due event, whether an event made now is kept and sent at once, the outage. */
+  snapshot(now: number): AgentSnapshot["webhooks"] {
+    const dropped = this.own.get() === null && this.account !== null && this.account.config === null && now - this.account.at < WEBHOOK.accountCacheMs;
+    return { dueAt: this.dueAt(), sendsNow: !dropped && this.sending < WEBHOOK.batch, outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null };
+  }
+
+  /** A stored status change (its status before, the row after) becomes an event when it makes one (rules/webhooks.ts). */
   messageChanged(before: MessageStatus, after: MessageFacts, now: number): void {
     const facts = statusChangeEvent(before, after);
     if (facts !== null) this.enqueue(facts, now);
   }
 
-  /** A lease transition: an outage begins or ends; when one begins, the threshold must be known. */
-  holderChanged(t: Transition, lostAt: number, now: number): void {
+  /**
+   * A lease transition: an outage begins or ends; when one begins, the threshold must be known: the
+   * fetch of the account's webhook, resolving true when it changed what is known (null: none needed).
+   */
+  holderChanged(t: Transition, lostAt: number, now: number): Promise<boolean> | null {
     const outage = this.outbox.holderChanged(t, lostAt);
-    if (outage.since !== null && !outage.notified) this.needAccount(now);
+    return outage.since !== null && !outage.notified ? this.needAccount(now) : null;
   }
 
   /** Whether the agent's webhook or the account's (as last known) applies, and its no-holder threshold. */
@@ -66,10 +75,10 @@ export class AgentWebhooks {
     return this.account?.config ? { scope: "account", config: this.account.config } : null;
   }
 
-  /** After a restart: an outage still unreported needs the account's threshold when the agent has no webhook of its own. */
-  resume(now: number): void {
+  /** After a restart: an outage still unreported needs the account's threshold when the agent has no webhook of its own (as holderChanged). */
+  resume(now: number): Promise<boolean> | null {
     const outage = this.outbox.outage();
-    if (outage.since !== null && !outage.notified) this.needAccount(now);
+    return outage.since !== null && !outage.notified ? this.needAccount(now) : null;
   }
 
   /**
@@ -120,38 +129,40 @@ export class AgentWebhooks {
   private async send(due: readonly OutboxEvent[], who: { account: string; agent: string }): Promise<void> {
     let config = this.own.get();
     if (config === null) {
-      await this.refreshAccount(Date.now());
-      if (this.account === null) return this.outbox.postpone(due, Date.now() + ACCOUNT_RETRY_MS);
+      await this.refreshAccount(this.clock());
+      if (this.account === null) return this.outbox.postpone(due, this.clock() + ACCOUNT_RETRY_MS);
       config = this.account.config;
     }
     if (config === null) return this.outbox.discard(due);
-    const now = Date.now();
-    await this.outbox.deliver(due, { url: config.url, secrets: liveSecrets(config, now), origin: config.origin, ...who }, this.post, () => Date.now());
+    const now = this.clock();
+    await this.outbox.deliver(due, { url: config.url, secrets: liveSecrets(config, now), origin: config.origin, ...who }, this.post, this.clock);
   }
 
   /** Fetches the account's webhook when what is known is older than WEBHOOK.accountCacheMs (one fetch at a time). */
-  private needAccount(now: number): void {
-    if (this.own.get() === null) void this.refreshAccount(now);
+  private needAccount(now: number): Promise<boolean> | null {
+    return this.own.get() === null ? this.refreshAccount(now) : null;
   }
 
-  private async refreshAccount(now: number): Promise<void> {
-    if (this.account !== null && now - this.account.at < WEBHOOK.accountCacheMs) return;
+  /** True when the fetch changed what is known (the first one always does). */
+  private async refreshAccount(now: number): Promise<boolean> {
+    if (this.account !== null && now - this.account.at < WEBHOOK.accountCacheMs) return false;
     const source = this.source();
-    if (source === null) return;
+    if (source === null) return false;
     this.fetching ??= (async () => {
       try {
         const before = JSON.stringify(this.account?.config ?? null);
         const config = await source.accountWebhook();
         const first = this.account === null;
-        this.account = { config, at: Date.now() };
-        if (first || JSON.stringify(config) !== before) this.onAccountConfig();
+        this.account = { config, at: this.clock() };
+        return first || JSON.stringify(config) !== before;
       } catch {
         // the directory is unavailable: what was known stays, and the next need asks again
+        return false;
       } finally {
         this.fetching = null;
       }
     })();
-    await this.fetching;
+    return this.fetching;
   }
 
   // ---- The agent's own webhook (the Worker's routes call these through the object) ----

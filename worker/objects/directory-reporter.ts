@@ -50,10 +50,8 @@ export class DirectoryReporter {
   /** After a failed confirmation, none is tried before this (in memory: an evicted object tries at its next wake). */
   private confirmRetryAt = 0;
   private flushing = false;
-  /** Told when a report or confirmation failed, so the object wakes to try again instead of leaving it to chance. */
-  onFailure: () => void = () => {};
-
-  constructor(private readonly sql: SqlStorage, private readonly heartbeatTtlMs: number) {
+  /** `onFailure`: told when a report or confirmation failed, so the object wakes to try again instead of leaving it to chance. */
+  constructor(private readonly sql: SqlStorage, private readonly heartbeatTtlMs: number, readonly onFailure: () => void) {
     migrate(sql, "directory_report", REPORT_MIGRATIONS);
   }
 

@@ -3,16 +3,17 @@
 // resumes parked messages. Who runs what, and what is taken back, is decided by
 // ../rules/agent-plan.ts; the rules of one message are in ../rules/message-lease.ts.
 import {
-  answer, checkMessageWrite, extendRun, failAttempt, park, resume, retry, type Answer, type MessageLease, type MessagePolicy,
+  checkMessageWrite, extendRun, park, type MessagePolicy,
 } from "../rules/message-lease.ts";
-import { runnerOf } from "../rules/agent-plan.ts";
+import type { MessageChange, TargetMessage } from "../rules/agent-plan.ts";
+import { decideWrite, keptQuestion, type RunnerWrite, type WriteDecision, type WriteTarget } from "../rules/plan/write.ts";
 import {
-  decideStepWrite, openEffectOf, pendingAsk, questionStepRefusal, runWriteRefusal, unknownOutcomeReason, type BlobRef, type StepRecord, type StepWrite,
-  type UnknownOutcome,
+  decideStepWrite, idempotencyKey, legacyIdempotencyKey, openEffectOf, pendingAsk, questionStepRefusal, runWriteRefusal, unknownOutcomeReason,
+  type BlobRef, type StepRecord, type StepWrite,
 } from "../rules/step-journal.ts";
-import { send, type ConnState } from "./connections.ts";
+import type { ConnState } from "./connections.ts";
 import {
-  leaseOf, questionOf, type CancelRecord, type AnswerRecord, type MessageStore, type RunRow, type StoredMessage, type StoredQuestion, type StoredValue,
+  leaseOf, questionOf, type CancelRecord, type AnswerRecord, type MessageStore, type RunRow, type StoredMessage, type StoredValue,
 } from "./message-store.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
 import type { StepStore } from "./step-store.ts";
@@ -20,7 +21,7 @@ import type { BlobStore } from "./blob-store.ts";
 import { randomHex128, sameSecret } from "./secrets.ts";
 import { commitRefusal, decideReserve } from "../rules/blob-ledger.ts";
 import { errorFrame, LIMITS, type ClientFrame, type ErrorCode, type JournalEntry, type Question } from "../wire/protocol.ts";
-import type { WorkReport } from "../wire/server-frames.ts";
+import type { ServerFrame, WorkReport } from "../wire/server-frames.ts";
 
 export interface DeskSocket {
   ws: WebSocket;
@@ -55,131 +56,76 @@ const REFUSAL_STATUS: Partial<Record<ErrorCode, Refusal["status"]>> = {
   unknown_message: 404, not_your_message: 403, stale_token: 409, message_not_running: 409, cancelled: 409, too_large: 413, bad_request: 400, effect_in_progress: 409,
 };
 
-const JOURNAL_BUDGET = { steps: LIMITS.stepsPerMessage, bytes: LIMITS.journalBytes };
+/** How much one message's journal may hold. */
+export const JOURNAL_BUDGET = { steps: LIMITS.stepsPerMessage, bytes: LIMITS.journalBytes };
+
+/** A runner's write as checked at its token: its answer, what it moves for the plan, and a refusal of the token check (for /metrics). */
+export type WriteOutcome = WriteDecision;
+
+/** A run's journal write (step, heartbeat) decided: its answer, and the change the plan stores (null: nothing to store). */
+export interface Journaled<T> {
+  answer: T;
+  change: MessageChange | null;
+}
+
+/** The open intents of a journal once `record` is stored: an intent keeps its place (or joins the end), an outcome closes it. */
+function openAfter<T extends Pick<StepRecord, "name" | "onUnknown">>(open: readonly T[], record: Omit<StepRecord, "at">): Pick<StepRecord, "name" | "kind" | "status" | "onUnknown">[] {
+  const rest = open.map((r) => ({ name: r.name, kind: "effect" as const, status: "intent" as const, onUnknown: r.name === record.name ? record.onUnknown : r.onUnknown }));
+  if (record.status !== "intent") return rest.filter((r) => r.name !== record.name);
+  return rest.some((r) => r.name === record.name) ? rest : [...rest, { name: record.name, kind: "effect", status: "intent", onUnknown: record.onUnknown }];
+}
+
+/** The refusals of the token check, which /metrics counts. */
+const TOKEN_REFUSALS: ReadonlySet<ErrorCode> = new Set(["stale_token", "not_your_message", "message_not_running", "cancelled"]);
+
+/** `code` when the token check refused the write, else null. */
+export function refusedAtToken(code: ErrorCode): ErrorCode | null {
+  return TOKEN_REFUSALS.has(code) ? code : null;
+}
 
 /** Who answers a parked message: the account, the name of its token, and from where (page, cli, http). */
 export type Answerer = Pick<AnswerRecord, "account" | "token" | "via">;
-/** A deadline that answered for a person. */
-const DEADLINE: Answerer = { account: "baton", token: "deadline", via: "deadline" };
 
-/** What a question for a person ends with as its reply: the answer, who gave it and when (JSON). */
-function personReply(reply: Answer, by: Answerer, now: number): string {
-  return JSON.stringify({ choice: reply.choice, text: reply.text, by: { account: by.account, token: by.token, via: by.via }, at: now });
-}
-
-function storedQuestion(q: Question, token: number, now: number): StoredQuestion {
-  return { text: q.text, choices: q.choices ?? null, step: q.step ?? null, on_deadline: q.on_deadline ?? null, token, asked_at: now };
-}
 
 const REPORTED_RUNNING = 50;
 const REPORTED_PARKED = 20;
 const REPORTED_FAILED = 10;
 const REPORTED_CANCELLED = 10;
 
-export type ResumeOutcome =
-  | { ok: true; message: StoredMessage }
-  | { ok: false; status: 400 | 404 | 409 | 413; code: "not_found" | "not_parked" | "outcome_unknown" | "bad_request" | "too_large" | "question_open" | "cancelled"; message: string };
-
 export class MessageLeases {
   readonly policies: RunPolicyStore;
-  /** Told of every write refused by the token check, before the error frame goes out (for /metrics). */
-  onRefused: (code: ErrorCode) => void = () => {};
-  /**
-   * The idempotency key of a message's effect (wire/step-keys.ts), or with `legacy` the previous
-   * release's; null until the object knows its account.
-   */
-  effectKey: (id: number, name: string, legacy: boolean) => string | null = () => null;
+  /** Whose effects' idempotency keys this object hands out (wire/step-keys.ts); null until it knows its account. */
+  private keys: { tag: string; agent: string } | null = null;
 
   constructor(sql: SqlStorage, private readonly messages: MessageStore, private readonly steps: StepStore, private readonly blobs: BlobStore) {
     this.policies = new RunPolicyStore(sql);
   }
 
   /**
-   * A write under a message token, checked at this moment by this object's clock. A token other
-   * than the message's current one is refused as stale_token (also once the message finished), a
-   * write from any connection but the one the message was handed to as not_your_message, and a
-   * write after the run deadline as message_not_running (the message is taken back at once). A
-   * reply or ack under the token that finished the message, from its runner, is answered
-   * `duplicate: true` with the write that did. Returns true when the message may have moved, so
-   * the object plans again (a checkpoint moves nothing).
+   * A write under a message token, decided by rules/plan/write.ts over what it touches (its lease,
+   * the write that finished it, the question its attempt stored, the blob it names); what it moves
+   * (a checkpoint, a park, a fail, a reply or ack) is returned as a change for the plan, never
+   * stored here; a step or a heartbeat likewise (recordStep, heartbeat).
    */
-  write(socket: DeskSocket, frame: TokenWrite, now: number, fence: number): boolean {
-    if (frame.type === "step" || frame.type === "heartbeat") return this.journalWrite(socket, frame, now);
+  write(writer: string, frame: TokenWrite, now: number, fence: number): WriteOutcome {
+    if (frame.type === "step" || frame.type === "heartbeat") return this.journalWrite(writer, frame, now);
+    return decideWrite(this.writeTarget(frame, now), frame, writer, fence, this.policies.policy(), now);
+  }
+
+  /** What a runner's write reads of its message; null when there is none. */
+  private writeTarget(frame: RunnerWrite, now: number): WriteTarget | null {
     const stored = this.messages.get(frame.id);
-    if (!stored) {
-      send(socket.ws, errorFrame("unknown_message", `no message ${frame.id}`, frame.req));
-      return false;
-    }
-    const m = leaseOf(stored);
+    if (!stored) return null;
+    const asked = questionOf(stored, frame.token);
     const key = frame.type === "reply" ? frame.key : "ack";
-    const writer = runnerOf(socket.state);
-    if (frame.token === m.token && m.status === "acknowledged" && (frame.type === "reply" || frame.type === "ack") && stored.acked_runner === writer) {
-      const done = this.messages.ackedWrite(m.id) ?? { id: m.id, fence: stored.acked_fence ?? 0, key };
-      send(socket.ws, { type: "result", ...done, token: m.token, op: frame.type, req: frame.req, duplicate: true });
-      return false;
-    }
-    const verdict = checkMessageWrite(m, frame.token, writer, now);
-    if (!verdict.ok) {
-      this.onRefused(verdict.code);
-      send(socket.ws, errorFrame(verdict.code, verdict.message, frame.req));
-      // A deadline that passed before its alarm ran is applied now: the message goes back at once.
-      return m.status === "running" && m.expiresAt !== null && now >= m.expiresAt;
-    }
-    const blob = "blob" in frame && frame.blob !== undefined ? this.committable(m.id, frame.blob, frame.token) : null;
-    if (blob !== null && "refusal" in blob) {
-      send(socket.ws, errorFrame("bad_request", blob.refusal, frame.req));
-      return false;
-    }
-    switch (frame.type) {
-      case "checkpoint":
-        this.saveCheckpoint(m.id, blob ?? { value: frame.value }, frame.token, now);
-        send(socket.ws, { type: "result", op: "checkpoint", req: frame.req, id: m.id, token: frame.token });
-        return false;
-      case "park": {
-        // The question is the frame's, or the one this attempt stored over HTTP (`baton ask`) before it parked.
-        const asked = frame.question ? storedQuestion(frame.question, frame.token, now) : questionOf(stored, frame.token);
-        const refused = asked === null ? null : this.questionRefusal(m.id, frame.token, asked.step);
-        if (refused !== null) {
-          send(socket.ws, errorFrame(refused.code, refused.message, frame.req));
-          return false;
-        }
-        if (blob !== null || frame.value !== undefined) this.saveCheckpoint(m.id, blob ?? { value: frame.value }, frame.token, now);
-        this.messages.ask(m.id, asked);
-        const onDeadline = frame.question?.on_deadline ?? asked?.on_deadline ?? null;
-        const deadlineSeconds = frame.deadline_seconds ?? asked?.deadline_seconds ?? null;
-        const parked = park(m, now, deadlineSeconds === null ? null : deadlineSeconds * 1000, onDeadline);
-        this.messages.saveLease(parked);
-        send(socket.ws, { type: "result", op: "park", req: frame.req, id: m.id, token: frame.token, deadline: parked.expiresAt });
-        return true;
-      }
-      case "fail": {
-        const next = failAttempt(m, now, this.policies.policy());
-        this.messages.recordFailure(m.id, frame.reason || "the run failed");
-        this.messages.saveLease(next);
-        send(socket.ws, { type: "result", op: "fail", req: frame.req, id: m.id, token: frame.token, status: next.status, retry_at: next.retryAt });
-        return true;
-      }
-      default: {
-        if (m.pendingAsk !== null) {
-          // Finishing now would close the question nobody answered: the attempt must fail, and the message waits for a person.
-          send(socket.ws, errorFrame("outcome_unknown", `${unknownOutcomeReason(m.pendingAsk)}: message ${m.id} cannot finish before a person answers; fail the attempt`, frame.req));
-          return false;
-        }
-        const asked = questionOf(stored, frame.token);
-        if (asked !== null) {
-          // This run asked a person (`baton ask`) and went on without the answer: it parks instead of finishing.
-          send(socket.ws, errorFrame("question_open", `message ${m.id} asked "${asked.text.slice(0, 200)}" and nobody has answered: it cannot finish; park it`, frame.req));
-          return false;
-        }
-        const write = { id: m.id, fence, key };
-        const reply = frame.type !== "reply" ? null : blob !== null ? blob.blob : frame.text;
-        this.messages.acknowledge(write, reply, now, frame.token, writer);
-        if (blob !== null) this.blobs.setState(m.id, blob.blob.id, "committed");
-        this.blobs.discardUnkept(m.id, now);
-        send(socket.ws, { type: "result", ...write, token: frame.token, op: frame.type, req: frame.req, duplicate: false });
-        return true;
-      }
-    }
+    const done = stored.status === "acknowledged" ? this.messages.ackedWrite(stored.id) : null;
+    const parksWith = frame.type !== "park" ? null : frame.question ? keptQuestion(frame.question, frame.token, now) : asked;
+    return {
+      lease: leaseOf(stored), asked,
+      acked: { runner: stored.acked_runner, write: done ?? { id: stored.id, fence: stored.acked_fence ?? 0, key } },
+      blob: "blob" in frame && frame.blob !== undefined ? this.committable(stored.id, frame.blob, frame.token) : null,
+      questionRefusal: parksWith === null ? null : this.questionRefusal(stored.id, frame.token, parksWith.step),
+    };
   }
 
   /**
@@ -213,22 +159,20 @@ export class MessageLeases {
     if (replaced !== null) this.blobs.discard(id, replaced, now);
   }
 
-  /** A step or heartbeat frame, answered on its socket; true when its run deadline had passed (the object plans again). */
-  private journalWrite(socket: DeskSocket, frame: Extract<TokenWrite, { type: "step" | "heartbeat" }>, now: number): boolean {
-    const writer = { runner: runnerOf(socket.state) };
+  /** A step or heartbeat frame: its answer and what the plan stores; `expired`: its run deadline had passed. */
+  private journalWrite(runner: string, frame: Extract<TokenWrite, { type: "step" | "heartbeat" }>, now: number): WriteOutcome {
+    const writer = { runner };
     const answer = frame.type === "step"
       ? this.recordStep(frame.id, frame.token, writer, {
           name: frame.name, kind: frame.kind, phase: frame.phase, onUnknown: frame.on_unknown ?? null,
           value: frame.value === undefined ? null : JSON.stringify(frame.value), blob: frame.blob === undefined ? null : { id: frame.blob, bytes: 0 },
         }, now)
       : this.heartbeat(frame.id, frame.token, writer, frame.details, now);
-    if (!answer.ok) {
-      send(socket.ws, errorFrame(answer.code, answer.message, frame.req));
-      return answer.expired;
+    if (!answer.answer.ok) {
+      return { reply: errorFrame(answer.answer.code, answer.answer.message, frame.req), change: null, refused: refusedAtToken(answer.answer.code), expired: answer.answer.expired };
     }
-    const { ok: _ok, ...result } = answer;
-    send(socket.ws, { type: "result", op: frame.type, req: frame.req, ...result } as never);
-    return false;
+    const { ok: _ok, ...result } = answer.answer;
+    return { reply: { type: "result", op: frame.type, req: frame.req, ...result } as ServerFrame, change: answer.change, refused: null, expired: false };
   }
 
   /** The token check of every write for a running message, at this moment; a run key proves an HTTP writer. */
@@ -239,41 +183,67 @@ export class MessageLeases {
     const runner = "runner" in writer ? writer.runner : sameSecret(writer.runKey, stored.run_key) ? (m.runner ?? "") : "(wrong run key)";
     const verdict = checkMessageWrite(m, token, runner, now);
     if (verdict.ok) return { ok: true, stored };
-    this.onRefused(verdict.code);
     const expired = m.status === "running" && m.expiresAt !== null && now >= m.expiresAt;
     return { ok: false, status: REFUSAL_STATUS[verdict.code] ?? 409, code: verdict.code, message: verdict.message, expired };
   }
 
   /**
    * Records a step's result, or an effect's intent or outcome, under the message's current token
-   * (rules/step-journal.ts). An effect whose policy is to ask marks the message while its intent is
-   * open, so an attempt that ends before the outcome parks the message for a person.
+   * (rules/step-journal.ts), as a change for the plan to store. An effect whose policy is to ask
+   * marks the message while its intent is open, so an attempt that ends before the outcome parks
+   * the message for a person.
    */
-  recordStep(id: number, token: number, writer: Writer, write: StepWrite, now: number): StepAnswer {
+  recordStep(id: number, token: number, writer: Writer, write: StepWrite, now: number): Journaled<StepAnswer> {
     const run = this.checkRun(id, token, writer, now);
-    if (!run.ok) return run;
+    if (!run.ok) return { answer: run, change: null };
     const reserved = write.kind === "answer" ? "a run never writes a person's answer" : runWriteRefusal(write.name);
-    if (reserved !== null) return { ok: false, status: 400, code: "bad_request", message: reserved, expired: false };
+    if (reserved !== null) return { answer: { ok: false, status: 400, code: "bad_request", message: reserved, expired: false }, change: null };
     const { stored } = run;
     const existing = this.steps.get(id, write.name);
     let decision = decideStepWrite(existing, write, { attempt: stored.attempts, token }, this.steps.usage(id), JOURNAL_BUDGET);
     if (decision.action === "record" && write.blob) {
       // Checked only for a write that records: a repeated write of a done step stays a duplicate.
       const blob = this.committable(id, write.blob.id, token);
-      if ("refusal" in blob) return { ok: false, status: 400, code: "bad_request", message: blob.refusal, expired: false };
+      if ("refusal" in blob) return { answer: { ok: false, status: 400, code: "bad_request", message: blob.refusal, expired: false }, change: null };
       decision = { ...decision, record: { ...decision.record, blob: blob.blob } };
     }
-    if (decision.action === "refuse") return { ok: false, status: REFUSAL_STATUS[decision.code] ?? 400, code: decision.code, message: decision.message, expired: false };
-    const record: StepRecord = decision.action === "duplicate" ? decision.record : this.steps.save(id, decision.record, now, existing);
-    if (decision.action === "record") {
-      if (record.blob) this.blobs.setState(id, record.blob.id, "committed");
-      if (record.kind === "effect") this.noteOpenAsk(id, stored.pending_ask);
+    if (decision.action === "refuse") {
+      return { answer: { ok: false, status: REFUSAL_STATUS[decision.code] ?? 400, code: decision.code, message: decision.message, expired: false }, change: null };
     }
-    const key = record.kind === "effect" ? this.keyOf(id, record.name, existing) : null;
+    const record = decision.record;
+    const change: MessageChange = { id, before: stored.status, lease: null };
+    if (decision.action === "record") {
+      change.journal = { record, existing };
+      if (record.blob) change.commitBlob = record.blob.id;
+      const asking = record.kind === "effect" ? pendingAsk(openAfter(this.steps.openIntents(id), record)) : stored.pending_ask;
+      if (asking !== stored.pending_ask) change.pendingAsk = asking;
+    }
+    let key: string | null = null;
+    if (record.kind === "effect") {
+      key = this.steps.effectKey(id, record.name);
+      if (key === null) {
+        key = this.effectKey(id, record.name, existing?.status === "intent");
+        if (key !== null) change.keepKey = { name: record.name, key };
+      }
+    }
     return {
-      ok: true, id, token, name: record.name, status: record.status, duplicate: decision.action === "duplicate",
-      value: record.value === null ? null : (JSON.parse(record.value) as unknown), blob: record.blob, ...(key === null ? {} : { idempotency_key: key }),
+      answer: {
+        ok: true, id, token, name: record.name, status: record.status, duplicate: decision.action === "duplicate",
+        value: record.value === null ? null : (JSON.parse(record.value) as unknown), blob: record.blob, ...(key === null ? {} : { idempotency_key: key }),
+      },
+      change: decision.action === "record" || change.keepKey !== undefined ? change : null,
     };
+  }
+
+  /** The account (its tag) and agent whose effect keys this object hands out, once known. */
+  knowKeys(tag: string, agent: string): void {
+    this.keys = { tag, agent };
+  }
+
+  /** The idempotency key of a message's effect, or with `legacy` the previous release's; null until the object knows its account. */
+  private effectKey(id: number, name: string, legacy: boolean): string | null {
+    if (this.keys === null) return null;
+    return legacy ? legacyIdempotencyKey(this.keys.agent, id, name) : idempotencyKey(this.keys.tag, this.keys.agent, id, name);
   }
 
   /**
@@ -283,21 +253,6 @@ export class MessageLeases {
    */
   effectKeyOf(id: number, name: string): string | null {
     return this.steps.effectKey(id, name) ?? this.effectKey(id, name, this.steps.get(id, name)?.status === "intent");
-  }
-
-  private keyOf(id: number, name: string, before: StepRecord | null): string | null {
-    const kept = this.steps.effectKey(id, name);
-    if (kept !== null) return kept;
-    const key = this.effectKey(id, name, before?.status === "intent");
-    if (key !== null) this.steps.keepEffectKey(id, name, key);
-    return key;
-  }
-
-  /** Keeps the message's pending question equal to what its journal says (rules/step-journal.ts pendingAsk). */
-  private noteOpenAsk(id: number, current: string | null): string | null {
-    const asking = pendingAsk(this.steps.openIntents(id));
-    if (asking !== current) this.messages.setPendingAsk(id, asking);
-    return asking;
   }
 
   /**
@@ -336,12 +291,14 @@ export class MessageLeases {
   }
 
   /** The run is alive: its deadline moves on by the heartbeat timeout (never past the run timeout), its details kept as progress. */
-  heartbeat(id: number, token: number, writer: Writer, details: unknown, now: number): HeartbeatAnswer {
+  heartbeat(id: number, token: number, writer: Writer, details: unknown, now: number): Journaled<HeartbeatAnswer> {
     const run = this.checkRun(id, token, writer, now);
-    if (!run.ok) return run;
+    if (!run.ok) return { answer: run, change: null };
     const next = extendRun(leaseOf(run.stored), now, this.policies.policy());
-    this.messages.saveHeartbeat(id, next.expiresAt, details === undefined ? null : JSON.stringify(details), now);
-    return { ok: true, id, token, expires_at: next.expiresAt };
+    return {
+      answer: { ok: true, id, token, expires_at: next.expiresAt },
+      change: { id, before: run.stored.status, lease: null, heartbeat: { expiresAt: next.expiresAt, progress: details === undefined ? null : JSON.stringify(details) } },
+    };
   }
 
   /** Every record of a message, for its runner's hand-out. */
@@ -353,117 +310,67 @@ export class MessageLeases {
     }));
   }
 
-  /**
-   * Queues a parked message again with the person's input; it is handed out with attempt + 1 and
-   * its checkpoint by the plan that follows. A park deadline that passed before its alarm ran
-   * refuses the resume; the plan that follows fails the message.
-   */
-  resume(id: number, input: string | null, outcome: UnknownOutcome | null, by: Answerer, now: number): ResumeOutcome {
+  /** A message as a person's input (or a deadline that answers for one) reads it; null when there is none. */
+  target(id: number): TargetMessage | null {
     const stored = this.messages.get(id);
-    if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
-    const result = resume(leaseOf(stored), now, outcome);
-    if (!result.ok) return { ...result, status: result.code === "bad_request" ? 400 : 409 };
-    const asked = stored.pending_ask === null ? questionOf(stored) : null;
-    if (asked !== null) {
-      // A resume would lose the answer the run waits for, and it would only ask again.
-      return { ok: false, status: 409, code: "question_open", message: `message ${id} asks "${asked.text.slice(0, 200)}": answer it with approve, answer or reject` };
-    }
-    const unknown = stored.pending_ask;
-    if (unknown !== null && outcome === "redo") this.steps.forget(id, unknown);
-    if (unknown !== null && outcome === "done") {
-      // The person's answer is the effect's outcome: recorded like any other, inside the journal's budget.
-      const existing = this.steps.get(id, unknown);
-      const decision = decideStepWrite(existing, {
-        name: unknown, kind: "effect", phase: "done", value: JSON.stringify(input), onUnknown: "ask",
-      }, { attempt: stored.attempts, token: stored.token }, this.steps.usage(id), JOURNAL_BUDGET);
-      if (decision.action === "refuse") return { ok: false, status: decision.code === "too_large" ? 413 : 400, code: decision.code === "too_large" ? "too_large" : "bad_request", message: decision.message };
-      if (decision.action === "record") this.steps.save(id, decision.record, now, existing);
-    }
-    this.messages.recordAnswer(id, { at: now, choice: outcome ?? "resume", text: input, question: unknown === null ? questionOf(stored)?.text ?? null : unknownOutcomeReason(unknown), ...by });
-    // Several effects may have been left unknown: each is answered in turn, and the message stays parked until none is.
-    if (unknown !== null && this.noteOpenAsk(id, unknown) !== null) return { ok: true, message: this.messages.get(id)! };
-    this.settle(stored, result.message, { choice: "resume", text: input }, false);
-    return { ok: true, message: this.messages.get(id)! };
-  }
-
-  /**
-   * A person's answer to a parked message (approve, reject, or one of the question's choices), kept
-   * with who gave it. Reject ends the message; any other answer queues it with the answer as its
-   * resume input and choice, and in the journal under the question's step, so a handler run again
-   * from the top gets it from `ask`.
-   */
-  answer(id: number, reply: Answer, by: Answerer, now: number): ResumeOutcome {
-    const stored = this.messages.get(id);
-    if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
+    if (!stored) return null;
     const asked = questionOf(stored);
-    const result = answer(leaseOf(stored), reply, asked?.choices ?? null, now);
-    if (!result.ok) return { ...result, status: result.code === "bad_request" ? 400 : 409 };
-    if (asked?.step && result.message.status === "queued") {
-      const recorded = this.recordAnswerStep(stored, asked.step, reply, by, now);
-      if (recorded !== null) return recorded;
+    const entries = new Map<string, StepRecord>();
+    for (const name of [asked?.step, stored.pending_ask]) {
+      const record = name ? this.steps.get(id, name) : null;
+      if (record) entries.set(record.name, record);
     }
-    this.messages.recordAnswer(id, { at: now, choice: reply.choice, text: reply.text, question: asked?.text ?? null, ...by });
-    if (result.message.forPerson) this.messages.answeredForPerson(id, personReply(reply, by, now), now);
-    this.settle(stored, result.message, reply, true);
-    return { ok: true, message: this.messages.get(id)! };
+    return {
+      lease: leaseOf(stored), question: asked && { text: asked.text, choices: asked.choices, step: asked.step }, error: stored.error,
+      entries, openIntents: stored.pending_ask === null ? [] : this.steps.openIntents(id), usage: this.steps.usage(id),
+    };
   }
 
-  /** A question for a person alone (an MCP host's ask): parked from the start with it, never handed to a runner. */
-  askPerson(id: number, question: Question, deadlineSeconds: number | null, now: number): StoredMessage {
+  /**
+   * Stores one message change of a plan, in the order MessageChange names: its journal, its answer
+   * record, why it failed, who cancelled or replaced it, its question and resume input, then its
+   * lease (a hand-out with `handOut`: the serve fence, the runner's machine and a fresh run key).
+   * Returns the row as stored when its lease was written, for the webhook event its status change makes.
+   */
+  save(c: MessageChange, now: number, handOut: { fence: number; machine: string; runKey: string } | null): StoredMessage | null {
+    const { messages } = this;
+    if (c.forgetStep !== undefined) this.steps.forget(c.id, c.forgetStep);
+    if (c.journal) this.steps.save(c.id, c.journal.record, now, c.journal.existing);
+    if (c.keepKey) this.steps.keepEffectKey(c.id, c.keepKey.name, c.keepKey.key);
+    if (c.heartbeat) messages.saveHeartbeat(c.id, c.heartbeat.expiresAt, c.heartbeat.progress, now);
+    if (c.pendingAsk !== undefined) messages.setPendingAsk(c.id, c.pendingAsk);
+    if (c.answer) {
+      const { by, ...answered } = c.answer;
+      messages.recordAnswer(c.id, { at: now, ...answered, account: by.account, token: by.token, via: by.via });
+    }
+    if (c.personReply !== undefined) messages.answeredForPerson(c.id, c.personReply, now);
+    if (c.failure !== undefined) messages.recordFailure(c.id, c.failure);
+    if (c.cancel) {
+      const record: CancelRecord = { at: now, ...c.cancel.by, reason: c.cancel.reason };
+      messages.saveCancel(c.id, record);
+      messages.recordAnswer(c.id, { at: now, choice: "cancel", text: record.reason, question: null, account: record.account, token: record.token, via: record.via });
+    }
+    if (c.supersededBy !== undefined) messages.saveSupersededBy(c.id, c.supersededBy);
+    if (c.checkpoint) this.saveCheckpoint(c.id, c.checkpoint.kept, c.checkpoint.token, now);
+    if (c.question !== undefined) messages.ask(c.id, c.question);
+    if (c.closeQuestion) messages.ask(c.id, null);
+    if (c.resume) {
+      messages.setResumeInput(c.id, c.resume.input);
+      messages.setResumeChoice(c.id, c.resume.choice);
+    }
+    let saved: StoredMessage | null = null;
+    if (c.ack && c.lease) messages.acknowledge({ id: c.id, fence: c.ack.fence, key: c.ack.key }, c.ack.reply, now, c.ack.token, c.ack.runner, c.lease);
+    else if (c.lease) saved = messages.saveLease(c.lease, handOut);
+    if (c.commitBlob !== undefined) this.blobs.setState(c.id, c.commitBlob, "committed");
+    if (c.dropUncommitted) this.blobs.discardUnkept(c.id, now);
+    return saved;
+  }
+
+  /** A question for a person alone (an MCP host's ask): its question stored, and the park (from the start, never handed to a runner) for the plan. */
+  askPerson(id: number, question: Question, deadlineSeconds: number | null, now: number): MessageChange {
     const stored = this.messages.get(id)!;
-    this.messages.ask(id, storedQuestion({ ...question, step: undefined }, stored.token, now));
-    return this.messages.saveLease(park(leaseOf(stored), now, deadlineSeconds === null ? null : deadlineSeconds * 1000, question.on_deadline ?? null));
-  }
-
-  /**
-   * A parked message whose deadline answered for the person (approve, reject): recorded as answered
-   * by the deadline. False when it could not be (its journal is full): it failed instead, and the
-   * plan's hand-out of it must not happen.
-   */
-  answeredByDeadline(after: MessageLease, choice: "approve" | "reject", now: number): boolean {
-    const stored = this.messages.get(after.id);
-    if (!stored) return false;
-    const asked = questionOf(stored);
-    const reply = { choice, text: null };
-    const refused = asked?.step && choice === "approve" ? this.recordAnswerStep(stored, asked.step, reply, DEADLINE, now) : null;
-    if (refused !== null) {
-      // Without the answer in its journal the run would only ask again: the message fails, saying why.
-      this.messages.recordFailure(after.id, `its deadline answered approve, but its journal is full: ${refused.message}`);
-      this.settle(stored, { ...after, status: "failed" }, reply, false);
-      return false;
-    }
-    this.messages.recordAnswer(after.id, { at: now, choice, text: null, question: asked?.text ?? null, ...DEADLINE });
-    if (after.forPerson) this.messages.answeredForPerson(after.id, personReply(reply, DEADLINE, now), now);
-    this.settle(stored, after, reply, true);
-    return true;
-  }
-
-  /** A failed message queued again by a person, with a fresh set of attempts. */
-  retry(id: number, by: Answerer, now: number): ResumeOutcome {
-    const stored = this.messages.get(id);
-    if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
-    const result = retry(leaseOf(stored));
-    if (!result.ok) return { ok: false, status: 409, code: result.code === "cancelled" ? "cancelled" : "not_parked", message: result.message };
-    this.messages.recordAnswer(id, { at: now, choice: "retry", text: null, question: stored.error, ...by });
-    this.messages.saveLease(result.message);
-    return { ok: true, message: this.messages.get(id)! };
-  }
-
-  /**
-   * Stores a cancel the plan decided (rules/message-cancel.ts): who and why with the message, the
-   * same record among its answers, then the lease that ends it (its status change makes the
-   * `message.cancelled` event). Its steps stay as they are.
-   */
-  saveCancel(after: MessageLease, record: CancelRecord): void {
-    this.messages.saveCancel(after.id, record);
-    this.messages.recordAnswer(after.id, { at: record.at, choice: "cancel", text: record.reason, question: null, account: record.account, token: record.token, via: record.via });
-    this.messages.saveLease(after);
-  }
-
-  /** Stores a queued message replaced by a newer one of its group (on_busy replace); its status change makes `message.superseded`. */
-  saveSuperseded(after: MessageLease, by: number): void {
-    this.messages.saveSupersededBy(after.id, by);
-    this.messages.saveLease(after);
+    this.messages.ask(id, keptQuestion({ ...question, step: undefined }, stored.token, now));
+    return { id, before: stored.status, lease: park(leaseOf(stored), now, deadlineSeconds === null ? null : deadlineSeconds * 1000, question.on_deadline ?? null) };
   }
 
   /** The running attempt stores what it asks (`baton ask`); its park then carries it. */
@@ -474,32 +381,8 @@ export class MessageLeases {
     if (refused !== null) return { ok: false, status: REFUSAL_STATUS[refused.code] ?? 400, ...refused, expired: false };
     // A run that goes on asking after its first question (no `|| exit`) still parks on the first one.
     const open = questionOf(this.messages.get(id)!, token);
-    if (open === null || open.step === (question.step ?? null)) this.messages.ask(id, { ...storedQuestion(question, token, now), deadline_seconds: deadlineSeconds });
+    if (open === null || open.step === (question.step ?? null)) this.messages.ask(id, { ...keptQuestion(question, token, now), deadline_seconds: deadlineSeconds });
     return { ok: true, id, token };
-  }
-
-  /**
-   * The answer in the journal under the question's step, as a record of kind answer that no run can
-   * write (its token is the parked attempt's); a refusal when the journal is full.
-   */
-  private recordAnswerStep(stored: StoredMessage, step: string, reply: Answer, by: Answerer, now: number): ResumeOutcome | null {
-    const existing = this.steps.get(stored.id, step);
-    const value = JSON.stringify({ choice: reply.choice, text: reply.text, by: { account: by.account, token: by.token, via: by.via }, at: now });
-    const decision = decideStepWrite(existing, { name: step, kind: "answer", phase: "done", value, onUnknown: null },
-      { attempt: stored.attempts, token: stored.token }, this.steps.usage(stored.id), JOURNAL_BUDGET);
-    if (decision.action === "refuse") return { ok: false, status: decision.code === "too_large" ? 413 : 400, code: decision.code === "too_large" ? "too_large" : "bad_request", message: decision.message };
-    if (decision.action === "record") this.steps.save(stored.id, decision.record, now, existing);
-    return null;
-  }
-
-  /** Stores a parked message as answered: the question is closed, and a queued one carries the answer to its next attempt. */
-  private settle(stored: StoredMessage, after: MessageLease, reply: Answer, withChoice: boolean): void {
-    this.messages.ask(stored.id, null);
-    if (after.status === "queued") {
-      this.messages.setResumeInput(stored.id, reply.text);
-      this.messages.setResumeChoice(stored.id, withChoice ? reply.choice : null);
-    }
-    this.messages.saveLease(after);
   }
 
   setPolicy(update: Partial<MessagePolicy>): MessagePolicy {

@@ -47,9 +47,6 @@ const REPORTED_FIELDS = ["id", "attempts", "token", "runner", "expires_at", "msg
 type ReportedField = (typeof REPORTED_FIELDS)[number];
 
 export class MessageStore {
-  /** Told when saveLease moved a message to another status (the agent object turns that into webhook events). */
-  onStatusChange: ((before: MessageStatus, after: StoredMessage) => void) | null = null;
-
   private readonly sql: SqlStorage;
   /**
    * The open leases and park deadline as last read, kept until this store writes anything (no other
@@ -211,14 +208,11 @@ export class MessageStore {
    * serve fence then), the runner's machine and a fresh run key, and clears the last run's progress.
    */
   saveLease(m: MessageLease, handOut: { fence: number; machine: string; runKey: string } | null = null): StoredMessage {
-    const before = this.onStatusChange && this.sql.exec<{ status: MessageStatus }>(`SELECT status FROM messages WHERE id = ?`, m.id).toArray()[0]?.status;
-    const saved = this.patchAndRead(m.id, {
+    return this.patchAndRead(m.id, {
       status: m.status, attempts: m.attempts, token: m.token, runner: m.runner, expires_at: m.expiresAt, retry_at: m.retryAt, cap_at: m.capAt,
       pending_ask: m.pendingAsk, on_deadline: m.onDeadline, park_ms: m.parkMs,
       ...(handOut && { delivered_fence: handOut.fence, machine: handOut.machine, run_key: handOut.runKey, progress: null, heartbeat_at: null, run_first: null }),
     });
-    if (before && before !== saved.status) this.onStatusChange?.(before, saved);
-    return saved;
   }
 
   /** A heartbeat of a running message: its new deadline and progress. */
@@ -287,12 +281,13 @@ export class MessageStore {
 
   /**
    * Marks the message done by this write, under its lease `token`, from its `runner`, with its reply
-   * (text, or a committed blob); the caller has checked it was not done already.
+   * (text, or a committed blob) and its lease as rules/message-lease.ts `complete` left it; the
+   * caller has checked it was not done already.
    */
-  acknowledge(write: AckedWrite, reply: string | BlobRef | null, now: number, token: number, runner: string): void {
+  acknowledge(write: AckedWrite, reply: string | BlobRef | null, now: number, token: number, runner: string, done: MessageLease): void {
     const blob = reply !== null && typeof reply === "object" ? reply : null;
     this.patch(write.id, {
-      status: "acknowledged", runner: null, expires_at: null, acked_at: now, acked_fence: write.fence, acked_token: token, acked_runner: runner,
+      status: done.status, runner: done.runner, expires_at: done.expiresAt, acked_at: now, acked_fence: write.fence, acked_token: token, acked_runner: runner,
       ...(typeof reply === "string" && { reply }), reply_blob: blob?.id ?? null, reply_blob_bytes: blob?.bytes ?? null,
     });
     this.sql.exec(`INSERT INTO message_writes (message_id, key, fence, at) VALUES (?, ?, ?, ?)`, write.id, write.key, write.fence, now);

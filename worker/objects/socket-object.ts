@@ -44,6 +44,8 @@ export abstract class SocketObject<S> extends DurableObject<Env> {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
   }
 
+  protected now(): number { return Date.now(); }
+
   /** A 500 naming the bad var, or null when the configuration is fine. Requests check it first. */
   protected configRefusal(): Response | null {
     return this.configProblem === null ? null : errorResponse(500, "internal", this.configProblem);

@@ -10,8 +10,9 @@ import { messageFrame, messageView } from "./message-row.ts";
 import { StepStore } from "./step-store.ts";
 import { BlobStore } from "./blob-store.ts";
 import type { MessageView } from "../wire/http-responses.ts";
-import { MessageLeases, type DeskSocket, type TokenWrite } from "./message-leases.ts";
-import { errorFrame, LIMITS, type ClientFrame, type ErrorCode } from "../wire/protocol.ts";
+import { MessageLeases, type DeskSocket, type TokenWrite, type WriteOutcome } from "./message-leases.ts";
+import { runnerOf } from "../rules/agent-plan.ts";
+import { errorFrame, LIMITS, type ClientFrame } from "../wire/protocol.ts";
 import { BucketPerSocket, ByteBucket } from "../rules/frame-rate-limit.ts";
 
 export type { DeskSocket };
@@ -26,8 +27,6 @@ export class WorkDesk {
   readonly leases: MessageLeases;
   readonly steps: StepStore;
   readonly blobs: BlobStore;
-  /** Told of every write refused by the fence or a message token, before the error frame goes out (for /metrics). */
-  onRefused: (code: ErrorCode) => void = () => {};
   private readonly replayPerSocket = new BucketPerSocket(LIMITS.replayBytesPerSecond, LIMITS.replayBytesPerSecond);
   private readonly replayPerAgent = new ByteBucket(LIMITS.replayBytesPerSecondPerAgent, LIMITS.replayBytesPerSecondPerAgent);
 
@@ -37,7 +36,6 @@ export class WorkDesk {
     this.steps = new StepStore(sql);
     this.blobs = new BlobStore(sql, blobPrefix);
     this.leases = new MessageLeases(sql, this.messages, this.steps, this.blobs);
-    this.leases.onRefused = (code) => this.onRefused(code);
   }
 
   /**
@@ -66,24 +64,19 @@ export class WorkDesk {
   }
 
   /**
-   * An ack, reply, checkpoint, fail or park. A write for a message goes to the message's own lease
-   * (MessageLeases.write); a checkpoint with only the serve fence is the agent's own, from its
-   * holder. Returns true when a message may have moved, so the object plans again.
+   * An ack, reply, checkpoint, fail, park, step or heartbeat. A write for a message goes to the
+   * message's own lease (MessageLeases.write); a checkpoint with only the serve fence is the
+   * agent's own, from its holder. Returns the answer and what the write moves, for the plan.
    */
-  write(socket: DeskSocket, frame: WriteFrame, now: number, lease: LeaseRecord): boolean {
+  write(state: ConnState, frame: WriteFrame, now: number, lease: LeaseRecord): WriteOutcome {
     if (frame.type !== "checkpoint" || (frame.token !== undefined && frame.id !== undefined)) {
-      return this.leases.write(socket, frame as TokenWrite, now, lease.fence);
+      return this.leases.write(runnerOf(state), frame as TokenWrite, now, lease.fence);
     }
     const fence = frame.fence!;
-    const verdict = checkFencedWrite(lease, socket.state, fence);
-    if (!verdict.ok) {
-      this.onRefused(verdict.code);
-      send(socket.ws, errorFrame(verdict.code, verdict.message, frame.req));
-      return false;
-    }
+    const verdict = checkFencedWrite(lease, state, fence);
+    if (!verdict.ok) return { reply: errorFrame(verdict.code, verdict.message, frame.req), change: null, refused: verdict.code, expired: false };
     this.messages.saveCheckpoint(frame.value, fence, now);
-    send(socket.ws, { type: "result", op: "checkpoint", req: frame.req, fence });
-    return false;
+    return { reply: { type: "result", op: "checkpoint", req: frame.req, fence }, change: null, refused: null, expired: false };
   }
 
   /** Sends a message frame (a run copy only to its runner) and moves the connection's cursor past it; the caller writes the attachment. */

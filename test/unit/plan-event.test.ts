@@ -1,0 +1,52 @@
+// Phase 1: what the event itself changes (worker/rules/plan/event.ts).
+import { describe, expect, it } from "vitest";
+import { senderChange, workChange } from "../../worker/rules/plan/event.ts";
+import type { AgentEvent } from "../../worker/rules/agent-plan.ts";
+import { conn, HELD, message, NOW, running } from "./plan-fixtures.ts";
+
+const BY = { account: "a", token: "t", via: "http" };
+
+describe("senderChange", () => {
+  const cases: { name: string; conns: ReturnType<typeof conn>[]; event: AgentEvent; patch: object | undefined; claimCounter: number; released: boolean | null; machine: string | null }[] = [
+    { name: "a first claim takes the next claim sequence and starts its hysteresis", conns: [conn(null)], event: { type: "claim", from: 0, priority: 3 },
+      patch: { claimSeq: 2, released: false, readySince: NOW, toldHeld: null, priority: 3 }, claimCounter: 2, released: null, machine: "m1" },
+    { name: "a re-claim of a live claim changes only its slots", conns: [conn(1)], event: { type: "claim", from: 0, slots: 4 },
+      patch: { slots: 4 }, claimCounter: 1, released: null, machine: "m1" },
+    { name: "the holder's release is answered true and marks it released", conns: [conn(1)], event: { type: "release", from: 0 },
+      patch: { released: true }, claimCounter: 1, released: true, machine: "m1" },
+    { name: "a standby's release is answered false and changes nothing", conns: [conn(1), conn(2)], event: { type: "release", from: 1 },
+      patch: undefined, claimCounter: 1, released: false, machine: "m1" },
+    { name: "the holder's hello with a new label relabels the lease", conns: [conn(1)], event: { type: "hello", from: 0, machine: "laptop" },
+      patch: { machine: "laptop" }, claimCounter: 1, released: null, machine: "laptop" },
+    { name: "any other event changes no sender", conns: [conn(1)], event: { type: "alarm" }, patch: undefined, claimCounter: 1, released: null, machine: "m1" },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const out = senderChange(c.conns, HELD, 1, c.event, NOW);
+      const from = "from" in c.event && c.event.from !== null ? c.event.from : 0;
+      expect(out.patches.get(from)).toEqual(c.patch);
+      expect([out.claimCounter, out.released, out.lease.holderMachine]).toEqual([c.claimCounter, c.released, c.machine]);
+      expect(out.forceTell).toBe(out.leaseChanged);
+    });
+  }
+});
+
+describe("workChange", () => {
+  const cases: { name: string; event: AgentEvent; open: ReturnType<typeof message>[]; statuses: [number, string][]; stops: number; superseded: number[] }[] = [
+    { name: "a cancel of a running message ends it at once and names its runner", event: { type: "cancel", target: running(7, "1"), by: BY, reason: null },
+      open: [running(7, "1")], statuses: [[7, "cancelled"]], stops: 1, superseded: [] },
+    { name: "a cancel of a finished message changes nothing", event: { type: "cancel", target: message(7, { status: "acknowledged" }), by: BY, reason: null },
+      open: [], statuses: [], stops: 0, superseded: [] },
+    { name: "a busy post interrupts the running and supersedes the queued", event: { type: "busy", newId: 9, by: BY, interrupt: [running(7, "1")], supersede: [message(8)] },
+      open: [running(7, "1"), message(8)], statuses: [[7, "cancelled"], [8, "superseded"]], stops: 1, superseded: [8] },
+    { name: "any other event leaves the open messages as they are", event: { type: "work" }, open: [message(3)], statuses: [[3, "queued"]], stops: 0, superseded: [] },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const out = workChange(c.open, c.event);
+      expect([...out.open.values()].map((m) => [m.id, m.status])).toEqual(c.statuses);
+      expect(out.cancelling.filter((x) => x.verdict.outcome === "cancelled" && x.verdict.stop !== null).length).toBe(c.stops);
+      expect(out.superseded.map((s) => s.lease.id)).toEqual(c.superseded);
+    });
+  }
+});

@@ -1,0 +1,276 @@
+// The Worker's calls to an agent object, each decided as one input: what it stores at once (a
+// post's row, a run's step or heartbeat, a control), the plan event it makes (null: none, a read),
+// and its answer, built from the plan once it is applied. A person's input (answer, resume, retry)
+// and a cancel are decided by the plan itself (rules/plan/person.ts, rules/message-cancel.ts); the
+// object (agent-object.ts) runs the event and hands the plan back here for the answer.
+import type { CoordinatorConfig } from "../config.ts";
+import type { AgentEvent, AgentPlan, MessageChange } from "../rules/agent-plan.ts";
+import type { Answer, MessagePolicy } from "../rules/message-lease.ts";
+import { decideOnBusy } from "../rules/on-busy.ts";
+import { buildPresence, PREVIEW_CHARS } from "../rules/presence.ts";
+import { runnerOf } from "../rules/agent-plan.ts";
+import type { StepWrite, UnknownOutcome } from "../rules/step-journal.ts";
+import type { MessageView, StepView } from "../wire/http-responses.ts";
+import type { Question } from "../wire/protocol.ts";
+import type { Presence } from "../wire/server-frames.ts";
+import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
+import type { AgentControls, ControlOutcome, ControlRoute } from "./agent-controls.ts";
+import type { AgentIdentity, AgentStore } from "./agent-store.ts";
+import type { AgentWebhooks } from "./agent-webhooks.ts";
+import type { ConnState } from "./connections.ts";
+import { leaseOf } from "./message-store.ts";
+import { refusedAtToken, type Answerer, type BlobReserve, type HeartbeatAnswer, type Journaled, type MessageLeases, type Refusal, type StepAnswer } from "./message-leases.ts";
+import type { AgentMetricsKeeper } from "./metrics-agent.ts";
+import type { SignedRequest } from "./webhook-delivery.ts";
+import type { Socket } from "./socket-object.ts";
+import type { WorkDesk } from "./work-desk.ts";
+import type { PersonRefusal } from "../rules/plan/person.ts";
+
+/** A live connection with its proven heartbeat, as one snapshot saw it. */
+export interface LiveConn extends Socket<ConnState> {
+  heartbeat: number;
+}
+
+export type PostResult =
+  | { status: 201 | 200; replayed: boolean; view: MessageView | { id: number; pruned: true } }
+  /** on_busy reject while the group is busy: nothing was stored. */
+  | { status: 409; code: "busy"; message: string; holder: number };
+
+export type ResumeAnswer = { ok: true; view: MessageView } | PersonRefusal;
+/** A cancel's answer: the message as it is now (`already`: an earlier cancel stands), or why not. */
+export type CancelAnswer =
+  | { ok: true; already: boolean; view: MessageView }
+  | { ok: false; status: 404 | 409; code: "not_found" | "message_finished"; message: string };
+
+type Run = { id: number; token: number; runKey: string };
+
+/** Every call the Worker makes, by name, with its arguments. */
+export interface Inputs {
+  presence: object;
+  post: { text: string; opts: { group?: string; runTimeoutMs?: number; key: string | null; by: Answerer; question?: Question; deadlineSeconds?: number; traceparent?: string } };
+  messages: { after: number; limit: number };
+  message: { id: number };
+  stepOf: { id: number; name: string };
+  recordStep: Run & { write: StepWrite };
+  reserveBlob: Run & { bytes: number };
+  stageBlob: Run & { blob: string; stored: boolean };
+  blobKey: { id: number; blob: string };
+  heartbeat: Run & { details: unknown };
+  ask: Run & { question: Question; deadlineSeconds: number | null };
+  control: { route: ControlRoute; body: unknown };
+  policy: object;
+  setPolicy: { update: Partial<MessagePolicy> };
+  resume: { id: number; input: string | null; outcome: UnknownOutcome | null; by: Answerer };
+  answer: { id: number; reply: Answer; by: Answerer };
+  retry: { id: number; by: Answerer };
+  cancel: { id: number; reason: string | null; by: Answerer };
+  webhook: object;
+  webhookTest: object;
+  setWebhook: { body: WebhookConfigBody; origin: string };
+  deleteWebhook: object;
+}
+
+/** What each call answers. */
+export interface Outputs {
+  presence: Presence;
+  post: PostResult;
+  messages: { agent: string; messages: MessageView[]; cursor: number };
+  message: MessageView | null;
+  stepOf: StepView | null;
+  recordStep: StepAnswer;
+  reserveBlob: BlobReserve;
+  stageBlob: Refusal | { ok: true };
+  blobKey: string | null;
+  heartbeat: HeartbeatAnswer;
+  ask: ReturnType<MessageLeases["ask"]>;
+  control: ControlOutcome & { agent: string; report: ReturnType<AgentControls["report"]> };
+  policy: MessagePolicy;
+  setPolicy: MessagePolicy;
+  resume: ResumeAnswer;
+  answer: ResumeAnswer;
+  retry: ResumeAnswer;
+  cancel: CancelAnswer;
+  webhook: WebhookView | null;
+  webhookTest: Promise<SignedRequest | null>;
+  setWebhook: WebhookView;
+  deleteWebhook: boolean;
+}
+
+/** One call decided: the plan event it makes (null: none), and its answer from that plan. */
+export interface Decided<T> {
+  event: AgentEvent | null;
+  answer: (plan: AgentPlan | null) => T;
+  /** Blobs may have become garbage: the object sweeps them. */
+  sweep?: boolean;
+  /** A refusal was counted: presence (with its metrics) changed. */
+  presence?: boolean;
+}
+
+type Handlers = { [K in keyof Inputs]: (input: Inputs[K], now: number, conns: readonly LiveConn[]) => Decided<Outputs[K]> };
+
+export interface InputParts {
+  desk: WorkDesk;
+  store: AgentStore;
+  controls: AgentControls;
+  webhooks: AgentWebhooks;
+  metrics: AgentMetricsKeeper;
+  config: CoordinatorConfig;
+  identity: AgentIdentity | null;
+  blobs?: R2Bucket;
+}
+
+const answered = <T>(value: T, event: AgentEvent | null = null): Decided<T> => ({ event, answer: () => value });
+
+export class AgentInputs {
+  constructor(private readonly p: InputParts) {}
+
+  decide<K extends keyof Inputs>(input: Inputs[K] & { type: K }, now: number, conns: readonly LiveConn[]): Decided<Outputs[K]> {
+    return this.handlers[input.type](input, now, conns);
+  }
+
+  /**
+   * A run's write over HTTP (its run key stands for the connection): refusals of the token check
+   * counted, what it stores (a step, a heartbeat) stored by the plan, an expired run taken back by it.
+   */
+  private runWrite<T extends { ok: true } | Refusal>(answer: T, now: number, change: MessageChange | null = null): Decided<T> {
+    const refused = answer.ok ? null : refusedAtToken(answer.code);
+    if (refused !== null) this.p.metrics.refused(refused, now);
+    const event: AgentEvent | null = change !== null ? { type: "write", from: null, change, reply: null } : !answer.ok && answer.expired ? { type: "work" } : null;
+    return { event, answer: () => answer, presence: refused !== null };
+  }
+
+  private journaled<T extends { ok: true } | Refusal>(j: Journaled<T>, now: number): Decided<T> {
+    return this.runWrite(j.answer, now, j.change);
+  }
+
+  private view(id: number): MessageView {
+    return this.p.desk.view(this.p.desk.messages.get(id)!);
+  }
+
+  private person(id: number): (plan: AgentPlan | null) => ResumeAnswer {
+    return (plan) => {
+      const verdict = plan?.person;
+      if (!verdict) throw new Error("a person's input is always planned");
+      return verdict.ok ? { ok: true, view: this.view(id) } : verdict;
+    };
+  }
+
+  private readonly handlers: Handlers = {
+    presence: (_, now, conns) => answered(this.presenceOf(conns, now)),
+    post: (i, now) => this.post(i, now),
+    messages: ({ after, limit }) => {
+      const messages = this.p.desk.views(this.p.desk.messages.after(after, limit));
+      return answered({ agent: this.agentName(), messages, cursor: messages.at(-1)?.id ?? after });
+    },
+    message: ({ id }) => {
+      const m = this.p.desk.messages.get(id);
+      return answered(m ? this.p.desk.view(m) : null);
+    },
+    stepOf: ({ id, name }) => answered(this.stepOf(id, name)),
+    recordStep: ({ id, token, runKey, write }, now) => this.journaled(this.p.desk.leases.recordStep(id, token, { runKey }, write, now), now),
+    // Uploads of earlier attempts were dropped to make room: their R2 objects go now.
+    reserveBlob: ({ id, token, runKey, bytes }, now) => ({ ...this.runWrite(this.p.desk.leases.reserveBlob(id, token, { runKey }, bytes, now), now), sweep: true }),
+    stageBlob: ({ id, token, runKey, blob, stored }, now) => {
+      const staged = this.p.desk.leases.stageBlob(id, token, { runKey }, blob, stored, now);
+      return { ...this.runWrite(staged, now), event: null, sweep: !staged.ok };
+    },
+    blobKey: ({ id, blob }) => answered(this.p.desk.leases.blobKey(id, blob)),
+    heartbeat: ({ id, token, runKey, details }, now) => this.journaled(this.p.desk.leases.heartbeat(id, token, { runKey }, details, now), now),
+    ask: ({ id, token, runKey, question, deadlineSeconds }, now) => this.runWrite(this.p.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now), now),
+    // Pause, unpause, drain, undrain: stored, then applied by one plan (which may move the lease at its safe point).
+    control: ({ route, body }, now) => {
+      const outcome = this.p.controls.apply(route, body, this.p.store.lease().holderMachine, now);
+      return { event: outcome.ok && outcome.changed ? { type: "work" } : null, answer: () => ({ ...outcome, agent: this.agentName(), report: this.p.controls.report(now) }) };
+    },
+    policy: () => answered(this.p.desk.leases.policies.policy()),
+    setPolicy: ({ update }) => answered(this.p.desk.leases.setPolicy(update), { type: "work" }),
+    resume: ({ id, input, outcome, by }) => ({ event: { type: "resume", id, target: this.p.desk.leases.target(id), input, outcome, by }, answer: this.person(id) }),
+    answer: ({ id, reply, by }) => ({ event: { type: "answer", id, target: this.p.desk.leases.target(id), reply, by }, answer: this.person(id) }),
+    retry: ({ id, by }) => ({ event: { type: "retry", id, target: this.p.desk.leases.target(id), by }, answer: this.person(id) }),
+    cancel: ({ id, reason, by }) => {
+      const stored = this.p.desk.messages.get(id);
+      if (!stored) return answered({ ok: false, status: 404, code: "not_found", message: `no message ${id}` });
+      return {
+        event: { type: "cancel", target: leaseOf(stored), by, reason },
+        answer: (plan) => {
+          const verdict = plan!.cancel!.verdict;
+          if (verdict.outcome === "refused") return { ok: false, status: 409, code: verdict.code, message: verdict.message };
+          return { ok: true, already: verdict.outcome === "already", view: this.view(id) };
+        },
+      };
+    },
+    webhook: (_, now) => answered(this.p.webhooks.view(this.agentName(), now)),
+    webhookTest: (_, now) => answered(this.p.webhooks.testRequest({ account: this.p.identity?.account ?? "unknown", agent: this.agentName() }, now)),
+    // Events then go to the agent's own webhook instead of the account's; `origin`: where event links point.
+    setWebhook: ({ body, origin }, now) => answered(this.p.webhooks.set(body, origin, this.agentName(), now), { type: "work" }),
+    deleteWebhook: () => {
+      const deleted = this.p.webhooks.delete();
+      return answered(deleted, deleted ? { type: "work" } : null);
+    },
+  };
+
+  /**
+   * Stores a message, and the plan hands it out and shows it to every other connection. With an
+   * idempotency key, a retry within the key's retention returns the message the first post created
+   * (200, replayed) and stores nothing. The row is inserted before the plan: its id comes from SQLite.
+   */
+  private post({ text, opts }: Inputs["post"], now: number): Decided<PostResult> {
+    const { messages, leases, blobs } = this.p.desk;
+    const earlier = opts.key === null ? null : messages.postedWith(opts.key, now, this.p.config.retention);
+    if (earlier !== null) {
+      const first = messages.get(earlier);
+      return answered({ status: 200, replayed: true, view: first ? this.p.desk.view(first) : { id: earlier, pruned: true } });
+    }
+    // While its group is busy, the agent's on_busy policy decides (rules/on-busy.ts); queue, the default, reads nothing.
+    // A question for a person alone is never run, so it is never busy nor makes anything busy.
+    const forPerson = opts.question !== undefined;
+    const policy = leases.policies.policy();
+    const group = opts.group ?? null;
+    const busy = forPerson || policy.onBusy === "queue" ? null : decideOnBusy(policy, messages.openInGroup(group), group, now);
+    if (busy?.action === "refuse") return answered({ status: 409, code: busy.code, message: busy.message, holder: busy.holder });
+    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, holdUntil: busy?.holdUntil ?? null, first: busy?.first ?? false, forPerson, traceparent: opts.traceparent });
+    if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
+    // Every post bounds the history, questions for a person included.
+    const pruned = messages.prune(stored.id, now, this.p.config.retention) > 0;
+    if (pruned) blobs.collectOrphans(now);
+    const answer = () => ({ status: 201 as const, replayed: false, view: this.view(stored.id) });
+    if (opts.question !== undefined) {
+      // Nobody runs it, so no connection is shown it now (a sync replays it as history): the page, the CLI and the webhooks ask the person.
+      return { event: { type: "work", change: leases.askPerson(stored.id, opts.question, opts.deadlineSeconds ?? null, now) }, answer, sweep: pruned };
+    }
+    const acts = busy !== null && (busy.interrupt.length > 0 || busy.supersede.length > 0);
+    const event: AgentEvent = acts ? { type: "busy", newId: stored.id, by: opts.by, interrupt: busy.interrupt, supersede: busy.supersede } : { type: "work", posted: stored.id };
+    return { event, answer, sweep: pruned };
+  }
+
+  /** One step of a message with its value, and the idempotency key an effect of that name hands out. */
+  private stepOf(id: number, name: string): StepView | null {
+    const record = this.p.desk.steps.get(id, name);
+    if (!record) return null;
+    return {
+      id, name, kind: record.kind, status: record.status, attempt: record.attempt, on_unknown: record.onUnknown, blob: record.blob,
+      value: record.value === null ? null : (JSON.parse(record.value) as unknown), idempotency_key: this.p.desk.leases.effectKeyOf(id, name) ?? "",
+    };
+  }
+
+  private agentName(): string {
+    return this.p.identity?.agent ?? "unknown";
+  }
+
+  presenceOf(conns: readonly LiveConn[], now: number): Presence {
+    const machines = new Map(conns.map((c) => [runnerOf(c.state), c.state.machine]));
+    return buildPresence({
+      agent: this.agentName(),
+      now,
+      ttlMs: this.p.config.heartbeatTtlMs,
+      lease: this.p.store.lease(),
+      conns: conns.map((c) => ({ ...c.state, heartbeat: c.heartbeat })),
+      transitions: this.p.store.recentTransitions(),
+      recentMessages: this.p.desk.messages.recent(10, PREVIEW_CHARS),
+      work: this.p.desk.leases.report(machines),
+      controls: this.p.controls.report(now),
+      wakes: this.p.store.wakes(),
+      webhook: this.p.webhooks.report(),
+    });
+  }
+}

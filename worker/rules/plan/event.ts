@@ -1,0 +1,120 @@
+// Phase 1 of a plan: what the event itself changes before anything else is looked at. A claim,
+// release or hello changes its sender's attachment (and a holder's new label the lease); a cancel
+// or a busy post ends messages, so their slots and groups are free for this very dispatch.
+import { holdsLease } from "../fencing.ts";
+import type { LeaseRecord } from "../election.ts";
+import { cancel, type CancelVerdict } from "../message-cancel.ts";
+import type { MessageLease } from "../message-lease.ts";
+import { supersede } from "../on-busy.ts";
+import { personAnswer, personResume, personRetry, type PersonRefusal } from "./person.ts";
+import type { AgentEvent, AgentPlan, Canceller, ConnPatches, MessageChange, ServeConn } from "./types.ts";
+
+export interface SenderChange {
+  patches: ConnPatches;
+  claimCounter: number;
+  lease: LeaseRecord;
+  leaseChanged: boolean;
+  /** Every claimant must hear the lease again (the holder's machine label changed). */
+  forceTell: boolean;
+  /** The answer to a release: whether the sender held the lease (null for any other event). */
+  released: boolean | null;
+}
+
+/** The event's own change to its sender; a claim takes the next claim sequence unless it holds one. */
+export function senderChange(conns: readonly ServeConn[], lease: LeaseRecord, claimCounter: number, e: AgentEvent, now: number): SenderChange {
+  const patches: ConnPatches = new Map();
+  const out: SenderChange = { patches, claimCounter, lease, leaseChanged: false, forceTell: false, released: null };
+  const patch = (i: number, p: Partial<ServeConn>) => patches.set(i, { ...patches.get(i), ...p });
+  if (e.type === "claim") {
+    const c = conns[e.from]!;
+    if (c.claimSeq === null || c.released) {
+      out.claimCounter += 1;
+      patch(e.from, {
+        claimSeq: out.claimCounter, released: false, readySince: now, toldHeld: null,
+        ...(e.priority === undefined ? {} : { priority: e.priority }),
+        ...(e.runnerId === undefined ? {} : { runnerId: e.runnerId }),
+      });
+    }
+    // Saved even when the claim itself changes nothing (a re-claim with other slots).
+    if (e.slots !== undefined && e.slots !== c.slots) patch(e.from, { slots: e.slots });
+  } else if (e.type === "release") {
+    out.released = holdsLease(conns[e.from]!, lease);
+    if (out.released) patch(e.from, { released: true });
+  } else if (e.type === "hello") {
+    const c = conns[e.from]!;
+    if (e.slots !== undefined && e.slots !== c.slots) patch(e.from, { slots: e.slots });
+    if (e.machine && e.machine !== c.machine) {
+      patch(e.from, { machine: e.machine });
+      // A holder's new label reaches the lease and every claimant.
+      if (holdsLease(c, lease)) {
+        out.lease = { ...lease, holderMachine: e.machine };
+        out.leaseChanged = true;
+        out.forceTell = true;
+      }
+    }
+  }
+  return out;
+}
+
+export interface Cancelling {
+  target: MessageLease;
+  by: Canceller;
+  reason: string | null;
+  verdict: CancelVerdict;
+}
+
+export interface WorkChange {
+  /** The open messages as this event leaves them, by id. */
+  open: Map<number, MessageLease>;
+  cancelling: Cancelling[];
+  superseded: AgentPlan["superseded"];
+  /** The event's own message write (a runner's write, a person's input), stored before anything else. */
+  changes: MessageChange[];
+  /** The messages the event ends (cancels, supersedes), stored after the take-backs. */
+  ends: MessageChange[];
+  /** The answer to a person's input; null for any other event. */
+  person: { ok: true } | PersonRefusal | null;
+}
+
+/** A person's input, decided (./person.ts). */
+function personVerdict(e: AgentEvent, budget: { steps: number; bytes: number }, now: number) {
+  if (e.type === "answer") return personAnswer(e.target, e.id, e.reply, e.by, budget, now);
+  if (e.type === "resume") return personResume(e.target, e.id, e.input, e.outcome, e.by, budget, now);
+  if (e.type === "retry") return personRetry(e.target, e.id, e.by);
+  return null;
+}
+
+/**
+ * The event's own change to the messages, before anything else looks at them: a runner's write
+ * (decided at its token check) or a person's input moves one message; a cancel or a busy post ends
+ * its messages (rules/message-cancel.ts, rules/on-busy.ts), so their slots and groups are free for
+ * this very dispatch.
+ */
+export function workChange(open: readonly MessageLease[], e: AgentEvent, budget: { steps: number; bytes: number } = { steps: 0, bytes: 0 }, now = 0): WorkChange {
+  const out: WorkChange = { open: new Map(open.map((m) => [m.id, m])), cancelling: [], superseded: [], changes: [], ends: [], person: null };
+  if ((e.type === "write" || e.type === "work") && e.change) out.changes.push(e.change);
+  const verdict = personVerdict(e, budget, now);
+  if (verdict !== null) {
+    out.person = verdict.ok ? { ok: true } : verdict;
+    if (verdict.ok) out.changes.push(verdict.change);
+  }
+  // A moved message is dispatched (queued), watched (running, parked) or gone from the open ones.
+  for (const c of out.changes) if (c.lease !== null) out.open.set(c.id, c.lease);
+  if (e.type === "cancel") out.cancelling = [{ target: e.target, by: e.by, reason: e.reason, verdict: cancel(e.target) }];
+  if (e.type === "busy") out.cancelling = e.interrupt.map((t) => ({ target: t, by: e.by, reason: `interrupted by message ${e.newId}`, verdict: cancel(t) }));
+  for (const c of out.cancelling) {
+    if (c.verdict.outcome !== "cancelled") continue;
+    out.open.set(c.target.id, c.verdict.message);
+    out.ends.push({ id: c.target.id, before: c.target.status, lease: c.verdict.message, cancel: { by: c.by, reason: c.reason } });
+  }
+  if (e.type === "busy") {
+    for (const t of e.supersede) {
+      const after = supersede(t);
+      if (after === null) continue;
+      out.superseded.push({ lease: after, by: e.newId });
+      out.open.set(t.id, after);
+      out.ends.push({ id: t.id, before: t.status, lease: after, supersededBy: e.newId });
+    }
+  }
+  return out;
+}

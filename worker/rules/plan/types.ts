@@ -1,0 +1,237 @@
+// The plain data one event of an agent object is planned over (the snapshot), the events, and the
+// plan they produce; the phases in this folder and ../agent-plan.ts share them.
+import type { LeaseRecord, Transition } from "../election.ts";
+import type { Answer, MessageLease, MessagePolicy, MessageStatus } from "../message-lease.ts";
+import type { CancelVerdict } from "../message-cancel.ts";
+import type { BlobRef, JournalUsage, StepRecord, UnknownOutcome } from "../step-journal.ts";
+import type { Outage } from "../webhooks.ts";
+import type { PersonRefusal, TargetMessage } from "./person.ts";
+import type { KeptQuestion } from "./write.ts";
+
+/** What the plan reads and writes of a serve connection (its attachment holds these and a cursor). */
+export interface ServeConn {
+  /** Claim sequence, fixed at the claim; null until the connection claims. */
+  claimSeq: number | null;
+  released: boolean;
+  machine: string;
+  joinedAt: number;
+  lastSeen: number;
+  toldHeld: boolean | null;
+  toldFence: number | null;
+  slots?: number;
+  priority?: number;
+  runnerId?: string;
+  readySince?: number;
+}
+
+export interface ConnSnapshot {
+  conn: ServeConn;
+  /** Server time of its last proof of life (provenAlive over its frames and auto pings). */
+  heartbeat: number;
+}
+
+export interface ControlsSnapshot {
+  paused: boolean;
+  drained: ReadonlySet<string>;
+  hysteresisMs: number;
+  /** After a restart: the runner the lease is kept for, while the grace lasts. */
+  reserved: { runner: string; until: number } | null;
+}
+
+export interface AgentSnapshot {
+  now: number;
+  ttlMs: number;
+  scanMs: number;
+  lease: LeaseRecord;
+  /** Live connections (one that is closing left out); the plan names them by index. */
+  conns: readonly ConnSnapshot[];
+  controls: ControlsSnapshot;
+  work: {
+    policy: MessagePolicy;
+    /** The open messages a dispatch looks at, as lease records. */
+    open: readonly MessageLease[];
+    /** The earliest park deadline still ahead, of every parked message (most are not in `open`). */
+    parkDeadline: number | null;
+    /** Parked messages in `open` whose passed deadline answers for a person (approve, reject), as a person's input reads them. */
+    due: ReadonlyMap<number, TargetMessage>;
+    /** How much one message's journal may hold. */
+    journalBudget: JournalUsage;
+  };
+  /** What the webhook outbox needs woken for (agent-webhooks.ts), so this plan's alarm covers the events and outage it makes. */
+  webhooks: {
+    dueAt: number | null;
+    /** An event made now is kept (a webhook may receive it) and may start at once (a delivery slot is free). */
+    sendsNow: boolean;
+    outage: Outage;
+    noHolderAfterMs: number | null;
+  };
+  /** The last claim sequence and message token handed out; the plan hands out the next ones. */
+  claimCounter: number;
+  tokenCounter: number;
+  /** Deadlines the object keeps for itself (directory confirmation, report retry). */
+  ownDeadlines: readonly (number | null)[];
+  /** The alarm this instance set; null when none or unknown (after a restart, in an alarm). */
+  alarmAt: number | null;
+}
+
+export type AgentEvent =
+  | { type: "start" }
+  | { type: "closed" }
+  | { type: "alarm" }
+  /** Messages, the policy or the controls changed (a write, pause, drain); `posted`: a new message every other connection is shown; `change`: what the input moved (a question for a person parked). */
+  | { type: "work"; posted?: number; change?: MessageChange }
+  /**
+   * A runner's write for a message (a frame, or HTTP with its run key), checked and decided at its
+   * token (objects/message-leases.ts): `change` is what it moves (null: nothing), `reply` its answer.
+   */
+  | { type: "write"; from: number | null; change: MessageChange | null; reply: object | null }
+  /** A person's input about message `id` (`target`: it as stored, null when there is none). */
+  | { type: "answer"; id: number; target: TargetMessage | null; reply: Answer; by: Canceller }
+  | { type: "resume"; id: number; target: TargetMessage | null; input: string | null; outcome: UnknownOutcome | null; by: Canceller }
+  | { type: "retry"; id: number; target: TargetMessage | null; by: Canceller }
+  /** A frame from a connection already past its TTL (the staleness pass closes it). */
+  | { type: "stale_frame" }
+  | { type: "claim"; from: number; priority?: number; runnerId?: string; slots?: number }
+  | { type: "release"; from: number }
+  | { type: "hello"; from: number; machine?: string; slots?: number }
+  /** A person (or a policy) cancels one message; `target` is its lease as stored, `by` and `reason` are recorded with it. */
+  | { type: "cancel"; target: MessageLease; by: Canceller; reason: string | null }
+  /**
+   * A new message `newId` arrived while its group was busy (rules/on-busy.ts): the running ones in
+   * `interrupt` are cancelled ("interrupted by message N"), the never-started ones in `supersede` end superseded.
+   */
+  | { type: "busy"; newId: number; by: Canceller; interrupt: readonly MessageLease[]; supersede: readonly MessageLease[] };
+
+/**
+ * One message's writes, as the object stores them in this order: its journal, its answer record,
+ * why it failed, who cancelled or replaced it, its question and resume input, then its lease.
+ */
+export interface MessageChange {
+  id: number;
+  /** Its status before this event: with the status after, it names the webhook event (rules/webhooks.ts statusChangeEvent). */
+  before: MessageStatus;
+  /** Its lease as the rules left it (null: unchanged). */
+  lease: MessageLease | null;
+  /** Handed out to connection `to`: stored with the serve fence, the runner's machine and a fresh run key. */
+  handOut?: { to: number };
+  journal?: { record: Omit<StepRecord, "at">; existing: StepRecord | null };
+  /** An effect's idempotency key, kept with its first intent so it never changes. */
+  keepKey?: { name: string; key: string };
+  /** A run's heartbeat: its new deadline and its progress (JSON text; null keeps the last). */
+  heartbeat?: { expiresAt: number | null; progress: string | null };
+  /** An unknown effect a person said must run again: its intent goes. */
+  forgetStep?: string;
+  /** The next unknown effect the message waits on. */
+  pendingAsk?: string | null;
+  answer?: { choice: string; text: string | null; question: string | null; by: Canceller };
+  /** A question for a person alone: its reply, the answer with who gave it. */
+  personReply?: string;
+  /** Why the attempt ended without success. */
+  failure?: string;
+  cancel?: { by: Canceller; reason: string | null };
+  supersededBy?: number;
+  closeQuestion?: boolean;
+  resume?: { input: string | null; choice: string | null };
+  /** Still parked, its deadline asked people again: the escalation is its own webhook event. */
+  escalate?: boolean;
+  /** A reply or ack that finished it (rules/message-lease.ts complete): the write, kept with the message. */
+  ack?: { fence: number; key: string; reply: string | BlobRef | null; token: number; runner: string };
+  /** The message's own checkpoint, inline or a committed blob, under the token that wrote it (the blob of the one it replaces goes). */
+  checkpoint?: { kept: { value: unknown } | { blob: BlobRef }; token: number };
+  /** The question it parks with (null: none). */
+  question?: KeptQuestion | null;
+  /** A staged blob the write commits. */
+  commitBlob?: string;
+  /** It ended: the uploads it never committed go (objects/blob-store.ts discardUnkept). */
+  dropUncommitted?: boolean;
+}
+
+/** Who cancelled: the account, the name of its token, and from where (page, cli, http). */
+export interface Canceller {
+  account: string;
+  token: string;
+  via: string;
+}
+
+/** A cancel event's outcome, with who and why, and the connection to tell (null: nobody runs it here, or nothing was cancelled). */
+export interface CancelPlan {
+  verdict: CancelVerdict;
+  by: Canceller;
+  reason: string | null;
+  stop: { to: number; id: number; token: number } | null;
+}
+
+export type RevokeReason = "run_timeout" | "runner_gone" | "heartbeat_timeout";
+
+export interface Tell {
+  to: number;
+  held: boolean;
+  fence: number;
+  claimSeq: number;
+  /** 0 for the holder, k for the k-th in line, -1 after a release. */
+  position: number;
+  holder: { claimSeq: number; machine: string; since: number } | null;
+}
+
+export interface TakeBack {
+  /** The message as it must be stored now. */
+  lease: MessageLease;
+  /** Why the attempt ended, for the message's `error` (null: it did not fail). */
+  error: string | null;
+  /** The runner still connected that must stop it. */
+  revoke: { to: number; token: number; reason: RevokeReason } | null;
+  /** A parked message's deadline decided for the person (approve, reject) or asked again (escalate): recorded as such. */
+  deadline?: "approve" | "reject" | "escalate";
+}
+
+export interface AgentPlan {
+  lease: LeaseRecord;
+  /** The lease record changed (a new holder, or the holder's machine relabelled): store it before telling anyone. */
+  leaseChanged: boolean;
+  transition: Transition | null;
+  /** When the previous holder was lost (its deadline when it went silent), for the failover metric. */
+  holderLostAt: number;
+  /** With a transition: the runner id that now holds (null: none, or an anonymous runner). */
+  holderRunner: string | null;
+  claimCounter: number;
+  tokenCounter: number;
+  /** Attachment changes by connection index. */
+  patches: Map<number, Partial<ServeConn>>;
+  /** Connections to close for a heartbeat timeout. */
+  close: number[];
+  tells: Tell[];
+  takeBacks: TakeBack[];
+  handOuts: { lease: MessageLease; to: number }[];
+  /** The answer to a release: whether the sender held the lease. */
+  released: boolean | null;
+  /** The answer to a cancel event (null for any other event). */
+  cancel: CancelPlan | null;
+  /** Every cancel this event makes: the cancel event's own, or a busy event's interrupts. */
+  cancels: CancelPlan[];
+  /** Queued messages a busy event replaced: stored superseded, with the message that replaced them. */
+  superseded: { lease: MessageLease; by: number }[];
+  /** Every message write of this event, in order; each one's status before and after names its webhook event. */
+  changes: MessageChange[];
+  /** The answer to a person's input (answer, resume, retry): done, or why not; null for any other event. */
+  person: { ok: true } | PersonRefusal | null;
+  /** The answer to a runner's write, sent before any other frame of the event (`to`: null, it came over HTTP). */
+  replies: { to: number; frame: object }[];
+  /** A posted message shown to connections that do not run it (no token). */
+  copies: { to: number; id: number }[];
+  alarm: { set: number } | "delete" | null;
+  presenceChanged: boolean;
+}
+
+
+/** A message lease names its runner by the claim sequence of the connection it was handed to. */
+export function runnerOf(conn: Pick<ServeConn, "claimSeq">): string {
+  return String(conn.claimSeq);
+}
+
+/** Attachment changes by connection index, as each phase returns them. */
+export type ConnPatches = Map<number, Partial<ServeConn>>;
+
+/** `into` with `more` laid over it, connection by connection. */
+export function mergePatches(into: ConnPatches, more: ConnPatches): void {
+  for (const [i, p] of more) into.set(i, { ...into.get(i), ...p });
+}
