@@ -11,12 +11,13 @@ import { describe, expect, it } from "vitest";
 import { ROOT } from "./wrangler-dev.ts";
 
 /**
- * docs/guides/operate.md states the size this test prints: 346 KiB (90 KiB gzipped) after cancel,
- * on-busy, lease data, Standard Webhooks and the webhook address rules landed (291 KiB before);
- * past this budget someone added weight on purpose or by mistake.
+ * docs/guides/operate.md states the size this test prints: 408 KiB (104 KiB gzipped) once every input
+ * went through the plan's phases, the message row got its codec and migrations, and the route table
+ * gave every route its response schema (346 KiB before, 291 KiB before cancel and webhooks); all of
+ * it baton's own code, no new library. Past this budget someone added weight on purpose or by mistake.
  */
-const BUNDLE_BUDGET_BYTES = 370 * 1024;
-const GZIP_BUDGET_BYTES = 96 * 1024;
+const BUNDLE_BUDGET_BYTES = 430 * 1024;
+const GZIP_BUDGET_BYTES = 112 * 1024;
 
 describe("wrangler deploy --dry-run", () => {
   it("bundles the worker with its three object classes, within the size budget", async () => {
