@@ -17,6 +17,7 @@ import { webhookRoute, webhookTestRoute } from "./webhook-routes.ts";
 import { directoryObjectName } from "./objects/names.ts";
 import { parseAllowedOrigins, refuseForeignOrigin, refuseRebindingDevToken } from "./origins.ts";
 import type { Whoami } from "./wire/http-responses.ts";
+import { testClockRoute } from "./test-clock.ts";
 import { AGENT_NAME, errorResponse, LIMITS, SESSION_NAME } from "./wire/protocol.ts";
 
 export { AgentCoordinator } from "./objects/agent-object.ts";
@@ -123,6 +124,8 @@ export default {
     if (rebound) return rebound;
     const caller = await authenticate(presentedToken(request), tokens.entries);
     if (caller === null) return errorResponse(401, "unauthorized", "missing or wrong bearer token");
+    const clockHook = await testClockRoute(request, env, caller.account, url);
+    if (clockHook) return clockHook;
     const needed = requiredScope(request.method, url.pathname);
     if (needed === null) return errorResponse(404, "not_found", `no route for ${request.method} ${url.pathname}`);
     if (!caller.scopes.includes(needed)) {

@@ -33,6 +33,7 @@ export async function freePort(): Promise<number> {
 }
 
 export interface DevOptions {
+  /** Added to BATON_TEST_CLOCK=true, which lets tests move objects' clocks (advanceClock). */
   vars?: Record<string, string>;
   persistDir?: string;
   port?: number;
@@ -48,7 +49,7 @@ export async function startWranglerDev(opts: DevOptions = {}): Promise<DevServer
     "wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
     "--persist-to", persistDir, "--log-level", "warn", "--show-interactive-dev-session=false",
   ];
-  for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
+  for (const [k, v] of Object.entries({ BATON_TEST_CLOCK: "true", ...opts.vars })) args.push("--var", `${k}:${v}`);
   const proc = spawn(join(ROOT, "node_modules/.bin/wrangler"), args.slice(1), {
     cwd: ROOT,
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },

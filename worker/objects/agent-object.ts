@@ -91,23 +91,23 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
     this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`);
     this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
-    this.directoryReporter = new DirectoryReporter(ctx.storage.sql, this.config.heartbeatTtlMs);
+    this.directoryReporter = new DirectoryReporter(ctx.storage.sql, this.config.heartbeatTtlMs, this.clock);
     this.webhooks = new AgentWebhooks(ctx.storage.sql, () => this.identity && env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(this.identity.account))));
     // The one place message status changes become events: every lease save that moves a status.
     this.desk.messages.onStatusChange = (before, after) => {
-      const now = Date.now();
+      const now = this.now();
       this.webhooks.messageChanged(before, after, now);
       // An ended message commits nothing more: its uncommitted uploads go now (the acknowledgement does the same in MessageLeases).
       if (!isOpen(after) && this.desk.blobs.discardUnkept(after.id, now) > 0) void this.sweepBlobs();
     };
-    this.webhooks.onAccountConfig = () => this.step(Date.now(), { type: "alarm" });
+    this.webhooks.onAccountConfig = () => this.step(this.now(), { type: "alarm" });
     this.desk.onRefused = (code) => {
-      this.metrics.refused(code, Date.now());
+      this.metrics.refused(code, this.now());
       this.presenceChanged();
     };
     this.directoryReporter.onFailure = () => {
-      this.reportRetryAt = Date.now() + REPORT_RETRY_MS;
-      this.step(Date.now(), { type: "alarm" });
+      this.reportRetryAt = this.now() + REPORT_RETRY_MS;
+      this.step(this.now(), { type: "alarm" });
     };
     // After a restart (deploy, crash) the stored lease may name a holder whose socket died with the
     // old process: keep the lease for that runner's return (restart grace), and re-elect from the
@@ -118,7 +118,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
         const agent = this.identity.agent;
         this.desk.leases.effectKey = (id, name, legacy) => legacy ? legacyIdempotencyKey(agent, id, name) : idempotencyKey(tag, agent, id, name);
       }
-      const now = Date.now();
+      const now = this.now();
       if (ctx.getWebSockets().length === 0) this.controls.noteRestart(this.store.lease(), now);
       this.step(now, { type: "start" });
       this.webhooks.resume(now);
@@ -128,7 +128,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   /** The serve socket upgrade, forwarded by the Worker. Everything else is a method call. */
   async fetch(request: Request): Promise<Response> {
     this.store.countWake();
-    const now = Date.now();
+    const now = this.now();
     return this.acceptSocket(request, () => {
       const machine = new URL(request.url).searchParams.get("machine") || "unknown";
       if (machine.length > LIMITS.machineLabelChars || !MACHINE_LABEL.test(machine)) {
@@ -145,7 +145,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
 
   presence(): Presence {
     this.store.countWake();
-    return this.presenceOf(this.liveConns(Date.now()));
+    return this.presenceOf(this.liveConns(this.now()));
   }
 
   /**
@@ -154,7 +154,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
    */
   post(text: string, opts: { group?: string; runTimeoutMs?: number; key: string | null; by: Answerer; question?: Question; deadlineSeconds?: number; traceparent?: string }): PostResult {
     this.store.countWake();
-    const now = Date.now();
+    const now = this.now();
     const { messages } = this.desk;
     const earlier = opts.key === null ? null : messages.postedWith(opts.key, now, this.config.retention);
     if (earlier !== null) {
@@ -219,7 +219,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   /** A step write over HTTP (`baton step`, any language): the run key stands for the connection. */
   recordStep(id: number, token: number, runKey: string, write: StepWrite): StepAnswer {
     this.store.countWake();
-    const now = Date.now();
+    const now = this.now();
     const answer = this.desk.leases.recordStep(id, token, { runKey }, write, now);
     if (!answer.ok && answer.expired) this.step(now, { type: "work" });
     return answer;
@@ -228,7 +228,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   /** Before an upload: room for `bytes` under the running attempt's token, and the R2 key to store it under. */
   reserveBlob(id: number, token: number, runKey: string, bytes: number): BlobReserve {
     this.store.countWake();
-    const now = Date.now();
+    const now = this.now();
     const answer = this.desk.leases.reserveBlob(id, token, { runKey }, bytes, now);
     if (!answer.ok && answer.expired) this.step(now, { type: "work" });
     // Uploads of earlier attempts were dropped to make room: their R2 objects go now.
@@ -239,7 +239,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   /** After an upload (`stored`: R2 took it): staged under its token if the run still holds the message, else queued for deletion. */
   stageBlob(id: number, token: number, runKey: string, blob: string, stored: boolean): Refusal | { ok: true } {
     this.store.countWake();
-    const now = Date.now();
+    const now = this.now();
     const answer = this.desk.leases.stageBlob(id, token, { runKey }, blob, stored, now);
     if (!answer.ok) void this.sweepBlobs();
     return answer;
@@ -253,7 +253,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
 
   heartbeatRun(id: number, token: number, runKey: string, details: unknown): HeartbeatAnswer {
     this.store.countWake();
-    const now = Date.now();
+    const now = this.now();
     const answer = this.desk.leases.heartbeat(id, token, { runKey }, details, now);
     if (!answer.ok && answer.expired) this.step(now, { type: "work" });
     return answer;
@@ -262,7 +262,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   /** Pause, unpause, drain, undrain: stored, then applied by one plan (which may move the lease at its safe point). */
   control(route: ControlRoute, body: unknown): ControlOutcome & { agent: string; report: ReturnType<AgentControls["report"]> } {
     this.store.countWake();
-    const now = Date.now();
+    const now = this.now();
     const outcome = this.controls.apply(route, body, this.store.lease().holderMachine, now);
     if (outcome.ok && outcome.changed) this.step(now, { type: "work" });
     return { ...outcome, agent: this.agentName(), report: this.controls.report(now) };
@@ -276,22 +276,22 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   setPolicy(update: Partial<MessagePolicy>): MessagePolicy {
     this.store.countWake();
     const policy = this.desk.leases.setPolicy(update);
-    this.step(Date.now(), { type: "work" });
+    this.step(this.now(), { type: "work" });
     return policy;
   }
 
   resume(id: number, input: string | null, outcome: UnknownOutcome | null, by: Answerer): ResumeAnswer {
-    return this.decided(Date.now(), (now) => this.desk.leases.resume(id, input, outcome, by, now), id);
+    return this.decided(this.now(), (now) => this.desk.leases.resume(id, input, outcome, by, now), id);
   }
 
   /** A person's answer to a parked message: approve, reject, or one of its question's choices. */
   answer(id: number, reply: Answer, by: Answerer): ResumeAnswer {
-    return this.decided(Date.now(), (now) => this.desk.leases.answer(id, reply, by, now), id);
+    return this.decided(this.now(), (now) => this.desk.leases.answer(id, reply, by, now), id);
   }
 
   /** A failed message queued again, with a fresh set of attempts. */
   retry(id: number, by: Answerer): ResumeAnswer {
-    return this.decided(Date.now(), (now) => this.desk.leases.retry(id, by, now), id);
+    return this.decided(this.now(), (now) => this.desk.leases.retry(id, by, now), id);
   }
 
   /**
@@ -303,7 +303,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     this.store.countWake();
     const stored = this.desk.messages.get(id);
     if (!stored) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
-    const verdict = this.step(Date.now(), { type: "cancel", target: leaseOf(stored), by, reason }).plan.cancel!.verdict;
+    const verdict = this.step(this.now(), { type: "cancel", target: leaseOf(stored), by, reason }).plan.cancel!.verdict;
     if (verdict.outcome === "refused") return { ok: false, status: 409, code: verdict.code, message: verdict.message };
     return { ok: true, already: verdict.outcome === "already", view: this.desk.view(this.desk.messages.get(id)!) };
   }
@@ -311,7 +311,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   /** A served command's question (`baton ask`), stored under the run's token for the park that follows. */
   ask(id: number, token: number, runKey: string, question: Question, deadlineSeconds: number | null): ReturnType<MessageLeases["ask"]> {
     this.store.countWake();
-    const now = Date.now();
+    const now = this.now();
     const answer = this.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now);
     if (!answer.ok && answer.expired) this.step(now, { type: "work" });
     return answer;
@@ -329,19 +329,19 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   /** The agent's own webhook (never its secret); null when it has none. */
   webhook(): WebhookView | null {
     this.store.countWake();
-    return this.webhooks.view(this.agentName(), Date.now());
+    return this.webhooks.view(this.agentName(), this.now());
   }
 
   /** A signed `webhook.test` event for the agent's own webhook (null: it has none); the Worker sends it, so nothing here waits on the receiver. */
   webhookTest(): Promise<SignedRequest | null> {
     this.store.countWake();
-    return this.webhooks.testRequest({ account: this.identity?.account ?? "unknown", agent: this.agentName() }, Date.now());
+    return this.webhooks.testRequest({ account: this.identity?.account ?? "unknown", agent: this.agentName() }, this.now());
   }
 
   /** Sets the agent's own webhook; events then go to it instead of the account's. `origin`: where event links point. */
   setWebhook(body: WebhookConfigBody, origin: string): WebhookView {
     this.store.countWake();
-    const now = Date.now();
+    const now = this.now();
     const view = this.webhooks.set(body, origin, this.agentName(), now);
     this.step(now, { type: "work" });
     return view;
@@ -351,7 +351,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   deleteWebhook(): boolean {
     this.store.countWake();
     const deleted = this.webhooks.delete();
-    if (deleted) this.step(Date.now(), { type: "work" });
+    if (deleted) this.step(this.now(), { type: "work" });
     return deleted;
   }
 
@@ -364,7 +364,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
    * lease moves before anything else happens.
    */
   protected async onMessage({ ws, state }: Socket<ConnState>, raw: string | ArrayBuffer): Promise<void> {
-    const now = Date.now();
+    const now = this.now();
     // A frame over the size cap is refused unread, so it is charged no more than the cap.
     const chars = Math.min(typeof raw === "string" ? raw.length : raw.byteLength, LIMITS.frameBytes);
     if (!this.rate.allow(ws, now, chars)) {
@@ -428,13 +428,13 @@ export class AgentCoordinator extends SocketObject<ConnState> {
 
   protected onClose(): void {
     this.store.countWake();
-    this.step(Date.now(), { type: "closed" });
+    this.step(this.now(), { type: "closed" });
   }
 
   async alarm(): Promise<void> {
     this.alarmAt = null;
     this.store.countWake();
-    const now = Date.now();
+    const now = this.now();
     // Confirmations first: the plan below then schedules the next one.
     if (this.reportRetryAt !== null && now >= this.reportRetryAt) {
       this.reportRetryAt = null;
@@ -462,7 +462,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       // Not recorded: the events stay claimed until WEBHOOK.inFlightMs passes, then they are sent again.
       console.error(`webhook delivery failed: ${String(err)}`);
     }
-    this.step(Date.now(), { type: "alarm" });
+    this.step(this.now(), { type: "alarm" });
     this.presenceChanged();
   }
 
@@ -490,7 +490,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
    */
   private proven(ws: WebSocket, state: ConnState): number {
     const holder = holdsLease(state, this.store.lease());
-    return provenAlive(state.lastSeen, this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? null, holder, this.config.heartbeatTtlMs);
+    return provenAlive(state.lastSeen, this.lastAutoPing(ws), holder, this.config.heartbeatTtlMs);
   }
 
   private liveConns(_now: number): LiveConn[] {
@@ -589,7 +589,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       this.alarmAt = null;
     } else if (plan.alarm) {
       this.alarmAt = plan.alarm.set;
-      void this.ctx.storage.setAlarm(plan.alarm.set);
+      void this.ctx.storage.setAlarm(this.clock.toRuntime(plan.alarm.set));
     }
     if (plan.presenceChanged) this.presenceChanged();
   }
@@ -620,7 +620,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
 
   private reportPresence(): void {
     if (!this.identity) return;
-    const now = Date.now();
+    const now = this.now();
     const presence = this.presenceOf(this.liveConns(now), now);
     const metrics = this.metrics.changed(presence, now);
     // The directory shows every token of the account (GET /agents, dashboards): webhook counts only.
@@ -632,7 +632,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     return this.identity?.agent ?? "unknown";
   }
 
-  private presenceOf(conns: LiveConn[], now = Date.now()): Presence {
+  private presenceOf(conns: LiveConn[], now = this.now()): Presence {
     const machines = new Map(conns.map((c) => [runnerOf(c.state), c.state.machine]));
     return buildPresence({
       agent: this.agentName(),
