@@ -123,7 +123,8 @@ export async function connect(agent: string, opts: ConnectOptions = {}): Promise
       });
     },
     async beat() {
-      ws.send(JSON.stringify(heldFence === null ? { type: "ping" } : { type: "ping", fence: heldFence }));
+      // The spacing keeps a standby's ping from matching the runtime's auto-response text.
+      ws.send(heldFence === null ? '{"type": "ping"}' : JSON.stringify({ type: "ping", fence: heldFence }));
       await sock.next("pong");
     },
     close: () => {
