@@ -217,6 +217,12 @@ export async function passTime(agent: string, ms: number, token = DEV_TOKEN): Pr
   }
 }
 
+/** passTime up to the agent object's time `at` (a deadline it reported), plus `past` ms. */
+export async function passUntil(agent: string, at: number, past = 1, token = DEV_TOKEN): Promise<void> {
+  const { now } = await advanceClock(0, { agent, token });
+  await passTime(agent, Math.max(0, at - now) + past, token);
+}
+
 /**
  * Round-trips a ping that the object itself answers (the spacing defeats the exact-text
  * auto-response), proving every earlier frame on this socket was processed.
