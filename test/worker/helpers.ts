@@ -179,6 +179,19 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/**
+ * Resolves once `done` holds, asking again every 20 ms: for what the runtime finishes on its own
+ * time (an R2 delete in waitUntil, a report reaching the directory). Rejects naming `what` after
+ * `timeoutMs`.
+ */
+export async function waitFor(done: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
 /** What one advance of an object's clock did (worker/test-clock.ts). */
 export interface ClockAdvance {
   now: number;
