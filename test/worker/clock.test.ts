@@ -1,6 +1,6 @@
 // The test clock (worker/objects/clock.ts, POST /test/clock): it moves one object's time by
-// exactly the advance, runs the alarm that falls due, keeps every other object's time, refuses a
-// bad body, and without BATON_TEST_CLOCK is a 404 that moves nothing.
+// exactly the advance and holds it there until the next move, runs the alarm that falls due, keeps
+// every other object's time, refuses a bad body, and without BATON_TEST_CLOCK is a 404 that moves nothing.
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../worker/index.ts";
@@ -25,14 +25,15 @@ function hook(body: unknown, testEnv: typeof env = env): Promise<Response> {
 }
 
 describe("test clock", () => {
-  it("moves only the named object, by exactly the advance, and the move stays", async () => {
+  it("moves only the named object, by exactly the advance, and its time stands still until the next move", async () => {
     const agent = uniqueAgent();
     const session = `s-${crypto.randomUUID()}`;
-    expect(await lead({ agent })).toBeLessThan(1000);
-    await advanceClock(HOUR, { agent });
-    const ahead = await lead({ agent });
-    expect(ahead).toBeGreaterThanOrEqual(HOUR);
-    expect(ahead).toBeLessThan(HOUR + 1000);
+    const { now: start } = await advanceClock(0, { agent });
+    expect(Math.abs(start - Date.now())).toBeLessThan(1000);
+    expect((await advanceClock(HOUR, { agent })).now).toBe(start + HOUR);
+    await claimant(agent, "a");
+    expect((await advanceClock(0, { agent })).now).toBe(start + HOUR);
+    expect((await advanceClock(1, { agent })).now).toBe(start + HOUR + 1);
     expect(await lead({ agent: uniqueAgent() })).toBeLessThan(1000);
     expect(await lead({ session })).toBeLessThan(1000);
     expect(await lead({})).toBeLessThan(1000);

@@ -214,6 +214,14 @@ export async function advanceClock(ms: number, target: { agent?: string; session
   return (await res.json()) as ClockAdvance;
 }
 
+/**
+ * Stops an agent object's clock (a move of nothing): from here its time moves only by passTime or
+ * advanceClock, so a slow machine cannot let a TTL, deadline or debounce run out between two steps.
+ */
+export async function freezeClock(agent: string, token = DEV_TOKEN): Promise<number> {
+  return (await advanceClock(0, { agent, token })).now;
+}
+
 /** Steps of an agent's clock in passTime: well inside the one-second TTL, as the heartbeats are. */
 const TIME_STEP_MS = 400;
 

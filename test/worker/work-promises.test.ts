@@ -7,7 +7,7 @@ import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { MessageStore } from "../../worker/objects/message-store.ts";
-import { advanceClock, auth, BASE, call, claimant, connect, message, passTime, passUntil, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { advanceClock, auth, BASE, call, claimant, connect, freezeClock, message, passTime, passUntil, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id);
 const reply = (sock: TestSocket, m: MessageFrame, text: string) => write(sock, { type: "reply", id: m.id, token: m.token, key: `${m.id}:reply`, text });
@@ -88,6 +88,7 @@ describe("a failed run is a failed attempt", () => {
   it("fail queues the message again after a backoff with attempt + 1, and fails it with the reason after max_attempts", async () => {
     const agent = uniqueAgent();
     expect((await call("PUT", `/agents/${agent}/policy`, { max_attempts: 2 })).status).toBe(200);
+    const t0 = await freezeClock(agent);
     const a = await claimant(agent, "a");
     const id = await post(agent, "breaks");
     const first = await run(a.sock, id);
@@ -95,7 +96,7 @@ describe("a failed run is a failed attempt", () => {
       .toMatchObject({ type: "result", op: "fail", status: "queued" });
     const waiting = await message(agent, id);
     expect(waiting).toMatchObject({ status: "queued", reply: null, failures: 1, error: "the command exited with code 3; stderr: boom" });
-    expect(waiting.retry_at as number).toBeGreaterThan(Date.now());
+    expect(waiting.retry_at as number).toBeGreaterThan(t0);
     // Not handed out again before its backoff (1 s) ends; then with attempt 2 and a new token.
     await passTime(agent, 800);
     await settle(a.sock);

@@ -589,7 +589,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       this.alarmAt = null;
     } else if (plan.alarm) {
       this.alarmAt = plan.alarm.set;
-      void this.ctx.storage.setAlarm(this.clock.toRuntime(plan.alarm.set));
+      void this.ctx.storage.setAlarm(this.clock.alarmAt(plan.alarm.set));
     }
     if (plan.presenceChanged) this.presenceChanged();
   }
