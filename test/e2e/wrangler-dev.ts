@@ -95,6 +95,23 @@ export async function startWranglerDev(opts: DevOptions = {}): Promise<DevServer
   };
 }
 
+/**
+ * Moves one object's clock forward (BATON_TEST_CLOCK; worker/test-clock.ts) and runs what falls
+ * due: an agent's object with `agent`, a session's lease shard with `session`, else the account's
+ * directory. From its first move the object's time stands still between moves.
+ */
+export async function advanceClock(
+  url: string, ms: number, target: { agent?: string; session?: string } = {}, token = DEV_TOKEN,
+): Promise<{ now: number; alarmsRun: number }> {
+  const res = await fetch(`${url}/test/clock`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ advance_ms: ms, ...target }),
+  });
+  if (res.status !== 200) throw new Error(`advancing the clock failed: ${res.status} ${await res.text()}`);
+  return (await res.json()) as { now: number; alarmsRun: number };
+}
+
 function kill(proc: ChildProcess, signal: NodeJS.Signals = "SIGKILL"): void {
   try {
     process.kill(-proc.pid!, signal);
