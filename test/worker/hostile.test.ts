@@ -5,7 +5,7 @@ import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { describe, expect, it } from "vitest";
 import { LIMITS, type ErrorCode } from "../../worker/wire/protocol.ts";
-import { advanceClock, BASE, claimant, connect, DEV_TOKEN, presence, settle, uniqueAgent, waitFor, type TestSocket } from "./helpers.ts";
+import { advanceClock, BASE, claimant, connect, DEV_TOKEN, freezeClock, presence, settle, uniqueAgent, waitFor, type TestSocket } from "./helpers.ts";
 import { scene, snapshot } from "./scene.ts";
 
 const auth = { Authorization: `Bearer ${DEV_TOKEN}` };
@@ -141,32 +141,26 @@ describe("floods", () => {
 describe("connection limit", () => {
   it(`connection ${LIMITS.connectionsPerAgent + 1} gets 429 too_many_connections and nothing moves`, async () => {
     const agent = uniqueAgent();
+    // The agent's clock stands still: none of the 64 goes stale (the TTL is one second) while the rest connect on a slow machine.
+    await freezeClock(agent);
     const holder = await claimant(agent, "holder");
     const others: TestSocket[] = [];
-    // The heartbeat TTL is one second here: auto-answered pings keep every socket alive meanwhile.
-    const pump = setInterval(() => {
-      for (const sock of [holder.sock, ...others]) if (!sock.closed) sock.ws.send('{"type":"ping"}');
-    }, 200);
-    try {
-      for (let i = 1; i < LIMITS.connectionsPerAgent; i++) others.push(await connect(agent, { machine: `m${i}` }));
-      const before = await snapshot(agent);
-      expect(before.connection_count).toBe(LIMITS.connectionsPerAgent);
-      const res = await SELF.fetch(`${BASE}/agents/${agent}/serve?machine=extra`, { headers: { ...auth, Upgrade: "websocket" } });
-      expect(res.status).toBe(429);
-      expect(res.webSocket).toBeFalsy();
-      expect(await res.json()).toMatchObject({ error: "too_many_connections" });
-      expect(await snapshot(agent)).toEqual(before);
-      expect(holder.sock.framesOf("serve_lease")).toEqual([]);
-      // One leaves, one more fits.
-      const leaving = others.pop()!;
-      leaving.close();
-      await leaving.waitForClose();
-      await settle(holder.sock);
-      others.push(await connect(agent, { machine: "again" }));
-      expect((await presence(agent)).connection_count).toBe(LIMITS.connectionsPerAgent);
-    } finally {
-      clearInterval(pump);
-    }
+    for (let i = 1; i < LIMITS.connectionsPerAgent; i++) others.push(await connect(agent, { machine: `m${i}` }));
+    const before = await snapshot(agent);
+    expect(before.connection_count).toBe(LIMITS.connectionsPerAgent);
+    const res = await SELF.fetch(`${BASE}/agents/${agent}/serve?machine=extra`, { headers: { ...auth, Upgrade: "websocket" } });
+    expect(res.status).toBe(429);
+    expect(res.webSocket).toBeFalsy();
+    expect(await res.json()).toMatchObject({ error: "too_many_connections" });
+    expect(await snapshot(agent)).toEqual(before);
+    expect(holder.sock.framesOf("serve_lease")).toEqual([]);
+    // One leaves, one more fits.
+    const leaving = others.pop()!;
+    leaving.close();
+    await leaving.waitForClose();
+    await settle(holder.sock);
+    others.push(await connect(agent, { machine: "again" }));
+    expect((await presence(agent)).connection_count).toBe(LIMITS.connectionsPerAgent);
   });
 });
 
