@@ -1,6 +1,7 @@
 // Pure modules and end-to-end tests: plain Node, real processes against `wrangler dev`. Two
-// projects that run side by side: the unit files in parallel, the end-to-end files one at a time
-// (each starts its own wrangler dev, and two of those at once would fight over two cores).
+// projects, one after the other: the unit files in parallel, then the end-to-end files one at a
+// time (each starts its own wrangler dev, and real heartbeat TTLs of a few seconds must not share
+// two cores with anything else of this run).
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -8,10 +9,13 @@ export default defineConfig({
     teardownTimeout: 10_000,
     projects: [
       {
-        test: { name: "unit", include: ["test/unit/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 120_000 },
+        test: { name: "unit", include: ["test/unit/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 120_000, sequence: { groupOrder: 0 } },
       },
       {
-        test: { name: "e2e", include: ["test/e2e/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 120_000, fileParallelism: false },
+        test: {
+          name: "e2e", include: ["test/e2e/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 120_000,
+          fileParallelism: false, sequence: { groupOrder: 1 },
+        },
       },
     ],
   },
