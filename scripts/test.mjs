@@ -1,6 +1,6 @@
 // The whole test suite: installs what it needs (npm packages, Debian's chromium), then runs the
 // typechecks both sides and the build side by side, the Durable Object tests in workerd, then the
-// unit and end-to-end tests in Node (one vitest run: unit files in parallel beside the end-to-end
+// unit and end-to-end tests in Node (one vitest run: the unit files in parallel, then the end-to-end
 // files one at a time) with the Python client's tests (pytest, against its own wrangler dev)
 // beside them, their output kept in a file and printed when they end. BATON_TEST_SERIAL=1 runs
 // every phase alone, one after the other (to time them, or on a machine with one core).
