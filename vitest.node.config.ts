@@ -1,12 +1,22 @@
-// Pure modules and end-to-end tests: plain Node, real processes against `wrangler dev`.
+// Pure modules and end-to-end tests: plain Node, real processes against `wrangler dev`. Two
+// projects, one after the other: the unit files in parallel, then the end-to-end files one at a
+// time (each starts its own wrangler dev, and real heartbeat TTLs of a few seconds must not share
+// two cores with anything else of this run).
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["test/unit/**/*.test.ts", "test/e2e/**/*.test.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
     teardownTimeout: 10_000,
-    fileParallelism: false,
+    projects: [
+      {
+        test: { name: "unit", include: ["test/unit/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 120_000, sequence: { groupOrder: 0 } },
+      },
+      {
+        test: {
+          name: "e2e", include: ["test/e2e/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 120_000,
+          fileParallelism: false, sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

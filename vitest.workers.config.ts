@@ -51,6 +51,8 @@ function workers(heartbeatTtlSeconds: string) {
         BATON_ALLOWED_ORIGINS: "https://ops.example",
         // As a deployment: webhook URLs at private addresses are refused (webhook-exposure.test.ts).
         BATON_WEBHOOK_ALLOW_PRIVATE: "false",
+        // Tests move objects' clocks forward instead of sleeping (worker/objects/clock.ts); never set in wrangler.toml.
+        BATON_TEST_CLOCK: "true",
       },
       outboundService: outbound,
     },

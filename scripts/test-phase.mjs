@@ -4,7 +4,7 @@
 // test: a run with failures is never retried. Ctrl-C or SIGTERM to the suite stops them too.
 // As a script: node scripts/test-phase.mjs <limit-ms> [--retry-on-hang] -- <command>
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -44,18 +44,29 @@ function killTree(child) {
   }
 }
 
-function onSignal(signal) {
+/** Kills every phase still running, with everything each started (the suite stops at a failure). */
+export function stopAll() {
   for (const child of running) killTree(child);
+  running.clear();
+}
+
+function onSignal(signal) {
+  stopAll();
   process.exit(signal === "SIGINT" ? 130 : 143);
 }
 process.once("SIGINT", onSignal);
 process.once("SIGTERM", onSignal);
 
-/** Runs cmd in its own process group; resolves to its exit code, or "timeout" after killing it all. */
-function runBounded(cmd, limitMs, env) {
-  console.log(`$ ${cmd}`);
+/**
+ * Runs cmd in its own process group; resolves to its exit code, or "timeout" after killing it all.
+ * With `log`, its output goes to that file instead of this terminal (a phase running beside another).
+ */
+function runBounded(cmd, limitMs, env, log) {
+  console.log(`$ ${cmd}${log ? ` (output in ${log})` : ""}`);
   return new Promise((resolve) => {
-    const child = spawn(cmd, { stdio: "inherit", shell: true, detached: true, env });
+    const out = log ? openSync(log, "a") : null;
+    const child = spawn(cmd, { stdio: out === null ? "inherit" : ["ignore", out, out], shell: true, detached: true, env });
+    if (out !== null) closeSync(out);
     running.add(child);
     const timer = setTimeout(() => {
       console.error(`\n!! ${cmd} still running after ${(limitMs / 1000).toFixed(0)} s: killing it`);
@@ -77,22 +88,25 @@ function runBounded(cmd, limitMs, env) {
   });
 }
 
-/** Runs one phase; resolves to its exit code (TIMEOUT_CODE when it hung, also when run again). */
-export async function phase(cmd, limitMs, { retryOnHang = false } = {}) {
+/**
+ * Runs one phase; resolves to its exit code (TIMEOUT_CODE when it hung, also when run again).
+ * `log`: a file that takes its output (see runBounded).
+ */
+export async function phase(cmd, limitMs, { retryOnHang = false, log } = {}) {
   const flagDir = mkdtempSync(join(tmpdir(), "baton-test-phase-"));
   const flag = join(flagDir, "failed");
   // Not a terminal (CI, a log file): no colour codes in what the runs print.
   const plain = process.stdout.isTTY ? {} : { NO_COLOR: "1", FORCE_COLOR: "0" };
   const env = { ...process.env, ...plain, [FAILURE_FLAG_ENV]: flag };
   try {
-    let result = await runBounded(cmd, limitMs, env);
+    let result = await runBounded(cmd, limitMs, env, log);
     if (result === "timeout" && retryOnHang) {
       if (existsSync(flag)) {
         console.error(`!! ${cmd} had reported failing tests before it hung: not running it again`);
         return 1;
       }
       console.error(`!! running ${cmd} once more after a hang`);
-      result = await runBounded(cmd, limitMs, env);
+      result = await runBounded(cmd, limitMs, env, log);
     }
     return result === "timeout" ? TIMEOUT_CODE : result;
   } finally {

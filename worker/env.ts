@@ -17,4 +17,6 @@ export interface Env extends ConfigVars {
   BATON_ALLOWED_ORIGINS?: string;
   /** "true": webhook URLs may point at loopback, private and link-local addresses (`wrangler dev`; rules/webhook-targets.ts). */
   BATON_WEBHOOK_ALLOW_PRIVATE?: string;
+  /** "true" only in tests (vitest's workerd bindings, the e2e wrangler dev): objects' clocks can be advanced (objects/clock.ts). */
+  BATON_TEST_CLOCK?: string;
 }

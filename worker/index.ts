@@ -10,6 +10,7 @@ import type { Env } from "./env.ts";
 import { dispatch } from "./routes.ts";
 import { rememberCaller } from "./scopes.ts";
 import { parseAllowedOrigins, refuseForeignOrigin, refuseRebindingDevToken } from "./origins.ts";
+import { testClockRoute } from "./test-clock.ts";
 import { errorResponse } from "./wire/protocol.ts";
 import { matchRoute, ROUTES } from "./wire/routes.ts";
 
@@ -56,6 +57,9 @@ export default {
     if (rebound) return rebound;
     const caller = await authenticate(presentedToken(request), tokens.entries);
     if (caller === null) return errorResponse(401, "unauthorized", "missing or wrong bearer token");
+    // Test-only (BATON_TEST_CLOCK): outside the route table, so never in the README's route list.
+    const clockHook = await testClockRoute(request, env, caller.account, url);
+    if (clockHook) return clockHook;
     const route = matchRoute(request.method, url.pathname);
     // A known path under another method is no route either: 404 for every token, before any scope.
     if (route === null) return errorResponse(404, "not_found", `no route for ${request.method} ${url.pathname}`);

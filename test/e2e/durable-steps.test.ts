@@ -134,8 +134,8 @@ describe("durable steps through baton serve", () => {
     await a.waitFor(/holder/);
     const id = await postMessage(fx.dev.url, agent, "go");
     await until(() => lines(join(dir, "pid-1")).length === 1, "the run started");
-    await new Promise((r) => setTimeout(r, 3000));
-    const mid = await getJson<Journaled>(`${fx.dev.url}/agents/${agent}/messages/${id}`);
+    // The command says "half" after 2.5 s of silence, past the 1 s heartbeat timeout: still running.
+    const mid = await waitForMessage(fx.dev.url, agent, id, (m) => "progress" in m && m.progress !== null, 10_000) as unknown as Journaled;
     expect(mid.status).toBe("running");
     expect(mid.progress).toEqual({ done: "half" });
     const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 10_000);

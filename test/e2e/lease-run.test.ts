@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BIN } from "./serve-helpers.ts";
-import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { advanceClock, DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 import { pidAlive } from "../../cli/lib/local-lock.ts";
 
 interface Baton {
@@ -261,7 +261,7 @@ describe("baton lease run", () => {
     process.kill(-victim.proc.pid!, "SIGKILL");
     await victim.exit;
     expect(await http(dev, "GET", `/leases/${session}`)).toMatchObject({ held: true, fence: 1 });
-    await sleep(2100);
+    await advanceClock(dev.url, 2000, { session });
     expect(await http(dev, "GET", `/leases/${session}`)).toMatchObject({ held: false, fence: 1 });
     const next = baton(dev.url, ["lease", "run", session, "--", process.execPath, "-e", `console.log(process.env.BATON_FENCE)`]);
     expect((await next.exit).code).toBe(0);

@@ -69,6 +69,14 @@ describe("npm start on another port", () => {
     const sent = spawnSync(process.execPath, [BIN, ...words], { cwd: ROOT, env: { ...process.env, BATON_URL: "", BATON_TOKEN: DEV_TOKEN }, encoding: "utf8" });
     expect(sent.status, sent.stderr).toBe(0);
     expect(sent.stdout).toMatch(/^sent message \d+ to reviewer\n$/);
+    // The test clock is not there: its hook is an unknown route, and the lease shard's time stays the runtime's.
+    const headers = { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" };
+    const hook = await fetch(`${url}/test/clock`, { method: "POST", headers, body: JSON.stringify({ advance_ms: 3_600_000, session: "clock-check" }) });
+    expect(hook.status).toBe(404);
+    expect(await fetch(`${url}/leases/clock-check/acquire`, { method: "POST", headers, body: JSON.stringify({ run_id: crypto.randomUUID(), ttl_seconds: 60 }) }).then((r) => r.status)).toBe(201);
+    const lease = (await (await fetch(`${url}/leases/clock-check`, { headers })).json()) as { expires_in_ms: number };
+    expect(lease.expires_in_ms).toBeGreaterThan(50_000);
+    expect(lease.expires_in_ms).toBeLessThanOrEqual(60_000);
   }, 120_000);
 
   it("with this checkout's baton on PATH (as npm link lays it out), the try-it lines say baton, which runs as printed", async () => {

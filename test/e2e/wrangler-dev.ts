@@ -33,6 +33,7 @@ export async function freePort(): Promise<number> {
 }
 
 export interface DevOptions {
+  /** Added to BATON_TEST_CLOCK=true, which lets tests move objects' clocks (advanceClock). */
   vars?: Record<string, string>;
   persistDir?: string;
   port?: number;
@@ -50,7 +51,7 @@ export async function startWranglerDev(opts: DevOptions = {}): Promise<DevServer
     "wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
     "--persist-to", persistDir, "--log-level", "warn", "--show-interactive-dev-session=false",
   ];
-  for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
+  for (const [k, v] of Object.entries({ BATON_TEST_CLOCK: "true", ...opts.vars })) args.push("--var", `${k}:${v}`);
   const root = opts.root ?? ROOT;
   const proc = spawn(join(root, "node_modules/.bin/wrangler"), args.slice(1), {
     cwd: root,
@@ -95,6 +96,23 @@ export async function startWranglerDev(opts: DevOptions = {}): Promise<DevServer
       clearTimeout(timer);
     },
   };
+}
+
+/**
+ * Moves one object's clock forward (BATON_TEST_CLOCK; worker/test-clock.ts) and runs what falls
+ * due: an agent's object with `agent`, a session's lease shard with `session`, else the account's
+ * directory. From its first move the object's time stands still between moves.
+ */
+export async function advanceClock(
+  url: string, ms: number, target: { agent?: string; session?: string } = {}, token = DEV_TOKEN,
+): Promise<{ now: number; alarmsRun: number }> {
+  const res = await fetch(`${url}/test/clock`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ advance_ms: ms, ...target }),
+  });
+  if (res.status !== 200) throw new Error(`advancing the clock failed: ${res.status} ${await res.text()}`);
+  return (await res.json()) as { now: number; alarmsRun: number };
 }
 
 function kill(proc: ChildProcess, signal: NodeJS.Signals = "SIGKILL"): void {

@@ -1,11 +1,14 @@
 // scripts/test-phase.mjs as a real process over stand-in runs: a hung run is killed with what it
 // started (also processes in their own group), retried only when it reported no failing test, and
-// Ctrl-C stops it all.
+// Ctrl-C stops it all; phases side by side (scripts/test.mjs) keep their output in a file, and the
+// first that fails stops the others with what they started.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+// @ts-expect-error: a plain .mjs script without type declarations
+import { phase as inProcessPhase, stopAll } from "../../scripts/test-phase.mjs";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const PHASE = join(ROOT, "scripts/test-phase.mjs");
@@ -99,6 +102,19 @@ describe("scripts/test-phase.mjs", () => {
     const orphan = Number(readFileSync(s.pidfile, "utf8"));
     proc.kill("SIGINT");
     expect(await exited).toBe(130);
+    await until("the detached process to be gone", () => !alive(orphan));
+  });
+
+  it("a phase beside another writes its output to its log file, and stopAll stops it with what it started", async () => {
+    const s = scratch();
+    const log = join(mkdtempSync(join(tmpdir(), "baton-phase-log-")), "side.log");
+    expect(await inProcessPhase(`node -e "console.log('to the log')"`, 10_000, { log })).toBe(0);
+    expect(readFileSync(log, "utf8")).toBe("to the log\n");
+    const running = inProcessPhase(`RUNS=${s.runs} PIDFILE=${s.pidfile} node ${CHILD} detach-and-hang`, 60_000, { log }) as Promise<number>;
+    await until("the run to start its detached process", () => existsSync(s.pidfile) && readFileSync(s.pidfile, "utf8").endsWith("\n"));
+    const orphan = Number(readFileSync(s.pidfile, "utf8"));
+    stopAll();
+    expect(await running).not.toBe(0);
     await until("the detached process to be gone", () => !alive(orphan));
   });
 });

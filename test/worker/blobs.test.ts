@@ -6,7 +6,7 @@
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { BASE, call, claimant, DEV_TOKEN, message, post, sleep, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { BASE, call, claimant, DEV_TOKEN, message, post, sleep, stubFor, uniqueAgent, waitFor, write, type TestSocket } from "./helpers.ts";
 import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 
 const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id);
@@ -104,8 +104,7 @@ describe("large values in R2", () => {
     // History keeps BATON_HISTORY_MESSAGES (20 in these tests): the 21st message after it prunes it.
     a.sock.close();
     for (let i = 0; i < 21; i++) await post(agent, `later ${i}`);
-    for (let i = 0; i < 40 && (await mine()).length > 0; i++) await sleep(50);
-    expect(await mine()).toEqual([]);
+    await waitFor(async () => (await mine()).length === 0, "the pruned message's blob to leave R2");
   });
 
   it("a 10 MiB message checkpoint is a committed blob handed to the next attempt; the checkpoint it replaces is deleted from R2", async () => {
@@ -120,8 +119,7 @@ describe("large values in R2", () => {
     const second = (await (await upload(agent, m, bigJson(100 * 1024))).json()) as { blob: string };
     expect(await write(a.sock, { type: "park", id, token: m.token, blob: second.blob })).toMatchObject({ op: "park" });
     // Deleted with the write that replaced it, not at a later alarm.
-    for (let i = 0; i < 10 && (await r2Keys()).some((k) => k.endsWith(first.blob)); i++) await sleep(20);
-    expect((await r2Keys()).filter((k) => k.endsWith(first.blob))).toEqual([]);
+    await waitFor(async () => !(await r2Keys()).some((k) => k.endsWith(first.blob)), "the replaced checkpoint to leave R2", 1000);
     expect((await call("POST", `/agents/${agent}/messages/${id}/resume`, { input: "go on" })).status).toBe(200);
     const again = await run(a.sock, id);
     expect(again).toMatchObject({ attempt: 2, checkpoint_blob: { id: second.blob, bytes: 100 * 1024 } });
@@ -161,8 +159,7 @@ describe("large values in R2", () => {
     await env.BLOBS!.put(room.r2Key, "hello");
     const staged = await runInDurableObject(stub, (o: AgentCoordinator) => o.stageBlob(id, m.token!, m.run_key!, room.blob, true));
     expect(staged.ok).toBe(false);
-    for (let i = 0; i < 40 && (await r2Keys()).includes(room.r2Key); i++) await sleep(50);
-    expect(await r2Keys()).not.toContain(room.r2Key);
+    await waitFor(async () => !(await r2Keys()).includes(room.r2Key), "the late upload to leave R2");
   });
 
   it("uploads of an earlier attempt that nothing committed are deleted when the next attempt reserves room", async () => {
@@ -175,8 +172,7 @@ describe("large values in R2", () => {
     const b = await claimant(agent, "b");
     const second = await run(b.sock, id);
     expect((await upload(agent, second, bigJson(1024))).status).toBe(201);
-    for (let i = 0; i < 40 && (await r2Keys()).some((k) => k.endsWith(orphan.blob)); i++) await sleep(50);
-    expect((await r2Keys()).filter((k) => k.endsWith(orphan.blob))).toEqual([]);
+    await waitFor(async () => !(await r2Keys()).some((k) => k.endsWith(orphan.blob)), "the orphaned upload to leave R2");
   });
 
   it("a blob is committed once: a step's blob cannot also become the checkpoint or the reply, so replacing a checkpoint never deletes a step's result", async () => {

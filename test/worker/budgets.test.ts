@@ -4,7 +4,7 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { LIMITS } from "../../worker/wire/protocol.ts";
-import { BASE, claimant, connect, DEV_TOKEN, presence, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
+import { BASE, claimant, connect, DEV_TOKEN, presence, settle, uniqueAgent, waitFor, type TestSocket } from "./helpers.ts";
 
 const TEXT_BYTES = 30 * 1024;
 
@@ -19,14 +19,6 @@ async function postMany(agent: string, count: number): Promise<number[]> {
     ids.push(((await res.json()) as { id: number }).id);
   }
   return ids;
-}
-
-async function waitUntil(done: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting for answers");
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const answers = (sock: TestSocket) => sock.frames.filter((f) => f.type === "result" || f.type === "error");
@@ -63,7 +55,7 @@ describe("byte budgets", () => {
     for (let i = 0; i < SYNCS; i++) flooder.send({ type: "sync", after: 0, req: `s${i}` });
     holder.sock.send({ type: "ping", fence: holder.lease.fence });
     await holder.sock.next("pong");
-    await waitUntil(() => answers(flooder).length >= SYNCS);
+    await waitFor(() => answers(flooder).length >= SYNCS, "answers");
     const refused = flooder.framesOf("error");
     expect(refused.length).toBeGreaterThan(0);
     expect(refused.every((f) => f.code === "rate_limited" && f.message.includes("replay budget"))).toBe(true);
@@ -82,7 +74,7 @@ describe("byte budgets", () => {
     const frames = Math.ceil(LIMITS.frameCharsPerSecond / big.length) + 2;
     expect(frames).toBeLessThan(LIMITS.framesPerSecond);
     for (let i = 0; i < frames; i++) holder.sock.sendRaw(big.replace('"checkpoint"', `"checkpoint","req":"c${i}"`));
-    await waitUntil(() => answers(holder.sock).length >= frames);
+    await waitFor(() => answers(holder.sock).length >= frames, "answers");
     const refused = holder.sock.framesOf("error");
     expect(refused.length).toBeGreaterThan(0);
     expect(refused.every((f) => f.code === "rate_limited")).toBe(true);

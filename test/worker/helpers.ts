@@ -10,6 +10,11 @@ export const BASE = "http://baton.test";
 
 export interface TestSocket {
   ws: WebSocket;
+  agent: string;
+  /** The token it connected with: its account. */
+  token: string;
+  /** Sends no heartbeats of its own (ConnectOptions.silent). */
+  silent: boolean;
   frames: ServerFrame[];
   closed: { code: number; reason: string } | null;
   send(frame: unknown): void;
@@ -17,6 +22,8 @@ export interface TestSocket {
   next<T extends ServerFrame["type"]>(type: T, match?: (f: Extract<ServerFrame, { type: T }>) => boolean, timeoutMs?: number): Promise<Extract<ServerFrame, { type: T }>>;
   framesOf<T extends ServerFrame["type"]>(type: T): Extract<ServerFrame, { type: T }>[];
   waitForClose(timeoutMs?: number): Promise<{ code: number; reason: string }>;
+  /** One heartbeat the object answers itself (fenced while holding, as `baton serve` sends), awaited. */
+  beat(): Promise<void>;
   close(): void;
 }
 
@@ -74,6 +81,9 @@ export async function connect(agent: string, opts: ConnectOptions = {}): Promise
   const waiters = new Set<() => void>();
   const sock: TestSocket = {
     ws,
+    agent,
+    token: opts.token ?? DEV_TOKEN,
+    silent: opts.silent ?? false,
     frames,
     closed: null,
     send: (frame) => ws.send(JSON.stringify(frame)),
@@ -111,6 +121,11 @@ export async function connect(agent: string, opts: ConnectOptions = {}): Promise
           resolve({ code: e.code, reason: e.reason });
         });
       });
+    },
+    async beat() {
+      // The spacing keeps a standby's ping from matching the runtime's auto-response text.
+      ws.send(heldFence === null ? '{"type": "ping"}' : JSON.stringify({ type: "ping", fence: heldFence }));
+      await sock.next("pong");
     },
     close: () => {
       if (heartbeat) clearInterval(heartbeat);
@@ -162,6 +177,71 @@ export async function presence(agent: string, token = DEV_TOKEN) {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * Resolves once `done` holds, asking again every 20 ms: for what the runtime finishes on its own
+ * time (an R2 delete in waitUntil, a report reaching the directory). Rejects naming `what` after
+ * `timeoutMs`.
+ */
+export async function waitFor(done: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** What one advance of an object's clock did (worker/test-clock.ts). */
+export interface ClockAdvance {
+  now: number;
+  alarmsRun: number;
+}
+
+/**
+ * Moves one object's clock forward through the Worker's test hook (BATON_TEST_CLOCK) and runs the
+ * alarm it makes due: the agent's object with `agent`, a session's lease shard with `session`, else
+ * the account's directory.
+ */
+export async function advanceClock(ms: number, target: { agent?: string; session?: string; token?: string } = {}): Promise<ClockAdvance> {
+  const { token = DEV_TOKEN, ...which } = target;
+  const res = await SELF.fetch(`${BASE}/test/clock`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ advance_ms: ms, ...which }),
+  });
+  if (res.status !== 200) throw new Error(`advancing the clock failed: ${res.status} ${await res.text()}`);
+  return (await res.json()) as ClockAdvance;
+}
+
+/**
+ * Stops an agent object's clock (a move of nothing): from here its time moves only by passTime or
+ * advanceClock, so a slow machine cannot let a TTL, deadline or debounce run out between two steps.
+ */
+export async function freezeClock(agent: string, token = DEV_TOKEN): Promise<number> {
+  return (await advanceClock(0, { agent, token })).now;
+}
+
+/** Steps of an agent's clock in passTime: well inside the one-second TTL, as the heartbeats are. */
+const TIME_STEP_MS = 400;
+
+/**
+ * Lets `ms` pass on an agent object's clock in steps shorter than the TTL; after each step every
+ * open connection of the agent that is not silent sends a heartbeat, as it would have in that
+ * time, so only silent connections go stale. Due alarms run at each step.
+ */
+export async function passTime(agent: string, ms: number, token = DEV_TOKEN): Promise<void> {
+  for (let left = ms; left > 0; left -= TIME_STEP_MS) {
+    await advanceClock(Math.min(left, TIME_STEP_MS), { agent, token });
+    const live = [...openSockets].filter((s) => s.agent === agent && !s.silent && s.closed === null);
+    await Promise.all(live.map((s) => s.beat()));
+  }
+}
+
+/** passTime up to the agent object's time `at` (a deadline it reported), plus `past` ms. */
+export async function passUntil(agent: string, at: number, past = 1, token = DEV_TOKEN): Promise<void> {
+  const { now } = await advanceClock(0, { agent, token });
+  await passTime(agent, Math.max(0, at - now) + past, token);
 }
 
 /**

@@ -5,7 +5,7 @@ import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { describe, expect, it } from "vitest";
 import { LIMITS, type ErrorCode } from "../../worker/wire/protocol.ts";
-import { BASE, claimant, connect, DEV_TOKEN, presence, settle, uniqueAgent, type TestSocket } from "./helpers.ts";
+import { advanceClock, BASE, claimant, connect, DEV_TOKEN, freezeClock, presence, settle, uniqueAgent, waitFor, type TestSocket } from "./helpers.ts";
 import { scene, snapshot } from "./scene.ts";
 
 const auth = { Authorization: `Bearer ${DEV_TOKEN}` };
@@ -78,14 +78,6 @@ function burst(sock: TestSocket, frames: string[]): void {
   for (const f of frames) sock.sendRaw(f);
 }
 
-async function waitUntil(done: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting for the burst's answers");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 const SPACED_PING = '{"type": "ping"}';
 
 describe("floods", () => {
@@ -101,7 +93,7 @@ describe("floods", () => {
     const flooder = await connect(agent, { machine: "flooder", silent: true });
     const before = await snapshot(agent);
     burst(flooder, Array.from({ length: BURST }, () => SPACED_PING));
-    await waitUntil(() => flooder.frames.length >= BURST);
+    await waitFor(() => flooder.frames.length >= BURST, "the burst's answers");
     const refused = flooder.framesOf("error");
     expect(refused.length).toBeGreaterThan(0);
     expect(refused.every((f) => f.code === "rate_limited")).toBe(true);
@@ -116,7 +108,7 @@ describe("floods", () => {
     const holder = await claimant(agent, "holder", { silent: true });
     burst(holder.sock, Array.from({ length: BURST }, (_, n) =>
       JSON.stringify({ type: "checkpoint", fence: holder.lease.fence, value: { n }, req: `c${n}` })));
-    await waitUntil(() => holder.sock.frames.filter((f) => f.type === "result" || f.type === "error").length >= BURST);
+    await waitFor(() => holder.sock.frames.filter((f) => f.type === "result" || f.type === "error").length >= BURST, "the burst's answers");
     const accepted = holder.sock.framesOf("result").map((f) => Number(String(f.req).slice(1)));
     const refused = holder.sock.framesOf("error");
     expect(refused.length).toBeGreaterThan(0);
@@ -136,8 +128,8 @@ describe("floods", () => {
     burst(sock, Array.from({ length: LIMITS.framesPerSecond + 1 }, () => SPACED_PING));
     expect(await sock.next("error")).toMatchObject({ code: "rate_limited" });
     // Auto-answered pings keep the connection alive past the one-second window without counting.
-    for (let i = 0; i < 4; i++) {
-      await new Promise((r) => setTimeout(r, 300));
+    for (let i = 0; i < 2; i++) {
+      await advanceClock(600, { agent });
       sock.send({ type: "ping" });
       await sock.next("pong");
     }
@@ -149,32 +141,26 @@ describe("floods", () => {
 describe("connection limit", () => {
   it(`connection ${LIMITS.connectionsPerAgent + 1} gets 429 too_many_connections and nothing moves`, async () => {
     const agent = uniqueAgent();
+    // The agent's clock stands still: none of the 64 goes stale (the TTL is one second) while the rest connect on a slow machine.
+    await freezeClock(agent);
     const holder = await claimant(agent, "holder");
     const others: TestSocket[] = [];
-    // The heartbeat TTL is one second here: auto-answered pings keep every socket alive meanwhile.
-    const pump = setInterval(() => {
-      for (const sock of [holder.sock, ...others]) if (!sock.closed) sock.ws.send('{"type":"ping"}');
-    }, 200);
-    try {
-      for (let i = 1; i < LIMITS.connectionsPerAgent; i++) others.push(await connect(agent, { machine: `m${i}` }));
-      const before = await snapshot(agent);
-      expect(before.connection_count).toBe(LIMITS.connectionsPerAgent);
-      const res = await SELF.fetch(`${BASE}/agents/${agent}/serve?machine=extra`, { headers: { ...auth, Upgrade: "websocket" } });
-      expect(res.status).toBe(429);
-      expect(res.webSocket).toBeFalsy();
-      expect(await res.json()).toMatchObject({ error: "too_many_connections" });
-      expect(await snapshot(agent)).toEqual(before);
-      expect(holder.sock.framesOf("serve_lease")).toEqual([]);
-      // One leaves, one more fits.
-      const leaving = others.pop()!;
-      leaving.close();
-      await leaving.waitForClose();
-      await settle(holder.sock);
-      others.push(await connect(agent, { machine: "again" }));
-      expect((await presence(agent)).connection_count).toBe(LIMITS.connectionsPerAgent);
-    } finally {
-      clearInterval(pump);
-    }
+    for (let i = 1; i < LIMITS.connectionsPerAgent; i++) others.push(await connect(agent, { machine: `m${i}` }));
+    const before = await snapshot(agent);
+    expect(before.connection_count).toBe(LIMITS.connectionsPerAgent);
+    const res = await SELF.fetch(`${BASE}/agents/${agent}/serve?machine=extra`, { headers: { ...auth, Upgrade: "websocket" } });
+    expect(res.status).toBe(429);
+    expect(res.webSocket).toBeFalsy();
+    expect(await res.json()).toMatchObject({ error: "too_many_connections" });
+    expect(await snapshot(agent)).toEqual(before);
+    expect(holder.sock.framesOf("serve_lease")).toEqual([]);
+    // One leaves, one more fits.
+    const leaving = others.pop()!;
+    leaving.close();
+    await leaving.waitForClose();
+    await settle(holder.sock);
+    others.push(await connect(agent, { machine: "again" }));
+    expect((await presence(agent)).connection_count).toBe(LIMITS.connectionsPerAgent);
   });
 });
 

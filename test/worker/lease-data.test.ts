@@ -4,7 +4,7 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { LIMITS } from "../../worker/wire/protocol.ts";
-import { BASE, DEV_TOKEN, OTHER_TOKEN, sleep } from "./helpers.ts";
+import { advanceClock, BASE, DEV_TOKEN, OTHER_TOKEN } from "./helpers.ts";
 
 const READER = "dev-reader-token";
 const RUNNER = "dev-runner-token";
@@ -68,7 +68,7 @@ describe("data under a session lease", () => {
     const s = session();
     const a = await acquire(s, 1);
     expect((await put(s, "cp/1", "from A", a)).status).toBe(201);
-    await sleep(1100);
+    await advanceClock(1000, { session: s });
     expect(await put(s, "cp/2", "A after expiry", a)).toMatchObject({ status: 409, body: { error: "lease_expired" } });
     const b = await acquire(s);
     expect(b.fence).toBe(2);
@@ -108,7 +108,7 @@ describe("data under a session lease", () => {
   it("a stale writer's large value is refused before it reaches R2", async () => {
     const s = session();
     const a = await acquire(s, 1);
-    await sleep(1100);
+    await advanceClock(1000, { session: s });
     await acquire(s);
     const big = new Uint8Array(LIMITS.leaseDataInlineBytes + 1);
     expect(await put(s, "big", big, a)).toMatchObject({ status: 409, body: { error: "stale_fence" } });

@@ -1,10 +1,10 @@
 // Per-message leases in the real runtime: tokens and attempts on each hand-out, stale tokens
 // refused, run timeouts that take a message from a live runner, runner pools with slots, groups,
 // park and resume, and failure after the last attempt.
-import { env, runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { call, claimant, message, post, presence, settle, sleep, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { call, claimant, message, passTime, passUntil, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 async function setPolicy(agent: string, policy: Record<string, unknown>) {
   return call("PUT", `/agents/${agent}/policy`, policy);
@@ -44,6 +44,7 @@ describe("per-message leases", () => {
     expect(await write(a, { type: "checkpoint", id, token: first.token, value: { step: 2 } })).toMatchObject({ op: "checkpoint", token: first.token });
     const b = await runner(agent, "b");
     // A stalls: its connection keeps heartbeating, but the run timeout passes on the server's clock.
+    await passTime(agent, 1000);
     const second = await run(b, id);
     expect(second.token).toBeGreaterThan(first.token!);
     expect(second).toMatchObject({ attempt: 2, checkpoint: { step: 2 } });
@@ -143,8 +144,7 @@ describe("per-message leases", () => {
     const id = await post(agent, "wait for approval");
     const m = await run(a, id);
     const parked = await write(a, { type: "park", id, token: m.token, deadline_seconds: 1 });
-    await sleep(Math.max(0, (parked.deadline as number) - Date.now()) + 50);
-    await runDurableObjectAlarm(env.AGENTS.get(env.AGENTS.idFromName(`dev:${agent}`)));
+    await passUntil(agent, parked.deadline as number);
     expect(await message(agent, id)).toMatchObject({ status: "failed" });
     expect((await presence(agent)).work.failed).toEqual([{ id, attempts: 1, error: "its park deadline passed before anyone answered" }]);
     expect(await call("POST", `/agents/${agent}/messages/${id}/resume`, {})).toMatchObject({ status: 409 });
@@ -156,8 +156,11 @@ describe("per-message leases", () => {
     const a = await runner(agent, "a");
     const id = await post(agent, "flaky", { run_timeout_seconds: 1 });
     await run(a, id);
+    await passTime(agent, 1000);
     await a.next("revoked", (f) => f.id === id);
+    await passTime(agent, 1000);
     expect((await run(a, id)).attempt).toBe(2);
+    await passTime(agent, 1000);
     await a.next("revoked", (f) => f.id === id);
     expect(await message(agent, id)).toMatchObject({ status: "failed", attempts: 2 });
     await settle(a);

@@ -125,7 +125,7 @@ describe("numbered migrations", () => {
       sql.exec(`CREATE TABLE webhook_config (one INTEGER PRIMARY KEY CHECK (one = 1), url TEXT NOT NULL, secret TEXT NOT NULL,
         no_holder_after_ms INTEGER NOT NULL, origin TEXT NOT NULL, updated_at INTEGER NOT NULL)`);
       sql.exec(`INSERT INTO webhook_config VALUES (1, 'https://example.com/h', 's', 60000, 'https://baton.example', 5)`);
-      new DirectoryReporter(sql, 60_000, () => {});
+      new DirectoryReporter(sql, 60_000, { now: () => Date.now(), fromRuntime: (ms) => ms, alarmAt: (ms) => ms }, () => {});
       expect(sql.exec(`SELECT * FROM directory_report`).one()).toEqual({ id: 1, fingerprint: "f", confirmed_at: null, connected: 0 });
       expect(new WebhookConfigStore(sql).get()).toMatchObject({ url: "https://example.com/h", secret: "s", oldSecret: null, oldSecretExpiresAt: null });
       expect([schemaVersion(sql, "directory_report"), schemaVersion(sql, "webhook_config")]).toEqual([1, 1]);

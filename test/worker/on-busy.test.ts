@@ -4,7 +4,7 @@
 // debounce a burst becomes one run. Other groups are not touched.
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { call, claimant, message, post, presence, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { call, claimant, freezeClock, message, passTime, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
 const setPolicy = async (agent: string, body: Record<string, unknown>) => {
@@ -79,11 +79,14 @@ describe("on_busy", () => {
   it("replace with a debounce: a burst becomes one run, of the last message, once the debounce passed", async () => {
     const agent = uniqueAgent();
     await setPolicy(agent, { on_busy: "replace", debounce_ms: 300 });
+    await freezeClock(agent);
     const a = await claimant(agent, "a");
     const burst = [await post(agent, "a"), await post(agent, "ab"), await post(agent, "abc")];
-    const posted = Date.now();
-    const m = await run(a.sock, burst[2]!, 5000);
-    expect(Date.now() - posted).toBeGreaterThanOrEqual(250);
+    await passTime(agent, 250);
+    await settle(a.sock);
+    expect(a.sock.framesOf("message").filter((f) => f.run)).toEqual([]);
+    await passTime(agent, 50);
+    const m = await run(a.sock, burst[2]!);
     expect(m.text).toBe("abc");
     expect(a.sock.framesOf("message").filter((f) => f.run && f.id !== burst[2]).map((f) => f.id)).toEqual([]);
     for (const id of burst.slice(0, 2)) expect((await message(agent, id)).status).toBe("superseded");

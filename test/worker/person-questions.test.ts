@@ -3,7 +3,7 @@
 // when), and cannot be resumed or retried into a run.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { auth, BASE, call, claimant, message, post, presence, uniqueAgent } from "./helpers.ts";
+import { auth, BASE, call, claimant, message, passTime, post, presence, uniqueAgent } from "./helpers.ts";
 
 async function answerFrom(via: string, path: string, body: unknown) {
   const res = await SELF.fetch(`${BASE}${path}`, { method: "POST", headers: { ...auth, "x-baton-via": via }, body: JSON.stringify(body) });
@@ -41,7 +41,8 @@ describe("questions for a person", () => {
     expect((await answerFrom("cli", `/agents/${agent}/messages/${id}/resume`, { input: "x" })).status).toBe(400);
     expect((await answerFrom("cli", `/agents/${agent}/messages/${id}/reject`, { text: "no" })).body).toMatchObject({ status: "rejected" });
     const failed = await post(agent, "q2", { question: { text: "Renew?" }, deadline_seconds: 1 });
-    await expect.poll(async () => (await message(agent, failed)).status, { timeout: 5000, interval: 100 }).toBe("failed");
+    await passTime(agent, 1000);
+    expect((await message(agent, failed)).status).toBe("failed");
     const retried = await answerFrom("cli", `/agents/${agent}/messages/${failed}/retry`, {});
     expect(retried.status).toBe(409);
     expect(retried.body.message).toMatch(/question for a person/);
@@ -51,7 +52,8 @@ describe("questions for a person", () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "q", { question: { text: "Renew?", on_deadline: "approve" }, deadline_seconds: 1 });
-    await expect.poll(async () => (await message(agent, id)).status, { timeout: 5000, interval: 100 }).toBe("acknowledged");
+    await passTime(agent, 1000);
+    expect((await message(agent, id)).status).toBe("acknowledged");
     const done = await message(agent, id);
     expect(JSON.parse(done.reply as string)).toMatchObject({ choice: "approve", by: { via: "deadline" } });
     expect(a.sock.frames.some((f) => f.type === "message" && f.id === id)).toBe(false);

@@ -1,11 +1,11 @@
 // Preference, drain, pause and restart grace in the real runtime. The test config sets a 2 s
-// hysteresis and a 1 s restart grace; waits past those are followed by runDurableObjectAlarm, so
-// the move happens because the clock passed the threshold, not because a sleep was long enough.
+// hysteresis and a 1 s restart grace; the tests move the agent's clock past those (passTime), and
+// the alarm that falls due makes the move: the clock passed the threshold, nobody slept.
 import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { AgentControls } from "../../worker/objects/agent-controls.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { BASE, connect, DEV_TOKEN, OTHER_TOKEN, presence, settle, sleep, stubFor, uniqueAgent, type TestSocket } from "./helpers.ts";
+import { BASE, connect, DEV_TOKEN, OTHER_TOKEN, passTime, presence, settle, stubFor, uniqueAgent, type TestSocket } from "./helpers.ts";
 
 const HYSTERESIS_MS = 2000;
 
@@ -39,10 +39,9 @@ async function ack(sock: TestSocket, run: MessageFrame) {
   return sock.next("result", (f) => f.req === `ack${run.id}`);
 }
 
-/** Waits out the hysteresis on the object's clock, then runs the alarm that acts on it. */
+/** Moves the object's clock past the hysteresis; the alarm that falls due acts on it. */
 async function afterHysteresis(agent: string) {
-  await sleep(HYSTERESIS_MS + 100);
-  await runDurableObjectAlarm(stubFor(agent));
+  await passTime(agent, HYSTERESIS_MS);
 }
 
 const reasons = async (agent: string) => (await presence(agent)).transitions.map((t) => t.reason).reverse();

@@ -3,7 +3,7 @@ import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare
 import { describe, expect, it } from "vitest";
 import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { PING_TEXT } from "../../worker/wire/protocol.ts";
-import { BASE, claimant, connect, DEV_TOKEN, presence, settle, sleep, stubFor, uniqueAgent } from "./helpers.ts";
+import { BASE, claimant, connect, DEV_TOKEN, passTime, presence, settle, sleep, stubFor, uniqueAgent } from "./helpers.ts";
 
 /** Pushes the agent's next scan a minute out, as a busy object would run it late. */
 async function holdAlarmBack(agent: string): Promise<void> {
@@ -62,13 +62,9 @@ describe("serve lease", () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "silent", { silent: true });
     const b = await claimant(agent, "alive");
-    // TTL is one second in the test config: let the holder stay silent past it while b pings.
-    for (let i = 0; i < 4; i++) {
-      await sleep(300);
-      b.sock.send({ type: "ping" });
-      await b.sock.next("pong");
-    }
-    await runDurableObjectAlarm(stubFor(agent));
+    // TTL is one second in the test config: the holder stays silent past it while b heartbeats,
+    // and the scan alarm that falls due on the way hands over.
+    await passTime(agent, 1200);
     const takeover = await b.sock.next("serve_lease");
     expect(takeover).toMatchObject({ held: true, fence: 2 });
     const closed = await a.sock.waitForClose();
@@ -83,7 +79,7 @@ describe("serve lease", () => {
     const a = await claimant(agent, "silent", { silent: true });
     const b = await claimant(agent, "alive");
     await holdAlarmBack(agent);
-    await sleep(1100);
+    await passTime(agent, 1100);
     a.sock.sendRaw(PING_TEXT);
     await a.sock.next("pong");
     expect(await runDurableObjectAlarm(stubFor(agent))).toBe(true);
@@ -99,7 +95,7 @@ describe("serve lease", () => {
     const a = await claimant(agent, "silent", { silent: true });
     const b = await claimant(agent, "alive");
     await holdAlarmBack(agent);
-    await sleep(1100);
+    await passTime(agent, 1100);
     a.sock.sendRaw(PING_TEXT);
     await a.sock.next("pong");
     a.sock.send({ type: "checkpoint", fence: a.lease.fence, value: { step: 1 }, req: "late" });
@@ -115,7 +111,7 @@ describe("serve lease", () => {
     const b = await claimant(agent, "b");
     await holdAlarmBack(agent);
     for (let i = 0; i < 8; i++) {
-      await sleep(200);
+      await passTime(agent, 200);
       a.sock.send({ type: "ping", fence: a.lease.fence });
       await a.sock.next("pong");
     }

@@ -7,7 +7,7 @@ import { leaseShardCount } from "../../worker/config.ts";
 import { LeaseShard, leaseShardStub } from "../../worker/objects/lease-shard.ts";
 import { IDLE_KEY_RETENTION_MS } from "../../worker/objects/lease-store.ts";
 import { shardOf } from "../../worker/rules/session-lease.ts";
-import { BASE, DEV_TOKEN, OTHER_TOKEN, sleep } from "./helpers.ts";
+import { advanceClock, BASE, DEV_TOKEN, OTHER_TOKEN } from "./helpers.ts";
 
 type Op = "acquire" | "renew" | "release" | "check";
 
@@ -79,7 +79,7 @@ describe("session leases", () => {
     const session = uniqueSession();
     const run_id = crypto.randomUUID();
     const first = await call(session, "acquire", { run_id, ttl_seconds: 5 });
-    await sleep(20);
+    await advanceClock(20, { session });
     const again = await call(session, "acquire", { run_id, ttl_seconds: 60 });
     expect(first.status).toBe(201);
     expect(again).toMatchObject({ status: 200, body: { run_id, fence: 1, ttl_seconds: 60 } });
@@ -91,7 +91,7 @@ describe("session leases", () => {
     const [old, next] = [crypto.randomUUID(), crypto.randomUUID()];
     const first = await call(session, "acquire", { run_id: old, ttl_seconds: 1 });
     expect(first.status).toBe(201);
-    await sleep(1100);
+    await advanceClock(1000, { session });
     expect(await state(session)).toMatchObject({ held: false, fence: 1, expires_at: null });
     const second = await call(session, "acquire", { run_id: next, ttl_seconds: 30 });
     expect(second).toMatchObject({ status: 201, body: { run_id: next, fence: 2, fence_token: "0000000000000002" } });
@@ -106,7 +106,7 @@ describe("session leases", () => {
     const session = uniqueSession();
     const run_id = crypto.randomUUID();
     await call(session, "acquire", { run_id, ttl_seconds: 1 });
-    await sleep(1100);
+    await advanceClock(1000, { session });
     expect(await call(session, "renew", { run_id })).toMatchObject({ status: 409, body: { error: "lease_lost" } });
     expect(await state(session)).toMatchObject({ held: false });
     const regrant = await call(session, "acquire", { run_id });

@@ -7,7 +7,7 @@ import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { MessageStore } from "../../worker/objects/message-store.ts";
-import { auth, BASE, call, claimant, connect, message, post, presence, settle, sleep, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { advanceClock, auth, BASE, call, claimant, connect, freezeClock, message, passTime, passUntil, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id);
 const reply = (sock: TestSocket, m: MessageFrame, text: string) => write(sock, { type: "reply", id: m.id, token: m.token, key: `${m.id}:reply`, text });
@@ -88,6 +88,7 @@ describe("a failed run is a failed attempt", () => {
   it("fail queues the message again after a backoff with attempt + 1, and fails it with the reason after max_attempts", async () => {
     const agent = uniqueAgent();
     expect((await call("PUT", `/agents/${agent}/policy`, { max_attempts: 2 })).status).toBe(200);
+    const t0 = await freezeClock(agent);
     const a = await claimant(agent, "a");
     const id = await post(agent, "breaks");
     const first = await run(a.sock, id);
@@ -95,11 +96,13 @@ describe("a failed run is a failed attempt", () => {
       .toMatchObject({ type: "result", op: "fail", status: "queued" });
     const waiting = await message(agent, id);
     expect(waiting).toMatchObject({ status: "queued", reply: null, failures: 1, error: "the command exited with code 3; stderr: boom" });
-    expect(waiting.retry_at as number).toBeGreaterThan(Date.now());
+    expect(waiting.retry_at as number).toBeGreaterThan(t0);
     // Not handed out again before its backoff (1 s) ends; then with attempt 2 and a new token.
-    const t0 = Date.now();
-    const second = await a.sock.next("message", (f) => f.run && f.id === id, 5000);
-    expect(Date.now() - t0).toBeGreaterThan(500);
+    await passTime(agent, 800);
+    await settle(a.sock);
+    expect(a.sock.framesOf("message").filter((f) => f.run && f.id === id)).toEqual([]);
+    await passTime(agent, 300);
+    const second = await a.sock.next("message", (f) => f.run && f.id === id);
     expect(second).toMatchObject({ attempt: 2 });
     expect(second.token).toBeGreaterThan(first.token!);
     expect(await write(a.sock, { type: "fail", id, token: second.token, reason: "killed by SIGKILL" })).toMatchObject({ status: "failed" });
@@ -116,16 +119,16 @@ describe("preference cannot be flapped", () => {
     const high = await connect(agent, { machine: "high" });
     high.send({ type: "serve_lease", op: "claim", priority: 10 });
     await high.next("serve_lease");
-    await sleep(2100);
-    await high.next("serve_lease", (f) => f.held, 3000);
-    const started = Date.now();
-    // Flap: release and claim again, as fast as the rate limit allows, for one hysteresis period.
-    while (Date.now() - started < 1900) {
+    await passTime(agent, 2100);
+    await high.next("serve_lease", (f) => f.held);
+    const { now: started } = await advanceClock(0, { agent });
+    // Flap: release and claim again every 100 ms of the object's time, for one hysteresis period.
+    for (let i = 0; i < 19; i++) {
       high.send({ type: "serve_lease", op: "release" });
       high.send({ type: "serve_lease", op: "claim", priority: 10 });
-      await sleep(60);
+      await settle(high);
+      await passTime(agent, 100);
     }
-    await settle(high);
     const moves = (await presence(agent)).transitions.filter((t) => t.reason === "preferred" && t.at >= started);
     expect(moves.length).toBeLessThanOrEqual(1);
   });
@@ -172,10 +175,11 @@ describe("the alarm stays quiet", () => {
     const m = await run(a.sock, first);
     expect(await write(a.sock, { type: "fail", id: first, token: m.token, reason: "x" })).toMatchObject({ status: "queued" });
     await run(a.sock, second);
-    // The backoff (1 s) ends while `second` holds the only slot.
-    await sleep(1300);
+    // The backoff (1 s) ends while `second` holds the only slot; an alarm left due would run at
+    // every step below (up to 20 times each), as the runtime would run it again and again.
+    await passTime(agent, 1300);
     const before = (await presence(agent)).wakes;
-    await sleep(1000);
+    await passTime(agent, 1000);
     const after = (await presence(agent)).wakes;
     expect(after - before).toBeLessThan(20);
   });
@@ -187,8 +191,8 @@ describe("the alarm stays quiet", () => {
     const m = await run(a.sock, id);
     const parked = await write(a.sock, { type: "park", id, token: m.token, deadline_seconds: 1 });
     a.sock.close();
-    await sleep(Math.max(0, (parked.deadline as number) - Date.now()) + 50);
-    await runDurableObjectAlarm(stubFor(agent));
+    await a.sock.waitForClose();
+    await passUntil(agent, parked.deadline as number);
     await expect.poll(async () => {
       const res = await SELF.fetch(`${BASE}/agents`, { headers: auth });
       return ((await res.json()) as { agents: { agent: string; work: { counts: { parked: number } } }[] }).agents.find((e) => e.agent === agent)?.work.counts.parked;

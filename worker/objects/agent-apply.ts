@@ -16,6 +16,7 @@ import type { StoredMessage } from "./message-store.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
 import { randomHex128 } from "./secrets.ts";
 import type { WorkDesk } from "./work-desk.ts";
+import type { Clock } from "./clock.ts";
 
 export interface ApplyParts {
   desk: WorkDesk;
@@ -24,6 +25,7 @@ export interface ApplyParts {
   webhooks: AgentWebhooks;
   controls: AgentControls;
   ctx: DurableObjectState;
+  clock: Clock;
   ttlMs: number;
 }
 
@@ -87,6 +89,6 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
   }
   for (const i of changed) writeConn(conns[i]!.ws, conns[i]!.state);
   if (plan.alarm === "delete") void p.ctx.storage.deleteAlarm();
-  else if (plan.alarm) void p.ctx.storage.setAlarm(plan.alarm.set);
+  else if (plan.alarm) void p.ctx.storage.setAlarm(p.clock.alarmAt(plan.alarm.set));
   return { accountWebhook, sweep };
 }

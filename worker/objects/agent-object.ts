@@ -76,7 +76,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
     this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`);
     this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
-    this.directoryReporter = new DirectoryReporter(ctx.storage.sql, this.config.heartbeatTtlMs, () => this.reportFailed());
+    this.directoryReporter = new DirectoryReporter(ctx.storage.sql, this.config.heartbeatTtlMs, this.clock, () => this.reportFailed());
     const directory = () => this.identity && env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(this.identity.account)));
     this.webhooks = new AgentWebhooks(ctx.storage.sql, directory, () => this.now());
     this.inputs = new AgentInputs({
@@ -309,7 +309,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
    */
   private proven(ws: WebSocket, state: ConnState): number {
     const holder = holdsLease(state, this.store.lease());
-    return provenAlive(state.lastSeen, this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? null, holder, this.config.heartbeatTtlMs);
+    return provenAlive(state.lastSeen, this.lastAutoPing(ws), holder, this.config.heartbeatTtlMs);
   }
 
   private liveConns(): LiveConn[] {
@@ -351,7 +351,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const from = conns.findIndex((c) => c.ws === sender);
     const decided = typeof event !== "function" ? event : event(from < 0 ? null : from);
     const plan = planAgent(this.snapshot(now, conns), decided);
-    const applied = applyPlan({ desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx: this.ctx, ttlMs: this.config.heartbeatTtlMs }, plan, conns, now);
+    const applied = applyPlan({ desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx: this.ctx, clock: this.clock, ttlMs: this.config.heartbeatTtlMs }, plan, conns, now);
     this.awaitAccountWebhook(applied.accountWebhook);
     if (plan.alarm === "delete") this.alarmAt = null;
     else if (plan.alarm) this.alarmAt = plan.alarm.set;

@@ -64,19 +64,19 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   /** RPC from the Worker (GET /webhook): the account's webhook without its secret. */
   webhook(): WebhookView | null {
     const config = this.webhookConfig.get();
-    return config && webhookView(config, null, Date.now());
+    return config && webhookView(config, null, this.now());
   }
 
   /** RPC from the Worker (PUT /webhook, validated there); agent objects pick it up within their cache time. */
   setWebhook(body: WebhookConfigBody, origin: string): WebhookView {
-    return this.webhookConfig.put(body, origin, null, Date.now());
+    return this.webhookConfig.put(body, origin, null, this.now());
   }
 
   /** RPC from the Worker (POST /webhook/test): a signed `webhook.test` event for the account's webhook (null: none), which the Worker sends. */
   async webhookTest(): Promise<SignedRequest | null> {
     const config = this.webhookConfig.get();
     const account = accountOfDirectory(this.ctx.id);
-    return config && account !== null ? testRequest(config, { account, agent: null }, Date.now()) : null;
+    return config && account !== null ? testRequest(config, { account, agent: null }, this.now()) : null;
   }
 
   /** RPC from the Worker (DELETE /webhook); false when there was none. */
@@ -97,15 +97,15 @@ export class AgentDirectory extends SocketObject<ObserverState> {
 
   /** RPC for GET /metrics: every agent's latest snapshot, without calling any agent. */
   metricsSnapshots(): AgentMetrics[] {
-    return this.metrics.snapshots(Date.now());
+    return this.metrics.snapshots(this.now());
   }
 
   /** Only the dashboard's observer socket arrives by fetch (GET /observe, forwarded by the Worker). */
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname !== "/observe") return errorResponse(404, "not_found", `no route for ${request.method} ${url.pathname}`);
-    return this.acceptSocket(request, () => ({ v: 1, role: "observer", joinedAt: Date.now() }), ({ ws }) => {
-      const now = Date.now();
+    return this.acceptSocket(request, () => ({ v: 1, role: "observer", joinedAt: this.now() }), ({ ws }) => {
+      const now = this.now();
       const { page, rest } = firstPage(this.list());
       send(ws, { type: "directory", agents: page, server_time: now, rest: rest.length });
       // What did not fit follows as one presence frame per agent, so no frame is over the cap plus one entry.
@@ -121,7 +121,7 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     const stored = this.sql.exec<{ reported_at: number }>(`SELECT reported_at FROM agents WHERE agent = ?`, entry.agent).toArray()[0];
     if (stored && stored.reported_at > entry.reported_at) return;
     const until = confirmedUntil(entry.reported_at, this.config.heartbeatTtlMs);
-    const now = Date.now();
+    const now = this.now();
     if (!listedInDirectory(entry)) {
       if (stored) {
         this.sql.exec(`DELETE FROM agents WHERE agent = ?`, entry.agent);
@@ -153,7 +153,7 @@ export class AgentDirectory extends SocketObject<ObserverState> {
 
   /** RPC from the Worker (GET /agents): every agent with connections, as last reported and whether that is still vouched for. Reads storage only. */
   list(): DirectoryEntry[] {
-    const now = Date.now();
+    const now = this.now();
     return this.sql.exec<{ entry: string; reported_at: number; confirmed_until: number | null }>(
       `SELECT entry, reported_at, confirmed_until FROM agents ORDER BY agent`).toArray()
       .map((r) => agedEntry(JSON.parse(r.entry) as PresenceReport, r.confirmed_until ?? confirmedUntil(r.reported_at, this.config.heartbeatTtlMs), now));

@@ -11,6 +11,7 @@ import { nextConfirmation } from "../rules/directory-lease.ts";
 import type { AgentDirectory } from "./directory-object.ts";
 import type { AgentMetrics } from "../rules/metrics.ts";
 import { directoryObjectName } from "./names.ts";
+import type { Clock } from "./clock.ts";
 
 /** How soon a failed report or confirmation to the directory is tried again. */
 export const REPORT_RETRY_MS = 5_000;
@@ -51,7 +52,7 @@ export class DirectoryReporter {
   private confirmRetryAt = 0;
   private flushing = false;
   /** `onFailure`: told when a report or confirmation failed, so the object wakes to try again instead of leaving it to chance. */
-  constructor(private readonly sql: SqlStorage, private readonly heartbeatTtlMs: number, readonly onFailure: () => void) {
+  constructor(private readonly sql: SqlStorage, private readonly heartbeatTtlMs: number, private readonly clock: Clock, readonly onFailure: () => void) {
     migrate(sql, "directory_report", REPORT_MIGRATIONS);
   }
 
@@ -84,7 +85,7 @@ export class DirectoryReporter {
     }, () => {
       // Not confirmed: the entry keeps its old time (it will turn unknown, which is true), and the next try waits.
       this.markConfirmed(before);
-      this.confirmRetryAt = Date.now() + REPORT_RETRY_MS;
+      this.confirmRetryAt = this.clock.now() + REPORT_RETRY_MS;
       this.onFailure();
     }));
   }
@@ -109,7 +110,7 @@ export class DirectoryReporter {
     if (fingerprint !== last) {
       this.remember(fingerprint);
       if (last !== null || listedInDirectory(presence)) {
-        const now = Date.now();
+        const now = this.clock.now();
         update.presence = { ...presence, reported_at: now };
         const connected = presence.connection_count > 0 ? 1 : 0;
         this.sql.exec(`UPDATE directory_report SET confirmed_at = ?, connected = ? WHERE id = 1`, now, connected);

@@ -5,7 +5,7 @@
 // read and its staging). A decision is written at once when no commit is in flight; the decisions
 // that arrive while one is share the next commit (group commit without a timer), and no answer
 // leaves before the commit that holds what it says.
-import { DurableObject } from "cloudflare:workers";
+import { ClockedObject } from "./clock.ts";
 import type { Env } from "../env.ts";
 import { LIMITS } from "../wire/protocol.ts";
 import { leaseShardCount } from "../config.ts";
@@ -27,7 +27,7 @@ export type DataPutAnswer =
 /** A key as its own account sees it: the live lease (if any) by the shard's clock at `now`. */
 export interface KeyView { lastFence: number; live: SessionLease | null; now: number }
 
-export class LeaseShard extends DurableObject<Env> {
+export class LeaseShard extends ClockedObject {
   private readonly store: LeaseShardStore;
   private readonly staged: StagedLeases;
   private readonly data: LeaseDataStore;
@@ -76,7 +76,7 @@ export class LeaseShard extends DurableObject<Env> {
   }
 
   async acquire(account: string, session: string, runId: string, ttlSeconds: number): Promise<AcquireAnswer> {
-    const now = Date.now();
+    const now = this.now();
     const { state, remembered } = this.staged.load(account, session);
     const result = acquire(state, runId, ttlSeconds, now);
     if (result.kind !== "held") this.staged.stage(account, session, result.state, now, remembered);
@@ -85,7 +85,7 @@ export class LeaseShard extends DurableObject<Env> {
   }
 
   async renew(account: string, session: string, runId: string, ttlSeconds: number | undefined): Promise<RenewAnswer> {
-    const now = Date.now();
+    const now = this.now();
     const { state, remembered } = this.staged.load(account, session);
     const result = renew(state, runId, ttlSeconds, now);
     if (result.kind === "renewed") this.staged.stage(account, session, result.state, now, remembered);
@@ -94,7 +94,7 @@ export class LeaseShard extends DurableObject<Env> {
   }
 
   async release(account: string, session: string, runId: string): Promise<{ released: boolean }> {
-    const now = Date.now();
+    const now = this.now();
     const { state, remembered } = this.staged.load(account, session);
     const result = release(state, runId, now);
     if (result.state !== state) this.staged.stage(account, session, result.state, now, remembered);
@@ -104,13 +104,13 @@ export class LeaseShard extends DurableObject<Env> {
 
   async check(account: string, session: string, fence: number, runId: string | undefined): Promise<CheckAnswer> {
     const { state } = this.staged.load(account, session);
-    const answer = { current: isCurrent(state, fence, runId, Date.now()), latestFence: state.lastFence };
+    const answer = { current: isCurrent(state, fence, runId, this.now()), latestFence: state.lastFence };
     await this.written();
     return answer;
   }
 
   async view(account: string, session: string): Promise<KeyView> {
-    const now = Date.now();
+    const now = this.now();
     const { lastFence, lease } = this.staged.load(account, session).state;
     await this.written();
     return { lastFence, live: isLive(lease, now) ? lease : null, now };
@@ -121,7 +121,7 @@ export class LeaseShard extends DurableObject<Env> {
 
   /** Whether `runId` with `fence` may write now: asked before a large value is streamed to R2. */
   async checkData(account: string, session: string, runId: string, fence: number): Promise<DataWriteVerdict> {
-    const verdict = checkDataWrite(this.staged.load(account, session).state, runId, fence, Date.now());
+    const verdict = checkDataWrite(this.staged.load(account, session).state, runId, fence, this.now());
     await this.written();
     return verdict;
   }
@@ -133,7 +133,7 @@ export class LeaseShard extends DurableObject<Env> {
   async putData(
     account: string, session: string, key: string, runId: string, fence: number, value: StoredValue, ifAbsent = false,
   ): Promise<DataPutAnswer> {
-    const now = Date.now();
+    const now = this.now();
     const verdict = checkDataWrite(this.staged.load(account, session).state, runId, fence, now);
     const stored: DataPutAnswer = verdict.ok ? this.data.put(account, session, key, fence, value, now, ifAbsent) : verdict;
     await this.written();
@@ -157,7 +157,7 @@ export class LeaseShard extends DurableObject<Env> {
   async deleteData(
     account: string, session: string, prefix: string, runId: string, fence: number,
   ): Promise<DataWriteVerdict & { deleted?: number; more?: boolean; garbage?: string[] }> {
-    const verdict = checkDataWrite(this.staged.load(account, session).state, runId, fence, Date.now());
+    const verdict = checkDataWrite(this.staged.load(account, session).state, runId, fence, this.now());
     const result = verdict.ok ? this.data.deletePrefix(account, session, prefix) : null;
     await this.written();
     return result ? { ok: true, deleted: result.deleted, more: result.more, garbage: result.r2Keys } : verdict;
@@ -181,7 +181,7 @@ export class LeaseShard extends DurableObject<Env> {
   /** GET /metrics: this shard's session leases of one account, active and expired. */
   async leaseCounts(account: string): Promise<{ active: number; expired: number }> {
     await this.written();
-    return this.store.accountCounts(account, Date.now());
+    return this.store.accountCounts(account, this.now());
   }
 }
 

@@ -2,13 +2,14 @@
 // coordinator and the agent directory). It accepts, tags, attaches and closes sockets; the
 // subclasses only fill the hooks. Nothing about a connection lives in memory: its state is the
 // socket's attachment, checked by a schema on every read, and the set of connections is
-// `ctx.getWebSockets()`, so an evicted object wakes up knowing everything it knew.
-import { DurableObject } from "cloudflare:workers";
+// `ctx.getWebSockets()`, so an evicted object wakes up knowing everything it knew. Time is read
+// only through `this.now()` (clock.ts).
 import type * as z from "zod/mini";
 import { checkConfig, readConfig, type CoordinatorConfig } from "../config.ts";
 import type { Env } from "../env.ts";
 import { CLOSE_CODES, errorFrame, errorResponse, PING_TEXT, PONG_TEXT } from "../wire/protocol.ts";
 import { BATON_PROTOCOL } from "../wire/token-protocol.ts";
+import { ClockedObject } from "./clock.ts";
 import { closeQuietly, readAttachment, send, writeAttachment } from "./connections.ts";
 
 /** A live connection: the socket and the state read from its attachment. */
@@ -26,7 +27,7 @@ export interface SocketKind<S> {
   limitMessage: string;
 }
 
-export abstract class SocketObject<S> extends DurableObject<Env> {
+export abstract class SocketObject<S> extends ClockedObject {
   /** The vars as validated once; with a bad var the defaults run and every request gets a 500. */
   protected readonly config: CoordinatorConfig;
   private readonly configProblem: string | null;
@@ -43,8 +44,6 @@ export abstract class SocketObject<S> extends DurableObject<Env> {
     // Heartbeats are answered by the runtime itself, so they never wake the object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
   }
-
-  protected now(): number { return Date.now(); }
 
   /** A 500 naming the bad var, or null when the configuration is fine. Requests check it first. */
   protected configRefusal(): Response | null {
@@ -84,6 +83,12 @@ export abstract class SocketObject<S> extends DurableObject<Env> {
       if (state !== null) out.push({ ws, state });
     }
     return out;
+  }
+
+  /** When the runtime last answered this socket's ping by itself, in this object's time; null if never. */
+  protected lastAutoPing(ws: WebSocket): number | null {
+    const at = this.ctx.getWebSocketAutoResponseTimestamp(ws);
+    return at ? this.clock.fromRuntime(at.getTime()) : null;
   }
 
   /** A frame from a connection whose attachment checked out. */

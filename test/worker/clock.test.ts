@@ -1,0 +1,95 @@
+// The test clock (worker/objects/clock.ts, POST /test/clock): it moves one object's time by
+// exactly the advance and holds it there until the next move, runs the alarm that falls due, keeps
+// every other object's time, refuses a bad body, and without BATON_TEST_CLOCK is a 404 that moves nothing.
+import { env, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import worker from "../../worker/index.ts";
+import { advanceClock, BASE, claimant, DEV_TOKEN, passTime, presence, uniqueAgent } from "./helpers.ts";
+
+const HOUR = 3_600_000;
+
+/** How far an object's clock is ahead of the runtime's, read by an advance of nothing. */
+async function lead(target: { agent?: string; session?: string }): Promise<number> {
+  const before = Date.now();
+  const { now } = await advanceClock(0, target);
+  return now - before;
+}
+
+function hook(body: unknown, testEnv: typeof env = env): Promise<Response> {
+  const request = new Request(`${BASE}/test/clock`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return testEnv === env ? SELF.fetch(request) : worker.fetch(request, testEnv);
+}
+
+describe("test clock", () => {
+  it("moves only the named object, by exactly the advance, and its time stands still until the next move", async () => {
+    const agent = uniqueAgent();
+    const session = `s-${crypto.randomUUID()}`;
+    const { now: start } = await advanceClock(0, { agent });
+    expect(Math.abs(start - Date.now())).toBeLessThan(1000);
+    expect((await advanceClock(HOUR, { agent })).now).toBe(start + HOUR);
+    await claimant(agent, "a");
+    expect((await advanceClock(0, { agent })).now).toBe(start + HOUR);
+    expect((await advanceClock(1, { agent })).now).toBe(start + HOUR + 1);
+    expect(await lead({ agent: uniqueAgent() })).toBeLessThan(1000);
+    expect(await lead({ session })).toBeLessThan(1000);
+    expect(await lead({})).toBeLessThan(1000);
+  });
+
+  it("runs the alarm the advance makes due: one jump past the TTL is time nobody heartbeat in, so the scan closes them all", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "silent", { silent: true });
+    const b = await claimant(agent, "alive");
+    await b.sock.beat();
+    const { alarmsRun } = await advanceClock(1500, { agent });
+    expect(alarmsRun).toBeGreaterThan(0);
+    expect((await a.sock.waitForClose()).code).toBe(4008);
+    expect((await b.sock.waitForClose()).code).toBe(4008);
+    expect((await presence(agent)).holder).toBeNull();
+  });
+
+  it("passTime lets connections that heartbeat live through it: only the silent holder is replaced", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "silent", { silent: true });
+    const b = await claimant(agent, "alive");
+    await passTime(agent, 1500);
+    expect((await a.sock.waitForClose()).code).toBe(4008);
+    expect(await b.sock.next("serve_lease", (f) => f.held)).toMatchObject({ held: true, fence: 2 });
+    expect((await presence(agent)).transitions[0]).toMatchObject({ reason: "stale", to_machine: "alive" });
+  });
+
+  it("a session lease expires at its TTL on the shard's clock", async () => {
+    const session = `s-${crypto.randomUUID()}`;
+    const acquire = () => SELF.fetch(`${BASE}/leases/${session}/acquire`, {
+      method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ run_id: crypto.randomUUID(), ttl_seconds: 60 }),
+    });
+    expect((await acquire()).status).toBe(201);
+    await advanceClock(59_000, { session });
+    expect((await acquire()).status).toBe(409);
+    await advanceClock(1_000, { session });
+    expect(await (await acquire()).json()).toMatchObject({ fence: 2 });
+  });
+
+  it("refuses a bad body with 400 and moves nothing", async () => {
+    const agent = uniqueAgent();
+    for (const body of [{ advance_ms: -1, agent }, { advance_ms: "1000", agent }, { advance_ms: HOUR + 1, agent }, { advance_ms: 1.5, agent }, { advance_ms: 1000, agent, session: "s" }, { advance_ms: 1000, agent: "Bad Name" }]) {
+      const res = await hook(body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toBe("bad_request");
+    }
+    expect(await lead({ agent })).toBeLessThan(1000);
+  });
+
+  it("without BATON_TEST_CLOCK the hook is an unknown route, a 404, and no clock moves", async () => {
+    const agent = uniqueAgent();
+    const production = { ...env, BATON_TEST_CLOCK: undefined };
+    const res = await hook({ advance_ms: HOUR, agent }, production);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ error: "not_found" });
+    expect(await lead({ agent })).toBeLessThan(1000);
+  });
+});
