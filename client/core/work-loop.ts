@@ -140,6 +140,7 @@ export class WorkLoop {
     try {
       if (run.msg.checkpoint_blob) messageCheckpoint = await this.blobs.readJson(run.id, run.msg.checkpoint_blob.id, "checkpoint");
     } catch (error) {
+      run.stopTimers();
       if (run.signal.aborted) return;
       return this.fail(run, error, `the message's checkpoint could not be read: ${errorText(error)}`);
     }
@@ -152,8 +153,10 @@ export class WorkLoop {
       if (run.signal.aborted || run.parked) return;
       // A run that fails is a failed attempt, never a reply: the coordinator retries it after a backoff.
       return this.fail(run, error, errorText(error));
+    } finally {
+      // The run's time ends with its handler: what it posts now (a reply, a fail) is not cut short by its own timers.
+      run.stopTimers();
     }
-    run.stopTimers();
     if (run.signal.aborted || run.parked) return;
     await this.reply(run, env, reply ?? "");
   }

@@ -221,4 +221,21 @@ describe("planAgent: the alarm and presence", () => {
     expect(planAgent(snapshot(), { type: "alarm" }).presenceChanged).toBe(false);
     expect(planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(null)] }), { type: "claim", from: 1 }).presenceChanged).toBe(true);
   });
+
+  it("a write that moves no message (a heartbeat, a step, a message checkpoint) changes no presence, as before the plan stored it", () => {
+    const running = message(7, { status: "running", attempts: 1, token: 1, runner: "1", expiresAt: NOW + 5000 });
+    const snap = snapshot({ work: { policy: DEFAULT_POLICY, open: [running], parkDeadline: null, due: new Map(), journalBudget: BUDGET } });
+    const base = { id: 7, before: "running" as const, lease: null };
+    const writes = [
+      { ...base, heartbeat: { expiresAt: NOW + 6000, progress: null } },
+      { ...base, journal: { record: { name: "s", kind: "step" as const, status: "done" as const, value: "1", blob: null, onUnknown: null, attempt: 1, token: 1 }, existing: null } },
+      { ...base, checkpoint: { kept: { value: 1 }, token: 1 } },
+    ];
+    for (const change of writes) {
+      expect(planAgent(snap, { type: "write", from: 0, change, reply: null }).presenceChanged).toBe(false);
+    }
+    // A write that moves its message (a fail) still does.
+    const failed = { ...base, lease: { ...running, status: "queued" as const, runner: null, expiresAt: null } };
+    expect(planAgent(snap, { type: "write", from: 0, change: failed, reply: null }).presenceChanged).toBe(true);
+  });
 });

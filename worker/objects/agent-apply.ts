@@ -47,6 +47,8 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
   }
   p.store.saveClaimCounter(plan.claimCounter);
   leases.policies.saveTokenCounter(plan.tokenCounter);
+  // A posted message is shown to the other connections as it was posted, before its hand-out below.
+  const posted = plan.copies.length > 0 ? messages.get(plan.copies[0]!.id) : null;
   const handedOut = new Map<number, StoredMessage>();
   let sweep = false;
   for (const c of plan.changes) {
@@ -81,7 +83,6 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
     p.desk.push(conns[h.to]!, stored, true);
     changed.add(h.to);
   }
-  const posted = plan.copies.length > 0 ? messages.get(plan.copies[0]!.id) : null;
   for (const c of plan.copies) {
     if (!posted) break;
     p.desk.push(conns[c.to]!, posted, false);

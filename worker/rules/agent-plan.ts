@@ -76,8 +76,9 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
 
   // A scan that found everyone alive and moved nothing changed nothing anybody watches.
   // A write that moved no message (a checkpoint, a refusal) is answered and changes nothing either.
-  const quiet = e.type === "alarm" || e.type === "stale_frame" || (e.type === "write" && !changes.some((c) => c.lease !== null));
-  const presenceChanged = !quiet || leaseChanged || alive.close.length > 0 || changes.length > 0;
+  const moved = changes.some((c) => c.lease !== null);
+  const quiet = e.type === "alarm" || e.type === "stale_frame" || (e.type === "write" && !moved);
+  const presenceChanged = !quiet || leaseChanged || alive.close.length > 0 || moved;
 
   return {
     lease, leaseChanged, transition: elected.transition, holderLostAt, holderRunner: elected.holderRunner,
