@@ -42,8 +42,10 @@ describe("what a parked message waits on", () => {
     expect(askKind(PAY)).toBe("unknown");
     expect(askKind(QUESTION)).toBe("question");
     expect(askKind(APPROVAL)).toBe("approval");
-    // A sentence alone (an older coordinator's) is prose, not data: it is not parsed back.
-    const sentenceOnly: Parked = { ...APPROVAL, waiting_on: undefined, reason: "outcome unknown: step pay" };
-    expect(askKind(sentenceOnly)).toBe("approval");
+    // An entry an older coordinator reported has no waiting_on; there a reason was set exactly when an
+    // effect's outcome was unknown, so its presence (not its words) says so until the agent reports again.
+    expect(askKind({ ...APPROVAL, waiting_on: undefined, reason: "outcome unknown: step pay" })).toBe("unknown");
+    expect(askKind({ ...APPROVAL, waiting_on: undefined, reason: null })).toBe("approval");
+    expect(askKind({ ...PAY, reason: undefined })).toBe("unknown");
   });
 });

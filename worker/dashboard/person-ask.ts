@@ -24,8 +24,10 @@ export const ON_DEADLINE: Record<OnDeadline, string> = {
 };
 
 /** What an open parked message asks: whether an effect's outcome (`waiting_on`), a question, or plain approval. */
-export function askKind(p: Pick<ParkedItem, "waiting_on" | "question">): AskKind {
+export function askKind(p: Pick<ParkedItem, "waiting_on" | "question" | "reason">): AskKind {
   if ((p.waiting_on ?? null) !== null) return "unknown";
+  // An older coordinator's entry has no waiting_on; it set reason exactly when an outcome was unknown.
+  if (p.waiting_on === undefined && (p.reason ?? null) !== null) return "unknown";
   return p.question ? "question" : "approval";
 }
 
