@@ -1,8 +1,8 @@
 // The whole test suite: installs what it needs (npm packages, Debian's chromium), then runs the
-// typechecks both sides and the build side by side, the Durable Object tests in workerd, then the
-// unit and end-to-end tests in Node (one vitest run: the unit files in parallel, then the end-to-end
-// files one at a time) with the Python client's tests (pytest, against its own wrangler dev)
-// beside them, their output kept in a file and printed when they end. BATON_TEST_SERIAL=1 runs
+// typechecks and the build side by side, then two lanes: the end-to-end files in Node (one at a
+// time), and beside them the Durable Object tests in workerd, the unit files and the Python
+// client's tests (pytest, against its own wrangler dev), their output kept in a file and printed
+// when they end. BATON_TEST_SERIAL=1 runs
 // every phase alone, one after the other (to time them, or on a machine with one core).
 // Every phase has a wall-clock bound, so a wedged runner fails the suite instead of eating CI's 90 minutes.
 // A vitest run that hangs (a workerd crash can strand the pool) is killed and run once more;
@@ -67,12 +67,18 @@ await together(
   () => phase("npx tsc -p tsconfig.dashboard.json", 4, SERIAL ? {} : { log: logFile("tsc-dashboard") }),
   () => phase("npm run build", 3, SERIAL ? {} : { log: logFile("build") }),
 );
-await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 10, { retryOnHang: true });
-// The Python client (python/) against a real wrangler dev, twice: over Debian's python3-websockets,
-// and in a clean venv with the newest websockets the index offers. Both sides mostly wait on their
-// own wrangler dev, so they share the cores without starving each other.
+// Two lanes on two cores. The end-to-end files (one at a time: each starts its own wrangler dev and
+// most wait on real heartbeats) are the long pole; beside them run the Durable Object tests in
+// workerd (their time is the objects' test clock, not the machine's), the unit files, and the
+// Python client against its own wrangler dev, twice: over Debian's python3-websockets, and in a
+// clean venv with the newest websockets the index offers.
+const beside = (name) => (SERIAL ? {} : { log: logFile(name) });
 await together(
-  () => phase(`npx vitest run -c vitest.node.config.ts ${VITEST_FLAGS}`, 15, { retryOnHang: true }),
-  () => phase("node scripts/test-python.mjs", 9, SERIAL ? {} : { log: logFile("python") }),
+  () => phase(`npx vitest run -c vitest.node.config.ts --project e2e ${VITEST_FLAGS}`, 15, { retryOnHang: true }),
+  async () => {
+    await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 10, { retryOnHang: true, ...beside("workerd") });
+    await phase(`npx vitest run -c vitest.node.config.ts --project unit ${VITEST_FLAGS}`, 5, { retryOnHang: true, ...beside("unit") });
+    await phase("node scripts/test-python.mjs", 9, beside("python"));
+  },
 );
 console.log(`all tests passed in ${elapsed(started)}`);
