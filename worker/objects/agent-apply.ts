@@ -12,7 +12,7 @@ import type { AgentStore } from "./agent-store.ts";
 import type { AgentWebhooks } from "./agent-webhooks.ts";
 import { closeQuietly, send, writeConn } from "./connections.ts";
 import type { LiveConn } from "./agent-inputs.ts";
-import type { StoredMessage } from "./message-store.ts";
+import type { Retention, StoredMessage } from "./message-store.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
 import { randomHex128 } from "./secrets.ts";
 import type { WorkDesk } from "./work-desk.ts";
@@ -25,6 +25,7 @@ export interface ApplyParts {
   controls: AgentControls;
   ctx: DurableObjectState;
   ttlMs: number;
+  retention: Retention;
 }
 
 export interface Applied {
@@ -37,6 +38,8 @@ export interface Applied {
 export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveConn[], now: number): Applied {
   const { messages, leases } = p.desk;
   let accountWebhook: Promise<boolean> | null = null;
+  // A post's row first: every other change may name it (its hand-out, the messages it ends).
+  let sweep = plan.post?.ok ? p.desk.storePost(plan.post.insert, p.retention, now) : false;
   if (plan.leaseChanged) p.store.saveLease(plan.lease, plan.transition);
   if (plan.transition) {
     p.metrics.transition(plan.transition, plan.holderLostAt);
@@ -46,7 +49,6 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
   p.store.saveClaimCounter(plan.claimCounter);
   leases.policies.saveTokenCounter(plan.tokenCounter);
   const handedOut = new Map<number, StoredMessage>();
-  let sweep = false;
   for (const c of plan.changes) {
     const runner = c.handOut ? conns[c.handOut.to]! : null;
     const saved = leases.save(c, now, runner && { fence: plan.lease.fence, machine: runner.state.machine, runKey: randomHex128() });

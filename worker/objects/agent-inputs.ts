@@ -6,7 +6,6 @@
 import type { CoordinatorConfig } from "../config.ts";
 import type { AgentEvent, AgentPlan, MessageChange } from "../rules/agent-plan.ts";
 import type { Answer, MessagePolicy } from "../rules/message-lease.ts";
-import { decideOnBusy } from "../rules/on-busy.ts";
 import { buildPresence, PREVIEW_CHARS } from "../rules/presence.ts";
 import { runnerOf } from "../rules/agent-plan.ts";
 import type { StepWrite, UnknownOutcome } from "../rules/step-journal.ts";
@@ -210,37 +209,33 @@ export class AgentInputs {
   };
 
   /**
-   * Stores a message, and the plan hands it out and shows it to every other connection. With an
-   * idempotency key, a retry within the key's retention returns the message the first post created
-   * (200, replayed) and stores nothing. The row is inserted before the plan: its id comes from SQLite.
+   * A post is an event: its plan inserts the row (rules/plan/post.ts), hands it out and shows it to
+   * every other connection; its answer is the row as stored. With an idempotency key, a retry within
+   * the key's retention returns the message the first post created (200, replayed) and plans nothing.
    */
   private post({ text, opts }: Inputs["post"], now: number): Decided<PostResult> {
-    const { messages, leases, blobs } = this.p.desk;
+    const { messages, leases } = this.p.desk;
     const earlier = opts.key === null ? null : messages.postedWith(opts.key, now, this.p.config.retention);
     if (earlier !== null) {
       const first = messages.get(earlier);
       return answered({ status: 200, replayed: true, view: first ? this.p.desk.view(first) : { id: earlier, pruned: true } });
     }
-    // While its group is busy, the agent's on_busy policy decides (rules/on-busy.ts); queue, the default, reads nothing.
-    // A question for a person alone is never run, so it is never busy nor makes anything busy.
-    const forPerson = opts.question !== undefined;
-    const policy = leases.policies.policy();
+    // The on_busy policy reads the post's group; queue, the default, reads nothing, and a question for a person is never busy.
     const group = opts.group ?? null;
-    const busy = forPerson || policy.onBusy === "queue" ? null : decideOnBusy(policy, messages.openInGroup(group), group, now);
-    if (busy?.action === "refuse") return answered({ status: 409, code: busy.code, message: busy.message, holder: busy.holder });
-    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, holdUntil: busy?.holdUntil ?? null, first: busy?.first ?? false, forPerson, traceparent: opts.traceparent });
-    if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
-    // Every post bounds the history, questions for a person included.
-    const pruned = messages.prune(stored.id, now, this.p.config.retention) > 0;
-    if (pruned) blobs.collectOrphans(now);
-    const answer = () => ({ status: 201 as const, replayed: false, view: this.view(stored.id) });
-    if (opts.question !== undefined) {
-      // Nobody runs it, so no connection is shown it now (a sync replays it as history): the page, the CLI and the webhooks ask the person.
-      return { event: { type: "work", change: leases.askPerson(stored.id, opts.question, opts.deadlineSeconds ?? null, now) }, answer, sweep: pruned };
-    }
-    const acts = busy !== null && (busy.interrupt.length > 0 || busy.supersede.length > 0);
-    const event: AgentEvent = acts ? { type: "busy", newId: stored.id, by: opts.by, interrupt: busy.interrupt, supersede: busy.supersede } : { type: "work", posted: stored.id };
-    return { event, answer, sweep: pruned };
+    const question = opts.question ?? null;
+    const groupOpen = question !== null || leases.policies.policy().onBusy === "queue" ? null : messages.openInGroup(group);
+    const post = {
+      text, group, runTimeoutMs: opts.runTimeoutMs ?? null, key: opts.key, question, deadlineSeconds: opts.deadlineSeconds ?? null, traceparent: opts.traceparent ?? null,
+    };
+    return {
+      event: { type: "post", post, lastId: messages.lastIssuedId(), groupOpen, by: opts.by },
+      answer: (plan) => {
+        const posted = plan?.post;
+        if (!posted) throw new Error("a post is always planned");
+        if (!posted.ok) return { status: 409, code: posted.code, message: posted.message, holder: posted.holder };
+        return { status: 201, replayed: false, view: this.view(posted.insert.id) };
+      },
+    };
   }
 
   /** One step of a message with its value, and the idempotency key an effect of that name hands out. */

@@ -351,7 +351,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const from = conns.findIndex((c) => c.ws === sender);
     const decided = typeof event !== "function" ? event : event(from < 0 ? null : from);
     const plan = planAgent(this.snapshot(now, conns), decided);
-    const applied = applyPlan({ desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx: this.ctx, ttlMs: this.config.heartbeatTtlMs }, plan, conns, now);
+    const applied = applyPlan({ desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx: this.ctx, ttlMs: this.config.heartbeatTtlMs, retention: this.config.retention }, plan, conns, now);
     this.awaitAccountWebhook(applied.accountWebhook);
     if (plan.alarm === "delete") this.alarmAt = null;
     else if (plan.alarm) this.alarmAt = plan.alarm.set;

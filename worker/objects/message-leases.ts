@@ -3,7 +3,7 @@
 // resumes parked messages. Who runs what, and what is taken back, is decided by
 // ../rules/agent-plan.ts; the rules of one message are in ../rules/message-lease.ts.
 import {
-  checkMessageWrite, extendRun, park, type MessagePolicy,
+  checkMessageWrite, extendRun, type MessagePolicy,
 } from "../rules/message-lease.ts";
 import type { MessageChange, TargetMessage } from "../rules/agent-plan.ts";
 import { decideWrite, keptQuestion, type RunnerWrite, type WriteDecision, type WriteTarget } from "../rules/plan/write.ts";
@@ -364,13 +364,6 @@ export class MessageLeases {
     if (c.commitBlob !== undefined) this.blobs.setState(c.id, c.commitBlob, "committed");
     if (c.dropUncommitted) this.blobs.discardUnkept(c.id, now);
     return saved;
-  }
-
-  /** A question for a person alone (an MCP host's ask): its question stored, and the park (from the start, never handed to a runner) for the plan. */
-  askPerson(id: number, question: Question, deadlineSeconds: number | null, now: number): MessageChange {
-    const stored = this.messages.get(id)!;
-    this.messages.ask(id, keptQuestion({ ...question, step: undefined }, stored.token, now));
-    return { id, before: stored.status, lease: park(leaseOf(stored), now, deadlineSeconds === null ? null : deadlineSeconds * 1000, question.on_deadline ?? null) };
   }
 
   /** The running attempt stores what it asks (`baton ask`); its park then carries it. */

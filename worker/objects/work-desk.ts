@@ -5,7 +5,8 @@
 import type { LeaseRecord } from "../rules/election.ts";
 import { checkFencedWrite } from "../rules/fencing.ts";
 import { send, writeConn, type ConnState } from "./connections.ts";
-import { MessageStore, type StoredMessage } from "./message-store.ts";
+import { MessageStore, type Retention, type StoredMessage } from "./message-store.ts";
+import type { PostInsert } from "../rules/plan/post.ts";
 import { messageFrame, messageView } from "./message-row.ts";
 import { StepStore } from "./step-store.ts";
 import { BlobStore } from "./blob-store.ts";
@@ -77,6 +78,19 @@ export class WorkDesk {
     if (!verdict.ok) return { reply: errorFrame(verdict.code, verdict.message, frame.req), change: null, refused: verdict.code, expired: false };
     this.messages.saveCheckpoint(frame.value, fence, now);
     return { reply: { type: "result", op: "checkpoint", req: frame.req, fence }, change: null, refused: null, expired: false };
+  }
+
+  /**
+   * Stores a post as its plan decided it: the row under its id, its idempotency key, and the
+   * history bounded (every post prunes, questions for a person included). True when messages went,
+   * so their blobs became garbage.
+   */
+  storePost(row: PostInsert, retention: Retention, now: number): boolean {
+    this.messages.insert(row);
+    if (row.key !== null) this.messages.rememberPost(row.key, row.id, now);
+    const pruned = this.messages.prune(row.id, now, retention) > 0;
+    if (pruned) this.blobs.collectOrphans(now);
+    return pruned;
   }
 
   /** Sends a message frame (a run copy only to its runner) and moves the connection's cursor past it; the caller writes the attachment. */

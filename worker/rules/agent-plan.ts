@@ -38,7 +38,7 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
 
   const sender = senderChange(conns(), s.lease, s.claimCounter, e, now);
   mergePatches(patches, sender.patches);
-  const work = workChange(s.work.open, e, s.work.journalBudget, now);
+  const work = workChange(s.work.open, e, s.work.journalBudget, now, s.work.policy);
 
   const alive = liveness(conns(), heartbeats, s.lease, now, ttlMs);
   mergePatches(patches, alive.patches);
@@ -62,7 +62,8 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
     ...given.handOuts.map((h): MessageChange => ({ id: h.lease.id, before: taken.open.get(h.lease.id)!.status, lease: h.lease, handOut: { to: h.to } })),
   ].map(withBlobs);
   const holderLostAt = alive.holderLostAt ?? now;
-  const posted = e.type === "busy" ? e.newId : e.type === "work" ? e.posted : undefined;
+  // A posted message is shown to every connection that does not run it; a question for a person to none (a sync replays it as history).
+  const posted = work.post?.ok && !work.post.insert.forPerson ? work.post.insert.id : undefined;
   const runner = given.handOuts.find((h) => h.lease.id === posted)?.to;
   const copies = posted === undefined ? [] : s.conns.flatMap((_, to) => (to === runner ? [] : [{ to, id: posted }]));
 
@@ -76,14 +77,15 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
 
   // A scan that found everyone alive and moved nothing changed nothing anybody watches.
   // A write that moved no message (a checkpoint, a refusal) is answered and changes nothing either.
-  const quiet = e.type === "alarm" || e.type === "stale_frame" || (e.type === "write" && !changes.some((c) => c.lease !== null));
+  // A post its on_busy policy refused stored nothing.
+  const quiet = e.type === "alarm" || e.type === "stale_frame" || (e.type === "write" && !changes.some((c) => c.lease !== null)) || (e.type === "post" && !work.post?.ok);
   const presenceChanged = !quiet || leaseChanged || alive.close.length > 0 || changes.length > 0;
 
   return {
     lease, leaseChanged, transition: elected.transition, holderLostAt, holderRunner: elected.holderRunner,
     claimCounter: sender.claimCounter, tokenCounter: given.tokenCounter, patches, close: alive.close, tells: told.tells,
     takeBacks: taken.takeBacks, handOuts: given.handOuts, released: sender.released, cancel: e.type === "cancel" ? taken.cancels[0]! : null,
-    cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, copies,
+    cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, post: work.post, copies,
     replies: e.type === "write" && e.from !== null && e.reply !== null ? [{ to: e.from, frame: e.reply }] : [], alarm, presenceChanged,
   };
 }

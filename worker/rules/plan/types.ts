@@ -6,6 +6,7 @@ import type { CancelVerdict } from "../message-cancel.ts";
 import type { BlobRef, JournalUsage, StepRecord, UnknownOutcome } from "../step-journal.ts";
 import type { Outage } from "../webhooks.ts";
 import type { PersonRefusal, TargetMessage } from "./person.ts";
+import type { NewPost, PostPlan } from "./post.ts";
 import type { KeptQuestion } from "./write.ts";
 
 /** What the plan reads and writes of a serve connection (its attachment holds these and a cursor). */
@@ -78,8 +79,13 @@ export type AgentEvent =
   | { type: "start" }
   | { type: "closed" }
   | { type: "alarm" }
-  /** Messages, the policy or the controls changed (a write, pause, drain); `posted`: a new message every other connection is shown; `change`: what the input moved (a question for a person parked). */
-  | { type: "work"; posted?: number; change?: MessageChange }
+  /** Messages, the policy or the controls changed (a write, pause, drain). */
+  | { type: "work" }
+  /**
+   * A post (./post.ts): `lastId` the last message id handed out, `groupOpen` the open messages of
+   * its group when its on_busy policy may act on them (null: it will not).
+   */
+  | { type: "post"; post: NewPost; lastId: number; groupOpen: readonly MessageLease[] | null; by: Canceller }
   /**
    * A runner's write for a message (a frame, or HTTP with its run key), checked and decided at its
    * token (objects/message-leases.ts): `change` is what it moves (null: nothing), `reply` its answer.
@@ -95,12 +101,7 @@ export type AgentEvent =
   | { type: "release"; from: number }
   | { type: "hello"; from: number; machine?: string; slots?: number }
   /** A person (or a policy) cancels one message; `target` is its lease as stored, `by` and `reason` are recorded with it. */
-  | { type: "cancel"; target: MessageLease; by: Canceller; reason: string | null }
-  /**
-   * A new message `newId` arrived while its group was busy (rules/on-busy.ts): the running ones in
-   * `interrupt` are cancelled ("interrupted by message N"), the never-started ones in `supersede` end superseded.
-   */
-  | { type: "busy"; newId: number; by: Canceller; interrupt: readonly MessageLease[]; supersede: readonly MessageLease[] };
+  | { type: "cancel"; target: MessageLease; by: Canceller; reason: string | null };
 
 /**
  * One message's writes, as the object stores them in this order: its journal, its answer record,
@@ -212,6 +213,8 @@ export interface AgentPlan {
   superseded: { lease: MessageLease; by: number }[];
   /** Every message write of this event, in order; each one's status before and after names its webhook event. */
   changes: MessageChange[];
+  /** A post's row, inserted before every other write (null for any other event), or its on_busy refusal. */
+  post: PostPlan | null;
   /** The answer to a person's input (answer, resume, retry): done, or why not; null for any other event. */
   person: { ok: true } | PersonRefusal | null;
   /** The answer to a runner's write, sent before any other frame of the event (`to`: null, it came over HTTP). */
