@@ -40,6 +40,8 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
   let accountWebhook: Promise<boolean> | null = null;
   // A post's row first: every other change may name it (its hand-out, the messages it ends).
   let sweep = plan.post?.ok ? p.desk.storePost(plan.post.insert, p.retention, now) : false;
+  if (plan.control?.change) p.controls.store(plan.control.change);
+  if (plan.policy) leases.policies.savePolicy(plan.policy);
   if (plan.leaseChanged) p.store.saveLease(plan.lease, plan.transition);
   if (plan.transition) {
     p.metrics.transition(plan.transition, plan.holderLostAt);

@@ -176,13 +176,13 @@ export class AgentInputs {
     blobKey: ({ id, blob }) => answered(this.p.desk.leases.blobKey(id, blob)),
     heartbeat: ({ id, token, runKey, details }, now) => this.journaled(this.p.desk.leases.heartbeat(id, token, { runKey }, details, now), now),
     ask: ({ id, token, runKey, question, deadlineSeconds }, now) => this.runWrite(this.p.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now), now),
-    // Pause, unpause, drain, undrain: stored, then applied by one plan (which may move the lease at its safe point).
-    control: ({ route, body }, now) => {
-      const outcome = this.p.controls.apply(route, body, this.p.store.lease().holderMachine, now);
-      return { event: outcome.ok && outcome.changed ? { type: "work" } : null, answer: () => ({ ...outcome, agent: this.agentName(), report: this.p.controls.report(now) }) };
-    },
+    // Pause, unpause, drain, undrain: decided and stored by one plan (which may move the lease at its safe point).
+    control: ({ route, body }, now) => ({
+      event: { type: "control", route, body },
+      answer: (plan) => ({ ...plan!.control!.outcome, agent: this.agentName(), report: this.p.controls.report(now) }),
+    }),
     policy: () => answered(this.p.desk.leases.policies.policy()),
-    setPolicy: ({ update }) => answered(this.p.desk.leases.setPolicy(update), { type: "work" }),
+    setPolicy: ({ update }) => ({ event: { type: "policy", update }, answer: () => this.p.desk.leases.policies.policy() }),
     resume: ({ id, input, outcome, by }) => ({ event: { type: "resume", id, target: this.p.desk.leases.target(id), input, outcome, by }, answer: this.person(id) }),
     answer: ({ id, reply, by }) => ({ event: { type: "answer", id, target: this.p.desk.leases.target(id), reply, by }, answer: this.person(id) }),
     retry: ({ id, by }) => ({ event: { type: "retry", id, target: this.p.desk.leases.target(id), by }, answer: this.person(id) }),

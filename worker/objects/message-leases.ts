@@ -378,12 +378,6 @@ export class MessageLeases {
     return { ok: true, id, token };
   }
 
-  setPolicy(update: Partial<MessagePolicy>): MessagePolicy {
-    const policy = { ...this.policies.policy(), ...update };
-    this.policies.savePolicy(policy);
-    return policy;
-  }
-
   /** `machines`: the machine of each connected runner (by runnerOf). */
   report(machines: ReadonlyMap<string, string>): WorkReport {
     const policy = this.policies.policy();

@@ -7,6 +7,7 @@ import type { BlobRef, JournalUsage, StepRecord, UnknownOutcome } from "../step-
 import type { Outage } from "../webhooks.ts";
 import type { PersonRefusal, TargetMessage } from "./person.ts";
 import type { NewPost, PostPlan } from "./post.ts";
+import type { ControlPlan, ControlRoute } from "./controls.ts";
 import type { KeptQuestion } from "./write.ts";
 
 /** What the plan reads and writes of a serve connection (its attachment holds these and a cursor). */
@@ -37,6 +38,8 @@ export interface ControlsSnapshot {
   hysteresisMs: number;
   /** After a restart: the runner the lease is kept for, while the grace lasts. */
   reserved: { runner: string; until: number } | null;
+  /** The machine of the stored reservation, in force or not (a drain of it ends the reservation). */
+  reservedMachine?: string | null;
 }
 
 export interface AgentSnapshot {
@@ -79,8 +82,12 @@ export type AgentEvent =
   | { type: "start" }
   | { type: "closed" }
   | { type: "alarm" }
-  /** Messages, the policy or the controls changed (a write, pause, drain). */
+  /** Messages changed outside a plan (a run's expiry seen over HTTP, a webhook configured). */
   | { type: "work" }
+  /** Pause, unpause, drain or undrain (./controls.ts), `body` as the Worker read it. */
+  | { type: "control"; route: ControlRoute; body: unknown }
+  /** The agent's message policy, updated. */
+  | { type: "policy"; update: Partial<MessagePolicy> }
   /**
    * A post (./post.ts): `lastId` the last message id handed out, `groupOpen` the open messages of
    * its group when its on_busy policy may act on them (null: it will not).
@@ -213,6 +220,10 @@ export interface AgentPlan {
   superseded: { lease: MessageLease; by: number }[];
   /** Every message write of this event, in order; each one's status before and after names its webhook event. */
   changes: MessageChange[];
+  /** A control's verdict and what it stores (null for any other event). */
+  control: ControlPlan | null;
+  /** The message policy to store (null: unchanged). */
+  policy: MessagePolicy | null;
   /** A post's row, inserted before every other write (null for any other event), or its on_busy refusal. */
   post: PostPlan | null;
   /** The answer to a person's input (answer, resume, retry): done, or why not; null for any other event. */
