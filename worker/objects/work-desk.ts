@@ -20,6 +20,9 @@ export type { DeskSocket };
 
 type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" | "step" | "heartbeat" }>;
 
+/** R2 deletes per sweep (R2 takes up to 1000 keys per call). */
+const SWEEP_KEYS = 1000;
+
 /** What a message frame costs beyond its text, for the replay budget. */
 const FRAME_OVERHEAD_BYTES = 128;
 
@@ -91,6 +94,21 @@ export class WorkDesk {
     const pruned = this.messages.prune(row.id, now, retention) > 0;
     if (pruned) this.blobs.collectOrphans(now);
     return pruned;
+  }
+
+  /**
+   * Deletes the R2 objects of blobs no message keeps (pruned messages, refused uploads); a delete
+   * that fails stays queued and is tried on the next sweep.
+   */
+  async sweep(bucket: R2Bucket | undefined): Promise<void> {
+    const keys = this.blobs.garbage(SWEEP_KEYS);
+    if (!bucket || keys.length === 0) return;
+    try {
+      await bucket.delete(keys);
+      this.blobs.forgetGarbage(keys);
+    } catch {
+      // R2 unavailable now: the keys stay in blob_garbage
+    }
   }
 
   /** Sends a message frame (a run copy only to its runner) and moves the connection's cursor past it; the caller writes the attachment. */
