@@ -21,6 +21,12 @@ describe("senderChange", () => {
       patch: undefined, claimCounter: 1, released: false, machine: "m1" },
     { name: "the holder's hello with a new label relabels the lease", conns: [conn(1)], event: { type: "hello", from: 0, machine: "laptop" },
       patch: { machine: "laptop" }, claimCounter: 1, released: null, machine: "laptop" },
+    { name: "a sync moves the cursor past the page it is shown", conns: [conn(1, { cursor: 3 })], event: { type: "sync", from: 0, after: 3, known: 3, last: 8, count: 5, more: false },
+      patch: { cursor: 8 }, claimCounter: 1, released: null, machine: "m1" },
+    { name: "a sync after a cursor it skipped to moves the cursor there, even with nothing to show", conns: [conn(1, { cursor: 0 })],
+      event: { type: "sync", from: 0, after: 5, known: 5, last: 5, count: 0, more: false }, patch: { cursor: 5 }, claimCounter: 1, released: null, machine: "m1" },
+    { name: "a sync of what the connection has seen moves nothing", conns: [conn(1, { cursor: 8 })], event: { type: "sync", from: 0, after: 2, known: 2, last: 4, count: 2, more: true },
+      patch: undefined, claimCounter: 1, released: null, machine: "m1" },
     { name: "any other event changes no sender", conns: [conn(1)], event: { type: "alarm" }, patch: undefined, claimCounter: 1, released: null, machine: "m1" },
   ];
   for (const c of cases) {

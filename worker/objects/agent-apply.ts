@@ -64,6 +64,11 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
   const changed = new Set<number>(plan.patches.keys());
   for (const [i, patch] of plan.patches) Object.assign(conns[i]!.state, patch);
   for (const r of plan.replies) send(conns[r.to]!.ws, r.frame as ServerFrame);
+  if (plan.replay) {
+    const { to, after, last, count, more, req } = plan.replay;
+    for (const m of count > 0 ? messages.range(after, last) : []) p.desk.push(conns[to]!, m, false);
+    send(conns[to]!.ws, { type: "result", op: "sync", req, cursor: last, more });
+  }
   for (const i of plan.close) closeQuietly(conns[i]!.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
   for (const t of plan.takeBacks) {
     if (t.revoke) send(conns[t.revoke.to]!.ws, { type: "revoked", id: t.lease.id, token: t.revoke.token, reason: t.revoke.reason });

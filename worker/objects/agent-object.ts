@@ -180,9 +180,11 @@ export class AgentCoordinator extends AgentCalls {
         return;
       }
       case "sync": {
-        const cursor = socket.state.cursor;
-        this.desk.sync(socket, frame.after, now, frame.req);
-        if (socket.state.cursor !== cursor) this.reports.changed();
+        // History is replayed by the plan; a page over the replay budget is refused before it, as a frame over the rate.
+        const page = this.desk.historyPage(socket.ws, frame.after, now);
+        if (!page.ok) return send(socket.ws, errorFrame("rate_limited", `sync replay budget exceeded; ask again in ${page.retryAfterMs} ms`, frame.req));
+        const { known, last, count, more } = page;
+        this.step(now, fromLive((from) => ({ type: "sync", from, after: frame.after, ...(frame.req === undefined ? {} : { req: frame.req }), known, last, count, more })), socket.ws);
         return;
       }
       default:

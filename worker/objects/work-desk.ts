@@ -4,7 +4,7 @@
 // serve fence). Who runs what is decided by ../rules/agent-plan.ts; the agent object applies it.
 import type { LeaseRecord } from "../rules/election.ts";
 import { checkFencedWrite } from "../rules/fencing.ts";
-import { send, writeConn, type ConnState } from "./connections.ts";
+import { send, type ConnState } from "./connections.ts";
 import { MessageStore, type Retention, type StoredMessage } from "./message-store.ts";
 import type { PostInsert } from "../rules/plan/post.ts";
 import { messageFrame, messageView } from "./message-row.ts";
@@ -43,28 +43,21 @@ export class WorkDesk {
   }
 
   /**
-   * Replays one page of history after a cursor; never asks the client to run anything. The result
-   * says `more: true` when the client should ask again from `cursor`. Pages are charged against a
-   * per-connection and a per-agent byte budget; a page over either is refused with `rate_limited`
-   * before any text is loaded, and the client asks again later.
+   * The page of history after a cursor a sync asks for, its cost taken from a per-connection and a
+   * per-agent byte budget (in memory, as the frame rate limit): a page over either is refused
+   * before any text is loaded, and the client asks again later. The plan replays it (never asking
+   * the client to run anything); `more: true` tells the client to ask again from the page's last id.
    */
-  sync(socket: DeskSocket, after: number, now: number, req?: string): void {
-    const plan = this.messages.planPage(after, LIMITS.syncPageMessages, LIMITS.syncPageBytes);
-    const cost = plan.bytes + plan.count * FRAME_OVERHEAD_BYTES;
-    const mine = this.replayPerSocket.of(socket.ws).take(cost, now);
+  historyPage(ws: WebSocket, after: number, now: number): { ok: true; known: number; last: number; count: number; more: boolean } | { ok: false; retryAfterMs: number } {
+    const page = this.messages.planPage(after, LIMITS.syncPageMessages, LIMITS.syncPageBytes);
+    const cost = page.bytes + page.count * FRAME_OVERHEAD_BYTES;
+    const mine = this.replayPerSocket.of(ws).take(cost, now);
     const shared = mine.ok ? this.replayPerAgent.take(cost, now) : mine;
     if (!shared.ok) {
-      if (mine.ok) this.replayPerSocket.of(socket.ws).refund(cost);
-      return send(socket.ws, errorFrame("rate_limited", `sync replay budget exceeded; ask again in ${shared.retryAfterMs} ms`, req));
+      if (mine.ok) this.replayPerSocket.of(ws).refund(cost);
+      return { ok: false, retryAfterMs: shared.retryAfterMs };
     }
-    const known = Math.min(after, this.messages.lastId());
-    if (known > socket.state.cursor) {
-      socket.state.cursor = known;
-      writeConn(socket.ws, socket.state);
-    }
-    for (const m of plan.count ? this.messages.range(after, plan.last) : []) this.push(socket, m, false);
-    writeConn(socket.ws, socket.state);
-    send(socket.ws, { type: "result", op: "sync", req, cursor: plan.last, more: plan.more });
+    return { ok: true, known: Math.min(after, this.messages.lastId()), last: page.last, count: page.count, more: page.more };
   }
 
   /**

@@ -13,7 +13,7 @@ export interface Ranked extends RankedCandidate {
 }
 
 const EVENT_REASON: Record<AgentEvent["type"], TransitionReason> = {
-  start: "closed", closed: "closed", alarm: "stale", stale_frame: "stale", work: "claimed", claim: "claimed", release: "released", hello: "claimed",
+  start: "closed", closed: "closed", alarm: "stale", stale_frame: "stale", work: "claimed", claim: "claimed", release: "released", hello: "claimed", sync: "claimed",
   cancel: "claimed", post: "claimed", control: "claimed", policy: "claimed", answer: "claimed", resume: "claimed", retry: "claimed", write: "claimed",
 };
 

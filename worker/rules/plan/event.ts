@@ -42,6 +42,11 @@ export function senderChange(conns: readonly ServeConn[], lease: LeaseRecord, cl
   } else if (e.type === "release") {
     out.released = holdsLease(conns[e.from]!, lease);
     if (out.released) patch(e.from, { released: true });
+  } else if (e.type === "sync") {
+    // The cursor moves past what the connection says it knows and past the page it is shown.
+    const before = conns[e.from]!.cursor ?? 0;
+    const cursor = Math.max(before, e.known, e.count > 0 ? e.last : 0);
+    if (cursor !== before) patch(e.from, { cursor });
   } else if (e.type === "hello") {
     const c = conns[e.from]!;
     if (e.slots !== undefined && e.slots !== c.slots) patch(e.from, { slots: e.slots });

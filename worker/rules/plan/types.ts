@@ -10,7 +10,7 @@ import type { NewPost, PostPlan } from "./post.ts";
 import type { ControlPlan, ControlRoute } from "./controls.ts";
 import type { KeptQuestion } from "./write.ts";
 
-/** What the plan reads and writes of a serve connection (its attachment holds these and a cursor). */
+/** What the plan reads and writes of a serve connection (its attachment). */
 export interface ServeConn {
   /** Claim sequence, fixed at the claim; null until the connection claims. */
   claimSeq: number | null;
@@ -24,6 +24,8 @@ export interface ServeConn {
   priority?: number;
   runnerId?: string;
   readySince?: number;
+  /** The newest message id the connection has been shown (a post's copy, a hand-out, history). */
+  cursor?: number;
 }
 
 export interface ConnSnapshot {
@@ -107,6 +109,11 @@ export type AgentEvent =
   | { type: "claim"; from: number; priority?: number; runnerId?: string; slots?: number }
   | { type: "release"; from: number }
   | { type: "hello"; from: number; machine?: string; slots?: number }
+  /**
+   * A page of history after `after` (the replay budget already taken): `known` the newest id the
+   * connection says it has seen (at most the last id), `last` the page's last id, `count` its messages.
+   */
+  | { type: "sync"; from: number; after: number; req?: string; known: number; last: number; count: number; more: boolean }
   /** A person (or a policy) cancels one message; `target` is its lease as stored, `by` and `reason` are recorded with it. */
   | { type: "cancel"; target: MessageLease; by: Canceller; reason: string | null };
 
@@ -228,6 +235,8 @@ export interface AgentPlan {
   post: PostPlan | null;
   /** The answer to a person's input (answer, resume, retry): done, or why not; null for any other event. */
   person: { ok: true } | PersonRefusal | null;
+  /** A page of history replayed to connection `to` (copies with no token), then its result. */
+  replay: { to: number; after: number; last: number; count: number; more: boolean; req?: string } | null;
   /** The answer to a runner's write, sent before any other frame of the event (`to`: null, it came over HTTP). */
   replies: { to: number; frame: object }[];
   /** A posted message shown to connections that do not run it (no token). */
