@@ -48,6 +48,7 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
     accountWebhook = p.webhooks.holderChanged(plan.transition, plan.holderLostAt, now);
     p.controls.noteHolder(plan.holderRunner, plan.transition.toClaim !== null);
   }
+  if (plan.refused !== null) p.metrics.refused(plan.refused, now);
   p.store.saveClaimCounter(plan.claimCounter);
   leases.policies.saveTokenCounter(plan.tokenCounter);
   const handedOut = new Map<number, StoredMessage>();

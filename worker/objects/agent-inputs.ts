@@ -101,8 +101,6 @@ export interface Decided<T> {
   answer: (plan: AgentPlan | null) => T;
   /** Blobs may have become garbage: the object sweeps them. */
   sweep?: boolean;
-  /** A refusal was counted: presence (with its metrics) changed. */
-  presence?: boolean;
 }
 
 type Handlers = { [K in keyof Inputs]: (input: Inputs[K], now: number, conns: readonly LiveConn[]) => Decided<Outputs[K]> };
@@ -128,18 +126,18 @@ export class AgentInputs {
   }
 
   /**
-   * A run's write over HTTP (its run key stands for the connection): refusals of the token check
-   * counted, what it stores (a step, a heartbeat) stored by the plan, an expired run taken back by it.
+   * A run's write over HTTP (its run key stands for the connection): what it stores (a step, a
+   * heartbeat) stored by the plan, a refusal of the token check counted by it, an expired run taken back by it.
    */
-  private runWrite<T extends { ok: true } | Refusal>(answer: T, now: number, change: MessageChange | null = null): Decided<T> {
+  private runWrite<T extends { ok: true } | Refusal>(answer: T, change: MessageChange | null = null): Decided<T> {
     const refused = answer.ok ? null : refusedAtToken(answer.code);
-    if (refused !== null) this.p.metrics.refused(refused, now);
-    const event: AgentEvent | null = change !== null ? { type: "write", from: null, change, reply: null } : !answer.ok && answer.expired ? { type: "work" } : null;
-    return { event, answer: () => answer, presence: refused !== null };
+    const expired = !answer.ok && answer.expired;
+    const event: AgentEvent | null = change !== null || refused !== null ? { type: "write", from: null, change, reply: null, refused } : expired ? { type: "work" } : null;
+    return { event, answer: () => answer };
   }
 
-  private journaled<T extends { ok: true } | Refusal>(j: Journaled<T>, now: number): Decided<T> {
-    return this.runWrite(j.answer, now, j.change);
+  private journaled<T extends { ok: true } | Refusal>(j: Journaled<T>): Decided<T> {
+    return this.runWrite(j.answer, j.change);
   }
 
   private view(id: number): MessageView {
@@ -166,16 +164,18 @@ export class AgentInputs {
       return answered(m ? this.p.desk.view(m) : null);
     },
     stepOf: ({ id, name }) => answered(this.stepOf(id, name)),
-    recordStep: ({ id, token, runKey, write }, now) => this.journaled(this.p.desk.leases.recordStep(id, token, { runKey }, write, now), now),
+    recordStep: ({ id, token, runKey, write }, now) => this.journaled(this.p.desk.leases.recordStep(id, token, { runKey }, write, now)),
     // Uploads of earlier attempts were dropped to make room: their R2 objects go now.
-    reserveBlob: ({ id, token, runKey, bytes }, now) => ({ ...this.runWrite(this.p.desk.leases.reserveBlob(id, token, { runKey }, bytes, now), now), sweep: true }),
+    reserveBlob: ({ id, token, runKey, bytes }, now) => ({ ...this.runWrite(this.p.desk.leases.reserveBlob(id, token, { runKey }, bytes, now)), sweep: true }),
     stageBlob: ({ id, token, runKey, blob, stored }, now) => {
       const staged = this.p.desk.leases.stageBlob(id, token, { runKey }, blob, stored, now);
-      return { ...this.runWrite(staged, now), event: null, sweep: !staged.ok };
+      // Only its refusal is planned (to be counted): an upload that ends with its run leaves the take-back to the next event.
+      const refused = staged.ok ? null : refusedAtToken(staged.code);
+      return { event: refused === null ? null : { type: "write", from: null, change: null, reply: null, refused }, answer: () => staged, sweep: !staged.ok };
     },
     blobKey: ({ id, blob }) => answered(this.p.desk.leases.blobKey(id, blob)),
-    heartbeat: ({ id, token, runKey, details }, now) => this.journaled(this.p.desk.leases.heartbeat(id, token, { runKey }, details, now), now),
-    ask: ({ id, token, runKey, question, deadlineSeconds }, now) => this.runWrite(this.p.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now), now),
+    heartbeat: ({ id, token, runKey, details }, now) => this.journaled(this.p.desk.leases.heartbeat(id, token, { runKey }, details, now)),
+    ask: ({ id, token, runKey, question, deadlineSeconds }, now) => this.runWrite(this.p.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now)),
     // Pause, unpause, drain, undrain: decided and stored by one plan (which may move the lease at its safe point).
     control: ({ route, body }, now) => ({
       event: { type: "control", route, body },

@@ -126,7 +126,6 @@ export class AgentCoordinator extends AgentCalls {
     const decided = this.inputs.decide(input, now, this.liveConns());
     const plan = decided.event === null ? null : this.step(now, decided.event).plan;
     if (decided.sweep) void this.sweepBlobs();
-    if (decided.presence) this.reports.changed();
     return decided.answer(plan);
   }
 
@@ -198,11 +197,9 @@ export class AgentCoordinator extends AgentCalls {
    */
   private write(socket: Socket<ConnState>, frame: WriteFrame, now: number): void {
     const out = this.desk.write(socket.state, frame, now, this.store.lease());
-    if (out.refused !== null) {
-      this.metrics.refused(out.refused, now);
-      this.reports.changed();
+    if (out.change !== null || out.expired || out.refused !== null) {
+      this.step(now, (from) => ({ type: "write", from, change: out.change, reply: out.reply, refused: out.refused }), socket.ws);
     }
-    if (out.change !== null || out.expired) this.step(now, (from) => ({ type: "write", from, change: out.change, reply: out.reply }), socket.ws);
     else send(socket.ws, out.reply);
     // A new message checkpoint drops the blob of the one it replaced, and an acknowledgement the
     // uploads it did not commit: deleted now, not at the next alarm.

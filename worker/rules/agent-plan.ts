@@ -83,7 +83,9 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
   // A scan that found everyone alive and moved nothing changed nothing anybody watches.
   // A write that moved no message (a checkpoint, a refusal) is answered and changes nothing either.
   // A post its on_busy policy refused stored nothing.
-  const quiet = e.type === "alarm" || e.type === "stale_frame" || (e.type === "write" && !changes.some((c) => c.lease !== null)) || (e.type === "post" && !work.post?.ok)
+  // A refused write changes the refusal counts /metrics shows with presence.
+  const refused = e.type === "write" ? e.refused ?? null : null;
+  const quiet = e.type === "alarm" || e.type === "stale_frame" || (e.type === "write" && refused === null && !changes.some((c) => c.lease !== null)) || (e.type === "post" && !work.post?.ok)
     || (control !== null && control.change === null)
     // A history page changes what presence shows only when the connection's cursor moved.
     || (e.type === "sync" && sender.patches.get(e.from)?.cursor === undefined);
@@ -94,7 +96,7 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
     claimCounter: sender.claimCounter, tokenCounter: given.tokenCounter, patches, close: alive.close, tells: told.tells,
     takeBacks: taken.takeBacks, handOuts: given.handOuts, released: sender.released, cancel: e.type === "cancel" ? taken.cancels[0]! : null,
     cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, post: work.post, control, policy: e.type === "policy" ? policy : null, copies,
-    replay: e.type === "sync" ? { to: e.from, after: e.after, last: e.last, count: e.count, more: e.more, ...(e.req === undefined ? {} : { req: e.req }) } : null,
+    refused, replay: e.type === "sync" ? { to: e.from, after: e.after, last: e.last, count: e.count, more: e.more, ...(e.req === undefined ? {} : { req: e.req }) } : null,
     replies: e.type === "write" && e.from !== null && e.reply !== null ? [{ to: e.from, frame: e.reply }] : [], alarm, presenceChanged,
   };
 }

@@ -9,6 +9,7 @@ import type { PersonRefusal, TargetMessage } from "./person.ts";
 import type { NewPost, PostPlan } from "./post.ts";
 import type { ControlPlan, ControlRoute } from "./controls.ts";
 import type { KeptQuestion } from "./write.ts";
+import type { ErrorCode } from "../../wire/error-codes.ts";
 
 /** What the plan reads and writes of a serve connection (its attachment). */
 export interface ServeConn {
@@ -97,9 +98,10 @@ export type AgentEvent =
   | { type: "post"; post: NewPost; lastId: number; groupOpen: readonly MessageLease[] | null; by: Canceller }
   /**
    * A runner's write for a message (a frame, or HTTP with its run key), checked and decided at its
-   * token (objects/message-leases.ts): `change` is what it moves (null: nothing), `reply` its answer.
+   * token (objects/message-leases.ts): `change` is what it moves (null: nothing), `reply` its answer,
+   * `refused` the token check's refusal, which /metrics counts.
    */
-  | { type: "write"; from: number | null; change: MessageChange | null; reply: object | null }
+  | { type: "write"; from: number | null; change: MessageChange | null; reply: object | null; refused?: ErrorCode | null }
   /** A person's input about message `id` (`target`: it as stored, null when there is none). */
   | { type: "answer"; id: number; target: TargetMessage | null; reply: Answer; by: Canceller }
   | { type: "resume"; id: number; target: TargetMessage | null; input: string | null; outcome: UnknownOutcome | null; by: Canceller }
@@ -237,6 +239,8 @@ export interface AgentPlan {
   person: { ok: true } | PersonRefusal | null;
   /** A page of history replayed to connection `to` (copies with no token), then its result. */
   replay: { to: number; after: number; last: number; count: number; more: boolean; req?: string } | null;
+  /** A write the token check (or the serve fence) refused, counted for /metrics (null: none). */
+  refused: ErrorCode | null;
   /** The answer to a runner's write, sent before any other frame of the event (`to`: null, it came over HTTP). */
   replies: { to: number; frame: object }[];
   /** A posted message shown to connections that do not run it (no token). */
