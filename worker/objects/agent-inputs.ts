@@ -166,12 +166,10 @@ export class AgentInputs {
     stepOf: ({ id, name }) => answered(this.stepOf(id, name)),
     recordStep: ({ id, token, runKey, write }, now) => this.journaled(this.p.desk.leases.recordStep(id, token, { runKey }, write, now)),
     // Uploads of earlier attempts were dropped to make room: their R2 objects go now.
-    reserveBlob: ({ id, token, runKey, bytes }, now) => ({ ...this.runWrite(this.p.desk.leases.reserveBlob(id, token, { runKey }, bytes, now)), sweep: true }),
+    reserveBlob: ({ id, token, runKey, bytes }, now) => ({ ...this.journaled(this.p.desk.leases.reserveBlob(id, token, { runKey }, bytes, now)), sweep: true }),
     stageBlob: ({ id, token, runKey, blob, stored }, now) => {
       const staged = this.p.desk.leases.stageBlob(id, token, { runKey }, blob, stored, now);
-      // Only its refusal is planned (to be counted): an upload that ends with its run leaves the take-back to the next event.
-      const refused = staged.ok ? null : refusedAtToken(staged.code);
-      return { event: refused === null ? null : { type: "write", from: null, change: null, reply: null, refused }, answer: () => staged, sweep: !staged.ok };
+      return { ...this.journaled(staged), sweep: !staged.answer.ok };
     },
     blobKey: ({ id, blob }) => answered(this.p.desk.leases.blobKey(id, blob)),
     heartbeat: ({ id, token, runKey, details }, now) => this.journaled(this.p.desk.leases.heartbeat(id, token, { runKey }, details, now)),

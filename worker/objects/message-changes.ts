@@ -46,6 +46,13 @@ export function saveChange(stores: MessageStores, c: MessageChange, now: number,
   let saved: StoredMessage | null = null;
   if (c.ack && c.lease) messages.acknowledge({ id: c.id, fence: c.ack.fence, key: c.ack.key }, c.ack.reply, now, c.ack.token, c.ack.runner, c.lease);
   else if (c.lease) saved = messages.saveLease(c.lease, handOut);
+  if (c.upload) {
+    const u = c.upload;
+    if (u.dropBefore !== undefined) blobs.discardUncommitted(c.id, u.dropBefore, now);
+    if (u.reserve) blobs.add(c.id, { ...u.reserve, state: "uploading" }, now);
+    if (u.stage !== undefined) blobs.setState(c.id, u.stage, "staged");
+    if (u.discard !== undefined) blobs.discard(c.id, u.discard, now);
+  }
   if (c.commitBlob !== undefined) blobs.setState(c.id, c.commitBlob, "committed");
   if (c.dropUncommitted) blobs.discardUnkept(c.id, now);
   return saved;

@@ -201,29 +201,34 @@ export class MessageLeases {
    * Reserves room for one upload of the running attempt (token and writer checked now): the R2 key
    * it may be stored under, or a refusal. Nothing is stored in R2 before this says yes.
    */
-  reserveBlob(id: number, token: number, writer: Writer, bytes: number, now: number): BlobReserve {
+  reserveBlob(id: number, token: number, writer: Writer, bytes: number, now: number): Journaled<BlobReserve> {
     const run = this.checkRun(id, token, writer, now);
-    if (!run.ok) return run;
-    this.blobs.discardUncommitted(id, token, now);
-    const room = decideReserve(this.blobs.of(id), bytes, { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes });
-    if (!room.ok) return { ok: false, status: 413, code: room.code, message: room.message, expired: false };
+    if (!run.ok) return { answer: run, change: null };
+    // Uploads of earlier attempts that nothing committed go first, whatever the verdict: only their own token could commit them.
+    const kept = this.blobs.of(id).filter((b) => b.token >= token || b.state === "committed");
+    const upload: NonNullable<MessageChange["upload"]> = { dropBefore: token };
+    const change: MessageChange = { id, before: run.stored.status, lease: null, upload };
+    const room = decideReserve(kept, bytes, { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes });
+    if (!room.ok) return { answer: { ok: false, status: 413, code: room.code, message: room.message, expired: false }, change };
     const blob = `b-${randomHex128()}`;
-    this.blobs.add(id, { blob, token, bytes, state: "uploading" }, now);
-    return { ok: true, blob, r2Key: this.blobs.keyOf(id, blob), token };
+    upload.reserve = { blob, token, bytes };
+    return { answer: { ok: true, blob, r2Key: this.blobs.keyOf(id, blob), token }, change };
   }
 
   /** The upload is stored: staged under its token, or discarded (and refused) when the run ended meanwhile. */
-  stageBlob(id: number, token: number, writer: Writer, blob: string, stored: boolean, now: number): Refusal | { ok: true } {
+  stageBlob(id: number, token: number, writer: Writer, blob: string, stored: boolean, now: number): Journaled<Refusal | { ok: true }> {
     const row = this.blobs.get(id, blob);
+    // Its message was pruned while it streamed: nothing of a message changes, the R2 object goes to the garbage.
     if (!row && stored) this.blobs.forgetStored(id, blob, now);
-    if (!row || row.token !== token || row.state !== "uploading") return { ok: false, status: 400, code: "bad_request", message: `blob ${blob} is not being uploaded`, expired: false };
+    const notUploading: Refusal = { ok: false, status: 400, code: "bad_request", message: `blob ${blob} is not being uploaded`, expired: false };
+    const message = this.messages.runOf(id);
+    if (!row || row.token !== token || row.state !== "uploading" || message === null) return { answer: notUploading, change: null };
     const run = stored ? this.checkRun(id, token, writer, now) : null;
-    if (run === null || !run.ok) {
-      this.blobs.discard(id, blob, now);
-      return run ?? { ok: false, status: 400, code: "bad_request", message: "the upload failed", expired: false };
-    }
-    this.blobs.setState(id, blob, "staged");
-    return { ok: true };
+    const ok = run !== null && run.ok;
+    return {
+      answer: ok ? { ok: true } : run ?? { ok: false, status: 400, code: "bad_request", message: "the upload failed", expired: false },
+      change: { id, before: message.status, lease: null, upload: ok ? { stage: blob } : { discard: blob } },
+    };
   }
 
   /** The R2 key of a blob a journal record refers to (staged or committed), for reading it. */

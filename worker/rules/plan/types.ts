@@ -157,6 +157,11 @@ export interface MessageChange {
   checkpoint?: { kept: { value: unknown } | { blob: BlobRef }; token: number };
   /** The question it parks with (null: none). */
   question?: KeptQuestion | null;
+  /**
+   * A run's upload over HTTP: uploads of attempts before token `dropBefore` that nothing committed
+   * go, one is reserved, staged, or discarded (its run ended while it streamed).
+   */
+  upload?: { dropBefore?: number; reserve?: { blob: string; token: number; bytes: number }; stage?: string; discard?: string };
   /** A staged blob the write commits. */
   commitBlob?: string;
   /** It ended: the uploads it never committed go (objects/blob-store.ts discardUnkept). */
