@@ -81,7 +81,7 @@ export interface Outputs {
   stageBlob: Refusal | { ok: true };
   blobKey: string | null;
   heartbeat: HeartbeatAnswer;
-  ask: ReturnType<MessageLeases["ask"]>;
+  ask: ReturnType<MessageLeases["ask"]>["answer"];
   control: ControlOutcome & { agent: string; report: ReturnType<AgentControls["report"]> };
   policy: MessagePolicy;
   setPolicy: MessagePolicy;
@@ -173,7 +173,7 @@ export class AgentInputs {
     },
     blobKey: ({ id, blob }) => answered(this.p.desk.leases.blobKey(id, blob)),
     heartbeat: ({ id, token, runKey, details }, now) => this.journaled(this.p.desk.leases.heartbeat(id, token, { runKey }, details, now)),
-    ask: ({ id, token, runKey, question, deadlineSeconds }, now) => this.runWrite(this.p.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now)),
+    ask: ({ id, token, runKey, question, deadlineSeconds }, now) => this.journaled(this.p.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now)),
     // Pause, unpause, drain, undrain: decided and stored by one plan (which may move the lease at its safe point).
     control: ({ route, body }, now) => ({
       event: { type: "control", route, body },

@@ -1,8 +1,7 @@
-// Each message's own lease, wired to storage: accepts writes only under a message's current token,
-// from the connection it was handed to, before its run deadline by this object's clock, and
-// resumes parked messages. Who runs what, and what is taken back, is decided by
-// ../rules/agent-plan.ts; the rules of one message are in ../rules/message-lease.ts. Beside it:
-// the writes' answers and refusals (message-writes.ts), how a plan's change is stored
+// Each message's own lease: decides writes only under its current token, from the connection it
+// was handed to (or its run key), before its run deadline by this object's clock, as changes the
+// plan (../rules/agent-plan.ts) stores; the rules of one message are in ../rules/message-lease.ts.
+// Beside it: the writes' answers and refusals (message-writes.ts), how a plan's change is stored
 // (message-changes.ts) and what presence shows of the work (work-report.ts).
 import { checkMessageWrite, extendRun } from "../rules/message-lease.ts";
 import type { MessageChange, TargetMessage } from "../rules/agent-plan.ts";
@@ -231,7 +230,7 @@ export class MessageLeases {
     };
   }
 
-  /** The R2 key of a blob a journal record refers to (staged or committed), for reading it. */
+  /** The R2 key of a blob a journal record refers to (staged or committed). */
   blobKey(id: number, blob: string): string | null {
     const row = this.blobs.get(id, blob);
     return row && row.state !== "uploading" ? this.blobs.keyOf(id, blob) : null;
@@ -281,16 +280,17 @@ export class MessageLeases {
     return saveChange(this.stores, c, now, handOut);
   }
 
-  /** The running attempt stores what it asks (`baton ask`); its park then carries it. */
-  ask(id: number, token: number, writer: Writer, question: Question, deadlineSeconds: number | null, now: number): Refusal | { ok: true; id: number; token: number } {
+  /** The running attempt's question (`baton ask`), a change its park then carries. */
+  ask(id: number, token: number, writer: Writer, question: Question, deadlineSeconds: number | null, now: number): Journaled<Refusal | { ok: true; id: number; token: number }> {
     const run = this.checkRun(id, token, writer, now);
-    if (!run.ok) return run;
+    if (!run.ok) return { answer: run, change: null };
     const refused = this.questionRefusal(id, token, question.step ?? null);
-    if (refused !== null) return { ok: false, status: REFUSAL_STATUS[refused.code] ?? 400, ...refused, expired: false };
+    if (refused !== null) return { answer: { ok: false, status: REFUSAL_STATUS[refused.code] ?? 400, ...refused, expired: false }, change: null };
     // A run that goes on asking after its first question (no `|| exit`) still parks on the first one.
     const open = questionOf(this.messages.get(id)!, token);
-    if (open === null || open.step === (question.step ?? null)) this.messages.ask(id, { ...keptQuestion(question, token, now), deadline_seconds: deadlineSeconds });
-    return { ok: true, id, token };
+    const asks = open === null || open.step === (question.step ?? null);
+    const change = { id, before: run.stored.status, lease: null, question: { ...keptQuestion(question, token, now), deadline_seconds: deadlineSeconds } };
+    return { answer: { ok: true, id, token }, change: asks ? change : null };
   }
 
   /** `machines`: the machine of each connected runner (by runnerOf). */
