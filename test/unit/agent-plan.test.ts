@@ -235,4 +235,9 @@ describe("planAgent: the alarm and presence", () => {
     expect([moved.patches.get(0), moved.replay, moved.presenceChanged]).toEqual([{ cursor: 6 }, { to: 0, after: 2, last: 6, count: 4, more: false, req: "r" }, true]);
     expect(planAgent(sync(9), { type: "sync", from: 0, after: 2, known: 2, last: 6, count: 4, more: false }).presenceChanged).toBe(false);
   });
+
+  it("the holder's own checkpoint is stored by the plan and changes no presence", () => {
+    const plan = planAgent(snapshot(), { type: "write", from: 0, change: null, reply: { type: "result" }, refused: null, agentCheckpoint: { value: { n: 1 }, fence: 1 } });
+    expect([plan.agentCheckpoint, plan.presenceChanged]).toEqual([{ value: { n: 1 }, fence: 1 }, false]);
+  });
 });

@@ -49,6 +49,7 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
     p.controls.noteHolder(plan.holderRunner, plan.transition.toClaim !== null);
   }
   if (plan.refused !== null) p.metrics.refused(plan.refused, now);
+  if (plan.agentCheckpoint) messages.saveCheckpoint(plan.agentCheckpoint.value, plan.agentCheckpoint.fence, now);
   p.store.saveClaimCounter(plan.claimCounter);
   leases.policies.saveTokenCounter(plan.tokenCounter);
   const handedOut = new Map<number, StoredMessage>();

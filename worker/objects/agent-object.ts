@@ -197,10 +197,10 @@ export class AgentCoordinator extends AgentCalls {
    */
   private write(socket: Socket<ConnState>, frame: WriteFrame, now: number): void {
     const out = this.desk.write(socket.state, frame, now, this.store.lease());
-    if (out.change !== null || out.expired || out.refused !== null) {
-      this.step(now, (from) => ({ type: "write", from, change: out.change, reply: out.reply, refused: out.refused }), socket.ws);
-    }
-    else send(socket.ws, out.reply);
+    if (out.change !== null || out.expired || out.refused !== null || out.agentCheckpoint) {
+      const { change, reply, refused, agentCheckpoint } = out;
+      this.step(now, (from) => ({ type: "write", from, change, reply, refused, ...(agentCheckpoint ? { agentCheckpoint } : {}) }), socket.ws);
+    } else send(socket.ws, out.reply);
     // A new message checkpoint drops the blob of the one it replaced, and an acknowledgement the
     // uploads it did not commit: deleted now, not at the next alarm.
     if (frame.type === "checkpoint" || frame.type === "park" || frame.type === "ack" || frame.type === "reply") void this.sweepBlobs();

@@ -63,17 +63,16 @@ export class WorkDesk {
   /**
    * An ack, reply, checkpoint, fail, park, step or heartbeat. A write for a message goes to the
    * message's own lease (MessageLeases.write); a checkpoint with only the serve fence is the
-   * agent's own, from its holder. Returns the answer and what the write moves, for the plan.
+   * agent's own, from its holder. Returns the answer and what the write moves, for the plan to store.
    */
-  write(state: ConnState, frame: WriteFrame, now: number, lease: LeaseRecord): WriteOutcome {
+  write(state: ConnState, frame: WriteFrame, now: number, lease: LeaseRecord): WriteOutcome & { agentCheckpoint?: { value: unknown; fence: number } } {
     if (frame.type !== "checkpoint" || (frame.token !== undefined && frame.id !== undefined)) {
       return this.leases.write(runnerOf(state), frame as TokenWrite, now, lease.fence);
     }
     const fence = frame.fence!;
     const verdict = checkFencedWrite(lease, state, fence);
     if (!verdict.ok) return { reply: errorFrame(verdict.code, verdict.message, frame.req), change: null, refused: verdict.code, expired: false };
-    this.messages.saveCheckpoint(frame.value, fence, now);
-    return { reply: { type: "result", op: "checkpoint", req: frame.req, fence }, change: null, refused: null, expired: false };
+    return { reply: { type: "result", op: "checkpoint", req: frame.req, fence }, change: null, refused: null, expired: false, agentCheckpoint: { value: frame.value, fence } };
   }
 
   /**

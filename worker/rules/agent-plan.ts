@@ -96,7 +96,7 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
     claimCounter: sender.claimCounter, tokenCounter: given.tokenCounter, patches, close: alive.close, tells: told.tells,
     takeBacks: taken.takeBacks, handOuts: given.handOuts, released: sender.released, cancel: e.type === "cancel" ? taken.cancels[0]! : null,
     cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, post: work.post, control, policy: e.type === "policy" ? policy : null, copies,
-    refused, replay: e.type === "sync" ? { to: e.from, after: e.after, last: e.last, count: e.count, more: e.more, ...(e.req === undefined ? {} : { req: e.req }) } : null,
+    refused, agentCheckpoint: e.type === "write" ? e.agentCheckpoint ?? null : null, replay: e.type === "sync" ? { to: e.from, after: e.after, last: e.last, count: e.count, more: e.more, ...(e.req === undefined ? {} : { req: e.req }) } : null,
     replies: e.type === "write" && e.from !== null && e.reply !== null ? [{ to: e.from, frame: e.reply }] : [], alarm, presenceChanged,
   };
 }

@@ -99,9 +99,10 @@ export type AgentEvent =
   /**
    * A runner's write for a message (a frame, or HTTP with its run key), checked and decided at its
    * token (objects/message-leases.ts): `change` is what it moves (null: nothing), `reply` its answer,
-   * `refused` the token check's refusal, which /metrics counts.
+   * `refused` the token check's refusal, which /metrics counts; `agentCheckpoint` the agent's own
+   * checkpoint its holder wrote under the serve fence.
    */
-  | { type: "write"; from: number | null; change: MessageChange | null; reply: object | null; refused?: ErrorCode | null }
+  | { type: "write"; from: number | null; change: MessageChange | null; reply: object | null; refused?: ErrorCode | null; agentCheckpoint?: { value: unknown; fence: number } }
   /** A person's input about message `id` (`target`: it as stored, null when there is none). */
   | { type: "answer"; id: number; target: TargetMessage | null; reply: Answer; by: Canceller }
   | { type: "resume"; id: number; target: TargetMessage | null; input: string | null; outcome: UnknownOutcome | null; by: Canceller }
@@ -244,6 +245,8 @@ export interface AgentPlan {
   person: { ok: true } | PersonRefusal | null;
   /** A page of history replayed to connection `to` (copies with no token), then its result. */
   replay: { to: number; after: number; last: number; count: number; more: boolean; req?: string } | null;
+  /** The agent's own checkpoint to store, before any holder is told it (null: none). */
+  agentCheckpoint: { value: unknown; fence: number } | null;
   /** A write the token check (or the serve fence) refused, counted for /metrics (null: none). */
   refused: ErrorCode | null;
   /** The answer to a runner's write, sent before any other frame of the event (`to`: null, it came over HTTP). */
