@@ -1,6 +1,7 @@
 // Applies one plan of an agent object (../rules/agent-plan.ts) and decides nothing: writes first
-// (lease, transition, counters, every message change in the plan's order, each one's webhook event
-// from its status before and after), then attachments, then frames (replies, closes, revokes,
+// (a post's row, controls, policy, lease, transition, counters, a refusal's count, the agent's
+// checkpoint, every message change in the plan's order, each one's webhook event from its status
+// before and after), then attachments, then frames (replies, a history page, closes, revokes,
 // cancels, lease news, hand-outs, copies), then the alarm. The output gate holds every frame until
 // the writes it follows are durable.
 import type { AgentPlan } from "../rules/agent-plan.ts";

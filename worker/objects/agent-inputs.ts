@@ -1,6 +1,6 @@
-// The Worker's calls to an agent object, each decided as one input: what it stores at once (a
-// post's row, a run's step or heartbeat, a control), the plan event it makes (null: none, a read),
-// and its answer, built from the plan once it is applied. A person's input (answer, resume, retry)
+// The Worker's calls to an agent object, each decided as one input: the plan event it makes (null:
+// none, a read; a run's write over HTTP carries the change its token check decided), and its
+// answer, built from the plan once it is applied, or from what apply stored. A person's input (answer, resume, retry)
 // and a cancel are decided by the plan itself (rules/plan/person.ts, rules/message-cancel.ts); the
 // object (agent-object.ts) runs the event and hands the plan back here for the answer.
 import type { CoordinatorConfig } from "../config.ts";
