@@ -238,4 +238,23 @@ describe("planAgent: the alarm and presence", () => {
     const failed = { ...base, lease: { ...running, status: "queued" as const, runner: null, expiresAt: null } };
     expect(planAgent(snap, { type: "write", from: 0, change: failed, reply: null }).presenceChanged).toBe(true);
   });
+
+  it("a write the token check refused is counted by the plan and changes presence (its metrics); an answered one that moved nothing does not", () => {
+    const refused = planAgent(snapshot(), { type: "write", from: 0, change: null, reply: { type: "error" }, refused: "stale_token" });
+    expect([refused.refused, refused.presenceChanged, refused.replies]).toEqual(["stale_token", true, [{ to: 0, frame: { type: "error" } }]]);
+    const quiet = planAgent(snapshot(), { type: "write", from: 0, change: null, reply: { type: "result" }, refused: null });
+    expect([quiet.refused, quiet.presenceChanged]).toEqual([null, false]);
+  });
+
+  it("a sync moves the cursor and replays its page; one that moved nothing changes no presence", () => {
+    const sync = (cursor: number): AgentSnapshot => snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1, cursor })] });
+    const moved = planAgent(sync(2), { type: "sync", from: 0, after: 2, known: 2, last: 6, count: 4, more: false, req: "r" });
+    expect([moved.patches.get(0), moved.replay, moved.presenceChanged]).toEqual([{ cursor: 6 }, { to: 0, after: 2, last: 6, count: 4, more: false, req: "r" }, true]);
+    expect(planAgent(sync(9), { type: "sync", from: 0, after: 2, known: 2, last: 6, count: 4, more: false }).presenceChanged).toBe(false);
+  });
+
+  it("the holder's own checkpoint is stored by the plan and changes no presence", () => {
+    const plan = planAgent(snapshot(), { type: "write", from: 0, change: null, reply: { type: "result" }, refused: null, agentCheckpoint: { value: { n: 1 }, fence: 1 } });
+    expect([plan.agentCheckpoint, plan.presenceChanged]).toEqual([{ value: { n: 1 }, fence: 1 }, false]);
+  });
 });

@@ -52,32 +52,42 @@ describe("decideOnBusy", () => {
   });
 });
 
-function snapshot(open: MessageLease[]): AgentSnapshot {
+function snapshot(open: MessageLease[], policy = DEFAULT_POLICY): AgentSnapshot {
   return {
     now: NOW, ttlMs: 1000, scanMs: 500,
     lease: { fence: 1, holderClaim: 1, holderMachine: "m1", since: 0 },
     conns: [{ conn: { claimSeq: 1, released: false, machine: "m1", joinedAt: 0, lastSeen: NOW, toldHeld: true, toldFence: 1, readySince: 0 }, heartbeat: NOW }],
     controls: { paused: false, drained: new Set(), hysteresisMs: 10_000, reserved: null },
-    work: { policy: DEFAULT_POLICY, open, parkDeadline: null, due: new Map(), journalBudget: BUDGET },
+    work: { policy, open, parkDeadline: null, due: new Map(), journalBudget: BUDGET },
     claimCounter: 1, tokenCounter: 50, ownDeadlines: [], alarmAt: null, webhooks: NO_WEBHOOKS,
   };
 }
 const by = { account: "dev", token: "bot", via: "http" };
 
-describe("planAgent: a busy event", () => {
+const post = (text: string) => ({ text, group: null, runTimeoutMs: null, key: null, question: null, deadlineSeconds: null, traceparent: null });
+
+describe("planAgent: a post while its group is busy", () => {
   it("interrupt: the running message is cancelled with the reason, its runner told, and the new one runs next", () => {
-    const open = [running(1), msg(2)];
-    const plan = planAgent(snapshot(open), { type: "busy", newId: 2, by, interrupt: [open[0]!], supersede: [] });
+    const open = [running(1)];
+    const plan = planAgent(snapshot(open, { ...DEFAULT_POLICY, onBusy: "interrupt" }), { type: "post", post: post("two"), lastId: 1, groupOpen: open, by });
+    expect(plan.post).toMatchObject({ ok: true, insert: { id: 2, text: "two", first: true } });
     expect(plan.cancel).toBeNull();
     expect(plan.cancels).toMatchObject([{ verdict: { outcome: "cancelled", message: { id: 1, status: "cancelled" } }, reason: "interrupted by message 2", by, stop: { to: 0, id: 1, token: 11 } }]);
     expect(plan.handOuts).toMatchObject([{ lease: { id: 2, status: "running" } }]);
   });
 
   it("replace: the superseded ones are stored as such and only the new one runs", () => {
-    const open = [msg(1), msg(2), msg(3)];
-    const plan = planAgent(snapshot(open), { type: "busy", newId: 3, by, interrupt: [], supersede: [open[0]!, open[1]!] });
+    const open = [msg(1), msg(2)];
+    const plan = planAgent(snapshot(open, { ...DEFAULT_POLICY, onBusy: "replace" }), { type: "post", post: post("three"), lastId: 2, groupOpen: open, by });
     expect(plan.superseded).toEqual([{ lease: expect.objectContaining({ id: 1, status: "superseded" }), by: 3 }, { lease: expect.objectContaining({ id: 2, status: "superseded" }), by: 3 }]);
     expect(plan.handOuts.map((h) => h.lease.id)).toEqual([3]);
+  });
+
+  it("reject: nothing is stored, nothing is handed out, and presence is unchanged", () => {
+    const open = [running(1)];
+    const plan = planAgent(snapshot(open, { ...DEFAULT_POLICY, onBusy: "reject" }), { type: "post", post: post("two"), lastId: 1, groupOpen: open, by });
+    expect(plan.post).toMatchObject({ ok: false, code: "busy", holder: 1 });
+    expect([plan.changes, plan.copies, plan.presenceChanged]).toEqual([[], [], false]);
   });
 });
 

@@ -2,9 +2,12 @@
 import { describe, expect, it } from "vitest";
 import { senderChange, workChange } from "../../worker/rules/plan/event.ts";
 import type { AgentEvent } from "../../worker/rules/agent-plan.ts";
+import { DEFAULT_POLICY } from "../../worker/rules/message-lease.ts";
 import { conn, HELD, message, NOW, running } from "./plan-fixtures.ts";
 
 const BY = { account: "a", token: "t", via: "http" };
+const POST = { text: "hi", group: null, runTimeoutMs: null, key: null, question: null, deadlineSeconds: null, traceparent: null };
+const INTERRUPT = { ...DEFAULT_POLICY, onBusy: "interrupt" as const };
 
 describe("senderChange", () => {
   const cases: { name: string; conns: ReturnType<typeof conn>[]; event: AgentEvent; patch: object | undefined; claimCounter: number; released: boolean | null; machine: string | null }[] = [
@@ -18,6 +21,12 @@ describe("senderChange", () => {
       patch: undefined, claimCounter: 1, released: false, machine: "m1" },
     { name: "the holder's hello with a new label relabels the lease", conns: [conn(1)], event: { type: "hello", from: 0, machine: "laptop" },
       patch: { machine: "laptop" }, claimCounter: 1, released: null, machine: "laptop" },
+    { name: "a sync moves the cursor past the page it is shown", conns: [conn(1, { cursor: 3 })], event: { type: "sync", from: 0, after: 3, known: 3, last: 8, count: 5, more: false },
+      patch: { cursor: 8 }, claimCounter: 1, released: null, machine: "m1" },
+    { name: "a sync after a cursor it skipped to moves the cursor there, even with nothing to show", conns: [conn(1, { cursor: 0 })],
+      event: { type: "sync", from: 0, after: 5, known: 5, last: 5, count: 0, more: false }, patch: { cursor: 5 }, claimCounter: 1, released: null, machine: "m1" },
+    { name: "a sync of what the connection has seen moves nothing", conns: [conn(1, { cursor: 8 })], event: { type: "sync", from: 0, after: 2, known: 2, last: 4, count: 2, more: true },
+      patch: undefined, claimCounter: 1, released: null, machine: "m1" },
     { name: "any other event changes no sender", conns: [conn(1)], event: { type: "alarm" }, patch: undefined, claimCounter: 1, released: null, machine: "m1" },
   ];
   for (const c of cases) {
@@ -37,13 +46,13 @@ describe("workChange", () => {
       open: [running(7, "1")], statuses: [[7, "cancelled"]], stops: 1, superseded: [] },
     { name: "a cancel of a finished message changes nothing", event: { type: "cancel", target: message(7, { status: "acknowledged" }), by: BY, reason: null },
       open: [], statuses: [], stops: 0, superseded: [] },
-    { name: "a busy post interrupts the running and supersedes the queued", event: { type: "busy", newId: 9, by: BY, interrupt: [running(7, "1")], supersede: [message(8)] },
-      open: [running(7, "1"), message(8)], statuses: [[7, "cancelled"], [8, "superseded"]], stops: 1, superseded: [8] },
+    { name: "a post while its group is busy interrupts the running one (policy interrupt)", event: { type: "post", post: POST, lastId: 8, groupOpen: [running(7, "1")], by: BY },
+      open: [running(7, "1")], statuses: [[7, "cancelled"], [9, "queued"]], stops: 1, superseded: [] },
     { name: "any other event leaves the open messages as they are", event: { type: "work" }, open: [message(3)], statuses: [[3, "queued"]], stops: 0, superseded: [] },
   ];
   for (const c of cases) {
     it(c.name, () => {
-      const out = workChange(c.open, c.event);
+      const out = workChange(c.open, c.event, undefined, NOW, INTERRUPT);
       expect([...out.open.values()].map((m) => [m.id, m.status])).toEqual(c.statuses);
       expect(out.cancelling.filter((x) => x.verdict.outcome === "cancelled" && x.verdict.stop !== null).length).toBe(c.stops);
       expect(out.superseded.map((s) => s.lease.id)).toEqual(c.superseded);

@@ -6,7 +6,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { MessageStore } from "../../worker/objects/message-store.ts";
-import { messageRow } from "../../worker/objects/message-row.ts";
+import { leaseOf, messageRow } from "../../worker/objects/message-row.ts";
+import { newLease, type PostInsert } from "../../worker/rules/plan/post.ts";
 import { StepStore, stepRow } from "../../worker/objects/step-store.ts";
 import { migrate, schemaVersion } from "../../worker/objects/migrations.ts";
 import { WebhookConfigStore } from "../../worker/objects/webhook-config.ts";
@@ -15,6 +16,11 @@ import type { RowCodec } from "../../worker/objects/sql-row.ts";
 import { stubFor, uniqueAgent } from "./helpers.ts";
 
 type Info = { name: string; type: string; notnull: number };
+
+/** A post's row as its plan would give it: the next id after the last one SQLite handed out. */
+function newRow(store: MessageStore, text: string): PostInsert {
+  return { id: store.lastIssuedId() + 1, text, createdAt: 1, group: null, runTimeoutMs: null, holdUntil: null, first: false, forPerson: false, traceparent: null, key: null };
+}
 
 /** The table's columns as SQLite has them, beside the row schema's: equal when the migrations and the row agree. */
 function shapes<Row extends Record<string, SqlStorageValue>>(sql: SqlStorage, codec: RowCodec<Row>) {
@@ -78,7 +84,7 @@ describe("the message row", () => {
   it("a stored value of the wrong kind is refused, naming its table and column", async () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const store = new MessageStore(state.storage.sql);
-      const m = store.add("odd", 1);
+      const m = store.insert(newRow(store, "odd"));
       state.storage.sql.exec(`UPDATE messages SET status = 'lost' WHERE id = ?`, m.id);
       expect(() => store.get(m.id)).toThrow(`messages.status holds "lost", not one of queued, running, parked`);
       expect(() => store.patch(m.id, { attempts: "two" as never })).toThrow("messages.attempts cannot hold \"two\", only an integer");
@@ -88,9 +94,25 @@ describe("the message row", () => {
   it("patch writes only the fields it is given", async () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const store = new MessageStore(state.storage.sql);
-      const m = store.add("patched", 1, { group: "g" });
+      const m = store.insert({ ...newRow(store, "patched"), group: "g" });
       store.patch(m.id, { error: "boom", retry_at: 5 });
       expect(store.get(m.id)).toEqual({ ...m, error: "boom", retry_at: 5 });
+    });
+  });
+});
+
+describe("a post's row", () => {
+  it("reads back as the lease its plan dispatched, and its id is never one a pruned message had", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
+      const store = new MessageStore(state.storage.sql);
+      const rows: PostInsert[] = [
+        newRow(store, "plain"),
+        { ...newRow(store, "held"), id: 2, group: "g", runTimeoutMs: 5000, holdUntil: 9, first: true, traceparent: "00-x" },
+        { ...newRow(store, "ask"), id: 3, forPerson: true },
+      ];
+      for (const row of rows) expect(leaseOf(store.insert(row))).toEqual(newLease(row));
+      state.storage.sql.exec(`DELETE FROM messages WHERE id = 3`);
+      expect(store.lastIssuedId()).toBe(3);
     });
   });
 });

@@ -1,6 +1,7 @@
 // Applies one plan of an agent object (../rules/agent-plan.ts) and decides nothing: writes first
-// (lease, transition, counters, every message change in the plan's order, each one's webhook event
-// from its status before and after), then attachments, then frames (replies, closes, revokes,
+// (a post's row, controls, policy, lease, transition, counters, a refusal's count, the agent's
+// checkpoint, every message change in the plan's order, each one's webhook event from its status
+// before and after), then attachments, then frames (replies, a history page, closes, revokes,
 // cancels, lease news, hand-outs, copies), then the alarm. The output gate holds every frame until
 // the writes it follows are durable.
 import type { AgentPlan } from "../rules/agent-plan.ts";
@@ -12,7 +13,7 @@ import type { AgentStore } from "./agent-store.ts";
 import type { AgentWebhooks } from "./agent-webhooks.ts";
 import { closeQuietly, send, writeConn } from "./connections.ts";
 import type { LiveConn } from "./agent-inputs.ts";
-import type { StoredMessage } from "./message-store.ts";
+import type { Retention, StoredMessage } from "./message-store.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
 import { randomHex128 } from "./secrets.ts";
 import type { WorkDesk } from "./work-desk.ts";
@@ -27,6 +28,7 @@ export interface ApplyParts {
   ctx: DurableObjectState;
   clock: Clock;
   ttlMs: number;
+  retention: Retention;
 }
 
 export interface Applied {
@@ -39,18 +41,23 @@ export interface Applied {
 export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveConn[], now: number): Applied {
   const { messages, leases } = p.desk;
   let accountWebhook: Promise<boolean> | null = null;
+  // A post's row first: every other change may name it (its hand-out, the messages it ends).
+  let sweep = plan.post?.ok ? p.desk.storePost(plan.post.insert, p.retention, now) : false;
+  if (plan.control?.change) p.controls.store(plan.control.change);
+  if (plan.policy) leases.policies.savePolicy(plan.policy);
   if (plan.leaseChanged) p.store.saveLease(plan.lease, plan.transition);
   if (plan.transition) {
     p.metrics.transition(plan.transition, plan.holderLostAt);
     accountWebhook = p.webhooks.holderChanged(plan.transition, plan.holderLostAt, now);
     p.controls.noteHolder(plan.holderRunner, plan.transition.toClaim !== null);
   }
+  if (plan.refused !== null) p.metrics.refused(plan.refused, now);
+  if (plan.agentCheckpoint) messages.saveCheckpoint(plan.agentCheckpoint.value, plan.agentCheckpoint.fence, now);
   p.store.saveClaimCounter(plan.claimCounter);
   leases.policies.saveTokenCounter(plan.tokenCounter);
   // A posted message is shown to the other connections as it was posted, before its hand-out below.
   const posted = plan.copies.length > 0 ? messages.get(plan.copies[0]!.id) : null;
   const handedOut = new Map<number, StoredMessage>();
-  let sweep = false;
   for (const c of plan.changes) {
     const runner = c.handOut ? conns[c.handOut.to]! : null;
     const saved = leases.save(c, now, runner && { fence: plan.lease.fence, machine: runner.state.machine, runKey: randomHex128() });
@@ -64,6 +71,11 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
   const changed = new Set<number>(plan.patches.keys());
   for (const [i, patch] of plan.patches) Object.assign(conns[i]!.state, patch);
   for (const r of plan.replies) send(conns[r.to]!.ws, r.frame as ServerFrame);
+  if (plan.replay) {
+    const { to, after, last, count, more, req } = plan.replay;
+    for (const m of count > 0 ? messages.range(after, last) : []) p.desk.push(conns[to]!, m, false);
+    send(conns[to]!.ws, { type: "result", op: "sync", req, cursor: last, more });
+  }
   for (const i of plan.close) closeQuietly(conns[i]!.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
   for (const t of plan.takeBacks) {
     if (t.revoke) send(conns[t.revoke.to]!.ws, { type: "revoked", id: t.lease.id, token: t.revoke.token, reason: t.revoke.reason });

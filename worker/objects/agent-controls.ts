@@ -4,13 +4,11 @@
 import type { PreferenceConfig } from "../config.ts";
 import type { ControlsSnapshot } from "../rules/agent-plan.ts";
 import type { LeaseRecord } from "../rules/election.ts";
-import { drainSchema, LIMITS, type ErrorCode } from "../wire/protocol.ts";
+import type { ControlChange, ControlOutcome, ControlRoute } from "../rules/plan/controls.ts";
 import type { AgentControlsReport } from "../wire/server-frames.ts";
 import { KeyValueTable } from "./kv-table.ts";
 
-export type ControlRoute = "pause" | "unpause" | "drain" | "undrain";
-
-export type ControlOutcome = { ok: true; changed: boolean } | { ok: false; status: number; code: ErrorCode; message: string };
+export type { ControlOutcome, ControlRoute };
 
 interface Reservation {
   runner: string;
@@ -58,46 +56,26 @@ export class AgentControls {
     return this.drainedSince;
   }
 
-  /**
-   * Applies pause, unpause, drain or undrain. Drain without a machine drains the holder's; undrain
-   * without one undrains every machine. Refusals change nothing.
-   */
-  apply(route: ControlRoute, body: unknown, holderMachine: string | null, now: number): ControlOutcome {
-    if (route === "pause" || route === "unpause") {
-      const on = route === "pause";
-      if (on === this.paused()) return { ok: true, changed: false };
-      this.set("paused_since", on ? String(now) : null);
-      return { ok: true, changed: true };
-    }
-    const parsed = drainSchema.safeParse(body ?? {});
-    if (!parsed.success) return { ok: false, status: 400, code: "bad_request", message: 'body must be {} or {"machine": "<label>"}' };
-    const machine = parsed.data.machine;
+  /** Stores what a control changed, as its plan decided it (rules/plan/controls.ts). */
+  store(change: ControlChange): void {
+    if (change.pausedSince !== undefined) this.set("paused_since", change.pausedSince === null ? null : String(change.pausedSince));
     const drained = this.drainedSince;
-    if (route === "undrain") {
-      const changed = machine === undefined ? drained.size > 0 : drained.has(machine);
-      if (machine === undefined) {
-        this.sql.exec(`DELETE FROM drained_machines`);
-        drained.clear();
-      } else {
-        this.sql.exec(`DELETE FROM drained_machines WHERE machine = ?`, machine);
-        drained.delete(machine);
-      }
-      return { ok: true, changed };
+    if (change.undrain === null) {
+      this.sql.exec(`DELETE FROM drained_machines`);
+      drained.clear();
+    } else if (change.undrain !== undefined) {
+      this.sql.exec(`DELETE FROM drained_machines WHERE machine = ?`, change.undrain);
+      drained.delete(change.undrain);
     }
-    const target = machine ?? holderMachine;
-    if (target === null) return { ok: false, status: 409, code: "no_holder", message: "nobody holds the lease; name the machine to drain" };
-    if (drained.has(target)) return { ok: true, changed: false };
-    if (drained.size >= LIMITS.drainedMachines) {
-      return { ok: false, status: 409, code: "bad_request", message: `at most ${LIMITS.drainedMachines} machines may be drained at once` };
+    if (change.drain) {
+      const { machine, since } = change.drain;
+      this.sql.exec(`INSERT INTO drained_machines (machine, since) VALUES (?, ?)`, machine, since);
+      // Kept in machine order, as the table is read, so reports list machines the same way.
+      const ordered = [...drained, [machine, since] as const].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      drained.clear();
+      for (const [m, at] of ordered) drained.set(m, at);
     }
-    this.sql.exec(`INSERT INTO drained_machines (machine, since) VALUES (?, ?)`, target, now);
-    // Kept in machine order, as the table is read, so reports list machines the same way.
-    const ordered = [...drained, [target, now] as const].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    drained.clear();
-    for (const [m, since] of ordered) drained.set(m, since);
-    // A drained machine takes no lease, so the lease no longer waits for its runner after a restart.
-    if (this.reservation()?.machine === target) this.set("reserved", null);
-    return { ok: true, changed: true };
+    if (change.endReservation) this.set("reserved", null);
   }
 
   private reservation(): Reservation | null {
@@ -134,7 +112,10 @@ export class AgentControls {
 
   /** What an election needs to know of the controls, at `now`. */
   snapshot(now: number): ControlsSnapshot {
-    return { paused: this.paused(), drained: new Set(this.drainedSince.keys()), hysteresisMs: this.config.hysteresisMs, reserved: this.activeReservation(now) };
+    return {
+      paused: this.paused(), drained: new Set(this.drainedSince.keys()), hysteresisMs: this.config.hysteresisMs, reserved: this.activeReservation(now),
+      reservedMachine: this.reservation()?.machine ?? null,
+    };
   }
 
   report(now: number): AgentControlsReport {

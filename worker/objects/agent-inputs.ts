@@ -1,12 +1,11 @@
-// The Worker's calls to an agent object, each decided as one input: what it stores at once (a
-// post's row, a run's step or heartbeat, a control), the plan event it makes (null: none, a read),
-// and its answer, built from the plan once it is applied. A person's input (answer, resume, retry)
+// The Worker's calls to an agent object, each decided as one input: the plan event it makes (null:
+// none, a read; a run's write over HTTP carries the change its token check decided), and its
+// answer, built from the plan once it is applied, or from what apply stored. A person's input (answer, resume, retry)
 // and a cancel are decided by the plan itself (rules/plan/person.ts, rules/message-cancel.ts); the
 // object (agent-object.ts) runs the event and hands the plan back here for the answer.
 import type { CoordinatorConfig } from "../config.ts";
 import type { AgentEvent, AgentPlan, MessageChange } from "../rules/agent-plan.ts";
 import type { Answer, MessagePolicy } from "../rules/message-lease.ts";
-import { decideOnBusy } from "../rules/on-busy.ts";
 import { buildPresence, PREVIEW_CHARS } from "../rules/presence.ts";
 import { runnerOf } from "../rules/agent-plan.ts";
 import type { StepWrite, UnknownOutcome } from "../rules/step-journal.ts";
@@ -82,7 +81,7 @@ export interface Outputs {
   stageBlob: Refusal | { ok: true };
   blobKey: string | null;
   heartbeat: HeartbeatAnswer;
-  ask: ReturnType<MessageLeases["ask"]>;
+  ask: ReturnType<MessageLeases["ask"]>["answer"];
   control: ControlOutcome & { agent: string; report: ReturnType<AgentControls["report"]> };
   policy: MessagePolicy;
   setPolicy: MessagePolicy;
@@ -102,8 +101,6 @@ export interface Decided<T> {
   answer: (plan: AgentPlan | null) => T;
   /** Blobs may have become garbage: the object sweeps them. */
   sweep?: boolean;
-  /** A refusal was counted: presence (with its metrics) changed. */
-  presence?: boolean;
 }
 
 type Handlers = { [K in keyof Inputs]: (input: Inputs[K], now: number, conns: readonly LiveConn[]) => Decided<Outputs[K]> };
@@ -129,18 +126,18 @@ export class AgentInputs {
   }
 
   /**
-   * A run's write over HTTP (its run key stands for the connection): refusals of the token check
-   * counted, what it stores (a step, a heartbeat) stored by the plan, an expired run taken back by it.
+   * A run's write over HTTP (its run key stands for the connection): what it stores (a step, a
+   * heartbeat) stored by the plan, a refusal of the token check counted by it, an expired run taken back by it.
    */
-  private runWrite<T extends { ok: true } | Refusal>(answer: T, now: number, change: MessageChange | null = null): Decided<T> {
+  private runWrite<T extends { ok: true } | Refusal>(answer: T, change: MessageChange | null = null): Decided<T> {
     const refused = answer.ok ? null : refusedAtToken(answer.code);
-    if (refused !== null) this.p.metrics.refused(refused, now);
-    const event: AgentEvent | null = change !== null ? { type: "write", from: null, change, reply: null } : !answer.ok && answer.expired ? { type: "work" } : null;
-    return { event, answer: () => answer, presence: refused !== null };
+    const expired = !answer.ok && answer.expired;
+    const event: AgentEvent | null = change !== null || refused !== null ? { type: "write", from: null, change, reply: null, refused } : expired ? { type: "work" } : null;
+    return { event, answer: () => answer };
   }
 
-  private journaled<T extends { ok: true } | Refusal>(j: Journaled<T>, now: number): Decided<T> {
-    return this.runWrite(j.answer, now, j.change);
+  private journaled<T extends { ok: true } | Refusal>(j: Journaled<T>): Decided<T> {
+    return this.runWrite(j.answer, j.change);
   }
 
   private view(id: number): MessageView {
@@ -167,23 +164,23 @@ export class AgentInputs {
       return answered(m ? this.p.desk.view(m) : null);
     },
     stepOf: ({ id, name }) => answered(this.stepOf(id, name)),
-    recordStep: ({ id, token, runKey, write }, now) => this.journaled(this.p.desk.leases.recordStep(id, token, { runKey }, write, now), now),
+    recordStep: ({ id, token, runKey, write }, now) => this.journaled(this.p.desk.leases.recordStep(id, token, { runKey }, write, now)),
     // Uploads of earlier attempts were dropped to make room: their R2 objects go now.
-    reserveBlob: ({ id, token, runKey, bytes }, now) => ({ ...this.runWrite(this.p.desk.leases.reserveBlob(id, token, { runKey }, bytes, now), now), sweep: true }),
+    reserveBlob: ({ id, token, runKey, bytes }, now) => ({ ...this.journaled(this.p.desk.leases.reserveBlob(id, token, { runKey }, bytes, now)), sweep: true }),
     stageBlob: ({ id, token, runKey, blob, stored }, now) => {
       const staged = this.p.desk.leases.stageBlob(id, token, { runKey }, blob, stored, now);
-      return { ...this.runWrite(staged, now), event: null, sweep: !staged.ok };
+      return { ...this.journaled(staged), sweep: !staged.answer.ok };
     },
     blobKey: ({ id, blob }) => answered(this.p.desk.leases.blobKey(id, blob)),
-    heartbeat: ({ id, token, runKey, details }, now) => this.journaled(this.p.desk.leases.heartbeat(id, token, { runKey }, details, now), now),
-    ask: ({ id, token, runKey, question, deadlineSeconds }, now) => this.runWrite(this.p.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now), now),
-    // Pause, unpause, drain, undrain: stored, then applied by one plan (which may move the lease at its safe point).
-    control: ({ route, body }, now) => {
-      const outcome = this.p.controls.apply(route, body, this.p.store.lease().holderMachine, now);
-      return { event: outcome.ok && outcome.changed ? { type: "work" } : null, answer: () => ({ ...outcome, agent: this.agentName(), report: this.p.controls.report(now) }) };
-    },
+    heartbeat: ({ id, token, runKey, details }, now) => this.journaled(this.p.desk.leases.heartbeat(id, token, { runKey }, details, now)),
+    ask: ({ id, token, runKey, question, deadlineSeconds }, now) => this.journaled(this.p.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now)),
+    // Pause, unpause, drain, undrain: decided and stored by one plan (which may move the lease at its safe point).
+    control: ({ route, body }, now) => ({
+      event: { type: "control", route, body },
+      answer: (plan) => ({ ...plan!.control!.outcome, agent: this.agentName(), report: this.p.controls.report(now) }),
+    }),
     policy: () => answered(this.p.desk.leases.policies.policy()),
-    setPolicy: ({ update }) => answered(this.p.desk.leases.setPolicy(update), { type: "work" }),
+    setPolicy: ({ update }) => ({ event: { type: "policy", update }, answer: () => this.p.desk.leases.policies.policy() }),
     resume: ({ id, input, outcome, by }) => ({ event: { type: "resume", id, target: this.p.desk.leases.target(id), input, outcome, by }, answer: this.person(id) }),
     answer: ({ id, reply, by }) => ({ event: { type: "answer", id, target: this.p.desk.leases.target(id), reply, by }, answer: this.person(id) }),
     retry: ({ id, by }) => ({ event: { type: "retry", id, target: this.p.desk.leases.target(id), by }, answer: this.person(id) }),
@@ -210,37 +207,33 @@ export class AgentInputs {
   };
 
   /**
-   * Stores a message, and the plan hands it out and shows it to every other connection. With an
-   * idempotency key, a retry within the key's retention returns the message the first post created
-   * (200, replayed) and stores nothing. The row is inserted before the plan: its id comes from SQLite.
+   * A post is an event: its plan inserts the row (rules/plan/post.ts), hands it out and shows it to
+   * every other connection; its answer is the row as stored. With an idempotency key, a retry within
+   * the key's retention returns the message the first post created (200, replayed) and plans nothing.
    */
   private post({ text, opts }: Inputs["post"], now: number): Decided<PostResult> {
-    const { messages, leases, blobs } = this.p.desk;
+    const { messages, leases } = this.p.desk;
     const earlier = opts.key === null ? null : messages.postedWith(opts.key, now, this.p.config.retention);
     if (earlier !== null) {
       const first = messages.get(earlier);
       return answered({ status: 200, replayed: true, view: first ? this.p.desk.view(first) : { id: earlier, pruned: true } });
     }
-    // While its group is busy, the agent's on_busy policy decides (rules/on-busy.ts); queue, the default, reads nothing.
-    // A question for a person alone is never run, so it is never busy nor makes anything busy.
-    const forPerson = opts.question !== undefined;
-    const policy = leases.policies.policy();
+    // The on_busy policy reads the post's group; queue, the default, reads nothing, and a question for a person is never busy.
     const group = opts.group ?? null;
-    const busy = forPerson || policy.onBusy === "queue" ? null : decideOnBusy(policy, messages.openInGroup(group), group, now);
-    if (busy?.action === "refuse") return answered({ status: 409, code: busy.code, message: busy.message, holder: busy.holder });
-    const stored = messages.add(text, now, { group: opts.group, runTimeoutMs: opts.runTimeoutMs, holdUntil: busy?.holdUntil ?? null, first: busy?.first ?? false, forPerson, traceparent: opts.traceparent });
-    if (opts.key !== null) messages.rememberPost(opts.key, stored.id, now);
-    // Every post bounds the history, questions for a person included.
-    const pruned = messages.prune(stored.id, now, this.p.config.retention) > 0;
-    if (pruned) blobs.collectOrphans(now);
-    const answer = () => ({ status: 201 as const, replayed: false, view: this.view(stored.id) });
-    if (opts.question !== undefined) {
-      // Nobody runs it, so no connection is shown it now (a sync replays it as history): the page, the CLI and the webhooks ask the person.
-      return { event: { type: "work", change: leases.askPerson(stored.id, opts.question, opts.deadlineSeconds ?? null, now) }, answer, sweep: pruned };
-    }
-    const acts = busy !== null && (busy.interrupt.length > 0 || busy.supersede.length > 0);
-    const event: AgentEvent = acts ? { type: "busy", newId: stored.id, by: opts.by, interrupt: busy.interrupt, supersede: busy.supersede } : { type: "work", posted: stored.id };
-    return { event, answer, sweep: pruned };
+    const question = opts.question ?? null;
+    const groupOpen = question !== null || leases.policies.policy().onBusy === "queue" ? null : messages.openInGroup(group);
+    const post = {
+      text, group, runTimeoutMs: opts.runTimeoutMs ?? null, key: opts.key, question, deadlineSeconds: opts.deadlineSeconds ?? null, traceparent: opts.traceparent ?? null,
+    };
+    return {
+      event: { type: "post", post, lastId: messages.lastIssuedId(), groupOpen, by: opts.by },
+      answer: (plan) => {
+        const posted = plan?.post;
+        if (!posted) throw new Error("a post is always planned");
+        if (!posted.ok) return { status: 409, code: posted.code, message: posted.message, holder: posted.holder };
+        return { status: 201, replayed: false, view: this.view(posted.insert.id) };
+      },
+    };
   }
 
   /** One step of a message with its value, and the idempotency key an effect of that name hands out. */

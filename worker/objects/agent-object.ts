@@ -3,37 +3,32 @@
 // snapshot, asks ../rules/agent-plan.ts for the plan and applies it (agent-apply.ts), which
 // interprets the plan and decides nothing. All state lives in SQLite or in socket attachments
 // (SocketObject), so the object can be evicted and rebuilt at any moment. The HTTP API is answered
-// in the Worker (../agents.ts), which calls the one-line methods below; `fetch` is only the serve
-// socket upgrade.
+// in the Worker (../agents.ts), which calls the one-line methods of agent-calls.ts; `fetch` is only
+// the serve socket upgrade. Beside it: the snapshot it reads (agent-snapshot.ts) and its reports to
+// the directory (agent-presence.ts).
 import { AgentStore, type AgentIdentity } from "./agent-store.ts";
 import { isStale, provenAlive } from "../rules/election.ts";
-import { planAgent, type AgentEvent, type AgentPlan, type AgentSnapshot } from "../rules/agent-plan.ts";
+import { planAgent, type AgentEvent, type AgentPlan } from "../rules/agent-plan.ts";
 import { holdsLease } from "../rules/fencing.ts";
-import type { Answer, MessagePolicy } from "../rules/message-lease.ts";
 import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
-import { AgentControls, type ControlRoute } from "./agent-controls.ts";
+import { AgentControls } from "./agent-controls.ts";
 import { newConnState, send, serveAttachment, writeConn, type ConnState } from "./connections.ts";
-import { errorFrame, errorResponse, LIMITS, MACHINE_LABEL, parseClientFrame, type ClientFrame, type Question } from "../wire/protocol.ts";
+import { errorFrame, errorResponse, LIMITS, MACHINE_LABEL, parseClientFrame, type ClientFrame } from "../wire/protocol.ts";
 import type { Env } from "../env.ts";
-import type { Presence } from "../wire/server-frames.ts";
-import { DirectoryReporter, REPORT_RETRY_MS } from "./directory-reporter.ts";
+import { PresenceReports } from "./agent-presence.ts";
 import { agentOfObject, directoryObjectName } from "./names.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
 import { AgentMetricsKeeper } from "./metrics-agent.ts";
 import { WorkDesk } from "./work-desk.ts";
-import { JOURNAL_BUDGET, type Answerer, type HeartbeatAnswer } from "./message-leases.ts";
-import { accountTag, type StepWrite, type UnknownOutcome } from "../rules/step-journal.ts";
-import { webhookCounts } from "../rules/webhook-exposure.ts";
+import { accountTag } from "../rules/step-journal.ts";
 import { AgentWebhooks } from "./agent-webhooks.ts";
 import type { OutboxEvent } from "./webhook-outbox.ts";
-import type { WebhookConfigBody } from "../wire/webhooks.ts";
 import { AgentInputs, type Inputs, type LiveConn, type Outputs } from "./agent-inputs.ts";
-import { applyPlan } from "./agent-apply.ts";
+import { applyPlan, type ApplyParts } from "./agent-apply.ts";
+import { readSnapshot, type SnapshotParts } from "./agent-snapshot.ts";
+import { AgentCalls } from "./agent-calls.ts";
 
 export type { CancelAnswer, PostResult, ResumeAnswer } from "./agent-inputs.ts";
-
-/** How long after a change its presence report is built (presenceChanged). */
-const REPORT_DELAY_MS = 10;
 
 const SERVE: SocketKind<ConnState> = {
   tag: "serve",
@@ -47,7 +42,7 @@ const fromLive = (make: (from: number) => AgentEvent) => (from: number | null): 
 
 type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" | "step" | "heartbeat" }>;
 
-export class AgentCoordinator extends SocketObject<ConnState> {
+export class AgentCoordinator extends AgentCalls {
   protected readonly kind = SERVE;
   private readonly store: AgentStore;
   private readonly rate = new FrameRateLimit(LIMITS.framesPerSecond, LIMITS.frameCharsPerSecond);
@@ -56,16 +51,14 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   private readonly controls: AgentControls;
   /** Webhook configuration, outbox and delivery (agent-webhooks.ts). */
   private readonly webhooks: AgentWebhooks;
-  /** Remembers (in SQLite) what was last reported to the directory, so a rebuilt object does not repeat it. */
-  private readonly directoryReporter: DirectoryReporter;
+  /** Presence reports, retries and confirmations to the directory (agent-presence.ts). */
+  private readonly reports: PresenceReports;
+  /** What a snapshot reads and what a plan is applied to. */
+  private readonly parts: SnapshotParts & ApplyParts;
   /** The Worker's calls, each one event (agent-inputs.ts). */
   private readonly inputs: AgentInputs;
   /** The alarm this instance last set (null: none, or unknown after a restart), so a scan is not re-set on every frame. */
   private alarmAt: number | null = null;
-  /** A report to the directory failed: the alarm tries again then (in memory: after an eviction the directory's own lease tells the truth). */
-  private reportRetryAt: number | null = null;
-  /** A presence report is waiting for its delay (presenceChanged). */
-  private reportQueued = false;
   /** Who this object serves: its name, stored at first contact, since an alarm wakes it without one. */
   private readonly identity: AgentIdentity | null;
 
@@ -76,9 +69,21 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
     this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`);
     this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
-    this.directoryReporter = new DirectoryReporter(ctx.storage.sql, this.config.heartbeatTtlMs, this.clock, () => this.reportFailed());
+    this.reports = new PresenceReports(ctx.storage.sql, this.config.heartbeatTtlMs, this.clock, ctx, env.DIRECTORY, this.identity, {
+      read: () => {
+        const now = this.now();
+        const presence = this.inputs.presenceOf(this.liveConns(), now);
+        return { presence, metrics: this.metrics.changed(presence, now) };
+      },
+      forgetMetrics: () => this.metrics.forget(),
+      failed: () => this.reportFailed(),
+    });
     const directory = () => this.identity && env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(this.identity.account)));
     this.webhooks = new AgentWebhooks(ctx.storage.sql, directory, () => this.now());
+    this.parts = {
+      desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx, clock: this.clock, config: this.config,
+      ttlMs: this.config.heartbeatTtlMs, retention: this.config.retention,
+    };
     this.inputs = new AgentInputs({
       desk: this.desk, store: this.store, controls: this.controls, webhooks: this.webhooks, metrics: this.metrics, config: this.config,
       identity: this.identity, blobs: env.BLOBS,
@@ -111,48 +116,16 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     });
   }
 
-  // ---- Methods the Worker calls (../agents.ts); input is validated there. Each is one event. ----
-
-  presence(): Presence { return this.run({ type: "presence" }); }
-  post(text: string, opts: Inputs["post"]["opts"]): Outputs["post"] { return this.run({ type: "post", text, opts }); }
-  messagePage(after: number, limit: number): Outputs["messages"] { return this.run({ type: "messages", after, limit }); }
-  message(id: number): Outputs["message"] { return this.run({ type: "message", id }); }
-  stepOf(id: number, name: string): Outputs["stepOf"] { return this.run({ type: "stepOf", id, name }); }
-  recordStep(id: number, token: number, runKey: string, write: StepWrite): Outputs["recordStep"] { return this.run({ type: "recordStep", id, token, runKey, write }); }
-  reserveBlob(id: number, token: number, runKey: string, bytes: number): Outputs["reserveBlob"] { return this.run({ type: "reserveBlob", id, token, runKey, bytes }); }
-  stageBlob(id: number, token: number, runKey: string, blob: string, stored: boolean): Outputs["stageBlob"] { return this.run({ type: "stageBlob", id, token, runKey, blob, stored }); }
-  blobKey(id: number, blob: string): string | null { return this.run({ type: "blobKey", id, blob }); }
-  heartbeatRun(id: number, token: number, runKey: string, details: unknown): HeartbeatAnswer { return this.run({ type: "heartbeat", id, token, runKey, details }); }
-  control(route: ControlRoute, body: unknown): Outputs["control"] { return this.run({ type: "control", route, body }); }
-  policy(): MessagePolicy { return this.run({ type: "policy" }); }
-  setPolicy(update: Partial<MessagePolicy>): MessagePolicy { return this.run({ type: "setPolicy", update }); }
-  resume(id: number, input: string | null, outcome: UnknownOutcome | null, by: Answerer): Outputs["resume"] { return this.run({ type: "resume", id, input, outcome, by }); }
-  /** A person's answer to a parked message: approve, reject, or one of its question's choices. */
-  answer(id: number, reply: Answer, by: Answerer): Outputs["answer"] { return this.run({ type: "answer", id, reply, by }); }
-  /** A failed message queued again, with a fresh set of attempts. */
-  retry(id: number, by: Answerer): Outputs["retry"] { return this.run({ type: "retry", id, by }); }
-  /** Cancels a message wherever it is (rules/message-cancel.ts), as one event of the plan. */
-  cancel(id: number, reason: string | null, by: Answerer): Outputs["cancel"] { return this.run({ type: "cancel", id, reason, by }); }
-  /** A served command's question (`baton ask`), stored under the run's token for the park that follows. */
-  ask(id: number, token: number, runKey: string, question: Question, deadlineSeconds: number | null): Outputs["ask"] { return this.run({ type: "ask", id, token, runKey, question, deadlineSeconds }); }
-  /** The agent's own webhook (never its secret); null when it has none. */
-  webhook(): Outputs["webhook"] { return this.run({ type: "webhook" }); }
-  /** A signed `webhook.test` event for the agent's own webhook (null: it has none); the Worker sends it. */
-  webhookTest(): Outputs["webhookTest"] { return this.run({ type: "webhookTest" }); }
-  setWebhook(body: WebhookConfigBody, origin: string): Outputs["setWebhook"] { return this.run({ type: "setWebhook", body, origin }); }
-  deleteWebhook(): boolean { return this.run({ type: "deleteWebhook" }); }
-
   /**
    * One call of the Worker: counted as a wake, read at this object's clock, decided by its input
    * (agent-inputs.ts), which returns the plan event it makes; the answer is built after the plan.
    */
-  private run<K extends keyof Inputs>(input: Inputs[K] & { type: K }): Outputs[K] {
+  protected run<K extends keyof Inputs>(input: Inputs[K] & { type: K }): Outputs[K] {
     this.store.countWake();
     const now = this.now();
     const decided = this.inputs.decide(input, now, this.liveConns());
     const plan = decided.event === null ? null : this.step(now, decided.event).plan;
     if (decided.sweep) void this.sweepBlobs();
-    if (decided.presence) this.presenceChanged();
     return decided.answer(plan);
   }
 
@@ -206,9 +179,11 @@ export class AgentCoordinator extends SocketObject<ConnState> {
         return;
       }
       case "sync": {
-        const cursor = socket.state.cursor;
-        this.desk.sync(socket, frame.after, now, frame.req);
-        if (socket.state.cursor !== cursor) this.presenceChanged();
+        // History is replayed by the plan; a page over the replay budget is refused before it, as a frame over the rate.
+        const page = this.desk.historyPage(socket.ws, frame.after, now);
+        if (!page.ok) return send(socket.ws, errorFrame("rate_limited", `sync replay budget exceeded; ask again in ${page.retryAfterMs} ms`, frame.req));
+        const { known, last, count, more } = page;
+        this.step(now, fromLive((from) => ({ type: "sync", from, after: frame.after, ...(frame.req === undefined ? {} : { req: frame.req }), known, last, count, more })), socket.ws);
         return;
       }
       default:
@@ -222,12 +197,10 @@ export class AgentCoordinator extends SocketObject<ConnState> {
    */
   private write(socket: Socket<ConnState>, frame: WriteFrame, now: number): void {
     const out = this.desk.write(socket.state, frame, now, this.store.lease());
-    if (out.refused !== null) {
-      this.metrics.refused(out.refused, now);
-      this.presenceChanged();
-    }
-    if (out.change !== null || out.expired) this.step(now, (from) => ({ type: "write", from, change: out.change, reply: out.reply }), socket.ws);
-    else send(socket.ws, out.reply);
+    if (out.change !== null || out.expired || out.refused !== null || out.agentCheckpoint) {
+      const { change, reply, refused, agentCheckpoint } = out;
+      this.step(now, (from) => ({ type: "write", from, change, reply, refused, ...(agentCheckpoint ? { agentCheckpoint } : {}) }), socket.ws);
+    } else send(socket.ws, out.reply);
     // A new message checkpoint drops the blob of the one it replaced, and an acknowledgement the
     // uploads it did not commit: deleted now, not at the next alarm.
     if (frame.type === "checkpoint" || frame.type === "park" || frame.type === "ack" || frame.type === "reply") void this.sweepBlobs();
@@ -243,13 +216,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     this.store.countWake();
     const now = this.now();
     // Confirmations first: the plan below then schedules the next one.
-    if (this.reportRetryAt !== null && now >= this.reportRetryAt) {
-      this.reportRetryAt = null;
-      this.presenceChanged();
-    }
-    if (this.identity) {
-      this.directoryReporter.confirmIfDue(this.ctx, this.env.DIRECTORY, this.identity.account, this.identity.agent, now, () => this.presenceChanged());
-    }
+    this.reports.wake(now);
     this.webhooks.checkNoHolder(now);
     // Claimed before the plan, so the alarm it sets is for what stays due, not for what is being sent.
     const due = this.identity ? this.webhooks.claimDue(now) : [];
@@ -270,7 +237,7 @@ export class AgentCoordinator extends SocketObject<ConnState> {
       console.error(`webhook delivery failed: ${String(err)}`);
     }
     this.step(this.now(), { type: "alarm" });
-    this.presenceChanged();
+    this.reports.changed();
   }
 
   /** A fetch of the account's webhook that changed what is known is an event: the alarm is planned again for it. */
@@ -281,24 +248,13 @@ export class AgentCoordinator extends SocketObject<ConnState> {
   /** A report or confirmation to the directory failed: an event that plans the alarm for the retry. */
   private reportFailed(): void {
     const now = this.now();
-    this.reportRetryAt = now + REPORT_RETRY_MS;
+    this.reports.failedAt(now);
     this.step(now, { type: "alarm" });
   }
 
-  /**
-   * Deletes the R2 objects of blobs no message keeps (pruned messages, refused uploads); a delete
-   * that fails stays queued and is tried on the next sweep.
-   */
-  private async sweepBlobs(): Promise<void> {
-    const bucket = this.env.BLOBS;
-    const keys = this.desk.blobs.garbage(LIMITS_SWEEP);
-    if (!bucket || keys.length === 0) return;
-    try {
-      await bucket.delete(keys);
-      this.desk.blobs.forgetGarbage(keys);
-    } catch {
-      // R2 unavailable now: the keys stay in blob_garbage
-    }
+  /** Deletes the R2 objects of blobs no message keeps (WorkDesk.sweep), never awaited by a decision. */
+  private sweepBlobs(): Promise<void> {
+    return this.desk.sweep(this.env.BLOBS);
   }
 
   // ---- Snapshot, plan, apply ----
@@ -316,31 +272,6 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     return this.sockets().map((s) => ({ ...s, heartbeat: this.proven(s.ws, s.state) }));
   }
 
-  private snapshot(now: number, conns: LiveConn[]): AgentSnapshot {
-    const { messages, leases } = this.desk;
-    const open = messages.openLeases(now);
-    // A parked message whose passed deadline answers for a person is read as a person's input reads it.
-    const due = new Map(open.filter((m) => m.status === "parked" && m.expiresAt !== null && now >= m.expiresAt && (m.onDeadline === "approve" || m.onDeadline === "reject"))
-      .flatMap((m) => {
-        const target = leases.target(m.id);
-        return target ? [[m.id, target] as const] : [];
-      }));
-    return {
-      now,
-      ttlMs: this.config.heartbeatTtlMs,
-      scanMs: this.config.presenceScanMs,
-      lease: this.store.lease(),
-      conns: conns.map((c) => ({ conn: c.state, heartbeat: c.heartbeat })),
-      controls: this.controls.snapshot(now),
-      work: { policy: leases.policies.policy(), open, parkDeadline: messages.parkDeadline(now), due, journalBudget: JOURNAL_BUDGET },
-      webhooks: this.webhooks.snapshot(now),
-      claimCounter: this.store.claimCounter(),
-      tokenCounter: leases.policies.tokenCounter(),
-      ownDeadlines: [this.directoryReporter.nextConfirmation(), this.reportRetryAt],
-      alarmAt: this.alarmAt,
-    };
-  }
-
   /**
    * One event: a snapshot, the plan for it, and the plan applied. An event about one connection is
    * made from its index in the snapshot (`sender`); a sender that is no longer live (it is closing)
@@ -350,54 +281,17 @@ export class AgentCoordinator extends SocketObject<ConnState> {
     const conns = this.liveConns();
     const from = conns.findIndex((c) => c.ws === sender);
     const decided = typeof event !== "function" ? event : event(from < 0 ? null : from);
-    const plan = planAgent(this.snapshot(now, conns), decided);
-    const applied = applyPlan({ desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx: this.ctx, clock: this.clock, ttlMs: this.config.heartbeatTtlMs }, plan, conns, now);
+    const plan = planAgent(readSnapshot(this.parts, now, conns, { ownDeadlines: this.reports.deadlines(), alarmAt: this.alarmAt }), decided);
+    const applied = applyPlan(this.parts, plan, conns, now);
     this.awaitAccountWebhook(applied.accountWebhook);
     if (plan.alarm === "delete") this.alarmAt = null;
     else if (plan.alarm) this.alarmAt = plan.alarm.set;
     if (applied.sweep) void this.sweepBlobs();
-    if (plan.presenceChanged) this.presenceChanged();
+    if (plan.presenceChanged) this.reports.changed();
     return { conns, plan };
-  }
-
-  /**
-   * Called only where presence may have changed. The report is built REPORT_DELAY_MS later, from
-   * the state then: the frames of the event that changed it leave first (a report built at once,
-   * and the directory's commit it causes, held them back on the same thread), and the changes of
-   * that span, such as a connection's open and its claim, share one report. The reporter still
-   * sends only what really changed.
-   */
-  private presenceChanged(): void {
-    if (!this.identity || this.reportQueued) return;
-    this.reportQueued = true;
-    this.ctx.waitUntil(new Promise<void>((done) => setTimeout(() => {
-      this.reportQueued = false;
-      try {
-        this.reportPresence();
-      } catch (err) {
-        // Not sent: the alarm tries again after REPORT_RETRY_MS, as after a failed RPC.
-        console.error(`presence report failed: ${String(err)}`);
-        this.reportFailed();
-      } finally {
-        done();
-      }
-    }, REPORT_DELAY_MS)));
-  }
-
-  private reportPresence(): void {
-    if (!this.identity) return;
-    const now = this.now();
-    const presence = this.inputs.presenceOf(this.liveConns(), now);
-    const metrics = this.metrics.changed(presence, now);
-    // The directory shows every token of the account (GET /agents, dashboards): webhook counts only.
-    const listed = { ...presence, webhook: presence.webhook && webhookCounts(presence.webhook) };
-    this.directoryReporter.report(this.ctx, this.env.DIRECTORY, this.identity.account, listed, metrics, () => this.metrics.forget());
   }
 
   private agentName(): string {
     return this.identity?.agent ?? "unknown";
   }
 }
-
-/** R2 deletes per sweep (R2 takes up to 1000 keys per call). */
-const LIMITS_SWEEP = 1000;

@@ -1,72 +1,34 @@
-// Each message's own lease, wired to storage: accepts writes only under a message's current token,
-// from the connection it was handed to, before its run deadline by this object's clock, and
-// resumes parked messages. Who runs what, and what is taken back, is decided by
-// ../rules/agent-plan.ts; the rules of one message are in ../rules/message-lease.ts.
-import {
-  checkMessageWrite, extendRun, park, type MessagePolicy,
-} from "../rules/message-lease.ts";
+// Each message's own lease: decides writes only under its current token, from the connection it
+// was handed to (or its run key), before its run deadline by this object's clock, as changes the
+// plan (../rules/agent-plan.ts) stores; the rules of one message are in ../rules/message-lease.ts.
+// Beside it: the writes' answers and refusals (message-writes.ts), how a plan's change is stored
+// (message-changes.ts) and what presence shows of the work (work-report.ts).
+import { checkMessageWrite, extendRun } from "../rules/message-lease.ts";
 import type { MessageChange, TargetMessage } from "../rules/agent-plan.ts";
-import { decideWrite, keptQuestion, type RunnerWrite, type WriteDecision, type WriteTarget } from "../rules/plan/write.ts";
+import { decideWrite, keptQuestion, type RunnerWrite, type WriteTarget } from "../rules/plan/write.ts";
 import {
-  decideStepWrite, idempotencyKey, legacyIdempotencyKey, openEffectOf, pendingAsk, questionStepRefusal, runWriteRefusal, unknownOutcomeReason,
+  decideStepWrite, idempotencyKey, legacyIdempotencyKey, openEffectOf, pendingAsk, questionStepRefusal, runWriteRefusal,
   type BlobRef, type StepRecord, type StepWrite,
 } from "../rules/step-journal.ts";
-import type { ConnState } from "./connections.ts";
-import {
-  leaseOf, questionOf, type CancelRecord, type AnswerRecord, type MessageStore, type RunRow, type StoredMessage, type StoredValue,
-} from "./message-store.ts";
+import { leaseOf, questionOf, type MessageStore, type RunRow, type StoredMessage } from "./message-store.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
 import type { StepStore } from "./step-store.ts";
 import type { BlobStore } from "./blob-store.ts";
 import { randomHex128, sameSecret } from "./secrets.ts";
 import { commitRefusal, decideReserve } from "../rules/blob-ledger.ts";
-import { errorFrame, LIMITS, type ClientFrame, type ErrorCode, type JournalEntry, type Question } from "../wire/protocol.ts";
+import { errorFrame, LIMITS, type JournalEntry, type Question } from "../wire/protocol.ts";
 import type { ServerFrame, WorkReport } from "../wire/server-frames.ts";
+import { saveChange, type MessageStores } from "./message-changes.ts";
+import { workReport } from "./work-report.ts";
+import {
+  JOURNAL_BUDGET, REFUSAL_STATUS, refusedAtToken, type BlobReserve, type HeartbeatAnswer, type Journaled, type Refusal, type StepAnswer, type TokenWrite,
+  type WriteOutcome, type Writer,
+} from "./message-writes.ts";
 
-export interface DeskSocket {
-  ws: WebSocket;
-  state: ConnState;
-}
-
-/** A write made under a message's token: reply, ack, message checkpoint, fail, park, step or heartbeat. */
-export type TokenWrite = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" | "step" | "heartbeat" }> & { id: number; token: number };
-
-/** Who makes a write for a running message: a connection (by its runner id) or an HTTP caller with the run's key. */
-export type Writer = { runner: string } | { runKey: string };
-
-/** A refused write, with the HTTP status it answers with; `expired`: the run deadline had passed, so the object plans again. */
-export interface Refusal {
-  ok: false;
-  status: 400 | 403 | 404 | 409 | 413;
-  code: ErrorCode;
-  message: string;
-  expired: boolean;
-}
-
-export type StepAnswer =
-  | {
-    ok: true; id: number; token: number; name: string; status: "intent" | "done"; duplicate: boolean; value: unknown; blob: { id: string; bytes: number } | null;
-    idempotency_key?: string;
-  }
-  | Refusal;
-export type BlobReserve = { ok: true; blob: string; r2Key: string; token: number } | Refusal;
-export type HeartbeatAnswer = { ok: true; id: number; token: number; expires_at: number | null } | Refusal;
-
-const REFUSAL_STATUS: Partial<Record<ErrorCode, Refusal["status"]>> = {
-  unknown_message: 404, not_your_message: 403, stale_token: 409, message_not_running: 409, cancelled: 409, too_large: 413, bad_request: 400, effect_in_progress: 409,
-};
-
-/** How much one message's journal may hold. */
-export const JOURNAL_BUDGET = { steps: LIMITS.stepsPerMessage, bytes: LIMITS.journalBytes };
-
-/** A runner's write as checked at its token: its answer, what it moves for the plan, and a refusal of the token check (for /metrics). */
-export type WriteOutcome = WriteDecision;
-
-/** A run's journal write (step, heartbeat) decided: its answer, and the change the plan stores (null: nothing to store). */
-export interface Journaled<T> {
-  answer: T;
-  change: MessageChange | null;
-}
+export {
+  JOURNAL_BUDGET, refusedAtToken, type Answerer, type BlobReserve, type DeskSocket, type HeartbeatAnswer, type Journaled, type Refusal, type StepAnswer,
+  type TokenWrite, type WriteOutcome, type Writer,
+} from "./message-writes.ts";
 
 /** The open intents of a journal once `record` is stored: an intent keeps its place (or joins the end), an outcome closes it. */
 function openAfter<T extends Pick<StepRecord, "name" | "onUnknown">>(open: readonly T[], record: Omit<StepRecord, "at">): Pick<StepRecord, "name" | "kind" | "status" | "onUnknown">[] {
@@ -75,30 +37,16 @@ function openAfter<T extends Pick<StepRecord, "name" | "onUnknown">>(open: reado
   return rest.some((r) => r.name === record.name) ? rest : [...rest, { name: record.name, kind: "effect", status: "intent", onUnknown: record.onUnknown }];
 }
 
-/** The refusals of the token check, which /metrics counts. */
-const TOKEN_REFUSALS: ReadonlySet<ErrorCode> = new Set(["stale_token", "not_your_message", "message_not_running", "cancelled"]);
-
-/** `code` when the token check refused the write, else null. */
-export function refusedAtToken(code: ErrorCode): ErrorCode | null {
-  return TOKEN_REFUSALS.has(code) ? code : null;
-}
-
-/** Who answers a parked message: the account, the name of its token, and from where (page, cli, http). */
-export type Answerer = Pick<AnswerRecord, "account" | "token" | "via">;
-
-
-const REPORTED_RUNNING = 50;
-const REPORTED_PARKED = 20;
-const REPORTED_FAILED = 10;
-const REPORTED_CANCELLED = 10;
-
 export class MessageLeases {
   readonly policies: RunPolicyStore;
   /** Whose effects' idempotency keys this object hands out (wire/step-keys.ts); null until it knows its account. */
   private keys: { tag: string; agent: string } | null = null;
 
+  private readonly stores: MessageStores;
+
   constructor(sql: SqlStorage, private readonly messages: MessageStore, private readonly steps: StepStore, private readonly blobs: BlobStore) {
     this.policies = new RunPolicyStore(sql);
+    this.stores = { messages, steps, blobs };
   }
 
   /**
@@ -150,13 +98,6 @@ export class MessageLeases {
     const row = this.blobs.get(id, blob);
     const refusal = commitRefusal(row, token);
     return refusal === null ? { blob: { id: blob, bytes: row!.bytes } } : { refusal: `blob ${blob}: ${refusal}` };
-  }
-
-  /** A message checkpoint, inline or a blob it commits; the blob of the checkpoint it replaces goes. */
-  private saveCheckpoint(id: number, checkpoint: StoredValue, token: number, now: number): void {
-    const replaced = this.messages.saveMessageCheckpoint(id, checkpoint, token);
-    if ("blob" in checkpoint) this.blobs.setState(id, checkpoint.blob.id, "committed");
-    if (replaced !== null) this.blobs.discard(id, replaced, now);
   }
 
   /** A step or heartbeat frame: its answer and what the plan stores; `expired`: its run deadline had passed. */
@@ -259,32 +200,37 @@ export class MessageLeases {
    * Reserves room for one upload of the running attempt (token and writer checked now): the R2 key
    * it may be stored under, or a refusal. Nothing is stored in R2 before this says yes.
    */
-  reserveBlob(id: number, token: number, writer: Writer, bytes: number, now: number): BlobReserve {
+  reserveBlob(id: number, token: number, writer: Writer, bytes: number, now: number): Journaled<BlobReserve> {
     const run = this.checkRun(id, token, writer, now);
-    if (!run.ok) return run;
-    this.blobs.discardUncommitted(id, token, now);
-    const room = decideReserve(this.blobs.of(id), bytes, { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes });
-    if (!room.ok) return { ok: false, status: 413, code: room.code, message: room.message, expired: false };
+    if (!run.ok) return { answer: run, change: null };
+    // Uploads of earlier attempts that nothing committed go first, whatever the verdict: only their own token could commit them.
+    const kept = this.blobs.of(id).filter((b) => b.token >= token || b.state === "committed");
+    const upload: NonNullable<MessageChange["upload"]> = { dropBefore: token };
+    const change: MessageChange = { id, before: run.stored.status, lease: null, upload };
+    const room = decideReserve(kept, bytes, { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes });
+    if (!room.ok) return { answer: { ok: false, status: 413, code: room.code, message: room.message, expired: false }, change };
     const blob = `b-${randomHex128()}`;
-    this.blobs.add(id, { blob, token, bytes, state: "uploading" }, now);
-    return { ok: true, blob, r2Key: this.blobs.keyOf(id, blob), token };
+    upload.reserve = { blob, token, bytes };
+    return { answer: { ok: true, blob, r2Key: this.blobs.keyOf(id, blob), token }, change };
   }
 
   /** The upload is stored: staged under its token, or discarded (and refused) when the run ended meanwhile. */
-  stageBlob(id: number, token: number, writer: Writer, blob: string, stored: boolean, now: number): Refusal | { ok: true } {
+  stageBlob(id: number, token: number, writer: Writer, blob: string, stored: boolean, now: number): Journaled<Refusal | { ok: true }> {
     const row = this.blobs.get(id, blob);
+    // Its message was pruned while it streamed: nothing of a message changes, the R2 object goes to the garbage.
     if (!row && stored) this.blobs.forgetStored(id, blob, now);
-    if (!row || row.token !== token || row.state !== "uploading") return { ok: false, status: 400, code: "bad_request", message: `blob ${blob} is not being uploaded`, expired: false };
+    const notUploading: Refusal = { ok: false, status: 400, code: "bad_request", message: `blob ${blob} is not being uploaded`, expired: false };
+    const message = this.messages.runOf(id);
+    if (!row || row.token !== token || row.state !== "uploading" || message === null) return { answer: notUploading, change: null };
     const run = stored ? this.checkRun(id, token, writer, now) : null;
-    if (run === null || !run.ok) {
-      this.blobs.discard(id, blob, now);
-      return run ?? { ok: false, status: 400, code: "bad_request", message: "the upload failed", expired: false };
-    }
-    this.blobs.setState(id, blob, "staged");
-    return { ok: true };
+    const ok = run !== null && run.ok;
+    return {
+      answer: ok ? { ok: true } : run ?? { ok: false, status: 400, code: "bad_request", message: "the upload failed", expired: false },
+      change: { id, before: message.status, lease: null, upload: ok ? { stage: blob } : { discard: blob } },
+    };
   }
 
-  /** The R2 key of a blob a journal record refers to (staged or committed), for reading it. */
+  /** The R2 key of a blob a journal record refers to (staged or committed). */
   blobKey(id: number, blob: string): string | null {
     const row = this.blobs.get(id, blob);
     return row && row.state !== "uploading" ? this.blobs.keyOf(id, blob) : null;
@@ -327,99 +273,28 @@ export class MessageLeases {
   }
 
   /**
-   * Stores one message change of a plan, in the order MessageChange names: its journal, its answer
-   * record, why it failed, who cancelled or replaced it, its question and resume input, then its
-   * lease (a hand-out with `handOut`: the serve fence, the runner's machine and a fresh run key).
-   * Returns the row as stored when its lease was written, for the webhook event its status change makes.
+   * Stores one message change of a plan (message-changes.ts). Returns the row as stored when its
+   * lease was written, for the webhook event its status change makes.
    */
   save(c: MessageChange, now: number, handOut: { fence: number; machine: string; runKey: string } | null): StoredMessage | null {
-    const { messages } = this;
-    if (c.forgetStep !== undefined) this.steps.forget(c.id, c.forgetStep);
-    if (c.journal) this.steps.save(c.id, c.journal.record, now, c.journal.existing);
-    if (c.keepKey) this.steps.keepEffectKey(c.id, c.keepKey.name, c.keepKey.key);
-    if (c.heartbeat) messages.saveHeartbeat(c.id, c.heartbeat.expiresAt, c.heartbeat.progress, now);
-    if (c.pendingAsk !== undefined) messages.setPendingAsk(c.id, c.pendingAsk);
-    if (c.answer) {
-      const { by, ...answered } = c.answer;
-      messages.recordAnswer(c.id, { at: now, ...answered, account: by.account, token: by.token, via: by.via });
-    }
-    if (c.personReply !== undefined) messages.answeredForPerson(c.id, c.personReply, now);
-    if (c.failure !== undefined) messages.recordFailure(c.id, c.failure);
-    if (c.cancel) {
-      const record: CancelRecord = { at: now, ...c.cancel.by, reason: c.cancel.reason };
-      messages.saveCancel(c.id, record);
-      messages.recordAnswer(c.id, { at: now, choice: "cancel", text: record.reason, question: null, account: record.account, token: record.token, via: record.via });
-    }
-    if (c.supersededBy !== undefined) messages.saveSupersededBy(c.id, c.supersededBy);
-    if (c.checkpoint) this.saveCheckpoint(c.id, c.checkpoint.kept, c.checkpoint.token, now);
-    if (c.question !== undefined) messages.ask(c.id, c.question);
-    if (c.closeQuestion) messages.ask(c.id, null);
-    if (c.resume) {
-      messages.setResumeInput(c.id, c.resume.input);
-      messages.setResumeChoice(c.id, c.resume.choice);
-    }
-    let saved: StoredMessage | null = null;
-    if (c.ack && c.lease) messages.acknowledge({ id: c.id, fence: c.ack.fence, key: c.ack.key }, c.ack.reply, now, c.ack.token, c.ack.runner, c.lease);
-    else if (c.lease) saved = messages.saveLease(c.lease, handOut);
-    if (c.commitBlob !== undefined) this.blobs.setState(c.id, c.commitBlob, "committed");
-    if (c.dropUncommitted) this.blobs.discardUnkept(c.id, now);
-    return saved;
+    return saveChange(this.stores, c, now, handOut);
   }
 
-  /** A question for a person alone (an MCP host's ask): its question stored, and the park (from the start, never handed to a runner) for the plan. */
-  askPerson(id: number, question: Question, deadlineSeconds: number | null, now: number): MessageChange {
-    const stored = this.messages.get(id)!;
-    this.messages.ask(id, keptQuestion({ ...question, step: undefined }, stored.token, now));
-    return { id, before: stored.status, lease: park(leaseOf(stored), now, deadlineSeconds === null ? null : deadlineSeconds * 1000, question.on_deadline ?? null) };
-  }
-
-  /** The running attempt stores what it asks (`baton ask`); its park then carries it. */
-  ask(id: number, token: number, writer: Writer, question: Question, deadlineSeconds: number | null, now: number): Refusal | { ok: true; id: number; token: number } {
+  /** The running attempt's question (`baton ask`), a change its park then carries. */
+  ask(id: number, token: number, writer: Writer, question: Question, deadlineSeconds: number | null, now: number): Journaled<Refusal | { ok: true; id: number; token: number }> {
     const run = this.checkRun(id, token, writer, now);
-    if (!run.ok) return run;
+    if (!run.ok) return { answer: run, change: null };
     const refused = this.questionRefusal(id, token, question.step ?? null);
-    if (refused !== null) return { ok: false, status: REFUSAL_STATUS[refused.code] ?? 400, ...refused, expired: false };
+    if (refused !== null) return { answer: { ok: false, status: REFUSAL_STATUS[refused.code] ?? 400, ...refused, expired: false }, change: null };
     // A run that goes on asking after its first question (no `|| exit`) still parks on the first one.
     const open = questionOf(this.messages.get(id)!, token);
-    if (open === null || open.step === (question.step ?? null)) this.messages.ask(id, { ...keptQuestion(question, token, now), deadline_seconds: deadlineSeconds });
-    return { ok: true, id, token };
-  }
-
-  setPolicy(update: Partial<MessagePolicy>): MessagePolicy {
-    const policy = { ...this.policies.policy(), ...update };
-    this.policies.savePolicy(policy);
-    return policy;
+    const asks = open === null || open.step === (question.step ?? null);
+    const change = { id, before: run.stored.status, lease: null, question: { ...keptQuestion(question, token, now), deadline_seconds: deadlineSeconds } };
+    return { answer: { ok: true, id, token }, change: asks ? change : null };
   }
 
   /** `machines`: the machine of each connected runner (by runnerOf). */
   report(machines: ReadonlyMap<string, string>): WorkReport {
-    const policy = this.policies.policy();
-    return {
-      mode: policy.mode,
-      max_running: policy.maxRunning,
-      run_timeout_seconds: policy.runTimeoutMs / 1000,
-      max_attempts: policy.maxAttempts,
-      counts: this.messages.countByStatus(),
-      running: this.messages.inStatus("running", REPORTED_RUNNING).map((m) => ({
-        id: m.id, attempt: m.attempts, token: m.token, claim_seq: m.runner === null ? null : Number(m.runner),
-        machine: machines.get(m.runner ?? "") ?? null, expires_at: m.expires_at, group: m.msg_group,
-        heartbeat_at: m.heartbeat_at,
-      })),
-      parked: this.messages.inStatus("parked", REPORTED_PARKED).map((m) => {
-        const asked = questionOf(m);
-        return {
-          id: m.id, attempt: m.attempts, deadline: m.expires_at, group: m.msg_group, waiting_on: m.pending_ask,
-          reason: m.pending_ask === null ? null : unknownOutcomeReason(m.pending_ask),
-          ...(asked === null ? {} : { question: asked.text, choices: asked.choices }),
-          ...(m.on_deadline === null ? {} : { on_deadline: m.on_deadline }),
-        };
-      }),
-      failed: this.messages.inStatus("failed", REPORTED_FAILED).map((m) => ({ id: m.id, attempts: m.attempts, error: m.error })),
-      cancelled: this.messages.inStatus("cancelled", REPORTED_CANCELLED).flatMap((m) => {
-        if (m.cancel === null) return [];
-        const c = JSON.parse(m.cancel) as CancelRecord;
-        return [{ id: m.id, at: c.at, account: c.account, token: c.token, via: c.via, reason: c.reason }];
-      }),
-    };
+    return workReport(this.messages, this.policies.policy(), machines);
   }
 }

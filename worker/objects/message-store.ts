@@ -5,6 +5,7 @@ import { watchWrites } from "./kv-table.ts";
 import type { MessageLease, MessageStatus } from "../rules/message-lease.ts";
 import type { BlobRef } from "../rules/step-journal.ts";
 import { migrate } from "./migrations.ts";
+import { DISPATCH_WINDOW, type PostInsert } from "../rules/plan/post.ts";
 import { MESSAGE_MIGRATIONS } from "./message-migrations.ts";
 import { leaseOf, LEASE_FIELDS, messageRow, RUN_FIELDS, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
 
@@ -14,8 +15,6 @@ export { leaseOf, questionOf, type AnswerRecord, type CancelRecord, type RunRow,
 /** A value kept inline (JSON-able), or in a committed blob. */
 export type StoredValue = { value: unknown } | { blob: BlobRef };
 
-/** How many queued messages one dispatch looks at (oldest first): a bound on its work, not on the queue. */
-export const DISPATCH_WINDOW = 500;
 
 export interface Checkpoint {
   value: unknown;
@@ -103,15 +102,17 @@ export class MessageStore {
     this.patch(id, { resume_choice: choice });
   }
 
-  /**
-   * `holdUntil`: not handed out before then (an on_busy replace debounce), as a retry's backoff;
-   * `first`: runs before older queued messages of its group (on_busy interrupt); `forPerson`: a
-   * question for a person alone, never run; `traceparent`: the sender's trace, which runs continue.
-   */
-  add(text: string, now: number, opts: { group?: string | null; runTimeoutMs?: number | null; holdUntil?: number | null; first?: boolean; forPerson?: boolean; traceparent?: string | null } = {}): StoredMessage {
+  /** Inserts a post's row under the id its plan gave it (the next after lastIssuedId), as rules/plan/post.ts left it. */
+  insert(row: PostInsert): StoredMessage {
     return messageRow.decode(this.sql.exec(
-      `INSERT INTO messages (text, created_at, msg_group, run_timeout_ms, retry_at, run_first, for_person, traceparent) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-      text, now, opts.group ?? null, opts.runTimeoutMs ?? null, opts.holdUntil ?? null, opts.first ? 1 : null, opts.forPerson ? 1 : 0, opts.traceparent ?? null).one());
+      `INSERT INTO messages (id, text, created_at, msg_group, run_timeout_ms, retry_at, run_first, for_person, traceparent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+      row.id, row.text, row.createdAt, row.group, row.runTimeoutMs, row.holdUntil, row.first ? 1 : null, row.forPerson ? 1 : 0, row.traceparent).one());
+  }
+
+  /** The last id AUTOINCREMENT handed out (pruned or not): a post's plan takes the next one. */
+  lastIssuedId(): number {
+    const seq = this.sql.exec<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'messages'`).toArray()[0]?.seq ?? 0;
+    return Math.max(seq, this.lastId());
   }
 
   /** A question for a person answered (by a person or its deadline): the answer is its reply. */

@@ -4,8 +4,9 @@
 // serve fence). Who runs what is decided by ../rules/agent-plan.ts; the agent object applies it.
 import type { LeaseRecord } from "../rules/election.ts";
 import { checkFencedWrite } from "../rules/fencing.ts";
-import { send, writeConn, type ConnState } from "./connections.ts";
-import { MessageStore, type StoredMessage } from "./message-store.ts";
+import { send, type ConnState } from "./connections.ts";
+import { MessageStore, type Retention, type StoredMessage } from "./message-store.ts";
+import type { PostInsert } from "../rules/plan/post.ts";
 import { messageFrame, messageView } from "./message-row.ts";
 import { StepStore } from "./step-store.ts";
 import { BlobStore } from "./blob-store.ts";
@@ -18,6 +19,9 @@ import { BucketPerSocket, ByteBucket } from "../rules/frame-rate-limit.ts";
 export type { DeskSocket };
 
 type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" | "step" | "heartbeat" }>;
+
+/** R2 deletes per sweep (R2 takes up to 1000 keys per call). */
+const SWEEP_KEYS = 1000;
 
 /** What a message frame costs beyond its text, for the replay budget. */
 const FRAME_OVERHEAD_BYTES = 128;
@@ -39,44 +43,64 @@ export class WorkDesk {
   }
 
   /**
-   * Replays one page of history after a cursor; never asks the client to run anything. The result
-   * says `more: true` when the client should ask again from `cursor`. Pages are charged against a
-   * per-connection and a per-agent byte budget; a page over either is refused with `rate_limited`
-   * before any text is loaded, and the client asks again later.
+   * The page of history after a cursor a sync asks for, its cost taken from a per-connection and a
+   * per-agent byte budget (in memory, as the frame rate limit): a page over either is refused
+   * before any text is loaded, and the client asks again later. The plan replays it (never asking
+   * the client to run anything); `more: true` tells the client to ask again from the page's last id.
    */
-  sync(socket: DeskSocket, after: number, now: number, req?: string): void {
-    const plan = this.messages.planPage(after, LIMITS.syncPageMessages, LIMITS.syncPageBytes);
-    const cost = plan.bytes + plan.count * FRAME_OVERHEAD_BYTES;
-    const mine = this.replayPerSocket.of(socket.ws).take(cost, now);
+  historyPage(ws: WebSocket, after: number, now: number): { ok: true; known: number; last: number; count: number; more: boolean } | { ok: false; retryAfterMs: number } {
+    const page = this.messages.planPage(after, LIMITS.syncPageMessages, LIMITS.syncPageBytes);
+    const cost = page.bytes + page.count * FRAME_OVERHEAD_BYTES;
+    const mine = this.replayPerSocket.of(ws).take(cost, now);
     const shared = mine.ok ? this.replayPerAgent.take(cost, now) : mine;
     if (!shared.ok) {
-      if (mine.ok) this.replayPerSocket.of(socket.ws).refund(cost);
-      return send(socket.ws, errorFrame("rate_limited", `sync replay budget exceeded; ask again in ${shared.retryAfterMs} ms`, req));
+      if (mine.ok) this.replayPerSocket.of(ws).refund(cost);
+      return { ok: false, retryAfterMs: shared.retryAfterMs };
     }
-    const known = Math.min(after, this.messages.lastId());
-    if (known > socket.state.cursor) {
-      socket.state.cursor = known;
-      writeConn(socket.ws, socket.state);
-    }
-    for (const m of plan.count ? this.messages.range(after, plan.last) : []) this.push(socket, m, false);
-    writeConn(socket.ws, socket.state);
-    send(socket.ws, { type: "result", op: "sync", req, cursor: plan.last, more: plan.more });
+    return { ok: true, known: Math.min(after, this.messages.lastId()), last: page.last, count: page.count, more: page.more };
   }
 
   /**
    * An ack, reply, checkpoint, fail, park, step or heartbeat. A write for a message goes to the
    * message's own lease (MessageLeases.write); a checkpoint with only the serve fence is the
-   * agent's own, from its holder. Returns the answer and what the write moves, for the plan.
+   * agent's own, from its holder. Returns the answer and what the write moves, for the plan to store.
    */
-  write(state: ConnState, frame: WriteFrame, now: number, lease: LeaseRecord): WriteOutcome {
+  write(state: ConnState, frame: WriteFrame, now: number, lease: LeaseRecord): WriteOutcome & { agentCheckpoint?: { value: unknown; fence: number } } {
     if (frame.type !== "checkpoint" || (frame.token !== undefined && frame.id !== undefined)) {
       return this.leases.write(runnerOf(state), frame as TokenWrite, now, lease.fence);
     }
     const fence = frame.fence!;
     const verdict = checkFencedWrite(lease, state, fence);
     if (!verdict.ok) return { reply: errorFrame(verdict.code, verdict.message, frame.req), change: null, refused: verdict.code, expired: false };
-    this.messages.saveCheckpoint(frame.value, fence, now);
-    return { reply: { type: "result", op: "checkpoint", req: frame.req, fence }, change: null, refused: null, expired: false };
+    return { reply: { type: "result", op: "checkpoint", req: frame.req, fence }, change: null, refused: null, expired: false, agentCheckpoint: { value: frame.value, fence } };
+  }
+
+  /**
+   * Stores a post as its plan decided it: the row under its id, its idempotency key, and the
+   * history bounded (every post prunes, questions for a person included). True when messages went,
+   * so their blobs became garbage.
+   */
+  storePost(row: PostInsert, retention: Retention, now: number): boolean {
+    this.messages.insert(row);
+    if (row.key !== null) this.messages.rememberPost(row.key, row.id, now);
+    const pruned = this.messages.prune(row.id, now, retention) > 0;
+    if (pruned) this.blobs.collectOrphans(now);
+    return pruned;
+  }
+
+  /**
+   * Deletes the R2 objects of blobs no message keeps (pruned messages, refused uploads); a delete
+   * that fails stays queued and is tried on the next sweep.
+   */
+  async sweep(bucket: R2Bucket | undefined): Promise<void> {
+    const keys = this.blobs.garbage(SWEEP_KEYS);
+    if (!bucket || keys.length === 0) return;
+    try {
+      await bucket.delete(keys);
+      this.blobs.forgetGarbage(keys);
+    } catch {
+      // R2 unavailable now: the keys stay in blob_garbage
+    }
   }
 
   /** Sends a message frame (a run copy only to its runner) and moves the connection's cursor past it; the caller writes the attachment. */

@@ -16,6 +16,7 @@ import { takeBackDue } from "./plan/take-back.ts";
 import { dispatch, eligibleRunners } from "./plan/dispatch.ts";
 import { nextAlarm } from "./plan/deadlines.ts";
 import { webhookWake } from "./plan/webhook-wake.ts";
+import { decideControl, withControl, withPolicy } from "./plan/controls.ts";
 import { isOpen } from "./message-lease.ts";
 import { mergePatches, runnerOf, type AgentEvent, type AgentPlan, type AgentSnapshot, type ConnPatches, type MessageChange, type ServeConn } from "./plan/types.ts";
 
@@ -32,19 +33,23 @@ function withBlobs(c: MessageChange): MessageChange {
 
 export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
   const { now, ttlMs } = s;
+  // A control or a policy update is stored by this plan and holds for it already.
+  const control = e.type === "control" ? decideControl(e.route, e.body, s.controls, s.lease.holderMachine, now) : null;
+  const controls = withControl(s.controls, control?.change ?? null);
+  const policy = e.type === "policy" ? withPolicy(s.work.policy, e.update) : s.work.policy;
   const patches: ConnPatches = new Map();
   const conns = (): ServeConn[] => s.conns.map((c, i) => ({ ...c.conn, ...patches.get(i) }));
   const heartbeats = s.conns.map((c) => c.heartbeat);
 
   const sender = senderChange(conns(), s.lease, s.claimCounter, e, now);
   mergePatches(patches, sender.patches);
-  const work = workChange(s.work.open, e, s.work.journalBudget, now);
+  const work = workChange(s.work.open, e, s.work.journalBudget, now, policy);
 
   const alive = liveness(conns(), heartbeats, s.lease, now, ttlMs);
   mergePatches(patches, alive.patches);
 
-  const candidates = candidatesOf(conns(), heartbeats, alive.live, s.controls.drained);
-  const elected = elect(candidates, sender.lease, work.open.values(), s.controls, e, alive.holderLostAt !== null, now);
+  const candidates = candidatesOf(conns(), heartbeats, alive.live, controls.drained);
+  const elected = elect(candidates, sender.lease, work.open.values(), controls, e, alive.holderLostAt !== null, now);
   const lease = elected.lease;
   const leaseChanged = sender.leaseChanged || elected.transition !== null;
 
@@ -53,16 +58,17 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
 
   const view = conns();
   const connected = new Map(alive.live.filter((i) => view[i]!.claimSeq !== null).map((i) => [runnerOf(view[i]!), i]));
-  const eligible = eligibleRunners(view, alive.live, lease, s.work.policy);
-  const taken = takeBackDue(work.open, connected, eligible, work.cancelling, s.work.policy, now, { due: s.work.due, budget: s.work.journalBudget });
-  const given = dispatch(taken.open, view, eligible, candidates, lease, s.controls, s.work.policy, taken.avoid, s.tokenCounter, now);
+  const eligible = eligibleRunners(view, alive.live, lease, policy);
+  const taken = takeBackDue(work.open, connected, eligible, work.cancelling, policy, now, { due: s.work.due, budget: s.work.journalBudget });
+  const given = dispatch(taken.open, view, eligible, candidates, lease, controls, policy, taken.avoid, s.tokenCounter, now);
 
   const changes = [
     ...work.changes, ...taken.changes, ...work.ends,
     ...given.handOuts.map((h): MessageChange => ({ id: h.lease.id, before: taken.open.get(h.lease.id)!.status, lease: h.lease, handOut: { to: h.to } })),
   ].map(withBlobs);
   const holderLostAt = alive.holderLostAt ?? now;
-  const posted = e.type === "busy" ? e.newId : e.type === "work" ? e.posted : undefined;
+  // A posted message is shown to every connection that does not run it; a question for a person to none (a sync replays it as history).
+  const posted = work.post?.ok && !work.post.insert.forPerson ? work.post.insert.id : undefined;
   const runner = given.handOuts.find((h) => h.lease.id === posted)?.to;
   const copies = posted === undefined ? [] : s.conns.flatMap((_, to) => (to === runner ? [] : [{ to, id: posted }]));
 
@@ -71,20 +77,28 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
     now, ttlMs, scanMs: s.scanMs, liveHeartbeats: alive.live.map((i) => heartbeats[i]!), holderHeartbeat: holder === undefined ? undefined : heartbeats[holder],
     open: given.open.values(), parkDeadline: s.work.parkDeadline, candidates,
     ownDeadlines: [...s.ownDeadlines, webhookWake(s.webhooks, changes, elected.transition, holderLostAt, now)],
-    preference: preferenceContext(s.controls, lease.holderClaim, false, now), alarmAt: s.alarmAt,
+    preference: preferenceContext(controls, lease.holderClaim, false, now), alarmAt: s.alarmAt,
   });
 
   // A scan that found everyone alive and moved nothing changed nothing anybody watches.
   // A write that moved no message (a checkpoint, a refusal) is answered and changes nothing either.
   const moved = changes.some((c) => c.lease !== null);
-  const quiet = e.type === "alarm" || e.type === "stale_frame" || (e.type === "write" && !moved);
+  // A post its on_busy policy refused stored nothing.
+  // A refused write changes the refusal counts /metrics shows with presence.
+  const refused = e.type === "write" ? e.refused ?? null : null;
+  const quiet = e.type === "alarm" || e.type === "stale_frame" || (e.type === "write" && refused === null && !moved) || (e.type === "post" && !work.post?.ok)
+    || (control !== null && control.change === null)
+    // A history page changes what presence shows only when the connection's cursor moved.
+    || (e.type === "sync" && sender.patches.get(e.from)?.cursor === undefined);
+  // A heartbeat, a step or a message checkpoint moves no message: presence stays as it was.
   const presenceChanged = !quiet || leaseChanged || alive.close.length > 0 || moved;
 
   return {
     lease, leaseChanged, transition: elected.transition, holderLostAt, holderRunner: elected.holderRunner,
     claimCounter: sender.claimCounter, tokenCounter: given.tokenCounter, patches, close: alive.close, tells: told.tells,
     takeBacks: taken.takeBacks, handOuts: given.handOuts, released: sender.released, cancel: e.type === "cancel" ? taken.cancels[0]! : null,
-    cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, copies,
+    cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, post: work.post, control, policy: e.type === "policy" ? policy : null, copies,
+    refused, agentCheckpoint: e.type === "write" ? e.agentCheckpoint ?? null : null, replay: e.type === "sync" ? { to: e.from, after: e.after, last: e.last, count: e.count, more: e.more, ...(e.req === undefined ? {} : { req: e.req }) } : null,
     replies: e.type === "write" && e.from !== null && e.reply !== null ? [{ to: e.from, frame: e.reply }] : [], alarm, presenceChanged,
   };
 }

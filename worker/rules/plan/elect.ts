@@ -13,8 +13,8 @@ export interface Ranked extends RankedCandidate {
 }
 
 const EVENT_REASON: Record<AgentEvent["type"], TransitionReason> = {
-  start: "closed", closed: "closed", alarm: "stale", stale_frame: "stale", work: "claimed", claim: "claimed", release: "released", hello: "claimed",
-  cancel: "claimed", busy: "claimed", answer: "claimed", resume: "claimed", retry: "claimed", write: "claimed",
+  start: "closed", closed: "closed", alarm: "stale", stale_frame: "stale", work: "claimed", claim: "claimed", release: "released", hello: "claimed", sync: "claimed",
+  cancel: "claimed", post: "claimed", control: "claimed", policy: "claimed", answer: "claimed", resume: "claimed", retry: "claimed", write: "claimed",
 };
 
 /** The live connections that claim (and have not released), as election candidates. */

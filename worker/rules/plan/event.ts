@@ -6,6 +6,8 @@ import type { LeaseRecord } from "../election.ts";
 import { cancel, type CancelVerdict } from "../message-cancel.ts";
 import type { MessageLease } from "../message-lease.ts";
 import { supersede } from "../on-busy.ts";
+import type { MessagePolicy } from "../message-lease.ts";
+import { inWindow, planPost, type PostPlan } from "./post.ts";
 import { personAnswer, personResume, personRetry, type PersonRefusal } from "./person.ts";
 import type { AgentEvent, AgentPlan, Canceller, ConnPatches, MessageChange, ServeConn } from "./types.ts";
 
@@ -40,6 +42,11 @@ export function senderChange(conns: readonly ServeConn[], lease: LeaseRecord, cl
   } else if (e.type === "release") {
     out.released = holdsLease(conns[e.from]!, lease);
     if (out.released) patch(e.from, { released: true });
+  } else if (e.type === "sync") {
+    // The cursor moves past what the connection says it knows and past the page it is shown.
+    const before = conns[e.from]!.cursor ?? 0;
+    const cursor = Math.max(before, e.known, e.count > 0 ? e.last : 0);
+    if (cursor !== before) patch(e.from, { cursor });
   } else if (e.type === "hello") {
     const c = conns[e.from]!;
     if (e.slots !== undefined && e.slots !== c.slots) patch(e.from, { slots: e.slots });
@@ -74,6 +81,8 @@ export interface WorkChange {
   ends: MessageChange[];
   /** The answer to a person's input; null for any other event. */
   person: { ok: true } | PersonRefusal | null;
+  /** A post's row and what it does to its group (null for any other event). */
+  post: PostPlan | null;
 }
 
 /** A person's input, decided (./person.ts). */
@@ -86,35 +95,42 @@ function personVerdict(e: AgentEvent, budget: { steps: number; bytes: number }, 
 
 /**
  * The event's own change to the messages, before anything else looks at them: a runner's write
- * (decided at its token check) or a person's input moves one message; a cancel or a busy post ends
- * its messages (rules/message-cancel.ts, rules/on-busy.ts), so their slots and groups are free for
- * this very dispatch.
+ * (decided at its token check) or a person's input moves one message; a post adds one (./post.ts);
+ * a cancel or a busy post ends its messages (rules/message-cancel.ts, rules/on-busy.ts), so their
+ * slots and groups are free for this very dispatch. `policy` is read only by a post.
  */
-export function workChange(open: readonly MessageLease[], e: AgentEvent, budget: { steps: number; bytes: number } = { steps: 0, bytes: 0 }, now = 0): WorkChange {
-  const out: WorkChange = { open: new Map(open.map((m) => [m.id, m])), cancelling: [], superseded: [], changes: [], ends: [], person: null };
-  if ((e.type === "write" || e.type === "work") && e.change) out.changes.push(e.change);
+export function workChange(
+  open: readonly MessageLease[], e: AgentEvent, budget: { steps: number; bytes: number } = { steps: 0, bytes: 0 }, now = 0, policy?: MessagePolicy,
+): WorkChange {
+  const out: WorkChange = { open: new Map(open.map((m) => [m.id, m])), cancelling: [], superseded: [], changes: [], ends: [], person: null, post: null };
+  if (e.type === "write" && e.change) out.changes.push(e.change);
   const verdict = personVerdict(e, budget, now);
   if (verdict !== null) {
     out.person = verdict.ok ? { ok: true } : verdict;
     if (verdict.ok) out.changes.push(verdict.change);
   }
+  const posted = e.type === "post" && policy ? planPost(e.post, e.lastId, e.groupOpen, policy, now) : null;
+  out.post = posted;
+  if (posted?.ok) {
+    if (posted.change) out.changes.push(posted.change);
+    else if (inWindow(out.open.values(), posted.lease)) out.open.set(posted.lease.id, posted.lease);
+  }
   // A moved message is dispatched (queued), watched (running, parked) or gone from the open ones.
   for (const c of out.changes) if (c.lease !== null) out.open.set(c.id, c.lease);
   if (e.type === "cancel") out.cancelling = [{ target: e.target, by: e.by, reason: e.reason, verdict: cancel(e.target) }];
-  if (e.type === "busy") out.cancelling = e.interrupt.map((t) => ({ target: t, by: e.by, reason: `interrupted by message ${e.newId}`, verdict: cancel(t) }));
+  if (posted?.ok && e.type === "post") out.cancelling = posted.interrupt.map((t) => ({ target: t, by: e.by, reason: `interrupted by message ${posted.insert.id}`, verdict: cancel(t) }));
   for (const c of out.cancelling) {
     if (c.verdict.outcome !== "cancelled") continue;
     out.open.set(c.target.id, c.verdict.message);
     out.ends.push({ id: c.target.id, before: c.target.status, lease: c.verdict.message, cancel: { by: c.by, reason: c.reason } });
   }
-  if (e.type === "busy") {
-    for (const t of e.supersede) {
-      const after = supersede(t);
-      if (after === null) continue;
-      out.superseded.push({ lease: after, by: e.newId });
-      out.open.set(t.id, after);
-      out.ends.push({ id: t.id, before: t.status, lease: after, supersededBy: e.newId });
-    }
+  if (!posted?.ok) return out;
+  for (const t of posted.supersede) {
+    const after = supersede(t);
+    if (after === null) continue;
+    out.superseded.push({ lease: after, by: posted.insert.id });
+    out.open.set(t.id, after);
+    out.ends.push({ id: t.id, before: t.status, lease: after, supersededBy: posted.insert.id });
   }
   return out;
 }

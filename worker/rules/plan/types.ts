@@ -6,9 +6,12 @@ import type { CancelVerdict } from "../message-cancel.ts";
 import type { BlobRef, JournalUsage, StepRecord, UnknownOutcome } from "../step-journal.ts";
 import type { Outage } from "../webhooks.ts";
 import type { PersonRefusal, TargetMessage } from "./person.ts";
+import type { NewPost, PostPlan } from "./post.ts";
+import type { ControlPlan, ControlRoute } from "./controls.ts";
 import type { KeptQuestion } from "./write.ts";
+import type { ErrorCode } from "../../wire/error-codes.ts";
 
-/** What the plan reads and writes of a serve connection (its attachment holds these and a cursor). */
+/** What the plan reads and writes of a serve connection (its attachment). */
 export interface ServeConn {
   /** Claim sequence, fixed at the claim; null until the connection claims. */
   claimSeq: number | null;
@@ -22,6 +25,8 @@ export interface ServeConn {
   priority?: number;
   runnerId?: string;
   readySince?: number;
+  /** The newest message id the connection has been shown (a post's copy, a hand-out, history). */
+  cursor?: number;
 }
 
 export interface ConnSnapshot {
@@ -36,6 +41,8 @@ export interface ControlsSnapshot {
   hysteresisMs: number;
   /** After a restart: the runner the lease is kept for, while the grace lasts. */
   reserved: { runner: string; until: number } | null;
+  /** The machine of the stored reservation, in force or not (a drain of it ends the reservation). */
+  reservedMachine?: string | null;
 }
 
 export interface AgentSnapshot {
@@ -78,13 +85,24 @@ export type AgentEvent =
   | { type: "start" }
   | { type: "closed" }
   | { type: "alarm" }
-  /** Messages, the policy or the controls changed (a write, pause, drain); `posted`: a new message every other connection is shown; `change`: what the input moved (a question for a person parked). */
-  | { type: "work"; posted?: number; change?: MessageChange }
+  /** Messages changed outside a plan (a run's expiry seen over HTTP, a webhook configured). */
+  | { type: "work" }
+  /** Pause, unpause, drain or undrain (./controls.ts), `body` as the Worker read it. */
+  | { type: "control"; route: ControlRoute; body: unknown }
+  /** The agent's message policy, updated. */
+  | { type: "policy"; update: Partial<MessagePolicy> }
+  /**
+   * A post (./post.ts): `lastId` the last message id handed out, `groupOpen` the open messages of
+   * its group when its on_busy policy may act on them (null: it will not).
+   */
+  | { type: "post"; post: NewPost; lastId: number; groupOpen: readonly MessageLease[] | null; by: Canceller }
   /**
    * A runner's write for a message (a frame, or HTTP with its run key), checked and decided at its
-   * token (objects/message-leases.ts): `change` is what it moves (null: nothing), `reply` its answer.
+   * token (objects/message-leases.ts): `change` is what it moves (null: nothing), `reply` its answer,
+   * `refused` the token check's refusal, which /metrics counts; `agentCheckpoint` the agent's own
+   * checkpoint its holder wrote under the serve fence.
    */
-  | { type: "write"; from: number | null; change: MessageChange | null; reply: object | null }
+  | { type: "write"; from: number | null; change: MessageChange | null; reply: object | null; refused?: ErrorCode | null; agentCheckpoint?: { value: unknown; fence: number } }
   /** A person's input about message `id` (`target`: it as stored, null when there is none). */
   | { type: "answer"; id: number; target: TargetMessage | null; reply: Answer; by: Canceller }
   | { type: "resume"; id: number; target: TargetMessage | null; input: string | null; outcome: UnknownOutcome | null; by: Canceller }
@@ -94,13 +112,13 @@ export type AgentEvent =
   | { type: "claim"; from: number; priority?: number; runnerId?: string; slots?: number }
   | { type: "release"; from: number }
   | { type: "hello"; from: number; machine?: string; slots?: number }
-  /** A person (or a policy) cancels one message; `target` is its lease as stored, `by` and `reason` are recorded with it. */
-  | { type: "cancel"; target: MessageLease; by: Canceller; reason: string | null }
   /**
-   * A new message `newId` arrived while its group was busy (rules/on-busy.ts): the running ones in
-   * `interrupt` are cancelled ("interrupted by message N"), the never-started ones in `supersede` end superseded.
+   * A page of history after `after` (the replay budget already taken): `known` the newest id the
+   * connection says it has seen (at most the last id), `last` the page's last id, `count` its messages.
    */
-  | { type: "busy"; newId: number; by: Canceller; interrupt: readonly MessageLease[]; supersede: readonly MessageLease[] };
+  | { type: "sync"; from: number; after: number; req?: string; known: number; last: number; count: number; more: boolean }
+  /** A person (or a policy) cancels one message; `target` is its lease as stored, `by` and `reason` are recorded with it. */
+  | { type: "cancel"; target: MessageLease; by: Canceller; reason: string | null };
 
 /**
  * One message's writes, as the object stores them in this order: its journal, its answer record,
@@ -140,6 +158,11 @@ export interface MessageChange {
   checkpoint?: { kept: { value: unknown } | { blob: BlobRef }; token: number };
   /** The question it parks with (null: none). */
   question?: KeptQuestion | null;
+  /**
+   * A run's upload over HTTP: uploads of attempts before token `dropBefore` that nothing committed
+   * go, one is reserved, staged, or discarded (its run ended while it streamed).
+   */
+  upload?: { dropBefore?: number; reserve?: { blob: string; token: number; bytes: number }; stage?: string; discard?: string };
   /** A staged blob the write commits. */
   commitBlob?: string;
   /** It ended: the uploads it never committed go (objects/blob-store.ts discardUnkept). */
@@ -212,8 +235,20 @@ export interface AgentPlan {
   superseded: { lease: MessageLease; by: number }[];
   /** Every message write of this event, in order; each one's status before and after names its webhook event. */
   changes: MessageChange[];
+  /** A control's verdict and what it stores (null for any other event). */
+  control: ControlPlan | null;
+  /** The message policy to store (null: unchanged). */
+  policy: MessagePolicy | null;
+  /** A post's row, inserted before every other write (null for any other event), or its on_busy refusal. */
+  post: PostPlan | null;
   /** The answer to a person's input (answer, resume, retry): done, or why not; null for any other event. */
   person: { ok: true } | PersonRefusal | null;
+  /** A page of history replayed to connection `to` (copies with no token), then its result. */
+  replay: { to: number; after: number; last: number; count: number; more: boolean; req?: string } | null;
+  /** The agent's own checkpoint to store, before any holder is told it (null: none). */
+  agentCheckpoint: { value: unknown; fence: number } | null;
+  /** A write the token check (or the serve fence) refused, counted for /metrics (null: none). */
+  refused: ErrorCode | null;
   /** The answer to a runner's write, sent before any other frame of the event (`to`: null, it came over HTTP). */
   replies: { to: number; frame: object }[];
   /** A posted message shown to connections that do not run it (no token). */

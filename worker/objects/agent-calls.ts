@@ -1,0 +1,46 @@
+// The methods the Worker calls on an agent object (../agents.ts), input validated there: each is
+// one event, `run` by the object (agent-object.ts), which answers from the plan it applied.
+import type { Answer, MessagePolicy } from "../rules/message-lease.ts";
+import type { StepWrite, UnknownOutcome } from "../rules/step-journal.ts";
+import type { Question } from "../wire/protocol.ts";
+import type { Presence } from "../wire/server-frames.ts";
+import type { WebhookConfigBody } from "../wire/webhooks.ts";
+import type { ControlRoute } from "./agent-controls.ts";
+import type { Inputs, Outputs } from "./agent-inputs.ts";
+import type { ConnState } from "./connections.ts";
+import type { Answerer, HeartbeatAnswer } from "./message-leases.ts";
+import { SocketObject } from "./socket-object.ts";
+
+export abstract class AgentCalls extends SocketObject<ConnState> {
+  /** One call of the Worker as one event, answered from its plan. */
+  protected abstract run<K extends keyof Inputs>(input: Inputs[K] & { type: K }): Outputs[K];
+
+  presence(): Presence { return this.run({ type: "presence" }); }
+  post(text: string, opts: Inputs["post"]["opts"]): Outputs["post"] { return this.run({ type: "post", text, opts }); }
+  messagePage(after: number, limit: number): Outputs["messages"] { return this.run({ type: "messages", after, limit }); }
+  message(id: number): Outputs["message"] { return this.run({ type: "message", id }); }
+  stepOf(id: number, name: string): Outputs["stepOf"] { return this.run({ type: "stepOf", id, name }); }
+  recordStep(id: number, token: number, runKey: string, write: StepWrite): Outputs["recordStep"] { return this.run({ type: "recordStep", id, token, runKey, write }); }
+  reserveBlob(id: number, token: number, runKey: string, bytes: number): Outputs["reserveBlob"] { return this.run({ type: "reserveBlob", id, token, runKey, bytes }); }
+  stageBlob(id: number, token: number, runKey: string, blob: string, stored: boolean): Outputs["stageBlob"] { return this.run({ type: "stageBlob", id, token, runKey, blob, stored }); }
+  blobKey(id: number, blob: string): string | null { return this.run({ type: "blobKey", id, blob }); }
+  heartbeatRun(id: number, token: number, runKey: string, details: unknown): HeartbeatAnswer { return this.run({ type: "heartbeat", id, token, runKey, details }); }
+  control(route: ControlRoute, body: unknown): Outputs["control"] { return this.run({ type: "control", route, body }); }
+  policy(): MessagePolicy { return this.run({ type: "policy" }); }
+  setPolicy(update: Partial<MessagePolicy>): MessagePolicy { return this.run({ type: "setPolicy", update }); }
+  resume(id: number, input: string | null, outcome: UnknownOutcome | null, by: Answerer): Outputs["resume"] { return this.run({ type: "resume", id, input, outcome, by }); }
+  /** A person's answer to a parked message: approve, reject, or one of its question's choices. */
+  answer(id: number, reply: Answer, by: Answerer): Outputs["answer"] { return this.run({ type: "answer", id, reply, by }); }
+  /** A failed message queued again, with a fresh set of attempts. */
+  retry(id: number, by: Answerer): Outputs["retry"] { return this.run({ type: "retry", id, by }); }
+  /** Cancels a message wherever it is (rules/message-cancel.ts), as one event of the plan. */
+  cancel(id: number, reason: string | null, by: Answerer): Outputs["cancel"] { return this.run({ type: "cancel", id, reason, by }); }
+  /** A served command's question (`baton ask`), stored under the run's token for the park that follows. */
+  ask(id: number, token: number, runKey: string, question: Question, deadlineSeconds: number | null): Outputs["ask"] { return this.run({ type: "ask", id, token, runKey, question, deadlineSeconds }); }
+  /** The agent's own webhook (never its secret); null when it has none. */
+  webhook(): Outputs["webhook"] { return this.run({ type: "webhook" }); }
+  /** A signed `webhook.test` event for the agent's own webhook (null: it has none); the Worker sends it. */
+  webhookTest(): Outputs["webhookTest"] { return this.run({ type: "webhookTest" }); }
+  setWebhook(body: WebhookConfigBody, origin: string): Outputs["setWebhook"] { return this.run({ type: "setWebhook", body, origin }); }
+  deleteWebhook(): boolean { return this.run({ type: "deleteWebhook" }); }
+}

@@ -1,0 +1,43 @@
+// The snapshot one event of an agent object is planned over (../rules/plan/types.ts AgentSnapshot),
+// read once from the stores, each of which answers from memory until its own next write.
+import type { CoordinatorConfig } from "../config.ts";
+import type { AgentSnapshot } from "../rules/agent-plan.ts";
+import type { AgentControls } from "./agent-controls.ts";
+import type { LiveConn } from "./agent-inputs.ts";
+import type { AgentStore } from "./agent-store.ts";
+import type { AgentWebhooks } from "./agent-webhooks.ts";
+import { JOURNAL_BUDGET } from "./message-leases.ts";
+import type { WorkDesk } from "./work-desk.ts";
+
+export interface SnapshotParts {
+  readonly desk: WorkDesk;
+  readonly store: AgentStore;
+  readonly controls: AgentControls;
+  readonly webhooks: AgentWebhooks;
+  readonly config: CoordinatorConfig;
+}
+
+/** `own`: what the object keeps for itself (its deadlines, the alarm it set). */
+export function readSnapshot(p: SnapshotParts, now: number, conns: readonly LiveConn[], own: Pick<AgentSnapshot, "ownDeadlines" | "alarmAt">): AgentSnapshot {
+  const { messages, leases } = p.desk;
+  const open = messages.openLeases(now);
+  // A parked message whose passed deadline answers for a person is read as a person's input reads it.
+  const due = new Map(open.filter((m) => m.status === "parked" && m.expiresAt !== null && now >= m.expiresAt && (m.onDeadline === "approve" || m.onDeadline === "reject"))
+    .flatMap((m) => {
+      const target = leases.target(m.id);
+      return target ? [[m.id, target] as const] : [];
+    }));
+  return {
+    now,
+    ttlMs: p.config.heartbeatTtlMs,
+    scanMs: p.config.presenceScanMs,
+    lease: p.store.lease(),
+    conns: conns.map((c) => ({ conn: c.state, heartbeat: c.heartbeat })),
+    controls: p.controls.snapshot(now),
+    work: { policy: leases.policies.policy(), open, parkDeadline: messages.parkDeadline(now), due, journalBudget: JOURNAL_BUDGET },
+    webhooks: p.webhooks.snapshot(now),
+    claimCounter: p.store.claimCounter(),
+    tokenCounter: leases.policies.tokenCounter(),
+    ...own,
+  };
+}
