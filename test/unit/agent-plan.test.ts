@@ -258,3 +258,36 @@ describe("planAgent: the alarm and presence", () => {
     expect([plan.agentCheckpoint, plan.presenceChanged]).toEqual([{ value: { n: 1 }, fence: 1 }, false]);
   });
 });
+
+describe("planAgent: a write that moves no message", () => {
+  const running = message(7, { status: "running", attempts: 1, token: 1, runner: "1", expiresAt: NOW + 5000 });
+  /** A holder silent past its TTL, a standby and a queued message: a full plan would close, elect and dispatch. */
+  const busy = (): AgentSnapshot => snapshot({
+    conns: [conn(1, { toldHeld: true, toldFence: 1 }, NOW - 2 * TTL), conn(2)],
+    work: { policy: DEFAULT_POLICY, open: [running, message(8)], parkDeadline: null, due: new Map(), journalBudget: BUDGET },
+  });
+  const base = { id: 7, before: "running" as const, lease: null };
+  const quiet: [string, Extract<AgentEvent, { type: "write" }>][] = [
+    ["a heartbeat", { type: "write", from: 0, change: { ...base, heartbeat: { expiresAt: NOW + 6000, progress: null } }, reply: { type: "result" }, refused: null }],
+    ["a step record", { type: "write", from: 0, change: { ...base, journal: { record: { name: "s", kind: "step", status: "done", value: "1", blob: null, onUnknown: null, attempt: 1, token: 1 }, existing: null } }, reply: { type: "result" }, refused: null }],
+    ["an answered write that stored nothing", { type: "write", from: 0, change: null, reply: { type: "result" }, refused: null }],
+  ];
+  for (const [name, event] of quiet) {
+    it(`${name} is stored and answered, with no liveness, election, take back, dispatch or alarm planned beside it (as before writes went through the plan)`, () => {
+      const plan = planAgent(busy(), event);
+      expect([plan.changes, plan.replies]).toEqual([event.change ? [event.change] : [], [{ to: 0, frame: event.reply }]]);
+      expect([plan.close, plan.tells, plan.takeBacks, plan.handOuts, plan.patches.size, plan.leaseChanged, plan.alarm, plan.presenceChanged])
+        .toEqual([[], [], [], [], 0, false, null, false]);
+    });
+  }
+
+  it("a write that moves its message, a refusal and the holder's checkpoint are planned in full (the silent holder is closed)", () => {
+    const failed = { ...base, lease: { ...running, status: "queued" as const, runner: null, expiresAt: null } };
+    const full: AgentEvent[] = [
+      { type: "write", from: 0, change: failed, reply: null, refused: null },
+      { type: "write", from: 0, change: null, reply: { type: "error" }, refused: "stale_token" },
+      { type: "write", from: 0, change: null, reply: null, refused: null, agentCheckpoint: { value: 1, fence: 1 } },
+    ];
+    for (const event of full) expect(planAgent(busy(), event).close).toEqual([0]);
+  });
+});

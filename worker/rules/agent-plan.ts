@@ -19,6 +19,7 @@ import { webhookWake } from "./plan/webhook-wake.ts";
 import { decideControl, withControl, withPolicy } from "./plan/controls.ts";
 import { isOpen } from "./message-lease.ts";
 import { mergePatches, runnerOf, type AgentEvent, type AgentPlan, type AgentSnapshot, type ConnPatches, type MessageChange, type ServeConn } from "./plan/types.ts";
+import { quietWritePlan } from "./plan/quiet-write.ts";
 
 export { runnerOf };
 export type {
@@ -32,6 +33,8 @@ function withBlobs(c: MessageChange): MessageChange {
 }
 
 export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
+  const quietWrite = quietWritePlan(s, e);
+  if (quietWrite) return quietWrite;
   const { now, ttlMs } = s;
   // A control or a policy update is stored by this plan and holds for it already.
   const control = e.type === "control" ? decideControl(e.route, e.body, s.controls, s.lease.holderMachine, now) : null;
