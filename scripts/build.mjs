@@ -5,16 +5,19 @@
 // command like `baton who` about as much as Node's own start. tsx stays a development tool. Last,
 // the dashboard's script (scripts/build-dashboard.mjs, which wrangler also runs before dev and deploy).
 import { spawnSync } from "node:child_process";
-import { chmodSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, renameSync, rmSync } from "node:fs";
 import { build } from "esbuild";
 
-rmSync("dist", { recursive: true, force: true });
-const tsc = spawnSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
+// Built beside dist/ and swapped in at the end: a test running the CLI from dist/ while another
+// packs the package (prepack builds) never finds it missing or half written.
+const staging = `dist.build-${process.pid}`;
+rmSync(staging, { recursive: true, force: true });
+const tsc = spawnSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json", "--outDir", staging], { stdio: "inherit" });
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
-rmSync("dist/cli", { recursive: true, force: true });
+rmSync(`${staging}/cli`, { recursive: true, force: true });
 await build({
   entryPoints: { main: "cli/main.ts" },
-  outdir: "dist/cli",
+  outdir: `${staging}/cli`,
   chunkNames: "chunks/[name]-[hash]",
   bundle: true,
   splitting: true,
@@ -26,6 +29,10 @@ await build({
   external: ["ws", "@opentelemetry/api"],
   logLevel: "warning",
 });
-chmodSync("dist/cli/main.js", 0o755);
+chmodSync(`${staging}/cli/main.js`, 0o755);
+const previous = `dist.old-${process.pid}`;
+if (existsSync("dist")) renameSync("dist", previous);
+renameSync(staging, "dist");
+rmSync(previous, { recursive: true, force: true });
 const dashboard = spawnSync(process.execPath, ["scripts/build-dashboard.mjs"], { stdio: "inherit" });
 if (dashboard.status !== 0) process.exit(dashboard.status ?? 1);
