@@ -195,13 +195,15 @@ describe("presence dashboard", () => {
     expect(timelineShownMs).toBeLessThan(1000);
     await reviewer.locator('.history [data-reason="closed"]', { hasText: "alpha #1 → beta #2" }).waitFor();
     await expect(reviewer.locator('[data-role="standby"]').count()).resolves.toBe(0);
-    // alpha's bar ends where beta's begins, both inside the track.
+    // alpha's bar comes first, both inside the track. beta's bar is going on, so its minimum width
+    // grows leftwards from "now" and can reach back to alpha's start within a pixel after a quick
+    // handover (seen at 0.17 px on a clean clone): the order is checked to the pixel, not below it.
     const [alphaBox, betaBox, track] = await Promise.all([
       reviewer.locator('.timeline [data-machine="alpha"]').boundingBox(),
       reviewer.locator('.timeline [data-machine="beta"]').boundingBox(),
       reviewer.locator(".timeline .track").boundingBox(),
     ]);
-    expect(alphaBox!.x).toBeLessThan(betaBox!.x);
+    expect(alphaBox!.x).toBeLessThanOrEqual(betaBox!.x + 1);
     expect(betaBox!.x + betaBox!.width).toBeLessThanOrEqual(track!.x + track!.width + 1);
     await beta.close();
     expect(await page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce)).toBe(true);
