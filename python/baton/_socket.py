@@ -71,19 +71,6 @@ class Link(Protocol):
 
     async def send(self, frame: dict[str, Any]) -> bool: ...
 
-    async def _paced(self) -> None:
-        """Returns once one more request fits the frame rate (at most PACED_REQUESTS in any
-        RATE_WINDOW), in call order: a burst of quick steps is paced instead of refused."""
-        async with self._pacing:
-            while True:
-                t = now()
-                while self._sent_at and self._sent_at[0] <= t - RATE_WINDOW:
-                    self._sent_at.popleft()
-                if len(self._sent_at) < PACED_REQUESTS:
-                    self._sent_at.append(t)
-                    return
-                await asyncio.sleep(self._sent_at[0] + RATE_WINDOW - t)
-
     async def request(self, frame: dict[str, Any], timeout: float = ...) -> dict[str, Any]: ...
 
     def drop(self, reason: str, reconnect_now: bool = False) -> None: ...

@@ -1,22 +1,20 @@
 // The stored message row, described once: its columns (which give its type and its codec) and its
 // projections, the lease the rules decide over, the view HTTP shows and the frame a serve
 // connection gets. The table's DDL is in its numbered migrations (message-store.ts).
-import type { MessageLease, MessagePolicy, MessageStatus, OnDeadline } from "../rules/message-lease.ts";
+import type { MessageLease, MessagePolicy } from "../rules/message-lease.ts";
 import type { MessageView } from "../wire/http-responses.ts";
 import type { JournalEntry, MessageFrame } from "../wire/protocol.ts";
 import { integer, maybeInteger, maybeOneOf, maybeText, oneOf, RowCodec, text, type RowOf } from "./sql-row.ts";
 import type { StepSummary } from "./step-store.ts";
+import type { KeptQuestion } from "../rules/plan/write.ts";
+import { MESSAGE_STATUSES, ON_DEADLINE } from "../wire/enums.ts";
 
-const STATUSES: Record<MessageStatus, true> = {
-  queued: true, running: true, parked: true, acknowledged: true, failed: true, rejected: true, cancelled: true, superseded: true,
-};
-const ON_DEADLINE: Record<OnDeadline, true> = { fail: true, approve: true, reject: true, escalate: true };
 
 const MESSAGE_ROW = {
   id: integer(),
   text: text(),
   created_at: integer(),
-  status: oneOf(STATUSES),
+  status: oneOf(MESSAGE_STATUSES),
   attempts: integer(),
   delivered_fence: maybeInteger(),
   acked_at: maybeInteger(),
@@ -99,18 +97,8 @@ export interface CancelRecord {
   reason: string | null;
 }
 
-/** A question as stored with its message: what a runner asked, and the journal step its answer replays as. */
-export interface StoredQuestion {
-  text: string;
-  choices: string[] | null;
-  step: string | null;
-  on_deadline: OnDeadline | null;
-  /** The deadline a served command asked with (`baton ask --deadline`), used when its park names none. */
-  deadline_seconds?: number | null;
-  /** The token of the attempt that asked: a question a later attempt never parked with is not shown. */
-  token: number;
-  asked_at: number;
-}
+/** A question as stored with its message: the rules' KeptQuestion, kept as JSON in its row. */
+export type StoredQuestion = KeptQuestion;
 
 /** One answer to a parked message, kept with it: who, from where, when, and what. */
 export interface AnswerRecord {

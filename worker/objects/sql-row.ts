@@ -21,12 +21,13 @@ export const maybeInteger = (): Column<number | null> => ({ type: "INTEGER", nul
 export const maybeText = (): Column<string | null> => ({ type: "TEXT", nullable: true, kind: "text or NULL", is: (v): v is string | null => v === null || isString(v) });
 
 /** Text holding one of `values` (a closed set: every member is named once, as a record's keys). */
-export function oneOf<T extends string>(values: Record<T, true>): Column<T> {
-  const known = new Set<string>(Object.keys(values));
+/** A text column holding one of `values` (the wire's enum, worker/wire/enums.ts). */
+export function oneOf<T extends string>(values: readonly T[]): Column<T> {
+  const known = new Set<string>(values);
   return { type: "TEXT", nullable: false, kind: `one of ${[...known].join(", ")}`, is: (v): v is T => typeof v === "string" && known.has(v) };
 }
 
-export function maybeOneOf<T extends string>(values: Record<T, true>): Column<T | null> {
+export function maybeOneOf<T extends string>(values: readonly T[]): Column<T | null> {
   const member = oneOf(values);
   return { type: "TEXT", nullable: true, kind: `${member.kind} or NULL`, is: (v): v is T | null => v === null || member.is(v) };
 }

@@ -1,19 +1,19 @@
 // SQLite seam for the step journal (../rules/step-journal.ts): one row per recorded step or effect
 // of a message, keyed by (message, name). Rows go with their message (MessageStore.prune).
 import type { OnUnknown, StepKind, StepRecord, StepStatus } from "../rules/step-journal.ts";
+import { ON_UNKNOWN, STEP_PHASES } from "../wire/enums.ts";
+import { journalKind } from "../wire/server-frames.ts";
 import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import { KeyValueTable } from "./kv-table.ts";
 import { integer, maybeInteger, maybeOneOf, maybeText, oneOf, RowCodec, text, type RowOf } from "./sql-row.ts";
 
-const KINDS: Record<StepKind, true> = { step: true, effect: true, answer: true };
-const STATUSES: Record<StepStatus, true> = { intent: true, done: true };
-const ON_UNKNOWN: Record<OnUnknown, true> = { retry: true, ask: true };
+const KINDS: readonly StepKind[] = journalKind.options;
 
 const STEP_ROW = {
   message_id: integer(),
   name: text(),
   kind: oneOf(KINDS),
-  status: oneOf(STATUSES),
+  status: oneOf(STEP_PHASES),
   value: maybeText(),
   on_unknown: maybeOneOf(ON_UNKNOWN),
   attempt: integer(),
