@@ -58,7 +58,7 @@ const AGENT_HANDLERS: { [K in AgentRoute]: AgentHandler } = {
   "GET /agents/{agent}/webhook": (call, stub) => getWebhook(stub, agentWhat(call)),
   "PUT /agents/{agent}/webhook": ({ request, env }, stub) => putWebhook(request, stub, env.BATON_WEBHOOK_ALLOW_PRIVATE),
   "DELETE /agents/{agent}/webhook": (call, stub) => deleteWebhook(stub, agentWhat(call)),
-  "POST /agents/{agent}/webhook/test": (call, stub) => webhookTestRoute(stub, `${agentWhat(call)} (of its own; test the account's with POST /webhook/test)`),
+  "POST /agents/{agent}/webhook/test": (call, stub) => webhookTestRoute(stub, `${agentWhat(call)} (of its own; test the account's with POST /webhook/test)`, call.env.BATON_WEBHOOK_ALLOW_PRIVATE),
   "GET /agents/{agent}/messages/{id}": async (_, stub, id) => {
     const view = await stub.message(id);
     return view ? Response.json(view) : errorResponse(404, "not_found", `no message ${id}`);

@@ -55,7 +55,7 @@ const accountHandlers: Handlers<"GET /whoami" | "GET /metrics" | "GET /agents" |
   "GET /webhook": (call) => getWebhook(directoryOf(call), ACCOUNT),
   "PUT /webhook": (call) => putWebhook(call.request, directoryOf(call), call.env.BATON_WEBHOOK_ALLOW_PRIVATE),
   "DELETE /webhook": (call) => deleteWebhook(directoryOf(call), ACCOUNT),
-  "POST /webhook/test": (call) => webhookTestRoute(directoryOf(call), ACCOUNT),
+  "POST /webhook/test": (call) => webhookTestRoute(directoryOf(call), ACCOUNT, call.env.BATON_WEBHOOK_ALLOW_PRIVATE),
 };
 
 const HANDLERS: Handlers<RouteKey> = { ...accountHandlers, ...agentHandlers, ...leaseHandlers };

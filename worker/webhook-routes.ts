@@ -21,10 +21,18 @@ export interface WebhookHolder {
   webhookTest(): Promise<SignedRequest | null>;
 }
 
-/** POST …/webhook/test: one signed `webhook.test` event, sent now (never queued or retried), and what the receiver answered. */
-export async function webhookTestRoute(holder: WebhookHolder, what: string): Promise<Response> {
+/**
+ * POST …/webhook/test: one signed `webhook.test` event, sent now (never queued or retried), and what
+ * the receiver answered. The stored URL is checked again first (stored before the rules, or under
+ * other ones): refused, it is a 400 and nothing is sent.
+ */
+export async function webhookTestRoute(holder: WebhookHolder, what: string, allowPrivateVar: string | undefined): Promise<Response> {
+  const allowed = allowPrivate(allowPrivateVar);
+  if (typeof allowed === "string") return errorResponse(500, "internal", allowed);
   const req = await holder.webhookTest();
   if (req === null) return errorResponse(404, "not_found", `${what} has no webhook`);
+  const refused = webhookTargetRefusal(req.url, allowed);
+  if (refused !== null) return errorResponse(400, "bad_request", `the stored webhook is not sent: ${refused}; PUT a URL that is allowed`);
   const result = await postSigned(req, (url, init) => fetch(url, init));
   return Response.json({ id: req.id, url: req.url, status: result.status, delivered: result.error === null, error: result.error } satisfies WebhookTestResult);
 }

@@ -79,7 +79,7 @@ export class AgentCoordinator extends AgentCalls {
       failed: () => this.reportFailed(),
     });
     const directory = () => this.identity && env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(this.identity.account)));
-    this.webhooks = new AgentWebhooks(ctx.storage.sql, directory, () => this.now());
+    this.webhooks = new AgentWebhooks(ctx.storage.sql, directory, () => this.now(), undefined, env.BATON_WEBHOOK_ALLOW_PRIVATE === "true");
     this.parts = {
       desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx, clock: this.clock, config: this.config,
       ttlMs: this.config.heartbeatTtlMs, retention: this.config.retention,

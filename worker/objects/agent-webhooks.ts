@@ -1,5 +1,6 @@
 // An agent object's webhooks: which webhook its events go to (its own, else its account's, which
-// it asks the directory for by RPC and trusts for WEBHOOK.accountCacheMs), the one door events
+// it asks the directory for by RPC: afresh for every delivery, so a change or removal applies to
+// the next one; what it last heard decides only whether an event is kept), the one door events
 // enter by (`enqueue`), the status changes and outages that make them, and the deliveries the
 // alarm starts and never waits for. The agent object calls these few methods and nothing here
 // calls back into it: a fetch of the account's webhook is a promise the object turns into an event.
@@ -11,6 +12,7 @@ import type { WebhookConfigBody, WebhookReport, WebhookView } from "../wire/webh
 import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
 import { WebhookOutbox, type OutboxEvent, type Sender } from "./webhook-outbox.ts";
+import { webhookTargetRefusal } from "../rules/webhook-exposure.ts";
 
 /** What the agent object asks of its account's directory. */
 export interface AccountWebhookSource {
@@ -29,10 +31,13 @@ export class AgentWebhooks {
   /** Events claimed by this instance whose answers are not recorded yet (at most WEBHOOK.batch). */
   private sending = 0;
 
-  /** `clock`: the object's own (SocketObject.now), read by deliveries that finish after their event. */
+  /**
+   * `clock`: the object's own (SocketObject.now), read by deliveries that finish after their event;
+   * `allowPrivate`: BATON_WEBHOOK_ALLOW_PRIVATE is "true" (a stored URL is checked again at each delivery).
+   */
   constructor(
     sql: SqlStorage, private readonly source: () => AccountWebhookSource | null, private readonly clock: () => number,
-    private readonly post: Sender = (url, init) => fetch(url, init),
+    private readonly post: Sender = (url, init) => fetch(url, init), private readonly allowPrivate = false,
   ) {
     this.own = new WebhookConfigStore(sql);
     this.outbox = new WebhookOutbox(sql);
@@ -50,7 +55,7 @@ export class AgentWebhooks {
   /** What a plan needs to wake the outbox in time: its next due event, whether an event made now is kept and sent at once, the outage. */
   snapshot(now: number): AgentSnapshot["webhooks"] {
     const dropped = this.own.get() === null && this.account !== null && this.account.config === null && now - this.account.at < WEBHOOK.accountCacheMs;
-    return { dueAt: this.dueAt(), sendsNow: !dropped && this.sending < WEBHOOK.batch, outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null };
+    return { dueAt: this.dueAt(now), sendsNow: !dropped && this.sending < WEBHOOK.batch, outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null };
   }
 
   /** A stored status change (its status before, the row after) becomes an event when it makes one (rules/webhooks.ts). */
@@ -83,12 +88,14 @@ export class AgentWebhooks {
 
   /**
    * When this object must wake for its webhooks: the next due event, or the no-holder report.
-   * While WEBHOOK.batch deliveries are in flight no more can start, so the outbox asks for no
-   * wake: the end of a delivery plans the alarm again (AgentCoordinator.sendWebhooks).
+   * While WEBHOOK.batch deliveries are in flight no more can start now, so the outbox wakes at its
+   * next time still ahead, at the latest when the in-flight marks lapse: the end of a delivery
+   * plans sooner (AgentCoordinator.sendWebhooks), and after a restart mid-flight that wake sends
+   * them again.
    */
-  dueAt(): number | null {
+  dueAt(now: number): number | null {
     const noHolder = noHolderDueAt(this.outbox.outage(), this.target()?.config.noHolderAfterMs ?? null);
-    const next = this.sending >= WEBHOOK.batch ? null : this.outbox.nextDue();
+    const next = this.sending >= WEBHOOK.batch ? this.outbox.nextDueAfter(now) : this.outbox.nextDue();
     return next === null ? noHolder : noHolder === null ? next : Math.min(next, noHolder);
   }
 
@@ -129,11 +136,15 @@ export class AgentWebhooks {
   private async send(due: readonly OutboxEvent[], who: { account: string; agent: string }): Promise<void> {
     let config = this.own.get();
     if (config === null) {
-      await this.refreshAccount(this.clock());
-      if (this.account === null) return this.outbox.postpone(due, this.clock() + ACCOUNT_RETRY_MS);
-      config = this.account.config;
+      // Asked afresh for every delivery: a changed URL, a revoked secret or a removal applies to this one.
+      const fetched = await this.fetchAccount();
+      if (!fetched.answered) return this.outbox.postpone(due, this.clock() + ACCOUNT_RETRY_MS);
+      config = fetched.config;
     }
     if (config === null) return this.outbox.discard(due);
+    // A URL stored before the exposure rules (or before they changed) is checked again: refused, nothing is sent.
+    const refused = webhookTargetRefusal(config.url, this.allowPrivate);
+    if (refused !== null) return this.outbox.refuse(due, refused, this.clock());
     const now = this.clock();
     await this.outbox.deliver(due, { url: config.url, secrets: liveSecrets(config, now), origin: config.origin, ...who }, this.post, this.clock);
   }
@@ -146,23 +157,27 @@ export class AgentWebhooks {
   /** True when the fetch changed what is known (the first one always does). */
   private async refreshAccount(now: number): Promise<boolean> {
     if (this.account !== null && now - this.account.at < WEBHOOK.accountCacheMs) return false;
-    const source = this.source();
-    if (source === null) return false;
-    this.fetching ??= (async () => {
-      try {
-        const before = JSON.stringify(this.account?.config ?? null);
-        const config = await source.accountWebhook();
-        const first = this.account === null;
-        this.account = { config, at: this.clock() };
-        return first || JSON.stringify(config) !== before;
-      } catch {
-        // the directory is unavailable: what was known stays, and the next need asks again
-        return false;
-      } finally {
-        this.fetching = null;
-      }
-    })();
+    this.fetching ??= this.fetchAccount().then((r) => r.changed).finally(() => (this.fetching = null));
     return this.fetching;
+  }
+
+  /**
+   * Asks the directory now and keeps the answer; `answered` false when it could not be asked
+   * (what was known stays, and the next need asks again). A delivery calls this itself rather
+   * than join a fetch in flight, which may have started before a change.
+   */
+  private async fetchAccount(): Promise<{ answered: true; config: WebhookConfig | null; changed: boolean } | { answered: false; changed: false }> {
+    const source = this.source();
+    if (source === null) return { answered: false, changed: false };
+    try {
+      const before = JSON.stringify(this.account?.config ?? null);
+      const config = await source.accountWebhook();
+      const first = this.account === null;
+      this.account = { config, at: this.clock() };
+      return { answered: true, config, changed: first || JSON.stringify(config) !== before };
+    } catch {
+      return { answered: false, changed: false };
+    }
   }
 
   // ---- The agent's own webhook (the Worker's routes call these through the object) ----

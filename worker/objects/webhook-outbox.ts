@@ -86,6 +86,11 @@ export class WebhookOutbox {
     return this.due;
   }
 
+  /** The first time an event is due after `now`: in-flight marks included (null: none). */
+  nextDueAfter(now: number): number | null {
+    return this.sql.exec<{ at: number | null }>(`SELECT MIN(next_at) AS at FROM webhook_outbox WHERE next_at > ?`, now).one().at ?? null;
+  }
+
   /**
    * The events due now, oldest first, at most `limit`; each is held for WEBHOOK.inFlightMs, so
    * no other alarm sends it meanwhile, and an alarm cut short tries it again after that.
@@ -111,6 +116,11 @@ export class WebhookOutbox {
   discard(events: readonly OutboxEvent[]): void {
     this.due = undefined;
     for (const e of events) this.sql.exec(`DELETE FROM webhook_outbox WHERE seq = ?`, e.seq);
+  }
+
+  /** Claimed events whose receiver may not be asked (`why`: its URL is refused now): each counts as a failed attempt, sent nowhere. */
+  refuse(events: readonly OutboxEvent[], why: string, now: number): void {
+    for (const e of events) this.record(e, { status: null, error: `not sent: ${why}` }, now);
   }
 
   /** The event's body, built at its first attempt and kept, so every retry sends the same bytes. */
