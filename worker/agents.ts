@@ -8,6 +8,7 @@ import type { AgentCoordinator } from "./objects/agent-object.ts";
 import { agentObjectName } from "./objects/names.ts";
 import type { ControlRoute } from "./objects/agent-controls.ts";
 import { deleteWebhook, getWebhook, putWebhook, webhookTestRoute } from "./webhook-routes.ts";
+import { debounceCeilingMs } from "./rules/on-busy.ts";
 import type { MessagePolicy } from "./rules/message-lease.ts";
 import {
   answerSchema, approveSchema, askSchema, CANCEL_REASON_CHARS, cancelSchema, errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema,
@@ -148,7 +149,7 @@ async function setPolicy(request: Request, stub: Stub): Promise<Response> {
   if (!body.ok) return body.response;
   const parsed = parseBody(policySchema, body.data);
   if (!parsed.ok) return errorResponse(400, "bad_request", `bad policy: ${parsed.message}`);
-  const { mode, max_running, run_timeout_seconds, max_attempts, heartbeat_timeout_seconds, on_busy, debounce_ms } = parsed.value;
+  const { mode, max_running, run_timeout_seconds, max_attempts, heartbeat_timeout_seconds, on_busy, debounce_ms, debounce_max_ms } = parsed.value;
   const update: Partial<MessagePolicy> = {
     ...(heartbeat_timeout_seconds === undefined ? {} : { heartbeatTimeoutMs: heartbeat_timeout_seconds === null ? null : heartbeat_timeout_seconds * 1000 }),
     ...(mode === undefined ? {} : { mode }),
@@ -157,6 +158,7 @@ async function setPolicy(request: Request, stub: Stub): Promise<Response> {
     ...(max_attempts === undefined ? {} : { maxAttempts: max_attempts }),
     ...(on_busy === undefined ? {} : { onBusy: on_busy }),
     ...(debounce_ms === undefined ? {} : { debounceMs: debounce_ms === 0 ? null : debounce_ms }),
+    ...(debounce_max_ms === undefined ? {} : { debounceMaxMs: debounce_max_ms === 0 ? null : debounce_max_ms }),
   };
   return Response.json(policyView(await stub.setPolicy(update)));
 }
@@ -263,6 +265,6 @@ function policyView(p: MessagePolicy) {
   return {
     mode: p.mode, max_running: p.maxRunning, run_timeout_seconds: p.runTimeoutMs / 1000, max_attempts: p.maxAttempts,
     heartbeat_timeout_seconds: p.heartbeatTimeoutMs === null ? null : p.heartbeatTimeoutMs / 1000,
-    on_busy: p.onBusy, debounce_ms: p.debounceMs,
+    on_busy: p.onBusy, debounce_ms: p.debounceMs, debounce_max_ms: debounceCeilingMs(p),
   };
 }

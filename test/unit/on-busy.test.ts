@@ -13,7 +13,8 @@ const msg = (id: number, over: Partial<MessageLease> = {}): MessageLease => ({
   id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, forPerson: false, ...over,
 });
 const running = (id: number) => msg(id, { status: "running", runner: "1", token: 10 + id, attempts: 1, expiresAt: NOW + 9000 });
-const policy = (onBusy: BusyPolicy["onBusy"], debounceMs: number | null = null, mode: BusyPolicy["mode"] = "single"): BusyPolicy => ({ mode, onBusy, debounceMs });
+const policy = (onBusy: BusyPolicy["onBusy"], debounceMs: number | null = null, mode: BusyPolicy["mode"] = "single", debounceMaxMs: number | null = null): BusyPolicy =>
+  ({ mode, onBusy, debounceMs, debounceMaxMs });
 
 describe("decideOnBusy", () => {
   const busy = [running(1), msg(2), msg(3, { attempts: 1, retryAt: NOW + 5 }), msg(4, { status: "parked", attempts: 1 })];
@@ -26,8 +27,15 @@ describe("decideOnBusy", () => {
     ["interrupt: with nothing running, the new one just queues", policy("interrupt"), [msg(2)], { action: "store", interrupt: [], first: false }],
     ["replace: queued never-started ones are superseded; a retry waiting its backoff and the running one stay", policy("replace"), busy,
       { action: "store", interrupt: [], supersede: [busy[1]], holdUntil: null }],
-    ["replace with a debounce holds the new one that long", policy("replace", 300), [msg(5, { retryAt: NOW + 100 })],
-      { action: "store", supersede: [msg(5, { retryAt: NOW + 100 })], holdUntil: NOW + 300 }],
+    ["replace with a debounce holds the new one that long; the first of a burst begins it", policy("replace", 300), [msg(5, { retryAt: NOW + 100 })],
+      { action: "store", supersede: [msg(5, { retryAt: NOW + 100 })], holdUntil: NOW + 300, heldSince: NOW }],
+    ["replace with a debounce: a trickle's hold ends at debounce_max after the burst's first, carried from the one it supersedes", policy("replace", 300, "single", 1000),
+      [msg(5, { retryAt: NOW + 250, heldSince: NOW - 900 })], { holdUntil: NOW + 100, heldSince: NOW - 900 }],
+    ["replace with a debounce: past the ceiling the new one is not held at all", policy("replace", 300, "single", 1000),
+      [msg(5, { retryAt: NOW + 250, heldSince: NOW - 1000 })], { holdUntil: null, heldSince: NOW - 1000 }],
+    ["replace with a debounce and no debounce_max: the ceiling is 10 times the debounce", policy("replace", 300),
+      [msg(5, { retryAt: NOW + 250, heldSince: NOW - 2900 })], { holdUntil: NOW + 100, heldSince: NOW - 2900 }],
+    ["replace without a debounce holds nothing and starts no burst", policy("replace"), [msg(5, { heldSince: NOW - 10 })], { holdUntil: null, heldSince: null }],
   ];
   for (const [name, p, group, expected] of rows) {
     it(name, () => expect(decideOnBusy(p, group, "chat", NOW)).toMatchObject(expected as object));
@@ -40,9 +48,9 @@ describe("decideOnBusy", () => {
 
   it.each(["reject", "interrupt", "replace"] as const)("in pool mode ungrouped messages are independent work: %s leaves them alone and the new one queues", (onBusy) => {
     const open = [running(7), running(8), msg(9)];
-    expect(decideOnBusy(policy(onBusy, 500, "pool"), open, null, NOW)).toEqual({ action: "store", interrupt: [], supersede: [], holdUntil: null, first: false });
+    expect(decideOnBusy(policy(onBusy, 500, "pool"), open, null, NOW)).toEqual({ action: "store", interrupt: [], supersede: [], holdUntil: null, heldSince: null, first: false });
     // A named group is still one conversation in a pool.
-    expect(decideOnBusy(policy(onBusy, 500, "pool"), [{ ...running(7), group: "chat" }], "chat", NOW)).not.toEqual({ action: "store", interrupt: [], supersede: [], holdUntil: null, first: false });
+    expect(decideOnBusy(policy(onBusy, 500, "pool"), [{ ...running(7), group: "chat" }], "chat", NOW)).not.toEqual({ action: "store", interrupt: [], supersede: [], holdUntil: null, heldSince: null, first: false });
   });
 
   it("supersede ends only a queued message that never started", () => {

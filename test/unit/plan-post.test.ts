@@ -18,7 +18,7 @@ describe("planPost", () => {
     { name: "interrupt cancels the running one and runs first", policy: { onBusy: "interrupt" }, groupOpen: [running(5, "1", { group: "g" })],
       expected: { ok: true, insert: { first: true }, lease: { first: true }, interrupt: [{ id: 5 }] } },
     { name: "replace with a debounce supersedes the never-started and holds the new one", policy: { onBusy: "replace", debounceMs: 300 }, groupOpen: [message(6, { group: "g" })],
-      expected: { ok: true, insert: { holdUntil: NOW + 300 }, lease: { retryAt: NOW + 300 }, supersede: [{ id: 6 }] } },
+      expected: { ok: true, insert: { holdUntil: NOW + 300, heldSince: NOW }, lease: { retryAt: NOW + 300, heldSince: NOW }, supersede: [{ id: 6 }] } },
     { name: "a question for a person is parked from the start with its question and deadline", post: { question: { text: "ok?", on_deadline: "approve" }, deadlineSeconds: 60 }, groupOpen: null,
       expected: {
         ok: true, insert: { forPerson: true }, lease: { status: "queued", forPerson: true },
@@ -35,7 +35,7 @@ describe("planPost", () => {
 
 describe("inWindow", () => {
   const queued = Array.from({ length: DISPATCH_WINDOW }, (_, i) => message(i + 1));
-  const fresh = newLease({ id: 9999, text: "", createdAt: NOW, group: null, runTimeoutMs: null, holdUntil: null, first: false, forPerson: false, traceparent: null, key: null });
+  const fresh = newLease({ id: 9999, text: "", createdAt: NOW, group: null, runTimeoutMs: null, holdUntil: null, heldSince: null, first: false, forPerson: false, traceparent: null, key: null });
   it("a new message joins the open ones while the dispatch window has room", () => expect(inWindow(queued.slice(1), fresh)).toBe(true));
   it("past a full window it waits, as a snapshot would not have read it", () => expect(inWindow(queued, fresh)).toBe(false));
   it("one that interrupted its group joins anyway", () => expect(inWindow(queued, { ...fresh, first: true })).toBe(true));

@@ -19,7 +19,7 @@ type Info = { name: string; type: string; notnull: number };
 
 /** A post's row as its plan would give it: the next id after the last one SQLite handed out. */
 function newRow(store: MessageStore, text: string): PostInsert {
-  return { id: store.lastIssuedId() + 1, text, createdAt: 1, group: null, runTimeoutMs: null, holdUntil: null, first: false, forPerson: false, traceparent: null, key: null };
+  return { id: store.lastIssuedId() + 1, text, createdAt: 1, group: null, runTimeoutMs: null, holdUntil: null, heldSince: null, first: false, forPerson: false, traceparent: null, key: null };
 }
 
 /** The table's columns as SQLite has them, beside the row schema's: equal when the migrations and the row agree. */
@@ -38,11 +38,11 @@ function unversioned(sql: SqlStorage, ...tables: string[]): void {
 }
 
 describe("the message row", () => {
-  it("a fresh object's messages and message_steps tables have exactly the row schemas' columns, at version 1", async () => {
+  it("a fresh object's messages and message_steps tables have exactly the row schemas' columns, at versions 2 and 2", async () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const { sql } = state.storage;
       for (const { table, schema } of [shapes(sql, messageRow), shapes(sql, stepRow)]) expect(table).toEqual(schema);
-      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([1, 2]);
+      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([2, 2]);
     });
   });
 
@@ -63,7 +63,22 @@ describe("the message row", () => {
         ["waiting", "queued", 0, 0, 0, null], ["handed out", "queued", 0, 0, 0, null], ["done", "acknowledged", 0, 0, 0, "ok"],
       ]);
       expect(store.openLeases(10).map((l) => l.id)).toEqual([1, 2]);
-      expect(schemaVersion(sql, "messages")).toBe(1);
+      expect(schemaVersion(sql, "messages")).toBe(2);
+    });
+  });
+
+  it("a messages table at version 1 (before held_since) gains the column at version 2 and keeps its messages", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
+      const { sql } = state.storage;
+      new MessageStore(sql);
+      sql.exec(`ALTER TABLE messages DROP COLUMN held_since`);
+      sql.exec(`UPDATE schema_versions SET version = 1 WHERE store = 'messages'`);
+      sql.exec(`INSERT INTO messages (text, created_at, retry_at) VALUES ('held', 5, 300)`);
+      const store = new MessageStore(sql);
+      expect(schemaVersion(sql, "messages")).toBe(2);
+      const { table, schema } = shapes(sql, messageRow);
+      expect(table).toEqual(schema);
+      expect(store.after(0).map((m) => [m.text, m.retry_at, m.held_since])).toEqual([["held", 300, null]]);
     });
   });
 

@@ -20,7 +20,11 @@ describe("on_busy", () => {
     expect(await setPolicy(agent, { on_busy: "replace", debounce_ms: 250 })).toMatchObject({ on_busy: "replace", debounce_ms: 250 });
     expect((await call("PUT", `/agents/${agent}/policy`, { on_busy: "drop" })).status).toBe(400);
     expect((await call("PUT", `/agents/${agent}/policy`, { debounce_ms: 600_001 })).status).toBe(400);
-    expect((await call("GET", `/agents/${agent}/policy`)).body).toMatchObject({ on_busy: "replace", debounce_ms: 250 });
+    expect((await call("GET", `/agents/${agent}/policy`)).body).toMatchObject({ on_busy: "replace", debounce_ms: 250, debounce_max_ms: 2500 });
+    expect(await setPolicy(agent, { debounce_max_ms: 1000 })).toMatchObject({ debounce_ms: 250, debounce_max_ms: 1000 });
+    expect((await call("PUT", `/agents/${agent}/policy`, { debounce_max_ms: 3_600_001 })).status).toBe(400);
+    expect((await call("PUT", `/agents/${agent}/policy`, { debounce_max_ms: -1 })).status).toBe(400);
+    expect((await call("GET", `/agents/${agent}/policy`)).body).toMatchObject({ debounce_ms: 250, debounce_max_ms: 1000 });
   });
 
   it("reject: a post while its group is queued or running is 409 busy naming the holder, and nothing is stored; another group is free", async () => {
@@ -90,5 +94,28 @@ describe("on_busy", () => {
     expect(m.text).toBe("abc");
     expect(a.sock.framesOf("message").filter((f) => f.run && f.id !== burst[2]).map((f) => f.id)).toEqual([]);
     for (const id of burst.slice(0, 2)) expect((await message(agent, id)).status).toBe("superseded");
+  });
+
+  it("replace with a debounce: a steady trickle under the debounce still runs, its latest message debounce_max after the burst's first", async () => {
+    const agent = uniqueAgent();
+    await setPolicy(agent, { on_busy: "replace", debounce_ms: 300, debounce_max_ms: 1000 });
+    await freezeClock(agent);
+    const a = await claimant(agent, "a");
+    // One message every 200 ms, each inside the last one's debounce: without a ceiling none would ever run.
+    const trickle: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      if (i > 0) await passTime(agent, 200);
+      trickle.push(await post(agent, `part ${i}`));
+    }
+    await passTime(agent, 150);
+    await settle(a.sock);
+    expect(a.sock.framesOf("message").filter((f) => f.run)).toEqual([]);
+    await passTime(agent, 50);
+    expect((await run(a.sock, trickle[4]!)).text).toBe("part 4");
+    for (const id of trickle.slice(0, 4)) expect((await message(agent, id)).status).toBe("superseded");
+    // The next post begins a burst of its own (held a whole debounce), queued behind the running one.
+    const next = await post(agent, "after");
+    const held = await message(agent, next);
+    expect(held.retry_at).toBe(held.created_at + 300);
   });
 });

@@ -71,4 +71,7 @@ const catchUpUnversioned: Migration = (sql) => {
   sql.exec(`CREATE INDEX IF NOT EXISTS message_answers_id ON message_answers (message_id, at)`);
 };
 
-export const MESSAGE_MIGRATIONS: readonly Migration[] = [catchUpUnversioned];
+/** 2: a message held by a debounce remembers when its burst began (message-row.ts held_since). */
+const heldSince: Migration = (sql) => addMissingColumns(sql, "messages", { held_since: "INTEGER" });
+
+export const MESSAGE_MIGRATIONS: readonly Migration[] = [catchUpUnversioned, heldSince];

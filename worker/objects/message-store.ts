@@ -105,8 +105,8 @@ export class MessageStore {
   /** Inserts a post's row under the id its plan gave it (the next after lastIssuedId), as rules/plan/post.ts left it. */
   insert(row: PostInsert): StoredMessage {
     return messageRow.decode(this.sql.exec(
-      `INSERT INTO messages (id, text, created_at, msg_group, run_timeout_ms, retry_at, run_first, for_person, traceparent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-      row.id, row.text, row.createdAt, row.group, row.runTimeoutMs, row.holdUntil, row.first ? 1 : null, row.forPerson ? 1 : 0, row.traceparent).one());
+      `INSERT INTO messages (id, text, created_at, msg_group, run_timeout_ms, retry_at, run_first, for_person, traceparent, held_since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+      row.id, row.text, row.createdAt, row.group, row.runTimeoutMs, row.holdUntil, row.first ? 1 : null, row.forPerson ? 1 : 0, row.traceparent, row.heldSince).one());
   }
 
   /** The last id AUTOINCREMENT handed out (pruned or not): a post's plan takes the next one. */

@@ -51,6 +51,8 @@ export interface MessageLease {
   forPerson: boolean;
   /** Runs before older queued messages of its group (the message that interrupted it, on_busy interrupt). */
   first?: boolean;
+  /** Held by a debounce: when the first message of the burst it ended was posted (on_busy replace). */
+  heldSince?: number;
 }
 
 export interface MessagePolicy {
@@ -66,13 +68,14 @@ export interface MessagePolicy {
    * past the run timeout.
    */
   heartbeatTimeoutMs: number | null;
-  /** What a new message does while its group is busy (rules/on-busy.ts); with replace, how long a new one is held. */
+  /** What a new message does while its group is busy (rules/on-busy.ts); with replace, how long a new one is held, and at most after its burst's first (null: LIMITS.debounceMaxMs's default). */
   onBusy: OnBusy;
   debounceMs: number | null;
+  debounceMaxMs: number | null;
 }
 
 export const DEFAULT_POLICY: MessagePolicy = {
-  mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5, heartbeatTimeoutMs: null, onBusy: "queue", debounceMs: null,
+  mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5, heartbeatTimeoutMs: null, onBusy: "queue", debounceMs: null, debounceMaxMs: null,
 };
 
 /** A runner that may take messages now, with its free slots (concurrency minus what it runs). */

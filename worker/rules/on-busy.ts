@@ -8,28 +8,32 @@
 //   reject     refused (409 busy, naming the message that holds the group) while one is queued or running; nothing is stored
 //   interrupt  the running message of the group is cancelled ("interrupted by message N") and the new one runs next; queued older ones stay queued
 //   replace    queued, never-started messages of the group end `superseded` (by N); a running one finishes;
-//              with a debounce, the new message is held that long, so a burst becomes one run
+//              with a debounce, the new message is held that long, so a burst becomes one run, but
+//              never past the ceiling counted from the burst's first message (debounceUntil)
 import type { MessageLease } from "./message-lease.ts";
 import type { OnBusy, PolicyMode } from "../wire/enums.ts";
+import { LIMITS } from "../wire/protocol.ts";
 
 export type { OnBusy };
 
 export interface BusyPolicy {
   mode: PolicyMode;
   onBusy: OnBusy;
-  /** With replace: how long a new message is held before it may run (null: not held). */
+  /** With replace: how long a new message is held before it may run (null: not held), and at most after its burst's first (null: the default). */
   debounceMs: number | null;
+  debounceMaxMs: number | null;
 }
 
 export type BusyVerdict =
   /**
    * Store the new message; cancel `interrupt` (running), supersede `supersede` (queued, never
-   * started); hold it until `holdUntil` (null: not held); `first`: it runs before older queued ones of its group.
+   * started); hold it until `holdUntil` (null: not held), `heldSince` the burst's first post (null:
+   * no debounce); `first`: it runs before older queued ones of its group.
    */
-  | { action: "store"; interrupt: MessageLease[]; supersede: MessageLease[]; holdUntil: number | null; first: boolean }
+  | { action: "store"; interrupt: MessageLease[]; supersede: MessageLease[]; holdUntil: number | null; heldSince: number | null; first: boolean }
   | { action: "refuse"; code: "busy"; holder: number; message: string };
 
-const store = (): BusyVerdict => ({ action: "store", interrupt: [], supersede: [], holdUntil: null, first: false });
+const store = (): BusyVerdict => ({ action: "store", interrupt: [], supersede: [], holdUntil: null, heldSince: null, first: false });
 
 /** `group`: the open messages (queued, running, parked) of the new message's group, as stored. */
 export function decideOnBusy(policy: BusyPolicy, group: readonly MessageLease[], groupName: string | null, now: number): BusyVerdict {
@@ -47,15 +51,33 @@ export function decideOnBusy(policy: BusyPolicy, group: readonly MessageLease[],
     case "interrupt": {
       // The message that interrupted its group runs next, before older queued ones (which stay queued).
       const interrupt = group.filter((m) => m.status === "running");
-      return { action: "store", interrupt, supersede: [], holdUntil: null, first: interrupt.length > 0 };
+      return { action: "store", interrupt, supersede: [], holdUntil: null, heldSince: null, first: interrupt.length > 0 };
     }
-    case "replace":
-      return {
-        action: "store", interrupt: [],
-        supersede: group.filter((m) => m.status === "queued" && m.attempts === 0),
-        holdUntil: policy.debounceMs === null || policy.debounceMs <= 0 ? null : now + policy.debounceMs, first: false,
-      };
+    case "replace": {
+      const supersede = group.filter((m) => m.status === "queued" && m.attempts === 0);
+      if (policy.debounceMs === null || policy.debounceMs <= 0) return { action: "store", interrupt: [], supersede, holdUntil: null, heldSince: null, first: false };
+      // The burst began with the first held message this one ends the line of.
+      const heldSince = Math.min(now, ...supersede.map((m) => m.heldSince ?? now));
+      return { action: "store", interrupt: [], supersede, holdUntil: debounceUntil(policy, heldSince, now), heldSince, first: false };
+    }
   }
+}
+
+/** The ceiling over a burst: debounceMaxMs, else LIMITS.debounceMaxMs.defaultTimesDebounce times the debounce. */
+export function debounceCeilingMs(policy: Pick<BusyPolicy, "debounceMs" | "debounceMaxMs">): number | null {
+  if (policy.debounceMs === null || policy.debounceMs <= 0) return null;
+  return policy.debounceMaxMs ?? LIMITS.debounceMaxMs.defaultTimesDebounce * policy.debounceMs;
+}
+
+/**
+ * Until when a message posted at `now` is held: the debounce, but never past the ceiling counted
+ * from the burst's first post, so a steady trickle still runs (null: not held, it may run at once).
+ */
+export function debounceUntil(policy: Pick<BusyPolicy, "debounceMs" | "debounceMaxMs">, heldSince: number, now: number): number | null {
+  const ceiling = debounceCeilingMs(policy);
+  if (ceiling === null) return null;
+  const until = Math.min(now + policy.debounceMs!, heldSince + ceiling);
+  return until > now ? until : null;
 }
 
 /** A queued message that never started, replaced by a newer one of its group: final, never runs. */

@@ -120,6 +120,8 @@ export const policyViewSchema = z.object({
   /** What a new message does while its group is busy, and replace's debounce (absent from older coordinators). */
   on_busy: z.optional(z.enum(ON_BUSY)),
   debounce_ms: z.optional(z.nullable(count)),
+  /** With a debounce: the ceiling in force (null: no debounce); absent from older coordinators. */
+  debounce_max_ms: z.optional(z.nullable(count)),
 });
 
 export const messagePageSchema = z.object({ agent: z.string(), messages: z.array(messageViewSchema), cursor: count });

@@ -72,6 +72,13 @@ export const LIMITS = {
   /** What one session's data may hold in all: keys, and bytes (inline and in R2 together). */
   leaseDataKeysPerSession: 100_000,
   leaseDataBytesPerSession: 1024 * 1024 * 1024,
+  /**
+   * on_busy replace's debounce (ms): how long a new message is held at most (`debounce_ms`), and
+   * the ceiling over a burst (`debounce_max_ms`; unset: this many times the debounce): a debounced
+   * message runs at most that long after the first message of its burst, however steady the trickle.
+   */
+  debounceMs: { max: 600_000 },
+  debounceMaxMs: { max: 3_600_000, defaultTimesDebounce: 10 },
   /** How deep JSON may nest in a frame or a body: deeper values pass the byte budgets but cost every copy between isolates. */
   jsonDepth: 64,
 } as const;
@@ -363,7 +370,9 @@ export const policySchema = z.strictObject({
   /** What a new message does while its group is busy (worker/rules/on-busy.ts); default queue. */
   on_busy: z.optional(z.enum(ON_BUSY)),
   /** With replace: hold a new message this long (ms, at most 10 minutes), so a burst becomes one run; null or 0: no hold. */
-  debounce_ms: z.optional(z.nullable(z.int().check(z.gte(0), z.lte(600_000)))),
+  debounce_ms: z.optional(z.nullable(z.int().check(z.gte(0), z.lte(LIMITS.debounceMs.max)))),
+  /** With a debounce: a held message runs at most this long (ms) after the first of its burst; null or 0: 10 times debounce_ms. */
+  debounce_max_ms: z.optional(z.nullable(z.int().check(z.gte(0), z.lte(LIMITS.debounceMaxMs.max)))),
 });
 
 /**

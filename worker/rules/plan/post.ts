@@ -31,8 +31,9 @@ export interface PostInsert {
   createdAt: number;
   group: string | null;
   runTimeoutMs: number | null;
-  /** Not handed out before then (an on_busy replace debounce). */
+  /** Not handed out before then (an on_busy replace debounce), and the post that began its burst. */
   holdUntil: number | null;
+  heldSince: number | null;
   /** Runs before older queued messages of its group (on_busy interrupt). */
   first: boolean;
   forPerson: boolean;
@@ -50,6 +51,7 @@ export function newLease(i: PostInsert): MessageLease {
   return {
     id: i.id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: i.group, runTimeoutMs: i.runTimeoutMs,
     retryAt: i.holdUntil, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, forPerson: i.forPerson, ...(i.first ? { first: true } : {}),
+    ...(i.heldSince === null ? {} : { heldSince: i.heldSince }),
   };
 }
 
@@ -63,7 +65,7 @@ export function planPost(post: NewPost, lastId: number, groupOpen: readonly Mess
   if (busy?.action === "refuse") return { ok: false, code: busy.code, holder: busy.holder, message: busy.message };
   const insert: PostInsert = {
     id: lastId + 1, text: post.text, createdAt: now, group: post.group, runTimeoutMs: post.runTimeoutMs, holdUntil: busy?.holdUntil ?? null,
-    first: busy?.first ?? false, forPerson: post.question !== null, traceparent: post.traceparent, key: post.key,
+    heldSince: busy?.heldSince ?? null, first: busy?.first ?? false, forPerson: post.question !== null, traceparent: post.traceparent, key: post.key,
   };
   const lease = newLease(insert);
   // Nobody runs a question for a person: it is parked from the start, its question kept with it.
