@@ -1,5 +1,5 @@
 // `baton agent set AGENT [--mode single|pool] [--max-running N] [--run-timeout SECONDS] [--max-attempts N]
-// [--on-busy queue|reject|interrupt|replace] [--debounce-ms MS]`: the agent's message policy. Without options it prints the current one.
+// [--on-busy queue|reject|interrupt|replace] [--debounce-ms MS] [--debounce-max MS]`: the agent's message policy. Without options it prints the current one.
 import { requestJson } from "../../client/http.ts";
 import { policyViewSchema } from "../../worker/wire/http-responses.ts";
 import { ON_BUSY, POLICY_MODES } from "../../worker/wire/enums.ts";
@@ -28,7 +28,12 @@ export default defineCommand({
       description: "what a new message does while one of its group is queued or running: queue (default: waits), reject (409 busy, not stored), " +
         "interrupt (the running one is cancelled), replace (queued, not yet started ones are superseded)",
     },
-    "debounce-ms": { type: "string", value: "MS", description: "with replace: hold a new message this long so a burst becomes one run (0-600000; 0: none)" },
+    "debounce-ms": { type: "string", value: "MS", description: `with replace: hold a new message this long so a burst becomes one run (0-${LIMITS.debounceMs.max}; 0: none)` },
+    "debounce-max": {
+      type: "string", value: "MS",
+      description: `with a debounce: a held message runs at most this long after the first of its burst, however steady the trickle ` +
+        `(1-${LIMITS.debounceMaxMs.max}; 0 or unset: ${LIMITS.debounceMaxMs.defaultTimesDebounce} times --debounce-ms)`,
+    },
   },
   async run({ args, options }) {
     const agent = agentName(args[0]!);
@@ -45,7 +50,8 @@ export default defineCommand({
       ...(options["run-timeout"] === undefined ? {} : { run_timeout_seconds: numberOption(options["run-timeout"], "run-timeout", { min, max, unit: "seconds" }) }),
       ...(options["max-attempts"] === undefined ? {} : { max_attempts: numberOption(options["max-attempts"], "max-attempts", { min: 1, max: 100, integer: true }) }),
       ...(onBusy === undefined ? {} : { on_busy: onBusy }),
-      ...(options["debounce-ms"] === undefined ? {} : { debounce_ms: numberOption(options["debounce-ms"], "debounce-ms", { min: 0, max: 600_000, integer: true }) }),
+      ...(options["debounce-ms"] === undefined ? {} : { debounce_ms: numberOption(options["debounce-ms"], "debounce-ms", { min: 0, max: LIMITS.debounceMs.max, integer: true }) }),
+      ...(options["debounce-max"] === undefined ? {} : { debounce_max_ms: numberOption(options["debounce-max"], "debounce-max", { min: 0, max: LIMITS.debounceMaxMs.max, integer: true }) }),
     };
     const conn = resolveConnection(options);
     const path = routePath("/agents/{agent}/policy", { agent });
@@ -55,6 +61,6 @@ export default defineCommand({
     process.stdout.write(options.json
       ? `${JSON.stringify(policy)}\n`
       : `${agent}: mode ${policy.mode}, max running ${policy.max_running}, run timeout ${policy.run_timeout_seconds} s, max attempts ${policy.max_attempts}, ` +
-        `on busy ${policy.on_busy ?? "queue"}${policy.debounce_ms ? ` (debounce ${policy.debounce_ms} ms)` : ""}\n`);
+        `on busy ${policy.on_busy ?? "queue"}${policy.debounce_ms ? ` (debounce ${policy.debounce_ms} ms${policy.debounce_max_ms ? `, at most ${policy.debounce_max_ms} ms after a burst's first` : ""})` : ""}\n`);
   },
 });

@@ -372,5 +372,7 @@ LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "leaseDataDeleteRows": 500,
     "leaseDataKeysPerSession": 100000,
     "leaseDataBytesPerSession": 1073741824,
+    "debounceMs": MappingProxyType({"max": 600000}),
+    "debounceMaxMs": MappingProxyType({"max": 3600000, "defaultTimesDebounce": 10}),
     "jsonDepth": 64,
 })
