@@ -59,12 +59,19 @@ export function inLineOrder(conns: PresenceReport["connections"]): PresenceRepor
   return [...conns].sort((a, b) => rank(a) - rank(b) || b.priority - a.priority || (a.claim_seq ?? Infinity) - (b.claim_seq ?? Infinity));
 }
 
-/** Messages: the policy, how many wait, and which run, are parked or failed. */
+/**
+ * Messages: the policy, how many wait, and which run, are parked or failed. Presence lists the
+ * newest of each (20 parked) and counts them all: what it does not list is said as "and K more".
+ */
 function workLine(p: PresenceReport): string {
   const w = p.work;
-  const ids = (list: { id: number }[]) => (list.length === 0 ? "" : ` (${list.map((m) => m.id).join(", ")})`);
-  return `  messages (${w.mode}): ${w.counts.queued} queued, ${w.counts.running} running${ids(w.running)}, ` +
-    `${w.counts.parked} parked${ids(w.parked)}, ${w.counts.failed} failed${ids(w.failed)}`;
+  const ids = (list: { id: number }[], total: number) => {
+    if (list.length === 0) return "";
+    const more = total - list.length;
+    return ` (${list.map((m) => m.id).join(", ")}${more > 0 ? ` and ${more} more` : ""})`;
+  };
+  return `  messages (${w.mode}): ${w.counts.queued} queued, ${w.counts.running} running${ids(w.running, w.counts.running)}, ` +
+    `${w.counts.parked} parked${ids(w.parked, w.counts.parked)}, ${w.counts.failed} failed${ids(w.failed, w.counts.failed)}`;
 }
 
 /** A line per parked message waiting on an effect's unknown outcome: the step, and the two answers. */

@@ -189,6 +189,24 @@ describe("a person in the loop on the dashboard", () => {
     await page.close();
   });
 
+  it("more open questions than presence lists (23, the newest 20 listed): the count says all 23 and a line names the 3 not listed", async () => {
+    const agent = "e2e-person-many";
+    for (let i = 0; i < 23; i++) {
+      const res = await api<{ id: number }>("POST", `/agents/${agent}/messages`, { text: `q${i}`, question: { text: `Question ${i}?` } });
+      expect(res.status).toBe(201);
+    }
+    const page = await openLive();
+    await page.locator(`#person [data-role="ask"][data-agent="${agent}"]`).nth(19).waitFor();
+    expect(await page.locator(`#person [data-role="ask"][data-agent="${agent}"]`).count()).toBe(20);
+    const more = page.locator('#person [data-role="person-more"]');
+    await until(async () => (await more.textContent())?.includes(`3 of ${agent} (baton history ${agent})`), "the line naming the 3 not listed");
+    const listed = await page.locator("#person [data-role=\"ask\"]").count();
+    const counted = Number((await page.locator('#person [data-role="person-count"]').textContent())?.replace(/[()]/g, ""));
+    expect(counted - listed).toBeGreaterThanOrEqual(3);
+    expect(await more.textContent()).toMatch(new RegExp(`^and ${counted - listed} more, older, not listed here: `));
+    await page.close();
+  });
+
   it("one button per choice: the chosen one answers from the page, and the message shows who answered, with which token, via page, when and with what", async () => {
     const page = await openLive();
     const agent = "chooser";

@@ -24,6 +24,15 @@ describe("questions for a person", () => {
     expect(a.sock.frames.some((f) => f.type === "message" && f.id === id)).toBe(false);
   });
 
+  it("25 open questions: presence counts all 25 and lists the newest 20, so a reader can say how many it does not list", async () => {
+    const agent = uniqueAgent();
+    const ids: number[] = [];
+    for (let i = 0; i < 25; i++) ids.push(await post(agent, `q${i}`, { question: { text: `Question ${i}?` } }));
+    const work = (await presence(agent)).work;
+    expect(work.counts.parked).toBe(25);
+    expect(work.parked.map((p) => p.id)).toEqual(ids.slice(5).reverse());
+  });
+
   it("an answer ends it acknowledged with the answer as its reply, recorded with who gave it; a second answer is 409", async () => {
     const agent = uniqueAgent();
     const id = await post(agent, "q", { question: { text: "Ship it?", choices: ["ship", "hold"] } });

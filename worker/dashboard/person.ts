@@ -45,11 +45,14 @@ export class PersonQueue {
   private target = linkTarget(location.hash);
   private scrolledTo: string | null = null;
   private readonly gone = el("p", { class: "hint", "data-role": "target-gone" });
+  /** Presence lists each agent's newest 20 parked messages and counts them all: the rest are said, not hidden. */
+  private readonly more = el("p", { class: "hint", "data-role": "person-more" });
 
   /** `root`: the section. */
   constructor(private readonly root: HTMLElement, private readonly hooks: PersonHooks) {
     this.gone.hidden = true;
-    root.replaceChildren(el("h2", {}, "Needs a person ", this.count), this.gone, this.empty, this.list);
+    this.more.hidden = true;
+    root.replaceChildren(el("h2", {}, "Needs a person ", this.count), this.gone, this.empty, this.list, this.more);
   }
 
   /** Follows a new link (the page's hash changed). */
@@ -81,7 +84,13 @@ export class PersonQueue {
     nodes.forEach((node, i) => {
       if (this.list.children[i] !== node) this.list.insertBefore(node, this.list.children[i] ?? null);
     });
-    this.count.textContent = open.length ? `(${open.length})` : "";
+    const unlisted = entries.filter((e) => (e.work?.counts.parked ?? 0) > (e.work?.parked.length ?? 0))
+      .map((e) => ({ agent: e.agent, n: e.work!.counts.parked - e.work!.parked.length }));
+    const total = open.length + unlisted.reduce((sum, u) => sum + u.n, 0);
+    this.count.textContent = total ? `(${total})` : "";
+    this.more.hidden = unlisted.length === 0;
+    this.more.textContent = unlisted.length === 0 ? "" : `and ${total - open.length} more, older, not listed here: ` +
+      `${unlisted.map((u) => `${u.n} of ${u.agent} (baton history ${u.agent})`).join(", ")}`;
     this.empty.hidden = open.length > 0;
     this.empty.textContent = state.unreachable
       ? "Nobody was waiting for a person when the coordinator was last reached."

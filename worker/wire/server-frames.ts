@@ -44,7 +44,7 @@ const workReport = z.object({
   counts: z.object({ queued: count, running: count, parked: count, acknowledged: count, failed: count, rejected: z.optional(count), cancelled: z.optional(count), superseded: z.optional(count) }),
   running: z.array(runningMessage),
   /**
-   * Messages waiting for a person. `waiting_on`: the step of the effect whose outcome is unknown,
+   * Messages waiting for a person: the newest 20 (counts.parked counts them all). `waiting_on`: the step of the effect whose outcome is unknown,
    * which a person settles with done or redo (null: the runner parked it to ask; absent from older
    * coordinators). `reason`: the same as a sentence ("outcome unknown: step charge"), still sent for
    * readers older than `waiting_on`; nothing reads it any more: read `waiting_on`.
