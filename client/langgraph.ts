@@ -215,7 +215,12 @@ export class BatonSaver extends BaseCheckpointSaver {
     };
   }
 
-  /** Fills in the checkpoint's channel values: for each channel, the value stored at its version. */
+  /**
+   * Fills in the checkpoint's channel values: for each channel, the value stored at its version. A
+   * version no value was written for has none, as LangGraph's own savers read it (only newVersions
+   * are stored); a value stored and since lost is an error from the coordinator (a 500, not a 404),
+   * which getLeaseData throws, so a graph never resumes from a state that silently lacks it.
+   */
   private async loadValues(session: string, ns: string, checkpoint: Checkpoint): Promise<void> {
     const values = checkpoint.channel_values as Record<string, unknown>;
     await Promise.all(Object.entries(checkpoint.channel_versions).map(async ([channel, version]) => {

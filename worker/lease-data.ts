@@ -77,9 +77,12 @@ export async function getValue(env: Env, shard: Shard, account: string, session:
   if (key instanceof Response) return key;
   const row = await shard.getData(account, session, key);
   const headers = (bytes: number) => ({ "content-type": "application/octet-stream", "content-length": String(bytes), "x-baton-fence": String(row!.fence) });
-  if (row?.value) return new Response(row.value, { headers: headers(row.bytes) });
-  const object = row?.r2Key && env.BLOBS ? await env.BLOBS.get(row.r2Key) : null;
-  if (row === null || object === null) return errorResponse(404, "not_found", `session ${session} has no value under ${key}`);
+  if (row === null) return errorResponse(404, "not_found", `session ${session} has no value under ${key}`);
+  // Inline, an empty value included.
+  if (row.r2Key === null) return new Response(row.value ?? new Uint8Array(0), { headers: headers(row.bytes) });
+  // A value kept in R2 whose object is gone is lost, not absent: a 404 would let a reader take it for a key never written.
+  const object = env.BLOBS ? await env.BLOBS.get(row.r2Key) : null;
+  if (object === null) return errorResponse(500, "internal", `session ${session} stored a value under ${key} in R2, but its object cannot be read: the value is lost or R2 is not bound`);
   return new Response(object.body, { headers: headers(object.size) });
 }
 

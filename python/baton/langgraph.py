@@ -230,6 +230,8 @@ class BatonSaver(BaseCheckpointSaver[str]):
     def _tuple(self, session: str, thread_id: str, ns: str, cid: str, stored: dict[str, Any]) -> CheckpointTuple:
         checkpoint = self._load(stored["checkpoint"])
         values: dict[str, Any] = {}
+        # A version no value was written for has none (LangGraph's savers store only new_versions); a
+        # value stored and since lost is a coordinator error (500, not 404) that get_lease_data raises.
         for channel, version in checkpoint["channel_versions"].items():
             raw = get_lease_data(self.url, self._token, session, _value_key(ns, channel, version))
             typed = _EMPTY if raw is None else json.loads(raw)

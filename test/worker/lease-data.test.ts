@@ -95,6 +95,20 @@ describe("data under a session lease", () => {
     expect(text((await get(s, "big")).bytes)).toBe("small now");
   });
 
+  it("a value kept in R2 whose object is gone reads as a 500, never as a 404 (no value); an empty inline value reads back empty", async () => {
+    const s = session();
+    const a = await acquire(s);
+    expect((await put(s, "big", new Uint8Array(LIMITS.leaseDataInlineBytes + 1), a)).status).toBe(201);
+    const [object] = (await env.BLOBS!.list({ prefix: `lease-data/dev/${s}/` })).objects;
+    await env.BLOBS!.delete(object!.key);
+    const lost = await SELF.fetch(`${BASE}/leases/${s}/data?key=big`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(lost.status).toBe(500);
+    expect(await lost.json()).toMatchObject({ error: "internal", message: expect.stringMatching(/stored a value under big in R2, but its object cannot be read/) });
+    expect((await put(s, "empty", "", a)).status).toBe(201);
+    expect(await get(s, "empty")).toMatchObject({ status: 200, bytes: new Uint8Array(0) });
+    expect((await get(s, "never")).status).toBe(404);
+  });
+
   it("an if-absent write keeps the value a key already has, inline or in R2", async () => {
     const s = session();
     const a = await acquire(s);

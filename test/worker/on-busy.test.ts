@@ -116,6 +116,6 @@ describe("on_busy", () => {
     // The next post begins a burst of its own (held a whole debounce), queued behind the running one.
     const next = await post(agent, "after");
     const held = await message(agent, next);
-    expect(held.retry_at).toBe(held.created_at + 300);
+    expect(held.retry_at).toBe((held.created_at as number) + 300);
   });
 });
