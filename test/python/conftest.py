@@ -91,6 +91,7 @@ def dev():
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True)
     d = Dev(f"http://127.0.0.1:{port}", proc, log)
+    d.persist = Path(persist)  # where wrangler dev keeps its state (R2 objects included)
     deadline = time.monotonic() + 90
     try:
         while True:

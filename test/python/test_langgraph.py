@@ -96,6 +96,34 @@ def test_round_trip_values_writes_list_and_delete(dev):
     assert list(saver.list(root)) == []
 
 
+def _r2_files(dev) -> set:
+    return {p for p in dev.persist.rglob("*") if p.is_file() and "r2" in p.parts and "blobs" in p.parts}
+
+
+def test_a_version_never_written_has_no_value_and_a_lost_value_is_an_error(dev):
+    """LangGraph's savers store only new_versions, so a version with no value record has none; a value
+    that was stored and is lost (its R2 object gone) makes get_tuple raise, never read as absent."""
+    thread = f"t-{uuid.uuid4()}"
+    saver = BatonSaver(url=dev.url, token=DEV_TOKEN, lease=acquire(dev, thread_session(thread)))
+    root = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    v1 = saver.get_next_version(None)
+    meta = {"source": "input", "step": -1, "parents": {}}
+    c1 = saver.put(root, checkpoint({"kept": "yes", "unsent": "no"}, {"kept": v1, "unsent": v1}), meta, {"kept": v1})
+    assert saver.get_tuple(c1).checkpoint["channel_values"] == {"kept": "yes"}
+
+    before = _r2_files(dev)
+    big = "x" * (INLINE_LIMIT * 2)
+    c2 = saver.put(c1, checkpoint({"big": big}, {"big": v1}), meta, {"big": v1})
+    assert saver.get_tuple(c2).checkpoint["channel_values"] == {"big": big}
+    stored = _r2_files(dev) - before
+    assert stored, "the large value went to R2"
+    for path in stored:
+        path.unlink()
+    with pytest.raises(baton.CoordinatorError) as lost:
+        saver.get_tuple(c2)
+    assert lost.value.status == 500
+
+
 def test_async_methods_and_a_write_without_the_thread_lease(dev):
     thread = f"t-{uuid.uuid4()}"
     saver = BatonSaver(url=dev.url, token=DEV_TOKEN, lease_for=leases(dev))
