@@ -67,6 +67,9 @@ describe("cancel end to end", () => {
     const refused = runBaton(["send", agent, "second"], { BATON_URL: fx.dev.url });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/busy: message 1 is queued \(on_busy reject\); nothing was stored/);
+    const ceiling = runBaton(["agent", "set", agent, "--on-busy", "replace", "--debounce-ms", "200", "--debounce-max", "900"], { BATON_URL: fx.dev.url });
+    expect(ceiling.stdout).toMatch(/on busy replace \(debounce 200 ms, at most 900 ms after a burst's first\)/);
+    expect(runBaton(["agent", "set", agent, "--debounce-max", "3600001"], { BATON_URL: fx.dev.url })).toMatchObject({ code: 2, stderr: expect.stringMatching(/debounce-max/) });
     expect(runBaton(["agent", "set", agent, "--on-busy", "replace", "--debounce-ms", "0"], { BATON_URL: fx.dev.url }).stdout).toMatch(/on busy replace/);
     const waiting = spawn(process.execPath, [BIN, "send", agent, "v1", "--wait", "--timeout", "30"], {
       cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, stdio: ["ignore", "pipe", "pipe"],
