@@ -10,6 +10,7 @@
 // coordinator over HTTP with the URL, token and run key it is given.
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { MessageContext, MessageHandler } from "../../client/index.ts";
+import type { Lifeline } from "./lifeline.ts";
 import { describeFailure, startRun } from "./runner.ts";
 
 /** A command that exits with this code parks its message until `baton resume` (sysexits EX_TEMPFAIL). */
@@ -35,6 +36,8 @@ export interface CommandHandlerOptions {
   stderr?: () => NodeJS.WritableStream;
   /** More environment for every run (serve's own `baton` on PATH: cli-shim.ts). */
   env?: Record<string, string>;
+  /** Kills every run if this process dies (lifeline.ts). */
+  lifeline?: Lifeline;
 }
 
 export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
@@ -47,6 +50,8 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
       args: opts.args,
       stdin: message.text,
       stderr: opts.stderr?.(),
+      lifeline: opts.lifeline,
+      leftoverGraceMs: opts.graceMs,
       env: {
         ...opts.env,
         BATON_AGENT: opts.agent,
@@ -78,6 +83,8 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
       clearInterval(beats);
       clearInterval(poll);
       await saving;
+      // A stopped run holds its slot until its whole tree is gone, so this runner starts nothing beside its grace.
+      if (ctx.signal.aborted) await run.gone;
       ctx.signal.throwIfAborted();
       if (outcome.code === PARK_EXIT_CODE) {
         const value = file.changed() ?? undefined;
