@@ -1,0 +1,160 @@
+// `npm run chaos -- --mode lifeline`: `baton serve` itself dies by SIGKILL at random points while
+// its command writes to a sink outside baton (scripts/chaos/lifeline-writer.mjs: the command, a
+// child that ignores SIGTERM, a process that escaped with setsid). Two serve processes of one agent
+// (single mode) against wrangler dev on loopback; every 0.4-1.6 s the driver SIGKILLs one (most
+// often the one writing) and starts it again a moment later. The sink stamps each write on arrival
+// with the serve instance that started its run. Invariant: no write of an instance arrives later
+// than 100 ms after that instance's serve was SIGKILLed; the largest gap is reported. With
+// --commit REV the serve processes run another commit's CLI (main, to see the invariant fail).
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import type { DevServer } from "../../test/e2e/wrangler-dev.ts";
+import { snapshotOfHead, workingTree, wranglerDevOf } from "../bench/snapshot.ts";
+import { ServeSlot } from "./serve-fleet.ts";
+import { seeded } from "./seeded.ts";
+import { runMode } from "./run-mode.ts";
+
+const { values: opts } = parseArgs({
+  options: {
+    seconds: { type: "string", default: "45" },
+    servers: { type: "string", default: "2" },
+    ttl: { type: "string", default: "2" },
+    "work-ms": { type: "string", default: "1500" },
+    "budget-ms": { type: "string", default: "100" },
+    seed: { type: "string" },
+    commit: { type: "string" },
+    "working-tree": { type: "boolean", default: false },
+    "keep-logs": { type: "boolean", default: false },
+    mode: { type: "string" },
+  },
+});
+const seconds = Number(opts.seconds);
+const budgetMs = Number(opts["budget-ms"]);
+const seed = Number(opts.seed ?? Math.floor(Math.random() * 2 ** 31));
+const TOKEN = "baton-dev-token";
+const WRITER = join(import.meta.dirname, "lifeline-writer.mjs");
+/** After the last kill, how long the sink is watched for late writes. */
+const SETTLE_MS = 2000;
+
+const { random, pick, between } = seeded(seed);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const tree = opts.commit ? snapshotOfHead(opts.commit) : opts["working-tree"] ? workingTree() : snapshotOfHead();
+const workDir = mkdtempSync(join(tmpdir(), "baton-chaos-lifeline-"));
+const agent = `chaos-lifeline-${process.pid}`;
+/** Per serve instance: when its serve was SIGKILLed, and its writes' arrival times. */
+const killedAt = new Map<string, number>();
+const writes = new Map<string, number[]>();
+let dev: DevServer | null = null;
+let slots: ServeSlot[] = [];
+let keepLogs = false;
+let closeSink: () => void = () => {};
+
+function startSink(): Promise<string> {
+  const server = createServer((req, res) => {
+    const at = Date.now();
+    const instance = new URL(req.url ?? "/", "http://sink").searchParams.get("instance") ?? "";
+    writes.set(instance, [...(writes.get(instance) ?? []), at]);
+    req.resume();
+    res.end("ok");
+  });
+  closeSink = () => server.close();
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => {
+    const addr = server.address();
+    resolve(`http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`);
+  }));
+}
+
+async function coordinator(path: string, init?: RequestInit): Promise<Response> {
+  return fetch(`${dev!.url}${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" } });
+}
+
+/** Keeps a few messages queued, so the holder always has a run writing. */
+async function postMessages(until: number): Promise<number> {
+  let sent = 0;
+  while (Date.now() < until) {
+    const open = await coordinator(`/agents/${agent}/presence`).then((r) => r.json() as Promise<{ queued?: number }>).catch(() => ({ queued: 0 }));
+    if ((open.queued ?? 0) < 3) {
+      const res = await coordinator(`/agents/${agent}/messages`, { method: "POST", body: JSON.stringify({ text: `lifeline ${sent}` }) }).catch(() => null);
+      if (res?.status === 201) sent += 1;
+    }
+    await sleep(300);
+  }
+  return sent;
+}
+
+/** SIGKILL of one serve process (most often the one whose run wrote last), started again 0.3-1 s later. */
+async function killOne(): Promise<void> {
+  const running = slots.filter((s) => s.state === "running" && !s.busy);
+  if (running.length === 0) return;
+  const latest = (s: ServeSlot) => writes.get(s.instance)?.at(-1) ?? 0;
+  const writing = running.filter((s) => Date.now() - latest(s) < 200);
+  const slot = writing.length > 0 && random() < 0.85 ? pick(writing) : pick(running);
+  slot.busy = true;
+  try {
+    killedAt.set(slot.instance, Date.now());
+    await slot.kill();
+    await sleep(between(300, 1000));
+    slot.start();
+  } finally {
+    slot.busy = false;
+  }
+}
+
+async function main(): Promise<number> {
+  const startedAt = Date.now();
+  const load0 = loadavg()[0]!;
+  const { startWranglerDev } = await wranglerDevOf(tree);
+  const sinkUrl = await startSink();
+  const servers = Number(opts.servers);
+  console.log(`lifeline: seed ${seed}, ${servers} serve processes of ${agent}, ${seconds} s of SIGKILLs of serve, budget ${budgetMs} ms, baton ${tree.revision}`);
+  dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: opts.ttl!, BATON_PRESENCE_SCAN_SECONDS: "1" } });
+  slots = Array.from({ length: servers }, (_, i) => new ServeSlot(i, {
+    treeRoot: tree.root, workDir, url: dev!.url, token: TOKEN, agent, sinkUrl,
+    command: [process.execPath, WRITER], env: { CHAOS_WORK_MS: opts["work-ms"]! },
+  }));
+  for (const s of slots) s.start();
+  const deadline = Date.now() + seconds * 1000;
+  const posting = postMessages(deadline);
+  const kills: Promise<void>[] = [];
+  await sleep(3000);
+  while (Date.now() < deadline) {
+    kills.push(killOne().catch((e: Error) => console.error(`lifeline: kill failed: ${e.message}`)));
+    await sleep(between(400, 1600));
+  }
+  const sent = await posting;
+  await Promise.all(kills);
+  // The end: every serve process SIGKILLed at once, then the sink is watched for late writes.
+  for (const s of slots) if (s.state === "running") killedAt.set(s.instance, Date.now());
+  await Promise.all(slots.map((s) => s.kill()));
+  await sleep(SETTLE_MS);
+
+  const gaps = [...killedAt].map(([instance, at]) => ({ instance, gap: Math.max(...(writes.get(instance) ?? [-Infinity])) - at }));
+  const wrote = gaps.filter((g) => Number.isFinite(g.gap));
+  const late = wrote.filter((g) => g.gap > budgetMs);
+  const largest = wrote.reduce((m, g) => Math.max(m, g.gap), -Infinity);
+  const total = [...writes.values()].reduce((n, w) => n + w.length, 0);
+  const ok = late.length === 0 && wrote.length > 0;
+  console.log(`\n${killedAt.size} serve processes SIGKILLed (${wrote.length} of them with a run that had written), ${sent} messages posted, ${total} writes at the sink`);
+  console.log(`largest gap between a serve's SIGKILL and the last write of its commands: ${largest} ms (budget ${budgetMs} ms; negative: the last write came before the kill)`);
+  const sorted = wrote.map((g) => g.gap).sort((a, b) => a - b);
+  if (sorted.length > 0) console.log(`gaps: median ${sorted[Math.floor(sorted.length / 2)]} ms, ${sorted.filter((g) => g > 0).length} after the kill`);
+  for (const g of late.slice(0, 10)) console.log(`  LATE ${g.instance}: a write ${g.gap} ms after its serve died`);
+  console.log(`\n--- markdown ---\n${new Date().toISOString()}, baton ${tree.revision}, seed ${seed}, ${Math.round((Date.now() - startedAt) / 1000)} s, load average ${load0.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end: ` +
+    `${killedAt.size} SIGKILLs of serve (${wrote.length} while its commands wrote), ${total} writes, largest gap ${largest} ms, ${late.length} over ${budgetMs} ms.\n--- end ---`);
+  keepLogs = !ok || opts["keep-logs"]!;
+  console.log(ok ? `\nlifeline: held (seed ${seed})` : `\nlifeline: FAILED (seed ${seed}); serve logs kept in ${workDir}`);
+  return ok ? 0 : 1;
+}
+
+async function stopAll(keep: boolean): Promise<void> {
+  await Promise.allSettled(slots.map((s) => s.killMachine()));
+  await dev?.stop().catch(() => {});
+  closeSink();
+  tree.dispose();
+  if (!keep) rmSync(workDir, { recursive: true, force: true });
+}
+
+runMode(main, stopAll, () => keepLogs);
