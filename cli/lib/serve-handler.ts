@@ -41,7 +41,12 @@ export interface CommandHandlerOptions {
 }
 
 export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
+  // Per group, the tree of its last stopped run until it is gone: the group's next run here waits for it.
+  const stopping = new Map<string, Promise<void>>();
   return async (message, ctx) => {
+    const group = message.group ?? "";
+    await stopping.get(group);
+    ctx.signal.throwIfAborted();
     // Every message runs under its own token (the library runs no other), so each gets its own checkpoint file.
     const path = opts.checkpointPath.replace(/(\.json)?$/, `-${message.id}.json`);
     const file = new CheckpointFile(path, ctx.messageCheckpoint ?? ctx.checkpoint, opts.log);
@@ -70,7 +75,12 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
         ...(message.traceparent === null ? {} : { TRACEPARENT: message.traceparent }),
       },
     });
-    const kill = () => void run.kill(opts.graceMs);
+    const kill = (): void => {
+      const gone = run.kill(opts.graceMs).then(() => {
+        if (stopping.get(group) === gone) stopping.delete(group);
+      });
+      stopping.set(group, gone);
+    };
     ctx.signal.addEventListener("abort", kill, { once: true });
     // A stalled run's progress must reach the coordinator before the run does: poll the file.
     let saving = Promise.resolve();

@@ -1,8 +1,8 @@
 // `npm run chaos -- --mode lifeline`: `baton serve` itself dies by SIGKILL at random points while
 // its command writes to a sink outside baton (scripts/chaos/lifeline-writer.mjs: the command, a
 // child that ignores SIGTERM, a process that escaped with setsid). Two serve processes of one agent
-// (single mode) against wrangler dev on loopback; every 0.4-1.6 s the driver SIGKILLs one (most
-// often the one writing) and starts it again a moment later. The sink stamps each write on arrival
+// (single mode) against wrangler dev on loopback; a random 0-1.5 s after a serve's commands are
+// seen writing, the driver SIGKILLs that serve and starts it again a moment later. The sink stamps each write on arrival
 // with the serve instance that started its run. Invariant: no write of an instance arrives later
 // than 100 ms after that instance's serve was SIGKILLed; the largest gap is reported. With
 // --commit REV the serve processes run another commit's CLI (main, to see the invariant fail).
@@ -39,7 +39,7 @@ const WRITER = join(import.meta.dirname, "lifeline-writer.mjs");
 /** After the last kill, how long the sink is watched for late writes. */
 const SETTLE_MS = 2000;
 
-const { random, pick, between } = seeded(seed);
+const { pick, between } = seeded(seed);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const tree = opts.commit ? snapshotOfHead(opts.commit) : opts["working-tree"] ? workingTree() : snapshotOfHead();
 const workDir = mkdtempSync(join(tmpdir(), "baton-chaos-lifeline-"));
@@ -85,13 +85,14 @@ async function postMessages(until: number): Promise<number> {
   return sent;
 }
 
-/** SIGKILL of one serve process (most often the one whose run wrote last), started again 0.3-1 s later. */
-async function killOne(): Promise<void> {
-  const running = slots.filter((s) => s.state === "running" && !s.busy);
-  if (running.length === 0) return;
+/** The serve processes whose commands wrote within the last 200 ms. */
+function writing(): ServeSlot[] {
   const latest = (s: ServeSlot) => writes.get(s.instance)?.at(-1) ?? 0;
-  const writing = running.filter((s) => Date.now() - latest(s) < 200);
-  const slot = writing.length > 0 && random() < 0.85 ? pick(writing) : pick(running);
+  return slots.filter((s) => s.state === "running" && !s.busy && Date.now() - latest(s) < 200);
+}
+
+/** SIGKILL of a serve process whose commands write, started again 0.3-1 s later. */
+async function killOne(slot: ServeSlot): Promise<void> {
   slot.busy = true;
   try {
     killedAt.set(slot.instance, Date.now());
@@ -119,10 +120,17 @@ async function main(): Promise<number> {
   const deadline = Date.now() + seconds * 1000;
   const posting = postMessages(deadline);
   const kills: Promise<void>[] = [];
-  await sleep(3000);
+  // A kill lands a random 0-1.5 s after a serve's commands are seen writing.
+  let killAt: number | null = null;
   while (Date.now() < deadline) {
-    kills.push(killOne().catch((e: Error) => console.error(`lifeline: kill failed: ${e.message}`)));
-    await sleep(between(400, 1600));
+    const candidates = writing();
+    if (candidates.length === 0) killAt = null;
+    else if (killAt === null) killAt = Date.now() + between(0, 1500);
+    else if (Date.now() >= killAt) {
+      kills.push(killOne(pick(candidates)).catch((e: Error) => console.error(`lifeline: kill failed: ${e.message}`)));
+      killAt = null;
+    }
+    await sleep(20);
   }
   const sent = await posting;
   await Promise.all(kills);

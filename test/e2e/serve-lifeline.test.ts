@@ -6,7 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { authHeaders, postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { alive } from "./process-tree-fixture.ts";
 
 const fx = serveFixture();
@@ -100,4 +100,40 @@ describe.runIf(process.platform === "linux")("a served command's whole tree", ()
     expect(Date.now() - cancelledAt).toBeGreaterThanOrEqual(900);
     expect(statSync(join(dir, `${id}.ticks`)).size).toBeGreaterThan(0);
   });
+
+  it("in a pool, the next run of a cancelled message's group on that runner starts only once the cancelled tree is gone (its SIGTERM grace included)", async () => {
+    const agent = uniqueAgent("overlap");
+    const dir = mkdtempSync(join(tmpdir(), "baton-overlap-"));
+    const command = join(dir, "grouped.sh");
+    writeFileSync(command, [
+      "#!/bin/sh",
+      'text=$(cat)',
+      'base="$PIDS/$BATON_MESSAGE_ID"',
+      'case "$text" in',
+      `  long) sh -c 'trap "" TERM; echo $$ > "$0.stub"; while :; do date +%s%3N >> "$0.ticks"; sleep 0.02; done' "$base" >/dev/null 2>&1 &`,
+      "        trap 'exit 0' TERM; wait ;;",
+      '  *) date +%s%3N > "$base.start"; echo "did: $text" ;;',
+      "esac",
+      "",
+    ].join("\n"), { mode: 0o755 });
+    const policy = await fetch(`${fx.dev.url}/agents/${agent}/policy`, { method: "PUT", headers: authHeaders(), body: JSON.stringify({ mode: "pool" }) });
+    expect(policy.status).toBe(200);
+    const served = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env: { PIDS: dir }, serveArgs: ["--concurrency", "2"] });
+    fx.started.push(served);
+    await served.waitFor(/serving|holder|standby/);
+    const post = async (text: string) => {
+      const res = await fetch(`${fx.dev.url}/agents/${agent}/messages`, { method: "POST", headers: authHeaders(), body: JSON.stringify({ text, group: "g" }) });
+      return ((await res.json()) as { id: number }).id;
+    };
+    const long = await post("long");
+    const next = await post("next");
+    const stub = await until("the stubborn writer's first tick", () => (readdirSync(dir).includes(`${long}.ticks`) ? Number(readFileSync(join(dir, `${long}.stub`), "utf8")) : null));
+    pids.push(stub);
+    expect(runBaton(["cancel", agent, String(long)], { BATON_URL: fx.dev.url }).code).toBe(0);
+    await waitForMessage(fx.dev.url, agent, next, (m) => m.status === "acknowledged");
+    expect(alive(stub)).toBe(false);
+    const started = Number(readFileSync(join(dir, `${next}.start`), "utf8"));
+    expect(started).toBeGreaterThan(lastTick(dir, long));
+  });
 });
+
