@@ -2,12 +2,10 @@
 // its command writes to a sink outside baton (scripts/chaos/lifeline-writer.mjs: the command, a
 // child that ignores SIGTERM, a process that escaped with setsid). Two serve processes of one agent
 // (single mode) against wrangler dev on loopback; a random 0-1.5 s after a serve's commands are
-// seen writing, the driver SIGKILLs that serve and starts it again a moment later. The sink stamps each write on arrival
-// with the serve instance that started its run. Invariant: no write of an instance arrives later
+// seen writing, the driver SIGKILLs that serve and starts it again a moment later. Invariant: no write of an instance arrives later
 // than 100 ms after that instance's serve was SIGKILLed; the largest gap is reported. With
 // --commit REV the serve processes run another commit's CLI (main, to see the invariant fail).
-import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:http";
+import { closeSync, fstatSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -50,21 +48,25 @@ const writes = new Map<string, number[]>();
 let dev: DevServer | null = null;
 let slots: ServeSlot[] = [];
 let keepLogs = false;
-let closeSink: () => void = () => {};
+const sinkPath = join(workDir, "sink");
+let sinkRead = 0;
 
-function startSink(): Promise<string> {
-  const server = createServer((req, res) => {
-    const at = Date.now();
-    const instance = new URL(req.url ?? "/", "http://sink").searchParams.get("instance") ?? "";
-    writes.set(instance, [...(writes.get(instance) ?? []), at]);
-    req.resume();
-    res.end("ok");
-  });
-  closeSink = () => server.close();
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => {
-    const addr = server.address();
-    resolve(`http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`);
-  }));
+/** Reads the sink file's new lines into `writes` (each line: stamp, instance, role, message, pid). */
+function readSink(): void {
+  const fd = openSync(sinkPath, "r");
+  const size = fstatSync(fd).size;
+  const buf = Buffer.alloc(size - sinkRead);
+  readSync(fd, buf, 0, buf.length, sinkRead);
+  closeSync(fd);
+  const text = buf.toString("utf8");
+  const fresh = text.slice(0, text.lastIndexOf("\n") + 1);
+  sinkRead += Buffer.byteLength(fresh);
+  for (const line of fresh.split("\n").filter(Boolean)) {
+    const [at, instance] = line.split(" ");
+    const list = writes.get(instance!) ?? [];
+    list.push(Number(at));
+    writes.set(instance!, list);
+  }
 }
 
 async function coordinator(path: string, init?: RequestInit): Promise<Response> {
@@ -87,7 +89,7 @@ async function postMessages(until: number): Promise<number> {
 
 /** The serve processes whose commands wrote within the last 200 ms. */
 function writing(): ServeSlot[] {
-  const latest = (s: ServeSlot) => writes.get(s.instance)?.at(-1) ?? 0;
+  const latest = (s: ServeSlot) => Math.max(0, ...(writes.get(s.instance)?.slice(-20) ?? []));
   return slots.filter((s) => s.state === "running" && !s.busy && Date.now() - latest(s) < 200);
 }
 
@@ -108,13 +110,13 @@ async function main(): Promise<number> {
   const startedAt = Date.now();
   const load0 = loadavg()[0]!;
   const { startWranglerDev } = await wranglerDevOf(tree);
-  const sinkUrl = await startSink();
+  writeFileSync(sinkPath, "");
   const servers = Number(opts.servers);
   console.log(`lifeline: seed ${seed}, ${servers} serve processes of ${agent}, ${seconds} s of SIGKILLs of serve, budget ${budgetMs} ms, baton ${tree.revision}`);
   dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: opts.ttl!, BATON_PRESENCE_SCAN_SECONDS: "1" } });
   slots = Array.from({ length: servers }, (_, i) => new ServeSlot(i, {
-    treeRoot: tree.root, workDir, url: dev!.url, token: TOKEN, agent, sinkUrl,
-    command: [process.execPath, WRITER], env: { CHAOS_WORK_MS: opts["work-ms"]! },
+    treeRoot: tree.root, workDir, url: dev!.url, token: TOKEN, agent,
+    command: [process.execPath, WRITER], env: { CHAOS_WORK_MS: opts["work-ms"]!, CHAOS_SINK_FILE: sinkPath },
   }));
   for (const s of slots) s.start();
   const deadline = Date.now() + seconds * 1000;
@@ -123,6 +125,7 @@ async function main(): Promise<number> {
   // A kill lands a random 0-1.5 s after a serve's commands are seen writing.
   let killAt: number | null = null;
   while (Date.now() < deadline) {
+    readSink();
     const candidates = writing();
     if (candidates.length === 0) killAt = null;
     else if (killAt === null) killAt = Date.now() + between(0, 1500);
@@ -138,6 +141,7 @@ async function main(): Promise<number> {
   for (const s of slots) if (s.state === "running") killedAt.set(s.instance, Date.now());
   await Promise.all(slots.map((s) => s.kill()));
   await sleep(SETTLE_MS);
+  readSink();
 
   const gaps = [...killedAt].map(([instance, at]) => ({ instance, gap: Math.max(...(writes.get(instance) ?? [-Infinity])) - at }));
   const wrote = gaps.filter((g) => Number.isFinite(g.gap));
@@ -160,7 +164,6 @@ async function main(): Promise<number> {
 async function stopAll(keep: boolean): Promise<void> {
   await Promise.allSettled(slots.map((s) => s.killMachine()));
   await dev?.stop().catch(() => {});
-  closeSink();
   tree.dispose();
   if (!keep) rmSync(workDir, { recursive: true, force: true });
 }
