@@ -50,6 +50,8 @@ let slots: ServeSlot[] = [];
 let keepLogs = false;
 const sinkPath = join(workDir, "sink");
 let sinkRead = 0;
+/** Per "instance role": the stamp of its last write. */
+const lastByRole = new Map<string, number>();
 
 /** Reads the sink file's new lines into `writes` (each line: stamp, instance, role, message, pid). */
 function readSink(): void {
@@ -62,10 +64,12 @@ function readSink(): void {
   const fresh = text.slice(0, text.lastIndexOf("\n") + 1);
   sinkRead += Buffer.byteLength(fresh);
   for (const line of fresh.split("\n").filter(Boolean)) {
-    const [at, instance] = line.split(" ");
+    const [at, instance, role] = line.split(" ");
     const list = writes.get(instance!) ?? [];
     list.push(Number(at));
     writes.set(instance!, list);
+    const last = lastByRole.get(`${instance} ${role}`) ?? 0;
+    lastByRole.set(`${instance} ${role}`, Math.max(last, Number(at)));
   }
 }
 
@@ -153,6 +157,10 @@ async function main(): Promise<number> {
   console.log(`largest gap between a serve's SIGKILL and the last write of its commands: ${largest} ms (budget ${budgetMs} ms; negative: the last write came before the kill)`);
   const sorted = wrote.map((g) => g.gap).sort((a, b) => a - b);
   if (sorted.length > 0) console.log(`gaps: median ${sorted[Math.floor(sorted.length / 2)]} ms, ${sorted.filter((g) => g > 0).length} after the kill`);
+  for (const role of ["command", "stubborn", "escaped"]) {
+    const byRole = [...killedAt].map(([instance, at]) => (lastByRole.get(`${instance} ${role}`) ?? -Infinity) - at).filter(Number.isFinite);
+    if (byRole.length > 0) console.log(`  ${role}: largest gap ${Math.max(...byRole)} ms over ${byRole.length} kills`);
+  }
   for (const g of late.slice(0, 10)) console.log(`  LATE ${g.instance}: a write ${g.gap} ms after its serve died`);
   console.log(`\n--- markdown ---\n${new Date().toISOString()}, baton ${tree.revision}, seed ${seed}, ${Math.round((Date.now() - startedAt) / 1000)} s, load average ${load0.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end: ` +
     `${killedAt.size} SIGKILLs of serve (${wrote.length} while its commands wrote), ${total} writes, largest gap ${largest} ms, ${late.length} over ${budgetMs} ms.\n--- end ---`);
