@@ -1,6 +1,6 @@
 // `baton cancel AGENT ID [--reason TEXT]`: stops a message wherever it is. Queued or parked, it
 // ends `cancelled` at once and never runs; running, its runner is told to stop (`baton serve`
-// stops the command's whole process tree) and nothing that run writes afterwards is kept.
+// stops the command's tree: docs/architecture.md#stopping-a-command) and nothing that run writes afterwards is kept.
 // Cancelling again prints the first cancel, unchanged; a message that already ended is refused.
 import { cancel } from "../../client/cancel.ts";
 import { CoordinatorError } from "../../client/errors.ts";

@@ -11,7 +11,8 @@ import { writeText } from "../lib/printable.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { sessionName } from "../lib/names.ts";
-import { stopTree } from "../lib/process-tree.ts";
+import { LIFELINE_ENV, Lifeline } from "../lib/lifeline.ts";
+import { stopTree, type TreeRoot } from "../lib/process-tree.ts";
 import { onTermination } from "../lib/termination.ts";
 
 /** Exit codes of `lease run` besides the command's own. */
@@ -91,22 +92,27 @@ interface LeaseFacts {
 
 /**
  * Runs the command to its end so that whatever it starts stops with it when the lease is lost or
- * baton is told to stop (SIGTERM, then SIGKILL after the grace).
+ * baton is told to stop (SIGTERM, then SIGKILL to every survivor after the grace), and dies with
+ * this process however it dies (the lifeline: lifeline.ts).
  * - Without a terminal, COMMAND leads a process group of its own and the whole group is signalled;
- *   when COMMAND exits by itself, what it left running in its group is stopped the same way before
- *   the lease is released, since it would run on without the lease.
+ *   when COMMAND exits by itself, what it left running is stopped the same way before the lease is
+ *   released, since it would run on without the lease.
  * - On a terminal, COMMAND stays in the terminal's group (a group of its own would be a new session
  *   without the terminal: no password prompt could read /dev/tty), Ctrl-C reaches it directly, and
- *   its process tree is signalled by parent links. What it left running after exiting by itself has
- *   no parent link any more and is not tracked there.
+ *   its process tree is signalled by parent links.
+ * - Either way, on Linux every process carrying the run's lifeline mark is found too, also one that
+ *   left the group or the session; elsewhere one that left both the group and the parent links is not.
  */
 async function runCommand(command: string[], lease: LeaseFacts, killGraceMs: number): Promise<number> {
   const terminal = Boolean(process.stdin.isTTY || process.stdout.isTTY || process.stderr.isTTY);
+  const lifeline = new Lifeline((m) => writeText(`baton: ${m}\n`, process.stderr));
+  const mark = lifeline.mark();
   const child = spawn(command[0]!, command.slice(1), {
     stdio: "inherit",
     detached: !terminal,
     env: {
       ...process.env,
+      [LIFELINE_ENV]: mark,
       BATON_LEASE_SESSION: lease.session,
       BATON_RUN_ID: lease.runId,
       BATON_FENCE: String(lease.fence),
@@ -114,11 +120,11 @@ async function runCommand(command: string[], lease: LeaseFacts, killGraceMs: num
       BATON_LEASE_EXPIRES_AT: String(lease.expiresAt),
     },
   });
-  const pid = child.pid;
-  let stopping: Promise<void> | null = null;
+  const root: TreeRoot | null = child.pid === undefined ? null : { pid: child.pid, group: !terminal, mark };
+  if (root) lifeline.track(terminal ? root.pid : -root.pid);
+  let stopping: Promise<unknown> | null = null;
   const stop = (signal: NodeJS.Signals = "SIGTERM"): void => {
-    if (pid === undefined) return;
-    stopping ??= terminal ? stopTree(pid, signal, killGraceMs) : stopGroup(pid, signal, killGraceMs);
+    if (root) stopping ??= stopTree(root, signal, killGraceMs);
   };
   lease.signal.addEventListener("abort", () => stop(), { once: true });
   // SIGTERM, SIGHUP and a vanished parent are passed on; SIGINT too without a terminal (on one, Ctrl-C reaches COMMAND itself).
@@ -132,39 +138,13 @@ async function runCommand(command: string[], lease: LeaseFacts, killGraceMs: num
   });
   stopWatching();
   // Nothing the command started may outlive it while it no longer holds the lease.
-  if (pid !== undefined) await (stopping ?? (terminal ? Promise.resolve() : stopGroup(pid, "SIGTERM", killGraceMs)));
+  stop();
+  await stopping;
+  if (root) lifeline.untrack(terminal ? root.pid : -root.pid);
+  lifeline.close();
   if (outcome.spawnError) throw new SpawnError(`cannot run ${command[0]}: ${outcome.spawnError.message}`);
   if (outcome.code !== null) return outcome.code;
   return 128 + (outcome.signal ? (constants.signals[outcome.signal] ?? 0) : 0);
-}
-
-function groupAlive(group: number): boolean {
-  try {
-    process.kill(-group, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Signals the process group, then SIGKILLs it once the grace is over; resolves when it is empty. */
-async function stopGroup(group: number, signal: NodeJS.Signals, graceMs: number): Promise<void> {
-  if (!groupAlive(group)) return;
-  try {
-    process.kill(-group, signal);
-  } catch {
-    return;
-  }
-  const deadline = performance.now() + graceMs;
-  while (groupAlive(group) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 25));
-  while (groupAlive(group)) {
-    try {
-      process.kill(-group, "SIGKILL");
-    } catch {
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 function logEvent(e: SessionLeaseEvent, log: (event: string, fields: Record<string, unknown>, text: string) => void): void {

@@ -15,6 +15,8 @@ import { MessageJournal, stateDir } from "../lib/message-journal.ts";
 import { commandHandler } from "../lib/serve-handler.ts";
 import { writeCliShim } from "../lib/cli-shim.ts";
 import { describeEvent, StatusReporter } from "../lib/status-line.ts";
+import { Lifeline } from "../lib/lifeline.ts";
+import { MARKS_READABLE } from "../lib/process-tree.ts";
 import { onTermination } from "../lib/termination.ts";
 import { agentName } from "../lib/names.ts";
 import { LIMITS, MACHINE_LABEL } from "../../worker/wire/protocol.ts";
@@ -94,11 +96,15 @@ export default defineCommand({
     const checkpointPath = join(dir, `${agent}-${process.pid}.checkpoint.json`);
     const shim = writeCliShim();
     process.on("exit", () => shim.remove());
+    const lifeline = new Lifeline((m) => reporter.log(m));
+    // Where no process's environment can be read, a process that leaves both the command's group and its parent links is not found.
+    if (!MARKS_READABLE) reporter.log(`on ${process.platform} a stop reaches the command's process group and its descendants; a process it starts that leaves both (setsid, then its parent exits) is not stopped`);
     const handle = serve(agent, commandHandler({
       agent, machine, command, args: commandArgs, graceMs, checkpointPath, parkDeadlineSeconds, conn,
       log: (message, fields) => reporter.log(message, fields),
       stderr: () => reporter.commandStderr(),
       env: shim.env,
+      lifeline,
     }), {
       ...conn, machine, priority, cursor: journal.cursor, concurrency,
       onStatus: (s) => reporter.status(s),
@@ -114,6 +120,7 @@ export default defineCommand({
       await handle.done;
     } finally {
       stopWatching();
+      lifeline.close();
       rmSync(checkpointPath, { force: true });
       shim.remove();
       reporter.end();

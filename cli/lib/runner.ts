@@ -1,7 +1,11 @@
 // Runs the served COMMAND once for one message: text on stdin, stdout collected for the reply,
-// stderr passed through. The child leads its own process group so a kill reaches whatever it
-// spawned; a kill is SIGTERM, then SIGKILL once the grace period is over.
+// stderr passed through. The child leads its own process group and its run's processes carry a
+// lifeline mark (process-tree.ts), so a kill reaches whatever it spawned, also what left the group;
+// a kill is SIGTERM, then SIGKILL to every survivor once the grace period is over. The lifeline's
+// watchdog kills the run if this process dies first (lifeline.ts).
 import { spawn } from "node:child_process";
+import { LIFELINE_ENV, type Lifeline } from "./lifeline.ts";
+import { stopTree, type TreeRoot } from "./process-tree.ts";
 
 export interface RunSpec {
   command: string;
@@ -12,6 +16,10 @@ export interface RunSpec {
   stderr?: NodeJS.WritableStream;
   /** Called with each stdout chunk as it arrives (progress display, tests). */
   onStdout?: (chunk: string) => void;
+  /** Kills the run if this process dies; without one, the run is only stopped by kill(). */
+  lifeline?: Lifeline;
+  /** Between SIGTERM and SIGKILL for what the command leaves running when it exits by itself (default 5 s). */
+  leftoverGraceMs?: number;
 }
 
 export interface RunOutcome {
@@ -41,19 +49,26 @@ export interface RunHandle {
   readonly pid: number | undefined;
   /** Resolves when the child has exited (or failed to start). */
   readonly done: Promise<RunOutcome>;
-  /** SIGTERM now, SIGKILL after `graceMs` if still running; resolves once the child is gone. */
+  /**
+   * SIGTERM to the whole tree now, SIGKILL to every survivor after `graceMs`; resolves once the
+   * child has exited and no process of its tree lives.
+   */
   kill(graceMs: number): Promise<RunOutcome>;
+  /** Resolves once no process of the run's tree lives (after a kill, or after its leftovers are stopped). */
+  readonly gone: Promise<void>;
 }
 
 export function startRun(spec: RunSpec): RunHandle {
+  const mark = spec.lifeline?.mark() ?? `${process.pid}.${Math.random().toString(36).slice(2)}`;
   const child = spawn(spec.command, [...spec.args], {
-    env: { ...process.env, ...spec.env },
+    env: { ...process.env, ...spec.env, [LIFELINE_ENV]: mark },
     stdio: ["pipe", "pipe", "pipe"],
     detached: true,
   });
+  const root: TreeRoot | null = child.pid === undefined ? null : { pid: child.pid, group: true, mark };
+  if (root) spec.lifeline?.track(-root.pid);
   let stdout = "";
   let killed = false;
-  let exited = false;
   child.stdout.setEncoding("utf8");
   child.stdout.on("data", (chunk: string) => {
     stdout += chunk;
@@ -73,37 +88,32 @@ export function startRun(spec: RunSpec): RunHandle {
 
   const done = new Promise<RunOutcome>((resolve) => {
     child.once("error", (err) => {
-      exited = true;
       resolve({ stdout, code: null, signal: null, killed, spawnError: err.message, stderrTail });
     });
     child.once("close", (code, signal) => {
-      exited = true;
       resolve({ stdout, code, signal, killed, stderrTail });
     });
   });
 
-  const signalGroup = (signal: NodeJS.Signals): void => {
-    if (exited || child.pid === undefined) return;
-    try {
-      process.kill(-child.pid, signal);
-    } catch {
-      try {
-        child.kill(signal);
-      } catch {
-        // already gone
-      }
-    }
+  // One stop per run: a kill, or (when the command exits by itself) its leftovers with their grace.
+  let stopping: Promise<void> | null = null;
+  const stop = (graceMs: number): Promise<void> => {
+    stopping ??= (root ? stopTree(root, "SIGTERM", graceMs) : Promise.resolve([])).then(() => {
+      if (root) spec.lifeline?.untrack(-root.pid);
+    });
+    return stopping;
   };
+  // Nothing a run started may outlive it: it would write on as an attempt that no longer holds the message.
+  const gone = done.then(() => stop(spec.leftoverGraceMs ?? 5000));
 
   return {
     pid: child.pid,
     done,
+    gone,
     async kill(graceMs: number) {
       killed = true;
-      signalGroup("SIGTERM");
-      const timer = setTimeout(() => signalGroup("SIGKILL"), graceMs);
+      await stop(graceMs);
       const outcome = await done;
-      clearTimeout(timer);
       return { ...outcome, killed: true };
     },
   };

@@ -10,6 +10,7 @@
 // coordinator over HTTP with the URL, token and run key it is given.
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { MessageContext, MessageHandler } from "../../client/index.ts";
+import type { Lifeline } from "./lifeline.ts";
 import { describeFailure, startRun } from "./runner.ts";
 
 /** A command that exits with this code parks its message until `baton resume` (sysexits EX_TEMPFAIL). */
@@ -35,10 +36,17 @@ export interface CommandHandlerOptions {
   stderr?: () => NodeJS.WritableStream;
   /** More environment for every run (serve's own `baton` on PATH: cli-shim.ts). */
   env?: Record<string, string>;
+  /** Kills every run if this process dies (lifeline.ts). */
+  lifeline?: Lifeline;
 }
 
 export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
+  // Per group, the tree of its last stopped run until it is gone: the group's next run here waits for it.
+  const stopping = new Map<string, Promise<void>>();
   return async (message, ctx) => {
+    const group = message.group ?? "";
+    await stopping.get(group);
+    ctx.signal.throwIfAborted();
     // Every message runs under its own token (the library runs no other), so each gets its own checkpoint file.
     const path = opts.checkpointPath.replace(/(\.json)?$/, `-${message.id}.json`);
     const file = new CheckpointFile(path, ctx.messageCheckpoint ?? ctx.checkpoint, opts.log);
@@ -47,6 +55,8 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
       args: opts.args,
       stdin: message.text,
       stderr: opts.stderr?.(),
+      lifeline: opts.lifeline,
+      leftoverGraceMs: opts.graceMs,
       env: {
         ...opts.env,
         BATON_AGENT: opts.agent,
@@ -65,7 +75,12 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
         ...(message.traceparent === null ? {} : { TRACEPARENT: message.traceparent }),
       },
     });
-    const kill = () => void run.kill(opts.graceMs);
+    const kill = (): void => {
+      const gone = run.kill(opts.graceMs).then(() => {
+        if (stopping.get(group) === gone) stopping.delete(group);
+      });
+      stopping.set(group, gone);
+    };
     ctx.signal.addEventListener("abort", kill, { once: true });
     // A stalled run's progress must reach the coordinator before the run does: poll the file.
     let saving = Promise.resolve();
@@ -78,6 +93,8 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
       clearInterval(beats);
       clearInterval(poll);
       await saving;
+      // A stopped run holds its slot until its whole tree is gone, so this runner starts nothing beside its grace.
+      if (ctx.signal.aborted) await run.gone;
       ctx.signal.throwIfAborted();
       if (outcome.code === PARK_EXIT_CODE) {
         const value = file.changed() ?? undefined;

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BIN } from "./serve-helpers.ts";
 import { advanceClock, DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 import { pidAlive } from "../../cli/lib/local-lock.ts";
+import { alive } from "./process-tree-fixture.ts";
 
 interface Baton {
   proc: ChildProcess;
@@ -227,10 +228,32 @@ describe("baton lease run", () => {
     expect(await http(dev, "POST", `/leases/${session}/release`, { run_id })).toEqual({ released: true });
     expect(await http(dev, "POST", `/leases/${session}/acquire`, { run_id: crypto.randomUUID(), ttl_seconds: 30 })).toMatchObject({ fence: 2 });
     expect((await holder.exit).code).toBe(4);
-    expect(pidAlive(pid)).toBe(false);
+    // dead: gone, or a zombie its adopter has not reaped yet
+    expect(alive(pid)).toBe(false);
     const size = readFileSync(out, "utf8").length;
     await sleep(300);
     expect(readFileSync(out, "utf8").length).toBe(size);
+  });
+
+  it.runIf(process.platform === "linux")("kill -9 of baton lease run kills its command's tree at once, a writer that left the session (setsid) and ignores SIGTERM included", async () => {
+    const session = unique();
+    const dir = mkdtempSync(join(tmpdir(), "baton-lifeline-"));
+    const out = join(dir, "writes");
+    const facts = join(dir, "facts");
+    const writer = join(dir, "writer.cjs");
+    writeFileSync(writer, `const fs = require("fs"); process.on("SIGTERM", () => {});
+      fs.writeFileSync(${JSON.stringify(facts)}, String(process.pid));
+      setInterval(() => fs.appendFileSync(${JSON.stringify(out)}, Date.now() + "\\n"), 20);`);
+    // The writer's parent shell exits at once: it is re-parented and leads a session of its own.
+    const holder = baton(dev.url, ["lease", "run", session, "--", "sh", "-c",
+      `sh -c 'setsid "${process.execPath}" "${writer}" >/dev/null 2>&1 &'; sleep 300`]);
+    await expect.poll(() => existsSync(out), { timeout: 10_000 }).toBe(true);
+    const pid = Number(readFileSync(facts, "utf8"));
+    holder.proc.kill("SIGKILL");
+    const killedAt = Date.now();
+    await expect.poll(() => alive(pid), { timeout: 5_000, interval: 10 }).toBe(false);
+    const last = Number(readFileSync(out, "utf8").trim().split("\n").pop());
+    expect(last - killedAt).toBeLessThan(1000);
   });
 
   it.skipIf(!existsSync("/usr/bin/script"))("on a terminal, COMMAND keeps the terminal (a password prompt can open /dev/tty)", async () => {
