@@ -47,6 +47,8 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
       args: opts.args,
       stdin: message.text,
       stderr: opts.stderr?.(),
+      // Both pipes stream to the message's live output as they come; the reply stays the stdout.
+      onOutput: (stream, bytes) => ctx.output(bytes, stream),
       env: {
         ...opts.env,
         BATON_AGENT: opts.agent,
