@@ -46,7 +46,11 @@ export async function getOutput(request: Request, url: URL, id: number, stub: St
   if (from === null) return errorResponse(400, "bad_request", "from (or Last-Event-ID) is the seq of the last event seen: a whole number");
   const format = url.searchParams.get("format");
   if (format !== null && format !== "json" && format !== "sse") return errorResponse(400, "bad_request", "format is json or sse");
-  const first = await stub.outputPage(id, from);
+  const waitRaw = url.searchParams.get("wait");
+  const waitS = waitRaw === null ? 0 : Number(waitRaw);
+  if (!Number.isFinite(waitS) || waitS < 0 || waitS * 1000 > FOLLOW_WAIT_MS) return errorResponse(400, "bad_request", `wait is 0-${FOLLOW_WAIT_MS / 1000} seconds`);
+  // A JSON page may wait (a long poll: clients without a streaming reader follow this way).
+  const first = wantsJson(request, url) && waitS > 0 ? await stub.followOutput(id, from, waitS * 1000) : await stub.outputPage(id, from);
   if (first === null) return errorResponse(404, "not_found", `no message ${id}`);
   if (wantsJson(request, url)) return Response.json(first);
   return new Response(eventStream(first, id, stub), {

@@ -69,7 +69,7 @@ export const ROUTES = {
   "POST /agents/{agent}/messages/{id}/ask": spec("serve", askSchema, askedSchema, "a served command's question (`baton ask`), proven by its token and run key"),
   "POST /agents/{agent}/messages/{id}/heartbeat": spec("serve", heartbeatSchema, heartbeatAnswerSchema, "a running message is alive; its progress"),
   "POST /agents/{agent}/messages/{id}/output": spec("serve", outputWriteSchema, outputWrittenSchema, "a running message's live output (`baton output`), proven by its token and run key"),
-  "GET /agents/{agent}/messages/{id}/output": spec("read", null, "event-stream", "a message's output as Server-Sent Events from `?from=SEQ` or `Last-Event-ID`: stored events, then live ones until the message is final; `?format=json` (or `Accept: application/json`): one page, `outputPage` in wire/output.ts"),
+  "GET /agents/{agent}/messages/{id}/output": spec("read", null, "event-stream", "a message's output as Server-Sent Events from `?from=SEQ` or `Last-Event-ID`: stored events, then live ones until the message is final; `?format=json` (or `Accept: application/json`): one page, `outputPage` in wire/output.ts, which `&wait=SECONDS` (at most 25) holds until an event comes"),
   "GET /agents/{agent}/messages/{id}/steps/{step}": spec("serve", null, stepViewSchema, "a running message's step, with its value"),
   "PUT /agents/{agent}/messages/{id}/steps/{step}": spec("serve", stepWriteSchema, stepWrittenSchema, "record a step, proven by the message's token and run key"),
   "PUT /agents/{agent}/messages/{id}/blobs": spec("serve", "bytes", blobStagedSchema, "upload a large value (R2) for the running message"),
