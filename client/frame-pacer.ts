@@ -6,7 +6,10 @@ import { LIMITS } from "../worker/wire/protocol.ts";
 
 const RATE_WINDOW_MS = 1000;
 const PACED_REQUESTS = LIMITS.framesPerSecond - 10;
-const PACED_CHARS = LIMITS.frameCharsPerSecond - 16 * 1024;
+// Half the coordinator's budget: its window is fixed and counts arrivals, so frames sent evenly can
+// land bunched (a stalled network, a busy host); a refused frame names no request and its run would
+// wait out the request timeout.
+const PACED_CHARS = LIMITS.frameCharsPerSecond / 2;
 
 export class FramePacer {
   /** When each of the last second's requests went out, and the requests waiting for room (in call order). */

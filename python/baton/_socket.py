@@ -34,8 +34,9 @@ FRAME_BYTES: int = LIMITS["frameBytes"]
 #: below it, leaving the rest of its budget to pings and acks.
 RATE_WINDOW = 1.0
 PACED_REQUESTS: int = LIMITS["framesPerSecond"] - 10
-#: The characters a connection may send in a second, less room for pings: output frames are paced within it.
-PACED_CHARS: int = LIMITS["frameCharsPerSecond"] - 16 * 1024
+#: Output frames are paced within half the characters a connection may send in a second: the
+#: coordinator's window counts arrivals, and frames sent evenly can land bunched.
+PACED_CHARS: int = LIMITS["frameCharsPerSecond"] // 2
 
 
 class NotConnected(ConnectionError):

@@ -125,6 +125,29 @@ describe("live output", () => {
     naive.proc.kill("SIGKILL");
   });
 
+  it("a chatty command (3 MiB of output in many small writes) is never refused for its rate, and every byte reaches the reader in order", async () => {
+    const agent = uniqueAgent("out");
+    const dir = mkdtempSync(join(tmpdir(), "baton-chatty-"));
+    const path = join(dir, "chatty.sh");
+    writeFileSync(path, `#!/bin/sh\nseq 1 1000000 | head -c 3145728\n`);
+    chmodSync(path, 0o755);
+    const a = serve(agent, "a", path);
+    await a.waitFor(/holder \(fence \d+\)/);
+    const id = await postMessage(fixture.dev.url, agent, "go");
+    const started = performance.now();
+    const m = await waitForMessage(fixture.dev.url, agent, id, (m) => m.status !== "queued" && m.status !== "running", 120_000);
+    const seconds = (performance.now() - started) / 1000;
+    expect(m.status).toBe("acknowledged");
+    expect(a.stderr().split("\n").filter((l) => /rate_limited|not confirmed|refused/.test(l))).toEqual([]);
+    const events: OutputEvent[] = [];
+    for await (const e of readOutput(conn(), agent, id, { follow: false })) events.push(e);
+    const out = texts(events);
+    expect(out.length).toBe(3 * 1024 * 1024);
+    expect(out).toBe(`${Array.from({ length: 500_000 }, (_, i) => i + 1).join("\n")}\n`.slice(0, 3 * 1024 * 1024));
+    expect(events.filter((e) => e.type === "chunk").length).toBeLessThan(400);
+    console.log(`chatty command: 3 MiB of output in ${seconds.toFixed(1)} s (${(3 / seconds).toFixed(2)} MiB/s) through one serve connection`);
+  }, 150_000);
+
   it("a reader that drops and resumes from its last event (baton logs --from) misses nothing and repeats nothing", async () => {
     const agent = uniqueAgent("out");
     const a = serve(agent, "a", linesCommand(6, 0.2));
