@@ -3,11 +3,11 @@
 // marked where they begin and end, a reader resumes from its last event without loss or repeat,
 // and past the per-message budget (64 KiB here, vitest.workers.config.ts) the oldest bytes go and
 // readers are told how many.
-import { SELF } from "cloudflare:test";
+import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import type { OutputEvent, OutputPage } from "../../worker/wire/output.ts";
-import { auth, BASE, call, claimant, passTime, post, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { auth, BASE, call, claimant, passTime, post, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 function run(sock: TestSocket, id: number): Promise<MessageFrame> {
   return sock.next("message", (f) => f.run && f.id === id);
@@ -163,6 +163,27 @@ describe("live output", () => {
     // Resuming after the first chunk gives the rest, once.
     const again = await SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/output`, { headers: { Authorization: auth.Authorization, "Last-Event-ID": events[1]!.id! } });
     expect((await readSse(again, () => false)).map((e) => e.event)).toEqual(["chunk", "attempt_end", "end"]);
+  });
+
+  it("a message's output goes with it when history is pruned (BATON_HISTORY_MESSAGES 20 here)", async () => {
+    const agent = uniqueAgent();
+    const { sock: a } = await claimant(agent, "m");
+    const id = await post(agent, "first");
+    const m = await run(a, id);
+    await out(a, m, "kept until pruned");
+    await write(a, { type: "reply", id, token: m.token, key: "k", text: "ok" });
+    expect(texts((await page(agent, id)).events)).toEqual(["kept until pruned"]);
+    a.close();
+    await a.waitForClose();
+    for (let i = 0; i < 21; i++) {
+      const later = await post(agent, `later ${i}`);
+      expect((await call("POST", `/agents/${agent}/messages/${later}/cancel`, {})).status).toBe(200);
+    }
+    expect((await SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/output?format=json`, { headers: auth })).status).toBe(404);
+    // Its rows are gone from the object's storage, not only hidden.
+    const rows = await runInDurableObject(stubFor(agent), (_, state) => state.storage.sql.exec<{ n: number }>(
+      "SELECT (SELECT COUNT(*) FROM message_output WHERE message_id = ?) + (SELECT COUNT(*) FROM message_output_heads WHERE message_id = ?) AS n", id, id).one().n);
+    expect(rows).toBe(0);
   });
 
   it("a bad cursor is 400, an unknown message 404, and the route needs the read scope", async () => {
