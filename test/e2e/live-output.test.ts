@@ -148,6 +148,24 @@ describe("live output", () => {
     console.log(`chatty command: 3 MiB of output in ${seconds.toFixed(1)} s (${(3 / seconds).toFixed(2)} MiB/s) through one serve connection`);
   }, 150_000);
 
+  it("baton output inside a served command adds text to the live output under the run's token, in order with its stdout", async () => {
+    const agent = uniqueAgent("out");
+    const dir = mkdtempSync(join(tmpdir(), "baton-output-cmd-"));
+    const path = join(dir, "cmd.sh");
+    writeFileSync(path, `#!/bin/sh\necho first\nbaton output "via baton output "\nprintf 'piped\\000' | baton output --stream stderr\necho last\n`);
+    chmodSync(path, 0o755);
+    const a = serve(agent, "a", path);
+    await a.waitFor(/holder \(fence \d+\)/);
+    const id = await postMessage(fixture.dev.url, agent, "go");
+    const m = await waitForMessage(fixture.dev.url, agent, id, (m) => m.status === "acknowledged");
+    expect(m.reply).toBe("first\nlast\n");
+    const events: OutputEvent[] = [];
+    for await (const e of readOutput(conn(), agent, id, { follow: false })) events.push(e);
+    expect(texts(events, "text")).toBe("via baton output ");
+    expect(texts(events, "stderr")).toBe("piped\u0000");
+    expect(texts(events)).toBe("first\nlast\n");
+  });
+
   it("a reader that drops and resumes from its last event (baton logs --from) misses nothing and repeats nothing", async () => {
     const agent = uniqueAgent("out");
     const a = serve(agent, "a", linesCommand(6, 0.2));
