@@ -47,6 +47,8 @@ function workers(heartbeatTtlSeconds: string) {
         BATON_HISTORY_MESSAGES: "20",
         BATON_PREFERENCE_HYSTERESIS_SECONDS: "2",
         BATON_RESTART_GRACE_SECONDS: "1",
+        // The smallest output budget, so output.test.ts passes it with a few frames.
+        BATON_OUTPUT_BYTES_PER_MESSAGE: "65536",
         BATON_TOKENS: TOKENS,
         BATON_ALLOWED_ORIGINS: "https://ops.example",
         // As a deployment: webhook URLs at private addresses are refused (webhook-exposure.test.ts).

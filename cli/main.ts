@@ -31,6 +31,8 @@ const COMMANDS: Record<string, { summary: string; load: Loader }> = {
   step: { summary: "inside a served command: run COMMAND once per message; later attempts print its recorded stdout", load: () => import("./commands/step.ts") },
   effect: { summary: "inside a served command: a side effect with its intent and outcome recorded, never run twice unknowingly", load: () => import("./commands/step.ts").then((m) => ({ default: m.effectCommand })) },
   heartbeat: { summary: "inside a served command: the run is alive; keep its progress", load: () => import("./commands/heartbeat.ts") },
+  output: { summary: "inside a served command: add text (or stdin) to the message's live output", load: () => import("./commands/output.ts") },
+  logs: { summary: "print a message's live output; --follow keeps printing until it is final", load: () => import("./commands/logs.ts") },
   show: { summary: "show one message in full: text, status, runner, reply or why it failed", load: () => import("./commands/show.ts") },
   "agent show": { summary: "show an agent's message policy and controls", load: () => import("./commands/agent-show.ts") },
   "agent set": { summary: "set an agent's message policy: single or pool, max running, run timeout, max attempts", load: () => import("./commands/agent-set.ts") },

@@ -13,6 +13,8 @@ export { answerFromView, answerOf, askPerson, waitForAnswer } from "./person-que
 export type { PersonQuestion, PersonAnswer as PersonQuestionAnswer, WaitOptions } from "./person-question.ts";
 export type { AnswerOptions } from "./answers.ts";
 export { cancel } from "./cancel.ts";
+export { readOutput } from "./output.ts";
+export type { OutputEvent, OutputOptions } from "./output.ts";
 export type { CancelOptions } from "./cancel.ts";
 export type { AgentControls } from "./controls.ts";
 export type { ObserveHandle, ObserveOptions, ObserveStatus } from "./observe.ts";

@@ -11,6 +11,7 @@ import { resultBody, type StepJournal } from "./core/journal-rules.ts";
 import { CoordinatorError } from "./errors.ts";
 import { refusal, requestJson, send, type Connection } from "./http.ts";
 import { routePath } from "../worker/wire/routes.ts";
+import { outputWrittenSchema, type OutputChunk } from "../worker/wire/output.ts";
 
 const BLOB_TIMEOUT_MS = 120_000;
 
@@ -63,6 +64,12 @@ export class RunJournal {
 
   download(blob: string): Promise<Uint8Array> {
     return downloadBlob(this.connection, this.proof.agent, this.proof.id, blob);
+  }
+
+  /** A batch of the run's live output (at most LIMITS.outputBatchBytes); resolves with the offset its next byte gets. */
+  output(chunks: OutputChunk[]): Promise<{ id: number; token: number; offset: number }> {
+    const body = { token: this.proof.token, run_key: this.proof.runKey, chunks };
+    return requestJson(this.connection, "POST", routePath("/agents/{agent}/messages/{id}/output", this.where), outputWrittenSchema, { body });
   }
 
   /** The run is alive; `details` become its progress. Resolves with its deadline now. */

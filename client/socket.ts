@@ -121,7 +121,7 @@ export class CoordinatorSocket {
           reject(new Error(`no answer to ${frame.type} within ${timeoutMs} ms`));
         }, timeoutMs);
         this.pending.set(frame.req, { resolve, reject, timer });
-      });
+      }, frame.type === "output" ? JSON.stringify(frame).length : 0);
     });
   }
 

@@ -21,6 +21,7 @@ import type { Presence } from "./wire/server-frames.ts";
 import type { Handler, Handlers, RouteCall } from "./routes.ts";
 import type { RouteKey } from "./wire/routes.ts";
 import { RESUME_OUTCOMES } from "./wire/enums.ts";
+import { getOutput, postOutput } from "./output-routes.ts";
 
 const SMALL_BODY_BYTES = 4 * 1024;
 
@@ -29,7 +30,7 @@ const SMALL_BODY_BYTES = 4 * 1024;
  * through its serializable-type check, which cannot express the JSON values (`unknown`) in a
  * checkpoint; structured clone carries them unchanged, so the methods' own types are the true ones.
  */
-type Stub = {
+export type Stub = {
   [M in keyof AgentCoordinator as AgentCoordinator[M] extends (...args: never[]) => unknown ? M : never]:
     AgentCoordinator[M] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never;
 };
@@ -72,6 +73,8 @@ const AGENT_HANDLERS: { [K in AgentRoute]: AgentHandler } = {
   "POST /agents/{agent}/messages/{id}/cancel": (call, stub, id) => cancelMessage(call.request, id, answerer(call), stub),
   "POST /agents/{agent}/messages/{id}/ask": ({ request }, stub, id) => askRoute(request, id, stub),
   "POST /agents/{agent}/messages/{id}/heartbeat": ({ request }, stub, id) => heartbeatRoute(request, id, stub),
+  "POST /agents/{agent}/messages/{id}/output": ({ request }, stub, id) => postOutput(request, id, stub),
+  "GET /agents/{agent}/messages/{id}/output": ({ request, url }, stub, id) => getOutput(request, url, id, stub),
   "GET /agents/{agent}/messages/{id}/steps/{step}": ({ params }, stub, id) => getStep(id, decodeSegment(params.step!), stub),
   "PUT /agents/{agent}/messages/{id}/steps/{step}": ({ request, params }, stub, id) => putStep(request, id, decodeSegment(params.step!), stub),
   "PUT /agents/{agent}/messages/{id}/blobs": ({ request, env }, stub, id) => uploadBlob(request, env, id, stub),

@@ -1,6 +1,7 @@
 // Coordinator settings read once from wrangler vars, with the defaults of the design. A bad var
 // never throws inside a Durable Object: the Worker and each object hold the verdict and answer a
 // 500 `internal` with its exact message.
+import { LIMITS } from "./wire/protocol.ts";
 
 export const DEFAULT = {
   heartbeatTtlSeconds: 60,
@@ -15,7 +16,12 @@ export const DEFAULT = {
   preferenceHysteresisSeconds: 10,
   /** How long a restarted agent object keeps the lease for its previous holder's runner; 0 turns it off. */
   restartGraceSeconds: 10,
+  /** Bytes of live output one message keeps (at most LIMITS.outputBytesPerMessage); past it the oldest go. */
+  outputBytesPerMessage: 4 * 1024 * 1024,
 } as const;
+
+/** The smallest per-message output budget an operator may set. */
+export const MIN_OUTPUT_BYTES = 64 * 1024;
 
 export interface CoordinatorConfig {
   heartbeatTtlMs: number;
@@ -23,6 +29,8 @@ export interface CoordinatorConfig {
   /** How much history an agent keeps. */
   retention: { messages: number; postKeyMs: number };
   preference: PreferenceConfig;
+  /** Bytes of live output one message keeps. */
+  outputBytes: number;
 }
 
 export interface PreferenceConfig {
@@ -38,6 +46,7 @@ export interface ConfigVars {
   BATON_LEASE_SHARDS?: string;
   BATON_PREFERENCE_HYSTERESIS_SECONDS?: string;
   BATON_RESTART_GRACE_SECONDS?: string;
+  BATON_OUTPUT_BYTES_PER_MESSAGE?: string;
 }
 
 export type ConfigVerdict = { ok: true; config: CoordinatorConfig } | { ok: false; message: string };
@@ -74,9 +83,15 @@ export function checkConfig(vars: ConfigVars): ConfigVerdict {
   if (!Number.isFinite(hours) || hours <= 0 || hours > 24 * 30) {
     return { ok: false, message: `BATON_POST_KEY_HOURS must be a number of hours between 0 and 720, got ${JSON.stringify(hoursRaw)}` };
   }
+  const outputRaw = vars.BATON_OUTPUT_BYTES_PER_MESSAGE;
+  const outputBytes = outputRaw === undefined || outputRaw === "" ? DEFAULT.outputBytesPerMessage : Number(outputRaw);
+  if (!Number.isInteger(outputBytes) || outputBytes < MIN_OUTPUT_BYTES || outputBytes > LIMITS.outputBytesPerMessage) {
+    return { ok: false, message: `BATON_OUTPUT_BYTES_PER_MESSAGE must be a whole number of bytes between ${MIN_OUTPUT_BYTES} and ${LIMITS.outputBytesPerMessage}, got ${JSON.stringify(outputRaw)}` };
+  }
   return {
     ok: true,
     config: {
+      outputBytes,
       heartbeatTtlMs: Math.round(ttl * 1000),
       presenceScanMs: Math.round(scan * 1000),
       retention: { messages, postKeyMs: Math.round(hours * 3_600_000) },

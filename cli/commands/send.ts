@@ -15,6 +15,8 @@ import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
 import { LIMITS, TRACEPARENT, unknownOutcomeReason, utf8Bytes } from "../../worker/wire/protocol.ts";
 import { routePath } from "../../worker/wire/routes.ts";
+import { readOutput } from "../../client/output.ts";
+import { OutputPrinter } from "../lib/output-printer.ts";
 
 const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, superseded: 8, interrupted: 130 } as const;
 const POLL_MS = 250;
@@ -32,6 +34,7 @@ export default defineCommand({
     timeout: { type: "string", value: "SECONDS", description: "with --wait, give up after this long (0.1-86400; default 300)" },
     group: { type: "string", value: "KEY", description: "messages with the same group (a conversation) run one at a time, in order" },
     "run-timeout": { type: "string", value: "SECONDS", description: "take the message back from a run that is not done by then (default: the agent's)" },
+    quiet: { type: "boolean", description: "with --wait, print only the reply, not the run's live output" },
     "cancel-on-interrupt": { type: "boolean", description: "with --wait, Ctrl-C cancels the message (its run is stopped) instead of leaving it queued or running" },
   },
   exitCodes: [
@@ -48,6 +51,7 @@ export default defineCommand({
     const timeoutS = options.timeout === undefined ? 300 : numberOption(options.timeout, "timeout", { min: 0.1, max: 86_400, unit: "seconds" });
     if (options.timeout !== undefined && !options.wait) throw new UsageError("--timeout only applies with --wait");
     if (options["cancel-on-interrupt"] && !options.wait) throw new UsageError("--cancel-on-interrupt only applies with --wait");
+    if (options.quiet && !options.wait) throw new UsageError("--quiet only applies with --wait");
     const text = args[1] === "-" ? await readStdin(LIMITS.messageTextBytes) : args[1]!;
     if (text === "") throw new UsageError("the message text is empty");
     if (utf8Bytes(text) > LIMITS.messageTextBytes) throw tooLong();
@@ -76,6 +80,8 @@ export default defineCommand({
     if (!served) process.stderr.write(`baton: nobody serves ${agent} right now; message ${sent.id} waits in its queue until \`baton serve ${agent} -- COMMAND\` runs (waiting up to ${timeoutS} s)\n`);
     if (state.paused) process.stderr.write(`baton: ${agent} is paused; message ${sent.id} waits in its queue until \`baton unpause ${agent}\`\n`);
     let presenceAt = performance.now();
+    // On a terminal the run's output shows as it comes (--quiet: only the reply; --json and pipes: unchanged).
+    const live = process.stdout.isTTY && !options.json && !options.quiet ? follow(conn, agent, sent.id) : null;
     try {
       for (;;) {
         if (interrupt.fired) return await interrupted(conn, agent, sent.id, options["cancel-on-interrupt"], options.json);
@@ -83,9 +89,12 @@ export default defineCommand({
         if (m.status === "acknowledged") {
           // The reply is the command's output: exact in a pipe, made printable on a terminal.
           const reply = options.json ? `${JSON.stringify(m)}\n` : ((await replyText(conn, agent, m)) ?? "");
+          // A served command's stdout streamed live is its reply: shown once.
+          if (live !== null && (await live.finish()) === reply) return;
           process.stdout.write(!options.json && process.stdout.isTTY ? printable(reply) : reply);
           return;
         }
+        if (live !== null && m.status !== "queued" && m.status !== "running") await live.finish();
         if (m.status === "parked") {
           if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
           writeText(waitingFor(agent, m), process.stderr);
@@ -125,9 +134,32 @@ export default defineCommand({
       }
     } finally {
       interrupt.stop();
+      live?.stop();
     }
   },
 });
+
+/** How long the live output may lag behind the message's final status before the wait ends anyway. */
+const OUTPUT_TAIL_MS = 3000;
+
+/** Prints the message's live output while the wait goes on; finish() waits for its end (briefly) and says what its last attempt wrote to stdout. */
+function follow(conn: Connection, agent: string, id: number): { finish(): Promise<string>; stop(): void } {
+  const stop = new AbortController();
+  const printer = new OutputPrinter();
+  const reading = (async () => {
+    for await (const event of readOutput(conn, agent, id, { signal: stop.signal })) printer.print(event);
+  })().catch(() => {});
+  return {
+    async finish() {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([reading, new Promise((r) => (timer = setTimeout(r, OUTPUT_TAIL_MS)))]);
+      clearTimeout(timer);
+      stop.abort();
+      return printer.attemptStdout;
+    },
+    stop: () => stop.abort(),
+  };
+}
 
 /** Ctrl-C while waiting: noted (and the wait woken), not the default exit, so the message can be dealt with first. */
 function onInterrupt(): { fired: boolean; promise: Promise<void>; stop(): void } {

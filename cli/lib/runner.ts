@@ -1,9 +1,14 @@
 // Runs the served COMMAND once for one message: text on stdin, stdout collected for the reply,
-// stderr passed through. The child leads its own process group and its run's processes carry a
-// lifeline mark (process-tree.ts), so a kill reaches whatever it spawned, also what left the group;
-// a kill is SIGTERM, then SIGKILL to every survivor once the grace period is over. The lifeline's
-// watchdog kills the run if this process dies first (lifeline.ts).
+// Runs the served COMMAND once for one message: text on stdin, stdout collected for the reply,
+// stderr passed through, both handed to `onOutput` as they come (the run's live output; a pipe is
+// paused while onOutput's promise is pending, so a command far ahead of the coordinator waits). The
+// child leads its own process group and its run's processes carry a lifeline mark (process-tree.ts),
+// so a kill reaches whatever it spawned, also what left the group; a kill is SIGTERM, then SIGKILL to
+// every survivor once the grace period is over. The lifeline's watchdog kills the run if this
+// process dies first (lifeline.ts).
 import { spawn } from "node:child_process";
+import { StringDecoder } from "node:string_decoder";
+import type { Readable } from "node:stream";
 import { LIFELINE_ENV, type Lifeline } from "./lifeline.ts";
 import { stopTree, type TreeRoot } from "./process-tree.ts";
 
@@ -20,6 +25,8 @@ export interface RunSpec {
   lifeline?: Lifeline;
   /** Between SIGTERM and SIGKILL for what the command leaves running when it exits by itself (default 5 s). */
   leftoverGraceMs?: number;
+  /** Each chunk of stdout or stderr as it arrives, bytes as written; its promise holds that pipe back until it settles. */
+  onOutput?: (stream: "stdout" | "stderr", bytes: Uint8Array) => Promise<void> | void;
 }
 
 export interface RunOutcome {
@@ -69,15 +76,26 @@ export function startRun(spec: RunSpec): RunHandle {
   if (root) spec.lifeline?.track(-root.pid);
   let stdout = "";
   let killed = false;
-  child.stdout.setEncoding("utf8");
-  child.stdout.on("data", (chunk: string) => {
+  const outText = new StringDecoder("utf8");
+  const forward = (pipe: Readable, stream: "stdout" | "stderr", bytes: Buffer) => {
+    const held = spec.onOutput?.(stream, bytes);
+    if (held) {
+      pipe.pause();
+      void held.finally(() => pipe.resume());
+    }
+  };
+  child.stdout.on("data", (bytes: Buffer) => {
+    const chunk = outText.write(bytes);
     stdout += chunk;
-    spec.onStdout?.(chunk);
+    if (chunk) spec.onStdout?.(chunk);
+    forward(child.stdout, "stdout", bytes);
   });
+  child.stdout.on("end", () => (stdout += outText.end()));
   let stderrTail = "";
-  child.stderr.setEncoding("utf8");
-  child.stderr.on("data", (chunk: string) => {
-    stderrTail = (stderrTail + chunk).slice(-STDERR_TAIL_BYTES);
+  const errText = new StringDecoder("utf8");
+  child.stderr.on("data", (bytes: Buffer) => {
+    stderrTail = (stderrTail + errText.write(bytes)).slice(-STDERR_TAIL_BYTES);
+    forward(child.stderr, "stderr", bytes);
   });
   // A stream of the caller's own is ended with the run (it flushes a last partial line); ours is not.
   child.stderr.pipe(spec.stderr ?? process.stderr, { end: spec.stderr !== undefined });

@@ -57,6 +57,8 @@ export function commandHandler(opts: CommandHandlerOptions): MessageHandler {
       stderr: opts.stderr?.(),
       lifeline: opts.lifeline,
       leftoverGraceMs: opts.graceMs,
+      // Both pipes stream to the message's live output as they come; the reply stays the stdout.
+      onOutput: (stream, bytes) => ctx.output(bytes, stream),
       env: {
         ...opts.env,
         BATON_AGENT: opts.agent,

@@ -1,7 +1,7 @@
 // What a handler sees: the message it runs, its context (signal, checkpoints, steps, effects, asks),
 // and the events serving reports. Plain types; the run lifecycle that fills them is in run-context.ts.
 import type { ClientFrame, ErrorCode, MessageFrame, OnUnknown } from "../../worker/wire/protocol.ts";
-import type { OnDeadline } from "../../worker/wire/enums.ts";
+import type { OnDeadline, OutputStream } from "../../worker/wire/enums.ts";
 
 export interface AgentMessage {
   id: number;
@@ -104,6 +104,16 @@ export interface MessageContext {
    * rejected message never runs again. Not inside an effect's `fn`: refused, as no answer could reach it.
    */
   ask(question: string, options?: AskOptions): Promise<PersonAnswer>;
+  /**
+   * Streams `data` (text, or bytes that need not be UTF-8) to the message's live output, which any
+   * reader follows (`baton logs`, `baton send --wait`, GET …/output) while the run goes on. Batched
+   * (a frame every 50 ms or 16 KiB) and paced with the run's other writes; sent under the message's
+   * token, so after a takeover nothing more of this attempt's output is stored. Everything written
+   * is sent before the run's reply, failure or park. Resolves at once, unless about 1 MiB waits to
+   * be sent: then once it drained (await it to hold a fast producer back). `stream` marks it
+   * (default "text"; a served command's are "stdout" and "stderr").
+   */
+  output(data: string | Uint8Array, stream?: OutputStream): Promise<void>;
 }
 
 /**

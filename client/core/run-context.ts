@@ -10,6 +10,7 @@ import { checkStepName, recordedAnswer, runEffect, runStep } from "./journal-rul
 import type { RunBlobs } from "./run-blobs.ts";
 import type { Run } from "./run.ts";
 import type { Writer } from "./writes.ts";
+import type { OutputBatcher } from "./output-batcher.ts";
 
 export interface RunEnv {
   agent: string;
@@ -21,6 +22,8 @@ export interface RunEnv {
   fence: number;
   /** The agent's checkpoint, as handed to the holder; `set` after one was stored. */
   agentCheckpoint: { get(): unknown; set(value: unknown): void };
+  /** This run's live output, batched into frames under its token. */
+  output: OutputBatcher;
 }
 
 interface ParkOptions {
@@ -73,6 +76,7 @@ export function runContext(run: Run, env: RunEnv, messageCheckpoint: unknown): M
       return answer.expires_at;
     },
     ask: (question, options = {}) => ask(run, env, journal, question, options),
+    output: (data, stream = "text") => env.output.write(data, stream),
   };
 }
 
@@ -103,6 +107,8 @@ async function ask(run: Run, env: RunEnv, journal: FrameJournal, question: strin
 /** Gives the message's lease up until a resume or an answer, after the run's earlier checkpoint writes. */
 export function park(run: Run, env: RunEnv, options: ParkOptions): Promise<void> {
   return run.inOrder(async () => {
+    // What the run wrote before it parks is stored before its lease goes.
+    await env.output.flush();
     const blob = options.checkpoint === undefined ? null : await checkpointBlob(run, env, options.checkpoint);
     await env.writer.send(run, {
       type: "park", id: run.id, token: run.token,

@@ -13,6 +13,7 @@ import { RunBlobs, type Blobs } from "./run-blobs.ts";
 import { heartbeatLapsed, park, runContext, type RunEnv } from "./run-context.ts";
 import { Run } from "./run.ts";
 import { Writer, type CoreLink } from "./writes.ts";
+import { OutputBatcher } from "./output-batcher.ts";
 
 export interface WorkLoopDeps {
   handler: MessageHandler;
@@ -122,6 +123,7 @@ export class WorkLoop {
     const env: RunEnv = {
       agent: deps.agent, writer: this.writer, blobs: this.blobs, clock: deps.clock, event: deps.event, fence: deps.fence(),
       agentCheckpoint: { get: () => this.agentCheckpoint, set: (value) => (this.agentCheckpoint = value) },
+      output: new OutputBatcher((chunks) => this.writer.send(run, { type: "output", id: run.id, token: run.token, chunks }), deps.clock),
     };
     run.armRunTimeout(() => deps.event({ type: "revoked", id: run.id, token: run.token, reason: "run_timeout by the local clock" }));
     run.armHeartbeatClock(deps.clock.now(), () => heartbeatLapsed(run, env));
@@ -152,12 +154,16 @@ export class WorkLoop {
     } catch (error) {
       if (run.signal.aborted || run.parked) return;
       // A run that fails is a failed attempt, never a reply: the coordinator retries it after a backoff.
+      await env.output.flush();
       return this.fail(run, error, errorText(error));
     } finally {
       // The run's time ends with its handler: what it posts now (a reply, a fail) is not cut short by its own timers.
       run.stopTimers();
     }
     if (run.signal.aborted || run.parked) return;
+    // Its output is stored before its reply ends the attempt (after that, the coordinator refuses it).
+    await env.output.flush();
+    if (run.signal.aborted) return;
     await this.reply(run, env, reply ?? "");
   }
 

@@ -7,7 +7,7 @@
   ``opentelemetry-api`` installed: docs/guides/tracing.md).
 * :func:`answer`, :func:`approve`, :func:`reject` and :func:`retry` are a person's side: they
   answer a parked message's question, or queue a failed message again; :func:`cancel` stops a
-  message wherever it is.
+  message wherever it is; :func:`read_output` follows a message's live output (``ctx.output``).
 * :func:`session_lease` holds a session lease for the duration of an ``async with`` block;
   :func:`run_with_session_lease` does the same for plain scripts.
 * :data:`LIMITS` are the wire's limits (worker/wire/protocol.ts), generated into wire-schema.json.
@@ -16,6 +16,7 @@
 from ._wire import LIMITS
 from .answers import answer, approve, reject, retry
 from .cancel import cancel
+from ._output import read_output
 from .errors import (BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, MessageCancelledError, OutcomeUnknownError,
                      UnreachableError, WaitingForPersonError)
 from .serve import Answerer, Effect, Message, MessageContext, PersonAnswer, ServeHandle, serve
@@ -26,7 +27,7 @@ __all__ = [
     "BatonError", "CoordinatorError", "LeaseHeldError", "LeaseLostError", "OutcomeUnknownError", "UnreachableError",
     "WaitingForPersonError", "MessageCancelledError",
     "Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve", "send",
-    "answer", "approve", "reject", "retry", "cancel",
+    "answer", "approve", "reject", "retry", "cancel", "read_output",
     "SessionLease", "run_with_session_lease", "session_lease",
     "LIMITS",
 ]

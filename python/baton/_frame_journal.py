@@ -133,6 +133,7 @@ async def park(run: Run, checkpoint_value: Any, deadline_seconds: Optional[int],
                question: Optional[ParkFrameQuestion] = None) -> None:
     run.throw_if_lost()
     deadline = run.journal.check_deadline(deadline_seconds)
+    await run.flush_output()  # what the run wrote is stored before its lease goes
     body = None if checkpoint_value is None else await _checkpoint_body(run, checkpoint_value)
     await run.write(run.journal.park_frame(body, deadline, question))
     run.parked = True

@@ -67,6 +67,8 @@ class Run:
         self._handler_task: Optional[asyncio.Task[Any]] = None
         self._timer: Optional[Callable[[], None]] = None  # what cancels the run timeout
         self._beat_timer: Optional[Callable[[], None]] = None  # what cancels the heartbeat clock
+        #: This run's live output (``ctx.output``), made on its first write; sent before the run ends.
+        self.output: Optional[Any] = None
         #: Steps and effects of this attempt still running, by name: a second call of one shares the first's result.
         self.inflight: dict[str, asyncio.Task[Any]] = {}
         #: Results kept as blobs, once read back (or uploaded) by this run, by blob id.
@@ -187,13 +189,22 @@ class Run:
             if self.lost is not None or self.parked:
                 self._uncancel()
                 return "lost" if self.lost is not None else "parked"
+            await self.flush_output()
             return await self.fail(exc)
         self._uncancel()
         if self.lost is not None or self.parked:
             if self.lost is not None:
                 self.port.event(type="suppressed", id=self.id, token=self.token, reason=str(self.lost))
             return "lost" if self.lost is not None else "parked"
+        # Its output is stored before its reply ends the attempt (after that, the coordinator refuses it).
+        await self.flush_output()
+        if self.lost is not None:
+            return "lost"
         return await self.reply("" if reply is None else str(reply))
+
+    async def flush_output(self) -> None:
+        if self.output is not None:
+            await self.output.flush()
 
     def _uncancel(self) -> None:
         """A handler cancelled because the run was lost has ended: this task goes on (to post nothing)."""

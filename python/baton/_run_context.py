@@ -5,12 +5,13 @@ docstring for what is promised.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Optional, Sequence
+from typing import Any, Awaitable, Callable, Optional, Sequence, Union
 
 from . import _frame_journal
 from ._handler import Message, PersonAnswer
 from ._run import Run
 from ._frame_journal import Effect
+from ._output import OutputBatcher
 from .errors import LeaseLostError
 
 __all__ = ["Handler", "MessageContext"]
@@ -119,6 +120,18 @@ class MessageContext:
         moves that far from now (never past the run timeout); ``details`` (JSON) are kept as its
         progress. Returns the run's deadline (server ms, None when it has none)."""
         return await _frame_journal.heartbeat(self._run, details)
+
+    async def output(self, data: Union[str, bytes], stream: str = "text") -> None:
+        """Streams ``data`` (text, or bytes that need not be UTF-8) to the message's live output, which
+        any reader follows (``baton logs``, :func:`baton.read_output`, GET …/output) while the run
+        goes on. Batched (a frame every 50 ms or 16 KiB) and paced with the run's other writes; sent
+        under the message's token, so after a takeover nothing more of this attempt's output is
+        stored. Everything written is sent before the run's reply, failure or park. Returns at once
+        unless about 1 MiB waits to be sent, then once that went. ``stream``: ``"text"`` (default),
+        ``"stdout"`` or ``"stderr"``."""
+        if self._run.output is None:
+            self._run.output = OutputBatcher(self._run)
+        await self._run.output.write(data, stream)
 
 
 Handler = Callable[[Message, MessageContext], Awaitable[Any]]

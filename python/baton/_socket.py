@@ -34,6 +34,9 @@ FRAME_BYTES: int = LIMITS["frameBytes"]
 #: below it, leaving the rest of its budget to pings and acks.
 RATE_WINDOW = 1.0
 PACED_REQUESTS: int = LIMITS["framesPerSecond"] - 10
+#: Output frames are paced within half the characters a connection may send in a second: the
+#: coordinator's window counts arrivals, and frames sent evenly can land bunched.
+PACED_CHARS: int = LIMITS["frameCharsPerSecond"] // 2
 
 
 class NotConnected(ConnectionError):
@@ -104,7 +107,8 @@ class Connection:
         self._reconnect_now = False
         self._failures = 0
         self._ttl_changed = asyncio.Event()
-        self._sent_at: collections.deque[float] = collections.deque()  # when recent requests went out
+        self._sent_at: collections.deque[tuple[float, int]] = collections.deque()  # when recent requests went out, and their characters
+        self._sent_chars = 0
         self._pacing = asyncio.Lock()  # FIFO: paced requests leave in call order
 
     @property
@@ -265,18 +269,21 @@ class Connection:
             return False
         return True
 
-    async def _paced(self) -> None:
-        """Returns once one more request fits the frame rate (at most PACED_REQUESTS in any
-        RATE_WINDOW), in call order: a burst of quick steps is paced instead of refused."""
+    async def _paced(self, chars: int = 0) -> None:
+        """Returns once one more request (of ``chars`` characters, counted for output frames) fits the
+        frame rate (at most PACED_REQUESTS and PACED_CHARS in any RATE_WINDOW), in call order: a
+        burst of quick steps, or a chatty run's output, is paced instead of refused."""
+        chars = min(chars, PACED_CHARS)
         async with self._pacing:
             while True:
                 t = now()
-                while self._sent_at and self._sent_at[0] <= t - RATE_WINDOW:
-                    self._sent_at.popleft()
-                if len(self._sent_at) < PACED_REQUESTS:
-                    self._sent_at.append(t)
+                while self._sent_at and self._sent_at[0][0] <= t - RATE_WINDOW:
+                    self._sent_chars -= self._sent_at.popleft()[1]
+                if len(self._sent_at) < PACED_REQUESTS and self._sent_chars + chars <= PACED_CHARS:
+                    self._sent_at.append((t, chars))
+                    self._sent_chars += chars
                     return
-                await asyncio.sleep(self._sent_at[0] + RATE_WINDOW - t)
+                await asyncio.sleep(self._sent_at[0][0] + RATE_WINDOW - t)
 
     async def request(self, frame: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> dict[str, Any]:
         """Sends ``frame`` with a new ``req`` and returns its result or error frame; NotConnected when none came."""
@@ -285,7 +292,7 @@ class Connection:
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[req] = fut
         try:
-            await self._paced()
+            await self._paced(len(json.dumps(frame)) if frame.get("type") == "output" else 0)
             if not await self.send({**frame, "req": req}):
                 raise NotConnected("not connected")
             async with asyncio.timeout(timeout):

@@ -9,19 +9,22 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Final, Literal, Mapping, NotRequired, Required, TypedDict, Union
 
-ClientFrameType = Literal["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "fail", "park", "step", "heartbeat"]
+ClientFrameType = Literal["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "fail", "park", "step", "heartbeat", "output"]
 ServerFrameType = Literal["pong", "welcome", "serve_lease", "message", "revoked", "cancel", "result", "error", "directory", "presence", "agent_gone"]
-ResultOp = Literal["release", "sync", "checkpoint", "park", "fail", "step", "heartbeat", "ack", "reply"]
+ResultOp = Literal["release", "sync", "checkpoint", "park", "fail", "step", "heartbeat", "output", "ack", "reply"]
 Op = Literal["claim", "release"]
 OnDeadline = Literal["fail", "approve", "reject", "escalate"]
 Kind = Literal["step", "effect"]
 Phase = Literal["intent", "done"]
 OnUnknown = Literal["retry", "ask"]
+Stream = Literal["stdout", "stderr", "text"]
 JournalKind = Literal["step", "effect", "answer"]
 Status = Literal["intent", "done"]
 RevokeReason = Literal["run_timeout", "runner_gone", "heartbeat_timeout"]
 FailStatus = Literal["queued", "failed", "parked"]
 ErrorCode = Literal["bad_json", "bad_frame", "unknown_type", "frame_too_large", "binary_frame", "not_holder", "stale_fence", "lease_expired", "unknown_message", "too_large", "rate_limited", "too_many_connections", "unauthorized", "forbidden", "bad_name", "bad_request", "not_found", "lease_held", "lease_lost", "stale_token", "message_not_running", "not_your_message", "not_parked", "outcome_unknown", "effect_in_progress", "question_open", "cancelled", "message_finished", "busy", "no_holder", "upgrade_required", "not_configured", "internal"]
+Reason = Literal["replied", "failed", "parked", "cancelled", "lease_lost", "timed_out"]
+EndOutputEventStatus = Literal["queued", "running", "parked", "acknowledged", "failed", "rejected", "cancelled", "superseded"]
 
 
 class PingFrame(TypedDict, total=False):
@@ -122,6 +125,20 @@ class HeartbeatFrame(TypedDict, total=False):
     id: Required[int]
     token: Required[int]
     details: NotRequired[Any]
+    req: NotRequired[str]
+
+
+class OutputFrameChunksItem(TypedDict, total=False):
+    stream: Required[Stream]
+    text: NotRequired[str]
+    base64: NotRequired[str]
+
+
+class OutputFrame(TypedDict, total=False):
+    type: Required[Literal["output"]]
+    id: Required[int]
+    token: Required[int]
+    chunks: Required[list[OutputFrameChunksItem]]
     req: NotRequired[str]
 
 
@@ -281,6 +298,15 @@ class HeartbeatResult(TypedDict, total=False):
     expires_at: Required[float | None]
 
 
+class OutputResult(TypedDict, total=False):
+    type: Required[Literal["result"]]
+    op: Required[Literal["output"]]
+    req: NotRequired[str]
+    id: Required[int]
+    token: Required[int]
+    offset: Required[int]
+
+
 class AckResult(TypedDict, total=False):
     type: Required[Literal["result"]]
     op: Required[Literal["ack"]]
@@ -310,8 +336,48 @@ class ErrorServerFrame(TypedDict, total=False):
     req: NotRequired[str]
 
 
-ClientFrame = Union[PingFrame, HelloFrame, ServeLeaseFrame, SyncFrame, AckFrame, ReplyFrame, CheckpointFrame, FailFrame, ParkFrame, StepFrame, HeartbeatFrame]
-ServerFrame = Union[PongServerFrame, WelcomeServerFrame, ServeLeaseServerFrame, MessageServerFrame, RevokedServerFrame, CancelServerFrame, ReleaseResult, SyncResult, CheckpointResult, ParkResult, FailResult, StepResult, HeartbeatResult, AckResult, ReplyResult, ErrorServerFrame]
+class ChunkOutputEvent(TypedDict, total=False):
+    type: Required[Literal["chunk"]]
+    seq: Required[int]
+    offset: Required[int]
+    attempt: Required[int]
+    machine: Required[str]
+    stream: Required[Stream]
+    text: NotRequired[str]
+    base64: NotRequired[str]
+    at: Required[float]
+
+
+class AttemptOutputEvent(TypedDict, total=False):
+    type: Required[Literal["attempt"]]
+    seq: Required[int]
+    attempt: Required[int]
+    machine: Required[str]
+    at: Required[float]
+
+
+class AttemptEndOutputEvent(TypedDict, total=False):
+    type: Required[Literal["attempt_end"]]
+    seq: Required[int]
+    attempt: Required[int]
+    reason: Required[Reason]
+    at: Required[float]
+
+
+class DroppedOutputEvent(TypedDict, total=False):
+    type: Required[Literal["dropped"]]
+    bytes: Required[int]
+    offset: Required[int]
+
+
+class EndOutputEvent(TypedDict, total=False):
+    type: Required[Literal["end"]]
+    status: Required[EndOutputEventStatus]
+
+
+ClientFrame = Union[PingFrame, HelloFrame, ServeLeaseFrame, SyncFrame, AckFrame, ReplyFrame, CheckpointFrame, FailFrame, ParkFrame, StepFrame, HeartbeatFrame, OutputFrame]
+ServerFrame = Union[PongServerFrame, WelcomeServerFrame, ServeLeaseServerFrame, MessageServerFrame, RevokedServerFrame, CancelServerFrame, ReleaseResult, SyncResult, CheckpointResult, ParkResult, FailResult, StepResult, HeartbeatResult, OutputResult, AckResult, ReplyResult, ErrorServerFrame]
+OutputEvent = Union[ChunkOutputEvent, AttemptOutputEvent, AttemptEndOutputEvent, DroppedOutputEvent, EndOutputEvent]
 
 #: The wire's named enums (worker/wire/enums.ts), each value once.
 MESSAGE_STATUS: Final[tuple[str, ...]] = ("queued", "running", "parked", "acknowledged", "failed", "rejected", "cancelled", "superseded",)
@@ -322,9 +388,11 @@ STEP_PHASE: Final[tuple[str, ...]] = ("intent", "done",)
 ON_UNKNOWN: Final[tuple[str, ...]] = ("retry", "ask",)
 RESUME_OUTCOME: Final[tuple[str, ...]] = ("done", "redo",)
 WEBHOOK_SCOPE: Final[tuple[str, ...]] = ("account", "agent",)
+OUTPUT_STREAM: Final[tuple[str, ...]] = ("stdout", "stderr", "text",)
+ATTEMPT_END_REASON: Final[tuple[str, ...]] = ("replied", "failed", "parked", "cancelled", "lease_lost", "timed_out",)
 
 #: Every path of the coordinator's route table (worker/wire/routes.ts), {name} for a parameter.
-ROUTE_PATHS: Final[frozenset[str]] = frozenset({"/whoami", "/metrics", "/agents", "/observe", "/webhook", "/webhook/test", "/agents/{agent}/serve", "/agents/{agent}/presence", "/agents/{agent}/messages", "/agents/{agent}/policy", "/agents/{agent}/pause", "/agents/{agent}/unpause", "/agents/{agent}/drain", "/agents/{agent}/undrain", "/agents/{agent}/webhook", "/agents/{agent}/webhook/test", "/agents/{agent}/messages/{id}", "/agents/{agent}/messages/{id}/resume", "/agents/{agent}/messages/{id}/approve", "/agents/{agent}/messages/{id}/reject", "/agents/{agent}/messages/{id}/answer", "/agents/{agent}/messages/{id}/retry", "/agents/{agent}/messages/{id}/cancel", "/agents/{agent}/messages/{id}/ask", "/agents/{agent}/messages/{id}/heartbeat", "/agents/{agent}/messages/{id}/steps/{step}", "/agents/{agent}/messages/{id}/blobs", "/agents/{agent}/messages/{id}/blobs/{blob}", "/leases/{session}", "/leases/{session}/acquire", "/leases/{session}/renew", "/leases/{session}/release", "/leases/{session}/check", "/leases/{session}/data", "/leases/{session}/data/list", "/leases/{session}/data/delete"})
+ROUTE_PATHS: Final[frozenset[str]] = frozenset({"/whoami", "/metrics", "/agents", "/observe", "/webhook", "/webhook/test", "/agents/{agent}/serve", "/agents/{agent}/presence", "/agents/{agent}/messages", "/agents/{agent}/policy", "/agents/{agent}/pause", "/agents/{agent}/unpause", "/agents/{agent}/drain", "/agents/{agent}/undrain", "/agents/{agent}/webhook", "/agents/{agent}/webhook/test", "/agents/{agent}/messages/{id}", "/agents/{agent}/messages/{id}/resume", "/agents/{agent}/messages/{id}/approve", "/agents/{agent}/messages/{id}/reject", "/agents/{agent}/messages/{id}/answer", "/agents/{agent}/messages/{id}/retry", "/agents/{agent}/messages/{id}/cancel", "/agents/{agent}/messages/{id}/ask", "/agents/{agent}/messages/{id}/heartbeat", "/agents/{agent}/messages/{id}/output", "/agents/{agent}/messages/{id}/steps/{step}", "/agents/{agent}/messages/{id}/blobs", "/agents/{agent}/messages/{id}/blobs/{blob}", "/leases/{session}", "/leases/{session}/acquire", "/leases/{session}/renew", "/leases/{session}/release", "/leases/{session}/check", "/leases/{session}/data", "/leases/{session}/data/list", "/leases/{session}/data/delete"})
 
 #: LIMITS of worker/wire/protocol.ts: sizes (bytes of UTF-8 JSON or text), counts, and {min, max} ranges. Read-only.
 LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
@@ -375,4 +443,9 @@ LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "debounceMs": MappingProxyType({"max": 600000}),
     "debounceMaxMs": MappingProxyType({"max": 3600000, "defaultTimesDebounce": 10}),
     "jsonDepth": 64,
+    "outputBatchBytes": 16384,
+    "outputBatchChunks": 64,
+    "outputBytesPerMessage": 67108864,
+    "outputPageEvents": 256,
+    "outputPageBytes": 262144,
 })

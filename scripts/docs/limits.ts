@@ -2,6 +2,7 @@
 // every key of LIMITS is stated by some row (a new key without a row fails `npm run docs` and its test).
 import { LIMITS } from "../../worker/wire/protocol.ts";
 import { generatedHeader, markdownTable } from "./markdown.ts";
+import { DEFAULT, MIN_OUTPUT_BYTES } from "../../worker/config.ts";
 
 export const LIMITS_PAGE = "docs/reference/limits.md";
 
@@ -32,6 +33,9 @@ const ROWS: Row[] = [
   { keys: ["stepNameChars"], limit: "step and effect names", value: `1–${L.stepNameChars} letters, digits, \`.\`, \`_\`, \`:\` or \`-\``, answer: "`bad_frame` / 400 `bad_request`" },
   { keys: ["effectKeyChars"], limit: "an effect's idempotency key (`baton:ACCOUNT_TAG:AGENT:ID:NAME`)", value: `at most ${L.effectKeyChars} characters`, answer: "—" },
   { keys: ["blobBytes", "blobsPerMessage", "messageBlobBytes"], limit: "step result, message checkpoint or reply as a blob (R2)", value: `${mib(L.blobBytes)}; ${L.blobsPerMessage} blobs and ${mib(L.messageBlobBytes)} per message, reserved before the upload`, answer: "413 `too_large`, 411 without Content-Length; nothing stored" },
+  { keys: ["outputBatchBytes", "outputBatchChunks"], limit: "live output, one `output` frame or POST", value: `${kib(L.outputBatchBytes)} of chunk bytes (before base64) in at most ${L.outputBatchChunks} chunks`, answer: "`too_large` error frame / 413", why: "a chatty command's output is batched into few frames, paced with the other writes" },
+  { keys: ["outputBytesPerMessage"], limit: "live output kept per message", value: `${mib(DEFAULT.outputBytesPerMessage)} by default (\`BATON_OUTPUT_BYTES_PER_MESSAGE\`, ${kib(MIN_OUTPUT_BYTES)} to ${mib(L.outputBytesPerMessage)})`, answer: "past it the oldest chunks go; readers get a \`dropped\` event saying how many bytes", why: "output is stored in the agent's object; it goes with its message's retention" },
+  { keys: ["outputPageEvents", "outputPageBytes"], limit: "one read of live output (`GET …/output`)", value: `a page: ${L.outputPageEvents} events or ${kib(L.outputPageBytes)} of output (at least one event); a stream pulls the next page only when the reader took the last`, answer: "—" },
   { keys: ["progressBytes"], limit: "heartbeat details", value: kib(L.progressBytes), answer: "`too_large` error frame / 413" },
   { keys: ["heartbeatTimeoutSeconds"], limit: "heartbeat timeout (agent policy)", value: range(L.heartbeatTimeoutSeconds, " s"), answer: "400 `bad_request`" },
   { keys: ["debounceMs", "debounceMaxMs"], limit: "on_busy replace debounce (agent policy: `debounce_ms`, `debounce_max_ms`; `baton agent set --debounce-ms`, `--debounce-max`)", value: `a hold of at most ${L.debounceMs.max} ms; a held message runs at most \`debounce_max_ms\` after the first of its burst (up to ${L.debounceMaxMs.max} ms; default ${L.debounceMaxMs.defaultTimesDebounce} times \`debounce_ms\`)`, answer: "400 `bad_request`; a usage error in the CLI", why: "a steady trickle faster than the debounce would otherwise hold its last message for ever" },

@@ -6,6 +6,7 @@ import { WIRE_ENUMS } from "../../worker/wire/enums.ts";
 import { clientFrameSchema, LIMITS } from "../../worker/wire/protocol.ts";
 import { ROUTES, type RouteKey } from "../../worker/wire/routes.ts";
 import { serverFrameSchema } from "../../worker/wire/server-frames.ts";
+import { outputEventSchema } from "../../worker/wire/output.ts";
 
 export const WIRE_SCHEMA_PATH = "python/baton/wire-schema.json";
 
@@ -15,6 +16,8 @@ export function wireJsonSchema(): Record<string, unknown> {
     comment: "Generated from worker/wire by `npm run wire-schema`; do not edit.",
     client_frame: convert(clientFrameSchema),
     server_frame: convert(serverFrameSchema),
+    /** What GET …/messages/{id}/output sends, one event at a time (worker/wire/output.ts). */
+    output_event: convert(outputEventSchema),
     limits: LIMITS,
     /** The closed sets of words the frames and bodies use, by field name (worker/wire/enums.ts). */
     enums: WIRE_ENUMS,

@@ -100,10 +100,11 @@ function frameName(variant: Schema, side: "Client" | "Server"): string {
 }
 
 export function wirePythonTypesText(): string {
-  const wire = wireJsonSchema() as { client_frame: Schema; server_frame: Schema; limits: Record<string, unknown>; enums: Record<string, string[]>; routes: Record<string, string> };
+  const wire = wireJsonSchema() as { client_frame: Schema; server_frame: Schema; output_event: Schema; limits: Record<string, unknown>; enums: Record<string, string[]>; routes: Record<string, string> };
   const writer = new Writer();
   const clients = variants(wire.client_frame).map((v) => writer.typedDict(v, frameName(v, "Client")));
   const servers = variants(wire.server_frame).filter((v) => !DASHBOARD_FRAMES.has(constOf(v, "type"))).map((v) => writer.typedDict(v, frameName(v, "Server")));
+  const outputs = variants(wire.output_event).map((v) => writer.typedDict(v, `${pascal(constOf(v, "type"))}OutputEvent`));
   const typesOf = (schema: Schema) => [...new Set(variants(schema).map((v) => constOf(v, "type")))].map((t) => JSON.stringify(t));
   const ops = variants(wire.server_frame).filter((v) => constOf(v, "type") === "result").map((v) => JSON.stringify(constOf(v, "op")));
   const literals = [...writer.literals].map(([name, text]) => `${name} = ${text}`);
@@ -129,6 +130,7 @@ export function wirePythonTypesText(): string {
     "",
     `ClientFrame = Union[${clients.join(", ")}]`,
     `ServerFrame = Union[${servers.join(", ")}]`,
+    `OutputEvent = Union[${outputs.join(", ")}]`,
     "",
     "#: The wire's named enums (worker/wire/enums.ts), each value once.",
     ...Object.entries(wire.enums).map(([name, values]) => `${name.toUpperCase()}: Final[tuple[str, ...]] = (${values.map((v) => JSON.stringify(v)).join(", ")},)`),

@@ -117,6 +117,8 @@ describe("ServeSession", () => {
           conn.ws.send(JSON.stringify({ type: "result", op: "reply", req: frame.req, id: frame.id, token: frame.token, fence: 4, key: frame.key, duplicate: false }));
         }
         if (frame.type === "checkpoint") conn.ws.send(JSON.stringify({ type: "result", op: "checkpoint", req: frame.req }));
+        // The command's stdout streams as live output before its reply.
+        if (frame.type === "output") conn.ws.send(JSON.stringify({ type: "result", op: "output", req: frame.req, id: frame.id, token: frame.token, offset: 0 }));
       });
     });
     const script = `read t; n=$(node -e "process.stdout.write(String(JSON.parse(require('fs').readFileSync(process.env.BATON_CHECKPOINT,'utf8')).n))"); echo "{\\"n\\":$((n+1))}" > "$BATON_CHECKPOINT"; echo "$t/$BATON_MESSAGE_ID/$BATON_FENCE/$n"`;

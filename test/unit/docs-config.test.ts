@@ -15,6 +15,7 @@ const VARS: [string, number][] = [
   ["BATON_POST_KEY_HOURS", DEFAULT.postKeyHours],
   ["BATON_PREFERENCE_HYSTERESIS_SECONDS", DEFAULT.preferenceHysteresisSeconds],
   ["BATON_RESTART_GRACE_SECONDS", DEFAULT.restartGraceSeconds],
+  ["BATON_OUTPUT_BYTES_PER_MESSAGE", DEFAULT.outputBytesPerMessage],
 ];
 
 describe("the operate guide's configuration table", () => {

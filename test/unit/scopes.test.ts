@@ -41,6 +41,8 @@ const ROUTES: [string, string, Scope][] = [
   ["POST", `${M}/cancel`, "answer"],
   ["POST", `${M}/ask`, "serve"],
   ["POST", `${M}/heartbeat`, "serve"],
+  ["POST", `${M}/output`, "serve"],
+  ["GET", `${M}/output`, "read"],
   ["GET", `${M}/steps/plan`, "serve"],
   ["PUT", `${M}/steps/plan`, "serve"],
   ["PUT", `${M}/steps/a%3Ab`, "serve"],

@@ -61,6 +61,7 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
   for (const c of plan.changes) {
     const runner = c.handOut ? conns[c.handOut.to]! : null;
     const saved = leases.save(c, now, runner && { fence: plan.lease.fence, machine: runner.state.machine, runKey: randomHex128() });
+    p.desk.saveOutput(c, runner?.state.machine ?? null, now);
     if (saved !== null) {
       if (c.escalate) p.webhooks.enqueue(escalationEvent(saved), now);
       else p.webhooks.messageChanged(c.before, saved, now);

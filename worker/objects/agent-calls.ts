@@ -10,10 +10,16 @@ import type { Inputs, Outputs } from "./agent-inputs.ts";
 import type { ConnState } from "./connections.ts";
 import type { Answerer, HeartbeatAnswer } from "./message-leases.ts";
 import { SocketObject } from "./socket-object.ts";
+import type { OutputFollowers } from "./output-followers.ts";
+import type { OutputChunk, OutputPage } from "../wire/output.ts";
+
+/** The longest one follow call waits in the object before it answers an empty page. */
+export const FOLLOW_WAIT_MS = 25_000;
 
 export abstract class AgentCalls extends SocketObject<ConnState> {
   /** One call of the Worker as one event, answered from its plan. */
   protected abstract run<K extends keyof Inputs>(input: Inputs[K] & { type: K }): Outputs[K];
+  protected abstract readonly followers: OutputFollowers;
 
   presence(): Presence { return this.run({ type: "presence" }); }
   post(text: string, opts: Inputs["post"]["opts"]): Outputs["post"] { return this.run({ type: "post", text, opts }); }
@@ -24,6 +30,20 @@ export abstract class AgentCalls extends SocketObject<ConnState> {
   reserveBlob(id: number, token: number, runKey: string, bytes: number): Outputs["reserveBlob"] { return this.run({ type: "reserveBlob", id, token, runKey, bytes }); }
   stageBlob(id: number, token: number, runKey: string, blob: string, stored: boolean): Outputs["stageBlob"] { return this.run({ type: "stageBlob", id, token, runKey, blob, stored }); }
   blobKey(id: number, blob: string): string | null { return this.run({ type: "blobKey", id, blob }); }
+  /** A batch of a served command's live output (`baton output`), at its token and run key. */
+  writeOutput(id: number, token: number, runKey: string, chunks: OutputChunk[]): Outputs["outputWrite"] { return this.run({ type: "outputWrite", id, token, runKey, chunks }); }
+  /** One page of a message's stored output after seq `after` (null: no such message). */
+  outputPage(id: number, after: number): OutputPage | null { return this.run({ type: "outputPage", id, after }); }
+  /**
+   * The next page after `after`, waiting up to `waitMs` (at most FOLLOW_WAIT_MS) for one when none
+   * is stored yet and the message is not final; an empty page when nothing came.
+   */
+  async followOutput(id: number, after: number, waitMs: number): Promise<OutputPage | null> {
+    const first = this.outputPage(id, after);
+    if (first === null || first.events.length > 0 || first.final) return first;
+    await this.followers.wait(id, Math.max(0, Math.min(waitMs, FOLLOW_WAIT_MS)));
+    return this.outputPage(id, after);
+  }
   heartbeatRun(id: number, token: number, runKey: string, details: unknown): HeartbeatAnswer { return this.run({ type: "heartbeat", id, token, runKey, details }); }
   control(route: ControlRoute, body: unknown): Outputs["control"] { return this.run({ type: "control", route, body }); }
   policy(): MessagePolicy { return this.run({ type: "policy" }); }

@@ -24,6 +24,11 @@ import type { SignedRequest } from "./webhook-delivery.ts";
 import type { Socket } from "./socket-object.ts";
 import type { WorkDesk } from "./work-desk.ts";
 import type { PersonRefusal } from "../rules/plan/person.ts";
+import type { OutputChunk, OutputPage } from "../wire/output.ts";
+import type { ErrorCode } from "../wire/error-codes.ts";
+
+/** Statuses after which a message may still run again: its output may still grow. */
+const OPEN_STATUSES: readonly string[] = ["queued", "running", "parked"];
 
 /** A live connection with its proven heartbeat, as one snapshot saw it. */
 export interface LiveConn extends Socket<ConnState> {
@@ -55,6 +60,8 @@ export interface Inputs {
   stageBlob: Run & { blob: string; stored: boolean };
   blobKey: { id: number; blob: string };
   heartbeat: Run & { details: unknown };
+  outputWrite: Run & { chunks: OutputChunk[] };
+  outputPage: { id: number; after: number };
   ask: Run & { question: Question; deadlineSeconds: number | null };
   control: { route: ControlRoute; body: unknown };
   policy: object;
@@ -81,6 +88,8 @@ export interface Outputs {
   stageBlob: Refusal | { ok: true };
   blobKey: string | null;
   heartbeat: HeartbeatAnswer;
+  outputWrite: Refusal | { ok: true; id: number; token: number; offset: number };
+  outputPage: OutputPage | null;
   ask: ReturnType<MessageLeases["ask"]>["answer"];
   control: ControlOutcome & { agent: string; report: ReturnType<AgentControls["report"]> };
   policy: MessagePolicy;
@@ -173,6 +182,15 @@ export class AgentInputs {
     },
     blobKey: ({ id, blob }) => answered(this.p.desk.leases.blobKey(id, blob)),
     heartbeat: ({ id, token, runKey, details }, now) => this.journaled(this.p.desk.leases.heartbeat(id, token, { runKey }, details, now)),
+    outputWrite: ({ id, token, runKey, chunks }, now) => {
+      const d = this.p.desk.writeOutput(id, token, chunks, { runKey }, now);
+      const reply = d.reply as { type: string; offset?: number; code?: ErrorCode; message?: string };
+      const answer: Outputs["outputWrite"] = reply.type === "result"
+        ? { ok: true, id, token, offset: reply.offset! }
+        : { ok: false, status: d.status as 404 | 409, code: reply.code!, message: reply.message!, expired: d.expired };
+      return this.runWrite(answer, d.change);
+    },
+    outputPage: ({ id, after }) => answered(this.outputPage(id, after)),
     ask: ({ id, token, runKey, question, deadlineSeconds }, now) => this.journaled(this.p.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now)),
     // Pause, unpause, drain, undrain: decided and stored by one plan (which may move the lease at its safe point).
     control: ({ route, body }, now) => ({
@@ -244,6 +262,15 @@ export class AgentInputs {
       id, name, kind: record.kind, status: record.status, attempt: record.attempt, on_unknown: record.onUnknown, blob: record.blob,
       value: record.value === null ? null : (JSON.parse(record.value) as unknown), idempotency_key: this.p.desk.leases.effectKeyOf(id, name) ?? "",
     };
+  }
+
+  /** A page of a message's output; final once the message is (nothing more will be written). */
+  private outputPage(id: number, after: number): OutputPage | null {
+    const run = this.p.desk.messages.runOf(id);
+    if (run === null) return null;
+    const page = this.p.desk.output.page(id, after);
+    const final = !page.more && !OPEN_STATUSES.includes(run.status);
+    return { id, status: run.status, events: page.events, cursor: page.cursor, more: page.more, final };
   }
 
   private agentName(): string {

@@ -27,6 +27,7 @@ import { AgentInputs, type Inputs, type LiveConn, type Outputs } from "./agent-i
 import { applyPlan, type ApplyParts } from "./agent-apply.ts";
 import { readSnapshot, type SnapshotParts } from "./agent-snapshot.ts";
 import { AgentCalls } from "./agent-calls.ts";
+import { OutputFollowers } from "./output-followers.ts";
 
 export type { CancelAnswer, PostResult, ResumeAnswer } from "./agent-inputs.ts";
 
@@ -40,7 +41,7 @@ const SERVE: SocketKind<ConnState> = {
 /** An event of a live sender; one that is closing has nothing of its own to change, so its event is `work`. */
 const fromLive = (make: (from: number) => AgentEvent) => (from: number | null): AgentEvent => (from === null ? { type: "work" } : make(from));
 
-type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" | "step" | "heartbeat" }>;
+type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" | "step" | "heartbeat" | "output" }>;
 
 export class AgentCoordinator extends AgentCalls {
   protected readonly kind = SERVE;
@@ -61,13 +62,15 @@ export class AgentCoordinator extends AgentCalls {
   private alarmAt: number | null = null;
   /** Who this object serves: its name, stored at first contact, since an alarm wakes it without one. */
   private readonly identity: AgentIdentity | null;
+  /** Readers' follow calls waiting for a message's next output (output-followers.ts). */
+  protected readonly followers = new OutputFollowers();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new AgentStore(ctx.storage.sql);
     this.identity = this.store.identity(agentOfObject(ctx.id));
     this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
-    this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`);
+    this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`, this.config.outputBytes);
     this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
     this.reports = new PresenceReports(ctx.storage.sql, this.config.heartbeatTtlMs, this.clock, ctx, env.DIRECTORY, this.identity, {
       read: () => {
@@ -288,6 +291,7 @@ export class AgentCoordinator extends AgentCalls {
     else if (plan.alarm) this.alarmAt = plan.alarm.set;
     if (applied.sweep) void this.sweepBlobs();
     if (plan.presenceChanged) this.reports.changed();
+    for (const c of plan.changes) this.followers.wake(c.id);
     return { conns, plan };
   }
 

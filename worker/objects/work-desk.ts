@@ -15,10 +15,16 @@ import { MessageLeases, type DeskSocket, type TokenWrite, type WriteOutcome } fr
 import { runnerOf } from "../rules/agent-plan.ts";
 import { errorFrame, LIMITS, type ClientFrame } from "../wire/protocol.ts";
 import { BucketPerSocket, ByteBucket } from "../rules/frame-rate-limit.ts";
+import { OutputStore } from "./output-store.ts";
+import { decideOutput, outputMarks, type OutputDecision } from "../rules/plan/output.ts";
+import type { MessageChange } from "../rules/plan/types.ts";
+import { leaseOf } from "./message-store.ts";
+import { sameSecret } from "./secrets.ts";
+import type { OutputChunk } from "../wire/output.ts";
 
 export type { DeskSocket };
 
-type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" | "step" | "heartbeat" }>;
+type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" | "step" | "heartbeat" | "output" }>;
 
 /** R2 deletes per sweep (R2 takes up to 1000 keys per call). */
 const SWEEP_KEYS = 1000;
@@ -31,12 +37,14 @@ export class WorkDesk {
   readonly leases: MessageLeases;
   readonly steps: StepStore;
   readonly blobs: BlobStore;
+  readonly output: OutputStore;
   private readonly replayPerSocket = new BucketPerSocket(LIMITS.replayBytesPerSecond, LIMITS.replayBytesPerSecond);
   private readonly replayPerAgent = new ByteBucket(LIMITS.replayBytesPerSecondPerAgent, LIMITS.replayBytesPerSecondPerAgent);
 
-  /** `blobPrefix`: this object's own R2 key prefix. */
-  constructor(sql: SqlStorage, blobPrefix: string) {
+  /** `blobPrefix`: this object's own R2 key prefix; `outputBudget`: bytes of output one message keeps. */
+  constructor(sql: SqlStorage, blobPrefix: string, private readonly outputBudget: number) {
     this.messages = new MessageStore(sql);
+    this.output = new OutputStore(sql);
     this.steps = new StepStore(sql);
     this.blobs = new BlobStore(sql, blobPrefix);
     this.leases = new MessageLeases(sql, this.messages, this.steps, this.blobs);
@@ -66,6 +74,7 @@ export class WorkDesk {
    * agent's own, from its holder. Returns the answer and what the write moves, for the plan to store.
    */
   write(state: ConnState, frame: WriteFrame, now: number, lease: LeaseRecord): WriteOutcome & { agentCheckpoint?: { value: unknown; fence: number } } {
+    if (frame.type === "output") return this.writeOutput(frame.id, frame.token, frame.chunks, { runner: runnerOf(state) }, now, frame.req);
     if (frame.type !== "checkpoint" || (frame.token !== undefined && frame.id !== undefined)) {
       return this.leases.write(runnerOf(state), frame as TokenWrite, now, lease.fence);
     }
@@ -73,6 +82,24 @@ export class WorkDesk {
     const verdict = checkFencedWrite(lease, state, fence);
     if (!verdict.ok) return { reply: errorFrame(verdict.code, verdict.message, frame.req), change: null, refused: verdict.code, expired: false };
     return { reply: { type: "result", op: "checkpoint", req: frame.req, fence }, change: null, refused: null, expired: false, agentCheckpoint: { value: frame.value, fence } };
+  }
+
+  /**
+   * A batch of a run's live output, from its connection or over HTTP with its run key, decided by
+   * rules/plan/output.ts at its token like any runner write; what it stores is the plan's change.
+   */
+  writeOutput(id: number, token: number, chunks: readonly OutputChunk[], writer: { runner: string } | { runKey: string }, now: number, req?: string): OutputDecision {
+    const stored = this.messages.get(id);
+    const target = stored && { lease: leaseOf(stored), head: this.output.head(id), machine: stored.machine ?? "unknown" };
+    const who = "runner" in writer ? writer : { runKeyMatches: stored !== null && sameSecret(writer.runKey, stored.run_key) };
+    return decideOutput(target, id, token, chunks, who, this.outputBudget, now, req);
+  }
+
+  /** A message change's output: its batch, and the marks of an attempt that ended or began (rules/plan/output.ts outputMarks). */
+  saveOutput(c: MessageChange, machine: string | null, now: number): void {
+    if (c.output) this.output.append(c.id, c.output, now);
+    const marks = outputMarks(c, machine);
+    if (marks.ended !== null || marks.began !== null) this.output.mark(c.id, marks, now);
   }
 
   /**
@@ -84,7 +111,10 @@ export class WorkDesk {
     this.messages.insert(row);
     if (row.key !== null) this.messages.rememberPost(row.key, row.id, now);
     const pruned = this.messages.prune(row.id, now, retention) > 0;
-    if (pruned) this.blobs.collectOrphans(now);
+    if (pruned) {
+      this.blobs.collectOrphans(now);
+      this.output.prune();
+    }
     return pruned;
   }
 

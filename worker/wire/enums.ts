@@ -32,6 +32,17 @@ export type ResumeOutcome = (typeof RESUME_OUTCOMES)[number];
 /** Whose webhook: the account's, or an agent's own. */
 export const WEBHOOK_SCOPES = ["account", "agent"] as const;
 
+/** Where a chunk of a run's output came from: a command's stdout or stderr, or text a handler wrote (`ctx.output`). */
+export const OUTPUT_STREAMS = ["stdout", "stderr", "text"] as const;
+export type OutputStream = (typeof OUTPUT_STREAMS)[number];
+
+/**
+ * Why an attempt's output ended: it replied (or acked), failed, parked for a person, was cancelled,
+ * its runner lost the message (gone, silent, not the holder any more) or its run deadline passed.
+ */
+export const ATTEMPT_END_REASONS = ["replied", "failed", "parked", "cancelled", "lease_lost", "timed_out"] as const;
+export type AttemptEndReason = (typeof ATTEMPT_END_REASONS)[number];
+
 /** Every set above by the name the wire uses for its field. */
 export const WIRE_ENUMS = {
   message_status: MESSAGE_STATUSES,
@@ -42,4 +53,6 @@ export const WIRE_ENUMS = {
   on_unknown: ON_UNKNOWN,
   resume_outcome: RESUME_OUTCOMES,
   webhook_scope: WEBHOOK_SCOPES,
+  output_stream: OUTPUT_STREAMS,
+  attempt_end_reason: ATTEMPT_END_REASONS,
 } as const;

@@ -4,6 +4,7 @@ import * as z from "zod/mini";
 import type { ErrorCode } from "./error-codes.ts";
 import type { ServerFrame } from "./server-frames.ts";
 import { EFFECT_KEY_CHARS } from "./step-keys.ts";
+import { batchRefusal, OUTPUT_LIMITS, outputFrameSchema } from "./output.ts";
 import { ON_BUSY, ON_DEADLINE, ON_UNKNOWN, POLICY_MODES, RESUME_OUTCOMES, STEP_PHASES } from "./enums.ts";
 
 export const LIMITS = {
@@ -81,6 +82,8 @@ export const LIMITS = {
   debounceMaxMs: { max: 3_600_000, defaultTimesDebounce: 10 },
   /** How deep JSON may nest in a frame or a body: deeper values pass the byte budgets but cost every copy between isolates. */
   jsonDepth: 64,
+  /** A run's live output (wire/output.ts): one frame's batch, the per-message budget's cap, one read page. */
+  ...OUTPUT_LIMITS,
 } as const;
 
 /** Agent names: 1-63 chars of lowercase letters, digits, '.', '_' or '-', starting with a letter or digit. */
@@ -201,10 +204,12 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
   }),
   // The run is alive: its deadline moves a heartbeat timeout on; `details` are kept as its progress.
   z.strictObject({ type: z.literal("heartbeat"), id: messageId, token, details: z.optional(z.unknown()), req }),
+  // A batch of the run's live output (wire/output.ts), under the same token check as every write.
+  outputFrameSchema,
 ]);
 
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
-export const CLIENT_FRAME_TYPES = ["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "fail", "park", "step", "heartbeat"] as const;
+export const CLIENT_FRAME_TYPES = ["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "fail", "park", "step", "heartbeat", "output"] as const;
 
 export type {
   DirectoryEntry, HolderInfo, JournalEntry, MessageFrame, ObserverFrame, PresenceReport, ResultFrame, RevokeReason, ServerFrame,
@@ -252,6 +257,10 @@ export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame>
   if (blobbed) return { ok: false, code: "bad_frame", message: `invalid ${type} frame: ${blobbed}`, req: reqId };
   if (((frame.type === "checkpoint" && frame.blob === undefined) || (frame.type === "park" && frame.value !== undefined)) && checkpointTooLarge(frame.value)) {
     return { ok: false, code: "too_large", message: `checkpoint exceeds ${LIMITS.checkpointBytes} bytes`, req: reqId };
+  }
+  if (frame.type === "output") {
+    const over = batchRefusal(frame.chunks);
+    if (over) return { ok: false, code: "too_large", message: over, req: reqId };
   }
   const sized = oversizedValue(frame);
   if (sized) return { ok: false, code: "too_large", message: sized, req: reqId };

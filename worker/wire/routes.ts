@@ -12,11 +12,12 @@ import {
   acquireSchema, answerSchema, approveSchema, askSchema, cancelSchema, checkSchema, drainSchema, heartbeatSchema, policySchema, postMessageSchema,
   releaseSchema, renewSchema, resumeSchema, stepWriteSchema,
 } from "./protocol.ts";
+import { outputPageSchema, outputWriteSchema, outputWrittenSchema } from "./output.ts";
 import type { Scope } from "./token-scopes.ts";
 import { webhookConfigSchema, webhookTestResultSchema, webhookViewSchema } from "./webhooks.ts";
 
 /** A JSON body's schema, or what a route sends or answers that is not JSON. */
-export type Payload = z.ZodMiniType | "bytes" | "websocket" | "prometheus" | "empty";
+export type Payload = z.ZodMiniType | "bytes" | "websocket" | "prometheus" | "empty" | "event-stream";
 
 export interface RouteSpec {
   scope: Scope;
@@ -67,6 +68,8 @@ export const ROUTES = {
   "POST /agents/{agent}/messages/{id}/cancel": spec("answer", cancelSchema, messageViewSchema, "stop the message wherever it is (final)"),
   "POST /agents/{agent}/messages/{id}/ask": spec("serve", askSchema, askedSchema, "a served command's question (`baton ask`), proven by its token and run key"),
   "POST /agents/{agent}/messages/{id}/heartbeat": spec("serve", heartbeatSchema, heartbeatAnswerSchema, "a running message is alive; its progress"),
+  "POST /agents/{agent}/messages/{id}/output": spec("serve", outputWriteSchema, outputWrittenSchema, "a running message's live output (`baton output`), proven by its token and run key"),
+  "GET /agents/{agent}/messages/{id}/output": spec("read", null, "event-stream", "a message's output as Server-Sent Events from `?from=SEQ` or `Last-Event-ID`: stored events, then live ones until the message is final; `?format=json` (or `Accept: application/json`): one page, `outputPage` in wire/output.ts, which `&wait=SECONDS` (at most 25) holds until an event comes"),
   "GET /agents/{agent}/messages/{id}/steps/{step}": spec("serve", null, stepViewSchema, "a running message's step, with its value"),
   "PUT /agents/{agent}/messages/{id}/steps/{step}": spec("serve", stepWriteSchema, stepWrittenSchema, "record a step, proven by the message's token and run key"),
   "PUT /agents/{agent}/messages/{id}/blobs": spec("serve", "bytes", blobStagedSchema, "upload a large value (R2) for the running message"),

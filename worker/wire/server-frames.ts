@@ -223,6 +223,8 @@ const resultFrames = [
   }),
   /** heartbeat: the run's deadline now (server ms). */
   z.object({ type: z.literal("result"), op: z.literal("heartbeat"), req, id: messageId, token, expires_at: z.nullable(millis) }),
+  /** output: the offset the next byte of the message's output gets (its chunks are stored and readers see them). */
+  z.object({ type: z.literal("result"), op: z.literal("output"), req, id: messageId, token, offset: count }),
   /** ack and reply: the write that finished the message; `duplicate` when it had already been made. */
   ...(["ack", "reply"] as const).map((op) => z.object({
     type: z.literal("result"), op: z.literal(op), req, id: messageId, token, fence: count, key: z.string(), duplicate: z.boolean(),

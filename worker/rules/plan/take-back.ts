@@ -43,7 +43,7 @@ export function takeBackDue(
   cancelling: readonly Cancelling[], policy: MessagePolicy, now: number, deadlines: DeadlineContext = NO_DEADLINES,
 ): TakenBack {
   const out: TakenBack = { open: new Map(open), takeBacks: [], cancels: [], avoid: new Map(), changes: [] };
-  const taken = (t: TakeBack, before: MessageLease) => {
+  const taken = (t: TakeBack, before: MessageLease, ended?: "lease_lost" | "timed_out") => {
     out.takeBacks.push(t);
     out.open.set(t.lease.id, t.lease);
     if (t.deadline === "approve" || t.deadline === "reject") {
@@ -57,6 +57,7 @@ export function takeBackDue(
     }
     out.changes.push({
       id: t.lease.id, before: before.status, lease: t.lease, ...(t.error === null ? {} : { failure: t.error }), ...(t.deadline === "escalate" ? { escalate: true } : {}),
+      ...(ended === undefined ? {} : { ended }),
     });
   };
   out.cancels = cancelling.map(({ target, by, reason, verdict }) => {
@@ -70,7 +71,7 @@ export function takeBackDue(
   };
   for (const m of out.open.values()) {
     if (m.status !== "running" || eligible.has(m.runner ?? "")) continue;
-    taken({ lease: takeBack(m, policy), error: TAKEN_BACK.runner_gone, revoke: revokeFor(m, "runner_gone") }, m);
+    taken({ lease: takeBack(m, policy), error: TAKEN_BACK.runner_gone, revoke: revokeFor(m, "runner_gone") }, m, "lease_lost");
   }
   for (const next of expireDue([...out.open.values()], now, policy)) {
     const before = out.open.get(next.id)!;
@@ -78,7 +79,7 @@ export function takeBackDue(
       if (before.runner !== null) out.avoid.set(before.id, before.runner);
       // A deadline short of the run timeout's cap was a heartbeat deadline.
       const why: RevokeReason = policy.heartbeatTimeoutMs !== null && before.capAt !== null && before.expiresAt! < before.capAt ? "heartbeat_timeout" : "run_timeout";
-      taken({ lease: next, error: TAKEN_BACK[why], revoke: revokeFor(before, why) }, before);
+      taken({ lease: next, error: TAKEN_BACK[why], revoke: revokeFor(before, why) }, before, "timed_out");
     } else {
       const by = before.onDeadline;
       // A deadline never settles an effect whose outcome is unknown: parkDeadline only dropped it.

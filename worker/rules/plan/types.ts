@@ -9,6 +9,8 @@ import type { PersonRefusal, TargetMessage } from "./person.ts";
 import type { NewPost, PostPlan } from "./post.ts";
 import type { ControlPlan, ControlRoute } from "./controls.ts";
 import type { KeptQuestion } from "./write.ts";
+import type { OutputAppend } from "./output.ts";
+import type { AttemptEndReason } from "../../wire/output.ts";
 import type { ErrorCode } from "../../wire/error-codes.ts";
 
 /** What the plan reads and writes of a serve connection (its attachment). */
@@ -167,6 +169,10 @@ export interface MessageChange {
   commitBlob?: string;
   /** It ended: the uploads it never committed go (objects/blob-store.ts discardUnkept). */
   dropUncommitted?: boolean;
+  /** A batch of the running attempt's live output (./output.ts). */
+  output?: OutputAppend;
+  /** Why a take-back ended the running attempt, for its output's mark (./output.ts outputMarks). */
+  ended?: AttemptEndReason;
 }
 
 /** Who cancelled: the account, the name of its token, and from where (page, cli, http). */

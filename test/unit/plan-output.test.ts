@@ -1,0 +1,54 @@
+// rules/plan/output.ts as a table: which batches are stored (and how much of the oldest output
+// must go), which are refused and why, and the marks a message change leaves in the output.
+import { describe, expect, it } from "vitest";
+import { decideOutput, outputMarks, type OutputTarget, type OutputWriter } from "../../worker/rules/plan/output.ts";
+import type { MessageChange } from "../../worker/rules/plan/types.ts";
+import { message, NOW, running } from "./plan-fixtures.ts";
+
+const lease = running(7, "1", { token: 5, attempts: 2, expiresAt: NOW + 1000 });
+const target = (over: Partial<OutputTarget> = {}): OutputTarget => ({ lease, head: { nextOffset: 100, keptBytes: 60 }, machine: "laptop-2", ...over });
+const chunks = [{ stream: "stdout" as const, text: "héllo" }, { stream: "stderr" as const, base64: "AP8=" }];
+
+describe("decideOutput", () => {
+  const cases: [string, OutputTarget | null, number, OutputWriter, number, string | null, number | null][] = [
+    // name, target, token, writer, budget, refusal code, bytes to free
+    ["the runner of the current token writes: stored at the head's offset", target(), 5, { runner: "1" }, 1000, null, 0],
+    ["past the budget: the oldest bytes must go, as many as it passes", target(), 5, { runner: "1" }, 64, null, 60 + 8 - 64],
+    ["an older token is refused as stale", target(), 4, { runner: "1" }, 1000, "stale_token", null],
+    ["another runner with the token is refused", target(), 5, { runner: "2" }, 1000, "not_your_message", null],
+    ["a matching run key stands for the runner", target(), 5, { runKeyMatches: true }, 1000, null, 0],
+    ["a wrong run key is refused", target(), 5, { runKeyMatches: false }, 1000, "not_your_message", null],
+    ["after the run deadline it is refused", target({ lease: { ...lease, expiresAt: NOW } }), 5, { runner: "1" }, 1000, "message_not_running", null],
+    ["a finished message takes no more output", target({ lease: { ...lease, status: "acknowledged" } }), 5, { runner: "1" }, 1000, "message_not_running", null],
+    ["an unknown message", null, 5, { runner: "1" }, 1000, "unknown_message", null],
+  ];
+  it.each(cases)("%s", (_, t, token, writer, budget, code, free) => {
+    const d = decideOutput(t, 7, token, chunks, writer, budget, NOW, "r1");
+    if (code !== null) {
+      expect(d.change).toBeNull();
+      expect(d.reply).toMatchObject({ type: "error", code, req: "r1" });
+      return;
+    }
+    expect(d.reply).toEqual({ type: "result", op: "output", req: "r1", id: 7, token, offset: 108 });
+    expect(d.change).toEqual({ id: 7, before: "running", lease: null, output: { token, attempt: 2, machine: "laptop-2", offset: 100, chunks, bytes: 8, free } });
+  });
+});
+
+describe("outputMarks", () => {
+  const ended = (over: Partial<MessageChange>, status: string) => outputMarks({ id: 7, before: "running", lease: { ...lease, status } as never, ...over }, null).ended;
+  it.each([
+    ["a reply", { ack: { fence: 1, key: "k", reply: "x", token: 5, runner: "1" } }, "acknowledged", "replied"],
+    ["a cancel", { cancel: { by: { account: "a", token: "t", via: "cli" }, reason: null } }, "cancelled", "cancelled"],
+    ["a park", {}, "parked", "parked"],
+    ["a failed run", { failure: "exit 1" }, "queued", "failed"],
+    ["a take-back for a gone runner", { failure: "gone", ended: "lease_lost" as const }, "queued", "lease_lost"],
+    ["a run timeout", { failure: "late", ended: "timed_out" as const }, "failed", "timed_out"],
+  ])("%s ends the attempt", (_, over, status, reason) => {
+    expect(ended(over, status)).toEqual({ attempt: 2, reason });
+  });
+  it("a hand-out begins the next attempt on its machine; a write that leaves it running marks nothing", () => {
+    expect(outputMarks({ id: 7, before: "queued", lease: { ...lease, attempts: 3 }, handOut: { to: 0 } }, "laptop-1")).toEqual({ ended: null, began: { attempt: 3, machine: "laptop-1" } });
+    expect(outputMarks({ id: 7, before: "running", lease: null }, null)).toEqual({ ended: null, began: null });
+    expect(outputMarks({ id: 7, before: "queued", lease: message(7, { status: "cancelled" }) }, null)).toEqual({ ended: null, began: null });
+  });
+});

@@ -1,0 +1,182 @@
+// SQLite seam for runs' live output (../rules/plan/output.ts decides; this stores and pages): one
+// row per chunk or attempt mark, numbered by `seq` (AUTOINCREMENT, so a resume cursor is never
+// reused), and one head per message with its next byte offset and what it keeps and dropped.
+// Readers are served from here in bounded pages, never from memory. Rows go with their message
+// (prune, after MessageStore.prune).
+import type { OutputAppend, OutputHead, OutputMarks } from "../rules/plan/output.ts";
+import { chunkBytes, OUTPUT_LIMITS, type AttemptEndReason, type OutputEvent, type OutputStream } from "../wire/output.ts";
+import { migrate, type Migration } from "./migrations.ts";
+
+interface OutputRow {
+  seq: number;
+  kind: "chunk" | "attempt" | "attempt_end";
+  attempt: number;
+  machine: string | null;
+  stream: OutputStream | null;
+  byte_offset: number | null;
+  data: ArrayBuffer | null;
+  is_text: number | null;
+  reason: AttemptEndReason | null;
+  at: number;
+}
+
+interface HeadRow {
+  next_offset: number;
+  kept_bytes: number;
+  dropped_bytes: number;
+  /** The newest seq a drop removed: a reader whose cursor is before it missed bytes. */
+  dropped_through: number;
+}
+
+/** 1: the output log and its heads. */
+const createTables: Migration = (sql) => {
+  sql.exec(`CREATE TABLE IF NOT EXISTS message_output (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, message_id INTEGER NOT NULL, kind TEXT NOT NULL, attempt INTEGER NOT NULL,
+    machine TEXT, stream TEXT, byte_offset INTEGER, data BLOB, is_text INTEGER, reason TEXT, at INTEGER NOT NULL)`);
+  sql.exec(`CREATE INDEX IF NOT EXISTS message_output_by_message ON message_output (message_id, seq)`);
+  sql.exec(`CREATE TABLE IF NOT EXISTS message_output_heads (
+    message_id INTEGER PRIMARY KEY, next_offset INTEGER NOT NULL, kept_bytes INTEGER NOT NULL,
+    dropped_bytes INTEGER NOT NULL, dropped_through INTEGER NOT NULL) WITHOUT ROWID`);
+};
+
+const OUTPUT_MIGRATIONS: readonly Migration[] = [createTables];
+
+const EMPTY_HEAD: HeadRow = { next_offset: 0, kept_bytes: 0, dropped_bytes: 0, dropped_through: 0 };
+
+/** Rows one drop reads at a time while it frees the oldest bytes. */
+const DROP_BATCH = 64;
+
+export interface StoredPage {
+  events: OutputEvent[];
+  /** The seq to ask after next. */
+  cursor: number;
+  /** More stored events follow at once. */
+  more: boolean;
+}
+
+export class OutputStore {
+  constructor(private readonly sql: SqlStorage) {
+    migrate(sql, "output", OUTPUT_MIGRATIONS);
+  }
+
+  private headRow(id: number): HeadRow {
+    return this.sql.exec<HeadRow & Record<string, number>>(
+      `SELECT next_offset, kept_bytes, dropped_bytes, dropped_through FROM message_output_heads WHERE message_id = ?`, id,
+    ).toArray()[0] ?? EMPTY_HEAD;
+  }
+
+  head(id: number): OutputHead {
+    const h = this.headRow(id);
+    return { nextOffset: h.next_offset, keptBytes: h.kept_bytes };
+  }
+
+  /** Stores a batch as its plan decided it: the oldest bytes freed first (whole chunks), then each chunk at its offset. */
+  append(id: number, a: OutputAppend, now: number): void {
+    const h = this.headRow(id);
+    let { kept_bytes: kept, dropped_bytes: dropped, dropped_through: through } = h;
+    let toFree = a.free;
+    while (toFree > 0) {
+      const rows = this.sql.exec<{ seq: number; n: number }>(
+        `SELECT seq, length(data) AS n FROM message_output WHERE message_id = ? AND kind = 'chunk' ORDER BY seq LIMIT ?`, id, DROP_BATCH,
+      ).toArray();
+      if (rows.length === 0) break;
+      let last = 0;
+      for (const r of rows) {
+        last = r.seq;
+        toFree -= r.n;
+        kept -= r.n;
+        dropped += r.n;
+        if (toFree <= 0) break;
+      }
+      this.sql.exec(`DELETE FROM message_output WHERE message_id = ? AND kind = 'chunk' AND seq <= ?`, id, last);
+      through = Math.max(through, last);
+    }
+    let offset = a.offset;
+    for (const c of a.chunks) {
+      const bytes = chunkBytes(c);
+      this.sql.exec(
+        `INSERT INTO message_output (message_id, kind, attempt, machine, stream, byte_offset, data, is_text, at) VALUES (?, 'chunk', ?, ?, ?, ?, ?, ?, ?)`,
+        id, a.attempt, a.machine, c.stream, offset, bytes, c.text !== undefined ? 1 : 0, now,
+      );
+      offset += bytes.byteLength;
+    }
+    this.saveHead(id, { next_offset: offset, kept_bytes: kept + a.bytes, dropped_bytes: dropped, dropped_through: through });
+  }
+
+  /** An attempt that ended and one that began, as one change marks them. */
+  mark(id: number, marks: OutputMarks, now: number): void {
+    if (marks.ended) {
+      this.sql.exec(`INSERT INTO message_output (message_id, kind, attempt, reason, at) VALUES (?, 'attempt_end', ?, ?, ?)`, id, marks.ended.attempt, marks.ended.reason, now);
+    }
+    if (marks.began) {
+      this.sql.exec(`INSERT INTO message_output (message_id, kind, attempt, machine, at) VALUES (?, 'attempt', ?, ?, ?)`, id, marks.began.attempt, marks.began.machine, now);
+    }
+  }
+
+  private saveHead(id: number, h: HeadRow): void {
+    this.sql.exec(
+      `INSERT INTO message_output_heads (message_id, next_offset, kept_bytes, dropped_bytes, dropped_through) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT(message_id) DO UPDATE SET next_offset = excluded.next_offset, kept_bytes = excluded.kept_bytes,
+         dropped_bytes = excluded.dropped_bytes, dropped_through = excluded.dropped_through`,
+      id, h.next_offset, h.kept_bytes, h.dropped_bytes, h.dropped_through,
+    );
+  }
+
+  /**
+   * The stored events of message `id` after seq `after`: at most outputPageEvents events and about
+   * outputPageBytes of output (always at least one event); a `dropped` event comes before the
+   * first event after a drop that removed output this reader had not seen.
+   */
+  page(id: number, after: number): StoredPage {
+    const h = this.headRow(id);
+    const events: OutputEvent[] = [];
+    // Told once, just before the first event after the drop: marks older than it are still served.
+    let untold = h.dropped_through > after;
+    const rows = this.sql.exec<OutputRow & Record<string, SqlStorageValue>>(
+      `SELECT seq, kind, attempt, machine, stream, byte_offset, data, is_text, reason, at FROM message_output
+       WHERE message_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, after, OUTPUT_LIMITS.outputPageEvents + 1,
+    ).toArray();
+    let bytes = 0;
+    let cursor = after;
+    let more = false;
+    for (const [i, r] of rows.entries()) {
+      if (i === OUTPUT_LIMITS.outputPageEvents || (i > 0 && bytes >= OUTPUT_LIMITS.outputPageBytes)) {
+        more = true;
+        break;
+      }
+      if (untold && r.seq > h.dropped_through) {
+        events.push({ type: "dropped", bytes: h.dropped_bytes, offset: h.next_offset - h.kept_bytes });
+        untold = false;
+      }
+      events.push(eventOf(r));
+      bytes += r.data?.byteLength ?? 0;
+      cursor = r.seq;
+    }
+    return { events, cursor, more };
+  }
+
+  /** The newest seq stored for message `id` (0: none), so a reader can start at the live end. */
+  last(id: number): number {
+    return this.sql.exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM message_output WHERE message_id = ?`, id).toArray()[0]?.seq ?? 0;
+  }
+
+  /** Output of messages no longer stored goes with them (after MessageStore.prune). */
+  prune(): void {
+    this.sql.exec(`DELETE FROM message_output WHERE message_id NOT IN (SELECT id FROM messages)`);
+    this.sql.exec(`DELETE FROM message_output_heads WHERE message_id NOT IN (SELECT id FROM messages)`);
+  }
+}
+
+function eventOf(r: OutputRow): OutputEvent {
+  if (r.kind === "attempt") return { type: "attempt", seq: r.seq, attempt: r.attempt, machine: r.machine ?? "unknown", at: r.at };
+  if (r.kind === "attempt_end") return { type: "attempt_end", seq: r.seq, attempt: r.attempt, reason: r.reason!, at: r.at };
+  const data = new Uint8Array(r.data ?? new ArrayBuffer(0));
+  const body = r.is_text === 1 ? { text: new TextDecoder().decode(data) } : { base64: toBase64(data) };
+  return { type: "chunk", seq: r.seq, offset: r.byte_offset ?? 0, attempt: r.attempt, machine: r.machine ?? "unknown", stream: r.stream ?? "text", ...body, at: r.at };
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(bin);
+}
