@@ -71,4 +71,9 @@ const catchUpUnversioned: Migration = (sql) => {
   sql.exec(`CREATE INDEX IF NOT EXISTS message_answers_id ON message_answers (message_id, at)`);
 };
 
-export const MESSAGE_MIGRATIONS: readonly Migration[] = [catchUpUnversioned];
+/** 2: an on_busy policy finds what it decides on in a post's group without scanning the queue, however long it is. */
+const groupStatusIndex: Migration = (sql) => {
+  sql.exec(`CREATE INDEX IF NOT EXISTS messages_group_status ON messages (msg_group, status, id)`);
+};
+
+export const MESSAGE_MIGRATIONS: readonly Migration[] = [catchUpUnversioned, groupStatusIndex];

@@ -6,6 +6,7 @@ import type { MessageLease, MessageStatus } from "../rules/message-lease.ts";
 import type { BlobRef } from "../rules/step-journal.ts";
 import { migrate } from "./migrations.ts";
 import { DISPATCH_WINDOW, type PostInsert } from "../rules/plan/post.ts";
+import type { BusyRead } from "../rules/on-busy.ts";
 import { MESSAGE_MIGRATIONS } from "./message-migrations.ts";
 import { leaseOf, LEASE_FIELDS, messageRow, RUN_FIELDS, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
 
@@ -235,11 +236,17 @@ export class MessageStore {
     this.patch(id, { superseded_by: by });
   }
 
-  /** The open messages (queued, running, parked) of one group (null: the ungrouped ones), as lease records, oldest first. */
-  openInGroup(group: string | null): MessageLease[] {
-    return this.sql.exec(
-      `SELECT ${messageRow.list(LEASE_FIELDS)} FROM messages WHERE status IN ('queued', 'running', 'parked') AND msg_group IS ? AND for_person = 0 ORDER BY id LIMIT ?`, group, DISPATCH_WINDOW,
-    ).toArray().map((r) => leaseOf(messageRow.pick(r, LEASE_FIELDS)));
+  /**
+   * The messages of one group (null: the ungrouped ones) an on_busy policy decides on, as
+   * rules/on-busy.ts `busyRead` asks, oldest first: the whole group, never a window of it
+   * (messages_group_status finds them without scanning the queue).
+   */
+  busyGroup(group: string | null, read: BusyRead): MessageLease[] {
+    const neverStarted = read.neverStarted ? "AND attempts = 0" : "";
+    const limit = read.oldestOnly ? "LIMIT 1" : "";
+    return read.statuses.flatMap((status) => this.sql.exec(
+      `SELECT ${messageRow.list(LEASE_FIELDS)} FROM messages WHERE msg_group IS ? AND status = ? AND for_person = 0 ${neverStarted} ORDER BY id ${limit}`, group, status,
+    ).toArray().map((r) => leaseOf(messageRow.pick(r, LEASE_FIELDS))));
   }
 
   /** Notes why an attempt of message `id` ended without success. */
