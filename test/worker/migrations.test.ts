@@ -59,7 +59,7 @@ describe("the message row", () => {
       const store = new MessageStore(sql);
       const { table, schema } = shapes(sql, messageRow);
       expect(table).toEqual(schema);
-      expect(store.after(0).map((m) => [m.text, m.status, m.token, m.failures, m.for_person, m.reply])).toEqual([
+      expect(store.range(0, 3).map((m) => [m.text, m.status, m.token, m.failures, m.for_person, m.reply])).toEqual([
         ["waiting", "queued", 0, 0, 0, null], ["handed out", "queued", 0, 0, 0, null], ["done", "acknowledged", 0, 0, 0, "ok"],
       ]);
       expect(store.openLeases(10).map((l) => l.id)).toEqual([1, 2]);

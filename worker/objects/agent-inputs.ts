@@ -156,10 +156,7 @@ export class AgentInputs {
   private readonly handlers: Handlers = {
     presence: (_, now, conns) => answered(this.presenceOf(conns, now)),
     post: (i, now) => this.post(i, now),
-    messages: ({ after, limit }) => {
-      const messages = this.p.desk.views(this.p.desk.messages.after(after, limit));
-      return answered({ agent: this.agentName(), messages, cursor: messages.at(-1)?.id ?? after });
-    },
+    messages: ({ after, limit }) => answered({ agent: this.agentName(), ...this.p.desk.historyViews(after, limit) }),
     message: ({ id }) => {
       const m = this.p.desk.messages.get(id);
       return answered(m ? this.p.desk.view(m) : null);

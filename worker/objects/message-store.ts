@@ -37,7 +37,6 @@ export interface Retention {
   postKeyMs: number;
 }
 
-const HISTORY_PAGE = 500;
 /** Statuses nothing will change any more: pruned from history past the retention. */
 const FINISHED = "('acknowledged', 'failed', 'rejected', 'cancelled', 'superseded')";
 /** Answers kept per message (a message parked and answered again and again keeps its newest ones). */
@@ -132,9 +131,14 @@ export class MessageStore {
     return row === undefined ? null : messageRow.decode(row);
   }
 
-  after(cursor: number, limit = HISTORY_PAGE): StoredMessage[] {
-    return this.sql.exec(`SELECT * FROM messages WHERE id > ? ORDER BY id LIMIT ?`, cursor, Math.min(limit, HISTORY_PAGE))
-      .toArray().map((r) => messageRow.decode(r));
+  /**
+   * The ids after `cursor` (at most `limit`, oldest first) with what their stored texts, reply,
+   * checkpoint, resume input and error weigh in bytes: no more than their view's JSON weighs, read
+   * without loading them.
+   */
+  weightsAfter(cursor: number, limit: number): { id: number; bytes: number }[] {
+    const weight = ["text", "reply", "checkpoint", "resume_input", "error"].map((c) => `COALESCE(octet_length(${c}), 0)`).join(" + ");
+    return this.sql.exec<{ id: number; bytes: number }>(`SELECT id, ${weight} AS bytes FROM messages WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit).toArray();
   }
 
   /**
