@@ -6,8 +6,11 @@
 // coordinator's own origin, is unaffected, and so are clients that send no Origin (the CLI, the
 // Node and Python clients, curl): Origin is a browser's word about a page, not an identity.
 // A page can also rebind its own name to 127.0.0.1, so its Origin and Host match: that page knows
-// no real token, but it knows the public dev token. So the dev token is taken from a browser only
-// on a loopback origin (or one BATON_ALLOWED_ORIGINS lists).
+// no real token, but it knows the public dev token, and a browser sends no Origin at all on its
+// same-origin GETs. So the dev token signs a request only when it is addressed to a loopback name
+// (its Host and its URL: localhost, 127.0.0.0/8, [::1]), and is taken from a browser only on a
+// loopback origin (or one BATON_ALLOWED_ORIGINS lists). Real tokens are not affected: a rebound
+// page does not know them.
 import { errorResponse } from "./wire/protocol.ts";
 
 export type AllowedOrigins = { ok: true; origins: ReadonlySet<string> } | { ok: false; message: string };
@@ -44,21 +47,36 @@ export function refuseForeignOrigin(request: Request, allowed: ReadonlySet<strin
 /** The token the README publishes for local use: known to every page on the web. */
 const PUBLIC_DEV_TOKEN = "baton-dev-token";
 
+/** A host name as URL.hostname gives it, without trailing dots: loopback by name or address? */
 function loopbackHost(hostname: string): boolean {
-  return hostname === "localhost" || hostname.endsWith(".localhost") || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+  const host = hostname.replace(/\.+$/, "");
+  return host === "localhost" || host.endsWith(".localhost") || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
-/** The refusal for the public dev token sent by a browser from a name that is not loopback (a rebound name), or null. */
-export function refuseRebindingDevToken(request: Request, token: string | null, allowed: ReadonlySet<string>): Response | null {
-  const origin = request.headers.get("origin");
-  if (origin === null || token !== PUBLIC_DEV_TOKEN || allowed.has(origin)) return null;
-  let hostname = "";
+/** The host name of a Host header or an origin as the URL parser reads it (lowercase, IPv4 forms as dotted quads), or "" when unreadable. */
+function hostnameOf(hostOrOrigin: string, isOrigin: boolean): string {
   try {
-    hostname = new URL(origin).hostname;
+    return new URL(isOrigin ? hostOrOrigin : `http://${hostOrOrigin}`).hostname;
   } catch {
-    // not a URL: refused below
+    return "";
   }
-  if (loopbackHost(hostname)) return null;
+}
+
+/**
+ * The refusal for the public dev token on a request addressed to a name that is not loopback (its
+ * Host header or its URL: a name rebound to this machine), or sent by a browser from a page whose
+ * origin is not loopback; null otherwise, and always for any other token.
+ */
+export function refuseRebindingDevToken(request: Request, token: string | null, allowed: ReadonlySet<string>): Response | null {
+  if (token !== PUBLIC_DEV_TOKEN) return null;
+  const host = request.headers.get("host");
+  const addressed = [new URL(request.url).hostname, ...(host === null ? [] : [hostnameOf(host, false)])].find((h) => !loopbackHost(h));
+  if (addressed !== undefined) {
+    return errorResponse(403, "forbidden",
+      `the public dev token is refused on requests addressed to ${JSON.stringify(addressed)}: it signs requests to a loopback name only (localhost, 127.0.0.0/8 or [::1]); use a token of your own there`);
+  }
+  const origin = request.headers.get("origin");
+  if (origin === null || allowed.has(origin) || loopbackHost(hostnameOf(origin, true))) return null;
   return errorResponse(403, "forbidden",
     `the public dev token is refused from web pages on ${origin}: browsers may use it on a loopback origin (http://127.0.0.1 or http://localhost) only; list other origins in BATON_ALLOWED_ORIGINS`);
 }

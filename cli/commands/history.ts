@@ -6,7 +6,7 @@ import { answerHint } from "../lib/next-steps.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
-import { unknownOutcomeReason } from "../../worker/wire/protocol.ts";
+import { LIMITS, unknownOutcomeReason } from "../../worker/wire/protocol.ts";
 import { routePath } from "../../worker/wire/routes.ts";
 
 const MAX_LIMIT = 1000;
@@ -17,7 +17,7 @@ export default defineCommand({
   positionals: [{ name: "AGENT", description: "agent name", required: true }],
   options: {
     after: { type: "string", value: "ID", description: "only messages after this id (the cursor printed last time; default 0)" },
-    limit: { type: "string", value: "N", description: `at most this many (1-${MAX_LIMIT}; default 100)` },
+    limit: { type: "string", value: "N", description: `at most this many (1-${MAX_LIMIT}; default 100); a page also ends at ${LIMITS.historyPageMessages} messages or ${LIMITS.historyPageBytes / 1024} KiB` },
   },
   async run({ args, options }) {
     const agent = agentName(args[0]!);
@@ -55,7 +55,8 @@ export default defineCommand({
       if (cut(m.text, TEXT_CHARS) || cut(m.reply ?? "", REPLY_CHARS) || cut(m.error ?? "", REPLY_CHARS)) shortened = true;
     }
     if (shortened) writeText(`(texts cut with …: \`baton show ${agent} ID\` prints one message whole)\n`);
-    writeText(`cursor ${page.cursor}\n`);
+    // A page ends at its count or its bytes (LIMITS.historyPage*), whichever comes first.
+    writeText(page.more ? `cursor ${page.cursor} (more: baton history ${agent} --after ${page.cursor})\n` : `cursor ${page.cursor}\n`);
   },
 });
 

@@ -408,6 +408,8 @@ LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "frameCharsPerSecond": 262144,
     "syncPageMessages": 100,
     "syncPageBytes": 262144,
+    "historyPageMessages": 500,
+    "historyPageBytes": 262144,
     "replayBytesPerSecond": 1048576,
     "replayBytesPerSecondPerAgent": 4194304,
     "leaseTtlSeconds": MappingProxyType({"min": 1, "max": 3600}),

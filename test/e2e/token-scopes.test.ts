@@ -2,6 +2,7 @@
 // dev`, and the CLI with a token that lacks a route's scope stops at once with exit 1 and says
 // which scope is missing (`baton serve` does not retry a 403 as if the socket had dropped).
 import { spawnSync } from "node:child_process";
+import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runBaton, uniqueAgent } from "./serve-helpers.ts";
@@ -40,5 +41,28 @@ describe("scoped tokens through the CLI", () => {
     expect(resume.code).toBe(1);
     expect(resume.stderr).toContain("token ci-runner of account dev lacks the answer scope");
     expect(as(DEV_TOKEN, ["history", agent, "--json"]).stdout).not.toContain("hello");
+  });
+});
+
+/** GET `path` from the dev server as a browser on a rebound name sends it: no Origin, the page's name in Host. */
+function getWithHost(path: string, host: string, token: string): Promise<{ status: number; body: string }> {
+  const url = new URL(path, dev.url);
+  return new Promise((done, fail) => {
+    const req = request({ host: url.hostname, port: url.port, path: url.pathname, headers: { Host: host, Authorization: `Bearer ${token}` } }, (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk)).on("end", () => done({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", fail).end();
+  });
+}
+
+describe("the dev token behind wrangler dev (DNS rebinding)", () => {
+  it("a request whose Host is a rebound name gets 403 with the dev token and goes on with a real token; a loopback Host goes on", async () => {
+    const port = new URL(dev.url).port;
+    const rebound = await getWithHost("/whoami", `rebind.attacker.example:${port}`, DEV_TOKEN);
+    expect(rebound.status).toBe(403);
+    expect(rebound.body).toContain("the public dev token is refused on requests addressed to");
+    expect((await getWithHost("/whoami", `rebind.attacker.example:${port}`, READER)).status).toBe(200);
+    expect((await getWithHost("/whoami", `localhost:${port}`, DEV_TOKEN)).status).toBe(200);
   });
 });

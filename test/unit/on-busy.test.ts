@@ -2,7 +2,7 @@
 // event of planAgent that applies it (interrupts told to their runner, supersedes stored).
 import { describe, expect, it } from "vitest";
 import { planAgent, type AgentSnapshot } from "../../worker/rules/agent-plan.ts";
-import { decideOnBusy, supersede, type BusyPolicy } from "../../worker/rules/on-busy.ts";
+import { busyRead, decideOnBusy, supersede, type BusyPolicy, type BusyRead } from "../../worker/rules/on-busy.ts";
 import { DEFAULT_POLICY, type MessageLease } from "../../worker/rules/message-lease.ts";
 
 const BUDGET = { steps: 100, bytes: 1 << 20 };
@@ -57,6 +57,33 @@ describe("decideOnBusy", () => {
     expect(supersede(msg(2))).toMatchObject({ status: "superseded" });
     expect(supersede(msg(3, { attempts: 1 }))).toBeNull();
     expect(supersede(running(1))).toBeNull();
+  });
+});
+
+/** What the store answers for a read (message-store.ts busyGroup) over a whole group, oldest first. */
+const readOf = (group: readonly MessageLease[], read: BusyRead) => read.statuses.flatMap((status) => {
+  const rows = group.filter((m) => m.status === status && !m.forPerson && (!read.neverStarted || m.attempts === 0)).sort((a, b) => a.id - b.id);
+  return read.oldestOnly ? rows.slice(0, 1) : rows;
+});
+
+describe("busyRead: what a policy decides on is read whole, never a window", () => {
+  it("queue, and ungrouped work in a pool, read nothing; reject the oldest queued and running; interrupt every running; replace every never-started queued", () => {
+    expect(busyRead(policy("queue"), "chat")).toBeNull();
+    expect(busyRead(policy("replace", null, "pool"), null)).toBeNull();
+    expect(busyRead(policy("reject"), "chat")).toEqual({ statuses: ["queued", "running"], neverStarted: false, oldestOnly: true });
+    expect(busyRead(policy("interrupt"), null)).toEqual({ statuses: ["running"], neverStarted: false, oldestOnly: false });
+    expect(busyRead(policy("replace", null, "pool"), "chat")).toEqual({ statuses: ["queued"], neverStarted: true, oldestOnly: false });
+  });
+
+  it.each(["reject", "interrupt", "replace"] as const)("%s decides on what it read as it would on the whole group, however many parked ones and questions for a person come first", (onBusy) => {
+    const questions = Array.from({ length: 505 }, (_, i) => msg(i + 1, { status: "parked", forPerson: true }));
+    const queued = Array.from({ length: 505 }, (_, i) => msg(1000 + i));
+    const group = [...questions, msg(900, { status: "parked", attempts: 1 }), running(950), ...queued];
+    const read = busyRead(policy(onBusy), "chat")!;
+    const whole = decideOnBusy(policy(onBusy), group.filter((m) => !m.forPerson), "chat", NOW);
+    expect(decideOnBusy(policy(onBusy), readOf(group, read), "chat", NOW)).toEqual(whole);
+    if (onBusy === "replace") expect(whole).toMatchObject({ supersede: queued });
+    if (onBusy === "reject") expect(whole).toMatchObject({ action: "refuse", holder: 950 });
   });
 });
 

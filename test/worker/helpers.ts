@@ -6,7 +6,8 @@ import { PING_TEXT, type ServerFrame } from "../../worker/wire/protocol.ts";
 
 export const DEV_TOKEN = "baton-dev-token";
 export const OTHER_TOKEN = "other-account-token";
-export const BASE = "http://baton.test";
+/** The coordinator as `npm start` runs it: the public dev token signs requests to loopback names only (worker/origins.ts). */
+export const BASE = "http://localhost";
 
 export interface TestSocket {
   ws: WebSocket;

@@ -38,11 +38,11 @@ function unversioned(sql: SqlStorage, ...tables: string[]): void {
 }
 
 describe("the message row", () => {
-  it("a fresh object's messages and message_steps tables have exactly the row schemas' columns, at versions 2 and 2", async () => {
+  it("a fresh object's messages and message_steps tables have exactly the row schemas' columns, at versions 3 and 2", async () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const { sql } = state.storage;
       for (const { table, schema } of [shapes(sql, messageRow), shapes(sql, stepRow)]) expect(table).toEqual(schema);
-      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([2, 2]);
+      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([3, 2]);
     });
   });
 
@@ -59,15 +59,16 @@ describe("the message row", () => {
       const store = new MessageStore(sql);
       const { table, schema } = shapes(sql, messageRow);
       expect(table).toEqual(schema);
-      expect(store.after(0).map((m) => [m.text, m.status, m.token, m.failures, m.for_person, m.reply])).toEqual([
+      expect(store.range(0, 3).map((m) => [m.text, m.status, m.token, m.failures, m.for_person, m.reply])).toEqual([
         ["waiting", "queued", 0, 0, 0, null], ["handed out", "queued", 0, 0, 0, null], ["done", "acknowledged", 0, 0, 0, "ok"],
       ]);
       expect(store.openLeases(10).map((l) => l.id)).toEqual([1, 2]);
-      expect(schemaVersion(sql, "messages")).toBe(2);
+      expect(schemaVersion(sql, "messages")).toBe(3);
+      expect(sql.exec(`SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'messages_group_status'`).toArray()).toHaveLength(1);
     });
   });
 
-  it("a messages table at version 1 (before held_since) gains the column at version 2 and keeps its messages", async () => {
+  it("a messages table at version 1 (before held_since) gains the column (and then the group index) at version 3 and keeps its messages", async () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const { sql } = state.storage;
       new MessageStore(sql);
@@ -75,7 +76,7 @@ describe("the message row", () => {
       sql.exec(`UPDATE schema_versions SET version = 1 WHERE store = 'messages'`);
       sql.exec(`INSERT INTO messages (text, created_at, retry_at) VALUES ('held', 5, 300)`);
       const store = new MessageStore(sql);
-      expect(schemaVersion(sql, "messages")).toBe(2);
+      expect(schemaVersion(sql, "messages")).toBe(3);
       const { table, schema } = shapes(sql, messageRow);
       expect(table).toEqual(schema);
       expect(store.after(0).map((m) => [m.text, m.retry_at, m.held_since])).toEqual([["held", 300, null]]);

@@ -4,7 +4,8 @@
 // debounce a burst becomes one run. Other groups are not touched.
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { call, claimant, freezeClock, message, passTime, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { runInDurableObject } from "cloudflare:test";
+import { call, claimant, freezeClock, message, passTime, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
 const setPolicy = async (agent: string, body: Record<string, unknown>) => {
@@ -117,5 +118,64 @@ describe("on_busy", () => {
     const next = await post(agent, "after");
     const held = await message(agent, next);
     expect(held.retry_at).toBe((held.created_at as number) + 300);
+  });
+
+  describe("decides on the whole group, past any window of it", () => {
+    // 505 posts through HTTP take most of a minute in workerd, so the rows are copied in SQL:
+    // queued ones as a post inserts them (column defaults) into an object nothing has read yet, and
+    // questions for a person as copies of one posted for real. Those copies change neither the open
+    // messages an event reads nor the park deadline (they have none), so nothing cached goes stale.
+    const N = 505;
+    async function seedQueued(agent: string, group: string): Promise<void> {
+      await runInDurableObject(stubFor(agent), (_i, state) => {
+        state.storage.sql.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+          INSERT INTO messages (text, created_at, msg_group) SELECT 'm' || i, 1, ? FROM n`, N, group);
+      });
+    }
+    async function questions(agent: string): Promise<void> {
+      const id = await post(agent, "Ship it?", { question: { text: "Ship it?", choices: ["ship", "hold"] } });
+      await runInDurableObject(stubFor(agent), (_i, state) => {
+        const columns = state.storage.sql.exec<{ name: string }>(`SELECT name FROM pragma_table_info('messages') WHERE name != 'id'`).toArray().map((c) => c.name).join(", ");
+        state.storage.sql.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+          INSERT INTO messages (${columns}) SELECT ${columns} FROM messages, n WHERE id = ?`, N - 1, id);
+      });
+    }
+
+    it("replace: all 505 queued messages of the group end superseded by the new one, which alone runs", async () => {
+      const agent = uniqueAgent();
+      await seedQueued(agent, "doc");
+      await setPolicy(agent, { on_busy: "replace" });
+      const newest = await post(agent, "v506", { group: "doc" });
+      expect(newest).toBe(N + 1);
+      expect((await presence(agent)).work.counts).toMatchObject({ queued: 1, superseded: N });
+      for (const id of [1, 500, N]) expect(await message(agent, id)).toMatchObject({ status: "superseded", superseded_by: newest });
+      const a = await claimant(agent, "a");
+      await run(a.sock, newest);
+    });
+
+    it("reject: behind 505 questions for a person, a post while the agent's one message runs is 409 busy and nothing is stored", async () => {
+      const agent = uniqueAgent();
+      await questions(agent);
+      const a = await claimant(agent, "a");
+      const first = await post(agent, "long");
+      await run(a.sock, first);
+      await setPolicy(agent, { on_busy: "reject" });
+      const refused = await call("POST", `/agents/${agent}/messages`, { text: "two" });
+      expect(refused).toMatchObject({ status: 409, body: { error: "busy", holder: first } });
+      expect((await presence(agent)).work.counts).toMatchObject({ running: 1, queued: 0, parked: N });
+    });
+
+    it("interrupt: behind 505 questions for a person, the running message is cancelled and the new one runs", async () => {
+      const agent = uniqueAgent();
+      await questions(agent);
+      const a = await claimant(agent, "a");
+      const first = await post(agent, "long");
+      await run(a.sock, first);
+      await setPolicy(agent, { on_busy: "interrupt" });
+      const second = await post(agent, "newer");
+      await a.sock.next("cancel", (f) => f.id === first);
+      await run(a.sock, second);
+      expect(await message(agent, first)).toMatchObject({ status: "cancelled", cancelled: { reason: `interrupted by message ${second}` } });
+    });
   });
 });

@@ -71,7 +71,7 @@ describe("requests from web pages on other origins", () => {
     const rebound = "http://rebind.attacker.example:8787";
     const upgrade = await browserUpgrade("/observe", rebound, rebound);
     expect(upgrade.status).toBe(403);
-    expect((await upgrade.json<{ message: string }>()).message).toMatch(/public dev token is refused from web pages on http:\/\/rebind\.attacker\.example:8787/);
+    expect((await upgrade.json<{ message: string }>()).message).toMatch(/public dev token is refused on requests addressed to "rebind\.attacker\.example"/);
     const post = await SELF.fetch(`${rebound}/agents/${uniqueAgent()}/messages`, {
       method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, Origin: rebound, "content-type": "application/json" }, body: JSON.stringify({ text: "x" }),
     });
@@ -80,5 +80,40 @@ describe("requests from web pages on other origins", () => {
     const real = await browserUpgrade("/observe", BASE, BASE, "dev-reader-token");
     expect(real.status).toBe(101);
     closeAccepted(real);
+  });
+
+  it("a rebound page's same-origin GETs (no Origin) cannot read messages or /whoami with the dev token, by its URL or its Host header; nothing is shown", async () => {
+    const agent = uniqueAgent();
+    const secret = await SELF.fetch(`${BASE}/agents/${agent}/messages`, {
+      method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ text: "deploy token=hunter2" }),
+    });
+    expect(secret.status).toBe(201);
+    const rebound = "http://rebind.attacker.example:8787";
+    const requests = [
+      ...[`/agents/${agent}/messages`, "/whoami"].map((path) => new Request(`${rebound}${path}`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } })),
+      // The same page through a server that keeps the browser's Host but answers on its own URL.
+      new Request(`${BASE}/whoami`, { headers: { Authorization: `Bearer ${DEV_TOKEN}`, Host: "rebind.attacker.example:8787" } }),
+      new Request(`${BASE}/agents/${agent}/messages`, { headers: { Authorization: `Bearer ${DEV_TOKEN}`, Host: "REBIND.attacker.example." } }),
+    ];
+    for (const request of requests) {
+      const res = await SELF.fetch(request);
+      const body = await res.text();
+      expect(res.status, request.url).toBe(403);
+      expect((JSON.parse(body) as { message: string }).message).toMatch(/the public dev token is refused on requests addressed to "rebind\.attacker\.example\.?": it signs requests to a loopback name only/);
+      expect(body).not.toContain("hunter2");
+    }
+  });
+
+  it("the dev token goes on at every loopback name and address; a real token goes on at any host", async () => {
+    for (const base of ["http://localhost:8787", "http://127.0.0.1:8787", "http://127.8.9.10", "http://[::1]:8787", "http://localhost.", "http://LOCALHOST"]) {
+      const res = await SELF.fetch(`${base}/whoami`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } });
+      expect(res.status, base).toBe(200);
+    }
+    const hosted = await SELF.fetch(`${BASE}/whoami`, { headers: { Authorization: `Bearer ${DEV_TOKEN}`, Host: "127.0.0.1:8787" } });
+    expect(hosted.status).toBe(200);
+    for (const base of ["http://rebind.attacker.example:8787", "https://baton.example.com"]) {
+      const res = await SELF.fetch(`${base}/whoami`, { headers: { Authorization: "Bearer dev-reader-token", Host: new URL(base).host } });
+      expect(res.status, base).toBe(200);
+    }
   });
 });

@@ -47,6 +47,24 @@ describe("webhook targets", () => {
     ["http://[64:ff9b:1::7f00:1]/hook", /a loopback address/],
     ["http://[64:ff9b:1::808:808]/hook", /a local NAT64 address/],
     ["https://user:pw@hooks.example.com/x", /must not carry a user name or password/],
+    // Spelled as a resolver reads them: any number of trailing dots, case, percent escapes, IDNA,
+    // IPv4 forms hidden behind the dots.
+    ["http://localhost../hook", /a local or internal name \(localhost\.\.\)/],
+    ["http://LOCALHOST.../hook", /a local or internal name/],
+    ["http://metadata.google.internal../computeMetadata/v1/", /a local or internal name/],
+    ["http://vm../hook", /a single-label \(local\) name/],
+    ["http://vm.:19999/hook", /a single-label \(local\) name/],
+    ["http://127.0.0.1../hook", /a loopback address/],
+    ["http://0x7f.1../hook", /a loopback address/],
+    ["http://2130706433../hook", /a loopback address/],
+    ["http://0251.0376.0251.0376../latest/", /a link-local address/],
+    ["http://local%68ost../hook", /a local or internal name/],
+    ["http://%6c%6f%63%61%6c%68%6f%73%74/hook", /a local or internal name/],
+    ["http://ｌｏｃａｌｈｏｓｔ。/hook", /a local or internal name/],
+    ["http://localhost.localdomain./hook", /a local or internal name/],
+    ["http://[0:0:0:0:0:ffff:127.0.0.1]/hook", /a loopback address/],
+    ["http://[::ffff:a9fe:a9fe]/latest/", /a link-local address/],
+    ["http://..../hook", /an empty name/],
   ];
   it.each(refused)("PUT of %s is a 400 that names why, and stores nothing", async (url, why) => {
     const agent = uniqueAgent();

@@ -6,6 +6,7 @@
 import type { CoordinatorConfig } from "../config.ts";
 import type { AgentEvent, AgentPlan, MessageChange } from "../rules/agent-plan.ts";
 import type { Answer, MessagePolicy } from "../rules/message-lease.ts";
+import { busyRead } from "../rules/on-busy.ts";
 import { buildPresence, PREVIEW_CHARS } from "../rules/presence.ts";
 import { runnerOf } from "../rules/agent-plan.ts";
 import type { StepWrite, UnknownOutcome } from "../rules/step-journal.ts";
@@ -164,10 +165,7 @@ export class AgentInputs {
   private readonly handlers: Handlers = {
     presence: (_, now, conns) => answered(this.presenceOf(conns, now)),
     post: (i, now) => this.post(i, now),
-    messages: ({ after, limit }) => {
-      const messages = this.p.desk.views(this.p.desk.messages.after(after, limit));
-      return answered({ agent: this.agentName(), messages, cursor: messages.at(-1)?.id ?? after });
-    },
+    messages: ({ after, limit }) => answered({ agent: this.agentName(), ...this.p.desk.historyViews(after, limit) }),
     message: ({ id }) => {
       const m = this.p.desk.messages.get(id);
       return answered(m ? this.p.desk.view(m) : null);
@@ -236,10 +234,11 @@ export class AgentInputs {
       const first = messages.get(earlier);
       return answered({ status: 200, replayed: true, view: first ? this.p.desk.view(first) : { id: earlier, pruned: true } });
     }
-    // The on_busy policy reads the post's group; queue, the default, reads nothing, and a question for a person is never busy.
+    // The on_busy policy reads what it decides on in the post's group, all of it; queue, the default, reads nothing, and a question for a person is never busy.
     const group = opts.group ?? null;
     const question = opts.question ?? null;
-    const groupOpen = question !== null || leases.policies.policy().onBusy === "queue" ? null : messages.openInGroup(group);
+    const read = question !== null ? null : busyRead(leases.policies.policy(), group);
+    const groupOpen = read === null ? null : messages.busyGroup(group, read);
     const post = {
       text, group, runTimeoutMs: opts.runTimeoutMs ?? null, key: opts.key, question, deadlineSeconds: opts.deadlineSeconds ?? null, traceparent: opts.traceparent ?? null,
     };

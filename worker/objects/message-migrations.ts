@@ -74,4 +74,9 @@ const catchUpUnversioned: Migration = (sql) => {
 /** 2: a message held by a debounce remembers when its burst began (message-row.ts held_since). */
 const heldSince: Migration = (sql) => addMissingColumns(sql, "messages", { held_since: "INTEGER" });
 
-export const MESSAGE_MIGRATIONS: readonly Migration[] = [catchUpUnversioned, heldSince];
+/** 3: an on_busy policy finds what it decides on in a post's group without scanning the queue, however long it is. */
+const groupStatusIndex: Migration = (sql) => {
+  sql.exec(`CREATE INDEX IF NOT EXISTS messages_group_status ON messages (msg_group, status, id)`);
+};
+
+export const MESSAGE_MIGRATIONS: readonly Migration[] = [catchUpUnversioned, heldSince, groupStatusIndex];

@@ -6,6 +6,7 @@ import type { MessageLease, MessageStatus } from "../rules/message-lease.ts";
 import type { BlobRef } from "../rules/step-journal.ts";
 import { migrate } from "./migrations.ts";
 import { DISPATCH_WINDOW, type PostInsert } from "../rules/plan/post.ts";
+import type { BusyRead } from "../rules/on-busy.ts";
 import { MESSAGE_MIGRATIONS } from "./message-migrations.ts";
 import { leaseOf, LEASE_FIELDS, messageRow, RUN_FIELDS, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
 
@@ -36,7 +37,6 @@ export interface Retention {
   postKeyMs: number;
 }
 
-const HISTORY_PAGE = 500;
 /** Statuses nothing will change any more: pruned from history past the retention. */
 const FINISHED = "('acknowledged', 'failed', 'rejected', 'cancelled', 'superseded')";
 /** Answers kept per message (a message parked and answered again and again keeps its newest ones). */
@@ -131,9 +131,14 @@ export class MessageStore {
     return row === undefined ? null : messageRow.decode(row);
   }
 
-  after(cursor: number, limit = HISTORY_PAGE): StoredMessage[] {
-    return this.sql.exec(`SELECT * FROM messages WHERE id > ? ORDER BY id LIMIT ?`, cursor, Math.min(limit, HISTORY_PAGE))
-      .toArray().map((r) => messageRow.decode(r));
+  /**
+   * The ids after `cursor` (at most `limit`, oldest first) with what their stored texts, reply,
+   * checkpoint, resume input and error weigh in bytes: no more than their view's JSON weighs, read
+   * without loading them.
+   */
+  weightsAfter(cursor: number, limit: number): { id: number; bytes: number }[] {
+    const weight = ["text", "reply", "checkpoint", "resume_input", "error"].map((c) => `COALESCE(octet_length(${c}), 0)`).join(" + ");
+    return this.sql.exec<{ id: number; bytes: number }>(`SELECT id, ${weight} AS bytes FROM messages WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit).toArray();
   }
 
   /**
@@ -235,11 +240,17 @@ export class MessageStore {
     this.patch(id, { superseded_by: by });
   }
 
-  /** The open messages (queued, running, parked) of one group (null: the ungrouped ones), as lease records, oldest first. */
-  openInGroup(group: string | null): MessageLease[] {
-    return this.sql.exec(
-      `SELECT ${messageRow.list(LEASE_FIELDS)} FROM messages WHERE status IN ('queued', 'running', 'parked') AND msg_group IS ? AND for_person = 0 ORDER BY id LIMIT ?`, group, DISPATCH_WINDOW,
-    ).toArray().map((r) => leaseOf(messageRow.pick(r, LEASE_FIELDS)));
+  /**
+   * The messages of one group (null: the ungrouped ones) an on_busy policy decides on, as
+   * rules/on-busy.ts `busyRead` asks, oldest first: the whole group, never a window of it
+   * (messages_group_status finds them without scanning the queue).
+   */
+  busyGroup(group: string | null, read: BusyRead): MessageLease[] {
+    const neverStarted = read.neverStarted ? "AND attempts = 0" : "";
+    const limit = read.oldestOnly ? "LIMIT 1" : "";
+    return read.statuses.flatMap((status) => this.sql.exec(
+      `SELECT ${messageRow.list(LEASE_FIELDS)} FROM messages WHERE msg_group IS ? AND status = ? AND for_person = 0 ${neverStarted} ORDER BY id ${limit}`, group, status,
+    ).toArray().map((r) => leaseOf(messageRow.pick(r, LEASE_FIELDS))));
   }
 
   /** Notes why an attempt of message `id` ended without success. */

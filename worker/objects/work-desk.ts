@@ -13,6 +13,7 @@ import { BlobStore } from "./blob-store.ts";
 import type { MessageView } from "../wire/http-responses.ts";
 import { MessageLeases, type DeskSocket, type TokenWrite, type WriteOutcome } from "./message-leases.ts";
 import { runnerOf } from "../rules/agent-plan.ts";
+import { pageLength } from "../rules/history-page.ts";
 import { errorFrame, LIMITS, type ClientFrame } from "../wire/protocol.ts";
 import { BucketPerSocket, ByteBucket } from "../rules/frame-rate-limit.ts";
 import { OutputStore } from "./output-store.ts";
@@ -28,6 +29,9 @@ type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | 
 
 /** R2 deletes per sweep (R2 takes up to 1000 keys per call). */
 const SWEEP_KEYS = 1000;
+
+/** What a history page's JSON holds beside its messages (agent, cursor, more), kept out of its byte budget. */
+const PAGE_ENVELOPE_BYTES = 1024;
 
 /** What a message frame costs beyond its text, for the replay budget. */
 const FRAME_OVERHEAD_BYTES = 128;
@@ -142,6 +146,23 @@ export class WorkDesk {
   /** One message as HTTP shows it, with its steps (without their values). */
   view(m: StoredMessage): MessageView {
     return messageView(m, this.steps.summaries(m.id), this.messages.answersFor([m.id]).get(m.id) ?? []);
+  }
+
+  /**
+   * One page of history after `after` (GET /agents/{agent}/messages): at most `limit` (and
+   * LIMITS.historyPageMessages) messages and LIMITS.historyPageBytes of JSON, but at least one
+   * (rules/history-page.ts). The stored weights choose which rows to load, so a page never loads
+   * much more than it answers; their views, measured, end it. `more`: messages follow its cursor.
+   */
+  historyViews(after: number, limit: number): { messages: MessageView[]; cursor: number; more: boolean } {
+    const count = Math.min(limit, LIMITS.historyPageMessages);
+    const budget = LIMITS.historyPageBytes - PAGE_ENVELOPE_BYTES;
+    const weights = this.messages.weightsAfter(after, count + 1);
+    const loaded = pageLength(weights.map((w) => w.bytes), count, budget);
+    const views = loaded === 0 ? [] : this.views(this.messages.range(after, weights[loaded - 1]!.id));
+    const utf8 = new TextEncoder();
+    const messages = views.slice(0, pageLength(views.map((v) => utf8.encode(JSON.stringify(v)).length + 1), count, budget));
+    return { messages, cursor: messages.at(-1)?.id ?? after, more: weights.length > messages.length };
   }
 
   /** A page of messages with their steps and answers, read in one query each. */

@@ -33,9 +33,35 @@ export type BusyVerdict =
   | { action: "store"; interrupt: MessageLease[]; supersede: MessageLease[]; holdUntil: number | null; heldSince: number | null; first: boolean }
   | { action: "refuse"; code: "busy"; holder: number; message: string };
 
+/**
+ * What of the group a policy decides on, read whole (never a window of it, however long the queue):
+ * each status's open messages of the group (oldest first), only the never-started ones, or only the
+ * oldest of each status. Questions for a person are never read: they are never busy nor make a group busy.
+ */
+export interface BusyRead {
+  statuses: readonly ("queued" | "running")[];
+  neverStarted: boolean;
+  oldestOnly: boolean;
+}
+
+/** What decideOnBusy needs to read of the post's group, or null when it will act on nothing there (queue; a pool's ungrouped work). */
+export function busyRead(policy: BusyPolicy, groupName: string | null): BusyRead | null {
+  if (groupName === null && policy.mode === "pool") return null;
+  switch (policy.onBusy) {
+    case "queue":
+      return null;
+    case "reject":
+      return { statuses: ["queued", "running"], neverStarted: false, oldestOnly: true };
+    case "interrupt":
+      return { statuses: ["running"], neverStarted: false, oldestOnly: false };
+    case "replace":
+      return { statuses: ["queued"], neverStarted: true, oldestOnly: false };
+  }
+}
+
 const store = (): BusyVerdict => ({ action: "store", interrupt: [], supersede: [], holdUntil: null, heldSince: null, first: false });
 
-/** `group`: the open messages (queued, running, parked) of the new message's group, as stored. */
+/** `group`: the messages of the new message's group that busyRead asked for, as stored. */
 export function decideOnBusy(policy: BusyPolicy, group: readonly MessageLease[], groupName: string | null, now: number): BusyVerdict {
   // A pool runs ungrouped messages in parallel: one of them is no reason to refuse, cancel or replace another.
   if (groupName === null && policy.mode === "pool") return store();

@@ -5,12 +5,13 @@
 // refused unless BATON_WEBHOOK_ALLOW_PRIVATE is "true" (`.dev.vars` sets it for `wrangler dev`,
 // whose receivers live on 127.0.0.1), URLs never carry a user name or password, and only tokens
 // that may configure webhooks (admin) see the receiver's host and each attempt's status and error;
-// every other token sees the counts. The URL is checked as written (the WHATWG parser has already
-// turned `2130706433` and `0x7f.1` into 127.0.0.1): a public name that resolves to a private
-// address is not caught here.
+// every other token sees the counts. The host is checked as a resolver reads it (resolverName): the
+// WHATWG parser has already lowercased it, decoded percent escapes and IDNA, and turned `2130706433`
+// and `0x7f.1` into 127.0.0.1; a resolver also ignores every trailing dot. A public name that
+// resolves to a private address is not caught here.
 import type { WebhookReport } from "../wire/webhooks.ts";
 
-const NAMES = [/^localhost$/, /\.localhost$/, /^metadata$/, /\.internal$/, /\.local$/];
+const NAMES = [/^localhost$/, /\.localhost$/, /\.localdomain$/, /^metadata$/, /\.internal$/, /\.local$/, /\.home\.arpa$/];
 
 /** [first address as a 32-bit number, prefix length, what it is] */
 const V4_BLOCKS: [number, number, string][] = [
@@ -63,9 +64,25 @@ function v6Kind(groups: number[]): string | null {
   return null;
 }
 
+/**
+ * `hostname` (as URL.hostname gives it) as a resolver reads it: without its trailing dots, however
+ * many (`localhost..` is localhost), and parsed again without them, so an IPv4 form the dots hid
+ * from the URL parser (`0x7f.1..`, `127.1.`) becomes its dotted quad. Exported for its tests.
+ */
+export function resolverName(hostname: string): string {
+  const host = hostname.toLowerCase().replace(/\.+$/, "");
+  if (host === "" || host.startsWith("[")) return host;
+  try {
+    return new URL(`http://${host}/`).hostname.replace(/\.+$/, "");
+  } catch {
+    return host;
+  }
+}
+
 /** What kind of non-public place `hostname` (as URL.hostname gives it) is, or null for a public one. */
 function privateTarget(hostname: string): string | null {
-  const host = hostname.toLowerCase().replace(/\.$/, "");
+  const host = resolverName(hostname);
+  if (host === "") return "an empty name";
   if (host.startsWith("[")) {
     const groups = v6Groups(host.slice(1, -1));
     return groups === null ? "an unreadable IPv6 address" : v6Kind(groups);

@@ -124,7 +124,8 @@ export const policyViewSchema = z.object({
   debounce_max_ms: z.optional(z.nullable(count)),
 });
 
-export const messagePageSchema = z.object({ agent: z.string(), messages: z.array(messageViewSchema), cursor: count });
+/** One page of history: at most LIMITS.historyPageMessages messages and LIMITS.historyPageBytes of JSON; `more`: ask again `?after=cursor`. */
+export const messagePageSchema = z.object({ agent: z.string(), messages: z.array(messageViewSchema), cursor: count, more: z.boolean() });
 
 export const agentListSchema = z.object({ agents: z.array(directoryEntrySchema) });
 export const agentSummaryListSchema = z.object({ agents: z.array(directorySummarySchema) });

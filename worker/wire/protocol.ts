@@ -23,6 +23,9 @@ export const LIMITS = {
   /** One sync answers one page: at most this many messages and this many bytes of text (always at least one message). */
   syncPageMessages: 100,
   syncPageBytes: 256 * 1024,
+  /** One page of history over HTTP (GET /agents/{agent}/messages): at most this many messages and this many bytes of JSON (always at least one message). */
+  historyPageMessages: 500,
+  historyPageBytes: 256 * 1024,
   /** Bytes of history sync pages may replay per second: to one connection, and to all of one agent's connections together. */
   replayBytesPerSecond: 1024 * 1024,
   replayBytesPerSecondPerAgent: 4 * 1024 * 1024,

@@ -56,9 +56,9 @@ export function newLease(i: PostInsert): MessageLease {
 }
 
 /**
- * `lastId`: the last message id SQLite handed out; `groupOpen`: the open messages of the post's
- * group, read only when its policy may act on them (null: queue, or a question for a person, which
- * is never busy nor makes anything busy).
+ * `lastId`: the last message id SQLite handed out; `groupOpen`: what of the post's group its policy
+ * decides on (../on-busy.ts busyRead, the whole group), read only when it may act on them (null:
+ * queue, or a question for a person, which is never busy nor makes anything busy).
  */
 export function planPost(post: NewPost, lastId: number, groupOpen: readonly MessageLease[] | null, policy: MessagePolicy, now: number): PostPlan {
   const busy = groupOpen === null ? null : decideOnBusy(policy, groupOpen, post.group, now);

@@ -94,8 +94,8 @@ export type AgentEvent =
   /** The agent's message policy, updated. */
   | { type: "policy"; update: Partial<MessagePolicy> }
   /**
-   * A post (./post.ts): `lastId` the last message id handed out, `groupOpen` the open messages of
-   * its group when its on_busy policy may act on them (null: it will not).
+   * A post (./post.ts): `lastId` the last message id handed out, `groupOpen` what of its group its
+   * on_busy policy decides on, the whole group (rules/on-busy.ts busyRead; null: it acts on nothing).
    */
   | { type: "post"; post: NewPost; lastId: number; groupOpen: readonly MessageLease[] | null; by: Canceller }
   /**
