@@ -95,11 +95,12 @@ describe("approvals for the OpenAI Agents SDK", () => {
     expect(deployed).toEqual([]);
   });
 
-  it("the example examples/openai-approvals.mjs parks, survives its machine stopping, and replies after the approval with one tool run", () => {
+  it("the example examples/openai-approvals.mjs parks, survives its machine stopping, and replies after the approval with one tool run, printing nothing on stderr", () => {
     const r = spawnSync(process.execPath, [join(ROOT, "examples/openai-approvals.mjs"), uniqueAgent("example"), "--json"], {
       cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 60_000,
     });
     expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr, "nothing on stderr: the SDK's OpenAI tracing exporter is off in the example").toBe("");
     const steps = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(steps.map((s) => s.step)).toEqual(["parked", "machine_a_stopped", "approved", "replied"]);
     expect(steps.at(-1)).toMatchObject({ reply: "done: deployed api@v2", tool_runs: 1 });
