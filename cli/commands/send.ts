@@ -15,6 +15,7 @@ import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
 import { LIMITS, TRACEPARENT, unknownOutcomeReason, utf8Bytes } from "../../worker/wire/protocol.ts";
 import { routePath } from "../../worker/wire/routes.ts";
+import { tokenLabel } from "../lib/token-label.ts";
 
 const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, superseded: 8, interrupted: 130 } as const;
 const POLL_MS = 250;
@@ -94,7 +95,7 @@ export default defineCommand({
         if (m.status === "rejected") {
           if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
           const last = m.answers.at(-1);
-          throw new CLIError(`message ${sent.id} was rejected${last ? ` by ${last.token} (${last.account})${last.text ? `: ${printable(last.text)}` : ""}` : ""}`, SEND_EXIT.rejected);
+          throw new CLIError(`message ${sent.id} was rejected${last ? ` by ${tokenLabel(last.token)} (${last.account})${last.text ? `: ${printable(last.text)}` : ""}` : ""}`, SEND_EXIT.rejected);
         }
         if (m.status === "cancelled") {
           if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);

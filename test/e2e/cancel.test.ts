@@ -40,12 +40,12 @@ describe("cancel end to end", () => {
     const res = runBaton(["cancel", agent, String(long), "--reason", "wrong branch"], { BATON_URL: fx.dev.url });
     expect(res.stderr).toBe("");
     expect(res.code).toBe(0);
-    expect(res.stdout).toMatch(new RegExp(`message ${long} of ${agent} cancelled by default \\(cli\\) at .*: wrong branch; it will not run again`));
+    expect(res.stdout).toMatch(new RegExp(`message ${long} of ${agent} cancelled by the unnamed token \\(cli\\) at .*: wrong branch; it will not run again`));
     await until("every pid of the tree gone", () => (pids.some(alive) ? null : true), 10_000);
     const done = await waitForMessage(fx.dev.url, agent, next, (m) => m.status === "acknowledged");
     expect(done.reply).toBe("did: short\n");
     expect(await waitForMessage(fx.dev.url, agent, long, (m) => m.status === "cancelled")).toMatchObject({ attempts: 1, reply: null });
-    await served.waitFor(new RegExp(`message ${long} \\(token \\d+\\) was cancelled by default \\(wrong branch\\)`));
+    await served.waitFor(new RegExp(`message ${long} \\(token \\d+\\) was cancelled by the unnamed token \\(wrong branch\\)`));
     const again = runBaton(["cancel", agent, String(long), "--json"], { BATON_URL: fx.dev.url });
     expect(JSON.parse(again.stdout)).toMatchObject({ status: "cancelled", cancelled: { reason: "wrong branch", token: "default", via: "cli" } });
     const late = runBaton(["cancel", agent, String(next)], { BATON_URL: fx.dev.url });
@@ -109,7 +109,7 @@ describe("cancel end to end", () => {
     runBaton(["cancel", agent, "1"], { BATON_URL: fx.dev.url });
     const cancelled = await interrupt(["--cancel-on-interrupt"], 2);
     expect(cancelled.code).toBe(130);
-    expect(cancelled.stderr).toMatch(/message 2 of .* cancelled by default \(cli\) at .*: interrupted: Ctrl-C on baton send --wait/);
+    expect(cancelled.stderr).toMatch(/message 2 of .* cancelled by the unnamed token \(cli\) at .*: interrupted: Ctrl-C on baton send --wait/);
     expect((await waitForMessage(fx.dev.url, agent, 2, (m) => m.status === "cancelled")).status).toBe("cancelled");
     const pids = treePids(dir, 2)!;
     await until("every pid of message 2's tree gone", () => (pids.some(alive) ? null : true), 10_000);
