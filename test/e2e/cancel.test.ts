@@ -55,18 +55,26 @@ describe("cancel end to end", () => {
     expect(retried.code).toBe(1);
     expect(retried.stderr).toMatch(/a cancelled message is final/);
     const history = runBaton(["history", agent], { BATON_URL: fx.dev.url });
-    expect(history.stdout).toMatch(/cancelled "wrong branch" by default \(dev, cli\)/);
+    expect(history.stdout).toMatch(/cancelled "wrong branch" by the unnamed token \(dev, cli\)/);
   });
 
-  it("agent set --on-busy reject: a second send while the first is queued is refused with the holder named; replace supersedes it and send --wait says so", async () => {
+  it("agent set --on-busy reject: a second send while the first is queued is refused with the holder named (exit 9, JSON with --json); a debounce outside replace is refused; replace supersedes it and send --wait says so", async () => {
     const agent = uniqueAgent("busy");
     const set = runBaton(["agent", "set", agent, "--on-busy", "reject"], { BATON_URL: fx.dev.url });
     expect(set.stdout).toMatch(/on busy reject/);
     expect(runBaton(["agent", "set", agent, "--on-busy", "drop"], { BATON_URL: fx.dev.url })).toMatchObject({ code: 2, stderr: expect.stringMatching(/--on-busy must be queue, reject, interrupt or replace/) });
     expect(runBaton(["send", agent, "first"], { BATON_URL: fx.dev.url }).code).toBe(0);
     const refused = runBaton(["send", agent, "second"], { BATON_URL: fx.dev.url });
-    expect(refused.code).toBe(1);
+    expect(refused.code, "busy has its own exit code").toBe(9);
     expect(refused.stderr).toMatch(/busy: message 1 is queued \(on_busy reject\); nothing was stored/);
+    const refusedJson = runBaton(["send", agent, "second", "--json"], { BATON_URL: fx.dev.url });
+    expect(refusedJson.code).toBe(9);
+    expect(JSON.parse(refusedJson.stdout)).toMatchObject({ error: "busy", holder: 1, message: expect.stringMatching(/on_busy reject/) });
+    // A debounce means something only under replace: refused with the reason, and nothing changed.
+    const debounced = runBaton(["agent", "set", agent, "--on-busy", "queue", "--debounce-ms", "500"], { BATON_URL: fx.dev.url });
+    expect(debounced).toMatchObject({ code: 2, stderr: expect.stringContaining(`--debounce-ms only applies with --on-busy replace (${agent}'s would be queue); nothing was changed`) });
+    expect(runBaton(["agent", "set", agent, "--debounce-ms", "500"], { BATON_URL: fx.dev.url })).toMatchObject({ code: 2, stderr: expect.stringContaining(`(${agent}'s would be reject)`) });
+    expect(runBaton(["agent", "set", agent], { BATON_URL: fx.dev.url }).stdout).toMatch(/on busy reject\n$/);
     expect(runBaton(["agent", "set", agent, "--on-busy", "replace", "--debounce-ms", "0"], { BATON_URL: fx.dev.url }).stdout).toMatch(/on busy replace/);
     const waiting = spawn(process.execPath, [BIN, "send", agent, "v1", "--wait", "--timeout", "30"], {
       cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, stdio: ["ignore", "pipe", "pipe"],
