@@ -2,8 +2,8 @@
 // where it went: in its tests, in its hooks (beforeAll/afterAll: mostly starting and stopping
 // `wrangler dev`), in importing it, and how many `wrangler dev` start-ups it waited for and how
 // long those took (test/e2e/wrangler-dev.ts appends one line per start-up to the file named by
-// BATON_TEST_DEV_STARTS; a start-up belongs to the file that was running when it began, which is
-// exact for the end-to-end files, run one at a time). Its slowest test is named, to see real waits.
+// BATON_TEST_DEV_STARTS, naming the file that waited; one started outside any file, the shared
+// one of test/e2e/shared-dev.global.ts, is listed apart). Its slowest test is named, to see real waits.
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -27,14 +27,15 @@ export default class FileTimesReporter {
 
   onTestRunEnd(testModules) {
     const starts = readStarts(process.env[DEV_STARTS_ENV]);
+    // A start-up belongs to the file started last before it (the end-to-end files run one at a time).
+    const ownerOf = (at) => [...this.started].filter(([, t]) => t <= at).sort((a, b) => b[1] - a[1])[0]?.[0];
     const rows = testModules.map((m) => {
       const d = m.diagnostic();
       const wall = d.environmentSetupDuration + d.prepareDuration + d.collectDuration + d.setupDuration + d.duration;
       const tests = [...m.children.allTests()].map((t) => ({ name: t.fullName, ms: t.diagnostic()?.duration ?? 0 }));
       const inTests = tests.reduce((sum, t) => sum + t.ms, 0);
       const slowest = tests.reduce((a, b) => (b.ms > a.ms ? b : a), { name: "-", ms: 0 });
-      const from = this.started.get(m.moduleId) ?? 0;
-      const mine = starts.filter((x) => x.at >= from && x.at <= from + wall + 1000);
+      const mine = starts.filter((x) => (x.file ?? ownerOf(x.at)) === m.moduleId);
       return {
         file: relative(this.root ?? process.cwd(), m.moduleId),
         wall, inTests, hooks: Math.max(0, d.duration - inTests), load: wall - d.duration,
@@ -42,6 +43,8 @@ export default class FileTimesReporter {
       };
     }).sort((a, b) => b.wall - a.wall);
     if (rows.length === 0) return;
+    const firstStart = Math.min(...this.started.values());
+    const before = starts.filter((x) => !x.file && x.at < firstStart);
     const total = (key) => rows.reduce((sum, r) => sum + r[key], 0);
     const lines = [
       "",
@@ -49,6 +52,7 @@ export default class FileTimesReporter {
       `${"  wall"} ${" tests"} ${" hooks"} ${"import"} ${"dev".padStart(10)}  file  (slowest test, s)`,
       ...rows.map((r) =>
         `${s(r.wall)} ${s(r.inTests)} ${s(r.hooks)} ${s(r.load)} ${`${r.devStarts} ×${s(r.devMs)}`.padStart(10)}  ${r.file}  (${r.slowest.name.slice(0, 70)}, ${(r.slowest.ms / 1000).toFixed(1)})`),
+      ...(before.length === 0 ? [] : [`${s(before.reduce((sum, x) => sum + x.ms, 0))} ${"".padStart(20)} ${`${before.length} ×`.padStart(10)}  before the first file: the shared wrangler dev (test/e2e/shared-dev.global.ts)`]),
       `${s(total("wall"))} ${s(total("inTests"))} ${s(total("hooks"))} ${s(total("load"))} ${`${total("devStarts")} ×${s(total("devMs"))}`.padStart(10)}  all ${rows.length} files`,
       "",
     ];

@@ -7,11 +7,11 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { BIN, postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { BIN, postMessage, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 import { alive, killLeftovers, treeCommand, treePids } from "./process-tree-fixture.ts";
 
-const fx = serveFixture();
+const fx = sharedServeFixture();
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach(killLeftovers));
 

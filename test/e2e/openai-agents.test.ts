@@ -10,10 +10,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import * as z from "zod";
 import { answer, serve, type ServeHandle } from "../../client/node.ts";
 import { runWithApprovals } from "../../client/openai-agents.ts";
-import { getJson, postMessage, runBaton, serveFixture, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { getJson, postMessage, runBaton, sharedServeFixture, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
-const fx = serveFixture();
+const fx = sharedServeFixture();
 const handles: ServeHandle[] = [];
 afterEach(async () => {
   await Promise.all(handles.splice(0).map((h) => h.stop()));

@@ -70,10 +70,14 @@ export class PortLost extends Error {}
 
 export const isPortLost = (output: string) => /Address already in use|EADDRINUSE/i.test(output);
 
-/** One line per start-up for scripts/file-times-reporter.mjs, when it asked for them. */
+/** One line per start-up for scripts/file-times-reporter.mjs, when it asked for them, naming the test file that waited. */
 function recordStart(t0: number, attempts: number): void {
   const path = process.env.BATON_TEST_DEV_STARTS;
-  if (path) appendFileSync(path, JSON.stringify({ at: t0, ms: Date.now() - t0, attempts }) + "\n");
+  if (!path) return;
+  // Vitest's worker state (not a public API): absent outside a test file, e.g. in a global setup.
+  const worker = (globalThis as { __vitest_worker__?: { filepath?: string; current?: { file?: { filepath?: string } } } }).__vitest_worker__;
+  const file = worker?.filepath ?? worker?.current?.file?.filepath ?? null;
+  appendFileSync(path, JSON.stringify({ at: t0, ms: Date.now() - t0, attempts, file }) + "\n");
 }
 
 async function startOnce(opts: DevOptions): Promise<DevServer> {
