@@ -1,6 +1,6 @@
 // Pure modules and end-to-end tests: plain Node, real processes against `wrangler dev`. Two
 // projects, one after the other: the unit files in parallel, then the end-to-end files one at a
-// time (each starts its own wrangler dev, and real heartbeat TTLs of a few seconds must not share
+// time (most start their own wrangler dev, some share one, and real heartbeat TTLs of a few seconds must not share
 // two cores with anything else of this run).
 import { defineConfig } from "vitest/config";
 
@@ -15,6 +15,8 @@ export default defineConfig({
         test: {
           name: "e2e", include: ["test/e2e/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 120_000,
           fileParallelism: false, sequence: { groupOrder: 1 },
+          // One wrangler dev for the files that can share it (sharedServeFixture); the others start their own.
+          globalSetup: ["test/e2e/shared-dev.global.ts"],
         },
       },
     ],

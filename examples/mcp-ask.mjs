@@ -40,5 +40,7 @@ say({ step: "asked", id }, `message ${id} asks a person; answering it: baton ans
 const answered = spawnSync(process.execPath, [cli, "answer", agent, String(id), "ship", "go ahead"], { env, encoding: "utf8" });
 if (answered.status !== 0) throw new Error(answered.stderr);
 const result = (await asking).structuredContent;
-say({ step: "answer", ...result }, `the tool call returned: ${result.choice} ("${result.text}") by ${result.by.token} via ${result.by.via}`);
+// A token configured without a name (the dev token) is named "default": say so in words.
+const by = result.by.token === "default" ? "the unnamed token" : `token ${result.by.token}`;
+say({ step: "answer", ...result }, `the tool call returned: ${result.choice} ("${result.text}") by ${by} via ${result.by.via}`);
 await client.close();

@@ -8,10 +8,14 @@
 //
 // The model is scripted (no network, no key). With a real one, pass `model: "gpt-5"` (or any) to
 // the Agent and set OPENAI_API_KEY; nothing else changes.
-import { Agent, tool, Usage } from "@openai/agents";
+import { Agent, setTracingDisabled, tool, Usage } from "@openai/agents";
 import * as z from "zod";
 import { approve, serve } from "baton-client";
 import { runWithApprovals } from "baton-client/openai-agents";
+
+// The SDK's own tracing exports to OpenAI and, with no key, says so on every run: the demo has no
+// key to give it. (baton's tracing is OpenTelemetry's, docs/guides/tracing.md.)
+setTracingDisabled(true);
 
 const url = process.env.BATON_URL ?? "http://127.0.0.1:8787";
 const token = process.env.BATON_TOKEN ?? "baton-dev-token";

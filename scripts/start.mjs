@@ -1,4 +1,6 @@
-// `npm start`: the coordinator locally with `wrangler dev` (no Cloudflare account needed). Installs
+// `npm start`: the coordinator locally with `wrangler dev` (no Cloudflare account needed). When the
+// port already answers (a coordinator started before, or another program), says so and exits 1 at
+// once. Installs
 // the npm packages on a fresh clone and builds the CLI when its sources changed, so `npx baton`
 // works; picks a free inspector port (9229 may be taken); keeps wrangler from fetching the
 // Request.cf object (offline that prints a stack each start); once the Worker answers, prints
@@ -9,7 +11,7 @@
 // `npm start -- --port 9000`.
 import { spawn, spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, readdirSync, realpathSync, statSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { delimiter, join } from "node:path";
 
 const DEV_TOKEN = "baton-dev-token";
@@ -64,12 +66,41 @@ function freePort() {
   });
 }
 
-if (!existsSync("node_modules/.bin/wrangler")) runOrExit("npm", ["ci", "--no-audit", "--no-fund"]);
-if (buildIsStale()) runOrExit(process.execPath, ["scripts/build.mjs"]);
+/** Whether something accepts connections on 127.0.0.1:port right now. */
+function listening(port) {
+  return new Promise((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port: Number(port) });
+    socket.setTimeout(1000);
+    socket.once("connect", () => (socket.destroy(), resolve(true)));
+    socket.once("timeout", () => (socket.destroy(), resolve(true)));
+    socket.once("error", () => resolve(false));
+  });
+}
+
+/** What answers at url: a baton coordinator (it knows the dev token's /agents) or something else. */
+async function whoAnswers(url) {
+  const res = await fetch(`${url}/agents`, { headers: { authorization: `Bearer ${DEV_TOKEN}` }, signal: AbortSignal.timeout(3000) }).catch(() => null);
+  return res?.ok && (res.headers.get("content-type") ?? "").includes("json") ? "baton" : "other";
+}
 
 const args = process.argv.slice(2);
 const portAt = args.findIndex((a) => a === "--port" || a.startsWith("--port="));
 const port = portAt === -1 ? "8787" : args[portAt].startsWith("--port=") ? args[portAt].slice("--port=".length) : args[portAt + 1];
+const url = `http://127.0.0.1:${port}`;
+
+// A second `npm start` on a taken port would build, start wrangler, find the first coordinator
+// ready, and only then fail to bind: say at once what holds the port, and exit.
+if (await listening(port)) {
+  const next = Number(port) + 1;
+  const what = (await whoAnswers(url)) === "baton"
+    ? `a baton coordinator already runs at ${url} (another \`npm start\` or \`npm run dev\`): use it, or stop it first`
+    : `port ${port} is taken by another program (${url} is not a baton coordinator)`;
+  process.stderr.write(`baton: ${what}; or start one more on another port: npm start -- --port ${next}\n`);
+  process.exit(1);
+}
+
+if (!existsSync("node_modules/.bin/wrangler")) runOrExit("npm", ["ci", "--no-audit", "--no-fund"]);
+if (buildIsStale()) runOrExit(process.execPath, ["scripts/build.mjs"]);
 // Quiet by default: no line per request pushing the ready banner off screen (`npm start -- --log-level info` brings them back).
 const extra = [
   ...(portAt === -1 ? ["--port", port] : []),
@@ -84,7 +115,6 @@ const dev = spawn("node_modules/.bin/wrangler", ["dev", ...extra, ...args], {
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => dev.kill(signal));
 dev.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 
-const url = `http://127.0.0.1:${port}`;
 // The CLI talks to 127.0.0.1:8787 unless told otherwise: on any other port, every line says where.
 const at = port === "8787" ? "" : ` --url ${url}`;
 const cli = linkedHere() ? "baton" : "npx baton";
@@ -92,7 +122,8 @@ for (;;) {
   await new Promise((r) => setTimeout(r, 300));
   if (dev.exitCode !== null) break;
   const ok = await fetch(`${url}/agents`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } }).then((r) => r.ok, () => false);
-  if (!ok) continue;
+  // Ready only while wrangler still runs: a coordinator answering once ours exited is another one.
+  if (!ok || dev.exitCode !== null) continue;
   process.stdout.write([
     "",
     `baton: coordinator ready at ${url}`,

@@ -16,7 +16,8 @@ import { phase as runPhase, stopAll } from "./test-phase.mjs";
 
 const MINUTE = 60_000;
 const started = Date.now();
-const VITEST_FLAGS = "--reporter=default --reporter=./scripts/failure-flag-reporter.mjs";
+// file-times-reporter prints each file's time, and where it went, when a run ends.
+const VITEST_FLAGS = "--reporter=default --reporter=./scripts/failure-flag-reporter.mjs --reporter=./scripts/file-times-reporter.mjs";
 
 function elapsed(since) {
   return `${((Date.now() - since) / 1000).toFixed(0)} s`;

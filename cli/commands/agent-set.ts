@@ -55,6 +55,14 @@ export default defineCommand({
     };
     const conn = resolveConnection(options);
     const path = routePath("/agents/{agent}/policy", { agent });
+    // A debounce holds a message back only under on_busy replace: anywhere else it would be
+    // accepted and mean nothing, so it is refused before anything changes.
+    if (body.debounce_ms !== undefined && body.debounce_ms > 0) {
+      const effective = onBusy ?? (await requestJson(conn, "GET", path, policyViewSchema)).on_busy ?? "queue";
+      if (effective !== "replace") {
+        throw new UsageError(`--debounce-ms only applies with --on-busy replace (${agent}'s would be ${effective}); nothing was changed`);
+      }
+    }
     const policy = Object.keys(body).length === 0
       ? await requestJson(conn, "GET", path, policyViewSchema)
       : await requestJson(conn, "PUT", path, policyViewSchema, { body });

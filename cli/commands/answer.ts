@@ -21,8 +21,10 @@ function describe(agent: string, m: MessageView, did: string): string {
     : m.status === "parked" ? "it still waits"
     : m.status === "running" ? `it runs again now (attempt ${m.attempts})`
     : m.status === "queued" ? `it runs again (attempt ${m.attempts + 1})`
-    : `it is ${m.status}`;
-  return `${did} message ${m.id} of ${agent}: ${m.status}; ${then}\n`;
+    // A question asked on its own (an MCP host's ask) ends with its answer: the answer is its reply.
+    : m.status === "acknowledged" ? "done, with the answer as its reply"
+    : null;
+  return `${did} message ${m.id} of ${agent}: ${m.status}${then === null ? "" : `; ${then}`}\n`;
 }
 
 function print(options: { json?: boolean }, agent: string, m: MessageView, did: string): void {

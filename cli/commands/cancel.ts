@@ -10,6 +10,7 @@ import { resolveConnection } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
 import { agentName } from "../lib/names.ts";
 import { printable } from "../lib/printable.ts";
+import { tokenLabel } from "../lib/token-label.ts";
 
 /** What a cancel did, for people: who cancelled, why, and the effects left with an unknown outcome. */
 export function describeCancel(agent: string, m: MessageView): string {
@@ -17,7 +18,7 @@ export function describeCancel(agent: string, m: MessageView): string {
   if (!c) return `message ${m.id} of ${agent}: ${m.status}\n`;
   const why = c.reason ? `: ${printable(c.reason)}` : "";
   const unknown = c.unknown_effects.length === 0 ? "" : `\n  outcome unknown (it may or may not have happened; never run again): ${c.unknown_effects.join(", ")}`;
-  return `message ${m.id} of ${agent} cancelled by ${c.token} (${c.via}) at ${new Date(c.at).toISOString()}${why}; it will not run again${unknown}\n`;
+  return `message ${m.id} of ${agent} cancelled by ${tokenLabel(c.token)} (${c.via}) at ${new Date(c.at).toISOString()}${why}; it will not run again${unknown}\n`;
 }
 
 export default defineCommand({

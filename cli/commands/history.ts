@@ -8,6 +8,7 @@ import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
 import { LIMITS, unknownOutcomeReason } from "../../worker/wire/protocol.ts";
 import { routePath } from "../../worker/wire/routes.ts";
+import { tokenLabel } from "../lib/token-label.ts";
 
 const MAX_LIMIT = 1000;
 
@@ -36,13 +37,14 @@ export default defineCommand({
     for (const m of page.messages) {
       const resume = m.waiting_on !== null
         ? `${unknownOutcomeReason(m.waiting_on)}: baton resume ${agent} ${m.id} --done | --redo`
-        : `${m.question?.text ? `asks: ${printable(oneLine(m.question.text, 60))}; ` : ""}${answerHint(agent, m.id, m.question?.choices ?? [])}`;
+        : `${m.question?.text && m.question.text !== m.text ? `asks: ${printable(oneLine(m.question.text, 60))}; ` : ""}${answerHint(agent, m.id, m.question?.choices ?? [])}`;
       const lease = m.status === "running" ? ` token ${m.token}` : m.status === "parked" ? ` (${resume})` : "";
       const where = m.machine === null ? "" : ` on ${m.machine}`;
       writeText(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${where}${lease}  ${oneLine(m.text)}\n`);
       if (m.steps.length > 0) writeText(`       steps: ${oneLine(m.steps.map((s) => `${s.name} ${s.status === "done" ? "done" : "unknown"}`).join(", "), REPLY_CHARS)}\n`);
-      for (const a of m.answers) writeText(`       ${a.choice === "cancel" ? "cancelled" : `answered ${printable(a.choice)}`}${a.text ? ` ${JSON.stringify(oneLine(a.text, 60))}` : ""} by ${a.token} (${a.account}, ${a.via}) at ${new Date(a.at).toISOString()}\n`);
-      if (m.reply !== null) writeText(`       reply: ${oneLine(m.reply, REPLY_CHARS)}\n`);
+      for (const a of m.answers) writeText(`       ${a.choice === "cancel" ? "cancelled" : `answered ${printable(a.choice)}`}${a.text ? ` ${JSON.stringify(oneLine(a.text, 60))}` : ""} by ${tokenLabel(a.token)} (${a.account}, ${a.via}) at ${new Date(a.at).toISOString()}\n`);
+      // A question's reply is its answer as JSON: the answered line above says it.
+      if (m.reply !== null && !(m.for_person === true && m.answers.length > 0)) writeText(`       reply: ${oneLine(m.reply, REPLY_CHARS)}\n`);
       if (m.reply_blob !== null) {
         writeText(`       reply: ${m.reply_blob.bytes} bytes, kept in R2\n`);
         shortened = true;

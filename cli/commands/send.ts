@@ -5,6 +5,7 @@
 import { requestJson, type Connection } from "../../client/http.ts";
 import { replyText } from "../../client/run-journal.ts";
 import { cancel } from "../../client/cancel.ts";
+import { CoordinatorError } from "../../client/errors.ts";
 import { describeCancel } from "./cancel.ts";
 import { printable, shellWord, writeText } from "../lib/printable.ts";
 import { answerCommands } from "../lib/next-steps.ts";
@@ -17,8 +18,9 @@ import { LIMITS, TRACEPARENT, unknownOutcomeReason, utf8Bytes } from "../../work
 import { routePath } from "../../worker/wire/routes.ts";
 import { readOutput } from "../../client/output.ts";
 import { OutputPrinter } from "../lib/output-printer.ts";
+import { tokenLabel } from "../lib/token-label.ts";
 
-const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, superseded: 8, interrupted: 130 } as const;
+const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, superseded: 8, busy: 9, interrupted: 130 } as const;
 const POLL_MS = 250;
 const PRESENCE_EVERY_MS = 5000;
 
@@ -44,6 +46,7 @@ export default defineCommand({
     { code: SEND_EXIT.rejected, meaning: "with --wait: a person rejected the message; it will not run" },
     { code: SEND_EXIT.cancelled, meaning: "with --wait: someone cancelled the message (who and why are printed)" },
     { code: SEND_EXIT.superseded, meaning: "with --wait: a newer message of its group replaced it before it started (on_busy replace)" },
+    { code: SEND_EXIT.busy, meaning: "the agent's group is busy and its on_busy is reject: nothing was stored (the running or queued message is named; with --json, the refusal as JSON)" },
     { code: SEND_EXIT.interrupted, meaning: "with --wait: Ctrl-C; the message goes on unless --cancel-on-interrupt (the cancel command is printed)" },
   ],
   async run({ args, options }) {
@@ -64,7 +67,13 @@ export default defineCommand({
       // A command run under a trace (TRACEPARENT, as `baton serve` gives its commands) sends within it.
       ...(process.env.TRACEPARENT && TRACEPARENT.test(process.env.TRACEPARENT) ? { traceparent: process.env.TRACEPARENT } : {}),
     };
-    const sent = await requestJson(conn, "POST", routePath("/agents/{agent}/messages", { agent }), messageViewSchema, { body });
+    const sent = await requestJson(conn, "POST", routePath("/agents/{agent}/messages", { agent }), messageViewSchema, { body }).catch((error: unknown) => {
+      // A busy refusal is an answer about the agent, not a failure of the command: its own exit code, and JSON with --json.
+      if (!(error instanceof CoordinatorError && error.code === "busy")) throw error;
+      // With --json, the coordinator's refusal as it sent it: {"error": "busy", "message", "holder"}.
+      if (options.json) process.stdout.write(`${JSON.stringify(Object.keys(error.details).length > 0 ? error.details : { error: error.code, message: error.message })}\n`);
+      throw new CLIError(error.message, SEND_EXIT.busy);
+    });
     if (!options.wait) {
       process.stdout.write(options.json ? `${JSON.stringify(sent)}\n` : `sent message ${sent.id} to ${agent}\n`);
       return;
@@ -103,7 +112,7 @@ export default defineCommand({
         if (m.status === "rejected") {
           if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
           const last = m.answers.at(-1);
-          throw new CLIError(`message ${sent.id} was rejected${last ? ` by ${last.token} (${last.account})${last.text ? `: ${printable(last.text)}` : ""}` : ""}`, SEND_EXIT.rejected);
+          throw new CLIError(`message ${sent.id} was rejected${last ? ` by ${tokenLabel(last.token)} (${last.account})${last.text ? `: ${printable(last.text)}` : ""}` : ""}`, SEND_EXIT.rejected);
         }
         if (m.status === "cancelled") {
           if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);

@@ -11,6 +11,7 @@ import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { agentName } from "../lib/names.ts";
 import { routePath } from "../../worker/wire/routes.ts";
+import { tokenLabel } from "../lib/token-label.ts";
 
 export default defineCommand({
   path: ["show"],
@@ -34,34 +35,52 @@ export default defineCommand({
       `message ${m.id} of ${agent}: ${m.status}, ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}${m.failures ? ` (${m.failures} failed)` : ""}`,
       `  posted      ${at(m.created_at)}${m.group ? `, group ${m.group}` : ""}`,
       ...(m.status === "running" ? [`  running     on claim ${m.claim_seq} under token ${m.token}, taken back at ${at(m.expires_at)}`] : []),
-      ...(m.status === "running" && m.heartbeat_at !== null ? [`  heartbeat   ${at(m.heartbeat_at)}${m.progress === null ? "" : `, progress ${JSON.stringify(m.progress)}`}`] : []),
+      ...(m.status === "running" && m.heartbeat_at !== null ? [`  heartbeat   ${at(m.heartbeat_at)}${m.progress === null ? "" : `, progress ${brief(m.progress)}`}`] : []),
       ...(m.status === "parked" && m.waiting_on !== null
         ? [`  parked      ${unknownOutcomeReason(m.waiting_on)}: did it happen? baton resume ${agent} ${m.id} --done [OUTCOME] | --redo`]
         : []),
       ...(m.status === "parked" && m.waiting_on === null
-        ? [`  parked      ${m.question?.text ? `asks: ${printable(m.question.text)}` : "for approval"}${m.expires_at ? `, until ${at(m.expires_at)} (then ${m.question?.on_deadline ?? "fail"})` : ", with no deadline"}`,
+        ? [`  parked      ${m.question?.text ? (m.question.text === m.text ? "asks a person (the text below)" : `asks: ${printable(m.question.text)}`) : "for approval"}${m.expires_at ? `, until ${at(m.expires_at)} (then ${m.question?.on_deadline ?? "fail"})` : ", with no deadline"}`,
           `  answer      ${answerCommands(agent, m.id, m.question?.choices ?? []).join(" | ")}`]
         : []),
       ...(m.status === "rejected" ? ["  rejected    it will not run again"] : []),
       ...(m.status === "cancelled" ? ["  cancelled   final: it will not run again"] : []),
       ...(m.status === "superseded" ? [`  superseded  by message ${m.superseded_by ?? "?"} of its group before it started (on_busy replace): it will not run`] : []),
       ...(m.cancelled?.unknown_effects.length ? [`  unknown     outcome of ${m.cancelled.unknown_effects.join(", ")}: begun, never recorded as done; not run again`] : []),
-      ...m.answers.map((a) => `  ${a.choice === "cancel" ? "cancelled   " : "answered    "}${at(a.at)}${a.choice === "cancel" ? "" : ` ${printable(a.choice)}`}${a.text ? ` ${JSON.stringify(a.text)}` : ""} by ${a.token} (${a.account}, ${a.via})`),
+      ...m.answers.map((a) => `  ${a.choice === "cancel" ? "cancelled   " : "answered    "}${at(a.at)}${a.choice === "cancel" ? "" : ` ${printable(a.choice)}`}${a.text ? ` ${JSON.stringify(a.text)}` : ""} by ${tokenLabel(a.token)} (${a.account}, ${a.via})`),
       ...(m.status === "queued" && m.retry_at ? [`  retried     from ${at(m.retry_at)}`] : []),
-      ...(m.status === "acknowledged" ? [`  done        ${at(m.acked_at)} under token ${m.acked_token ?? "-"} (fence ${m.acked_fence ?? "-"})`] : []),
+      ...(m.status === "acknowledged" ? [`  done        ${at(m.acked_at)}${doneBy(m)}`] : []),
       ...(m.error ? [`  ${m.status === "failed" ? "failed     " : "last error "} ${m.error}`] : []),
-      ...(m.resume_input !== null ? [`  resumed with ${JSON.stringify(m.resume_input)}`] : []),
-      ...(m.checkpoint !== null ? [`  checkpoint  ${JSON.stringify(m.checkpoint)}`] : []),
+      ...(m.resume_input !== null ? [`  resumed with ${brief(m.resume_input)}`] : []),
+      ...(m.checkpoint !== null ? [`  checkpoint  ${brief(m.checkpoint)}`] : []),
       ...(m.checkpoint_blob !== null ? [`  checkpoint  ${m.checkpoint_blob.bytes} B in R2 (blob ${m.checkpoint_blob.id})`] : []),
       ...(m.steps.length > 0 ? [`  steps       ${m.steps.map(describeStep).join(", ")}`] : []),
       "  text",
       ...m.text.split("\n").map((l) => `    ${l}`),
     ];
     const reply = await replyText(conn, agent, m);
-    if (reply !== null) lines.push("  reply", ...reply.replace(/\n$/, "").split("\n").map((l) => `    ${l}`));
+    // A question's reply is its answer as JSON, which the answered line above already says.
+    if (reply !== null && m.for_person === true && m.answers.length > 0) lines.push("  reply       the answer above (--json shows the record)");
+    else if (reply !== null) lines.push("  reply", ...reply.replace(/\n$/, "").split("\n").map((l) => `    ${l}`));
     writeText(`${lines.join("\n")}\n`);
   },
 });
+
+/** Longest JSON shown whole on one line; a longer value (an Agents SDK RunState is kilobytes) is cut, with its size. */
+export const BRIEF_CHARS = 160;
+
+/** A stored value as one short line: its JSON, or its start and size (`--json` shows all). */
+export function brief(value: unknown): string {
+  const json = JSON.stringify(value);
+  if (json.length <= BRIEF_CHARS) return json;
+  return `${json.slice(0, BRIEF_CHARS)}… (${Buffer.byteLength(json)} B of JSON; --json shows all)`;
+}
+
+/** Who acknowledged it: a run's token and fence, or, for a question, the answer itself. */
+function doneBy(m: MessageView): string {
+  if (m.acked_token !== null) return ` under token ${m.acked_token}${m.acked_fence === null ? "" : ` (fence ${m.acked_fence})`}`;
+  return m.answers.length > 0 ? ", by the answer above (no run)" : "";
+}
 
 /** "plan (step, done by attempt 1, 24 B)"; an effect begun with no outcome is "outcome unknown". */
 function describeStep(s: MessageView["steps"][number]): string {

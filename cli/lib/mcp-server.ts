@@ -42,9 +42,12 @@ async function tool(fn: () => Promise<unknown>): Promise<CallToolResult> {
   }
 }
 
+/** Every tool names a message `message_id`, as `send` and `get_answer`'s input do. */
 function answerResult(a: PersonAnswer, agent: string): Record<string, unknown> {
-  if (a.status !== "waiting") return { agent, ...a };
-  return { agent, ...a, next: `nobody has answered yet: call get_answer with message_id ${a.messageId} later` };
+  const { messageId, ...rest } = a;
+  const named = { agent, message_id: messageId, ...rest };
+  if (a.status !== "waiting") return named;
+  return { ...named, next: `nobody has answered yet: call get_answer with message_id ${messageId} later` };
 }
 
 export function createMcpServer(options: McpOptions): McpServer {
@@ -87,8 +90,13 @@ export function createMcpServer(options: McpOptions): McpServer {
   server.registerTool("get_answer", {
     title: "Get a person's answer",
     description: "The answer to a question asked with ask: waiting, answered (choice, text, who), decided_by_deadline (its on_deadline, nobody's word), or unanswered.",
-    inputSchema: { message_id: z.int().check(z.gte(1)) },
-  }, (args) => tool(async () => answerResult(await answerOf(agent, args.message_id, conn), agent)));
+    // messageId: the name ask's result used before it said message_id; still taken.
+    inputSchema: { message_id: z.optional(z.int().check(z.gte(1))), messageId: z.optional(z.int().check(z.gte(1))) },
+  }, (args) => {
+    const id = args.message_id ?? args.messageId;
+    if (id === undefined) return { content: [{ type: "text", text: "get_answer needs message_id: the id ask returned" }], isError: true };
+    return tool(async () => answerResult(await answerOf(agent, id, conn), agent));
+  });
 
   server.registerTool("who", {
     title: "Who serves the agent",

@@ -5,6 +5,7 @@
 import { Writable } from "node:stream";
 import type { ServeEvent, ServeStatus } from "../../client/index.ts";
 import { printable } from "./printable.ts";
+import { tokenLabel } from "./token-label.ts";
 
 export const REPEAT_MS = 30_000;
 
@@ -21,7 +22,8 @@ function describeStatus(s: ServeStatus, url: string): string {
     case "holder":
       return `holder (fence ${s.fence})`;
     case "standby":
-      return `standby (${ordinal(Math.max(1, s.position))} in line)`;
+      // -1: out of line, as right after a release (Ctrl-C) or a drain; never "1st in line" then.
+      return s.position < 1 ? "out of line (released or drained)" : `standby (${ordinal(s.position)} in line)`;
     case "lapsed":
       return `lease lapsed on the local clock (fence ${s.fence}): demoting`;
     case "reconnecting":
@@ -40,7 +42,7 @@ export function describeEvent(e: ServeEvent): string {
     case "revoked":
       return `message ${e.id} (token ${e.token}) was taken back (${e.reason}): its run is stopped`;
     case "cancelled":
-      return `message ${e.id} (token ${e.token}) was cancelled by ${e.by}${e.reason ? ` (${e.reason})` : ""}: its run is stopped`;
+      return `message ${e.id} (token ${e.token}) was cancelled by ${tokenLabel(e.by)}${e.reason ? ` (${e.reason})` : ""}: its run is stopped`;
     case "handler_failed":
       return `message ${e.id} failed: ${e.error instanceof Error ? e.error.message : String(e.error)}`;
     case "refused":

@@ -7,11 +7,11 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { BIN, postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { BIN, postMessage, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 import { alive, killLeftovers, treeCommand, treePids } from "./process-tree-fixture.ts";
 
-const fx = serveFixture();
+const fx = sharedServeFixture();
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach(killLeftovers));
 
@@ -40,12 +40,12 @@ describe("cancel end to end", () => {
     const res = runBaton(["cancel", agent, String(long), "--reason", "wrong branch"], { BATON_URL: fx.dev.url });
     expect(res.stderr).toBe("");
     expect(res.code).toBe(0);
-    expect(res.stdout).toMatch(new RegExp(`message ${long} of ${agent} cancelled by default \\(cli\\) at .*: wrong branch; it will not run again`));
+    expect(res.stdout).toMatch(new RegExp(`message ${long} of ${agent} cancelled by the unnamed token \\(cli\\) at .*: wrong branch; it will not run again`));
     await until("every pid of the tree gone", () => (pids.some(alive) ? null : true), 10_000);
     const done = await waitForMessage(fx.dev.url, agent, next, (m) => m.status === "acknowledged");
     expect(done.reply).toBe("did: short\n");
     expect(await waitForMessage(fx.dev.url, agent, long, (m) => m.status === "cancelled")).toMatchObject({ attempts: 1, reply: null });
-    await served.waitFor(new RegExp(`message ${long} \\(token \\d+\\) was cancelled by default \\(wrong branch\\)`));
+    await served.waitFor(new RegExp(`message ${long} \\(token \\d+\\) was cancelled by the unnamed token \\(wrong branch\\)`));
     const again = runBaton(["cancel", agent, String(long), "--json"], { BATON_URL: fx.dev.url });
     expect(JSON.parse(again.stdout)).toMatchObject({ status: "cancelled", cancelled: { reason: "wrong branch", token: "default", via: "cli" } });
     const late = runBaton(["cancel", agent, String(next)], { BATON_URL: fx.dev.url });
@@ -55,18 +55,26 @@ describe("cancel end to end", () => {
     expect(retried.code).toBe(1);
     expect(retried.stderr).toMatch(/a cancelled message is final/);
     const history = runBaton(["history", agent], { BATON_URL: fx.dev.url });
-    expect(history.stdout).toMatch(/cancelled "wrong branch" by default \(dev, cli\)/);
+    expect(history.stdout).toMatch(/cancelled "wrong branch" by the unnamed token \(dev, cli\)/);
   });
 
-  it("agent set --on-busy reject: a second send while the first is queued is refused with the holder named; replace supersedes it and send --wait says so", async () => {
+  it("agent set --on-busy reject: a second send while the first is queued is refused with the holder named (exit 9, JSON with --json); a debounce outside replace is refused; replace supersedes it and send --wait says so", async () => {
     const agent = uniqueAgent("busy");
     const set = runBaton(["agent", "set", agent, "--on-busy", "reject"], { BATON_URL: fx.dev.url });
     expect(set.stdout).toMatch(/on busy reject/);
     expect(runBaton(["agent", "set", agent, "--on-busy", "drop"], { BATON_URL: fx.dev.url })).toMatchObject({ code: 2, stderr: expect.stringMatching(/--on-busy must be queue, reject, interrupt or replace/) });
     expect(runBaton(["send", agent, "first"], { BATON_URL: fx.dev.url }).code).toBe(0);
     const refused = runBaton(["send", agent, "second"], { BATON_URL: fx.dev.url });
-    expect(refused.code).toBe(1);
+    expect(refused.code, "busy has its own exit code").toBe(9);
     expect(refused.stderr).toMatch(/busy: message 1 is queued \(on_busy reject\); nothing was stored/);
+    const refusedJson = runBaton(["send", agent, "second", "--json"], { BATON_URL: fx.dev.url });
+    expect(refusedJson.code).toBe(9);
+    expect(JSON.parse(refusedJson.stdout)).toMatchObject({ error: "busy", holder: 1, message: expect.stringMatching(/on_busy reject/) });
+    // A debounce means something only under replace: refused with the reason, and nothing changed.
+    const debounced = runBaton(["agent", "set", agent, "--on-busy", "queue", "--debounce-ms", "500"], { BATON_URL: fx.dev.url });
+    expect(debounced).toMatchObject({ code: 2, stderr: expect.stringContaining(`--debounce-ms only applies with --on-busy replace (${agent}'s would be queue); nothing was changed`) });
+    expect(runBaton(["agent", "set", agent, "--debounce-ms", "500"], { BATON_URL: fx.dev.url })).toMatchObject({ code: 2, stderr: expect.stringContaining(`(${agent}'s would be reject)`) });
+    expect(runBaton(["agent", "set", agent], { BATON_URL: fx.dev.url }).stdout).toMatch(/on busy reject\n$/);
     const ceiling = runBaton(["agent", "set", agent, "--on-busy", "replace", "--debounce-ms", "200", "--debounce-max", "900"], { BATON_URL: fx.dev.url });
     expect(ceiling.stdout).toMatch(/on busy replace \(debounce 200 ms, at most 900 ms after a burst's first\)/);
     expect(runBaton(["agent", "set", agent, "--debounce-max", "3600001"], { BATON_URL: fx.dev.url })).toMatchObject({ code: 2, stderr: expect.stringMatching(/debounce-max/) });
@@ -112,7 +120,7 @@ describe("cancel end to end", () => {
     runBaton(["cancel", agent, "1"], { BATON_URL: fx.dev.url });
     const cancelled = await interrupt(["--cancel-on-interrupt"], 2);
     expect(cancelled.code).toBe(130);
-    expect(cancelled.stderr).toMatch(/message 2 of .* cancelled by default \(cli\) at .*: interrupted: Ctrl-C on baton send --wait/);
+    expect(cancelled.stderr).toMatch(/message 2 of .* cancelled by the unnamed token \(cli\) at .*: interrupted: Ctrl-C on baton send --wait/);
     expect((await waitForMessage(fx.dev.url, agent, 2, (m) => m.status === "cancelled")).status).toBe("cancelled");
     const pids = treePids(dir, 2)!;
     await until("every pid of message 2's tree gone", () => (pids.some(alive) ? null : true), 10_000);

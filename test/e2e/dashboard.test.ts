@@ -498,6 +498,27 @@ describe("presence dashboard", () => {
     await page.close();
   });
 
+  it("an agent an MCP host only asks people through (no runner, by design) reads calmly as having no runner, not as a missing holder", async () => {
+    const page = await browser.newPage();
+    await page.goto(dev.url);
+    await page.locator('#status[data-state="live"]').waitFor();
+    const question = "Rotate the signing key tonight?";
+    const res = await fetch(`${dev.url}/agents/asker/messages`, {
+      method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ text: question, question: { text: question, choices: ["rotate", "wait"] } }),
+    });
+    expect(res.status).toBe(201);
+    const asker = card(page, "asker");
+    await asker.locator('[data-role="no-runner"]', { hasText: "no runner: none has ever served it, and nothing waits to run" }).waitFor();
+    expect(await asker.locator('[data-role="no-holder"]').count()).toBe(0);
+    expect(await asker.locator(".holder.none").count(), "not in red").toBe(0);
+    // The question, asked on its own, is said once in "Needs a person".
+    const ask = page.locator('[data-role="ask-agent"]', { hasText: "asker" }).locator("xpath=ancestor::li[1]");
+    await ask.locator('[data-role="question"]', { hasText: question }).waitFor();
+    expect(await ask.locator('[data-role="ask-text"]').count()).toBe(0);
+    await page.close();
+  });
+
   it("a refused token opens the login field; the saved token brings the list, and never appears in the URL", async () => {
     await serve("notifier", "pi-4");
     const page = await browser.newPage();

@@ -9,11 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
-import { BIN, authHeaders, getJson, postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { BIN, authHeaders, getJson, postMessage, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 import { accountTag } from "../../worker/wire/protocol.ts";
 
-const fx = serveFixture();
+const fx = sharedServeFixture();
 
 interface Journaled {
   id: number;
@@ -119,7 +119,7 @@ describe("durable steps through baton serve", () => {
     expect(answered.code, answered.stderr).toBe(0);
     const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
     expect(done.reply?.trim()).toBe("plan-of-attempt-1 receipt-by-hand");
-    expect(runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url }).stdout).toMatch(/answered\s+\S+ done "receipt-by-hand" by \S+ \(dev, cli\)/);
+    expect(runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url }).stdout).toMatch(/answered\s+\S+ done "receipt-by-hand" by the unnamed token \(dev, cli\)/);
     expect(lines(join(dir, "pay.log"))).toHaveLength(1);
     expect(lines(join(dir, "plan.log"))).toHaveLength(1);
   });

@@ -7,9 +7,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { authHeaders, runBaton, serveFixture, startServe, uniqueAgent, writeSinkCommand } from "./serve-helpers.ts";
+import { authHeaders, runBaton, sharedServeFixture, startServe, uniqueAgent, writeSinkCommand } from "./serve-helpers.ts";
 
-const fx = serveFixture();
+const fx = sharedServeFixture();
 
 function script(body: string): string {
   const dir = mkdtempSync(join(tmpdir(), "baton-fail-"));

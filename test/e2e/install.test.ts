@@ -1,12 +1,14 @@
 // baton on a second machine, without a clone: `npm publish --dry-run` passes and ships only what a
 // user needs; the packed tarball installed with `npm i -g` into a
-// temporary prefix runs `baton` against `wrangler dev`; installed into an empty folder it imports
+// temporary prefix runs `baton` against `wrangler dev`, and the MCP guide's host config starts it; installed into an empty folder it imports
 // as "baton-client" (types included) and runs through `npx baton`; SIGTERM sent to `npx` (not to
 // baton) still makes serve release the lease and exit, leaving no orphan holder.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getJson, uniqueAgent } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
@@ -81,6 +83,37 @@ describe("the packed tarball", () => {
       expect(sent.status).toBe(0);
     } finally {
       serve.kill("SIGKILL");
+    }
+  });
+
+  it("the MCP host config in docs/guides/mcp.md, exactly as written, starts this package's `baton mcp` from the global install, outside any clone", async () => {
+    const prefix = join(work, "prefix");
+    if (!existsSync(join(prefix, "bin", "baton"))) {
+      execFileSync("npm", ["i", "-g", tarball, "--prefix", prefix, ...NPM_FLAGS], { cwd: work, stdio: ["ignore", "ignore", "inherit"], timeout: NPM_TIMEOUT_MS });
+    }
+    const guide = readFileSync(join(ROOT, "docs/guides/mcp.md"), "utf8");
+    const block = guide.match(/```json\n([\s\S]*?)```/)?.[1];
+    expect(block, "the guide shows a host config").toBeDefined();
+    const server = (JSON.parse(block!) as { mcpServers: Record<string, { command: string; args: string[]; env: Record<string, string> }> }).mcpServers.baton!;
+    // As a host starts it: the command looked up on PATH (here the prefix's bin), from a folder outside any clone.
+    const path = `${join(prefix, "bin")}${delimiter}${process.env.PATH ?? ""}`;
+    const elsewhere = mkdtempSync(join(tmpdir(), "baton-mcp-host-"));
+    const found = spawnSync("sh", ["-c", `command -v ${server.command}`], { env: { ...process.env, PATH: path }, encoding: "utf8" }).stdout.trim();
+    expect(realpathSync(found), `${server.command} on the host's PATH is this package's CLI`).toBe(realpathSync(join(prefix, "lib/node_modules/baton-client/dist/cli/main.js")));
+    expect(server.env.BATON_URL).toMatch(/^https:\/\//);
+    const transport = new StdioClientTransport({
+      command: server.command, args: server.args, cwd: elsewhere, stderr: "pipe",
+      // The placeholders swapped for this coordinator: the guide's URL and token are examples.
+      env: { ...(process.env as Record<string, string>), PATH: path, ...server.env, BATON_URL: dev.url, BATON_TOKEN: DEV_TOKEN },
+    });
+    const client = new Client({ name: "baton-install-test-host", version: "1.0.0" });
+    await client.connect(transport);
+    try {
+      const who = await client.callTool({ name: "who", arguments: {} });
+      expect(who.isError ?? false, JSON.stringify(who)).toBe(false);
+      expect(who.structuredContent).toMatchObject({ agent: server.args[1] });
+    } finally {
+      await client.close();
     }
   });
 

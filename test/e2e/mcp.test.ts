@@ -9,10 +9,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { BIN, getJson, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage, writeSinkCommand } from "./serve-helpers.ts";
+import { BIN, getJson, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage, writeSinkCommand } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
-const fx = serveFixture();
+const fx = sharedServeFixture();
 const clients: Client[] = [];
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.close()));
@@ -61,19 +61,24 @@ describe("baton mcp", () => {
     const answered = runBaton(["answer", agent, String(id), "hold", "not today"], { BATON_URL: fx.dev.url });
     expect(answered.code).toBe(0);
     const result = await call;
-    expect(structured(result)).toMatchObject({ status: "answered", messageId: id, choice: "hold", text: "not today", by: { account: "dev", via: "cli" } });
+    expect(structured(result)).toMatchObject({ status: "answered", message_id: id, choice: "hold", text: "not today", by: { account: "dev", via: "cli" } });
     expect(progress.length).toBeGreaterThanOrEqual(1);
     const stored = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged");
     expect(stored.attempts).toBe(0);
   });
 
-  it("a host that cannot wait gets the message id, and get_answer returns the answer once a person rejects", async () => {
+  it("a host that cannot wait gets the message id as message_id, and get_answer (message_id, or the old messageId) returns the answer once a person rejects", async () => {
     const agent = uniqueAgent("mcp");
     const client = await mcpClient(agent);
     const asked = structured(await client.callTool({ name: "ask", arguments: { question: "Delete the branch?", wait_seconds: 0 } }));
     expect(asked).toMatchObject({ status: "waiting", next: expect.stringMatching(/get_answer/) });
-    const id = asked.messageId as number;
-    expect(structured(await client.callTool({ name: "get_answer", arguments: { message_id: id } }))).toMatchObject({ status: "waiting" });
+    expect(asked).not.toHaveProperty("messageId");
+    const id = asked.message_id as number;
+    expect(structured(await client.callTool({ name: "get_answer", arguments: { message_id: id } }))).toMatchObject({ status: "waiting", message_id: id });
+    // The name ask's result used before: still taken as get_answer's input.
+    expect(structured(await client.callTool({ name: "get_answer", arguments: { messageId: id } }))).toMatchObject({ status: "waiting", message_id: id });
+    const neither = await client.callTool({ name: "get_answer", arguments: {} });
+    expect(neither).toMatchObject({ isError: true, content: [{ type: "text", text: "get_answer needs message_id: the id ask returned" }] });
     expect(runBaton(["reject", agent, String(id)], { BATON_URL: fx.dev.url }).code).toBe(0);
     expect(structured(await client.callTool({ name: "get_answer", arguments: { message_id: id } }))).toMatchObject({ status: "answered", choice: "reject" });
   });
@@ -111,6 +116,32 @@ describe("baton mcp", () => {
     const steps = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(steps.map((s) => s.step)).toEqual(["tools", "asked", "answer"]);
     expect(steps[2]).toMatchObject({ status: "answered", choice: "ship", text: "go ahead", by: { via: "cli" } });
+  });
+
+  it("a question asked through MCP reads once in baton show and history, and its answer once, in words: no raw JSON, no empty token", async () => {
+    const agent = uniqueAgent("mcp");
+    const client = await mcpClient(agent);
+    const question = "Rotate the signing key tonight?";
+    const asked = structured(await client.callTool({ name: "ask", arguments: { question, choices: ["rotate", "wait"], wait_seconds: 0 } }));
+    const id = String(asked.message_id);
+    const env = { BATON_URL: fx.dev.url };
+    const count = (text: string, part: string) => text.split(part).length - 1;
+    const parked = runBaton(["show", agent, id], env).stdout;
+    expect(count(parked, question), parked).toBe(1);
+    expect(parked).toContain("parked      asks a person (the text below), with no deadline");
+    expect(count(runBaton(["history", agent], env).stdout, question)).toBe(1);
+    const answered = runBaton(["answer", agent, id, "rotate", "after the deploy"], env);
+    expect(answered.stdout).toBe(`answered "rotate" to message ${id} of ${agent}: acknowledged; done, with the answer as its reply\n`);
+    const shown = runBaton(["show", agent, id], env).stdout;
+    expect(shown).toContain('rotate "after the deploy" by the unnamed token (dev, cli)');
+    expect(shown).toMatch(/ {2}done {8}\S+, by the answer above \(no run\)\n/);
+    expect(shown).toContain("  reply       the answer above (--json shows the record)");
+    expect(shown).not.toContain("token -");
+    expect(shown).not.toContain('{"choice"');
+    const history = runBaton(["history", agent], env).stdout;
+    expect(history).not.toContain('{"choice"');
+    expect(count(history, "after the deploy")).toBe(1);
+    expect(JSON.parse(runBaton(["show", agent, id, "--json"], env).stdout)).toMatchObject({ status: "acknowledged", reply: expect.stringContaining('"choice":"rotate"') });
   });
 
   it("the model cannot make its own question approve itself, and get_answer answers only for questions", async () => {

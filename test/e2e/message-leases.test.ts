@@ -9,11 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { get } from "node:http";
-import { postMessage, runBaton, serveFixture, startServe, uniqueAgent, type MessageView } from "./serve-helpers.ts";
+import { postMessage, runBaton, sharedServeFixture, startServe, uniqueAgent, type MessageView } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 import { pidAlive } from "../../cli/lib/local-lock.ts";
 
-const fixture = serveFixture();
+const fixture = sharedServeFixture();
 
 /** The served command: its behaviour depends on the message text and the attempt. */
 function writeCommand(dir: string): string {

@@ -10,10 +10,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import * as z from "zod";
 import { answer, serve, type ServeHandle } from "../../client/node.ts";
 import { runWithApprovals } from "../../client/openai-agents.ts";
-import { getJson, postMessage, serveFixture, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { getJson, postMessage, runBaton, sharedServeFixture, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
-const fx = serveFixture();
+const fx = sharedServeFixture();
 const handles: ServeHandle[] = [];
 afterEach(async () => {
   await Promise.all(handles.splice(0).map((h) => h.stop()));
@@ -58,7 +58,7 @@ async function parkedWithQuestion(agent: string, id: number) {
 }
 
 describe("approvals for the OpenAI Agents SDK", () => {
-  it("a needsApproval tool parks the message; approved after its machine stopped, another machine resumes the stored RunState and the tool runs once", async () => {
+  it("a needsApproval tool parks the message (baton show keeps its RunState to a short line); approved after its machine stopped, another machine resumes the stored RunState and the tool runs once", async () => {
     const agent = uniqueAgent("oai");
     const deployed: string[] = [];
     const models = { a: new ScriptedModel(), b: new ScriptedModel() };
@@ -71,6 +71,14 @@ describe("approvals for the OpenAI Agents SDK", () => {
     expect(parked.question.text).toContain('deploy with {"service":"api","version":"v2"}');
     expect(parked.question.choices).toEqual(["approve", "deny"]);
     expect(deployed).toEqual([]);
+    // `baton show` keeps the stored RunState (kilobytes of JSON) to one short line; --json has all of it.
+    const shown = runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url });
+    expect(shown.code, shown.stderr).toBe(0);
+    const full = JSON.parse(runBaton(["show", agent, String(id), "--json"], { BATON_URL: fx.dev.url }).stdout) as { checkpoint: unknown };
+    const stored = Buffer.byteLength(JSON.stringify(full.checkpoint));
+    expect(stored).toBeGreaterThan(1000);
+    expect(shown.stdout).toContain(`… (${stored} B of JSON; --json shows all)`);
+    expect(Math.max(...shown.stdout.split("\n").map((l) => l.length))).toBeLessThan(300);
     await a.stop();
     handles.push(start("b"));
     await answer(agent, id, "approve", { url: fx.dev.url, token: DEV_TOKEN });
@@ -95,11 +103,12 @@ describe("approvals for the OpenAI Agents SDK", () => {
     expect(deployed).toEqual([]);
   });
 
-  it("the example examples/openai-approvals.mjs parks, survives its machine stopping, and replies after the approval with one tool run", () => {
+  it("the example examples/openai-approvals.mjs parks, survives its machine stopping, and replies after the approval with one tool run, printing nothing on stderr", () => {
     const r = spawnSync(process.execPath, [join(ROOT, "examples/openai-approvals.mjs"), uniqueAgent("example"), "--json"], {
       cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 60_000,
     });
     expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr, "nothing on stderr: the SDK's OpenAI tracing exporter is off in the example").toBe("");
     const steps = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(steps.map((s) => s.step)).toEqual(["parked", "machine_a_stopped", "approved", "replied"]);
     expect(steps.at(-1)).toMatchObject({ reply: "done: deployed api@v2", tool_runs: 1 });

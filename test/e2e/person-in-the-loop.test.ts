@@ -9,10 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { serve, type MessageHandler, type PersonAnswer, type ServeHandle } from "../../client/node.ts";
-import { BIN, postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { BIN, postMessage, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
-const fx = serveFixture();
+const fx = sharedServeFixture();
 
 /** Why a message's latest attempt failed, from its view. */
 const errorOf = (view: object): string | null | undefined => (view as { error?: string | null }).error;
@@ -62,7 +62,7 @@ describe("a person in the loop through baton serve", () => {
     const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
     expect(done.reply?.trim()).toBe("decided ship: ship / after the standup");
     const shown = runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url });
-    expect(shown.stdout).toMatch(/answered\s+\S+ ship "after the standup" by \S+ \(dev, cli\)/);
+    expect(shown.stdout).toMatch(/answered\s+\S+ ship "after the standup" by the unnamed token \(dev, cli\)/);
     expect(runBaton(["answer", agent, String(id), "hold"], { BATON_URL: fx.dev.url }).code).toBe(1);
   });
 

@@ -6,11 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
-  getJson, postMessage, readSink, runBaton, startServe, uniqueAgent, waitForMessage, waitForSink, writeSinkCommand, serveFixture, type ServeProc,
+  getJson, postMessage, readSink, runBaton, startServe, uniqueAgent, waitForMessage, waitForSink, writeSinkCommand, sharedServeFixture, type ServeProc,
 } from "./serve-helpers.ts";
 
 const TTL_MS = 2000;
-const fixture = serveFixture();
+const fixture = sharedServeFixture();
 const { started } = fixture;
 
 function serve(agent: string, tag: string, command: string, sink: string, env: Record<string, string> = {}): ServeProc {

@@ -4,7 +4,8 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll } from "vitest";
+import { afterAll, afterEach, beforeAll, inject } from "vitest";
+import { SHARED_SERVE_VARS } from "./shared-dev.global.ts";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
 /** The built CLI (npm run build); the tests run what users install. */
@@ -217,7 +218,7 @@ export function serveFixture(vars: Record<string, string> = {}): ServeFixture {
   let dev: DevServer | undefined;
   const started: ServeProc[] = [];
   beforeAll(async () => {
-    dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: "2", BATON_PRESENCE_SCAN_SECONDS: "1", ...vars } });
+    dev = await startWranglerDev({ vars: { ...SHARED_SERVE_VARS, ...vars } });
   });
   afterAll(async () => {
     await dev?.stop();
@@ -232,6 +233,21 @@ export function serveFixture(vars: Record<string, string> = {}): ServeFixture {
     },
     started,
   };
+}
+
+/**
+ * serveFixture's settings on the one `wrangler dev` the e2e project starts, with
+ * BATON_TEST_SHARED_DEV=1, for every file that shares it (shared-dev.global.ts; else as serveFixture): for files that only talk to agents of their own and never stop,
+ * crash or restart the coordinator. Serve processes pushed to `started` are stopped after each test.
+ */
+export function sharedServeFixture(): { readonly dev: { readonly url: string }; readonly started: ServeProc[] } {
+  const url = inject("sharedDevUrl");
+  if (url === undefined) return serveFixture(); // not shared in this run: a server of its own
+  const started: ServeProc[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((s) => s.stop()));
+  });
+  return { dev: { url }, started };
 }
 
 /** Polls the sink until `done` holds. */

@@ -2,14 +2,16 @@
 // to P (run here as printed, with the built CLI in place of `npx baton`); apart from the port, it
 // prints what the README shows. Without a linked `baton` the lines say `npx baton` and one more
 // says how to link it; with this checkout's `baton` on PATH (the layout `npm link` makes) they say
-// `baton`, and that `baton` runs.
+// `baton`, and that `baton` runs. A second `npm start` on a port that already answers says what
+// holds it and exits 1 at once, without building or starting wrangler.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { BIN } from "./serve-helpers.ts";
-import { DEV_TOKEN, freePort, ROOT } from "./wrangler-dev.ts";
+import { createServer, type AddressInfo } from "node:net";
+import { DEV_TOKEN, freePort, ROOT, startWranglerDev } from "./wrangler-dev.ts";
 
 let stop: (() => void) | null = null;
 afterEach(() => {
@@ -98,4 +100,46 @@ describe("npm start on another port", () => {
     expect(sent.status, sent.stderr).toBe(0);
     expect(sent.stdout).toMatch(/^sent message \d+ to reviewer\n$/);
   }, 120_000);
+});
+
+/** `npm start -- --port P` run to its end: its exit code, what it printed, and how long it took. */
+async function startToEnd(port: number) {
+  const t0 = Date.now();
+  const proc = spawn(process.execPath, ["scripts/start.mjs", "--port", String(port)], {
+    cwd: ROOT, env: { ...process.env, BATON_URL: "", BATON_TOKEN: "" }, stdio: ["ignore", "pipe", "pipe"], detached: true,
+  });
+  let stdout = "";
+  let stderr = "";
+  proc.stdout!.on("data", (d) => (stdout += d));
+  proc.stderr!.on("data", (d) => (stderr += d));
+  const timer = setTimeout(() => process.kill(-proc.pid!, "SIGKILL"), 60_000);
+  const status = await new Promise<number | null>((resolve) => proc.once("close", resolve));
+  clearTimeout(timer);
+  return { status, stdout, stderr, ms: Date.now() - t0 };
+}
+
+describe("npm start on a port that already answers", () => {
+  it("when a coordinator already runs there, says so and where, and exits 1 before starting anything", async () => {
+    const first = await startWranglerDev();
+    stop = () => void first.stop();
+    const second = await startToEnd(first.port);
+    expect(second.status, second.stderr).toBe(1);
+    expect(second.stderr).toBe(
+      `baton: a baton coordinator already runs at ${first.url} (another \`npm start\` or \`npm run dev\`): use it, or stop it first; or start one more on another port: npm start -- --port ${first.port + 1}\n`,
+    );
+    expect(second.stdout).not.toContain("coordinator ready");
+    expect(second.ms).toBeLessThan(10_000);
+    expect((await fetch(`${first.url}/agents`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).status, "the first one still runs").toBe(200);
+  }, 120_000);
+
+  it("when another program holds the port, says it is not a coordinator and exits 1", async () => {
+    const other = createServer((socket) => socket.end("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"));
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    stop = () => void other.close();
+    const { port } = other.address() as AddressInfo;
+    const second = await startToEnd(port);
+    expect(second.status).toBe(1);
+    expect(second.stderr).toContain(`baton: port ${port} is taken by another program (http://127.0.0.1:${port} is not a baton coordinator)`);
+    expect(second.stdout).toBe("");
+  });
 });

@@ -3,10 +3,10 @@
 // the run finishes, instead of a step waiting 10 s for an answer that never comes.
 import { afterEach, describe, expect, it } from "vitest";
 import { send, serve, type ServeEvent, type ServeHandle } from "../../client/node.ts";
-import { serveFixture, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { sharedServeFixture, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { DEV_TOKEN } from "./wrangler-dev.ts";
 
-const fx = serveFixture();
+const fx = sharedServeFixture();
 const handles: ServeHandle[] = [];
 afterEach(async () => {
   await Promise.all(handles.splice(0).map((h) => h.stop()));

@@ -7,10 +7,10 @@ import { trace } from "@opentelemetry/api";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { send, serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
-import { serveFixture, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { sharedServeFixture, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { DEV_TOKEN } from "./wrangler-dev.ts";
 
-const fx = serveFixture();
+const fx = sharedServeFixture();
 const exporter = new InMemorySpanExporter();
 const handles: ServeHandle[] = [];
 beforeAll(() => {

@@ -7,6 +7,7 @@
 // unknown effect take their answers, the webhooks sign and deliver, the lease renews.
 import { spawnSync } from "node:child_process";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +16,7 @@ import { verifyBatonWebhook } from "../../examples/verify-webhook.mjs";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { rawRunner, type RawServe } from "./raw-serve.ts";
 import { authHeaders, getJson, uniqueAgent } from "./serve-helpers.ts";
-import { DEV_TOKEN, freePort, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
 /** The release before this one: the last commit CI landed before stored state had schema versions. */
 const PREVIOUS_RELEASE = "34b1f2632c44442abc15b1f780323dadeabede27";
@@ -42,7 +43,6 @@ async function call(url: string, method: string, path: string, body?: unknown): 
 
 /** A webhook receiver on 127.0.0.1 that keeps every delivery. */
 async function receiver() {
-  const port = await freePort();
   const got: { headers: IncomingHttpHeaders; body: string }[] = [];
   const server: Server = createServer((req, res) => {
     let body = "";
@@ -53,7 +53,9 @@ async function receiver() {
       res.writeHead(200).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  // Port 0: the kernel picks a free port as it binds, so no other process can take it in between.
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}/hooks`, got, server };
 }
 

@@ -6,6 +6,7 @@
 // both secrets verify; and `baton webhook set|show|test|rm` configure, try and remove a webhook.
 import { execFile } from "node:child_process";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,7 +15,7 @@ import { verifyBatonWebhook } from "../../examples/verify-webhook.mjs";
 import { webhookEventSchema, webhookTestResultSchema, webhookViewSchema, type WebhookEvent, type WebhookReport } from "../../worker/wire/webhooks.ts";
 import { authHeaders, BIN, getJson, postMessage, serveFixture, startServe, uniqueAgent } from "./serve-helpers.ts";
 import { agentMetrics, sampleValue } from "./prometheus.ts";
-import { advanceClock, DEV_TOKEN, freePort, ROOT } from "./wrangler-dev.ts";
+import { advanceClock, DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
 const fx = serveFixture();
 const SECRET = `whsec_${Buffer.from("e2e-webhook-secret-0123456789-abc").toString("base64")}`;
@@ -43,7 +44,6 @@ interface Delivery {
 
 /** A webhook receiver on 127.0.0.1: answers the queued statuses in turn (then 200) and keeps every request. */
 async function receiver(statuses: number[] = []) {
-  const port = await freePort();
   const got: Delivery[] = [];
   const server: Server = createServer((req, res) => {
     let body = "";
@@ -54,7 +54,9 @@ async function receiver(statuses: number[] = []) {
       res.writeHead(statuses.shift() ?? 200).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  // Port 0: the kernel picks a free port as it binds, so no other process can take it in between.
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
   servers.push(server);
   return {
     url: `http://127.0.0.1:${port}/hooks/baton`,

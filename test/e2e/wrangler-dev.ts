@@ -1,7 +1,7 @@
 // Starts a real `wrangler dev` on free loopback ports for end-to-end tests, benchmarks and chaos
 // runs, and stops it again. State persists to the given directory, so a restart keeps it.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { appendFileSync, mkdtempSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -40,11 +40,48 @@ export interface DevOptions {
   timeoutMs?: number;
   /** The checkout to run (default: this one), e.g. a previous release's for an upgrade test. */
   root?: string;
+  /** Where the HTTP port comes from when `port` is not given (default: a port free right now). */
+  pickPort?: () => Promise<number>;
 }
 
-/** Resolves once the Worker answers HTTP; rejects with wrangler's output if it does not start. */
+/** How many times a start-up that lost its port to another process is tried again, on other ports. */
+const PORT_ATTEMPTS = 5;
+
+/**
+ * Resolves once the Worker answers HTTP; rejects with wrangler's output if it does not start. A
+ * port found free can be taken before wrangler binds it (other suites and lanes run beside): then
+ * it starts again on new ports, unless the caller asked for that port (a restart on the same URL).
+ */
 export async function startWranglerDev(opts: DevOptions = {}): Promise<DevServer> {
-  const port = opts.port ?? (await freePort());
+  const t0 = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const dev = await startOnce(opts);
+      recordStart(t0, attempt);
+      return dev;
+    } catch (err) {
+      if (!(err instanceof PortLost) || attempt >= PORT_ATTEMPTS || (opts.port !== undefined && attempt >= 2)) throw err;
+    }
+  }
+}
+
+/** wrangler dev exited because a port it was given was taken when it came to bind it. */
+export class PortLost extends Error {}
+
+export const isPortLost = (output: string) => /Address already in use|EADDRINUSE/i.test(output);
+
+/** One line per start-up for scripts/file-times-reporter.mjs, when it asked for them, naming the test file that waited. */
+function recordStart(t0: number, attempts: number): void {
+  const path = process.env.BATON_TEST_DEV_STARTS;
+  if (!path) return;
+  // Vitest's worker state (not a public API): absent outside a test file, e.g. in a global setup.
+  const worker = (globalThis as { __vitest_worker__?: { filepath?: string; current?: { file?: { filepath?: string } } } }).__vitest_worker__;
+  const file = worker?.filepath ?? worker?.current?.file?.filepath ?? null;
+  appendFileSync(path, JSON.stringify({ at: t0, ms: Date.now() - t0, attempts, file }) + "\n");
+}
+
+async function startOnce(opts: DevOptions): Promise<DevServer> {
+  const port = opts.port ?? (await (opts.pickPort ?? freePort)());
   const inspector = await freePort();
   const persistDir = opts.persistDir ?? mkdtempSync(join(tmpdir(), "baton-state-"));
   const args = [
@@ -55,7 +92,8 @@ export async function startWranglerDev(opts: DevOptions = {}): Promise<DevServer
   const root = opts.root ?? ROOT;
   const proc = spawn(join(root, "node_modules/.bin/wrangler"), args.slice(1), {
     cwd: root,
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+    // No fetch of the Request.cf object: offline it fails after a DNS lookup, on every start-up.
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
@@ -65,13 +103,13 @@ export async function startWranglerDev(opts: DevOptions = {}): Promise<DevServer
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   for (;;) {
-    if (proc.exitCode !== null) throw new Error(`wrangler dev exited ${proc.exitCode}:\n${out}`);
-    try {
-      const res = await fetch(`${url}/agents/health-check/presence`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
-      if (res.status === 200) break;
-    } catch {
-      // not listening yet
+    if (proc.exitCode !== null || (isPortLost(out) && !(await answers(url)))) {
+      kill(proc);
+      const failure = `wrangler dev exited ${proc.exitCode ?? "(killed)"}:\n${out}`;
+      throw isPortLost(out) ? new PortLost(failure) : new Error(failure);
     }
+    // A Worker answering while ours still runs and has not said it lost the port is ours.
+    if ((await answers(url)) && proc.exitCode === null && !isPortLost(out)) break;
     if (Date.now() > deadline) {
       kill(proc);
       throw new Error(`wrangler dev did not answer within the timeout:\n${out}`);
@@ -96,6 +134,18 @@ export async function startWranglerDev(opts: DevOptions = {}): Promise<DevServer
       clearTimeout(timer);
     },
   };
+}
+
+/** Whether our Worker answers at url (with the dev token, so not some other server on that port). */
+async function answers(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/agents/health-check/presence`, {
+      headers: { authorization: `Bearer ${DEV_TOKEN}` }, signal: AbortSignal.timeout(2000), // a server on a taken port may never answer
+    });
+    return res.status === 200;
+  } catch {
+    return false; // not listening yet
+  }
 }
 
 /**

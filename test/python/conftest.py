@@ -75,8 +75,17 @@ class Dev:
             time.sleep(0.1)
 
 
-@pytest.fixture(scope="session")
-def dev():
+# A port found free can be taken before wrangler binds it (the suite's lanes run side by side):
+# such a start-up is tried again on new ports, this many times in all.
+PORT_ATTEMPTS = 5
+
+
+def _port_lost(output: str) -> bool:
+    return "Address already in use" in output or "EADDRINUSE" in output
+
+
+def _start_dev() -> tuple[Dev, Any]:
+    """Starts `wrangler dev` on ports free right now; raises PortLost when one was taken before it bound."""
     port, inspector = free_port(), free_port()
     persist = tempfile.mkdtemp(prefix="baton-py-state-")
     log = Path(tempfile.mkdtemp(prefix="baton-py-log-")) / "wrangler.log"
@@ -86,7 +95,7 @@ def dev():
            "--var", "BATON_HEARTBEAT_TTL_SECONDS:2", "--var", "BATON_PRESENCE_SCAN_SECONDS:1",
            "--var", "BATON_PREFERENCE_HYSTERESIS_SECONDS:1",
            "--var", f"BATON_TOKENS:dev:{_sha256(DEV_TOKEN)},dev:wall:read:{_sha256(READ_ONLY_TOKEN)}"]
-    env = {**os.environ, "WRANGLER_SEND_METRICS": "false", "CI": "true", "NO_COLOR": "1"}
+    env = {**os.environ, "WRANGLER_SEND_METRICS": "false", "CLOUDFLARE_CF_FETCH_ENABLED": "false", "CI": "true", "NO_COLOR": "1"}
     out = open(log, "wb")
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True)
@@ -96,25 +105,50 @@ def dev():
     try:
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"wrangler dev exited {proc.returncode}:\n{log.read_text()}")
+                text = log.read_text()
+                raise (PortLost if _port_lost(text) else RuntimeError)(f"wrangler dev exited {proc.returncode}:\n{text}")
             try:
-                if d.request("GET", "/agents/health/presence")[0] == 200:
-                    break
+                if d.request("GET", "/agents/health/presence")[0] == 200 and proc.poll() is None and not _port_lost(log.read_text()):
+                    return d, out
             except OSError:
                 pass
             if time.monotonic() > deadline:
                 raise RuntimeError(f"wrangler dev did not answer in time:\n{log.read_text()}")
             time.sleep(0.2)
+    except BaseException:
+        _stop_dev(proc)
+        out.close()
+        raise
+
+
+class PortLost(RuntimeError):
+    pass
+
+
+def _stop_dev(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(5)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture(scope="session")
+def dev():
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        try:
+            d, out = _start_dev()
+            break
+        except PortLost:
+            if attempt == PORT_ATTEMPTS:
+                raise
+    try:
         yield d
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(5)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _stop_dev(d.proc)
         out.close()
 
 

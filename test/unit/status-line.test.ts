@@ -41,4 +41,25 @@ describe("the serve status line", () => {
     r.end();
     expect(lines().filter(Boolean)).toEqual(["baton serve a: released the lease"]);
   });
+
+  it("a sole holder stopped with Ctrl-C reads as out of line, then released, never as 1st in line (in a log)", () => {
+    const { out, lines } = terminal();
+    out.isTTY = false;
+    const r = new StatusReporter("baton serve a", "http://x", out);
+    r.status({ kind: "holder", fence: 1 });
+    r.log("SIGINT: stopping");
+    // What the coordinator answers a release: not held, position -1.
+    r.status({ kind: "standby", position: -1, fence: 1 });
+    r.event({ type: "released" });
+    r.end();
+    expect(lines()).toEqual([
+      "baton serve a: holder (fence 1)", "baton serve a: SIGINT: stopping", "baton serve a: out of line (released or drained)", "baton serve a: released the lease", "",
+    ]);
+  });
+
+  it("a standby says its place in line", () => {
+    const { out, lines } = terminal();
+    new StatusReporter("baton serve a", "http://x", out).status({ kind: "standby", position: 2, fence: 1 });
+    expect(lines()).toEqual(["baton serve a: standby (2nd in line)"]);
+  });
 });

@@ -40,6 +40,18 @@ export function pool(entry: DirectoryEntry): boolean {
   return entry.work?.mode === "pool";
 }
 
+/**
+ * An agent no runner has ever served and with nothing waiting to run: one an MCP host only asks
+ * people through, by design. Its card says so calmly; "nobody holds the lease" is for agents whose
+ * work waits for a runner, or whose runners went.
+ */
+function runnerless(entry: DirectoryEntry): boolean {
+  const counts = entry.work?.counts;
+  return entry.fence === 0 && entry.connections.length === 0 && !counts?.queued && !counts?.running;
+}
+
+const RUNNERLESS = "no runner: none has ever served it, and nothing waits to run";
+
 function noHolderText(entry: DirectoryEntry): string {
   const claiming = entry.connections.filter((c) => c.claim_seq !== null);
   if (claiming.length > 0 && claiming.every((c) => c.drained)) return "nobody holds the lease: every runner is drained";
@@ -49,6 +61,11 @@ function noHolderText(entry: DirectoryEntry): string {
 export function holderBlock(entry: DirectoryEntry, ttlMs: number): HTMLElement {
   const holder = entry.holder;
   const conn = holder ? entry.connections.find((c) => c.claim_seq === holder.claim_seq) : null;
+  if (!holder && runnerless(entry)) {
+    return el("div", { class: "holder runnerless", "data-role": "no-runner" },
+      el("span", { class: "label" }, "Holder"),
+      el("span", { class: "machine" }, RUNNERLESS));
+  }
   if (!holder) {
     return el("div", { class: "holder none", "data-role": "no-holder" },
       el("span", { class: "label" }, "Holder"),
@@ -91,7 +108,7 @@ export function summaryLine(entry: DirectoryEntry): HTMLElement {
   const inLine = entry.connections.filter((c) => !c.held && rowLabel(c) === "standby").length;
   const counts = Object.entries(entry.work?.counts ?? {}).filter(([, n]) => n !== undefined && n > 0).map(([status, n]) => `${n} ${status}`);
   const parts = [
-    entry.holder ? `held by ${entry.holder.machine}` : noHolderText(entry),
+    entry.holder ? `held by ${entry.holder.machine}` : runnerless(entry) ? RUNNERLESS : noHolderText(entry),
     entry.holder || inLine > 0 ? `${inLine} in line` : null,
     ...counts,
   ].filter(Boolean);

@@ -150,7 +150,9 @@ export class PersonQueue {
 
   private info(kind: AskKind, agent: string, p: ParkedItem, item: AskItem, can: Abilities): (HTMLElement | null)[] {
     const view = item.view?.id === p.id ? item.view : null;
-    const text = view?.text ?? this.hooks.preview(agent, p.id);
+    const shown = view?.text ?? this.hooks.preview(agent, p.id);
+    // A question asked on its own (an MCP host's ask) is its message's text: say it once, as the question.
+    const text = kind === "question" && shown !== null && p.question && (shown === p.question || p.question.startsWith(shown.replace(/…$/, ""))) ? null : shown;
     return [
       el("div", { class: "ask-head" },
         el("span", { class: "agent-name", "data-role": "ask-agent" }, agent),
