@@ -79,7 +79,7 @@ describe("the message row", () => {
       expect(schemaVersion(sql, "messages")).toBe(3);
       const { table, schema } = shapes(sql, messageRow);
       expect(table).toEqual(schema);
-      expect(store.after(0).map((m) => [m.text, m.retry_at, m.held_since])).toEqual([["held", 300, null]]);
+      expect(store.range(0, store.lastId()).map((m) => [m.text, m.retry_at, m.held_since])).toEqual([["held", 300, null]]);
     });
   });
 
