@@ -20,6 +20,7 @@ import type { Presence } from "./wire/server-frames.ts";
 import type { Handler, Handlers, RouteCall } from "./routes.ts";
 import type { RouteKey } from "./wire/routes.ts";
 import { RESUME_OUTCOMES } from "./wire/enums.ts";
+import { scheduleHandlers } from "./schedule-routes.ts";
 
 const SMALL_BODY_BYTES = 4 * 1024;
 
@@ -28,13 +29,13 @@ const SMALL_BODY_BYTES = 4 * 1024;
  * through its serializable-type check, which cannot express the JSON values (`unknown`) in a
  * checkpoint; structured clone carries them unchanged, so the methods' own types are the true ones.
  */
-type Stub = {
+export type Stub = {
   [M in keyof AgentCoordinator as AgentCoordinator[M] extends (...args: never[]) => unknown ? M : never]:
     AgentCoordinator[M] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never;
 };
 
 type AgentRoute = Extract<RouteKey, `${string} /agents/{agent}/${string}`>;
-type AgentHandler = (call: RouteCall, stub: Stub, id: number) => Promise<Response> | Response;
+export type AgentHandler = (call: RouteCall, stub: Stub, id: number) => Promise<Response> | Response;
 
 /** Who acted, for the routes that record it. */
 const answerer = ({ request, account }: RouteCall): Answerer => ({ account, token: callerOf(request).tokenName, via: viaOf(request) });
@@ -59,6 +60,7 @@ const AGENT_HANDLERS: { [K in AgentRoute]: AgentHandler } = {
   "PUT /agents/{agent}/webhook": ({ request, env }, stub) => putWebhook(request, stub, env.BATON_WEBHOOK_ALLOW_PRIVATE),
   "DELETE /agents/{agent}/webhook": (call, stub) => deleteWebhook(stub, agentWhat(call)),
   "POST /agents/{agent}/webhook/test": (call, stub) => webhookTestRoute(stub, `${agentWhat(call)} (of its own; test the account's with POST /webhook/test)`),
+  ...scheduleHandlers,
   "GET /agents/{agent}/messages/{id}": async (_, stub, id) => {
     const view = await stub.message(id);
     return view ? Response.json(view) : errorResponse(404, "not_found", `no message ${id}`);

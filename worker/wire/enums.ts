@@ -32,6 +32,17 @@ export type ResumeOutcome = (typeof RESUME_OUTCOMES)[number];
 /** Whose webhook: the account's, or an agent's own. */
 export const WEBHOOK_SCOPES = ["account", "agent"] as const;
 
+/** What a schedule does with slots it missed (a paused agent or schedule, an outage longer than the late grace): post none, or the latest one. */
+export const CATCH_UP = ["none", "one"] as const;
+export type CatchUp = (typeof CATCH_UP)[number];
+
+/** What became of a schedule's slot: a message posted, or skipped (with why). */
+export const SLOT_OUTCOMES = ["posted", "skipped"] as const;
+
+/** Why a slot was skipped: the agent or schedule was paused, it was missed past the late grace, or on_busy reject refused it. */
+export const SKIP_REASONS = ["paused", "missed", "busy"] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
+
 /** Every set above by the name the wire uses for its field. */
 export const WIRE_ENUMS = {
   message_status: MESSAGE_STATUSES,
@@ -42,4 +53,7 @@ export const WIRE_ENUMS = {
   on_unknown: ON_UNKNOWN,
   resume_outcome: RESUME_OUTCOMES,
   webhook_scope: WEBHOOK_SCOPES,
+  catch_up: CATCH_UP,
+  slot_outcome: SLOT_OUTCOMES,
+  skip_reason: SKIP_REASONS,
 } as const;
