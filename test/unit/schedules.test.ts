@@ -94,12 +94,17 @@ describe("bad schedules are refused with a message naming what is wrong", () => 
   });
   it("an unknown time zone, two cadences, none, a past or unreadable one-off, text over the budget", () => {
     expect(refused({ cron: "0 9 * * *", tz: "Mars/Base" })).toContain('tz "Mars/Base" is not an IANA time zone');
-    expect(refused({ cron: "0 9 * * *", every_seconds: 600 })).toBe("a schedule needs exactly one of cron, every_seconds or at");
-    expect(refused({})).toBe("a schedule needs exactly one of cron, every_seconds or at");
+    expect(refused({ cron: "0 9 * * *", every_seconds: 600 })).toBe("a schedule needs exactly one of cron, every_seconds, at or in_seconds");
+    expect(refused({})).toBe("a schedule needs exactly one of cron, every_seconds, at or in_seconds");
     expect(refused({ at: "2026-05-31T23:00:00Z" })).toContain("is in the past");
     expect(refused({ at: "tomorrow at 9" })).toContain("is not an ISO 8601 time");
     expect(refused({ every_seconds: 600, tz: "Europe/Berlin" })).toContain("tz applies to cron and at");
+    expect(refused({ in_seconds: 600, at: "2026-06-01T10:00:00Z" })).toBe("a schedule needs exactly one of cron, every_seconds, at or in_seconds");
     expect(refused({ every_seconds: 600, text: "é".repeat(4097) })).toBe("text is 8194 bytes; a schedule's text is at most 8192");
+  });
+  it("a one-off in N seconds is at now + N by the coordinator's clock", () => {
+    const c = checkSchedule({ text: "x", in_seconds: 600 }, now);
+    expect(c.ok && c.cadence).toEqual({ kind: "at", at: now + 600_000 });
   });
   it("a one-off without an offset is a wall time in its tz", () => {
     const c = checkSchedule({ text: "x", at: "2026-12-24T09:00", tz: "Europe/Berlin" }, now);

@@ -73,11 +73,13 @@ export function jitterOf(id: number, slot: number, jitterMs: number): number {
 
 /** Whether `body` (already through the wire schema) makes a schedule at `now`, and its cadence. */
 export function checkSchedule(body: ScheduleBody, now: number): CheckedSchedule {
-  const kinds = [body.cron, body.every_seconds, body.at].filter((v) => v !== undefined).length;
-  if (kinds !== 1) return { ok: false, message: "a schedule needs exactly one of cron, every_seconds or at" };
+  const kinds = [body.cron, body.every_seconds, body.at, body.in_seconds].filter((v) => v !== undefined).length;
+  if (kinds !== 1) return { ok: false, message: "a schedule needs exactly one of cron, every_seconds, at or in_seconds" };
   const tz = body.tz ?? "UTC";
   if (!isTimeZone(tz)) return { ok: false, message: `tz "${tz}" is not an IANA time zone (e.g. Europe/Berlin)` };
-  if (body.tz !== undefined && body.every_seconds !== undefined) return { ok: false, message: "tz applies to cron and at, not to every_seconds (real time)" };
+  if (body.tz !== undefined && (body.every_seconds !== undefined || body.in_seconds !== undefined)) {
+    return { ok: false, message: "tz applies to cron and at, not to every_seconds or in_seconds (real time)" };
+  }
   const textBytes = new TextEncoder().encode(body.text).length;
   if (textBytes > LIMITS.scheduleTextBytes) return { ok: false, message: `text is ${textBytes} bytes; a schedule's text is at most ${LIMITS.scheduleTextBytes}` };
   let cadence: Cadence;
@@ -92,6 +94,8 @@ export function checkSchedule(body: ScheduleBody, now: number): CheckedSchedule 
     }
   } else if (body.every_seconds !== undefined) {
     cadence = { kind: "every", everyMs: body.every_seconds * 1000, from: now };
+  } else if (body.in_seconds !== undefined) {
+    cadence = { kind: "at", at: now + body.in_seconds * 1000 };
   } else {
     const at = parseAt(body.at!, tz);
     if (at === null) return { ok: false, message: `at "${body.at}" is not an ISO 8601 time (2026-12-24T09:00, optionally with Z or an offset)` };

@@ -8,8 +8,9 @@ import { LIMITS, MACHINE_LABEL } from "./protocol.ts";
 const count = z.int().check(z.nonnegative());
 
 /**
- * POST /agents/{agent}/schedules: exactly one of `cron` (with `tz`, default UTC), `every_seconds`
- * or `at` (a one-off: ISO 8601, with an offset or read in `tz`). `text` is at most
+ * POST /agents/{agent}/schedules: exactly one of `cron` (with `tz`, default UTC), `every_seconds`,
+ * or a one-off: `at` (ISO 8601, with an offset or read in `tz`) or `in_seconds` (from now, by the
+ * coordinator's clock). `text` is at most
  * LIMITS.scheduleTextBytes UTF-8 bytes (checked by the Worker). The message options are a post's.
  */
 export const scheduleBodySchema = z.strictObject({
@@ -17,6 +18,7 @@ export const scheduleBodySchema = z.strictObject({
   tz: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
   every_seconds: z.optional(z.int().check(z.gte(LIMITS.scheduleIntervalSeconds.min), z.lte(LIMITS.scheduleIntervalSeconds.max))),
   at: z.optional(z.string().check(z.minLength(10), z.maxLength(40))),
+  in_seconds: z.optional(z.int().check(z.gte(0), z.lte(LIMITS.scheduleIntervalSeconds.max))),
   text: z.string().check(z.minLength(1)),
   group: z.optional(z.string().check(z.minLength(1), z.maxLength(LIMITS.groupChars), z.regex(MACHINE_LABEL))),
   run_timeout_seconds: z.optional(z.int().check(z.gte(LIMITS.runTimeoutSeconds.min), z.lte(LIMITS.runTimeoutSeconds.max))),
