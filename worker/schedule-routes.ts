@@ -4,6 +4,7 @@
 // it refuses.
 import type { AgentHandler } from "./agents.ts";
 import { readJsonBody } from "./objects/http.ts";
+import { directoryObjectName } from "./objects/names.ts";
 import { errorResponse, LIMITS, parseBody } from "./wire/protocol.ts";
 import type { RouteKey } from "./wire/routes.ts";
 import { scheduleBodySchema, type ScheduleList } from "./wire/schedules.ts";
@@ -33,12 +34,13 @@ function withId(handle: (id: number, ...rest: Parameters<AgentHandler>) => Retur
 
 export const scheduleHandlers: { [K in ScheduleRoute]: AgentHandler } = {
   "GET /agents/{agent}/schedules": async ({ params }, stub) => Response.json({ agent: params.agent!, schedules: await stub.listSchedules() } satisfies ScheduleList),
-  "POST /agents/{agent}/schedules": async ({ request }, stub) => {
+  "POST /agents/{agent}/schedules": async ({ request, env, account, params }, stub) => {
     const body = await readJsonBody(request, BODY_BYTES);
     if (!body.ok) return body.response;
     const parsed = parseBody(scheduleBodySchema, body.data);
     if (!parsed.ok) return errorResponse(400, "bad_request", `bad schedule: ${parsed.message}`);
-    return answered(await stub.addSchedule(parsed.value), 201);
+    const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
+    return answered(await stub.addSchedule(parsed.value, await directory.schedulesBesides(params.agent!)), 201);
   },
   "GET /agents/{agent}/schedules/{schedule}": withId(async (id, _, stub) => answered(await stub.schedule(id))),
   "POST /agents/{agent}/schedules/{schedule}/pause": withId(async (id, _, stub) => answered(await stub.pauseSchedule(id, true))),

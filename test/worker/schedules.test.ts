@@ -3,12 +3,14 @@
 // object was not woken is posted late, not skipped; a paused schedule records its slots skipped and
 // catch-up decides on resume; on_busy reject skips a slot and says why; bad bodies store nothing;
 // and the DST table of the schedule rule holds under workerd's own Intl.
-import { runInDurableObject, SELF } from "cloudflare:test";
+import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { checkSchedule, decideSchedule, type ScheduleState } from "../../worker/rules/schedules.ts";
 import type { ScheduleView } from "../../worker/wire/schedules.ts";
-import { advanceClock, auth, BASE, call, freezeClock, message, stubFor, uniqueAgent } from "./helpers.ts";
+import { advanceClock, auth, BASE, call, freezeClock, message, stubFor, uniqueAgent, waitFor } from "./helpers.ts";
+import { directoryObjectName } from "../../worker/objects/names.ts";
+import { LIMITS } from "../../worker/wire/protocol.ts";
 
 const MIN = 60_000;
 
@@ -139,6 +141,23 @@ describe("schedules in the agent object", () => {
     expect((await call("GET", `/agents/${agent}/schedules/${once.id}`)).status).toBe(404);
     expect((await SELF.fetch(`${BASE}/agents/${agent}/schedules/${daily.id}`, { method: "DELETE", headers: auth })).status).toBe(204);
     expect((await call("GET", `/agents/${agent}/schedules`)).body).toEqual({ agent, schedules: [] });
+  });
+});
+
+describe("schedule limits", () => {
+  it("an agent holds at most LIMITS.schedulesPerAgent; the account's count, kept by the directory, holds the account's limit", async () => {
+    const agent = uniqueAgent();
+    for (let i = 0; i < LIMITS.schedulesPerAgent; i++) await addSchedule(agent, { every_seconds: 3600, text: `s${i}` });
+    const over = await call("POST", `/agents/${agent}/schedules`, { every_seconds: 3600, text: "one more" });
+    expect(over).toMatchObject({ status: 409, body: { error: "too_many_schedules" } });
+    expect(((await call("GET", `/agents/${agent}/schedules`)).body.schedules as unknown[]).length).toBe(LIMITS.schedulesPerAgent);
+    const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName("dev")));
+    await waitFor(async () => (await directory.schedulesBesides(uniqueAgent())) >= LIMITS.schedulesPerAgent, "the directory to count the agent's schedules");
+    expect(await directory.schedulesBesides(agent)).toBeLessThan(await directory.schedulesBesides(uniqueAgent()));
+    const other = uniqueAgent();
+    const refused = await stubFor(other).addSchedule({ every_seconds: 3600, text: "x" }, LIMITS.schedulesPerAccount);
+    expect(refused).toMatchObject({ ok: false, status: 409, code: "too_many_schedules" });
+    expect((await call("GET", `/agents/${other}/schedules`)).body.schedules).toEqual([]);
   });
 });
 

@@ -47,7 +47,8 @@ export abstract class AgentCalls extends SocketObject<ConnState> {
   webhookTest(): Outputs["webhookTest"] { return this.run({ type: "webhookTest" }); }
   setWebhook(body: WebhookConfigBody, origin: string): Outputs["setWebhook"] { return this.run({ type: "setWebhook", body, origin }); }
   deleteWebhook(): boolean { return this.run({ type: "deleteWebhook" }); }
-  addSchedule(body: ScheduleBody): ScheduleAnswer { return this.scheduleCall((s, now) => s.add(body, now), true); }
+  /** `elsewhere`: the account's schedules in its other agents, as the directory counts them. */
+  addSchedule(body: ScheduleBody, elsewhere: number): ScheduleAnswer { return this.scheduleCall((s, now) => s.add(body, now, elsewhere), true); }
   listSchedules(): ScheduleView[] { return this.scheduleCall((s) => s.list(), false); }
   schedule(id: number): ScheduleAnswer { return this.scheduleCall((s) => s.show(id), false); }
   pauseSchedule(id: number, paused: boolean): ScheduleAnswer { return this.scheduleCall((s) => s.setPaused(id, paused), true); }

@@ -140,10 +140,21 @@ export class AgentCoordinator extends AgentCalls {
   protected scheduleCall<T>(call: (s: AgentSchedules, now: number) => T, changes: boolean): T {
     this.store.countWake();
     const now = this.now();
+    const count = this.schedules.count();
     const answer = call(this.schedules, now);
     // A change moves the next slot: the alarm is planned again for it.
     if (!this.fireSchedules(now) && changes) this.step(now, { type: "alarm" });
+    this.noteScheduleCount(count);
     return answer;
+  }
+
+  /** The directory keeps each agent's count of schedules for the account's limit; told only of a change, never awaited. */
+  private noteScheduleCount(before: number): void {
+    const after = this.schedules.count();
+    if (after === before || !this.identity) return;
+    const { account, agent } = this.identity;
+    const directory = this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName(directoryObjectName(account)));
+    this.ctx.waitUntil(directory.setScheduleCount(agent, after).catch((err: unknown) => console.error(`schedule count not reported: ${String(err)}`)));
   }
 
   /**
@@ -156,6 +167,7 @@ export class AgentCoordinator extends AgentCalls {
     const paused = this.controls.paused();
     const wake = this.schedules.nextWake(now, paused);
     if (account === undefined || wake === null || wake > now) return false;
+    const count = this.schedules.count();
     this.ctx.storage.transactionSync(() => {
       for (const slot of this.schedules.due(now, paused)) {
         const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)).plan : null;
@@ -163,6 +175,7 @@ export class AgentCoordinator extends AgentCalls {
       }
     });
     this.step(now, { type: "alarm" });
+    this.noteScheduleCount(count);
     return true;
   }
 

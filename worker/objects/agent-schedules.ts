@@ -46,11 +46,14 @@ export class AgentSchedules {
     this.store = new ScheduleStore(sql);
   }
 
-  add(body: ScheduleBody, now: number): ScheduleAnswer {
+  add(body: ScheduleBody, now: number, elsewhere: number): ScheduleAnswer {
     const checked = checkSchedule(body, now);
     if (!checked.ok) return { ok: false, status: 400, code: "bad_request", message: checked.message };
     if (this.store.all().length >= LIMITS.schedulesPerAgent) {
       return { ok: false, status: 409, code: "too_many_schedules", message: `an agent has at most ${LIMITS.schedulesPerAgent} schedules; remove one first` };
+    }
+    if (elsewhere + this.store.all().length >= LIMITS.schedulesPerAccount) {
+      return { ok: false, status: 409, code: "too_many_schedules", message: `an account has at most ${LIMITS.schedulesPerAccount} schedules; remove one first` };
     }
     const s = this.store.add({
       cadence: checked.cadence, tz: checked.tz, text: body.text, group: body.group ?? null, runTimeoutMs: body.run_timeout_seconds === undefined ? null : body.run_timeout_seconds * 1000,
