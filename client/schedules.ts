@@ -2,8 +2,7 @@
 // at a time), list, show, pause, resume and remove them. The coordinator posts each slot's message
 // exactly once (docs/guides/schedules.md); a refused schedule (a bad cron names its field) is a
 // CoordinatorError and nothing is stored.
-import * as z from "zod/mini";
-import { scheduleListSchema, scheduleViewSchema, type ScheduleBody, type ScheduleView } from "../worker/wire/schedules.ts";
+import { scheduleListSchema, scheduleRemovedSchema, scheduleViewSchema, type ScheduleBody, type ScheduleView } from "../worker/wire/schedules.ts";
 import { routePath } from "../worker/wire/routes.ts";
 import { requestJson, type Connection } from "./http.ts";
 
@@ -31,7 +30,7 @@ export function resumeSchedule(agent: string, id: number, conn: Connection): Pro
 }
 
 export async function removeSchedule(agent: string, id: number, conn: Connection): Promise<void> {
-  await requestJson(conn, "DELETE", routePath("/agents/{agent}/schedules/{schedule}", { agent, schedule: id }), z.unknown());
+  await requestJson(conn, "DELETE", routePath("/agents/{agent}/schedules/{schedule}", { agent, schedule: id }), scheduleRemovedSchema);
 }
 
 /** "90s", "15m", "2h", "1d", "1h30m" as seconds; null when it is not such a duration. */

@@ -7,7 +7,7 @@ import { readJsonBody } from "./objects/http.ts";
 import { directoryObjectName } from "./objects/names.ts";
 import { errorResponse, LIMITS, parseBody } from "./wire/protocol.ts";
 import type { RouteKey } from "./wire/routes.ts";
-import { scheduleBodySchema, type ScheduleList } from "./wire/schedules.ts";
+import { scheduleBodySchema, type ScheduleList, type ScheduleRemoved } from "./wire/schedules.ts";
 import type { ScheduleAnswer } from "./objects/agent-schedules.ts";
 
 type ScheduleRoute = Extract<RouteKey, `${string} /agents/{agent}/schedules${string}`>;
@@ -45,5 +45,5 @@ export const scheduleHandlers: { [K in ScheduleRoute]: AgentHandler } = {
   "GET /agents/{agent}/schedules/{schedule}": withId(async (id, _, stub) => answered(await stub.schedule(id))),
   "POST /agents/{agent}/schedules/{schedule}/pause": withId(async (id, _, stub) => answered(await stub.pauseSchedule(id, true))),
   "POST /agents/{agent}/schedules/{schedule}/resume": withId(async (id, _, stub) => answered(await stub.pauseSchedule(id, false))),
-  "DELETE /agents/{agent}/schedules/{schedule}": withId(async (id, _, stub) => (await stub.removeSchedule(id)) ? new Response(null, { status: 204 }) : errorResponse(404, "not_found", `no schedule ${id}`)),
+  "DELETE /agents/{agent}/schedules/{schedule}": withId(async (id, _, stub) => (await stub.removeSchedule(id)) ? Response.json({ id, removed: true } satisfies ScheduleRemoved) : errorResponse(404, "not_found", `no schedule ${id}`)),
 };

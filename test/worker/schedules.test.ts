@@ -14,6 +14,10 @@ import { LIMITS } from "../../worker/wire/protocol.ts";
 
 const MIN = 60_000;
 
+async function scrape(): Promise<string> {
+  return (await SELF.fetch(`${BASE}/metrics`, { headers: auth })).text();
+}
+
 async function addSchedule(agent: string, body: Record<string, unknown>): Promise<ScheduleView> {
   const res = await call("POST", `/agents/${agent}/schedules`, body);
   expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -42,6 +46,9 @@ describe("schedules in the agent object", () => {
     const fired = await show(agent, s.id);
     expect(fired.fires).toEqual([{ slot: start + 10 * MIN, outcome: "posted", at: start + 10 * MIN, message_id: 1, reason: null, count: 1, last_slot: start + 10 * MIN }]);
     expect(fired.next_slot).toBe(start + 20 * MIN);
+    // /metrics counts the fire and its lateness (0 s here: the test clock stands still).
+    await waitFor(async () => (await scrape()).includes(`baton_schedule_fires_total{agent="${agent}"} 1`), "the fire in /metrics");
+    expect(await scrape()).toContain(`baton_schedule_lateness_seconds_count{agent="${agent}"} 1`);
     // The alarm handler runs again (a retried alarm), twice: the slot is already decided.
     await runInDurableObject(stubFor(agent), async (o: AgentCoordinator) => {
       await o.alarm();
@@ -117,6 +124,7 @@ describe("schedules in the agent object", () => {
     expect(await texts(agent)).toEqual(["job"]);
     expect((await message(agent, 1)).status).toBe("queued");
     expect((await show(agent, s.id)).fires[0]).toMatchObject({ slot: start + 20 * MIN, outcome: "skipped", reason: "busy", message_id: null });
+    await waitFor(async () => (await scrape()).includes(`baton_schedule_skips_total{agent="${agent}",reason="busy"} 1`), "the busy skip in /metrics");
   });
 
   it("refuses a bad schedule with the field named, and stores nothing", async () => {
@@ -128,7 +136,7 @@ describe("schedules in the agent object", () => {
     expect((await call("POST", `/agents/${agent}/schedules`, { every_seconds: 600, text: "x", extra: 1 })).status).toBe(400);
     expect((await call("GET", `/agents/${agent}/schedules`)).body).toEqual({ agent, schedules: [] });
     expect((await call("GET", `/agents/${agent}/schedules/1`)).status).toBe(404);
-    expect((await SELF.fetch(`${BASE}/agents/${agent}/schedules/abc`, { method: "DELETE", headers: auth })).status).toBe(404);
+    expect((await call("DELETE", `/agents/${agent}/schedules/abc`)).status).toBe(404);
   });
 
   it("a one-off posts once at its time and is gone; remove takes a schedule away", async () => {
@@ -139,7 +147,7 @@ describe("schedules in the agent object", () => {
     await advanceClock(5 * MIN, { agent });
     expect(await texts(agent)).toEqual(["once"]);
     expect((await call("GET", `/agents/${agent}/schedules/${once.id}`)).status).toBe(404);
-    expect((await SELF.fetch(`${BASE}/agents/${agent}/schedules/${daily.id}`, { method: "DELETE", headers: auth })).status).toBe(204);
+    expect(await call("DELETE", `/agents/${agent}/schedules/${daily.id}`)).toEqual({ status: 200, body: { id: daily.id, removed: true } });
     expect((await call("GET", `/agents/${agent}/schedules`)).body).toEqual({ agent, schedules: [] });
   });
 });

@@ -176,6 +176,8 @@ export class AgentCoordinator extends AgentCalls {
     });
     this.step(now, { type: "alarm" });
     this.noteScheduleCount(count);
+    // A fire changes the schedules' figures /metrics reports with presence.
+    this.reports.changed();
     return true;
   }
 

@@ -9,6 +9,7 @@
 import type { AgentEvent, AgentPlan } from "../rules/agent-plan.ts";
 import { checkSchedule, decideSchedule, jitterOf, nextFire, slotKey, type ScheduleDecision } from "../rules/schedules.ts";
 import type { Canceller } from "../rules/plan/types.ts";
+import { fireRows } from "../rules/metrics.ts";
 import { LIMITS } from "../wire/protocol.ts";
 import type { ScheduleBody, ScheduleView } from "../wire/schedules.ts";
 import type { AgentWebhooks } from "./agent-webhooks.ts";
@@ -28,17 +29,8 @@ export interface SlotPost {
   replayed: number | null;
 }
 
-/** Figures for /metrics and the bench: slots posted and skipped, and how late posts were. */
-export interface ScheduleCounts {
-  fired: number;
-  skipped: number;
-  lateMsSum: number;
-  lateMsMax: number;
-}
-
 export class AgentSchedules {
   readonly store: ScheduleStore;
-  readonly counts: ScheduleCounts = { fired: 0, skipped: 0, lateMsSum: 0, lateMsMax: 0 };
   /** When the earliest schedule next needs the alarm, kept until the store changes (null: unknown, recomputed). */
   private wake: { at: number | null; paused: boolean } | null = null;
 
@@ -115,7 +107,7 @@ export class AgentSchedules {
       for (const k of d.skips) {
         this.store.recordFire(s.id, { slot: k.slot, outcome: "skipped", at: now, messageId: null, reason: k.reason, count: k.count, lastSlot: k.last });
         this.webhooks.enqueue({ type: "schedule.skipped", schedule: { id: s.id, slot: k.slot, last_slot: k.last, count: k.count }, reason: k.reason }, now);
-        this.counts.skipped += k.count;
+        this.store.tally([{ key: `skipped:${k.reason}`, value: k.count }]);
       }
       for (const slot of d.post) posts.push(this.slotPost(s, slot, now));
       this.settle(s, d);
@@ -132,16 +124,14 @@ export class AgentSchedules {
       this.store.recordFire(p.schedule.id, { slot: p.slot, outcome: "posted", at: now, messageId, reason: null, count: 1, lastSlot: p.slot });
       if (p.replayed === null) {
         this.webhooks.enqueue({ type: "schedule.fired", schedule: { id: p.schedule.id, slot: p.slot, late_ms: late }, message_id: messageId }, now);
-        this.counts.fired += 1;
-        this.counts.lateMsSum += late;
-        this.counts.lateMsMax = Math.max(this.counts.lateMsMax, late);
+        this.store.tally(fireRows(late));
       }
       return;
     }
     // on_busy reject refused it: nothing was stored but the skip.
     this.store.recordFire(p.schedule.id, { slot: p.slot, outcome: "skipped", at: now, messageId: null, reason: "busy", count: 1, lastSlot: p.slot });
     this.webhooks.enqueue({ type: "schedule.skipped", schedule: { id: p.schedule.id, slot: p.slot, last_slot: p.slot, count: 1 }, reason: "busy" }, now);
-    this.counts.skipped += 1;
+    this.store.tally([{ key: "skipped:busy", value: 1 }]);
   }
 
   private slotPost(s: StoredSchedule, slot: number, now: number): SlotPost {

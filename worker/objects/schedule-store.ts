@@ -39,6 +39,8 @@ const MIGRATIONS: readonly Migration[] = [
       schedule_id INTEGER NOT NULL, slot INTEGER NOT NULL, outcome TEXT NOT NULL, at INTEGER NOT NULL, message_id INTEGER, reason TEXT,
       count INTEGER NOT NULL, last_slot INTEGER NOT NULL, PRIMARY KEY (schedule_id, slot, outcome))`);
   },
+  // What /metrics counts of the schedules (rules/metrics.ts scheduleTallyOf), kept across restarts.
+  (sql) => sql.exec(`CREATE TABLE IF NOT EXISTS schedule_tally (key TEXT PRIMARY KEY, value REAL NOT NULL)`),
 ];
 
 type Row = {
@@ -106,6 +108,13 @@ export class ScheduleStore {
       `DELETE FROM schedule_fires WHERE schedule_id = ? AND rowid NOT IN (SELECT rowid FROM schedule_fires WHERE schedule_id = ? ORDER BY last_slot DESC, at DESC LIMIT ?)`,
       id, id, LIMITS.scheduleFiresKept,
     );
+  }
+
+  /** Adds to the tally /metrics reports (rules/metrics.ts). */
+  tally(rows: readonly { key: string; value: number }[]): void {
+    for (const { key, value } of rows) {
+      this.sql.exec(`INSERT INTO schedule_tally (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = value + excluded.value`, key, value);
+    }
   }
 
   /** The fire recorded for a slot posted, if any (a second decision of the same slot finds it). */

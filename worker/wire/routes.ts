@@ -14,7 +14,7 @@ import {
 } from "./protocol.ts";
 import type { Scope } from "./token-scopes.ts";
 import { webhookConfigSchema, webhookTestResultSchema, webhookViewSchema } from "./webhooks.ts";
-import { scheduleBodySchema, scheduleListSchema, scheduleViewSchema } from "./schedules.ts";
+import { scheduleBodySchema, scheduleListSchema, scheduleRemovedSchema, scheduleViewSchema } from "./schedules.ts";
 
 /** A JSON body's schema, or what a route sends or answers that is not JSON. */
 export type Payload = z.ZodMiniType | "bytes" | "websocket" | "prometheus" | "empty";
@@ -63,7 +63,7 @@ export const ROUTES = {
   "GET /agents/{agent}/schedules/{schedule}": spec("read", null, scheduleViewSchema, "one schedule with its latest fires, linked to their messages"),
   "POST /agents/{agent}/schedules/{schedule}/pause": spec("admin", null, scheduleViewSchema, "stop posting its slots (each is recorded skipped; catch-up decides on resume)"),
   "POST /agents/{agent}/schedules/{schedule}/resume": spec("admin", null, scheduleViewSchema, "post its slots again"),
-  "DELETE /agents/{agent}/schedules/{schedule}": spec("admin", null, "empty", "remove a schedule and its record of fires"),
+  "DELETE /agents/{agent}/schedules/{schedule}": spec("admin", null, scheduleRemovedSchema, "remove a schedule and its record of fires (its messages stay)"),
   "GET /agents/{agent}/messages/{id}": spec("read", null, messageViewSchema, "one message in full"),
   "POST /agents/{agent}/messages/{id}/resume": spec("answer", resumeSchema, messageViewSchema, "resume a parked message (`outcome`: `done` or `redo` for an unknown effect)"),
   "POST /agents/{agent}/messages/{id}/approve": spec("answer", approveSchema, messageViewSchema, "a person approves a parked message"),

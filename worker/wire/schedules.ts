@@ -66,9 +66,13 @@ export const scheduleViewSchema = z.object({
   fires: z.array(scheduleFireSchema),
 });
 
+/** DELETE /agents/{agent}/schedules/{schedule}: the messages it posted stay. */
+export const scheduleRemovedSchema = z.object({ id: z.int().check(z.gte(1)), removed: z.literal(true) });
+
 export const scheduleListSchema = z.object({ agent: z.string(), schedules: z.array(scheduleViewSchema) });
 
 export type ScheduleBody = z.infer<typeof scheduleBodySchema>;
 export type ScheduleFireView = z.infer<typeof scheduleFireSchema>;
 export type ScheduleView = z.infer<typeof scheduleViewSchema>;
 export type ScheduleList = z.infer<typeof scheduleListSchema>;
+export type ScheduleRemoved = z.infer<typeof scheduleRemovedSchema>;
