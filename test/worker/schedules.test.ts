@@ -127,6 +127,21 @@ describe("schedules in the agent object", () => {
     await waitFor(async () => (await scrape()).includes(`baton_schedule_skips_total{agent="${agent}",reason="busy"} 1`), "the busy skip in /metrics");
   });
 
+  it("a posted slot queues schedule.fired with its lateness and message, a refused one schedule.skipped with why", async () => {
+    const agent = uniqueAgent();
+    expect((await call("PUT", `/agents/${agent}/webhook`, { url: "http://receiver.test/status/503", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" })).status).toBe(200);
+    const start = await freezeClock(agent);
+    const s = await addSchedule(agent, { every_seconds: 600, text: "hook", on_busy: "reject" });
+    await advanceClock(10 * MIN, { agent });
+    await advanceClock(10 * MIN, { agent });
+    const events = await runInDurableObject(stubFor(agent), (_i, state) => state.storage.sql
+      .exec<{ type: string; facts: string }>(`SELECT type, facts FROM webhook_outbox ORDER BY seq`).toArray());
+    expect(events.map((e) => [e.type, JSON.parse(e.facts)])).toEqual([
+      ["schedule.fired", { type: "schedule.fired", schedule: { id: s.id, slot: start + 10 * MIN, late_ms: 0 }, message_id: 1 }],
+      ["schedule.skipped", { type: "schedule.skipped", schedule: { id: s.id, slot: start + 20 * MIN, last_slot: start + 20 * MIN, count: 1 }, reason: "busy" }],
+    ]);
+  });
+
   it("refuses a bad schedule with the field named, and stores nothing", async () => {
     const agent = uniqueAgent();
     const bad = await call("POST", `/agents/${agent}/schedules`, { cron: "0 9 * 13 *", tz: "Europe/Berlin", text: "x" });
