@@ -36,6 +36,8 @@ const { values: opts } = parseArgs({
     write: { type: "boolean", default: false },
     "working-tree": { type: "boolean", default: false },
     "schedule-slots": { type: "string", default: "1000" },
+    "schedule-count": { type: "string", default: "1000" },
+    "schedule-agents": { type: "string", default: "100" },
   },
 });
 const trials = Number(opts.trials);
@@ -120,7 +122,9 @@ const SCENARIOS: Record<string, Scenario> = {
   /** Schedules: lateness over 1,000 slots on the injected clock and 20 on the real one; 1,000 schedules over 100 agents. */
   schedules: {
     needs: [],
-    run: async (b) => void b.sections.push(await runSchedules(b.dev.url, { slots: Number(opts["schedule-slots"]), realSlots: 20, schedules: 1000, agents: 100 })),
+    run: async (b) => void b.sections.push(await runSchedules(b.dev.url, {
+      slots: Number(opts["schedule-slots"]), realSlots: 20, schedules: Number(opts["schedule-count"]), agents: Number(opts["schedule-agents"]),
+    })),
   },
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
   scale: { needs: [], run: async (b) => void b.sections.push(await runScale({ startDev: b.startDev, cli: b.cli })) },
