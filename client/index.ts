@@ -8,6 +8,8 @@ export { observe } from "./observe.ts";
 export { send } from "./send.ts";
 export type { SendOptions } from "./send.ts";
 export { drain, pause, undrain, unpause } from "./controls.ts";
+export { addSchedule, getSchedule, listSchedules, parseDuration, pauseSchedule, removeSchedule, resumeSchedule } from "./schedules.ts";
+export type { ScheduleBody, ScheduleView } from "./schedules.ts";
 export { answer, approve, reject, retry } from "./answers.ts";
 export { answerFromView, answerOf, askPerson, waitForAnswer } from "./person-question.ts";
 export type { PersonQuestion, PersonAnswer as PersonQuestionAnswer, WaitOptions } from "./person-question.ts";

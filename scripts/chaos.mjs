@@ -5,16 +5,18 @@
 // `npm run chaos -- --mode steps` durable steps under kill -9 (scripts/chaos/steps.ts), and
 // `npm run chaos -- --mode cancel` cancels and interrupts under kill -9 and coordinator restarts
 // (scripts/chaos/cancel.ts), `npm run chaos -- --mode lifeline` SIGKILLs of `baton serve` itself
-// while its commands write (scripts/chaos/lifeline.ts); the other modes, single and pool, are the main run's.
+// while its commands write (scripts/chaos/lifeline.ts), `npm run chaos -- --mode schedules` schedules
+// through coordinator restarts and clock jumps (scripts/chaos/schedules.ts); the other modes, single
+// and pool, are the main run's.
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const argv = process.argv.slice(2);
 const mode = argv.indexOf("--mode");
-const ownFile = mode >= 0 && ["steps", "cancel", "lifeline"].includes(argv[mode + 1]) ? argv[mode + 1] : null;
+const ownFile = mode >= 0 && ["steps", "cancel", "lifeline", "schedules"].includes(argv[mode + 1]) ? argv[mode + 1] : null;
 const at = ownFile ? mode : argv.indexOf("--scenario");
 const scenario = argv.includes("--flood") ? "flood" : ownFile ?? (at >= 0 ? argv[at + 1] : "main");
-const files = { main: "main.ts", flood: "flood.ts", restarts: "restarts.ts", attacks: "attacks.ts", steps: "steps.ts", cancel: "cancel.ts", lifeline: "lifeline.ts" };
+const files = { main: "main.ts", flood: "flood.ts", restarts: "restarts.ts", attacks: "attacks.ts", steps: "steps.ts", cancel: "cancel.ts", lifeline: "lifeline.ts", schedules: "schedules.ts" };
 if (!(scenario in files)) {
   console.error(`--scenario is one of ${Object.keys(files).join(", ")}, got ${scenario}`);
   process.exit(1);

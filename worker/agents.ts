@@ -22,6 +22,7 @@ import type { Handler, Handlers, RouteCall } from "./routes.ts";
 import type { RouteKey } from "./wire/routes.ts";
 import { RESUME_OUTCOMES } from "./wire/enums.ts";
 import { getOutput, postOutput } from "./output-routes.ts";
+import { scheduleHandlers } from "./schedule-routes.ts";
 
 const SMALL_BODY_BYTES = 4 * 1024;
 
@@ -36,7 +37,7 @@ export type Stub = {
 };
 
 type AgentRoute = Extract<RouteKey, `${string} /agents/{agent}/${string}`>;
-type AgentHandler = (call: RouteCall, stub: Stub, id: number) => Promise<Response> | Response;
+export type AgentHandler = (call: RouteCall, stub: Stub, id: number) => Promise<Response> | Response;
 
 /** Who acted, for the routes that record it. */
 const answerer = ({ request, account }: RouteCall): Answerer => ({ account, token: callerOf(request).tokenName, via: viaOf(request) });
@@ -61,6 +62,7 @@ const AGENT_HANDLERS: { [K in AgentRoute]: AgentHandler } = {
   "PUT /agents/{agent}/webhook": ({ request, env }, stub) => putWebhook(request, stub, env.BATON_WEBHOOK_ALLOW_PRIVATE),
   "DELETE /agents/{agent}/webhook": (call, stub) => deleteWebhook(stub, agentWhat(call)),
   "POST /agents/{agent}/webhook/test": (call, stub) => webhookTestRoute(stub, `${agentWhat(call)} (of its own; test the account's with POST /webhook/test)`, call.env.BATON_WEBHOOK_ALLOW_PRIVATE),
+  ...scheduleHandlers,
   "GET /agents/{agent}/messages/{id}": async (_, stub, id) => {
     const view = await stub.message(id);
     return view ? Response.json(view) : errorResponse(404, "not_found", `no message ${id}`);

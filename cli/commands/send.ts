@@ -19,6 +19,7 @@ import { routePath } from "../../worker/wire/routes.ts";
 import { readOutput } from "../../client/output.ts";
 import { OutputPrinter } from "../lib/output-printer.ts";
 import { tokenLabel } from "../lib/token-label.ts";
+import { addSchedule, parseDuration } from "../../client/schedules.ts";
 
 const SEND_EXIT = { noReply: 3, failed: 4, parked: 5, rejected: 6, cancelled: 7, superseded: 8, busy: 9, interrupted: 130 } as const;
 const POLL_MS = 250;
@@ -38,6 +39,9 @@ export default defineCommand({
     "run-timeout": { type: "string", value: "SECONDS", description: "take the message back from a run that is not done by then (default: the agent's)" },
     quiet: { type: "boolean", description: "with --wait, print only the reply, not the run's live output" },
     "cancel-on-interrupt": { type: "boolean", description: "with --wait, Ctrl-C cancels the message (its run is stopped) instead of leaving it queued or running" },
+    at: { type: "string", value: "TIME", description: "post it later, once, at TIME (ISO 8601: 2026-12-24T09:00, in --tz, or with Z or an offset): a one-off schedule" },
+    in: { type: "string", value: "DURATION", description: "post it later, once, after DURATION (90s, 10m, 2h) by the coordinator's clock: a one-off schedule" },
+    tz: { type: "string", value: "ZONE", description: "with --at and no offset: the IANA time zone TIME is in (default UTC)" },
   },
   exitCodes: [
     { code: SEND_EXIT.noReply, meaning: "with --wait: no reply within --timeout (the message stays queued)" },
@@ -59,6 +63,8 @@ export default defineCommand({
     if (text === "") throw new UsageError("the message text is empty");
     if (utf8Bytes(text) > LIMITS.messageTextBytes) throw tooLong();
     const conn = resolveConnection(options);
+    if (options.at !== undefined || options.in !== undefined) return sendLater(agent, text, options, conn);
+    if (options.tz !== undefined) throw new UsageError("--tz goes with --at");
     const { min, max } = LIMITS.runTimeoutSeconds;
     const body = {
       text,
@@ -232,4 +238,26 @@ async function readStdin(limit: number): Promise<string> {
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString("utf8");
+}
+
+/** `--at` / `--in`: a one-off schedule, which the coordinator posts once at its time (docs/guides/schedules.md). */
+async function sendLater(
+  agent: string, text: string, options: { at?: string; in?: string; tz?: string; wait?: boolean; group?: string; "run-timeout"?: string; json: boolean }, conn: Connection,
+): Promise<void> {
+  if (options.wait) throw new UsageError("--wait does not go with --at or --in: the message is posted later (`baton schedule show` lists its message once posted)");
+  if (options.at !== undefined && options.in !== undefined) throw new UsageError("give --at or --in, not both");
+  if (options.tz !== undefined && options.at === undefined) throw new UsageError("--tz goes with --at");
+  if (utf8Bytes(text) > LIMITS.scheduleTextBytes) throw new UsageError(`a message sent later is at most ${LIMITS.scheduleTextBytes} bytes`);
+  const inSeconds = options.in === undefined ? undefined : parseDuration(options.in);
+  if (inSeconds === null) throw new UsageError(`--in must be a duration like 90s, 10m or 2h, got ${JSON.stringify(options.in)}`);
+  const { min, max } = LIMITS.runTimeoutSeconds;
+  const view = await addSchedule(agent, {
+    text,
+    ...(options.at === undefined ? {} : { at: options.at }),
+    ...(options.tz === undefined ? {} : { tz: options.tz }),
+    ...(inSeconds === undefined ? {} : { in_seconds: inSeconds }),
+    ...(options.group === undefined ? {} : { group: options.group }),
+    ...(options["run-timeout"] === undefined ? {} : { run_timeout_seconds: numberOption(options["run-timeout"], "run-timeout", { min, max, integer: true, unit: "seconds" }) }),
+  }, conn);
+  process.stdout.write(options.json ? `${JSON.stringify(view)}\n` : `scheduled for ${new Date(view.next_slot ?? view.at ?? 0).toISOString()} as schedule ${view.id} of ${agent}\n`);
 }

@@ -17,6 +17,7 @@ from ._wire import LIMITS
 from .answers import answer, approve, reject, retry
 from .cancel import cancel
 from ._output import read_output
+from .schedules import add_schedule, get_schedule, list_schedules, pause_schedule, remove_schedule, resume_schedule
 from .errors import (BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, MessageCancelledError, OutcomeUnknownError,
                      UnreachableError, WaitingForPersonError)
 from .serve import Answerer, Effect, Message, MessageContext, PersonAnswer, ServeHandle, serve
@@ -28,6 +29,7 @@ __all__ = [
     "WaitingForPersonError", "MessageCancelledError",
     "Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve", "send",
     "answer", "approve", "reject", "retry", "cancel", "read_output",
+    "add_schedule", "list_schedules", "get_schedule", "pause_schedule", "resume_schedule", "remove_schedule",
     "SessionLease", "run_with_session_lease", "session_lease",
     "LIMITS",
 ]

@@ -22,6 +22,7 @@ import { runScale } from "./scale.ts";
 import { runSteady } from "./steady.ts";
 import { runSteps } from "./steps.ts";
 import { measureWakes, type WakeResult } from "./wakes.ts";
+import { runSchedules } from "./schedules.ts";
 
 const { values: opts } = parseArgs({
   options: {
@@ -34,6 +35,9 @@ const { values: opts } = parseArgs({
     only: { type: "string" },
     write: { type: "boolean", default: false },
     "working-tree": { type: "boolean", default: false },
+    "schedule-slots": { type: "string", default: "1000" },
+    "schedule-count": { type: "string", default: "1000" },
+    "schedule-agents": { type: "string", default: "100" },
   },
 });
 const trials = Number(opts.trials);
@@ -115,10 +119,17 @@ const SCENARIOS: Record<string, Scenario> = {
   cancel: { needs: [], run: async (b) => void b.sections.push(await runCancel(b.dev.url, b.cli, trials)) },
   /** OpenTelemetry: a 100-step run traced against untraced. */
   tracing: { needs: [], run: async (b) => void b.sections.push(await runTracing(b.dev.url, trials)) },
+  /** Schedules: lateness over 1,000 slots on the injected clock and 20 on the real one; 1,000 schedules over 100 agents. */
+  schedules: {
+    needs: [],
+    run: async (b) => void b.sections.push(await runSchedules(b.dev.url, {
+      slots: Number(opts["schedule-slots"]), realSlots: 20, schedules: Number(opts["schedule-count"]), agents: Number(opts["schedule-agents"]),
+    })),
+  },
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
   scale: { needs: [], run: async (b) => void b.sections.push(await runScale({ startDev: b.startDev, cli: b.cli })) },
 };
-const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel", "tracing"];
+const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel", "tracing", "schedules"];
 const ALIASES: Record<string, string[]> = { acquire: ["fresh", "fresh-sharded", "hot"] };
 
 function selected(): string[] {

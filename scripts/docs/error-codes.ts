@@ -18,6 +18,7 @@ const MEANING: Record<ErrorCode, string> = {
   too_large: "a value or body over its limit (HTTP 413)",
   rate_limited: "too many frames, characters or replay bytes for now; the message says when to ask again",
   too_many_connections: "the agent (or the account's observers) already has the most connections allowed (HTTP 429)",
+  too_many_schedules: "the agent (or the account) already has the most schedules allowed; nothing was stored (HTTP 409)",
   unauthorized: "no token, or a token the coordinator does not know (HTTP 401)",
   forbidden: "the token lacks the route's scope, or the request came from a web page on a foreign origin (HTTP 403)",
   bad_name: "an agent or session name outside its rule (HTTP 400)",

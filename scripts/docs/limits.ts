@@ -57,6 +57,11 @@ const ROWS: Row[] = [
   { keys: ["historyPageMessages", "historyPageBytes"], limit: "one page of history (`GET /agents/{agent}/messages`, `baton history`)", value: `${L.historyPageMessages} messages (or \`?limit=N\`, fewer) and ${kib(L.historyPageBytes)} of JSON, whichever comes first (at least one message); \`more: true\` means ask again \`?after=cursor\``, answer: "—", why: "a page is built and sent by the agent's one object: 500 messages of 32 KiB were 16.6 MB and 1.5 s that delayed its leases" },
   { keys: ["replayBytesPerSecond", "replayBytesPerSecondPerAgent"], limit: "sync replay", value: `${mib(L.replayBytesPerSecond)}/s per connection, ${mib(L.replayBytesPerSecondPerAgent)}/s per agent (token buckets)`, answer: "`rate_limited` error frame saying when to ask again; nothing is sent" },
   { keys: ["machineLabelChars"], limit: "machine labels", value: `1–${L.machineLabelChars} printable characters (no control or format characters)`, answer: "400 / `bad_frame`" },
+  { keys: ["schedulesPerAgent", "schedulesPerAccount"], limit: "schedules (`baton schedule add`, one-offs of `baton send --at/--in` included)", value: `${L.schedulesPerAgent} per agent, ${L.schedulesPerAccount.toLocaleString("en")} per account`, answer: "409 `too_many_schedules`; nothing stored", why: "each one is stepped by its agent's alarm; a one-off leaves the count once its slot is decided" },
+  { keys: ["scheduleIntervalSeconds"], limit: "a schedule's interval (`--every`, and the shortest gap of a cron)", value: range(L.scheduleIntervalSeconds, " s"), answer: "400 `bad_request` naming the interval" },
+  { keys: ["scheduleTextBytes", "scheduleCronChars"], limit: "a schedule's text, its cron expression", value: `${kib(L.scheduleTextBytes)} (UTF-8 bytes); ${L.scheduleCronChars} characters`, answer: "400 `bad_request`; an invalid cron names its field; nothing stored" },
+  { keys: ["scheduleJitterSeconds"], limit: "a schedule's jitter", value: `0–${L.scheduleJitterSeconds} s`, answer: "400 `bad_request`" },
+  { keys: ["scheduleFiresKept"], limit: "fires kept per schedule (posted or skipped slots shown by `baton schedule show`)", value: String(L.scheduleFiresKept), answer: "—" },
   { keys: ["leaseTtlSeconds"], limit: "lease TTL", value: range(L.leaseTtlSeconds, " s"), answer: "400 `bad_request`" },
 ];
 

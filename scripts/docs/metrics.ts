@@ -15,6 +15,7 @@ function sampleAgent(): AgentMetrics {
     counters: { ...counters, transitions: { claimed: 1 }, refusals: { stale_fence: 1 } },
     messages: { byStatus: { queued: 1 }, posted: 1, deliveries: 1, redeliveries: 0, cancelled: 0 },
     webhooks: { delivered: 0, failed: 0, dropped: 0, pending: 0 },
+    schedules: { fired: 1, skipped: { paused: 1 }, lateness: { buckets: counters.gapSeconds.buckets, count: 0, sum: 0 } },
   } as AgentMetrics;
 }
 

@@ -11,14 +11,16 @@ import { describe, expect, it } from "vitest";
 import { ROOT } from "./wrangler-dev.ts";
 
 /**
- * docs/guides/operate.md states the size this test prints: 408 KiB (104 KiB gzipped) once every input
- * went through the plan's phases, the message row got its codec and migrations, and the route table
- * gave every route its response schema (346 KiB before, 291 KiB before cancel and webhooks); all of
- * it baton's own code, no new library; then 442 KiB (113 KiB gzipped) with runs' live output (wire/output.ts,
- * the output store, its routes and its plan rule). Past this budget someone added weight on purpose or by mistake.
+ * docs/guides/operate.md states the size this test prints: MEASURED with live output and schedules,
+ * whose cron library (croner, 33 KiB as shipped, already minified; cron-parser would have been 101 KiB
+ * with luxon, docs/guides/schedules.md) is the worker's first library beside zod, and ~37 KiB of
+ * schedule code, and 34 KiB of live output (wire/output.ts, the output store, its routes and its plan rule); 408 KiB (104 KiB gzipped) before, once every input went through the plan's phases,
+ * the message row got its codec and migrations, and the route table gave every route its response
+ * schema (346 KiB before, 291 KiB before cancel and webhooks). Past this budget someone added weight
+ * on purpose or by mistake.
  */
-const BUNDLE_BUDGET_BYTES = 450 * 1024;
-const GZIP_BUDGET_BYTES = 116 * 1024;
+const BUNDLE_BUDGET_BYTES = 560 * 1024;
+const GZIP_BUDGET_BYTES = 145 * 1024;
 
 describe("wrangler deploy --dry-run", () => {
   it("bundles the worker with its three object classes, within the size budget", async () => {

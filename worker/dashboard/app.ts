@@ -6,6 +6,8 @@ import { Api, currentToken, DEV_TOKEN, TOKEN_KEY } from "./api.ts";
 import { Confirmations } from "./confirm.ts";
 import { byId } from "./dom.ts";
 import { MessageLoader } from "./message-loader.ts";
+import { ScheduleLoader } from "./schedules.ts";
+import type { ScheduleList } from "../wire/schedules.ts";
 import { linkTarget, PersonQueue } from "./person.ts";
 import { AgentList } from "./render.ts";
 import { Feed, type StatusKind } from "./session.ts";
@@ -45,6 +47,7 @@ const can = () => abilities(state.scopes);
 const api = new Api(() => void feed.connect());
 const confirmations = new Confirmations(() => render());
 const loader = new MessageLoader((path) => api.json<MessagePage>(path), () => render());
+const schedules = new ScheduleLoader((path) => api.json<ScheduleList>(path), () => render());
 const person = new PersonQueue(view.person, {
   fetchJson: (path) => api.json<MessageView>(path),
   can,
@@ -62,14 +65,17 @@ const list = new AgentList(view.agents, {
   ui: () => ({ can: can(), confirmations, act: (agent, route, body, done) => api.post(agent, route, body, done) }),
   send: (agent, text) => api.send(agent, text),
   messages: (agent) => loader.get(agent),
+  schedules: (agent) => schedules.get(agent),
   visible: (agent) => {
     const entry = state.agents.get(agent);
-    if (entry) loader.refresh(entry);
+    if (entry) visibleRefresh(entry);
   },
 });
 
 function visibleRefresh(entry: DirectoryEntry): void {
-  if (list.onScreen.has(entry.agent)) loader.refresh(entry);
+  if (!list.onScreen.has(entry.agent)) return;
+  loader.refresh(entry);
+  schedules.refresh(entry, Date.now());
 }
 
 const feed = new Feed(state, api, {
@@ -77,7 +83,10 @@ const feed = new Feed(state, api, {
   login: showLogin,
   render: () => render(),
   arrived: visibleRefresh,
-  gone: (agent) => loader.forget(agent),
+  gone: (agent) => {
+    loader.forget(agent);
+    schedules.forget(agent);
+  },
 });
 
 function render(): void {

@@ -8,6 +8,7 @@ import { actionsBar, controlsStrip, waitReason } from "./controls.ts";
 import { el } from "./dom.ts";
 import { messagesBlock } from "./messages.ts";
 import { sendControl } from "./send.ts";
+import { schedulesBlock, type ScheduleView } from "./schedules.ts";
 import type { DirectoryEntry, MessageView, PageState, Ui } from "./state.ts";
 import { tickTimelines, timeline } from "./timeline.ts";
 
@@ -20,6 +21,8 @@ export interface ListHooks {
   messages: (agent: string) => MessageView[] | null;
   /** The actions the token may take (without `pool`, which is the card's). */
   ui: () => Ui;
+  /** The agent's schedules as loaded (schedules.ts), or null. */
+  schedules?: (agent: string) => ScheduleView[] | null;
 }
 
 interface Card {
@@ -124,7 +127,8 @@ export class AgentList {
         actionsBar(entry, ui),
         timeline(entry, transitions, state.windowMs),
         transitionsBlock(entry, transitions, state.machines.get(entry.agent), !this.closed.has(`${entry.agent}:history`)),
-        messagesBlock(entry, this.hooks.messages(entry.agent), waitReason(entry), ui)].filter((n): n is HTMLElement => n !== null));
+        messagesBlock(entry, this.hooks.messages(entry.agent), waitReason(entry), ui),
+        schedulesBlock(entry.agent, this.hooks.schedules?.(entry.agent) ?? null, !this.closed.has(`${entry.agent}:schedules`))].filter((n): n is HTMLElement => n !== null));
     refocus(card.body, focused);
     return card.article;
   }

@@ -15,11 +15,15 @@ import type { OutputChunk, OutputPage } from "../wire/output.ts";
 
 /** The longest one follow call waits in the object before it answers an empty page. */
 export const FOLLOW_WAIT_MS = 25_000;
+import type { AgentSchedules, ScheduleAnswer } from "./agent-schedules.ts";
+import type { ScheduleBody, ScheduleView } from "../wire/schedules.ts";
 
 export abstract class AgentCalls extends SocketObject<ConnState> {
   /** One call of the Worker as one event, answered from its plan. */
   protected abstract run<K extends keyof Inputs>(input: Inputs[K] & { type: K }): Outputs[K];
   protected abstract readonly followers: OutputFollowers;
+  /** A call on the agent's schedules (agent-schedules.ts), at the object's clock; slots it makes due are posted at once. */
+  protected abstract scheduleCall<T>(call: (s: AgentSchedules, now: number) => T, changes: boolean): T;
 
   presence(): Presence { return this.run({ type: "presence" }); }
   post(text: string, opts: Inputs["post"]["opts"]): Outputs["post"] { return this.run({ type: "post", text, opts }); }
@@ -63,4 +67,10 @@ export abstract class AgentCalls extends SocketObject<ConnState> {
   webhookTest(): Outputs["webhookTest"] { return this.run({ type: "webhookTest" }); }
   setWebhook(body: WebhookConfigBody, origin: string): Outputs["setWebhook"] { return this.run({ type: "setWebhook", body, origin }); }
   deleteWebhook(): boolean { return this.run({ type: "deleteWebhook" }); }
+  /** `elsewhere`: the account's schedules in its other agents, as the directory counts them. */
+  addSchedule(body: ScheduleBody, elsewhere: number): ScheduleAnswer { return this.scheduleCall((s, now) => s.add(body, now, elsewhere), true); }
+  listSchedules(): ScheduleView[] { return this.scheduleCall((s) => s.list(), false); }
+  schedule(id: number): ScheduleAnswer { return this.scheduleCall((s) => s.show(id), false); }
+  pauseSchedule(id: number, paused: boolean): ScheduleAnswer { return this.scheduleCall((s) => s.setPaused(id, paused), true); }
+  removeSchedule(id: number): boolean { return this.scheduleCall((s) => s.remove(id), true); }
 }

@@ -28,6 +28,7 @@ import { applyPlan, type ApplyParts } from "./agent-apply.ts";
 import { readSnapshot, type SnapshotParts } from "./agent-snapshot.ts";
 import { AgentCalls } from "./agent-calls.ts";
 import { OutputFollowers } from "./output-followers.ts";
+import { AgentSchedules } from "./agent-schedules.ts";
 
 export type { CancelAnswer, PostResult, ResumeAnswer } from "./agent-inputs.ts";
 
@@ -64,6 +65,8 @@ export class AgentCoordinator extends AgentCalls {
   private readonly identity: AgentIdentity | null;
   /** Readers' follow calls waiting for a message's next output (output-followers.ts). */
   protected readonly followers = new OutputFollowers();
+  /** The agent's schedules and their fires (agent-schedules.ts). */
+  private readonly schedules: AgentSchedules;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -87,6 +90,7 @@ export class AgentCoordinator extends AgentCalls {
       desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx, clock: this.clock, config: this.config,
       ttlMs: this.config.heartbeatTtlMs, retention: this.config.retention,
     };
+    this.schedules = new AgentSchedules(ctx.storage.sql, this.desk, this.webhooks, this.config.retention);
     this.inputs = new AgentInputs({
       desk: this.desk, store: this.store, controls: this.controls, webhooks: this.webhooks, metrics: this.metrics, config: this.config,
       identity: this.identity, blobs: env.BLOBS,
@@ -99,6 +103,7 @@ export class AgentCoordinator extends AgentCalls {
       const now = this.now();
       if (ctx.getWebSockets().length === 0) this.controls.noteRestart(this.store.lease(), now);
       this.step(now, { type: "start" });
+      this.fireSchedules(now);
       this.awaitAccountWebhook(this.webhooks.resume(now));
     });
   }
@@ -129,7 +134,54 @@ export class AgentCoordinator extends AgentCalls {
     const decided = this.inputs.decide(input, now, this.liveConns());
     const plan = decided.event === null ? null : this.step(now, decided.event).plan;
     if (decided.sweep) void this.sweepBlobs();
-    return decided.answer(plan);
+    const answer = decided.answer(plan);
+    // An unpause lets slots kept for catch-up be posted now.
+    if (input.type === "control") this.fireSchedules(now);
+    return answer;
+  }
+
+  protected scheduleCall<T>(call: (s: AgentSchedules, now: number) => T, changes: boolean): T {
+    this.store.countWake();
+    const now = this.now();
+    const count = this.schedules.count();
+    const answer = call(this.schedules, now);
+    // A change moves the next slot: the alarm is planned again for it.
+    if (!this.fireSchedules(now) && changes) this.step(now, { type: "alarm" });
+    this.noteScheduleCount(count);
+    return answer;
+  }
+
+  /** The directory keeps each agent's count of schedules for the account's limit; told only of a change, never awaited. */
+  private noteScheduleCount(before: number): void {
+    const after = this.schedules.count();
+    if (after === before || !this.identity) return;
+    const { account, agent } = this.identity;
+    const directory = this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName(directoryObjectName(account)));
+    this.ctx.waitUntil(directory.setScheduleCount(agent, after).catch((err: unknown) => console.error(`schedule count not reported: ${String(err)}`)));
+  }
+
+  /**
+   * Posts the schedules' due slots (agent-schedules.ts), each through the plan as a post event, in
+   * one transaction with the slots' records and each schedule's latest slot: a slot is posted once
+   * or not at all, however the object is cut short. Ends with a plan of the alarm for the next slot.
+   */
+  private fireSchedules(now: number): boolean {
+    const account = this.identity?.account;
+    const paused = this.controls.paused();
+    const wake = this.schedules.nextWake(now, paused);
+    if (account === undefined || wake === null || wake > now) return false;
+    const count = this.schedules.count();
+    this.ctx.storage.transactionSync(() => {
+      for (const slot of this.schedules.due(now, paused)) {
+        const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)).plan : null;
+        this.schedules.posted(slot, plan?.post ?? null, now);
+      }
+    });
+    this.step(now, { type: "alarm" });
+    this.noteScheduleCount(count);
+    // A fire changes the schedules' figures /metrics reports with presence.
+    this.reports.changed();
+    return true;
   }
 
   // ---- Socket events ----
@@ -224,6 +276,7 @@ export class AgentCoordinator extends AgentCalls {
     // Claimed before the plan, so the alarm it sets is for what stays due, not for what is being sent.
     const due = this.identity ? this.webhooks.claimDue(now) : [];
     this.step(now, { type: "alarm" });
+    this.fireSchedules(now);
     this.store.saveWakes();
     // Started, never awaited: the next alarm (a takeover, a run timeout, a park deadline) must not
     // wait for a receiver; the answers come back as their own event.
@@ -284,7 +337,8 @@ export class AgentCoordinator extends AgentCalls {
     const conns = this.liveConns();
     const from = conns.findIndex((c) => c.ws === sender);
     const decided = typeof event !== "function" ? event : event(from < 0 ? null : from);
-    const plan = planAgent(readSnapshot(this.parts, now, conns, { ownDeadlines: this.reports.deadlines(), alarmAt: this.alarmAt }), decided);
+    const ownDeadlines = [...this.reports.deadlines(), this.schedules.nextWake(now, this.controls.paused())];
+    const plan = planAgent(readSnapshot(this.parts, now, conns, { ownDeadlines, alarmAt: this.alarmAt }), decided);
     const applied = applyPlan(this.parts, plan, conns, now);
     this.awaitAccountWebhook(applied.accountWebhook);
     if (plan.alarm === "delete") this.alarmAt = null;

@@ -17,6 +17,7 @@ import { MetricsBoard } from "./metrics-directory.ts";
 import type { DirectoryUpdate } from "./directory-reporter.ts";
 import { closeQuietly, observerAttachment, send, type ObserverState } from "./connections.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
+import { ScheduleCounts } from "./schedule-counts.ts";
 import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
 import { accountOfDirectory } from "./names.ts";
@@ -47,6 +48,8 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   private readonly metrics: MetricsBoard;
   /** The account's webhook: agents without one of their own send their events to it. */
   private readonly webhookConfig: WebhookConfigStore;
+  /** Schedules per agent, for LIMITS.schedulesPerAccount (schedule-counts.ts). */
+  private readonly scheduleCounts: ScheduleCounts;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -54,6 +57,17 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     migrate(this.sql, "agents", AGENTS_MIGRATIONS);
     this.metrics = new MetricsBoard(this.sql);
     this.webhookConfig = new WebhookConfigStore(this.sql);
+    this.scheduleCounts = new ScheduleCounts(this.sql);
+  }
+
+  /** RPC from an agent object whose schedules changed: how many it has now. */
+  setScheduleCount(agent: string, schedules: number): void {
+    this.scheduleCounts.set(agent, schedules);
+  }
+
+  /** RPC from the Worker before an add: the account's schedules outside `agent`. */
+  schedulesBesides(agent: string): number {
+    return this.scheduleCounts.total(agent);
   }
 
   /** RPC from the account's agent objects: the account's webhook with its secret (they sign with it), or null. */

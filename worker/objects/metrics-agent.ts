@@ -6,7 +6,7 @@
 import type { Presence } from "../wire/server-frames.ts";
 import type { Transition } from "../rules/election.ts";
 import {
-  countRefusal, countTransition, EMPTY_COUNTERS, metricsFingerprint, type AgentMetrics, type LeaseCounters, type MessageTally,
+  countRefusal, countTransition, EMPTY_COUNTERS, metricsFingerprint, scheduleTallyOf, type AgentMetrics, type LeaseCounters, type MessageTally, type ScheduleTally,
 } from "../rules/metrics.ts";
 
 /** Refusals alone are written at most this often; up to this much of them is lost if the object is evicted. */
@@ -95,6 +95,13 @@ export class AgentMetricsKeeper {
     return tally;
   }
 
+  /** The schedules' tally (objects/schedule-store.ts), once the store made its table and something was counted. */
+  private schedules(): { schedules?: ScheduleTally } {
+    const exists = this.sql.exec(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schedule_tally'`).toArray().length > 0;
+    const tally = exists ? scheduleTallyOf(this.sql.exec<{ key: string; value: number }>(`SELECT key, value FROM schedule_tally`).toArray()) : null;
+    return tally === null ? {} : { schedules: tally };
+  }
+
   snapshot(presence: Presence, now: number): AgentMetrics {
     const { leaderlessSince: _since, ...counters } = this.counters;
     return {
@@ -106,6 +113,7 @@ export class AgentMetricsKeeper {
       fence: presence.fence,
       counters,
       messages: this.tally(),
+      ...this.schedules(),
       ...(presence.webhook ? {
         webhooks: { delivered: presence.webhook.delivered, failed: presence.webhook.failed_attempts, dropped: presence.webhook.dropped, pending: presence.webhook.pending },
       } : {}),

@@ -48,6 +48,17 @@ export function agentFamilies(agents: readonly AgentMetrics[]): Family[] {
       samples: perAgentAndKey(agents.filter((m) => m.webhooks), "result", (m) => ({ delivered: m.webhooks!.delivered, failed: m.webhooks!.failed, dropped: m.webhooks!.dropped })),
     },
     { name: "baton_webhook_pending_events", type: "gauge", help: "Webhook events waiting in the agent's outbox for a 2xx answer.", samples: perAgent(agents.filter((m) => m.webhooks), (m) => m.webhooks!.pending) },
+    { name: "baton_schedule_fires_total", type: "counter", help: "Schedule slots that posted their message (each slot once).", samples: perAgent(agents.filter((m) => m.schedules), (m) => m.schedules!.fired) },
+    {
+      name: "baton_schedule_skips_total", type: "counter", help: "Schedule slots skipped, by why: paused (the schedule or agent), missed (later than the late grace, catch-up), busy (on_busy reject).",
+      samples: perAgentAndKey(agents.filter((m) => m.schedules), "reason", (m) => m.schedules!.skipped),
+    },
+    {
+      name: "baton_schedule_lateness_seconds", type: "histogram", help: "From a schedule slot's time (with its jitter) to its message posted, by the coordinator's clock.",
+      samples: agents.filter((m) => m.schedules).map((m) => ({
+        labels: { agent: m.agent }, bounds: GAP_BUCKETS, counts: m.schedules!.lateness.buckets, count: m.schedules!.lateness.count, sum: m.schedules!.lateness.sum,
+      })),
+    },
     { name: "baton_agent_last_report_timestamp_seconds", type: "gauge", help: "When the agent object last reported these figures (Unix time).", samples: perAgent(agents, (m) => m.reported_at / 1000) },
   ];
 }

@@ -74,6 +74,34 @@ export interface WebhookTally {
   pending: number;
 }
 
+/** An agent's schedules: slots posted, slots skipped by why, and how late each post was (seconds, GAP_BUCKETS). */
+export interface ScheduleTally {
+  fired: number;
+  skipped: Record<string, number>;
+  lateness: Histogram;
+}
+
+/** The tally from its stored rows (`fired`, `skipped:WHY`, `late:I` per bucket, `late_count`, `late_sum`); null with no fire or skip yet. */
+export function scheduleTallyOf(rows: readonly { key: string; value: number }[]): ScheduleTally | null {
+  if (rows.length === 0) return null;
+  const t: ScheduleTally = { fired: 0, skipped: {}, lateness: { buckets: GAP_BUCKETS.map(() => 0), count: 0, sum: 0 } };
+  for (const { key, value } of rows) {
+    if (key === "fired") t.fired = value;
+    else if (key.startsWith("skipped:")) t.skipped[key.slice("skipped:".length)] = value;
+    else if (key.startsWith("late:")) t.lateness.buckets[Number(key.slice("late:".length))] = value;
+    else if (key === "late_count") t.lateness.count = value;
+    else if (key === "late_sum") t.lateness.sum = value;
+  }
+  return t;
+}
+
+/** The rows one post `lateMs` after its slot adds to the tally. */
+export function fireRows(lateMs: number): { key: string; value: number }[] {
+  const seconds = lateMs / 1000;
+  const bucket = GAP_BUCKETS.findIndex((bound) => seconds <= bound);
+  return [{ key: "fired", value: 1 }, { key: "late_count", value: 1 }, { key: "late_sum", value: seconds }, ...(bucket >= 0 ? [{ key: `late:${bucket}`, value: 1 }] : [])];
+}
+
 /** What an agent reports to its directory; the directory answers /metrics from these alone. */
 export interface AgentMetrics {
   agent: string;
@@ -86,6 +114,8 @@ export interface AgentMetrics {
   messages: MessageTally;
   /** Webhook deliveries: events delivered, attempts that failed (retried), events dropped, events pending (absent from older coordinators). */
   webhooks?: WebhookTally;
+  /** Schedules' fires, skips and lateness (absent from agents that never had a slot decided). */
+  schedules?: ScheduleTally;
   /** Set by the directory at a scrape: false when the agent's object stopped confirming its snapshot. */
   confirmed?: boolean;
 }

@@ -175,7 +175,7 @@ export function eventLink(origin: string, agent: string, messageId: number | nul
 
 /** The event as delivered: its facts with id, time, who it is about and the link. */
 export function buildEvent(facts: WebhookFacts, at: { id: string; createdAt: number; account: string; agent: string; origin: string }): WebhookEvent {
-  const messageId = "message" in facts ? facts.message.id : null;
+  const messageId = "message" in facts ? facts.message.id : "message_id" in facts ? facts.message_id : null;
   return { id: at.id, created_at: at.createdAt, account: at.account, agent: at.agent, link: eventLink(at.origin, at.agent, messageId), ...facts } satisfies WebhookEvent;
 }
 

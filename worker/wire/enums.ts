@@ -42,6 +42,16 @@ export type OutputStream = (typeof OUTPUT_STREAMS)[number];
  */
 export const ATTEMPT_END_REASONS = ["replied", "failed", "parked", "cancelled", "lease_lost", "timed_out"] as const;
 export type AttemptEndReason = (typeof ATTEMPT_END_REASONS)[number];
+/** What a schedule does with slots it missed (a paused agent or schedule, an outage longer than the late grace): post none, or the latest one. */
+export const CATCH_UP = ["none", "one"] as const;
+export type CatchUp = (typeof CATCH_UP)[number];
+
+/** What became of a schedule's slot: a message posted, or skipped (with why). */
+export const SLOT_OUTCOMES = ["posted", "skipped"] as const;
+
+/** Why a slot was skipped: the agent or schedule was paused, it was missed past the late grace, or on_busy reject refused it. */
+export const SKIP_REASONS = ["paused", "missed", "busy"] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
 
 /** Every set above by the name the wire uses for its field. */
 export const WIRE_ENUMS = {
@@ -55,4 +65,7 @@ export const WIRE_ENUMS = {
   webhook_scope: WEBHOOK_SCOPES,
   output_stream: OUTPUT_STREAMS,
   attempt_end_reason: ATTEMPT_END_REASONS,
+  catch_up: CATCH_UP,
+  slot_outcome: SLOT_OUTCOMES,
+  skip_reason: SKIP_REASONS,
 } as const;

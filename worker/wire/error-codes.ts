@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   "too_large",
   "rate_limited",
   "too_many_connections",
+  "too_many_schedules",
   "unauthorized",
   "forbidden",
   "bad_name",

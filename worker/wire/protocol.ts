@@ -87,6 +87,18 @@ export const LIMITS = {
   jsonDepth: 64,
   /** A run's live output (wire/output.ts): one frame's batch, the per-message budget's cap, one read page. */
   ...OUTPUT_LIMITS,
+  /**
+   * Schedules (worker/wire/schedules.ts): how many one agent and one account may have, the
+   * shortest interval between two slots (cron and --every alike), the text a slot posts, a cron
+   * expression's length, the most jitter a slot may be delayed by, and fires kept per schedule.
+   */
+  schedulesPerAgent: 50,
+  schedulesPerAccount: 5000,
+  scheduleIntervalSeconds: { min: 60, max: 366 * 86_400 },
+  scheduleTextBytes: 8 * 1024,
+  scheduleCronChars: 128,
+  scheduleJitterSeconds: 300,
+  scheduleFiresKept: 20,
 } as const;
 
 /** Agent names: 1-63 chars of lowercase letters, digits, '.', '_' or '-', starting with a letter or digit. */

@@ -15,6 +15,7 @@ import {
 import { outputPageSchema, outputWriteSchema, outputWrittenSchema } from "./output.ts";
 import type { Scope } from "./token-scopes.ts";
 import { webhookConfigSchema, webhookTestResultSchema, webhookViewSchema } from "./webhooks.ts";
+import { scheduleBodySchema, scheduleListSchema, scheduleRemovedSchema, scheduleViewSchema } from "./schedules.ts";
 
 /** A JSON body's schema, or what a route sends or answers that is not JSON. */
 export type Payload = z.ZodMiniType | "bytes" | "websocket" | "prometheus" | "empty" | "event-stream";
@@ -58,6 +59,12 @@ export const ROUTES = {
   "PUT /agents/{agent}/webhook": spec("admin", webhookConfigSchema, webhookViewSchema, "set the agent's own webhook"),
   "DELETE /agents/{agent}/webhook": spec("admin", null, "empty", "remove the agent's own webhook"),
   "POST /agents/{agent}/webhook/test": spec("admin", null, webhookTestResultSchema, "a signed `webhook.test` event to the agent's webhook now"),
+  "GET /agents/{agent}/schedules": spec("read", null, scheduleListSchema, "the agent's schedules, each with its next slot and its latest fires"),
+  "POST /agents/{agent}/schedules": spec("admin", scheduleBodySchema, scheduleViewSchema, "add a schedule: `cron` + `tz`, `every_seconds` or a one-off `at` ([schedules](../guides/schedules.md))"),
+  "GET /agents/{agent}/schedules/{schedule}": spec("read", null, scheduleViewSchema, "one schedule with its latest fires, linked to their messages"),
+  "POST /agents/{agent}/schedules/{schedule}/pause": spec("admin", null, scheduleViewSchema, "stop posting its slots (each is recorded skipped; catch-up decides on resume)"),
+  "POST /agents/{agent}/schedules/{schedule}/resume": spec("admin", null, scheduleViewSchema, "post its slots again"),
+  "DELETE /agents/{agent}/schedules/{schedule}": spec("admin", null, scheduleRemovedSchema, "remove a schedule and its record of fires (its messages stay)"),
   "GET /agents/{agent}/messages/{id}": spec("read", null, messageViewSchema, "one message in full"),
   "POST /agents/{agent}/messages/{id}/resume": spec("answer", resumeSchema, messageViewSchema, "resume a parked message (`outcome`: `done` or `redo` for an unknown effect)"),
   "POST /agents/{agent}/messages/{id}/approve": spec("answer", approveSchema, messageViewSchema, "a person approves a parked message"),

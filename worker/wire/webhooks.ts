@@ -3,7 +3,7 @@
 // events a receiver gets. Types are inferred from the schemas; the worker builds values of these
 // types and tests validate what a receiver got against the same schemas.
 import * as z from "zod/mini";
-import { ON_DEADLINE, WEBHOOK_SCOPES } from "./enums.ts";
+import { ON_DEADLINE, SKIP_REASONS, WEBHOOK_SCOPES } from "./enums.ts";
 
 export const WEBHOOK_LIMITS = {
   urlChars: 2048,
@@ -30,6 +30,7 @@ export const SECRET_PREFIX = "whsec_";
 
 export const WEBHOOK_EVENT_TYPES = [
   "message.parked", "message.escalated", "message.outcome_unknown", "message.failed", "message.cancelled", "message.superseded", "agent.no_holder", "webhook.test",
+  "schedule.fired", "schedule.skipped",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -169,6 +170,16 @@ export const webhookEventSchema = z.discriminatedUnion("type", [
   z.object({ ...eventBase, type: z.literal("message.superseded"), message: z.object({ ...messageBase, superseded_by: z.int().check(z.gte(1)) }) }),
   /** The agent has had no leaseholder since `no_holder_since`, for longer than `after_seconds`; once per outage. */
   z.object({ ...eventBase, type: z.literal("agent.no_holder"), no_holder_since: millis, after_seconds: count }),
+  /** A schedule's slot posted its message; `late_ms`: from the slot's time (with its jitter) to the post, by the coordinator's clock. */
+  z.object({
+    ...eventBase, type: z.literal("schedule.fired"),
+    schedule: z.object({ id: z.int().check(z.gte(1)), slot: millis, late_ms: count }), message_id: z.int().check(z.gte(1)),
+  }),
+  /** `count` slots of a schedule, from `slot` to `last_slot`, were skipped: the agent or schedule was paused, they were missed past the late grace, or on_busy reject refused one. */
+  z.object({
+    ...eventBase, type: z.literal("schedule.skipped"),
+    schedule: z.object({ id: z.int().check(z.gte(1)), slot: millis, last_slot: millis, count }), reason: z.enum(SKIP_REASONS),
+  }),
   /** Sent once, at once, by `baton webhook test` (never queued or retried); `agent` is null for the account's webhook. */
   z.object({ ...eventBase, type: z.literal("webhook.test"), agent: z.nullable(z.string()) }),
 ]);

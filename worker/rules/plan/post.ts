@@ -5,6 +5,7 @@
 import { decideOnBusy } from "../on-busy.ts";
 import { park, type MessageLease, type MessagePolicy } from "../message-lease.ts";
 import type { Question } from "../../wire/protocol.ts";
+import type { OnBusy } from "../../wire/enums.ts";
 import type { MessageChange } from "./types.ts";
 import { keptQuestion } from "./write.ts";
 
@@ -22,6 +23,8 @@ export interface NewPost {
   question: Question | null;
   deadlineSeconds: number | null;
   traceparent: string | null;
+  /** A schedule's own on_busy for its slots' messages (undefined: the agent's policy). */
+  onBusy?: OnBusy;
 }
 
 /** The row a post inserts, as apply stores it (id included). */
@@ -61,7 +64,7 @@ export function newLease(i: PostInsert): MessageLease {
  * queue, or a question for a person, which is never busy nor makes anything busy).
  */
 export function planPost(post: NewPost, lastId: number, groupOpen: readonly MessageLease[] | null, policy: MessagePolicy, now: number): PostPlan {
-  const busy = groupOpen === null ? null : decideOnBusy(policy, groupOpen, post.group, now);
+  const busy = groupOpen === null ? null : decideOnBusy(post.onBusy ? { ...policy, onBusy: post.onBusy } : policy, groupOpen, post.group, now);
   if (busy?.action === "refuse") return { ok: false, code: busy.code, holder: busy.holder, message: busy.message };
   const insert: PostInsert = {
     id: lastId + 1, text: post.text, createdAt: now, group: post.group, runTimeoutMs: post.runTimeoutMs, holdUntil: busy?.holdUntil ?? null,
