@@ -10,6 +10,7 @@
 //   replace    queued, never-started messages of the group end `superseded` (by N); a running one finishes;
 //              with a debounce, the new message is held that long, so a burst becomes one run
 import type { MessageLease } from "./message-lease.ts";
+import { enter, LIFECYCLE } from "./message-lifecycle.ts";
 import type { OnBusy, PolicyMode } from "../wire/enums.ts";
 
 export type { OnBusy };
@@ -60,6 +61,6 @@ export function decideOnBusy(policy: BusyPolicy, group: readonly MessageLease[],
 
 /** A queued message that never started, replaced by a newer one of its group: final, never runs. */
 export function supersede(m: MessageLease): MessageLease | null {
-  if (m.status !== "queued" || m.attempts !== 0) return null;
-  return { ...m, status: "superseded", runner: null, expiresAt: null, capAt: null, retryAt: null, onDeadline: null, parkMs: null };
+  if ("stays" in (LIFECYCLE[m.status].supersede ?? {}) || m.attempts !== 0) return null;
+  return enter(m, "supersede", { ...m, status: "superseded" as const, runner: null, expiresAt: null, capAt: null, retryAt: null, onDeadline: null, parkMs: null });
 }
