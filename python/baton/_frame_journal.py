@@ -164,7 +164,7 @@ async def agent_checkpoint(run: Run, fence: int, value: Any) -> None:
     run.throw_if_lost()
     if len(json_bytes(value, "a checkpoint")) > CHECKPOINT_BYTES:
         raise ValueError(f"a checkpoint is JSON of at most {CHECKPOINT_BYTES} bytes")
-    await run.write({"type": "checkpoint", "fence": fence, "value": value}, fenced=True)
+    await run.write({"type": "agent_checkpoint", "fence": fence, "value": value}, fenced=True)
 
 
 async def heartbeat(run: Run, details: Any) -> Optional[float]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Final, Literal, Mapping, NotRequired, Required, TypedDict, Union
 
-ClientFrameType = Literal["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "fail", "park", "step", "heartbeat"]
+ClientFrameType = Literal["ping", "hello", "serve_lease", "sync", "ack", "reply", "agent_checkpoint", "message_checkpoint", "fail", "park", "step", "heartbeat"]
 ServerFrameType = Literal["pong", "welcome", "serve_lease", "message", "revoked", "cancel", "result", "error", "directory", "presence", "agent_gone"]
 ResultOp = Literal["release", "sync", "checkpoint", "park", "fail", "step", "heartbeat", "ack", "reply"]
 Op = Literal["claim", "release"]
@@ -68,11 +68,17 @@ class ReplyFrame(TypedDict, total=False):
     req: NotRequired[str]
 
 
-class CheckpointFrame(TypedDict, total=False):
-    type: Required[Literal["checkpoint"]]
-    fence: NotRequired[int]
-    id: NotRequired[int]
-    token: NotRequired[int]
+class AgentCheckpointFrame(TypedDict, total=False):
+    type: Required[Literal["agent_checkpoint"]]
+    fence: Required[int]
+    value: Required[Any]
+    req: NotRequired[str]
+
+
+class MessageCheckpointFrame(TypedDict, total=False):
+    type: Required[Literal["message_checkpoint"]]
+    id: Required[int]
+    token: Required[int]
     value: NotRequired[Any]
     blob: NotRequired[str]
     req: NotRequired[str]
@@ -310,7 +316,7 @@ class ErrorServerFrame(TypedDict, total=False):
     req: NotRequired[str]
 
 
-ClientFrame = Union[PingFrame, HelloFrame, ServeLeaseFrame, SyncFrame, AckFrame, ReplyFrame, CheckpointFrame, FailFrame, ParkFrame, StepFrame, HeartbeatFrame]
+ClientFrame = Union[PingFrame, HelloFrame, ServeLeaseFrame, SyncFrame, AckFrame, ReplyFrame, AgentCheckpointFrame, MessageCheckpointFrame, FailFrame, ParkFrame, StepFrame, HeartbeatFrame]
 ServerFrame = Union[PongServerFrame, WelcomeServerFrame, ServeLeaseServerFrame, MessageServerFrame, RevokedServerFrame, CancelServerFrame, ReleaseResult, SyncResult, CheckpointResult, ParkResult, FailResult, StepResult, HeartbeatResult, AckResult, ReplyResult, ErrorServerFrame]
 
 #: The wire's named enums (worker/wire/enums.ts), each value once.
