@@ -8,10 +8,26 @@ import {
 } from "../worker/wire/http-responses.ts";
 import { LIMITS, type OnUnknown } from "../worker/wire/protocol.ts";
 import { resultBody, type StepJournal } from "./core/journal-rules.ts";
-import { CoordinatorError } from "./errors.ts";
+import { CoordinatorError, LeaseLostError } from "./errors.ts";
 import { refusal, requestJson, send, type Connection } from "./http.ts";
 import { routePath } from "../worker/wire/routes.ts";
 import { outputWrittenSchema, type OutputChunk } from "../worker/wire/output.ts";
+import type { ErrorCode } from "../worker/wire/error-codes.ts";
+
+/** Refusals that mean this run is no longer the message's current one: whatever it reads or writes is not its own. */
+const RUN_GONE: ReadonlySet<ErrorCode> = new Set(["stale_token", "message_not_running", "cancelled", "not_your_message"]);
+
+/** A refusal of a run's read or write, as the LeaseLostError of a run that lost its message; anything else unchanged. */
+async function asRun<T>(id: number, call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    if (err instanceof CoordinatorError && err.code !== null && RUN_GONE.has(err.code)) {
+      throw new LeaseLostError(`this run lost message ${id}: ${err.message}`, err.code);
+    }
+    throw err;
+  }
+}
 
 const BLOB_TIMEOUT_MS = 120_000;
 
@@ -37,10 +53,14 @@ export class RunJournal {
     return { agent: this.proof.agent, id: this.proof.id };
   }
 
-  /** The record under `name` with its value, or null when nothing is recorded yet. */
+  /**
+   * The record under `name` with its value, or null when nothing is recorded yet; read as this run
+   * (its token and run key), so a run that lost the message gets LeaseLostError, never another attempt's result.
+   */
   async get(name: string): Promise<StepView | null> {
+    const headers = { "x-baton-token": String(this.proof.token), "x-baton-run-key": this.proof.runKey };
     try {
-      return await requestJson(this.connection, "GET", routePath("/agents/{agent}/messages/{id}/steps/{step}", { ...this.where, step: name }), stepViewSchema);
+      return await asRun(this.proof.id, requestJson(this.connection, "GET", routePath("/agents/{agent}/messages/{id}/steps/{step}", { ...this.where, step: name }), stepViewSchema, { headers }));
     } catch (err) {
       if (err instanceof CoordinatorError && err.status === 404 && err.code === "not_found") return null;
       throw err;
@@ -54,12 +74,12 @@ export class RunJournal {
       token: this.proof.token, run_key: this.proof.runKey, kind: write.kind, phase: write.phase,
       ...result, ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }),
     };
-    return requestJson(this.connection, "PUT", routePath("/agents/{agent}/messages/{id}/steps/{step}", { ...this.where, step: name }), stepWrittenSchema, { body });
+    return asRun(this.proof.id, requestJson(this.connection, "PUT", routePath("/agents/{agent}/messages/{id}/steps/{step}", { ...this.where, step: name }), stepWrittenSchema, { body }));
   }
 
   /** Uploads a value too large to ride inline; a later `record` with its id commits it. */
   upload(bytes: Uint8Array): Promise<BlobStaged> {
-    return uploadBlob(this.connection, this.proof, bytes);
+    return asRun(this.proof.id, uploadBlob(this.connection, this.proof, bytes));
   }
 
   download(blob: string): Promise<Uint8Array> {
@@ -75,7 +95,7 @@ export class RunJournal {
   /** The run is alive; `details` become its progress. Resolves with its deadline now. */
   heartbeat(details?: unknown): Promise<HeartbeatAnswer> {
     const body = { token: this.proof.token, run_key: this.proof.runKey, ...(details === undefined ? {} : { details }) };
-    return requestJson(this.connection, "POST", routePath("/agents/{agent}/messages/{id}/heartbeat", this.where), heartbeatAnswerSchema, { body });
+    return asRun(this.proof.id, requestJson(this.connection, "POST", routePath("/agents/{agent}/messages/{id}/heartbeat", this.where), heartbeatAnswerSchema, { body }));
   }
 }
 

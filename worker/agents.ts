@@ -77,7 +77,7 @@ const AGENT_HANDLERS: { [K in AgentRoute]: AgentHandler } = {
   "POST /agents/{agent}/messages/{id}/heartbeat": ({ request }, stub, id) => heartbeatRoute(request, id, stub),
   "POST /agents/{agent}/messages/{id}/output": ({ request }, stub, id) => postOutput(request, id, stub),
   "GET /agents/{agent}/messages/{id}/output": ({ request, url }, stub, id) => getOutput(request, url, id, stub),
-  "GET /agents/{agent}/messages/{id}/steps/{step}": ({ params }, stub, id) => getStep(id, decodeSegment(params.step!), stub),
+  "GET /agents/{agent}/messages/{id}/steps/{step}": ({ request, params }, stub, id) => getStep(request, id, decodeSegment(params.step!), stub),
   "PUT /agents/{agent}/messages/{id}/steps/{step}": ({ request, params }, stub, id) => putStep(request, id, decodeSegment(params.step!), stub),
   "PUT /agents/{agent}/messages/{id}/blobs": ({ request, env }, stub, id) => uploadBlob(request, env, id, stub),
   "GET /agents/{agent}/messages/{id}/blobs/{blob}": ({ env, params }, stub, id) => downloadBlob(env, id, params.blob!, stub),
@@ -229,10 +229,25 @@ async function resumeMessage(request: Request, id: number, by: Answerer, stub: S
 const badStepName = () => errorResponse(400, "bad_request", `step names are 1-${LIMITS.stepNameChars} letters, digits, '.', '_', ':' or '-'`);
 
 /** GET a step with its value. */
-async function getStep(id: number, name: string, stub: Stub): Promise<Response> {
+async function getStep(request: Request, id: number, name: string, stub: Stub): Promise<Response> {
   if (!STEP_NAME.test(name)) return badStepName();
-  const view = await stub.stepOf(id, name);
+  const proof = runProofOf(request);
+  if (proof === "bad") return errorResponse(400, "bad_request", "a run reads its step with both x-baton-token and x-baton-run-key, or with neither");
+  const view = await stub.stepOf(id, name, proof);
+  if (view !== null && "ok" in view) return errorResponse(view.status, view.code, view.message);
   return view ? Response.json(view) : errorResponse(404, "not_found", `message ${id} has no step ${name}`);
+}
+
+/**
+ * The run a step read is for: a run replaying its journal proves it is the message's current run,
+ * and a stale one is refused as its write would be; a read with neither header inspects (a person, a tool).
+ */
+function runProofOf(request: Request): { token: number; runKey: string } | null | "bad" {
+  const token = request.headers.get("x-baton-token");
+  const runKey = request.headers.get("x-baton-run-key");
+  if (token === null && runKey === null) return null;
+  const n = Number(token);
+  return Number.isSafeInteger(n) && n >= 1 && runKey !== null && runKey.length > 0 && runKey.length <= 128 ? { token: n, runKey } : "bad";
 }
 
 /** PUT records a step under the message's token and run key (the HTTP form of the `step` frame, for `baton step` and any language). */

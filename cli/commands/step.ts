@@ -91,6 +91,7 @@ async function printRecorded(rule: () => Promise<unknown>): Promise<number> {
 const stepExitCodes = [
   { code: 0, meaning: "the step's stdout was printed: recorded by an earlier attempt, or recorded now" },
   { code: "other", meaning: "COMMAND's own exit code when it failed; nothing was recorded" },
+  { code: 1, meaning: "this run lost the message (another attempt holds it, or it ended): nothing ran, nothing was printed" },
 ];
 
 const step = defineCommand({

@@ -80,8 +80,9 @@ export function checkKind(known: Recorded | null, name: string, kind: JournalKin
 export async function runStep<T>(journal: StepJournal, name: string, fn: () => Promise<T> | T): Promise<T> {
   const known = await journal.get(name);
   checkKind(known, name, "step");
-  if (known?.status === "done") return known.value as T;
+  // A run that lost its message replays nothing either: what it would return is not its own.
   journal.check?.();
+  if (known?.status === "done") return known.value as T;
   const value = await fn();
   return (await journal.record(name, { kind: "step", phase: "done", value })).value as T;
 }
@@ -98,8 +99,8 @@ export async function runEffect<T>(
 ): Promise<T> {
   const known = await journal.get(name);
   checkKind(known, name, "effect");
-  if (known?.status === "done") return known.value as T;
   journal.check?.();
+  if (known?.status === "done") return known.value as T;
   const began = await journal.record(name, { kind: "effect", phase: "intent", onUnknown });
   if (began.status === "done") return began.value as T;
   // An earlier attempt began it (possibly with another policy); with ask, a person decides.

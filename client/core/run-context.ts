@@ -44,12 +44,12 @@ export function runContext(run: Run, env: RunEnv, messageCheckpoint: unknown): M
     messageCheckpoint,
     saveCheckpoint: async (value) => {
       checkCheckpoint(value);
-      await env.writer.send(run, { type: "checkpoint", fence: env.fence, value }, true);
+      await env.writer.send(run, { type: "agent_checkpoint", fence: env.fence, value }, true);
       env.agentCheckpoint.set(value);
     },
     saveMessageCheckpoint: (value) => run.inOrder(async () => {
       const blob = await checkpointBlob(run, env, value);
-      await env.writer.send(run, { type: "checkpoint", id: run.id, token: run.token, ...(blob === null ? { value } : { blob }) });
+      await env.writer.send(run, { type: "message_checkpoint", id: run.id, token: run.token, ...(blob === null ? { value } : { blob }) });
     }),
     park: (options = {}) => park(run, env, options),
     step: (name, fn) => {

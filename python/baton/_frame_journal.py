@@ -90,10 +90,11 @@ async def _done(run: Run, name: str, kind: Any, on_unknown: Optional[OnUnknown],
 
 async def step(run: Run, name: str, fn: Callable[[], Any]) -> Any:
     async def body() -> Any:
+        # A run that lost its message replays nothing either: the recorded result may be another attempt's.
+        run.throw_if_lost()
         done = run.journal.replay(name, "step")
         if done is not None:
             return await value_of(run, done)
-        run.throw_if_lost()
         return await _done(run, name, "step", None, await _call_maybe_async(fn))
 
     return await _once(run, name, body)
@@ -103,10 +104,10 @@ async def effect(run: Run, name: str, fn: Callable[[Effect], Any], on_unknown: s
     policy = run.journal.check_on_unknown(on_unknown)
 
     async def body() -> Any:
+        run.throw_if_lost()
         done = run.journal.replay(name, "effect")
         if done is not None:
             return await value_of(run, done)
-        run.throw_if_lost()
         earlier = run.journal.records.get(name)
         # The intent is durable before the effect runs, so a successor knows it may have happened.
         status, value = await _record(run, run.journal.step_frame(name, "effect", "intent", policy))
@@ -164,7 +165,7 @@ async def agent_checkpoint(run: Run, fence: int, value: Any) -> None:
     run.throw_if_lost()
     if len(json_bytes(value, "a checkpoint")) > CHECKPOINT_BYTES:
         raise ValueError(f"a checkpoint is JSON of at most {CHECKPOINT_BYTES} bytes")
-    await run.write({"type": "checkpoint", "fence": fence, "value": value}, fenced=True)
+    await run.write({"type": "agent_checkpoint", "fence": fence, "value": value}, fenced=True)
 
 
 async def heartbeat(run: Run, details: Any) -> Optional[float]:

@@ -16,7 +16,7 @@ from typing import Any, Literal, Optional, Sequence
 
 from ._handler import JournalEntry, check_step_name, error_text, kind_name
 from ._wire import LIMITS, client_field, valid
-from ._wire_types import (AckFrame, CheckpointFrame, ErrorServerFrame, FailFrame, HeartbeatFrame, MessageServerFrame, OnDeadline,
+from ._wire_types import (AckFrame, MessageCheckpointFrame, ErrorServerFrame, FailFrame, HeartbeatFrame, MessageServerFrame, OnDeadline,
                           OnUnknown, ParkFrame, ParkFrameQuestion, ReplyFrame, StepFrame, StepResult)
 from .errors import CoordinatorError, LeaseLostError, OutcomeUnknownError
 from ._wire_types import ON_DEADLINE
@@ -166,8 +166,8 @@ class Journal:
 
     # -- the other writes of a run --------------------------------------------------------------
 
-    def checkpoint_frame(self, body: dict[str, Any]) -> CheckpointFrame:
-        return {"type": "checkpoint", "id": self.id, "token": self.token, **body}  # type: ignore[typeddict-item]
+    def checkpoint_frame(self, body: dict[str, Any]) -> MessageCheckpointFrame:
+        return {"type": "message_checkpoint", "id": self.id, "token": self.token, **body}  # type: ignore[typeddict-item]
 
     def heartbeat_frame(self, details: Any) -> HeartbeatFrame:
         frame: HeartbeatFrame = {"type": "heartbeat", "id": self.id, "token": self.token}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Final, Literal, Mapping, NotRequired, Required, TypedDict, Union
 
-ClientFrameType = Literal["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "fail", "park", "step", "heartbeat", "output"]
+ClientFrameType = Literal["ping", "hello", "serve_lease", "sync", "ack", "reply", "agent_checkpoint", "message_checkpoint", "fail", "park", "step", "heartbeat", "output"]
 ServerFrameType = Literal["pong", "welcome", "serve_lease", "message", "revoked", "cancel", "result", "error", "directory", "presence", "agent_gone"]
 ResultOp = Literal["release", "sync", "checkpoint", "park", "fail", "step", "heartbeat", "output", "ack", "reply"]
 Op = Literal["claim", "release"]
@@ -71,11 +71,17 @@ class ReplyFrame(TypedDict, total=False):
     req: NotRequired[str]
 
 
-class CheckpointFrame(TypedDict, total=False):
-    type: Required[Literal["checkpoint"]]
-    fence: NotRequired[int]
-    id: NotRequired[int]
-    token: NotRequired[int]
+class AgentCheckpointFrame(TypedDict, total=False):
+    type: Required[Literal["agent_checkpoint"]]
+    fence: Required[int]
+    value: Required[Any]
+    req: NotRequired[str]
+
+
+class MessageCheckpointFrame(TypedDict, total=False):
+    type: Required[Literal["message_checkpoint"]]
+    id: Required[int]
+    token: Required[int]
     value: NotRequired[Any]
     blob: NotRequired[str]
     req: NotRequired[str]
@@ -375,7 +381,7 @@ class EndOutputEvent(TypedDict, total=False):
     status: Required[EndOutputEventStatus]
 
 
-ClientFrame = Union[PingFrame, HelloFrame, ServeLeaseFrame, SyncFrame, AckFrame, ReplyFrame, CheckpointFrame, FailFrame, ParkFrame, StepFrame, HeartbeatFrame, OutputFrame]
+ClientFrame = Union[PingFrame, HelloFrame, ServeLeaseFrame, SyncFrame, AckFrame, ReplyFrame, AgentCheckpointFrame, MessageCheckpointFrame, FailFrame, ParkFrame, StepFrame, HeartbeatFrame, OutputFrame]
 ServerFrame = Union[PongServerFrame, WelcomeServerFrame, ServeLeaseServerFrame, MessageServerFrame, RevokedServerFrame, CancelServerFrame, ReleaseResult, SyncResult, CheckpointResult, ParkResult, FailResult, StepResult, HeartbeatResult, OutputResult, AckResult, ReplyResult, ErrorServerFrame]
 OutputEvent = Union[ChunkOutputEvent, AttemptOutputEvent, AttemptEndOutputEvent, DroppedOutputEvent, EndOutputEvent]
 

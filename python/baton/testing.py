@@ -92,9 +92,11 @@ class _MemoryCoordinator:
         await asyncio.sleep(0)  # a write is an await under serve too: cancellation can reach the handler here
         if self.refuse_with is not None:
             raise LeaseLostError(f"the coordinator refused the {frame['type']}: {self.refuse_with}", self.refuse_with)
-        base = {"type": "result", "op": frame["type"], "id": frame.get("id"), "token": frame.get("token")}
+        # Both checkpoint frames are answered as op "checkpoint", as the coordinator answers them.
+        op = "checkpoint" if frame["type"] in ("agent_checkpoint", "message_checkpoint") else frame["type"]
+        base = {"type": "result", "op": op, "id": frame.get("id"), "token": frame.get("token")}
         try:
-            return {**base, **getattr(self, f"_{frame['type']}")(frame)}
+            return {**base, **getattr(self, f"_{op}")(frame)}
         except _Refusal as refused:
             raise refusal(frame["type"], {"type": "error", "code": refused.code, "message": str(refused)})[0] from None  # type: ignore[typeddict-item]
 

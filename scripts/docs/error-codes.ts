@@ -29,7 +29,7 @@ const MEANING: Record<ErrorCode, string> = {
   stale_token: "a write with a message token that is no longer the message's current one",
   message_not_running: "a write for a message that is not running, or after its run deadline",
   not_your_message: "a message token sent from another connection than the one it was handed to",
-  not_parked: "resume or answer of a message that is not waiting (HTTP 409)",
+  not_parked: "resume or answer of a message that is not waiting, or retry of one that has not failed (HTTP 409)",
   outcome_unknown: "the message waits on an effect whose outcome is unknown: `resume --done` or `--redo` (HTTP 409)",
   effect_in_progress: "a second intent of one effect in the same attempt, or a question asked inside an effect (HTTP 409)",
   question_open: "a reply or plain resume while the run's question is unanswered (HTTP 409)",

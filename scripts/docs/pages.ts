@@ -2,6 +2,7 @@
 // `npm run docs` writes them; test/unit/docs-reference.test.ts fails when a committed page drifts.
 import { cliPage, CLI_PAGE } from "./cli-help.ts";
 import { errorCodesPage, ERROR_CODES_PAGE } from "./error-codes.ts";
+import { lifecyclePage, LIFECYCLE_PAGE } from "./lifecycle.ts";
 import { limitsPage, LIMITS_PAGE } from "./limits.ts";
 import { metricsPage, METRICS_PAGE } from "./metrics.ts";
 import { routesPage, ROUTES_PAGE } from "./routes.ts";
@@ -12,4 +13,5 @@ export const REFERENCE_PAGES: readonly { path: string; text: () => string | Prom
   { path: ERROR_CODES_PAGE, text: errorCodesPage },
   { path: CLI_PAGE, text: cliPage },
   { path: METRICS_PAGE, text: metricsPage },
+  { path: LIFECYCLE_PAGE, text: lifecyclePage },
 ];

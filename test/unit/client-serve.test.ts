@@ -97,7 +97,7 @@ describe("ServeSession", () => {
     expect(conns[1]!.frames[0]).toEqual({ type: "serve_lease", op: "claim", runner_id: runnerId });
     // The run was cut short: no reply or checkpoint ever reached the coordinator.
     await new Promise((r) => setTimeout(r, 2200));
-    for (const c of conns) expect(c.frames.filter((f) => f.type === "reply" || f.type === "checkpoint")).toEqual([]);
+    for (const c of conns) expect(c.frames.filter((f) => f.type === "reply" || f.type === "message_checkpoint" || f.type === "agent_checkpoint")).toEqual([]);
     expect(s.log()).not.toMatch(/not confirmed|refused|command exited/);
   });
 
@@ -116,7 +116,7 @@ describe("ServeSession", () => {
         if (frame.type === "reply") {
           conn.ws.send(JSON.stringify({ type: "result", op: "reply", req: frame.req, id: frame.id, token: frame.token, fence: 4, key: frame.key, duplicate: false }));
         }
-        if (frame.type === "checkpoint") conn.ws.send(JSON.stringify({ type: "result", op: "checkpoint", req: frame.req }));
+        if (frame.type === "message_checkpoint" || frame.type === "agent_checkpoint") conn.ws.send(JSON.stringify({ type: "result", op: "checkpoint", req: frame.req }));
         // The command's stdout streams as live output before its reply.
         if (frame.type === "output") conn.ws.send(JSON.stringify({ type: "result", op: "output", req: frame.req, id: frame.id, token: frame.token, offset: 0 }));
       });
@@ -130,9 +130,9 @@ describe("ServeSession", () => {
       { type: "reply", id: 2, token: 12, key: "2:reply", text: "m2/2/4/2\n" },
     ]);
     // Each message's checkpoint is its own (under its token); the holder also keeps the agent's.
-    expect(posted).toContainEqual({ type: "checkpoint", id: 1, token: 11, value: { n: 2 } });
-    expect(posted).toContainEqual({ type: "checkpoint", id: 2, token: 12, value: { n: 3 } });
-    expect(posted).toContainEqual({ type: "checkpoint", fence: 4, value: { n: 3 } });
+    expect(posted).toContainEqual({ type: "message_checkpoint", id: 1, token: 11, value: { n: 2 } });
+    expect(posted).toContainEqual({ type: "message_checkpoint", id: 2, token: 12, value: { n: 3 } });
+    expect(posted).toContainEqual({ type: "agent_checkpoint", fence: 4, value: { n: 3 } });
     expect(s.log()).not.toMatch(/ran message 3/);
   });
 });

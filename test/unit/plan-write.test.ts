@@ -11,7 +11,7 @@ function target(over: Partial<WriteTarget> = {}): WriteTarget {
 const reply: RunnerWrite = { type: "reply", id: 7, token: 12, text: "done", key: "k1", req: "r" } as RunnerWrite;
 const fail: RunnerWrite = { type: "fail", id: 7, token: 12, reason: "boom", req: "f" } as RunnerWrite;
 const parkFrame: RunnerWrite = { type: "park", id: 7, token: 12, deadline_seconds: 5, req: "p" } as RunnerWrite;
-const checkpoint: RunnerWrite = { type: "checkpoint", id: 7, token: 12, value: { n: 1 }, req: "c" } as RunnerWrite;
+const checkpoint: RunnerWrite = { type: "message_checkpoint", id: 7, token: 12, value: { n: 1 }, req: "c" } as RunnerWrite;
 
 describe("decideWrite", () => {
   const cases: { name: string; t: WriteTarget | null; frame: RunnerWrite; writer?: string; reply: object; after: string | null; refused?: string; expired?: boolean }[] = [

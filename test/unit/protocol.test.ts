@@ -102,6 +102,15 @@ describe("parseClientFrame rejects", () => {
 
   it("a checkpoint without a value with bad_frame", () => {
     expect(rejection('{"type":"checkpoint","fence":1}').code).toBe("bad_frame");
+    expect(rejection('{"type":"agent_checkpoint","fence":1}').code).toBe("bad_frame");
+    expect(rejection('{"type":"message_checkpoint","id":1,"token":2}').code).toBe("bad_frame");
+  });
+
+  it("an agent checkpoint with message fields, or a message checkpoint with a fence, with bad_frame", () => {
+    expect(rejection('{"type":"agent_checkpoint","fence":1,"id":1,"token":2,"value":1}').code).toBe("bad_frame");
+    expect(rejection('{"type":"message_checkpoint","fence":1,"id":1,"token":2,"value":1}').code).toBe("bad_frame");
+    expect(rejection(`{"type":"checkpoint","fence":1,"blob":"b-${"a".repeat(32)}"}`).code).toBe("bad_frame");
+    expect(rejection('{"type":"checkpoint","id":1,"value":1}').code).toBe("bad_frame");
   });
 });
 
@@ -158,3 +167,19 @@ describe("what a person writes", () => {
     });
 });
 
+describe("the checkpoint frame split in two", () => {
+  it("an old client's checkpoint is read as the frame it stands for: id and token a message_checkpoint, only a fence an agent_checkpoint", () => {
+    expect(parseClientFrame('{"type":"checkpoint","id":3,"token":9,"value":{"n":1},"req":"c1"}')).toEqual({
+      ok: true, frame: { type: "message_checkpoint", id: 3, token: 9, value: { n: 1 }, req: "c1" },
+    });
+    expect(parseClientFrame(`{"type":"checkpoint","id":3,"token":9,"blob":"b-${"a".repeat(32)}"}`)).toEqual({ ok: true, frame: { type: "message_checkpoint", id: 3, token: 9, blob: `b-${"a".repeat(32)}` } });
+    // The old form allowed a fence beside the message's token: the token decides, as it did.
+    expect(parseClientFrame('{"type":"checkpoint","fence":2,"id":3,"token":9,"value":1}')).toEqual({ ok: true, frame: { type: "message_checkpoint", id: 3, token: 9, value: 1 } });
+    expect(parseClientFrame('{"type":"checkpoint","fence":2,"value":{"n":1},"req":"c2"}')).toEqual({ ok: true, frame: { type: "agent_checkpoint", fence: 2, value: { n: 1 }, req: "c2" } });
+  });
+
+  it("the new frames parse as themselves", () => {
+    expect(parseClientFrame('{"type":"agent_checkpoint","fence":2,"value":null}')).toEqual({ ok: true, frame: { type: "agent_checkpoint", fence: 2, value: null } });
+    expect(parseClientFrame('{"type":"message_checkpoint","id":3,"token":9,"value":[1]}')).toEqual({ ok: true, frame: { type: "message_checkpoint", id: 3, token: 9, value: [1] } });
+  });
+});

@@ -299,4 +299,29 @@ describe("unknown outcomes are never lost or skipped", () => {
     expect(((await message(agent, id)).steps as { name: string }[]).map((s) => s.name)).toEqual(["shallow"]);
     expect((await call("GET", `/agents/${agent}/messages?after=0`)).status).toBe(200);
   });
+
+  it("a stale attempt replaying a step its successor recorded is refused as its write would be, by frame, PUT and GET; an inspection read still works", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "work");
+    const first = await run(a.sock, id);
+    a.sock.close();
+    const b = await claimant(agent, "b");
+    const second = await run(b.sock, id);
+    expect(await step(b.sock, second, "draft", { value: "wrote-by-b" })).toMatchObject({ op: "step", duplicate: false });
+    const stale = await claimant(agent, "a-again");
+    expect(await step(stale.sock, first, "draft", { value: "wrote-by-a" })).toMatchObject({ type: "error", code: "stale_token" });
+    const put = await call("PUT", `/agents/${agent}/messages/${id}/steps/draft`, { token: first.token, run_key: first.run_key, kind: "step", phase: "done", value: "wrote-by-a" });
+    expect(put).toMatchObject({ status: 409, body: { error: "stale_token" } });
+    const read = (token: number, runKey: string) => SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/steps/draft`, {
+      headers: { authorization: `Bearer ${DEV_TOKEN}`, "x-baton-token": String(token), "x-baton-run-key": runKey },
+    });
+    const replay = await read(first.token!, first.run_key!);
+    expect(replay.status).toBe(409);
+    expect(await replay.json()).toMatchObject({ error: "stale_token" });
+    expect(await (await read(second.token!, second.run_key!)).json()).toMatchObject({ value: "wrote-by-b" });
+    expect(await call("GET", `/agents/${agent}/messages/${id}/steps/draft`)).toMatchObject({ status: 200, body: { value: "wrote-by-b" } });
+    const half = await SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/steps/draft`, { headers: { authorization: `Bearer ${DEV_TOKEN}`, "x-baton-token": "3" } });
+    expect(half.status).toBe(400);
+  });
 });

@@ -29,7 +29,7 @@ export abstract class AgentCalls extends SocketObject<ConnState> {
   post(text: string, opts: Inputs["post"]["opts"]): Outputs["post"] { return this.run({ type: "post", text, opts }); }
   messagePage(after: number, limit: number): Outputs["messages"] { return this.run({ type: "messages", after, limit }); }
   message(id: number): Outputs["message"] { return this.run({ type: "message", id }); }
-  stepOf(id: number, name: string): Outputs["stepOf"] { return this.run({ type: "stepOf", id, name }); }
+  stepOf(id: number, name: string, proof: { token: number; runKey: string } | null = null): Outputs["stepOf"] { return this.run({ type: "stepOf", id, name, proof }); }
   recordStep(id: number, token: number, runKey: string, write: StepWrite): Outputs["recordStep"] { return this.run({ type: "recordStep", id, token, runKey, write }); }
   reserveBlob(id: number, token: number, runKey: string, bytes: number): Outputs["reserveBlob"] { return this.run({ type: "reserveBlob", id, token, runKey, bytes }); }
   stageBlob(id: number, token: number, runKey: string, blob: string, stored: boolean): Outputs["stageBlob"] { return this.run({ type: "stageBlob", id, token, runKey, blob, stored }); }

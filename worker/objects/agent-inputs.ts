@@ -55,7 +55,8 @@ export interface Inputs {
   post: { text: string; opts: { group?: string; runTimeoutMs?: number; key: string | null; by: Answerer; question?: Question; deadlineSeconds?: number; traceparent?: string } };
   messages: { after: number; limit: number };
   message: { id: number };
-  stepOf: { id: number; name: string };
+  /** `proof`: the run replaying its journal (refused as its write would be when stale); null: an inspection. */
+  stepOf: { id: number; name: string; proof: { token: number; runKey: string } | null };
   recordStep: Run & { write: StepWrite };
   reserveBlob: Run & { bytes: number };
   stageBlob: Run & { blob: string; stored: boolean };
@@ -83,7 +84,7 @@ export interface Outputs {
   post: PostResult;
   messages: { agent: string; messages: MessageView[]; cursor: number };
   message: MessageView | null;
-  stepOf: StepView | null;
+  stepOf: StepView | Refusal | null;
   recordStep: StepAnswer;
   reserveBlob: BlobReserve;
   stageBlob: Refusal | { ok: true };
@@ -170,7 +171,10 @@ export class AgentInputs {
       const m = this.p.desk.messages.get(id);
       return answered(m ? this.p.desk.view(m) : null);
     },
-    stepOf: ({ id, name }) => answered(this.stepOf(id, name)),
+    stepOf: ({ id, name, proof }, now) => {
+      const run = proof === null ? null : this.p.desk.leases.checkReplay(id, proof.token, { runKey: proof.runKey }, now);
+      return run !== null && !run.ok ? this.runWrite(run) : answered(this.stepOf(id, name));
+    },
     recordStep: ({ id, token, runKey, write }, now) => this.journaled(this.p.desk.leases.recordStep(id, token, { runKey }, write, now)),
     // Uploads of earlier attempts were dropped to make room: their R2 objects go now.
     reserveBlob: ({ id, token, runKey, bytes }, now) => ({ ...this.journaled(this.p.desk.leases.reserveBlob(id, token, { runKey }, bytes, now)), sweep: true }),

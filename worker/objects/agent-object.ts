@@ -42,7 +42,7 @@ const SERVE: SocketKind<ConnState> = {
 /** An event of a live sender; one that is closing has nothing of its own to change, so its event is `work`. */
 const fromLive = (make: (from: number) => AgentEvent) => (from: number | null): AgentEvent => (from === null ? { type: "work" } : make(from));
 
-type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" | "step" | "heartbeat" | "output" }>;
+type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "agent_checkpoint" | "message_checkpoint" | "fail" | "park" | "step" | "heartbeat" | "output" }>;
 
 export class AgentCoordinator extends AgentCalls {
   protected readonly kind = SERVE;
@@ -258,7 +258,7 @@ export class AgentCoordinator extends AgentCalls {
     } else send(socket.ws, out.reply);
     // A new message checkpoint drops the blob of the one it replaced, and an acknowledgement the
     // uploads it did not commit: deleted now, not at the next alarm.
-    if (frame.type === "checkpoint" || frame.type === "park" || frame.type === "ack" || frame.type === "reply") void this.sweepBlobs();
+    if (frame.type === "message_checkpoint" || frame.type === "park" || frame.type === "ack" || frame.type === "reply") void this.sweepBlobs();
   }
 
   protected onClose(): void {

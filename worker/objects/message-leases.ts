@@ -116,6 +116,12 @@ export class MessageLeases {
     return { reply: { type: "result", op: frame.type, req: frame.req, ...result } as ServerFrame, change: answer.change, refused: null, expired: false };
   }
 
+  /** A run reading its journal to replay it: refused as its write would be, so a stale attempt never takes another's result for its own. */
+  checkReplay(id: number, token: number, writer: Writer, now: number): Refusal | { ok: true } {
+    const run = this.checkRun(id, token, writer, now);
+    return run.ok ? { ok: true } : run;
+  }
+
   /** The token check of every write for a running message, at this moment; a run key proves an HTTP writer. */
   private checkRun(id: number, token: number, writer: Writer, now: number): { ok: true; stored: RunRow } | Refusal {
     const stored = this.messages.runOf(id);

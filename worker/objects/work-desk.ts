@@ -25,7 +25,7 @@ import type { OutputChunk } from "../wire/output.ts";
 
 export type { DeskSocket };
 
-type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" | "step" | "heartbeat" | "output" }>;
+type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "agent_checkpoint" | "message_checkpoint" | "fail" | "park" | "step" | "heartbeat" | "output" }>;
 
 /** R2 deletes per sweep (R2 takes up to 1000 keys per call). */
 const SWEEP_KEYS = 1000;
@@ -74,15 +74,13 @@ export class WorkDesk {
 
   /**
    * An ack, reply, checkpoint, fail, park, step or heartbeat. A write for a message goes to the
-   * message's own lease (MessageLeases.write); a checkpoint with only the serve fence is the
+   * message's own lease (MessageLeases.write); an agent_checkpoint, under the serve fence, is the
    * agent's own, from its holder. Returns the answer and what the write moves, for the plan to store.
    */
   write(state: ConnState, frame: WriteFrame, now: number, lease: LeaseRecord): WriteOutcome & { agentCheckpoint?: { value: unknown; fence: number } } {
     if (frame.type === "output") return this.writeOutput(frame.id, frame.token, frame.chunks, { runner: runnerOf(state) }, now, frame.req);
-    if (frame.type !== "checkpoint" || (frame.token !== undefined && frame.id !== undefined)) {
-      return this.leases.write(runnerOf(state), frame as TokenWrite, now, lease.fence);
-    }
-    const fence = frame.fence!;
+    if (frame.type !== "agent_checkpoint") return this.leases.write(runnerOf(state), frame, now, lease.fence);
+    const fence = frame.fence;
     const verdict = checkFencedWrite(lease, state, fence);
     if (!verdict.ok) return { reply: errorFrame(verdict.code, verdict.message, frame.req), change: null, refused: verdict.code, expired: false };
     return { reply: { type: "result", op: "checkpoint", req: frame.req, fence }, change: null, refused: null, expired: false, agentCheckpoint: { value: frame.value, fence } };

@@ -1,19 +1,11 @@
 // The life of one message as pure functions over plain records: who may run it next, its own
 // lease token, run timeout (visibility timeout), park and resume, and failure after too many
-// attempts. The agent object stores the records and calls these; nothing here touches I/O.
-//
-//   queued ──lease──▶ running ──complete──▶ acknowledged
-//     ▲                 │ │ └──park──▶ parked ──resume / answer──▶ queued
-//     ├──timeout/lost───┘ │              ├──reject──▶ rejected
-//     │                   │              └──deadline──▶ failed | queued (approve) | rejected (reject) | parked again (escalate)
-//     │                   │                 (waiting on an unknown effect: the deadline lapses; only done / redo settles it)
-//     └──fail (after a backoff)──┤
-//                         ├──timeout/lost/fail, attempts used up──▶ failed
-//                         └──timeout/lost/fail with an effect's outcome unknown (ask)──▶ parked
-//   queued | running | parked ──cancel (rules/message-cancel.ts)──▶ cancelled (final)
+// attempts. Every status change goes through the lifecycle table (message-lifecycle.ts: status ×
+// event, generated into docs/reference/message-lifecycle.md); nothing here touches I/O.
 
 import type { OnBusy } from "./on-busy.ts";
 import type { MessageStatus, OnDeadline, PolicyMode, ResumeOutcome } from "../wire/enums.ts";
+import { enter, refusalOf } from "./message-lifecycle.ts";
 
 export type { MessageStatus, OnDeadline };
 
@@ -142,7 +134,7 @@ function roomiest(runners: readonly RunnerSlots[], free: Map<string, number>, ex
 export function lease(m: MessageLease, runner: string, token: number, now: number, policy: MessagePolicy): MessageLease {
   const capAt = now + (m.runTimeoutMs ?? policy.runTimeoutMs);
   const expiresAt = policy.heartbeatTimeoutMs === null ? capAt : Math.min(capAt, now + policy.heartbeatTimeoutMs);
-  return { ...m, status: "running", attempts: m.attempts + 1, token, runner, expiresAt, capAt, retryAt: null, pendingAsk: null };
+  return enter(m, "hand_out", { ...m, status: "running", attempts: m.attempts + 1, token, runner, expiresAt, capAt, retryAt: null, pendingAsk: null });
 }
 
 /**
@@ -174,10 +166,11 @@ export function checkMessageWrite(m: MessageLease, token: number, runner: string
   if (token !== m.token) {
     return { ok: false, code: "stale_token", message: `token ${token} is not message ${m.id}'s current token ${m.token}` };
   }
-  if (m.status === "cancelled") {
+  const refused = refusalOf(m.status, "write");
+  if (refused === "cancelled") {
     return { ok: false, code: "cancelled", message: `message ${m.id} was cancelled: its run must stop, and nothing it writes is kept` };
   }
-  if (m.status !== "running") {
+  if (refused !== null) {
     return { ok: false, code: "message_not_running", message: `message ${m.id} is ${m.status}, not running` };
   }
   if (m.runner !== runner) {
@@ -189,8 +182,9 @@ export function checkMessageWrite(m: MessageLease, token: number, runner: string
   return { ok: true };
 }
 
+/** A reply or ack of the running attempt (checked by checkMessageWrite): the message is done. */
 export function complete(m: MessageLease): MessageLease {
-  return { ...m, status: "acknowledged", runner: null, expiresAt: null };
+  return enter(m, "complete", { ...m, status: "acknowledged", runner: null, expiresAt: null });
 }
 
 /**
@@ -198,6 +192,15 @@ export function complete(m: MessageLease): MessageLease {
  * said otherwise) happens if nobody answers by then.
  */
 export function park(m: MessageLease, now: number, deadlineMs: number | null = null, onDeadline: OnDeadline | null = null): MessageLease {
+  return enter(m, "park", parked(m, now, deadlineMs, onDeadline));
+}
+
+/** A question for a person alone (an MCP host's ask), parked the moment it is posted: nobody runs it. */
+export function askPerson(m: MessageLease, now: number, deadlineMs: number | null, onDeadline: OnDeadline | null): MessageLease {
+  return enter(m, "ask_person", parked(m, now, deadlineMs, onDeadline));
+}
+
+function parked(m: MessageLease, now: number, deadlineMs: number | null, onDeadline: OnDeadline | null): MessageLease {
   return {
     ...m, status: "parked", runner: null, capAt: null, expiresAt: deadlineMs === null ? null : now + deadlineMs,
     parkMs: deadlineMs, onDeadline: deadlineMs === null ? null : onDeadline,
@@ -221,7 +224,7 @@ export type AnswerResult =
  * --done/--redo instead, and a passed deadline has already decided.
  */
 export function answer(m: MessageLease, reply: Answer, choices: readonly string[] | null, now: number): AnswerResult {
-  if (m.status !== "parked") return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}: there is nothing to answer (answered already, or never asked)` };
+  if (refusalOf(m.status, "answer") !== null) return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}: there is nothing to answer (answered already, or never asked)` };
   if (deadlineDecides(m, now)) {
     return { ok: false, code: "not_parked", message: `message ${m.id}'s deadline passed ${now - m.expiresAt!} ms ago; its deadline decided` };
   }
@@ -233,15 +236,16 @@ export function answer(m: MessageLease, reply: Answer, choices: readonly string[
     return { ok: false, code: "bad_request", message: `message ${m.id} takes ${[...allowed, "reject"].map((c) => JSON.stringify(c)).join(", ")}, not ${JSON.stringify(reply.choice)}` };
   }
   const settled = { runner: null, expiresAt: null, capAt: null, retryAt: null, onDeadline: null, parkMs: null };
-  return { ok: true, message: { ...m, ...settled, status: reply.choice === "reject" ? "rejected" : m.forPerson ? "acknowledged" : "queued" } };
+  return { ok: true, message: enter(m, "answer", { ...m, ...settled, status: reply.choice === "reject" ? "rejected" : m.forPerson ? "acknowledged" : "queued" }) };
 }
 
 /** A failed message queued again by a person: a fresh set of attempts (its attempt numbers start again; its tokens keep growing). */
-export function retry(m: MessageLease): { ok: true; message: MessageLease } | { ok: false; code: "bad_request" | "cancelled"; message: string } {
-  if (m.status === "cancelled") return { ok: false, code: "cancelled", message: `message ${m.id} was cancelled, and a cancelled message is final: send it again to run it` };
-  if (m.status !== "failed") return { ok: false, code: "bad_request", message: `message ${m.id} is ${m.status}; only a failed message is retried` };
+export function retry(m: MessageLease): { ok: true; message: MessageLease } | { ok: false; code: "bad_request" | "cancelled" | "not_parked"; message: string } {
+  const refused = refusalOf(m.status, "retry");
+  if (refused === "cancelled") return { ok: false, code: "cancelled", message: `message ${m.id} was cancelled, and a cancelled message is final: send it again to run it` };
+  if (refused !== null) return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}; only a failed message is retried` };
   if (m.forPerson) return { ok: false, code: "bad_request", message: `message ${m.id} was a question for a person and nothing runs it: ask again with a new one` };
-  return { ok: true, message: { ...m, status: "queued", attempts: 0, runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null } };
+  return { ok: true, message: enter(m, "retry", { ...m, status: "queued", attempts: 0, runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null }) };
 }
 
 export type ResumeResult =
@@ -254,7 +258,7 @@ export type ResumeResult =
  * is resumed only with the person's answer for it (`outcome`: it happened, or run it again).
  */
 export function resume(m: MessageLease, now: number, outcome: ResumeOutcome | null = null): ResumeResult {
-  if (m.status !== "parked") return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}, not parked` };
+  if (refusalOf(m.status, "resume") !== null) return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}, not parked` };
   if (m.forPerson) return { ok: false, code: "bad_request", message: `message ${m.id} is a question for a person and nothing runs it: answer it with approve, answer or reject` };
   if (deadlineDecides(m, now)) {
     return { ok: false, code: "not_parked", message: `message ${m.id}'s park deadline passed ${now - m.expiresAt!} ms ago; it has failed` };
@@ -265,14 +269,14 @@ export function resume(m: MessageLease, now: number, outcome: ResumeOutcome | nu
   if (m.pendingAsk === null && outcome !== null) {
     return { ok: false, code: "bad_request", message: `message ${m.id} has no step whose outcome is unknown` };
   }
-  return { ok: true, message: { ...m, status: "queued", runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null, onDeadline: null, parkMs: null } };
+  return { ok: true, message: enter(m, "resume", { ...m, status: "queued", runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null, onDeadline: null, parkMs: null }) };
 }
 
 /** Takes a running message back (its runner went silent, left, or ran out of time): queued again, or failed when its attempts are used up. */
 export function takeBack(m: MessageLease, policy: MessagePolicy): MessageLease {
-  if (m.pendingAsk !== null) return parkUnknown(m);
+  if (m.pendingAsk !== null) return enter(m, "take_back", parkUnknown(m));
   const status: MessageStatus = m.attempts >= policy.maxAttempts ? "failed" : "queued";
-  return { ...m, status, runner: null, expiresAt: null, capAt: null };
+  return enter(m, "take_back", { ...m, status, runner: null, expiresAt: null, capAt: null });
 }
 
 /** How long a message waits after its `attempts`-th attempt failed: 1 s, doubling, at most a minute. */
@@ -285,9 +289,9 @@ export function retryBackoffMs(attempts: number): number {
  * handler threw): queued again after a backoff, or failed when its attempts are used up.
  */
 export function failAttempt(m: MessageLease, now: number, policy: MessagePolicy): MessageLease & { status: "queued" | "failed" | "parked" } {
-  if (m.pendingAsk !== null) return { ...parkUnknown(m), status: "parked" };
-  if (m.attempts >= policy.maxAttempts) return { ...m, status: "failed", runner: null, expiresAt: null, capAt: null, retryAt: null };
-  return { ...m, status: "queued", runner: null, expiresAt: null, capAt: null, retryAt: now + retryBackoffMs(m.attempts) };
+  if (m.pendingAsk !== null) return enter(m, "fail", { ...parkUnknown(m), status: "parked" as const });
+  if (m.attempts >= policy.maxAttempts) return enter(m, "fail", { ...m, status: "failed" as const, runner: null, expiresAt: null, capAt: null, retryAt: null });
+  return enter(m, "fail", { ...m, status: "queued" as const, runner: null, expiresAt: null, capAt: null, retryAt: now + retryBackoffMs(m.attempts) });
 }
 
 /**
@@ -306,6 +310,10 @@ function deadlineDecides(m: MessageLease, now: number): boolean {
  * knows whether the effect happened): its deadline lapses and it waits for a person's done or redo.
  */
 export function parkDeadline(m: MessageLease, now: number): MessageLease {
+  return enter(m, "deadline", deadlineOutcome(m, now));
+}
+
+function deadlineOutcome(m: MessageLease, now: number): MessageLease {
   const settled = { runner: null, expiresAt: null, capAt: null, onDeadline: null, parkMs: null };
   if (m.pendingAsk !== null && m.onDeadline !== "escalate") return { ...m, expiresAt: null, onDeadline: null, parkMs: null };
   switch (m.onDeadline) {

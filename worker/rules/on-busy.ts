@@ -11,6 +11,7 @@
 //              with a debounce, the new message is held that long, so a burst becomes one run, but
 //              never past the ceiling counted from the burst's first message (debounceUntil)
 import type { MessageLease } from "./message-lease.ts";
+import { enter, LIFECYCLE } from "./message-lifecycle.ts";
 import type { OnBusy, PolicyMode } from "../wire/enums.ts";
 import { LIMITS } from "../wire/protocol.ts";
 
@@ -108,6 +109,6 @@ export function debounceUntil(policy: Pick<BusyPolicy, "debounceMs" | "debounceM
 
 /** A queued message that never started, replaced by a newer one of its group: final, never runs. */
 export function supersede(m: MessageLease): MessageLease | null {
-  if (m.status !== "queued" || m.attempts !== 0) return null;
-  return { ...m, status: "superseded", runner: null, expiresAt: null, capAt: null, retryAt: null, onDeadline: null, parkMs: null };
+  if ("stays" in (LIFECYCLE[m.status].supersede ?? {}) || m.attempts !== 0) return null;
+  return enter(m, "supersede", { ...m, status: "superseded" as const, runner: null, expiresAt: null, capAt: null, retryAt: null, onDeadline: null, parkMs: null });
 }

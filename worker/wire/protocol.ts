@@ -183,7 +183,6 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("sync"), after: fence, req }),
   // Writes for a message carry its lease `token`. (The older fence-only ack and reply, from before
   // per-message leases, are refused: a fence says who holds the agent, not who runs the message.)
-  // A checkpoint with `id` and `token` belongs to that message; one with only `fence` is the agent's own.
   z.strictObject({ type: z.literal("ack"), id: messageId, token, req }),
   z.strictObject({
     type: z.literal("reply"),
@@ -195,9 +194,10 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
     blob,
     req,
   }),
-  z.strictObject({
-    type: z.literal("checkpoint"), fence: z.optional(fence), id: z.optional(messageId), token: z.optional(token), value: z.optional(z.unknown()), blob, req,
-  }),
+  // The agent's own checkpoint, from its holder under the serve fence.
+  z.strictObject({ type: z.literal("agent_checkpoint"), fence, value: z.unknown(), req }),
+  // A running message's checkpoint under its token: inline, or a staged blob.
+  z.strictObject({ type: z.literal("message_checkpoint"), id: messageId, token, value: z.optional(z.unknown()), blob, req }),
   // The run failed (non-zero exit, could not start, killed, the handler threw): `reason` says why.
   z.strictObject({ type: z.literal("fail"), id: messageId, token, reason: z.string().check(z.maxLength(LIMITS.failReasonChars)), req }),
   // Gives a running message's lease up until someone resumes it; `value` is its checkpoint.
@@ -224,7 +224,26 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
 ]);
 
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
-export const CLIENT_FRAME_TYPES = ["ping", "hello", "serve_lease", "sync", "ack", "reply", "checkpoint", "fail", "park", "step", "heartbeat", "output"] as const;
+export const CLIENT_FRAME_TYPES = [
+  "ping", "hello", "serve_lease", "sync", "ack", "reply", "agent_checkpoint", "message_checkpoint", "fail", "park", "step", "heartbeat", "output",
+] as const;
+
+/**
+ * The `checkpoint` frame of clients before the split: one type for two operations, told apart by
+ * its fields (`id` and `token`: the message's; only `fence`: the agent's). Still understood, read as
+ * the frame it stands for.
+ */
+const legacyCheckpointSchema = z.strictObject({
+  type: z.literal("checkpoint"), fence: z.optional(fence), id: z.optional(messageId), token: z.optional(token), value: z.optional(z.unknown()), blob, req,
+});
+
+/** A legacy checkpoint as the frame it stands for (still checked against that frame's schema). */
+function splitCheckpoint(legacy: z.infer<typeof legacyCheckpointSchema>): unknown {
+  const { fence: f, id, token: t, value, blob: b, req: r } = legacy;
+  const req = r === undefined ? {} : { req: r };
+  if (id !== undefined || t !== undefined) return { type: "message_checkpoint", id, token: t, ...(value === undefined ? {} : { value }), ...(b === undefined ? {} : { blob: b }), ...req };
+  return { type: "agent_checkpoint", fence: f, value, ...(b === undefined ? {} : { blob: b }), ...req };
+}
 
 export type {
   DirectoryEntry, HolderInfo, JournalEntry, MessageFrame, ObserverFrame, PresenceReport, ResultFrame, RevokeReason, ServerFrame,
@@ -257,10 +276,16 @@ export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame>
   const reqId = typeof reqValue === "string" && reqValue.length <= 64 ? reqValue : undefined;
   // V8 parses deep JSON fine; copying it between isolates (RPC, storage) does not, so it stops here.
   if (jsonTooDeep(raw)) return { ok: false, code: "bad_json", message: `JSON nests deeper than ${LIMITS.jsonDepth} levels`, req: reqId };
-  if (typeof type !== "string" || !(CLIENT_FRAME_TYPES as readonly string[]).includes(type)) {
+  if (typeof type !== "string" || !(CLIENT_FRAME_TYPES as readonly string[]).includes(type) && type !== "checkpoint") {
     return { ok: false, code: "unknown_type", message: `unknown frame type ${JSON.stringify(type)}`, req: reqId };
   }
-  const result = clientFrameSchema.safeParse(data);
+  let input: unknown = data;
+  if (type === "checkpoint") {
+    const legacy = legacyCheckpointSchema.safeParse(data);
+    if (!legacy.success) return { ok: false, code: "bad_frame", message: `invalid checkpoint frame: ${z.prettifyError(legacy.error)}`, req: reqId };
+    input = splitCheckpoint(legacy.data);
+  }
+  const result = clientFrameSchema.safeParse(input);
   if (!result.success) {
     return { ok: false, code: "bad_frame", message: `invalid ${type} frame: ${z.prettifyError(result.error)}`, req: reqId };
   }
@@ -270,7 +295,8 @@ export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame>
   }
   const blobbed = blobConflict(frame);
   if (blobbed) return { ok: false, code: "bad_frame", message: `invalid ${type} frame: ${blobbed}`, req: reqId };
-  if (((frame.type === "checkpoint" && frame.blob === undefined) || (frame.type === "park" && frame.value !== undefined)) && checkpointTooLarge(frame.value)) {
+  const inline = frame.type === "agent_checkpoint" || (frame.type === "message_checkpoint" && frame.blob === undefined) || (frame.type === "park" && frame.value !== undefined);
+  if (inline && checkpointTooLarge(frame.value)) {
     return { ok: false, code: "too_large", message: `checkpoint exceeds ${LIMITS.checkpointBytes} bytes`, req: reqId };
   }
   if (frame.type === "output") {
@@ -279,19 +305,15 @@ export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame>
   }
   const sized = oversizedValue(frame);
   if (sized) return { ok: false, code: "too_large", message: sized, req: reqId };
-  const unfenced = unfencedWrite(frame);
-  if (unfenced) return { ok: false, code: "bad_frame", message: `invalid ${type} frame: ${unfenced}`, req: reqId };
   return { ok: true, frame };
 }
 
 /** A value rides inline or as a blob, never both; only a message's own writes may name a blob. */
 function blobConflict(frame: ClientFrame): string | null {
   if (frame.type === "reply" && frame.blob !== undefined && frame.text !== "") return "a reply is text or a blob, not both";
-  if (frame.type === "checkpoint" && frame.blob !== undefined) {
-    if (frame.token === undefined) return "only a message checkpoint (id and token) may be a blob";
-    if (frame.value !== undefined) return "a checkpoint is a value or a blob, not both";
-  }
-  if (frame.type === "checkpoint" && frame.blob === undefined && frame.value === undefined) return "a checkpoint needs a value or a blob";
+  if (frame.type === "message_checkpoint" && frame.blob !== undefined && frame.value !== undefined) return "a checkpoint is a value or a blob, not both";
+  if (frame.type === "message_checkpoint" && frame.blob === undefined && frame.value === undefined) return "a checkpoint needs a value or a blob";
+  if (frame.type === "agent_checkpoint" && frame.value === undefined) return "a checkpoint needs a value";
   if (frame.type === "park" && frame.blob !== undefined && frame.value !== undefined) return "a park's checkpoint is a value or a blob, not both";
   return null;
 }
@@ -314,15 +336,6 @@ export function jsonTooDeep(text: string, max: number = LIMITS.jsonDepth): boole
     } else if (c === 125 || c === 93) depth--;
   }
   return false;
-}
-
-/** A write must say which lease it is made under: a message token, or the serve fence. */
-function unfencedWrite(frame: ClientFrame): string | null {
-  if (frame.type === "checkpoint") {
-    if ((frame.id === undefined) !== (frame.token === undefined)) return "a message checkpoint needs both id and token";
-    if (frame.token === undefined && frame.fence === undefined) return "needs a fence (agent checkpoint) or an id and token (message checkpoint)";
-  }
-  return null;
 }
 
 /** A step value or heartbeat details over its budget, in bytes of JSON. */

@@ -2,6 +2,7 @@
 // person: the verdict, and the message change it makes (lease, answer record, journal record,
 // resume input). Pure: the snapshot reads the message, its question and the journal records the
 // input may write over (TargetMessage); the object stores what this returns.
+import { enter } from "../message-lifecycle.ts";
 import { answer, resume, retry, type Answer, type MessageLease } from "../message-lease.ts";
 import { decideStepWrite, pendingAsk, unknownOutcomeReason, type JournalUsage, type StepRecord, type UnknownOutcome } from "../step-journal.ts";
 import type { Canceller, MessageChange } from "./types.ts";
@@ -133,7 +134,7 @@ export function personResume(
 export function personRetry(t: TargetMessage | null, id: number, by: Canceller): PersonVerdict {
   if (t === null) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
   const result = retry(t.lease);
-  if (!result.ok) return { ok: false, status: 409, code: result.code === "cancelled" ? "cancelled" : "not_parked", message: result.message };
+  if (!result.ok) return { ok: false, status: 409, code: result.code === "bad_request" ? "not_parked" : result.code, message: result.message };
   return { ok: true, change: { id, before: t.lease.status, lease: result.message, answer: { choice: "retry", text: null, question: t.error, by } } };
 }
 
@@ -146,7 +147,7 @@ export function deadlineAnswer(t: TargetMessage, after: MessageLease, choice: "a
   const reply = { choice, text: null };
   const journal = t.question?.step && choice === "approve" ? answerStep(t, t.question.step, reply, DEADLINE, budget, now) : null;
   if (refused(journal)) {
-    return { ...settled(t, { ...after, status: "failed" }, reply, false), failure: `its deadline answered approve, but its journal is full: ${journal.message}` };
+    return { ...settled(t, enter(t.lease, "deadline", { ...after, status: "failed" as const }), reply, false), failure: `its deadline answered approve, but its journal is full: ${journal.message}` };
   }
   return {
     ...settled(t, after, reply, true), ...(journal ? { journal } : {}),

@@ -3,7 +3,7 @@
 // (../on-busy.ts: refuse it, or cancel and supersede others), and for a question for a person
 // alone, the park it starts in. Nothing is stored before the plan: apply inserts the row first.
 import { decideOnBusy } from "../on-busy.ts";
-import { park, type MessageLease, type MessagePolicy } from "../message-lease.ts";
+import { askPerson, type MessageLease, type MessagePolicy } from "../message-lease.ts";
 import type { Question } from "../../wire/protocol.ts";
 import type { OnBusy } from "../../wire/enums.ts";
 import type { MessageChange } from "./types.ts";
@@ -74,7 +74,7 @@ export function planPost(post: NewPost, lastId: number, groupOpen: readonly Mess
   // Nobody runs a question for a person: it is parked from the start, its question kept with it.
   const change: MessageChange | null = post.question === null ? null : {
     id: insert.id, before: "queued", question: keptQuestion({ ...post.question, step: undefined }, lease.token, now),
-    lease: park(lease, now, post.deadlineSeconds === null ? null : post.deadlineSeconds * 1000, post.question.on_deadline ?? null),
+    lease: askPerson(lease, now, post.deadlineSeconds === null ? null : post.deadlineSeconds * 1000, post.question.on_deadline ?? null),
   };
   return { ok: true, insert, lease, change, interrupt: busy?.interrupt ?? [], supersede: busy?.supersede ?? [] };
 }

@@ -26,7 +26,7 @@ export function keptQuestion(q: Question, token: number, now: number): KeptQuest
   return { text: q.text, choices: q.choices ?? null, step: q.step ?? null, on_deadline: q.on_deadline ?? null, token, asked_at: now };
 }
 
-export type RunnerWrite = Extract<ClientFrame, { type: "ack" | "reply" | "checkpoint" | "fail" | "park" }> & { id: number; token: number };
+export type RunnerWrite = Extract<ClientFrame, { type: "ack" | "reply" | "message_checkpoint" | "fail" | "park" }>;
 
 /** What a runner's write reads of its message. */
 export interface WriteTarget {
@@ -75,7 +75,7 @@ export function decideWrite(t: WriteTarget | null, frame: RunnerWrite, writer: s
   const blob = t.blob;
   const base = { id: m.id, before: m.status, lease: null };
   switch (frame.type) {
-    case "checkpoint":
+    case "message_checkpoint":
       return answer({ type: "result", op: "checkpoint", req: frame.req, id: m.id, token: frame.token }, { ...base, checkpoint: { kept: blob ?? { value: frame.value }, token: frame.token } });
     case "park": {
       // The question is the frame's, or the one this attempt stored over HTTP (`baton ask`) before it parked.
