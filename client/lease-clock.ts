@@ -3,7 +3,7 @@
 // validity from when its last confirmed request was SENT: the coordinator saw that request no
 // earlier, hence cannot expire the lease before sentAt + ttl (clock rates being equal). Once
 // lapsed, a lease stays lapsed: a late answer never revives it; the owner must claim anew.
-// Times are monotonic milliseconds (performance.now()), passed in so tests drive them.
+// Times are monotonic milliseconds (the client's one clock, core/clock.ts), passed in so tests drive them.
 
 export class LeaseClock {
   private ttlMs: number;

@@ -5,6 +5,7 @@
 import { messageViewSchema, type MessageView } from "../worker/wire/http-responses.ts";
 import type { Question } from "../worker/wire/protocol.ts";
 import { requestJson, type Connection } from "./http.ts";
+import { systemClock } from "./core/clock.ts";
 import { routePath } from "../worker/wire/routes.ts";
 
 export interface PersonQuestion {
@@ -80,11 +81,11 @@ export interface WaitOptions {
 
 /** Polls until the question is answered or ended, the timeout passes, or the signal aborts. */
 export async function waitForAnswer(agent: string, messageId: number, conn: Connection, options: WaitOptions = {}): Promise<PersonAnswer> {
-  const started = Date.now();
+  const started = systemClock.now();
   const pollMs = options.pollMs ?? 500;
   for (;;) {
     const now = await answerOf(agent, messageId, conn);
-    const elapsed = Date.now() - started;
+    const elapsed = systemClock.now() - started;
     if (now.status !== "waiting" || options.signal?.aborted || (options.timeoutMs !== undefined && elapsed >= options.timeoutMs)) return now;
     await options.onWaiting?.(elapsed);
     await new Promise<void>((resolve) => {

@@ -7,6 +7,7 @@ import { reconnectDelay, type BackoffOptions } from "./backoff.ts";
 import { CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError } from "./errors.ts";
 import { requestJson, type Connection } from "./http.ts";
 import { LeaseClock } from "./lease-clock.ts";
+import { systemClock } from "./core/clock.ts";
 import { routePath } from "../worker/wire/routes.ts";
 
 export interface SessionLease {
@@ -64,8 +65,8 @@ export async function withSessionLease<T>(session: string, fn: (lease: SessionLe
   event({ type: "acquired", session, runId, fence: grant.fence, fenceToken: grant.fence_token, expiresAt: grant.expires_at });
 
   const clock = new LeaseClock(grant.ttl_seconds * 1000);
-  clock.confirmed(sentAt, performance.now());
-  clock.hold(performance.now());
+  clock.confirmed(sentAt, systemClock.now());
+  clock.hold(systemClock.now());
   const controller = new AbortController();
   let lost: LeaseLostError | null = null;
   let expiresAt = grant.expires_at;
@@ -88,13 +89,13 @@ export async function withSessionLease<T>(session: string, fn: (lease: SessionLe
     const deadline = clock.deadline;
     if (deadline === null) return lose("lapsed");
     deadlineTimer = setTimeout(() => {
-      if (!clock.valid(performance.now())) lose("lapsed");
+      if (!clock.valid(systemClock.now())) lose("lapsed");
       else armDeadline();
-    }, Math.max(0, deadline - performance.now()));
+    }, Math.max(0, deadline - systemClock.now()));
   };
   const renewEveryMs = (): number => (grant.ttl_seconds * 1000) / 3;
   const renew = async (): Promise<void> => {
-    const sent = performance.now();
+    const sent = systemClock.now();
     try {
       const renewed = await requestJson(options, "POST", routePath("/leases/{session}/renew", { session }), leaseGrantSchema, {
         body: { run_id: runId }, timeoutMs: Math.max(1, (clock.deadline ?? sent) - sent),
@@ -102,13 +103,13 @@ export async function withSessionLease<T>(session: string, fn: (lease: SessionLe
       if (lost || finished) return;
       clock.setTtl(renewed.ttl_seconds * 1000);
       expiresAt = renewed.expires_at;
-      clock.confirmed(sent, performance.now());
+      clock.confirmed(sent, systemClock.now());
       armDeadline();
     } catch (err) {
       if (err instanceof CoordinatorError && err.code === "lease_lost") return lose("refused");
       // unreachable or a transient refusal: keep trying until the deadline decides
     }
-    if (!lost && !finished) renewTimer = setTimeout(renew, Math.max(0, sent + renewEveryMs() - performance.now()));
+    if (!lost && !finished) renewTimer = setTimeout(renew, Math.max(0, sent + renewEveryMs() - systemClock.now()));
   };
   armDeadline();
   renewTimer = setTimeout(renew, renewEveryMs());
@@ -149,9 +150,9 @@ export async function withSessionLease<T>(session: string, fn: (lease: SessionLe
 async function acquire(
   options: SessionLeaseOptions, session: string, runId: string, ttlSeconds: number, event: (e: SessionLeaseEvent) => void,
 ): Promise<{ grant: LeaseGrant; sentAt: number }> {
-  const started = performance.now();
+  const started = systemClock.now();
   for (let attempt = 0; ; attempt++) {
-    const sentAt = performance.now();
+    const sentAt = systemClock.now();
     let blocker: LeaseHeldError | UnreachableError;
     try {
       const grant = await requestJson(options, "POST", routePath("/leases/{session}/acquire", { session }), leaseGrantSchema, {
@@ -168,7 +169,7 @@ async function acquire(
         throw err;
       }
     }
-    const waited = performance.now() - started;
+    const waited = systemClock.now() - started;
     const timedOut = options.waitTimeoutMs !== undefined && waited >= options.waitTimeoutMs;
     if (!options.wait || timedOut || options.signal?.aborted) {
       throw blocker;

@@ -8,6 +8,7 @@ import { LIMITS, PING_TEXT, PONG_TEXT } from "../worker/wire/protocol.ts";
 import { parseServerFrame } from "../worker/wire/server-frames.ts";
 import type { ReplyFrame } from "./core/writes.ts";
 import { FramePacer } from "./frame-pacer.ts";
+import { systemClock } from "./core/clock.ts";
 import type { ProbeResult } from "./http.ts";
 import { DEFAULT_BACKOFF, reconnectDelay, type BackoffOptions } from "./backoff.ts";
 import { openSocket, OPEN, type WebSocketConstructor, type WebSocketLike } from "./websocket.ts";
@@ -74,7 +75,7 @@ export class CoordinatorSocket {
 
   constructor(private readonly opts: SocketOptions) {
     this.ttl = opts.ttlMs ?? 60_000;
-    this.now = opts.now ?? (() => performance.now());
+    this.now = opts.now ?? systemClock.now;
     this.pacer = new FramePacer(this.now);
   }
 

@@ -14,7 +14,7 @@ import {
   batonLeases, batonSystem, etcdLeases, etcdSystem, floorLeases, floorSystem, freshKeysRound, gracefulTrial, hotKeyRound, signalTrial,
   type AcquireRound, type LeaseSystem, type System, type SystemName,
 } from "./scenarios.ts";
-import { snapshotOfHead, workingTree, wranglerDevOf } from "./snapshot.ts";
+import { REPO_ROOT, snapshotOfHead, workingTree, wranglerDevOf } from "./snapshot.ts";
 import { runPreference } from "./preference.ts";
 import { runCancel } from "./cancel.ts";
 import { runTracing } from "./tracing.ts";
@@ -38,6 +38,8 @@ const { values: opts } = parseArgs({
     "schedule-slots": { type: "string", default: "1000" },
     "schedule-count": { type: "string", default: "1000" },
     "schedule-agents": { type: "string", default: "100" },
+    /** Measure another commit's baton (e.g. the one before a change) with this tree's bench and floor. */
+    revision: { type: "string" },
   },
 });
 const trials = Number(opts.trials);
@@ -179,7 +181,7 @@ function rotate<T>(items: readonly T[], by: number): T[] {
 async function main(): Promise<number> {
   const names = selected();
   const needs = new Set(names.flatMap((n) => SCENARIOS[n]!.needs));
-  const tree = opts["working-tree"] ? workingTree() : snapshotOfHead();
+  const tree = opts["working-tree"] ? workingTree() : snapshotOfHead(opts.revision ?? "HEAD");
   let dev: DevServer | null = null;
   let etcd: EtcdServer | null = null;
   let floor: FloorServer | null = null;
@@ -202,7 +204,7 @@ async function main(): Promise<number> {
         },
       }),
       needs.has("etcd") ? startEtcd() : null,
-      needs.has("floor") ? startFloor(tree.root) : null,
+      needs.has("floor") ? startFloor(REPO_ROOT) : null,
     ]);
     const handoff = [batonSystem(dev.url, ttlSeconds), floor && floorSystem(floor.url, ttlSeconds), etcd && etcdSystem(etcd.url, ttlSeconds)]
       .filter((s): s is System => s !== null);

@@ -1,7 +1,8 @@
 // Durable steps against the floor: a step record (one `step` frame to its result) next to the
 // floor's one-row write answered on the same socket; a successor taking over a message with 100
 // recorded steps next to one with none (runner closes to run copy in the successor's hands); and a
-// 10 MiB step result uploaded to R2 and read back, next to the floor reading the same body.
+// 10 MiB step result uploaded to R2 and read back, next to the floor reading the same body and
+// the floor streaming it into the same local R2 (what an upload costs before baton adds anything).
 import WebSocket from "ws";
 import { DEV_TOKEN } from "../../test/e2e/wrangler-dev.ts";
 import { PING_TEXT } from "../../worker/wire/protocol.ts";
@@ -155,6 +156,7 @@ async function blobRates(batonUrl: string, floorUrl: string, ttlMs: number, tria
   const up: number[] = [];
   const down: number[] = [];
   const sink: number[] = [];
+  const r2: number[] = [];
   for (let i = 0; i < trials; i++) {
     const { runner, id, token, runKey } = await runningMessage(batonUrl, `bench-blob-${stamp}-${i}`, ttlMs);
     try {
@@ -173,11 +175,14 @@ async function blobRates(batonUrl: string, floorUrl: string, ttlMs: number, tria
       t0 = performance.now();
       await (await fetch(`${floorUrl}/sink`, { method: "POST", body })).json();
       sink.push(performance.now() - t0);
+      t0 = performance.now();
+      await (await fetch(`${floorUrl}/r2/${stamp}-${i}`, { method: "PUT", body })).json();
+      r2.push(performance.now() - t0);
     } finally {
       runner.close();
     }
   }
-  return { up, down, sink };
+  return { up, down, sink, r2 };
 }
 
 /** The step scenario: a result for the main table (record vs floor) and a section for replay and blobs. */
@@ -185,7 +190,7 @@ export async function runSteps(batonUrl: string, floorUrl: string, ttlSeconds: n
   const ttlMs = ttlSeconds * 1000;
   const stamp = `${process.pid}-${Date.now()}`;
   const result = await stepRecords(batonUrl, floorUrl, ttlMs, trials, stamp);
-  const replayTrials = Math.min(trials, 5);
+  const replayTrials = Math.min(trials, 10);
   const takeovers: { none: number[]; hundred: number[] } = { none: [], hundred: [] };
   for (let i = 0; i < replayTrials; i++) {
     takeovers.none.push(await takeOver(batonUrl, `bench-replay0-${stamp}-${i}`, ttlMs, 0));
@@ -208,10 +213,11 @@ export async function runSteps(batonUrl: string, floorUrl: string, ttlSeconds: n
     "",
     `A 10 MiB step result through R2 (wrangler dev's local emulation), ${blobs.up.length} trials:`,
     "",
-    markdownTable(["transfer", "p50 ms", "MiB/s", "vs floor"], [
-      ["upload (PUT …/blobs)", fmt(p50(blobs.up)), mbps(p50(blobs.up)), ratio(p50(blobs.up), p50(blobs.sink))],
-      ["download (GET …/blobs/{id})", fmt(p50(blobs.down)), mbps(p50(blobs.down)), ratio(p50(blobs.down), p50(blobs.sink))],
-      ["floor: POST of the same body, read and dropped", fmt(p50(blobs.sink)), mbps(p50(blobs.sink)), "1.00x"],
+    markdownTable(["transfer", "p50 ms", "MiB/s", "vs floor POST", "vs floor into R2"], [
+      ["upload (PUT …/blobs)", fmt(p50(blobs.up)), mbps(p50(blobs.up)), ratio(p50(blobs.up), p50(blobs.sink)), ratio(p50(blobs.up), p50(blobs.r2))],
+      ["download (GET …/blobs/{id})", fmt(p50(blobs.down)), mbps(p50(blobs.down)), ratio(p50(blobs.down), p50(blobs.sink)), "-"],
+      ["floor: POST of the same body, read and dropped", fmt(p50(blobs.sink)), mbps(p50(blobs.sink)), "1.00x", "-"],
+      ["floor: PUT of the same body streamed into R2", fmt(p50(blobs.r2)), mbps(p50(blobs.r2)), ratio(p50(blobs.r2), p50(blobs.sink)), "1.00x"],
     ]),
   ].join("\n");
   return { result, section };

@@ -3,6 +3,7 @@
 // names: bad-names.test.ts).
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
+import { MessageStore } from "../../worker/objects/message-store.ts";
 import { describe, expect, it } from "vitest";
 import { LIMITS, type ErrorCode } from "../../worker/wire/protocol.ts";
 import { advanceClock, BASE, claimant, connect, DEV_TOKEN, freezeClock, presence, settle, uniqueAgent, waitFor, type TestSocket } from "./helpers.ts";
@@ -118,7 +119,7 @@ describe("floods", () => {
     const last = accepted.at(-1);
     const stub = env.AGENTS.get(env.AGENTS.idFromName(`dev:${agent}`));
     const stored = await runInDurableObject(stub, (_i: AgentCoordinator, state) =>
-      new AgentCoordinator(state, env)["desk"].messages.checkpoint());
+      new MessageStore(state.storage.sql).checkpoint());
     expect(stored?.value).toEqual({ n: last });
   });
 

@@ -1,5 +1,6 @@
 // The serve lease in the real runtime: election, handover, stale scan, soft lease, release.
 import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
+import { MessageStore } from "../../worker/objects/message-store.ts";
 import { describe, expect, it } from "vitest";
 import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { PING_TEXT } from "../../worker/wire/protocol.ts";
@@ -101,7 +102,7 @@ describe("serve lease", () => {
     a.sock.send({ type: "checkpoint", fence: a.lease.fence, value: { step: 1 }, req: "late" });
     expect(await a.sock.next("error", (f) => f.req === undefined || f.req === "late")).toMatchObject({ code: "lease_expired" });
     expect(await b.sock.next("serve_lease")).toMatchObject({ held: true, fence: 2 });
-    const stored = await runInDurableObject(stubFor(agent), (instance: AgentCoordinator) => instance["desk"].messages.checkpoint());
+    const stored = await runInDurableObject(stubFor(agent), (_instance: AgentCoordinator, state) => new MessageStore(state.storage.sql).checkpoint());
     expect(stored).toBeNull();
   });
 

@@ -6,6 +6,7 @@
 import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { accountTag, LIMITS, type MessageFrame } from "../../worker/wire/protocol.ts";
+import { StepStore } from "../../worker/objects/step-store.ts";
 import { BASE, call, claimant, DEV_TOKEN, message, OTHER_TOKEN, passTime, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
@@ -43,20 +44,43 @@ describe("steps", () => {
 
   it("a journal is bounded in bytes: a write past the budget is too_large and changes nothing", async () => {
     const agent = uniqueAgent();
-    const a = await claimant(agent, "a");
     const id = await post(agent, "work");
-    const m = await run(a.sock, id);
-    // Fill the journal to just under its budget directly (the frame rate limit would make this slow), then write past it.
+    // Fill the journal to just under its budget directly (the frame rate limit would make this slow) before
+    // anything reads it (the store keeps what it read), then write past it.
     await runInDurableObject(stubFor(agent), (_i, state) => {
       for (let i = 0; i < 49; i++) {
-        state.storage.sql.exec(`INSERT INTO message_steps (message_id, name, kind, status, value, attempt, token, at) VALUES (?, ?, 'step', 'done', ?, 1, ?, ?)`,
-          id, `fill${i}`, JSON.stringify("y".repeat(41 * 1024 - 2)), m.token, i);
+        state.storage.sql.exec(`INSERT INTO message_steps (message_id, name, kind, status, value, attempt, token, at) VALUES (?, ?, 'step', 'done', ?, 1, 1, ?)`,
+          id, `fill${i}`, JSON.stringify("y".repeat(41 * 1024 - 2)), i);
       }
     });
+    const a = await claimant(agent, "a");
+    const m = await run(a.sock, id);
     expect(await step(a.sock, m, "last", { value: "x".repeat(40 * 1024) })).toMatchObject({ type: "error", code: "too_large" });
     const steps = (await message(agent, id)).steps as { name: string; bytes: number }[];
     expect(steps.map((s) => s.name)).not.toContain("last");
     expect(steps.reduce((n, s) => n + s.bytes, 0)).toBeLessThanOrEqual(2 * 1024 * 1024);
+  });
+});
+
+describe("the journal a successor is handed", () => {
+  it("is the journal as SQLite holds it: what the object kept in memory through steps, effects, their keys and rewrites agrees with a fresh read", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "work");
+    const m = await run(a.sock, id);
+    // Named in the order they begin, so records begun in the same millisecond keep that order too.
+    await step(a.sock, m, "a-plan", { value: { outline: ["a", "b"] } });
+    await step(a.sock, m, "b-pay", { kind: "effect", phase: "intent", on_unknown: "retry" });
+    await step(a.sock, m, "c-mail", { kind: "effect", phase: "intent", on_unknown: "retry" });
+    await step(a.sock, m, "b-pay", { kind: "effect", phase: "done", value: "paid", on_unknown: "retry" });
+    a.sock.close();
+    const b = await claimant(agent, "b");
+    const copy = await run(b.sock, id);
+    const fresh = await runInDurableObject(stubFor(agent), (_i, state) => new StepStore(state.storage.sql).entries(id));
+    expect(copy.steps).toEqual(fresh);
+    expect(copy.steps?.map((s) => [s.name, s.status])).toEqual([["a-plan", "done"], ["b-pay", "done"], ["c-mail", "intent"]]);
+    const key = (await call("GET", `/agents/${agent}/messages/${id}/steps/c-mail`)).body as { idempotency_key: string };
+    expect(await step(b.sock, copy, "c-mail", { kind: "effect", phase: "intent", on_unknown: "retry" })).toMatchObject({ idempotency_key: key.idempotency_key });
   });
 });
 
@@ -137,13 +161,13 @@ describe("effects", () => {
 
   it("an intent the previous release recorded keeps that release's key when it runs again, so the API sees the retry it is", async () => {
     const agent = uniqueAgent();
-    const a = await claimant(agent, "a");
     const id = await post(agent, "charge");
-    const m = await run(a.sock, id);
+    // As that release left it, before this object read the journal (the store keeps what it read).
     await runInDurableObject(stubFor(agent), (_i, state) => {
-      state.storage.sql.exec(`INSERT INTO message_steps (message_id, name, kind, status, value, on_unknown, attempt, token, at) VALUES (?, 'pay', 'effect', 'intent', NULL, 'retry', 1, ?, 1)`,
-        id, m.token);
+      state.storage.sql.exec(`INSERT INTO message_steps (message_id, name, kind, status, value, on_unknown, attempt, token, at) VALUES (?, 'pay', 'effect', 'intent', NULL, 'retry', 1, 1, 1)`, id);
     });
+    const a = await claimant(agent, "a");
+    await run(a.sock, id);
     const legacy = `baton:${agent}:${id}:pay`;
     expect((await call("GET", `/agents/${agent}/messages/${id}/steps/pay`)).body).toMatchObject({ idempotency_key: legacy });
     a.sock.close();
@@ -256,17 +280,17 @@ describe("unknown outcomes are never lost or skipped", () => {
 
   it("an outcome answered done is recorded inside the journal's byte budget: over it is 413 and the message stays parked", async () => {
     const agent = uniqueAgent();
-    const a = await claimant(agent, "a");
     const id = await post(agent, "refund");
-    const m = await run(a.sock, id);
-    await step(a.sock, m, "refund", { kind: "effect", phase: "intent" });
+    // Filled before anything reads the journal (the store keeps what it read): 49 × 41 KiB + 30 KiB, about 9 KiB of the 2 MiB budget left.
     await runInDurableObject(stubFor(agent), (_i, state) => {
-      // 49 × 41 KiB + 30 KiB: about 9 KiB of the 2 MiB budget left.
       for (let i = 0; i < 50; i++) {
-        state.storage.sql.exec(`INSERT INTO message_steps (message_id, name, kind, status, value, attempt, token, at) VALUES (?, ?, 'step', 'done', ?, 1, ?, ?)`,
-          id, `fill${i}`, JSON.stringify("y".repeat((i < 49 ? 41 : 30) * 1024 - 2)), m.token, 100 + i);
+        state.storage.sql.exec(`INSERT INTO message_steps (message_id, name, kind, status, value, attempt, token, at) VALUES (?, ?, 'step', 'done', ?, 1, 1, ?)`,
+          id, `fill${i}`, JSON.stringify("y".repeat((i < 49 ? 41 : 30) * 1024 - 2)), i);
       }
     });
+    const a = await claimant(agent, "a");
+    const m = await run(a.sock, id);
+    await step(a.sock, m, "refund", { kind: "effect", phase: "intent" });
     await write(a.sock, { type: "fail", id, token: m.token, reason: "crashed" });
     const over = await call("POST", `/agents/${agent}/messages/${id}/resume`, { input: "x".repeat(16 * 1024 - 16), outcome: "done" });
     expect(over).toMatchObject({ status: 413, body: { error: "too_large" } });

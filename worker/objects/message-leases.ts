@@ -16,7 +16,7 @@ import type { StepStore } from "./step-store.ts";
 import type { BlobStore } from "./blob-store.ts";
 import { randomHex128, sameSecret } from "./secrets.ts";
 import { commitRefusal, decideReserve } from "../rules/blob-ledger.ts";
-import { errorFrame, LIMITS, type JournalEntry, type Question } from "../wire/protocol.ts";
+import { errorFrame, LIMITS, type Question } from "../wire/protocol.ts";
 import type { ServerFrame, WorkReport } from "../wire/server-frames.ts";
 import { saveChange, type MessageStores } from "./message-changes.ts";
 import { workReport } from "./work-report.ts";
@@ -251,15 +251,6 @@ export class MessageLeases {
       answer: { ok: true, id, token, expires_at: next.expiresAt },
       change: { id, before: run.stored.status, lease: null, heartbeat: { expiresAt: next.expiresAt, progress: details === undefined ? null : JSON.stringify(details) } },
     };
-  }
-
-  /** Every record of a message, for its runner's hand-out. */
-  journal(id: number): JournalEntry[] {
-    return this.steps.journal(id).map((r) => ({
-      name: r.name, kind: r.kind, status: r.status, on_unknown: r.onUnknown, attempt: r.attempt,
-      ...(r.value === null ? {} : { value: JSON.parse(r.value) as unknown }),
-      ...(r.blob === null ? {} : { blob: r.blob }),
-    }));
   }
 
   /** A message as a person's input (or a deadline that answers for one) reads it; null when there is none. */

@@ -328,18 +328,16 @@ export class MessageStore {
   /**
    * Deletes acknowledged messages (and the write that acknowledged each) older than the newest
    * `retention.messages`, and post keys older than `retention.postKeyMs`. Unacknowledged work is
-   * never deleted. Runs on each post, so history is bounded by what posts add.
+   * never deleted. Runs on each post, so history is bounded by what posts add. Returns the ids of
+   * the messages that went: their journals (StepStore.dropMessages) and blobs go with them.
    */
-  /** Returns how many messages went, so their blobs are collected only when some did. */
-  prune(newestId: number, now: number, retention: Retention): number {
+  prune(newestId: number, now: number, retention: Retention): number[] {
     const horizon = newestId - retention.messages;
-    let gone = 0;
+    let gone: number[] = [];
     if (horizon > 0) {
       this.sql.exec(`DELETE FROM message_writes WHERE message_id <= ?`, horizon);
-      for (const table of ["message_steps", "message_answers"]) {
-        this.sql.exec(`DELETE FROM ${table} WHERE message_id IN (SELECT id FROM messages WHERE id <= ? AND status IN ${FINISHED})`, horizon);
-      }
-      gone = this.sql.exec(`DELETE FROM messages WHERE id <= ? AND status IN ${FINISHED}`, horizon).rowsWritten;
+      this.sql.exec(`DELETE FROM message_answers WHERE message_id IN (SELECT id FROM messages WHERE id <= ? AND status IN ${FINISHED})`, horizon);
+      gone = this.sql.exec<{ id: number }>(`DELETE FROM messages WHERE id <= ? AND status IN ${FINISHED} RETURNING id`, horizon).toArray().map((r) => r.id);
     }
     this.sql.exec(`DELETE FROM post_keys WHERE at < ?`, now - retention.postKeyMs);
     return gone;

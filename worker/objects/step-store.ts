@@ -2,9 +2,11 @@
 // of a message, keyed by (message, name). Rows go with their message (MessageStore.prune).
 import type { OnUnknown, StepKind, StepRecord, StepStatus } from "../rules/step-journal.ts";
 import { ON_UNKNOWN, STEP_PHASES } from "../wire/enums.ts";
+import { LIMITS, type JournalEntry } from "../wire/protocol.ts";
 import { journalKind } from "../wire/server-frames.ts";
 import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import { KeyValueTable } from "./kv-table.ts";
+import { JournalCache, KeptJournal, type KeptRecord } from "./journal-cache.ts";
 import { integer, maybeInteger, maybeOneOf, maybeText, oneOf, RowCodec, text, type RowOf } from "./sql-row.ts";
 
 const KINDS: readonly StepKind[] = journalKind.options;
@@ -72,19 +74,47 @@ export interface StepSummary {
 }
 
 export class StepStore {
+  /** Journals read whole or written lately, kept in memory (journal-cache.ts); this store is their only writer. */
+  private readonly cache = new JournalCache();
+
   constructor(private readonly sql: SqlStorage) {
     migrate(sql, "message_steps", STEP_MIGRATIONS);
   }
 
+  /** A message's journal from memory, read whole first if it fits the cache; null when it does not. */
+  private kept(messageId: number): KeptJournal | null {
+    const kept = this.cache.get(messageId);
+    if (kept !== null) return kept;
+    if (this.usageInSql(messageId).bytes > this.cacheRoom) return null;
+    const rows = this.sql.exec(`SELECT * FROM message_steps WHERE message_id = ?`, messageId).toArray();
+    return this.cache.keep(messageId, new KeptJournal(rows.map((r) => keptOf(stepRow.decode(r)))));
+  }
+
+  /** The bytes of values a journal may hold to be kept (its records' overhead comes on top). */
+  private readonly cacheRoom = LIMITS.journalBytes;
+
   get(messageId: number, name: string): StepRecord | null {
+    const kept = this.kept(messageId);
+    if (kept !== null) return recordOf(kept.get(name));
     const row = this.sql.exec(`SELECT * FROM message_steps WHERE message_id = ? AND name = ?`, messageId, name).toArray()[0];
-    return row === undefined ? null : recordOf(stepRow.decode(row));
+    return row === undefined ? null : recordOf(keptOf(stepRow.decode(row)));
   }
 
   /** Every record of one message, in the order they were first written, with values (for its runner). */
-  journal(messageId: number): StepRecord[] {
+  journal(messageId: number): readonly StepRecord[] {
+    const kept = this.kept(messageId);
+    if (kept !== null) return kept.inOrder();
     return this.sql.exec(`SELECT * FROM message_steps WHERE message_id = ? ORDER BY at, name`, messageId)
-      .toArray().map((r) => recordOf(stepRow.decode(r)));
+      .toArray().map((r) => keptOf(stepRow.decode(r)));
+  }
+
+  /** A run copy's journal: every record as its runner reads it, values parsed. */
+  entries(messageId: number): JournalEntry[] {
+    return this.journal(messageId).map((r) => ({
+      name: r.name, kind: r.kind, status: r.status, on_unknown: r.onUnknown, attempt: r.attempt,
+      ...(r.value === null ? {} : { value: JSON.parse(r.value) as unknown }),
+      ...(r.blob === null ? {} : { blob: r.blob }),
+    }));
   }
 
   /** One message's steps without their values (for people, and for presence). */
@@ -96,6 +126,11 @@ export class StepStore {
 
   /** How many records one message has and how many bytes their values take (the journal budget). */
   usage(messageId: number): { steps: number; bytes: number } {
+    const kept = this.kept(messageId);
+    return kept !== null ? { steps: kept.count, bytes: kept.valueBytes } : this.usageInSql(messageId);
+  }
+
+  private usageInSql(messageId: number): { steps: number; bytes: number } {
     return this.sql.exec<{ steps: number; bytes: number | null }>(
       `SELECT COUNT(*) AS steps, SUM(length(CAST(value AS BLOB))) AS bytes FROM message_steps WHERE message_id = ?`, messageId)
       .toArray().map((r) => ({ steps: r.steps, bytes: r.bytes ?? 0 }))[0]!;
@@ -111,11 +146,15 @@ export class StepStore {
       messageId, record.name, record.kind, record.status, record.value, record.blob?.id ?? null, record.blob?.bytes ?? null,
       record.onUnknown, record.attempt, record.token, now,
     );
-    return { ...record, at: before?.at ?? now };
+    const at = before?.at ?? now;
+    this.cache.update(messageId, (kept) => kept.put({ ...record, at, effectKey: kept.get(record.name)?.effectKey ?? null }));
+    return { ...record, at };
   }
 
   /** The idempotency key an effect was first begun under, or null (not begun, or begun by a release that kept none). */
   effectKey(messageId: number, name: string): string | null {
+    const kept = this.kept(messageId);
+    if (kept !== null) return kept.get(name)?.effectKey ?? null;
     return this.sql.exec<{ effect_key: string | null }>(`SELECT effect_key FROM message_steps WHERE message_id = ? AND name = ?`, messageId, name)
       .toArray()[0]?.effect_key ?? null;
   }
@@ -123,18 +162,33 @@ export class StepStore {
   /** Keeps an effect's key with its record (a later write of the record leaves it), unless one is kept already. */
   keepEffectKey(messageId: number, name: string, key: string): void {
     this.sql.exec(`UPDATE message_steps SET effect_key = ? WHERE message_id = ? AND name = ? AND effect_key IS NULL`, key, messageId, name);
+    this.cache.update(messageId, (kept) => {
+      const record = kept.get(name);
+      if (record !== null && record.effectKey === null) kept.put({ ...record, effectKey: key });
+    });
   }
 
   /** The effects of one message whose intent has no outcome, in journal order (for pendingAsk). */
   openIntents(messageId: number): Pick<StepRecord, "name" | "kind" | "status" | "onUnknown" | "token">[] {
+    const open = (r: Pick<StepRecord, "name" | "onUnknown" | "token">) => ({ name: r.name, kind: "effect" as const, status: "intent" as const, onUnknown: r.onUnknown, token: r.token });
+    const kept = this.kept(messageId);
+    if (kept !== null) return kept.inOrder().filter((r) => r.status === "intent").map(open);
     return this.sql.exec<{ name: string; on_unknown: OnUnknown | null; token: number }>(
       `SELECT name, on_unknown, token FROM message_steps WHERE message_id = ? AND status = 'intent' ORDER BY at, name`, messageId)
-      .toArray().map((r) => ({ name: r.name, kind: "effect", status: "intent", onUnknown: r.on_unknown, token: r.token }));
+      .toArray().map((r) => open({ name: r.name, onUnknown: r.on_unknown, token: r.token }));
   }
 
   /** A person said an unknown effect must run again: its intent goes, so the next attempt runs it. */
   forget(messageId: number, name: string): void {
     this.sql.exec(`DELETE FROM message_steps WHERE message_id = ? AND name = ?`, messageId, name);
+    this.cache.update(messageId, (kept) => kept.drop(name));
+  }
+
+  /** The journals of messages that left the history (MessageStore.prune): their records go. */
+  dropMessages(ids: readonly number[]): void {
+    if (ids.length === 0) return;
+    this.sql.exec(`DELETE FROM message_steps WHERE message_id IN (SELECT value FROM json_each(?))`, JSON.stringify(ids));
+    for (const id of ids) this.cache.forget(id);
   }
 
   /** The first `perMessage` steps of several messages (a page of history), in one query. */
@@ -154,9 +208,16 @@ export class StepStore {
   }
 }
 
-function recordOf(r: Omit<StepRow, "message_id" | "effect_key">): StepRecord {
+function keptOf(r: StepRow): KeptRecord {
   return {
     name: r.name, kind: r.kind, status: r.status, value: r.value, blob: r.blob === null ? null : { id: r.blob, bytes: r.blob_bytes ?? 0 },
-    onUnknown: r.on_unknown, attempt: r.attempt, token: r.token, at: r.at,
+    onUnknown: r.on_unknown, attempt: r.attempt, token: r.token, at: r.at, effectKey: r.effect_key,
   };
+}
+
+/** A kept record as the rules read it (without its key). */
+function recordOf(r: KeptRecord | null): StepRecord | null {
+  if (r === null) return null;
+  const { effectKey: _key, ...record } = r;
+  return record;
 }

@@ -112,12 +112,13 @@ export class WorkDesk {
   storePost(row: PostInsert, retention: Retention, now: number): boolean {
     this.messages.insert(row);
     if (row.key !== null) this.messages.rememberPost(row.key, row.id, now);
-    const pruned = this.messages.prune(row.id, now, retention) > 0;
-    if (pruned) {
+    const pruned = this.messages.prune(row.id, now, retention);
+    this.steps.dropMessages(pruned);
+    if (pruned.length > 0) {
       this.blobs.collectOrphans(now);
       this.output.prune();
     }
-    return pruned;
+    return pruned.length > 0;
   }
 
   /**
@@ -137,7 +138,7 @@ export class WorkDesk {
 
   /** Sends a message frame (a run copy only to its runner) and moves the connection's cursor past it; the caller writes the attachment. */
   push(socket: DeskSocket, m: StoredMessage, run: boolean): void {
-    send(socket.ws, messageFrame(m, run, this.leases.policies.policy(), run ? this.leases.journal(m.id) : []));
+    send(socket.ws, messageFrame(m, run, this.leases.policies.policy(), run ? this.steps.entries(m.id) : []));
     if (m.id > socket.state.cursor) socket.state.cursor = m.id;
   }
 

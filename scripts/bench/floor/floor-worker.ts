@@ -6,10 +6,12 @@
 // the floor of a session-lease acquisition: one Worker request, one RPC to a warm object that
 // writes one row. A `{"type":"write","req"}` frame is the floor of a journal write: parsed, one row,
 // answered with its req on the same socket, so the client side of both is the same code. POST /sink reads a body and drops it: the floor of an upload.
+// PUT /r2/{name} streams a body of its declared length into R2, as baton's upload does: the floor of an upload that keeps its bytes.
 import { DurableObject } from "cloudflare:workers";
 
 interface FloorEnv {
   ROOMS: DurableObjectNamespace<FloorRoom>;
+  BLOBS: R2Bucket;
 }
 
 const HANDOFF_FRAME = '{"type":"held"}';
@@ -71,6 +73,11 @@ export default {
     }
     if (route === "health") return new Response("ok");
     if (route === "sink" && request.method === "POST") return Response.json({ bytes: (await request.arrayBuffer()).byteLength });
+    if (route === "r2" && name && request.method === "PUT" && request.body) {
+      const bytes = Number(request.headers.get("content-length"));
+      await env.BLOBS.put(name, request.body.pipeThrough(new FixedLengthStream(bytes)));
+      return Response.json({ bytes }, { status: 201 });
+    }
     return new Response("not found", { status: 404 });
   },
 } satisfies ExportedHandler<FloorEnv>;
