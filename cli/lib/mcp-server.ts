@@ -1,13 +1,15 @@
 // The tools `baton mcp` offers an MCP host, over the client library: ask a person out of band (a
 // question only a token with the answer scope can answer, recorded with who answered, unlike an
 // in-band elicitation the client itself could answer), see who serves the agent, send it a
-// message, and hold session leases ("only one of us works on this repo") across machines.
+// message, read a message's live output, and hold session leases ("only one of us works on this repo") across machines.
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod/mini";
 import { CoordinatorError, UnreachableError } from "../../client/errors.ts";
 import { requestJson, type Connection } from "../../client/http.ts";
 import { answerOf, askPerson, plainChoices, waitForAnswer, type PersonAnswer } from "../../client/person-question.ts";
+import { outputPageSchema } from "../../worker/wire/output.ts";
+import { outputResult } from "./mcp-output.ts";
 import { leaseGrantSchema, leaseReleasedSchema, messageViewSchema, presenceSchema } from "../../worker/wire/http-responses.ts";
 import type { OnDeadline } from "../../worker/wire/enums.ts";
 import { LIMITS, RUN_ID } from "../../worker/wire/protocol.ts";
@@ -129,6 +131,20 @@ export function createMcpServer(options: McpOptions): McpServer {
       m = await requestJson(conn, "GET", routePath("/agents/{agent}/messages/{id}", { agent, id: sent.id }), messageViewSchema);
     }
     return { agent, message_id: m.id, status: m.status, reply: m.reply, error: m.error, attempts: m.attempts };
+  }));
+
+  server.registerTool("get_output", {
+    title: "Read a message's live output",
+    description: `What a message of ${agent} printed so far while it runs (stdout, stderr, streamed text), from \`from\` (0: the start; else the next_from an earlier call returned), with takeovers by another machine said in place. With wait_seconds (at most 25), waits that long for new output when there is none yet. final: nothing more will come.`,
+    inputSchema: {
+      message_id: z.int().check(z.gte(1)),
+      from: z.optional(z.int().check(z.nonnegative())),
+      wait_seconds: z.optional(z.int().check(z.gte(0), z.lte(25))),
+    },
+  }, (args) => tool(async () => {
+    const path = routePath("/agents/{agent}/messages/{id}/output", { agent, id: args.message_id });
+    const page = await requestJson(conn, "GET", `${path}?format=json&from=${args.from ?? 0}${args.wait_seconds ? `&wait=${args.wait_seconds}` : ""}`, outputPageSchema);
+    return outputResult(agent, page);
   }));
 
   const session = { session: z.string().check(z.minLength(1)) };

@@ -17,6 +17,7 @@ import {
 import { REPO_ROOT, snapshotOfHead, workingTree, wranglerDevOf } from "./snapshot.ts";
 import { runPreference } from "./preference.ts";
 import { runCancel } from "./cancel.ts";
+import { runOutput } from "./output.ts";
 import { runTracing } from "./tracing.ts";
 import { runScale } from "./scale.ts";
 import { runSteady } from "./steady.ts";
@@ -33,6 +34,7 @@ const { values: opts } = parseArgs({
     "wake-seconds": { type: "string", default: "60" },
     hysteresis: { type: "string", default: "2" },
     only: { type: "string" },
+    "output-frames": { type: "string", default: "200" },
     write: { type: "boolean", default: false },
     "working-tree": { type: "boolean", default: false },
     "schedule-slots": { type: "string", default: "1000" },
@@ -117,6 +119,11 @@ const SCENARIOS: Record<string, Scenario> = {
   },
   /** A preferred runner's wait for the lease: about the hysteresis plus one alarm. */
   preference: { needs: [], run: async (b) => void b.sections.push(await runPreference(b.dev.url, hysteresisSeconds, trials)) },
+  /** Live output: a chunk from the runner to a follower against the floor's relay, a chatty runner with 0 and 20 followers, memory. */
+  output: {
+    needs: ["floor"],
+    run: async (b) => void b.sections.push(await runOutput(b.dev, b.handoff.find((s) => s.name === "floor")!.url, ttlSeconds, trials, Number(opts["output-frames"]))),
+  },
   /** From `baton cancel` to a served command's whole process tree gone (a grandchild included). */
   cancel: { needs: [], run: async (b) => void b.sections.push(await runCancel(b.dev.url, b.cli, trials)) },
   /** OpenTelemetry: a 100-step run traced against untraced. */

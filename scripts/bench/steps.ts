@@ -18,7 +18,7 @@ const BLOB_BYTES = 10 * 1024 * 1024;
 
 type Frame = Record<string, unknown> & { type: string };
 
-class Runner {
+export class Runner {
   private readonly frames: Frame[] = [];
   private readonly waiters: { match: (f: Frame) => boolean; resolve: (f: Frame) => void; fail: (e: Error) => void }[] = [];
   private readonly ping: ReturnType<typeof setInterval> | undefined;
@@ -92,7 +92,7 @@ const runCopy = (id: number) => (f: Frame) => f.type === "message" && f.run === 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A runner holding a running message, ready for journal writes. */
-async function runningMessage(url: string, agent: string, ttlMs: number) {
+export async function runningMessage(url: string, agent: string, ttlMs: number) {
   const runner = await Runner.open(url, agent, "a", ttlMs);
   await runner.next((f) => f.type === "serve_lease" && f.held === true, "held lease frame");
   const id = await postMessage(url, agent);

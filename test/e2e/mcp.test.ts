@@ -9,6 +9,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { serve, type MessageContext } from "../../client/node.ts";
 import { BIN, getJson, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage, writeSinkCommand } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
@@ -46,7 +47,7 @@ describe("baton mcp", () => {
   it("lists its tools", async () => {
     const client = await mcpClient(uniqueAgent("mcp"));
     const names = (await client.listTools()).tools.map((t) => t.name).sort();
-    expect(names).toEqual(["ask", "get_answer", "lease_acquire", "lease_release", "lease_renew", "send", "who"]);
+    expect(names).toEqual(["ask", "get_answer", "get_output", "lease_acquire", "lease_release", "lease_renew", "send", "who"]);
   });
 
   it("ask waits for a person's answer given with baton answer, with progress while it waits, and returns the choice and who gave it", async () => {
@@ -92,6 +93,50 @@ describe("baton mcp", () => {
     await expect.poll(async () => structured(await client.callTool({ name: "who", arguments: {} })).holder, { timeout: 15_000 }).toMatchObject({ machine: "machine-box" });
     const sent = structured(await client.callTool({ name: "send", arguments: { text: "hello", wait_seconds: 20 } }));
     expect(sent).toMatchObject({ status: "acknowledged", reply: "box did: hello\n" });
+  });
+
+  it("get_output returns a running message's output from an offset (text, next offset, whether final), waits for new output, and says final once it replied", async () => {
+    const agent = uniqueAgent("mcp");
+    const client = await mcpClient(agent);
+    let ctx: MessageContext | null = null;
+    let release = () => {};
+    const handle = serve(agent, async (_m, c) => {
+      ctx = c;
+      await c.output("first line\n");
+      await c.output(new Uint8Array([0x62, 0x61, 0x64, 0x3a, 0xff, 0x0a]));
+      await new Promise<void>((r) => (release = r));
+      await c.output("last line\n");
+      return "ok";
+    }, { url: fx.dev.url, token: DEV_TOKEN, machine: "mcp-box" });
+    try {
+      const sent = structured(await client.callTool({ name: "send", arguments: { text: "talk" } }));
+      const id = sent.message_id as number;
+      await expect.poll(() => ctx !== null, { timeout: 15_000 }).toBe(true);
+      let read = structured(await client.callTool({ name: "get_output", arguments: { message_id: id, wait_seconds: 10 } }));
+      while (!String(read.text).includes("bad:")) {
+        const more = structured(await client.callTool({ name: "get_output", arguments: { message_id: id, from: read.next_from, wait_seconds: 10 } }));
+        read = { ...more, text: `${String(read.text)}${String(more.text)}` };
+      }
+      expect(read).toMatchObject({ agent, message_id: id, status: "running", text: "first line\nbad:\uFFFD\n", final: false });
+      const from = read.next_from as number;
+      expect(from).toBeGreaterThan(0);
+
+      // From the offset it gave: only what came after, waited for.
+      const waiting = client.callTool({ name: "get_output", arguments: { message_id: id, from, wait_seconds: 20 } });
+      await new Promise((r) => setTimeout(r, 300));
+      release();
+      const next = structured(await waiting);
+      expect(next.text).toBe("last line\n");
+      let last = next;
+      while (!last.final) last = structured(await client.callTool({ name: "get_output", arguments: { message_id: id, from: last.next_from, wait_seconds: 10 } }));
+      expect(last).toMatchObject({ final: true, status: "acknowledged" });
+      expect(last.text).not.toContain("line");
+
+      const bad = await client.callTool({ name: "get_output", arguments: { message_id: id, wait_seconds: 99 } });
+      expect(bad.isError).toBe(true);
+    } finally {
+      await handle.stop();
+    }
   });
 
   it("a session lease is held by one run at a time: a second acquire is an error until the first run releases", async () => {

@@ -8,12 +8,14 @@ import { byId } from "./dom.ts";
 import { MessageLoader } from "./message-loader.ts";
 import { ScheduleLoader } from "./schedules.ts";
 import type { ScheduleList } from "../wire/schedules.ts";
+import { LiveOutputs } from "./output-view.ts";
 import { linkTarget, PersonQueue } from "./person.ts";
 import { AgentList } from "./render.ts";
 import { Feed, type StatusKind } from "./session.ts";
 import { abilities, type DirectoryEntry, type PageState } from "./state.ts";
 import { clock, RANGES, WINDOW_MS } from "./timeline.ts";
 import type { MessagePage, MessageView } from "../wire/http-responses.ts";
+import type { OutputPage } from "../wire/output.ts";
 
 const RANGE_KEY = "baton.range";
 const COMPACT_KEY = "baton.compact";
@@ -61,8 +63,12 @@ const person = new PersonQueue(view.person, {
     return recent ? `${recent.preview}${recent.preview.length >= 80 ? "…" : ""}` : null;
   },
 });
+const outputs = new LiveOutputs((path) => api.json<OutputPage>(path));
 const list = new AgentList(view.agents, {
-  ui: () => ({ can: can(), confirmations, act: (agent, route, body, done) => api.post(agent, route, body, done) }),
+  ui: () => ({
+    can: can(), confirmations, act: (agent, route, body, done) => api.post(agent, route, body, done),
+    output: (agent, id, status) => outputs.pane(agent, id, status),
+  }),
   send: (agent, text) => api.send(agent, text),
   messages: (agent) => loader.get(agent),
   schedules: (agent) => schedules.get(agent),
@@ -92,6 +98,7 @@ const feed = new Feed(state, api, {
 function render(): void {
   const entries = [...state.agents.values()];
   list.render(entries, state);
+  outputs.restore();
   person.render(entries, state);
   person.tick(Date.now() + state.clockOffset);
   view.agents.setAttribute("aria-busy", String(!state.loaded && !state.unreachable));

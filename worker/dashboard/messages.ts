@@ -101,6 +101,7 @@ function messageItem(agent: string, shown: { full: MessageView } | { recent: Rec
       when(m.created_at),
       m.status === "failed" ? retryControl(agent, m.id, ui) : stopControl(agent, m, ui)),
     el("p", { class: "text", "data-role": "text" }, text),
+    ui?.output?.(agent, m.id, m.status) ?? null,
     full ? fullParts(agent, full, ui) : null);
 }
 

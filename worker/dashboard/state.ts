@@ -50,4 +50,6 @@ export interface Ui {
   act: (agent: string, route: string, body: object, done: string) => Promise<Answer>;
   /** Pool mode: every runner takes messages. */
   pool?: boolean;
+  /** A message's live output pane (output-view.ts): a running one's, or one already shown; else null. */
+  output?: (agent: string, id: number, status: string) => HTMLElement | null;
 }
