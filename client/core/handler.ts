@@ -107,7 +107,7 @@ export interface MessageContext {
   /**
    * Streams `data` (text, or bytes that need not be UTF-8) to the message's live output, which any
    * reader follows (`baton logs`, `baton send --wait`, GET …/output) while the run goes on. Batched
-   * (a frame every 50 ms or 16 KiB) and paced with the run's other writes; sent under the message's
+   * (a frame every 50 ms or 32 KiB) and paced with the run's other writes; sent under the message's
    * token, so after a takeover nothing more of this attempt's output is stored. Everything written
    * is sent before the run's reply, failure or park. Resolves at once, unless about 1 MiB waits to
    * be sent: then once it drained (await it to hold a fast producer back). `stream` marks it

@@ -124,7 +124,7 @@ class MessageContext:
     async def output(self, data: Union[str, bytes], stream: str = "text") -> None:
         """Streams ``data`` (text, or bytes that need not be UTF-8) to the message's live output, which
         any reader follows (``baton logs``, :func:`baton.read_output`, GET …/output) while the run
-        goes on. Batched (a frame every 50 ms or 16 KiB) and paced with the run's other writes; sent
+        goes on. Batched (a frame every 50 ms or 32 KiB) and paced with the run's other writes; sent
         under the message's token, so after a takeover nothing more of this attempt's output is
         stored. Everything written is sent before the run's reply, failure or park. Returns at once
         unless about 1 MiB waits to be sent, then once that went. ``stream``: ``"text"`` (default),

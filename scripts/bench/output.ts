@@ -1,6 +1,6 @@
 // Live output: a chunk from the runner's `output` frame to a following reader (an SSE stream of
 // GET …/output), next to the floor probe relaying one frame from one socket to another in the same
-// run; one chatty runner's throughput (80-byte lines in 16 KiB frames, one in flight and paced as
+// run; one chatty runner's throughput (80-byte lines in frames of LIMITS.outputBatchBytes, one in flight and paced as
 // the client's batcher sends them) with no follower and with 20; the worker's memory around it.
 import { SseParser } from "../../client/core/sse.ts";
 import { DEV_TOKEN, type DevServer } from "../../test/e2e/wrangler-dev.ts";
@@ -12,7 +12,7 @@ import { workerdMemoryMiB } from "./workerd-memory.ts";
 
 const PACE_MS = 25;
 const LINE = `${"x".repeat(79)}\n`;
-const FRAME_LINES = Math.floor((16 * 1024) / LINE.length);
+const FRAME_LINES = Math.floor(LIMITS.outputBatchBytes / LINE.length);
 
 /** Follows a message's output over SSE; `onChunk` sees every chunk as it arrives. */
 function follow(url: string, agent: string, id: number, onChunk: (e: Extract<OutputEvent, { type: "chunk" }>) => void): AbortController {
@@ -118,7 +118,7 @@ export async function runOutput(dev: DevServer, floorUrl: string, ttlSeconds: nu
       ["ratio (goal <= 1.5x)", ratio(p(lat.baton, 50), p(lat.floor, 50)), ratio(p(lat.baton, 99), p(lat.floor, 99))],
     ]),
     "",
-    `One chatty runner: ${frames} frames of ${FRAME_LINES} 80-byte lines (${fmt((frames * FRAME_LINES * LINE.length) / 1024 / 1024)} MiB), each frame sent once the last was answered and no faster than the serve socket's pace (${LIMITS.frameCharsPerSecond / 1024} Ki characters a second: one 16 KiB frame per ~70 ms, the ceiling of any runner's output).`,
+    `One chatty runner: ${frames} frames of ${FRAME_LINES} 80-byte lines (${fmt((frames * FRAME_LINES * LINE.length) / 1024 / 1024)} MiB), each frame sent once the last was answered and no faster than the serve socket's pace (${LIMITS.frameCharsPerSecond / 1024} Ki characters a second: the ceiling of any runner's output).`,
     "",
     markdownTable(["followers", "lines/s", "MiB/s", "last follower done after the writer (ms)"], [
       ["0", fmt(alone.linesPerS), fmt(alone.mibPerS), "-"],

@@ -5,7 +5,7 @@
 // readers are told how many.
 import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { MessageFrame } from "../../worker/wire/protocol.ts";
+import { LIMITS, type MessageFrame } from "../../worker/wire/protocol.ts";
 import type { OutputEvent, OutputPage } from "../../worker/wire/output.ts";
 import { auth, BASE, call, claimant, passTime, post, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
@@ -106,7 +106,7 @@ describe("live output", () => {
     expect(ok).toMatchObject({ status: 200, body: { id, token: m.token, offset: 7 } });
     expect(texts(await all(agent, id))).toEqual(["token 1"]);
     expect((await call("POST", `/agents/${agent}/messages/${id}/output`, { token: m.token, run_key: m.run_key, chunks: [{ stream: "text", text: "a", base64: "YQ==" }] })).status).toBe(400);
-    expect((await call("POST", `/agents/${agent}/messages/${id}/output`, { token: m.token, run_key: m.run_key, chunks: [{ stream: "text", text: "x".repeat(16 * 1024 + 1) }] })).status).toBe(413);
+    expect((await call("POST", `/agents/${agent}/messages/${id}/output`, { token: m.token, run_key: m.run_key, chunks: [{ stream: "text", text: "x".repeat(LIMITS.outputBatchBytes + 1) }] })).status).toBe(413);
   });
 
   it("a reader that resumes from its last event misses nothing and sees nothing twice", async () => {

@@ -8,7 +8,7 @@ import { ATTEMPT_END_REASONS, MESSAGE_STATUSES, OUTPUT_STREAMS } from "./enums.t
 
 export const OUTPUT_LIMITS = {
   /** Bytes of output one frame (or one POST) carries, all its chunks together, counted before any encoding. */
-  outputBatchBytes: 16 * 1024,
+  outputBatchBytes: 32 * 1024,
   /** Chunks one frame carries. */
   outputBatchChunks: 64,
   /** The largest per-message output budget an operator may set (BATON_OUTPUT_BYTES_PER_MESSAGE); past the budget the oldest bytes go. */

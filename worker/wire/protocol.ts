@@ -19,7 +19,7 @@ export const LIMITS = {
   connectionsPerAgent: 64,
   framesPerSecond: 50,
   /** Characters of frames one connection may send per second, on top of the frame count. */
-  frameCharsPerSecond: 256 * 1024,
+  frameCharsPerSecond: 1024 * 1024,
   /** One sync answers one page: at most this many messages and this many bytes of text (always at least one message). */
   syncPageMessages: 100,
   syncPageBytes: 256 * 1024,
