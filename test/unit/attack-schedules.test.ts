@@ -10,11 +10,17 @@ function slots(c: Cadence, from: string, until: string): string[] {
 }
 
 describe("cron slots on a fall-back day", () => {
-  // Open finding (lead): croner repeats the minutes of a fixed hour in its second occurrence
-  // (01:00, 01:20, 01:40 EST after the same wall times in EDT), so the schedule posts them twice.
-  // it.fails until fixed: then make it `it`.
-  it.fails("*/20 1 * * * in America/New_York fires 01:00, 01:20 and 01:40 once each on 1 Nov 2026 (the first, EDT)", () => {
+  // croner repeats the minutes of a fixed hour in its second occurrence (01:00, 01:20, 01:40 EST
+  // after the same wall times in EDT); a slot is its first occurrence only.
+  it("*/20 1 * * * in America/New_York fires 01:00, 01:20 and 01:40 once each on 1 Nov 2026 (the first, EDT)", () => {
     const c: Cadence = { kind: "cron", cron: "*/20 1 * * *", tz: "America/New_York" };
     expect(slots(c, "2026-11-01T04:00:00Z", "2026-11-01T12:00:00Z")).toEqual(["2026-11-01T05:00:00.000Z", "2026-11-01T05:20:00.000Z", "2026-11-01T05:40:00.000Z"]);
+  });
+
+  it("*/30 * * * * keeps counting real time through the repeated hour (every hour: both occurrences)", () => {
+    const c: Cadence = { kind: "cron", cron: "*/30 * * * *", tz: "America/New_York" };
+    expect(slots(c, "2026-11-01T04:50:00Z", "2026-11-01T07:10:00Z")).toEqual([
+      "2026-11-01T05:00:00.000Z", "2026-11-01T05:30:00.000Z", "2026-11-01T06:00:00.000Z", "2026-11-01T06:30:00.000Z", "2026-11-01T07:00:00.000Z",
+    ]);
   });
 });

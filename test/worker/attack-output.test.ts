@@ -37,8 +37,7 @@ describe("live output bounds", () => {
     expect(idle).toBeLessThanOrEqual(3);
   });
 
-  // Open finding (lead): the byte budget counts no per-row cost, so empty (or 1-byte) chunks store rows without bound. it.fails until fixed.
-  it.fails("an empty chunk is refused: it would store a row the byte budget does not count", async () => {
+  it("an empty chunk is refused: it would store a row the byte budget does not count", async () => {
     const agent = uniqueAgent();
     const { sock } = await claimant(agent, "m");
     const id = await post(agent, "work");
