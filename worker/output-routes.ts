@@ -13,6 +13,20 @@ import type { Stub } from "./agents.ts";
 /** How long one event stream stays open before it ends and the reader resumes (EventSource does so by itself). */
 export const STREAM_MS = 5 * 60_000;
 
+/**
+ * The least time between two follow calls of one reader that came back empty: the object answers
+ * at once when too many calls wait already (output-followers.ts), and a reader past that cap must
+ * not turn it into a loop of calls.
+ */
+export const FOLLOW_PAUSE_MS = 1000;
+
+/** Waits out what is left of FOLLOW_PAUSE_MS since `asked` when a follow came back with nothing and the message goes on. */
+async function paced(asked: number, page: OutputPage | null): Promise<OutputPage | null> {
+  const left = asked + FOLLOW_PAUSE_MS - Date.now();
+  if (page !== null && page.events.length === 0 && !page.final && left > 0) await new Promise((resolve) => setTimeout(resolve, left));
+  return page;
+}
+
 /** POST …/messages/{id}/output: a batch under the run's token and run key, decided like the frame. */
 export async function postOutput(request: Request, id: number, stub: Stub): Promise<Response> {
   const body = await readJsonBody(request, LIMITS.requestBodyBytes);
@@ -50,7 +64,8 @@ export async function getOutput(request: Request, url: URL, id: number, stub: St
   const waitS = waitRaw === null ? 0 : Number(waitRaw);
   if (!Number.isFinite(waitS) || waitS < 0 || waitS * 1000 > FOLLOW_WAIT_MS) return errorResponse(400, "bad_request", `wait is 0-${FOLLOW_WAIT_MS / 1000} seconds`);
   // A JSON page may wait (a long poll: clients without a streaming reader follow this way).
-  const first = wantsJson(request, url) && waitS > 0 ? await stub.followOutput(id, from, waitS * 1000) : await stub.outputPage(id, from);
+  const asked = Date.now();
+  const first = wantsJson(request, url) && waitS > 0 ? await paced(asked, await stub.followOutput(id, from, waitS * 1000)) : await stub.outputPage(id, from);
   if (first === null) return errorResponse(404, "not_found", `no message ${id}`);
   if (wantsJson(request, url)) return Response.json(first);
   return new Response(eventStream(first, id, stub), {
@@ -78,7 +93,8 @@ function eventStream(first: OutputPage, id: number, stub: Stub): ReadableStream<
       if (page === null) {
         const left = STREAM_MS - (Date.now() - started);
         if (left <= 0) return controller.close();
-        page = await stub.followOutput(id, cursor, Math.min(FOLLOW_WAIT_MS, left));
+        const asked = Date.now();
+        page = await paced(asked, await stub.followOutput(id, cursor, Math.min(FOLLOW_WAIT_MS, left)));
         if (page === null) return controller.close();
       }
       const p: OutputPage = page;

@@ -66,8 +66,40 @@ export function slotAfter(c: Cadence, t: number): number | null {
     case "every":
       return t < c.from ? c.from + c.everyMs : c.from + (Math.floor((t - c.from) / c.everyMs) + 1) * c.everyMs;
     case "cron":
-      return cronOf(c.cron, c.tz).nextRun(new Date(t))?.getTime() ?? null;
+      return cronSlotAfter(c.cron, c.tz, t);
   }
+}
+
+/**
+ * croner names a fixed hour's minutes again in the repeated hour of a fall-back day (01:20 EDT, then
+ * 01:20 EST); a slot is its first occurrence, so one whose wall time is not past `t`'s is skipped.
+ * A cron with every hour (`*`, `*\/n`) keeps counting real time through the fold, as croner does.
+ */
+function cronSlotAfter(cron: string, tz: string, t: number): number | null {
+  const c = cronOf(cron, tz);
+  let next = c.nextRun(new Date(t))?.getTime() ?? null;
+  if (/^\*(\/\d+)?$/.test(cron.trim().split(/\s+/)[1] ?? "")) return next;
+  const since = wallTime(t, tz);
+  for (let i = 0; next !== null && i < 120 && wallTime(next, tz) <= since; i++) next = c.nextRun(new Date(next))?.getTime() ?? null;
+  return next;
+}
+
+/** `ms` as the wall-clock time of `tz`, counted as if it were UTC (minute precision suffices for slots). */
+function wallTime(ms: number, tz: string): number {
+  const parts = wallFormat(tz).formatToParts(new Date(ms));
+  const n = (type: string) => Number(parts.find((p) => p.type === type)?.value ?? 0);
+  return Date.UTC(n("year"), n("month") - 1, n("day"), n("hour") % 24, n("minute"), n("second"));
+}
+
+const wallFormats = new Map<string, Intl.DateTimeFormat>();
+function wallFormat(tz: string): Intl.DateTimeFormat {
+  let f = wallFormats.get(tz);
+  if (!f) {
+    if (wallFormats.size >= 512) wallFormats.clear();
+    f = new Intl.DateTimeFormat("en-US", { timeZone: tz, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric" });
+    wallFormats.set(tz, f);
+  }
+  return f;
 }
 
 /** The latest slot at or before `t` and after `after` (null: none in between). */

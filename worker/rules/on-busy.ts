@@ -84,7 +84,8 @@ export function decideOnBusy(policy: BusyPolicy, group: readonly MessageLease[],
       const supersede = group.filter((m) => m.status === "queued" && m.attempts === 0);
       if (policy.debounceMs === null || policy.debounceMs <= 0) return { action: "store", interrupt: [], supersede, holdUntil: null, heldSince: null, first: false };
       // The burst began with the first held message this one ends the line of.
-      const heldSince = Math.min(now, ...supersede.map((m) => m.heldSince ?? now));
+      // A loop, not Math.min(...): the group is read whole, and a spread of ~130k arguments throws.
+      const heldSince = supersede.reduce((since, m) => Math.min(since, m.heldSince ?? now), now);
       return { action: "store", interrupt: [], supersede, holdUntil: debounceUntil(policy, heldSince, now), heldSince, first: false };
     }
   }

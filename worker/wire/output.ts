@@ -30,7 +30,11 @@ export const outputChunkSchema = z.strictObject({
   stream: z.enum(OUTPUT_STREAMS),
   text: z.optional(z.string()),
   base64: z.optional(z.string().check(z.regex(BASE64))),
-}).check(z.refine((c) => (c.text === undefined) !== (c.base64 === undefined), { error: "a chunk is text or base64, exactly one" }));
+}).check(
+  z.refine((c) => (c.text === undefined) !== (c.base64 === undefined), { error: "a chunk is text or base64, exactly one" }),
+  // An empty chunk would store a row the byte budget does not count.
+  z.refine((c) => (c.text ?? c.base64) !== "", { error: "a chunk carries at least one byte" }),
+);
 export type OutputChunk = z.infer<typeof outputChunkSchema>;
 
 export const outputChunksSchema = z.array(outputChunkSchema).check(z.minLength(1), z.maxLength(OUTPUT_LIMITS.outputBatchChunks));
