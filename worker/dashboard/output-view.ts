@@ -3,10 +3,10 @@
 // kept across the card's re-renders and follows the tail until the person scrolls up, again once
 // back at the bottom. A failed request is retried from the last event seen, so nothing is lost or
 // repeated. Attempts, takeovers, attempt ends and dropped bytes are said in place. Output goes in
-// as text nodes only, with control and format characters replaced (terminal-text.ts).
+// as text nodes only, with control and format characters replaced (worker/wire/printable.ts, as the CLI does).
 import { chunkBytes, type OutputEvent, type OutputPage } from "../wire/output.ts";
 import { el } from "./dom.ts";
-import { terminalText } from "./terminal-text.ts";
+import { printable } from "../wire/printable.ts";
 
 /** Characters of output a pane keeps; past it the oldest go (the CLI's `baton logs` has all that is stored). */
 export const PANE_CHARS = 256 * 1024;
@@ -79,13 +79,13 @@ class Pane {
     switch (e.type) {
       case "chunk": {
         const to = e.stream === "stderr" ? "err" : "out";
-        const text = terminalText(this.decoders[to].decode(chunkBytes(e), { stream: true }));
+        const text = printable(this.decoders[to].decode(chunkBytes(e), { stream: true }));
         if (text) this.add(e.stream === "stderr" ? el("span", { class: "stderr" }, text) : document.createTextNode(text), text.length);
         return;
       }
       case "attempt":
         // The first attempt needs no announcement; a later one is a takeover or a retry, said in place.
-        if (this.attempts++ > 0 || e.attempt > 1) this.note(`attempt ${e.attempt} on ${terminalText(e.machine)} took over`, "attempt");
+        if (this.attempts++ > 0 || e.attempt > 1) this.note(`attempt ${e.attempt} on ${printable(e.machine)} took over`, "attempt");
         return;
       case "attempt_end":
         this.note(`attempt ${e.attempt} ${ENDED[e.reason] ?? e.reason}`, "attempt-end");
