@@ -6,7 +6,6 @@
 import type { CoordinatorConfig } from "../config.ts";
 import type { AgentEvent, AgentPlan, MessageChange } from "../rules/agent-plan.ts";
 import type { Answer, MessagePolicy } from "../rules/message-lease.ts";
-import { busyRead } from "../rules/on-busy.ts";
 import { buildPresence, PREVIEW_CHARS } from "../rules/presence.ts";
 import { runnerOf } from "../rules/agent-plan.ts";
 import type { StepWrite, UnknownOutcome } from "../rules/step-journal.ts";
@@ -232,7 +231,7 @@ export class AgentInputs {
    * the key's retention returns the message the first post created (200, replayed) and plans nothing.
    */
   private post({ text, opts }: Inputs["post"], now: number): Decided<PostResult> {
-    const { messages, leases } = this.p.desk;
+    const { messages } = this.p.desk;
     const earlier = opts.key === null ? null : messages.postedWith(opts.key, now, this.p.config.retention);
     if (earlier !== null) {
       const first = messages.get(earlier);
@@ -241,8 +240,7 @@ export class AgentInputs {
     // The on_busy policy reads what it decides on in the post's group, all of it; queue, the default, reads nothing, and a question for a person is never busy.
     const group = opts.group ?? null;
     const question = opts.question ?? null;
-    const read = question !== null ? null : busyRead(leases.policies.policy(), group);
-    const groupOpen = read === null ? null : messages.busyGroup(group, read);
+    const groupOpen = question !== null ? null : this.p.desk.busyGroupOf(group);
     const post = {
       text, group, runTimeoutMs: opts.runTimeoutMs ?? null, key: opts.key, question, deadlineSeconds: opts.deadlineSeconds ?? null, traceparent: opts.traceparent ?? null,
     };

@@ -10,7 +10,6 @@ import type { AgentEvent, AgentPlan } from "../rules/agent-plan.ts";
 import { checkSchedule, decideSchedule, jitterOf, nextFire, slotKey, type ScheduleDecision } from "../rules/schedules.ts";
 import type { Canceller } from "../rules/plan/types.ts";
 import { fireRows } from "../rules/metrics.ts";
-import { busyRead } from "../rules/on-busy.ts";
 import { LIMITS } from "../wire/protocol.ts";
 import type { ScheduleBody, ScheduleView } from "../wire/schedules.ts";
 import type { AgentWebhooks } from "./agent-webhooks.ts";
@@ -142,9 +141,6 @@ export class AgentSchedules {
 
   /** The plan event that posts a slot's message, read just before it runs (the next message id, the group's open messages). */
   postEvent({ schedule: s, slot }: SlotPost, account: string): Extract<AgentEvent, { type: "post" }> {
-    // What the slot's on_busy (its own, or the agent's) decides on in its group, read whole (rules/on-busy.ts busyRead).
-    const policy = this.desk.leases.policies.policy();
-    const read = busyRead(s.onBusy ? { ...policy, onBusy: s.onBusy } : policy, s.group);
     const by: Canceller = { account, token: `schedule ${s.id}`, via: "schedule" };
     return {
       type: "post",
@@ -152,7 +148,7 @@ export class AgentSchedules {
         text: s.text, group: s.group, runTimeoutMs: s.runTimeoutMs, key: slotKey(s.id, slot), question: null, deadlineSeconds: null, traceparent: null,
         ...(s.onBusy ? { onBusy: s.onBusy } : {}),
       },
-      lastId: this.desk.messages.lastIssuedId(), groupOpen: read === null ? null : this.desk.messages.busyGroup(s.group, read), by,
+      lastId: this.desk.messages.lastIssuedId(), groupOpen: this.desk.busyGroupOf(s.group, s.onBusy), by,
     };
   }
 

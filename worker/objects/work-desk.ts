@@ -20,6 +20,9 @@ import { OutputStore } from "./output-store.ts";
 import { decideOutput, outputMarks, type OutputDecision } from "../rules/plan/output.ts";
 import type { MessageChange } from "../rules/plan/types.ts";
 import { leaseOf } from "./message-store.ts";
+import { busyRead } from "../rules/on-busy.ts";
+import type { OnBusy } from "../wire/enums.ts";
+import type { MessageLease } from "../rules/message-lease.ts";
 import { sameSecret } from "./secrets.ts";
 import type { OutputChunk } from "../wire/output.ts";
 
@@ -170,5 +173,15 @@ export class WorkDesk {
     const steps = this.steps.summariesFor(ids);
     const answers = this.messages.answersFor(ids);
     return ms.map((m) => messageView(m, steps.get(m.id) ?? [], answers.get(m.id) ?? []));
+  }
+
+  /**
+   * What a post's on_busy (its own, else the agent's) decides on in its group, read whole
+   * (rules/on-busy.ts busyRead); null when it acts on nothing there (queue, a pool's ungrouped work).
+   */
+  busyGroupOf(group: string | null, onBusy: OnBusy | null = null): MessageLease[] | null {
+    const policy = this.leases.policies.policy();
+    const read = busyRead(onBusy ? { ...policy, onBusy } : policy, group);
+    return read === null ? null : this.messages.busyGroup(group, read);
   }
 }
