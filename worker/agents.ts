@@ -165,7 +165,8 @@ async function setPolicy(request: Request, stub: Stub): Promise<Response> {
     ...(debounce_ms === undefined ? {} : { debounceMs: debounce_ms === 0 ? null : debounce_ms }),
     ...(debounce_max_ms === undefined ? {} : { debounceMaxMs: debounce_max_ms === 0 ? null : debounce_max_ms }),
   };
-  return Response.json(policyView(await stub.setPolicy(update)));
+  const decided = await stub.setPolicy(update);
+  return decided.ok ? Response.json(policyView(decided.policy)) : errorResponse(decided.status, decided.code, `bad policy: ${decided.message}`);
 }
 
 /** Where an answer came from, as the client says (the dashboard and the CLI say so); anything else is plain HTTP. */

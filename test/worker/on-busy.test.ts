@@ -28,6 +28,20 @@ describe("on_busy", () => {
     expect((await call("GET", `/agents/${agent}/policy`)).body).toMatchObject({ debounce_ms: 250, debounce_max_ms: 1000 });
   });
 
+  it("a debounce outside on_busy replace is refused by the server with 400 and nothing changes; leaving replace drops the debounce", async () => {
+    const agent = uniqueAgent();
+    const refused = await call("PUT", `/agents/${agent}/policy`, { on_busy: "queue", debounce_ms: 300 });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain("only applies with on_busy replace");
+    expect((await call("PUT", `/agents/${agent}/policy`, { debounce_max_ms: 900 })).status).toBe(400);
+    expect((await call("GET", `/agents/${agent}/policy`)).body).toMatchObject({ on_busy: "queue", debounce_ms: null, debounce_max_ms: null });
+    await setPolicy(agent, { on_busy: "replace", debounce_ms: 300 });
+    expect((await call("PUT", `/agents/${agent}/policy`, { on_busy: "interrupt", debounce_ms: 300 })).status).toBe(400);
+    expect((await call("GET", `/agents/${agent}/policy`)).body).toMatchObject({ on_busy: "replace", debounce_ms: 300 });
+    expect(await setPolicy(agent, { on_busy: "reject" })).toMatchObject({ on_busy: "reject", debounce_ms: null, debounce_max_ms: null });
+    expect(await setPolicy(agent, { on_busy: "queue", debounce_ms: 0 })).toMatchObject({ on_busy: "queue", debounce_ms: null });
+  });
+
   it("reject: a post while its group is queued or running is 409 busy naming the holder, and nothing is stored; another group is free", async () => {
     const agent = uniqueAgent();
     await setPolicy(agent, { on_busy: "reject" });

@@ -94,7 +94,7 @@ export interface Outputs {
   ask: ReturnType<MessageLeases["ask"]>["answer"];
   control: ControlOutcome & { agent: string; report: ReturnType<AgentControls["report"]> };
   policy: MessagePolicy;
-  setPolicy: MessagePolicy;
+  setPolicy: { ok: true; policy: MessagePolicy } | { ok: false; status: 400; code: "bad_request"; message: string };
   resume: ResumeAnswer;
   answer: ResumeAnswer;
   retry: ResumeAnswer;
@@ -199,7 +199,12 @@ export class AgentInputs {
       answer: (plan) => ({ ...plan!.control!.outcome, agent: this.agentName(), report: this.p.controls.report(now) }),
     }),
     policy: () => answered(this.p.desk.leases.policies.policy()),
-    setPolicy: ({ update }) => ({ event: { type: "policy", update }, answer: () => this.p.desk.leases.policies.policy() }),
+    setPolicy: ({ update }) => ({
+      event: { type: "policy", update },
+      answer: (plan) => plan!.policyRefusal === null
+        ? { ok: true, policy: this.p.desk.leases.policies.policy() }
+        : { ok: false, status: 400, code: "bad_request", message: plan!.policyRefusal },
+    }),
     resume: ({ id, input, outcome, by }) => ({ event: { type: "resume", id, target: this.p.desk.leases.target(id), input, outcome, by }, answer: this.person(id) }),
     answer: ({ id, reply, by }) => ({ event: { type: "answer", id, target: this.p.desk.leases.target(id), reply, by }, answer: this.person(id) }),
     retry: ({ id, by }) => ({ event: { type: "retry", id, target: this.p.desk.leases.target(id), by }, answer: this.person(id) }),

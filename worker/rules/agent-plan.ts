@@ -16,7 +16,7 @@ import { takeBackDue } from "./plan/take-back.ts";
 import { dispatch, eligibleRunners } from "./plan/dispatch.ts";
 import { nextAlarm } from "./plan/deadlines.ts";
 import { webhookWake } from "./plan/webhook-wake.ts";
-import { decideControl, withControl, withPolicy } from "./plan/controls.ts";
+import { decideControl, withControl, decidePolicy } from "./plan/controls.ts";
 import { isOpen } from "./message-lease.ts";
 import { mergePatches, runnerOf, type AgentEvent, type AgentPlan, type AgentSnapshot, type ConnPatches, type MessageChange, type ServeConn } from "./plan/types.ts";
 import { quietWritePlan } from "./plan/quiet-write.ts";
@@ -39,7 +39,8 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
   // A control or a policy update is stored by this plan and holds for it already.
   const control = e.type === "control" ? decideControl(e.route, e.body, s.controls, s.lease.holderMachine, now) : null;
   const controls = withControl(s.controls, control?.change ?? null);
-  const policy = e.type === "policy" ? withPolicy(s.work.policy, e.update) : s.work.policy;
+  const decided = e.type === "policy" ? decidePolicy(s.work.policy, e.update) : null;
+  const policy = decided?.ok ? decided.policy : s.work.policy;
   const patches: ConnPatches = new Map();
   const conns = (): ServeConn[] => s.conns.map((c, i) => ({ ...c.conn, ...patches.get(i) }));
   const heartbeats = s.conns.map((c) => c.heartbeat);
@@ -100,7 +101,8 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
     lease, leaseChanged, transition: elected.transition, holderLostAt, holderRunner: elected.holderRunner,
     claimCounter: sender.claimCounter, tokenCounter: given.tokenCounter, patches, close: alive.close, tells: told.tells,
     takeBacks: taken.takeBacks, handOuts: given.handOuts, released: sender.released, cancel: e.type === "cancel" ? taken.cancels[0]! : null,
-    cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, post: work.post, control, policy: e.type === "policy" ? policy : null, copies,
+    cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, post: work.post, control,
+    policy: decided?.ok ? decided.policy : null, policyRefusal: decided?.ok === false ? decided.message : null, copies,
     refused, agentCheckpoint: e.type === "write" ? e.agentCheckpoint ?? null : null, replay: e.type === "sync" ? { to: e.from, after: e.after, last: e.last, count: e.count, more: e.more, ...(e.req === undefined ? {} : { req: e.req }) } : null,
     replies: e.type === "write" && e.from !== null && e.reply !== null ? [{ to: e.from, frame: e.reply }] : [], alarm, presenceChanged,
   };

@@ -72,7 +72,22 @@ export function withControl(controls: ControlsSnapshot, change: ControlChange | 
   };
 }
 
-/** A policy update laid over the stored policy. */
-export function withPolicy(policy: MessagePolicy, update: Partial<MessagePolicy>): MessagePolicy {
-  return { ...policy, ...update };
+/** A policy update laid over the stored policy, or why it is refused (nothing is stored then). */
+export type PolicyDecision = { ok: true; policy: MessagePolicy } | { ok: false; message: string };
+
+/**
+ * A debounce holds a message back only under on_busy replace: asked for anywhere else it would be
+ * stored and do nothing, so it is refused; moving on_busy away from replace drops a debounce that
+ * no longer applies, so the policy shown is the policy that acts.
+ */
+export function decidePolicy(policy: MessagePolicy, update: Partial<MessagePolicy>): PolicyDecision {
+  const next = { ...policy, ...update };
+  if (next.onBusy === "replace") return { ok: true, policy: next };
+  if (update.debounceMs !== undefined && update.debounceMs !== null && update.debounceMs > 0) {
+    return { ok: false, message: `debounce_ms only applies with on_busy replace (this agent's would be ${next.onBusy}); nothing was changed` };
+  }
+  if (update.debounceMaxMs !== undefined && update.debounceMaxMs !== null && update.debounceMaxMs > 0) {
+    return { ok: false, message: `debounce_max_ms only applies with on_busy replace (this agent's would be ${next.onBusy}); nothing was changed` };
+  }
+  return { ok: true, policy: { ...next, debounceMs: null, debounceMaxMs: null } };
 }

@@ -13,7 +13,7 @@ export function quietWritePlan(s: AgentSnapshot, e: AgentEvent): AgentPlan | nul
     lease: s.lease, leaseChanged: false, transition: null, holderLostAt: s.now, holderRunner: null,
     claimCounter: s.claimCounter, tokenCounter: s.tokenCounter, patches: new Map(), close: [], tells: [],
     takeBacks: [], handOuts: [], released: null, cancel: null, cancels: [], superseded: [],
-    changes: e.change === null ? [] : [e.change], control: null, policy: null, post: null, person: null, replay: null,
+    changes: e.change === null ? [] : [e.change], control: null, policy: null, policyRefusal: null, post: null, person: null, replay: null,
     agentCheckpoint: null, refused: null, replies: e.from !== null && e.reply !== null ? [{ to: e.from, frame: e.reply }] : [], copies: [],
     alarm: null, presenceChanged: false,
   };

@@ -245,6 +245,8 @@ export interface AgentPlan {
   control: ControlPlan | null;
   /** The message policy to store (null: unchanged). */
   policy: MessagePolicy | null;
+  /** Why a policy update was refused (null: it was not, or no update was asked). */
+  policyRefusal: string | null;
   /** A post's row, inserted before every other write (null for any other event), or its on_busy refusal. */
   post: PostPlan | null;
   /** The answer to a person's input (answer, resume, retry): done, or why not; null for any other event. */
