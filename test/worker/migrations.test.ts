@@ -13,7 +13,7 @@ import { migrate, schemaVersion } from "../../worker/objects/migrations.ts";
 import { WebhookConfigStore } from "../../worker/objects/webhook-config.ts";
 import { DirectoryReporter } from "../../worker/objects/directory-reporter.ts";
 import type { RowCodec } from "../../worker/objects/sql-row.ts";
-import { stubFor, uniqueAgent } from "./helpers.ts";
+import { call, stubFor, uniqueAgent } from "./helpers.ts";
 
 type Info = { name: string; type: string; notnull: number };
 
@@ -43,6 +43,18 @@ describe("the message row", () => {
       const { sql } = state.storage;
       for (const { table, schema } of [shapes(sql, messageRow), shapes(sql, stepRow)]) expect(table).toEqual(schema);
       expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([3, 2]);
+    });
+  });
+
+  it("every store of a fresh agent object makes its tables by a numbered migration and records its version", async () => {
+    const agent = uniqueAgent();
+    await call("POST", `/agents/${agent}/messages`, { text: "one" });
+    await runInDurableObject(stubFor(agent), (_i, state) => {
+      const { sql } = state.storage;
+      const versions = Object.fromEntries(sql.exec<{ store: string; version: number }>(`SELECT store, version FROM schema_versions`).toArray().map((r) => [r.store, r.version]));
+      for (const store of ["messages", "message_steps", "transitions", "drained_machines", "message_blobs", "message_tally", "webhook_outbox", "webhook_config", "output", "kv:meta", "kv:controls"]) {
+        expect(versions[store], store).toBeGreaterThanOrEqual(1);
+      }
     });
   });
 

@@ -7,6 +7,7 @@ import type { LeaseRecord } from "../rules/election.ts";
 import type { ControlChange, ControlOutcome, ControlRoute } from "../rules/plan/controls.ts";
 import type { AgentControlsReport } from "../wire/server-frames.ts";
 import { KeyValueTable } from "./kv-table.ts";
+import { migrate, type Migration } from "./migrations.ts";
 
 export type { ControlOutcome, ControlRoute };
 
@@ -16,6 +17,10 @@ interface Reservation {
   /** The previous holder's machine: draining it ends the wait (absent in reservations stored before). */
   machine?: string | null;
 }
+
+const DRAINED_MIGRATIONS: Migration[] = [
+  (sql) => sql.exec(`CREATE TABLE IF NOT EXISTS drained_machines (machine TEXT PRIMARY KEY, since INTEGER NOT NULL)`),
+];
 
 /**
  * Both tables are read once, when the object starts, and kept in memory: every election and every
@@ -27,7 +32,7 @@ export class AgentControls {
 
   constructor(private readonly sql: SqlStorage, readonly config: PreferenceConfig) {
     this.values = new KeyValueTable(sql, "controls");
-    sql.exec(`CREATE TABLE IF NOT EXISTS drained_machines (machine TEXT PRIMARY KEY, since INTEGER NOT NULL)`);
+    migrate(sql, "drained_machines", DRAINED_MIGRATIONS);
     const drained = sql.exec<{ machine: string; since: number }>(`SELECT machine, since FROM drained_machines ORDER BY machine`).toArray();
     this.drainedSince = new Map(drained.map((r) => [r.machine, r.since]));
   }

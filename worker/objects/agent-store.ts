@@ -2,6 +2,7 @@
 // Every write here is synchronous and lands before the object sends anything that depends on it.
 import { EMPTY_LEASE, type LeaseRecord, type Transition } from "../rules/election.ts";
 import { KeyValueTable } from "./kv-table.ts";
+import { migrate, type Migration } from "./migrations.ts";
 
 export interface AgentIdentity {
   account: string;
@@ -13,6 +14,12 @@ const TRANSITIONS_TRIM_EVERY = 10;
 /** Wakes are counted in memory and written at most once per this many (and at every alarm). */
 const WAKES_WRITTEN_EVERY = 100;
 
+const TRANSITION_MIGRATIONS: Migration[] = [
+  (sql) => sql.exec(`CREATE TABLE IF NOT EXISTS transitions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, from_claim INTEGER, to_claim INTEGER,
+    from_machine TEXT, to_machine TEXT, fence INTEGER NOT NULL, reason TEXT NOT NULL)`),
+];
+
 export class AgentStore {
   private cachedLease: LeaseRecord | null = null;
   private unsavedWakes = 0;
@@ -21,9 +28,7 @@ export class AgentStore {
 
   constructor(private readonly sql: SqlStorage) {
     this.meta = new KeyValueTable(sql, "meta");
-    sql.exec(`CREATE TABLE IF NOT EXISTS transitions (
-      id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, from_claim INTEGER, to_claim INTEGER,
-      from_machine TEXT, to_machine TEXT, fence INTEGER NOT NULL, reason TEXT NOT NULL)`);
+    migrate(sql, "transitions", TRANSITION_MIGRATIONS);
   }
 
   private get(key: string): string | null {

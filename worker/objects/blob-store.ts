@@ -3,13 +3,20 @@
 // Blobs of a pruned message, and uploads an ended message never committed, move to blob_garbage,
 // which the agent object empties into R2 deletes.
 import type { BlobRow, BlobState } from "../rules/blob-ledger.ts";
+import { migrate, type Migration } from "./migrations.ts";
 
-export class BlobStore {
-  constructor(private readonly sql: SqlStorage, private readonly prefix: string) {
+const BLOB_MIGRATIONS: Migration[] = [
+  (sql) => {
     sql.exec(`CREATE TABLE IF NOT EXISTS message_blobs (
       message_id INTEGER NOT NULL, blob TEXT NOT NULL, token INTEGER NOT NULL, bytes INTEGER NOT NULL, state TEXT NOT NULL, at INTEGER NOT NULL,
       PRIMARY KEY (message_id, blob)) WITHOUT ROWID`);
     sql.exec(`CREATE TABLE IF NOT EXISTS blob_garbage (r2_key TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID`);
+  },
+];
+
+export class BlobStore {
+  constructor(private readonly sql: SqlStorage, private readonly prefix: string) {
+    migrate(sql, "message_blobs", BLOB_MIGRATIONS);
   }
 
   /** The R2 key of one blob: the agent object's own prefix, so two agents never share a key. */

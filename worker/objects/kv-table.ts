@@ -1,13 +1,14 @@
 // Reads a store keeps in memory between its own writes. Every event's snapshot reads these
 // values, and a read from memory costs nothing where a statement costs a few microseconds; the
 // object is the only writer of its SQLite, so memory and SQLite agree after every write.
+import { migrate } from "./migrations.ts";
 
 /** A key/value table that one object alone writes: read once per instance, then answered from memory. */
 export class KeyValueTable {
   private values: Map<string, string> | null = null;
 
   constructor(private readonly sql: SqlStorage, private readonly table: string) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+    migrate(sql, `kv:${table}`, [(db) => db.exec(`CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY, value TEXT NOT NULL)`)]);
   }
 
   get(key: string): string | null {

@@ -5,6 +5,7 @@
 // Each session's keys and bytes are counted in lease_data_usage, so its budget is checked in one read.
 import { LIMITS } from "../wire/protocol.ts";
 import { checkDataBudget, prefixRange, type BudgetVerdict, type DataUsage, type ListedRow } from "../rules/lease-data.ts";
+import { migrate, type Migration } from "./migrations.ts";
 
 const DATA_BUDGET: DataUsage = { keys: LIMITS.leaseDataKeysPerSession, bytes: LIMITS.leaseDataBytesPerSession };
 
@@ -26,15 +27,19 @@ function dataRow(r: Row): DataRow {
   };
 }
 
+const LEASE_DATA_MIGRATIONS: Migration[] = [
+  (sql) => sql.exec(`CREATE TABLE IF NOT EXISTS lease_data (
+      account TEXT NOT NULL, session TEXT NOT NULL, key TEXT NOT NULL, fence INTEGER NOT NULL,
+      bytes INTEGER NOT NULL, updated_at INTEGER NOT NULL, value BLOB, r2_key TEXT,
+      PRIMARY KEY (account, session, key));
+    CREATE TABLE IF NOT EXISTS lease_data_usage (
+      account TEXT NOT NULL, session TEXT NOT NULL, keys INTEGER NOT NULL, bytes INTEGER NOT NULL,
+      PRIMARY KEY (account, session)) WITHOUT ROWID`),
+];
+
 export class LeaseDataStore {
   constructor(private readonly sql: SqlStorage) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS lease_data (
-        account TEXT NOT NULL, session TEXT NOT NULL, key TEXT NOT NULL, fence INTEGER NOT NULL,
-        bytes INTEGER NOT NULL, updated_at INTEGER NOT NULL, value BLOB, r2_key TEXT,
-        PRIMARY KEY (account, session, key));
-      CREATE TABLE IF NOT EXISTS lease_data_usage (
-        account TEXT NOT NULL, session TEXT NOT NULL, keys INTEGER NOT NULL, bytes INTEGER NOT NULL,
-        PRIMARY KEY (account, session)) WITHOUT ROWID`);
+    migrate(sql, "lease_data", LEASE_DATA_MIGRATIONS);
   }
 
   /**

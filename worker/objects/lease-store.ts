@@ -4,6 +4,7 @@
 // above every fence it had (see forgottenKey in session-lease.ts). StagedLeases groups the
 // decisions of many requests into one SQLite commit.
 import { forgottenKey, type SessionLease, type SessionLeaseState } from "../rules/session-lease.ts";
+import { migrate, type Migration } from "./migrations.ts";
 
 /** How long a key is remembered after its lease ended (released or expired) before it may be pruned. */
 export const IDLE_KEY_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -19,20 +20,24 @@ type LeaseRow = {
   ttl_seconds: number | null;
 };
 
+const LEASE_MIGRATIONS: Migration[] = [
+  (sql) => sql.exec(`CREATE TABLE IF NOT EXISTS leases (
+      account TEXT NOT NULL, session TEXT NOT NULL, last_fence INTEGER NOT NULL,
+      run_id TEXT, fence INTEGER, granted_at INTEGER, expires_at INTEGER, ttl_seconds INTEGER,
+      idle_since INTEGER NOT NULL,
+      PRIMARY KEY (account, session)) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS leases_by_idle_since ON leases (idle_since);
+    CREATE TABLE IF NOT EXISTS shard (id INTEGER PRIMARY KEY CHECK (id = 1), fence_floor INTEGER NOT NULL);
+    INSERT OR IGNORE INTO shard (id, fence_floor) VALUES (1, 0)`),
+];
+
 export class LeaseShardStore {
   private fenceFloor: number;
   /** No row is idle since before this (a lower bound; undefined: not known), so most batches prune without a query. */
   private oldestIdle: number | undefined = undefined;
 
   constructor(private readonly sql: SqlStorage) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS leases (
-        account TEXT NOT NULL, session TEXT NOT NULL, last_fence INTEGER NOT NULL,
-        run_id TEXT, fence INTEGER, granted_at INTEGER, expires_at INTEGER, ttl_seconds INTEGER,
-        idle_since INTEGER NOT NULL,
-        PRIMARY KEY (account, session)) WITHOUT ROWID;
-      CREATE INDEX IF NOT EXISTS leases_by_idle_since ON leases (idle_since);
-      CREATE TABLE IF NOT EXISTS shard (id INTEGER PRIMARY KEY CHECK (id = 1), fence_floor INTEGER NOT NULL);
-      INSERT OR IGNORE INTO shard (id, fence_floor) VALUES (1, 0)`);
+    migrate(sql, "leases", LEASE_MIGRATIONS);
     this.fenceFloor = sql.exec<{ fence_floor: number }>("SELECT fence_floor FROM shard WHERE id = 1").one().fence_floor;
   }
 

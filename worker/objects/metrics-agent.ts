@@ -8,6 +8,7 @@ import type { Transition } from "../rules/election.ts";
 import {
   countRefusal, countTransition, EMPTY_COUNTERS, metricsFingerprint, scheduleTallyOf, type AgentMetrics, type LeaseCounters, type MessageTally, type ScheduleTally,
 } from "../rules/metrics.ts";
+import { migrate, type Migration } from "./migrations.ts";
 
 /** Refusals alone are written at most this often; up to this much of them is lost if the object is evicted. */
 const REFUSALS_PERSIST_MS = 30_000;
@@ -36,6 +37,26 @@ const TALLY_TRIGGERS = [
    END`,
 ];
 
+/** An agent created before metrics existed starts its tally from the messages it still stores. */
+function backfillTally(sql: SqlStorage): void {
+  sql.exec(`INSERT INTO message_tally (key, value)
+    SELECT 'status:' || status, COUNT(*) FROM messages GROUP BY status`);
+  sql.exec(`INSERT INTO message_tally (key, value) VALUES
+    ('posted', (SELECT COALESCE(MAX(id), 0) FROM messages)),
+    ('deliveries', (SELECT COALESCE(SUM(attempts), 0) FROM messages)),
+    ('redeliveries', (SELECT COALESCE(SUM(MAX(attempts - 1, 0)), 0) FROM messages))`);
+}
+
+const TALLY_MIGRATIONS: Migration[] = [
+  (sql) => {
+    sql.exec(`CREATE TABLE IF NOT EXISTS metrics_counters (one INTEGER PRIMARY KEY CHECK (one = 1), counters TEXT NOT NULL)`);
+    const fresh = sql.exec(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'message_tally'`).toArray().length === 0;
+    sql.exec(`CREATE TABLE IF NOT EXISTS message_tally (key TEXT PRIMARY KEY, value INTEGER NOT NULL)`);
+    if (fresh) backfillTally(sql);
+    for (const trigger of TALLY_TRIGGERS) sql.exec(trigger);
+  },
+];
+
 export class AgentMetricsKeeper {
   private counters: LeaseCounters;
   private persistedAt = 0;
@@ -43,23 +64,9 @@ export class AgentMetricsKeeper {
 
   /** Call after the messages table exists: the tally's triggers are attached to it. */
   constructor(private readonly sql: SqlStorage) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS metrics_counters (one INTEGER PRIMARY KEY CHECK (one = 1), counters TEXT NOT NULL)`);
-    const fresh = sql.exec(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'message_tally'`).toArray().length === 0;
-    sql.exec(`CREATE TABLE IF NOT EXISTS message_tally (key TEXT PRIMARY KEY, value INTEGER NOT NULL)`);
-    if (fresh) this.backfillTally();
-    for (const trigger of TALLY_TRIGGERS) sql.exec(trigger);
+    migrate(sql, "message_tally", TALLY_MIGRATIONS);
     const row = sql.exec<{ counters: string }>(`SELECT counters FROM metrics_counters`).toArray()[0];
     this.counters = row ? { ...EMPTY_COUNTERS, ...(JSON.parse(row.counters) as Partial<LeaseCounters>) } : EMPTY_COUNTERS;
-  }
-
-  /** An agent created before metrics existed starts its tally from the messages it still stores. */
-  private backfillTally(): void {
-    this.sql.exec(`INSERT INTO message_tally (key, value)
-      SELECT 'status:' || status, COUNT(*) FROM messages GROUP BY status`);
-    this.sql.exec(`INSERT INTO message_tally (key, value) VALUES
-      ('posted', (SELECT COALESCE(MAX(id), 0) FROM messages)),
-      ('deliveries', (SELECT COALESCE(SUM(attempts), 0) FROM messages)),
-      ('redeliveries', (SELECT COALESCE(SUM(MAX(attempts - 1, 0)), 0) FROM messages))`);
   }
 
   /** Counts a lease transition and writes the counters in the same turn as the lease itself. */

@@ -9,6 +9,7 @@ import type { Transition } from "../rules/election.ts";
 import { randomHex128 } from "./secrets.ts";
 import { postSigned, type AttemptResult, type Sender } from "./webhook-delivery.ts";
 import { signedHeaders } from "./webhook-signature.ts";
+import { migrate, type Migration } from "./migrations.ts";
 
 export type { AttemptResult, Sender } from "./webhook-delivery.ts";
 
@@ -42,12 +43,8 @@ export interface DeliveryTarget {
   agent: string;
 }
 
-export class WebhookOutbox {
-  /** nextDue and outage as last read or written (undefined: not known); this class is their only writer, and every event's snapshot reads them. */
-  private due: number | null | undefined = undefined;
-  private outageNow: Outage | undefined = undefined;
-
-  constructor(private readonly sql: SqlStorage) {
+const OUTBOX_MIGRATIONS: Migration[] = [
+  (sql) => {
     sql.exec(`CREATE TABLE IF NOT EXISTS webhook_outbox (
       seq INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, type TEXT NOT NULL, created_at INTEGER NOT NULL,
       facts TEXT NOT NULL, body TEXT, attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER NOT NULL)`);
@@ -57,6 +54,16 @@ export class WebhookOutbox {
       last_attempt_at INTEGER, last_status INTEGER, last_error TEXT)`);
     sql.exec(`INSERT OR IGNORE INTO webhook_stats (one) VALUES (1)`);
     sql.exec(`CREATE TABLE IF NOT EXISTS webhook_outage (one INTEGER PRIMARY KEY CHECK (one = 1), since INTEGER, notified INTEGER NOT NULL)`);
+  },
+];
+
+export class WebhookOutbox {
+  /** nextDue and outage as last read or written (undefined: not known); this class is their only writer, and every event's snapshot reads them. */
+  private due: number | null | undefined = undefined;
+  private outageNow: Outage | undefined = undefined;
+
+  constructor(private readonly sql: SqlStorage) {
+    migrate(sql, "webhook_outbox", OUTBOX_MIGRATIONS);
   }
 
   /**
