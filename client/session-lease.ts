@@ -1,8 +1,8 @@
 // withSessionLease(session, fn): holds a session lease for exactly as long as fn runs. Acquires
 // (or waits), renews at a third of the TTL on its own timer, aborts fn's signal the moment the
 // lease is lost or can no longer be proven by the shared LeaseClock, and releases at the end.
+import { LIMITS } from "../worker/wire/protocol.ts";
 import { leaseGrantSchema, leaseCheckSchema, leaseReleasedSchema, type LeaseGrant } from "../worker/wire/http-responses.ts";
-import { DEFAULT_LEASE_TTL_SECONDS } from "../worker/rules/session-lease.ts";
 import { reconnectDelay, type BackoffOptions } from "./backoff.ts";
 import { CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError } from "./errors.ts";
 import { requestJson, type Connection } from "./http.ts";
@@ -59,7 +59,7 @@ const WAIT_BACKOFF: BackoffOptions = { minTimeout: 100, maxTimeout: 2000, factor
  */
 export async function withSessionLease<T>(session: string, fn: (lease: SessionLease) => Promise<T> | T, options: SessionLeaseOptions): Promise<T> {
   const runId = crypto.randomUUID();
-  const ttlSeconds = options.ttlSeconds ?? DEFAULT_LEASE_TTL_SECONDS;
+  const ttlSeconds = options.ttlSeconds ?? LIMITS.leaseTtlSeconds.default;
   const event = (e: SessionLeaseEvent) => options.onEvent?.(e);
   const { grant, sentAt } = await acquire(options, session, runId, ttlSeconds, event);
   event({ type: "acquired", session, runId, fence: grant.fence, fenceToken: grant.fence_token, expiresAt: grant.expires_at });

@@ -5,7 +5,6 @@
 import { spawn } from "node:child_process";
 import { constants } from "node:os";
 import { LeaseHeldError, LeaseLostError, withSessionLease, type SessionLeaseEvent } from "../../client/index.ts";
-import { DEFAULT_LEASE_TTL_SECONDS } from "../../worker/rules/session-lease.ts";
 import { LIMITS } from "../../worker/wire/protocol.ts";
 import { writeText } from "../lib/printable.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
@@ -34,7 +33,7 @@ export default defineCommand({
   positionals: [{ name: "SESSION", description: "session key", required: true }],
   rest: { name: "COMMAND [ARGS...]", description: "env BATON_LEASE_SESSION, BATON_RUN_ID, BATON_FENCE, BATON_FENCE_TOKEN, BATON_LEASE_EXPIRES_AT" },
   options: {
-    ttl: { type: "string", value: "SECONDS", description: `lease TTL (${LIMITS.leaseTtlSeconds.min}-${LIMITS.leaseTtlSeconds.max}; default ${DEFAULT_LEASE_TTL_SECONDS})` },
+    ttl: { type: "string", value: "SECONDS", description: `lease TTL (${LIMITS.leaseTtlSeconds.min}-${LIMITS.leaseTtlSeconds.max}; default ${LIMITS.leaseTtlSeconds.default})` },
     wait: { type: "boolean", description: "wait for the lease instead of exiting when another run holds it" },
     "wait-timeout": { type: "string", value: "SECONDS", description: "with --wait, give up after this long" },
     "kill-grace": { type: "string", value: "SECONDS", description: "between SIGTERM and SIGKILL when the lease is lost (default 5)" },
@@ -49,7 +48,7 @@ export default defineCommand({
   async run({ args, options, rest }) {
     const session = sessionName(args[0]!);
     const { min, max } = LIMITS.leaseTtlSeconds;
-    const ttlSeconds = options.ttl === undefined ? DEFAULT_LEASE_TTL_SECONDS : numberOption(options.ttl, "ttl", { min, max, integer: true, unit: "seconds" });
+    const ttlSeconds = options.ttl === undefined ? LIMITS.leaseTtlSeconds.default : numberOption(options.ttl, "ttl", { min, max, integer: true, unit: "seconds" });
     const waitTimeout = options["wait-timeout"];
     const waitTimeoutMs = waitTimeout === undefined ? undefined : numberOption(waitTimeout, "wait-timeout", { min: 0, max: 86_400 * 365, unit: "seconds" }) * 1000;
     const graceRaw = options["kill-grace"];

@@ -421,7 +421,7 @@ LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "historyPageBytes": 262144,
     "replayBytesPerSecond": 1048576,
     "replayBytesPerSecondPerAgent": 4194304,
-    "leaseTtlSeconds": MappingProxyType({"min": 1, "max": 3600}),
+    "leaseTtlSeconds": MappingProxyType({"min": 1, "max": 3600, "default": 30}),
     "runnerSlots": 64,
     "groupChars": 128,
     "resumeInputBytes": 16384,

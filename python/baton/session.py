@@ -43,7 +43,7 @@ _WAIT_MIN, _WAIT_MAX = 0.1, 2.0
 class SessionLease:
     """An async context manager holding one session lease; see the module docstring."""
 
-    def __init__(self, session: str, *, url: str, token: str, ttl: int = 30, wait: bool = False,
+    def __init__(self, session: str, *, url: str, token: str, ttl: int = LIMITS["leaseTtlSeconds"]["default"], wait: bool = False,
                  wait_timeout: float | None = None) -> None:
         ttl_range = LIMITS["leaseTtlSeconds"]
         if not ttl_range["min"] <= int(ttl) <= ttl_range["max"]:

@@ -1,6 +1,7 @@
 // Session-lease rules as pure functions over a plain record and `now` (ms). The shard object
 // loads a key's record, calls one of these, stores the returned record and answers; nothing here
 // touches storage, the network or the clock.
+import { LIMITS } from "../wire/protocol.ts";
 import { checkWrite, nextFence } from "./fencing.ts";
 
 /** What one (account, session) key remembers. `lastFence` survives every release and expiry. */
@@ -17,7 +18,7 @@ export interface SessionLease {
   ttlSeconds: number;
 }
 
-export const DEFAULT_LEASE_TTL_SECONDS = 30;
+export const DEFAULT_LEASE_TTL_SECONDS = LIMITS.leaseTtlSeconds.default;
 export const EMPTY_SESSION_LEASE: SessionLeaseState = { lastFence: 0, lease: null };
 
 /**

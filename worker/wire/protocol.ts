@@ -29,7 +29,7 @@ export const LIMITS = {
   /** Bytes of history sync pages may replay per second: to one connection, and to all of one agent's connections together. */
   replayBytesPerSecond: 1024 * 1024,
   replayBytesPerSecondPerAgent: 4 * 1024 * 1024,
-  leaseTtlSeconds: { min: 1, max: 3600 },
+  leaseTtlSeconds: { min: 1, max: 3600, default: 30 },
   /** Messages one runner may run at once (`baton serve --concurrency`). */
   runnerSlots: 64,
   groupChars: 128,
