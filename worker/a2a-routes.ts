@@ -92,8 +92,10 @@ export async function a2aRpc({ request, env, account, url, params }: RouteCall):
     const c = a2aCaller(request, env, account, params.agent!, url);
     const method = METHODS[envelope.value.method];
     if (method === undefined) throw new RpcError(A2A_ERRORS.methodNotFound, `no method ${envelope.value.method}; this agent answers ${Object.keys(METHODS).join(", ")}`);
-    await optedIn(c);
-    const result = await method(c, envelope.value.params ?? {}, id);
+    // Reads go beside the opt-in check (one round trip, not two); nothing is written before it passed.
+    const gate = optedIn(c);
+    gate.catch(() => {});
+    const result = await method(c, envelope.value.params ?? {}, id, gate);
     return result instanceof Response ? result : rpcResult(id, result);
   } catch (e) {
     if (e instanceof RpcError) return rpcError(id, e);
@@ -101,7 +103,15 @@ export async function a2aRpc({ request, env, account, url, params }: RouteCall):
   }
 }
 
-type Method = (c: A2ACaller, params: Record<string, unknown>, id: A2ARpcId) => Promise<unknown>;
+type Method = (c: A2ACaller, params: Record<string, unknown>, id: A2ARpcId, gate: Promise<unknown>) => Promise<unknown>;
+
+/** A read beside the opt-in check: its answer only once the check passed (an agent that did not opt in says so first). */
+async function read<T>(c: A2ACaller, path: string, gate: Promise<unknown>): Promise<T> {
+  const value = inner<T>(c, "GET", path);
+  value.catch(() => {});
+  await gate;
+  return unwrap(await value);
+}
 
 function paramsOf<T>(schema: Parameters<typeof parseBody<T>>[0], params: unknown): T {
   const parsed = parseBody(schema, params);
@@ -138,40 +148,45 @@ async function send(c: A2ACaller, params: Record<string, unknown>): Promise<{ m:
 }
 
 const METHODS: Record<string, Method> = {
-  SendMessage: async (c, params) => {
+  SendMessage: async (c, params, _, gate) => {
+    await gate;
     const { m, wait } = await send(c, params);
     return { task: taskOf(wait ? await awaitStop(c, m, A2A_SEND_WAIT_MS) : m, c.agent, Date.now()) };
   },
-  SendStreamingMessage: async (c, params, id) => {
+  SendStreamingMessage: async (c, params, id, gate) => {
+    await gate;
     const { m, from } = await send(c, params);
     return sse(taskStream(c, id, m, from));
   },
-  SubscribeToTask: async (c, params, id) => {
-    const m = unwrap(await inner<MessageView>(c, "GET", `/messages/${taskIdOf(paramsOf(a2aTaskIdParamsSchema, params).id)}`));
+  SubscribeToTask: async (c, params, id, gate) => {
+    const m = await read<MessageView>(c, `/messages/${taskIdOf(paramsOf(a2aTaskIdParamsSchema, params).id)}`, gate);
     return sse(taskStream(c, id, m, 0));
   },
-  GetTask: async (c, params) => {
+  GetTask: async (c, params, _, gate) => {
     const p = paramsOf(a2aTaskIdParamsSchema, params);
-    return taskOf(unwrap(await inner<MessageView>(c, "GET", `/messages/${taskIdOf(p.id)}`)), c.agent, Date.now(), p.historyLength);
+    return taskOf(await read<MessageView>(c, `/messages/${taskIdOf(p.id)}`, gate), c.agent, Date.now(), p.historyLength);
   },
-  CancelTask: async (c, params) => {
+  CancelTask: async (c, params, _, gate) => {
+    await gate;
     const id = taskIdOf(paramsOf(a2aTaskIdParamsSchema, params).id);
     const read = await inner<MessageView>(c, "POST", `/messages/${id}/cancel`, { reason: "cancelled over A2A" });
     if (!read.ok && read.status === 409) throw new RpcError(A2A_ERRORS.taskNotCancelable, read.error.message, { baton: read.error });
     return taskOf(unwrap(read), c.agent, Date.now());
   },
-  ListTasks: async (c, params) => {
+  ListTasks: async (c, params, _, gate) => {
     const p = paramsOf(a2aListParamsSchema, params);
     const after = p.pageToken === undefined || p.pageToken === "" ? 0 : Number(p.pageToken);
     if (!Number.isSafeInteger(after) || after < 0) throw new RpcError(A2A_ERRORS.invalidParams, "pageToken is the nextPageToken of the page before");
-    const page = unwrap(await inner<MessagePage>(c, "GET", `/messages?after=${after}&limit=${p.pageSize ?? A2A_PAGE_SIZE.default}`));
+    const page = await read<MessagePage>(c, `/messages?after=${after}&limit=${p.pageSize ?? A2A_PAGE_SIZE.default}`, gate);
     const tasks: A2ATask[] = page.messages
       .filter((m) => (p.contextId === undefined || p.contextId === "" || contextOf(m) === p.contextId) && (p.status === undefined || taskState(m) === p.status))
       .map((m) => taskOf(m, c.agent, Date.now(), p.historyLength));
     return { tasks, nextPageToken: page.more ? String(page.cursor) : "", pageSize: tasks.length };
   },
-  CreateTaskPushNotificationConfig: async () => { throw new RpcError(A2A_ERRORS.pushNotificationNotSupported, "push notifications are not offered yet; use the agent's webhook (PUT /agents/{agent}/webhook)"); },
-  GetExtendedAgentCard: async () => { throw new RpcError(A2A_ERRORS.extendedCardNotConfigured, "the card at .well-known/agent-card.json is the whole card"); },
+  CreateTaskPushNotificationConfig: async (_c, _p, _i, gate) => {
+    await gate; throw new RpcError(A2A_ERRORS.pushNotificationNotSupported, "push notifications are not offered yet; use the agent's webhook (PUT /agents/{agent}/webhook)"); },
+  GetExtendedAgentCard: async (_c, _p, _i, gate) => {
+    await gate; throw new RpcError(A2A_ERRORS.extendedCardNotConfigured, "the card at .well-known/agent-card.json is the whole card"); },
 };
 
 function sse(body: ReadableStream<Uint8Array>): Response {
