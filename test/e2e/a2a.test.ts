@@ -3,7 +3,7 @@
 // an input-required task, cancel (the command's process tree stops), a failover the client sees
 // only as output that goes on, idempotent retries, bad input and a token without the scope.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -197,6 +197,23 @@ describe("A2A through @a2a-js/sdk", () => {
     expect(machines).toEqual(["machine-a", "machine-b"]);
     expect(new Set(events.map((e) => (e.payload?.$case === "task" ? e.payload.value.id : e.payload?.$case === "message" ? "" : e.payload?.value.taskId)))).toHaveProperty("size", 1);
     expect(lastState(events)).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it("docs/guides/remote.md's A2A client is examples/a2a-send.mjs, and it prints the run's output and the task's states", async () => {
+    const guide = readFileSync(join(ROOT, "docs/guides/remote.md"), "utf8");
+    const start = guide.indexOf("```js\n", guide.indexOf("## A2A")) + 6;
+    const excerpt = guide.slice(start, guide.indexOf("```", start)).trimEnd();
+    expect(readFileSync(join(ROOT, "examples/a2a-send.mjs"), "utf8")).toContain(excerpt);
+    const agent = uniqueAgent("a2a");
+    const { command, env } = agentCommand();
+    await serve(agent, "a", command, env).waitFor(/holder/);
+    await optIn(agent);
+    const r = spawnSync(process.execPath, ["examples/a2a-send.mjs", agent, "hello"], {
+      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 30_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe("did: hello\n");
+    expect(r.stderr).toBe("task 1: TASK_STATE_WORKING\ntask 1: TASK_STATE_COMPLETED\n");
   });
 
   it("bad input is JSON-RPC's error and posts nothing; a read-only token may read the card but not send; an agent that did not opt in is no A2A agent", async () => {
