@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from "@a2a-js/sdk/client";
 import { Role, TaskState, type SendMessageRequest, type StreamResponse, type Task } from "@a2a-js/sdk";
 import { alive, killLeftovers, treePids } from "./process-tree-fixture.ts";
-import { BIN, getJson, serveFixture, startServe, uniqueAgent, waitForMessage, type ServeProc } from "./serve-helpers.ts";
+import { BIN, getJson, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage, type ServeProc } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
 const READER = "a2a-reader-token";
@@ -49,11 +49,11 @@ function serve(agent: string, tag: string, command: string, env: Record<string, 
   return s;
 }
 
+/** `baton agent set AGENT --a2a on --description …`, as its owner opts it in. */
 async function optIn(agent: string, description = "Echoes what it is sent; asks before shipping."): Promise<void> {
-  const res = await fetch(`${fx.dev.url}/agents/${agent}/policy`, {
-    method: "PUT", headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ a2a: true, description }),
-  });
-  expect(res.status).toBe(200);
+  const set = runBaton(["agent", "set", agent, "--a2a", "on", "--description", description], { BATON_URL: fx.dev.url });
+  expect(set.code, set.stderr).toBe(0);
+  expect(set.stdout).toContain(", A2A on\n");
 }
 
 /** The A2A client as another team would build it: the SDK's factory, its card resolver, a Bearer token on every call. */
@@ -90,7 +90,7 @@ const outputText = (events: StreamResponse[]) => events.map((e) => (e.payload?.$
 const lastState = (events: StreamResponse[]) => events.flatMap((e) => (e.payload?.$case === "statusUpdate" ? [e.payload.value.status?.state] : [])).at(-1);
 
 describe("A2A through @a2a-js/sdk", () => {
-  it("an opted-in agent's card names it, its description and Bearer auth; send waits for the reply; GetTask wraps the message; a retried messageId posts once", async () => {
+  it("an opted-in agent's card names it, its description and Bearer auth; send waits for the reply; GetTask wraps the message; a retried messageId posts once; ListTasks pages at most 100", async () => {
     const agent = uniqueAgent("a2a");
     const { command, env } = agentCommand();
     await serve(agent, "a", command, env).waitFor(/holder/);
@@ -112,6 +112,11 @@ describe("A2A through @a2a-js/sdk", () => {
     const got = await client.getTask({ id: sent.id, tenant: "" });
     expect(got).toMatchObject({ id: sent.id, contextId: `task-${sent.id}`, status: { state: TaskState.TASK_STATE_COMPLETED } });
     expect(textOf(got.history[0]?.parts)).toBe("hello");
+    const listed = await client.listTasks({ tenant: "", contextId: "", status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 10, pageToken: "", historyLength: 0, statusTimestampAfter: undefined, includeArtifacts: undefined });
+    expect(listed.tasks.map((t) => [t.id, t.status?.state])).toEqual([[sent.id, TaskState.TASK_STATE_COMPLETED]]);
+    await expect(client.listTasks({ tenant: "", contextId: "", status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 101, pageToken: "", historyLength: 0, statusTimestampAfter: undefined, includeArtifacts: undefined }))
+      .rejects.toThrow(/pageSize/);
+    expect(runBaton(["agent", "show", agent], { BATON_URL: fx.dev.url }).stdout).toContain(`A2A            on (/agents/${agent}/a2a): Echoes what it is sent`);
   });
 
   it("a stream carries the live output as it is written, then the reply and completed; a contextId is the message's group", async () => {
