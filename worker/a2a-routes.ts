@@ -89,6 +89,10 @@ export async function a2aRpc({ request, env, account, url, params }: RouteCall):
   const id = envelope.ok ? envelope.value.id : null;
   try {
     if (!envelope.ok) throw new RpcError(A2A_ERRORS.invalidRequest, `not a JSON-RPC 2.0 request: ${envelope.message}`);
+    const version = request.headers.get("a2a-version");
+    if (version !== null && version.trim() !== "" && version.trim().split(".")[0] !== "1") {
+      throw new RpcError(A2A_ERRORS.versionNotSupported, `this agent speaks A2A ${A2A_PROTOCOL_VERSION}, not ${version}`);
+    }
     const c = a2aCaller(request, env, account, params.agent!, url);
     const method = METHODS[envelope.value.method];
     if (method === undefined) throw new RpcError(A2A_ERRORS.methodNotFound, `no method ${envelope.value.method}; this agent answers ${Object.keys(METHODS).join(", ")}`);

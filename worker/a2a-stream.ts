@@ -5,7 +5,7 @@
 // (rules/a2a-task.ts), until the task ends or waits for a person. A failover is one more working
 // status and the output going on; the stream never says more than the message does.
 import { inner, type A2ACaller } from "./a2a-calls.ts";
-import { isTerminal, outputUpdates, replyArtifact, taskOf, taskState, taskStatus } from "./rules/a2a-task.ts";
+import { contextOf, isTerminal, outputUpdates, replyArtifact, taskOf, taskState, taskStatus } from "./rules/a2a-task.ts";
 import type { A2ARpcId, A2AStreamResponse } from "./wire/a2a.ts";
 import type { MessageView } from "./wire/http-responses.ts";
 import type { OutputPage } from "./wire/output.ts";
@@ -66,7 +66,7 @@ export function taskStream(c: A2ACaller, rpcId: A2ARpcId, first: MessageView, fr
   const closing = (m: MessageView): string => {
     done = true;
     const reply = replyArtifact(m);
-    const ids = { taskId: String(m.id), contextId: taskOf(m, c.agent, Date.now(), 0).contextId };
+    const ids = { taskId: String(m.id), contextId: contextOf(m) };
     return (reply ? frame({ artifactUpdate: { ...ids, artifact: reply, append: false, lastChunk: true } }) : "") + frame({ statusUpdate: { ...ids, status: taskStatus(m, Date.now()) } });
   };
   return new ReadableStream<Uint8Array>({

@@ -65,7 +65,7 @@ describe("A2A with scoped tokens", () => {
     expect(await rpc(agent, PERSON, "SendMessage", send("ship", { taskId: String(id) }))).toMatchObject({ body: { error: { code: -32004 } } });
   });
 
-  it("a web page on another origin is refused before any method; a body over the limit is -32600 with 413 and posts nothing", async () => {
+  it("a web page on another origin is refused before any method; an A2A version other than 1.x is -32009; a body over the limit is -32600 with 413; none posts anything", async () => {
     const agent = uniqueAgent();
     await optIn(agent);
     const foreign = await SELF.fetch(`${BASE}/agents/${agent}/a2a`, {
@@ -73,6 +73,7 @@ describe("A2A with scoped tokens", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: send("x") }),
     });
     expect(foreign.status).toBe(403);
+    expect(await rpc(agent, DEV_TOKEN, "SendMessage", send("x"), { "a2a-version": "0.3" })).toMatchObject({ body: { error: { code: -32009 } } });
     const big = await rpc(agent, DEV_TOKEN, "SendMessage", send("x".repeat(A2A_REQUEST_BYTES)));
     expect(big).toMatchObject({ status: 413, body: { error: { code: -32600 } } });
     const history = await SELF.fetch(`${BASE}/agents/${agent}/messages`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } });

@@ -18,6 +18,7 @@ export const A2A_ERRORS = {
   unsupportedOperation: -32004,
   contentTypeNotSupported: -32005,
   extendedCardNotConfigured: -32007,
+  versionNotSupported: -32009,
 } as const;
 
 export const A2A_PROTOCOL_VERSION = "1.0";
