@@ -2,7 +2,7 @@
 // `wrangler dev` and real `baton serve`: send, stream the live output, a person's answer resuming
 // an input-required task, cancel (the command's process tree stops), a failover the client sees
 // only as output that goes on, idempotent retries, bad input and a token without the scope.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from "@a2a-js/sdk/client";
 import { Role, TaskState, type SendMessageRequest, type StreamResponse, type Task } from "@a2a-js/sdk";
 import { alive, killLeftovers, treePids } from "./process-tree-fixture.ts";
-import { BIN, getJson, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage, type ServeProc } from "./serve-helpers.ts";
+import { BIN, getJson, serveFixture, startServe, uniqueAgent, waitForMessage, type ServeProc } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
 const READER = "a2a-reader-token";
@@ -49,9 +49,25 @@ function serve(agent: string, tag: string, command: string, env: Record<string, 
   return s;
 }
 
+/**
+ * `baton ARGS…` without blocking this process: spawnSync would hold the event loop while wrangler
+ * dev closes an idle keep-alive socket, which the next fetch would then reuse ("other side closed").
+ */
+function node(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN } });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (d) => (stdout += d));
+    p.stderr.on("data", (d) => (stderr += d));
+    p.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+const baton = (args: string[]) => node([BIN, ...args]);
+
 /** `baton agent set AGENT --a2a on --description …`, as its owner opts it in. */
 async function optIn(agent: string, description = "Echoes what it is sent; asks before shipping."): Promise<void> {
-  const set = runBaton(["agent", "set", agent, "--a2a", "on", "--description", description], { BATON_URL: fx.dev.url });
+  const set = await baton(["agent", "set", agent, "--a2a", "on", "--description", description]);
   expect(set.code, set.stderr).toBe(0);
   expect(set.stdout).toContain(", A2A on\n");
 }
@@ -116,7 +132,7 @@ describe("A2A through @a2a-js/sdk", () => {
     expect(listed.tasks.map((t) => [t.id, t.status?.state])).toEqual([[sent.id, TaskState.TASK_STATE_COMPLETED]]);
     await expect(client.listTasks({ tenant: "", contextId: "", status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 101, pageToken: "", historyLength: 0, statusTimestampAfter: undefined, includeArtifacts: undefined }))
       .rejects.toThrow(/pageSize/);
-    expect(runBaton(["agent", "show", agent], { BATON_URL: fx.dev.url }).stdout).toContain(`A2A            on (/agents/${agent}/a2a): Echoes what it is sent`);
+    expect((await baton(["agent", "show", agent])).stdout).toContain(`A2A            on (/agents/${agent}/a2a): Echoes what it is sent`);
   });
 
   it("a stream carries the live output as it is written, then the reply and completed; a contextId is the message's group", async () => {
@@ -213,10 +229,8 @@ describe("A2A through @a2a-js/sdk", () => {
     const { command, env } = agentCommand();
     await serve(agent, "a", command, env).waitFor(/holder/);
     await optIn(agent);
-    const r = spawnSync(process.execPath, ["examples/a2a-send.mjs", agent, "hello"], {
-      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 30_000,
-    });
-    expect(r.status, r.stderr).toBe(0);
+    const r = await node(["examples/a2a-send.mjs", agent, "hello"]);
+    expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe("did: hello\n");
     expect(r.stderr).toBe("task 1: TASK_STATE_WORKING\ntask 1: TASK_STATE_COMPLETED\n");
   });
