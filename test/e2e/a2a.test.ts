@@ -142,16 +142,19 @@ describe("A2A through @a2a-js/sdk", () => {
     await optIn(agent);
     const client = await a2aClient(agent);
     let sawRunning = false;
+    let whileRunning: Promise<{ status: string; group: string }> | null = null;
     const events = await collect(client.sendMessageStream(userMessage("lines", { contextId: "release-7" })), (e, all) => {
       if (!sawRunning && outputText(all).includes("a line 2")) {
         sawRunning = true;
         const id = all[0]!.payload?.$case === "task" ? Number(all[0]!.payload.value.id) : 0;
-        void getJson<{ status: string; group: string }>(`${fx.dev.url}/agents/${agent}/messages/${id}`).then((m) => expect(m).toMatchObject({ status: "running", group: "release-7" }));
+        whileRunning = getJson<{ status: string; group: string }>(`${fx.dev.url}/agents/${agent}/messages/${id}`);
       }
     });
     expect(events[0]?.payload).toMatchObject({ $case: "task", value: { contextId: "release-7" } });
     expect(outputText(events)).toBe([1, 2, 3, 4, 5, 6, 7, 8].map((i) => `a line ${i}\n`).join(""));
     expect(sawRunning).toBe(true);
+    // Read while the stream still had lines to come: the output is live, not a replay at the end.
+    expect(await whileRunning).toMatchObject({ status: "running", group: "release-7" });
     expect(lastState(events)).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 
