@@ -23,6 +23,7 @@ import type { RouteKey } from "./wire/routes.ts";
 import { RESUME_OUTCOMES } from "./wire/enums.ts";
 import { getOutput, postOutput } from "./output-routes.ts";
 import { scheduleHandlers } from "./schedule-routes.ts";
+import { a2aRpc, agentCard } from "./a2a-routes.ts";
 
 const SMALL_BODY_BYTES = 4 * 1024;
 
@@ -63,6 +64,8 @@ const AGENT_HANDLERS: { [K in AgentRoute]: AgentHandler } = {
   "DELETE /agents/{agent}/webhook": (call, stub) => deleteWebhook(stub, agentWhat(call)),
   "POST /agents/{agent}/webhook/test": (call, stub) => webhookTestRoute(stub, `${agentWhat(call)} (of its own; test the account's with POST /webhook/test)`, call.env.BATON_WEBHOOK_ALLOW_PRIVATE),
   ...scheduleHandlers,
+  "GET /agents/{agent}/a2a/.well-known/agent-card.json": (call) => agentCard(call),
+  "POST /agents/{agent}/a2a": (call) => a2aRpc(call),
   "GET /agents/{agent}/messages/{id}": async (_, stub, id) => {
     const view = await stub.message(id);
     return view ? Response.json(view) : errorResponse(404, "not_found", `no message ${id}`);
@@ -154,7 +157,7 @@ async function setPolicy(request: Request, stub: Stub): Promise<Response> {
   if (!body.ok) return body.response;
   const parsed = parseBody(policySchema, body.data);
   if (!parsed.ok) return errorResponse(400, "bad_request", `bad policy: ${parsed.message}`);
-  const { mode, max_running, run_timeout_seconds, max_attempts, heartbeat_timeout_seconds, on_busy, debounce_ms, debounce_max_ms } = parsed.value;
+  const { mode, max_running, run_timeout_seconds, max_attempts, heartbeat_timeout_seconds, on_busy, debounce_ms, debounce_max_ms, a2a, description } = parsed.value;
   const update: Partial<MessagePolicy> = {
     ...(heartbeat_timeout_seconds === undefined ? {} : { heartbeatTimeoutMs: heartbeat_timeout_seconds === null ? null : heartbeat_timeout_seconds * 1000 }),
     ...(mode === undefined ? {} : { mode }),
@@ -164,6 +167,8 @@ async function setPolicy(request: Request, stub: Stub): Promise<Response> {
     ...(on_busy === undefined ? {} : { onBusy: on_busy }),
     ...(debounce_ms === undefined ? {} : { debounceMs: debounce_ms === 0 ? null : debounce_ms }),
     ...(debounce_max_ms === undefined ? {} : { debounceMaxMs: debounce_max_ms === 0 ? null : debounce_max_ms }),
+    ...(a2a === undefined ? {} : { a2a }),
+    ...(description === undefined ? {} : { description }),
   };
   const decided = await stub.setPolicy(update);
   return decided.ok ? Response.json(policyView(decided.policy)) : errorResponse(decided.status, decided.code, `bad policy: ${decided.message}`);
@@ -172,7 +177,7 @@ async function setPolicy(request: Request, stub: Stub): Promise<Response> {
 /** Where an answer came from, as the client says (the dashboard and the CLI say so); anything else is plain HTTP. */
 function viaOf(request: Request): string {
   const via = request.headers.get("x-baton-via");
-  return via === "page" || via === "cli" ? via : "http";
+  return via === "page" || via === "cli" || via === "a2a" ? via : "http";
 }
 
 function decided(answer: Awaited<ReturnType<Stub["resume"]>>): Response {
@@ -286,6 +291,6 @@ function policyView(p: MessagePolicy) {
   return {
     mode: p.mode, max_running: p.maxRunning, run_timeout_seconds: p.runTimeoutMs / 1000, max_attempts: p.maxAttempts,
     heartbeat_timeout_seconds: p.heartbeatTimeoutMs === null ? null : p.heartbeatTimeoutMs / 1000,
-    on_busy: p.onBusy, debounce_ms: p.debounceMs, debounce_max_ms: debounceCeilingMs(p),
+    on_busy: p.onBusy, debounce_ms: p.debounceMs, debounce_max_ms: debounceCeilingMs(p), a2a: p.a2a, description: p.description,
   };
 }

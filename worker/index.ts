@@ -8,11 +8,11 @@ import { authenticate, parseTokenConfig, presentedToken, type TokenEntry } from 
 import { checkConfig, type ConfigVerdict } from "./config.ts";
 import type { Env } from "./env.ts";
 import { dispatch } from "./routes.ts";
-import { rememberCaller } from "./scopes.ts";
+import { refuseScope, rememberCaller } from "./scopes.ts";
 import { parseAllowedOrigins, refuseForeignOrigin, refuseRebindingDevToken } from "./origins.ts";
 import { testClockRoute } from "./test-clock.ts";
 import { errorResponse } from "./wire/protocol.ts";
-import { matchRoute, ROUTES } from "./wire/routes.ts";
+import { matchRoute } from "./wire/routes.ts";
 
 export { AgentCoordinator } from "./objects/agent-object.ts";
 export { LeaseShard } from "./objects/lease-shard.ts";
@@ -63,10 +63,8 @@ export default {
     const route = matchRoute(request.method, url.pathname);
     // A known path under another method is no route either: 404 for every token, before any scope.
     if (route === null) return errorResponse(404, "not_found", `no route for ${request.method} ${url.pathname}`);
-    const needed = ROUTES[route.key].scope;
-    if (!caller.scopes.includes(needed)) {
-      return errorResponse(403, "forbidden", `token ${caller.tokenName} of account ${caller.account} lacks the ${needed} scope that ${request.method} ${url.pathname} needs`);
-    }
+    const refused = refuseScope(caller, route.key, request.method, url.pathname);
+    if (refused) return refused;
     rememberCaller(request, caller);
     const config = coordinatorConfig(env);
     if (!config.ok) return errorResponse(500, "internal", config.message);

@@ -2,7 +2,8 @@
 // checks it right after authentication, so no route handler decides access on its own. A request
 // no row matches is answered 404 before it is routed: a route without a row is unreachable, never open.
 // Here: what a token's configured scopes grant, and the authenticated caller of a request.
-import { matchRoute, ROUTES } from "./wire/routes.ts";
+import { errorResponse } from "./wire/protocol.ts";
+import { matchRoute, ROUTES, type RouteKey } from "./wire/routes.ts";
 import { SCOPES, type Scope } from "./wire/token-scopes.ts";
 
 /** The authenticated caller of one request: its account, its token's name and what it may do. */
@@ -25,6 +26,16 @@ export function grantedScopes(configured: readonly Scope[]): Scope[] {
 export function requiredScope(method: string, pathname: string): Scope | null {
   const route = matchRoute(method, pathname);
   return route === null ? null : ROUTES[route.key].scope;
+}
+
+/**
+ * 403 when the caller's token lacks the scope the route needs, else null: the one check index.ts
+ * makes for every request and the A2A layer for each route a JSON-RPC method goes through.
+ */
+export function refuseScope(caller: Caller, key: RouteKey, method: string, pathname: string): Response | null {
+  const needed = ROUTES[key].scope;
+  if (caller.scopes.includes(needed)) return null;
+  return errorResponse(403, "forbidden", `token ${caller.tokenName} of account ${caller.account} lacks the ${needed} scope that ${method} ${pathname} needs`);
 }
 
 const callers = new WeakMap<Request, Caller>();

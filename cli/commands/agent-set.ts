@@ -1,5 +1,5 @@
 // `baton agent set AGENT [--mode single|pool] [--max-running N] [--run-timeout SECONDS] [--max-attempts N]
-// [--on-busy queue|reject|interrupt|replace] [--debounce-ms MS] [--debounce-max MS]`: the agent's message policy. Without options it prints the current one.
+// [--on-busy queue|reject|interrupt|replace] [--debounce-ms MS] [--debounce-max MS] [--a2a on|off] [--description TEXT]`: the agent's message policy. Without options it prints the current one.
 import { requestJson } from "../../client/http.ts";
 import { policyViewSchema } from "../../worker/wire/http-responses.ts";
 import { ON_BUSY, POLICY_MODES } from "../../worker/wire/enums.ts";
@@ -34,6 +34,8 @@ export default defineCommand({
       description: `with a debounce: a held message runs at most this long after the first of its burst, however steady the trickle ` +
         `(1-${LIMITS.debounceMaxMs.max}; 0 or unset: ${LIMITS.debounceMaxMs.defaultTimesDebounce} times --debounce-ms)`,
     },
+    a2a: { type: "string", value: "on|off", description: "answer A2A: an Agent Card and JSON-RPC at /agents/AGENT/a2a (docs/guides/remote.md#a2a); default off" },
+    description: { type: "string", value: "TEXT", description: `what the agent does (its A2A card's description and skill; 1-${LIMITS.descriptionChars} characters, "" removes it)` },
   },
   async run({ args, options }) {
     const agent = agentName(args[0]!);
@@ -43,6 +45,10 @@ export default defineCommand({
     if (onBusy !== undefined && !(ON_BUSY as readonly string[]).includes(onBusy)) {
       throw new UsageError(`--on-busy must be ${eitherOf(ON_BUSY)}, got ${JSON.stringify(onBusy)}`);
     }
+    const a2a = options.a2a;
+    if (a2a !== undefined && a2a !== "on" && a2a !== "off") throw new UsageError(`--a2a must be on or off, got ${JSON.stringify(a2a)}`);
+    const description = options.description;
+    if (description !== undefined && description.length > LIMITS.descriptionChars) throw new UsageError(`--description is at most ${LIMITS.descriptionChars} characters`);
     const { min, max } = LIMITS.runTimeoutSeconds;
     const body = {
       ...(mode === undefined ? {} : { mode }),
@@ -52,6 +58,8 @@ export default defineCommand({
       ...(onBusy === undefined ? {} : { on_busy: onBusy }),
       ...(options["debounce-ms"] === undefined ? {} : { debounce_ms: numberOption(options["debounce-ms"], "debounce-ms", { min: 0, max: LIMITS.debounceMs.max, integer: true }) }),
       ...(options["debounce-max"] === undefined ? {} : { debounce_max_ms: numberOption(options["debounce-max"], "debounce-max", { min: 0, max: LIMITS.debounceMaxMs.max, integer: true }) }),
+      ...(a2a === undefined ? {} : { a2a: a2a === "on" }),
+      ...(description === undefined ? {} : { description: description === "" ? null : description }),
     };
     const conn = resolveConnection(options);
     const path = routePath("/agents/{agent}/policy", { agent });
@@ -69,6 +77,7 @@ export default defineCommand({
     process.stdout.write(options.json
       ? `${JSON.stringify(policy)}\n`
       : `${agent}: mode ${policy.mode}, max running ${policy.max_running}, run timeout ${policy.run_timeout_seconds} s, max attempts ${policy.max_attempts}, ` +
-        `on busy ${policy.on_busy ?? "queue"}${policy.debounce_ms ? ` (debounce ${policy.debounce_ms} ms${policy.debounce_max_ms ? `, at most ${policy.debounce_max_ms} ms after a burst's first` : ""})` : ""}\n`);
+        `on busy ${policy.on_busy ?? "queue"}${policy.debounce_ms ? ` (debounce ${policy.debounce_ms} ms${policy.debounce_max_ms ? `, at most ${policy.debounce_max_ms} ms after a burst's first` : ""})` : ""}` +
+        `${policy.a2a ? ", A2A on" : ""}\n`);
   },
 });

@@ -32,11 +32,12 @@ export default defineCommand({
       `  run timeout    ${policy.run_timeout_seconds} s`,
       `  max attempts   ${policy.max_attempts}`,
       `  on busy        ${policy.on_busy ?? "queue"}${policy.debounce_ms ? `, debounce ${policy.debounce_ms} ms${policy.debounce_max_ms ? ` (at most ${policy.debounce_max_ms} ms after a burst's first)` : ""}` : ""} (what a new message does while its group is busy)`,
+      `  A2A            ${policy.a2a ? `on (/agents/${agent}/a2a)` : "off"}${policy.description ? `: ${policy.description}` : ""}`,
       `  paused         ${c.paused ? `yes, since ${new Date(c.paused_since ?? 0).toISOString()}` : "no"}`,
       `  drained        ${c.drained.length ? c.drained.map((d) => d.machine).join(", ") : "none"}`,
       `  hysteresis     ${c.hysteresis_seconds} s (a preferred runner takes the lease after being ready this long)`,
       ...(c.reserved_until ? [`  restart grace  the lease waits for its previous holder until ${new Date(c.reserved_until).toISOString()}`] : []),
-      `  change it with: baton agent set ${agent} [--mode single|pool] [--max-running N] [--run-timeout S] [--max-attempts N] [--on-busy queue|reject|interrupt|replace] [--debounce-ms MS] [--debounce-max MS]`,
+      `  change it with: baton agent set ${agent} [--mode single|pool] [--max-running N] [--run-timeout S] [--max-attempts N] [--on-busy queue|reject|interrupt|replace] [--debounce-ms MS] [--debounce-max MS] [--a2a on|off] [--description TEXT]`,
     ];
     writeText(`${lines.join("\n")}\n`);
   },

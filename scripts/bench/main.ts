@@ -24,6 +24,7 @@ import { runSteady } from "./steady.ts";
 import { runSteps } from "./steps.ts";
 import { measureWakes, type WakeResult } from "./wakes.ts";
 import { runSchedules } from "./schedules.ts";
+import { runA2A } from "./a2a.ts";
 
 const { values: opts } = parseArgs({
   options: {
@@ -135,10 +136,12 @@ const SCENARIOS: Record<string, Scenario> = {
       slots: Number(opts["schedule-slots"]), realSlots: 20, schedules: Number(opts["schedule-count"]), agents: Number(opts["schedule-agents"]),
     })),
   },
+  /** A2A's GetTask over HTTP beside the plain read it wraps (goal: p50 within 1.3x). */
+  a2a: { needs: [], run: async (b) => void b.sections.push(await runA2A(b.dev.url, trials)) },
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
   scale: { needs: [], run: async (b) => void b.sections.push(await runScale({ startDev: b.startDev, cli: b.cli })) },
 };
-const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel", "tracing", "schedules"];
+const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel", "tracing", "schedules", "a2a"];
 const ALIASES: Record<string, string[]> = { acquire: ["fresh", "fresh-sharded", "hot"] };
 
 function selected(): string[] {

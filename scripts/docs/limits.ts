@@ -45,6 +45,7 @@ const ROWS: Row[] = [
   { keys: ["priority"], limit: "runner priority (`--priority`)", value: range(L.priority), answer: "`bad_frame`; a usage error in the CLI" },
   { keys: ["drainedMachines"], limit: "drained machines per agent", value: String(L.drainedMachines), answer: "400 `bad_request`" },
   { keys: ["groupChars"], limit: "message group key (`--group`)", value: `1–${L.groupChars} characters`, answer: "400 `bad_request`" },
+  { keys: ["descriptionChars"], limit: "an agent's description (policy `description`, its A2A card)", value: `1–${L.descriptionChars} characters`, answer: "400 `bad_request`" },
   { keys: ["resumeInputBytes"], limit: "resume input", value: kib(L.resumeInputBytes), answer: "413 `too_large`" },
   { keys: ["failReasonChars"], limit: "a failed run's reason", value: `${L.failReasonChars} characters`, answer: "`bad_frame`" },
   { keys: ["questionChars", "choices", "choiceChars"], limit: "a question for a person", value: `${L.questionChars} characters; ${L.choices} choices of ${L.choiceChars}`, answer: "`bad_frame` / 400 `bad_request`" },

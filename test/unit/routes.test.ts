@@ -33,9 +33,14 @@ describe("the route table", () => {
 
   it("keys are METHOD and path, one row per pair, with only the parameters the router knows", () => {
     for (const key of KEYS) {
-      expect(key).toMatch(/^(GET|PUT|POST|DELETE) \/[a-z/{}]*$/);
+      expect(key).toMatch(/^(GET|PUT|POST|DELETE) \/[a-z0-9./{}-]*$/);
       for (const [, name] of routeParts(key).path.matchAll(/\{(\w+)\}/g)) expect(Object.keys(SAMPLE), key).toContain(name);
     }
+  });
+
+  it("a dot in a path is a dot, not any character", () => {
+    expect(matchRoute("GET", "/agents/reviewer/a2a/.well-known/agent-card.json")?.key).toBe("GET /agents/{agent}/a2a/.well-known/agent-card.json");
+    expect(matchRoute("GET", "/agents/reviewer/a2a/Xwell-known/agent-cardXjson")).toBeNull();
   });
 
   it("a known path under a method it does not take is no route", () => {

@@ -27,6 +27,9 @@ const ROUTES: [string, string, Scope][] = [
   ["POST", `${A}/unpause`, "admin"],
   ["POST", `${A}/drain`, "admin"],
   ["POST", `${A}/undrain`, "admin"],
+  ["GET", `${A}/a2a/.well-known/agent-card.json`, "read"],
+  // Each JSON-RPC method then needs the scope of the route it wraps (worker/a2a-calls.ts).
+  ["POST", `${A}/a2a`, "read"],
   ["GET", `${A}/schedules`, "read"],
   ["POST", `${A}/schedules`, "admin"],
   ["GET", `${A}/schedules/3`, "read"],

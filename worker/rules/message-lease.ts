@@ -64,10 +64,13 @@ export interface MessagePolicy {
   onBusy: OnBusy;
   debounceMs: number | null;
   debounceMaxMs: number | null;
+  /** Whether the agent answers A2A (its Agent Card and JSON-RPC, worker/a2a-routes.ts), and what its card says it does. */
+  a2a: boolean;
+  description: string | null;
 }
 
 export const DEFAULT_POLICY: MessagePolicy = {
-  mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5, heartbeatTimeoutMs: null, onBusy: "queue", debounceMs: null, debounceMaxMs: null,
+  mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5, heartbeatTimeoutMs: null, onBusy: "queue", debounceMs: null, debounceMaxMs: null, a2a: false, description: null,
 };
 
 /** A runner that may take messages now, with its free slots (concurrency minus what it runs). */

@@ -122,6 +122,9 @@ export const policyViewSchema = z.object({
   debounce_ms: z.optional(z.nullable(count)),
   /** With a debounce: the ceiling in force (null: no debounce); absent from older coordinators. */
   debounce_max_ms: z.optional(z.nullable(count)),
+  /** Whether the agent answers A2A, and its description (absent from older coordinators). */
+  a2a: z.optional(z.boolean()),
+  description: z.optional(z.nullable(z.string())),
 });
 
 /** One page of history: at most LIMITS.historyPageMessages messages and LIMITS.historyPageBytes of JSON; `more`: ask again `?after=cursor`. */

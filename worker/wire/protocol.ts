@@ -33,6 +33,8 @@ export const LIMITS = {
   /** Messages one runner may run at once (`baton serve --concurrency`). */
   runnerSlots: 64,
   groupChars: 128,
+  /** Characters of an agent's description (policy `description`, its A2A card). */
+  descriptionChars: 1000,
   resumeInputBytes: 16 * 1024,
   /** Why a run failed (exit code, signal, the last lines of stderr), as a runner tells it. */
   failReasonChars: 4096,
@@ -410,6 +412,10 @@ export const policySchema = z.strictObject({
   debounce_ms: z.optional(z.nullable(z.int().check(z.gte(0), z.lte(LIMITS.debounceMs.max)))),
   /** With a debounce: a held message runs at most this long (ms) after the first of its burst; null or 0: 10 times debounce_ms. */
   debounce_max_ms: z.optional(z.nullable(z.int().check(z.gte(0), z.lte(LIMITS.debounceMaxMs.max)))),
+  /** Answer A2A: an Agent Card at /agents/{agent}/a2a/.well-known/agent-card.json and JSON-RPC at /agents/{agent}/a2a (default false). */
+  a2a: z.optional(z.boolean()),
+  /** What the agent does, in a sentence or two: its A2A card's description and skill (null: none). */
+  description: z.optional(z.nullable(z.string().check(z.minLength(1), z.maxLength(LIMITS.descriptionChars), z.regex(/^[^\p{Cc}\p{Cf}]+$/u)))),
 });
 
 /**

@@ -15,10 +15,11 @@ import {
 import { outputPageSchema, outputWriteSchema, outputWrittenSchema } from "./output.ts";
 import type { Scope } from "./token-scopes.ts";
 import { webhookConfigSchema, webhookTestResultSchema, webhookViewSchema } from "./webhooks.ts";
+import { a2aAgentCardSchema, a2aRequestSchema } from "./a2a.ts";
 import { scheduleBodySchema, scheduleListSchema, scheduleRemovedSchema, scheduleViewSchema } from "./schedules.ts";
 
 /** A JSON body's schema, or what a route sends or answers that is not JSON. */
-export type Payload = z.ZodMiniType | "bytes" | "websocket" | "prometheus" | "empty" | "event-stream";
+export type Payload = z.ZodMiniType | "bytes" | "websocket" | "prometheus" | "empty" | "event-stream" | "json-rpc";
 
 export interface RouteSpec {
   scope: Scope;
@@ -59,6 +60,9 @@ export const ROUTES = {
   "PUT /agents/{agent}/webhook": spec("admin", webhookConfigSchema, webhookViewSchema, "set the agent's own webhook"),
   "DELETE /agents/{agent}/webhook": spec("admin", null, "empty", "remove the agent's own webhook"),
   "POST /agents/{agent}/webhook/test": spec("admin", null, webhookTestResultSchema, "a signed `webhook.test` event to the agent's webhook now"),
+  "GET /agents/{agent}/a2a/.well-known/agent-card.json": spec("read", null, a2aAgentCardSchema, "the agent's A2A Agent Card, when its policy opted in (`a2a: true`; [remote](../guides/remote.md#a2a))"),
+  // Each JSON-RPC method is dispatched to the route it wraps, whose scope the token needs too (worker/a2a-routes.ts).
+  "POST /agents/{agent}/a2a": spec("read", a2aRequestSchema, "json-rpc", "A2A JSON-RPC 2.0 (`SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `ListTasks`, `SubscribeToTask`), each through the route it wraps and that route's scope"),
   "GET /agents/{agent}/schedules": spec("read", null, scheduleListSchema, "the agent's schedules, each with its next slot and its latest fires"),
   "POST /agents/{agent}/schedules": spec("admin", scheduleBodySchema, scheduleViewSchema, "add a schedule: `cron` + `tz`, `every_seconds` or a one-off `at` ([schedules](../guides/schedules.md))"),
   "GET /agents/{agent}/schedules/{schedule}": spec("read", null, scheduleViewSchema, "one schedule with its latest fires, linked to their messages"),
@@ -118,7 +122,8 @@ export function routePath<P extends RoutePattern>(pattern: P, ...[params]: Param
 const MATCHERS = (Object.keys(ROUTES) as RouteKey[]).map((key) => {
   const { method, path } = routeParts(key);
   const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
-  const source = path.replace(/\{id\}/g, "(\\d{1,15})").replace(/\{\w+\}/g, "([^/]+)");
+  const literal = path.replace(/[.+?^$()[\]|\\]/g, "\\$&");
+  const source = literal.replace(/\{id\}/g, "(\\d{1,15})").replace(/\{\w+\}/g, "([^/]+)");
   return { key, method, names, pattern: new RegExp(`^${source}$`) };
 });
 

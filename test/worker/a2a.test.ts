@@ -1,0 +1,82 @@
+// A2A's JSON-RPC in the real runtime with scoped tokens (vitest.workers.config.ts): each method
+// needs the scope of the route it wraps, a refusal is HTTP 403 with JSON-RPC's error and changes
+// nothing, a person's token answers an input-required task and cancels, and what every request
+// meets first (the Origin check, the body limit) holds for A2A as well.
+import { SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { MessageFrame } from "../../worker/wire/protocol.ts";
+import { A2A_REQUEST_BYTES } from "../../worker/wire/a2a.ts";
+import { BASE, claimant, DEV_TOKEN, message, post, uniqueAgent, write } from "./helpers.ts";
+
+const SENDER = "dev-sender-token"; // send
+const PERSON = "dev-person-token"; // answer
+
+async function rpc(agent: string, token: string, method: string, params: unknown, headers: Record<string, string> = {}) {
+  const res = await SELF.fetch(`${BASE}/agents/${agent}/a2a`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "content-type": "application/json", ...headers },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  return { status: res.status, body: (await res.json()) as { result?: Record<string, unknown>; error?: { code: number; message: string } } };
+}
+
+async function optIn(agent: string): Promise<void> {
+  const res = await SELF.fetch(`${BASE}/agents/${agent}/policy`, {
+    method: "PUT", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ a2a: true }),
+  });
+  expect(res.status).toBe(200);
+}
+
+const send = (text: string, extra: Record<string, unknown> = {}) => ({
+  message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra }, configuration: { returnImmediately: true },
+});
+
+describe("A2A with scoped tokens", () => {
+  it("a sender's token sends but may not cancel (403, nothing changed); a person's token cancels", async () => {
+    const agent = uniqueAgent();
+    await optIn(agent);
+    const sent = await rpc(agent, SENDER, "SendMessage", send("work"));
+    const id = (sent.body.result!.task as { id: string }).id;
+    expect(sent.body.result).toMatchObject({ task: { status: { state: "TASK_STATE_SUBMITTED" } } });
+    const before = await message(agent, Number(id));
+    const refused = await rpc(agent, SENDER, "CancelTask", { id });
+    expect(refused).toMatchObject({ status: 403, body: { error: { code: -32600, message: expect.stringMatching(/lacks the answer scope that POST .*\/cancel needs/) } } });
+    expect(await message(agent, Number(id))).toEqual(before);
+    expect(await rpc(agent, PERSON, "CancelTask", { id })).toMatchObject({ status: 200, body: { result: { id, status: { state: "TASK_STATE_CANCELED" } } } });
+    expect(await rpc(agent, PERSON, "CancelTask", { id: "9999" })).toMatchObject({ body: { error: { code: -32001 } } });
+  });
+
+  it("an input-required task: the sender's answer is refused and it still waits; the person's answer queues it again", async () => {
+    const agent = uniqueAgent();
+    await optIn(agent);
+    const { sock } = await claimant(agent, "ci");
+    const id = await post(agent, "deploy");
+    const run = await sock.next("message", (f) => f.run && f.id === id) as MessageFrame;
+    expect(await write(sock, { type: "park", id, token: run.token, question: { text: "Ship?", choices: ["ship", "hold"] } })).toMatchObject({ op: "park" });
+    const got = await rpc(agent, SENDER, "GetTask", { id: String(id) });
+    expect(got.body.result).toMatchObject({ status: { state: "TASK_STATE_INPUT_REQUIRED", message: { parts: [{ text: "Ship?\nanswer with one of: ship, hold, reject" }] } } });
+    const before = await message(agent, id);
+    expect(await rpc(agent, SENDER, "SendMessage", send("ship", { taskId: String(id) }))).toMatchObject({ status: 403, body: { error: { message: expect.stringContaining("lacks the answer scope") } } });
+    expect(await rpc(agent, PERSON, "SendMessage", send("later", { taskId: String(id) }))).toMatchObject({ body: { error: { code: -32602 } } });
+    expect(await message(agent, id)).toEqual(before);
+    const answered = await rpc(agent, PERSON, "SendMessage", send("ship", { taskId: String(id) }));
+    expect(answered.body.result).toMatchObject({ task: { id: String(id), status: { state: expect.stringMatching(/TASK_STATE_(WORKING|SUBMITTED)/) } } });
+    expect(((await message(agent, id)) as { answers: unknown[] }).answers.at(-1)).toMatchObject({ choice: "ship", token: "person", via: "a2a" });
+    expect(await rpc(agent, PERSON, "SendMessage", send("ship", { taskId: String(id) }))).toMatchObject({ body: { error: { code: -32004 } } });
+  });
+
+  it("a web page on another origin is refused before any method; an A2A version other than 1.x is -32009; a body over the limit is -32600 with 413; none posts anything", async () => {
+    const agent = uniqueAgent();
+    await optIn(agent);
+    const foreign = await SELF.fetch(`${BASE}/agents/${agent}/a2a`, {
+      method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, origin: "https://evil.example", "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: send("x") }),
+    });
+    expect(foreign.status).toBe(403);
+    expect(await rpc(agent, DEV_TOKEN, "SendMessage", send("x"), { "a2a-version": "0.3" })).toMatchObject({ body: { error: { code: -32009 } } });
+    const big = await rpc(agent, DEV_TOKEN, "SendMessage", send("x".repeat(A2A_REQUEST_BYTES)));
+    expect(big).toMatchObject({ status: 413, body: { error: { code: -32600 } } });
+    const history = await SELF.fetch(`${BASE}/agents/${agent}/messages`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } });
+    expect(((await history.json()) as { messages: unknown[] }).messages).toEqual([]);
+  });
+});
