@@ -11,7 +11,11 @@ import { describe, expect, it } from "vitest";
 import { ROOT } from "./wrangler-dev.ts";
 
 /**
- * docs/guides/operate.md states the size this test prints: 538 KiB (139 KiB gzipped) with live output and schedules,
+ * docs/guides/operate.md states the size this test prints: 807 KiB (199 KiB gzipped) with OAuth for remote hosts, whose
+ * provider (@cloudflare/workers-oauth-provider 1.2.3: 239 KiB, 53 KiB gzipped, as esbuild bundles it unminified; the
+ * authorization server, registration, PKCE, tokens and consent binding are one class, so nothing of it is shaken out)
+ * and ~27 KiB of baton's OAuth code (sign-in page, grants, rules) raised the budget from 560/145 KiB; the bundle was
+ * 538 KiB (139 KiB gzipped) with live output and schedules,
  * whose cron library (croner, 33 KiB as shipped, already minified; cron-parser would have been 101 KiB
  * with luxon, docs/guides/schedules.md) is the worker's first library beside zod, and ~37 KiB of
  * schedule code, and 34 KiB of live output (wire/output.ts, the output store, its routes and its plan rule); 408 KiB (104 KiB gzipped) before, once every input went through the plan's phases,
@@ -19,8 +23,8 @@ import { ROOT } from "./wrangler-dev.ts";
  * schema (346 KiB before, 291 KiB before cancel and webhooks). Past this budget someone added weight
  * on purpose or by mistake.
  */
-const BUNDLE_BUDGET_BYTES = 560 * 1024;
-const GZIP_BUDGET_BYTES = 145 * 1024;
+const BUNDLE_BUDGET_BYTES = 830 * 1024;
+const GZIP_BUDGET_BYTES = 206 * 1024;
 
 describe("wrangler deploy --dry-run", () => {
   it("bundles the worker with its three object classes, within the size budget", async () => {
