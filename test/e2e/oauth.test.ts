@@ -4,10 +4,13 @@
 // without answer cannot answer, a grant limited to an agent reaches no other, and `baton grants
 // revoke` ends a grant: its access token is 401 at once. Baton tokens work beside OAuth throughout.
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { grantListSchema } from "../../worker/wire/grants.ts";
-import { authorize, refresh, type FetchLike } from "./oauth-dance.ts";
+import { authorize, exchangeCode, openSignIn, REDIRECT_URI, refresh, registerClient, type FetchLike } from "./oauth-dance.ts";
 import { runBaton, uniqueAgent } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
@@ -80,5 +83,50 @@ describe("OAuth against wrangler dev", () => {
     expect(await call(tokens.access_token, "POST", `/agents/${other}/messages`, { text: "hi" })).toMatchObject({ status: 403, body: { message: expect.stringContaining(`limited to agents ${mine}, not ${other}`) } });
     expect((await call(tokens.access_token, "GET", "/agents")).status).toBe(403);
     expect((await call(DEV_TOKEN, "GET", `/agents/${other}/messages`)).body).toMatchObject({ messages: [] });
+  });
+});
+
+describe("OAuth in a real browser", () => {
+  it("a person signs in on the page (its CSP, cookie and redirect as a browser keeps them), then revokes the grant from the dashboard", async () => {
+    const profileDir = mkdtempSync(join(tmpdir(), "baton-chromium-"));
+    const browser = await chromium.launchPersistentContext(profileDir, {
+      executablePath: "/usr/bin/chromium", headless: true, viewport: { width: 1100, height: 900 },
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"],
+    });
+    try {
+      const client = await registerClient(f, dev.url, "browser host");
+      // The page's PKCE request, opened by the browser rather than by fetch: only its URL is borrowed.
+      const planned = await openSignIn(f, dev.url, client, "read answer");
+      const page = await browser.newPage();
+      const violations: string[] = [];
+      page.on("console", (m) => { if (/Content Security Policy/i.test(m.text())) violations.push(m.text()); });
+      await page.goto(`${dev.url}/authorize${planned.query}`);
+      expect(await page.locator("h1").textContent()).toBe("Allow browser host to use baton?");
+      expect(await page.locator('input[name="scope"][value="answer"]').isChecked()).toBe(true);
+      await page.fill('input[name="token"]', PERSON);
+      const back = page.waitForRequest((r) => r.url().startsWith(REDIRECT_URI));
+      await page.click('button[value="approve"]');
+      const location = (await back).url();
+      const tokens = await exchangeCode(f, dev.url, client, planned, location);
+      expect(await call(tokens.access_token, "GET", "/whoami")).toMatchObject({ status: 200, body: { scopes: ["read", "answer"] } });
+      expect(violations).toEqual([]);
+
+      const dashboard = await browser.newPage();
+      dashboard.on("dialog", (d) => void d.accept());
+      await dashboard.goto(dev.url);
+      await dashboard.locator('#status[data-state="live"]').waitFor();
+      await dashboard.click("#grants-toggle");
+      const row = dashboard.locator(`#grants li:has-text("browser host")`);
+      await row.waitFor();
+      expect(await row.textContent()).toContain("read answer · every agent · signed in with ana");
+      await row.locator('[data-role="revoke-grant"]').click();
+      await dashboard.locator('#grants [role="status"]').waitFor();
+      expect(await dashboard.locator('#grants [role="status"]').textContent()).toMatch(/^revoked browser host/);
+      expect(await dashboard.locator(`#grants li:has-text("browser host")`).count()).toBe(0);
+      expect((await call(tokens.access_token, "GET", "/whoami")).status).toBe(401);
+    } finally {
+      await browser.close();
+      rmSync(profileDir, { recursive: true, force: true });
+    }
   });
 });

@@ -68,7 +68,8 @@ export function signInResponse(page: SignInPage, headers: Headers, status = 200)
   out.set("content-security-policy",
     `default-src 'none'; style-src 'nonce-${nonce}'; base-uri 'none'; form-action 'self'${redirectOrigin === "null" ? "" : ` ${redirectOrigin}`}; frame-ancestors 'none'`);
   out.set("x-content-type-options", "nosniff");
-  out.set("referrer-policy", "no-referrer");
+  // Not no-referrer: under it a browser posts the form with `Origin: null`, which index.ts refuses as a foreign page.
+  out.set("referrer-policy", "same-origin");
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>baton: allow ${escape(page.details.clientName)}</title><style nonce="${nonce}">${STYLE}</style></head><body>
 ${body(page)}
