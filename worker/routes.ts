@@ -43,8 +43,8 @@ async function forward(stub: { fetch(request: Request): Promise<Response> }, req
 
 const accountHandlers: Handlers<"GET /whoami" | "GET /metrics" | "GET /agents" | "GET /observe" | "GET /webhook" | "PUT /webhook" | "DELETE /webhook" | "POST /webhook/test"> = {
   "GET /whoami": ({ request }) => {
-    const { account, tokenName, scopes } = callerOf(request);
-    return Response.json({ account, token: tokenName, scopes: [...scopes] } satisfies Whoami);
+    const { account, tokenName, scopes, agents } = callerOf(request);
+    return Response.json({ account, token: tokenName, scopes: [...scopes], ...(agents === undefined ? {} : { agents: [...agents] }) } satisfies Whoami);
   },
   "GET /metrics": ({ env, account }) => metricsResponse(env, account),
   "GET /agents": async (call) => {

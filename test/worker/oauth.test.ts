@@ -138,7 +138,7 @@ describe("grants", () => {
     expect(await as(tokens.access_token, "GET", `/agents/${other}/presence`)).toMatchObject({ status: 403 });
     expect(await as(tokens.access_token, "GET", "/agents")).toMatchObject({ status: 403, body: { message: expect.stringContaining("GET /agents is account-wide") } });
     expect(await as(tokens.access_token, "GET", "/metrics")).toMatchObject({ status: 403 });
-    expect((await as(tokens.access_token, "GET", "/whoami")).status).toBe(200);
+    expect(await as(tokens.access_token, "GET", "/whoami")).toMatchObject({ status: 200, body: { scopes: ["read", "send"], agents: [mine] } });
   });
 
   it("GET /grants lists each grant (client, scopes, agents, who signed in); revoking one ends its access and refresh tokens at once", async () => {

@@ -38,7 +38,7 @@ const spec = (scope: Scope, body: Payload | null, response: Payload, what: strin
  * segment. Matched in this order; no two rows match the same request.
  */
 export const ROUTES = {
-  "GET /whoami": spec("read", null, whoamiSchema, "`{account, token, scopes}`: the presented token's account, name and granted scopes"),
+  "GET /whoami": spec("read", null, whoamiSchema, "`{account, token, scopes}`: the presented token's account, name and granted scopes (and `agents` for an OAuth grant limited to them)"),
   "GET /metrics": spec("read", null, "prometheus", "the account's figures in the Prometheus text format ([metrics](metrics.md))"),
   "GET /agents": spec("read", null, agentListSchema, "the account's directory (`?view=who` or `?view=summary` for less)"),
   "GET /observe": spec("read", null, "websocket", "WebSocket: the directory and every presence change, live (the dashboard's feed)"),
