@@ -47,6 +47,8 @@ const COMMANDS: Record<string, { summary: string; load: Loader }> = {
   "webhook show": { summary: "show an agent's webhook, or the account's (never its secret)", load: () => import("./commands/webhook.ts").then((m) => ({ default: m.showCommand })) },
   "webhook rm": { summary: "remove an agent's webhook, or the account's", load: () => import("./commands/webhook.ts").then((m) => ({ default: m.rmCommand })) },
   "webhook test": { summary: "send a signed webhook.test event now and print the receiver's status", load: () => import("./commands/webhook.ts").then((m) => ({ default: m.testCommand })) },
+  "grants list": { summary: "list the account's OAuth grants: client, scopes, agents, who signed in", load: () => import("./commands/grants.ts") },
+  "grants revoke": { summary: "revoke an OAuth grant: its tokens stop working at once", load: () => import("./commands/grants.ts").then((m) => ({ default: m.revokeCommand })) },
   login: { summary: "check and store the coordinator URL and your token", load: () => import("./commands/login.ts") },
 };
 

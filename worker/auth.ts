@@ -107,3 +107,18 @@ export async function authenticate(token: string | null, entries: TokenEntry[]):
   }
   return caller;
 }
+
+export function bytesToHex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The configured token with this SHA-256 (hex), or null: how an OAuth grant finds the token that signed it in. Compares every entry. */
+export function callerByHash(hex: string, entries: TokenEntry[]): Caller | null {
+  if (!SHA256_HEX.test(hex)) return null;
+  const hash = hexToBytes(hex.toLowerCase());
+  let caller: Caller | null = null;
+  for (const { hash: configured, ...entry } of entries) {
+    if (crypto.subtle.timingSafeEqual(hash, configured) && caller === null) caller = entry;
+  }
+  return caller;
+}

@@ -11,6 +11,8 @@ export interface Env extends ConfigVars {
   DIRECTORY: DurableObjectNamespace<AgentDirectory>;
   /** Large values (step results over the inline limit); without it, large values are refused (501). */
   BLOBS?: R2Bucket;
+  /** OAuth clients, grants and tokens (hashed; worker/oauth); without it only baton tokens work. */
+  OAUTH_KV?: KVNamespace;
   /** Comma-separated `account:sha256hex` pairs: the hashes of the bearer tokens each account may use. */
   BATON_TOKENS?: string;
   /** Comma-separated origins whose web pages may call this coordinator besides its own (origins.ts). */

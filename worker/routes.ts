@@ -6,6 +6,7 @@
 import { agentHandlers } from "./agents.ts";
 import type { Env } from "./env.ts";
 import { leaseHandlers } from "./leases.ts";
+import { grantHandlers } from "./oauth/grant-routes.ts";
 import { readBody } from "./objects/http.ts";
 import { metricsResponse } from "./objects/metrics-scrape.ts";
 import { directoryObjectName } from "./objects/names.ts";
@@ -42,8 +43,8 @@ async function forward(stub: { fetch(request: Request): Promise<Response> }, req
 
 const accountHandlers: Handlers<"GET /whoami" | "GET /metrics" | "GET /agents" | "GET /observe" | "GET /webhook" | "PUT /webhook" | "DELETE /webhook" | "POST /webhook/test"> = {
   "GET /whoami": ({ request }) => {
-    const { account, tokenName, scopes } = callerOf(request);
-    return Response.json({ account, token: tokenName, scopes: [...scopes] } satisfies Whoami);
+    const { account, tokenName, scopes, agents } = callerOf(request);
+    return Response.json({ account, token: tokenName, scopes: [...scopes], ...(agents === undefined ? {} : { agents: [...agents] }) } satisfies Whoami);
   },
   "GET /metrics": ({ env, account }) => metricsResponse(env, account),
   "GET /agents": async (call) => {
@@ -58,7 +59,7 @@ const accountHandlers: Handlers<"GET /whoami" | "GET /metrics" | "GET /agents" |
   "POST /webhook/test": (call) => webhookTestRoute(directoryOf(call), ACCOUNT, call.env.BATON_WEBHOOK_ALLOW_PRIVATE),
 };
 
-const HANDLERS: Handlers<RouteKey> = { ...accountHandlers, ...agentHandlers, ...leaseHandlers };
+const HANDLERS: Handlers<RouteKey> = { ...accountHandlers, ...grantHandlers, ...agentHandlers, ...leaseHandlers };
 
 /** A path segment with its %-escapes decoded, or null when they are malformed (a bad name, not a crash). */
 function decodedSegment(raw: string): string | null {

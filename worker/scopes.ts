@@ -11,6 +11,8 @@ export interface Caller {
   account: string;
   tokenName: string;
   scopes: readonly Scope[];
+  /** Only these agents (an OAuth grant limited to agents: rules/oauth-grants.ts); absent: every agent. */
+  agents?: readonly string[];
 }
 
 /** What configured scopes grant, in SCOPES order: admin grants every scope, and every scope grants read. */

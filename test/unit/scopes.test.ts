@@ -40,6 +40,8 @@ const ROUTES: [string, string, Scope][] = [
   ["PUT", `${A}/webhook`, "admin"],
   ["DELETE", `${A}/webhook`, "admin"],
   ["GET", "/webhook", "admin"],
+  ["GET", "/grants", "admin"],
+  ["DELETE", "/grants/u3Cq0vVDpJ7uGm2e", "admin"],
   ["PUT", "/webhook", "admin"],
   ["DELETE", "/webhook", "admin"],
   ["POST", `${M}/resume`, "answer"],

@@ -1,6 +1,6 @@
 // Authentication in the real runtime: every route, socket upgrades included, refuses a missing
 // or wrong token with 401 before anything is touched; tokens may also ride in the subprotocol.
-import { env, runInDurableObject, SELF } from "cloudflare:test";
+import { createExecutionContext, env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { tokenProtocol } from "../../worker/auth.ts";
 import type { Env } from "../../worker/env.ts";
@@ -89,7 +89,7 @@ describe("authentication", () => {
   it("a coordinator with no tokens configured refuses every request, the dev token included", async () => {
     const unconfigured = { ...(env as unknown as Env), BATON_TOKENS: "" };
     for (const route of everyRoute(uniqueAgent(), "s-1")) {
-      const res = await worker.fetch(requestFor(route, { Authorization: `Bearer ${DEV_TOKEN}` }), unconfigured);
+      const res = await worker.fetch(requestFor(route, { Authorization: `Bearer ${DEV_TOKEN}` }), unconfigured, createExecutionContext());
       await expectUnauthorized(res, `${route.method} ${route.path}`);
     }
   });
@@ -97,7 +97,7 @@ describe("authentication", () => {
   it("a malformed token configuration refuses with 500 and does not repeat the configuration", async () => {
     const secretish = "dev:8eb1988b5d11e51b42a73fbede6ec8602a22164ed1eecb7d67e729042623a37";
     const broken = { ...(env as unknown as Env), BATON_TOKENS: secretish };
-    const res = await worker.fetch(requestFor({ method: "GET", path: "/agents" }, { Authorization: `Bearer ${DEV_TOKEN}` }), broken);
+    const res = await worker.fetch(requestFor({ method: "GET", path: "/agents" }, { Authorization: `Bearer ${DEV_TOKEN}` }), broken, createExecutionContext());
     expect(res.status).toBe(500);
     expect(res.headers.get("content-type")).toContain("application/json");
     const text = await res.text();
@@ -109,7 +109,7 @@ describe("authentication", () => {
     const agent = uniqueAgent();
     const broken = { ...(env as unknown as Env), BATON_HEARTBEAT_TTL_SECONDS: "soon" };
     const expected = { error: "internal", message: 'BATON_HEARTBEAT_TTL_SECONDS must be a number of seconds between 0 and 86400, got "soon"' };
-    const res = await worker.fetch(requestFor({ method: "GET", path: `/agents/${agent}/presence` }, { Authorization: `Bearer ${DEV_TOKEN}` }), broken);
+    const res = await worker.fetch(requestFor({ method: "GET", path: `/agents/${agent}/presence` }, { Authorization: `Bearer ${DEV_TOKEN}` }), broken, createExecutionContext());
     expect(res.status).toBe(500);
     expect(await res.json()).toEqual(expected);
     const stub = env.AGENTS.get(env.AGENTS.idFromName(`dev:${agent}`));

@@ -1,7 +1,7 @@
 // The test clock (worker/objects/clock.ts, POST /test/clock): it moves one object's time by
 // exactly the advance and holds it there until the next move, runs the alarm that falls due, keeps
 // every other object's time, refuses a bad body, and without BATON_TEST_CLOCK is a 404 that moves nothing.
-import { env, SELF } from "cloudflare:test";
+import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../worker/index.ts";
 import { advanceClock, BASE, claimant, DEV_TOKEN, passTime, presence, uniqueAgent } from "./helpers.ts";
@@ -21,7 +21,7 @@ function hook(body: unknown, testEnv: typeof env = env): Promise<Response> {
     headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
     body: JSON.stringify(body),
   });
-  return testEnv === env ? SELF.fetch(request) : worker.fetch(request, testEnv);
+  return testEnv === env ? SELF.fetch(request) : worker.fetch(request, testEnv, createExecutionContext());
 }
 
 describe("test clock", () => {

@@ -1,7 +1,7 @@
 // Token scopes in the real runtime: each named dev token (vitest.workers.config.ts) may call only
 // what its scope allows; a refusal is 403 forbidden, names the token and the missing scope, and
 // changes nothing. The old-form dev token keeps every scope.
-import { env, SELF } from "cloudflare:test";
+import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { tokenProtocol } from "../../worker/auth.ts";
 import type { Env } from "../../worker/env.ts";
@@ -177,7 +177,7 @@ describe("token scopes", () => {
       [`dev:ci runner:serve:${hash}`, "BATON_TOKENS entry 1 has a bad token name (1-64 chars of A-Z, a-z, 0-9, '.', '_' or '-')"],
     ]) {
       const broken = { ...(env as unknown as Env), BATON_TOKENS: tokens };
-      const res = await worker.fetch(new Request(`${BASE}/whoami`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } }), broken);
+      const res = await worker.fetch(new Request(`${BASE}/whoami`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } }), broken, createExecutionContext());
       expect(res.status).toBe(500);
       expect(await res.json()).toEqual({ error: "internal", message });
     }

@@ -103,6 +103,20 @@ export class Api {
     return { ok: false, text: `not sent: ${messageOf(body) ?? `HTTP ${res.status}`}` };
   }
 
+  /** DELETE a path with the token (revoking a grant): `{ ok, text }` as post() answers. */
+  async remove(path: string, done: string): Promise<Answer> {
+    const { token } = currentToken();
+    let res: Response;
+    try {
+      res = await fetch(path, { method: "DELETE", headers: { authorization: `Bearer ${token}` } });
+    } catch {
+      return { ok: false, text: "not sent: the coordinator is unreachable" };
+    }
+    const answer: unknown = await res.json().catch(() => ({}));
+    if (res.status === 401) this.refused();
+    return res.ok ? { ok: true, text: done } : { ok: false, status: res.status, text: messageOf(answer) ?? `refused: HTTP ${res.status}` };
+  }
+
   /** POST to one of the agent's routes (`x-baton-via: page`); `{ ok, text }`, text the coordinator's sentence on refusal. */
   async post(agent: string, route: string, body: object, done: string): Promise<Answer> {
     const { token } = currentToken();

@@ -5,6 +5,8 @@
 import { Api, currentToken, DEV_TOKEN, TOKEN_KEY } from "./api.ts";
 import { Confirmations } from "./confirm.ts";
 import { byId } from "./dom.ts";
+import { GrantsPanel } from "./grants.ts";
+import type { GrantList } from "../wire/grants.ts";
 import { MessageLoader } from "./message-loader.ts";
 import { ScheduleLoader } from "./schedules.ts";
 import type { ScheduleList } from "../wire/schedules.ts";
@@ -23,7 +25,7 @@ const COMPACT_KEY = "baton.compact";
 const view = {
   status: byId("status"), agents: byId("agents"), login: byId<HTMLFormElement>("login"), input: byId<HTMLInputElement>("token-input"),
   hint: byId("login-hint"), toggle: byId("token-toggle"), banner: byId("link-banner"), ranges: byId("ranges"), compact: byId("compact-toggle"),
-  person: byId("person"), forget: byId("token-forget"),
+  person: byId("person"), forget: byId("token-forget"), grantsToggle: byId("grants-toggle"), grants: byId("grants"),
 };
 
 const state: PageState = {
@@ -63,6 +65,11 @@ const person = new PersonQueue(view.person, {
     return recent ? `${recent.preview}${recent.preview.length >= 80 ? "…" : ""}` : null;
   },
 });
+const grants = new GrantsPanel(view.grants, {
+  list: () => api.json<GrantList>("/grants"),
+  revoke: (id) => api.remove(`/grants/${encodeURIComponent(id)}`, "revoked"),
+});
+view.grantsToggle.addEventListener("click", () => void grants.toggle());
 const outputs = new LiveOutputs((path) => api.json<OutputPage>(path));
 const list = new AgentList(view.agents, {
   ui: () => ({
@@ -101,6 +108,9 @@ function render(): void {
   outputs.restore();
   person.render(entries, state);
   person.tick(Date.now() + state.clockOffset);
+  // Only an admin token lists and revokes grants.
+  view.grantsToggle.hidden = !can().admin;
+  if (!can().admin) view.grants.hidden = true;
   view.agents.setAttribute("aria-busy", String(!state.loaded && !state.unreachable));
   view.banner.hidden = !(state.unreachable && state.agents.size > 0);
   if (!view.banner.hidden) {

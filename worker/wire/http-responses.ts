@@ -160,8 +160,11 @@ export const leaseStateSchema = z.object({
 
 export const leaseCheckSchema = z.object({ current: z.boolean(), latest_fence: count, latest_fence_token: z.string() });
 
-/** GET /whoami: the presented token's account, name and granted scopes (admin lists every scope; every token has read). */
-export const whoamiSchema = z.object({ account: z.string(), token: z.string(), scopes: z.array(z.enum(SCOPES)) });
+/**
+ * GET /whoami: the presented token's account, name and granted scopes (admin lists every scope; every token has read);
+ * `agents` only for an OAuth grant limited to agents (docs/guides/remote.md#oauth).
+ */
+export const whoamiSchema = z.object({ account: z.string(), token: z.string(), scopes: z.array(z.enum(SCOPES)), agents: z.optional(z.array(z.string())) });
 
 export type ErrorBody = z.infer<typeof errorBodySchema>;
 export type MessageView = z.infer<typeof messageViewSchema>;

@@ -13,6 +13,7 @@ import {
   releaseSchema, renewSchema, resumeSchema, stepWriteSchema,
 } from "./protocol.ts";
 import { outputPageSchema, outputWriteSchema, outputWrittenSchema } from "./output.ts";
+import { grantListSchema, grantRevokedSchema } from "./grants.ts";
 import type { Scope } from "./token-scopes.ts";
 import { webhookConfigSchema, webhookTestResultSchema, webhookViewSchema } from "./webhooks.ts";
 import { a2aAgentCardSchema, a2aRequestSchema } from "./a2a.ts";
@@ -38,7 +39,7 @@ const spec = (scope: Scope, body: Payload | null, response: Payload, what: strin
  * segment. Matched in this order; no two rows match the same request.
  */
 export const ROUTES = {
-  "GET /whoami": spec("read", null, whoamiSchema, "`{account, token, scopes}`: the presented token's account, name and granted scopes"),
+  "GET /whoami": spec("read", null, whoamiSchema, "`{account, token, scopes}`: the presented token's account, name and granted scopes (and `agents` for an OAuth grant limited to them)"),
   "GET /metrics": spec("read", null, "prometheus", "the account's figures in the Prometheus text format ([metrics](metrics.md))"),
   "GET /agents": spec("read", null, agentListSchema, "the account's directory (`?view=who` or `?view=summary` for less)"),
   "GET /observe": spec("read", null, "websocket", "WebSocket: the directory and every presence change, live (the dashboard's feed)"),
@@ -46,6 +47,8 @@ export const ROUTES = {
   "PUT /webhook": spec("admin", webhookConfigSchema, webhookViewSchema, "set the account's webhook; a secret baton made is shown once"),
   "DELETE /webhook": spec("admin", null, "empty", "remove the account's webhook"),
   "POST /webhook/test": spec("admin", null, webhookTestResultSchema, "a signed `webhook.test` event to the account's webhook now"),
+  "GET /grants": spec("admin", null, grantListSchema, "the account's OAuth grants: client, scopes, agents, who signed in ([remote](../guides/remote.md#oauth))"),
+  "DELETE /grants/{grant}": spec("admin", null, grantRevokedSchema, "revoke an OAuth grant: its access and refresh tokens stop working at once"),
   "GET /agents/{agent}/serve": spec("serve", "websocket", "websocket", "WebSocket: a serve connection; `?machine=LABEL` names it"),
   "GET /agents/{agent}/presence": spec("read", null, presenceSchema, "holder, standbys, connections, fence, transitions, recent messages"),
   "GET /agents/{agent}/messages": spec("read", null, messagePageSchema, "history (`?after=ID&limit=N`)"),

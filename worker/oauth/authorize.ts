@@ -1,0 +1,105 @@
+// GET and POST /authorize: where an OAuth client sends a person. GET checks the request (client,
+// redirect URI, PKCE) with the provider and shows the sign-in page; POST takes the pasted baton
+// token, the ticked scopes and the agent limit, and either shows the page again with what is wrong
+// (nothing granted, the same page still usable) or completes the authorization: a grant for the
+// token's account with only scopes the token has (rules/oauth-grants.ts), and the redirect back to
+// the client with its code. Deny sends the client access_denied. The form is bound to the browser
+// that opened the page (the provider's consent handle and cookie), and the token is never stored.
+import { AuthorizationError, CimdFetchError, type AuthRequest, type OAuthHelpers } from "@cloudflare/workers-oauth-provider";
+import { authenticate, bytesToHex, sha256, type TokenEntry } from "../auth.ts";
+import type { Env } from "../env.ts";
+import { readBody } from "../objects/http.ts";
+import { refuseRebindingDevToken } from "../origins.ts";
+import { grantableScopes, offeredScopes, parseAgentLimit, requestedAgents, type GrantProps } from "../rules/oauth-grants.ts";
+import { SCOPES, type Scope } from "../wire/token-scopes.ts";
+import { problemResponse, signInResponse } from "./page.ts";
+import { NOT_HERE, OAUTH_PATHS, oauthApi } from "./server.ts";
+
+/** A sign-in form is a token, a few scopes, a few agent names and the original query: far below this. */
+const FORM_BYTES = 16 * 1024;
+
+/** What a grant records in the clear (listed by GET /grants): never the token, only its name. */
+export interface GrantMetadata {
+  signerName: string;
+  agents: string[] | null;
+  clientName: string | null;
+}
+
+function refusal(err: unknown): Response {
+  if (err instanceof AuthorizationError) {
+    if (err.redirectTo) return Response.redirect(err.redirectTo, 302);
+    return problemResponse(err.description);
+  }
+  if (err instanceof CimdFetchError) return problemResponse("the client's metadata document could not be read");
+  throw err;
+}
+
+/** The authorization request again, from the query the page carried, so a refused attempt keeps its page. */
+async function reparse(api: OAuthHelpers, request: Request, query: string): Promise<AuthRequest> {
+  const url = new URL(OAUTH_PATHS.authorize, request.url);
+  url.search = query;
+  return api.parseAuthRequest(new Request(url, { method: "GET" }));
+}
+
+async function showPage(api: OAuthHelpers, authRequest: AuthRequest, query: string, form: { handle?: string; ticked?: Scope[]; agents?: string; error?: string }): Promise<Response> {
+  const details = await api.describeConsent(authRequest);
+  let handle = form.handle;
+  let headers = new Headers({ "cache-control": "no-store" });
+  if (handle === undefined) {
+    const consent = await api.beginConsent(authRequest);
+    handle = consent.handle;
+    headers = consent.headers;
+  }
+  return signInResponse({
+    details, handle, query,
+    ticked: form.ticked ?? offeredScopes(authRequest.scope),
+    agents: form.agents ?? requestedAgents(authRequest.scope).join(", "),
+    error: form.error ?? null,
+  }, headers, form.error === undefined ? 200 : 400);
+}
+
+/** Answers GET and POST /authorize; other methods are 405. */
+export async function authorizeRoute(request: Request, env: Env, entries: TokenEntry[], allowedOrigins: ReadonlySet<string>): Promise<Response> {
+  const api = oauthApi(request, env);
+  if (api === null) return problemResponse(NOT_HERE, 404);
+  try {
+    if (request.method === "GET") {
+      const authRequest = await api.parseAuthRequest(request);
+      return await showPage(api, authRequest, new URL(request.url).search, {});
+    }
+    if (request.method !== "POST") return problemResponse(`${request.method} is not how a sign-in works: open this page with GET`, 405);
+    const read = await readBody(request, FORM_BYTES);
+    if (!read.ok) return read.response;
+    const form = new URLSearchParams(new TextDecoder().decode(read.bytes));
+    const handle = form.get("handle") ?? "";
+    if (form.get("decision") !== "approve") {
+      const denied = await api.denyConsent(request, handle, { description: "the person denied the request" });
+      return new Response(null, { status: 302, headers: denied.headers });
+    }
+    const query = form.get("query") ?? "";
+    const ticked = form.getAll("scope");
+    const agentsText = form.get("agents") ?? "";
+    const again = async (error: string) => showPage(api, await reparse(api, request, query), query, {
+      handle, error, agents: agentsText, ticked: SCOPES.filter((s) => ticked.includes(s)),
+    });
+    const token = form.get("token") ?? "";
+    const rebound = refuseRebindingDevToken(request, token, allowedOrigins);
+    if (rebound) return again("the public dev token signs in on a loopback address only; use a token of your own here");
+    const signer = await authenticate(token, entries);
+    if (signer === null) return again("that is not a baton token of this coordinator");
+    if (signer.agents !== undefined) return again("sign in with a baton token, not with an OAuth grant's");
+    const scopes = grantableScopes(ticked, signer.scopes, signer.tokenName);
+    if (!scopes.ok) return again(scopes.message);
+    const agents = parseAgentLimit(agentsText);
+    if (!agents.ok) return again(agents.message);
+    const approved = await api.approveConsent(request, handle, { scope: scopes.value });
+    const details = await api.describeConsent(approved.request);
+    const props: GrantProps = { account: signer.account, signer: bytesToHex(await sha256(token)), signerName: signer.tokenName, agents: agents.value };
+    const metadata: GrantMetadata = { signerName: signer.tokenName, agents: agents.value, clientName: details.clientName === details.clientId ? null : details.clientName };
+    const { redirectTo } = await api.completeAuthorization({ request: approved.request, userId: signer.account, metadata, scope: scopes.value, props });
+    approved.headers.set("location", redirectTo);
+    return new Response(null, { status: 302, headers: approved.headers });
+  } catch (err) {
+    return refusal(err);
+  }
+}

@@ -1,0 +1,124 @@
+// OAuth 2.1 for remote hosts (MCP and A2A clients), on Cloudflare's workers-oauth-provider: the
+// authorization server (dynamic client registration, PKCE, tokens, refresh, revocation, RFC 8414
+// metadata) and the RFC 9728 protected-resource document. The protected resource is the whole
+// coordinator, its bare origin: an OAuth access token is one more way to present a caller, read in
+// index.ts after baton's own tokens, so every route (the remote MCP endpoint, A2A, the REST routes)
+// runs the same scope check. Issuer and resource are the origin a request arrives on (a Worker is
+// only reached on the hosts it is routed to; `wrangler dev` on loopback http). Needs the OAUTH_KV
+// binding; without it these paths are 404 and only baton tokens work.
+import { OAuthAuthorizationServer, OAuthResourceServer, type OAuthHelpers } from "@cloudflare/workers-oauth-provider";
+import { callerByHash, type TokenEntry } from "../auth.ts";
+import type { Env } from "../env.ts";
+import { grantCaller, type GrantProps } from "../rules/oauth-grants.ts";
+import type { Caller } from "../scopes.ts";
+import { errorResponse } from "../wire/protocol.ts";
+import { SCOPES } from "../wire/token-scopes.ts";
+
+export const OAUTH_PATHS = {
+  authorize: "/authorize",
+  token: "/oauth/token",
+  register: "/oauth/register",
+  serverMetadata: "/.well-known/oauth-authorization-server",
+  resourceMetadata: "/.well-known/oauth-protected-resource",
+} as const;
+
+/** An access token lives an hour; its grant (refresh token) 30 days, as the provider's default. */
+const ACCESS_TOKEN_TTL_SECONDS = 3600;
+/** Origins served at once; a Worker answers few hosts, so more than this is a misconfiguration, not load. */
+const MAX_ORIGINS = 8;
+
+interface OAuthRoles {
+  origin: string;
+  authorization: OAuthAuthorizationServer<Env>;
+  resource: OAuthResourceServer<Env>;
+}
+
+const roles = new Map<string, OAuthRoles>();
+
+/** The provider's roles for an origin, or null for one it refuses (plain http on a name that is not loopback). */
+function rolesFor(origin: string): OAuthRoles | null {
+  const known = roles.get(origin);
+  if (known) return known;
+  try {
+    return makeRoles(origin);
+  } catch {
+    return null;
+  }
+}
+
+function makeRoles(origin: string): OAuthRoles {
+  const authorization = new OAuthAuthorizationServer<Env>({
+    issuer: origin,
+    resources: [origin],
+    authorizeEndpoint: OAUTH_PATHS.authorize,
+    tokenEndpoint: OAUTH_PATHS.token,
+    clientRegistrationEndpoint: OAUTH_PATHS.register,
+    scopesSupported: [...SCOPES],
+    accessTokenTTL: ACCESS_TOKEN_TTL_SECONDS,
+  });
+  const resource = new OAuthResourceServer<Env>({
+    resourceMetadata: { resource: origin, authorization_servers: [origin], bearer_methods_supported: ["header"], resource_name: "baton" },
+    validateToken: (env) => (res, token) => authorization.validateToken(res, token, env),
+    // Only the metadata document is served through it; every other request goes through index.ts.
+    handler: { fetch: () => new Response(null, { status: 404 }) },
+  });
+  if (roles.size >= MAX_ORIGINS) roles.delete(roles.keys().next().value!);
+  const made = { origin, authorization, resource };
+  roles.set(origin, made);
+  return made;
+}
+
+/** Whether OAuth is on: the KV namespace it keeps clients, grants and tokens in is bound. */
+export function oauthEnabled(env: Env): env is Env & { OAUTH_KV: KVNamespace } {
+  return env.OAUTH_KV !== undefined;
+}
+
+/** The paths the provider answers without a baton token (registration, tokens, metadata); the sign-in page is authorize.ts's. */
+export function isProviderPath(pathname: string): boolean {
+  return pathname === OAUTH_PATHS.token || pathname === OAUTH_PATHS.register || pathname === OAUTH_PATHS.serverMetadata
+    || pathname === OAUTH_PATHS.resourceMetadata || pathname.startsWith(`${OAUTH_PATHS.resourceMetadata}/`);
+}
+
+/** Answers a provider path: the protected-resource document, or the authorization server's endpoints. */
+export async function providerResponse(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+  const url = new URL(request.url);
+  const found = rolesFor(url.origin);
+  if (found === null) return errorResponse(404, "not_found", NOT_HERE);
+  const { authorization, resource } = found;
+  return url.pathname.startsWith(OAUTH_PATHS.resourceMetadata) ? resource.fetch(request, env, ctx) : authorization.fetch(request, env, ctx);
+}
+
+/** The provider's helpers (parse and complete authorizations, list and revoke grants) for the origin a request came to. */
+export function oauthApi(request: Request, env: Env): OAuthHelpers | null {
+  return rolesFor(new URL(request.url).origin)?.authorization.getOAuthApi(env) ?? null;
+}
+
+/** Why an origin has no OAuth: OAuth 2.1 wants https, or plain http on a loopback address (`wrangler dev`). */
+export const NOT_HERE = "OAuth is served over https only (or plain http on localhost, 127.0.0.0/8 or [::1]; wrangler dev)";
+
+/** The WWW-Authenticate challenge on a 401, which sends an OAuth client to the metadata document (RFC 9728 §5.1). */
+export function bearerChallenge(request: Request): string {
+  return `Bearer resource_metadata="${new URL(request.url).origin}${OAUTH_PATHS.resourceMetadata}"`;
+}
+
+function isGrantProps(value: unknown): value is GrantProps {
+  if (typeof value !== "object" || value === null) return false;
+  const p = value as Record<string, unknown>;
+  return typeof p.account === "string" && typeof p.signer === "string" && typeof p.signerName === "string"
+    && (p.agents === null || (Array.isArray(p.agents) && p.agents.every((a) => typeof a === "string")));
+}
+
+/**
+ * The caller an OAuth access token stands for (rules/oauth-grants.ts grantCaller), or null when it
+ * is not a live access token for this origin, or the baton token that approved its grant is gone.
+ */
+export async function oauthCaller(token: string, request: Request, env: Env, entries: TokenEntry[]): Promise<Caller | null> {
+  // The provider's access tokens are `user:grant:secret`; anything else is not one of them.
+  if (!oauthEnabled(env) || token.split(":").length !== 3) return null;
+  const origin = new URL(request.url).origin;
+  const found = rolesFor(origin);
+  if (found === null) return null;
+  const validated = await found.authorization.validateToken(origin, token, env);
+  if (validated === null || !isGrantProps(validated.props)) return null;
+  return grantCaller(validated.props, validated.scope, callerByHash(validated.props.signer, entries));
+}

@@ -1,0 +1,38 @@
+// OAuth grants on the wire, schema first: what GET /grants lists and DELETE /grants/{grant}
+// answers. A grant is what a person approved on the sign-in page (worker/oauth/authorize.ts) for
+// one OAuth client: baton scopes, optionally limited to named agents, signed in with one baton
+// token. Worker, CLI (`baton grants`) and dashboard read these same schemas.
+import * as z from "zod/mini";
+import { SCOPES } from "./token-scopes.ts";
+
+export const GRANT_LIMITS = {
+  /** Agents one grant may be limited to. */
+  agentsPerGrant: 32,
+  /** Grants GET /grants lists in one answer (the newest first). */
+  listed: 200,
+} as const;
+
+/** A grant id as the OAuth provider makes them (16 URL-safe characters); checked before any storage is read. */
+export const GRANT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+export const grantViewSchema = z.object({
+  id: z.string(),
+  client_id: z.string(),
+  /** The client's self-chosen name from its registration: not verified. */
+  client_name: z.nullable(z.string()),
+  /** Baton scopes the grant carries (never more than the signing token has). */
+  scopes: z.array(z.enum(SCOPES)),
+  /** The agents its tokens may act on; null: every agent of the account. */
+  agents: z.nullable(z.array(z.string())),
+  /** The name of the baton token that signed in to approve it. */
+  signed_in_with: z.string(),
+  created_at: z.number(),
+  /** When its refresh token lapses (ms since epoch); null: never. */
+  expires_at: z.nullable(z.number()),
+});
+
+export const grantListSchema = z.object({ grants: z.array(grantViewSchema), more: z.boolean() });
+export const grantRevokedSchema = z.object({ revoked: z.string() });
+
+export type GrantView = z.infer<typeof grantViewSchema>;
+export type GrantList = z.infer<typeof grantListSchema>;
