@@ -16,7 +16,7 @@ const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("
 
 const charge = (amount: number) => ({ question: `Charge $${amount} to card 4242?`, args: { card: "4242", amount } });
 
-function intent(sock: TestSocket, m: MessageFrame, approve: { question: string; args: unknown }, name = "charge", extra: Record<string, unknown> = {}) {
+function intent(sock: TestSocket, m: MessageFrame, approve: { question: string; args: unknown; choices?: string[] }, name = "charge", extra: Record<string, unknown> = {}) {
   return write(sock, { type: "step", id: m.id, token: m.token, name, kind: "effect", phase: "intent", approve, ...extra });
 }
 
