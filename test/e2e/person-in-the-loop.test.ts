@@ -279,14 +279,14 @@ describe("a person in the loop through the client library", () => {
     const agent = uniqueAgent("cliapprove");
     const { dir, command, env } = shellAgent([
       `amount=$(cat "$WORK/amount" 2>/dev/null || echo 500)`,
-      `baton effect charge --approve "Charge \$$amount?" --args "{\"amount\":$amount}" -- sh -c "echo charged-$amount >> $WORK/charges; echo ok-$amount"`,
+      `baton effect charge --approve "Charge \\$$amount?" --args "{\\"amount\\":$amount}" -- sh -c "echo charged-$amount >> $WORK/charges; echo ok-$amount"`,
     ].join("\n"));
     const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
     fx.started.push(a);
     await a.waitFor(/holder/);
     const id = await postMessage(fx.dev.url, agent, "pay");
     const parked = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked", 20_000);
-    expect((parked as unknown as { question: { approve: { args: string } } }).question.approve.args).toBe('{"amount":500}');
+    expect((parked as unknown as { question: { text: string; approve: { args: string } } }).question).toMatchObject({ text: "Charge $500?", approve: { args: '{"amount":500}' } });
     writeFileSync(join(dir, "amount"), "700\n");
     expect(runBaton(["approve", agent, String(id)], { BATON_URL: fx.dev.url }).code).toBe(0);
     const asked = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked" && m.attempts === 2, 20_000);
