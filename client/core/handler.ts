@@ -64,6 +64,9 @@ export interface EffectApprovalOptions {
   choices?: string[];
   /** Stored with the park as the message's checkpoint. */
   checkpoint?: unknown;
+  /** Nobody answered within this: `onDeadline` decides (fail by default; never approve: a deadline grants no permit). */
+  deadlineSeconds?: number;
+  onDeadline?: "fail" | "reject" | "escalate";
 }
 
 export interface EffectOptions {

@@ -59,7 +59,9 @@ export function runContext(run: Run, env: RunEnv, messageCheckpoint: unknown): M
     effect: (name, fn, options = {}) => {
       checkStepName(name);
       const onUnknown: OnUnknown = options.onUnknown ?? "ask";
-      const { checkpoint, ...approve } = options.approve ?? { question: "", args: null };
+      const { checkpoint, deadlineSeconds, onDeadline, ...asked } = options.approve ?? { question: "", args: null };
+      if (onDeadline !== undefined && deadlineSeconds === undefined) throw new TypeError("effect approve: onDeadline needs deadlineSeconds");
+      const approve = { ...asked, ...(onDeadline === undefined ? {} : { on_deadline: onDeadline }) };
       const effect = () => runEffect(journal, name, onUnknown, async (key) => {
         run.effectsRunning.add(name);
         try {
@@ -74,7 +76,7 @@ export function runContext(run: Run, env: RunEnv, messageCheckpoint: unknown): M
         } catch (err) {
           if (!(err instanceof ApprovalRequiredError)) throw err;
           // The coordinator stored the question for this attempt: parking carries it to a person.
-          await park(run, env, { checkpoint });
+          await park(run, env, { checkpoint, deadlineSeconds });
           throw new WaitingForPersonError(run.id, err.question);
         }
       });

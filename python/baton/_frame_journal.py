@@ -119,7 +119,7 @@ async def effect(run: Run, name: str, fn: Callable[[Effect], Any], on_unknown: s
             if wire is None or err.code != "approval_required":
                 raise
             # The coordinator stored the approval question for this attempt: parking carries it to a person.
-            await park(run, (approve or {}).get("checkpoint"), None)
+            await park(run, (approve or {}).get("checkpoint"), (approve or {}).get("deadline_seconds"))
             raise WaitingForPersonError(run.id, wire["question"]) from None
         if status == "done":  # recorded already (a person answered --done meanwhile): its outcome stands
             return value

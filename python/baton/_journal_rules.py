@@ -94,8 +94,9 @@ class Journal:
         """``ctx.effect``'s ``approve`` as the wire carries it (question, args, choices); ValueError for
         one the coordinator would refuse."""
         if not isinstance(approve, dict) or "question" not in approve or "args" not in approve:
-            raise ValueError(f"approve is a dict with question and args (and optionally choices, checkpoint), not {approve!r}")
-        wire = {k: approve[k] for k in ("question", "args", "choices") if k in approve}
+            raise ValueError("approve is a dict with question and args (and optionally choices, checkpoint, deadline_seconds, "
+                             f"on_deadline), not {approve!r}")
+        wire = {k: approve[k] for k in ("question", "args", "choices", "on_deadline") if k in approve}
         if not valid(wire, client_field("step", "approve")):
             raise ValueError("approve.question is a text of 1-2000 characters, approve.args JSON, approve.choices "
                              f"distinct labels that include approve, not {wire!r}")

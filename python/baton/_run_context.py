@@ -115,7 +115,8 @@ class MessageContext:
         fail the attempt). An effect is never run twice silently.
 
         With ``approve={"question": ..., "args": ...}`` (optionally ``choices``, which include
-        approve, and ``checkpoint``), ``fn`` runs only on a person's approval of exactly ``args``:
+        approve, ``checkpoint``, ``deadline_seconds`` and ``on_deadline``: fail, reject or escalate,
+        never approve), ``fn`` runs only on a person's approval of exactly ``args``:
         the coordinator records the intent only when it spends an unspent permit granted for this
         message, this effect and the SHA-256 of ``args`` as canonical JSON. Without one it asks the
         question (a person sees the effect, ``args`` and the digest), the message parks (this

@@ -17,6 +17,7 @@ OnDeadline = Literal["fail", "approve", "reject", "escalate"]
 Kind = Literal["step", "effect"]
 Phase = Literal["intent", "done"]
 OnUnknown = Literal["retry", "ask"]
+StepFrameApproveOnDeadline = Literal["fail", "reject", "escalate"]
 Stream = Literal["stdout", "stderr", "text"]
 JournalKind = Literal["step", "effect", "answer"]
 Status = Literal["intent", "done"]
@@ -117,6 +118,7 @@ class StepFrameApprove(TypedDict, total=False):
     question: Required[str]
     args: Required[Any]
     choices: NotRequired[list[str]]
+    on_deadline: NotRequired[StepFrameApproveOnDeadline]
 
 
 class StepFrame(TypedDict, total=False):

@@ -19,6 +19,7 @@ import type { KeptQuestion } from "./plan/write.ts";
 export interface ApprovalAsk {
   question: string;
   choices: string[] | null;
+  onDeadline: "fail" | "reject" | "escalate" | null;
   /** Canonical JSON of the arguments (what a person is shown). */
   args: string;
   digest: string;
@@ -61,7 +62,7 @@ export type PermitDecision =
 /** An intent's approval as the rules read it; throws TypeError for arguments that are not JSON (the wire refused them already). */
 export function approvalAsk(approve: EffectApproval): ApprovalAsk {
   const args = canonicalJson(approve.args);
-  return { question: approve.question, choices: approve.choices ?? null, args, digest: argsDigest(args) };
+  return { question: approve.question, choices: approve.choices ?? null, onDeadline: approve.on_deadline ?? null, args, digest: argsDigest(args) };
 }
 
 /**
@@ -73,7 +74,7 @@ export function decidePermit(permit: Permit | null, effect: string, ask: Approva
   const refusal = permitRefusal(permit, ask.digest, token);
   if (refusal === null) return { action: "spend", effect, token, at: now };
   const question: KeptQuestion = {
-    text: ask.question, choices: ask.choices, step: approvalAnswerStep(effect), on_deadline: null, token, asked_at: now,
+    text: ask.question, choices: ask.choices, step: approvalAnswerStep(effect), on_deadline: ask.onDeadline, token, asked_at: now,
     approve: { effect, args: ask.args, digest: ask.digest },
   };
   return { action: "ask", reason: refusal, message: REFUSAL_TEXT[refusal](effect, ask.digest, permit), question };

@@ -171,7 +171,8 @@ export type Question = z.infer<typeof questionSchema>;
 /**
  * An effect that needs a person's approval (on its intent): the question, the arguments the
  * person approves (JSON; shown as canonical JSON with its SHA-256, wire/approvals.ts), and the
- * choices besides reject (absent: approve or reject; with choices, approve is one of them). The
+ * choices besides reject (absent: approve or reject; with choices, approve is one of them) and what
+ * the park's deadline does (never approve). The
  * coordinator records the intent only on an unspent permit for these very arguments; otherwise it
  * stores this question for the attempt and refuses with approval_required (rules/permits.ts).
  */
@@ -180,6 +181,8 @@ export const effectApprovalSchema = z.strictObject({
   args: z.unknown().check(z.refine((a) => a !== undefined, { error: "approve.args is a JSON value" })),
   choices: z.optional(z.array(choice).check(z.minLength(1), z.maxLength(LIMITS.choices),
     z.refine((cs) => new Set(cs).size === cs.length && cs.includes("approve") && !cs.includes("reject"), { error: "choices are distinct and include approve; reject is always offered" }))),
+  /** What the park's deadline does: fail (default), reject or escalate. Never approve: a deadline grants no permit. */
+  on_deadline: z.optional(z.enum(["fail", "reject", "escalate"])),
 });
 export type EffectApproval = z.infer<typeof effectApprovalSchema>;
 
