@@ -6,7 +6,7 @@ import {
   blobStagedSchema, errorBodySchema, heartbeatAnswerSchema, stepViewSchema, stepWrittenSchema, type BlobStaged, type HeartbeatAnswer, type MessageView, type StepView,
   type StepWritten,
 } from "../worker/wire/http-responses.ts";
-import { LIMITS, type OnUnknown } from "../worker/wire/protocol.ts";
+import { LIMITS, type EffectApproval, type OnUnknown } from "../worker/wire/protocol.ts";
 import { resultBody, type StepJournal } from "./core/journal-rules.ts";
 import { CoordinatorError, LeaseLostError } from "./errors.ts";
 import { refusal, requestJson, send, type Connection } from "./http.ts";
@@ -68,11 +68,11 @@ export class RunJournal {
   }
 
   /** Writes a step's result (inline, or a staged blob), or an effect's intent or outcome; resolves with what the journal holds now. */
-  record(name: string, write: { kind: "step" | "effect"; phase: "intent" | "done"; value?: unknown; blob?: string; onUnknown?: OnUnknown }): Promise<StepWritten> {
+  record(name: string, write: { kind: "step" | "effect"; phase: "intent" | "done"; value?: unknown; blob?: string; onUnknown?: OnUnknown; approve?: EffectApproval }): Promise<StepWritten> {
     const result = write.phase !== "done" ? {} : write.blob !== undefined ? { blob: write.blob } : { value: write.value ?? null };
     const body = {
       token: this.proof.token, run_key: this.proof.runKey, kind: write.kind, phase: write.phase,
-      ...result, ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }),
+      ...result, ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }), ...(write.approve === undefined ? {} : { approve: write.approve }),
     };
     return asRun(this.proof.id, requestJson(this.connection, "PUT", routePath("/agents/{agent}/messages/{id}/steps/{step}", { ...this.where, step: name }), stepWrittenSchema, { body }));
   }
@@ -115,7 +115,7 @@ export function stepJournal(run: RunJournal): StepJournal {
     async record(name, write) {
       const upload = async (bytes: Uint8Array) => (await run.upload(bytes)).blob;
       const body = write.phase === "done" ? await resultBody(write.value, LIMITS.stepValueBytes, upload, `${write.kind} ${name}'s result`) : {};
-      const written = await run.record(name, { kind: write.kind, phase: write.phase, ...body, onUnknown: write.onUnknown });
+      const written = await run.record(name, { kind: write.kind, phase: write.phase, ...body, onUnknown: write.onUnknown, approve: write.approve });
       return {
         status: written.status, value: written.status === "done" ? await read(written) : null,
         ...(written.idempotency_key === undefined ? {} : { key: written.idempotency_key }),

@@ -4,6 +4,7 @@
 // request. Bad input is a 400 with a named code and reaches no object.
 import { downloadBlob, uploadBlob } from "./blobs.ts";
 import { readJsonBody } from "./objects/http.ts";
+import { approvalAsk } from "./rules/permits.ts";
 import type { AgentCoordinator } from "./objects/agent-object.ts";
 import { agentObjectName } from "./objects/names.ts";
 import type { ControlRoute } from "./objects/agent-controls.ts";
@@ -12,7 +13,7 @@ import { debounceCeilingMs } from "./rules/on-busy.ts";
 import type { MessagePolicy } from "./rules/message-lease.ts";
 import {
   answerSchema, approveSchema, askSchema, CANCEL_REASON_CHARS, cancelSchema, errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema,
-  STEP_NAME, stepWriteSchema, utf8Bytes,
+  STEP_NAME, stepWriteSchema, utf8Bytes, approvalRefusal,
 } from "./wire/protocol.ts";
 import type { Answerer } from "./objects/message-leases.ts";
 import { callerOf } from "./scopes.ts";
@@ -263,10 +264,15 @@ async function putStep(request: Request, id: number, name: string, stub: Stub): 
   if (!body.ok) return body.response;
   const parsed = parseBody(stepWriteSchema, body.data);
   if (!parsed.ok) return errorResponse(400, "bad_request", `bad step: ${parsed.message}`);
-  const { token, run_key, kind, phase, value, blob, on_unknown } = parsed.value;
+  const { token, run_key, kind, phase, value, blob, on_unknown, approve } = parsed.value;
   const json = value === undefined ? null : JSON.stringify(value);
   if (json !== null && utf8Bytes(json) > LIMITS.stepValueBytes) return errorResponse(413, "too_large", `a step's value is JSON of at most ${LIMITS.stepValueBytes} bytes`);
-  const answer = await stub.recordStep(id, token, run_key, { name, kind, phase, value: json, blob: blob === undefined ? null : { id: blob, bytes: 0 }, onUnknown: on_unknown ?? null });
+  const unapprovable = approve === undefined ? null : approvalRefusal(kind, phase, approve);
+  if (unapprovable !== null) return errorResponse(unapprovable.code === "too_large" ? 413 : 400, unapprovable.code, `bad step: ${unapprovable.message}`);
+  const answer = await stub.recordStep(id, token, run_key, {
+    name, kind, phase, value: json, blob: blob === undefined ? null : { id: blob, bytes: 0 }, onUnknown: on_unknown ?? null,
+    approve: approve === undefined ? null : approvalAsk(approve),
+  });
   if (!answer.ok) return errorResponse(answer.status, answer.code, answer.message);
   const { ok: _ok, ...written } = answer;
   return Response.json(written);

@@ -41,6 +41,7 @@ export default defineCommand({
         : []),
       ...(m.status === "parked" && m.waiting_on === null
         ? [`  parked      ${m.question?.text ? (m.question.text === m.text ? "asks a person (the text below)" : `asks: ${printable(m.question.text)}`) : "for approval"}${m.expires_at ? `, until ${at(m.expires_at)} (then ${m.question?.on_deadline ?? "fail"})` : ", with no deadline"}`,
+          ...(m.question?.approve ? [`  approves    effect ${m.question.approve.effect} with ${printable(m.question.approve.args)} (sha256 ${m.question.approve.digest}), once`] : []),
           `  answer      ${answerCommands(agent, m.id, m.question?.choices ?? []).join(" | ")}`]
         : []),
       ...(m.status === "rejected" ? ["  rejected    it will not run again"] : []),
@@ -55,6 +56,7 @@ export default defineCommand({
       ...(m.checkpoint !== null ? [`  checkpoint  ${brief(m.checkpoint)}`] : []),
       ...(m.checkpoint_blob !== null ? [`  checkpoint  ${m.checkpoint_blob.bytes} B in R2 (blob ${m.checkpoint_blob.id})`] : []),
       ...(m.steps.length > 0 ? [`  steps       ${m.steps.map(describeStep).join(", ")}`] : []),
+      ...(m.permits ?? []).map((p) => `  permit      ${p.effect} sha256 ${p.digest.slice(0, 16)}… approved by ${tokenLabel(p.by.token)} (${p.by.account}, ${p.by.via}), ${p.spent_token === null ? "not spent" : `spent by token ${p.spent_token}`}`),
       "  text",
       ...m.text.split("\n").map((l) => `    ${l}`),
     ];

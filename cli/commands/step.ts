@@ -6,10 +6,16 @@
 // BATON_IDEMPOTENCY_KEY (the coordinator's, the same on every attempt); an intent found without an outcome is an
 // unknown outcome: --on-unknown retry runs COMMAND again under the same key, ask (the default)
 // exits 75 and the message parks until a person answers `baton resume AGENT ID --done | --redo`.
+// With --approve QUESTION --args JSON, COMMAND runs only on a person's approval of exactly those
+// arguments (a one-use permit the coordinator checks at the intent, rules/permits.ts): without
+// one, the coordinator asks and `baton effect` exits 75, which parks the message with the question.
 import { spawn } from "node:child_process";
-import { NameClashError, NoIdempotencyKeyError, OutcomeUnknownError, runEffect, runStep } from "../../client/core/journal-rules.ts";
+import {
+  ApprovalDeniedError, ApprovalRequiredError, NameClashError, NoIdempotencyKeyError, OutcomeUnknownError, runEffect, runStep,
+} from "../../client/core/journal-rules.ts";
 import { RunJournal, runProofFromEnv, stepJournal, type RunProof } from "../../client/run-journal.ts";
-import { LIMITS, STEP_NAME, type OnUnknown } from "../../worker/wire/protocol.ts";
+import { approvalRefusal, effectApprovalSchema, LIMITS, STEP_NAME, type EffectApproval, type OnUnknown } from "../../worker/wire/protocol.ts";
+import { writeText } from "../lib/printable.ts";
 import { defineCommand, type Command } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
@@ -80,12 +86,45 @@ async function printRecorded(rule: () => Promise<unknown>): Promise<number> {
       process.stderr.write(`baton: ${err.message}\n`);
       return PARK_EXIT_CODE;
     }
+    if (err instanceof ApprovalRequiredError) {
+      writeText(`baton: asked a person: ${err.question} (${err.message})\n`, process.stderr);
+      return PARK_EXIT_CODE;
+    }
+    if (err instanceof ApprovalDeniedError) {
+      process.stdout.write(`${err.choice}\n`);
+      return DENIED_EXIT_CODE;
+    }
     if (err instanceof NameClashError || err instanceof NoIdempotencyKeyError) throw new CLIError(err.message);
     if (err instanceof RangeError) throw new CLIError(`${err.message}; nothing was recorded`);
     throw err;
   }
   process.stdout.write(typeof value === "string" ? value : JSON.stringify(value));
   return EXIT.ok;
+}
+
+/** A person chose another of --choices than approve: COMMAND never runs on this approval question (sysexits EX_NOPERM). */
+const DENIED_EXIT_CODE = 77;
+
+/** `--approve QUESTION --args JSON [--choices A,B]` as the wire carries it, or a usage error. */
+function approvalOption(options: { approve?: string; args?: string; choices?: string }): EffectApproval | undefined {
+  const question = options.approve;
+  if (question === undefined) {
+    if (options.args !== undefined || options.choices !== undefined) throw new UsageError("--args and --choices go with --approve");
+    return undefined;
+  }
+  if (options.args === undefined) throw new UsageError("--approve needs --args JSON: the arguments a person approves");
+  let args: unknown;
+  try {
+    args = JSON.parse(options.args) as unknown;
+  } catch {
+    throw new UsageError(`--args is JSON, got ${JSON.stringify(options.args.slice(0, 80))}`);
+  }
+  const choices = options.choices?.split(",").map((c) => c.trim()).filter((c) => c !== "");
+  const parsed = effectApprovalSchema.safeParse({ question, args, ...(choices === undefined ? {} : { choices }) });
+  if (!parsed.success) throw new UsageError(`bad --approve: ${parsed.error.issues.map((i) => i.message).join("; ")}`);
+  const refused = approvalRefusal("effect", "intent", parsed.data);
+  if (refused !== null) throw new UsageError(`bad --args: ${refused.message}`);
+  return parsed.data;
 }
 
 const stepExitCodes = [
@@ -120,19 +159,27 @@ export const effectCommand: Command = defineCommand({
       type: "string", value: "ask|retry",
       description: "an earlier attempt began it and no outcome was recorded: ask (default) parks the message for a person; retry runs it again under the same key",
     },
+    approve: {
+      type: "string", value: "QUESTION",
+      description: "COMMAND runs only on a person's approval of exactly --args (a one-use permit): without one, the coordinator asks QUESTION, showing the effect, the arguments and their SHA-256",
+    },
+    args: { type: "string", value: "JSON", description: "with --approve: the arguments the person approves (JSON, at most 8 KiB as canonical JSON)" },
+    choices: { type: "string", value: "A,B", description: "with --approve: what the person picks from besides reject, approve among them (default: approve or reject)" },
   },
   exitCodes: [
     ...stepExitCodes,
-    { code: PARK_EXIT_CODE, meaning: "the outcome of an earlier attempt is unknown and the policy is ask: the message parks for `baton resume --done | --redo`" },
+    { code: PARK_EXIT_CODE, meaning: "the outcome of an earlier attempt is unknown and the policy is ask: the message parks for `baton resume --done | --redo`; or, with --approve, no unspent permit for these arguments: the message parks with the question" },
+    { code: DENIED_EXIT_CODE, meaning: "with --approve and --choices: a person chose another choice (printed) than approve; COMMAND did not run" },
   ],
   async run({ args, options, rest }) {
     const name = stepName(args[0]!);
     const policy = (options["on-unknown"] ?? "ask") as OnUnknown;
     if (policy !== "ask" && policy !== "retry") throw new UsageError(`--on-unknown is ask or retry, not ${JSON.stringify(policy)}`);
     if (rest.length === 0) throw new UsageError("baton effect needs -- COMMAND", true);
+    const approve = approvalOption(options);
     const run = currentRun("effect", options);
     const effect = (key: string) => commandResult(rest, { BATON_IDEMPOTENCY_KEY: key })();
-    return printRecorded(() => runEffect(stepJournal(run), name, policy, effect, run.proof));
+    return printRecorded(() => runEffect(stepJournal(run), name, policy, effect, run.proof, approve));
   },
 });
 

@@ -25,7 +25,7 @@ export class FrameJournal implements StepJournal {
     const result = write.phase !== "done" ? {} : await resultBody(write.value, LIMITS.stepValueBytes, (bytes) => this.blobs.upload(run, bytes, "a step's result"), "a step's result");
     const answer = await this.writer.send(run, {
       type: "step", id: run.id, token: run.token, name, kind: write.kind, phase: write.phase,
-      ...result, ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }),
+      ...result, ...(write.onUnknown === undefined ? {} : { on_unknown: write.onUnknown }), ...(write.approve === undefined ? {} : { approve: write.approve }),
     });
     if (answer.op !== "step") throw new CoordinatorError("step answered with another result", 0, null);
     const entry: JournalEntry = {

@@ -48,6 +48,32 @@ export interface AskOptions {
   checkpoint?: unknown;
 }
 
+/**
+ * An effect that needs a person's approval of exactly `args` (JSON): the coordinator records its
+ * intent only on an unspent permit a person granted for this message, this effect's name and the
+ * SHA-256 of `args` as canonical JSON. Without one it asks `question` (a person sees the effect,
+ * `args` as canonical JSON and the digest), the message parks (with `checkpoint`), and once a
+ * person approves, the next attempt spends the permit, once. Other arguments ask again; a permit
+ * already spent (the effect ran on it, or an earlier attempt began it) asks again; reject ends
+ * the message; another of `choices` makes the effect throw ApprovalDeniedError.
+ */
+export interface EffectApprovalOptions {
+  question: string;
+  args: unknown;
+  /** Besides reject (always offered): absent, approve only; with choices, approve is one of them. */
+  choices?: string[];
+  /** Stored with the park as the message's checkpoint. */
+  checkpoint?: unknown;
+  /** Nobody answered within this: `onDeadline` decides (fail by default; never approve: a deadline grants no permit). */
+  deadlineSeconds?: number;
+  onDeadline?: "fail" | "reject" | "escalate";
+}
+
+export interface EffectOptions {
+  onUnknown?: OnUnknown;
+  approve?: EffectApprovalOptions;
+}
+
 export interface MessageContext {
   /** Aborted the moment this process may no longer act on the message (revoked, cancelled by a person, run timeout, lease lost, stop); its reason says which (a cancel's is a MessageCancelledError). */
   readonly signal: AbortSignal;
@@ -88,8 +114,10 @@ export interface MessageContext {
    * effect happened: `onUnknown: "retry"` runs it again under the same key (for APIs that honour
    * it); `"ask"` (the default) parks the message as "outcome unknown: step NAME" until a person
    * answers `baton resume AGENT ID --done` or `--redo`. An effect is never run twice silently.
+   * With `approve`, `fn` runs only on a person's approval of exactly these arguments, spent once
+   * (EffectApprovalOptions).
    */
-  effect<T>(name: string, fn: (effect: { key: string; signal: AbortSignal }) => Promise<T> | T, options?: { onUnknown?: OnUnknown }): Promise<T>;
+  effect<T>(name: string, fn: (effect: { key: string; signal: AbortSignal }) => Promise<T> | T, options?: EffectOptions): Promise<T>;
   /**
    * Tells the coordinator the run is alive: with the agent's heartbeat timeout, its deadline moves
    * that far from now (never past the run timeout); `details` are kept as its progress. Resolves

@@ -3,8 +3,10 @@
 // outcome that the effect's policy decides. The library (frames on the serve socket) and the CLI's
 // `baton step`, `baton effect` and `baton ask` (HTTP with the run key) both reach the journal
 // through a StepJournal and decide here.
-import { LIMITS, STEP_NAME, unknownOutcomeReason, type OnUnknown } from "../../worker/wire/protocol.ts";
+import { LIMITS, STEP_NAME, unknownOutcomeReason, type EffectApproval, type OnUnknown } from "../../worker/wire/protocol.ts";
 import type { JournalEntry } from "../../worker/wire/server-frames.ts";
+import { approvalAnswerStep } from "../../worker/wire/approvals.ts";
+import { CoordinatorError } from "../errors.ts";
 
 export type JournalKind = JournalEntry["kind"];
 
@@ -27,6 +29,8 @@ export interface JournalWrite {
   phase: "intent" | "done";
   value?: unknown;
   onUnknown?: OnUnknown;
+  /** An effect's intent that needs a person's approval of these arguments (rules/permits.ts on the coordinator). */
+  approve?: EffectApproval;
 }
 
 /** One run's journal, wherever it is kept: the frames of the serve socket, or HTTP under the run key. */
@@ -44,6 +48,26 @@ export class OutcomeUnknownError extends Error {
   override readonly name = "OutcomeUnknownError";
   constructor(readonly step: string, readonly agent: string, readonly id: number) {
     super(`${unknownOutcomeReason(step)}; a person decides: baton resume ${agent} ${id} --done | --redo`);
+  }
+}
+
+/**
+ * The effect needs a person's approval of exactly these arguments, and the coordinator holds no
+ * unspent permit for them: it stored the question for this attempt, which now parks on it. When
+ * a person approves, the next attempt spends the permit (once) and the effect runs.
+ */
+export class ApprovalRequiredError extends Error {
+  override readonly name = "ApprovalRequiredError";
+  constructor(readonly step: string, readonly question: string, reason: string) {
+    super(reason);
+  }
+}
+
+/** A person answered the effect's approval question with a choice other than approve (reject ends the message instead). */
+export class ApprovalDeniedError extends Error {
+  override readonly name = "ApprovalDeniedError";
+  constructor(readonly step: string, readonly choice: string, readonly answer: unknown) {
+    super(`effect "${step}" was not approved: a person chose ${JSON.stringify(choice)}`);
   }
 }
 
@@ -95,19 +119,40 @@ export async function runStep<T>(journal: StepJournal, name: string, fn: () => P
  */
 export async function runEffect<T>(
   journal: StepJournal, name: string, onUnknown: OnUnknown, fn: (key: string) => Promise<T> | T,
-  identity: { agent: string; id: number },
+  identity: { agent: string; id: number }, approve?: EffectApproval,
 ): Promise<T> {
   const known = await journal.get(name);
   checkKind(known, name, "effect");
   journal.check?.();
   if (known?.status === "done") return known.value as T;
-  const began = await journal.record(name, { kind: "effect", phase: "intent", onUnknown });
+  if (approve !== undefined) await checkNotDenied(journal, name);
+  const began = await beginEffect(journal, name, onUnknown, approve);
   if (began.status === "done") return began.value as T;
   // An earlier attempt began it (possibly with another policy); with ask, a person decides.
   if (known?.status === "intent" && onUnknown === "ask") throw new OutcomeUnknownError(name, identity.agent, identity.id);
   if (began.key === undefined) throw new NoIdempotencyKeyError(name);
   const value = await fn(began.key);
   return (await journal.record(name, { kind: "effect", phase: "done", value, onUnknown })).value as T;
+}
+
+/** A person's answer other than approve to the effect's approval question is final: it never runs on it. */
+async function checkNotDenied(journal: StepJournal, name: string): Promise<void> {
+  const step = approvalAnswerStep(name);
+  const answer = await recordedAnswer(journal, step);
+  if (answer !== null) {
+    const choice = (answer as { choice?: unknown }).choice;
+    throw new ApprovalDeniedError(name, typeof choice === "string" ? choice : "", answer);
+  }
+}
+
+/** The effect's intent; with approve, a coordinator that holds no permit for these arguments asks instead (ApprovalRequiredError). */
+async function beginEffect(journal: StepJournal, name: string, onUnknown: OnUnknown, approve: EffectApproval | undefined): Promise<Written> {
+  try {
+    return await journal.record(name, { kind: "effect", phase: "intent", onUnknown, ...(approve === undefined ? {} : { approve }) });
+  } catch (err) {
+    if (approve !== undefined && err instanceof CoordinatorError && err.code === "approval_required") throw new ApprovalRequiredError(name, approve.question, err.message);
+    throw err;
+  }
 }
 
 /** The answer a person gave to the ask kept under `name`, or null when it is not answered yet. */

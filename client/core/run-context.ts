@@ -6,7 +6,7 @@ import { CoordinatorError, WaitingForPersonError } from "../errors.ts";
 import type { Clock } from "./clock.ts";
 import { FrameJournal } from "./frame-journal.ts";
 import type { AskOptions, MessageContext, PersonAnswer, ServeEvent } from "./handler.ts";
-import { checkStepName, recordedAnswer, runEffect, runStep } from "./journal-rules.ts";
+import { ApprovalRequiredError, checkStepName, recordedAnswer, runEffect, runStep } from "./journal-rules.ts";
 import type { RunBlobs } from "./run-blobs.ts";
 import type { Run } from "./run.ts";
 import type { Writer } from "./writes.ts";
@@ -59,14 +59,27 @@ export function runContext(run: Run, env: RunEnv, messageCheckpoint: unknown): M
     effect: (name, fn, options = {}) => {
       checkStepName(name);
       const onUnknown: OnUnknown = options.onUnknown ?? "ask";
-      return run.once(`effect ${name}`, () => runEffect(journal, name, onUnknown, async (key) => {
+      const { checkpoint, deadlineSeconds, onDeadline, ...asked } = options.approve ?? { question: "", args: null };
+      if (onDeadline !== undefined && deadlineSeconds === undefined) throw new TypeError("effect approve: onDeadline needs deadlineSeconds");
+      const approve = { ...asked, ...(onDeadline === undefined ? {} : { on_deadline: onDeadline }) };
+      const effect = () => runEffect(journal, name, onUnknown, async (key) => {
         run.effectsRunning.add(name);
         try {
           return await fn({ key, signal: run.signal });
         } finally {
           run.effectsRunning.delete(name);
         }
-      }, identity));
+      }, identity, options.approve === undefined ? undefined : approve);
+      return run.once(`effect ${name}`, async () => {
+        try {
+          return await effect();
+        } catch (err) {
+          if (!(err instanceof ApprovalRequiredError)) throw err;
+          // The coordinator stored the question for this attempt: parking carries it to a person.
+          await park(run, env, { checkpoint, deadlineSeconds });
+          throw new WaitingForPersonError(run.id, err.question);
+        }
+      });
     },
     heartbeat: async (details) => {
       const sentAt = env.clock.now();

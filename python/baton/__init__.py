@@ -18,14 +18,14 @@ from .answers import answer, approve, reject, retry
 from .cancel import cancel
 from ._output import read_output
 from .schedules import add_schedule, get_schedule, list_schedules, pause_schedule, remove_schedule, resume_schedule
-from .errors import (BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, MessageCancelledError, OutcomeUnknownError,
+from .errors import (ApprovalDeniedError, BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, MessageCancelledError, OutcomeUnknownError,
                      UnreachableError, WaitingForPersonError)
 from .serve import Answerer, Effect, Message, MessageContext, PersonAnswer, ServeHandle, serve
 from .send import send
 from .session import SessionLease, run_with_session_lease, session_lease
 
 __all__ = [
-    "BatonError", "CoordinatorError", "LeaseHeldError", "LeaseLostError", "OutcomeUnknownError", "UnreachableError",
+    "ApprovalDeniedError", "BatonError", "CoordinatorError", "LeaseHeldError", "LeaseLostError", "OutcomeUnknownError", "UnreachableError",
     "WaitingForPersonError", "MessageCancelledError",
     "Answerer", "Effect", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve", "send",
     "answer", "approve", "reject", "retry", "cancel", "read_output",

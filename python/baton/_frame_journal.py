@@ -100,17 +100,27 @@ async def step(run: Run, name: str, fn: Callable[[], Any]) -> Any:
     return await _once(run, name, body)
 
 
-async def effect(run: Run, name: str, fn: Callable[[Effect], Any], on_unknown: str) -> Any:
+async def effect(run: Run, name: str, fn: Callable[[Effect], Any], on_unknown: str, approve: Optional[dict[str, Any]] = None) -> Any:
     policy = run.journal.check_on_unknown(on_unknown)
+    wire = None if approve is None else run.journal.approval(approve)
 
     async def body() -> Any:
         run.throw_if_lost()
         done = run.journal.replay(name, "effect")
         if done is not None:
             return await value_of(run, done)
+        if wire is not None:
+            run.journal.check_not_denied(name)
         earlier = run.journal.records.get(name)
         # The intent is durable before the effect runs, so a successor knows it may have happened.
-        status, value = await _record(run, run.journal.step_frame(name, "effect", "intent", policy))
+        try:
+            status, value = await _record(run, run.journal.step_frame(name, "effect", "intent", policy, approve=wire))
+        except CoordinatorError as err:
+            if wire is None or err.code != "approval_required":
+                raise
+            # The coordinator stored the approval question for this attempt: parking carries it to a person.
+            await park(run, (approve or {}).get("checkpoint"), (approve or {}).get("deadline_seconds"))
+            raise WaitingForPersonError(run.id, wire["question"]) from None
         if status == "done":  # recorded already (a person answered --done meanwhile): its outcome stands
             return value
         key = run.journal.effect_key(name, earlier, policy, run.port.agent)

@@ -18,10 +18,16 @@ from ._handler import JournalEntry, check_step_name, error_text, kind_name
 from ._wire import LIMITS, client_field, valid
 from ._wire_types import (AckFrame, MessageCheckpointFrame, ErrorServerFrame, FailFrame, HeartbeatFrame, MessageServerFrame, OnDeadline,
                           OnUnknown, ParkFrame, ParkFrameQuestion, ReplyFrame, StepFrame, StepResult)
-from .errors import CoordinatorError, LeaseLostError, OutcomeUnknownError
+from .errors import ApprovalDeniedError, CoordinatorError, LeaseLostError, OutcomeUnknownError
 from ._wire_types import ON_DEADLINE
 
-__all__ = ["Journal", "LEASE_GONE", "MESSAGE_GONE", "ReplyOutcome", "refusal"]
+__all__ = ["Journal", "LEASE_GONE", "MESSAGE_GONE", "ReplyOutcome", "approval_step", "refusal"]
+
+
+def approval_step(effect: str) -> str:
+    """Where a person's answer other than approve is kept for an effect that needs approval (as
+    worker/wire/approvals.ts approvalAnswerStep): an approval itself is a permit, never a record."""
+    return f"ask:approve:{effect}"[:128]
 
 ON_UNKNOWN: tuple[OnUnknown, ...] = ("ask", "retry")
 STEP_VALUE_BYTES: int = LIMITS["stepValueBytes"]
@@ -71,13 +77,39 @@ class Journal:
         return known if known is not None and known.get("status") == "done" else None
 
     def step_frame(self, name: str, kind: Literal["step", "effect"], phase: Literal["intent", "done"],
-                   on_unknown: Optional[OnUnknown], body: Optional[dict[str, Any]] = None) -> StepFrame:
-        """A journal write; ``body`` is ``{"value": v}`` or ``{"blob": id}`` for a done record."""
+                   on_unknown: Optional[OnUnknown], body: Optional[dict[str, Any]] = None,
+                   approve: Optional[dict[str, Any]] = None) -> StepFrame:
+        """A journal write; ``body`` is ``{"value": v}`` or ``{"blob": id}`` for a done record; ``approve``
+        (an effect's intent only) the question and arguments a person must approve."""
         frame: StepFrame = {"type": "step", "id": self.id, "token": self.token, "name": name, "kind": kind, "phase": phase}
         frame.update(body or {})  # type: ignore[typeddict-item]
         if on_unknown is not None:
             frame["on_unknown"] = on_unknown
+        if approve is not None:
+            frame["approve"] = approve  # type: ignore[typeddict-item]
         return frame
+
+    @staticmethod
+    def approval(approve: Any) -> dict[str, Any]:
+        """``ctx.effect``'s ``approve`` as the wire carries it (question, args, choices); ValueError for
+        one the coordinator would refuse."""
+        if not isinstance(approve, dict) or "question" not in approve or "args" not in approve:
+            raise ValueError("approve is a dict with question and args (and optionally choices, checkpoint, deadline_seconds, "
+                             f"on_deadline), not {approve!r}")
+        wire = {k: approve[k] for k in ("question", "args", "choices", "on_deadline") if k in approve}
+        if not valid(wire, client_field("step", "approve")):
+            raise ValueError("approve.question is a text of 1-2000 characters, approve.args JSON, approve.choices "
+                             f"distinct labels that include approve, not {wire!r}")
+        return wire
+
+    def check_not_denied(self, name: str) -> None:
+        """A person's answer other than approve to the effect's approval question is final: it never
+        runs on it (ApprovalDeniedError)."""
+        answered = self.answered(approval_step(name))
+        if answered is not None:
+            value = answered.get("value")
+            choice = value.get("choice") if isinstance(value, dict) else None
+            raise ApprovalDeniedError(name, choice if isinstance(choice, str) else "", value)
 
     def written(self, frame: StepFrame, answer: StepResult) -> JournalEntry:
         """Records what the coordinator holds for ``frame``'s name after the write (``answer``)."""

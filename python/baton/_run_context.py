@@ -98,7 +98,8 @@ class MessageContext:
         """
         return await _frame_journal.step(self._run, name, fn)
 
-    async def effect(self, name: str, fn: Callable[[Effect], Any], on_unknown: str = "ask") -> Any:
+    async def effect(self, name: str, fn: Callable[[Effect], Any], on_unknown: str = "ask",
+                     approve: Optional[dict[str, Any]] = None) -> Any:
         """A side effect: records its intent before ``fn`` runs and its outcome after, and hands
         ``fn`` (sync or async) an :class:`Effect` whose ``key`` is the same on every attempt and
         different in every account: pass it to the external API as its idempotency key. ``fn`` may
@@ -112,8 +113,18 @@ class MessageContext:
         (the default) parks the message as "outcome unknown: step NAME" until a person answers
         ``baton resume AGENT ID --done`` or ``--redo`` (here it raises OutcomeUnknownError; let it
         fail the attempt). An effect is never run twice silently.
+
+        With ``approve={"question": ..., "args": ...}`` (optionally ``choices``, which include
+        approve, ``checkpoint``, ``deadline_seconds`` and ``on_deadline``: fail, reject or escalate,
+        never approve), ``fn`` runs only on a person's approval of exactly ``args``:
+        the coordinator records the intent only when it spends an unspent permit granted for this
+        message, this effect and the SHA-256 of ``args`` as canonical JSON. Without one it asks the
+        question (a person sees the effect, ``args`` and the digest), the message parks (this
+        raises WaitingForPersonError) and the next attempt after an approval spends the permit once.
+        Other arguments, or a permit already spent, ask again; another choice than approve raises
+        ApprovalDeniedError; reject ends the message.
         """
-        return await _frame_journal.effect(self._run, name, fn, on_unknown)
+        return await _frame_journal.effect(self._run, name, fn, on_unknown, approve)
 
     async def heartbeat(self, details: Any = None) -> Optional[float]:
         """Tells the coordinator the run is alive: with the agent's heartbeat timeout, its deadline

@@ -17,12 +17,13 @@ OnDeadline = Literal["fail", "approve", "reject", "escalate"]
 Kind = Literal["step", "effect"]
 Phase = Literal["intent", "done"]
 OnUnknown = Literal["retry", "ask"]
+StepFrameApproveOnDeadline = Literal["fail", "reject", "escalate"]
 Stream = Literal["stdout", "stderr", "text"]
 JournalKind = Literal["step", "effect", "answer"]
 Status = Literal["intent", "done"]
 RevokeReason = Literal["run_timeout", "runner_gone", "heartbeat_timeout"]
 FailStatus = Literal["queued", "failed", "parked"]
-ErrorCode = Literal["bad_json", "bad_frame", "unknown_type", "frame_too_large", "binary_frame", "not_holder", "stale_fence", "lease_expired", "unknown_message", "too_large", "rate_limited", "too_many_connections", "too_many_schedules", "unauthorized", "forbidden", "bad_name", "bad_request", "not_found", "lease_held", "lease_lost", "stale_token", "message_not_running", "not_your_message", "not_parked", "outcome_unknown", "effect_in_progress", "question_open", "cancelled", "message_finished", "busy", "no_holder", "upgrade_required", "not_configured", "internal"]
+ErrorCode = Literal["bad_json", "bad_frame", "unknown_type", "frame_too_large", "binary_frame", "not_holder", "stale_fence", "lease_expired", "unknown_message", "too_large", "rate_limited", "too_many_connections", "too_many_schedules", "unauthorized", "forbidden", "bad_name", "bad_request", "not_found", "lease_held", "lease_lost", "stale_token", "message_not_running", "not_your_message", "not_parked", "outcome_unknown", "effect_in_progress", "question_open", "approval_required", "cancelled", "message_finished", "busy", "no_holder", "upgrade_required", "not_configured", "internal"]
 Reason = Literal["replied", "failed", "parked", "cancelled", "lease_lost", "timed_out"]
 EndOutputEventStatus = Literal["queued", "running", "parked", "acknowledged", "failed", "rejected", "cancelled", "superseded"]
 
@@ -113,6 +114,13 @@ class ParkFrame(TypedDict, total=False):
     req: NotRequired[str]
 
 
+class StepFrameApprove(TypedDict, total=False):
+    question: Required[str]
+    args: Required[Any]
+    choices: NotRequired[list[str]]
+    on_deadline: NotRequired[StepFrameApproveOnDeadline]
+
+
 class StepFrame(TypedDict, total=False):
     type: Required[Literal["step"]]
     id: Required[int]
@@ -123,6 +131,7 @@ class StepFrame(TypedDict, total=False):
     value: NotRequired[Any]
     blob: NotRequired[str]
     on_unknown: NotRequired[OnUnknown]
+    approve: NotRequired[StepFrameApprove]
     req: NotRequired[str]
 
 
@@ -445,6 +454,7 @@ LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "choiceChars": 64,
     "choices": 10,
     "answerTextBytes": 16384,
+    "approveArgsBytes": 8192,
     "leaseDataKeyChars": 512,
     "leaseDataInlineBytes": 32768,
     "leaseDataPageEntries": 100,

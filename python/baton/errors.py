@@ -100,3 +100,15 @@ class WaitingForPersonError(BatonError):
         super().__init__(f"message {id} waits for a person: {question}")
         self.id = id
         self.question = question
+
+
+class ApprovalDeniedError(BatonError):
+    """A person answered the approval question of the effect ``step`` with ``choice``, another of the
+    question's choices than approve (reject ends the message instead): ``ctx.effect`` never runs ``fn``
+    on it. ``answer`` is the person's answer as kept in the journal."""
+
+    def __init__(self, step: str, choice: str, answer: Any) -> None:
+        super().__init__(f'effect "{step}" was not approved: a person chose {choice!r}')
+        self.step = step
+        self.choice = choice
+        self.answer = answer

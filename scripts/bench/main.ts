@@ -22,6 +22,7 @@ import { runTracing } from "./tracing.ts";
 import { runScale } from "./scale.ts";
 import { runSteady } from "./steady.ts";
 import { runSteps } from "./steps.ts";
+import { permitIntents } from "./permits.ts";
 import { measureWakes, type WakeResult } from "./wakes.ts";
 import { runSchedules } from "./schedules.ts";
 import { runA2A } from "./a2a.ts";
@@ -118,6 +119,8 @@ const SCENARIOS: Record<string, Scenario> = {
       b.sections.push(section);
     },
   },
+  /** An effect's intent with a person's permit checked and spent, beside a plain effect's intent (goal <= 1.1x). */
+  permits: { needs: [], run: async (b) => void b.sections.push((await permitIntents(b.dev.url, ttlSeconds * 1000, trials, `${process.pid}-${Date.now()}`)).section) },
   /** A preferred runner's wait for the lease: about the hysteresis plus one alarm. */
   preference: { needs: [], run: async (b) => void b.sections.push(await runPreference(b.dev.url, hysteresisSeconds, trials)) },
   /** Live output: a chunk from the runner to a follower against the floor's relay, a chatty runner with 0 and 20 followers, memory. */
@@ -141,7 +144,7 @@ const SCENARIOS: Record<string, Scenario> = {
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
   scale: { needs: [], run: async (b) => void b.sections.push(await runScale({ startDev: b.startDev, cli: b.cli })) },
 };
-const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel", "tracing", "schedules", "a2a"];
+const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "permits", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel", "tracing", "schedules", "a2a"];
 const ALIASES: Record<string, string[]> = { acquire: ["fresh", "fresh-sharded", "hot"] };
 
 function selected(): string[] {

@@ -1,7 +1,7 @@
 // The shell agent of the steps chaos run, written into the run's work dir: `baton` on its PATH (a
 // wrapper around the tree's built CLI) and one script that `baton serve` runs per message. The
 // script goes through the plan with `baton step NAME -- COMMAND` and `baton effect NAME
-// --on-unknown ask|retry -- COMMAND`, napping between them so kills land mid-step, writes a trace
+// --on-unknown ask|retry [--approve Q --args JSON] -- COMMAND`, napping between them so kills land mid-step, writes a trace
 // line (message id, name, attempt, ms) after each result it gets back, and replies with every result in order. Each COMMAND is the
 // script itself with `--do NAME`: one ledger line (message id, name, attempt, idempotency key,
 // ms, machine), a nap (longer for an effect, as an external call is), and `NAME:ID:ATTEMPT` on stdout, so the journal shows which run recorded it.
@@ -31,11 +31,12 @@ export function writeAgent(dir: string, opts: { cli: string; plan: readonly Plan
 
 export function agentScript(plan: readonly PlanItem[], sabotage: boolean): string {
   const vars = plan.map((p) => `v_${p.name}`);
-  const sabotaged = new Set(sabotage ? [plan.filter((p) => p.kind === "step").at(-1)!.name, plan.find((p) => p.onUnknown === "ask")?.name] : []);
+  const sabotaged = new Set(sabotage ? [plan.filter((p) => p.kind === "step").at(-1)!.name, plan.find((p) => p.onUnknown === "ask")?.name, plan.find((p) => p.approve)?.name] : []);
   const body = plan.flatMap((p, i) => {
+    const approve = p.approve ? ` --approve "Run ${p.name} for message $id?" --args "{\\"message\\":$id,\\"effect\\":\\"${p.name}\\"}"` : "";
     const journaled = p.kind === "step"
       ? `baton step ${p.name} -- sh "$0" --do ${p.name}`
-      : `baton effect ${p.name} --on-unknown ${p.onUnknown ?? "ask"} -- sh "$0" --do ${p.name}`;
+      : `baton effect ${p.name} --on-unknown ${p.onUnknown ?? "ask"}${approve} -- sh "$0" --do ${p.name}`;
     const direct = p.kind === "effect" ? `env BATON_IDEMPOTENCY_KEY="baton:$BATON_AGENT:$id:${p.name}" sh "$0" --do ${p.name}` : `sh "$0" --do ${p.name}`;
     const run = sabotaged.has(p.name)
       ? [`if [ "$BATON_ATTEMPT" -gt 1 ]; then ${vars[i]}=$(${direct}); else ${vars[i]}=$(${journaled}); fi`]

@@ -12,15 +12,18 @@ export interface PlanItem {
   name: string;
   kind: "step" | "effect";
   onUnknown?: "ask" | "retry";
+  /** An effect that runs only on a person's approval of its arguments (`baton effect --approve`): a one-use permit. */
+  approve?: boolean;
 }
 
-/** What each message's script runs, in order: 5 steps and 2 effects (one retried, one asked). */
+/** What each message's script runs, in order: 5 steps and 3 effects (one retried, one asked, one that needs a person's approval). */
 export const PLAN: readonly PlanItem[] = [
   { name: "plan", kind: "step" },
   { name: "fetch", kind: "step" },
   { name: "charge", kind: "effect", onUnknown: "retry" },
   { name: "draft", kind: "step" },
   { name: "notify", kind: "effect", onUnknown: "ask" },
+  { name: "pay", kind: "effect", onUnknown: "ask", approve: true },
   { name: "review", kind: "step" },
   { name: "summary", kind: "step" },
 ];
@@ -73,6 +76,14 @@ export interface FinalMessage {
   reply: string | null;
   waiting_on: string | null;
   steps: JournalRecord[];
+  /** Its permits (the latest approval of each effect) and the token that spent each (null: unspent). */
+  permits?: { effect: string; spent_token: number | null }[];
+}
+
+/** A person approved an effect's question (`baton approve AGENT ID`); `at`: when the approving command started (ms). */
+export interface Approval {
+  id: number;
+  at: number;
 }
 
 export interface StepsInput {
@@ -85,6 +96,8 @@ export interface StepsInput {
   ledger: readonly LedgerLine[];
   trace: readonly TraceLine[];
   answers: readonly Answer[];
+  /** Approvals the driver gave, for effects that need one (absent: none were asked). */
+  approvals?: readonly Approval[];
 }
 
 export interface StepsTally {
@@ -108,6 +121,9 @@ export interface StepsTally {
   /** Reruns under the same key: of retry effects whose outcome was unknown, and of asked effects a person said redo to. */
   retriedReruns: number;
   redoReruns: number;
+  /** Approvals a person gave, and runs of effects that need one. */
+  approvals: number;
+  approvedRuns: number;
 }
 
 export const STEPS_INVARIANTS = {
@@ -115,6 +131,7 @@ export const STEPS_INVARIANTS = {
   effectsOnce: "no effect applied twice, except reruns under the same idempotency key that retry or a person's --redo allowed",
   noneLost: "no message lost: every message acknowledged, or parked waiting on a person (waiting_on set)",
   repliesConsistent: "every reply is the recorded step values, each from the run that recorded it (or the person who answered)",
+  approvalsSpent: "every run of an effect that needs approval had a permit of its own: none before the first approval, never more runs than approvals, and each acknowledged message's permit spent",
 } as const;
 
 const ACKED = "acknowledged";
@@ -253,6 +270,7 @@ export function checkSteps(input: StepsInput): { tally: StepsTally; invariants: 
     if ((m.reply ?? "").trim() !== expected) inconsistent.push(`${id}: replied ${JSON.stringify((m.reply ?? "").trim())}, the journal holds ${JSON.stringify(expected)}`);
   }
 
+  const approvalViolations = checkApprovals(plan, input, byId, runs);
   const stepNames = new Set(plan.filter((p) => p.kind === "step").map((p) => p.name));
   const sentLedger = input.ledger.filter((l) => sent.has(l.id));
   const replayed = input.trace.filter((t) => sent.has(t.id) && !ranAt.has(`${keyOf(t.id, t.name)} ${t.attempt}`));
@@ -272,12 +290,41 @@ export function checkSteps(input: StepsInput): { tally: StepsTally; invariants: 
     askedRedo: input.answers.filter((a) => a.outcome === "redo" && sent.has(a.id)).length,
     retriedReruns,
     redoReruns,
+    approvals: (input.approvals ?? []).filter((a) => sent.has(a.id)).length,
+    approvedRuns: sentLedger.filter((l) => kinds.get(l.name)?.approve === true).length,
   };
   const invariants: Invariant[] = [
     { name: STEPS_INVARIANTS.stepsOnce, ok: stepViolations.length === 0, detail: list(stepViolations) },
     { name: STEPS_INVARIANTS.effectsOnce, ok: effectViolations.length === 0, detail: list(effectViolations) },
     { name: STEPS_INVARIANTS.noneLost, ok: lost.length === 0, detail: list(lost) },
     { name: STEPS_INVARIANTS.repliesConsistent, ok: inconsistent.length === 0, detail: list(inconsistent) },
+    { name: STEPS_INVARIANTS.approvalsSpent, ok: approvalViolations.length === 0, detail: list(approvalViolations) },
   ];
   return { tally, invariants };
+}
+
+/**
+ * Each run of an effect that needs approval began on a permit of its own: it ran after a person
+ * first approved it (by the clock of this one machine), its runs never outnumber the approvals
+ * given for its message (a permit is spent by the intent that uses it), and an acknowledged
+ * message's permit for it is spent.
+ */
+function checkApprovals(plan: readonly PlanItem[], input: StepsInput, byId: ReadonlyMap<number, FinalMessage>, runs: ReadonlyMap<string, LedgerLine[]>): string[] {
+  const out: string[] = [];
+  const approvals = new Map<number, number[]>();
+  for (const a of input.approvals ?? []) approvals.set(a.id, [...(approvals.get(a.id) ?? []), a.at]);
+  for (const item of plan.filter((p) => p.approve)) {
+    for (const id of input.sentIds) {
+      const lines = runs.get(keyOf(id, item.name)) ?? [];
+      const given = approvals.get(id) ?? [];
+      const first = given.length > 0 ? Math.min(...given) : Infinity;
+      const early = lines.filter((l) => l.ms < first);
+      if (early.length > 0) out.push(`${id} ${item.name}: run by attempt ${early[0]!.attempt} before any approval`);
+      if (lines.length > given.length) out.push(`${id} ${item.name}: ran ${lines.length} times on ${given.length} approvals`);
+      const m = byId.get(id);
+      const permit = m?.permits?.find((p) => p.effect === item.name);
+      if (m?.status === ACKED && permit?.spent_token == null) out.push(`${id} ${item.name}: acknowledged, its permit ${permit ? "unspent" : "missing"}`);
+    }
+  }
+  return out;
 }

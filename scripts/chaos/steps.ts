@@ -7,7 +7,9 @@
 // `baton resume AGENT ID TEXT --done` or `baton resume AGENT ID --redo`, at random. At the end each
 // message's journal (GET /agents/A/messages/ID and its steps) is checked against the ledger:
 // no recorded step ran again, no effect applied twice beyond what retry or a --redo allowed (and
-// then under the same idempotency key), no message lost, every reply the recorded values. Exits
+// then under the same idempotency key), no message lost, every reply the recorded values. One
+// effect needs a person's approval (`baton effect --approve`): the driver approves each question
+// with `baton approve`, and every run of it must have spent a permit of its own. Exits
 // non-zero on any violation. Bounded in time; everything it starts is stopped.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -21,7 +23,7 @@ import { snapshotOfHead, workingTree, wranglerDevOf } from "../bench/snapshot.ts
 import { invariantLines } from "./report.ts";
 import { ServeSlot } from "./serve-fleet.ts";
 import { writeAgent } from "./steps-agent.ts";
-import { checkSteps, parseLedger, parseTrace, PLAN, type Answer, type FinalMessage, type JournalRecord, type StepsTally } from "./steps-invariants.ts";
+import { checkSteps, parseLedger, parseTrace, PLAN, type Answer, type Approval, type FinalMessage, type JournalRecord, type StepsTally } from "./steps-invariants.ts";
 import { seeded } from "./seeded.ts";
 import { accountTag } from "../../worker/wire/step-keys.ts";
 import { runMode } from "./run-mode.ts";
@@ -73,6 +75,7 @@ const tracePath = join(workDir, "trace");
 const agent = `chaos-steps-${process.pid}`;
 const counts = { kills: 0, killedBusy: 0, answerFailures: 0 };
 const answers: (Answer & { at: number })[] = [];
+const approvals: Approval[] = [];
 const answering = new Set<number>();
 let dev: DevServer | null = null;
 let slots: ServeSlot[] = [];
@@ -91,8 +94,10 @@ async function json<T>(path: string): Promise<T> {
 interface ListedMessage {
   id: number;
   status: string;
+  attempts: number;
   machine: string | null;
   waiting_on: string | null;
+  question: { approve?: { effect: string } | null } | null;
 }
 
 async function allMessages(): Promise<ListedMessage[]> {
@@ -143,12 +148,35 @@ async function answer(m: ListedMessage): Promise<void> {
   }
 }
 
-/** Polls the messages: answers new unknown outcomes; returns the list it saw. */
+/** A person approves an effect's question (its arguments, shown with their digest) after a moment, through the real CLI. */
+async function approve(m: ListedMessage): Promise<void> {
+  answering.add(m.id);
+  try {
+    await sleep(between(200, 1000));
+    const at = Date.now();
+    try {
+      await run(process.execPath, [cli, "approve", agent, String(m.id)], {
+        env: { ...process.env, BATON_URL: dev!.url, BATON_TOKEN: TOKEN, XDG_CONFIG_HOME: join(workDir, "person-config") },
+        timeout: 20_000,
+      });
+      approvals.push({ id: m.id, at });
+      if (opts.verbose) console.log(`steps: ${elapsed()} approved ${m.question?.approve?.effect} of message ${m.id} (attempt ${m.attempts})`);
+    } catch (e) {
+      counts.answerFailures += 1;
+      console.error(`steps: baton approve ${agent} ${m.id} failed: ${(e as { stderr?: string }).stderr?.trim() ?? (e as Error).message}`);
+    }
+  } finally {
+    answering.delete(m.id);
+  }
+}
+
+/** Polls the messages: answers new unknown outcomes and approval questions; returns the list it saw. */
 async function look(inFlight: Set<Promise<void>>): Promise<ListedMessage[]> {
   const messages = await allMessages();
   for (const m of messages) {
-    if (m.status !== "parked" || m.waiting_on === null || answering.has(m.id)) continue;
-    const p = answer(m);
+    if (m.status !== "parked" || answering.has(m.id)) continue;
+    if (m.waiting_on === null && !m.question?.approve) continue;
+    const p = m.waiting_on === null ? approve(m) : answer(m);
     inFlight.add(p);
     void p.finally(() => inFlight.delete(p));
   }
@@ -192,18 +220,18 @@ async function finalMessages(ids: readonly number[]): Promise<FinalMessage[]> {
       const record = s.status === "done" ? await json<{ value: unknown; blob: unknown }>(`/agents/${agent}/messages/${id}/steps/${s.name}`) : null;
       steps.push({ name: s.name, kind: s.kind, status: s.status, attempt: s.attempt, at: s.at, on_unknown: s.on_unknown, ...(record ? { value: record.value } : {}) });
     }
-    out.push({ id: m.id, status: m.status, attempts: m.attempts, reply: m.reply, waiting_on: m.waiting_on, steps });
+    out.push({ id: m.id, status: m.status, attempts: m.attempts, reply: m.reply, waiting_on: m.waiting_on, steps, permits: m.permits ?? [] });
   }
   return out;
 }
 
 function tallyTable(t: StepsTally): string {
   return markdownTable(
-    ["messages", "acknowledged", "parked on a person", "attempts", "re-attempted", "kills (busy)", "steps run", "run again before recorded", "steps replayed", "effects run", "effects replayed", "unknown → asked (done / redo)", "reruns, same key (retry / redo)"],
+    ["messages", "acknowledged", "parked on a person", "attempts", "re-attempted", "kills (busy)", "steps run", "run again before recorded", "steps replayed", "effects run", "effects replayed", "unknown → asked (done / redo)", "reruns, same key (retry / redo)", "approvals (approved runs)"],
     [[
       String(t.sent), String(t.acknowledged), String(t.waiting), String(t.attempts), String(t.reattempted), `${counts.kills} (${counts.killedBusy})`,
       String(t.stepsRun), String(t.stepsInterrupted), String(t.stepsReplayed), String(t.effectsRun), String(t.effectsReplayed),
-      `${t.askedDone + t.askedRedo} (${t.askedDone} / ${t.askedRedo})`, `${t.retriedReruns} / ${t.redoReruns}`,
+      `${t.askedDone + t.askedRedo} (${t.askedDone} / ${t.askedRedo})`, `${t.retriedReruns} / ${t.redoReruns}`, `${t.approvals} (${t.approvedRuns})`,
     ]],
   );
 }
@@ -268,7 +296,7 @@ async function main(): Promise<number> {
   const messages = await finalMessages(sentIds);
   const ledger = parseLedger(readLines(ledgerPath));
   const trace = parseTrace(readLines(tracePath));
-  const { tally, invariants } = checkSteps({ agent, accountTag: await accountTag("dev"), sentIds, messages, ledger, trace, answers });
+  const { tally, invariants } = checkSteps({ agent, accountTag: await accountTag("dev"), sentIds, messages, ledger, trace, answers, approvals });
   const ok = invariants.every((i) => i.ok) && tally.sent > 0;
 
   const took = Math.round((Date.now() - startedAt) / 1000);

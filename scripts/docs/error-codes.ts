@@ -33,6 +33,7 @@ const MEANING: Record<ErrorCode, string> = {
   outcome_unknown: "the message waits on an effect whose outcome is unknown: `resume --done` or `--redo` (HTTP 409)",
   effect_in_progress: "a second intent of one effect in the same attempt, or a question asked inside an effect (HTTP 409)",
   question_open: "a reply or plain resume while the run's question is unanswered (HTTP 409)",
+  approval_required: "an effect's intent that needs approval found no unspent permit for its effect and arguments (none, other arguments, or spent): the coordinator stored the approval question for the attempt, which parks (HTTP 409)",
   cancelled: "a write of a run whose message was cancelled",
   message_finished: "a cancel of a message that ended first (HTTP 409)",
   busy: "a post refused by the `reject` on-busy policy while its group is busy; names the `holder` (HTTP 409)",

@@ -3,7 +3,7 @@
 // message with the tool's name and arguments as the question; approved, the run resumes from the
 // stored RunState, on another machine after the first one died, the tool runs once and the model
 // is not asked again for what it already said; denied, the tool never runs and the model is told.
-import { Agent, tool, Usage, type Model, type ModelRequest, type ModelResponse } from "@openai/agents";
+import { Agent, RunState, tool, Usage, type Model, type ModelRequest, type ModelResponse } from "@openai/agents";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -100,6 +100,55 @@ describe("approvals for the OpenAI Agents SDK", () => {
     await answer(agent, id, "deny", { url: fx.dev.url, token: DEV_TOKEN }, { text: "freeze week" });
     const done = await waitForMessage(fx.dev.url, agent, id, (v) => v.status === "acknowledged");
     expect(done.reply).toMatch(/^result: .*denied this call: freeze week/);
+    expect(deployed).toEqual([]);
+  });
+
+  it("an approval cannot be moved to other arguments: a RunState altered to deploy v3 after v2 was approved asks again, and the tool never runs for v3 on v2's approval", async () => {
+    const agent = uniqueAgent("oai");
+    const deployed: string[] = [];
+    const model = new ScriptedModel();
+    const altered = (checkpoint: unknown) => {
+      const s = checkpoint as { openaiRunState?: string } | null;
+      return s?.openaiRunState ? { openaiRunState: s.openaiRunState.replaceAll('\\"v2\\"', '\\"v3\\"') } : checkpoint;
+    };
+    handles.push(serve(agent, async (m, ctx) => {
+      // From the second attempt on, the stored RunState is altered as a client holding it could alter it.
+      const held = m.attempt === 1 ? ctx : { ...ctx, messageCheckpoint: altered(ctx.messageCheckpoint) };
+      return (await runWithApprovals(deployAgent(model, deployed), m.text, held)).finalOutput as string;
+    }, { url: fx.dev.url, token: DEV_TOKEN, machine: "a" }));
+    const id = await postMessage(fx.dev.url, agent, "ship api v2");
+    const first = await getJson<{ question: { approve: { args: string } } }>(`${fx.dev.url}/agents/${agent}/messages/${(await parkedWithQuestion(agent, id)).id}`);
+    expect(first.question.approve.args).toBe('{"arguments":{"service":"api","version":"v2"},"tool":"deploy"}');
+    await answer(agent, id, "approve", { url: fx.dev.url, token: DEV_TOKEN });
+    const again = await waitForMessage(fx.dev.url, agent, id, (v) => v.status === "parked" && v.attempts === 2);
+    expect((again as unknown as { question: { approve: { args: string } } }).question.approve.args).toBe('{"arguments":{"service":"api","version":"v3"},"tool":"deploy"}');
+    expect(deployed).toEqual([]);
+    await answer(agent, id, "approve", { url: fx.dev.url, token: DEV_TOKEN });
+    const done = await waitForMessage(fx.dev.url, agent, id, (v) => v.status === "acknowledged");
+    expect(done.reply).toBe("result: deployed api@v3");
+    expect(deployed).toEqual(["api@v3"]);
+  });
+
+  it("an approval the SDK keeps in a RunState cannot be moved either: a state that carries its own approval of the call, altered to v3, asks a person about v3 and deploys nothing", async () => {
+    const agent = uniqueAgent("oai");
+    const deployed: string[] = [];
+    const model = new ScriptedModel();
+    const forged = async (checkpoint: unknown) => {
+      const s = checkpoint as { openaiRunState?: string } | null;
+      if (!s?.openaiRunState) return checkpoint;
+      const state = await RunState.fromString(deployAgent(model, deployed), s.openaiRunState);
+      for (const item of state.getInterruptions()) state.approve(item);
+      return { openaiRunState: state.toString().replaceAll('\\"v2\\"', '\\"v3\\"') };
+    };
+    handles.push(serve(agent, async (m, ctx) => {
+      const held = m.attempt === 1 ? ctx : { ...ctx, messageCheckpoint: await forged(ctx.messageCheckpoint) };
+      return (await runWithApprovals(deployAgent(model, deployed), m.text, held)).finalOutput as string;
+    }, { url: fx.dev.url, token: DEV_TOKEN, machine: "a" }));
+    const id = await postMessage(fx.dev.url, agent, "ship api v2");
+    await parkedWithQuestion(agent, id);
+    await answer(agent, id, "approve", { url: fx.dev.url, token: DEV_TOKEN });
+    const after = await waitForMessage(fx.dev.url, agent, id, (v) => v.status === "parked" && v.attempts === 2);
+    expect((after as unknown as { question: { approve: { args: string } } }).question.approve.args).toBe('{"arguments":{"service":"api","version":"v3"},"tool":"deploy"}');
     expect(deployed).toEqual([]);
   });
 

@@ -4,7 +4,7 @@
 // rejected; the client library's ctx.ask parks and, once approved, returns the
 // answer to the handler run again from the top; a deadline with approve resumes by itself.
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -245,6 +245,56 @@ describe("a person in the loop through the client library", () => {
     expect(parked).toMatchObject({ waiting_on: "charge", question: null, attempts: 1 });
     expect(errorOf(parked)).toMatch(/ask inside effect "charge": a question asked inside an effect could never be answered/);
     await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
+
+  it("$500 approved, the code then charges $5,000: the coordinator refuses and asks again with the new arguments; the card is charged once, for what the person approved last", async () => {
+    const agent = uniqueAgent("libpermit");
+    const charged: number[] = [];
+    const handler: MessageHandler = async (m, ctx) => {
+      const amount = m.attempt === 1 ? 500 : 5000;
+      const receipt = await ctx.effect("charge", ({ key }) => (charged.push(amount), { amount, key }), {
+        approve: { question: `Charge $${amount} to card 4242?`, args: { card: "4242", amount } },
+      });
+      return `charged ${receipt.amount}`;
+    };
+    handles.push(serve(agent, handler, { url: fx.dev.url, token: DEV_TOKEN, machine: "a" }));
+    const id = await postMessage(fx.dev.url, agent, "pay the invoice");
+    const questionOf = (v: object) => (v as { question: { text: string; approve: { args: string; digest: string } } }).question;
+    const first = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked", 20_000);
+    expect(questionOf(first)).toMatchObject({ text: "Charge $500 to card 4242?", approve: { args: '{"amount":500,"card":"4242"}' } });
+    const shown = runBaton(["show", agent, String(id)], { BATON_URL: fx.dev.url });
+    expect(shown.stdout).toContain(`approves    effect charge with {"amount":500,"card":"4242"} (sha256 ${questionOf(first).approve.digest}), once`);
+    expect(runBaton(["approve", agent, String(id)], { BATON_URL: fx.dev.url }).code).toBe(0);
+    const again = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked" && m.attempts === 2, 20_000);
+    expect(questionOf(again)).toMatchObject({ text: "Charge $5000 to card 4242?", approve: { args: '{"amount":5000,"card":"4242"}' } });
+    expect(charged).toEqual([]);
+    expect(runBaton(["approve", agent, String(id)], { BATON_URL: fx.dev.url }).code).toBe(0);
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done.reply).toBe("charged 5000");
+    expect(charged).toEqual([5000]);
+    await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
+
+  it("baton effect --approve parks with the question (exit 75); approved, COMMAND runs once; changed --args ask again", async () => {
+    const agent = uniqueAgent("cliapprove");
+    const { dir, command, env } = shellAgent([
+      `amount=$(cat "$WORK/amount" 2>/dev/null || echo 500)`,
+      `baton effect charge --approve "Charge \\$$amount?" --args "{\\"amount\\":$amount}" -- sh -c "echo charged-$amount >> $WORK/charges; echo ok-$amount"`,
+    ].join("\n"));
+    const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
+    fx.started.push(a);
+    await a.waitFor(/holder/);
+    const id = await postMessage(fx.dev.url, agent, "pay");
+    const parked = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked", 20_000);
+    expect((parked as unknown as { question: { text: string; approve: { args: string } } }).question).toMatchObject({ text: "Charge $500?", approve: { args: '{"amount":500}' } });
+    writeFileSync(join(dir, "amount"), "700\n");
+    expect(runBaton(["approve", agent, String(id)], { BATON_URL: fx.dev.url }).code).toBe(0);
+    const asked = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked" && m.attempts === 2, 20_000);
+    expect((asked as unknown as { question: { approve: { args: string } } }).question.approve.args).toBe('{"amount":700}');
+    expect(runBaton(["approve", agent, String(id)], { BATON_URL: fx.dev.url }).code).toBe(0);
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
+    expect(done.reply?.trim()).toBe("ok-700");
+    expect(readFileSync(join(dir, "charges"), "utf8")).toBe("charged-700\n");
   });
 
   it("a question whose deadline approves resumes by itself, recorded as answered by the deadline", async () => {

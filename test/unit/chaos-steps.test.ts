@@ -24,23 +24,38 @@ function history(id: number, crashAfter: number): { message: FinalMessage; ledge
   });
   if (crashAfter < PLAN.length) for (const p of PLAN.slice(0, crashAfter)) trace.push({ id, name: p.name, attempt: 2, ms: ms++ });
   const reply = steps.map((s) => s.value).join(" ");
-  return { message: { id, status: "acknowledged", attempts: crashAfter < PLAN.length ? 2 : 1, reply: `${reply}\n`, waiting_on: null, steps }, ledger, trace };
+  const permits = PLAN.filter((p) => p.approve).map((p) => ({ effect: p.name, spent_token: 2 }));
+  return { message: { id, status: "acknowledged", attempts: crashAfter < PLAN.length ? 2 : 1, reply: `${reply}\n`, waiting_on: null, steps, permits }, ledger, trace };
 }
 
 function input(parts: ReturnType<typeof history>[], answers: Answer[] = []): StepsInput {
   return {
     agent: AGENT, accountTag: TAG, sentIds: parts.map((p) => p.message.id), messages: parts.map((p) => p.message),
     ledger: parts.flatMap((p) => p.ledger), trace: parts.flatMap((p) => p.trace), answers,
+    approvals: parts.map((p) => ({ id: p.message.id, at: 0 })),
   };
 }
 
 const failed = (i: StepsInput) => checkSteps(i).invariants.filter((v) => !v.ok).map((v) => v.name);
 
 describe("steps chaos checker", () => {
+  it("reports an effect that needs approval run more often than it was approved, run before any approval, or acknowledged with its permit unspent", () => {
+    const ok = history(1, PLAN.length);
+    expect(failed(input([ok]))).toEqual([]);
+    const twice = history(2, PLAN.length);
+    const pay = twice.ledger.find((l) => l.name === "pay")!;
+    twice.ledger.push({ ...pay, attempt: 2, ms: pay.ms + 1 });
+    expect(failed({ ...input([twice]) })).toContain(STEPS_INVARIANTS.approvalsSpent);
+    expect(failed({ ...input([history(3, PLAN.length)]), approvals: [{ id: 3, at: 10_000_000 }] })).toEqual([STEPS_INVARIANTS.approvalsSpent]);
+    const unspent = history(4, PLAN.length);
+    unspent.message.permits = [{ effect: "pay", spent_token: null }];
+    expect(failed(input([unspent]))).toEqual([STEPS_INVARIANTS.approvalsSpent]);
+  });
+
   it("passes a run where a successor replayed what its killed predecessor recorded", () => {
-    const { tally, invariants } = checkSteps(input([history(1, 7), history(2, 3)]));
+    const { tally, invariants } = checkSteps(input([history(1, PLAN.length), history(2, 3)]));
     expect(invariants.every((v) => v.ok)).toBe(true);
-    expect(tally).toMatchObject({ sent: 2, acknowledged: 2, attempts: 3, reattempted: 1, stepsRun: 10, stepsReplayed: 2, effectsRun: 4, effectsReplayed: 1 });
+    expect(tally).toMatchObject({ sent: 2, acknowledged: 2, attempts: 3, reattempted: 1, stepsRun: 10, stepsReplayed: 2, effectsRun: 6, effectsReplayed: 1 });
   });
 
   it("reports a recorded step whose command ran again", () => {

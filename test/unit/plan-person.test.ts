@@ -41,6 +41,25 @@ describe("personAnswer", () => {
   }
 });
 
+describe("personAnswer of an effect's approval question", () => {
+  const approve = { effect: "charge", args: '{"amount":500}', digest: "d".repeat(64) };
+  const asked = target({ question: { text: "Charge $500?", choices: ["approve", "deny"], step: "ask:approve:charge", approve, token: 2 } });
+  it("approve grants a permit bound to the effect, digest and asking token, and keeps nothing in the journal", () => {
+    const v = personAnswer(asked, 5, { choice: "approve", text: null }, BY, BUDGET, NOW);
+    expect(v.ok && [v.change.lease?.status, v.change.journal, v.change.permit]).toEqual(["queued", undefined, {
+      grant: { effect: "charge", digest: approve.digest, args: approve.args, askedToken: 2, grantedAt: NOW, by: BY, spentToken: null, spentAt: null },
+    }]);
+  });
+  it("another choice grants none and is kept in the journal under the question's step", () => {
+    const v = personAnswer(asked, 5, { choice: "deny", text: null }, BY, BUDGET, NOW);
+    expect(v.ok && [v.change.permit, v.change.journal?.record.name]).toEqual([undefined, "ask:approve:charge"]);
+  });
+  it("reject grants none", () => {
+    const v = personAnswer(asked, 5, { choice: "reject", text: null }, BY, BUDGET, NOW);
+    expect(v.ok && [v.change.lease?.status, v.change.permit]).toEqual(["rejected", undefined]);
+  });
+});
+
 describe("personResume", () => {
   it("queues a parked message with the person's input", () => {
     const v = personResume(target(), 5, "more", null, BY, BUDGET, NOW);

@@ -9,6 +9,7 @@ import { MessageStore } from "../../worker/objects/message-store.ts";
 import { leaseOf, messageRow } from "../../worker/objects/message-row.ts";
 import { newLease, type PostInsert } from "../../worker/rules/plan/post.ts";
 import { StepStore, stepRow } from "../../worker/objects/step-store.ts";
+import { permitRow } from "../../worker/objects/permit-store.ts";
 import { migrate, schemaVersion } from "../../worker/objects/migrations.ts";
 import { WebhookConfigStore } from "../../worker/objects/webhook-config.ts";
 import { DirectoryReporter } from "../../worker/objects/directory-reporter.ts";
@@ -38,11 +39,11 @@ function unversioned(sql: SqlStorage, ...tables: string[]): void {
 }
 
 describe("the message row", () => {
-  it("a fresh object's messages and message_steps tables have exactly the row schemas' columns, at versions 3 and 2", async () => {
+  it("a fresh object's messages, message_steps and message_permits tables have exactly the row schemas' columns, at versions 4 and 2", async () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const { sql } = state.storage;
-      for (const { table, schema } of [shapes(sql, messageRow), shapes(sql, stepRow)]) expect(table).toEqual(schema);
-      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([3, 2]);
+      for (const { table, schema } of [shapes(sql, messageRow), shapes(sql, stepRow), shapes(sql, permitRow)]) expect(table).toEqual(schema);
+      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([4, 2]);
     });
   });
 
@@ -75,20 +76,22 @@ describe("the message row", () => {
         ["waiting", "queued", 0, 0, 0, null], ["handed out", "queued", 0, 0, 0, null], ["done", "acknowledged", 0, 0, 0, "ok"],
       ]);
       expect(store.openLeases(10).map((l) => l.id)).toEqual([1, 2]);
-      expect(schemaVersion(sql, "messages")).toBe(3);
+      expect(schemaVersion(sql, "messages")).toBe(4);
       expect(sql.exec(`SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'messages_group_status'`).toArray()).toHaveLength(1);
     });
   });
 
-  it("a messages table at version 1 (before held_since) gains the column (and then the group index) at version 3 and keeps its messages", async () => {
+  it("a messages table at version 1 (before held_since) gains the column (then the group index and the permits table) at version 4 and keeps its messages", async () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const { sql } = state.storage;
       new MessageStore(sql);
       sql.exec(`ALTER TABLE messages DROP COLUMN held_since`);
       sql.exec(`UPDATE schema_versions SET version = 1 WHERE store = 'messages'`);
       sql.exec(`INSERT INTO messages (text, created_at, retry_at) VALUES ('held', 5, 300)`);
+      sql.exec(`DROP TABLE message_permits`);
       const store = new MessageStore(sql);
-      expect(schemaVersion(sql, "messages")).toBe(3);
+      expect(schemaVersion(sql, "messages")).toBe(4);
+      expect(shapes(sql, permitRow).table).toEqual(shapes(sql, permitRow).schema);
       const { table, schema } = shapes(sql, messageRow);
       expect(table).toEqual(schema);
       expect(store.range(0, store.lastId()).map((m) => [m.text, m.retry_at, m.held_since])).toEqual([["held", 300, null]]);

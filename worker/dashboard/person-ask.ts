@@ -79,6 +79,14 @@ export function deadlineLine(p: ParkedItem, view: MessageView | null): HTMLEleme
     " (", el("span", { class: "until", "data-until": Math.round(deadline) }), "), ", then, ".");
 }
 
+/** For an effect's approval: what approving permits, once (the effect, its arguments as canonical JSON and their SHA-256). */
+function approvedAction(view: MessageView | null): HTMLElement | null {
+  const a = view?.question?.approve;
+  if (!a) return null;
+  return el("span", { class: "approves", "data-role": "approves" },
+    " Approving runs ", el("code", {}, a.effect), " once, with ", el("code", {}, a.args), ` (sha256 ${a.digest}).`);
+}
+
 /** What a person is asked, in words. */
 export function questionLine(kind: AskKind, p: ParkedItem, view: MessageView | null): HTMLElement {
   if (kind === "unknown") {
@@ -86,7 +94,7 @@ export function questionLine(kind: AskKind, p: ParkedItem, view: MessageView | n
       el("strong", {}, "Did ", el("code", {}, unknownStep(p, view)), " happen?"),
       " It was begun and nothing recorded its outcome. Done: it happened (the text is recorded as its outcome). Redo: the next attempt runs it again.");
   }
-  if (kind === "question") return el("p", { class: "question", "data-role": "question" }, el("strong", {}, p.question ?? ""));
+  if (kind === "question") return el("p", { class: "question", "data-role": "question" }, el("strong", {}, p.question ?? ""), approvedAction(view));
   return el("p", { class: "question", "data-role": "question" }, el("strong", {}, "Approval"), ": approve to run it on, or reject to end it.");
 }
 

@@ -38,6 +38,10 @@ export function saveChange(stores: MessageStores, c: MessageChange, now: number,
   if (c.supersededBy !== undefined) messages.saveSupersededBy(c.id, c.supersededBy);
   if (c.checkpoint) saveCheckpoint(stores, c.id, c.checkpoint.kept, c.checkpoint.token, now);
   if (c.question !== undefined) messages.ask(c.id, c.question);
+  if (c.permit) {
+    if ("grant" in c.permit) messages.permits.grant(c.id, c.permit.grant);
+    else messages.permits.spend(c.id, c.permit.spend.effect, c.permit.spend.token, c.permit.spend.at);
+  }
   if (c.closeQuestion) messages.ask(c.id, null);
   if (c.resume) {
     messages.setResumeInput(c.id, c.resume.input);

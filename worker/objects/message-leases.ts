@@ -6,6 +6,7 @@
 import { checkMessageWrite, extendRun } from "../rules/message-lease.ts";
 import type { MessageChange, TargetMessage } from "../rules/agent-plan.ts";
 import { decideWrite, keptQuestion, type RunnerWrite, type WriteTarget } from "../rules/plan/write.ts";
+import { approvalAsk, decidePermit } from "../rules/permits.ts";
 import {
   decideStepWrite, idempotencyKey, legacyIdempotencyKey, openEffectOf, pendingAsk, questionStepRefusal, runWriteRefusal,
   type BlobRef, type StepRecord, type StepWrite,
@@ -107,10 +108,12 @@ export class MessageLeases {
       ? this.recordStep(frame.id, frame.token, writer, {
           name: frame.name, kind: frame.kind, phase: frame.phase, onUnknown: frame.on_unknown ?? null,
           value: frame.value === undefined ? null : JSON.stringify(frame.value), blob: frame.blob === undefined ? null : { id: frame.blob, bytes: 0 },
+          approve: frame.approve === undefined ? null : approvalAsk(frame.approve),
         }, now)
       : this.heartbeat(frame.id, frame.token, writer, frame.details, now);
     if (!answer.answer.ok) {
-      return { reply: errorFrame(answer.answer.code, answer.answer.message, frame.req), change: null, refused: refusedAtToken(answer.answer.code), expired: answer.answer.expired };
+      // A refusal may still store something: the question an intent that needs approval asks.
+      return { reply: errorFrame(answer.answer.code, answer.answer.message, frame.req), change: answer.change, refused: refusedAtToken(answer.answer.code), expired: answer.answer.expired };
     }
     const { ok: _ok, ...result } = answer.answer;
     return { reply: { type: "result", op: frame.type, req: frame.req, ...result } as ServerFrame, change: answer.change, refused: null, expired: false };
@@ -157,8 +160,13 @@ export class MessageLeases {
     if (decision.action === "refuse") {
       return { answer: { ok: false, status: REFUSAL_STATUS[decision.code] ?? 400, code: decision.code, message: decision.message, expired: false }, change: null };
     }
+    // An intent that needs approval is recorded only on a permit it spends (rules/permits.ts); else the coordinator asks.
+    const permit = decision.action === "record" && write.approve ? decidePermit(this.messages.permits.get(id, write.name), write.name, write.approve, token, now) : null;
+    if (permit?.action === "ask") {
+      return { answer: { ok: false, status: 409, code: "approval_required", message: permit.message, expired: false }, change: { id, before: stored.status, lease: null, question: permit.question } };
+    }
     const record = decision.record;
-    const change: MessageChange = { id, before: stored.status, lease: null };
+    const change: MessageChange = { id, before: stored.status, lease: null, ...(permit ? { permit: { spend: permit } } : {}) };
     if (decision.action === "record") {
       change.journal = { record, existing };
       if (record.blob) change.commitBlob = record.blob.id;
@@ -264,7 +272,7 @@ export class MessageLeases {
       if (record) entries.set(record.name, record);
     }
     return {
-      lease: leaseOf(stored), question: asked && { text: asked.text, choices: asked.choices, step: asked.step }, error: stored.error,
+      lease: leaseOf(stored), question: asked && { text: asked.text, choices: asked.choices, step: asked.step, approve: asked.approve ?? null, token: asked.token }, error: stored.error,
       entries, openIntents: stored.pending_ask === null ? [] : this.steps.openIntents(id), usage: this.steps.usage(id),
     };
   }

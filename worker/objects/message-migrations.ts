@@ -1,5 +1,5 @@
 // The numbered migrations of MessageStore's tables (messages, message_writes, post_keys,
-// checkpoint, message_answers); migrations.ts runs the ones an object has not had yet. A new column
+// checkpoint, message_answers, message_permits); migrations.ts runs the ones an object has not had yet. A new column
 // or table is a new migration at the end of the list, and a column of the messages table is also
 // added to its row (message-row.ts): a workerd test checks that the two agree.
 import { addMissingColumns, type Migration } from "./migrations.ts";
@@ -79,4 +79,12 @@ const groupStatusIndex: Migration = (sql) => {
   sql.exec(`CREATE INDEX IF NOT EXISTS messages_group_status ON messages (msg_group, status, id)`);
 };
 
-export const MESSAGE_MIGRATIONS: readonly Migration[] = [catchUpUnversioned, heldSince, groupStatusIndex];
+/** 4: approvals kept as one-use permits, one per message and effect (permit-store.ts, rules/permits.ts). */
+const permits: Migration = (sql) => {
+  sql.exec(`CREATE TABLE IF NOT EXISTS message_permits (
+    message_id INTEGER NOT NULL, effect TEXT NOT NULL, digest TEXT NOT NULL, args TEXT NOT NULL, asked_token INTEGER NOT NULL,
+    granted_at INTEGER NOT NULL, account TEXT NOT NULL, token_name TEXT NOT NULL, via TEXT NOT NULL, spent_token INTEGER, spent_at INTEGER,
+    PRIMARY KEY (message_id, effect)) WITHOUT ROWID`);
+};
+
+export const MESSAGE_MIGRATIONS: readonly Migration[] = [catchUpUnversioned, heldSince, groupStatusIndex, permits];

@@ -174,7 +174,10 @@ export function messageView(m: StoredMessage, steps: StepSummary[], answers: Ans
 function questionView(m: StoredMessage): MessageView["question"] {
   if (m.status !== "parked" || m.pending_ask !== null) return null;
   const asked = questionOf(m);
-  return { text: asked?.text ?? null, choices: asked?.choices ?? [], deadline: m.expires_at, on_deadline: m.on_deadline ?? "fail", asked_at: asked?.asked_at ?? null };
+  return {
+    text: asked?.text ?? null, choices: asked?.choices ?? [], deadline: m.expires_at, on_deadline: m.on_deadline ?? "fail", asked_at: asked?.asked_at ?? null,
+    ...(asked?.approve ? { approve: asked.approve } : {}),
+  };
 }
 
 /** Who cancelled, and the effects left with an unknown outcome (an intent without an outcome: nobody knows whether they happened). */

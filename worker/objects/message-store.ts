@@ -5,6 +5,7 @@ import { watchWrites } from "./kv-table.ts";
 import type { MessageLease, MessageStatus } from "../rules/message-lease.ts";
 import type { BlobRef } from "../rules/step-journal.ts";
 import { migrate } from "./migrations.ts";
+import { PermitTable } from "./permit-store.ts";
 import { DISPATCH_WINDOW, type PostInsert } from "../rules/plan/post.ts";
 import type { BusyRead } from "../rules/on-busy.ts";
 import { MESSAGE_MIGRATIONS } from "./message-migrations.ts";
@@ -53,9 +54,13 @@ export class MessageStore {
    */
   private open: { leases: MessageLease[]; parkDeadline: number | null } | null = null;
 
+  /** Approvals of effects as one-use permits (permit-store.ts); their table is one of this store's migrations. */
+  readonly permits: PermitTable;
+
   constructor(sql: SqlStorage) {
     this.sql = watchWrites(sql, () => (this.open = null));
     migrate(sql, "messages", MESSAGE_MIGRATIONS);
+    this.permits = new PermitTable(sql);
   }
 
   /** Writes the given columns of message `id` in one UPDATE, each checked against the row's schema. */
@@ -339,6 +344,7 @@ export class MessageStore {
       this.sql.exec(`DELETE FROM message_answers WHERE message_id IN (SELECT id FROM messages WHERE id <= ? AND status IN ${FINISHED})`, horizon);
       gone = this.sql.exec<{ id: number }>(`DELETE FROM messages WHERE id <= ? AND status IN ${FINISHED} RETURNING id`, horizon).toArray().map((r) => r.id);
     }
+    this.permits.drop(gone);
     this.sql.exec(`DELETE FROM post_keys WHERE at < ?`, now - retention.postKeyMs);
     return gone;
   }

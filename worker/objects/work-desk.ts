@@ -145,9 +145,12 @@ export class WorkDesk {
     if (m.id > socket.state.cursor) socket.state.cursor = m.id;
   }
 
-  /** One message as HTTP shows it, with its steps (without their values). */
+  /** One message as HTTP shows it, with its steps (without their values) and the permits its approvals became. */
   view(m: StoredMessage): MessageView {
-    return messageView(m, this.steps.summaries(m.id), this.messages.answersFor([m.id]).get(m.id) ?? []);
+    const permits = this.messages.permits.of(m.id).map((p) => ({
+      effect: p.effect, digest: p.digest, args: p.args, asked_token: p.askedToken, granted_at: p.grantedAt, by: p.by, spent_token: p.spentToken, spent_at: p.spentAt,
+    }));
+    return { ...messageView(m, this.steps.summaries(m.id), this.messages.answersFor([m.id]).get(m.id) ?? []), ...(permits.length > 0 ? { permits } : {}) };
   }
 
   /**

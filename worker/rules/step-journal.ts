@@ -10,6 +10,7 @@
 
 import type { ResumeOutcome } from "../wire/enums.ts";
 import type { OnUnknown } from "../wire/step-keys.ts";
+import type { ApprovalAsk } from "./permits.ts";
 
 export { accountTag, idempotencyKey, legacyIdempotencyKey, unknownOutcomeReason, type OnUnknown } from "../wire/step-keys.ts";
 
@@ -45,6 +46,8 @@ export interface StepWrite {
   /** A staged blob the write commits as its result, instead of an inline value (checked by the caller). */
   blob?: BlobRef | null;
   onUnknown: OnUnknown | null;
+  /** An effect's intent that needs a person's approval (./permits.ts decides it after this journal's rules). */
+  approve?: ApprovalAsk | null;
 }
 
 export interface JournalBudget {

@@ -28,6 +28,7 @@ export const ERROR_CODES = [
   "outcome_unknown",
   "effect_in_progress",
   "question_open",
+  "approval_required",
   "cancelled",
   "message_finished",
   "busy",

@@ -16,6 +16,9 @@ export const answerRecordSchema = z.object({
   at: z.number(), choice: z.string(), text: z.nullable(z.string()), question: z.nullable(z.string()), account: z.string(), token: z.string(), via: z.string(),
 });
 
+/** What approving a question asked for an effect permits: the effect, its arguments as canonical JSON, their SHA-256 (wire/approvals.ts). */
+export const approvalAskedSchema = z.object({ effect: z.string(), args: z.string(), digest: z.string() });
+
 export const messageViewSchema = z.object({
   id: z.int().check(z.gte(1)),
   text: z.string(),
@@ -56,7 +59,17 @@ export const messageViewSchema = z.object({
   question: z.nullable(z.object({
     text: z.nullable(z.string()), choices: z.array(z.string()), deadline: z.nullable(z.number()), on_deadline: z.enum(ON_DEADLINE),
     asked_at: z.nullable(z.number()),
+    /** Asked for an effect that needs approval: the effect, its arguments as canonical JSON, and their SHA-256 (what approving permits, once). Absent from older coordinators. */
+    approve: z.optional(z.nullable(approvalAskedSchema)),
   })),
+  /**
+   * Approvals of its effects, one per effect (the latest): what was approved (digest), by whom, and
+   * the token of the attempt that spent it (null: not spent). Only on one message's view (GET …/messages/{id}).
+   */
+  permits: z.optional(z.array(z.object({
+    effect: z.string(), digest: z.string(), args: z.string(), asked_token: count, granted_at: z.number(),
+    by: z.object({ account: z.string(), token: z.string(), via: z.string() }), spent_token: z.nullable(count), spent_at: z.nullable(z.number()),
+  }))),
   /** Who answered it, when, from where and with what (the newest 20). */
   answers: z.array(answerRecordSchema),
   /** The choice of the answer that queued it again (approve, or one the question offered). */

@@ -4,6 +4,7 @@ import * as z from "zod/mini";
 import type { ErrorCode } from "./error-codes.ts";
 import type { ServerFrame } from "./server-frames.ts";
 import { EFFECT_KEY_CHARS } from "./step-keys.ts";
+import { canonicalJson } from "./approvals.ts";
 import { batchRefusal, OUTPUT_LIMITS, outputFrameSchema } from "./output.ts";
 import { ON_BUSY, ON_DEADLINE, ON_UNKNOWN, POLICY_MODES, RESUME_OUTCOMES, STEP_PHASES } from "./enums.ts";
 
@@ -65,6 +66,8 @@ export const LIMITS = {
   choiceChars: 64,
   choices: 10,
   answerTextBytes: 16 * 1024,
+  /** An approved effect's arguments, as the canonical JSON a person is shown and its permit is bound to. */
+  approveArgsBytes: 8 * 1024,
   /**
    * Data stored under a session lease (/leases/{s}/data): a key's length, a value kept inline in
    * the lease's shard (larger ones, up to blobBytes, go to R2), one list page (entries, and bytes
@@ -167,6 +170,24 @@ export const questionSchema = z.strictObject({
 }));
 export type Question = z.infer<typeof questionSchema>;
 
+/**
+ * An effect that needs a person's approval (on its intent): the question, the arguments the
+ * person approves (JSON; shown as canonical JSON with its SHA-256, wire/approvals.ts), and the
+ * choices besides reject (absent: approve or reject; with choices, approve is one of them) and what
+ * the park's deadline does (never approve). The
+ * coordinator records the intent only on an unspent permit for these very arguments; otherwise it
+ * stores this question for the attempt and refuses with approval_required (rules/permits.ts).
+ */
+export const effectApprovalSchema = z.strictObject({
+  question: z.string().check(z.minLength(1), z.maxLength(LIMITS.questionChars), z.regex(QUESTION_TEXT)),
+  args: z.unknown().check(z.refine((a) => a !== undefined, { error: "approve.args is a JSON value" })),
+  choices: z.optional(z.array(choice).check(z.minLength(1), z.maxLength(LIMITS.choices),
+    z.refine((cs) => new Set(cs).size === cs.length && cs.includes("approve") && !cs.includes("reject"), { error: "choices are distinct and include approve; reject is always offered" }))),
+  /** What the park's deadline does: fail (default), reject or escalate. Never approve: a deadline grants no permit. */
+  on_deadline: z.optional(z.enum(["fail", "reject", "escalate"])),
+});
+export type EffectApproval = z.infer<typeof effectApprovalSchema>;
+
 export const clientFrameSchema = z.discriminatedUnion("type", [
   // PING_TEXT exactly is answered by the runtime without waking the object; a holder's ping carries
   // its fence, so the object itself answers it and timestamps the holder's proof of life.
@@ -217,7 +238,7 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
   // A step's result (phase done), or an effect's intent before it runs and its outcome after (rules/step-journal.ts).
   z.strictObject({
     type: z.literal("step"), id: messageId, token, name: stepName, kind: stepKind, phase: stepPhase, value: z.optional(z.unknown()), blob,
-    on_unknown: z.optional(onUnknown), req,
+    on_unknown: z.optional(onUnknown), approve: z.optional(effectApprovalSchema), req,
   }),
   // The run is alive: its deadline moves a heartbeat timeout on; `details` are kept as its progress.
   z.strictObject({ type: z.literal("heartbeat"), id: messageId, token, details: z.optional(z.unknown()), req }),
@@ -307,6 +328,8 @@ export function parseClientFrame(raw: string | ArrayBuffer): Parsed<ClientFrame>
   }
   const sized = oversizedValue(frame);
   if (sized) return { ok: false, code: "too_large", message: sized, req: reqId };
+  const unapprovable = frame.type === "step" && frame.approve !== undefined ? approvalRefusal(frame.kind, frame.phase, frame.approve) : null;
+  if (unapprovable) return { ok: false, code: unapprovable.code === "too_large" ? "too_large" : "bad_frame", message: unapprovable.message, req: reqId };
   return { ok: true, frame };
 }
 
@@ -349,6 +372,18 @@ function oversizedValue(frame: ClientFrame): string | null {
     return `heartbeat details are JSON of at most ${LIMITS.progressBytes} bytes`;
   }
   return null;
+}
+
+/** Why an approval on a journal write is refused (not an effect's intent, arguments not JSON or over their budget), or null. */
+export function approvalRefusal(kind: string, phase: string, approve: EffectApproval): { code: "bad_request" | "too_large"; message: string } | null {
+  if (kind !== "effect" || phase !== "intent") return { code: "bad_request", message: "approve goes with an effect's intent" };
+  let canonical: string;
+  try {
+    canonical = canonicalJson(approve.args);
+  } catch (err) {
+    return { code: "bad_request", message: (err as Error).message };
+  }
+  return byteLength(canonical) > LIMITS.approveArgsBytes ? { code: "too_large", message: `approve.args is canonical JSON of at most ${LIMITS.approveArgsBytes} bytes` } : null;
 }
 
 export function checkpointTooLarge(value: unknown): boolean {
@@ -448,6 +483,7 @@ export const cancelSchema = z.strictObject({ reason: z.optional(z.nullable(z.str
 /** PUT /agents/{agent}/messages/{id}/steps/{name}: the same write as a `step` frame. */
 export const stepWriteSchema = z.strictObject({
   ...runProof, kind: stepKind, phase: stepPhase, value: z.optional(z.unknown()), blob: z.optional(blobId), on_unknown: z.optional(onUnknown),
+  approve: z.optional(effectApprovalSchema),
 });
 
 /** POST /agents/{agent}/messages/{id}/heartbeat: the same as a `heartbeat` frame. */

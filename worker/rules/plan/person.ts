@@ -6,12 +6,13 @@ import { enter } from "../message-lifecycle.ts";
 import { answer, resume, retry, type Answer, type MessageLease } from "../message-lease.ts";
 import { decideStepWrite, pendingAsk, unknownOutcomeReason, type JournalUsage, type StepRecord, type UnknownOutcome } from "../step-journal.ts";
 import type { Canceller, MessageChange } from "./types.ts";
+import { permitGranted, type ApprovalAsked } from "../permits.ts";
 
 /** What a person's input about one message reads of it. */
 export interface TargetMessage {
   lease: MessageLease;
   /** The question it asks (of whichever attempt), or null. */
-  question: { text: string; choices: string[] | null; step: string | null } | null;
+  question: { text: string; choices: string[] | null; step: string | null; approve?: ApprovalAsked | null; token?: number } | null;
   /** Why its latest attempt failed (a retry keeps it with the answer). */
   error: string | null;
   /** Journal records an answer may write over, by name: its question's step and the effect it waits on. */
@@ -80,12 +81,14 @@ export function personAnswer(t: TargetMessage | null, id: number, reply: Answer,
   const asked = t.question;
   const result = answer(t.lease, reply, asked?.choices ?? null, now);
   if (!result.ok) return { ...result, status: statusOf(result.code) };
-  const journal = asked?.step && result.message.status === "queued" ? answerStep(t, asked.step, reply, by, budget, now) : null;
+  // An effect's approval is kept as its permit, not in the journal, so a changed action can be asked again.
+  const permit = result.message.status === "queued" && asked !== null ? permitGranted({ approve: asked.approve ?? null, token: asked.token ?? t.lease.token }, reply.choice, by, now) : null;
+  const journal = asked?.step && result.message.status === "queued" && permit === null ? answerStep(t, asked.step, reply, by, budget, now) : null;
   if (refused(journal)) return journal;
   return {
     ok: true,
     change: {
-      ...settled(t, result.message, reply, true), ...(journal ? { journal } : {}),
+      ...settled(t, result.message, reply, true), ...(journal ? { journal } : {}), ...(permit ? { permit: { grant: permit } } : {}),
       answer: { choice: reply.choice, text: reply.text, question: asked?.text ?? null, by },
       ...(result.message.forPerson ? { personReply: personReply(reply, by, now) } : {}),
     },

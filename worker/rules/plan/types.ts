@@ -9,6 +9,7 @@ import type { PersonRefusal, TargetMessage } from "./person.ts";
 import type { NewPost, PostPlan } from "./post.ts";
 import type { ControlPlan, ControlRoute } from "./controls.ts";
 import type { KeptQuestion } from "./write.ts";
+import type { Permit } from "../permits.ts";
 import type { OutputAppend } from "./output.ts";
 import type { AttemptEndReason } from "../../wire/output.ts";
 import type { ErrorCode } from "../../wire/error-codes.ts";
@@ -160,6 +161,8 @@ export interface MessageChange {
   checkpoint?: { kept: { value: unknown } | { blob: BlobRef }; token: number };
   /** The question it parks with (null: none). */
   question?: KeptQuestion | null;
+  /** A person approved an effect's question: its permit (replacing the effect's earlier one); or an intent spent the effect's permit (rules/permits.ts). */
+  permit?: { grant: Permit } | { spend: { effect: string; token: number; at: number } };
   /**
    * A run's upload over HTTP: uploads of attempts before token `dropBefore` that nothing committed
    * go, one is reserved, staged, or discarded (its run ended while it streamed).

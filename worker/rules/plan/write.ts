@@ -7,6 +7,7 @@ import { unknownOutcomeReason, type BlobRef } from "../step-journal.ts";
 import { errorFrame, type ClientFrame, type ErrorCode, type Question } from "../../wire/protocol.ts";
 import type { ServerFrame } from "../../wire/server-frames.ts";
 import type { MessageChange } from "./types.ts";
+import type { ApprovalAsked } from "../permits.ts";
 
 /** A question as a message keeps it: what a runner asked, and the journal step its answer replays as. */
 export interface KeptQuestion {
@@ -19,6 +20,8 @@ export interface KeptQuestion {
   /** The token of the attempt that asked. */
   token: number;
   asked_at: number;
+  /** Asked by the coordinator for an effect that needs approval: what approving it permits (../permits.ts). */
+  approve?: ApprovalAsked | null;
 }
 
 /** A question as the attempt of `token` asks it now. */
