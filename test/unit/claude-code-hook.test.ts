@@ -7,7 +7,8 @@ import { LIMITS } from "../../worker/wire/protocol.ts";
 import { PERMISSION_REQUEST, PRE_TOOL_USE } from "./claude-code-hook-inputs.ts";
 
 const BY = { account: "ana", token: "phone", via: "page" };
-const answered = (choice: string, text: string | null = null): PersonAnswer => ({ status: "answered", messageId: 7, choice, text, by: BY, at: 1 });
+type Answered = Extract<PersonAnswer, { choice: string }>;
+const answered = (choice: string, text: string | null = null, via = "page"): Answered => ({ status: "answered", messageId: 7, choice, text, by: { ...BY, via }, at: 1 });
 
 function input(raw: unknown): HookInput {
   const parsed = parseHookInput(JSON.stringify(raw));
@@ -74,11 +75,11 @@ describe("the JSON printed for Claude Code", () => {
   });
 
   it("PermissionRequest: allow is decision.behavior allow; deny carries who in decision.message", () => {
-    expect(hookOutput("PermissionRequest", verdictOf({ ...answered("approve"), by: { ...BY, via: "cli" } }, 60))).toEqual({
+    expect(hookOutput("PermissionRequest", verdictOf(answered("approve", null, "cli"), 60))).toEqual({
       systemMessage: "baton: approved by ana (token phone, with the CLI)", hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "allow" } },
     });
     const said = "baton: rejected by ana (token phone, via http): not on Fridays";
-    expect(hookOutput("PermissionRequest", verdictOf({ ...answered("reject", "not on Fridays"), by: { ...BY, via: "http" } }, 60))).toEqual({
+    expect(hookOutput("PermissionRequest", verdictOf(answered("reject", "not on Fridays", "http"), 60))).toEqual({
       systemMessage: said, hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "deny", message: said } },
     });
   });
