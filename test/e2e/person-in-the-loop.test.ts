@@ -323,7 +323,7 @@ describe("baton hook claude-code", () => {
     expect(runBaton(["approve", agent, String(preId)], { BATON_URL: fx.dev.url }).code).toBe(1);
   });
 
-  it("input it cannot read blocks (exit 2) without asking; a readable event with a bad field, or an unreachable coordinator, asks here", async () => {
+  it("input it cannot read blocks (exit 2) without asking; a readable event with a bad field, an unreachable coordinator or a refused token asks here", async () => {
     const agent = uniqueAgent("hook");
     const garbage = await startHook(fx.dev.url, "{\"hook_event_name\": ", ["--agent", agent]).done;
     expect(garbage).toMatchObject({ code: 2, stdout: "" });
@@ -336,6 +336,9 @@ describe("baton hook claude-code", () => {
     expect(away.code).toBe(0);
     expect(JSON.parse(away.stdout)).toEqual({ systemMessage: expect.stringMatching(/^baton: could not ask a person: cannot reach the coordinator at http:\/\/127\.0\.0\.1:9.*; asking here$/) });
     expect(away.stderr).toMatch(/Claude Code asks here/);
+    const refused = await startHook(fx.dev.url, freshCall(PRE_TOOL_USE, "token"), ["--agent", agent, "--token", "wrong-token"]).done;
+    expect(refused.code).toBe(0);
+    expect(JSON.parse(refused.stdout).hookSpecificOutput).toMatchObject({ permissionDecision: "ask", permissionDecisionReason: expect.stringMatching(/refused the token.*; asking here$/) });
     const page = await getJson<{ messages: unknown[] }>(`${fx.dev.url}/agents/${agent}/messages`);
     expect(page.messages).toEqual([]);
   });
