@@ -54,6 +54,15 @@ describe("the question a tool prompt becomes", () => {
     expect(q.text).toContain('"content":"' + "a".repeat(5000) + '"');
   });
 
+  it("any input, however long or full of escapes, posts a body within the coordinator's limits", () => {
+    const nasty = { ...PRE_TOOL_USE, tool_input: { content: '"\\\u202e漢\u{1F600}'.repeat(200_000) } };
+    const q = hookQuestion(input(nasty), "m", "0".repeat(64));
+    const body = JSON.stringify({ text: q.text, question: { text: q.question }, deadline_seconds: 300 });
+    expect(new TextEncoder().encode(q.text).length).toBeLessThanOrEqual(LIMITS.messageTextBytes);
+    expect(new TextEncoder().encode(body).length).toBeLessThanOrEqual(LIMITS.messageTextBytes * 2);
+    expect(q.question.length).toBeLessThanOrEqual(LIMITS.questionChars);
+  });
+
   it("canonical JSON sorts keys at every depth and has no whitespace", () => {
     expect(canonicalJson({ b: [{ z: 1, a: null }], a: "x", c: undefined })).toBe('{"a":"x","b":[{"a":null,"z":1}]}');
   });
