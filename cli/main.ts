@@ -36,6 +36,7 @@ const COMMANDS: Record<string, { summary: string; load: Loader }> = {
   show: { summary: "show one message in full: text, status, runner, reply or why it failed", load: () => import("./commands/show.ts") },
   "agent show": { summary: "show an agent's message policy and controls", load: () => import("./commands/agent-show.ts") },
   "agent set": { summary: "set an agent's message policy: single or pool, max running, run timeout, max attempts", load: () => import("./commands/agent-set.ts") },
+  "hook claude-code": { summary: "Claude Code's permission hook: a person answers a tool prompt from anywhere; prints allow or deny", load: () => import("./commands/hook.ts") },
   mcp: { summary: "serve MCP tools on stdio for an MCP host: ask a person, who, send, session leases", load: () => import("./commands/mcp.ts") },
   "schedule add": { summary: "add a schedule: the coordinator posts TEXT at each slot of --cron (--tz) or --every, once per slot", load: () => import("./commands/schedule.ts") },
   "schedule list": { summary: "list an agent's schedules and when each next posts", load: () => import("./commands/schedule.ts").then((m) => ({ default: m.listCommand })) },

@@ -10,6 +10,8 @@ import { routePath } from "../worker/wire/routes.ts";
 
 export interface PersonQuestion {
   text: string;
+  /** The message's own text, when it says more than the question (default: the question's text). */
+  messageText?: string;
   /** Short labels; absent: approve or reject. Reject is always offered. */
   choices?: string[];
   /** Seconds a person has before `onDeadline` happens (absent: no deadline). */
@@ -40,7 +42,7 @@ export function plainChoices(choices: readonly string[]): string[] | undefined {
 /** Posts the question; resolves with its message id at once (use `answerOf` or `waitForAnswer` for the answer). */
 export async function askPerson(agent: string, question: PersonQuestion, conn: Connection, options: { idempotencyKey?: string } = {}): Promise<number> {
   const body = {
-    text: question.text,
+    text: question.messageText ?? question.text,
     question: {
       text: question.text,
       ...(question.choices === undefined ? {} : { choices: question.choices }),

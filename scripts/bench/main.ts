@@ -17,6 +17,7 @@ import {
 import { REPO_ROOT, snapshotOfHead, workingTree, wranglerDevOf } from "./snapshot.ts";
 import { runPreference } from "./preference.ts";
 import { runCancel } from "./cancel.ts";
+import { runHook } from "./hook.ts";
 import { runOutput } from "./output.ts";
 import { runTracing } from "./tracing.ts";
 import { runScale } from "./scale.ts";
@@ -130,6 +131,8 @@ const SCENARIOS: Record<string, Scenario> = {
   },
   /** From `baton cancel` to a served command's whole process tree gone (a grandchild included). */
   cancel: { needs: [], run: async (b) => void b.sections.push(await runCancel(b.dev.url, b.cli, trials)) },
+  /** Claude Code's hook: from a person's approve to the allow JSON on the hook's stdout. */
+  hook: { needs: [], run: async (b) => void b.sections.push(await runHook(b.dev.url, b.cli, trials)) },
   /** OpenTelemetry: a 100-step run traced against untraced. */
   tracing: { needs: [], run: async (b) => void b.sections.push(await runTracing(b.dev.url, trials)) },
   /** Schedules: lateness over 1,000 slots on the injected clock and 20 on the real one; 1,000 schedules over 100 agents. */
@@ -144,7 +147,7 @@ const SCENARIOS: Record<string, Scenario> = {
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
   scale: { needs: [], run: async (b) => void b.sections.push(await runScale({ startDev: b.startDev, cli: b.cli })) },
 };
-const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "permits", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel", "tracing", "schedules", "a2a"];
+const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "permits", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel", "hook", "tracing", "schedules", "a2a"];
 const ALIASES: Record<string, string[]> = { acquire: ["fresh", "fresh-sharded", "hot"] };
 
 function selected(): string[] {

@@ -6,7 +6,8 @@
 // Done, a refusal (answered already) shows the coordinator's sentence, each message shows who
 // answered it (via "page"), pause and drain behind an in-page confirmation, a failed message
 // retried, pool runs named by runner, a webhook's link marks its question, and a read-only token
-// sees none of the buttons.
+// sees none of the buttons. Claude Code's permission hook (`baton hook claude-code`) gets allow and
+// deny from Approve and Reject tapped on a phone-sized page.
 import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,6 +16,8 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
 import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { freshCall, startHook } from "./hook-process.ts";
+import { PERMISSION_REQUEST, PRE_TOOL_USE } from "../unit/claude-code-hook-inputs.ts";
 
 const CHROMIUM_ARGS = [
   "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
@@ -186,6 +189,38 @@ describe("a person in the loop on the dashboard", () => {
     await section.locator('[data-role="nobody-waiting"]').waitFor();
     await card(page, agent).locator(`.message[data-id="${id}"] [data-role="reply"]`, { hasText: "approve: after the standup (by page)" }).waitFor();
     expect(await stillSameLoad(page)).toBe(true);
+    await page.close();
+  });
+
+  it("Claude Code's hook asks on a phone-sized page: Approve there allows the tool call and Reject denies the next, each naming who answered on the dashboard", async () => {
+    const page = await openLive();
+    await page.setViewportSize({ width: 390, height: 844 });
+    const agent = "claude-code";
+    const allow = startHook(dev.url, freshCall(PRE_TOOL_USE, "phone"), ["--agent", agent, "--machine", "ana-laptop"]);
+    const allowId = await allow.asked;
+    const item = ask(page, agent, allowId);
+    await item.waitFor();
+    expect(await item.locator('[data-role="question"]').textContent()).toMatch(/^Claude Code wants to use Bash on ana-laptop in \/home\/ana\/shop:\n\{"command":"npm publish",/);
+    expect(await item.locator('[data-role="answer-buttons"] button').allTextContents()).toEqual(["Approve", "Reject"]);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    await page.locator("#person").screenshot({ path: join(SHOTS, "dashboard-hook-phone.png") });
+    await item.locator('button[data-choice="approve"]').click();
+    const allowed = await allow.done;
+    const approved = "baton: approved by dev (token default, on the dashboard)";
+    expect(allowed.code).toBe(0);
+    expect(JSON.parse(allowed.stdout)).toEqual({ systemMessage: approved, hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "allow", permissionDecisionReason: approved } });
+
+    const deny = startHook(dev.url, freshCall(PERMISSION_REQUEST, "phone"), ["--agent", agent]);
+    const denyId = await deny.asked;
+    const next = ask(page, agent, denyId);
+    await next.waitFor();
+    await next.locator('[data-role="answer-text"]').fill("use make clean");
+    await next.locator('button[data-choice="reject"]').click();
+    await next.locator('[data-role="confirm"][data-for="reject"] [data-role="confirm-yes"]').click();
+    const denied = await deny.done;
+    const rejected = "baton: rejected by dev (token default, on the dashboard): use make clean";
+    expect(denied.code).toBe(0);
+    expect(JSON.parse(denied.stdout)).toEqual({ systemMessage: rejected, hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "deny", message: rejected } } });
     await page.close();
   });
 

@@ -3,14 +3,19 @@
 // runs it again and the re-run `baton ask` prints the choice; `baton reject` ends a message as
 // rejected; the client library's ctx.ask parks and, once approved, returns the
 // answer to the handler run again from the top; a deadline with approve resumes by itself.
+// `baton hook claude-code` fed Claude Code's documented hook input: allow and deny by a named
+// person, the deadline asks here, bad input and an unreachable coordinator never allow, and a
+// re-run for the same tool call finds the same question.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { serve, type MessageHandler, type PersonAnswer, type ServeHandle } from "../../client/node.ts";
-import { BIN, postMessage, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { BIN, getJson, postMessage, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+import { freshCall, startHook } from "./hook-process.ts";
+import { PERMISSION_REQUEST, PRE_TOOL_USE } from "../unit/claude-code-hook-inputs.ts";
 
 const fx = sharedServeFixture();
 
@@ -308,5 +313,83 @@ describe("a person in the loop through the client library", () => {
     const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
     expect(done.reply).toBe("approve by deadline");
     await Promise.all(handles.splice(0).map((h) => h.stop()));
+  });
+});
+
+describe("baton hook claude-code", () => {
+  const BY_CLI = "dev (token default, with the CLI)";
+
+  it("PreToolUse: the question names the tool, its input, the directory and the machine; baton approve allows, naming who approved", async () => {
+    const agent = uniqueAgent("hook");
+    const hook = startHook(fx.dev.url, freshCall(PRE_TOOL_USE, "allow"), ["--agent", agent, "--machine", "ana-laptop"]);
+    const id = await hook.asked;
+    const asked = await getJson<{ status: string; for_person: boolean; question: { text: string } }>(`${fx.dev.url}/agents/${agent}/messages/${id}`);
+    expect(asked).toMatchObject({ status: "parked", for_person: true });
+    expect(asked.question.text).toMatch(/^Claude Code wants to use Bash on ana-laptop in \/home\/ana\/shop:\n\{"command":"npm publish","description":"Publish the package","run_in_background":false,"timeout":120000\}\n\(sha256 [0-9a-f]{16}\)$/);
+    expect(runBaton(["approve", agent, String(id), "ship it"], { BATON_URL: fx.dev.url }).code).toBe(0);
+    const out = await hook.done;
+    expect(out.code).toBe(0);
+    const said = `baton: approved by ${BY_CLI}: ship it`;
+    expect(JSON.parse(out.stdout)).toEqual({ systemMessage: said, hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "allow", permissionDecisionReason: said } });
+  });
+
+  it("PermissionRequest: baton reject denies with who rejected as the message Claude reads", async () => {
+    const agent = uniqueAgent("hook");
+    const hook = startHook(fx.dev.url, freshCall(PERMISSION_REQUEST, "deny"), ["--agent", agent]);
+    const id = await hook.asked;
+    expect(runBaton(["reject", agent, String(id), "not on a Friday"], { BATON_URL: fx.dev.url }).code).toBe(0);
+    const out = await hook.done;
+    const said = `baton: rejected by ${BY_CLI}: not on a Friday`;
+    expect(out.code).toBe(0);
+    expect(JSON.parse(out.stdout)).toEqual({ systemMessage: said, hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "deny", message: said } } });
+  });
+
+  it("the same tool call id twice asks one question, and both runs print the one answer", async () => {
+    const agent = uniqueAgent("hook");
+    const call = freshCall(PRE_TOOL_USE, "twice");
+    const first = startHook(fx.dev.url, call, ["--agent", agent]);
+    const id = await first.asked;
+    const second = startHook(fx.dev.url, call, ["--agent", agent]);
+    expect(await second.asked).toBe(id);
+    const page = await getJson<{ messages: { id: number }[] }>(`${fx.dev.url}/agents/${agent}/messages`);
+    expect(page.messages.map((m) => m.id)).toEqual([id]);
+    expect(runBaton(["approve", agent, String(id)], { BATON_URL: fx.dev.url }).code).toBe(0);
+    const [a, b] = await Promise.all([first.done, second.done]);
+    expect(JSON.parse(a.stdout).hookSpecificOutput.permissionDecision).toBe("allow");
+    expect(b.stdout).toBe(a.stdout);
+  });
+
+  it("nobody answers by the deadline: the question fails and the hook says ask (PreToolUse) or decides nothing (PermissionRequest), never allow", async () => {
+    const agent = uniqueAgent("hook");
+    const pre = startHook(fx.dev.url, freshCall(PRE_TOOL_USE, "late"), ["--agent", agent, "--deadline", "1"]);
+    const perm = startHook(fx.dev.url, freshCall(PERMISSION_REQUEST, "late"), ["--agent", agent, "--deadline", "1"]);
+    const [preId, permId] = [await pre.asked, await perm.asked];
+    const [p, q] = [await pre.done, await perm.done];
+    const said = `baton: message ${preId} has no answer: its deadline passed with no answer; asking here`;
+    expect(JSON.parse(p.stdout)).toEqual({ systemMessage: said, hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "ask", permissionDecisionReason: said } });
+    expect(JSON.parse(q.stdout)).toEqual({ systemMessage: `baton: message ${permId} has no answer: its deadline passed with no answer; asking here` });
+    expect((await waitForMessage(fx.dev.url, agent, preId, () => true)).status).toBe("failed");
+    // A late answer is refused: the prompt was already handed back to Claude Code.
+    expect(runBaton(["approve", agent, String(preId)], { BATON_URL: fx.dev.url }).code).toBe(1);
+  });
+
+  it("input it cannot read blocks (exit 2) without asking; a readable event with a bad field, an unreachable coordinator or a refused token asks here", async () => {
+    const agent = uniqueAgent("hook");
+    const garbage = await startHook(fx.dev.url, "{\"hook_event_name\": ", ["--agent", agent]).done;
+    expect(garbage).toMatchObject({ code: 2, stdout: "" });
+    expect(garbage.stderr).toMatch(/^baton hook: the hook input is not JSON .*; blocking the tool call\n$/);
+    const { tool_name: _, ...nameless } = freshCall(PRE_TOOL_USE, "bad");
+    const bad = await startHook(fx.dev.url, nameless, ["--agent", agent]).done;
+    expect(bad.code).toBe(0);
+    expect(JSON.parse(bad.stdout).hookSpecificOutput).toMatchObject({ permissionDecision: "ask", permissionDecisionReason: expect.stringMatching(/not a PreToolUse or PermissionRequest input: .* at tool_name; asking here$/) });
+    const away = await startHook("http://127.0.0.1:9", freshCall(PERMISSION_REQUEST, "away"), ["--agent", agent]).done;
+    expect(away.code).toBe(0);
+    expect(JSON.parse(away.stdout)).toEqual({ systemMessage: expect.stringMatching(/^baton: could not ask a person: cannot reach the coordinator at http:\/\/127\.0\.0\.1:9.*; asking here$/) });
+    expect(away.stderr).toMatch(/Claude Code asks here/);
+    const refused = await startHook(fx.dev.url, freshCall(PRE_TOOL_USE, "token"), ["--agent", agent, "--token", "wrong-token"]).done;
+    expect(refused.code).toBe(0);
+    expect(JSON.parse(refused.stdout).hookSpecificOutput).toMatchObject({ permissionDecision: "ask", permissionDecisionReason: expect.stringMatching(/refused the token.*; asking here$/) });
+    const page = await getJson<{ messages: unknown[] }>(`${fx.dev.url}/agents/${agent}/messages`);
+    expect(page.messages).toEqual([]);
   });
 });
