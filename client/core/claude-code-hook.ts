@@ -7,6 +7,10 @@
 import * as z from "zod/mini";
 import type { PersonAnswer } from "../person-question.ts";
 import { LIMITS } from "../../worker/wire/protocol.ts";
+import { canonicalJson } from "../../worker/wire/approvals.ts";
+
+/** The canonical JSON a permit's digest is taken over (wire/approvals.ts), shown to a person for the tool's input. */
+export { canonicalJson };
 
 export const HOOK_EVENTS = ["PreToolUse", "PermissionRequest"] as const;
 export type HookEvent = (typeof HOOK_EVENTS)[number];
@@ -44,15 +48,6 @@ export function parseHookInput(raw: string): ParsedHookInput {
 function eventOf(data: unknown): HookEvent | null {
   const name = typeof data === "object" && data !== null ? (data as Record<string, unknown>).hook_event_name : undefined;
   return (HOOK_EVENTS as readonly unknown[]).includes(name) ? (name as HookEvent) : null;
-}
-
-/** `value` as canonical JSON: object keys sorted by code unit, no whitespace (as RFC 8785 for the JSON a host sends). */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== "object") return JSON.stringify(value ?? null);
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
 }
 
 /** What a person reads: control and format characters (a zero-width joiner, a bidi override) shown as escapes. */
