@@ -10,6 +10,8 @@ export interface Caller {
   account: string;
   tokenName: string;
   scopes: readonly Scope[];
+  /** The only agents it may reach (a grant limited to agents); absent: every agent of its account. */
+  agents?: readonly string[];
 }
 
 /** What configured scopes grant, in SCOPES order: admin grants every scope, and every scope grants read. */

@@ -18,7 +18,7 @@ import { webhookConfigSchema, webhookTestResultSchema, webhookViewSchema } from 
 import { scheduleBodySchema, scheduleListSchema, scheduleRemovedSchema, scheduleViewSchema } from "./schedules.ts";
 
 /** A JSON body's schema, or what a route sends or answers that is not JSON. */
-export type Payload = z.ZodMiniType | "bytes" | "websocket" | "prometheus" | "empty" | "event-stream";
+export type Payload = z.ZodMiniType | "bytes" | "websocket" | "prometheus" | "empty" | "event-stream" | "json-rpc";
 
 export interface RouteSpec {
   scope: Scope;
@@ -45,6 +45,9 @@ export const ROUTES = {
   "PUT /webhook": spec("admin", webhookConfigSchema, webhookViewSchema, "set the account's webhook; a secret baton made is shown once"),
   "DELETE /webhook": spec("admin", null, "empty", "remove the account's webhook"),
   "POST /webhook/test": spec("admin", null, webhookTestResultSchema, "a signed `webhook.test` event to the account's webhook now"),
+  "POST /mcp": spec("read", "json-rpc", "json-rpc", "remote MCP over Streamable HTTP ([remote](../guides/remote.md)): baton's MCP tools, each call naming its `agent`; each tool call needs the scope of the route it makes"),
+  "GET /mcp": spec("read", null, "empty", "always 405: no stream the server opens (the endpoint is stateless; long waits are MCP Tasks)"),
+  "DELETE /mcp": spec("read", null, "empty", "always 405: an MCP session keeps nothing on the server, so there is nothing to end"),
   "GET /agents/{agent}/serve": spec("serve", "websocket", "websocket", "WebSocket: a serve connection; `?machine=LABEL` names it"),
   "GET /agents/{agent}/presence": spec("read", null, presenceSchema, "holder, standbys, connections, fence, transitions, recent messages"),
   "GET /agents/{agent}/messages": spec("read", null, messagePageSchema, "history (`?after=ID&limit=N`)"),
