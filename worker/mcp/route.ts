@@ -20,11 +20,11 @@ import { handle } from "../pipeline.ts";
 import type { Handlers } from "../routes.ts";
 import { callerOf } from "../scopes.ts";
 import { AGENT_NAME, jsonTooDeep, LIMITS } from "../wire/protocol.ts";
-import { messageOf, MessageTaskStore, taskOf, TASK_POLL_MS } from "./tasks.ts";
+import { messageOf, MessageTaskStore, serveTaskResults, taskOf, TASK_POLL_MS } from "./tasks.ts";
 
 /** Tools that may wait long: Tasks where the client asks for one. */
 const TASK_TOOLS = new Set(["ask", "send"]);
-/** Tools whose plain call may outlive a quick answer, so they answer as an event stream (progress). */
+/** Tools whose plain call may outlive a quick answer, so they answer as an event stream (progress), as tasks/result does. */
 const STREAMED_TOOLS = new Set(["ask", "send", "get_output"]);
 /** How long a plain (non-task) ask keeps its call open before it hands back get_answer: below common host timeouts. */
 const PLAIN_ASK_WAIT_MS = 50_000;
@@ -63,6 +63,7 @@ function serverFor(conn: Connection, plainCall: boolean, postKey: ToolsOptions["
     taskStore: store,
     defaultTaskPollInterval: TASK_POLL_MS,
   });
+  serveTaskResults(server, store);
   for (const spec of batonToolSpecs({ agent: null, conn, askWaitMs: PLAIN_ASK_WAIT_MS, postKey })) {
     if (TASK_TOOLS.has(spec.name) && !plainCall) registerTaskTool(server, spec, store, conn, postKey);
     else server.registerTool(spec.name, { title: spec.title, description: spec.description, inputSchema: spec.inputSchema }, spec.handler);
@@ -126,7 +127,7 @@ async function postMcp(request: Request, env: Env): Promise<Response> {
   const server = serverFor(conn, plainCall, postKeyOf(caller.tokenName, session));
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
-    enableJsonResponse: !(plainCall && STREAMED_TOOLS.has(tool)),
+    enableJsonResponse: !((plainCall && STREAMED_TOOLS.has(tool)) || method === "tasks/result"),
   });
   await server.connect(transport);
   const response = await transport.handleRequest(request, { parsedBody: parsed });

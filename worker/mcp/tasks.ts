@@ -3,8 +3,9 @@
 // nothing of its own: a task's status and result are read from the message through the route
 // table with the caller's credential, and cancelling a task is a baton cancel (the answer scope,
 // the process tree stopped). Any isolate can answer any task, and a task lives as long as its message.
-import type { TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
-import type { CallToolResult, Result, Task } from "@modelcontextprotocol/sdk/types.js";
+import { isTerminal, type TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { ErrorCode, GetTaskPayloadRequestSchema, McpError, RELATED_TASK_META_KEY, type CallToolResult, type Result, type Task } from "@modelcontextprotocol/sdk/types.js";
 import { CoordinatorError } from "../../client/errors.ts";
 import { requestJson, type Connection } from "../../client/http.ts";
 import { answerResult, sentResult, toolResult } from "../../client/mcp-tools.ts";
@@ -102,4 +103,41 @@ export class MessageTaskStore implements TaskStore {
   async listTasks(): Promise<{ tasks: Task[] }> {
     throw new Error("tasks/list is not offered: each task is a baton message, listed by GET /agents/{agent}/messages");
   }
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}
+
+/**
+ * tasks/result for baton's tasks: held until the message is final, as the spec says, but with a
+ * progress notification every poll when the client sent a progress token, so a host that resets
+ * its timeout on progress waits as long as the person takes. (The SDK's own handler waits
+ * silently, and its client calls tasks/result as soon as a task is input_required, which here
+ * means waiting for a person, not for the client.)
+ */
+export function serveTaskResults(server: McpServer, store: MessageTaskStore): void {
+  server.server.setRequestHandler(GetTaskPayloadRequestSchema, async (request, extra) => {
+    const { taskId } = request.params;
+    const progressToken = request.params._meta?.progressToken;
+    for (let waitedMs = 0; ; waitedMs += TASK_POLL_MS) {
+      const task = await store.getTask(taskId);
+      if (task === null) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
+      if (isTerminal(task.status)) {
+        const result = await store.toolResult(taskId);
+        return { ...result, _meta: { ...result._meta, [RELATED_TASK_META_KEY]: { taskId } } };
+      }
+      if (extra.signal.aborted) throw new McpError(ErrorCode.ConnectionClosed, "the request ended before the task did");
+      if (progressToken !== undefined) {
+        await extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress: waitedMs / 1000, message: task.statusMessage } });
+      }
+      await pause(TASK_POLL_MS, extra.signal);
+    }
+  });
 }
