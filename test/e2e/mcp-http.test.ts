@@ -71,6 +71,12 @@ async function startTask(client: Client, name: string, args: Record<string, unkn
   return first.value.task;
 }
 
+/** The result of a JSON-RPC answer sent as JSON or as an event stream. */
+function rpcResult(body: string): unknown {
+  const json = body.startsWith("{") ? body : body.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).at(-1) ?? "{}";
+  return (JSON.parse(json) as { result?: unknown }).result;
+}
+
 type Structured = Record<string, unknown>;
 const structured = (r: unknown): Structured => (r as { structuredContent?: Structured }).structuredContent ?? { error: JSON.stringify(r) };
 
@@ -90,12 +96,12 @@ describe("remote MCP over Streamable HTTP", () => {
     const task = await startTask(client, "ask", { agent, question: "Ship it?", choices: ["ship", "hold"], deadline_seconds: 3600, on_deadline: "reject" });
     expect(task).toMatchObject({ status: "input_required", taskId: expect.stringMatching(new RegExp(`^${agent}:\\d+$`)) });
     const id = Number(task.taskId.split(":")[1]);
-    // The host's request timeout is 1 s; its tasks/result is kept open by progress, and the person answers after 2.5 s.
+    // The host's request timeout is 2.5 s; its tasks/result is kept open by progress (every 2 s), and the person answers after 4 s.
     const progress: number[] = [];
-    const result = client.experimental.tasks.getTaskResult({ taskId: task.taskId }, CallToolResultSchema, {
-      timeout: 1_000, resetTimeoutOnProgress: true, onprogress: (p) => progress.push(p.progress),
+    const result = client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, {
+      timeout: 2_500, resetTimeoutOnProgress: true, onprogress: (p) => progress.push(p.progress),
     });
-    await new Promise((r) => setTimeout(r, 2_500));
+    await new Promise((r) => setTimeout(r, 4_000));
     expect((await client.experimental.tasks.getTask(task.taskId)).status).toBe("input_required");
     expect((await http("POST", `/agents/${agent}/messages/${id}/answer`, { choice: "ship", text: "go" })).status).toBe(200);
     expect(structured(await result)).toMatchObject({ status: "answered", message_id: id, choice: "ship", text: "go", by: { token: "default" } });
@@ -109,7 +115,7 @@ describe("remote MCP over Streamable HTTP", () => {
     const task = await startTask(client, "ask", { agent, question: "Rotate the keys?", deadline_seconds: 600, on_deadline: "reject" });
     await advanceClock(dev.url, 601_000, { agent });
     expect((await client.experimental.tasks.getTask(task.taskId)).status).toBe("completed");
-    const result = await client.experimental.tasks.getTaskResult({ taskId: task.taskId }, CallToolResultSchema);
+    const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
     expect(structured(result)).toMatchObject({ status: "decided_by_deadline", choice: "reject" });
   });
 
@@ -147,7 +153,7 @@ describe("remote MCP over Streamable HTTP", () => {
     const call = (sessionId: string) => fetch(`${dev.url}/mcp`, {
       method: "POST", headers: { ...headers, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "send", arguments: { agent, text: "deploy once" } } }),
-    }).then(async (r) => structured(((await r.json()) as { result: unknown }).result));
+    }).then(async (r) => structured(rpcResult(await r.text())));
     const first = await call(session!);
     const again = await call(session!);
     expect(again.message_id).toBe(first.message_id);
