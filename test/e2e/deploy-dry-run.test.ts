@@ -11,7 +11,12 @@ import { describe, expect, it } from "vitest";
 import { ROOT } from "./wrangler-dev.ts";
 
 /**
- * docs/guides/operate.md states the size this test prints: 538 KiB (139 KiB gzipped) with live output and schedules,
+ * docs/guides/operate.md states the size this test prints: 923 KiB (217 KiB gzipped) with remote MCP, whose
+ * @modelcontextprotocol/sdk server (POST /mcp: the SDK's sessions, transport and Tasks, as issue 51 asks) costs
+ * +385 KiB (+78 KiB gzipped): ~75 KiB minified of the SDK itself and the rest the full zod 4 its
+ * protocol schemas are written in, after wrangler.toml's [alias] left out what the endpoint never
+ * uses (ajv, ajv-formats, zod 3, zod-to-json-schema: 1376 KiB / 300 KiB gzipped with them);
+ * 538 KiB (139 KiB gzipped) before, with live output and schedules,
  * whose cron library (croner, 33 KiB as shipped, already minified; cron-parser would have been 101 KiB
  * with luxon, docs/guides/schedules.md) is the worker's first library beside zod, and ~37 KiB of
  * schedule code, and 34 KiB of live output (wire/output.ts, the output store, its routes and its plan rule); 408 KiB (104 KiB gzipped) before, once every input went through the plan's phases,
@@ -19,8 +24,9 @@ import { ROOT } from "./wrangler-dev.ts";
  * schema (346 KiB before, 291 KiB before cancel and webhooks). Past this budget someone added weight
  * on purpose or by mistake.
  */
-const BUNDLE_BUDGET_BYTES = 560 * 1024;
-const GZIP_BUDGET_BYTES = 145 * 1024;
+// Raised from 560 / 145 KiB for the MCP SDK's server (above): what a remote MCP endpoint on the SDK costs.
+const BUNDLE_BUDGET_BYTES = 945 * 1024;
+const GZIP_BUDGET_BYTES = 225 * 1024;
 
 describe("wrangler deploy --dry-run", () => {
   it("bundles the worker with its three object classes, within the size budget", async () => {

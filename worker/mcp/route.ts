@@ -62,6 +62,8 @@ function serverFor(conn: Connection, plainCall: boolean, postKey: ToolsOptions["
     capabilities: { tasks: { requests: { tools: { call: {} } }, cancel: {} } },
     taskStore: store,
     defaultTaskPollInterval: TASK_POLL_MS,
+    // The SDK's default (ajv) is left out of the bundle (absent.ts): this server never checks a client's JSON Schema.
+    jsonSchemaValidator: { getValidator: () => () => ({ valid: false, data: undefined, errorMessage: "no JSON Schema validation here: baton's MCP endpoint never elicits" }) },
   });
   serveTaskResults(server, store);
   for (const spec of batonToolSpecs({ agent: null, conn, askWaitMs: PLAIN_ASK_WAIT_MS, postKey })) {
