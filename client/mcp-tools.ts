@@ -37,6 +37,8 @@ export interface ToolsOptions {
   /** How long `ask` keeps its call open before it returns the message id instead (default 10 minutes). */
   askWaitMs?: number;
   pollMs?: number;
+  /** Only this tool (a server made for one call needs no other); absent: every tool. */
+  only?: string;
   /** The Idempotency-Key a post made by this call carries (a retry of the same call posts nothing new), or undefined. */
   postKey?: (extra: ToolExtra) => Promise<string | undefined>;
 }
@@ -90,6 +92,23 @@ export const sendShape = {
   wait_seconds: z.optional(z.number().check(z.gte(0), z.lte(MAX_WAIT_SECONDS))),
 };
 const agentShape = { agent: z.string().check(z.regex(AGENT_NAME)) };
+// Built once per process: the remote server makes its tools anew for every request.
+// messageId: the name ask's result used before it said message_id; still taken.
+const getAnswerShape = { message_id: z.optional(z.int().check(z.gte(1))), messageId: z.optional(z.int().check(z.gte(1))) };
+const getOutputShape = {
+  message_id: z.int().check(z.gte(1)),
+  from: z.optional(z.int().check(z.nonnegative())),
+  wait_seconds: z.optional(z.int().check(z.gte(0), z.lte(25))),
+};
+const cancelShape = { message_id: z.int().check(z.gte(1)), reason: z.optional(z.string().check(z.maxLength(200))) };
+const runIdSchema = z.string().check(z.regex(RUN_ID));
+const sessionShape = { session: z.string().check(z.minLength(1)) };
+const ttlShape = { ttl_seconds: z.optional(z.int().check(z.gte(LIMITS.leaseTtlSeconds.min), z.lte(LIMITS.leaseTtlSeconds.max))) };
+const acquireShape = { ...sessionShape, run_id: z.optional(runIdSchema), ...ttlShape };
+const renewShape = { ...sessionShape, run_id: runIdSchema, ...ttlShape };
+const releaseShape = { ...sessionShape, run_id: runIdSchema };
+const agentOnly = z.object(agentShape);
+
 
 /** Posts the question of an `ask` call; resolves with its message id. */
 export function postQuestion(agent: string, args: z.output<z.ZodMiniObject<typeof askShape>>, conn: Connection, key: string | undefined): Promise<number> {
@@ -118,14 +137,14 @@ export function batonToolSpecs(options: ToolsOptions): ToolSpec[] {
     name: string, title: string, description: string, shape: S, perAgent: boolean,
     run: (args: z.output<z.ZodMiniObject<S>>, agent: string, extra: ToolExtra) => Promise<CallToolResult>,
   ): void {
+    if (options.only !== undefined && options.only !== name) return;
     const inputSchema: Shape = perAgent && options.agent === null ? { ...agentShape, ...shape } : shape;
-    const full = z.object(inputSchema);
-    const own = z.object(shape);
+    let own: z.ZodMiniObject<S> | undefined; // made on the first call: most tools of a server go uncalled
     specs.push({
       name, title, description, inputSchema,
       handler: async (raw, extra) => {
-        const agent = options.agent ?? z.parse(full, raw).agent;
-        return run(z.parse(own, raw), typeof agent === "string" ? agent : "", extra);
+        const agent = options.agent ?? (perAgent ? z.parse(agentOnly, raw).agent : "");
+        return run(z.parse((own ??= z.object(shape)), raw), agent, extra);
       },
     });
   }
@@ -152,10 +171,9 @@ export function batonToolSpecs(options: ToolsOptions): ToolSpec[] {
       return answerResult(answer, agent);
     }));
 
-  // messageId: the name ask's result used before it said message_id; still taken.
   define("get_answer", "Get a person's answer",
     "The answer to a question asked with ask: waiting, answered (choice, text, who), decided_by_deadline (its on_deadline, nobody's word), or unanswered.",
-    { message_id: z.optional(z.int().check(z.gte(1))), messageId: z.optional(z.int().check(z.gte(1))) }, true, async (args, agent) => {
+    getAnswerShape, true, async (args, agent) => {
       const id = args.message_id ?? args.messageId;
       if (id === undefined) return { content: [{ type: "text", text: "get_answer needs message_id: the id ask returned" }], isError: true };
       return toolCall(async () => answerResult(await answerOf(agent, id, conn), agent));
@@ -188,11 +206,7 @@ export function batonToolSpecs(options: ToolsOptions): ToolSpec[] {
 
   define("get_output", "Read a message's live output",
     `What a message of ${named} printed so far while it runs (stdout, stderr, streamed text), from \`from\` (0: the start; else the next_from an earlier call returned), with takeovers by another machine said in place. With wait_seconds (at most 25), waits that long for new output when there is none yet. final: nothing more will come.`,
-    {
-      message_id: z.int().check(z.gte(1)),
-      from: z.optional(z.int().check(z.nonnegative())),
-      wait_seconds: z.optional(z.int().check(z.gte(0), z.lte(25))),
-    }, true, (args, agent) => toolCall(async () => {
+    getOutputShape, true, (args, agent) => toolCall(async () => {
       const path = routePath("/agents/{agent}/messages/{id}/output", { agent, id: args.message_id });
       const page = await requestJson(conn, "GET", `${path}?format=json&from=${args.from ?? 0}${args.wait_seconds ? `&wait=${args.wait_seconds}` : ""}`, outputPageSchema);
       return outputResult(agent, page);
@@ -200,26 +214,23 @@ export function batonToolSpecs(options: ToolsOptions): ToolSpec[] {
 
   define("cancel", "Cancel a message",
     `Stop a message of ${named} wherever it is: a queued one never runs, a running one's whole process tree is stopped, a question is withdrawn. Final. Needs a token with the answer scope.`,
-    { message_id: z.int().check(z.gte(1)), reason: z.optional(z.string().check(z.maxLength(200))) }, true, (args, agent) => toolCall(async () => {
+    cancelShape, true, (args, agent) => toolCall(async () => {
       const m = await requestJson(conn, "POST", routePath("/agents/{agent}/messages/{id}/cancel", { agent, id: args.message_id }), messageViewSchema, {
         body: args.reason === undefined ? {} : { reason: args.reason },
       });
       return { agent, message_id: m.id, status: m.status };
     }));
 
-  const session = { session: z.string().check(z.minLength(1)) };
-  const runId = z.string().check(z.regex(RUN_ID));
-  const ttl = { ttl_seconds: z.optional(z.int().check(z.gte(LIMITS.leaseTtlSeconds.min), z.lte(LIMITS.leaseTtlSeconds.max))) };
   const leaseCall = (op: "acquire" | "renew", args: { session: string; run_id: string; ttl_seconds?: number }) => requestJson(
     conn, "POST", routePath(`/leases/{session}/${op}`, { session: args.session }), leaseGrantSchema, { body: { run_id: args.run_id, ...(args.ttl_seconds ? { ttl_seconds: args.ttl_seconds } : {}) } });
   define("lease_acquire", "Acquire a session lease",
     "Take the session lease (e.g. a repository's name), or fail naming when the holder's lease expires. Returns the run id (pass it to renew and release) and the fence to attach to writes; renew before expires_at.",
-    { ...session, run_id: z.optional(runId), ...ttl }, false, (args) => toolCall(() => leaseCall("acquire", { ...args, run_id: args.run_id ?? crypto.randomUUID() })));
+    acquireShape, false, (args) => toolCall(() => leaseCall("acquire", { ...args, run_id: args.run_id ?? crypto.randomUUID() })));
   define("lease_renew", "Renew a session lease",
     "Extend a held session lease; refused when it expired or another run holds it (then stop working on the session).",
-    { ...session, run_id: runId, ...ttl }, false, (args) => toolCall(() => leaseCall("renew", args)));
+    renewShape, false, (args) => toolCall(() => leaseCall("renew", args)));
   define("lease_release", "Release a session lease",
     "Give a session lease up so another machine can take it at once.",
-    { ...session, run_id: runId }, false, (args) => toolCall(() => requestJson(conn, "POST", routePath("/leases/{session}/release", { session: args.session }), leaseReleasedSchema, { body: { run_id: args.run_id } })));
+    releaseShape, false, (args) => toolCall(() => requestJson(conn, "POST", routePath("/leases/{session}/release", { session: args.session }), leaseReleasedSchema, { body: { run_id: args.run_id } })));
   return specs;
 }

@@ -56,7 +56,8 @@ function postKeyOf(tokenName: string, session: string | null): ToolsOptions["pos
   return async (extra) => `mcp-${(await hex(`${tokenName}\n${session}\n${String(extra.requestId)}`)).slice(0, 40)}`;
 }
 
-function serverFor(conn: Connection, plainCall: boolean, postKey: ToolsOptions["postKey"]): McpServer {
+/** A server for one request: with only the called tool when it is a tools/call (`only`), else every tool. */
+function serverFor(conn: Connection, plainCall: boolean, only: string | undefined, postKey: ToolsOptions["postKey"]): McpServer {
   const store = new MessageTaskStore(conn);
   const server = new McpServer({ name: "baton", version: "1" }, {
     capabilities: { tasks: { requests: { tools: { call: {} } }, cancel: {} } },
@@ -66,7 +67,7 @@ function serverFor(conn: Connection, plainCall: boolean, postKey: ToolsOptions["
     jsonSchemaValidator: { getValidator: () => () => ({ valid: false, data: undefined, errorMessage: "no JSON Schema validation here: baton's MCP endpoint never elicits" }) },
   });
   serveTaskResults(server, store);
-  for (const spec of batonToolSpecs({ agent: null, conn, askWaitMs: PLAIN_ASK_WAIT_MS, postKey })) {
+  for (const spec of batonToolSpecs({ agent: null, conn, askWaitMs: PLAIN_ASK_WAIT_MS, postKey, only })) {
     if (TASK_TOOLS.has(spec.name) && !plainCall) registerTaskTool(server, spec, store, conn, postKey);
     else server.registerTool(spec.name, { title: spec.title, description: spec.description, inputSchema: spec.inputSchema }, spec.handler);
   }
@@ -126,7 +127,7 @@ async function postMcp(request: Request, env: Env): Promise<Response> {
     token: presentedToken(request) ?? "",
     fetch: (input, init) => handle(new Request(input, init), env),
   };
-  const server = serverFor(conn, plainCall, postKeyOf(caller.tokenName, session));
+  const server = serverFor(conn, plainCall, tool === "" ? undefined : tool, postKeyOf(caller.tokenName, session));
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: !((plainCall && STREAMED_TOOLS.has(tool)) || method === "tasks/result"),
