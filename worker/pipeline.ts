@@ -7,7 +7,7 @@ import { authenticate, parseTokenConfig, presentedToken, type TokenEntry } from 
 import { checkConfig, type ConfigVerdict } from "./config.ts";
 import type { Env } from "./env.ts";
 import { dispatch } from "./routes.ts";
-import { rememberCaller, type Caller } from "./scopes.ts";
+import { agentRefusal, rememberCaller, type Caller } from "./scopes.ts";
 import { parseAllowedOrigins, refuseForeignOrigin, refuseRebindingDevToken } from "./origins.ts";
 import { testClockRoute } from "./test-clock.ts";
 import { errorResponse } from "./wire/protocol.ts";
@@ -78,20 +78,10 @@ export async function handle(request: Request, env: Env): Promise<Response> {
   if (!caller.scopes.includes(needed)) {
     return errorResponse(403, "forbidden", `token ${caller.tokenName} of account ${caller.account} lacks the ${needed} scope that ${request.method} ${url.pathname} needs`);
   }
-  const agent = route.params.agent;
-  if (caller.agents !== undefined && agent !== undefined && !caller.agents.includes(safeDecode(agent))) {
-    return errorResponse(403, "forbidden", `token ${caller.tokenName} of account ${caller.account} may not reach agent ${safeDecode(agent)}`);
-  }
+  const outside = agentRefusal(caller, route.params);
+  if (outside) return outside;
   rememberCaller(request, caller);
   const config = coordinatorConfig(env);
   if (!config.ok) return errorResponse(500, "internal", config.message);
   return dispatch(request, env, caller.account, url, route);
-}
-
-function safeDecode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
 }

@@ -2,6 +2,7 @@
 // checks it right after authentication, so no route handler decides access on its own. A request
 // no row matches is answered 404 before it is routed: a route without a row is unreachable, never open.
 // Here: what a token's configured scopes grant, and the authenticated caller of a request.
+import { errorResponse } from "./wire/protocol.ts";
 import { matchRoute, ROUTES } from "./wire/routes.ts";
 import { SCOPES, type Scope } from "./wire/token-scopes.ts";
 
@@ -44,4 +45,20 @@ export function callerOf(request: Request): Caller {
   const caller = callers.get(request);
   if (!caller) throw new Error("callerOf: this request was not authenticated by the Worker");
   return caller;
+}
+
+/**
+ * The refusal (403) for a caller limited to some agents on a route about another agent (its path's
+ * `{agent}`, still percent-encoded), or null: account routes and unlimited callers pass.
+ */
+export function agentRefusal(caller: Caller, params: Readonly<Record<string, string>>): Response | null {
+  if (caller.agents === undefined || params.agent === undefined) return null;
+  let agent = params.agent;
+  try {
+    agent = decodeURIComponent(agent);
+  } catch {
+    // undecodable: compared as sent, so it matches no allowed name
+  }
+  if (caller.agents.includes(agent)) return null;
+  return errorResponse(403, "forbidden", `token ${caller.tokenName} of account ${caller.account} may not reach agent ${agent}`);
 }

@@ -2,7 +2,7 @@
 // scope, anything else is no route at all (null, answered 404 before routing). The expected scopes
 // are written out here by hand, apart from the route table, so a wrong scope in the table fails.
 import { describe, expect, it } from "vitest";
-import { callerOf, grantedScopes, rememberCaller, requiredScope, type Caller } from "../../worker/scopes.ts";
+import { agentRefusal, callerOf, grantedScopes, rememberCaller, requiredScope, type Caller } from "../../worker/scopes.ts";
 import { matchRoute, ROUTES as TABLE } from "../../worker/wire/routes.ts";
 import type { Scope } from "../../worker/wire/token-scopes.ts";
 
@@ -144,5 +144,22 @@ describe("callerOf", () => {
     rememberCaller(request, caller);
     expect(callerOf(request)).toBe(caller);
     expect(() => callerOf(new Request(request))).toThrow("callerOf: this request was not authenticated by the Worker");
+  });
+});
+
+describe("agentRefusal", () => {
+  const limited: Caller = { account: "acme", tokenName: "grant-1", scopes: ["read", "send"], agents: ["reviewer", "a.b"] };
+  it("a caller limited to some agents is refused (403) on another agent's route, and passes on its own and on the account's routes", async () => {
+    const refused = agentRefusal(limited, { agent: "deployer" });
+    expect(refused?.status).toBe(403);
+    expect(await refused?.json()).toMatchObject({ error: "forbidden", message: expect.stringMatching(/grant-1 .* may not reach agent deployer/) });
+    expect(agentRefusal(limited, { agent: "reviewer", id: "3" })).toBeNull();
+    expect(agentRefusal(limited, { agent: "a%2Eb" })).toBeNull();
+    expect(agentRefusal(limited, {})).toBeNull();
+    expect(agentRefusal(limited, { session: "repo" })).toBeNull();
+  });
+
+  it("a caller without a limit reaches every agent", () => {
+    expect(agentRefusal({ account: "acme", tokenName: "t", scopes: ["read"] }, { agent: "deployer" })).toBeNull();
   });
 });
