@@ -176,6 +176,9 @@ describe("remote MCP over Streamable HTTP", () => {
     expect(bad.isError).toBe(true);
     const badAgent = await client.callTool({ name: "send", arguments: { agent: "Not An Agent", text: "x" } });
     expect(badAgent.isError).toBe(true);
+    // There is no tool that answers: a call of one is the SDK's unknown-tool answer.
+    const unknown = await client.callTool({ name: "answer", arguments: { agent, message_id: 1, choice: "approve" } }).catch((e: Error) => e.message);
+    expect(JSON.stringify(unknown)).toMatch(/answer not found/);
     expect(await messages(agent)).toEqual([]);
     expect((await fetch(`${dev.url}/mcp`, { headers })).status).toBe(405);
     expect((await fetch(`${dev.url}/mcp`, { method: "POST", headers: { ...headers, authorization: "Bearer wrong" }, body: "{}" })).status).toBe(401);

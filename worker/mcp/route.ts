@@ -12,7 +12,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import * as z from "zod/mini";
 import type { Connection } from "../../client/http.ts";
-import { askShape, batonToolSpecs, postQuestion, postSend, sendShape, type ToolExtra, type ToolSpec, type ToolsOptions } from "../../client/mcp-tools.ts";
+import { askShape, batonToolSpecs, postQuestion, postSend, sendShape, type ToolSpec, type ToolsOptions } from "../../client/mcp-tools.ts";
 import { presentedToken, sha256 } from "../auth.ts";
 import type { Env } from "../env.ts";
 import { readBody } from "../objects/http.ts";
@@ -67,7 +67,10 @@ function serverFor(conn: Connection, plainCall: boolean, only: string | undefine
     jsonSchemaValidator: { getValidator: () => () => ({ valid: false, data: undefined, errorMessage: "no JSON Schema validation here: baton's MCP endpoint never elicits" }) },
   });
   serveTaskResults(server, store);
-  for (const spec of batonToolSpecs({ agent: null, conn, askWaitMs: PLAIN_ASK_WAIT_MS, postKey, only })) {
+  const options = { agent: null, conn, askWaitMs: PLAIN_ASK_WAIT_MS, postKey };
+  const called = batonToolSpecs({ ...options, only });
+  // A call of a tool there is none of meets every tool, so the SDK answers it as for any unknown tool.
+  for (const spec of called.length > 0 ? called : batonToolSpecs(options)) {
     if (TASK_TOOLS.has(spec.name) && !plainCall) registerTaskTool(server, spec, store, conn, postKey);
     else server.registerTool(spec.name, { title: spec.title, description: spec.description, inputSchema: spec.inputSchema }, spec.handler);
   }
