@@ -56,3 +56,4 @@ export function callerOf(request: Request): Caller {
   if (!caller) throw new Error("callerOf: this request was not authenticated by the Worker");
   return caller;
 }
+

@@ -20,6 +20,7 @@ import { runCancel } from "./cancel.ts";
 import { runHook } from "./hook.ts";
 import { runOutput } from "./output.ts";
 import { runTracing } from "./tracing.ts";
+import { runMcp } from "./mcp.ts";
 import { runScale } from "./scale.ts";
 import { runSteady } from "./steady.ts";
 import { runSteps } from "./steps.ts";
@@ -135,6 +136,8 @@ const SCENARIOS: Record<string, Scenario> = {
   hook: { needs: [], run: async (b) => void b.sections.push(await runHook(b.dev.url, b.cli, trials)) },
   /** OpenTelemetry: a 100-step run traced against untraced. */
   tracing: { needs: [], run: async (b) => void b.sections.push(await runTracing(b.dev.url, trials)) },
+  /** Remote MCP: the who tool over POST /mcp beside the presence route it wraps. */
+  mcp: { needs: [], run: async (b) => void b.sections.push(await runMcp(b.dev.url, trials)) },
   /** Schedules: lateness over 1,000 slots on the injected clock and 20 on the real one; 1,000 schedules over 100 agents. */
   schedules: {
     needs: [],
@@ -147,7 +150,7 @@ const SCENARIOS: Record<string, Scenario> = {
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
   scale: { needs: [], run: async (b) => void b.sections.push(await runScale({ startDev: b.startDev, cli: b.cli })) },
 };
-const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "permits", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel", "hook", "tracing", "schedules", "a2a"];
+const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "permits", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel", "hook", "tracing", "mcp", "schedules", "a2a"];
 const ALIASES: Record<string, string[]> = { acquire: ["fresh", "fresh-sharded", "hot"] };
 
 function selected(): string[] {

@@ -11,14 +11,19 @@ import { describe, expect, it } from "vitest";
 import { ROOT } from "./wrangler-dev.ts";
 
 /**
- * docs/guides/operate.md states the size this test prints. A2A adds 27 KiB (7 KiB gzipped) of a hand-written JSON-RPC
- * layer over A2A's wire types (worker/a2a-*.ts, wire/a2a.ts, rules/a2a-task.ts): @a2a-js/sdk's server bundles to 135 KiB
- * (24 KiB gzipped) and keeps tasks in a store of its own, where baton's are its messages.
- * 807 KiB (199 KiB gzipped) with OAuth for remote hosts, whose
- * provider (@cloudflare/workers-oauth-provider 1.2.3: 239 KiB, 53 KiB gzipped, as esbuild bundles it unminified; the
- * authorization server, registration, PKCE, tokens and consent binding are one class, so nothing of it is shaken out)
- * and ~27 KiB of baton's OAuth code (sign-in page, grants, rules) raised the budget from 560/145 KiB; the bundle was
- * 538 KiB (139 KiB gzipped) with live output and schedules,
+ * docs/guides/operate.md states the size this test prints: 1229 KiB (288 KiB gzipped) with the remote surfaces of issue 51. Each part,
+ * measured alone over 538 KiB (139 KiB gzipped, live output and schedules):
+ * - remote MCP +385 KiB (+78 KiB gzipped): @modelcontextprotocol/sdk's server (POST /mcp: the SDK's sessions,
+ *   transport and Tasks), ~75 KiB minified of the SDK itself and the rest the full zod 4 its protocol schemas are
+ *   written in, after wrangler.toml's [alias] left out what the endpoint never uses (ajv, ajv-formats, zod 3,
+ *   zod-to-json-schema: 1376 KiB / 300 KiB gzipped with them);
+ * - OAuth +270 KiB (+60 KiB gzipped): @cloudflare/workers-oauth-provider 1.2.3 is 239 KiB (53 KiB gzipped) as esbuild
+ *   bundles it unminified (authorization server, registration, PKCE, tokens and consent binding are one class, so
+ *   nothing of it is shaken out), and ~27 KiB of baton's OAuth code (sign-in page, grants, rules);
+ * - A2A +27 KiB (+7 KiB gzipped) of a hand-written JSON-RPC layer over A2A's wire types: @a2a-js/sdk's server
+ *   bundles to 135 KiB (24 KiB gzipped) and keeps tasks in a store of its own, where baton's are its messages;
+ * - bound approvals ~16 KiB (canonical JSON and a synchronous SHA-256 in wire/approvals.ts, the permit rule and store).
+ * Before them: 538 KiB (139 KiB gzipped) with live output and schedules,
  * whose cron library (croner, 33 KiB as shipped, already minified; cron-parser would have been 101 KiB
  * with luxon, docs/guides/schedules.md) is the worker's first library beside zod, and ~37 KiB of
  * schedule code, and 34 KiB of live output (wire/output.ts, the output store, its routes and its plan rule); 408 KiB (104 KiB gzipped) before, once every input went through the plan's phases,
@@ -26,8 +31,9 @@ import { ROOT } from "./wrangler-dev.ts";
  * schema (346 KiB before, 291 KiB before cancel and webhooks). Past this budget someone added weight
  * on purpose or by mistake.
  */
-const BUNDLE_BUDGET_BYTES = 830 * 1024;
-const GZIP_BUDGET_BYTES = 206 * 1024;
+// Raised from 560 / 145 KiB for the remote surfaces (above): what MCP on the SDK and OAuth on Cloudflare's provider cost.
+const BUNDLE_BUDGET_BYTES = 1260 * 1024;
+const GZIP_BUDGET_BYTES = 300 * 1024;
 
 describe("wrangler deploy --dry-run", () => {
   it("bundles the worker with its three object classes, within the size budget", async () => {

@@ -47,7 +47,7 @@ describe("baton mcp", () => {
   it("lists its tools", async () => {
     const client = await mcpClient(uniqueAgent("mcp"));
     const names = (await client.listTools()).tools.map((t) => t.name).sort();
-    expect(names).toEqual(["ask", "get_answer", "get_output", "lease_acquire", "lease_release", "lease_renew", "send", "who"]);
+    expect(names).toEqual(["ask", "cancel", "get_answer", "get_output", "lease_acquire", "lease_release", "lease_renew", "send", "who"]);
   });
 
   it("ask waits for a person's answer given with baton answer, with progress while it waits, and returns the choice and who gave it", async () => {

@@ -15,6 +15,9 @@ const ROUTES: [string, string, Scope][] = [
   ["GET", "/agents", "read"],
   ["GET", "/observe", "read"],
   ["POST", "/webhook/test", "admin"],
+  ["POST", "/mcp", "read"],
+  ["GET", "/mcp", "read"],
+  ["DELETE", "/mcp", "read"],
   ["POST", `${A}/webhook/test`, "admin"],
   ["GET", `${A}/serve`, "serve"],
   ["GET", `${A}/presence`, "read"],
@@ -148,3 +151,4 @@ describe("callerOf", () => {
     expect(() => callerOf(new Request(request))).toThrow("callerOf: this request was not authenticated by the Worker");
   });
 });
+

@@ -84,7 +84,11 @@ export function grantCaller(props: GrantProps, grantScope: readonly string[], si
  * the caller is, or names its agent in the body and checks it with mayUseAgent itself (the remote
  * MCP and A2A endpoints add their keys here).
  */
-export const AGENT_LIMIT_CHECKED_BY_HANDLER: ReadonlySet<RouteKey> = new Set<RouteKey>(["GET /whoami"]);
+export const AGENT_LIMIT_CHECKED_BY_HANDLER: ReadonlySet<RouteKey> = new Set<RouteKey>([
+  "GET /whoami",
+  // Every MCP tool call is a request of its own through the pipeline, with the caller's credential: its agent is checked there.
+  "POST /mcp", "GET /mcp", "DELETE /mcp",
+]);
 
 /** Whether a caller may act on this agent: every agent unless its grant is limited to named ones. */
 export function mayUseAgent(caller: Caller, agent: string): boolean {

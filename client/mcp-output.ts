@@ -2,7 +2,7 @@
 // …/output?format=json): the text its chunks stand for (bytes that are not UTF-8 read as U+FFFD),
 // with takeovers, attempt ends and dropped bytes said on lines of their own, and the cursor a host
 // passes back as `from` to read on without loss or repeat.
-import { chunkBytes, type OutputPage } from "../../worker/wire/output.ts";
+import { chunkBytes, type OutputPage } from "../worker/wire/output.ts";
 
 export interface OutputResult {
   agent: string;

@@ -1,0 +1,55 @@
+// `npm run bench -- --only mcp`: what remote MCP costs over the route it wraps. The official SDK's
+// Client over StreamableHTTPClientTransport calls the `who` tool at POST /mcp (a fresh stateless
+// server per request, the tool's call made through the Worker's own pipeline), beside a plain
+// GET /agents/{agent}/presence with the same token, in alternating order. Goal (issue 51): the MCP
+// call's p50 within 1.3x of the plain route's.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { DEV_TOKEN } from "../../test/e2e/wrangler-dev.ts";
+import { fmt, markdownTable, percentile } from "./stats.ts";
+
+const GOAL = 1.3;
+const WARMUP = 5;
+
+export async function runMcp(url: string, trials: number): Promise<string> {
+  const agent = `bench-mcp-${Math.random().toString(36).slice(2, 8)}`;
+  const headers = { authorization: `Bearer ${DEV_TOKEN}` };
+  const client = new Client({ name: "baton-bench", version: "1" });
+  await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", url), { requestInit: { headers } }));
+  const plain = async () => {
+    const res = await fetch(`${url}/agents/${agent}/presence`, { headers });
+    if (res.status !== 200) throw new Error(`presence answered ${res.status}`);
+    await res.json();
+  };
+  const mcp = async () => {
+    const r = await client.callTool({ name: "who", arguments: { agent } });
+    if (r.isError) throw new Error(`who failed: ${JSON.stringify(r.content)}`);
+  };
+  const samples = { plain: [] as number[], mcp: [] as number[] };
+  const timed = async (fn: () => Promise<void>) => {
+    const t0 = performance.now();
+    await fn();
+    return performance.now() - t0;
+  };
+  try {
+    for (let i = 0; i < WARMUP; i++) await Promise.all([plain(), mcp()]);
+    for (let i = 0; i < trials * 5; i++) {
+      const order = i % 2 === 0 ? (["plain", "mcp"] as const) : (["mcp", "plain"] as const);
+      for (const which of order) samples[which].push(await timed(which === "plain" ? plain : mcp));
+    }
+  } finally {
+    await client.close();
+  }
+  const p50 = { plain: percentile(samples.plain, 50), mcp: percentile(samples.mcp, 50) };
+  const r = p50.mcp / p50.plain;
+  return [
+    "### Remote MCP: the `who` tool over POST /mcp against GET …/presence, the route it wraps",
+    "",
+    markdownTable(["", "p50 ms", "p99 ms", "trials"], [
+      ["GET /agents/{agent}/presence", fmt(p50.plain), fmt(percentile(samples.plain, 99)), String(samples.plain.length)],
+      ["MCP tools/call who", fmt(p50.mcp), fmt(percentile(samples.mcp, 99)), String(samples.mcp.length)],
+    ]),
+    "",
+    `MCP / plain p50: ${r.toFixed(3)}x (goal <= ${GOAL}x: ${r <= GOAL ? "met" : "not met"})`,
+  ].join("\n");
+}
