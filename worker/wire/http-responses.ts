@@ -16,6 +16,25 @@ export const answerRecordSchema = z.object({
   at: z.number(), choice: z.string(), text: z.nullable(z.string()), question: z.nullable(z.string()), account: z.string(), token: z.string(), via: z.string(),
 });
 
+/**
+ * A parked question several people decide (needs, reject_needs or approvers): each answer so far
+ * (one per token, its latest), how many approve and reject of how many needed, and which named
+ * approvers have not answered (null: the question names none).
+ */
+export const questionQuorumSchema = z.object({
+  needs: z.int().check(z.gte(1)), reject_needs: z.int().check(z.gte(1)), approvals: count, rejections: count,
+  approvers: z.nullable(z.array(z.string())), waiting_for: z.nullable(z.array(z.string())),
+  answered: z.array(z.object({ token: z.string(), account: z.string(), via: z.string(), choice: z.string(), text: z.nullable(z.string()), at: z.number() })),
+});
+export type QuestionQuorum = z.infer<typeof questionQuorumSchema>;
+
+/** What an answer that did not decide its question tells the answerer: "recorded, 1 of 2 approvals; waiting for bob". */
+export function quorumTally(q: QuestionQuorum): string {
+  const rejects = q.reject_needs > 1 ? `, ${q.rejections} of ${q.reject_needs} rejects` : "";
+  const waiting = q.waiting_for === null || q.waiting_for.length === 0 ? "" : `; waiting for ${q.waiting_for.join(", ")}`;
+  return `recorded, ${q.approvals} of ${q.needs} approvals${rejects}${waiting}`;
+}
+
 export const messageViewSchema = z.object({
   id: z.int().check(z.gte(1)),
   text: z.string(),
@@ -56,6 +75,8 @@ export const messageViewSchema = z.object({
   question: z.nullable(z.object({
     text: z.nullable(z.string()), choices: z.array(z.string()), deadline: z.nullable(z.number()), on_deadline: z.enum(ON_DEADLINE),
     asked_at: z.nullable(z.number()),
+    /** A question several people decide: who has answered and who not (absent otherwise, and from older coordinators). */
+    quorum: z.optional(questionQuorumSchema),
   })),
   /** Who answered it, when, from where and with what (the newest 20). */
   answers: z.array(answerRecordSchema),
