@@ -46,6 +46,12 @@ export interface AskOptions {
   name?: string;
   /** Stored with the park as the message's checkpoint. */
   checkpoint?: unknown;
+  /** Approvals from this many distinct people (tokens) decide approve (default 1); no `choices` then. */
+  needs?: number;
+  /** Rejects from this many distinct people decide reject (default 1: any one reject ends it). */
+  rejectNeeds?: number;
+  /** Only these token names may answer. */
+  approvers?: string[];
 }
 
 export interface MessageContext {

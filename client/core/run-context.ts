@@ -99,7 +99,11 @@ async function ask(run: Run, env: RunEnv, journal: FrameJournal, question: strin
   if (answer !== null) return answer as PersonAnswer;
   await park(run, env, {
     checkpoint: options.checkpoint, deadlineSeconds: options.deadlineSeconds,
-    question: { text: question, step: name, ...(options.choices ? { choices: options.choices } : {}), ...(options.onDeadline ? { on_deadline: options.onDeadline } : {}) },
+    question: {
+      text: question, step: name, ...(options.choices ? { choices: options.choices } : {}), ...(options.onDeadline ? { on_deadline: options.onDeadline } : {}),
+      ...(options.needs === undefined ? {} : { needs: options.needs }), ...(options.rejectNeeds === undefined ? {} : { reject_needs: options.rejectNeeds }),
+      ...(options.approvers === undefined ? {} : { approvers: options.approvers }),
+    },
   });
   throw new WaitingForPersonError(run.id, question);
 }

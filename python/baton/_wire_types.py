@@ -100,6 +100,9 @@ class ParkFrameQuestion(TypedDict, total=False):
     choices: NotRequired[list[str]]
     on_deadline: NotRequired[OnDeadline]
     step: NotRequired[str]
+    needs: NotRequired[int]
+    approvers: NotRequired[list[str]]
+    reject_needs: NotRequired[int]
 
 
 class ParkFrame(TypedDict, total=False):
@@ -443,6 +446,7 @@ LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "questionChars": 2000,
     "choiceChars": 64,
     "choices": 10,
+    "approvers": 20,
     "answerTextBytes": 16384,
     "leaseDataKeyChars": 512,
     "leaseDataInlineBytes": 32768,

@@ -12,7 +12,7 @@ import type { Canceller, MessageChange } from "./types.ts";
 export interface TargetMessage {
   lease: MessageLease;
   /** The question it asks (of whichever attempt), or null. */
-  question: { text: string; choices: string[] | null; step: string | null; quorum: Quorum } | null;
+  question: { text: string; choices: string[] | null; step: string | null; quorum?: Quorum } | null;
   /** Why its latest attempt failed (a retry keeps it with the answer). */
   error: string | null;
   /** Journal records an answer may write over, by name: its question's step and the effect it waits on. */
@@ -81,7 +81,7 @@ export function personAnswer(t: TargetMessage | null, id: number, reply: Answer,
   const asked = t.question;
   const result = answer(t.lease, reply, asked?.choices ?? null, now);
   if (!result.ok) return { ...result, status: statusOf(result.code) };
-  if (asked !== null && countsPeople(asked.quorum)) {
+  if (asked?.quorum !== undefined && countsPeople(asked.quorum)) {
     const vote = castVote(asked.quorum, { token: by.token, account: by.account, via: by.via, choice: reply.choice, text: reply.text, at: now });
     if (!vote.ok) return { ok: false, status: 403, code: "forbidden", message: vote.message };
     const record = { choice: reply.choice, text: reply.text, question: asked.text, by };
