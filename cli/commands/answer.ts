@@ -3,7 +3,8 @@
 // choice runs it again with TEXT as its resume input; reject ends it as `rejected`. The coordinator
 // keeps who answered (account, token name, "cli"). Answering twice, or after the deadline, is 409.
 import { answer, approve, reject, retry } from "../../client/answers.ts";
-import { quorumTally, type MessageView } from "../../worker/wire/http-responses.ts";
+import type { MessageView } from "../../worker/wire/http-responses.ts";
+import { quorumTally } from "../../worker/wire/quorum-tally.ts";
 import { writeText } from "../lib/printable.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
