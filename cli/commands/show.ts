@@ -90,7 +90,7 @@ function describeStep(s: MessageView["steps"][number]): string {
 
 /** Who has answered a question several people decide, and who has not: "2 approvals (1 so far: alice); waiting for bob, carol". */
 function quorumLine(q: QuestionQuorum): string {
-  const answered = q.answered.map((a) => `${tokenLabel(a.token)} ${a.choice}`).join(", ");
+  const answered = q.answered.map((a) => `${a.choice} by ${tokenLabel(a.token)}`).join(", ");
   const rejects = q.reject_needs > 1 ? `, ${q.reject_needs} rejects to reject (${q.rejections} so far)` : ", any one reject rejects";
   const waiting = q.waiting_for?.length ? `; waiting for ${q.waiting_for.map(tokenLabel).join(", ")}` : "";
   return `${q.needs} approvals from distinct people (${q.approvals} so far${answered ? `: ${answered}` : ""})${rejects}${waiting}`;

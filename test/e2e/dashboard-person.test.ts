@@ -265,9 +265,12 @@ describe("a person in the loop on the dashboard", () => {
     expect(await item.locator('[data-role="not-answered"]').allTextContents()).toEqual(["bob: not yet", "carol: not yet"]);
     expect((await view(agent, id)).status).toBe("parked");
 
-    const cli = spawnSync(process.execPath, [BATON_BIN, "approve", agent, String(id)], {
+    const baton = (...args: string[]) => spawnSync(process.execPath, [BATON_BIN, ...args], {
       cwd: ROOT, env: { ...process.env, BATON_URL: dev.url, BATON_TOKEN: BOB }, encoding: "utf8", timeout: 30_000,
     });
+    const shown = baton("show", agent, String(id));
+    expect(shown.stdout).toMatch(/\n {2}needs {7}2 approvals from distinct people \(1 so far: approve by the unnamed token\), any one reject rejects; waiting for token bob, token carol\n/);
+    const cli = baton("approve", agent, String(id));
     expect(cli.status, cli.stderr).toBe(0);
     expect(cli.stdout).toMatch(new RegExp(`^approved message ${id} of ${agent}: (queued|running)`));
     const done = await waitForStatus(agent, id, "acknowledged");
