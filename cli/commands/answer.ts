@@ -4,6 +4,7 @@
 // keeps who answered (account, token name, "cli"). Answering twice, or after the deadline, is 409.
 import { answer, approve, reject, retry } from "../../client/answers.ts";
 import type { MessageView } from "../../worker/wire/http-responses.ts";
+import { quorumTally } from "../../worker/wire/quorum-tally.ts";
 import { writeText } from "../lib/printable.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
@@ -18,6 +19,8 @@ const positionals = [
 function describe(agent: string, m: MessageView, did: string): string {
   // Answered while a runner is free, it is handed out at once: the view then shows the attempt that runs.
   const then = m.status === "rejected" ? "it will not run again"
+    // A question several people decide stays parked until enough of them answered.
+    : m.status === "parked" && m.question?.quorum ? `${quorumTally(m.question.quorum)}; it still waits`
     : m.status === "parked" ? "it still waits"
     : m.status === "running" ? `it runs again now (attempt ${m.attempts})`
     : m.status === "queued" ? `it runs again (attempt ${m.attempts + 1})`

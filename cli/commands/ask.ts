@@ -29,6 +29,9 @@ export default defineCommand({
     choices: { type: "string", value: "A,B", description: "what the person picks from; reject is always offered besides them (default: approve or reject)" },
     deadline: { type: "string", value: "SECONDS", description: "if nobody answers by then, --on-deadline decides" },
     "on-deadline": { type: "string", value: "ACTION", description: "fail (default), approve, reject, or escalate (notify again and wait)" },
+    needs: { type: "string", value: "N", description: "approvals from N distinct people (tokens) decide approve (default 1); any one reject rejects unless --reject-needs" },
+    approvers: { type: "string", value: "A,B", description: "only these token names may answer" },
+    "reject-needs": { type: "string", value: "N", description: "rejects from N distinct people decide reject (default 1)" },
     name: { type: "string", value: "NAME", description: "the journal name the answer is kept under (default: ask: and a hash of the question and its choices)" },
   },
   exitCodes: [
@@ -49,6 +52,7 @@ export default defineCommand({
       text: args[0], step: name,
       ...(choices === undefined ? {} : { choices }),
       ...(onDeadline === undefined ? {} : { on_deadline: onDeadline }),
+      ...quorumOptions(options),
     });
     if (!question.success) throw new UsageError(`bad question: ${z.prettifyError(question.error)}`);
     const answered = await run.get(name);
@@ -75,4 +79,13 @@ export default defineCommand({
 /** `--choices` as a person plainly meant them (client/person-question.ts plainChoices): `approve,reject` is the plain approve-or-reject question. */
 export function questionChoices(raw: string): string[] | undefined {
   return plainChoices(raw.split(",").map((c) => c.trim()).filter((c) => c !== ""));
+}
+
+/** --needs, --reject-needs and --approvers as the question's fields (the schema checks them together). */
+function quorumOptions(options: { needs?: string; "reject-needs"?: string; approvers?: string }) {
+  const count = (raw: string | undefined, name: string) => raw === undefined ? undefined : numberOption(raw, name, { min: 1, max: LIMITS.approvers, integer: true });
+  const needs = count(options.needs, "needs");
+  const rejectNeeds = count(options["reject-needs"], "reject-needs");
+  const approvers = options.approvers?.split(",").map((a) => a.trim()).filter((a) => a !== "");
+  return { ...(needs === undefined ? {} : { needs }), ...(rejectNeeds === undefined ? {} : { reject_needs: rejectNeeds }), ...(approvers === undefined ? {} : { approvers }) };
 }

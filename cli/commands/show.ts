@@ -5,7 +5,7 @@ import { requestJson } from "../../client/http.ts";
 import { replyText } from "../../client/run-journal.ts";
 import { printable, writeText } from "../lib/printable.ts";
 import { answerCommands } from "../lib/next-steps.ts";
-import { messageViewSchema, type MessageView } from "../../worker/wire/http-responses.ts";
+import { messageViewSchema, type MessageView, type QuestionQuorum } from "../../worker/wire/http-responses.ts";
 import { unknownOutcomeReason } from "../../worker/wire/protocol.ts";
 import { defineCommand, numberOption } from "../lib/command.ts";
 import { resolveConnection } from "../lib/config.ts";
@@ -42,6 +42,7 @@ export default defineCommand({
       ...(m.status === "parked" && m.waiting_on === null
         ? [`  parked      ${m.question?.text ? (m.question.text === m.text ? "asks a person (the text below)" : `asks: ${printable(m.question.text)}`) : "for approval"}${m.expires_at ? `, until ${at(m.expires_at)} (then ${m.question?.on_deadline ?? "fail"})` : ", with no deadline"}`,
           ...(m.question?.approve ? [`  approves    effect ${m.question.approve.effect} with ${printable(m.question.approve.args)} (sha256 ${m.question.approve.digest}), once`] : []),
+          ...(m.question?.quorum ? [`  needs       ${quorumLine(m.question.quorum)}`] : []),
           `  answer      ${answerCommands(agent, m.id, m.question?.choices ?? []).join(" | ")}`]
         : []),
       ...(m.status === "rejected" ? ["  rejected    it will not run again"] : []),
@@ -87,4 +88,12 @@ function doneBy(m: MessageView): string {
 /** "plan (step, done by attempt 1, 24 B)"; an effect begun with no outcome is "outcome unknown". */
 function describeStep(s: MessageView["steps"][number]): string {
   return `${s.name} (${s.kind}, ${s.status === "done" ? `done by attempt ${s.attempt}, ${s.bytes} B` : `begun by attempt ${s.attempt}, outcome unknown`})`;
+}
+
+/** Who has answered a question several people decide, and who has not: "2 approvals (1 so far: alice); waiting for bob, carol". */
+function quorumLine(q: QuestionQuorum): string {
+  const answered = q.answered.map((a) => `${a.choice} by ${tokenLabel(a.token)}`).join(", ");
+  const rejects = q.reject_needs > 1 ? `, ${q.reject_needs} rejects to reject (${q.rejections} so far)` : ", any one reject rejects";
+  const waiting = q.waiting_for?.length ? `; waiting for ${q.waiting_for.map(tokenLabel).join(", ")}` : "";
+  return `${q.needs} approvals from distinct people (${q.approvals} so far${answered ? `: ${answered}` : ""})${rejects}${waiting}`;
 }

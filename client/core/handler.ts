@@ -46,6 +46,12 @@ export interface AskOptions {
   name?: string;
   /** Stored with the park as the message's checkpoint. */
   checkpoint?: unknown;
+  /** Approvals from this many distinct people (tokens) decide approve (default 1); no `choices` then. */
+  needs?: number;
+  /** Rejects from this many distinct people decide reject (default 1: any one reject ends it). */
+  rejectNeeds?: number;
+  /** Only these token names may answer. */
+  approvers?: string[];
 }
 
 /**
@@ -67,6 +73,12 @@ export interface EffectApprovalOptions {
   /** Nobody answered within this: `onDeadline` decides (fail by default; never approve: a deadline grants no permit). */
   deadlineSeconds?: number;
   onDeadline?: "fail" | "reject" | "escalate";
+  /** Several people: the permit is granted once this many distinct tokens approve (no `choices` then); default 1. */
+  needs?: number;
+  /** Only these tokens (by name) may answer. */
+  approvers?: string[];
+  /** This many distinct rejects end the message (default 1: any one reject). */
+  rejectNeeds?: number;
 }
 
 export interface EffectOptions {

@@ -59,9 +59,9 @@ export function runContext(run: Run, env: RunEnv, messageCheckpoint: unknown): M
     effect: (name, fn, options = {}) => {
       checkStepName(name);
       const onUnknown: OnUnknown = options.onUnknown ?? "ask";
-      const { checkpoint, deadlineSeconds, onDeadline, ...asked } = options.approve ?? { question: "", args: null };
+      const { checkpoint, deadlineSeconds, onDeadline, rejectNeeds, ...asked } = options.approve ?? { question: "", args: null };
       if (onDeadline !== undefined && deadlineSeconds === undefined) throw new TypeError("effect approve: onDeadline needs deadlineSeconds");
-      const approve = { ...asked, ...(onDeadline === undefined ? {} : { on_deadline: onDeadline }) };
+      const approve = { ...asked, ...(onDeadline === undefined ? {} : { on_deadline: onDeadline }), ...(rejectNeeds === undefined ? {} : { reject_needs: rejectNeeds }) };
       const effect = () => runEffect(journal, name, onUnknown, async (key) => {
         run.effectsRunning.add(name);
         try {
@@ -112,7 +112,11 @@ async function ask(run: Run, env: RunEnv, journal: FrameJournal, question: strin
   if (answer !== null) return answer as PersonAnswer;
   await park(run, env, {
     checkpoint: options.checkpoint, deadlineSeconds: options.deadlineSeconds,
-    question: { text: question, step: name, ...(options.choices ? { choices: options.choices } : {}), ...(options.onDeadline ? { on_deadline: options.onDeadline } : {}) },
+    question: {
+      text: question, step: name, ...(options.choices ? { choices: options.choices } : {}), ...(options.onDeadline ? { on_deadline: options.onDeadline } : {}),
+      ...(options.needs === undefined ? {} : { needs: options.needs }), ...(options.rejectNeeds === undefined ? {} : { reject_needs: options.rejectNeeds }),
+      ...(options.approvers === undefined ? {} : { approvers: options.approvers }),
+    },
   });
   throw new WaitingForPersonError(run.id, question);
 }

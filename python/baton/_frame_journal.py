@@ -153,9 +153,10 @@ async def park(run: Run, checkpoint_value: Any, deadline_seconds: Optional[int],
 
 
 async def ask(run: Run, text: str, choices: Optional[Sequence[str]], deadline_seconds: Optional[int],
-              on_deadline: Optional[str], name: Optional[str], checkpoint_value: Any) -> PersonAnswer:
+              on_deadline: Optional[str], name: Optional[str], checkpoint_value: Any,
+              quorum: Optional[dict[str, Any]] = None) -> PersonAnswer:
     """The answer kept in the journal when this ask was answered; else the message parks with the question and this run ends."""
-    question = run.journal.question(text, choices, on_deadline, name)
+    question = run.journal.question(text, choices, on_deadline, name, quorum)
     run.journal.check_deadline(deadline_seconds)
     answered = run.journal.answered(question["step"])
     if answered is not None:

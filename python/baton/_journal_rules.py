@@ -96,7 +96,7 @@ class Journal:
         if not isinstance(approve, dict) or "question" not in approve or "args" not in approve:
             raise ValueError("approve is a dict with question and args (and optionally choices, checkpoint, deadline_seconds, "
                              f"on_deadline), not {approve!r}")
-        wire = {k: approve[k] for k in ("question", "args", "choices", "on_deadline") if k in approve}
+        wire = {k: approve[k] for k in ("question", "args", "choices", "on_deadline", "needs", "approvers", "reject_needs") if k in approve}
         if not valid(wire, client_field("step", "approve")):
             raise ValueError("approve.question is a text of 1-2000 characters, approve.args JSON, approve.choices "
                              f"distinct labels that include approve, not {wire!r}")
@@ -144,7 +144,7 @@ class Journal:
     # -- asking a person and parking ------------------------------------------------------------
 
     def question(self, text: str, choices: Optional[Sequence[str]], on_deadline: Optional[str],
-                 name: Optional[str]) -> ParkFrameQuestion:
+                 name: Optional[str], quorum: Optional[dict[str, Any]] = None) -> ParkFrameQuestion:
         """The question an ask parks with, under its journal name (``ask:N`` when none); ValueError or
         TypeError for one the coordinator would refuse or that could never be answered."""
         if name is None:
@@ -160,8 +160,12 @@ class Journal:
             if on_deadline not in ON_DEADLINE:
                 raise ValueError(f"on_deadline is one of {', '.join(ON_DEADLINE)}, not {on_deadline!r}")
             question["on_deadline"] = on_deadline  # type: ignore[typeddict-item]
+        for field, value in (quorum or {}).items():  # needs, reject_needs, approvers: several people decide it
+            if value is not None:
+                question[field] = list(value) if field == "approvers" else value  # type: ignore[literal-required]
         if not valid(question, client_field("park", "question")):
-            raise ValueError("a question is a text of 1-2000 characters with at most 10 choices of 1-64 characters each, "
+            raise ValueError("a question is a text of 1-2000 characters with at most 10 choices of 1-64 characters each "
+                             "(needs and reject_needs of 1-20 only without choices, at most as many as its approvers), "
                              f"not {question!r}")
         if self.effects_running:  # parking here would leave the message waiting on the effect, where no answer reaches it
             raise TypeError(f'ask inside effect "{next(iter(self.effects_running))}": a question asked inside an effect '

@@ -68,7 +68,9 @@ class MessageContext:
         await _frame_journal.park(self._run, checkpoint, deadline_seconds)
 
     async def ask(self, question: str, choices: Optional[Sequence[str]] = None, deadline_seconds: Optional[int] = None,
-                  on_deadline: Optional[str] = None, name: Optional[str] = None, checkpoint: Any = None) -> PersonAnswer:
+                  on_deadline: Optional[str] = None, name: Optional[str] = None, checkpoint: Any = None, *,
+                  needs: Optional[int] = None, reject_needs: Optional[int] = None,
+                  approvers: Optional[Sequence[str]] = None) -> PersonAnswer:
         """Asks a person. When the journal holds the answer under this ask's step (``name``, default
         ``ask:N``, N counting this run's asks without a name), returns it at once as a
         :class:`PersonAnswer`. Otherwise parks the message with the question and raises
@@ -82,8 +84,13 @@ class MessageContext:
         default), ``"approve"``, ``"reject"`` or ``"escalate"``. ``checkpoint`` is stored with the park
         as :meth:`save_message_checkpoint` stores it. Raises ValueError for a question the coordinator
         would refuse, TypeError for a bad ``name``, LeaseLostError when the message's lease is gone.
+
+        Several people: approvals from ``needs`` distinct tokens decide approve (no ``choices`` then);
+        any one reject ends it unless ``reject_needs`` says how many rejects it takes; ``approvers``
+        names the only tokens that may answer. Until then the message stays parked.
         """
-        return await _frame_journal.ask(self._run, question, choices, deadline_seconds, on_deadline, name, checkpoint)
+        quorum = {"needs": needs, "reject_needs": reject_needs, "approvers": approvers}
+        return await _frame_journal.ask(self._run, question, choices, deadline_seconds, on_deadline, name, checkpoint, quorum)
 
     async def step(self, name: str, fn: Callable[[], Any]) -> Any:
         """A durable step: the first time ``name`` completes for this message, its result (JSON, at
@@ -116,7 +123,7 @@ class MessageContext:
 
         With ``approve={"question": ..., "args": ...}`` (optionally ``choices``, which include
         approve, ``checkpoint``, ``deadline_seconds`` and ``on_deadline``: fail, reject or escalate,
-        never approve), ``fn`` runs only on a person's approval of exactly ``args``:
+        never approve; ``needs``, ``approvers`` and ``reject_needs`` as for :meth:`ask`), ``fn`` runs only on a person's approval of exactly ``args``:
         the coordinator records the intent only when it spends an unspent permit granted for this
         message, this effect and the SHA-256 of ``args`` as canonical JSON. Without one it asks the
         question (a person sees the effect, ``args`` and the digest), the message parks (this

@@ -182,13 +182,15 @@ class _TracedContext(MessageContext):
             return value
 
     async def ask(self, question: str, choices: Any = None, deadline_seconds: Optional[int] = None,
-                  on_deadline: Optional[str] = None, name: Optional[str] = None, checkpoint: Any = None) -> PersonAnswer:
+                  on_deadline: Optional[str] = None, name: Optional[str] = None, checkpoint: Any = None, *,
+                  needs: Optional[int] = None, reject_needs: Optional[int] = None, approvers: Any = None) -> PersonAnswer:
         attributes: dict[str, Any] = {"baton.ask.name": name or ""}
         if deadline_seconds:
             attributes["baton.ask.deadline_seconds"] = deadline_seconds
         with self._child("baton.ask", attributes) as span:
             try:
-                answer = await super().ask(question, choices, deadline_seconds, on_deadline, name, checkpoint)
+                answer = await super().ask(question, choices, deadline_seconds, on_deadline, name, checkpoint,
+                                           needs=needs, reject_needs=reject_needs, approvers=approvers)
             except WaitingForPersonError:
                 span.set_attribute("baton.ask.waiting", True)
                 raise

@@ -101,6 +101,9 @@ class ParkFrameQuestion(TypedDict, total=False):
     choices: NotRequired[list[str]]
     on_deadline: NotRequired[OnDeadline]
     step: NotRequired[str]
+    needs: NotRequired[int]
+    approvers: NotRequired[list[str]]
+    reject_needs: NotRequired[int]
 
 
 class ParkFrame(TypedDict, total=False):
@@ -119,6 +122,9 @@ class StepFrameApprove(TypedDict, total=False):
     args: Required[Any]
     choices: NotRequired[list[str]]
     on_deadline: NotRequired[StepFrameApproveOnDeadline]
+    needs: NotRequired[int]
+    approvers: NotRequired[list[str]]
+    reject_needs: NotRequired[int]
 
 
 class StepFrame(TypedDict, total=False):
@@ -453,6 +459,7 @@ LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "questionChars": 2000,
     "choiceChars": 64,
     "choices": 10,
+    "approvers": 20,
     "answerTextBytes": 16384,
     "approveArgsBytes": 8192,
     "leaseDataKeyChars": 512,

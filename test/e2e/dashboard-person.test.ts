@@ -8,6 +8,7 @@
 // retried, pool runs named by runner, a webhook's link marks its question, and a read-only token
 // sees none of the buttons. Claude Code's permission hook (`baton hook claude-code`) gets allow and
 // deny from Approve and Reject tapped on a phone-sized page.
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,7 +16,7 @@ import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
-import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 import { freshCall, startHook } from "./hook-process.ts";
 import { PERMISSION_REQUEST, PRE_TOOL_USE } from "../unit/claude-code-hook-inputs.ts";
 
@@ -25,10 +26,14 @@ const CHROMIUM_ARGS = [
 ];
 const SHOTS = mkdtempSync(join(tmpdir(), "baton-shots-"));
 const READER = "e2e-dashboard-reader-token";
+/** A second person (scope answer) beside the dev token ("default"), for a question two people decide. */
+const BOB = "e2e-dashboard-bob-token";
+const sha = (t: string) => createHash("sha256").update(t).digest("hex");
+const BATON_BIN = join(ROOT, "dist/cli/main.js");
 
 // Started here, not in beforeAll: whether the coordinator has token scopes (GET /whoami) decides
 // below whether the read-only test can run at all.
-const dev: DevServer = await startWranglerDev();
+const dev: DevServer = await startWranglerDev({ vars: { BATON_TOKENS: `dev:${sha(DEV_TOKEN)},dev:bob:answer:${sha(BOB)}` } });
 
 let browser: BrowserContext;
 let profileDir: string;
@@ -272,6 +277,41 @@ describe("a person in the loop on the dashboard", () => {
     expect(await record.locator('[data-role="answer-account"]').textContent()).toBe("dev");
     expect(await record.locator("time").textContent()).toMatch(/^\d{2}:\d{2}:\d{2}$/);
     expect(await record.textContent()).toContain("to: Which region first?");
+    await page.close();
+  });
+
+  it("a question two people decide: the page shows who has and has not answered; approved from the page it stays parked (1 of 2), approved by a second person from the CLI the run goes on", async () => {
+    const page = await openLive();
+    const agent = "two-keys";
+    const handler: MessageHandler = async (_m, ctx) => {
+      const answer = await ctx.ask("Charge $500 to card 4242?", { needs: 2, approvers: ["default", "bob", "carol"] });
+      return `${answer.choice} by ${answer.by.token}`;
+    };
+    open(agent, "two-keys-box", handler);
+    const id = await postMessage(agent, "charge");
+    const item = ask(page, agent, id);
+    await item.locator('[data-role="quorum-count"]', { hasText: "0 of 2 approvals" }).waitFor();
+    expect(await item.locator('[data-role="not-answered"]').allTextContents()).toEqual(["default: not yet", "bob: not yet", "carol: not yet"]);
+
+    await item.locator('button[data-choice="approve"]').click();
+    await item.locator('[data-role="answer-status"]', { hasText: "recorded, 1 of 2 approvals; waiting for bob, carol" }).waitFor();
+    await item.locator('[data-role="quorum-count"]', { hasText: "1 of 2 approvals" }).waitFor();
+    expect(await item.locator('[data-role="answered"]').getAttribute("data-token")).toBe("default");
+    expect(await item.locator('[data-role="not-answered"]').allTextContents()).toEqual(["bob: not yet", "carol: not yet"]);
+    expect((await view(agent, id)).status).toBe("parked");
+
+    const baton = (...args: string[]) => spawnSync(process.execPath, [BATON_BIN, ...args], {
+      cwd: ROOT, env: { ...process.env, BATON_URL: dev.url, BATON_TOKEN: BOB }, encoding: "utf8", timeout: 30_000,
+    });
+    const shown = baton("show", agent, String(id));
+    expect(shown.stdout).toMatch(/\n {2}needs {7}2 approvals from distinct people \(1 so far: approve by the unnamed token\), any one reject rejects; waiting for token bob, token carol\n/);
+    const cli = baton("approve", agent, String(id));
+    expect(cli.status, cli.stderr).toBe(0);
+    expect(cli.stdout).toMatch(new RegExp(`^approved message ${id} of ${agent}: (queued|running)`));
+    const done = await waitForStatus(agent, id, "acknowledged");
+    expect(done.reply).toBe("approve by bob");
+    expect(done.answers.map((a) => [a.token, a.choice, a.via])).toEqual([["default", "approve", "page"], ["bob", "approve", "cli"]]);
+    await item.waitFor({ state: "detached" });
     await page.close();
   });
 
@@ -547,7 +587,6 @@ describe("a person in the loop on the dashboard", () => {
   });
 
   it("a read-only token (scope read, from BATON_TOKENS) sees no buttons", async () => {
-    const sha = (t: string) => createHash("sha256").update(t).digest("hex");
     const scoped = await startWranglerDev({ vars: { BATON_TOKENS: `dev:${sha(DEV_TOKEN)},dev:wall:read:${sha(READER)}` } });
     try {
       const agent = "scoped-watch";

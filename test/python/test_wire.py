@@ -74,3 +74,18 @@ def test_paths_come_from_the_coordinators_route_table():
         route_path("/agents/{agent}/nope", agent="x")
     with pytest.raises(ValueError, match="needs id"):
         route_path("/agents/{agent}/messages/{id}/cancel", agent="x")
+
+
+def test_a_question_several_people_decide_is_built_and_checked_like_the_typescript_clients():
+    import pytest
+
+    from baton._journal_rules import Journal
+
+    journal = Journal({"type": "message", "id": 1, "text": "x", "attempt": 1, "created_at": 0, "run": True, "token": 1, "journal": []})
+    question = journal.question("Pay $500?", None, None, None, {"needs": 2, "reject_needs": None, "approvers": ("alice", "bob")})
+    assert question == {"text": "Pay $500?", "step": "ask:1", "needs": 2, "approvers": ["alice", "bob"]}
+    assert valid_client_frame({"type": "park", "id": 1, "token": 1, "question": question})
+    with pytest.raises(ValueError):
+        journal.question("Pay?", None, None, None, {"needs": 0})
+    with pytest.raises(ValueError):
+        journal.question("Pay?", None, None, None, {"approvers": ["not a name"]})

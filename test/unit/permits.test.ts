@@ -7,7 +7,7 @@ import { argsDigest, canonicalJson, sha256Hex } from "../../worker/wire/approval
 
 const ask = (amount: number) => {
   const args = canonicalJson({ card: "4242", amount });
-  return { question: `Charge $${amount}?`, choices: null, onDeadline: null, args, digest: argsDigest(args) };
+  return { question: `Charge $${amount}?`, choices: null, onDeadline: null, args, digest: argsDigest(args), quorum: {} };
 };
 const by = { account: "acme", token: "ana", via: "page" };
 const granted = (amount: number, over: Partial<Permit> = {}): Permit => ({

@@ -178,4 +178,24 @@ describe("approval permits", () => {
     expect(put).toMatchObject({ status: 413, body: { error: "too_large" } });
     expect(await message(agent, id)).toEqual(before);
   });
+  it("an effect two people must approve: one approval (twice from the same token) grants nothing; the second person's grants the permit, which the attempt after a failover spends once", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "pay the invoice");
+    const approve = { ...charge(500), needs: 2 };
+    const first = await run(a.sock, id);
+    expect(await intent(a.sock, first, approve)).toMatchObject({ type: "error", code: "approval_required" });
+    expect(await write(a.sock, { type: "park", id, token: first.token })).toMatchObject({ op: "park" });
+    expect((await message(agent, id)).question).toMatchObject({ approve: { effect: "charge" }, quorum: { needs: 2, approvals: 0 } });
+    expect(await answer(agent, id, "approve", "dev-person-token")).toMatchObject({ status: 200, body: { status: "parked" } });
+    expect(await answer(agent, id, "approve", "dev-person-token")).toMatchObject({ status: 200, body: { status: "parked", question: { quorum: { approvals: 1 } } } });
+    expect((await message(agent, id)).permits ?? []).toEqual([]);
+    expect(await answer(agent, id, "approve")).toMatchObject({ status: 200 });
+    // The holder that asked leaves; another machine gets the message and spends the permit, once.
+    a.sock.close();
+    const b = await claimant(agent, "b");
+    const next = await run(b.sock, id);
+    expect(await intent(b.sock, next, approve)).toMatchObject({ op: "step", status: "intent" });
+    expect((await message(agent, id)).permits).toEqual([expect.objectContaining({ effect: "charge", spent_token: next.token })]);
+  });
 });

@@ -10,7 +10,7 @@ import { WebhookConfigStore } from "../../worker/objects/webhook-config.ts";
 import { hmacBase64, signedHeaders } from "../../worker/objects/webhook-signature.ts";
 import { WEBHOOK } from "../../worker/rules/webhooks.ts";
 import { webhookEventSchema } from "../../worker/wire/webhooks.ts";
-import { BASE, claimant, HOOKS_TOKEN, OTHER_TOKEN, presence, stubFor, uniqueAgent, write } from "./helpers.ts";
+import { BASE, claimant, DEV_TOKEN, HOOKS_TOKEN, OTHER_TOKEN, post, presence, stubFor, uniqueAgent, write } from "./helpers.ts";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 /** The test runner's outbound service answers these (vitest.workers.config.ts); nothing leaves the machine. */
@@ -148,6 +148,23 @@ describe("secrets", () => {
 });
 
 describe("events into the outbox", () => {
+  it("a question two people decide: message.parked carries its quorum, an answer that does not decide queues no event", async () => {
+    const agent = uniqueAgent();
+    expect((await hooks("PUT", `/agents/${agent}/webhook`, { url: BUSY_URL, secret: SECRET }, DEV_TOKEN)).status).toBe(200);
+    const id = await post(agent, "q", { question: { text: "Pay $500?", needs: 2, approvers: ["person", "admin"] } });
+    const facts = async () => runInDurableObject(stubFor(agent), (_i, state) =>
+      state.storage.sql.exec<{ type: string; facts: string }>(`SELECT type, facts FROM webhook_outbox ORDER BY seq`).toArray());
+    const answer = (token: string) => SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/approve`, {
+      method: "POST", headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}",
+    });
+    expect((await answer("dev-person-token")).status).toBe(200);
+    const queued = await facts();
+    expect(queued.map((e) => e.type)).toEqual(["message.parked"]);
+    expect(JSON.parse(queued[0]!.facts).message.question).toEqual({
+      text: "Pay $500?", choices: [], on_deadline: "fail", quorum: { needs: 2, reject_needs: 1, approvers: ["person", "admin"] },
+    });
+  });
+
   it("a parked message queues one message.parked event; presence shows it pending with the receiver's host, then the refused attempt with its retry", async () => {
     const agent = uniqueAgent();
     expect((await hooks("PUT", `/agents/${agent}/webhook`, { url: BUSY_URL, secret: SECRET })).status).toBe(200);

@@ -7,6 +7,7 @@ import { el, type Child } from "./dom.ts";
 import type { MessageView, ParkedItem } from "./state.ts";
 import { resumeCommands } from "./steps.ts";
 import { clock } from "./timeline.ts";
+import { quorumTally } from "../wire/quorum-tally.ts";
 
 /** A checkpoint longer than this (pretty JSON) is folded behind its summary line. */
 const CHECKPOINT_LINES = 8;
@@ -96,6 +97,23 @@ export function questionLine(kind: AskKind, p: ParkedItem, view: MessageView | n
   }
   if (kind === "question") return el("p", { class: "question", "data-role": "question" }, el("strong", {}, p.question ?? ""), approvedAction(view));
   return el("p", { class: "question", "data-role": "question" }, el("strong", {}, "Approval"), ": approve to run it on, or reject to end it.");
+}
+
+/** A question several people decide: how many approvals it needs, who has answered (and how), who has not. */
+export function quorumBlock(view: MessageView | null): HTMLElement | null {
+  const q = view?.question?.quorum;
+  if (!q) return null;
+  const rejects = q.reject_needs > 1 ? `${q.reject_needs} rejects reject it` : "any one reject rejects it";
+  return el("div", { class: "quorum", "data-role": "quorum" },
+    el("p", { "data-role": "quorum-count" }, el("strong", {}, `${q.approvals} of ${q.needs} approvals`), ` from distinct people; ${rejects}.`),
+    el("ul", { class: "quorum-people" },
+      q.answered.map((a) => el("li", { "data-role": "answered", "data-token": a.token, "data-choice": a.choice }, `${a.token}: ${a.choice}`, " ", clock(a.at))),
+      (q.waiting_for ?? []).map((name) => el("li", { "data-role": "not-answered", "data-token": name }, `${name}: not yet`))));
+}
+
+/** What the page says after an answer to a question several people decide that did not decide it. */
+export function recordedText(view: MessageView): string | null {
+  return view.status === "parked" && view.question?.quorum ? quorumTally(view.question.quorum) : null;
 }
 
 /** The commands that answer it, for a token that may not answer from here. */

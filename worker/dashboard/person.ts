@@ -11,7 +11,7 @@ import { formatAge } from "./ages.ts";
 import type { Confirmations, Outcome } from "./confirm.ts";
 import { el } from "./dom.ts";
 import {
-  acceptedText, askKind, checkpointBlock, choicesOf, commandsLine, deadlineLine, linkTarget, questionLine, type AskItem, type AskKind, type Choice,
+  acceptedText, askKind, checkpointBlock, choicesOf, commandsLine, deadlineLine, linkTarget, questionLine, quorumBlock, recordedText, type AskItem, type AskKind, type Choice,
 } from "./person-ask.ts";
 import type { Abilities, DirectoryEntry, MessageView, PageState, ParkedItem } from "./state.ts";
 import { clock } from "./timeline.ts";
@@ -163,6 +163,7 @@ export class PersonQueue {
       text === null ? null : el("p", { class: "text", "data-role": "ask-text" }, text),
       questionLine(kind, p, view),
       view ? checkpointBlock(view, item) : null,
+      quorumBlock(view),
       deadlineLine(p, view),
       can.answer ? null : commandsLine(kind, agent, p),
     ];
@@ -208,7 +209,9 @@ export class PersonQueue {
     const body = c.route === "resume" ? { ...c.extra, ...(text ? { input: text } : {}) } : { ...c.extra, ...(text ? { text } : {}) };
     try {
       const answer = await this.hooks.decide(agent, p.id, c.route, body);
-      const said = answer.ok ? acceptedText(c.choice) : answer.text;
+      // A question several people decide keeps waiting after this answer: say how many more it needs.
+      const view = answer.ok ? answer.body as MessageView : null;
+      const said = answer.ok ? (view && recordedText(view)) ?? acceptedText(c.choice) : answer.text;
       if (report) {
         item.status.dataset.state = answer.ok ? "answered" : "refused";
         item.status.textContent = said;

@@ -28,6 +28,7 @@ export function saveChange(stores: MessageStores, c: MessageChange, now: number,
     const { by, ...answered } = c.answer;
     messages.recordAnswer(c.id, { at: now, ...answered, account: by.account, token: by.token, via: by.via });
   }
+  if (c.votes !== undefined) messages.setVotes(c.id, c.votes);
   if (c.personReply !== undefined) messages.answeredForPerson(c.id, c.personReply, now);
   if (c.failure !== undefined) messages.recordFailure(c.id, c.failure);
   if (c.cancel) {

@@ -3,6 +3,7 @@
 // plan (../rules/agent-plan.ts) stores; the rules of one message are in ../rules/message-lease.ts.
 // Beside it: the writes' answers and refusals (message-writes.ts), how a plan's change is stored
 // (message-changes.ts) and what presence shows of the work (work-report.ts).
+import { quorumOf } from "../rules/quorum.ts";
 import { checkMessageWrite, extendRun } from "../rules/message-lease.ts";
 import type { MessageChange, TargetMessage } from "../rules/agent-plan.ts";
 import { decideWrite, keptQuestion, type RunnerWrite, type WriteTarget } from "../rules/plan/write.ts";
@@ -272,7 +273,7 @@ export class MessageLeases {
       if (record) entries.set(record.name, record);
     }
     return {
-      lease: leaseOf(stored), question: asked && { text: asked.text, choices: asked.choices, step: asked.step, approve: asked.approve ?? null, token: asked.token }, error: stored.error,
+      lease: leaseOf(stored), question: asked && { text: asked.text, choices: asked.choices, step: asked.step, approve: asked.approve ?? null, token: asked.token, quorum: quorumOf(asked) }, error: stored.error,
       entries, openIntents: stored.pending_ask === null ? [] : this.steps.openIntents(id), usage: this.steps.usage(id),
     };
   }

@@ -2,7 +2,8 @@
 // projections, the lease the rules decide over, the view HTTP shows and the frame a serve
 // connection gets. The table's DDL is in its numbered migrations (message-store.ts).
 import type { MessageLease, MessagePolicy } from "../rules/message-lease.ts";
-import type { MessageView } from "../wire/http-responses.ts";
+import type { MessageView, QuestionQuorum } from "../wire/http-responses.ts";
+import { countsPeople, latestVotes, questionOutcome, quorumOf, type Quorum } from "../rules/quorum.ts";
 import type { JournalEntry, MessageFrame } from "../wire/protocol.ts";
 import { integer, maybeInteger, maybeOneOf, maybeText, oneOf, RowCodec, text, type RowOf } from "./sql-row.ts";
 import type { StepSummary } from "./step-store.ts";
@@ -174,9 +175,23 @@ export function messageView(m: StoredMessage, steps: StepSummary[], answers: Ans
 function questionView(m: StoredMessage): MessageView["question"] {
   if (m.status !== "parked" || m.pending_ask !== null) return null;
   const asked = questionOf(m);
+  const quorum = asked === null ? null : quorumOf(asked);
   return {
     text: asked?.text ?? null, choices: asked?.choices ?? [], deadline: m.expires_at, on_deadline: m.on_deadline ?? "fail", asked_at: asked?.asked_at ?? null,
     ...(asked?.approve ? { approve: asked.approve } : {}),
+    ...(quorum !== null && countsPeople(quorum) ? { quorum: quorumView(quorum) } : {}),
+  };
+}
+
+/** Who has answered a question several people decide, and who has not. */
+function quorumView(q: Quorum): QuestionQuorum {
+  const outcome = questionOutcome(q);
+  const answered = latestVotes(q.votes);
+  const approvals = answered.filter((v) => v.choice === "approve").length;
+  const rejections = answered.filter((v) => v.choice === "reject").length;
+  return {
+    needs: q.needs, reject_needs: q.rejectNeeds, approvals, rejections, approvers: q.approvers === null ? null : [...q.approvers],
+    waiting_for: outcome.state === "pending" ? outcome.waitingFor : [], answered,
   };
 }
 

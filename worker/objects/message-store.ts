@@ -9,7 +9,8 @@ import { PermitTable } from "./permit-store.ts";
 import { DISPATCH_WINDOW, type PostInsert } from "../rules/plan/post.ts";
 import type { BusyRead } from "../rules/on-busy.ts";
 import { MESSAGE_MIGRATIONS } from "./message-migrations.ts";
-import { leaseOf, LEASE_FIELDS, messageRow, RUN_FIELDS, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
+import type { Vote } from "../rules/quorum.ts";
+import { leaseOf, LEASE_FIELDS, messageRow, questionOf, RUN_FIELDS, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
 
 export type { MessageStatus };
 export { leaseOf, questionOf, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
@@ -78,6 +79,13 @@ export class MessageStore {
   /** Stores the question the running attempt asks (it parks with it next), replacing an earlier one. */
   ask(id: number, question: StoredQuestion | null): void {
     this.patch(id, { question: question === null ? null : JSON.stringify(question) });
+  }
+
+  /** The votes so far of its open question (several people), kept inside the question so they go with it. */
+  setVotes(id: number, votes: Vote[]): void {
+    const stored = this.get(id);
+    const question = stored ? questionOf(stored) : null;
+    if (question !== null) this.ask(id, { ...question, votes });
   }
 
   /** Keeps who answered a message, when, from where and what (the newest ANSWERS_KEPT per message). */

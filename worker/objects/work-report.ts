@@ -30,6 +30,8 @@ export function workReport(messages: MessageStore, policy: MessagePolicy, machin
         reason: m.pending_ask === null ? null : unknownOutcomeReason(m.pending_ask),
         ...(asked === null ? {} : { question: asked.text, choices: asked.choices }),
         ...(m.on_deadline === null ? {} : { on_deadline: m.on_deadline }),
+        // A vote changes the entry, so every page watching fetches who has answered now.
+        ...(asked?.votes?.length ? { answered: asked.votes.length } : {}),
       };
     }),
     failed: messages.inStatus("failed", REPORTED_FAILED).map((m) => ({ id: m.id, attempts: m.attempts, error: m.error })),

@@ -23,6 +23,8 @@ export interface ApprovalAsk {
   /** Canonical JSON of the arguments (what a person is shown). */
   args: string;
   digest: string;
+  /** Several people (rules/quorum.ts), as the question's own fields; absent: one approval grants. */
+  quorum: Pick<KeptQuestion, "needs" | "reject_needs" | "approvers">;
 }
 
 /** A question's approval part, kept with the question: what approving it permits. */
@@ -62,7 +64,12 @@ export type PermitDecision =
 /** An intent's approval as the rules read it; throws TypeError for arguments that are not JSON (the wire refused them already). */
 export function approvalAsk(approve: EffectApproval): ApprovalAsk {
   const args = canonicalJson(approve.args);
-  return { question: approve.question, choices: approve.choices ?? null, onDeadline: approve.on_deadline ?? null, args, digest: argsDigest(args) };
+  const quorum = {
+    ...(approve.needs === undefined ? {} : { needs: approve.needs }),
+    ...(approve.reject_needs === undefined ? {} : { reject_needs: approve.reject_needs }),
+    ...(approve.approvers === undefined ? {} : { approvers: approve.approvers }),
+  };
+  return { question: approve.question, choices: approve.choices ?? null, onDeadline: approve.on_deadline ?? null, args, digest: argsDigest(args), quorum };
 }
 
 /**
@@ -75,7 +82,7 @@ export function decidePermit(permit: Permit | null, effect: string, ask: Approva
   if (refusal === null) return { action: "spend", effect, token, at: now };
   const question: KeptQuestion = {
     text: ask.question, choices: ask.choices, step: approvalAnswerStep(effect), on_deadline: ask.onDeadline, token, asked_at: now,
-    approve: { effect, args: ask.args, digest: ask.digest },
+    approve: { effect, args: ask.args, digest: ask.digest }, ...ask.quorum,
   };
   return { action: "ask", reason: refusal, message: REFUSAL_TEXT[refusal](effect, ask.digest, permit), question };
 }

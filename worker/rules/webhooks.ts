@@ -2,6 +2,7 @@
 // message's status change makes, when an agent without a holder is reported, how long a failed
 // delivery waits, when one is given up, the text a signature covers and which secrets sign. The outbox
 // (objects/webhook-outbox.ts) stores and sends; everything it decides comes from here.
+import { countsPeople, quorumOf } from "./quorum.ts";
 import type { Transition } from "./election.ts";
 import type { MessageStatus } from "./message-lease.ts";
 import type { OnDeadline } from "../wire/enums.ts";
@@ -48,9 +49,16 @@ export interface MessageFacts {
 }
 
 /** The question a parked message asks, as events carry it. */
-export function questionFacts(m: Pick<MessageFacts, "question" | "on_deadline">): { text: string | null; choices: string[]; on_deadline: OnDeadline } {
-  const asked = m.question === null ? null : (JSON.parse(m.question) as { text?: string; choices?: string[] | null });
-  return { text: asked?.text ?? null, choices: asked?.choices ?? [], on_deadline: m.on_deadline ?? "fail" };
+export function questionFacts(m: Pick<MessageFacts, "question" | "on_deadline">): {
+  text: string | null; choices: string[]; on_deadline: OnDeadline; quorum?: { needs: number; reject_needs: number; approvers: string[] | null };
+} {
+  const asked = m.question === null ? null : (JSON.parse(m.question) as { text?: string; choices?: string[] | null; needs?: number; reject_needs?: number; approvers?: string[] });
+  // Events go on a decision only (parked, escalated, failed...): an answer that does not decide a question several people decide sends none.
+  const quorum = asked === null ? null : quorumOf(asked);
+  return {
+    text: asked?.text ?? null, choices: asked?.choices ?? [], on_deadline: m.on_deadline ?? "fail",
+    ...(quorum !== null && countsPeople(quorum) ? { quorum: { needs: quorum.needs, reject_needs: quorum.rejectNeeds, approvers: quorum.approvers === null ? null : [...quorum.approvers] } } : {}),
+  };
 }
 
 /** A question's deadline passed with escalate: people are told again, and it waits until its new deadline. */

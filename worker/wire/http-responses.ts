@@ -18,6 +18,17 @@ export const answerRecordSchema = z.object({
 
 /** What approving a question asked for an effect permits: the effect, its arguments as canonical JSON, their SHA-256 (wire/approvals.ts). */
 export const approvalAskedSchema = z.object({ effect: z.string(), args: z.string(), digest: z.string() });
+/**
+ * A parked question several people decide (needs, reject_needs or approvers): each answer so far
+ * (one per token, its latest), how many approve and reject of how many needed, and which named
+ * approvers have not answered (null: the question names none).
+ */
+export const questionQuorumSchema = z.object({
+  needs: z.int().check(z.gte(1)), reject_needs: z.int().check(z.gte(1)), approvals: count, rejections: count,
+  approvers: z.nullable(z.array(z.string())), waiting_for: z.nullable(z.array(z.string())),
+  answered: z.array(z.object({ token: z.string(), account: z.string(), via: z.string(), choice: z.string(), text: z.nullable(z.string()), at: z.number() })),
+});
+export type QuestionQuorum = z.infer<typeof questionQuorumSchema>;
 
 export const messageViewSchema = z.object({
   id: z.int().check(z.gte(1)),
@@ -61,6 +72,8 @@ export const messageViewSchema = z.object({
     asked_at: z.nullable(z.number()),
     /** Asked for an effect that needs approval: the effect, its arguments as canonical JSON, and their SHA-256 (what approving permits, once). Absent from older coordinators. */
     approve: z.optional(z.nullable(approvalAskedSchema)),
+    /** A question several people decide: who has answered and who not (absent otherwise, and from older coordinators). */
+    quorum: z.optional(questionQuorumSchema),
   })),
   /**
    * Approvals of its effects, one per effect (the latest): what was approved (digest), by whom, and

@@ -5,6 +5,7 @@ import type { ErrorCode } from "./error-codes.ts";
 import type { ServerFrame } from "./server-frames.ts";
 import { EFFECT_KEY_CHARS } from "./step-keys.ts";
 import { canonicalJson } from "./approvals.ts";
+import { TOKEN_NAME } from "./token-scopes.ts";
 import { batchRefusal, OUTPUT_LIMITS, outputFrameSchema } from "./output.ts";
 import { ON_BUSY, ON_DEADLINE, ON_UNKNOWN, POLICY_MODES, RESUME_OUTCOMES, STEP_PHASES } from "./enums.ts";
 
@@ -65,6 +66,8 @@ export const LIMITS = {
   questionChars: 2000,
   choiceChars: 64,
   choices: 10,
+  /** A question that needs several people: how many named approvers it may list (and so how many approvals it may need). */
+  approvers: 20,
   answerTextBytes: 16 * 1024,
   /** An approved effect's arguments, as the canonical JSON a person is shown and its permit is bound to. */
   approveArgsBytes: 8 * 1024,
@@ -164,9 +167,22 @@ export const questionSchema = z.strictObject({
     z.refine((cs) => new Set(cs).size === cs.length && !cs.includes("reject"), { error: "choices are distinct, and reject is always offered (not one of them)" }))),
   on_deadline: z.optional(z.enum(ON_DEADLINE)),
   step: z.optional(stepName),
+  // Several people (rules/quorum.ts): approvals from this many distinct tokens decide approve (default 1).
+  needs: z.optional(z.int().check(z.gte(1), z.lte(LIMITS.approvers))),
+  // Only these tokens (by name) may answer; absent: any token that may answer.
+  approvers: z.optional(z.array(z.string().check(z.regex(TOKEN_NAME))).check(z.minLength(1), z.maxLength(LIMITS.approvers),
+    z.refine((names) => new Set(names).size === names.length, { error: "approvers are distinct token names" }))),
+  // Rejects from this many distinct tokens decide reject (default 1: any one reject decides).
+  reject_needs: z.optional(z.int().check(z.gte(1), z.lte(LIMITS.approvers))),
 }).check(z.refine((q) => q.on_deadline !== "approve" || q.choices === undefined || q.choices.includes("approve"), {
   // The deadline would answer a choice the question does not offer, and the run that asked would never get one of its own.
   error: "on_deadline approve needs approve among the choices (or no choices)",
+}), z.refine((q) => ((q.needs ?? 1) === 1 && (q.reject_needs ?? 1) === 1) || q.choices === undefined, {
+  // Counting approvals means every answer is approve or reject; a choice among several is one person's.
+  error: "needs and reject_needs above 1 take a question without choices (approve or reject)",
+}), z.refine((q) => q.approvers === undefined || Math.max(q.needs ?? 1, q.reject_needs ?? 1) <= q.approvers.length, {
+  // Otherwise the named approvers could never decide it and only its deadline would.
+  error: "needs and reject_needs are at most the number of approvers",
 }));
 export type Question = z.infer<typeof questionSchema>;
 
@@ -185,7 +201,15 @@ export const effectApprovalSchema = z.strictObject({
     z.refine((cs) => new Set(cs).size === cs.length && cs.includes("approve") && !cs.includes("reject"), { error: "choices are distinct and include approve; reject is always offered" }))),
   /** What the park's deadline does: fail (default), reject or escalate. Never approve: a deadline grants no permit. */
   on_deadline: z.optional(z.enum(["fail", "reject", "escalate"])),
-});
+  /** Several people, as on a question (rules/quorum.ts): the permit is granted once this many distinct tokens approve. */
+  needs: questionSchema.shape.needs,
+  approvers: questionSchema.shape.approvers,
+  reject_needs: questionSchema.shape.reject_needs,
+}).check(z.refine((a) => ((a.needs ?? 1) === 1 && (a.reject_needs ?? 1) === 1) || a.choices === undefined, {
+  error: "needs and reject_needs above 1 take an approval without choices (approve or reject)",
+}), z.refine((a) => a.approvers === undefined || Math.max(a.needs ?? 1, a.reject_needs ?? 1) <= a.approvers.length, {
+  error: "needs and reject_needs are at most the number of approvers",
+}));
 export type EffectApproval = z.infer<typeof effectApprovalSchema>;
 
 export const clientFrameSchema = z.discriminatedUnion("type", [

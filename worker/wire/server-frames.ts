@@ -55,6 +55,8 @@ const workReport = z.object({
     /** What the person is asked (null: approve or reject), its choices, and what the deadline does. */
     question: z.optional(z.nullable(z.string())), choices: z.optional(z.nullable(z.array(z.string()))),
     on_deadline: z.optional(z.nullable(z.enum(ON_DEADLINE))),
+    /** A question several people decide: how many have answered so far (absent otherwise, and from older coordinators). */
+    answered: z.optional(count),
   })),
   /** The most recent failures, newest first. */
   failed: z.array(z.object({ id: count, attempts: count, error: z.nullable(z.string()) })),

@@ -147,6 +147,8 @@ const messageBase = {
 /** What the person is asked (null text: approve or reject), its choices, and what its deadline does. */
 const questionFacts = z.object({
   text: z.nullable(z.string()), choices: z.array(z.string()), on_deadline: z.enum(ON_DEADLINE),
+  /** A question several people decide: approvals and rejects it needs, and who may answer (null: anyone who may answer). */
+  quorum: z.optional(z.object({ needs: z.int(), reject_needs: z.int(), approvers: z.nullable(z.array(z.string())) })),
 });
 
 export const webhookEventSchema = z.discriminatedUnion("type", [

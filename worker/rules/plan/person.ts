@@ -5,6 +5,7 @@
 import { enter } from "../message-lifecycle.ts";
 import { answer, resume, retry, type Answer, type MessageLease } from "../message-lease.ts";
 import { decideStepWrite, pendingAsk, unknownOutcomeReason, type JournalUsage, type StepRecord, type UnknownOutcome } from "../step-journal.ts";
+import { castVote, countsPeople, type Quorum } from "../quorum.ts";
 import type { Canceller, MessageChange } from "./types.ts";
 import { permitGranted, type ApprovalAsked } from "../permits.ts";
 
@@ -12,7 +13,7 @@ import { permitGranted, type ApprovalAsked } from "../permits.ts";
 export interface TargetMessage {
   lease: MessageLease;
   /** The question it asks (of whichever attempt), or null. */
-  question: { text: string; choices: string[] | null; step: string | null; approve?: ApprovalAsked | null; token?: number } | null;
+  question: { text: string; choices: string[] | null; step: string | null; approve?: ApprovalAsked | null; token?: number; quorum?: Quorum } | null;
   /** Why its latest attempt failed (a retry keeps it with the answer). */
   error: string | null;
   /** Journal records an answer may write over, by name: its question's step and the effect it waits on. */
@@ -23,8 +24,8 @@ export interface TargetMessage {
 }
 
 export type PersonRefusal = {
-  ok: false; status: 400 | 404 | 409 | 413;
-  code: "not_found" | "not_parked" | "outcome_unknown" | "bad_request" | "too_large" | "question_open" | "cancelled"; message: string;
+  ok: false; status: 400 | 403 | 404 | 409 | 413;
+  code: "not_found" | "not_parked" | "outcome_unknown" | "bad_request" | "too_large" | "question_open" | "cancelled" | "forbidden"; message: string;
 };
 export type PersonVerdict = { ok: true; change: MessageChange } | PersonRefusal;
 
@@ -81,6 +82,24 @@ export function personAnswer(t: TargetMessage | null, id: number, reply: Answer,
   const asked = t.question;
   const result = answer(t.lease, reply, asked?.choices ?? null, now);
   if (!result.ok) return { ...result, status: statusOf(result.code) };
+  if (asked?.quorum !== undefined && countsPeople(asked.quorum)) {
+    const vote = castVote(asked.quorum, { token: by.token, account: by.account, via: by.via, choice: reply.choice, text: reply.text, at: now });
+    if (!vote.ok) return { ok: false, status: 403, code: "forbidden", message: vote.message };
+    const record = { choice: reply.choice, text: reply.text, question: asked.text, by };
+    if (vote.outcome.state === "pending") {
+      // Kept with the question (and in its record); the message stays parked until enough people decide.
+      return { ok: true, change: { id, before: t.lease.status, lease: null, votes: vote.votes, answer: record } };
+    }
+    // Only the answer's own choice can cross its own count, so this answer decides with its choice.
+  }
+  return decidedAnswer(t, asked, result.message, reply, by, budget, now);
+}
+
+/** The answer that decided a parked message's question: it settles the message as one person's answer always did. */
+function decidedAnswer(
+  t: TargetMessage, asked: TargetMessage["question"], after: MessageLease, reply: Answer, by: Canceller, budget: Budget, now: number,
+): PersonVerdict {
+  const result = { message: after };
   // An effect's approval is kept as its permit, not in the journal, so a changed action can be asked again.
   const permit = result.message.status === "queued" && asked !== null ? permitGranted({ approve: asked.approve ?? null, token: asked.token ?? t.lease.token }, reply.choice, by, now) : null;
   const journal = asked?.step && result.message.status === "queued" && permit === null ? answerStep(t, asked.step, reply, by, budget, now) : null;

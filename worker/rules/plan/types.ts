@@ -1,5 +1,6 @@
 // The plain data one event of an agent object is planned over (the snapshot), the events, and the
 // plan they produce; the phases in this folder and ../agent-plan.ts share them.
+import type { Vote } from "../quorum.ts";
 import type { LeaseRecord, Transition } from "../election.ts";
 import type { Answer, MessageLease, MessagePolicy, MessageStatus } from "../message-lease.ts";
 import type { CancelVerdict } from "../message-cancel.ts";
@@ -145,6 +146,8 @@ export interface MessageChange {
   /** The next unknown effect the message waits on. */
   pendingAsk?: string | null;
   answer?: { choice: string; text: string | null; question: string | null; by: Canceller };
+  /** An answer that did not decide its question (several people): the question's votes now. */
+  votes?: Vote[];
   /** A question for a person alone: its reply, the answer with who gave it. */
   personReply?: string;
   /** Why the attempt ended without success. */

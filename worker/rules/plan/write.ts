@@ -2,6 +2,7 @@
 // token by this object's clock over what the write touches (WriteTarget, read by the object): the
 // answer frame, and the change the plan stores (a reply or ack by `complete`, a fail by
 // `failAttempt`, a park by `park`, a checkpoint). Pure: nothing here stores or sends.
+import type { Vote } from "../quorum.ts";
 import { checkMessageWrite, complete, failAttempt, park, type MessageLease, type MessagePolicy, type OnDeadline } from "../message-lease.ts";
 import { unknownOutcomeReason, type BlobRef } from "../step-journal.ts";
 import { errorFrame, type ClientFrame, type ErrorCode, type Question } from "../../wire/protocol.ts";
@@ -22,11 +23,21 @@ export interface KeptQuestion {
   asked_at: number;
   /** Asked by the coordinator for an effect that needs approval: what approving it permits (../permits.ts). */
   approve?: ApprovalAsked | null;
+  /** Several people (rules/quorum.ts): absent on questions kept before them, and on questions one answer decides. */
+  needs?: number;
+  reject_needs?: number;
+  approvers?: string[];
+  /** The answers so far of a question several people decide, one per token. */
+  votes?: Vote[];
 }
 
 /** A question as the attempt of `token` asks it now. */
 export function keptQuestion(q: Question, token: number, now: number): KeptQuestion {
-  return { text: q.text, choices: q.choices ?? null, step: q.step ?? null, on_deadline: q.on_deadline ?? null, token, asked_at: now };
+  return {
+    text: q.text, choices: q.choices ?? null, step: q.step ?? null, on_deadline: q.on_deadline ?? null, token, asked_at: now,
+    ...(q.needs === undefined ? {} : { needs: q.needs }), ...(q.reject_needs === undefined ? {} : { reject_needs: q.reject_needs }),
+    ...(q.approvers === undefined ? {} : { approvers: q.approvers }),
+  };
 }
 
 export type RunnerWrite = Extract<ClientFrame, { type: "ack" | "reply" | "message_checkpoint" | "fail" | "park" }>;
