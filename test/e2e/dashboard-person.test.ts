@@ -315,6 +315,38 @@ describe("a person in the loop on the dashboard", () => {
     await page.close();
   });
 
+  it("an effect two people must approve: approved from the page it stays parked; the machine that asked leaves; approved by a second person from the CLI, the standby spends the permit and the effect runs once", async () => {
+    const page = await openLive();
+    const agent = "two-keys-effect";
+    let charged = 0;
+    const handler = (machine: string): MessageHandler => async (_m, ctx) => {
+      await ctx.effect("charge", () => { charged += 1; }, { approve: { question: "Charge $500 to card 4242?", args: { card: "4242", amount: 500 }, needs: 2, approvers: ["default", "bob"] } });
+      return `charged on ${machine}`;
+    };
+    const asker = open(agent, "asker-box", handler("asker-box"));
+    await until(async () => (await presence(agent)).work !== undefined, "the asker serves");
+    const id = await postMessage(agent, "charge");
+    const item = ask(page, agent, id);
+    await item.locator('[data-role="quorum-count"]', { hasText: "0 of 2 approvals" }).waitFor();
+    expect(await item.textContent()).toContain('{"amount":500,"card":"4242"}');
+    await item.locator('button[data-choice="approve"]').click();
+    await item.locator('[data-role="answer-status"]', { hasText: "recorded, 1 of 2 approvals; waiting for bob" }).waitFor();
+    expect((await view(agent, id)).status).toBe("parked");
+
+    await asker.stop();
+    open(agent, "standby-box", handler("standby-box"));
+    const cli = spawnSync(process.execPath, [BATON_BIN, "approve", agent, String(id)], {
+      cwd: ROOT, env: { ...process.env, BATON_URL: dev.url, BATON_TOKEN: BOB }, encoding: "utf8", timeout: 30_000,
+    });
+    expect(cli.status, cli.stderr).toBe(0);
+    const done = await waitForStatus(agent, id, "acknowledged");
+    expect(done.reply).toBe("charged on standby-box");
+    expect(charged).toBe(1);
+    const permits = (await api<{ permits: { effect: string; spent_token: number | null; by: { token: string; via: string } }[] }>("GET", `/agents/${agent}/messages/${id}`)).body.permits;
+    expect(permits).toEqual([expect.objectContaining({ effect: "charge", spent_token: expect.any(Number), by: expect.objectContaining({ token: "bob", via: "cli" }) })]);
+    await page.close();
+  });
+
   it("Reject from the page asks first (Cancel changes nothing), then ends the message as rejected: it never runs again", async () => {
     const page = await openLive();
     const agent = "janitor";
