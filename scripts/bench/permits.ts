@@ -22,8 +22,11 @@ export async function permitIntents(url: string, ttlMs: number, trials: number, 
     for (let i = 0; i < WARM + trials; i++) {
       const asked = await runner.write({ type: "step", id, token, name: `p${i}`, kind: "effect", phase: "intent", on_unknown: "retry", approve });
       if (asked.type !== "error" || asked.code !== "approval_required") throw new Error(`expected approval_required, got ${JSON.stringify(asked)}`);
+      // Every write is paced, not only the measured ones: the coordinator's frame budget (50 a second) refuses a faster runner.
+      await pause(PACE_MS);
       const copy = runner.next((f) => f.type === "message" && f.run === true && f.id === id && (f.token as number) > token, "run copy after the approval");
       await runner.write({ type: "park", id, token });
+      await pause(PACE_MS);
       const approved = await fetch(`${url}/agents/${agent}/messages/${id}/approve`, {
         method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: "{}",
       });
@@ -39,7 +42,10 @@ export async function permitIntents(url: string, ttlMs: number, trials: number, 
         await pause(PACE_MS);
       }
       // Outcomes recorded, so the next park is not asked inside an open effect.
-      for (const name of [`p${i}`, `e${i}`]) await runner.write({ type: "step", id, token, name, kind: "effect", phase: "done", value: "ok", on_unknown: "retry" });
+      for (const name of [`p${i}`, `e${i}`]) {
+        await runner.write({ type: "step", id, token, name, kind: "effect", phase: "done", value: "ok", on_unknown: "retry" });
+        await pause(PACE_MS);
+      }
     }
   } finally {
     runner.close();
