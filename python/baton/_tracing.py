@@ -158,7 +158,8 @@ class _TracedContext(MessageContext):
             span.set_attribute("baton.replayed", not ran)
             return value
 
-    async def effect(self, name: str, fn: Callable[[Effect], Any], on_unknown: str = "ask") -> Any:
+    async def effect(self, name: str, fn: Callable[[Effect], Any], on_unknown: str = "ask",
+                     approve: Optional[dict[str, Any]] = None) -> Any:
         attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "baton.step.name": name}
         with self._child(f"execute_tool {name}", attributes) as span:
             ran = False
@@ -169,7 +170,7 @@ class _TracedContext(MessageContext):
                 return fn(effect)
 
             try:
-                value = await super().effect(name, call, on_unknown)
+                value = await super().effect(name, call, on_unknown, approve)
             except OutcomeUnknownError:
                 span.set_attribute("baton.effect.outcome", "unknown")
                 raise
