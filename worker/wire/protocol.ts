@@ -154,6 +154,21 @@ const onUnknown = z.enum(ON_UNKNOWN);
 const choice = z.string().check(z.minLength(1), z.maxLength(LIMITS.choiceChars), z.regex(MACHINE_LABEL));
 const parkDeadlineSeconds = z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max));
 
+/** What several people deciding asks of a question or an effect's approval (rules/quorum.ts), checked the same on both. */
+function quorumChecks(what: string) {
+  type Quorum = { choices?: string[]; needs?: number; reject_needs?: number; approvers?: string[] };
+  return [
+    // Counting approvals means every answer is approve or reject; a choice among several is one person's.
+    z.refine<Quorum>((q) => ((q.needs ?? 1) === 1 && (q.reject_needs ?? 1) === 1) || q.choices === undefined, {
+      error: `needs and reject_needs above 1 take ${what} without choices (approve or reject)`,
+    }),
+    // Otherwise the named approvers could never decide it and only its deadline would.
+    z.refine<Quorum>((q) => q.approvers === undefined || Math.max(q.needs ?? 1, q.reject_needs ?? 1) <= q.approvers.length, {
+      error: "needs and reject_needs are at most the number of approvers",
+    }),
+  ];
+}
+
 /**
  * What a person is asked when a message parks: a short text, optional choices (absent: approve or
  * reject), what the deadline does if nobody answers (with the park's deadline_seconds), and the
@@ -177,13 +192,7 @@ export const questionSchema = z.strictObject({
 }).check(z.refine((q) => q.on_deadline !== "approve" || q.choices === undefined || q.choices.includes("approve"), {
   // The deadline would answer a choice the question does not offer, and the run that asked would never get one of its own.
   error: "on_deadline approve needs approve among the choices (or no choices)",
-}), z.refine((q) => ((q.needs ?? 1) === 1 && (q.reject_needs ?? 1) === 1) || q.choices === undefined, {
-  // Counting approvals means every answer is approve or reject; a choice among several is one person's.
-  error: "needs and reject_needs above 1 take a question without choices (approve or reject)",
-}), z.refine((q) => q.approvers === undefined || Math.max(q.needs ?? 1, q.reject_needs ?? 1) <= q.approvers.length, {
-  // Otherwise the named approvers could never decide it and only its deadline would.
-  error: "needs and reject_needs are at most the number of approvers",
-}));
+}), ...quorumChecks("a question"));
 export type Question = z.infer<typeof questionSchema>;
 
 /**
@@ -205,11 +214,7 @@ export const effectApprovalSchema = z.strictObject({
   needs: questionSchema.shape.needs,
   approvers: questionSchema.shape.approvers,
   reject_needs: questionSchema.shape.reject_needs,
-}).check(z.refine((a) => ((a.needs ?? 1) === 1 && (a.reject_needs ?? 1) === 1) || a.choices === undefined, {
-  error: "needs and reject_needs above 1 take an approval without choices (approve or reject)",
-}), z.refine((a) => a.approvers === undefined || Math.max(a.needs ?? 1, a.reject_needs ?? 1) <= a.approvers.length, {
-  error: "needs and reject_needs are at most the number of approvers",
-}));
+}).check(...quorumChecks("an approval"));
 export type EffectApproval = z.infer<typeof effectApprovalSchema>;
 
 export const clientFrameSchema = z.discriminatedUnion("type", [
