@@ -81,19 +81,14 @@ export function grantCaller(props: GrantProps, grantScope: readonly string[], si
 
 /**
  * Account-wide routes that a caller limited to agents may still call: each either says only who
- * the caller is, or names its agent in the body and checks it with mayUseAgent itself (the remote
- * MCP and A2A endpoints add their keys here).
+ * the caller is, or (POST /mcp) makes each of its calls as a request of its own through the
+ * pipeline, where the agent it names is checked.
  */
 export const AGENT_LIMIT_CHECKED_BY_HANDLER: ReadonlySet<RouteKey> = new Set<RouteKey>([
   "GET /whoami",
   // Every MCP tool call is a request of its own through the pipeline, with the caller's credential: its agent is checked there.
   "POST /mcp", "GET /mcp", "DELETE /mcp",
 ]);
-
-/** Whether a caller may act on this agent: every agent unless its grant is limited to named ones. */
-export function mayUseAgent(caller: Caller, agent: string): boolean {
-  return caller.agents === undefined || caller.agents.includes(agent);
-}
 
 /**
  * Why a caller limited to agents may not call this route, or null when it may: an agent route of
