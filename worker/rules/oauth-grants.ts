@@ -62,9 +62,19 @@ export interface GrantProps {
   agents: string[] | null;
 }
 
-/** How an OAuth caller is named in records (who answered, who cancelled): the signing token's name after `oauth.`. */
+const OAUTH_NAME_PREFIX = "oauth.";
+
+/** How an OAuth caller is named in records (who answered, who cancelled): the signing token's name after `oauth.`, whole. */
 export function oauthTokenName(signerName: string): string {
-  return `oauth.${signerName}`.slice(0, 64);
+  return `${OAUTH_NAME_PREFIX}${signerName}`;
+}
+
+/**
+ * The person a caller's name stands for when people are counted (rules/quorum.ts): an OAuth
+ * caller is the token that signed its grant in, so one token is one person however it comes.
+ */
+export function personOf(tokenName: string): string {
+  return tokenName.startsWith(OAUTH_NAME_PREFIX) ? tokenName.slice(OAUTH_NAME_PREFIX.length) : tokenName;
 }
 
 /**
