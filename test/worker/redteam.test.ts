@@ -3,12 +3,13 @@
 // must hold instead.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { authorize, type FetchLike } from "../e2e/oauth-dance.ts";
+import { authorize, openSignIn, submitSignIn, type FetchLike } from "../e2e/oauth-dance.ts";
 import { BASE, post, uniqueAgent } from "./helpers.ts";
 
 const f: FetchLike = (url, init) => SELF.fetch(url, init);
 const PERSON = "dev-person-token"; // token "person", scope answer
 const ADMIN = "dev-admin-token"; // token "admin", every scope
+const READER = "dev-reader-token"; // token "reader", read only
 
 async function as(token: string, method: string, path: string, body?: unknown) {
   const res = await SELF.fetch(`${BASE}${path}`, {
@@ -28,5 +29,20 @@ describe("a question several people decide", () => {
     expect(twice).toMatchObject({ status: 200, body: { status: "parked", question: { quorum: { approvals: 1, needs: 2 } } } });
     expect(twice.body.answers.map((a: { token: string }) => a.token)).toEqual(["person", "oauth.person"]);
     expect((await as(ADMIN, "POST", `/agents/${agent}/messages/${id}/approve`, {})).body).toMatchObject({ status: "acknowledged" });
+  });
+});
+
+describe("OAuth grants", () => {
+  it("another token approving the same client adds its own grant and leaves the first one working; the same token approving again replaces its own", async () => {
+    const { client, tokens } = await authorize(f, BASE, { token: ADMIN, scopes: ["admin"] });
+    // Before: any token of the account that knew the client id (a read-only one too) ended the admin's grant this way.
+    const page = await openSignIn(f, BASE, client, null);
+    expect(await submitSignIn(f, BASE, page, { token: READER, scopes: ["read"] })).toMatchObject({ status: 302 });
+    expect(await as(tokens.access_token, "GET", "/whoami")).toMatchObject({ status: 200, body: { token: "oauth.admin" } });
+    const again = await openSignIn(f, BASE, client, null);
+    expect(await submitSignIn(f, BASE, again, { token: ADMIN, scopes: ["read"] })).toMatchObject({ status: 302 });
+    expect((await as(tokens.access_token, "GET", "/whoami")).status).toBe(401);
+    const listed = (await as(ADMIN, "GET", "/grants")).body.grants.filter((g: { client_id: string }) => g.client_id === client.client_id);
+    expect(listed.map((g: { signed_in_with: string }) => g.signed_in_with).sort()).toEqual(["admin", "reader"]);
   });
 });
