@@ -4,7 +4,8 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { authorize, openSignIn, submitSignIn, type FetchLike } from "../e2e/oauth-dance.ts";
-import { BASE, post, uniqueAgent } from "./helpers.ts";
+import type { MessageFrame } from "../../worker/wire/protocol.ts";
+import { BASE, claimant, message, post, uniqueAgent } from "./helpers.ts";
 
 const f: FetchLike = (url, init) => SELF.fetch(url, init);
 const PERSON = "dev-person-token"; // token "person", scope answer
@@ -44,5 +45,23 @@ describe("OAuth grants", () => {
     expect((await as(tokens.access_token, "GET", "/whoami")).status).toBe(401);
     const listed = (await as(ADMIN, "GET", "/grants")).body.grants.filter((g: { client_id: string }) => g.client_id === client.client_id);
     expect(listed.map((g: { signed_in_with: string }) => g.signed_in_with).sort()).toEqual(["admin", "reader"]);
+  });
+});
+
+describe("approval permits", () => {
+  it("arguments holding a number JSON cannot carry exactly (beyond ±2^53) are refused, nothing asked: two amounts would share one digest", async () => {
+    const agent = uniqueAgent();
+    const { sock } = await claimant(agent, "a");
+    const id = await post(agent, "pay");
+    const run = await sock.next("message", (m) => m.run && m.id === id) as MessageFrame;
+    // Raw text, as a Python runner sends its int: 9007199254740993 parses to ...992, so a person would
+    // approve one amount and a run could spend the permit on the other.
+    for (const [n, amount] of [["1", "9007199254740993"], ["2", "-9007199254740992"], ["3", "1e300"]] as const) {
+      sock.sendRaw(`{"type":"step","id":${id},"token":${run.token},"name":"charge","kind":"effect","phase":"intent","approve":{"question":"Pay?","args":{"amount":${amount}}},"req":"big${n}"}`);
+      expect(await sock.next("error", (e) => e.req === `big${n}`)).toMatchObject({ code: "bad_frame", message: expect.stringContaining("send it as a string") });
+    }
+    sock.sendRaw(`{"type":"step","id":${id},"token":${run.token},"name":"charge","kind":"effect","phase":"intent","approve":{"question":"Pay?","args":{"amount":9007199254740991,"cents":0.1}},"req":"ok"}`);
+    expect(await sock.next("error", (e) => e.req === "ok")).toMatchObject({ code: "approval_required" });
+    expect((await message(agent, id)).permits ?? []).toEqual([]);
   });
 });
