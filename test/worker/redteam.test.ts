@@ -1,7 +1,7 @@
 // Attacks on the newest surfaces (OAuth grants, quorum questions, approval permits, the remote
 // endpoints) that once worked, each kept as the test that saw it go red: the repro, then what
 // must hold instead.
-import { SELF } from "cloudflare:test";
+import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { authorize, openSignIn, submitSignIn, type FetchLike } from "../e2e/oauth-dance.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
@@ -63,5 +63,29 @@ describe("approval permits", () => {
     sock.sendRaw(`{"type":"step","id":${id},"token":${run.token},"name":"charge","kind":"effect","phase":"intent","approve":{"question":"Pay?","args":{"amount":9007199254740991,"cents":0.1}},"req":"ok"}`);
     expect(await sock.next("error", (e) => e.req === "ok")).toMatchObject({ code: "approval_required" });
     expect((await message(agent, id)).permits ?? []).toEqual([]);
+  });
+});
+
+describe("the OAuth provider's own paths", () => {
+  it("registration and the token endpoint refuse a body over 16 KiB (413) before reading it, and register nothing", async () => {
+    const kv = (env as unknown as { OAUTH_KV: KVNamespace }).OAUTH_KV;
+    const clients = async () => (await kv.list({ prefix: "client:" })).keys.length;
+    const before = await clients();
+    // Before: registration is unauthenticated and stored a 1 MB client name (201); the sign-in page then showed it.
+    const huge = await SELF.fetch(`${BASE}/oauth/register`, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], client_name: "n".repeat(1_000_000), token_endpoint_auth_method: "none" }),
+    });
+    expect(huge.status).toBe(413);
+    const token = await SELF.fetch(`${BASE}/oauth/token`, {
+      method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `grant_type=refresh_token&refresh_token=${"y".repeat(2_000_000)}`,
+    });
+    expect(token.status).toBe(413);
+    expect(await clients()).toBe(before);
+    const fits = await SELF.fetch(`${BASE}/oauth/register`, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], client_name: "n".repeat(4000), token_endpoint_auth_method: "none" }),
+    });
+    expect(fits.status).toBe(201);
   });
 });
