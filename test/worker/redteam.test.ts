@@ -5,7 +5,7 @@ import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { authorize, openSignIn, submitSignIn, type FetchLike } from "../e2e/oauth-dance.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { BASE, claimant, message, post, uniqueAgent } from "./helpers.ts";
+import { BASE, call, claimant, DEV_TOKEN, message, OTHER_TOKEN, post, uniqueAgent } from "./helpers.ts";
 
 const f: FetchLike = (url, init) => SELF.fetch(url, init);
 const PERSON = "dev-person-token"; // token "person", scope answer
@@ -87,5 +87,38 @@ describe("the OAuth provider's own paths", () => {
       body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], client_name: "n".repeat(4000), token_endpoint_auth_method: "none" }),
     });
     expect(fits.status).toBe(201);
+  });
+});
+
+describe("what held: a grant limited to one agent, without answer, on the remote endpoints", () => {
+  it("MCP and A2A reach no other agent, nothing account-wide, and answer or cancel nothing; another account's token finds no task", async () => {
+    const mine = uniqueAgent();
+    const other = uniqueAgent();
+    for (const agent of [mine, other]) expect((await call("PUT", `/agents/${agent}/policy`, { a2a: true })).status).toBe(200);
+    const { tokens } = await authorize(f, BASE, { token: DEV_TOKEN, scopes: ["read", "send", "serve"], agents: mine });
+    const mcp = async (name: string, args: Record<string, unknown>) => {
+      const res = await SELF.fetch(`${BASE}/mcp`, {
+        method: "POST", headers: { Authorization: `Bearer ${tokens.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
+      });
+      return res.text();
+    };
+    expect(await mcp("send", { agent: other, text: "sneak", wait_seconds: 0 })).toContain(`is limited to agents ${mine}, not ${other}`);
+    expect(await mcp("lease_acquire", { session: "s1" })).toContain("is account-wide");
+    expect((await call("GET", `/agents/${other}/messages`)).body.messages).toEqual([]);
+    const rpc = async (token: string, agent: string, method: string, params: unknown) => {
+      const res = await SELF.fetch(`${BASE}/agents/${agent}/a2a`, {
+        method: "POST", headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
+      return { status: res.status, body: (await res.json()) as Record<string, any> };
+    };
+    const parked = await post(mine, "q", { question: { text: "ok?" } });
+    const answer = await rpc(tokens.access_token, mine, "SendMessage", { message: { messageId: "m1", role: "ROLE_USER", taskId: String(parked), parts: [{ text: "approve" }] } });
+    expect(answer).toMatchObject({ status: 403, body: { error: { code: -32600, message: expect.stringContaining("lacks the answer scope") } } });
+    expect((await rpc(tokens.access_token, mine, "CancelTask", { id: String(parked) })).status).toBe(403);
+    expect((await rpc(tokens.access_token, other, "GetTask", { id: "1" })).status).toBe(403);
+    expect((await message(mine, parked)).status).toBe("parked");
+    const stranger = await rpc(OTHER_TOKEN, mine, "GetTask", { id: String(parked) });
+    expect(stranger.body.error).toMatchObject({ code: -32004, message: expect.stringContaining("does not answer A2A") });
   });
 });
