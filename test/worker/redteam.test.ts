@@ -122,3 +122,22 @@ describe("what held: a grant limited to one agent, without answer, on the remote
     expect(stranger.body.error).toMatchObject({ code: -32004, message: expect.stringContaining("does not answer A2A") });
   });
 });
+
+describe("what held: retries sent at once", () => {
+  it("the same A2A messageId twice at once, and the same MCP session and request id twice at once, each post one message", async () => {
+    const agent = uniqueAgent();
+    expect((await call("PUT", `/agents/${agent}/policy`, { a2a: true })).status).toBe(200);
+    const a2a = () => SELF.fetch(`${BASE}/agents/${agent}/a2a`, {
+      method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "m-1", role: "ROLE_USER", parts: [{ text: "once" }] }, configuration: { returnImmediately: true } } }),
+    }).then(async (r) => ((await r.json()) as { result: { task: { id: string } } }).result.task.id);
+    const [x, y] = await Promise.all([a2a(), a2a()]);
+    expect(x).toBe(y);
+    const mcp = () => SELF.fetch(`${BASE}/mcp`, {
+      method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": "s-1" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 42, method: "tools/call", params: { name: "send", arguments: { agent, text: "once too", wait_seconds: 0 } } }),
+    }).then((r) => r.text());
+    await Promise.all([mcp(), mcp()]);
+    expect((await call("GET", `/agents/${agent}/messages`)).body.messages.map((m: { text: string }) => m.text)).toEqual(["once", "once too"]);
+  });
+});
