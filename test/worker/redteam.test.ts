@@ -4,6 +4,7 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { authorize, openSignIn, submitSignIn, type FetchLike } from "../e2e/oauth-dance.ts";
+import { grantCaller } from "../../worker/rules/oauth-grants.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { BASE, call, claimant, DEV_TOKEN, message, OTHER_TOKEN, post, uniqueAgent } from "./helpers.ts";
 
@@ -45,6 +46,17 @@ describe("OAuth grants", () => {
     expect((await as(tokens.access_token, "GET", "/whoami")).status).toBe(401);
     const listed = (await as(ADMIN, "GET", "/grants")).body.grants.filter((g: { client_id: string }) => g.client_id === client.client_id);
     expect(listed.map((g: { signed_in_with: string }) => g.signed_in_with).sort()).toEqual(["admin", "reader"]);
+  });
+});
+
+describe("OAuth grants: admin", () => {
+  it("a grant of admin alone has every scope, as an admin token has (it could not send before)", async () => {
+    const { tokens } = await authorize(f, BASE, { token: ADMIN, scopes: ["admin"] });
+    expect(await as(tokens.access_token, "GET", "/whoami")).toMatchObject({ status: 200, body: { scopes: ["read", "send", "serve", "answer", "admin"] } });
+    expect((await as(tokens.access_token, "POST", `/agents/${uniqueAgent()}/messages`, { text: "x" })).status).toBe(201);
+    // Narrowed with its signing token: the signer's scopes now, not read alone.
+    expect(grantCaller({ account: "dev", signer: "ab", signerName: "admin", agents: null }, ["admin"], { account: "dev", tokenName: "admin", scopes: ["read", "answer"] }))
+      .toMatchObject({ scopes: ["read", "answer"] });
   });
 });
 

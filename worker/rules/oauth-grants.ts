@@ -80,12 +80,13 @@ export function personOf(tokenName: string): string {
 /**
  * The caller an OAuth access token stands for, in the shape every route's scope check reads, or
  * null when the token that signed the grant in is no longer configured (or no longer of that
- * account). Its scopes are the grant's that the signing token still has, read implied.
+ * account). Its scopes are the grant's that the signing token still has, read implied (all of them for admin).
  */
 export function grantCaller(props: GrantProps, grantScope: readonly string[], signer: Caller | null): Caller | null {
   if (signer === null || signer.account !== props.account) return null;
-  const granted = SCOPES.filter((scope) => grantScope.includes(scope) && signer.scopes.includes(scope));
-  const scopes = SCOPES.filter((scope) => scope === "read" || granted.includes(scope));
+  // As for a baton token (scopes.ts grantedScopes): admin grants every scope, and every scope grants read.
+  const asked = grantScope.includes("admin") ? SCOPES : SCOPES.filter((scope) => scope === "read" || grantScope.includes(scope));
+  const scopes = asked.filter((scope) => scope === "read" || signer.scopes.includes(scope));
   return { account: props.account, tokenName: oauthTokenName(props.signerName), scopes, ...(props.agents === null ? {} : { agents: props.agents }) };
 }
 
