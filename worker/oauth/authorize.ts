@@ -15,6 +15,8 @@ import { SCOPES, type Scope } from "../wire/token-scopes.ts";
 import { problemResponse, signInResponse } from "./page.ts";
 import { NOT_HERE, OAUTH_PATHS, oauthApi } from "./server.ts";
 
+/** How many of the account's grants a sign-in reads to find the one it replaces. */
+const GRANTS_SCANNED = 500;
 /** A sign-in form is a token, a few scopes, a few agent names and the original query: far below this. */
 const FORM_BYTES = 16 * 1024;
 
@@ -65,11 +67,14 @@ async function showPage(api: OAuthHelpers, authRequest: AuthRequest, query: stri
 async function ownGrantsOf(api: OAuthHelpers, account: string, clientId: string, signerName: string): Promise<string[]> {
   const ids: string[] = [];
   let cursor: string | undefined;
+  let read = 0;
   do {
     const page = await api.listUserGrants(account, { limit: 100, ...(cursor === undefined ? {} : { cursor }) });
     ids.push(...page.items.filter((g) => g.clientId === clientId && (g.metadata as Partial<GrantMetadata> | undefined)?.signerName === signerName).map((g) => g.id));
+    read += page.items.length;
     cursor = page.cursor;
-  } while (cursor !== undefined);
+    // Each grant listed is a KV read, and an invocation has 1000: past this, an older grant of the host stays listed and revocable.
+  } while (cursor !== undefined && read < GRANTS_SCANNED);
   return ids;
 }
 
