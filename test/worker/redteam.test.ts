@@ -150,7 +150,7 @@ describe("what held: retries sent at once", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 42, method: "tools/call", params: { name: "send", arguments: { agent, text: "once too", wait_seconds: 0 } } }),
     }).then((r) => r.text());
     await Promise.all([mcp(), mcp()]);
-    expect((await call("GET", `/agents/${agent}/messages`)).body.messages.map((m: { text: string }) => m.text)).toEqual(["once", "once too"]);
+    expect((await as(DEV_TOKEN, "GET", `/agents/${agent}/messages`)).body.messages.map((m: { text: string }) => m.text)).toEqual(["once", "once too"]);
   });
 });
 
@@ -174,7 +174,7 @@ describe("left open: a stream outlives its grant", () => {
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
     expect(decoder.decode((await reader.read()).value)).toContain('"task"');
-    const grant = (await call("GET", "/grants")).body.grants.find((g: { client_id: string }) => g.client_id === client.client_id);
+    const grant = (await as(DEV_TOKEN, "GET", "/grants")).body.grants.find((g: { client_id: string }) => g.client_id === client.client_id);
     expect((await call("DELETE", `/grants/${grant.id}`)).status).toBe(200);
     expect((await as(tokens.access_token, "GET", "/whoami")).status).toBe(401);
     await write(sock, { type: "output", id, token: run.token, chunks: [{ stream: "stdout", text: "after the revoke" }] });
