@@ -36,6 +36,10 @@ class FakeClock:
         heapq.heappush(self._timers, (self.t + max(0.0, delay), ident, fn))
         return lambda: self._cancelled.add(ident)
 
+    def timers(self) -> list[float]:
+        """When each armed timer is due, soonest first."""
+        return sorted(at for at, ident, _ in self._timers if ident not in self._cancelled)
+
     def advance(self, seconds: float) -> None:
         until = self.t + seconds
         while self._timers and self._timers[0][0] <= until:
