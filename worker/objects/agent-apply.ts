@@ -7,7 +7,6 @@
 import type { AgentPlan } from "../rules/agent-plan.ts";
 import { escalationEvent } from "../rules/webhooks.ts";
 import { CLOSE_CODES } from "../wire/protocol.ts";
-import type { ServerFrame } from "../wire/server-frames.ts";
 import type { AgentControls } from "./agent-controls.ts";
 import type { AgentStore } from "./agent-store.ts";
 import type { AgentWebhooks } from "./agent-webhooks.ts";
@@ -71,7 +70,7 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
   }
   const changed = new Set<number>(plan.patches.keys());
   for (const [i, patch] of plan.patches) Object.assign(conns[i]!.state, patch);
-  for (const r of plan.replies) send(conns[r.to]!.ws, r.frame as ServerFrame);
+  for (const r of plan.replies) send(conns[r.to]!.ws, r.frame);
   if (plan.replay) {
     const { to, after, last, count, more, req } = plan.replay;
     for (const m of count > 0 ? messages.range(after, last) : []) p.desk.push(conns[to]!, m, false);

@@ -229,8 +229,7 @@ export class AgentCoordinator extends AgentCalls {
           this.step(now, fromLive((from) => ({ type: "claim", from, priority: frame.priority, runnerId: frame.runner_id, slots: frame.concurrency })), socket.ws);
           return;
         }
-        const { plan } = this.step(now, fromLive((from) => ({ type: "release", from })), socket.ws);
-        send(socket.ws, { type: "result", op: "release", req: frame.req, released: plan.released ?? false, fence: plan.lease.fence });
+        this.step(now, fromLive((from) => ({ type: "release", from, ...(frame.req === undefined ? {} : { req: frame.req }) })), socket.ws);
         return;
       }
       case "sync": {

@@ -20,7 +20,7 @@ import { decideControl, withControl, decidePolicy } from "./plan/controls.ts";
 import { isOpen } from "./message-lease.ts";
 import { mergePatches, runnerOf, type AgentEvent, type AgentPlan, type AgentSnapshot, type ConnPatches, type MessageChange, type ServeConn } from "./plan/types.ts";
 import { quietWritePlan } from "./plan/quiet-write.ts";
-import { decideAnyWrite } from "./plan/write-event.ts";
+import { decideAnyWrite, type WriteVerdict } from "./plan/write-event.ts";
 
 export { runnerOf };
 export type {
@@ -31,6 +31,13 @@ export type { TargetMessage } from "./plan/person.ts";
 /** A change that ends its message drops the uploads it never committed. */
 function withBlobs(c: MessageChange): MessageChange {
   return c.lease !== null && c.lease.status !== c.before && !isOpen(c.lease) ? { ...c, dropUncommitted: true } : c;
+}
+
+/** The frames answering the event's sender: a write's answer, or whether a release gave up the lease. */
+function repliesOf(e: AgentEvent, written: WriteVerdict | null, released: boolean | null, fence: number): AgentPlan["replies"] {
+  if (e.type === "write" && e.from !== null && written?.frame) return [{ to: e.from, frame: written.frame }];
+  if (e.type === "release") return [{ to: e.from, frame: { type: "result", op: "release", req: e.req, released: released ?? false, fence } }];
+  return [];
 }
 
 export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
@@ -107,6 +114,6 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
     cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, post: work.post, control,
     policy: decided?.ok ? decided.policy : null, policyRefusal: decided?.ok === false ? decided.message : null, copies,
     refused, agentCheckpoint: written?.agentCheckpoint ?? null, write: written, replay: e.type === "sync" ? { to: e.from, after: e.after, last: e.last, count: e.count, more: e.more, ...(e.req === undefined ? {} : { req: e.req }) } : null,
-    replies: e.type === "write" && e.from !== null && written?.frame ? [{ to: e.from, frame: written.frame }] : [], alarm, presenceChanged,
+    replies: repliesOf(e, written, sender.released, lease.fence), alarm, presenceChanged,
   };
 }

@@ -113,7 +113,8 @@ export type AgentEvent =
   /** A frame from a connection already past its TTL (the staleness pass closes it). */
   | { type: "stale_frame" }
   | { type: "claim"; from: number; priority?: number; runnerId?: string; slots?: number }
-  | { type: "release"; from: number }
+  /** A release frame (`req`: its request id, answered among the replies). */
+  | { type: "release"; from: number; req?: string }
   | { type: "hello"; from: number; machine?: string; slots?: number }
   /**
    * A page of history after `after` (the replay budget already taken): `known` the newest id the
