@@ -255,6 +255,13 @@ describe("planAgent: the alarm and presence", () => {
     expect([quiet.refused, quiet.presenceChanged]).toEqual([null, false]);
   });
 
+  it("a release is answered after the lease news it causes: whether the sender held, and the fence now", () => {
+    const plan = planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)] }), { type: "release", from: 0, req: "q" });
+    expect([plan.replies, plan.lastReplies]).toEqual([[], [{ to: 0, frame: { type: "result", op: "release", req: "q", released: true, fence: 2 } }]]);
+    expect(planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)] }), { type: "release", from: 1 }).lastReplies[0]!.frame)
+      .toMatchObject({ released: false, fence: 1 });
+  });
+
   it("a sync moves the cursor and replays its page; one that moved nothing changes no presence", () => {
     const sync = (cursor: number): AgentSnapshot => snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1, cursor })] });
     const moved = planAgent(sync(2), { type: "sync", from: 0, after: 2, known: 2, last: 6, count: 4, more: false, req: "r" });

@@ -33,11 +33,11 @@ function withBlobs(c: MessageChange): MessageChange {
   return c.lease !== null && c.lease.status !== c.before && !isOpen(c.lease) ? { ...c, dropUncommitted: true } : c;
 }
 
-/** The frames answering the event's sender: a write's answer, or whether a release gave up the lease. */
-function repliesOf(e: AgentEvent, written: WriteVerdict | null, released: boolean | null, fence: number): AgentPlan["replies"] {
-  if (e.type === "write" && e.from !== null && written?.frame) return [{ to: e.from, frame: written.frame }];
-  if (e.type === "release") return [{ to: e.from, frame: { type: "result", op: "release", req: e.req, released: released ?? false, fence } }];
-  return [];
+/** The frames answering the event's sender: a write's answer first, a release's after the lease news it causes. */
+function repliesOf(e: AgentEvent, written: WriteVerdict | null, released: boolean | null, fence: number): Pick<AgentPlan, "replies" | "lastReplies"> {
+  if (e.type === "write" && e.from !== null && written?.frame) return { replies: [{ to: e.from, frame: written.frame }], lastReplies: [] };
+  if (e.type === "release") return { replies: [], lastReplies: [{ to: e.from, frame: { type: "result", op: "release", req: e.req, released: released ?? false, fence } }] };
+  return { replies: [], lastReplies: [] };
 }
 
 export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
@@ -114,6 +114,6 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
     cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, post: work.post, control,
     policy: decided?.ok ? decided.policy : null, policyRefusal: decided?.ok === false ? decided.message : null, copies,
     refused, agentCheckpoint: written?.agentCheckpoint ?? null, write: written, replay: e.type === "sync" ? { to: e.from, after: e.after, last: e.last, count: e.count, more: e.more, ...(e.req === undefined ? {} : { req: e.req }) } : null,
-    replies: repliesOf(e, written, sender.released, lease.fence), alarm, presenceChanged,
+    ...repliesOf(e, written, sender.released, lease.fence), alarm, presenceChanged,
   };
 }

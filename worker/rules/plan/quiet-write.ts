@@ -15,7 +15,7 @@ export function quietWritePlan(s: AgentSnapshot, from: number | null, w: WriteVe
     claimCounter: s.claimCounter, tokenCounter: s.tokenCounter, patches: new Map(), close: [], tells: [],
     takeBacks: [], handOuts: [], released: null, cancel: null, cancels: [], superseded: [],
     changes: w.change === null ? [] : [w.change], control: null, policy: null, policyRefusal: null, post: null, person: null, replay: null,
-    agentCheckpoint: null, refused: null, write: w, replies: from !== null && w.frame !== null ? [{ to: from, frame: w.frame }] : [], copies: [],
+    agentCheckpoint: null, refused: null, write: w, replies: from !== null && w.frame !== null ? [{ to: from, frame: w.frame }] : [], lastReplies: [], copies: [],
     alarm: null, presenceChanged: false,
   };
 }

@@ -263,6 +263,8 @@ export interface AgentPlan {
   write: WriteVerdict | null;
   /** Frames answering the event's sender, sent before any other frame of the event. */
   replies: { to: number; frame: ServerFrame }[];
+  /** Frames answering the sender after every other frame of the event (a release's answer, after the lease news). */
+  lastReplies: { to: number; frame: ServerFrame }[];
   /** A posted message shown to connections that do not run it (no token). */
   copies: { to: number; id: number }[];
   alarm: { set: number } | "delete" | null;
