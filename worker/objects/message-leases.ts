@@ -68,10 +68,13 @@ export class MessageLeases {
     return { id, token, writer: runWriter, lease: stored && leaseOf(stored) };
   }
 
-  /** What a step write reads: the journal's size and open intents, its record, the blob it names, the effect key kept. */
+  /** What a step write reads: the journal's size, its record, the blob it names; an effect's also the open intents and the key kept. */
   stepRows(id: number, write: StepWrite): StepRows {
+    // Only an effect's write reads the open intents (whether the message now waits on one).
+    const effect = write.kind === "effect";
     return {
-      ...this.journalRows(id, write.name), usage: this.steps.usage(id), blob: write.blob ? this.blobs.get(id, write.blob.id) : null,
+      openIntents: effect ? this.steps.openIntents(id) : [], record: this.steps.get(id, write.name),
+      usage: this.steps.usage(id), blob: write.blob ? this.blobs.get(id, write.blob.id) : null,
       keptKey: write.kind === "effect" ? this.steps.effectKey(id, write.name) : null, keys: this.keys,
     };
   }

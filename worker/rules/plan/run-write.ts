@@ -55,7 +55,7 @@ export interface JournalRows {
   record: StepRecord | null;
 }
 
-/** A step write's rows: the journal's size, the blob it names, and the effect key kept or the account it would be minted for. */
+/** A step write's rows: the journal's size, the blob it names, and the effect key kept or the account it would be minted for (`openIntents`: read for an effect only). */
 export interface StepRows extends JournalRows {
   usage: JournalUsage;
   blob: BlobRow | null;
