@@ -3,7 +3,7 @@
 // must hold instead.
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { authorize, openSignIn, submitSignIn, type FetchLike } from "../e2e/oauth-dance.ts";
+import { authorize, openSignIn, pkce, REDIRECT_URI, registerClient, submitSignIn, type FetchLike } from "../e2e/oauth-dance.ts";
 import { grantCaller } from "../../worker/rules/oauth-grants.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { BASE, call, claimant, DEV_TOKEN, message, OTHER_TOKEN, post, uniqueAgent, write } from "./helpers.ts";
@@ -132,6 +132,37 @@ describe("what held: a grant limited to one agent, without answer, on the remote
     expect((await message(mine, parked)).status).toBe("parked");
     const stranger = await rpc(OTHER_TOKEN, mine, "GetTask", { id: String(parked) });
     expect(stranger.body.error).toMatchObject({ code: -32004, message: expect.stringContaining("does not answer A2A") });
+  });
+});
+
+describe("what held: codes, PKCE and redirects", () => {
+  it("a code needs its verifier, its redirect URI and its client, works once, and a second use ends the grant; plain or no PKCE and an unregistered redirect get no page", async () => {
+    const token = async (form: Record<string, string>) => (await SELF.fetch(`${BASE}/oauth/token`, {
+      method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(form).toString(),
+    })).status;
+    const client = await registerClient(f, BASE);
+    const page = await openSignIn(f, BASE, client, null);
+    const signed = await submitSignIn(f, BASE, page, { token: DEV_TOKEN, scopes: ["read"] });
+    const code = new URL(signed.location!).searchParams.get("code")!;
+    const exchange = { grant_type: "authorization_code", code, redirect_uri: REDIRECT_URI, client_id: client.client_id, code_verifier: page.verifier };
+    expect(await token({ ...exchange, code_verifier: "" })).toBe(400);
+    expect(await token({ ...exchange, code_verifier: (await pkce()).verifier })).toBe(400);
+    expect(await token({ ...exchange, redirect_uri: "http://127.0.0.1:9/other" })).toBe(400);
+    expect(await token({ ...exchange, client_id: (await registerClient(f, BASE)).client_id })).toBe(400);
+    const first = await SELF.fetch(`${BASE}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(exchange).toString() });
+    const { access_token } = (await first.json()) as { access_token: string };
+    expect((await as(access_token, "GET", "/whoami")).status).toBe(200);
+    expect(await token(exchange)).toBe(400);
+    expect((await as(access_token, "GET", "/whoami")).status).toBe(401);
+    const authorizeWith = (params: Record<string, string>) => SELF.fetch(`${BASE}/authorize?${new URLSearchParams({ response_type: "code", client_id: client.client_id, redirect_uri: REDIRECT_URI, state: "s", ...params })}`, { redirect: "manual" });
+    expect((await authorizeWith({ code_challenge: "a".repeat(43), code_challenge_method: "plain" })).headers.get("location")).toContain("error=invalid_request");
+    expect((await authorizeWith({})).headers.get("location")).toContain("error=invalid_request");
+    const elsewhere = await authorizeWith({ redirect_uri: "https://evil.example/cb", code_challenge: "a".repeat(43), code_challenge_method: "S256" });
+    expect([elsewhere.status, elsewhere.headers.get("location")]).toEqual([400, null]);
+    for (const uri of ["javascript:alert(1)", "http://evil.example/cb", "https://evil.example/cb#x"]) {
+      const registered = await SELF.fetch(`${BASE}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: [uri], token_endpoint_auth_method: "none" }) });
+      expect(registered.status).toBe(400);
+    }
   });
 });
 
