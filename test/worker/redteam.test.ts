@@ -185,13 +185,11 @@ describe("what held: retries sent at once", () => {
   });
 });
 
-describe("left open: a stream outlives its grant", () => {
-  // Red when unskipped: an A2A stream (SubscribeToTask, SendStreamingMessage, a waiting SendMessage)
-  // is authorised once, when it opens (a2a-calls.ts keeps the Caller, not the credential), so after
-  // DELETE /grants/{id} (whoami is already 401) it still delivers the task's output for up to 5
-  // minutes; GET …/output as Server-Sent Events does the same until the message ends. A fix: keep
-  // the credential with the A2ACaller and resolve it again before each page (a2a-stream.ts page()).
-  it.skip("a revoked grant's open A2A stream ends before the next output", async () => {
+describe("a stream and its grant", () => {
+  // Before: an A2A stream was authorised once, when it opened (a2a-calls.ts kept the Caller, not
+  // the credential), so after DELETE /grants/{id} (whoami already 401) it went on delivering the
+  // task's output for up to 5 minutes. Now it asks again before each page it reads.
+  it("a revoked grant's open A2A stream ends before the next output", async () => {
     const agent = uniqueAgent();
     expect((await call("PUT", `/agents/${agent}/policy`, { a2a: true })).status).toBe(200);
     const { sock } = await claimant(agent, "a");
