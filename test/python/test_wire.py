@@ -54,7 +54,7 @@ def test_the_limits_the_client_enforces_are_the_wires_own():
     assert {k: baton.LIMITS[k] for k in wire} == wire
     schema = json.loads(resources.files("baton").joinpath("wire-schema.json").read_text("utf-8"))
     assert json.loads(json.dumps(baton.LIMITS, default=dict)) == schema["limits"]
-    assert baton.LIMITS["leaseTtlSeconds"] == {"min": 1, "max": 3600}
+    assert baton.LIMITS["leaseTtlSeconds"] == {"min": 1, "max": 3600, "default": 30}
     try:
         baton.LIMITS["frameBytes"] = 1  # type: ignore[index]
     except TypeError:
