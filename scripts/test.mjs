@@ -60,14 +60,16 @@ try {
   console.error("chromium is not usable at /usr/bin/chromium");
   process.exit(1);
 }
-// Two lanes on two cores. The end-to-end files (the long pole) need only the build: they start
-// as soon as it is done. Beside them, in order: the three typechecks (single-threaded compilers,
+// Three lanes on two cores; most of the end-to-end files' time is waiting (on heartbeats, on
+// processes), not computing. The end-to-end files, the long pole, need only the build: they start
+// as soon as it is done, in two lanes side by side, each one file at a time: the project "e2e",
+// and the project "e2e-timed" (the files that assert a real-time bound, never beside each other;
+// vitest.node.config.ts). Beside them, in order: the three typechecks (single-threaded compilers,
 // side by side), the Durable Object tests in workerd (their time is the objects' test clock, not
 // the machine's), the unit files, and the Python client, twice at once, each against its own
 // wrangler dev: over Debian's python3-websockets, and in a clean venv with the newest websockets
-// the index offers.
-// Nothing is compiled twice: the build's own tsc is the one that emits dist/, the typechecks emit
-// nothing, and the end-to-end files pack that dist/ as it is (BATON_TEST_BUILT).
+// the index offers. Nothing is compiled twice: the build's own tsc is the one that emits dist/,
+// the typechecks emit nothing, and the end-to-end files pack that dist/ as it is (BATON_TEST_BUILT).
 const beside = (name) => (SERIAL ? {} : { log: logFile(name) });
 process.env.BATON_TEST_BUILT = "1";
 let built;
@@ -75,6 +77,10 @@ await together(
   async () => {
     await (built = phase("npm run build", 3));
     await phase(`npx vitest run -c vitest.node.config.ts --project e2e ${VITEST_FLAGS}`, 15, { retryOnHang: true });
+  },
+  async () => {
+    await built;
+    await phase(`npx vitest run -c vitest.node.config.ts --project e2e-timed ${VITEST_FLAGS}`, 15, { retryOnHang: true, ...beside("e2e-timed") });
   },
   async () => {
     await together(
