@@ -60,16 +60,17 @@ try {
   console.error("chromium is not usable at /usr/bin/chromium");
   process.exit(1);
 }
-// Three lanes on two cores; most of the end-to-end files' time is waiting (on heartbeats, on
-// processes), not computing. The end-to-end files, the long pole, need only the build: they start
-// as soon as it is done, in two lanes side by side, each one file at a time: the project "e2e",
-// and the project "e2e-timed" (the files that assert a real-time bound, never beside each other;
-// vitest.node.config.ts). Beside them, in order: the three typechecks (single-threaded compilers,
-// side by side), the Durable Object tests in workerd (their time is the objects' test clock, not
-// the machine's), the unit files, and the Python client, twice at once, each against its own
-// wrangler dev: over Debian's python3-websockets, and in a clean venv with the newest websockets
-// the index offers. Nothing is compiled twice: the build's own tsc is the one that emits dist/,
-// the typechecks emit nothing, and the end-to-end files pack that dist/ as it is (BATON_TEST_BUILT).
+// Lanes side by side on two cores: most of the end-to-end files' and the Python runs' time is
+// waiting (on heartbeats, on processes, on pip), not computing. The build comes first in the e2e
+// lane; every lane that runs the built CLI waits for it. The end-to-end files, the long pole, run
+// in two lanes, each one file at a time: the project "e2e", and the project "e2e-timed" (the
+// files that assert a real-time bound, never beside each other; vitest.node.config.ts). Beside
+// them, in order: the three typechecks (single-threaded compilers, side by side), the Durable
+// Object tests in workerd (their time is the objects' test clock, not the machine's) and the unit
+// files; and the Python client, twice at once, each against its own wrangler dev: over Debian's
+// python3-websockets, and in a clean venv with the newest websockets the index offers. Nothing is
+// compiled twice: the build's own tsc is the one that emits dist/, the typechecks emit nothing,
+// and the end-to-end files pack that dist/ as it is (BATON_TEST_BUILT).
 const beside = (name) => (SERIAL ? {} : { log: logFile(name) });
 process.env.BATON_TEST_BUILT = "1";
 let built;
@@ -89,13 +90,17 @@ await together(
       () => phase("npx tsc -p tsconfig.dashboard.json", 4, beside("tsc-dashboard")),
     );
     await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 10, { retryOnHang: true, ...beside("workerd") });
-    await built; // the unit files and Python run the built CLI
+    await built; // some unit files run the built CLI
     await phase(`npx vitest run -c vitest.node.config.ts --project unit ${VITEST_FLAGS}`, 5, { retryOnHang: true, ...beside("unit") });
-    // The two Python runs mostly wait (on heartbeats, on pip): side by side, each with its own server.
-    await together(
-      () => phase("BATON_PY_RUNS=debian node scripts/test-python.mjs", 9, beside("python-debian")),
-      () => phase("BATON_PY_RUNS=clean node scripts/test-python.mjs", 9, beside("python-clean")),
-    );
+  },
+  // The two Python runs mostly wait (on heartbeats, on pip): side by side, each with its own server.
+  async () => {
+    await built;
+    await phase("BATON_PY_RUNS=debian node scripts/test-python.mjs", 9, beside("python-debian"));
+  },
+  async () => {
+    await built;
+    await phase("BATON_PY_RUNS=clean node scripts/test-python.mjs", 9, beside("python-clean"));
   },
 );
 console.log(`all tests passed in ${elapsed(started)}`);
