@@ -63,8 +63,8 @@ try {
 // Lanes side by side on two cores: most of the end-to-end files' and the Python runs' time is
 // waiting (on heartbeats, on processes, on pip), not computing. The build comes first in the e2e
 // lane; every lane that runs the built CLI waits for it. The end-to-end files, the long pole, run
-// in two lanes, each one file at a time: the project "e2e", and the project "e2e-timed" (the
-// files that assert a real-time bound, never beside each other; vitest.node.config.ts). Beside
+// in two lanes: the project "e2e" two files at a time, and the project "e2e-timed" (the files that
+// assert a real-time bound) one at a time (vitest.node.config.ts). Beside
 // them, in order: the three typechecks (single-threaded compilers, side by side), the Durable
 // Object tests in workerd (their time is the objects' test clock, not the machine's) and the unit
 // files; and the Python client, twice at once, each against its own wrangler dev: over Debian's
