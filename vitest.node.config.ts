@@ -13,7 +13,7 @@ const TIMED = [
   "serve-failover", "serve-lifeline", "who-directory",
 ].map((name) => `test/e2e/${name}.test.ts`);
 
-const e2e = { testTimeout: 60_000, hookTimeout: 120_000 };
+const e2e = { testTimeout: 60_000, hookTimeout: 120_000, setupFiles: ["test/e2e/setup.ts"] };
 
 export default defineConfig({
   test: {
