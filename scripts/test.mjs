@@ -65,9 +65,9 @@ try {
 // lane; every lane that runs the built CLI waits for it. The end-to-end files, the long pole, run
 // in two lanes: the project "e2e" two files at a time, and the project "e2e-timed" (the files that
 // assert a real-time bound) one at a time (vitest.node.config.ts). Beside
-// them, in order: the three typechecks (single-threaded compilers, side by side), the Durable
-// Object tests in workerd (their time is the objects' test clock, not the machine's) and the unit
-// files; and the Python client, twice at once, each against its own wrangler dev: over Debian's
+// them: the three typechecks (single-threaded compilers, side by side), then the Durable Object
+// tests in workerd (their time is the objects' test clock, not the machine's); the unit files; and
+// the Python client, twice at once, each against its own wrangler dev: over Debian's
 // python3-websockets, and in a clean venv with the newest websockets the index offers. Nothing is
 // compiled twice: the build's own tsc is the one that emits dist/, the typechecks emit nothing,
 // and the end-to-end files pack that dist/ as it is (BATON_TEST_BUILT).
@@ -89,7 +89,10 @@ await together(
       () => phase("npx tsc -p tsconfig.node.json", 4, beside("tsc-node")),
       () => phase("npx tsc -p tsconfig.dashboard.json", 4, beside("tsc-dashboard")),
     );
-    await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 10, { retryOnHang: true, ...beside("workerd") });
+    // Two files at a time (vitest's default on two cores is one): the other lanes mostly wait.
+    await phase(`npx vitest run -c vitest.workers.config.ts --maxWorkers=2 ${VITEST_FLAGS}`, 10, { retryOnHang: true, ...beside("workerd") });
+  },
+  async () => {
     await built; // some unit files run the built CLI
     await phase(`npx vitest run -c vitest.node.config.ts --project unit ${VITEST_FLAGS}`, 5, { retryOnHang: true, ...beside("unit") });
   },
