@@ -89,8 +89,7 @@ await together(
       () => phase("npx tsc -p tsconfig.node.json", 4, beside("tsc-node")),
       () => phase("npx tsc -p tsconfig.dashboard.json", 4, beside("tsc-dashboard")),
     );
-    // Two files at a time (vitest's default on two cores is one): the other lanes mostly wait.
-    await phase(`npx vitest run -c vitest.workers.config.ts --maxWorkers=2 ${VITEST_FLAGS}`, 10, { retryOnHang: true, ...beside("workerd") });
+    await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 10, { retryOnHang: true, ...beside("workerd") });
   },
   async () => {
     await built; // some unit files run the built CLI
