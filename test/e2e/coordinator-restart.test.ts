@@ -58,7 +58,7 @@ beforeAll(async () => {
   for (const entry of cases.values()) entry.scene = await entry.case.before();
   await dev.crash();
   dev = await startWranglerDev({ vars: VARS, port: dev.port, persistDir: dev.persistDir });
-});
+}, 240_000); // two start-ups and six scenes
 afterAll(async () => {
   for (const s of open) s.close();
   await dev?.stop();
