@@ -1,8 +1,19 @@
-// Pure modules and end-to-end tests: plain Node, real processes against `wrangler dev`. Two
-// projects, one after the other: the unit files in parallel, then the end-to-end files one at a
-// time (most start their own wrangler dev, some share one, and real heartbeat TTLs of a few seconds must not share
-// two cores with anything else of this run).
+// Pure modules and end-to-end tests: plain Node, real processes against `wrangler dev`. The unit
+// files run in parallel. The end-to-end files are two projects that scripts/test.mjs runs side by
+// side, as two vitest runs (one run would hold both to one worker count): "e2e-timed", the files
+// that assert a real-time bound (a handover within half a TTL, a view true within three TTLs,
+// output within a second), one at a time and never beside each other, and "e2e", all the others,
+// two at a time (most start their own wrangler dev on ports of their own; most of their time is
+// spent waiting on real heartbeats and processes, not computing). A new file goes in "e2e" unless
+// it measures wall time; then it goes in TIMED.
 import { defineConfig } from "vitest/config";
+
+const TIMED = [
+  "client-library", "coordinator-restart", "dashboard", "dashboard-output", "lease-run", "preference", "restart-truth",
+  "serve-failover", "serve-lifeline", "who-directory",
+].map((name) => `test/e2e/${name}.test.ts`);
+
+const e2e = { testTimeout: 60_000, hookTimeout: 120_000, setupFiles: ["test/e2e/setup.ts"] };
 
 export default defineConfig({
   test: {
@@ -13,12 +24,12 @@ export default defineConfig({
       },
       {
         test: {
-          name: "e2e", include: ["test/e2e/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 120_000,
-          fileParallelism: false, sequence: { groupOrder: 1 },
+          name: "e2e", include: ["test/e2e/**/*.test.ts"], exclude: TIMED, ...e2e, maxWorkers: 2, sequence: { groupOrder: 1 },
           // One wrangler dev for the files that can share it (sharedServeFixture); the others start their own.
           globalSetup: ["test/e2e/shared-dev.global.ts"],
         },
       },
+      { test: { name: "e2e-timed", include: TIMED, ...e2e, fileParallelism: false, sequence: { groupOrder: 2 } } },
     ],
   },
 });

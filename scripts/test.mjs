@@ -1,8 +1,7 @@
-// The whole test suite: installs what it needs (npm packages, Debian's chromium), then runs the
-// typechecks and the build side by side, then two lanes: the end-to-end files in Node (one at a
-// time), and beside them the Durable Object tests in workerd, the unit files and the Python
-// client's tests (pytest, against its own wrangler dev), their output kept in a file and printed
-// when they end. BATON_TEST_SERIAL=1 runs
+// The whole test suite: installs what it needs (npm packages, Debian's chromium), then two lanes:
+// the build and then the end-to-end files in Node, and beside them the typechecks, the Durable
+// Object tests in workerd, the unit files and the Python client's tests (pytest, against its own
+// wrangler dev), their output kept in a file and printed when they end. BATON_TEST_SERIAL=1 runs
 // every phase alone, one after the other (to time them, or on a machine with one core).
 // Every phase has a wall-clock bound, so a wedged runner fails the suite instead of eating CI's 90 minutes.
 // A vitest run that hangs (a workerd crash can strand the pool) is killed and run once more;
@@ -61,25 +60,49 @@ try {
   console.error("chromium is not usable at /usr/bin/chromium");
   process.exit(1);
 }
-// Four single-threaded compilers on two cores: together they take about as long as the two slowest in a row.
-await together(
-  () => phase("npx tsc -p tsconfig.json", 4),
-  () => phase("npx tsc -p tsconfig.node.json", 4, SERIAL ? {} : { log: logFile("tsc-node") }),
-  () => phase("npx tsc -p tsconfig.dashboard.json", 4, SERIAL ? {} : { log: logFile("tsc-dashboard") }),
-  () => phase("npm run build", 3, SERIAL ? {} : { log: logFile("build") }),
-);
-// Two lanes on two cores. The end-to-end files (one at a time: each starts its own wrangler dev and
-// most wait on real heartbeats) are the long pole; beside them run the Durable Object tests in
-// workerd (their time is the objects' test clock, not the machine's), the unit files, and the
-// Python client against its own wrangler dev, twice: over Debian's python3-websockets, and in a
-// clean venv with the newest websockets the index offers.
+// Lanes side by side on two cores: most of the end-to-end files' and the Python runs' time is
+// waiting (on heartbeats, on processes, on pip), not computing. The build comes first in the e2e
+// lane; every lane that runs the built CLI waits for it. The end-to-end files, the long pole, run
+// in two lanes: the project "e2e" two files at a time, and the project "e2e-timed" (the files that
+// assert a real-time bound) one at a time (vitest.node.config.ts). Beside
+// them: the three typechecks (single-threaded compilers, side by side), then the Durable Object
+// tests in workerd (their time is the objects' test clock, not the machine's); the unit files; and
+// the Python client, twice at once, each against its own wrangler dev: over Debian's
+// python3-websockets, and in a clean venv with the newest websockets the index offers. Nothing is
+// compiled twice: the build's own tsc is the one that emits dist/, the typechecks emit nothing,
+// and the end-to-end files pack that dist/ as it is (BATON_TEST_BUILT).
 const beside = (name) => (SERIAL ? {} : { log: logFile(name) });
+process.env.BATON_TEST_BUILT = "1";
+let built;
 await together(
-  () => phase(`npx vitest run -c vitest.node.config.ts --project e2e ${VITEST_FLAGS}`, 15, { retryOnHang: true }),
   async () => {
+    await (built = phase("npm run build", 3));
+    await phase(`npx vitest run -c vitest.node.config.ts --project e2e ${VITEST_FLAGS}`, 15, { retryOnHang: true });
+  },
+  async () => {
+    await built;
+    await phase(`npx vitest run -c vitest.node.config.ts --project e2e-timed ${VITEST_FLAGS}`, 15, { retryOnHang: true, ...beside("e2e-timed") });
+  },
+  async () => {
+    await together(
+      () => phase("npx tsc -p tsconfig.json", 4, beside("tsc")),
+      () => phase("npx tsc -p tsconfig.node.json", 4, beside("tsc-node")),
+      () => phase("npx tsc -p tsconfig.dashboard.json", 4, beside("tsc-dashboard")),
+    );
     await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 10, { retryOnHang: true, ...beside("workerd") });
+  },
+  async () => {
+    await built; // some unit files run the built CLI
     await phase(`npx vitest run -c vitest.node.config.ts --project unit ${VITEST_FLAGS}`, 5, { retryOnHang: true, ...beside("unit") });
-    await phase("node scripts/test-python.mjs", 9, beside("python"));
+  },
+  // The two Python runs mostly wait (on heartbeats, on pip): side by side, each with its own server.
+  async () => {
+    await built;
+    await phase("BATON_PY_RUNS=debian node scripts/test-python.mjs", 9, beside("python-debian"));
+  },
+  async () => {
+    await built;
+    await phase("BATON_PY_RUNS=clean node scripts/test-python.mjs", 9, beside("python-clean"));
   },
 );
 console.log(`all tests passed in ${elapsed(started)}`);
