@@ -63,9 +63,10 @@ try {
 // Lanes side by side on two cores: most of the end-to-end files' and the Python runs' time is
 // waiting (on heartbeats, on processes, on pip), not computing. The build comes first in the e2e
 // lane; every lane that runs the built CLI waits for it. The end-to-end files, the long pole, run
-// in two lanes: the project "e2e" two files at a time, and the project "e2e-timed" (the files that
-// assert a real-time bound) one at a time (vitest.node.config.ts). Beside
-// them: the three typechecks (single-threaded compilers, side by side), then the Durable Object
+// in three lanes: the project "e2e" two files at a time, the project "e2e-timed" (the files that
+// assert a real-time bound) one at a time, and the project "e2e-browser" (the files that drive
+// chromium) one at a time, started once the typechecks and the unit files (all compiling, all
+// CPU) are done (vitest.node.config.ts). Beside them: the three typechecks (single-threaded compilers, side by side), then the Durable Object
 // tests in workerd (their time is the objects' test clock, not the machine's); the unit files; and
 // the Python client, twice at once, each against its own wrangler dev: over Debian's
 // python3-websockets, and in a clean venv with the newest websockets the index offers. Nothing is
@@ -74,6 +75,8 @@ try {
 const beside = (name) => (SERIAL ? {} : { log: logFile(name) });
 process.env.BATON_TEST_BUILT = "1";
 let built;
+let typechecked;
+let unitDone;
 await together(
   async () => {
     await (built = phase("npm run build", 3));
@@ -84,16 +87,22 @@ await together(
     await phase(`npx vitest run -c vitest.node.config.ts --project e2e-timed ${VITEST_FLAGS}`, 15, { retryOnHang: true, ...beside("e2e-timed") });
   },
   async () => {
-    await together(
+    await (typechecked = together(
       () => phase("npx tsc -p tsconfig.json", 4, beside("tsc")),
       () => phase("npx tsc -p tsconfig.node.json", 4, beside("tsc-node")),
       () => phase("npx tsc -p tsconfig.dashboard.json", 4, beside("tsc-dashboard")),
-    );
+    ));
     await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 10, { retryOnHang: true, ...beside("workerd") });
   },
-  async () => {
+  () => (unitDone = (async () => {
     await built; // some unit files run the built CLI
     await phase(`npx vitest run -c vitest.node.config.ts --project unit ${VITEST_FLAGS}`, 5, { retryOnHang: true, ...beside("unit") });
+  })()),
+  async () => {
+    await built;
+    await typechecked;
+    await unitDone;
+    await phase(`npx vitest run -c vitest.node.config.ts --project e2e-browser ${VITEST_FLAGS}`, 15, { retryOnHang: true, ...beside("e2e-browser") });
   },
   // The two Python runs mostly wait (on heartbeats, on pip): side by side, each with its own server.
   async () => {
