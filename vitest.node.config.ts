@@ -4,7 +4,9 @@
 // - "e2e-timed", the files that assert a real-time bound (a handover within half a TTL, a view true
 //   within three TTLs, output within a second), one at a time and never beside each other;
 // - "e2e-browser", the files that drive Debian's chromium (the dashboard, the OAuth page), one at a
-//   time: two browsers rendering beside each other and the rest starved a page past its waits;
+//   time: two browsers rendering beside each other and the rest starved a page past its waits.
+//   dashboard and dashboard-output also bound a real time (a page shows a handover, or output,
+//   within a second): no other browser runs beside them, but one timed file may;
 // - "e2e", all the others, two at a time (most start their own wrangler dev on ports of their own,
 //   or share one; most of their time is spent waiting on real heartbeats and processes).
 // A new file goes in "e2e" unless it measures wall time (TIMED) or launches chromium (BROWSER).
