@@ -250,7 +250,7 @@ export class AgentInputs {
    */
   private post({ text, opts }: Inputs["post"], now: number): Decided<PostResult> {
     const { messages } = this.p.desk;
-    const earlier = opts.key === null ? null : messages.postedWith(opts.key, now, this.p.config.retention);
+    const earlier = opts.key === null ? null : messages.postKeys.postedWith(opts.key, now, this.p.config.retention.postKeyMs);
     if (earlier !== null) {
       const first = messages.get(earlier);
       return answered({ status: 200, replayed: true, view: first ? this.p.desk.view(first) : { id: earlier, pruned: true } });
@@ -305,7 +305,7 @@ export class AgentInputs {
       lease: this.p.store.lease(),
       conns: conns.map((c) => ({ ...c.state, heartbeat: c.heartbeat })),
       transitions: this.p.store.recentTransitions(),
-      recentMessages: this.p.desk.messages.recent(10, PREVIEW_CHARS),
+      recentMessages: this.p.desk.messages.census.recent(10, PREVIEW_CHARS),
       work: this.p.desk.leases.report(machines),
       controls: this.p.controls.report(now),
       wakes: this.p.store.wakes(),
