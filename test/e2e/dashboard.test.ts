@@ -11,8 +11,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { BATON_PROTOCOL, tokenProtocol } from "../../worker/wire/token-protocol.ts";
+import { resetBrowser } from "./browser-reset.ts";
 import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 import { replyingServe, type ClaimOptions, type ServeClient } from "./dashboard-runner.ts";
 import { card, horizontalOverflow, launchBrowser, openLive as openLiveAt, stillSameLoad, type Browser } from "./dashboard-browser.ts";
@@ -60,6 +61,8 @@ beforeAll(async () => {
   launched = await launchBrowser({ width: 1100, height: 820 });
   browser = launched.context;
 });
+
+afterEach(() => resetBrowser(browser, dev?.url));
 
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.close()));
