@@ -109,7 +109,7 @@ export class WorkDesk {
    */
   storePost(row: PostInsert, retention: Retention, now: number): boolean {
     this.messages.insert(row);
-    if (row.key !== null) this.messages.rememberPost(row.key, row.id, now);
+    if (row.key !== null) this.messages.postKeys.remember(row.key, row.id, now);
     const pruned = this.messages.prune(row.id, now, retention);
     this.steps.dropMessages(pruned);
     if (pruned.length > 0) {
@@ -145,7 +145,7 @@ export class WorkDesk {
     const permits = this.messages.permits.of(m.id).map((p) => ({
       effect: p.effect, digest: p.digest, args: p.args, asked_token: p.askedToken, granted_at: p.grantedAt, by: p.by, spent_token: p.spentToken, spent_at: p.spentAt,
     }));
-    return { ...messageView(m, this.steps.summaries(m.id), this.messages.answersFor([m.id]).get(m.id) ?? []), ...(permits.length > 0 ? { permits } : {}) };
+    return { ...messageView(m, this.steps.summaries(m.id), this.messages.answers.of([m.id]).get(m.id) ?? []), ...(permits.length > 0 ? { permits } : {}) };
   }
 
   /**
@@ -169,7 +169,7 @@ export class WorkDesk {
   views(ms: readonly StoredMessage[]): MessageView[] {
     const ids = ms.map((m) => m.id);
     const steps = this.steps.summariesFor(ids);
-    const answers = this.messages.answersFor(ids);
+    const answers = this.messages.answers.of(ids);
     return ms.map((m) => messageView(m, steps.get(m.id) ?? [], answers.get(m.id) ?? []));
   }
 
