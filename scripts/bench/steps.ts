@@ -14,6 +14,8 @@ const WAIT_MS = 15_000;
 const PACE_MS = 25;
 const WARM = 20;
 const REPLAY_STEPS = 100;
+/** How long a takeover waits before its runner closes, so the object is idle either way. */
+const SETTLE_MS = 500;
 const BLOB_BYTES = 10 * 1024 * 1024;
 
 type Frame = Record<string, unknown> & { type: string };
@@ -141,6 +143,9 @@ async function takeOver(url: string, agent: string, ttlMs: number, steps: number
     await a.write({ type: "step", id, token, name: `s${i}`, kind: "step", phase: "done", value: { i, text: "x".repeat(200) } });
     await pause(PACE_MS);
   }
+  // Both cases close an idle object: without the pause, the case with no steps closed while the
+  // first hand-out's work (presence, the directory's report) still ran, and took the longer of the two.
+  await pause(SETTLE_MS);
   const copy = b.next(runCopy(id), "run copy");
   const t0 = performance.now();
   a.close();
