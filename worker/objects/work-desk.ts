@@ -1,7 +1,8 @@
 // Durable work of one agent: stores messages, replays history to serve connections, pushes message
 // frames (only the runner's copy says run), and reads what a runner's write touches for the plan
 // to decide (message-leases.ts; the agent's own checkpoint under the serve fence). Who runs what is decided by ../rules/agent-plan.ts; the agent object applies it.
-import { send, type ConnState } from "./connections.ts";
+import { send, sendText, type ConnState } from "./connections.ts";
+import { runCopyText } from "./run-copy.ts";
 import { MessageStore, type Retention, type StoredMessage } from "./message-store.ts";
 import type { PostInsert } from "../rules/plan/post.ts";
 import { messageFrame, messageView } from "./message-row.ts";
@@ -134,9 +135,14 @@ export class WorkDesk {
     }
   }
 
-  /** Sends a message frame (a run copy only to its runner) and moves the connection's cursor past it; the caller writes the attachment. */
+  /**
+   * Sends a message frame (a run copy only to its runner, with its journal as the store keeps it)
+   * and moves the connection's cursor past it; the caller writes the attachment.
+   */
   push(socket: DeskSocket, m: StoredMessage, run: boolean): void {
-    send(socket.ws, messageFrame(m, run, this.leases.policies.policy(), run ? this.steps.entries(m.id) : []));
+    const policy = this.leases.policies.policy();
+    if (run) sendText(socket.ws, runCopyText(messageFrame(m, true, policy), this.steps.journal(m.id)));
+    else send(socket.ws, messageFrame(m, false, policy));
     if (m.id > socket.state.cursor) socket.state.cursor = m.id;
   }
 
