@@ -65,6 +65,7 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
     if (saved !== null) {
       if (c.escalate) p.webhooks.enqueue(escalationEvent(saved), now);
       else p.webhooks.messageChanged(c.before, saved, now);
+      p.webhooks.push.changed(c.before, saved, () => p.desk.view(saved), now);
       if (c.handOut) handedOut.set(saved.id, saved);
     }
     sweep ||= c.dropUncommitted === true;

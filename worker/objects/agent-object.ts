@@ -29,6 +29,8 @@ import { readSnapshot, type SnapshotParts } from "./agent-snapshot.ts";
 import { AgentCalls } from "./agent-calls.ts";
 import { OutputFollowers } from "./output-followers.ts";
 import { AgentSchedules } from "./agent-schedules.ts";
+import type { A2APushTargets } from "./a2a-push.ts";
+import type { MessageView } from "../wire/http-responses.ts";
 
 export type { CancelAnswer, PostResult, ResumeAnswer } from "./agent-inputs.ts";
 
@@ -137,6 +139,18 @@ export class AgentCoordinator extends AgentCalls {
     const answer = decided.answer(plan);
     // An unpause lets slots kept for catch-up be posted now.
     if (input.type === "control") this.fireSchedules(now);
+    return answer;
+  }
+
+  protected pushCall<T>(call: (p: A2APushTargets, view: (id: number) => MessageView | null, now: number) => T, changes: boolean): T {
+    this.store.countWake();
+    const now = this.now();
+    const answer = call(this.webhooks.push, (id) => {
+      const m = this.desk.messages.get(id);
+      return m ? this.desk.view(m) : null;
+    }, now);
+    // A push queued at once (a target set on a task past submitted) is due now: the alarm is planned for it.
+    if (changes) this.step(now, { type: "alarm" });
     return answer;
   }
 

@@ -7,6 +7,7 @@ import { EFFECT_KEY_CHARS } from "./step-keys.ts";
 import { canonicalJson } from "./approvals.ts";
 import { TOKEN_NAME } from "./token-scopes.ts";
 import { batchRefusal, OUTPUT_LIMITS, outputFrameSchema } from "./output.ts";
+import { PUSH_TARGET_LIMITS } from "./push.ts";
 import { ON_BUSY, ON_DEADLINE, ON_UNKNOWN, POLICY_MODES, RESUME_OUTCOMES, STEP_PHASES } from "./enums.ts";
 
 export const LIMITS = {
@@ -95,6 +96,8 @@ export const LIMITS = {
   jsonDepth: 64,
   /** A run's live output (wire/output.ts): one frame's batch, the per-message budget's cap, one read page. */
   ...OUTPUT_LIMITS,
+  /** A2A push targets (worker/wire/push.ts): per task, per agent, per account. */
+  ...PUSH_TARGET_LIMITS,
   /**
    * Schedules (worker/wire/schedules.ts): how many one agent and one account may have, the
    * shortest interval between two slots (cron and --every alike), the text a slot posts, a cron
