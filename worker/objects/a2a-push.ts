@@ -97,13 +97,14 @@ export class A2APushTargets {
 
   /**
    * A stored change of a message: when it changes its task's state, one push per target is
-   * queued; the final state is the targets' last. `view` is asked only then.
+   * queued; the final state is the targets' last. `view` (null: the row is gone) is asked only then.
    */
-  changed(before: MessageStatus, after: { id: number; status: MessageStatus; attempts: number }, view: () => MessageView, now: number): void {
+  changed(before: MessageStatus, after: { id: number; status: MessageStatus; attempts: number }, view: () => MessageView | null, now: number): void {
     if (!this.tasks().has(after.id)) return;
     const state = pushedState(before, after);
     if (state === null) return;
-    this.queue(view(), this.rows(after.id), now);
+    const m = view();
+    if (m !== null) this.queue(m, this.rows(after.id), now);
     if (endsTargets(state)) {
       this.sql.exec(`DELETE FROM a2a_push_targets WHERE task = ?`, after.id);
       this.withTargets = undefined;
