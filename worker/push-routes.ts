@@ -1,10 +1,12 @@
 // The push-target routes of a message (/agents/{agent}/messages/{id}/push…), answered in the
 // Worker: the target id and the body are checked here (the schema, then the private-address rule
 // webhooks have, BATON_WEBHOOK_ALLOW_PRIVATE included), then one RPC on the agent's object, which
-// refuses a task that ended or a budget passed and stores nothing it refuses. A2A's push methods
+// refuses a task that ended or a budget passed (the account's, as its directory counts the other
+// agents' targets) and stores nothing it refuses. A2A's push methods
 // (a2a-routes.ts) come through these routes.
 import type { AgentHandler } from "./agents.ts";
 import { readJsonBody } from "./objects/http.ts";
+import { directoryObjectName } from "./objects/names.ts";
 import type { PushAnswer } from "./objects/a2a-push.ts";
 import { webhookTargetRefusal } from "./rules/webhook-exposure.ts";
 import { errorResponse, parseBody } from "./wire/protocol.ts";
@@ -42,14 +44,15 @@ export const allowsPrivate = (raw: string | undefined): boolean => raw === "true
 
 export const pushHandlers: { [K in PushRoute]: AgentHandler } = {
   "GET /agents/{agent}/messages/{id}/push": async (_, stub, id) => answered(await stub.pushTargets(id), (targets) => ({ task: id, targets } satisfies PushTargetList)),
-  "PUT /agents/{agent}/messages/{id}/push/{target}": withTarget(async (target, { request, env }, stub, id) => {
+  "PUT /agents/{agent}/messages/{id}/push/{target}": withTarget(async (target, { request, env, account, params }, stub, id) => {
     const body = await readJsonBody(request, BODY_BYTES);
     if (!body.ok) return body.response;
     const parsed = parseBody(pushTargetBodySchema, body.data);
     if (!parsed.ok) return errorResponse(400, "bad_request", `body must be {"url": "http(s)://...", "token": "...", "auth_scheme"?: "Bearer", "auth_credentials"?: "..."}: ${parsed.message}`);
     const refused = webhookTargetRefusal(parsed.value.url, allowsPrivate(env.BATON_WEBHOOK_ALLOW_PRIVATE));
     if (refused !== null) return errorResponse(400, "bad_request", refused);
-    return answered(await stub.setPushTarget(id, target, parsed.value, 0));
+    const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
+    return answered(await stub.setPushTarget(id, target, parsed.value, await directory.pushTargetsBesides(params.agent!)));
   }),
   "GET /agents/{agent}/messages/{id}/push/{target}": withTarget(async (target, _, stub, id) => {
     const all = await stub.pushTargets(id);

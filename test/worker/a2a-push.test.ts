@@ -5,7 +5,7 @@
 // (signed with the target's token, the token and Authorization headers, a private URL sent
 // nowhere, outside the webhook's figures), and the four JSON-RPC methods. Deliveries to a real
 // receiver through the official SDK are in test/e2e/a2a.test.ts.
-import { runInDurableObject, SELF } from "cloudflare:test";
+import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { A2APushTargets, deliverPushes } from "../../worker/objects/a2a-push.ts";
 import { WebhookOutbox } from "../../worker/objects/webhook-outbox.ts";
@@ -13,7 +13,8 @@ import { hmacBase64 } from "../../worker/objects/webhook-signature.ts";
 import type { MessageView } from "../../worker/wire/http-responses.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { PUSH_LIMITS } from "../../worker/wire/push.ts";
-import { BASE, claimant, DEV_TOKEN, message, post, stubFor, uniqueAgent, write } from "./helpers.ts";
+import { directoryObjectName } from "../../worker/objects/names.ts";
+import { BASE, claimant, DEV_TOKEN, message, post, stubFor, uniqueAgent, waitFor, write } from "./helpers.ts";
 
 const SENDER = "dev-sender-token"; // send
 const READER = "dev-reader-token"; // read
@@ -97,6 +98,23 @@ describe("push targets over HTTP", () => {
     expect(((await http("GET", path)).body.targets as unknown[]).length).toBe(PUSH_LIMITS.perTask);
     expect((await http("POST", `/agents/${agent}/messages/${id}/cancel`, { reason: "enough" })).status).toBe(200);
     expect(await http("PUT", `${path}/late`, { url: BUSY_URL, token: TOKEN })).toMatchObject({ status: 409, body: { error: "message_finished" } });
+  });
+});
+
+describe("the account's count", () => {
+  it("the account's directory hears each agent's count of targets: up as they are set, down when they are removed or end with their task", async () => {
+    const agent = uniqueAgent();
+    const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName("dev")));
+    const elsewhere = `not-${agent}`;
+    const before = await directory.pushTargetsBesides(elsewhere);
+    const id = await post(agent, "work");
+    for (const t of ["a", "b", "c"]) expect((await http("PUT", `/agents/${agent}/messages/${id}/push/${t}`, { url: BUSY_URL, token: TOKEN })).status).toBe(200);
+    await waitFor(async () => (await directory.pushTargetsBesides(elsewhere)) === before + 3, "the directory counts 3 more");
+    expect(await directory.pushTargetsBesides(agent)).toBe(before);
+    expect((await http("DELETE", `/agents/${agent}/messages/${id}/push/a`)).status).toBe(204);
+    await waitFor(async () => (await directory.pushTargetsBesides(elsewhere)) === before + 2, "the directory counts 2 more");
+    expect((await http("POST", `/agents/${agent}/messages/${id}/cancel`, { reason: "done" })).status).toBe(200);
+    await waitFor(async () => (await directory.pushTargetsBesides(elsewhere)) === before, "the ended task's targets leave the count");
   });
 });
 

@@ -39,6 +39,8 @@ const viewOf = (r: Row): PushTargetView => ({ task: r.task, id: r.id, url: r.url
 export class A2APushTargets {
   /** The tasks that have targets, as last read or written (undefined: not read yet); this class is the table's only writer. */
   private withTargets: Set<number> | undefined = undefined;
+  /** Targets were set or removed since the count was last taken for the account's directory. */
+  private countChanged = false;
 
   constructor(private readonly sql: SqlStorage, private readonly outbox: WebhookOutbox) {
     migrate(sql, "a2a_push_targets", MIGRATIONS);
@@ -52,6 +54,13 @@ export class A2APushTargets {
 
   count(): number {
     return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM a2a_push_targets`).one().n;
+  }
+
+  /** The count, when targets were set or removed since it was last taken (null: unchanged), for the account's directory. */
+  takeCountChange(): number | null {
+    if (!this.countChanged) return null;
+    this.countChanged = false;
+    return this.count();
   }
 
   list(task: number): PushTargetView[] {
@@ -80,6 +89,7 @@ export class A2APushTargets {
         auth_credentials = excluded.auth_credentials, created_at = excluded.created_at`,
       row.task, row.id, row.url, row.token, row.auth_scheme, row.auth_credentials, row.created_at);
     this.withTargets = undefined;
+    this.countChanged = true;
     // A replaced target's waiting pushes go where it went before; the new one hears from now on.
     if (state !== "TASK_STATE_SUBMITTED") this.queue(m, [row], now);
     return { ok: true, value: viewOf(row) };
@@ -90,6 +100,7 @@ export class A2APushTargets {
     const gone = this.sql.exec(`DELETE FROM a2a_push_targets WHERE task = ? AND id = ?`, task, id).rowsWritten > 0;
     if (gone) {
       this.withTargets = undefined;
+      this.countChanged = true;
       this.outbox.dropPushes(task, id);
     }
     return gone;
@@ -108,6 +119,7 @@ export class A2APushTargets {
     if (endsTargets(state)) {
       this.sql.exec(`DELETE FROM a2a_push_targets WHERE task = ?`, after.id);
       this.withTargets = undefined;
+      this.countChanged = true;
     }
   }
 

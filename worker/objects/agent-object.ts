@@ -151,6 +151,7 @@ export class AgentCoordinator extends AgentCalls {
     }, now);
     // A push queued at once (a target set on a task past submitted) is due now: the alarm is planned for it.
     if (changes) this.step(now, { type: "alarm" });
+    else this.notePushTargetCount();
     return answer;
   }
 
@@ -163,6 +164,15 @@ export class AgentCoordinator extends AgentCalls {
     if (!this.fireSchedules(now) && changes) this.step(now, { type: "alarm" });
     this.noteScheduleCount(count);
     return answer;
+  }
+
+  /** The directory keeps each agent's count of A2A push targets for the account's limit; told only of a change, never awaited. */
+  private notePushTargetCount(): void {
+    const count = this.webhooks.push.takeCountChange();
+    if (count === null || !this.identity) return;
+    const { account, agent } = this.identity;
+    const directory = this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName(directoryObjectName(account)));
+    this.ctx.waitUntil(directory.setPushTargetCount(agent, count).catch((err: unknown) => console.error(`push target count not reported: ${String(err)}`)));
   }
 
   /** The directory keeps each agent's count of schedules for the account's limit; told only of a change, never awaited. */
@@ -360,6 +370,7 @@ export class AgentCoordinator extends AgentCalls {
     if (applied.sweep) void this.sweepBlobs();
     if (plan.presenceChanged) this.reports.changed();
     for (const c of plan.changes) this.followers.wake(c.id);
+    this.notePushTargetCount();
     return { conns, plan };
   }
 
