@@ -67,11 +67,6 @@ export class A2APushTargets {
     return this.rows(task).map(viewOf);
   }
 
-  get(task: number, id: string): PushTargetView | null {
-    const row = this.rows(task).find((r) => r.id === id);
-    return row ? viewOf(row) : null;
-  }
-
   /**
    * Sets target `id` of task `m` (replacing one of that id); refused for a task that ended or over
    * a budget (`elsewhere`: the account's targets in its other agents). A task already past
