@@ -16,7 +16,7 @@ import { answerOf, askPerson, plainChoices, waitForAnswer, type PersonAnswer } f
 import { outputPageSchema } from "../worker/wire/output.ts";
 import { leaseGrantSchema, leaseReleasedSchema, messageViewSchema, presenceSchema, type MessageView } from "../worker/wire/http-responses.ts";
 import type { OnDeadline } from "../worker/wire/enums.ts";
-import { AGENT_NAME, LIMITS, RUN_ID } from "../worker/wire/protocol.ts";
+import { AGENT_NAME, LIMITS, questionSchema, RUN_ID } from "../worker/wire/protocol.ts";
 import { routePath } from "../worker/wire/routes.ts";
 
 export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -85,6 +85,10 @@ export const askShape = {
   deadline_seconds: z.optional(z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max))),
   // No approve: a deadline that approves would let the model's own question approve itself.
   on_deadline: z.optional(z.enum(["fail", "reject", "escalate"] satisfies OnDeadline[])),
+  // Several people, as a question takes them (wire/protocol.ts; the coordinator checks them together: no choices above one approval, no more needed than named).
+  needs: questionSchema.shape.needs,
+  approvers: questionSchema.shape.approvers,
+  reject_needs: questionSchema.shape.reject_needs,
   wait_seconds: z.optional(z.number().check(z.gte(0), z.lte(MAX_WAIT_SECONDS))),
 };
 export const sendShape = {
@@ -115,6 +119,7 @@ const agentOnly = z.object(agentShape);
 export function postQuestion(agent: string, args: z.output<z.ZodMiniObject<typeof askShape>>, conn: Connection, key: string | undefined): Promise<number> {
   return askPerson(agent, {
     text: args.question, choices: plainChoices(args.choices ?? []), deadlineSeconds: args.deadline_seconds, onDeadline: args.on_deadline,
+    needs: args.needs, approvers: args.approvers, rejectNeeds: args.reject_needs,
   }, conn, { idempotencyKey: key });
 }
 
@@ -151,7 +156,7 @@ export function batonToolSpecs(options: ToolsOptions): ToolSpec[] {
   }
 
   define("ask", "Ask a person",
-    `Ask a person a question out of band and wait for the answer. The question is shown on baton's dashboard, in \`baton history ${named}\` and to webhooks; only a person with an answer-scoped token can answer it (choices, approve or reject), and the answer is recorded with who gave it. If the wait ends first, the message id comes back: call get_answer with it later.`,
+    `Ask a person a question out of band and wait for the answer. The question is shown on baton's dashboard, in \`baton history ${named}\` and to webhooks; only a person with an answer-scoped token can answer it (choices, approve or reject), and the answer is recorded with who gave it. With needs (and approvers, reject_needs) it is decided by several people: approvals from that many distinct tokens (only the named ones, when approvers is given). If the wait ends first, the message id comes back: call get_answer with it later.`,
     askShape, true, (args, agent, extra) => toolCall(async () => {
       const messageId = await postQuestion(agent, args, conn, await options.postKey?.(extra));
       const progressToken = extra._meta?.progressToken;

@@ -24,6 +24,7 @@ import { RESUME_OUTCOMES } from "./wire/enums.ts";
 import { getOutput, postOutput } from "./output-routes.ts";
 import { askRoute, getStep, heartbeatRoute, putStep } from "./run-routes.ts";
 import { scheduleHandlers } from "./schedule-routes.ts";
+import { pushHandlers } from "./push-routes.ts";
 import { a2aRpc, agentCard } from "./a2a-routes.ts";
 
 const SMALL_BODY_BYTES = 4 * 1024;
@@ -65,6 +66,7 @@ const AGENT_HANDLERS: { [K in AgentRoute]: AgentHandler } = {
   "DELETE /agents/{agent}/webhook": (call, stub) => deleteWebhook(stub, agentWhat(call)),
   "POST /agents/{agent}/webhook/test": (call, stub) => webhookTestRoute(stub, `${agentWhat(call)} (of its own; test the account's with POST /webhook/test)`, call.env.BATON_WEBHOOK_ALLOW_PRIVATE),
   ...scheduleHandlers,
+  ...pushHandlers,
   "GET /agents/{agent}/a2a/.well-known/agent-card.json": (call) => agentCard(call),
   "POST /agents/{agent}/a2a": (call) => a2aRpc(call),
   "GET /agents/{agent}/messages/{id}": async (_, stub, id) => {

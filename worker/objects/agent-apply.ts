@@ -61,6 +61,11 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
     const runner = c.handOut ? conns[c.handOut.to]! : null;
     const saved = leases.save(c, now, runner && { fence: plan.lease.fence, machine: runner.state.machine, runKey: randomHex128() });
     p.desk.saveOutput(c, runner?.state.machine ?? null, now);
+    // An acknowledgement stores its row without handing it back: the push reads it as stored.
+    if (c.lease !== null) p.webhooks.push.changed(c.before, c.lease, () => {
+      const stored = saved ?? p.desk.messages.get(c.id);
+      return stored ? p.desk.view(stored) : null;
+    }, now);
     if (saved !== null) {
       if (c.escalate) p.webhooks.enqueue(escalationEvent(saved), now);
       else p.webhooks.messageChanged(c.before, saved, now);

@@ -13,6 +13,7 @@ import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-c
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
 import { WebhookOutbox, type OutboxEvent, type Sender } from "./webhook-outbox.ts";
 import { webhookTargetRefusal } from "../rules/webhook-exposure.ts";
+import { A2APushTargets, deliverPushes } from "./a2a-push.ts";
 
 /** What the agent object asks of its account's directory. */
 export interface AccountWebhookSource {
@@ -24,6 +25,8 @@ const ACCOUNT_RETRY_MS = 5_000;
 
 export class AgentWebhooks {
   readonly outbox: WebhookOutbox;
+  /** A2A push targets of the agent's tasks: their pushes wait in the same outbox (a2a-push.ts). */
+  readonly push: A2APushTargets;
   private readonly own: WebhookConfigStore;
   /** The account's webhook as last fetched (null: never fetched by this instance). */
   private account: { config: WebhookConfig | null; at: number } | null = null;
@@ -41,6 +44,7 @@ export class AgentWebhooks {
   ) {
     this.own = new WebhookConfigStore(sql);
     this.outbox = new WebhookOutbox(sql);
+    this.push = new A2APushTargets(sql, this.outbox);
   }
 
   /**
@@ -55,7 +59,11 @@ export class AgentWebhooks {
   /** What a plan needs to wake the outbox in time: its next due event, whether an event made now is kept and sent at once, the outage. */
   snapshot(now: number): AgentSnapshot["webhooks"] {
     const dropped = this.own.get() === null && this.account !== null && this.account.config === null && now - this.account.at < WEBHOOK.accountCacheMs;
-    return { dueAt: this.dueAt(now), sendsNow: !dropped && this.sending < WEBHOOK.batch, outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null };
+    const free = this.sending < WEBHOOK.batch;
+    return {
+      dueAt: this.dueAt(now), sendsNow: !dropped && free, outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null,
+      push: { tasks: this.push.tasks(), sendsNow: free },
+    };
   }
 
   /** A stored status change (its status before, the row after) becomes an event when it makes one (rules/webhooks.ts). */
@@ -127,7 +135,13 @@ export class AgentWebhooks {
    */
   async deliver(due: readonly OutboxEvent[], who: { account: string; agent: string }): Promise<void> {
     try {
-      await this.send(due, who);
+      // A push goes to its task's target whatever webhook there is (or none).
+      const events = due.filter((e) => e.target === null);
+      const pushes = due.filter((e) => e.target !== null);
+      await Promise.all([
+        events.length > 0 ? this.send(events, who) : null,
+        pushes.length > 0 ? deliverPushes(this.outbox, pushes, this.post, this.clock, this.allowPrivate) : null,
+      ]);
     } finally {
       this.sending -= due.length;
     }

@@ -2,6 +2,7 @@
 // one LIMITS object, read by the worker, the clients and the generated Python types.
 import { EFFECT_KEY_CHARS } from "./step-keys.ts";
 import { OUTPUT_LIMITS } from "./output.ts";
+import { PUSH_TARGET_LIMITS } from "./push.ts";
 
 export const LIMITS = {
   frameBytes: 64 * 1024,
@@ -89,6 +90,8 @@ export const LIMITS = {
   jsonDepth: 64,
   /** A run's live output (wire/output.ts): one frame's batch, the per-message budget's cap, one read page. */
   ...OUTPUT_LIMITS,
+  /** A2A push targets (worker/wire/push.ts): per task, per agent, per account. */
+  ...PUSH_TARGET_LIMITS,
   /**
    * Schedules (worker/wire/schedules.ts): how many one agent and one account may have, the
    * shortest interval between two slots (cron and --every alike), the text a slot posts, a cron

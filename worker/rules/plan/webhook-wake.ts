@@ -1,8 +1,10 @@
 // When the webhook outbox must wake after this event: the events its message changes make (sent at
-// once when a webhook keeps them and a delivery slot is free), and the agent.no_holder report of an
+// once when a webhook keeps them and a delivery slot is free), the pushes they make to their
+// tasks' A2A targets (rules/a2a-push.ts), and the agent.no_holder report of an
 // outage a transition begins. The object sets one alarm for it with the rest (deadlines.ts), so
 // nothing plans twice.
 import { noHolderDueAt, outageAfter, statusChangeEvent } from "../webhooks.ts";
+import { pushedState } from "../a2a-push.ts";
 import type { Transition } from "../election.ts";
 import type { AgentSnapshot, MessageChange } from "./types.ts";
 
@@ -17,9 +19,15 @@ export function makesWebhookEvent(c: MessageChange): boolean {
   }) !== null;
 }
 
+/** Whether storing this change pushes to its task's targets (rules/a2a-push.ts pushedState). */
+export function makesPush(c: MessageChange, tasks: ReadonlySet<number>): boolean {
+  return c.lease !== null && tasks.has(c.id) && pushedState(c.before, c.lease) !== null;
+}
+
 export function webhookWake(w: AgentSnapshot["webhooks"], changes: readonly MessageChange[], transition: Transition | null, holderLostAt: number, now: number): number | null {
   const outage = transition === null ? w.outage : outageAfter(w.outage, transition, holderLostAt);
-  const times = [w.dueAt, noHolderDueAt(outage, w.noHolderAfterMs), w.sendsNow && changes.some(makesWebhookEvent) ? now : null];
+  const pushesNow = w.push !== undefined && w.push.sendsNow && changes.some((c) => makesPush(c, w.push!.tasks));
+  const times = [w.dueAt, noHolderDueAt(outage, w.noHolderAfterMs), (w.sendsNow && changes.some(makesWebhookEvent)) || pushesNow ? now : null];
   const known = times.filter((t): t is number => t !== null);
   return known.length ? Math.min(...known) : null;
 }
