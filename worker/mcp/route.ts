@@ -77,6 +77,7 @@ async function postMcp(request: Request, env: Env): Promise<Response> {
     conn: {
       url: new URL(request.url).origin,
       token: presentedToken(request) ?? "",
+      ownAnswers: true,
       // A quick answer's calls are this request's caller's (handleAs); a streamed one's may wait for minutes, so each is let in anew.
       fetch: json ? (input, init) => handleAs(caller, new Request(input, init), env) : (input, init) => handle(new Request(input, init), env),
     },

@@ -68,6 +68,7 @@ function keptServer(plainCall: boolean): Kept {
   const conn: Connection = {
     get url() { return current().conn.url; },
     get token() { return current().conn.token; },
+    get ownAnswers() { return current().conn.ownAnswers; },
     fetch: (input, init) => (current().conn.fetch ?? fetch)(input, init),
   };
   entry.server = serverFor({ conn, postKey: (extra) => current().postKey?.(extra) ?? Promise.resolve(undefined) }, plainCall);
