@@ -2,6 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { planAgent, type AgentEvent, type AgentSnapshot, type ConnSnapshot, type ServeConn } from "../../worker/rules/agent-plan.ts";
 import { DEFAULT_POLICY, type MessageLease } from "../../worker/rules/message-lease.ts";
+import type { WriteInput } from "../../worker/rules/plan/write-event.ts";
+import type { RunnerWrite } from "../../worker/rules/plan/write.ts";
 
 const BUDGET = { steps: 100, bytes: 1 << 20 };
 const NO_WEBHOOKS = { dueAt: null, sendsNow: false, outage: { since: null, notified: false }, noHolderAfterMs: null };
@@ -33,6 +35,21 @@ function snapshot(over: Partial<AgentSnapshot> = {}): AgentSnapshot {
 function message(id: number, over: Partial<MessageLease> = {}): MessageLease {
   return { id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, forPerson: false, ...over };
 }
+
+/** Message 7 runs on claim 1 under token 1. */
+const RUNNING = message(7, { status: "running", attempts: 1, token: 1, runner: "1", expiresAt: NOW + 5000 });
+const STEP_RECORD = { name: "s", kind: "step" as const, status: "done" as const, value: "1", blob: null, onUnknown: null, attempt: 1, token: 1 };
+const run = { id: 7, token: 1, writer: { runner: "1" }, lease: RUNNING, frame: true, req: "r" };
+const heartbeatWrite: WriteInput = { kind: "heartbeat", ...run, details: undefined };
+const stepWrite = {
+  kind: "step" as const, ...run, step: { name: "s", kind: "step" as const, phase: "done" as const, value: "1", blob: null, onUnknown: null },
+  rows: { openIntents: [], record: null, usage: { steps: 0, bytes: 0 }, blob: null, keptKey: null, keys: null, permit: null },
+};
+const runnerTarget = { lease: RUNNING, acked: { runner: null, write: { id: 7, fence: 0, key: "ack" } }, asked: null, blob: null, journal: { openIntents: [], record: null } };
+const checkpointWrite: WriteInput = { kind: "runner", writer: "1", target: runnerTarget, frame: { type: "message_checkpoint", id: 7, token: 1, value: 1 } as RunnerWrite };
+const failWrite: WriteInput = { kind: "runner", writer: "1", target: runnerTarget, frame: { type: "fail", id: 7, token: 1, reason: "boom" } as RunnerWrite };
+const staleWrite: WriteInput = { kind: "runner", writer: "1", target: runnerTarget, frame: { type: "reply", id: 7, token: 0, text: "x", key: "k" } as RunnerWrite };
+const agentCheckpointWrite = { kind: "agent_checkpoint" as const, fence: 1, value: 1 as unknown, sender: { claimSeq: 1, released: false } };
 
 describe("planAgent: the lease", () => {
   const cases: { name: string; snap: AgentSnapshot; event: AgentEvent; holder: number | null; fence: number; reason: string | null }[] = [
@@ -223,27 +240,26 @@ describe("planAgent: the alarm and presence", () => {
   });
 
   it("a write that moves no message (a heartbeat, a step, a message checkpoint) changes no presence, as before the plan stored it", () => {
-    const running = message(7, { status: "running", attempts: 1, token: 1, runner: "1", expiresAt: NOW + 5000 });
-    const snap = snapshot({ work: { policy: DEFAULT_POLICY, open: [running], parkDeadline: null, due: new Map(), journalBudget: BUDGET } });
-    const base = { id: 7, before: "running" as const, lease: null };
-    const writes = [
-      { ...base, heartbeat: { expiresAt: NOW + 6000, progress: null } },
-      { ...base, journal: { record: { name: "s", kind: "step" as const, status: "done" as const, value: "1", blob: null, onUnknown: null, attempt: 1, token: 1 }, existing: null } },
-      { ...base, checkpoint: { kept: { value: 1 }, token: 1 } },
-    ];
-    for (const change of writes) {
-      expect(planAgent(snap, { type: "write", from: 0, change, reply: null }).presenceChanged).toBe(false);
+    const snap = snapshot({ work: { policy: DEFAULT_POLICY, open: [RUNNING], parkDeadline: null, due: new Map(), journalBudget: BUDGET } });
+    for (const write of [heartbeatWrite, stepWrite, checkpointWrite]) {
+      expect(planAgent(snap, { type: "write", from: 0, write }).presenceChanged).toBe(false);
     }
     // A write that moves its message (a fail) still does.
-    const failed = { ...base, lease: { ...running, status: "queued" as const, runner: null, expiresAt: null } };
-    expect(planAgent(snap, { type: "write", from: 0, change: failed, reply: null }).presenceChanged).toBe(true);
+    expect(planAgent(snap, { type: "write", from: 0, write: failWrite }).presenceChanged).toBe(true);
   });
 
   it("a write the token check refused is counted by the plan and changes presence (its metrics); an answered one that moved nothing does not", () => {
-    const refused = planAgent(snapshot(), { type: "write", from: 0, change: null, reply: { type: "error" }, refused: "stale_token" });
-    expect([refused.refused, refused.presenceChanged, refused.replies]).toEqual(["stale_token", true, [{ to: 0, frame: { type: "error" } }]]);
-    const quiet = planAgent(snapshot(), { type: "write", from: 0, change: null, reply: { type: "result" }, refused: null });
+    const refused = planAgent(snapshot(), { type: "write", from: 0, write: staleWrite });
+    expect([refused.refused, refused.presenceChanged, refused.replies]).toMatchObject(["stale_token", true, [{ to: 0, frame: { type: "error", code: "stale_token" } }]]);
+    const quiet = planAgent(snapshot(), { type: "write", from: 0, write: checkpointWrite });
     expect([quiet.refused, quiet.presenceChanged]).toEqual([null, false]);
+  });
+
+  it("a release is answered after the lease news it causes: whether the sender held, and the fence now", () => {
+    const plan = planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)] }), { type: "release", from: 0, req: "q" });
+    expect([plan.replies, plan.lastReplies]).toEqual([[], [{ to: 0, frame: { type: "result", op: "release", req: "q", released: true, fence: 2 } }]]);
+    expect(planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)] }), { type: "release", from: 1 }).lastReplies[0]!.frame)
+      .toMatchObject({ released: false, fence: 1 });
   });
 
   it("a sync moves the cursor and replays its page; one that moved nothing changes no presence", () => {
@@ -254,7 +270,7 @@ describe("planAgent: the alarm and presence", () => {
   });
 
   it("the holder's own checkpoint is stored by the plan and changes no presence", () => {
-    const plan = planAgent(snapshot(), { type: "write", from: 0, change: null, reply: { type: "result" }, refused: null, agentCheckpoint: { value: { n: 1 }, fence: 1 } });
+    const plan = planAgent(snapshot(), { type: "write", from: 0, write: { ...agentCheckpointWrite, value: { n: 1 } } });
     expect([plan.agentCheckpoint, plan.presenceChanged]).toEqual([{ value: { n: 1 }, fence: 1 }, false]);
   });
 });
@@ -266,28 +282,23 @@ describe("planAgent: a write that moves no message", () => {
     conns: [conn(1, { toldHeld: true, toldFence: 1 }, NOW - 2 * TTL), conn(2)],
     work: { policy: DEFAULT_POLICY, open: [running, message(8)], parkDeadline: null, due: new Map(), journalBudget: BUDGET },
   });
-  const base = { id: 7, before: "running" as const, lease: null };
-  const quiet: [string, Extract<AgentEvent, { type: "write" }>][] = [
-    ["a heartbeat", { type: "write", from: 0, change: { ...base, heartbeat: { expiresAt: NOW + 6000, progress: null } }, reply: { type: "result" }, refused: null }],
-    ["a step record", { type: "write", from: 0, change: { ...base, journal: { record: { name: "s", kind: "step", status: "done", value: "1", blob: null, onUnknown: null, attempt: 1, token: 1 }, existing: null } }, reply: { type: "result" }, refused: null }],
-    ["an answered write that stored nothing", { type: "write", from: 0, change: null, reply: { type: "result" }, refused: null }],
+  const quiet: [string, WriteInput][] = [
+    ["a heartbeat", heartbeatWrite],
+    ["a step record", stepWrite],
+    ["an answered write that stored nothing", { ...stepWrite, rows: { ...stepWrite.rows, record: { ...STEP_RECORD, at: 0 } } }],
   ];
   for (const [name, event] of quiet) {
     it(`${name} is stored and answered, with no liveness, election, take back, dispatch or alarm planned beside it (as before writes went through the plan)`, () => {
-      const plan = planAgent(busy(), event);
-      expect([plan.changes, plan.replies]).toEqual([event.change ? [event.change] : [], [{ to: 0, frame: event.reply }]]);
+      const plan = planAgent(busy(), { type: "write", from: 0, write: event });
+      expect([plan.changes, plan.replies]).toEqual([plan.write!.change ? [plan.write!.change] : [], [{ to: 0, frame: plan.write!.frame }]]);
+      expect(plan.replies[0]!.frame).toMatchObject({ type: "result" });
       expect([plan.close, plan.tells, plan.takeBacks, plan.handOuts, plan.patches.size, plan.leaseChanged, plan.alarm, plan.presenceChanged])
         .toEqual([[], [], [], [], 0, false, null, false]);
     });
   }
 
   it("a write that moves its message, a refusal and the holder's checkpoint are planned in full (the silent holder is closed)", () => {
-    const failed = { ...base, lease: { ...running, status: "queued" as const, runner: null, expiresAt: null } };
-    const full: AgentEvent[] = [
-      { type: "write", from: 0, change: failed, reply: null, refused: null },
-      { type: "write", from: 0, change: null, reply: { type: "error" }, refused: "stale_token" },
-      { type: "write", from: 0, change: null, reply: null, refused: null, agentCheckpoint: { value: 1, fence: 1 } },
-    ];
+    const full: AgentEvent[] = [failWrite, staleWrite, agentCheckpointWrite].map((write) => ({ type: "write", from: 0, write }));
     for (const event of full) expect(planAgent(busy(), event).close).toEqual([0]);
   });
 });

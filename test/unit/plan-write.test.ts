@@ -5,7 +5,7 @@ import { DEFAULT_POLICY } from "../../worker/rules/message-lease.ts";
 import { NOW, running } from "./plan-fixtures.ts";
 
 function target(over: Partial<WriteTarget> = {}): WriteTarget {
-  return { lease: running(7, "1", { token: 12 }), acked: { runner: null, write: { id: 7, fence: 0, key: "ack" } }, asked: null, blob: null, questionRefusal: null, ...over };
+  return { lease: running(7, "1", { token: 12 }), acked: { runner: null, write: { id: 7, fence: 0, key: "ack" } }, asked: null, blob: null, journal: { openIntents: [], record: null }, ...over };
 }
 
 const reply: RunnerWrite = { type: "reply", id: 7, token: 12, text: "done", key: "k1", req: "r" } as RunnerWrite;
@@ -28,7 +28,7 @@ describe("decideWrite", () => {
       reply: { type: "error", code: "question_open" }, after: null },
     { name: "a fail queues it after a backoff", t: target(), frame: fail, reply: { type: "result", op: "fail", status: "queued" }, after: "queued" },
     { name: "a park parks it with its deadline", t: target(), frame: parkFrame, reply: { type: "result", op: "park", deadline: NOW + 5000 }, after: "parked" },
-    { name: "a blob the token may not commit is refused", t: target({ blob: { refusal: "blob b: not staged" } }), frame: reply, reply: { type: "error", code: "bad_request" }, after: null },
+    { name: "a blob the token may not commit is refused", t: target({ blob: { blob: "b", token: 12, bytes: 9, state: "uploading" } }), frame: { ...reply, blob: "b" } as RunnerWrite, reply: { type: "error", code: "bad_request" }, after: null },
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -45,7 +45,7 @@ describe("decideWrite", () => {
   });
 
   it("a completed reply carries its write and drops the uploads it never committed", () => {
-    expect(decideWrite(target({ blob: { blob: { id: "b", bytes: 9 } } }), reply, "1", 3, DEFAULT_POLICY, NOW).change).toMatchObject({
+    expect(decideWrite(target({ blob: { blob: "b", token: 12, bytes: 9, state: "staged" } }), { ...reply, blob: "b" } as RunnerWrite, "1", 3, DEFAULT_POLICY, NOW).change).toMatchObject({
       ack: { fence: 3, key: "k1", reply: { id: "b", bytes: 9 }, token: 12, runner: "1" }, commitBlob: "b", dropUncommitted: true,
     });
   });

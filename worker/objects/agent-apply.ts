@@ -2,12 +2,11 @@
 // (a post's row, controls, policy, lease, transition, counters, a refusal's count, the agent's
 // checkpoint, every message change in the plan's order, each one's webhook event from its status
 // before and after), then attachments, then frames (replies, a history page, closes, revokes,
-// cancels, lease news, hand-outs, copies), then the alarm. The output gate holds every frame until
+// cancels, lease news, hand-outs, copies, a release's answer), then the alarm. The output gate holds every frame until
 // the writes it follows are durable.
 import type { AgentPlan } from "../rules/agent-plan.ts";
 import { escalationEvent } from "../rules/webhooks.ts";
 import { CLOSE_CODES } from "../wire/protocol.ts";
-import type { ServerFrame } from "../wire/server-frames.ts";
 import type { AgentControls } from "./agent-controls.ts";
 import type { AgentStore } from "./agent-store.ts";
 import type { AgentWebhooks } from "./agent-webhooks.ts";
@@ -71,7 +70,7 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
   }
   const changed = new Set<number>(plan.patches.keys());
   for (const [i, patch] of plan.patches) Object.assign(conns[i]!.state, patch);
-  for (const r of plan.replies) send(conns[r.to]!.ws, r.frame as ServerFrame);
+  for (const r of plan.replies) send(conns[r.to]!.ws, r.frame);
   if (plan.replay) {
     const { to, after, last, count, more, req } = plan.replay;
     for (const m of count > 0 ? messages.range(after, last) : []) p.desk.push(conns[to]!, m, false);
@@ -102,6 +101,7 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
     changed.add(c.to);
   }
   for (const i of changed) writeConn(conns[i]!.ws, conns[i]!.state);
+  for (const r of plan.lastReplies) send(conns[r.to]!.ws, r.frame);
   if (plan.alarm === "delete") void p.ctx.storage.deleteAlarm();
   else if (plan.alarm) void p.ctx.storage.setAlarm(p.clock.alarmAt(plan.alarm.set));
   return { accountWebhook, sweep };

@@ -1,10 +1,10 @@
 // The Worker's calls to an agent object, each decided as one input: the plan event it makes (null:
-// none, a read; a run's write over HTTP carries the change its token check decided), and its
+// none, a read; a run's write over HTTP carries the write and the rows it touches), and its
 // answer, built from the plan once it is applied, or from what apply stored. A person's input (answer, resume, retry)
 // and a cancel are decided by the plan itself (rules/plan/person.ts, rules/message-cancel.ts); the
 // object (agent-object.ts) runs the event and hands the plan back here for the answer.
 import type { CoordinatorConfig } from "../config.ts";
-import type { AgentEvent, AgentPlan, MessageChange } from "../rules/agent-plan.ts";
+import type { AgentEvent, AgentPlan } from "../rules/agent-plan.ts";
 import type { Answer, MessagePolicy } from "../rules/message-lease.ts";
 import { buildPresence, PREVIEW_CHARS } from "../rules/presence.ts";
 import { runnerOf } from "../rules/agent-plan.ts";
@@ -18,7 +18,10 @@ import type { AgentIdentity, AgentStore } from "./agent-store.ts";
 import type { AgentWebhooks } from "./agent-webhooks.ts";
 import type { ConnState } from "./connections.ts";
 import { leaseOf } from "./message-store.ts";
-import { refusedAtToken, type Answerer, type BlobReserve, type HeartbeatAnswer, type Journaled, type MessageLeases, type Refusal, type StepAnswer } from "./message-leases.ts";
+import type { Answerer, BlobReserve, HeartbeatAnswer, Refusal, StepAnswer } from "./message-leases.ts";
+import { answerOf, type RunAnswers, type WriteInput } from "../rules/plan/write-event.ts";
+import type { AskAnswer } from "../rules/plan/run-write.ts";
+import { LIMITS } from "../wire/protocol.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
 import type { SignedRequest } from "./webhook-delivery.ts";
 import type { Socket } from "./socket-object.ts";
@@ -26,6 +29,9 @@ import type { WorkDesk } from "./work-desk.ts";
 import type { PersonRefusal } from "../rules/plan/person.ts";
 import type { OutputChunk, OutputPage } from "../wire/output.ts";
 import type { ErrorCode } from "../wire/error-codes.ts";
+
+/** What one message's uploads may hold. */
+const BLOB_BUDGET = { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes };
 
 /** Statuses after which a message may still run again: its output may still grow. */
 const OPEN_STATUSES: readonly string[] = ["queued", "running", "parked"];
@@ -91,7 +97,7 @@ export interface Outputs {
   heartbeat: HeartbeatAnswer;
   outputWrite: Refusal | { ok: true; id: number; token: number; offset: number };
   outputPage: OutputPage | null;
-  ask: ReturnType<MessageLeases["ask"]>["answer"];
+  ask: AskAnswer;
   control: ControlOutcome & { agent: string; report: ReturnType<AgentControls["report"]> };
   policy: MessagePolicy;
   setPolicy: { ok: true; policy: MessagePolicy } | { ok: false; status: 400; code: "bad_request"; message: string };
@@ -136,18 +142,16 @@ export class AgentInputs {
   }
 
   /**
-   * A run's write over HTTP (its run key stands for the connection): what it stores (a step, a
-   * heartbeat) stored by the plan, a refusal of the token check counted by it, an expired run taken back by it.
+   * A run's write over HTTP (its run key stands for the connection): one event with the write and
+   * the rows it touches; the plan decides it (rules/plan/write-event.ts) and its answer is read from the plan.
    */
-  private runWrite<T extends { ok: true } | Refusal>(answer: T, change: MessageChange | null = null): Decided<T> {
-    const refused = answer.ok ? null : refusedAtToken(answer.code);
-    const expired = !answer.ok && answer.expired;
-    const event: AgentEvent | null = change !== null || refused !== null ? { type: "write", from: null, change, reply: null, refused } : expired ? { type: "work" } : null;
-    return { event, answer: () => answer };
+  private runWrite<K extends keyof RunAnswers>(kind: K, write: WriteInput): Decided<RunAnswers[K]> {
+    return { event: { type: "write", from: null, write }, answer: (plan) => answerOf(plan?.write ?? null, kind) };
   }
 
-  private journaled<T extends { ok: true } | Refusal>(j: Journaled<T>): Decided<T> {
-    return this.runWrite(j.answer, j.change);
+  /** What every run write over HTTP reads: its message's lease, and whether the run key is the attempt's. */
+  private run(id: number, token: number, runKey: string) {
+    return this.p.desk.leases.runOf(id, token, { runKey });
   }
 
   private view(id: number): MessageView {
@@ -172,27 +176,36 @@ export class AgentInputs {
     },
     stepOf: ({ id, name, proof }, now) => {
       const run = proof === null ? null : this.p.desk.leases.checkReplay(id, proof.token, { runKey: proof.runKey }, now);
-      return run !== null && !run.ok ? this.runWrite(run) : answered(this.stepOf(id, name));
+      if (run === null || run.ok) return answered(this.stepOf(id, name));
+      // A stale replay is refused as its write would be; an expired run is taken back by a plan now.
+      return answered(run, run.expired ? { type: "work" } : null);
     },
-    recordStep: ({ id, token, runKey, write }, now) => this.journaled(this.p.desk.leases.recordStep(id, token, { runKey }, write, now)),
+    recordStep: ({ id, token, runKey, write }) => this.runWrite("step", { kind: "step", ...this.run(id, token, runKey), step: write, rows: this.p.desk.leases.stepRows(id, write) }),
     // Uploads of earlier attempts were dropped to make room: their R2 objects go now.
-    reserveBlob: ({ id, token, runKey, bytes }, now) => ({ ...this.journaled(this.p.desk.leases.reserveBlob(id, token, { runKey }, bytes, now)), sweep: true }),
+    reserveBlob: ({ id, token, runKey, bytes }) => ({
+      ...this.runWrite("reserve", { kind: "reserve", ...this.run(id, token, runKey), bytes, rows: this.p.desk.leases.reserveRows(id), budget: BLOB_BUDGET }),
+      sweep: true,
+    }),
     stageBlob: ({ id, token, runKey, blob, stored }, now) => {
-      const staged = this.p.desk.leases.stageBlob(id, token, { runKey }, blob, stored, now);
-      return { ...this.journaled(staged), sweep: !staged.answer.ok };
+      // Its message was pruned while it streamed: nothing of a message changes, the R2 object goes to the garbage.
+      if (stored) this.p.desk.leases.forgetStored(id, blob, now);
+      return { ...this.runWrite("stage", { kind: "stage", ...this.run(id, token, runKey), blob, stored, row: this.p.desk.leases.blobRow(id, blob) }), sweep: true };
     },
     blobKey: ({ id, blob }) => answered(this.p.desk.leases.blobKey(id, blob)),
-    heartbeat: ({ id, token, runKey, details }, now) => this.journaled(this.p.desk.leases.heartbeat(id, token, { runKey }, details, now)),
-    outputWrite: ({ id, token, runKey, chunks }, now) => {
-      const d = this.p.desk.writeOutput(id, token, chunks, { runKey }, now);
-      const reply = d.reply as { type: string; offset?: number; code?: ErrorCode; message?: string };
-      const answer: Outputs["outputWrite"] = reply.type === "result"
-        ? { ok: true, id, token, offset: reply.offset! }
-        : { ok: false, status: d.status as 404 | 409, code: reply.code!, message: reply.message!, expired: d.expired };
-      return this.runWrite(answer, d.change);
-    },
+    heartbeat: ({ id, token, runKey, details }) => this.runWrite("heartbeat", { kind: "heartbeat", ...this.run(id, token, runKey), details }),
+    outputWrite: ({ id, token, runKey, chunks }) => ({
+      event: { type: "write", from: null, write: this.p.desk.outputInput(id, token, chunks, { runKey }) },
+      answer: (plan) => {
+        const d = answerOf(plan?.write ?? null, "output");
+        const reply = d.reply as { type: string; offset?: number; code?: ErrorCode; message?: string };
+        return reply.type === "result"
+          ? { ok: true, id, token, offset: reply.offset! }
+          : { ok: false, status: d.status as 404 | 409, code: reply.code!, message: reply.message!, expired: d.expired };
+      },
+    }),
     outputPage: ({ id, after }) => answered(this.outputPage(id, after)),
-    ask: ({ id, token, runKey, question, deadlineSeconds }, now) => this.journaled(this.p.desk.leases.ask(id, token, { runKey }, question, deadlineSeconds, now)),
+    ask: ({ id, token, runKey, question, deadlineSeconds }) => this.runWrite("ask", { kind: "ask", ...this.run(id, token, runKey), question, deadlineSeconds, open: this.p.desk.leases.openQuestion(id, token), rows: this.p.desk.leases.journalRows(id, question.step ?? null),
+    }),
     // Pause, unpause, drain, undrain: decided and stored by one plan (which may move the lease at its safe point).
     control: ({ route, body }, now) => ({
       event: { type: "control", route, body },

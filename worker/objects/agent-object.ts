@@ -229,8 +229,7 @@ export class AgentCoordinator extends AgentCalls {
           this.step(now, fromLive((from) => ({ type: "claim", from, priority: frame.priority, runnerId: frame.runner_id, slots: frame.concurrency })), socket.ws);
           return;
         }
-        const { plan } = this.step(now, fromLive((from) => ({ type: "release", from })), socket.ws);
-        send(socket.ws, { type: "result", op: "release", req: frame.req, released: plan.released ?? false, fence: plan.lease.fence });
+        this.step(now, fromLive((from) => ({ type: "release", from, ...(frame.req === undefined ? {} : { req: frame.req }) })), socket.ws);
         return;
       }
       case "sync": {
@@ -246,16 +245,10 @@ export class AgentCoordinator extends AgentCalls {
     }
   }
 
-  /**
-   * A runner's write, checked at its token (or the serve fence), then one plan with what it moves;
-   * a write that moves nothing (a checkpoint, a step, a heartbeat) is answered without one.
-   */
+  /** A runner's write: one event with the write and the rows it touches; the plan decides it and answers it. */
   private write(socket: Socket<ConnState>, frame: WriteFrame, now: number): void {
-    const out = this.desk.write(socket.state, frame, now, this.store.lease());
-    if (out.change !== null || out.expired || out.refused !== null || out.agentCheckpoint) {
-      const { change, reply, refused, agentCheckpoint } = out;
-      this.step(now, (from) => ({ type: "write", from, change, reply, refused, ...(agentCheckpoint ? { agentCheckpoint } : {}) }), socket.ws);
-    } else send(socket.ws, out.reply);
+    const write = this.desk.writeInput(socket.state, frame);
+    this.step(now, (from) => ({ type: "write", from, write }), socket.ws);
     // A new message checkpoint drops the blob of the one it replaced, and an acknowledgement the
     // uploads it did not commit: deleted now, not at the next alarm.
     if (frame.type === "message_checkpoint" || frame.type === "park" || frame.type === "ack" || frame.type === "reply") void this.sweepBlobs();

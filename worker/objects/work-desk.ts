@@ -1,9 +1,6 @@
 // Durable work of one agent: stores messages, replays history to serve connections, pushes message
-// frames (only the runner's copy says run), and accepts idempotent replies, acks, failures and
-// checkpoints under a message's token (message-leases.ts; the agent's own checkpoint under the
-// serve fence). Who runs what is decided by ../rules/agent-plan.ts; the agent object applies it.
-import type { LeaseRecord } from "../rules/election.ts";
-import { checkFencedWrite } from "../rules/fencing.ts";
+// frames (only the runner's copy says run), and reads what a runner's write touches for the plan
+// to decide (message-leases.ts; the agent's own checkpoint under the serve fence). Who runs what is decided by ../rules/agent-plan.ts; the agent object applies it.
 import { send, type ConnState } from "./connections.ts";
 import { MessageStore, type Retention, type StoredMessage } from "./message-store.ts";
 import type { PostInsert } from "../rules/plan/post.ts";
@@ -11,13 +8,14 @@ import { messageFrame, messageView } from "./message-row.ts";
 import { StepStore } from "./step-store.ts";
 import { BlobStore } from "./blob-store.ts";
 import type { MessageView } from "../wire/http-responses.ts";
-import { MessageLeases, type DeskSocket, type TokenWrite, type WriteOutcome } from "./message-leases.ts";
+import { MessageLeases, type DeskSocket } from "./message-leases.ts";
+import type { WriteInput } from "../rules/plan/write-event.ts";
 import { runnerOf } from "../rules/agent-plan.ts";
 import { pageLength } from "../rules/history-page.ts";
-import { errorFrame, LIMITS, type ClientFrame } from "../wire/protocol.ts";
+import { LIMITS, type ClientFrame } from "../wire/protocol.ts";
 import { BucketPerSocket, ByteBucket } from "../rules/frame-rate-limit.ts";
 import { OutputStore } from "./output-store.ts";
-import { decideOutput, outputMarks, type OutputDecision } from "../rules/plan/output.ts";
+import { outputMarks } from "../rules/plan/output.ts";
 import type { MessageChange } from "../rules/plan/types.ts";
 import { leaseOf } from "./message-store.ts";
 import { busyRead } from "../rules/on-busy.ts";
@@ -76,28 +74,25 @@ export class WorkDesk {
   }
 
   /**
-   * An ack, reply, checkpoint, fail, park, step or heartbeat. A write for a message goes to the
-   * message's own lease (MessageLeases.write); an agent_checkpoint, under the serve fence, is the
-   * agent's own, from its holder. Returns the answer and what the write moves, for the plan to store.
+   * An ack, reply, checkpoint, fail, park, step, heartbeat or output batch, with what it touches,
+   * for the plan to decide: a write for a message reads its own lease (MessageLeases.frameWrite); an
+   * agent_checkpoint, under the serve fence, is the agent's own and reads its sender's claim.
    */
-  write(state: ConnState, frame: WriteFrame, now: number, lease: LeaseRecord): WriteOutcome & { agentCheckpoint?: { value: unknown; fence: number } } {
-    if (frame.type === "output") return this.writeOutput(frame.id, frame.token, frame.chunks, { runner: runnerOf(state) }, now, frame.req);
-    if (frame.type !== "agent_checkpoint") return this.leases.write(runnerOf(state), frame, now, lease.fence);
-    const fence = frame.fence;
-    const verdict = checkFencedWrite(lease, state, fence);
-    if (!verdict.ok) return { reply: errorFrame(verdict.code, verdict.message, frame.req), change: null, refused: verdict.code, expired: false };
-    return { reply: { type: "result", op: "checkpoint", req: frame.req, fence }, change: null, refused: null, expired: false, agentCheckpoint: { value: frame.value, fence } };
+  writeInput(state: ConnState, frame: WriteFrame): WriteInput {
+    if (frame.type === "output") return this.outputInput(frame.id, frame.token, frame.chunks, { runner: runnerOf(state) }, frame.req);
+    if (frame.type !== "agent_checkpoint") return this.leases.frameWrite(runnerOf(state), frame);
+    return { kind: "agent_checkpoint", fence: frame.fence, value: frame.value, req: frame.req, sender: { claimSeq: state.claimSeq, released: state.released } };
   }
 
   /**
-   * A batch of a run's live output, from its connection or over HTTP with its run key, decided by
-   * rules/plan/output.ts at its token like any runner write; what it stores is the plan's change.
+   * A batch of a run's live output, from its connection or over HTTP with its run key, with what it
+   * reads (its lease, its output's head), for rules/plan/output.ts to decide like any runner write.
    */
-  writeOutput(id: number, token: number, chunks: readonly OutputChunk[], writer: { runner: string } | { runKey: string }, now: number, req?: string): OutputDecision {
+  outputInput(id: number, token: number, chunks: readonly OutputChunk[], writer: { runner: string } | { runKey: string }, req?: string): WriteInput {
     const stored = this.messages.get(id);
     const target = stored && { lease: leaseOf(stored), head: this.output.head(id), machine: stored.machine ?? "unknown" };
     const who = "runner" in writer ? writer : { runKeyMatches: stored !== null && sameSecret(writer.runKey, stored.run_key) };
-    return decideOutput(target, id, token, chunks, who, this.outputBudget, now, req);
+    return { kind: "output", id, token, chunks, writer: who, target, budget: this.outputBudget, ...(req === undefined ? {} : { req }) };
   }
 
   /** A message change's output: its batch, and the marks of an attempt that ended or began (rules/plan/output.ts outputMarks). */

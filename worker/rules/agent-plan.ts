@@ -20,6 +20,7 @@ import { decideControl, withControl, decidePolicy } from "./plan/controls.ts";
 import { isOpen } from "./message-lease.ts";
 import { mergePatches, runnerOf, type AgentEvent, type AgentPlan, type AgentSnapshot, type ConnPatches, type MessageChange, type ServeConn } from "./plan/types.ts";
 import { quietWritePlan } from "./plan/quiet-write.ts";
+import { decideAnyWrite, type WriteVerdict } from "./plan/write-event.ts";
 
 export { runnerOf };
 export type {
@@ -32,10 +33,19 @@ function withBlobs(c: MessageChange): MessageChange {
   return c.lease !== null && c.lease.status !== c.before && !isOpen(c.lease) ? { ...c, dropUncommitted: true } : c;
 }
 
+/** The frames answering the event's sender: a write's answer first, a release's after the lease news it causes. */
+function repliesOf(e: AgentEvent, written: WriteVerdict | null, released: boolean | null, fence: number): Pick<AgentPlan, "replies" | "lastReplies"> {
+  if (e.type === "write" && e.from !== null && written?.frame) return { replies: [{ to: e.from, frame: written.frame }], lastReplies: [] };
+  if (e.type === "release") return { replies: [], lastReplies: [{ to: e.from, frame: { type: "result", op: "release", req: e.req, released: released ?? false, fence } }] };
+  return { replies: [], lastReplies: [] };
+}
+
 export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
-  const quietWrite = quietWritePlan(s, e);
-  if (quietWrite) return quietWrite;
   const { now, ttlMs } = s;
+  // A runner's write is decided first, at its token (or the serve fence), over the rows it carries.
+  const written = e.type === "write" ? decideAnyWrite(e.write, { lease: s.lease, policy: s.work.policy, journalBudget: s.work.journalBudget }, now) : null;
+  const quietWrite = written && e.type === "write" ? quietWritePlan(s, e.from, written) : null;
+  if (quietWrite) return quietWrite;
   // A control or a policy update is stored by this plan and holds for it already.
   const control = e.type === "control" ? decideControl(e.route, e.body, s.controls, s.lease.holderMachine, now) : null;
   const controls = withControl(s.controls, control?.change ?? null);
@@ -47,7 +57,7 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
 
   const sender = senderChange(conns(), s.lease, s.claimCounter, e, now);
   mergePatches(patches, sender.patches);
-  const work = workChange(s.work.open, e, s.work.journalBudget, now, policy);
+  const work = workChange(s.work.open, e, s.work.journalBudget, now, policy, written?.change ?? null);
 
   const alive = liveness(conns(), heartbeats, s.lease, now, ttlMs);
   mergePatches(patches, alive.patches);
@@ -89,7 +99,7 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
   const moved = changes.some((c) => c.lease !== null);
   // A post its on_busy policy refused stored nothing.
   // A refused write changes the refusal counts /metrics shows with presence.
-  const refused = e.type === "write" ? e.refused ?? null : null;
+  const refused = written?.refused ?? null;
   const quiet = e.type === "alarm" || e.type === "stale_frame" || (e.type === "write" && refused === null && !moved) || (e.type === "post" && !work.post?.ok)
     || (control !== null && control.change === null)
     // A history page changes what presence shows only when the connection's cursor moved.
@@ -103,7 +113,7 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
     takeBacks: taken.takeBacks, handOuts: given.handOuts, released: sender.released, cancel: e.type === "cancel" ? taken.cancels[0]! : null,
     cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, post: work.post, control,
     policy: decided?.ok ? decided.policy : null, policyRefusal: decided?.ok === false ? decided.message : null, copies,
-    refused, agentCheckpoint: e.type === "write" ? e.agentCheckpoint ?? null : null, replay: e.type === "sync" ? { to: e.from, after: e.after, last: e.last, count: e.count, more: e.more, ...(e.req === undefined ? {} : { req: e.req }) } : null,
-    replies: e.type === "write" && e.from !== null && e.reply !== null ? [{ to: e.from, frame: e.reply }] : [], alarm, presenceChanged,
+    refused, agentCheckpoint: written?.agentCheckpoint ?? null, write: written, replay: e.type === "sync" ? { to: e.from, after: e.after, last: e.last, count: e.count, more: e.more, ...(e.req === undefined ? {} : { req: e.req }) } : null,
+    ...repliesOf(e, written, sender.released, lease.fence), alarm, presenceChanged,
   };
 }

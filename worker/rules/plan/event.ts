@@ -95,15 +95,16 @@ function personVerdict(e: AgentEvent, budget: { steps: number; bytes: number }, 
 
 /**
  * The event's own change to the messages, before anything else looks at them: a runner's write
- * (decided at its token check) or a person's input moves one message; a post adds one (./post.ts);
+ * (`written`, decided by ./write-event.ts) or a person's input moves one message; a post adds one (./post.ts);
  * a cancel or a busy post ends its messages (rules/message-cancel.ts, rules/on-busy.ts), so their
  * slots and groups are free for this very dispatch. `policy` is read only by a post.
  */
 export function workChange(
   open: readonly MessageLease[], e: AgentEvent, budget: { steps: number; bytes: number } = { steps: 0, bytes: 0 }, now = 0, policy?: MessagePolicy,
+  written: MessageChange | null = null,
 ): WorkChange {
   const out: WorkChange = { open: new Map(open.map((m) => [m.id, m])), cancelling: [], superseded: [], changes: [], ends: [], person: null, post: null };
-  if (e.type === "write" && e.change) out.changes.push(e.change);
+  if (written !== null) out.changes.push(written);
   const verdict = personVerdict(e, budget, now);
   if (verdict !== null) {
     out.person = verdict.ok ? { ok: true } : verdict;

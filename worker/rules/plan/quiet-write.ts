@@ -3,18 +3,19 @@
 // else's liveness and frees no slot, so liveness, election, take back and dispatch wait for the
 // next event or the alarm, as they did before writes went through the plan; the write costs one
 // durable write and its answer (the step record's bench goal).
-import type { AgentEvent, AgentPlan, AgentSnapshot } from "./types.ts";
+import type { WriteVerdict } from "./write-event.ts";
+import type { AgentPlan, AgentSnapshot } from "./types.ts";
 
-/** The plan of a write that moves no message, or null for any other event (planned in full). */
-export function quietWritePlan(s: AgentSnapshot, e: AgentEvent): AgentPlan | null {
-  const quiet = e.type === "write" && (e.refused ?? null) === null && e.agentCheckpoint === undefined && (e.change === null || e.change.lease === null);
+/** The plan of a write (decided: `w`, from connection `from`) that moves no message, or null (planned in full). */
+export function quietWritePlan(s: AgentSnapshot, from: number | null, w: WriteVerdict): AgentPlan | null {
+  const quiet = w.refused === null && w.agentCheckpoint === null && (w.change === null || w.change.lease === null);
   if (!quiet) return null;
   return {
     lease: s.lease, leaseChanged: false, transition: null, holderLostAt: s.now, holderRunner: null,
     claimCounter: s.claimCounter, tokenCounter: s.tokenCounter, patches: new Map(), close: [], tells: [],
     takeBacks: [], handOuts: [], released: null, cancel: null, cancels: [], superseded: [],
-    changes: e.change === null ? [] : [e.change], control: null, policy: null, policyRefusal: null, post: null, person: null, replay: null,
-    agentCheckpoint: null, refused: null, replies: e.from !== null && e.reply !== null ? [{ to: e.from, frame: e.reply }] : [], copies: [],
+    changes: w.change === null ? [] : [w.change], control: null, policy: null, policyRefusal: null, post: null, person: null, replay: null,
+    agentCheckpoint: null, refused: null, write: w, replies: from !== null && w.frame !== null ? [{ to: from, frame: w.frame }] : [], lastReplies: [], copies: [],
     alarm: null, presenceChanged: false,
   };
 }

@@ -1,6 +1,7 @@
 // The plain data one event of an agent object is planned over (the snapshot), the events, and the
 // plan they produce; the phases in this folder and ../agent-plan.ts share them.
 import type { Vote } from "../quorum.ts";
+import type { Permit } from "../permits.ts";
 import type { LeaseRecord, Transition } from "../election.ts";
 import type { Answer, MessageLease, MessagePolicy, MessageStatus } from "../message-lease.ts";
 import type { CancelVerdict } from "../message-cancel.ts";
@@ -9,8 +10,9 @@ import type { Outage } from "../webhooks.ts";
 import type { PersonRefusal, TargetMessage } from "./person.ts";
 import type { NewPost, PostPlan } from "./post.ts";
 import type { ControlPlan, ControlRoute } from "./controls.ts";
-import type { KeptQuestion } from "./write.ts";
-import type { Permit } from "../permits.ts";
+import type { KeptQuestion } from "./kept-question.ts";
+import type { WriteInput, WriteVerdict } from "./write-event.ts";
+import type { ServerFrame } from "../../wire/server-frames.ts";
 import type { OutputAppend } from "./output.ts";
 import type { AttemptEndReason } from "../../wire/output.ts";
 import type { ErrorCode } from "../../wire/error-codes.ts";
@@ -101,12 +103,11 @@ export type AgentEvent =
    */
   | { type: "post"; post: NewPost; lastId: number; groupOpen: readonly MessageLease[] | null; by: Canceller }
   /**
-   * A runner's write for a message (a frame, or HTTP with its run key), checked and decided at its
-   * token (objects/message-leases.ts): `change` is what it moves (null: nothing), `reply` its answer,
-   * `refused` the token check's refusal, which /metrics counts; `agentCheckpoint` the agent's own
-   * checkpoint its holder wrote under the serve fence.
+   * A runner's write (a frame from connection `from`, or HTTP with its run key: `from` null), as it
+   * came, with the rows it touches (./write-event.ts): the plan decides it at its token, or the
+   * serve fence for the holder's own checkpoint.
    */
-  | { type: "write"; from: number | null; change: MessageChange | null; reply: object | null; refused?: ErrorCode | null; agentCheckpoint?: { value: unknown; fence: number } }
+  | { type: "write"; from: number | null; write: WriteInput }
   /** A person's input about message `id` (`target`: it as stored, null when there is none). */
   | { type: "answer"; id: number; target: TargetMessage | null; reply: Answer; by: Canceller }
   | { type: "resume"; id: number; target: TargetMessage | null; input: string | null; outcome: UnknownOutcome | null; by: Canceller }
@@ -114,7 +115,8 @@ export type AgentEvent =
   /** A frame from a connection already past its TTL (the staleness pass closes it). */
   | { type: "stale_frame" }
   | { type: "claim"; from: number; priority?: number; runnerId?: string; slots?: number }
-  | { type: "release"; from: number }
+  /** A release frame (`req`: its request id, answered among the replies). */
+  | { type: "release"; from: number; req?: string }
   | { type: "hello"; from: number; machine?: string; slots?: number }
   /**
    * A page of history after `after` (the replay budget already taken): `known` the newest id the
@@ -263,8 +265,12 @@ export interface AgentPlan {
   agentCheckpoint: { value: unknown; fence: number } | null;
   /** A write the token check (or the serve fence) refused, counted for /metrics (null: none). */
   refused: ErrorCode | null;
-  /** The answer to a runner's write, sent before any other frame of the event (`to`: null, it came over HTTP). */
-  replies: { to: number; frame: object }[];
+  /** A runner's write decided: its answer (read by the HTTP call that made it), its change, its refusal (null for any other event). */
+  write: WriteVerdict | null;
+  /** Frames answering the event's sender, sent before any other frame of the event. */
+  replies: { to: number; frame: ServerFrame }[];
+  /** Frames answering the sender after every other frame of the event (a release's answer, after the lease news). */
+  lastReplies: { to: number; frame: ServerFrame }[];
   /** A posted message shown to connections that do not run it (no token). */
   copies: { to: number; id: number }[];
   alarm: { set: number } | "delete" | null;

@@ -2,43 +2,16 @@
 // token by this object's clock over what the write touches (WriteTarget, read by the object): the
 // answer frame, and the change the plan stores (a reply or ack by `complete`, a fail by
 // `failAttempt`, a park by `park`, a checkpoint). Pure: nothing here stores or sends.
-import type { Vote } from "../quorum.ts";
-import { checkMessageWrite, complete, failAttempt, park, type MessageLease, type MessagePolicy, type OnDeadline } from "../message-lease.ts";
-import { unknownOutcomeReason, type BlobRef } from "../step-journal.ts";
-import { errorFrame, type ClientFrame, type ErrorCode, type Question } from "../../wire/protocol.ts";
+import { checkMessageWrite, complete, failAttempt, park, type MessageLease, type MessagePolicy } from "../message-lease.ts";
+import { unknownOutcomeReason } from "../step-journal.ts";
+import type { BlobRow } from "../blob-ledger.ts";
+import { errorFrame, type ClientFrame, type ErrorCode } from "../../wire/protocol.ts";
+import { keptQuestion, type KeptQuestion } from "./kept-question.ts";
+import { committable, questionRefusal, type JournalRows } from "./run-write.ts";
 import type { ServerFrame } from "../../wire/server-frames.ts";
 import type { MessageChange } from "./types.ts";
-import type { ApprovalAsked } from "../permits.ts";
 
-/** A question as a message keeps it: what a runner asked, and the journal step its answer replays as. */
-export interface KeptQuestion {
-  text: string;
-  choices: string[] | null;
-  step: string | null;
-  on_deadline: OnDeadline | null;
-  /** The deadline a served command asked with (`baton ask --deadline`), used when its park names none. */
-  deadline_seconds?: number | null;
-  /** The token of the attempt that asked. */
-  token: number;
-  asked_at: number;
-  /** Asked by the coordinator for an effect that needs approval: what approving it permits (../permits.ts). */
-  approve?: ApprovalAsked | null;
-  /** Several people (rules/quorum.ts): absent on questions kept before them, and on questions one answer decides. */
-  needs?: number;
-  reject_needs?: number;
-  approvers?: string[];
-  /** The answers so far of a question several people decide, one per token. */
-  votes?: Vote[];
-}
-
-/** A question as the attempt of `token` asks it now. */
-export function keptQuestion(q: Question, token: number, now: number): KeptQuestion {
-  return {
-    text: q.text, choices: q.choices ?? null, step: q.step ?? null, on_deadline: q.on_deadline ?? null, token, asked_at: now,
-    ...(q.needs === undefined ? {} : { needs: q.needs }), ...(q.reject_needs === undefined ? {} : { reject_needs: q.reject_needs }),
-    ...(q.approvers === undefined ? {} : { approvers: q.approvers }),
-  };
-}
+export { keptQuestion, type KeptQuestion } from "./kept-question.ts";
 
 export type RunnerWrite = Extract<ClientFrame, { type: "ack" | "reply" | "message_checkpoint" | "fail" | "park" }>;
 
@@ -49,10 +22,10 @@ export interface WriteTarget {
   acked: { runner: string | null; write: { id: number; fence: number; key: string } };
   /** The question this token's attempt stored before it parks (`baton ask`), or null. */
   asked: KeptQuestion | null;
-  /** The staged blob the write names: committable with its size, or why not (null: it names none). */
-  blob: { blob: BlobRef } | { refusal: string } | null;
-  /** Why the question a park carries may not be asked now (inside an effect, its answer's name taken); null: it may. */
-  questionRefusal: { code: "effect_in_progress" | "bad_request"; message: string } | null;
+  /** The blob row the write names (null: none such, or it names none). */
+  blob: BlobRow | null;
+  /** The journal a park's question is checked against: the open intents and the record under its answer's name. */
+  journal: JournalRows;
 }
 
 export interface WriteDecision {
@@ -85,8 +58,9 @@ export function decideWrite(t: WriteTarget | null, frame: RunnerWrite, writer: s
     const expired = m.status === "running" && m.expiresAt !== null && now >= m.expiresAt;
     return { reply: errorFrame(verdict.code, verdict.message, frame.req), change: null, refused: verdict.code, expired };
   }
-  if (t.blob !== null && "refusal" in t.blob) return answer(errorFrame("bad_request", t.blob.refusal, frame.req));
-  const blob = t.blob;
+  const named = "blob" in frame && frame.blob !== undefined ? committable(t.blob, frame.blob, frame.token) : null;
+  if (named !== null && "refusal" in named) return answer(errorFrame("bad_request", named.refusal, frame.req));
+  const blob = named;
   const base = { id: m.id, before: m.status, lease: null };
   switch (frame.type) {
     case "message_checkpoint":
@@ -94,7 +68,8 @@ export function decideWrite(t: WriteTarget | null, frame: RunnerWrite, writer: s
     case "park": {
       // The question is the frame's, or the one this attempt stored over HTTP (`baton ask`) before it parked.
       const asked = frame.question ? keptQuestion(frame.question, frame.token, now) : t.asked;
-      if (asked !== null && t.questionRefusal !== null) return answer(errorFrame(t.questionRefusal.code, t.questionRefusal.message, frame.req));
+      const refused = asked === null ? null : questionRefusal(t.journal, frame.token, asked.step);
+      if (refused !== null) return answer(errorFrame(refused.code, refused.message, frame.req));
       const onDeadline = frame.question?.on_deadline ?? asked?.on_deadline ?? null;
       const deadlineSeconds = frame.deadline_seconds ?? asked?.deadline_seconds ?? null;
       const parked = park(m, now, deadlineSeconds === null ? null : deadlineSeconds * 1000, onDeadline);
