@@ -97,7 +97,7 @@ export const sendShape = {
   wait_seconds: z.optional(z.number().check(z.gte(0), z.lte(MAX_WAIT_SECONDS))),
 };
 const agentShape = { agent: z.string().check(z.regex(AGENT_NAME)) };
-// Built once per process: the remote server makes its tools anew for every request.
+// Built once per process.
 // messageId: the name ask's result used before it said message_id; still taken.
 const getAnswerShape = { message_id: z.optional(z.int().check(z.gte(1))), messageId: z.optional(z.int().check(z.gte(1))) };
 const getOutputShape = {
@@ -112,7 +112,6 @@ const ttlShape = { ttl_seconds: z.optional(z.int().check(z.gte(LIMITS.leaseTtlSe
 const acquireShape = { ...sessionShape, run_id: z.optional(runIdSchema), ...ttlShape };
 const renewShape = { ...sessionShape, run_id: runIdSchema, ...ttlShape };
 const releaseShape = { ...sessionShape, run_id: runIdSchema };
-const agentOnly = z.object(agentShape);
 
 
 /** Posts the question of an `ask` call; resolves with its message id. */
@@ -145,12 +144,12 @@ export function batonToolSpecs(options: ToolsOptions): ToolSpec[] {
   ): void {
     if (options.only !== undefined && options.only !== name) return;
     const inputSchema: Shape = perAgent && options.agent === null ? { ...agentShape, ...shape } : shape;
-    let own: z.ZodMiniObject<S> | undefined; // made on the first call: most tools of a server go uncalled
     specs.push({
       name, title, description, inputSchema,
+      // The SDK's server parsed the arguments with inputSchema (`agent` included where calls name it) before it calls.
       handler: async (raw, extra) => {
-        const agent = options.agent ?? (perAgent ? z.parse(agentOnly, raw).agent : "");
-        return run(z.parse((own ??= z.object(shape)), raw), agent, extra);
+        const args = raw as z.output<z.ZodMiniObject<S>> & { agent?: string };
+        return run(args, options.agent ?? (perAgent ? args.agent ?? "" : ""), extra);
       },
     });
   }
