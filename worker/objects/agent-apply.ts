@@ -51,7 +51,7 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
     p.controls.noteHolder(plan.holderRunner, plan.transition.toClaim !== null);
   }
   if (plan.refused !== null) p.metrics.refused(plan.refused, now);
-  if (plan.agentCheckpoint) messages.saveCheckpoint(plan.agentCheckpoint.value, plan.agentCheckpoint.fence, now);
+  if (plan.agentCheckpoint) messages.agentCheckpoint.save(plan.agentCheckpoint.value, plan.agentCheckpoint.fence, now);
   p.store.saveClaimCounter(plan.claimCounter);
   leases.policies.saveTokenCounter(plan.tokenCounter);
   // A posted message is shown to the other connections as it was posted, before its hand-out below.
@@ -81,7 +81,7 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
     if (t.revoke) send(conns[t.revoke.to]!.ws, { type: "revoked", id: t.lease.id, token: t.revoke.token, reason: t.revoke.reason });
   }
   for (const { stop, reason, by } of plan.cancels) if (stop) send(conns[stop.to]!.ws, { type: "cancel", id: stop.id, token: stop.token, reason, by: by.token });
-  const checkpoint = plan.tells.some((t) => t.held) ? messages.checkpoint() : null;
+  const checkpoint = plan.tells.some((t) => t.held) ? messages.agentCheckpoint.get() : null;
   for (const t of plan.tells) {
     send(conns[t.to]!.ws, {
       type: "serve_lease", held: t.held, fence: t.fence, claim_seq: t.claimSeq, position: t.position, ttl_ms: p.ttlMs,

@@ -26,7 +26,7 @@ export function saveChange(stores: MessageStores, c: MessageChange, now: number,
   if (c.pendingAsk !== undefined) messages.setPendingAsk(c.id, c.pendingAsk);
   if (c.answer) {
     const { by, ...answered } = c.answer;
-    messages.recordAnswer(c.id, { at: now, ...answered, account: by.account, token: by.token, via: by.via });
+    messages.answers.record(c.id, { at: now, ...answered, account: by.account, token: by.token, via: by.via });
   }
   if (c.votes !== undefined) messages.setVotes(c.id, c.votes);
   if (c.personReply !== undefined) messages.answeredForPerson(c.id, c.personReply, now);
@@ -34,7 +34,7 @@ export function saveChange(stores: MessageStores, c: MessageChange, now: number,
   if (c.cancel) {
     const record: CancelRecord = { at: now, ...c.cancel.by, reason: c.cancel.reason };
     messages.saveCancel(c.id, record);
-    messages.recordAnswer(c.id, { at: now, choice: "cancel", text: record.reason, question: null, account: record.account, token: record.token, via: record.via });
+    messages.answers.record(c.id, { at: now, choice: "cancel", text: record.reason, question: null, account: record.account, token: record.token, via: record.via });
   }
   if (c.supersededBy !== undefined) messages.saveSupersededBy(c.id, c.supersededBy);
   if (c.checkpoint) saveCheckpoint(stores, c.id, c.checkpoint.kept, c.checkpoint.token, now);
