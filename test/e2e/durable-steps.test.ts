@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
 import { BIN, authHeaders, getJson, postMessage, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
-import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+import { advanceClock, DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 import { accountTag } from "../../worker/wire/protocol.ts";
 
 const fx = sharedServeFixture();
@@ -227,6 +227,8 @@ describe("durable steps through the client library", () => {
 
   it("a step result of 2 MiB is kept in R2 and returned to the successor intact", async () => {
     const agent = uniqueAgent("libbig");
+    // The object's clock stands still: encoding megabytes on a busy machine must not cost a runner its 2 s lease.
+    await advanceClock(fx.dev.url, 0, { agent });
     let runs = 0;
     const big = { text: "q".repeat(2 * 1024 * 1024), n: 7 };
     let hold = true;
@@ -277,6 +279,8 @@ describe("durable steps through the client library", () => {
 
   it("a 2 MiB message checkpoint and a 3 MiB reply go through R2: the successor resumes from the checkpoint, send --wait prints the reply whole", async () => {
     const agent = uniqueAgent("libckpt");
+    // The object's clock stands still: encoding megabytes on a busy machine must not cost a runner its 2 s lease.
+    await advanceClock(fx.dev.url, 0, { agent });
     const seen: unknown[] = [];
     const chapters = "x".repeat(2 * 1024 * 1024);
     const handler: MessageHandler = async (_m, ctx) => {

@@ -121,6 +121,8 @@ def test_a_checkpoint_over_16_mib_raises_value_error_before_anything_is_sent(dev
     """Rule: a message checkpoint is JSON of at most LIMITS.blobBytes (16 MiB): over it,
     save_message_checkpoint and park raise ValueError and nothing is uploaded or stored."""
     agent = unique("py-ckpt-huge")
+    # Encoding 16 MiB twice blocks the event loop that heartbeats: not what this test is about.
+    dev.freeze_clock(agent)
     outcomes: dict[str, str] = {}
     events: list[dict[str, Any]] = []
 
@@ -193,6 +195,8 @@ def test_a_reply_over_16_mib_fails_the_attempt_rather_than_replying(dev):
     """Rule: a reply over LIMITS.blobBytes (16 MiB) is never cut: the attempt fails with a reason
     (a fail frame), nothing is uploaded, and no reply is stored."""
     agent = unique("py-reply-huge")
+    # Encoding 16 MiB blocks the event loop that heartbeats: not what this test is about.
+    dev.freeze_clock(agent)
     status, body = dev.request("PUT", f"/agents/{agent}/policy", {"max_attempts": 1})
     assert status == 200, (status, body)
     events: list[dict[str, Any]] = []

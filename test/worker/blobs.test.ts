@@ -6,7 +6,7 @@
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { BASE, call, claimant, DEV_TOKEN, message, post, sleep, stubFor, uniqueAgent, waitFor, write, type TestSocket } from "./helpers.ts";
+import { BASE, call, claimant, DEV_TOKEN, frozenAgent, message, post, sleep, stubFor, waitFor, write, type TestSocket } from "./helpers.ts";
 import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 
 const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id);
@@ -31,7 +31,7 @@ function bigJson(bytes: number): Uint8Array {
 
 describe("large values in R2", () => {
   it("a 10 MiB step result is uploaded, committed under the run's token, handed to the next attempt as a blob and read back whole", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "work");
     const m = await run(a.sock, id);
@@ -57,7 +57,7 @@ describe("large values in R2", () => {
   });
 
   it("an upload with another run's key, a stale token, or a declared length over the per-blob budget stores nothing in R2", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "work");
     const m = await run(a.sock, id);
@@ -78,7 +78,7 @@ describe("large values in R2", () => {
   });
 
   it("a blob uploaded under an earlier attempt's token cannot be committed by the next attempt", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "work");
     const first = await run(a.sock, id);
@@ -92,7 +92,7 @@ describe("large values in R2", () => {
   });
 
   it("the blobs of a message pruned from history are deleted from R2", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "work");
     const m = await run(a.sock, id);
@@ -108,7 +108,7 @@ describe("large values in R2", () => {
   });
 
   it("a 10 MiB message checkpoint is a committed blob handed to the next attempt; the checkpoint it replaces is deleted from R2", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "work");
     const m = await run(a.sock, id);
@@ -129,7 +129,7 @@ describe("large values in R2", () => {
   });
 
   it("a 10 MiB reply is a blob: the message view names it and it reads back whole; a blob and text together are refused", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "write a book");
     const m = await run(a.sock, id);
@@ -145,7 +145,7 @@ describe("large values in R2", () => {
   });
 
   it("an upload that R2 stored after its message was pruned is deleted from R2, not kept", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "work");
     const m = await run(a.sock, id);
@@ -163,7 +163,7 @@ describe("large values in R2", () => {
   });
 
   it("uploads of an earlier attempt that nothing committed are deleted when the next attempt reserves room", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "work");
     const first = await run(a.sock, id);
@@ -176,7 +176,7 @@ describe("large values in R2", () => {
   });
 
   it("a blob is committed once: a step's blob cannot also become the checkpoint or the reply, so replacing a checkpoint never deletes a step's result", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "work");
     const m = await run(a.sock, id);
@@ -200,7 +200,7 @@ describe("uploads nobody committed end with their message", () => {
     (await SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/blobs/${blob}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } })).status;
 
   it("a message acknowledged with uploads it never committed: those are deleted from R2 at once; its committed step and reply blobs stay", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "work");
     const m = await run(a.sock, id);
@@ -217,7 +217,7 @@ describe("uploads nobody committed end with their message", () => {
   });
 
   it("a message that fails for good: the uploads its last attempt never committed are deleted from R2 at once", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     expect((await call("PUT", `/agents/${agent}/policy`, { max_attempts: 1 })).status).toBe(200);
     const a = await claimant(agent, "a");
     const id = await post(agent, "work");

@@ -223,6 +223,16 @@ export async function freezeClock(agent: string, token = DEV_TOKEN): Promise<num
   return (await advanceClock(0, { agent, token })).now;
 }
 
+/**
+ * A fresh agent whose object's clock already stands still: for tests about something other than
+ * expiry, so a busy machine cannot let a one-second lease lapse between two frames.
+ */
+export async function frozenAgent(): Promise<string> {
+  const agent = uniqueAgent();
+  await freezeClock(agent);
+  return agent;
+}
+
 /** Steps of an agent's clock in passTime: well inside the one-second TTL, as the heartbeats are. */
 const TIME_STEP_MS = 400;
 

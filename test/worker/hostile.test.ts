@@ -6,7 +6,7 @@ import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { MessageStore } from "../../worker/objects/message-store.ts";
 import { describe, expect, it } from "vitest";
 import { LIMITS, type ErrorCode } from "../../worker/wire/protocol.ts";
-import { advanceClock, BASE, claimant, connect, DEV_TOKEN, freezeClock, presence, settle, uniqueAgent, waitFor, type TestSocket } from "./helpers.ts";
+import { advanceClock, BASE, claimant, connect, DEV_TOKEN, freezeClock, frozenAgent, presence, settle, uniqueAgent, waitFor, type TestSocket } from "./helpers.ts";
 import { scene, snapshot } from "./scene.ts";
 
 const auth = { Authorization: `Bearer ${DEV_TOKEN}` };
@@ -88,7 +88,8 @@ describe("floods", () => {
   const BURST = LIMITS.framesPerSecond * 4;
 
   it("a burst past the limit gets rate_limited answers and every frame exactly one answer", async () => {
-    const agent = uniqueAgent();
+    // Its clock stands still: the holder's lease must not go stale while the burst is answered on a busy machine.
+    const agent = await frozenAgent();
     const holder = await claimant(agent, "holder");
     // Silent: every pong below answers the burst.
     const flooder = await connect(agent, { machine: "flooder", silent: true });

@@ -8,7 +8,7 @@ import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { argsDigest, canonicalJson } from "../../worker/wire/approvals.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { auth, BASE, call, claimant, message, post, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { auth, BASE, call, claimant, frozenAgent, message, post, write, type TestSocket } from "./helpers.ts";
 
 const RUNNER = "dev-runner-token"; // serve scope only
 
@@ -44,7 +44,7 @@ async function approved(agent: string, sock: TestSocket, amount = 500) {
 
 describe("approval permits", () => {
   it("the intent asks the question with the effect, its canonical arguments and their digest; approved, the next attempt spends the permit once and begins the effect", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "pay the invoice");
     const first = await askedAndParked(a.sock, id, { question: "Charge $500 to card 4242?", args: { card: "4242", amount: 500 } });
@@ -66,7 +66,7 @@ describe("approval permits", () => {
   });
 
   it("$500 approved, the code then charges $5,000: refused, nothing begins, and the coordinator asks again with the new arguments; the $500 permit stays unspent", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const { id, next } = await approved(agent, a.sock, 500);
     const refused = await intent(a.sock, next, charge(5000));
@@ -79,7 +79,7 @@ describe("approval permits", () => {
   });
 
   it("a spent permit is refused: a later attempt's intent of the same effect and arguments asks again and begins nothing", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const { id, next } = await approved(agent, a.sock);
     expect(await intent(a.sock, next, charge(500), "charge", { on_unknown: "retry" })).toMatchObject({ op: "step", status: "intent" });
@@ -92,7 +92,7 @@ describe("approval permits", () => {
   });
 
   it("another message's permit spends nothing: the same effect and arguments in a second message ask their own question", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const first = await approved(agent, a.sock);
     expect(await write(a.sock, { type: "ack", id: first.id, token: first.next.token })).toMatchObject({ op: "ack" });
@@ -103,7 +103,7 @@ describe("approval permits", () => {
   });
 
   it("a permit presented by a stale token is refused and nothing changes; the attempt that holds the message spends it exactly once", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const b = await claimant(agent, "b");
     const { id, next: lost } = await approved(agent, a.sock);
@@ -121,7 +121,7 @@ describe("approval permits", () => {
   });
 
   it("over HTTP with the run key: the same refusal asks the question, and an approved permit is spent by the PUT of the next attempt", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "pay the invoice");
     const m = await run(a.sock, id);
@@ -135,7 +135,7 @@ describe("approval permits", () => {
   });
 
   it("no serve token writes the person's answer: approve with a runner's token is 403 and grants no permit", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a", { token: RUNNER });
     const id = await post(agent, "pay the invoice");
     await askedAndParked(a.sock, id);
@@ -151,7 +151,7 @@ describe("approval permits", () => {
   });
 
   it("another choice than approve grants no permit: it is kept in the journal as the person's answer, and reject ends the message", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "pay the invoice");
     const m = await run(a.sock, id);
@@ -165,7 +165,7 @@ describe("approval permits", () => {
   });
 
   it("bad approvals are refused and change nothing: on a step, on an outcome, choices without approve, arguments over their budget", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "pay the invoice");
     const m = await run(a.sock, id);
@@ -179,7 +179,7 @@ describe("approval permits", () => {
     expect(await message(agent, id)).toEqual(before);
   });
   it("an effect two people must approve: one approval (twice from the same token) grants nothing; the second person's grants the permit, which the attempt after a failover spends once", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "pay the invoice");
     const approve = { ...charge(500), needs: 2 };

@@ -8,7 +8,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { StepStore } from "../../worker/objects/step-store.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { auth, BASE, call, claimant, message, passTime, passUntil, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { auth, BASE, call, claimant, frozenAgent, message, passTime, passUntil, post, presence, settle, stubFor, write, type TestSocket } from "./helpers.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
 
@@ -19,7 +19,7 @@ async function answerFrom(via: string, path: string, body: unknown) {
 
 describe("questions", () => {
   it("a park asks a question with choices; the chosen answer reaches the next attempt as input, choice and journal step, and is kept with who gave it", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "deploy v2?");
     const m = await run(a.sock, id);
@@ -41,7 +41,7 @@ describe("questions", () => {
   });
 
   it("reject ends the message as rejected: it is never handed out again and cannot be answered twice", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "delete the old bucket");
     const m = await run(a.sock, id);
@@ -55,7 +55,7 @@ describe("questions", () => {
   });
 
   it("a deadline with approve resumes the message by itself, recorded as answered by the deadline", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "renew the certificate");
     const m = await run(a.sock, id);
@@ -68,7 +68,7 @@ describe("questions", () => {
   });
 
   it("a deadline with reject ends the message, with escalate it waits once more, with none it fails", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const ids = [await post(agent, "r"), await post(agent, "e"), await post(agent, "f")];
     const ends = ["reject", "escalate", undefined];
@@ -87,7 +87,7 @@ describe("questions", () => {
   });
 
   it("a served command's question stored over HTTP (baton ask) is what its park asks; answering after the deadline is 409", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "pick a model");
     const m = await run(a.sock, id);
@@ -102,7 +102,7 @@ describe("questions", () => {
   });
 
   it("a failed message is retried with a fresh set of attempts, and the retry is kept with who asked for it", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     await call("PUT", `/agents/${agent}/policy`, { max_attempts: 1 });
     const a = await claimant(agent, "a");
     const id = await post(agent, "flaky");
@@ -115,7 +115,7 @@ describe("questions", () => {
   });
 
   it("a run that asked (baton ask) cannot finish before the answer: its reply is question_open and a resume is refused too", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "ship?");
     const m = await run(a.sock, id);
@@ -129,7 +129,7 @@ describe("questions", () => {
   });
 
   it("a question's choices are distinct and never reject, and its text has no control characters; such a park is refused and changes nothing", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "pick");
     const m = await run(a.sock, id);
@@ -141,7 +141,7 @@ describe("questions", () => {
   });
 
   it("a deadline that would approve a question whose journal is full fails the message, saying why, instead of asking for ever", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const id = await post(agent, "renew");
     // Filled before anything reads the journal (the store keeps what it read).
     await runInDurableObject(stubFor(agent), (_i, state) => {
@@ -161,7 +161,7 @@ const forged = { choice: "apply", text: null, by: { account: "dev", token: "ana"
 
 describe("answers only a person can give", () => {
   it("a run cannot write under ask: nor park on a name its own step holds; the person's answer reaches the next attempt as a record of kind answer", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "deploy");
     const m = await run(a.sock, id);
@@ -183,7 +183,7 @@ describe("answers only a person can give", () => {
   });
 
   it("a run's record under a question's name, then a failed attempt: the next attempt's question is refused, never answered by that record", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "deploy");
     const m = await run(a.sock, id);
@@ -197,7 +197,7 @@ describe("answers only a person can give", () => {
   });
 
   it("a question inside an effect is refused at once (frame and HTTP); once the effect's outcome is recorded, it is asked and answered", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "charge, then ask");
     const m = await run(a.sock, id);
@@ -214,7 +214,7 @@ describe("answers only a person can give", () => {
   });
 
   it("a deadline never settles a message waiting on an effect whose outcome is unknown: it waits for done or redo", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "charge");
     const m = await run(a.sock, id);
@@ -230,7 +230,7 @@ describe("answers only a person can give", () => {
   });
 
   it("an answer after an escalating question's deadline, before the alarm asked again, is taken: the message was still waiting for it", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     const id = await post(agent, "renew");
     const m = await run(a.sock, id);
@@ -251,7 +251,7 @@ describe("answers only a person can give", () => {
   });
 
   it("an answer kept as a step before answers were their own kind becomes an answer once; a run's record with no answer behind it stays a step", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent();
     const id = await post(agent, "asked before the upgrade");
     // As that release left it, before this object read the journal (the store keeps what it read).
     await runInDurableObject(stubFor(agent), (_i, state) => {

@@ -1,7 +1,7 @@
 // The scene the hostile-input tests attack, and what of it must not move.
 import { SELF } from "cloudflare:test";
 import { expect } from "vitest";
-import { BASE, claimant, connect, DEV_TOKEN, presence, uniqueAgent } from "./helpers.ts";
+import { BASE, claimant, connect, DEV_TOKEN, frozenAgent, presence } from "./helpers.ts";
 
 const auth = { Authorization: `Bearer ${DEV_TOKEN}` };
 
@@ -16,7 +16,8 @@ export async function snapshot(agent: string) {
 
 /** A holder, a standby and an idle connection (connected, never claimed), with one message stored. */
 export async function scene() {
-  const agent = uniqueAgent();
+  // Its clock stands still: no lease in the scene goes stale on a busy machine while it is attacked.
+  const agent = await frozenAgent();
   const holder = await claimant(agent, "holder");
   const standby = await claimant(agent, "standby");
   const idle = await connect(agent, { machine: "idle" });
