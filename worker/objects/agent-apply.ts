@@ -58,13 +58,13 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveCo
   const posted = plan.copies.length > 0 ? messages.get(plan.copies[0]!.id) : null;
   const handedOut = new Map<number, StoredMessage>();
   for (const c of plan.changes) {
-    const runner = c.handOut ? conns[c.handOut.to]! : null;
+    const runner = c.kind === "hand_out" ? conns[c.to]! : null;
     const saved = leases.save(c, now, runner && { fence: plan.lease.fence, machine: runner.state.machine, runKey: randomHex128() });
     p.desk.saveOutput(c, runner?.state.machine ?? null, now);
     if (saved !== null) {
-      if (c.escalate) p.webhooks.enqueue(escalationEvent(saved), now);
+      if (c.kind === "taken_back" && c.escalate) p.webhooks.enqueue(escalationEvent(saved), now);
       else p.webhooks.messageChanged(c.before, saved, now);
-      if (c.handOut) handedOut.set(saved.id, saved);
+      if (c.kind === "hand_out") handedOut.set(saved.id, saved);
     }
     sweep ||= c.dropUncommitted === true;
   }

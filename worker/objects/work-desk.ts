@@ -97,7 +97,7 @@ export class WorkDesk {
 
   /** A message change's output: its batch, and the marks of an attempt that ended or began (rules/plan/output.ts outputMarks). */
   saveOutput(c: MessageChange, machine: string | null, now: number): void {
-    if (c.output) this.output.append(c.id, c.output, now);
+    if (c.kind === "output") this.output.append(c.id, c.output, now);
     const marks = outputMarks(c, machine);
     if (marks.ended !== null || marks.began !== null) this.output.mark(c.id, marks, now);
   }

@@ -78,7 +78,7 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
 
   const changes = [
     ...work.changes, ...taken.changes, ...work.ends,
-    ...given.handOuts.map((h): MessageChange => ({ id: h.lease.id, before: taken.open.get(h.lease.id)!.status, lease: h.lease, handOut: { to: h.to } })),
+    ...given.handOuts.map((h): MessageChange => ({ kind: "hand_out", id: h.lease.id, before: taken.open.get(h.lease.id)!.status, lease: h.lease, to: h.to })),
   ].map(withBlobs);
   const holderLostAt = alive.holderLostAt ?? now;
   // A posted message is shown to every connection that does not run it; a question for a person to none (a sync replays it as history).

@@ -8,12 +8,12 @@ import type { AgentSnapshot, MessageChange } from "./types.ts";
 
 /** Whether storing this change makes a webhook event (rules/webhooks.ts statusChangeEvent, or an escalation). */
 export function makesWebhookEvent(c: MessageChange): boolean {
-  if (c.escalate) return true;
+  if (c.kind === "taken_back" && c.escalate) return true;
   if (c.lease === null) return false;
   const m = c.lease;
   return statusChangeEvent(c.before, {
     id: m.id, status: m.status, text: "", attempts: m.attempts, expires_at: m.expiresAt, pending_ask: m.pendingAsk, error: null, question: null,
-    on_deadline: m.onDeadline, superseded_by: c.supersededBy ?? null,
+    on_deadline: m.onDeadline, superseded_by: c.kind === "superseded" ? c.by : null,
   }) !== null;
 }
 
