@@ -48,7 +48,7 @@ describe("outputMarks", () => {
     expect(ended(over, status)).toEqual({ attempt: 2, reason });
   });
   it("a hand-out begins the next attempt on its machine; a write that leaves it running marks nothing", () => {
-    expect(outputMarks({ kind: "hand_out", id: 7, before: "queued", lease: { ...lease, attempts: 3 }, to: 0 }, "laptop-1")).toEqual({ ended: null, began: { attempt: 3, machine: "laptop-1" } });
+    expect(outputMarks({ kind: "hand_out", id: 7, before: "queued", lease: { ...lease, attempts: 3 }, to: 0, fence: 1, machine: "laptop-1", runKey: "rk" }, "laptop-1")).toEqual({ ended: null, began: { attempt: 3, machine: "laptop-1" } });
     expect(outputMarks({ kind: "heartbeat", id: 7, before: "running", lease: null, expiresAt: null, progress: null }, null)).toEqual({ ended: null, began: null });
     const cancelled = { kind: "cancelled" as const, id: 7, before: "queued" as const, lease: message(7, { status: "cancelled" }), by: { account: "a", token: "t", via: "cli" }, reason: null };
     expect(outputMarks(cancelled, null)).toEqual({ ended: null, began: null });

@@ -23,7 +23,7 @@ describe("makesWebhookEvent", () => {
 });
 
 describe("webhookWake", () => {
-  const w = { dueAt: null, sendsNow: true, outage: { since: null, notified: false }, noHolderAfterMs: 60_000 };
+  const w = { dueAt: null, sendsNow: true, keeps: true, outage: { since: null, notified: false }, noHolderAfterMs: 60_000 };
   const lost: Transition = { at: NOW, fromClaim: 1, toClaim: null, fromMachine: "m1", toMachine: null, fence: 2, reason: "stale" };
   it("an event made now wakes the outbox now, unless it would be dropped or no slot is free", () => {
     expect(webhookWake(w, [change("running", "failed")], null, NOW, NOW)).toBe(NOW);

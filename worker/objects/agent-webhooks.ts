@@ -4,10 +4,8 @@
 // enter by (`enqueue`), the status changes and outages that make them, and the deliveries the
 // alarm starts and never waits for. The agent object calls these few methods and nothing here
 // calls back into it: a fetch of the account's webhook is a promise the object turns into an event.
-import type { Transition } from "../rules/election.ts";
 import type { AgentSnapshot } from "../rules/agent-plan.ts";
-import type { MessageStatus } from "../rules/message-lease.ts";
-import { liveSecrets, noHolderDueAt, statusChangeEvent, WEBHOOK, webhookHost, type MessageFacts, type WebhookFacts } from "../rules/webhooks.ts";
+import { liveSecrets, noHolderDueAt, WEBHOOK, webhookHost, type Outage, type WebhookFacts } from "../rules/webhooks.ts";
 import type { WebhookConfigBody, WebhookReport, WebhookView } from "../wire/webhooks.ts";
 import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
@@ -48,29 +46,27 @@ export class AgentWebhooks {
    * agent's own and the account's, fetched within WEBHOOK.accountCacheMs, is none either).
    */
   enqueue(facts: WebhookFacts, now: number): void {
-    if (this.own.get() === null && this.account !== null && this.account.config === null && now - this.account.at < WEBHOOK.accountCacheMs) return;
-    this.outbox.enqueue(facts, now);
+    if (this.keeps(now)) this.outbox.enqueue(facts, now);
   }
 
-  /** What a plan needs to wake the outbox in time: its next due event, whether an event made now is kept and sent at once, the outage. */
+  /** Whether an event made now is kept: false when the agent has no webhook and, as fetched within WEBHOOK.accountCacheMs, neither has its account. */
+  private keeps(now: number): boolean {
+    return !(this.own.get() === null && this.account !== null && this.account.config === null && now - this.account.at < WEBHOOK.accountCacheMs);
+  }
+
+  /** What a plan needs to wake the outbox in time and keep its events: its next due event, whether an event made now is kept and sent at once, the outage. */
   snapshot(now: number): AgentSnapshot["webhooks"] {
-    const dropped = this.own.get() === null && this.account !== null && this.account.config === null && now - this.account.at < WEBHOOK.accountCacheMs;
-    return { dueAt: this.dueAt(now), sendsNow: !dropped && this.sending < WEBHOOK.batch, outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null };
-  }
-
-  /** A stored status change (its status before, the row after) becomes an event when it makes one (rules/webhooks.ts). */
-  messageChanged(before: MessageStatus, after: MessageFacts, now: number): void {
-    const facts = statusChangeEvent(before, after);
-    if (facts !== null) this.enqueue(facts, now);
+    const keeps = this.keeps(now);
+    return { dueAt: this.dueAt(now), sendsNow: keeps && this.sending < WEBHOOK.batch, keeps, outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null };
   }
 
   /**
-   * A lease transition: an outage begins or ends; when one begins, the threshold must be known: the
-   * fetch of the account's webhook, resolving true when it changed what is known (null: none needed).
+   * The outage as the plan left it; `askAccount` (one begins unreported): the threshold must be
+   * known, so the account's webhook is fetched, resolving true when it changed what is known.
    */
-  holderChanged(t: Transition, lostAt: number, now: number): Promise<boolean> | null {
-    const outage = this.outbox.holderChanged(t, lostAt);
-    return outage.since !== null && !outage.notified ? this.needAccount(now) : null;
+  outageChanged(outage: Outage, askAccount: boolean, now: number): Promise<boolean> | null {
+    this.outbox.saveOutage(outage);
+    return askAccount ? this.needAccount(now) : null;
   }
 
   /** Whether the agent's webhook or the account's (as last known) applies, and its no-holder threshold. */
@@ -80,7 +76,7 @@ export class AgentWebhooks {
     return this.account?.config ? { scope: "account", config: this.account.config } : null;
   }
 
-  /** After a restart: an outage still unreported needs the account's threshold when the agent has no webhook of its own (as holderChanged). */
+  /** After a restart: an outage still unreported needs the account's threshold when the agent has no webhook of its own (as an outage the plan begins). */
   resume(now: number): Promise<boolean> | null {
     const outage = this.outbox.outage();
     return outage.since !== null && !outage.notified ? this.needAccount(now) : null;
@@ -97,15 +93,6 @@ export class AgentWebhooks {
     const noHolder = noHolderDueAt(this.outbox.outage(), this.target()?.config.noHolderAfterMs ?? null);
     const next = this.sending >= WEBHOOK.batch ? this.outbox.nextDueAfter(now) : this.outbox.nextDue();
     return next === null ? noHolder : noHolder === null ? next : Math.min(next, noHolder);
-  }
-
-  /** Queues agent.no_holder when the outage has lasted past the threshold; once per outage. */
-  checkNoHolder(now: number): void {
-    const outage = this.outbox.outage();
-    const at = noHolderDueAt(outage, this.target()?.config.noHolderAfterMs ?? null);
-    if (at === null || now < at) return;
-    this.outbox.outageReported();
-    this.enqueue({ type: "agent.no_holder", no_holder_since: outage.since!, after_seconds: Math.round((at - outage.since!) / 1000) }, now);
   }
 
   /**

@@ -12,19 +12,16 @@ export interface MessageStores {
   blobs: BlobStore;
 }
 
-/** A hand-out's own values: the serve fence, the runner's machine, the run key drawn for it. */
-export type HandOutRow = { fence: number; machine: string; runKey: string };
-
 /**
- * Stores one message change of a plan: the row's own writes, its lease (a hand-out with `handOut`),
+ * Stores one message change of a plan: the row's own writes, its lease (a hand-out with the fence, machine and run key it names),
  * then its blobs. Returns the row as stored when its lease was written, for the webhook event its
  * status change makes.
  */
-export function saveChange(stores: MessageStores, c: MessageChange, now: number, handOut: HandOutRow | null): StoredMessage | null {
+export function saveChange(stores: MessageStores, c: MessageChange, now: number): StoredMessage | null {
   storeRow(stores, c, now);
   let saved: StoredMessage | null = null;
   if (c.kind === "ack") stores.messages.acknowledge({ id: c.id, fence: c.ack.fence, key: c.ack.key }, c.ack.reply, now, c.ack.token, c.ack.runner, c.lease);
-  else if (c.lease !== null) saved = stores.messages.saveLease(c.lease, c.kind === "hand_out" ? handOut : null);
+  else if (c.lease !== null) saved = stores.messages.saveLease(c.lease, c.kind === "hand_out" ? { fence: c.fence, machine: c.machine, runKey: c.runKey } : null);
   storeBlobs(stores, c, now);
   if (c.dropUncommitted) stores.blobs.discardUnkept(c.id, now);
   return saved;

@@ -4,8 +4,7 @@
 // is due (`send`) and records each answer. Also kept here: delivery counters for presence and
 // /metrics, and the agent's current outage for `agent.no_holder`. Decisions are in
 // ../rules/webhooks.ts.
-import { afterAttempt, buildEvent, NO_OUTAGE, outageAfter, overBudget, WEBHOOK, type Outage, type WebhookFacts } from "../rules/webhooks.ts";
-import type { Transition } from "../rules/election.ts";
+import { afterAttempt, buildEvent, NO_OUTAGE, overBudget, WEBHOOK, type Outage, type WebhookFacts } from "../rules/webhooks.ts";
 import { randomHex128 } from "./secrets.ts";
 import { postSigned, type AttemptResult, type Sender } from "./webhook-delivery.ts";
 import { signedHeaders } from "./webhook-signature.ts";
@@ -180,20 +179,8 @@ export class WebhookOutbox {
     return this.outageNow;
   }
 
-  /** Follows the lease: an outage begins when it is left with nobody and ends at the next grant. */
-  holderChanged(t: Transition, lostAt: number): Outage {
-    const prev = this.outage();
-    const next = outageAfter(prev, t, lostAt);
-    if (next.since !== prev.since || next.notified !== prev.notified) this.saveOutage(next);
-    return next;
-  }
-
-  /** The outage was reported (agent.no_holder): not again until the next one. */
-  outageReported(): void {
-    this.saveOutage({ ...this.outage(), notified: true });
-  }
-
-  private saveOutage(o: Outage): void {
+  /** The outage as the plan decided it (rules/plan/effects.ts: a transition begins or ends one, agent.no_holder reports it). */
+  saveOutage(o: Outage): void {
     this.sql.exec(`INSERT INTO webhook_outage (one, since, notified) VALUES (1, ?, ?)
       ON CONFLICT(one) DO UPDATE SET since = excluded.since, notified = excluded.notified`, o.since, o.notified ? 1 : 0);
     this.outageNow = o;

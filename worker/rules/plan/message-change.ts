@@ -55,8 +55,8 @@ type Moves<K extends string> = Base<K> & { lease: MessageLease };
 type Stays<K extends string> = Base<K> & { lease: null };
 
 export type MessageChange =
-  /** Handed out to connection `to`: stored with the serve fence, the runner's machine and a fresh run key. */
-  | (Moves<"hand_out"> & { to: number })
+  /** Handed out to connection `to`: stored with the serve fence, the runner's machine and the run key the object drew for it. */
+  | (Moves<"hand_out"> & { to: number; fence: number; machine: string; runKey: string })
   /** A reply or ack finished it; a staged blob it names is committed. */
   | (Moves<"ack"> & { ack: AckWrite; commitBlob: string | null })
   /** The attempt failed, and why. */

@@ -73,8 +73,10 @@ export interface AgentSnapshot {
   /** What the webhook outbox needs woken for (agent-webhooks.ts), so this plan's alarm covers the events and outage it makes. */
   webhooks: {
     dueAt: number | null;
-    /** An event made now is kept (a webhook may receive it) and may start at once (a delivery slot is free). */
+    /** An event made now may start at once (it is kept and a delivery slot is free). */
     sendsNow: boolean;
+    /** An event made now is kept: a webhook may receive it (false: none of the agent's and, as last fetched, none of the account's). */
+    keeps: boolean;
     outage: Outage;
     noHolderAfterMs: number | null;
   };
@@ -85,6 +87,8 @@ export interface AgentSnapshot {
   ownDeadlines: readonly (number | null)[];
   /** The alarm this instance set; null when none or unknown (after a restart, in an alarm). */
   alarmAt: number | null;
+  /** Fresh run keys drawn by the object for this event, at least one per slot a hand-out could fill; the plan gives them out in order. */
+  runKeys: readonly string[];
 }
 
 export type AgentEvent =
@@ -127,6 +131,7 @@ export type AgentEvent =
   | { type: "cancel"; target: MessageLease; by: Canceller; reason: string | null };
 
 export type { MessageChange } from "./message-change.ts";
+import type { Effect } from "./effects.ts";
 import type { MessageChange } from "./message-change.ts";
 
 /** Who cancelled: the account, the name of its token, and from where (page, cli, http). */
@@ -221,6 +226,8 @@ export interface AgentPlan {
   copies: { to: number; id: number }[];
   alarm: { set: number } | "delete" | null;
   presenceChanged: boolean;
+  /** Everything above that apply does, as one ordered list (./effects.ts): apply runs it in order and nothing else. */
+  effects: Effect[];
 }
 
 
