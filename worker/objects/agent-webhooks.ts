@@ -5,7 +5,8 @@
 // alarm starts and never waits for. The agent object calls these few methods and nothing here
 // calls back into it: a fetch of the account's webhook is a promise the object turns into an event.
 import type { AgentSnapshot } from "../rules/agent-plan.ts";
-import { liveSecrets, noHolderDueAt, WEBHOOK, webhookHost, type Outage, type WebhookFacts } from "../rules/webhooks.ts";
+import { liveSecrets, WEBHOOK, webhookHost, type Outage, type WebhookFacts } from "../rules/webhooks.ts";
+import { claimRoom, outboxWake, planDelivery, type DeliveryTarget } from "../rules/webhook-outbox-plan.ts";
 import type { WebhookConfigBody, WebhookReport, WebhookView } from "../wire/webhooks.ts";
 import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
@@ -16,9 +17,6 @@ import { webhookTargetRefusal } from "../rules/webhook-exposure.ts";
 export interface AccountWebhookSource {
   accountWebhook(): Promise<WebhookConfig | null>;
 }
-
-/** How soon events wait again when the account's webhook could not be read. */
-const ACCOUNT_RETRY_MS = 5_000;
 
 export class AgentWebhooks {
   readonly outbox: WebhookOutbox;
@@ -90,9 +88,12 @@ export class AgentWebhooks {
    * them again.
    */
   dueAt(now: number): number | null {
-    const noHolder = noHolderDueAt(this.outbox.outage(), this.target()?.config.noHolderAfterMs ?? null);
-    const next = this.sending >= WEBHOOK.batch ? this.outbox.nextDueAfter(now) : this.outbox.nextDue();
-    return next === null ? noHolder : noHolder === null ? next : Math.min(next, noHolder);
+    // Only the time the rule reads is read: the next due event, or while no slot is free the next one still ahead.
+    const full = claimRoom(this.sending) === 0;
+    return outboxWake({
+      sending: this.sending, nextDue: full ? null : this.outbox.nextDue(), nextAfterNow: full ? this.outbox.nextDueAfter(now) : null,
+      outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null,
+    });
   }
 
   /**
@@ -100,8 +101,8 @@ export class AgentWebhooks {
    * is marked in flight in the outbox (WEBHOOK.inFlightMs), so nothing sends it twice at once.
    */
   claimDue(now: number): OutboxEvent[] {
-    const room = WEBHOOK.batch - this.sending;
-    if (room <= 0) return [];
+    const room = claimRoom(this.sending);
+    if (room === 0) return [];
     const due = this.outbox.claimDue(now, room);
     this.sending += due.length;
     return due;
@@ -121,19 +122,35 @@ export class AgentWebhooks {
   }
 
   private async send(due: readonly OutboxEvent[], who: { account: string; agent: string }): Promise<void> {
+    const plan = planDelivery(await this.receiver(), this.clock());
+    switch (plan.action) {
+      case "postpone":
+        return this.outbox.postpone(due, plan.at);
+      case "discard":
+        return this.outbox.discard(due);
+      case "refuse":
+        return this.outbox.refuse(due, plan.error, this.clock());
+      case "send": {
+        const now = this.clock();
+        const config = plan.config;
+        return this.outbox.deliver(due, { url: config.url, secrets: liveSecrets(config, now), origin: config.origin, ...who }, this.post, this.clock);
+      }
+    }
+  }
+
+  /**
+   * Who receives a delivery: the agent's own webhook, else the account's, asked afresh for every
+   * delivery (a changed URL, a revoked secret or a removal applies to this one); with its URL
+   * checked again against the exposure rules (one stored before they changed is refused).
+   */
+  private async receiver(): Promise<DeliveryTarget<WebhookConfig>> {
     let config = this.own.get();
     if (config === null) {
-      // Asked afresh for every delivery: a changed URL, a revoked secret or a removal applies to this one.
       const fetched = await this.fetchAccount();
-      if (!fetched.answered) return this.outbox.postpone(due, this.clock() + ACCOUNT_RETRY_MS);
+      if (!fetched.answered) return { answered: false };
       config = fetched.config;
     }
-    if (config === null) return this.outbox.discard(due);
-    // A URL stored before the exposure rules (or before they changed) is checked again: refused, nothing is sent.
-    const refused = webhookTargetRefusal(config.url, this.allowPrivate);
-    if (refused !== null) return this.outbox.refuse(due, refused, this.clock());
-    const now = this.clock();
-    await this.outbox.deliver(due, { url: config.url, secrets: liveSecrets(config, now), origin: config.origin, ...who }, this.post, this.clock);
+    return { answered: true, config, refused: config === null ? null : webhookTargetRefusal(config.url, this.allowPrivate) };
   }
 
   /** Fetches the account's webhook when what is known is older than WEBHOOK.accountCacheMs (one fetch at a time). */

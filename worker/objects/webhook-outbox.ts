@@ -4,7 +4,8 @@
 // is due (`send`) and records each answer. Also kept here: delivery counters for presence and
 // /metrics, and the agent's current outage for `agent.no_holder`. Decisions are in
 // ../rules/webhooks.ts.
-import { afterAttempt, buildEvent, NO_OUTAGE, overBudget, WEBHOOK, type Outage, type WebhookFacts } from "../rules/webhooks.ts";
+import { planAttempt } from "../rules/webhook-outbox-plan.ts";
+import { buildEvent, NO_OUTAGE, overBudget, WEBHOOK, type Outage, type WebhookFacts } from "../rules/webhooks.ts";
 import { randomHex128 } from "./secrets.ts";
 import { postSigned, type AttemptResult, type Sender } from "./webhook-delivery.ts";
 import { signedHeaders } from "./webhook-signature.ts";
@@ -124,9 +125,9 @@ export class WebhookOutbox {
     for (const e of events) this.sql.exec(`DELETE FROM webhook_outbox WHERE seq = ?`, e.seq);
   }
 
-  /** Claimed events whose receiver may not be asked (`why`: its URL is refused now): each counts as a failed attempt, sent nowhere. */
-  refuse(events: readonly OutboxEvent[], why: string, now: number): void {
-    for (const e of events) this.record(e, { status: null, error: `not sent: ${why}` }, now);
+  /** Claimed events whose receiver may not be asked (its URL is refused now, `error` says why): each counts as a failed attempt, sent nowhere. */
+  refuse(events: readonly OutboxEvent[], error: string, now: number): void {
+    for (const e of events) this.record(e, { status: null, error }, now);
   }
 
   /** The event's body, built at its first attempt and kept, so every retry sends the same bytes. */
@@ -155,12 +156,11 @@ export class WebhookOutbox {
 
   /** Records one attempt's answer. */
   record(e: OutboxEvent, result: AttemptResult, now: number): void {
-    const attempts = e.attempts + 1;
-    const verdict = afterAttempt({ createdAt: e.createdAt, attempts }, result.status, now);
+    const { attempts, verdict, counts } = planAttempt(e, result.status, now);
     this.due = undefined;
     this.sql.exec(`UPDATE webhook_stats SET last_attempt_at = ?, last_status = ?, last_error = ?,
       delivered = delivered + ?, failed_attempts = failed_attempts + ?, dropped = dropped + ?`,
-      now, result.status, result.error, verdict.kind === "delivered" ? 1 : 0, verdict.kind === "delivered" ? 0 : 1, verdict.kind === "dropped" ? 1 : 0);
+      now, result.status, result.error, counts.delivered, counts.failed, counts.dropped);
     if (verdict.kind === "retry") this.sql.exec(`UPDATE webhook_outbox SET attempts = ?, next_at = ? WHERE seq = ?`, attempts, verdict.at, e.seq);
     else this.sql.exec(`DELETE FROM webhook_outbox WHERE seq = ?`, e.seq);
   }
