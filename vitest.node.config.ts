@@ -1,8 +1,28 @@
-// Pure modules and end-to-end tests: plain Node, real processes against `wrangler dev`. Two
-// projects, one after the other: the unit files in parallel, then the end-to-end files one at a
-// time (most start their own wrangler dev, some share one, and real heartbeat TTLs of a few seconds must not share
-// two cores with anything else of this run).
+// Pure modules and end-to-end tests: plain Node, real processes against `wrangler dev`. The unit
+// files run in parallel. The end-to-end files are three projects that scripts/test.mjs runs side by
+// side, as three vitest runs (one run would hold them all to one worker count):
+// - "e2e-timed", the files that assert a real-time bound (a handover within half a TTL, a view true
+//   within three TTLs, output within a second), one at a time and never beside each other;
+// - "e2e-browser", the files that drive Debian's chromium (the dashboard, the OAuth page), one at a
+//   time: two browsers rendering beside each other and the rest starved a page past its waits.
+//   dashboard and dashboard-output also bound a real time (a page shows a handover, or output,
+//   within a second): no other browser runs beside them, but one timed file may;
+// - "e2e", all the others, two at a time (most start their own wrangler dev on ports of their own,
+//   or share one; most of their time is spent waiting on real heartbeats and processes).
+// A new file goes in "e2e" unless it measures wall time (TIMED) or launches chromium (BROWSER).
 import { defineConfig } from "vitest/config";
+
+const TIMED = [
+  "client-library", "coordinator-restart", "lease-run", "preference", "restart-truth", "serve-failover", "serve-lifeline",
+  "who-directory",
+].map((name) => `test/e2e/${name}.test.ts`);
+
+const BROWSER = [
+  "dashboard", "dashboard-output", "dashboard-person", "dashboard-schedules", "dashboard-steps", "dashboard-stop",
+  "dashboard-wall", "oauth",
+].map((name) => `test/e2e/${name}.test.ts`);
+
+const e2e = { testTimeout: 60_000, hookTimeout: 120_000, setupFiles: ["test/e2e/setup.ts"] };
 
 export default defineConfig({
   test: {
@@ -13,12 +33,15 @@ export default defineConfig({
       },
       {
         test: {
-          name: "e2e", include: ["test/e2e/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 120_000,
-          fileParallelism: false, sequence: { groupOrder: 1 },
+          name: "e2e", include: ["test/e2e/**/*.test.ts"], exclude: [...TIMED, ...BROWSER], ...e2e, maxWorkers: 2, sequence: { groupOrder: 1 },
           // One wrangler dev for the files that can share it (sharedServeFixture); the others start their own.
           globalSetup: ["test/e2e/shared-dev.global.ts"],
         },
       },
+      { test: { name: "e2e-timed", include: TIMED, ...e2e, fileParallelism: false, sequence: { groupOrder: 2 } } },
+      // A page's test is a chain of waits (each bounded by playwright's 30 s): on a loaded machine
+      // the chain takes longer than one wait, so the test gets two minutes.
+      { test: { name: "e2e-browser", include: BROWSER, ...e2e, testTimeout: 120_000, fileParallelism: false, sequence: { groupOrder: 3 } } },
     ],
   },
 });

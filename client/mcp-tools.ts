@@ -8,6 +8,7 @@
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { CallToolResult, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod/mini";
+import { systemClock } from "./core/clock.ts";
 import { CoordinatorError, UnreachableError } from "./errors.ts";
 import { requestJson, type Connection } from "./http.ts";
 import { outputResult } from "./mcp-output.ts";
@@ -195,9 +196,9 @@ export function batonToolSpecs(options: ToolsOptions): ToolSpec[] {
     `Post a message to ${named}; exactly one serving machine runs it. With wait_seconds, wait that long for its reply.`,
     sendShape, true, (args, agent, extra) => toolCall(async () => {
       const sent = await postSend(agent, args, conn, await options.postKey?.(extra));
-      const until = Date.now() + (args.wait_seconds ?? 0) * 1000;
+      const until = systemClock.now() + (args.wait_seconds ?? 0) * 1000;
       let m = sent;
-      while ((m.status === "queued" || m.status === "running") && Date.now() < until && !extra.signal.aborted) {
+      while ((m.status === "queued" || m.status === "running") && systemClock.now() < until && !extra.signal.aborted) {
         await new Promise((r) => setTimeout(r, options.pollMs ?? 500));
         m = await requestJson(conn, "GET", routePath("/agents/{agent}/messages/{id}", { agent, id: sent.id }), messageViewSchema);
       }

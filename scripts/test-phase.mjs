@@ -61,11 +61,16 @@ process.once("SIGTERM", onSignal);
  * Runs cmd in its own process group; resolves to its exit code, or "timeout" after killing it all.
  * With `log`, its output goes to that file instead of this terminal (a phase running beside another).
  */
-function runBounded(cmd, limitMs, env, log) {
+function runBounded(cmd, limitMs, env, log, cpuFile) {
   console.log(`$ ${cmd}${log ? ` (output in ${log})` : ""}`);
   return new Promise((resolve) => {
     const out = log ? openSync(log, "a") : null;
-    const child = spawn(cmd, { stdio: out === null ? "inherit" : ["ignore", out, out], shell: true, detached: true, env });
+    const stdio = out === null ? "inherit" : ["ignore", out, out];
+    // GNU time adds up the CPU of every process the command waited for (a detached wrangler dev's
+    // workerd, killed with its group, may escape the count).
+    const child = cpuFile
+      ? spawn("/usr/bin/time", ["-q", "-f", "%U %S", "-o", cpuFile, "sh", "-c", cmd], { stdio, detached: true, env })
+      : spawn(cmd, { stdio, shell: true, detached: true, env });
     if (out !== null) closeSync(out);
     running.add(child);
     const timer = setTimeout(() => {
@@ -90,23 +95,25 @@ function runBounded(cmd, limitMs, env, log) {
 
 /**
  * Runs one phase; resolves to its exit code (TIMEOUT_CODE when it hung, also when run again).
- * `log`: a file that takes its output (see runBounded).
+ * `log`: a file that takes its output (see runBounded); `cpuFile`: where GNU time, when installed,
+ * writes the user and system CPU seconds the command used ("12.34 5.67").
  */
-export async function phase(cmd, limitMs, { retryOnHang = false, log } = {}) {
+export async function phase(cmd, limitMs, { retryOnHang = false, log, cpuFile } = {}) {
+  if (cpuFile && !existsSync("/usr/bin/time")) cpuFile = undefined;
   const flagDir = mkdtempSync(join(tmpdir(), "baton-test-phase-"));
   const flag = join(flagDir, "failed");
   // Not a terminal (CI, a log file): no colour codes in what the runs print.
   const plain = process.stdout.isTTY ? {} : { NO_COLOR: "1", FORCE_COLOR: "0" };
   const env = { ...process.env, ...plain, [FAILURE_FLAG_ENV]: flag };
   try {
-    let result = await runBounded(cmd, limitMs, env, log);
+    let result = await runBounded(cmd, limitMs, env, log, cpuFile);
     if (result === "timeout" && retryOnHang) {
       if (existsSync(flag)) {
         console.error(`!! ${cmd} had reported failing tests before it hung: not running it again`);
         return 1;
       }
       console.error(`!! running ${cmd} once more after a hang`);
-      result = await runBounded(cmd, limitMs, env, log);
+      result = await runBounded(cmd, limitMs, env, log, cpuFile);
     }
     return result === "timeout" ? TIMEOUT_CODE : result;
   } finally {

@@ -14,6 +14,7 @@
 //
 //   node scripts/test-python.mjs [pytest args...]      BATON_PY_RUNS=debian|clean runs one of them
 import { execFileSync, execSync, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -21,7 +22,8 @@ import { installLangGraphCheckpoint } from "./python-langgraph.mjs";
 import { installOpenTelemetry } from "./python-otel.mjs";
 
 const ROOT = resolve(import.meta.dirname, "..");
-const DEBIAN_VENV = process.env.BATON_PY_VENV ?? "/tmp/baton-venv";
+// One per checkout: two checkouts testing at once on one machine must not install over each other's package.
+const DEBIAN_VENV = process.env.BATON_PY_VENV ?? join(tmpdir(), `baton-venv-${createHash("sha256").update(ROOT).digest("hex").slice(0, 12)}`);
 const DEBS = ["python3-websockets", "python3-pytest", "python3-venv", "python3-setuptools", "python3-wheel", "python3-build"];
 const RUNS = (process.env.BATON_PY_RUNS ?? "debian,clean").split(",").filter(Boolean);
 const LIMIT_MS = 8 * 60_000;

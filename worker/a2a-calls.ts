@@ -4,6 +4,7 @@
 // call posts, answers, cancels and reads exactly as the HTTP API does, through the same plan; no
 // object method is called from here.
 import type { Env } from "./env.ts";
+import { stillCaller } from "./pipeline.ts";
 import { dispatch } from "./routes.ts";
 import { callerOf, rememberCaller, refuseScope, type Caller } from "./scopes.ts";
 import type { ErrorBody } from "./wire/http-responses.ts";
@@ -16,12 +17,14 @@ export interface A2ACaller {
   agent: string;
   origin: string;
   caller: Caller;
+  /** Whether the request's credential still stands for the caller (a revoked grant no longer does): asked before each page a stream reads. */
+  still: () => Promise<boolean>;
 }
 
 export type Inner<T> = { ok: true; status: number; value: T } | { ok: false; status: number; error: ErrorBody };
 
 export function a2aCaller(request: Request, env: Env, account: string, agent: string, url: URL): A2ACaller {
-  return { env, account, agent, origin: url.origin, caller: callerOf(request) };
+  return { env, account, agent, origin: url.origin, caller: callerOf(request), still: () => stillCaller(request, env, account) };
 }
 
 /**

@@ -17,7 +17,9 @@ const FOLLOW_WAIT_S = 25;
 
 const stopsHere = (m: MessageView) => { const s = taskState(m); return isTerminal(s) || s === "TASK_STATE_INPUT_REQUIRED"; };
 
+/** One page of output, or null when there is none to read, or the caller's credential no longer stands (a revoked grant). */
 async function page(c: A2ACaller, id: number, from: number, waitS: number): Promise<OutputPage | null> {
+  if (!(await c.still())) return null;
   const read = await inner<OutputPage>(c, "GET", `/messages/${id}/output?format=json&from=${from}&wait=${waitS}`);
   return read.ok ? read.value : null;
 }

@@ -76,6 +76,17 @@ export async function requestCaller(request: Request, env: Env, allowed: Readonl
   return { ok: true, caller };
 }
 
+/**
+ * Whether the credential a request came with still stands for a caller of `account`: a stream
+ * asks again before each page it reads (a2a-stream.ts), so a revoked grant or a removed token ends it.
+ */
+export async function stillCaller(request: Request, env: Env, account: string): Promise<boolean> {
+  const origins = allowedOrigins(env);
+  if (!origins.ok) return false;
+  const verdict = await requestCaller(request, env, origins.origins);
+  return verdict.ok && verdict.caller.account === account;
+}
+
 /** Answers one request: origin, caller, route, scope, agent limit, configuration, then its handler; `ctx` is absent for the MCP tools' internal calls. */
 export async function handle(request: Request, env: Env, ctx?: ExecutionContext): Promise<Response> {
   const url = new URL(request.url);

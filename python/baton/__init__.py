@@ -16,7 +16,7 @@
 from ._wire import LIMITS
 from .answers import answer, approve, reject, retry
 from .cancel import cancel
-from ._output import read_output
+from ._output_reader import read_output
 from .schedules import add_schedule, get_schedule, list_schedules, pause_schedule, remove_schedule, resume_schedule
 from .errors import (ApprovalDeniedError, BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, MessageCancelledError, OutcomeUnknownError,
                      UnreachableError, WaitingForPersonError)

@@ -1,4 +1,6 @@
-"""The client-side lease clock (the same rules as client/lease-clock.ts).
+"""Time as the core sees it (client/core/clock.ts) and the client-side lease clock (the same rules
+as client/lease-clock.ts). Pure: the time comes from the shell as a :class:`Clock`
+(``_system_clock.SYSTEM_CLOCK`` in serve, a clock that moves only when told in tests).
 
 The coordinator expires a lease by its own clock; a client must never act later than that. So
 validity is counted from when the last *confirmed* request was SENT: the coordinator saw it no
@@ -10,16 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 from typing import Callable, Protocol
 
 
-def now() -> float:
-    return time.monotonic()
-
-
 class Clock(Protocol):
-    """Time for the core, as an adapter (client/core/clock.ts): monotonic seconds, and timers."""
+    """Time for the core, as an adapter: monotonic seconds, and timers."""
 
     def now(self) -> float: ...
 
@@ -28,17 +25,19 @@ class Clock(Protocol):
         ...
 
 
-class SystemClock:
-    """The process's monotonic clock and the running loop's timers."""
+async def sleep(clock: Clock, delay: float) -> None:
+    """Returns after ``delay`` seconds on ``clock`` (client/core/clock.ts ``sleep``)."""
+    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    def now(self) -> float:
-        return time.monotonic()
+    def wake() -> None:
+        if not woken.done():
+            woken.set_result(None)
 
-    def after(self, delay: float, fn: Callable[[], None]) -> Callable[[], None]:
-        return asyncio.get_running_loop().call_later(max(0.0, delay), fn).cancel
-
-
-SYSTEM_CLOCK = SystemClock()
+    cancel = clock.after(delay, wake)
+    try:
+        await woken
+    finally:
+        cancel()
 
 
 class LeaseClock:

@@ -3,9 +3,10 @@
 A :class:`Run` owns its cancellation (``lost``, set once, with the task running the handler
 cancelled with it), its timers (the run timeout, and the heartbeat clock when the agent has a
 heartbeat timeout), its steps in flight, and its journal (:class:`baton._journal_rules.Journal`). It
-writes through a :class:`RunPort`: the serve (``_serve_core.py``, over the socket), or memory
-(``baton.testing``). ``execute`` is the whole lifecycle: read a large checkpoint, call the handler,
-then reply, fail, or post nothing (lost, or parked).
+writes through a :class:`RunPort`: the serve core (``_serve_core.py``, over its link), or memory
+(``baton.testing``); its time is the :class:`~baton._clock.Clock` it is given. ``execute`` is the
+whole lifecycle: read a large checkpoint, call the handler, then reply, fail, or post nothing
+(lost, or parked).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import logging
 from typing import Any, Awaitable, Callable, Optional, Protocol
 
-from ._clock import SYSTEM_CLOCK, Clock
+from ._clock import Clock
 from ._journal_rules import REPLY_BYTES, Journal
 from ._handler import Message, error_text
 from ._wire_types import ClientFrame, MessageServerFrame
@@ -48,7 +49,7 @@ class RunPort(Protocol):
 
 
 class Run:
-    def __init__(self, frame: MessageServerFrame, port: RunPort, fence: int = -1, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, frame: MessageServerFrame, port: RunPort, fence: int, clock: Clock) -> None:
         self.frame = frame
         self.clock = clock
         #: The serve lease's fence when the run began (-1 when this process was not the holder).

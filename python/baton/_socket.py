@@ -2,8 +2,10 @@
 saying why each attempt failed; pings on its own cadence (a third of the TTL) and reports when each
 answered ping was sent (for the lease clock); drops a connection whose pings go unanswered for a
 whole TTL even if no close ever arrives; matches answers to requests by ``req``, and paces
-requests within the coordinator's frame rate. A refusal that retrying cannot fix (a bad token, a
-bad name) ends ``run`` with CoordinatorError.
+requests within the coordinator's frame rate. It is the serve core's :class:`~baton._link.Link`
+and tells the core what happened (:class:`ConnectionListener`); like client/socket.ts it tracks the
+fence its pings carry and whether the dropped connection held the lease (then it dials again within
+4 s). A refusal that retrying cannot fix (a bad token, a bad name) ends ``run`` with CoordinatorError.
 """
 
 from __future__ import annotations
@@ -15,18 +17,18 @@ import random
 import urllib.parse
 from typing import Any, Optional, Protocol
 
-from ._clock import now
 from ._http import arequest_json
+from ._link import FALLBACK_TTL, NotConnected
+from ._system_clock import SYSTEM_CLOCK
 from ._websocket import DIAL_ERRORS, Socket, SocketClosed, open_socket
 from ._wire import LIMITS, valid_client_frame, valid_server_frame
 from .errors import CoordinatorError, UnreachableError
 from ._routes import route_path
 
-__all__ = ["Connection", "ConnectionListener", "Link", "NotConnected", "backoff"]
+__all__ = ["Connection", "ConnectionListener", "NotConnected", "backoff"]
 
 PING_TEXT = '{"type":"ping"}'
 PONG_TEXT = '{"type":"pong"}'
-FALLBACK_TTL = 60.0
 REQUEST_TIMEOUT = 10.0
 FRAME_BYTES: int = LIMITS["frameBytes"]
 #: The coordinator refuses a connection's frames past LIMITS.framesPerSecond in a second, with an
@@ -37,10 +39,6 @@ PACED_REQUESTS: int = LIMITS["framesPerSecond"] - 10
 #: Output frames are paced within half the characters a connection may send in a second: the
 #: coordinator's window counts arrivals, and frames sent evenly can land bunched.
 PACED_CHARS: int = LIMITS["frameCharsPerSecond"] // 2
-
-
-class NotConnected(ConnectionError):
-    """A request that got no answer: not sent (no connection), the connection closed, or no answer in time."""
 
 
 class ConnectionListener(Protocol):
@@ -54,34 +52,6 @@ class ConnectionListener(Protocol):
 
     def retrying(self, attempt: int, delay: float, reason: str) -> None: ...
 
-    @property
-    def holding(self) -> bool:
-        """Whether the dropped connection held the lease (its reconnects stay within 4 s)."""
-        ...
-
-
-class Link(Protocol):
-    """The connection as the serve sees it (``_socket.Connection``; a fake one in the transcript replay)."""
-
-    ttl: float
-    fence: Optional[int]  # pings carry it while this process holds the lease
-    stopping: bool
-
-    @property
-    def open(self) -> bool: ...
-
-    def set_ttl(self, ttl: float) -> None: ...
-
-    async def send(self, frame: dict[str, Any]) -> bool: ...
-
-    async def request(self, frame: dict[str, Any], timeout: float = ...) -> dict[str, Any]: ...
-
-    def drop(self, reason: str, reconnect_now: bool = False) -> None: ...
-
-    async def close(self) -> None: ...
-
-    async def run(self) -> None: ...
-
 
 def backoff(attempt: int, was_holder: bool) -> float:
     """Exponential with jitter (client/backoff.ts), capped at 4 s after losing a held lease."""
@@ -90,15 +60,18 @@ def backoff(attempt: int, was_holder: bool) -> float:
 
 
 class Connection:
-    def __init__(self, url: str, token: str, agent: str, machine: str, listener: ConnectionListener) -> None:
+    def __init__(self, url: str, token: str, agent: str, machine: str) -> None:
         self.url = url
         self.token = token
         self.agent = agent
         self.machine = machine
-        self.listener = listener
+        #: Who hears what happens (the serve core); set before ``run``.
+        self.listener: Optional[ConnectionListener] = None
         self.ttl = FALLBACK_TTL
         self.ws: Optional[Socket] = None
-        self.fence: Optional[int] = None  # pings carry it while this process holds the lease
+        self.fence: Optional[int] = None  # pings carry it while this process holds the lease, per the last serve_lease frame
+        #: The last connection dropped while it held the serve lease, and no serve_lease frame came since.
+        self.lost_holding = False
         self.stopping = False
         self._pings: collections.deque[float] = collections.deque()
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -123,10 +96,12 @@ class Connection:
 
     async def run(self) -> None:
         """Connects, and again after every drop, until ``stopping``; raises for refusals retrying cannot fix."""
+        listener = self.listener
+        assert listener is not None, "a Connection runs with a listener"
         ws_url = self.url.replace("https://", "wss://", 1).replace("http://", "ws://", 1)
         path = route_path("/agents/{agent}/serve", agent=self.agent) + f"?machine={urllib.parse.quote(self.machine, safe='')}"
         while not self.stopping:
-            dialed_at = now()
+            dialed_at = SYSTEM_CLOCK.now()
             try:
                 ws = await open_socket(ws_url + path, self.token, open_timeout=10, max_size=1 << 22)
             except DIAL_ERRORS as err:
@@ -141,9 +116,9 @@ class Connection:
             if self._reconnect_now:
                 self._reconnect_now, self._failures, delay = False, 0, 0.0
             else:
-                delay = backoff(self._failures, self.listener.holding)
+                delay = backoff(self._failures, self.lost_holding)
                 self._failures += 1
-            self.listener.retrying(self._failures, delay, reason)
+            listener.retrying(self._failures, delay, reason)
             await asyncio.sleep(delay)
 
     async def _probe(self, err: BaseException) -> str:
@@ -166,6 +141,7 @@ class Connection:
         self._drop_reason = None
         self._pings.clear()
         self.fence = None
+        assert self.listener is not None
         await self.listener.opened(dialed_at)
         try:
             async with asyncio.TaskGroup() as tasks:
@@ -190,18 +166,17 @@ class Connection:
                 self._on_text(raw)
 
     async def _ping(self, ws: Socket) -> None:
-        loop = asyncio.get_running_loop()
-        next_at = loop.time() + self.ttl / 3
+        next_at = SYSTEM_CLOCK.now() + self.ttl / 3
         while True:
             self._ttl_changed.clear()
             try:
-                async with asyncio.timeout_at(next_at):
+                async with asyncio.timeout(max(0.0, next_at - SYSTEM_CLOCK.now())):
                     await self._ttl_changed.wait()
-                next_at = loop.time() + self.ttl / 3  # a new TTL (the welcome): its cadence from now
+                next_at = SYSTEM_CLOCK.now() + self.ttl / 3  # a new TTL (the welcome): its cadence from now
                 continue
             except TimeoutError:
                 next_at += max(0.001, self.ttl / 3)
-            t = now()
+            t = SYSTEM_CLOCK.now()
             if self._pings and t - self._pings[0] > self.ttl:
                 return self.drop("heartbeats went unanswered")
             self._pings.append(t)
@@ -209,10 +184,14 @@ class Connection:
 
     async def _detach(self, ws: Socket) -> None:
         self.ws = None
+        if self.fence is not None:
+            self.lost_holding = True
+        self.fence = None
         for fut in self._pending.values():
             if not fut.done():
                 fut.set_exception(NotConnected("connection closed"))
         self._pending.clear()
+        assert self.listener is not None
         await self.listener.closed()
         await ws.close(1.5)
 
@@ -227,6 +206,10 @@ class Connection:
         self._reconnect_now = self._reconnect_now or reconnect_now
         if self.ws is not None:
             self.ws.abort()
+
+    def reconnect_now(self, reason: str) -> None:
+        """The core's lease or connection lapsed by its clock: drop this connection and dial again at once."""
+        self.drop(reason, reconnect_now=True)
 
     # -- frames --------------------------------------------------------------------------------
 
@@ -243,14 +226,20 @@ class Connection:
         kind = frame["type"]
         if kind == "pong":
             return self._on_pong()
-        if kind in ("result", "error") and isinstance(frame.get("req"), str):
+        if kind == "welcome" and frame["heartbeat_ttl_ms"] > 0:
+            self.set_ttl(frame["heartbeat_ttl_ms"] / 1000)
+        elif kind == "serve_lease":
+            self.fence = frame["fence"] if frame["held"] else None
+            self.lost_holding = False
+        elif kind in ("result", "error") and isinstance(frame.get("req"), str):
             fut = self._pending.pop(frame["req"], None)
             if fut is not None and not fut.done():
                 return fut.set_result(frame)
+        assert self.listener is not None
         self.listener.frame(frame)
 
     def _on_pong(self) -> None:
-        if self._pings:
+        if self._pings and self.listener is not None:
             self.listener.pong(self._pings.popleft())
 
     async def send(self, frame: dict[str, Any]) -> bool:
@@ -276,7 +265,7 @@ class Connection:
         chars = min(chars, PACED_CHARS)
         async with self._pacing:
             while True:
-                t = now()
+                t = SYSTEM_CLOCK.now()
                 while self._sent_at and self._sent_at[0][0] <= t - RATE_WINDOW:
                     self._sent_chars -= self._sent_at.popleft()[1]
                 if len(self._sent_at) < PACED_REQUESTS and self._sent_chars + chars <= PACED_CHARS:

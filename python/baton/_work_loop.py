@@ -10,7 +10,7 @@ import collections
 import logging
 from typing import Any, Optional, Protocol
 
-from ._clock import SYSTEM_CLOCK, Clock
+from ._clock import Clock
 from ._run_context import Handler, MessageContext
 from ._run import Run, RunPort
 from ._wire_types import MessageServerFrame
@@ -33,7 +33,7 @@ class Host(RunPort, Protocol):
 
 
 class WorkLoop:
-    def __init__(self, handler: Handler, concurrency: int, host: Host, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, handler: Handler, concurrency: int, host: Host, clock: Clock) -> None:
         self.handler = handler
         self.clock = clock
         self.concurrency = concurrency

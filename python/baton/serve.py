@@ -47,50 +47,93 @@ How it is built (as client/core in TypeScript, module for module): ``_journal_ru
 journal write and what its answer means, without I/O; ``_frame_journal`` is its shell for one run
 (steps, effects, asks, parks, checkpoints, heartbeats); ``_run`` is one run (its cancellation,
 timers, steps in flight, and how it ends); ``_work_loop`` hands messages to runs; ``_serve_core``
-applies the coordinator's frames to the serve lease and the work loop. The socket
-(``_socket``), large values over HTTP (``_run_blobs``) and time (``_clock``) are adapters, which
-is how ``baton.testing`` and the shared transcripts run the same core in memory.
+applies the coordinator's frames to the serve lease and the work loop; ``_run_blobs`` decides what
+a refused upload means. None of them does I/O or reads the time: the socket (``_socket``, the
+``_link.Link`` the core sends through), large values over HTTP (``_http_blobs``) and time
+(``_system_clock``) are adapters that this module wires in, which is how ``baton.testing``, the
+shared transcripts and the core's unit tests run the same core in memory.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket as _socket
+import uuid
 from typing import Any, Callable, Optional
 
 from ._frame_journal import Effect
 from ._handler import Answerer, Message, PersonAnswer
 from ._http import checked_url
+from ._http_blobs import HttpBlobs
 from ._run_context import Handler, MessageContext
 from ._serve_core import ServeCore
 from ._serving import Serving
+from ._socket import Connection
+from ._system_clock import SYSTEM_CLOCK
 from ._wire import LIMITS
+from .errors import BatonError
 
 __all__ = ["Answerer", "Effect", "Handler", "Message", "MessageContext", "PersonAnswer", "ServeHandle", "serve"]
 
 
 class ServeHandle:
-    """A running serve: ``status``, ``await stop()``, and ``done`` (awaitable)."""
+    """A running serve: ``status``, ``await stop()``, and ``done`` (awaitable). It is the shell
+    (client/serve.ts): it wires the socket to the core and runs both in one task group."""
 
-    def __init__(self, serve: ServeCore) -> None:
-        self._serve = serve
+    def __init__(self, core: ServeCore, conn: Connection) -> None:
+        self._core = core
+        self._conn = conn
+        conn.listener = core
+        loop = asyncio.get_running_loop()
+        self._done: asyncio.Future[None] = loop.create_future()
+        self._stopping: Optional[asyncio.Task[None]] = None
+        self._main = loop.create_task(self._serve())
 
     @property
     def status(self) -> dict[str, Any]:
         """{"kind": "connecting" | "standby" | "holder" | "lapsed" | "reconnecting", ...}"""
-        return dict(self._serve.status)
+        return dict(self._core.status)
 
     async def stop(self) -> None:
         """Cancels the running handler and waits for it, releases the lease (a standby takes over
         at once), and closes. Safe to call more than once."""
-        await self._serve.stop()
+        if self._stopping is None:
+            self._stopping = asyncio.get_running_loop().create_task(self._shutdown())
+        await asyncio.shield(self._stopping)
 
     @property
     def done(self) -> "asyncio.Future[None]":
         """Resolves after stop(); raises CoordinatorError when the coordinator refuses for good
         (wrong token, bad agent name): then nothing more is tried."""
-        assert self._serve.done is not None
-        return self._serve.done
+        return self._done
+
+    async def _serve(self) -> None:
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._core.attach(group)
+                try:
+                    await self._conn.run()
+                except Exception as err:
+                    self._conn.stopping = True
+                    await self._core.stop(f"serving ended: {err}", release=False)
+                    raise
+        except BaseExceptionGroup as group:  # refused for good (bad token, bad name), or a bug
+            err = group.exceptions[0] if len(group.exceptions) == 1 else group
+            if isinstance(err, BatonError):  # a refusal in one line, without the internals that met it
+                err.__suppress_context__ = True
+                err = err.with_traceback(None)
+            if not self._done.done():
+                self._done.set_exception(err)
+
+    async def _shutdown(self) -> None:
+        self._conn.stopping = True
+        await self._core.stop("serving stopped", release=True)
+        if self._conn.open:
+            await self._conn.close()
+        self._main.cancel()
+        await asyncio.wait([self._main])
+        if not self._done.done():
+            self._done.set_result(None)
 
 
 def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Optional[str] = None,
@@ -135,9 +178,10 @@ def serve(agent: str, handler: Handler, *, url: str, token: str, machine: Option
         handler = trace_handler(handler, agent, machine)
 
     def start() -> ServeHandle:
-        loop = ServeCore(agent, handler, url, token, machine, runner_id, on_status, on_event, concurrency, priority,
-                         on_message=on_message, cursor=cursor)
-        loop.start()
-        return ServeHandle(loop)
+        conn = Connection(url, token, agent, machine)
+        core = ServeCore(agent, handler, conn, SYSTEM_CLOCK, runner_id or str(uuid.uuid4()), blobs=HttpBlobs(url, token),
+                         concurrency=concurrency, priority=priority, cursor=cursor, on_status=on_status, on_event=on_event,
+                         on_message=on_message)
+        return ServeHandle(core, conn)
 
     return Serving(start)

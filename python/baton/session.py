@@ -26,11 +26,12 @@ import threading
 import uuid
 from typing import Any, Callable, TypeVar
 
-from ._clock import LeaseClock, now
+from ._clock import LeaseClock
 from ._http import arequest_json, checked_url
 from ._wire import LIMITS
 from .errors import BatonError, CoordinatorError, LeaseHeldError, LeaseLostError, UnreachableError
 from ._routes import route_path
+from ._system_clock import SYSTEM_CLOCK
 
 __all__ = ["SessionLease", "session_lease", "run_with_session_lease"]
 
@@ -68,7 +69,7 @@ class SessionLease:
         self._clock = LeaseClock(float(self.ttl))
         self._task: asyncio.Task[Any] | None = None
         self._renewer: asyncio.Task[None] | None = None
-        self._deadline: asyncio.TimerHandle | None = None
+        self._deadline: Callable[[], None] | None = None  # what cancels the deadline timer
         self._finished = False
         self._cancelled_body = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -76,10 +77,10 @@ class SessionLease:
     # -- acquisition -------------------------------------------------------------------------
 
     async def _acquire(self) -> float:
-        started = now()
+        started = SYSTEM_CLOCK.now()
         attempt = 0
         while True:
-            sent = now()
+            sent = SYSTEM_CLOCK.now()
             try:
                 _, grant = await arequest_json(self.url, self._token, "POST", route_path("/leases/{session}/acquire", session=self.session),
                                                {"run_id": self.run_id, "ttl_seconds": self.ttl})
@@ -92,7 +93,7 @@ class SessionLease:
                 blocker: Exception = LeaseHeldError(self.session, exp if isinstance(exp, (int, float)) else None)
             except UnreachableError as err:
                 blocker = err
-            waited = now() - started
+            waited = SYSTEM_CLOCK.now() - started
             if not self.wait or (self.wait_timeout is not None and waited >= self.wait_timeout):
                 raise blocker
             delay = min(_WAIT_MAX, _WAIT_MIN * (2 ** attempt) * (1 + random.random()))
@@ -139,7 +140,7 @@ class SessionLease:
             self.lost = LeaseLostError(f"the lease on {self.session} could not be renewed before it expired", "lapsed")
         self.lost_event.set()
         if self._deadline is not None:
-            self._deadline.cancel()
+            self._deadline()
         if self._renewer is not None and self._renewer is not asyncio.current_task():
             self._renewer.cancel()
         if self._task is not None and not self._task.done():
@@ -148,26 +149,26 @@ class SessionLease:
 
     def _arm_deadline(self) -> None:
         if self._deadline is not None:
-            self._deadline.cancel()
+            self._deadline()
         deadline = self._clock.deadline
         if deadline is None:
             self._lose("lapsed")
             return
 
         def fire() -> None:
-            if not self._clock.valid(now()):
+            if not self._clock.valid(SYSTEM_CLOCK.now()):
                 self._lose("lapsed")
             else:
                 self._arm_deadline()
 
-        self._deadline = asyncio.get_running_loop().call_later(max(0.0, deadline - now()), fire)
+        self._deadline = SYSTEM_CLOCK.after(deadline - SYSTEM_CLOCK.now(), fire)
 
     async def _renew_loop(self) -> None:
         every = self.ttl / 3
-        next_at = now() + every
+        next_at = SYSTEM_CLOCK.now() + every
         while self.lost is None and not self._finished:
-            await asyncio.sleep(max(0.0, next_at - now()))
-            sent = now()
+            await asyncio.sleep(max(0.0, next_at - SYSTEM_CLOCK.now()))
+            sent = SYSTEM_CLOCK.now()
             next_at = sent + every
             deadline = self._clock.deadline
             if deadline is None or not self._clock.valid(sent):
@@ -187,7 +188,7 @@ class SessionLease:
             if self.lost is not None or self._finished:
                 return
             self._apply(grant)
-            self._clock.confirmed(sent, now())
+            self._clock.confirmed(sent, SYSTEM_CLOCK.now())
             self._arm_deadline()
 
     async def check(self) -> bool:
@@ -199,7 +200,7 @@ class SessionLease:
     @property
     def valid(self) -> bool:
         """True while the lease is held and still provable by the local clock."""
-        return self.lost is None and not self._finished and self._clock.may_act(now())
+        return self.lost is None and not self._finished and self._clock.may_act(SYSTEM_CLOCK.now())
 
     # -- the context manager -------------------------------------------------------------------
 
@@ -207,8 +208,8 @@ class SessionLease:
         self._task = asyncio.current_task()
         self._loop = asyncio.get_running_loop()
         sent = await self._acquire()
-        self._clock.confirmed(sent, now())
-        self._clock.hold(now())
+        self._clock.confirmed(sent, SYSTEM_CLOCK.now())
+        self._clock.hold(SYSTEM_CLOCK.now())
         self._arm_deadline()
         self._renewer = asyncio.create_task(self._renew_loop())
         return self
@@ -216,7 +217,7 @@ class SessionLease:
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         self._finished = True
         if self._deadline is not None:
-            self._deadline.cancel()
+            self._deadline()
         if self._renewer is not None:
             self._renewer.cancel()
             await asyncio.wait([self._renewer])

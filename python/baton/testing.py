@@ -31,6 +31,7 @@ from ._run_context import Handler, MessageContext
 from ._journal_rules import refusal
 from ._handler import Answerer, JournalEntry, PersonAnswer
 from ._run import Run
+from ._system_clock import SYSTEM_CLOCK
 from ._wire import valid_client_frame
 from ._wire_types import ClientFrame, MessageServerFrame
 from .errors import LeaseLostError, MessageCancelledError
@@ -200,7 +201,7 @@ class RunEnvironment:
             frame["resume_input"] = resume_input
         if resume_choice is not None:
             frame["resume_choice"] = resume_choice
-        run = self._run = Run(frame, coordinator, self.fence)
+        run = self._run = Run(frame, coordinator, self.fence, SYSTEM_CLOCK)
 
         def kept(value: Any) -> None:
             self.checkpoint = value

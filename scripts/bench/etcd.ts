@@ -5,7 +5,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../test/e2e/wrangler-dev.ts";
+import { freePort, isPortLost, PortLost, retryLostPort } from "../../test/e2e/wrangler-dev.ts";
 
 export interface EtcdServer {
   url: string;
@@ -25,8 +25,12 @@ export function ensureEtcdInstalled(): void {
   if (r.status !== 0 || !existsSync("/usr/bin/etcd")) throw new Error("installing etcd-server failed");
 }
 
-/** Starts one etcd member on 127.0.0.1; resolves once it answers. */
-export async function startEtcd(): Promise<EtcdServer> {
+/** Starts one etcd member on 127.0.0.1; resolves once it answers. A port lost before etcd binds it: new ports. */
+export function startEtcd(): Promise<EtcdServer> {
+  return retryLostPort(startEtcdOnce);
+}
+
+async function startEtcdOnce(): Promise<EtcdServer> {
   const [client, peer] = [await freePort(), await freePort()];
   const dataDir = mkdtempSync(join(tmpdir(), "baton-bench-etcd-"));
   const url = `http://127.0.0.1:${client}`;
@@ -51,7 +55,10 @@ export async function startEtcd(): Promise<EtcdServer> {
   };
   const deadline = Date.now() + 20_000;
   for (;;) {
-    if (proc.exitCode !== null) throw new Error(`etcd exited ${proc.exitCode}: ${errOut}`);
+    if (proc.exitCode !== null) {
+      await stop();
+      throw new (isPortLost(errOut) ? PortLost : Error)(`etcd exited ${proc.exitCode}: ${errOut}`);
+    }
     try {
       const res = await fetch(`${url}/version`);
       if (res.ok) {

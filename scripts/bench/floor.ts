@@ -4,14 +4,19 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../test/e2e/wrangler-dev.ts";
+import { freePort, isPortLost, PortLost, retryLostPort } from "../../test/e2e/wrangler-dev.ts";
 
 export interface FloorServer {
   url: string;
   stop(): Promise<void>;
 }
 
-export async function startFloor(root: string, timeoutMs = 60_000): Promise<FloorServer> {
+/** A port found free can be taken before wrangler binds it: then it starts again on new ports. */
+export function startFloor(root: string, timeoutMs = 60_000): Promise<FloorServer> {
+  return retryLostPort(() => startFloorOnce(root, timeoutMs));
+}
+
+async function startFloorOnce(root: string, timeoutMs: number): Promise<FloorServer> {
   const [port, inspector] = [await freePort(), await freePort()];
   const persistDir = mkdtempSync(join(tmpdir(), "baton-bench-floor-"));
   const proc = spawn(join(root, "node_modules/.bin/wrangler"), [
@@ -47,7 +52,12 @@ export async function startFloor(root: string, timeoutMs = 60_000): Promise<Floo
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (proc.exitCode !== null) throw new Error(`floor wrangler dev exited ${proc.exitCode}:\n${out}`);
+    // wrangler may print that it lost a port and go on running, serving nothing of ours.
+    if (proc.exitCode !== null || isPortLost(out)) {
+      const failure = `floor wrangler dev exited ${proc.exitCode ?? "(stopped)"}:\n${out}`;
+      await stop();
+      throw isPortLost(out) ? new PortLost(failure) : new Error(failure);
+    }
     try {
       if ((await fetch(`${url}/health`)).ok) return { url, stop };
     } catch {

@@ -6,10 +6,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { OutputPage } from "../../worker/wire/output.ts";
-import { getJson, serveFixture, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { getJson, sharedServeFixture, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
-const fx = serveFixture();
+const fx = sharedServeFixture();
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const c of children.splice(0)) c.kill("SIGTERM");

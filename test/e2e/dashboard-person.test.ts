@@ -33,7 +33,9 @@ const BATON_BIN = join(ROOT, "dist/cli/main.js");
 
 // Started here, not in beforeAll: whether the coordinator has token scopes (GET /whoami) decides
 // below whether the read-only test can run at all.
-const dev: DevServer = await startWranglerDev({ vars: { BATON_TOKENS: `dev:${sha(DEV_TOKEN)},dev:bob:answer:${sha(BOB)}` } });
+// READER (scope read) is here too: the read-only test watches this account, every earlier test's
+// agents included, instead of one of its own on a second server.
+const dev: DevServer = await startWranglerDev({ vars: { BATON_TOKENS: `dev:${sha(DEV_TOKEN)},dev:bob:answer:${sha(BOB)},dev:wall:read:${sha(READER)}` } });
 
 let browser: BrowserContext;
 let profileDir: string;
@@ -619,28 +621,23 @@ describe("a person in the loop on the dashboard", () => {
   });
 
   it("a read-only token (scope read, from BATON_TOKENS) sees no buttons", async () => {
-    const scoped = await startWranglerDev({ vars: { BATON_TOKENS: `dev:${sha(DEV_TOKEN)},dev:wall:read:${sha(READER)}` } });
-    try {
-      const agent = "scoped-watch";
-      const runner = serve(agent, async (_m, ctx) => `ok ${(await ctx.ask("Proceed?")).choice}`, { url: scoped.url, token: DEV_TOKEN, machine: "scoped-box" });
-      handles.push(runner);
-      const res = await fetch(`${scoped.url}/agents/${agent}/messages`, {
-        method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ text: "look only" }),
-      });
-      const { id } = (await res.json()) as { id: number };
-      const page = await browser.newPage();
-      await page.goto(scoped.url);
-      await page.evaluate((t) => localStorage.setItem("baton.token", t), READER);
-      await page.reload();
-      await page.locator('#status[data-state="live"]', { hasText: "read-only token" }).waitFor();
-      await ask(page, agent, id).locator('[data-role="question"]', { hasText: "Proceed?" }).waitFor();
-      await card(page, agent).locator('[data-role="holder"]').waitFor();
-      await expect(page.locator('[data-action], [data-role="answer-form"], [data-role="send"]:visible, [data-role="actions"]').count()).resolves.toBe(0);
-      await page.evaluate(() => localStorage.removeItem("baton.token"));
-      await page.close();
-      await runner.stop();
-    } finally {
-      await scoped.stop();
-    }
+    const agent = "scoped-watch";
+    const runner = serve(agent, async (_m, ctx) => `ok ${(await ctx.ask("Proceed?")).choice}`, { url: dev.url, token: DEV_TOKEN, machine: "scoped-box" });
+    handles.push(runner);
+    const res = await fetch(`${dev.url}/agents/${agent}/messages`, {
+      method: "POST", headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ text: "look only" }),
+    });
+    const { id } = (await res.json()) as { id: number };
+    const page = await browser.newPage();
+    await page.goto(dev.url);
+    await page.evaluate((t) => localStorage.setItem("baton.token", t), READER);
+    await page.reload();
+    await page.locator('#status[data-state="live"]', { hasText: "read-only token" }).waitFor();
+    await ask(page, agent, id).locator('[data-role="question"]', { hasText: "Proceed?" }).waitFor();
+    await card(page, agent).locator('[data-role="holder"]').waitFor();
+    await expect(page.locator('[data-action], [data-role="answer-form"], [data-role="send"]:visible, [data-role="actions"]').count()).resolves.toBe(0);
+    await page.evaluate(() => localStorage.removeItem("baton.token"));
+    await page.close();
+    await runner.stop();
   });
 });

@@ -11,9 +11,10 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { BATON_PROTOCOL, tokenProtocol } from "../../worker/wire/token-protocol.ts";
+import { resetBrowser } from "./browser-reset.ts";
 import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
 const CHROMIUM_ARGS = [
@@ -150,6 +151,8 @@ beforeAll(async () => {
     viewport: { width: 1100, height: 820 },
   });
 });
+
+afterEach(() => resetBrowser(browser, dev?.url));
 
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.close()));

@@ -236,8 +236,8 @@ export function serveFixture(vars: Record<string, string> = {}): ServeFixture {
 }
 
 /**
- * serveFixture's settings on the one `wrangler dev` the e2e project starts, with
- * BATON_TEST_SHARED_DEV=1, for every file that shares it (shared-dev.global.ts; else as serveFixture): for files that only talk to agents of their own and never stop,
+ * serveFixture's settings on the one `wrangler dev` the e2e project starts (unless
+ * BATON_TEST_SHARED_DEV=0), for every file that shares it (shared-dev.global.ts; else as serveFixture): for files that only talk to agents of their own and never stop,
  * crash or restart the coordinator. Serve processes pushed to `started` are stopped after each test.
  */
 export function sharedServeFixture(): { readonly dev: { readonly url: string }; readonly started: ServeProc[] } {

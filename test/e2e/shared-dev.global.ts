@@ -1,8 +1,9 @@
-// With BATON_TEST_SHARED_DEV=1: one `wrangler dev` for the end-to-end files that only need serveFixture's settings (2 s
-// heartbeat TTL, 1 s presence scan) and keep to agents of their own (uniqueAgent): they share it
-// through `sharedServeFixture()` instead of starting one each (a start-up is 3-4 s on a quiet
+// One `wrangler dev` for the end-to-end files that only need serveFixture's settings (2 s heartbeat
+// TTL, 1 s presence scan) and keep to agents of their own (uniqueAgent): they share it through
+// `sharedServeFixture()` instead of starting one each (a start-up is 3-4 s of a core on a quiet
 // two-core machine, more on a busy one). Files that crash or restart their coordinator, set other
-// variables, or read the whole account (the directory, account webhooks, the dashboard) keep their own.
+// variables, or read the whole account (the directory, account webhooks, the dashboard) keep their
+// own. BATON_TEST_SHARED_DEV=0 gives every file a server of its own again.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
@@ -12,16 +13,16 @@ export const SHARED_SERVE_VARS = { BATON_HEARTBEAT_TTL_SECONDS: "2", BATON_PRESE
 
 declare module "vitest" {
   export interface ProvidedContext {
-    /** The shared wrangler dev's URL (BATON_TEST_SHARED_DEV=1; else absent). */
+    /** The shared wrangler dev's URL (absent with BATON_TEST_SHARED_DEV=0). */
     sharedDevUrl?: string;
   }
 }
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
-  // Opt-in until it is shown not to cost a flake: on a machine loaded to ~18 (load average), two
-  // runs of ten files on one shared server each lost a request ("other side closed") that their own
-  // servers had not lost in a run under the same load. Without it, each file starts its own.
-  if (process.env.BATON_TEST_SHARED_DEV !== "1") return undefined;
+  // Two loaded runs once lost a request each on it ("other side closed"); so did files on servers
+  // of their own: a test that blocked its event loop past the keep-alive wrote on a connection the
+  // server had closed. test/e2e/setup.ts gives every request a connection of its own.
+  if (process.env.BATON_TEST_SHARED_DEV === "0") return undefined;
   const dev = await startWranglerDev({ vars: SHARED_SERVE_VARS });
   project.provide("sharedDevUrl", dev.url);
   return async () => {

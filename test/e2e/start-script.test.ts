@@ -11,7 +11,7 @@ import { delimiter, dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { BIN } from "./serve-helpers.ts";
 import { createServer, type AddressInfo } from "node:net";
-import { DEV_TOKEN, freePort, ROOT, startWranglerDev } from "./wrangler-dev.ts";
+import { DEV_TOKEN, freePort, isPortLost, PortLost, retryLostPort, ROOT, startWranglerDev } from "./wrangler-dev.ts";
 
 let stop: (() => void) | null = null;
 afterEach(() => {
@@ -22,8 +22,19 @@ afterEach(() => {
 /** PATH without any directory holding a `baton`, so the run below sees none linked. */
 const PATH_WITHOUT_BATON = (process.env.PATH ?? "").split(delimiter).filter((d) => d && !existsSync(join(d, "baton"))).join(delimiter);
 
-/** `npm start -- --port P …` until its "try it" lines are out; resolves to everything it printed. */
-async function start(port: number, path: string): Promise<string> {
+/**
+ * `npm start -- --port P …` on a port free right now, until its "try it" lines are out; resolves to
+ * the port and everything it printed. A port taken before wrangler binds it (lanes run beside) is
+ * tried again on another.
+ */
+function start(path: string): Promise<{ port: number; out: string }> {
+  return retryLostPort(async () => {
+    const port = await freePort();
+    return { port, out: await startOn(port, path) };
+  });
+}
+
+async function startOn(port: number, path: string): Promise<string> {
   const proc = spawn(process.execPath, ["scripts/start.mjs", "--port", String(port), "--persist-to", mkdtempSync(join(tmpdir(), "baton-start-"))], {
     cwd: ROOT, env: { ...process.env, PATH: path, BATON_URL: "", BATON_TOKEN: "" }, stdio: ["ignore", "pipe", "pipe"], detached: true,
   });
@@ -41,7 +52,11 @@ async function start(port: number, path: string): Promise<string> {
       out += d;
       if (/send reviewer.*\n(.*\n)*\n/.test(out)) resolve();
     });
-    proc.once("exit", (code) => reject(new Error(`npm start exited ${code}:\n${out}`)));
+    proc.once("exit", (code) => {
+      const failure = `npm start exited ${code}:\n${out}`;
+      // Its own check ("taken by another program", "already runs at") or wrangler's bind.
+      reject(/is taken by another program|a baton coordinator already runs at/.test(out) || isPortLost(out) ? new PortLost(failure) : new Error(failure));
+    });
   });
   return out;
 }
@@ -54,8 +69,7 @@ function sendWords(line: string, cli: string): string[] {
 
 describe("npm start on another port", () => {
   it("prints try-it lines that carry the URL, the printed send reaches that coordinator, and a line says how to link a faster baton", async () => {
-    const port = await freePort();
-    const out = await start(port, PATH_WITHOUT_BATON);
+    const { port, out } = await start(PATH_WITHOUT_BATON);
     const url = `http://127.0.0.1:${port}`;
     const tryIt = out.split("\n").filter((l) => l.includes("npx baton "));
     expect(tryIt).toHaveLength(3);
@@ -89,8 +103,7 @@ describe("npm start on another port", () => {
     mkdirSync(join(prefix, "bin"));
     symlinkSync("../lib/node_modules/baton-client/dist/cli/main.js", join(prefix, "bin/baton"));
     const path = `${join(prefix, "bin")}${delimiter}${PATH_WITHOUT_BATON}`;
-    const port = await freePort();
-    const out = await start(port, path);
+    const { out } = await start(path);
     const tryIt = out.split("\n").filter((l) => /^baton: (try it)? +baton (serve|send) /.test(l));
     expect(tryIt).toHaveLength(3);
     expect(out).not.toContain("npx baton");

@@ -54,19 +54,29 @@ const PORT_ATTEMPTS = 5;
  */
 export async function startWranglerDev(opts: DevOptions = {}): Promise<DevServer> {
   const t0 = Date.now();
+  let attempts = 0;
+  const dev = await retryLostPort(() => (attempts++, startOnce(opts)), opts.port === undefined ? PORT_ATTEMPTS : 2);
+  recordStart(t0, attempts);
+  return dev;
+}
+
+/** A server exited because a port it was given was taken when it came to bind it. */
+export class PortLost extends Error {}
+
+/**
+ * Runs `start` (which picks its ports afresh each time) again while it throws PortLost, at most
+ * `attempts` times in all: every test or benchmark server on a port found free goes through here
+ * (wrangler dev, the bench's floor probe and etcd, `npm start` in start-script.test.ts).
+ */
+export async function retryLostPort<T>(start: () => Promise<T>, attempts = PORT_ATTEMPTS): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const dev = await startOnce(opts);
-      recordStart(t0, attempt);
-      return dev;
+      return await start();
     } catch (err) {
-      if (!(err instanceof PortLost) || attempt >= PORT_ATTEMPTS || (opts.port !== undefined && attempt >= 2)) throw err;
+      if (!(err instanceof PortLost) || attempt >= attempts) throw err;
     }
   }
 }
-
-/** wrangler dev exited because a port it was given was taken when it came to bind it. */
-export class PortLost extends Error {}
 
 export const isPortLost = (output: string) => /Address already in use|EADDRINUSE/i.test(output);
 

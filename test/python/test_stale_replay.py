@@ -12,6 +12,7 @@ import pytest
 from baton import LeaseLostError
 from baton._frame_journal import effect, step
 from baton._run import Run
+from baton._system_clock import SYSTEM_CLOCK
 
 
 class NeverWrites:
@@ -38,7 +39,7 @@ def handed_out() -> Run:
             {"name": "mail", "kind": "effect", "status": "done", "value": "sent-by-other", "on_unknown": "ask", "attempt": 1},
         ],
     }
-    return Run(frame, NeverWrites())
+    return Run(frame, NeverWrites(), -1, SYSTEM_CLOCK)
 
 
 def test_a_run_holding_its_message_replays_the_recorded_result():

@@ -11,7 +11,7 @@ import itertools
 from typing import Any, Callable, Optional
 
 from baton import WaitingForPersonError
-from baton._socket import NotConnected
+from baton._link import NotConnected
 from baton._serve_core import ServeCore
 from baton._wire import valid_client_frame, valid_server_frame
 
@@ -36,6 +36,10 @@ class FakeClock:
         heapq.heappush(self._timers, (self.t + max(0.0, delay), ident, fn))
         return lambda: self._cancelled.add(ident)
 
+    def timers(self) -> list[float]:
+        """When each armed timer is due, soonest first."""
+        return sorted(at for at, ident, _ in self._timers if ident not in self._cancelled)
+
     def advance(self, seconds: float) -> None:
         until = self.t + seconds
         while self._timers and self._timers[0][0] <= until:
@@ -47,13 +51,13 @@ class FakeClock:
 
 
 class FakeLink:
-    """The connection as the serve loop sees it: what it sends is queued for the script to match."""
+    """The connection as the serve core sees it (``_link.Link``): what it sends is queued for the script to match."""
 
     def __init__(self) -> None:
         self.ttl = 60.0
-        self.fence: Optional[int] = None
-        self.stopping = False
         self.is_open = False
+        #: Why the core asked to dial again, each time it did.
+        self.reconnects: list[str] = []
         self.sent: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._reqs = itertools.count(1)
@@ -61,9 +65,6 @@ class FakeLink:
     @property
     def open(self) -> bool:
         return self.is_open
-
-    def set_ttl(self, ttl: float) -> None:
-        self.ttl = ttl
 
     async def send(self, frame: dict[str, Any]) -> bool:
         if not self.is_open:
@@ -97,14 +98,9 @@ class FakeLink:
                 fut.set_exception(NotConnected("connection closed"))
         self._pending.clear()
 
-    def drop(self, reason: str, reconnect_now: bool = False) -> None:
+    def reconnect_now(self, reason: str) -> None:
+        self.reconnects.append(reason)
         self.close_now()
-
-    async def close(self) -> None:
-        self.close_now()
-
-    async def run(self) -> None:
-        raise AssertionError("the replay drives the link itself")
 
 
 def scripted_handler(actions: list[dict[str, Any]], calls: list[str]) -> Callable[..., Any]:
@@ -205,9 +201,8 @@ async def replay(transcript: dict[str, Any]) -> list[str]:
     runner = transcript["runner"]
     calls: list[str] = []
     link, clock, names = FakeLink(), FakeClock(), {}
-    loop = ServeCore(transcript["agent"], scripted_handler(transcript["handler"], calls), "http://transcript.invalid", "t", "m",
-                     runner["runner_id"], None, None, runner.get("concurrency", 1), runner.get("priority", 0),
-                     cursor=runner.get("cursor", 0), link=link, clock=clock)
+    loop = ServeCore(transcript["agent"], scripted_handler(transcript["handler"], calls), link, clock, runner["runner_id"],
+                     concurrency=runner.get("concurrency", 1), priority=runner.get("priority", 0), cursor=runner.get("cursor", 0))
     async with asyncio.TaskGroup() as group:
         loop.attach(group)
         for i, entry in enumerate(transcript["script"]):
@@ -245,6 +240,6 @@ async def replay(transcript: dict[str, Any]) -> list[str]:
         await _until(lambda: not loop.work.tasks, f"runs still going at the end: {calls}")
         await _turns()
         assert link.sent.empty(), f"the core sent {link.sent.get_nowait()} after the script ended"
-        loop.conn.stopping = loop.work.stopping = True
+        loop.work.stopping = True
         link.close_now()  # ends the history replay if it still waits
     return calls

@@ -103,12 +103,13 @@ describe("ServeSession", () => {
 
   it("runs each run:true message once, in order, and posts stdout as its reply under the message's token", async () => {
     const { url, conns } = await standIn((conn) => {
-      conn.ws.send(JSON.stringify({ type: "welcome", agent: "a", heartbeat_ttl_ms: 3000, limits: {} }));
+      // A TTL far above what two commands take on a loaded machine: this test is about order and replies, not expiry.
+      conn.ws.send(JSON.stringify({ type: "welcome", agent: "a", heartbeat_ttl_ms: 30_000, limits: {} }));
       conn.ws.on("message", (data) => {
         const frame = JSON.parse(data.toString()) as Record<string, unknown>;
         if (frame.type === "ping") conn.ws.send('{"type":"pong"}');
         if (frame.type === "serve_lease") {
-          conn.ws.send(JSON.stringify({ type: "serve_lease", held: true, fence: 4, claim_seq: 1, position: 0, ttl_ms: 3000, holder: null, checkpoint: { n: 1 } }));
+          conn.ws.send(JSON.stringify({ type: "serve_lease", held: true, fence: 4, claim_seq: 1, position: 0, ttl_ms: 30_000, holder: null, checkpoint: { n: 1 } }));
           for (const id of [1, 2, 2]) conn.ws.send(JSON.stringify({ type: "message", id, text: `m${id}`, attempt: 1, created_at: 0, run: true, token: 10 + id }));
           conn.ws.send(JSON.stringify({ type: "message", id: 3, text: "seen only", attempt: 1, created_at: 0, run: false }));
         }
@@ -123,7 +124,7 @@ describe("ServeSession", () => {
     });
     const script = `read t; n=$(node -e "process.stdout.write(String(JSON.parse(require('fs').readFileSync(process.env.BATON_CHECKPOINT,'utf8')).n))"); echo "{\\"n\\":$((n+1))}" > "$BATON_CHECKPOINT"; echo "$t/$BATON_MESSAGE_ID/$BATON_FENCE/$n"`;
     const s = session(url, "/bin/sh", ["-c", script]);
-    await s.waitFor(/ran message 2/);
+    await s.waitFor(/ran message 2/, 30_000); // two commands that each start node
     const posted = conns[0]!.frames.map(({ req: _req, ...f }) => f);
     expect(posted.filter((f) => f.type === "reply")).toEqual([
       { type: "reply", id: 1, token: 11, key: "1:reply", text: "m1/1/4/1\n" },

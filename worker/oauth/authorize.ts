@@ -15,6 +15,8 @@ import { SCOPES, type Scope } from "../wire/token-scopes.ts";
 import { problemResponse, signInResponse } from "./page.ts";
 import { NOT_HERE, OAUTH_PATHS, oauthApi } from "./server.ts";
 
+/** How many of the account's grants a sign-in reads to find the one it replaces. */
+const GRANTS_SCANNED = 500;
 /** A sign-in form is a token, a few scopes, a few agent names and the original query: far below this. */
 const FORM_BYTES = 16 * 1024;
 
@@ -58,6 +60,24 @@ async function showPage(api: OAuthHelpers, authRequest: AuthRequest, query: stri
   }, headers, form.error === undefined ? 200 : 400);
 }
 
+/**
+ * The grants of this client that the same token (by name) approved in the account: what a new
+ * approval replaces. A grant another token approved stays: approving never ends someone else's.
+ */
+async function ownGrantsOf(api: OAuthHelpers, account: string, clientId: string, signerName: string): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  let read = 0;
+  do {
+    const page = await api.listUserGrants(account, { limit: 100, ...(cursor === undefined ? {} : { cursor }) });
+    ids.push(...page.items.filter((g) => g.clientId === clientId && (g.metadata as Partial<GrantMetadata> | undefined)?.signerName === signerName).map((g) => g.id));
+    read += page.items.length;
+    cursor = page.cursor;
+    // Each grant listed is a KV read, and an invocation has 1000: past this, an older grant of the host stays listed and revocable.
+  } while (cursor !== undefined && read < GRANTS_SCANNED);
+  return ids;
+}
+
 /** Answers GET and POST /authorize; other methods are 405. */
 export async function authorizeRoute(request: Request, env: Env, entries: TokenEntry[], allowedOrigins: ReadonlySet<string>): Promise<Response> {
   const api = oauthApi(request, env);
@@ -96,7 +116,10 @@ export async function authorizeRoute(request: Request, env: Env, entries: TokenE
     const details = await api.describeConsent(approved.request);
     const props: GrantProps = { account: signer.account, signer: bytesToHex(await sha256(token)), signerName: signer.tokenName, agents: agents.value };
     const metadata: GrantMetadata = { signerName: signer.tokenName, agents: agents.value, clientName: details.clientName === details.clientId ? null : details.clientName };
-    const { redirectTo } = await api.completeAuthorization({ request: approved.request, userId: signer.account, metadata, scope: scopes.value, props });
+    const replaced = await ownGrantsOf(api, signer.account, approved.request.clientId, signer.tokenName);
+    // Not the provider's replacement, which ends every grant of the client in the account: another token's too.
+    const { redirectTo } = await api.completeAuthorization({ request: approved.request, userId: signer.account, metadata, scope: scopes.value, props, revokeExistingGrants: false });
+    await Promise.allSettled(replaced.map((id) => api.revokeGrant(id, signer.account)));
     approved.headers.set("location", redirectTo);
     return new Response(null, { status: 302, headers: approved.headers });
   } catch (err) {

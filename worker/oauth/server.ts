@@ -9,6 +9,7 @@
 import { OAuthAuthorizationServer, OAuthResourceServer, type OAuthHelpers } from "@cloudflare/workers-oauth-provider";
 import { callerByHash, type TokenEntry } from "../auth.ts";
 import type { Env } from "../env.ts";
+import { readBody } from "../objects/http.ts";
 import { grantCaller, type GrantProps } from "../rules/oauth-grants.ts";
 import type { Caller } from "../scopes.ts";
 import { errorResponse } from "../wire/protocol.ts";
@@ -79,13 +80,22 @@ export function isProviderPath(pathname: string): boolean {
     || pathname === OAUTH_PATHS.resourceMetadata || pathname.startsWith(`${OAUTH_PATHS.resourceMetadata}/`);
 }
 
+/**
+ * A registration or token request is a few hundred bytes; registration takes no token, so a
+ * larger body is refused before the provider reads or stores it (413, as on every route).
+ */
+const PROVIDER_BODY_BYTES = 16 * 1024;
+
 /** Answers a provider path: the protected-resource document, or the authorization server's endpoints. */
 export async function providerResponse(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   const url = new URL(request.url);
   const found = rolesFor(url.origin);
   if (found === null) return errorResponse(404, "not_found", NOT_HERE);
   const { authorization, resource } = found;
-  return url.pathname.startsWith(OAUTH_PATHS.resourceMetadata) ? resource.fetch(request, env, ctx) : authorization.fetch(request, env, ctx);
+  if (url.pathname.startsWith(OAUTH_PATHS.resourceMetadata)) return resource.fetch(request, env, ctx);
+  const body = await readBody(request, PROVIDER_BODY_BYTES);
+  if (!body.ok) return body.response;
+  return authorization.fetch(new Request(request, request.body ? { body: body.bytes } : {}), env, ctx);
 }
 
 /** The provider's helpers (parse and complete authorizations, list and revoke grants) for the origin a request came to. */

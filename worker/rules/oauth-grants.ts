@@ -62,20 +62,31 @@ export interface GrantProps {
   agents: string[] | null;
 }
 
-/** How an OAuth caller is named in records (who answered, who cancelled): the signing token's name after `oauth.`. */
+const OAUTH_NAME_PREFIX = "oauth.";
+
+/** How an OAuth caller is named in records (who answered, who cancelled): the signing token's name after `oauth.`, whole. */
 export function oauthTokenName(signerName: string): string {
-  return `oauth.${signerName}`.slice(0, 64);
+  return `${OAUTH_NAME_PREFIX}${signerName}`;
+}
+
+/**
+ * The person a caller's name stands for when people are counted (rules/quorum.ts): an OAuth
+ * caller is the token that signed its grant in, so one token is one person however it comes.
+ */
+export function personOf(tokenName: string): string {
+  return tokenName.startsWith(OAUTH_NAME_PREFIX) ? tokenName.slice(OAUTH_NAME_PREFIX.length) : tokenName;
 }
 
 /**
  * The caller an OAuth access token stands for, in the shape every route's scope check reads, or
  * null when the token that signed the grant in is no longer configured (or no longer of that
- * account). Its scopes are the grant's that the signing token still has, read implied.
+ * account). Its scopes are the grant's that the signing token still has, read implied (all of them for admin).
  */
 export function grantCaller(props: GrantProps, grantScope: readonly string[], signer: Caller | null): Caller | null {
   if (signer === null || signer.account !== props.account) return null;
-  const granted = SCOPES.filter((scope) => grantScope.includes(scope) && signer.scopes.includes(scope));
-  const scopes = SCOPES.filter((scope) => scope === "read" || granted.includes(scope));
+  // As for a baton token (scopes.ts grantedScopes): admin grants every scope, and every scope grants read.
+  const asked = grantScope.includes("admin") ? SCOPES : SCOPES.filter((scope) => scope === "read" || grantScope.includes(scope));
+  const scopes = asked.filter((scope) => scope === "read" || signer.scopes.includes(scope));
   return { account: props.account, tokenName: oauthTokenName(props.signerName), scopes, ...(props.agents === null ? {} : { agents: props.agents }) };
 }
 

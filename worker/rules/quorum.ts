@@ -1,7 +1,9 @@
 // A question that needs several people: each person's answer is a vote kept with the question
-// until enough distinct people (token names) decide it. Pure: the question and its votes in, the
+// until enough distinct people (token names; an OAuth caller is the token that signed it in,
+// oauth-grants.ts personOf) decide it. Pure: the question and its votes in, the
 // outcome out. `questionOutcome` is what everything else reads ("is it approved?"); a question
 // without needs, reject_needs or approvers is decided by its first answer, as before.
+import { personOf } from "./oauth-grants.ts";
 
 /** One person's answer kept with an open question: who (the token's name), when, what. */
 export interface Vote {
@@ -59,14 +61,14 @@ export function questionOutcome(q: Quorum): QuestionOutcome {
   };
 }
 
-/** Each token's latest vote, in the order of those votes. */
+/** Each person's latest vote, in the order of those votes (a token and its OAuth grants are one person). */
 export function latestVotes(votes: readonly Vote[]): Vote[] {
-  const byToken = new Map<string, Vote>();
+  const byPerson = new Map<string, Vote>();
   for (const v of votes) {
-    byToken.delete(v.token);
-    byToken.set(v.token, v);
+    byPerson.delete(personOf(v.token));
+    byPerson.set(personOf(v.token), v);
   }
-  return [...byToken.values()];
+  return [...byPerson.values()];
 }
 
 export type VoteResult = { ok: true; votes: Vote[]; outcome: QuestionOutcome } | { ok: false; message: string };
@@ -79,6 +81,6 @@ export function castVote(q: Quorum, vote: Vote): VoteResult {
   if (q.approvers !== null && !q.approvers.includes(vote.token)) {
     return { ok: false, message: `token ${JSON.stringify(vote.token)} is not among this question's approvers (${q.approvers.join(", ")})` };
   }
-  const votes = [...q.votes.filter((v) => v.token !== vote.token), vote];
+  const votes = [...q.votes.filter((v) => personOf(v.token) !== personOf(vote.token)), vote];
   return { ok: true, votes, outcome: questionOutcome({ ...q, votes }) };
 }

@@ -21,6 +21,21 @@ export function canonicalJson(value: unknown): string {
   throw new TypeError(`approval arguments are JSON: a ${typeof value} is not`);
 }
 
+/**
+ * The first number in `value` at or beyond ±2^53, or null. JSON parsing rounds such integers
+ * (9007199254740993 is read as ...992), so two arguments a runner holds apart would share one
+ * canonical form and one digest: approval arguments carry them as strings.
+ */
+export function inexactNumber(value: unknown): number | null {
+  if (typeof value === "number") return Math.abs(value) > Number.MAX_SAFE_INTEGER ? value : null;
+  if (typeof value !== "object" || value === null) return null;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) {
+    const found = inexactNumber(item);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
 /** The digest a permit is bound to: SHA-256 of the canonical JSON's UTF-8 bytes, 64 hex digits. */
 export function argsDigest(canonical: string): string {
   return sha256Hex(new TextEncoder().encode(canonical));

@@ -4,7 +4,7 @@ import * as z from "zod/mini";
 import type { ErrorCode } from "./error-codes.ts";
 import type { ServerFrame } from "./server-frames.ts";
 import { EFFECT_KEY_CHARS } from "./step-keys.ts";
-import { canonicalJson } from "./approvals.ts";
+import { canonicalJson, inexactNumber } from "./approvals.ts";
 import { TOKEN_NAME } from "./token-scopes.ts";
 import { batchRefusal, OUTPUT_LIMITS, outputFrameSchema } from "./output.ts";
 import { ON_BUSY, ON_DEADLINE, ON_UNKNOWN, POLICY_MODES, RESUME_OUTCOMES, STEP_PHASES } from "./enums.ts";
@@ -411,6 +411,10 @@ export function approvalRefusal(kind: string, phase: string, approve: EffectAppr
     canonical = canonicalJson(approve.args);
   } catch (err) {
     return { code: "bad_request", message: (err as Error).message };
+  }
+  const inexact = inexactNumber(approve.args);
+  if (inexact !== null) {
+    return { code: "bad_request", message: `approve.args holds ${inexact}, beyond what a JSON number carries exactly (±2^53): send it as a string` };
   }
   return byteLength(canonical) > LIMITS.approveArgsBytes ? { code: "too_large", message: `approve.args is canonical JSON of at most ${LIMITS.approveArgsBytes} bytes` } : null;
 }
