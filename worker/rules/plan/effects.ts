@@ -68,9 +68,9 @@ function outageEffects(s: AgentSnapshot, transition: Transition | null, lostAt: 
     report = noHolderEvent(outage, due);
     outage = { ...outage, notified: true };
   }
-  if (outage.since !== before.since || outage.notified !== before.notified) {
-    out.push({ type: "store_outage", outage, askAccount: transition !== null && outage.since !== null && !outage.notified });
-  }
+  // A transition during an unreported outage needs its threshold known (the account's webhook's, fetched when old).
+  const askAccount = transition !== null && outage.since !== null && !outage.notified;
+  if (askAccount || outage.since !== before.since || outage.notified !== before.notified) out.push({ type: "store_outage", outage, askAccount });
   if (report !== null && s.webhooks.keeps) out.push({ type: "webhook", facts: report });
   return out;
 }
