@@ -16,7 +16,7 @@ import { answerOf, askPerson, plainChoices, waitForAnswer, type PersonAnswer } f
 import { outputPageSchema } from "../worker/wire/output.ts";
 import { leaseGrantSchema, leaseReleasedSchema, messageViewSchema, presenceSchema, type MessageView } from "../worker/wire/http-responses.ts";
 import type { OnDeadline } from "../worker/wire/enums.ts";
-import { AGENT_NAME, LIMITS, RUN_ID } from "../worker/wire/protocol.ts";
+import { AGENT_NAME, LIMITS, questionSchema, RUN_ID } from "../worker/wire/protocol.ts";
 import { routePath } from "../worker/wire/routes.ts";
 
 export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -85,6 +85,10 @@ export const askShape = {
   deadline_seconds: z.optional(z.int().check(z.gte(LIMITS.parkDeadlineSeconds.min), z.lte(LIMITS.parkDeadlineSeconds.max))),
   // No approve: a deadline that approves would let the model's own question approve itself.
   on_deadline: z.optional(z.enum(["fail", "reject", "escalate"] satisfies OnDeadline[])),
+  // Several people, as a question takes them (wire/protocol.ts; the coordinator checks them together: no choices above one approval, no more needed than named).
+  needs: questionSchema.shape.needs,
+  approvers: questionSchema.shape.approvers,
+  reject_needs: questionSchema.shape.reject_needs,
   wait_seconds: z.optional(z.number().check(z.gte(0), z.lte(MAX_WAIT_SECONDS))),
 };
 export const sendShape = {
@@ -93,7 +97,7 @@ export const sendShape = {
   wait_seconds: z.optional(z.number().check(z.gte(0), z.lte(MAX_WAIT_SECONDS))),
 };
 const agentShape = { agent: z.string().check(z.regex(AGENT_NAME)) };
-// Built once per process: the remote server makes its tools anew for every request.
+// Built once per process.
 // messageId: the name ask's result used before it said message_id; still taken.
 const getAnswerShape = { message_id: z.optional(z.int().check(z.gte(1))), messageId: z.optional(z.int().check(z.gte(1))) };
 const getOutputShape = {
@@ -108,13 +112,13 @@ const ttlShape = { ttl_seconds: z.optional(z.int().check(z.gte(LIMITS.leaseTtlSe
 const acquireShape = { ...sessionShape, run_id: z.optional(runIdSchema), ...ttlShape };
 const renewShape = { ...sessionShape, run_id: runIdSchema, ...ttlShape };
 const releaseShape = { ...sessionShape, run_id: runIdSchema };
-const agentOnly = z.object(agentShape);
 
 
 /** Posts the question of an `ask` call; resolves with its message id. */
 export function postQuestion(agent: string, args: z.output<z.ZodMiniObject<typeof askShape>>, conn: Connection, key: string | undefined): Promise<number> {
   return askPerson(agent, {
     text: args.question, choices: plainChoices(args.choices ?? []), deadlineSeconds: args.deadline_seconds, onDeadline: args.on_deadline,
+    needs: args.needs, approvers: args.approvers, rejectNeeds: args.reject_needs,
   }, conn, { idempotencyKey: key });
 }
 
@@ -140,18 +144,18 @@ export function batonToolSpecs(options: ToolsOptions): ToolSpec[] {
   ): void {
     if (options.only !== undefined && options.only !== name) return;
     const inputSchema: Shape = perAgent && options.agent === null ? { ...agentShape, ...shape } : shape;
-    let own: z.ZodMiniObject<S> | undefined; // made on the first call: most tools of a server go uncalled
     specs.push({
       name, title, description, inputSchema,
+      // The SDK's server parsed the arguments with inputSchema (`agent` included where calls name it) before it calls.
       handler: async (raw, extra) => {
-        const agent = options.agent ?? (perAgent ? z.parse(agentOnly, raw).agent : "");
-        return run(z.parse((own ??= z.object(shape)), raw), agent, extra);
+        const args = raw as z.output<z.ZodMiniObject<S>> & { agent?: string };
+        return run(args, options.agent ?? (perAgent ? args.agent ?? "" : ""), extra);
       },
     });
   }
 
   define("ask", "Ask a person",
-    `Ask a person a question out of band and wait for the answer. The question is shown on baton's dashboard, in \`baton history ${named}\` and to webhooks; only a person with an answer-scoped token can answer it (choices, approve or reject), and the answer is recorded with who gave it. If the wait ends first, the message id comes back: call get_answer with it later.`,
+    `Ask a person a question out of band and wait for the answer. The question is shown on baton's dashboard, in \`baton history ${named}\` and to webhooks; only a person with an answer-scoped token can answer it (choices, approve or reject), and the answer is recorded with who gave it. With needs (and approvers, reject_needs) it is decided by several people: approvals from that many distinct tokens (only the named ones, when approvers is given). If the wait ends first, the message id comes back: call get_answer with it later.`,
     askShape, true, (args, agent, extra) => toolCall(async () => {
       const messageId = await postQuestion(agent, args, conn, await options.postKey?.(extra));
       const progressToken = extra._meta?.progressToken;

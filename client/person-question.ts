@@ -18,6 +18,12 @@ export interface PersonQuestion {
   deadlineSeconds?: number;
   /** What the deadline does: fail (default), approve, reject, or escalate (ask again). */
   onDeadline?: NonNullable<Question["on_deadline"]>;
+  /** Several people: approvals from this many distinct tokens decide approve (default 1); only choices approve or reject then. */
+  needs?: number;
+  /** Only these tokens (by name) may answer (absent: any token with the answer scope). */
+  approvers?: string[];
+  /** Rejects from this many distinct tokens decide reject (default 1). */
+  rejectNeeds?: number;
 }
 
 /**
@@ -47,6 +53,9 @@ export async function askPerson(agent: string, question: PersonQuestion, conn: C
       text: question.text,
       ...(question.choices === undefined ? {} : { choices: question.choices }),
       ...(question.onDeadline === undefined ? {} : { on_deadline: question.onDeadline }),
+      ...(question.needs === undefined ? {} : { needs: question.needs }),
+      ...(question.approvers === undefined ? {} : { approvers: question.approvers }),
+      ...(question.rejectNeeds === undefined ? {} : { reject_needs: question.rejectNeeds }),
     },
     ...(question.deadlineSeconds === undefined ? {} : { deadline_seconds: question.deadlineSeconds }),
   };

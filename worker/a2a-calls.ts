@@ -29,17 +29,17 @@ export function a2aCaller(request: Request, env: Env, account: string, agent: st
 
 /**
  * `METHOD /agents/{agent}{path}` through the route table, as `caller`; a JSON answer or baton's
- * error body. `path` starts with "/" and may carry a query.
+ * error body (null for a 204). `path` starts with "/" and may carry a query.
  */
 export async function inner<T>(
-  c: A2ACaller, method: "GET" | "POST", path: string, body?: unknown, headers: Record<string, string> = {},
+  c: A2ACaller, method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: unknown, headers: Record<string, string> = {},
 ): Promise<Inner<T>> {
   const url = new URL(`/agents/${encodeURIComponent(c.agent)}${path}`, c.origin);
   const route = matchRoute(method, url.pathname);
   if (route === null) throw new Error(`a2a: no route for ${method} ${url.pathname}`);
   const refused = refuseScope(c.caller, route.key, method, url.pathname);
   const response = refused ?? await dispatch(request(c, url, method, body, headers), c.env, c.account, url, route);
-  const json = await response.json();
+  const json = response.status === 204 ? null : await response.json();
   return response.ok ? { ok: true, status: response.status, value: json as T } : { ok: false, status: response.status, error: json as ErrorBody };
 }
 

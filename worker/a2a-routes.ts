@@ -4,15 +4,22 @@
 // goes through the route it wraps (a2a-calls.ts): SendMessage posts (the A2A messageId is the
 // post's Idempotency-Key, so a retry never posts twice) or, naming a task that waits for a person,
 // answers it; GetTask reads; CancelTask cancels (the runner's process tree stops); ListTasks pages
-// the history. Bad input is JSON-RPC's error and changes nothing.
+// the history; the push-notification methods set, read and remove a task's push targets through
+// …/messages/{id}/push (push-routes.ts). Bad input is JSON-RPC's error and changes nothing.
 import { a2aCaller, inner, type A2ACaller, type Inner } from "./a2a-calls.ts";
 import { A2A_SEND_WAIT_MS, awaitStop, outputEnd, taskStream } from "./a2a-stream.ts";
 import { answerChoice, choicesOf, contextOf, messageIdOf, taskOf, taskState } from "./rules/a2a-task.ts";
+import { a2aConfigOf, pushTargetOf } from "./rules/a2a-push.ts";
+import { webhookTargetRefusal } from "./rules/webhook-exposure.ts";
+import { allowsPrivate } from "./push-routes.ts";
+import {
+  a2aPushConfigSchema, a2aPushIdParamsSchema, a2aPushListParamsSchema, PUSH_TARGET_ID, pushTargetBodySchema, type A2APushConfig, type PushTargetList, type PushTargetView,
+} from "./wire/push.ts";
 import { readJsonBody } from "./objects/http.ts";
 import type { RouteCall } from "./routes.ts";
 import {
   A2A_ERRORS, A2A_PAGE_SIZE, A2A_PROTOCOL_VERSION, A2A_REQUEST_BYTES, a2aListParamsSchema, a2aRequestSchema, a2aSendParamsSchema, a2aTaskIdParamsSchema,
-  type A2AAgentCard, type A2ARpcId, type A2ATask,
+  type A2AAgentCard, type A2AIncomingMessage, type A2ARpcId, type A2ATask,
 } from "./wire/a2a.ts";
 import type { MessagePage, MessageView } from "./wire/http-responses.ts";
 import { errorResponse, parseBody } from "./wire/protocol.ts";
@@ -66,7 +73,7 @@ export async function agentCard({ request, env, account, url, params }: RouteCal
     version: A2A_PROTOCOL_VERSION,
     supportedInterfaces: [{ url: `${c.origin}/agents/${encodeURIComponent(c.agent)}/a2a`, protocolBinding: "JSONRPC", protocolVersion: A2A_PROTOCOL_VERSION }],
     provider: { organization: "baton", url: c.origin },
-    capabilities: { streaming: true, pushNotifications: false },
+    capabilities: { streaming: true, pushNotifications: true },
     securitySchemes: {
       baton: { httpAuthSecurityScheme: { scheme: "Bearer", description: "a baton token: read for the card and GetTask/ListTasks, send to send, answer to answer a question or cancel" } },
     },
@@ -129,13 +136,45 @@ function taskIdOf(raw: string): number {
   return id;
 }
 
-/** Posts the message, or answers the parked one it names; the message then, and the output seq a stream of it starts from. */
+/** A push config checked as its route will check it, before anything is posted (its id may default to the task's, not known yet). */
+function checkPushConfig(c: A2ACaller, config: A2APushConfig): void {
+  const { id, body } = pushTargetOf(config, 1);
+  if (!PUSH_TARGET_ID.test(id)) throw new RpcError(A2A_ERRORS.invalidParams, "a push config id is 1-64 chars of A-Z, a-z, 0-9, '.', '_', ':' or '-'");
+  const parsed = parseBody(pushTargetBodySchema, body);
+  const refused = parsed.ok ? webhookTargetRefusal(parsed.value.url, allowsPrivate(c.env.BATON_WEBHOOK_ALLOW_PRIVATE)) : parsed.message;
+  if (refused !== null) throw new RpcError(A2A_ERRORS.invalidParams, `bad push config: ${refused}`);
+}
+
+/** Sets a push target of task `taskId` through PUT …/messages/{id}/push/{target}. */
+async function setPushTarget(c: A2ACaller, taskId: number, config: A2APushConfig): Promise<PushTargetView> {
+  const { id, body } = pushTargetOf(config, taskId);
+  if (!PUSH_TARGET_ID.test(id)) throw new RpcError(A2A_ERRORS.invalidParams, "a push config id is 1-64 chars of A-Z, a-z, 0-9, '.', '_', ':' or '-'");
+  return unwrap(await inner<PushTargetView>(c, "PUT", `/messages/${taskId}/push/${encodeURIComponent(id)}`, body));
+}
+
+const pushPath = (taskId: string, id: string) => `/messages/${taskIdOf(taskId)}/push/${encodeURIComponent(id === "" ? taskId : id)}`;
+
+/**
+ * Posts the message, or answers the parked one it names, and sets the push target the
+ * configuration carries (checked before anything is posted); the message then, and the output seq
+ * a stream of it starts from.
+ */
 async function send(c: A2ACaller, params: Record<string, unknown>): Promise<{ m: MessageView; from: number; wait: boolean }> {
   const { message, configuration } = paramsOf(a2aSendParamsSchema, params);
+  const push = configuration?.taskPushNotificationConfig;
+  if (push !== undefined) checkPushConfig(c, push);
+  const sent = await sendMessage(c, message, configuration?.returnImmediately !== true);
+  if (push !== undefined) await setPushTarget(c, sent.m.id, push).catch((e: unknown) => {
+    // A task that ended before its target was set is answered as it ended: nothing is left to push.
+    if (!(e instanceof RpcError && (e.data as { baton?: { error?: string } } | undefined)?.baton?.error === "message_finished")) throw e;
+  });
+  return sent;
+}
+
+async function sendMessage(c: A2ACaller, message: A2AIncomingMessage, wait: boolean): Promise<{ m: MessageView; from: number; wait: boolean }> {
   if (message.role !== "ROLE_USER") throw new RpcError(A2A_ERRORS.invalidParams, "a message to an agent has role ROLE_USER");
   if (message.parts.some((p) => p.text === undefined)) throw new RpcError(A2A_ERRORS.contentTypeNotSupported, "a baton agent takes text parts only");
   const text = message.parts.map((p) => p.text!).join("\n");
-  const wait = configuration?.returnImmediately !== true;
   if (message.taskId !== undefined && message.taskId !== "") {
     const id = taskIdOf(message.taskId);
     const parked = unwrap(await inner<MessageView>(c, "GET", `/messages/${id}`));
@@ -187,8 +226,26 @@ const METHODS: Record<string, Method> = {
       .map((m) => taskOf(m, c.agent, Date.now(), p.historyLength));
     return { tasks, nextPageToken: page.more ? String(page.cursor) : "", pageSize: tasks.length };
   },
-  CreateTaskPushNotificationConfig: async (_c, _p, _i, gate) => {
-    await gate; throw new RpcError(A2A_ERRORS.pushNotificationNotSupported, "push notifications are not offered yet; use the agent's webhook (PUT /agents/{agent}/webhook)"); },
+  CreateTaskPushNotificationConfig: async (c, params, _, gate) => {
+    await gate;
+    const config = paramsOf(a2aPushConfigSchema, params);
+    return a2aConfigOf(await setPushTarget(c, taskIdOf(config.taskId ?? ""), config));
+  },
+  GetTaskPushNotificationConfig: async (c, params, _, gate) => {
+    const p = paramsOf(a2aPushIdParamsSchema, params);
+    return a2aConfigOf(await read<PushTargetView>(c, pushPath(p.taskId, p.id), gate));
+  },
+  ListTaskPushNotificationConfigs: async (c, params, _, gate) => {
+    const p = paramsOf(a2aPushListParamsSchema, params);
+    const list = await read<PushTargetList>(c, `/messages/${taskIdOf(p.taskId)}/push`, gate);
+    return { configs: list.targets.map(a2aConfigOf), nextPageToken: "" };
+  },
+  DeleteTaskPushNotificationConfig: async (c, params, _, gate) => {
+    await gate;
+    const p = paramsOf(a2aPushIdParamsSchema, params);
+    unwrap(await inner<null>(c, "DELETE", pushPath(p.taskId, p.id)));
+    return {};
+  },
   GetExtendedAgentCard: async (_c, _p, _i, gate) => {
     await gate; throw new RpcError(A2A_ERRORS.extendedCardNotConfigured, "the card at .well-known/agent-card.json is the whole card"); },
 };

@@ -1,10 +1,10 @@
 // The agent HTTP API, answered in the Worker: one handler per route under /agents/{agent}/ in the
 // route table (wire/routes.ts). Each validates the input, calls one typed RPC method on the agent's
 // object (agent-object.ts) and renders the answer. Only the serve socket upgrade is forwarded as a
-// request. Bad input is a 400 with a named code and reaches no object.
+// request. Bad input is a 400 with a named code and reaches no object. A running command's own
+// writes over HTTP (ask, step, heartbeat) are in run-routes.ts.
 import { downloadBlob, uploadBlob } from "./blobs.ts";
 import { readJsonBody } from "./objects/http.ts";
-import { approvalAsk } from "./rules/permits.ts";
 import type { AgentCoordinator } from "./objects/agent-object.ts";
 import { agentObjectName } from "./objects/names.ts";
 import type { ControlRoute } from "./objects/agent-controls.ts";
@@ -12,8 +12,7 @@ import { deleteWebhook, getWebhook, putWebhook, webhookTestRoute } from "./webho
 import { debounceCeilingMs } from "./rules/on-busy.ts";
 import type { MessagePolicy } from "./rules/message-lease.ts";
 import {
-  answerSchema, approveSchema, askSchema, CANCEL_REASON_CHARS, cancelSchema, errorResponse, heartbeatSchema, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema,
-  STEP_NAME, stepWriteSchema, utf8Bytes, approvalRefusal,
+  answerSchema, approveSchema, CANCEL_REASON_CHARS, cancelSchema, errorResponse, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema, utf8Bytes,
 } from "./wire/protocol.ts";
 import type { Answerer } from "./objects/message-leases.ts";
 import { callerOf } from "./scopes.ts";
@@ -23,7 +22,9 @@ import type { Handler, Handlers, RouteCall } from "./routes.ts";
 import type { RouteKey } from "./wire/routes.ts";
 import { RESUME_OUTCOMES } from "./wire/enums.ts";
 import { getOutput, postOutput } from "./output-routes.ts";
+import { askRoute, getStep, heartbeatRoute, putStep } from "./run-routes.ts";
 import { scheduleHandlers } from "./schedule-routes.ts";
+import { pushHandlers } from "./push-routes.ts";
 import { a2aRpc, agentCard } from "./a2a-routes.ts";
 
 const SMALL_BODY_BYTES = 4 * 1024;
@@ -65,6 +66,7 @@ const AGENT_HANDLERS: { [K in AgentRoute]: AgentHandler } = {
   "DELETE /agents/{agent}/webhook": (call, stub) => deleteWebhook(stub, agentWhat(call)),
   "POST /agents/{agent}/webhook/test": (call, stub) => webhookTestRoute(stub, `${agentWhat(call)} (of its own; test the account's with POST /webhook/test)`, call.env.BATON_WEBHOOK_ALLOW_PRIVATE),
   ...scheduleHandlers,
+  ...pushHandlers,
   "GET /agents/{agent}/a2a/.well-known/agent-card.json": (call) => agentCard(call),
   "POST /agents/{agent}/a2a": (call) => a2aRpc(call),
   "GET /agents/{agent}/messages/{id}": async (_, stub, id) => {
@@ -209,18 +211,6 @@ async function cancelMessage(request: Request, id: number, by: Answerer, stub: S
   return answer.ok ? Response.json(answer.view) : errorResponse(answer.status, answer.code, answer.message);
 }
 
-/** POST …/ask {token, run_key, question}: a served command's question, which its park carries. */
-async function askRoute(request: Request, id: number, stub: Stub): Promise<Response> {
-  const body = await readJsonBody(request, SMALL_BODY_BYTES * 2);
-  if (!body.ok) return body.response;
-  const parsed = parseBody(askSchema, body.data);
-  if (!parsed.ok) return errorResponse(400, "bad_request", `bad question: ${parsed.message}`);
-  const answer = await stub.ask(id, parsed.value.token, parsed.value.run_key, parsed.value.question, parsed.value.deadline_seconds ?? null);
-  if (!answer.ok) return errorResponse(answer.status, answer.code, answer.message);
-  const { ok: _ok, ...asked } = answer;
-  return Response.json(asked);
-}
-
 async function resumeMessage(request: Request, id: number, by: Answerer, stub: Stub): Promise<Response> {
   const body = await readJsonBody(request, LIMITS.resumeInputBytes * 2);
   if (!body.ok) return body.response;
@@ -231,66 +221,6 @@ async function resumeMessage(request: Request, id: number, by: Answerer, stub: S
     return errorResponse(413, "too_large", `resume input exceeds ${LIMITS.resumeInputBytes} bytes`);
   }
   return decided(await stub.resume(id, input, parsed.value.outcome ?? null, by));
-}
-
-const badStepName = () => errorResponse(400, "bad_request", `step names are 1-${LIMITS.stepNameChars} letters, digits, '.', '_', ':' or '-'`);
-
-/** GET a step with its value. */
-async function getStep(request: Request, id: number, name: string, stub: Stub): Promise<Response> {
-  if (!STEP_NAME.test(name)) return badStepName();
-  const proof = runProofOf(request);
-  if (proof === "bad") return errorResponse(400, "bad_request", "a run reads its step with both x-baton-token and x-baton-run-key, or with neither");
-  const view = await stub.stepOf(id, name, proof);
-  if (view !== null && "ok" in view) return errorResponse(view.status, view.code, view.message);
-  return view ? Response.json(view) : errorResponse(404, "not_found", `message ${id} has no step ${name}`);
-}
-
-/**
- * The run a step read is for: a run replaying its journal proves it is the message's current run,
- * and a stale one is refused as its write would be; a read with neither header inspects (a person, a tool).
- */
-function runProofOf(request: Request): { token: number; runKey: string } | null | "bad" {
-  const token = request.headers.get("x-baton-token");
-  const runKey = request.headers.get("x-baton-run-key");
-  if (token === null && runKey === null) return null;
-  const n = Number(token);
-  return Number.isSafeInteger(n) && n >= 1 && runKey !== null && runKey.length > 0 && runKey.length <= 128 ? { token: n, runKey } : "bad";
-}
-
-/** PUT records a step under the message's token and run key (the HTTP form of the `step` frame, for `baton step` and any language). */
-async function putStep(request: Request, id: number, name: string, stub: Stub): Promise<Response> {
-  if (!STEP_NAME.test(name)) return badStepName();
-  const body = await readJsonBody(request, LIMITS.stepValueBytes + SMALL_BODY_BYTES);
-  if (!body.ok) return body.response;
-  const parsed = parseBody(stepWriteSchema, body.data);
-  if (!parsed.ok) return errorResponse(400, "bad_request", `bad step: ${parsed.message}`);
-  const { token, run_key, kind, phase, value, blob, on_unknown, approve } = parsed.value;
-  const json = value === undefined ? null : JSON.stringify(value);
-  if (json !== null && utf8Bytes(json) > LIMITS.stepValueBytes) return errorResponse(413, "too_large", `a step's value is JSON of at most ${LIMITS.stepValueBytes} bytes`);
-  const unapprovable = approve === undefined ? null : approvalRefusal(kind, phase, approve);
-  if (unapprovable !== null) return errorResponse(unapprovable.code === "too_large" ? 413 : 400, unapprovable.code, `bad step: ${unapprovable.message}`);
-  const answer = await stub.recordStep(id, token, run_key, {
-    name, kind, phase, value: json, blob: blob === undefined ? null : { id: blob, bytes: 0 }, onUnknown: on_unknown ?? null,
-    approve: approve === undefined ? null : approvalAsk(approve),
-  });
-  if (!answer.ok) return errorResponse(answer.status, answer.code, answer.message);
-  const { ok: _ok, ...written } = answer;
-  return Response.json(written);
-}
-
-async function heartbeatRoute(request: Request, id: number, stub: Stub): Promise<Response> {
-  const body = await readJsonBody(request, LIMITS.progressBytes + SMALL_BODY_BYTES);
-  if (!body.ok) return body.response;
-  const parsed = parseBody(heartbeatSchema, body.data);
-  if (!parsed.ok) return errorResponse(400, "bad_request", `bad heartbeat: ${parsed.message}`);
-  const { token, run_key, details } = parsed.value;
-  if (details !== undefined && utf8Bytes(JSON.stringify(details)) > LIMITS.progressBytes) {
-    return errorResponse(413, "too_large", `heartbeat details are JSON of at most ${LIMITS.progressBytes} bytes`);
-  }
-  const answer = await stub.heartbeatRun(id, token, run_key, details);
-  if (!answer.ok) return errorResponse(answer.status, answer.code, answer.message);
-  const { ok: _ok, ...beat } = answer;
-  return Response.json(beat);
 }
 
 function policyView(p: MessagePolicy) {

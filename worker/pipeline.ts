@@ -110,6 +110,21 @@ export async function handle(request: Request, env: Env, ctx?: ExecutionContext)
   // Test-only (BATON_TEST_CLOCK): outside the route table, so never in the README's route list.
   const clockHook = await testClockRoute(request, env, caller.account, url);
   if (clockHook) return clockHook;
+  return routed(request, env, caller, url);
+}
+
+/**
+ * An MCP tool's call inside a request that `handle` already let in (origin, credential): for that
+ * request's caller, from the route table on (route, scope, agent limit, configuration, handler),
+ * without hashing the token or reading an OAuth grant again. Only for calls made within the
+ * outer request's few milliseconds; a call that waits (a person's answer) goes through `handle`,
+ * so a revoked grant or removed token ends it at once.
+ */
+export function handleAs(caller: Caller, request: Request, env: Env): Promise<Response> {
+  return routed(request, env, caller, new URL(request.url));
+}
+
+async function routed(request: Request, env: Env, caller: Caller, url: URL): Promise<Response> {
   const route = matchRoute(request.method, url.pathname);
   // A known path under another method is no route either: 404 for every token, before any scope.
   if (route === null) return errorResponse(404, "not_found", `no route for ${request.method} ${url.pathname}`);

@@ -23,7 +23,7 @@ JournalKind = Literal["step", "effect", "answer"]
 Status = Literal["intent", "done"]
 RevokeReason = Literal["run_timeout", "runner_gone", "heartbeat_timeout"]
 FailStatus = Literal["queued", "failed", "parked"]
-ErrorCode = Literal["bad_json", "bad_frame", "unknown_type", "frame_too_large", "binary_frame", "not_holder", "stale_fence", "lease_expired", "unknown_message", "too_large", "rate_limited", "too_many_connections", "too_many_schedules", "unauthorized", "forbidden", "bad_name", "bad_request", "not_found", "lease_held", "lease_lost", "stale_token", "message_not_running", "not_your_message", "not_parked", "outcome_unknown", "effect_in_progress", "question_open", "approval_required", "cancelled", "message_finished", "busy", "no_holder", "upgrade_required", "not_configured", "internal"]
+ErrorCode = Literal["bad_json", "bad_frame", "unknown_type", "frame_too_large", "binary_frame", "not_holder", "stale_fence", "lease_expired", "unknown_message", "too_large", "rate_limited", "too_many_connections", "too_many_schedules", "too_many_push_targets", "unauthorized", "forbidden", "bad_name", "bad_request", "not_found", "lease_held", "lease_lost", "stale_token", "message_not_running", "not_your_message", "not_parked", "outcome_unknown", "effect_in_progress", "question_open", "approval_required", "cancelled", "message_finished", "busy", "no_holder", "upgrade_required", "not_configured", "internal"]
 Reason = Literal["replied", "failed", "parked", "cancelled", "lease_lost", "timed_out"]
 EndOutputEventStatus = Literal["queued", "running", "parked", "acknowledged", "failed", "rejected", "cancelled", "superseded"]
 
@@ -416,7 +416,7 @@ SLOT_OUTCOME: Final[tuple[str, ...]] = ("posted", "skipped",)
 SKIP_REASON: Final[tuple[str, ...]] = ("paused", "missed", "busy",)
 
 #: Every path of the coordinator's route table (worker/wire/routes.ts), {name} for a parameter.
-ROUTE_PATHS: Final[frozenset[str]] = frozenset({"/whoami", "/metrics", "/agents", "/observe", "/webhook", "/webhook/test", "/grants", "/grants/{grant}", "/mcp", "/agents/{agent}/serve", "/agents/{agent}/presence", "/agents/{agent}/messages", "/agents/{agent}/policy", "/agents/{agent}/pause", "/agents/{agent}/unpause", "/agents/{agent}/drain", "/agents/{agent}/undrain", "/agents/{agent}/webhook", "/agents/{agent}/webhook/test", "/agents/{agent}/a2a/.well-known/agent-card.json", "/agents/{agent}/a2a", "/agents/{agent}/schedules", "/agents/{agent}/schedules/{schedule}", "/agents/{agent}/schedules/{schedule}/pause", "/agents/{agent}/schedules/{schedule}/resume", "/agents/{agent}/messages/{id}", "/agents/{agent}/messages/{id}/resume", "/agents/{agent}/messages/{id}/approve", "/agents/{agent}/messages/{id}/reject", "/agents/{agent}/messages/{id}/answer", "/agents/{agent}/messages/{id}/retry", "/agents/{agent}/messages/{id}/cancel", "/agents/{agent}/messages/{id}/ask", "/agents/{agent}/messages/{id}/heartbeat", "/agents/{agent}/messages/{id}/output", "/agents/{agent}/messages/{id}/steps/{step}", "/agents/{agent}/messages/{id}/blobs", "/agents/{agent}/messages/{id}/blobs/{blob}", "/leases/{session}", "/leases/{session}/acquire", "/leases/{session}/renew", "/leases/{session}/release", "/leases/{session}/check", "/leases/{session}/data", "/leases/{session}/data/list", "/leases/{session}/data/delete"})
+ROUTE_PATHS: Final[frozenset[str]] = frozenset({"/whoami", "/metrics", "/agents", "/observe", "/webhook", "/webhook/test", "/grants", "/grants/{grant}", "/mcp", "/agents/{agent}/serve", "/agents/{agent}/presence", "/agents/{agent}/messages", "/agents/{agent}/policy", "/agents/{agent}/pause", "/agents/{agent}/unpause", "/agents/{agent}/drain", "/agents/{agent}/undrain", "/agents/{agent}/webhook", "/agents/{agent}/webhook/test", "/agents/{agent}/a2a/.well-known/agent-card.json", "/agents/{agent}/a2a", "/agents/{agent}/schedules", "/agents/{agent}/schedules/{schedule}", "/agents/{agent}/schedules/{schedule}/pause", "/agents/{agent}/schedules/{schedule}/resume", "/agents/{agent}/messages/{id}", "/agents/{agent}/messages/{id}/resume", "/agents/{agent}/messages/{id}/approve", "/agents/{agent}/messages/{id}/reject", "/agents/{agent}/messages/{id}/answer", "/agents/{agent}/messages/{id}/retry", "/agents/{agent}/messages/{id}/cancel", "/agents/{agent}/messages/{id}/push", "/agents/{agent}/messages/{id}/push/{target}", "/agents/{agent}/messages/{id}/ask", "/agents/{agent}/messages/{id}/heartbeat", "/agents/{agent}/messages/{id}/output", "/agents/{agent}/messages/{id}/steps/{step}", "/agents/{agent}/messages/{id}/blobs", "/agents/{agent}/messages/{id}/blobs/{blob}", "/leases/{session}", "/leases/{session}/acquire", "/leases/{session}/renew", "/leases/{session}/release", "/leases/{session}/check", "/leases/{session}/data", "/leases/{session}/data/list", "/leases/{session}/data/delete"})
 
 #: LIMITS of worker/wire/protocol.ts: sizes (bytes of UTF-8 JSON or text), counts, and {min, max} ranges. Read-only.
 LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
@@ -477,6 +477,9 @@ LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "outputBytesPerMessage": 67108864,
     "outputPageEvents": 256,
     "outputPageBytes": 262144,
+    "pushTargetsPerTask": 4,
+    "pushTargetsPerAgent": 100,
+    "pushTargetsPerAccount": 1000,
     "schedulesPerAgent": 50,
     "schedulesPerAccount": 5000,
     "scheduleIntervalSeconds": MappingProxyType({"min": 60, "max": 31622400}),

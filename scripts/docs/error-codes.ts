@@ -19,6 +19,7 @@ const MEANING: Record<ErrorCode, string> = {
   rate_limited: "too many frames, characters or replay bytes for now; the message says when to ask again",
   too_many_connections: "the agent (or the account's observers) already has the most connections allowed (HTTP 429)",
   too_many_schedules: "the agent (or the account) already has the most schedules allowed; nothing was stored (HTTP 409)",
+  too_many_push_targets: "the task (or the agent, or the account) already has the most A2A push targets allowed; nothing was stored (HTTP 409)",
   unauthorized: "no token, or a token the coordinator does not know (HTTP 401)",
   forbidden: "the token lacks the route's scope, or the request came from a web page on a foreign origin (HTTP 403)",
   bad_name: "an agent or session name outside its rule (HTTP 400)",

@@ -65,6 +65,7 @@ const ROWS: Row[] = [
   { keys: ["scheduleTextBytes", "scheduleCronChars"], limit: "a schedule's text, its cron expression", value: `${kib(L.scheduleTextBytes)} (UTF-8 bytes); ${L.scheduleCronChars} characters`, answer: "400 `bad_request`; an invalid cron names its field; nothing stored" },
   { keys: ["scheduleJitterSeconds"], limit: "a schedule's jitter", value: `0–${L.scheduleJitterSeconds} s`, answer: "400 `bad_request`" },
   { keys: ["scheduleFiresKept"], limit: "fires kept per schedule (posted or skipped slots shown by `baton schedule show`)", value: String(L.scheduleFiresKept), answer: "—" },
+  { keys: ["pushTargetsPerTask", "pushTargetsPerAgent", "pushTargetsPerAccount"], limit: "A2A push targets (`CreateTaskPushNotificationConfig`, `PUT …/messages/{id}/push/{target}`)", value: `${L.pushTargetsPerTask} per task, ${L.pushTargetsPerAgent} per agent, ${L.pushTargetsPerAccount.toLocaleString("en")} per account; a URL of at most 2048 characters, a token of 16–256`, answer: "409 `too_many_push_targets` (A2A `-32004`); nothing stored", why: "each status change of a task is one signed POST per target, sent by its agent's alarm; a task's targets end with it" },
   { keys: ["leaseTtlSeconds"], limit: "lease TTL", value: range(L.leaseTtlSeconds, " s"), answer: "400 `bad_request`" },
 ];
 

@@ -1,8 +1,11 @@
 // Each agent that opts in is an A2A agent, driven by the official @a2a-js/sdk client against a real
 // `wrangler dev` and real `baton serve`: send, stream the live output, a person's answer resuming
 // an input-required task, cancel (the command's process tree stops), a failover the client sees
-// only as output that goes on, idempotent retries, bad input and a token without the scope.
+// only as output that goes on, idempotent retries, bad input and a token without the scope, and
+// push notifications to a local receiver that verifies each one's Standard Webhooks signature.
 import { spawn, spawnSync } from "node:child_process";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,13 +15,48 @@ import { Role, TaskState, type SendMessageRequest, type StreamResponse, type Tas
 import { alive, killLeftovers, treePids } from "./process-tree-fixture.ts";
 import { BIN, getJson, serveFixture, startServe, uniqueAgent, waitForMessage, type ServeProc } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+import { verifyBatonWebhook } from "../../examples/verify-webhook.mjs";
 
 const READER = "a2a-reader-token";
 const hashed = (args: string[], token: string) =>
   spawnSync(process.execPath, [join(ROOT, "scripts/hash-token.mjs"), ...args], { input: `${token}\n`, encoding: "utf8" }).stdout.trim();
 const fx = serveFixture({ BATON_TOKENS: [hashed(["dev"], DEV_TOKEN), hashed(["dev", "--name", "wall", "--scopes", "read"], READER)].join(",") });
 const dirs: string[] = [];
-afterEach(() => dirs.splice(0).forEach(killLeftovers));
+const servers: Server[] = [];
+afterEach(async () => {
+  dirs.splice(0).forEach(killLeftovers);
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+});
+
+/** A push receiver on 127.0.0.1 (wrangler dev's .dev.vars allows private addresses): answers 200 and keeps every request. */
+async function pushReceiver() {
+  const got: { headers: IncomingHttpHeaders; body: string }[] = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (c: string) => (body += c));
+    req.on("end", () => {
+      got.push({ headers: req.headers, body });
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  servers.push(server);
+  const states = () => got.map((d) => (JSON.parse(d.body) as { statusUpdate: { status: { state: string } } }).statusUpdate.status.state);
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/a2a/push`,
+    got,
+    states,
+    async waitForStates(n: number): Promise<string[]> {
+      const deadline = Date.now() + 20_000;
+      while (got.length < n) {
+        if (Date.now() > deadline) throw new Error(`the receiver got ${JSON.stringify(states())}, not ${n} pushes`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return states();
+    },
+  };
+}
 
 /** A served shell agent: `long` starts a process tree, `ask` asks a person, `lines` prints eight lines slowly, anything else is echoed. */
 function agentCommand(): { dir: string; command: string; env: Record<string, string> } {
@@ -221,6 +259,50 @@ describe("A2A through @a2a-js/sdk", () => {
     expect(machines).toEqual(["machine-a", "machine-b"]);
     expect(new Set(events.map((e) => (e.payload?.$case === "task" ? e.payload.value.id : e.payload?.$case === "message" ? "" : e.payload?.value.taskId)))).toHaveProperty("size", 1);
     expect(lastState(events)).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it("push notifications: SendMessage's config and CreateTaskPushNotificationConfig set targets; each state change reaches them signed with their token; Get, List and Delete; the targets end with the task", async () => {
+    const agent = uniqueAgent("a2a");
+    const { command, env } = agentCommand();
+    await serve(agent, "a", command, env).waitFor(/holder/);
+    await optIn(agent);
+    const client = await a2aClient(agent);
+    expect((await client.getAgentCard()).capabilities?.pushNotifications).toBe(true);
+    const first = await pushReceiver();
+    const second = await pushReceiver();
+    const TOKEN = `whsec_${Buffer.from("a2a-push-token-0123456789-abcdef").toString("base64")}`;
+    const OTHER = `whsec_${Buffer.from("a2a-push-other-0123456789-abcdef").toString("base64")}`;
+    const request = userMessage("ask", { returnImmediately: true });
+    request.configuration!.taskPushNotificationConfig = { tenant: "", id: "", taskId: "", url: first.url, token: TOKEN, authentication: undefined };
+    const sent = (await client.sendMessage(request)) as Task;
+    expect(await first.waitForStates(2)).toEqual(["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"]);
+
+    const created = await client.createTaskPushNotificationConfig({
+      tenant: "", id: "pager", taskId: sent.id, url: second.url, token: OTHER, authentication: { scheme: "Bearer", credentials: "pager-key" },
+    });
+    expect(created).toMatchObject({ id: "pager", taskId: sent.id, url: second.url, token: "", authentication: { scheme: "Bearer", credentials: "" } });
+    // A target set while the task waits gets its current state at once.
+    expect(await second.waitForStates(1)).toEqual(["TASK_STATE_INPUT_REQUIRED"]);
+    expect(second.got[0]!.headers.authorization).toBe("Bearer pager-key");
+    const listed = await client.listTaskPushNotificationConfig({ tenant: "", taskId: sent.id, pageSize: 10, pageToken: "" });
+    expect(listed.configs.map((c) => [c.id, c.url]).sort()).toEqual([[sent.id, first.url], ["pager", second.url]].sort());
+    expect(await client.getTaskPushNotificationConfig({ tenant: "", taskId: sent.id, id: "pager" })).toMatchObject({ id: "pager", url: second.url });
+    await client.deleteTaskPushNotificationConfig({ tenant: "", taskId: sent.id, id: "pager" });
+    await expect(client.getTaskPushNotificationConfig({ tenant: "", taskId: sent.id, id: "pager" })).rejects.toThrow(/no push target pager/);
+
+    await client.sendMessage(userMessage("ship", { taskId: sent.id, returnImmediately: true }));
+    expect(await first.waitForStates(4)).toEqual(["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]);
+    for (const d of first.got) {
+      // The Standard Webhooks library verifies each push with the target's token as its secret.
+      expect(verifyBatonWebhook(TOKEN, d.headers as Record<string, string>, d.body)).toMatchObject({ statusUpdate: { taskId: sent.id } });
+      expect(d.headers["x-a2a-notification-token"]).toBe(TOKEN);
+      expect(() => verifyBatonWebhook(OTHER, d.headers as Record<string, string>, d.body)).toThrow();
+    }
+    expect(new Set(first.got.map((d) => d.headers["webhook-id"])).size).toBe(4);
+    expect(second.got).toHaveLength(1);
+    expect((await client.listTaskPushNotificationConfig({ tenant: "", taskId: sent.id, pageSize: 10, pageToken: "" })).configs).toEqual([]);
+    await expect(client.createTaskPushNotificationConfig({ tenant: "", id: "late", taskId: sent.id, url: second.url, token: OTHER, authentication: undefined }))
+      .rejects.toThrow(/has ended/);
   });
 
   it("docs/guides/remote.md's A2A client is examples/a2a-send.mjs, and it prints the run's output and the task's states", async () => {

@@ -10,20 +10,18 @@
 // deny from Approve and Reject tapped on a phone-sized page.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 import { freshCall, startHook } from "./hook-process.ts";
+import { card, horizontalOverflow, launchBrowser, openLive as openLiveAt, stillSameLoad, type Browser } from "./dashboard-browser.ts";
+import { personApi, until } from "./dashboard-person-api.ts";
 import { PERMISSION_REQUEST, PRE_TOOL_USE } from "../unit/claude-code-hook-inputs.ts";
 
-const CHROMIUM_ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-  "--no-first-run", "--disable-component-update", "--disable-sync",
-];
 const SHOTS = mkdtempSync(join(tmpdir(), "baton-shots-"));
 const READER = "e2e-dashboard-reader-token";
 /** A second person (scope answer) beside the dev token ("default"), for a question two people decide. */
@@ -37,22 +35,12 @@ const BATON_BIN = join(ROOT, "dist/cli/main.js");
 // agents included, instead of one of its own on a second server.
 const dev: DevServer = await startWranglerDev({ vars: { BATON_TOKENS: `dev:${sha(DEV_TOKEN)},dev:bob:answer:${sha(BOB)},dev:wall:read:${sha(READER)}` } });
 
+let launched: Browser;
 let browser: BrowserContext;
-let profileDir: string;
 const handles: ServeHandle[] = [];
-
-interface View {
-  status: string;
-  reply: string | null;
-  attempts: number;
-  question: { text: string | null } | null;
-  answers: { choice: string; text: string | null; via: string; token: string; account: string }[];
-}
-
-interface Presence {
-  controls: { paused: boolean; drained: { machine: string }[] };
-  work: { running: { id: number; claim_seq: number | null; machine: string | null }[]; parked: { id: number }[] };
-}
+const { api, postMessage, view, presence, waitForStatus } = personApi(dev.url);
+/** A new page on the dashboard, live, marked so that later checks can tell it was never reloaded. */
+const openLive = () => openLiveAt(browser, dev.url);
 
 function open(agent: string, machine: string, handler: MessageHandler): ServeHandle {
   const h = serve(agent, handler, { url: dev.url, token: DEV_TOKEN, machine });
@@ -60,85 +48,22 @@ function open(agent: string, machine: string, handler: MessageHandler): ServeHan
   return h;
 }
 
-async function until<T>(check: () => T | Promise<T>, what: string, timeoutMs = 20_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`never: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(`${dev.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as T };
-}
-
-async function postMessage(agent: string, text: string): Promise<number> {
-  const res = await api<{ id: number }>("POST", `/agents/${agent}/messages`, { text });
-  expect(res.status).toBe(201);
-  return res.body.id;
-}
-
-async function view(agent: string, id: number): Promise<View> {
-  return (await api<View>("GET", `/agents/${agent}/messages/${id}`)).body;
-}
-
-async function presence(agent: string): Promise<Presence> {
-  return (await api<Presence>("GET", `/agents/${agent}/presence`)).body;
-}
-
-function waitForStatus(agent: string, id: number, status: string): Promise<View> {
-  return until(async () => {
-    const v = await view(agent, id);
-    return v.status === status ? v : null;
-  }, `message ${id} of ${agent} ${status}`);
-}
-
 /** Waits on the run's abort signal: an effect or a run that hangs until its runner stops. */
 function hang(signal: AbortSignal): Promise<never> {
   return new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
 }
 
-async function openLive(): Promise<Page> {
-  const page = await browser.newPage();
-  await page.goto(dev.url);
-  await page.locator('#status[data-state="live"]').waitFor();
-  await page.evaluate(() => ((window as unknown as { loadedOnce: boolean }).loadedOnce = true));
-  return page;
-}
-
-async function stillSameLoad(page: Page): Promise<boolean> {
-  return page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce === true);
-}
-
-async function horizontalOverflow(page: Page): Promise<number> {
-  return page.evaluate(() => Math.max(...[...document.querySelectorAll("body *")].map((e) => e.getBoundingClientRect().right)) - window.innerWidth);
-}
-
-const card = (page: Page, agent: string) => page.locator(`article.agent[data-agent="${agent}"]`);
 const ask = (page: Page, agent: string, id: number) => page.locator(`#person [data-role="ask"][data-agent="${agent}"][data-id="${id}"]`);
 
 beforeAll(async () => {
-  profileDir = mkdtempSync(join(tmpdir(), "baton-chromium-"));
-  browser = await chromium.launchPersistentContext(profileDir, {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: CHROMIUM_ARGS,
-    viewport: { width: 1100, height: 1000 },
-  });
+  launched = await launchBrowser({ width: 1100, height: 1000 });
+  browser = launched.context;
 });
 
 afterAll(async () => {
   await Promise.all(handles.splice(0).map((h) => h.stop()));
-  await browser?.close();
+  await launched?.close();
   await dev?.stop();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
   console.log(`screenshots in ${SHOTS}`);
 });
 

@@ -5,85 +5,34 @@
 // their priority and drain, a paused agent and its waiting messages say so, the preferred, drained
 // and restored transitions read on the timeline, and nothing overflows at phone width. (The
 // screenshots in docs/ come from dashboard-wall.test.ts.)
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import WebSocket from "ws";
 import { BATON_PROTOCOL, tokenProtocol } from "../../worker/wire/token-protocol.ts";
 import { resetBrowser } from "./browser-reset.ts";
 import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { replyingServe, type ClaimOptions, type ServeClient } from "./dashboard-runner.ts";
+import { card, horizontalOverflow, launchBrowser, openLive as openLiveAt, stillSameLoad, type Browser } from "./dashboard-browser.ts";
 
-const CHROMIUM_ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-  "--no-first-run", "--disable-component-update", "--disable-sync",
-];
 const DOCS = mkdtempSync(join(tmpdir(), "baton-shots-"));
 
 // A short hysteresis, so a runner of higher priority takes the lease within the test's patience.
 const DEV_VARS = { BATON_PREFERENCE_HYSTERESIS_SECONDS: "1" };
 
 let dev: DevServer;
+let launched: Browser;
 let browser: BrowserContext;
-let profileDir: string;
 const servers: ServeClient[] = [];
+/** A new page on the dashboard, live, marked so that later checks can tell it was never reloaded. */
+const openLive = () => openLiveAt(browser, dev.url);
 
-interface ServeClient {
-  machine: string;
-  close(): Promise<void>;
-}
-
-interface ClaimOptions {
-  /** As `baton serve --priority`. */
-  priority?: number;
-  /** As the runner id each serve process sends, which a restarted coordinator gives the lease back to. */
-  runnerId?: string;
-}
-
-/**
- * A raw serve connection that claims and heartbeats like `baton serve`; while it holds the lease it
- * answers each message it is told to run with `reply(text)`, when given, or parks it when that is null.
- */
+/** A raw runner on `agent` (dashboard-runner.ts), closed after the file. */
 async function serve(agent: string, machine: string, reply?: (text: string) => string | null, claim: ClaimOptions = {}): Promise<ServeClient> {
-  const ws = new WebSocket(`${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=${machine}`, {
-    headers: { authorization: `Bearer ${DEV_TOKEN}` },
-  });
-  let fence = 0;
-  const leased = new Promise<void>((resolve, reject) => {
-    ws.on("message", (data) => {
-      const frame = JSON.parse(String(data)) as { type: string; fence?: number; held?: boolean; id?: number; text?: string; run?: boolean; token?: number };
-      if (frame.type === "welcome") {
-        ws.send(JSON.stringify({ type: "serve_lease", op: "claim", priority: claim.priority, runner_id: claim.runnerId }));
-      }
-      if (frame.type === "serve_lease") {
-        fence = frame.held ? frame.fence! : 0;
-        resolve();
-      }
-      if (frame.type === "message" && frame.run && reply && fence > 0) {
-        const text = reply(frame.text!);
-        ws.send(JSON.stringify(text === null
-          ? { type: "park", id: frame.id, token: frame.token }
-          : { type: "reply", id: frame.id, token: frame.token, key: `${frame.id}:reply`, text }));
-      }
-    });
-    ws.once("error", reject);
-    ws.once("close", () => reject(new Error(`${machine} closed before its lease frame`)));
-  });
-  await leased;
-  const heartbeat = setInterval(() => ws.send('{"type":"ping"}'), 5_000);
-  const client: ServeClient = {
-    machine,
-    async close() {
-      clearInterval(heartbeat);
-      if (ws.readyState === WebSocket.CLOSED) return;
-      const closed = new Promise((resolve) => ws.once("close", resolve));
-      ws.close(1000, "done");
-      await closed;
-    },
-  };
+  const client = await replyingServe(dev.url, agent, machine, reply, claim);
   servers.push(client);
   return client;
 }
@@ -107,58 +56,18 @@ async function control(agent: string, route: "pause" | "unpause" | "drain" | "un
   expect(res.status).toBe(200);
 }
 
-/** Marks the page, so a later check can tell that what it shows came without a reload. */
-async function markLoaded(page: Page): Promise<void> {
-  await page.evaluate(() => ((window as unknown as { loadedOnce: boolean }).loadedOnce = true));
-}
-
-/** A new page on the dashboard, live, marked so that later checks can tell it was never reloaded. */
-async function openLive(): Promise<Page> {
-  const page = await browser.newPage();
-  await page.goto(dev.url);
-  await page.locator('#status[data-state="live"]').waitFor();
-  await markLoaded(page);
-  return page;
-}
-
-async function stillSameLoad(page: Page): Promise<boolean> {
-  return page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce === true);
-}
-
-/** How far the widest element sticks out past the viewport's right edge, in CSS pixels (logged with its name). */
-async function horizontalOverflow(page: Page): Promise<number> {
-  const widest = await page.evaluate(() => {
-    let worst = { right: -Infinity, name: "" };
-    for (const e of document.querySelectorAll("body *")) {
-      const right = e.getBoundingClientRect().right;
-      if (right > worst.right) worst = { right, name: `${e.tagName.toLowerCase()}.${e.className}` };
-    }
-    return { overflow: worst.right - window.innerWidth, name: worst.name };
-  });
-  if (widest.overflow > 0) console.log(`widest element: ${widest.name}, ${widest.overflow} px past the viewport`);
-  return widest.overflow;
-}
-
-const card = (page: Page, agent: string) => page.locator(`article.agent[data-agent="${agent}"]`);
-
 beforeAll(async () => {
   dev = await startWranglerDev({ vars: DEV_VARS });
-  profileDir = mkdtempSync(join(tmpdir(), "baton-chromium-"));
-  browser = await chromium.launchPersistentContext(profileDir, {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: CHROMIUM_ARGS,
-    viewport: { width: 1100, height: 820 },
-  });
+  launched = await launchBrowser({ width: 1100, height: 820 });
+  browser = launched.context;
 });
 
 afterEach(() => resetBrowser(browser, dev?.url));
 
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.close()));
-  await browser?.close();
+  await launched?.close();
   await dev?.stop();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
 });
 
 const LONG_WORD = "x".repeat(300);

@@ -32,7 +32,8 @@ import { ROOT } from "./wrangler-dev.ts";
  * on purpose or by mistake.
  */
 // Raised from 560 / 145 KiB for the remote surfaces (above): what MCP on the SDK and OAuth on Cloudflare's provider cost.
-const BUNDLE_BUDGET_BYTES = 1260 * 1024;
+// Raised from 1260 KiB for A2A push notifications (their routes, store, rules and wire: 1244.2 KiB before, 1262.4 after; gzipped 291.9 to 296.3).
+const BUNDLE_BUDGET_BYTES = 1280 * 1024;
 const GZIP_BUDGET_BYTES = 300 * 1024;
 
 describe("wrangler deploy --dry-run", () => {

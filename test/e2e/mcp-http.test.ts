@@ -2,7 +2,8 @@
 // StreamableHTTPClientTransport configured from docs/guides/remote.md: the tools are listed; an
 // ask runs as a Task that waits for a person past the host's request timeout and ends with the
 // answer; a task cancelled from the client is a baton cancel; a token without the answer scope can
-// ask but never answer or cancel; a retried call posts once; bad input changes nothing.
+// ask but never answer or cancel; an ask several people decide; a retried call posts once; bad
+// input changes nothing.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, type Task } from "@modelcontextprotocol/sdk/types.js";
@@ -14,6 +15,7 @@ import { uniqueAgent } from "./serve-helpers.ts";
 import { advanceClock, DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
 const SENDER = "e2e-mcp-sender-token";
+const PERSON = "e2e-mcp-person-token";
 
 function entry(account: string, token: string, ...flags: string[]): string {
   const r = spawnSync(process.execPath, [join(ROOT, "scripts/hash-token.mjs"), account, ...flags], { input: `${token}\n`, encoding: "utf8" });
@@ -34,7 +36,7 @@ function guideConfig(token: string): { path: string; headers: Record<string, str
 let dev: DevServer;
 const clients: Client[] = [];
 beforeAll(async () => {
-  dev = await startWranglerDev({ vars: { BATON_TOKENS: [entry("dev", DEV_TOKEN), entry("dev", SENDER, "--name", "mcp-sender", "--scopes", "send")].join(",") } });
+  dev = await startWranglerDev({ vars: { BATON_TOKENS: [entry("dev", DEV_TOKEN), entry("dev", SENDER, "--name", "mcp-sender", "--scopes", "send"), entry("dev", PERSON, "--name", "mcp-person", "--scopes", "answer")].join(",") } });
 });
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.close()));
@@ -107,6 +109,30 @@ describe("remote MCP over Streamable HTTP", () => {
     expect(structured(await result)).toMatchObject({ status: "answered", message_id: id, choice: "ship", text: "go", by: { token: "default" } });
     expect(progress.length).toBeGreaterThanOrEqual(1);
     expect((await client.experimental.tasks.getTask(task.taskId)).status).toBe("completed");
+  });
+
+  it("ask with needs and approvers is decided by several people: one approval leaves it input_required, the second named approver's ends it; a quorum the coordinator refuses is a tool error that posts nothing", async () => {
+    const agent = uniqueAgent("mcph");
+    const client = await remoteClient();
+    const task = await startTask(client, "ask", { agent, question: "Deploy to prod?", needs: 2, approvers: ["default", "mcp-person"], deadline_seconds: 3600, on_deadline: "reject" });
+    const id = Number(task.taskId.split(":")[1]);
+    expect((await http("GET", `/agents/${agent}/messages/${id}`)).json).toMatchObject({ question: { quorum: { needs: 2, reject_needs: 1, approvers: ["default", "mcp-person"] } } });
+    expect((await http("POST", `/agents/${agent}/messages/${id}/answer`, { choice: "approve" })).status).toBe(200);
+    expect((await client.experimental.tasks.getTask(task.taskId)).status).toBe("input_required");
+    expect((await http("GET", `/agents/${agent}/messages/${id}`)).json).toMatchObject({ status: "parked", question: { quorum: { approvals: 1, waiting_for: ["mcp-person"] } } });
+    expect((await http("POST", `/agents/${agent}/messages/${id}/answer`, { choice: "approve" }, PERSON)).status).toBe(200);
+    const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(structured(result)).toMatchObject({ status: "answered", message_id: id, choice: "approve", by: { token: "mcp-person" } });
+    for (const [args, says] of [
+      [{ needs: 2, choices: ["ship", "hold"] }, /needs and reject_needs above 1 take a question without choices/],
+      [{ needs: 3, approvers: ["default", "mcp-person"] }, /at most the number of approvers/],
+      [{ reject_needs: 2, approvers: ["default"] }, /at most the number of approvers/],
+    ] as const) {
+      const refused = await client.callTool({ name: "ask", arguments: { agent, question: "Again?", wait_seconds: 0, ...args } });
+      expect(refused.isError, JSON.stringify(args)).toBe(true);
+      expect(JSON.stringify(refused.content)).toMatch(says);
+    }
+    expect((await messages(agent)).length).toBe(1);
   });
 
   it("a question nobody answers ends by its deadline on the test clock, and the task says so", async () => {

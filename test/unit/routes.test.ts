@@ -7,7 +7,7 @@ import { matchRoute, routeParts, routePath, ROUTES, type RouteKey } from "../../
 import { SCOPES } from "../../worker/wire/token-scopes.ts";
 
 const KEYS = Object.keys(ROUTES) as RouteKey[];
-const SAMPLE: Record<string, string> = { agent: "reviewer", id: "7", step: "plan", blob: "b-123", session: "job-1", schedule: "3", grant: "u3Cq0vVDpJ7uGm2e" };
+const SAMPLE: Record<string, string> = { agent: "reviewer", id: "7", step: "plan", blob: "b-123", session: "job-1", schedule: "3", grant: "u3Cq0vVDpJ7uGm2e", target: "pager" };
 
 /** The row's path with a sample value in each parameter. */
 function concrete(key: RouteKey): string {

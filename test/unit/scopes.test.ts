@@ -53,6 +53,11 @@ const ROUTES: [string, string, Scope][] = [
   ["POST", `${M}/answer`, "answer"],
   ["POST", `${M}/retry`, "admin"],
   ["POST", `${M}/cancel`, "answer"],
+  // A2A push targets make the coordinator send where they say: even reading them needs send.
+  ["GET", `${M}/push`, "send"],
+  ["PUT", `${M}/push/pager`, "send"],
+  ["GET", `${M}/push/pager`, "send"],
+  ["DELETE", `${M}/push/pager`, "send"],
   ["POST", `${M}/ask`, "serve"],
   ["POST", `${M}/heartbeat`, "serve"],
   ["POST", `${M}/output`, "serve"],

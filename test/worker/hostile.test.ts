@@ -119,7 +119,7 @@ describe("floods", () => {
     const last = accepted.at(-1);
     const stub = env.AGENTS.get(env.AGENTS.idFromName(`dev:${agent}`));
     const stored = await runInDurableObject(stub, (_i: AgentCoordinator, state) =>
-      new MessageStore(state.storage.sql).checkpoint());
+      new MessageStore(state.storage.sql).agentCheckpoint.get());
     expect(stored?.value).toEqual({ n: last });
   });
 

@@ -102,7 +102,7 @@ describe("serve lease", () => {
     a.sock.send({ type: "checkpoint", fence: a.lease.fence, value: { step: 1 }, req: "late" });
     expect(await a.sock.next("error", (f) => f.req === undefined || f.req === "late")).toMatchObject({ code: "lease_expired" });
     expect(await b.sock.next("serve_lease")).toMatchObject({ held: true, fence: 2 });
-    const stored = await runInDurableObject(stubFor(agent), (_instance: AgentCoordinator, state) => new MessageStore(state.storage.sql).checkpoint());
+    const stored = await runInDurableObject(stubFor(agent), (_instance: AgentCoordinator, state) => new MessageStore(state.storage.sql).agentCheckpoint.get());
     expect(stored).toBeNull();
   });
 

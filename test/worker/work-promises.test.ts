@@ -13,24 +13,31 @@ const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("
 const reply = (sock: TestSocket, m: MessageFrame, text: string) => write(sock, { type: "reply", id: m.id, token: m.token, key: `${m.id}:reply`, text });
 
 /**
- * Moves a message's stored deadline into the past without running the alarm: an alarm that is
- * late, as on a busy object. Written through the object's own store, which keeps its reads in
- * memory until it writes (a write behind its back would be a second writer, which never exists).
+ * Lets the agent's clock pass `at` (a deadline it reported) by 100 ms with its alarm late, as on a
+ * busy object: the alarm is pushed a minute out (the runtime's own, as serve-lease.test.ts holds it
+ * back), the clock moves with heartbeats to just before `at`, then past it in one move that runs no
+ * alarm and leaves every connection well inside its TTL.
  */
-async function deadlinePassed(agent: string, id: number, agoMs = 50): Promise<void> {
-  await runInDurableObject(stubFor(agent), (instance) => {
-    const { messages } = (instance as unknown as { desk: { messages: MessageStore } }).desk;
-    messages.saveHeartbeat(id, Date.now() - agoMs, null, Date.now());
+async function passDeadlineWithAlarmLate(agent: string, at: number): Promise<void> {
+  await runInDurableObject(stubFor(agent), async (_instance, state) => {
+    await state.storage.setAlarm(Date.now() + 60_000);
   });
+  const { now } = await advanceClock(0, { agent });
+  await passTime(agent, Math.max(0, at - now - 200));
+  const moved = await advanceClock(300, { agent });
+  expect(moved.alarmsRun).toBe(0);
+  expect(moved.now).toBeGreaterThan(at);
 }
 
 describe("deadlines are decided at the write", () => {
   it("a reply after the run deadline is refused even though the alarm has not run, and the message goes back", async () => {
     const agent = uniqueAgent();
+    expect((await call("PUT", `/agents/${agent}/policy`, { run_timeout_seconds: 1 })).status).toBe(200);
+    await freezeClock(agent);
     const a = await claimant(agent, "a");
     const id = await post(agent, "slow");
     const m = await run(a.sock, id);
-    await deadlinePassed(agent, id);
+    await passDeadlineWithAlarmLate(agent, (await message(agent, id)).expires_at as number);
     expect(await reply(a.sock, m, "late")).toMatchObject({ type: "error", code: "message_not_running" });
     const after = await message(agent, id);
     expect(after.reply).toBeNull();
@@ -40,11 +47,13 @@ describe("deadlines are decided at the write", () => {
 
   it("a resume after the park deadline is a 409 and the message fails, even though the alarm has not run", async () => {
     const agent = uniqueAgent();
+    await freezeClock(agent);
     const a = await claimant(agent, "a");
     const id = await post(agent, "ask");
     const m = await run(a.sock, id);
-    expect(await write(a.sock, { type: "park", id, token: m.token, deadline_seconds: 3600 })).toMatchObject({ type: "result", op: "park" });
-    await deadlinePassed(agent, id);
+    const parked = await write(a.sock, { type: "park", id, token: m.token, deadline_seconds: 1 });
+    expect(parked).toMatchObject({ type: "result", op: "park" });
+    await passDeadlineWithAlarmLate(agent, parked.deadline as number);
     const resumed = await call("POST", `/agents/${agent}/messages/${id}/resume`, { input: "yes" });
     expect(resumed).toMatchObject({ status: 409, body: { error: "not_parked" } });
     expect(await message(agent, id)).toMatchObject({ status: "failed" });

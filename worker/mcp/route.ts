@@ -1,33 +1,29 @@
 // POST /mcp: baton's MCP tools (client/mcp-tools.ts, the ones `baton mcp` serves on stdio) over
 // Streamable HTTP, one endpoint per account (the account is the token's; each call names its
 // agent, so one host config reaches every agent the token may reach). The SDK's transport runs
-// stateless, a fresh server per request: a Worker's requests land on any isolate, and everything
-// a session would remember is already the coordinator's (messages, answers, leases), so no
-// per-session object is kept. Each tool call goes through the pipeline (pipeline.ts) as an
-// internal request with the caller's own credential: the route table, its scope check, the
-// agent's plan and its idempotency keys apply as to any client. `ask` and `send` run as MCP
+// stateless, a new one per request, with a server that keeps nothing between requests
+// (servers.ts): a Worker's requests land on any isolate, and everything a session would remember
+// is already the coordinator's (messages, answers, leases), so no per-session object is kept.
+// Each tool call goes through the pipeline (pipeline.ts) as an internal request for the caller
+// the endpoint let in: the route table, its scope check and agent limit, the agent's plan and its
+// idempotency keys apply as to any client. `ask` and `send` run as MCP
 // Tasks when the client asks for one (tasks.ts); without, they wait within the call, with progress
 // notifications, and hand back get_answer's handle.
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import * as z from "zod/mini";
-import type { Connection } from "../../client/http.ts";
-import { askShape, batonToolSpecs, postQuestion, postSend, sendShape, type ToolSpec, type ToolsOptions } from "../../client/mcp-tools.ts";
+import type { ToolsOptions } from "../../client/mcp-tools.ts";
 import { presentedToken, sha256 } from "../auth.ts";
 import type { Env } from "../env.ts";
 import { readBody } from "../objects/http.ts";
-import { handle } from "../pipeline.ts";
+import { handle, handleAs } from "../pipeline.ts";
 import type { Handlers } from "../routes.ts";
 import { callerOf } from "../scopes.ts";
-import { AGENT_NAME, jsonTooDeep, LIMITS } from "../wire/protocol.ts";
-import { messageOf, MessageTaskStore, serveTaskResults, taskOf, TASK_POLL_MS } from "./tasks.ts";
+import { jsonTooDeep, LIMITS } from "../wire/protocol.ts";
+import { serverFor, withKeptServer, type McpCall } from "./servers.ts";
 
-/** Tools that may wait long: Tasks where the client asks for one. */
-const TASK_TOOLS = new Set(["ask", "send"]);
 /** Tools whose plain call may outlive a quick answer, so they answer as an event stream (progress), as tasks/result does. */
 const STREAMED_TOOLS = new Set(["ask", "send", "get_output"]);
-/** How long a plain (non-task) ask keeps its call open before it hands back get_answer: below common host timeouts. */
-const PLAIN_ASK_WAIT_MS = 50_000;
 /** Mcp-Session-Id as the spec allows it: visible ASCII. */
 const SESSION_ID = /^[\x21-\x7e]{1,128}$/;
 
@@ -56,55 +52,6 @@ function postKeyOf(tokenName: string, session: string | null): ToolsOptions["pos
   return async (extra) => `mcp-${(await hex(`${tokenName}\n${session}\n${String(extra.requestId)}`)).slice(0, 40)}`;
 }
 
-/** A server for one request: with only the called tool when it is a tools/call (`only`), else every tool. */
-function serverFor(conn: Connection, plainCall: boolean, only: string | undefined, postKey: ToolsOptions["postKey"]): McpServer {
-  const store = new MessageTaskStore(conn);
-  const server = new McpServer({ name: "baton", version: "1" }, {
-    capabilities: { tasks: { requests: { tools: { call: {} } }, cancel: {} } },
-    taskStore: store,
-    defaultTaskPollInterval: TASK_POLL_MS,
-    // The SDK's default (ajv) is left out of the bundle (absent.ts): this server never checks a client's JSON Schema.
-    jsonSchemaValidator: { getValidator: () => () => ({ valid: false, data: undefined, errorMessage: "no JSON Schema validation here: baton's MCP endpoint never elicits" }) },
-  });
-  serveTaskResults(server, store);
-  const options = { agent: null, conn, askWaitMs: PLAIN_ASK_WAIT_MS, postKey };
-  const called = batonToolSpecs({ ...options, only });
-  // A call of a tool there is none of meets every tool, so the SDK answers it as for any unknown tool.
-  for (const spec of called.length > 0 ? called : batonToolSpecs(options)) {
-    if (TASK_TOOLS.has(spec.name) && !plainCall) registerTaskTool(server, spec, store, conn, postKey);
-    else server.registerTool(spec.name, { title: spec.title, description: spec.description, inputSchema: spec.inputSchema }, spec.handler);
-  }
-  return server;
-}
-
-const agentArg = { agent: z.string().check(z.regex(AGENT_NAME)) };
-const askArgs = z.object({ ...agentArg, ...askShape });
-const sendArgs = z.object({ ...agentArg, ...sendShape });
-
-/** `ask` or `send` as a task: its post is the task, whose status and result are the message's (tasks.ts). */
-function registerTaskTool(server: McpServer, spec: ToolSpec, store: MessageTaskStore, conn: Connection, postKey: ToolsOptions["postKey"]): void {
-  server.experimental.tasks.registerToolTask(spec.name, {
-    title: spec.title, description: spec.description, inputSchema: spec.inputSchema, execution: { taskSupport: "optional" },
-  }, {
-    createTask: async (raw, extra) => {
-      const key = await postKey?.(extra);
-      if (spec.name === "ask") {
-        const args = z.parse(askArgs, raw);
-        const id = await postQuestion(args.agent, args, conn, key);
-        return { task: taskOf(args.agent, await messageOf(conn, args.agent, id)) };
-      }
-      const args = z.parse(sendArgs, raw);
-      return { task: taskOf(args.agent, await postSend(args.agent, args, conn, key)) };
-    },
-    getTask: async (_args, extra) => {
-      const task = await store.getTask(extra.taskId);
-      if (task === null) throw new Error(`no task ${extra.taskId}`);
-      return task;
-    },
-    getTaskResult: (_args, extra) => store.toolResult(extra.taskId),
-  });
-}
-
 /** POST /mcp: one JSON-RPC message in, the SDK's answer out (JSON, or an event stream for a call that may wait). */
 async function postMcp(request: Request, env: Env): Promise<Response> {
   const session = request.headers.get("mcp-session-id");
@@ -125,18 +72,26 @@ async function postMcp(request: Request, env: Env): Promise<Response> {
   const tool = message.success && method === "tools/call" ? message.data.params?.name ?? "" : "";
   const plainCall = tool !== "" && message.success && message.data.params?.task === undefined;
   const caller = callerOf(request);
-  const conn: Connection = {
-    url: new URL(request.url).origin,
-    token: presentedToken(request) ?? "",
-    fetch: (input, init) => handle(new Request(input, init), env),
+  const json = !((plainCall && STREAMED_TOOLS.has(tool)) || method === "tasks/result");
+  const call: McpCall = {
+    conn: {
+      url: new URL(request.url).origin,
+      token: presentedToken(request) ?? "",
+      ownAnswers: true,
+      // A quick answer's calls are this request's caller's (handleAs); a streamed one's may wait for minutes, so each is let in anew.
+      fetch: json ? (input, init) => handleAs(caller, new Request(input, init), env) : (input, init) => handle(new Request(input, init), env),
+    },
+    postKey: postKeyOf(caller.tokenName, session),
   };
-  const server = serverFor(conn, plainCall, tool === "" ? undefined : tool, postKeyOf(caller.tokenName, session));
-  const transport = new WebStandardStreamableHTTPServerTransport({
-    sessionIdGenerator: undefined,
-    enableJsonResponse: !((plainCall && STREAMED_TOOLS.has(tool)) || method === "tasks/result"),
-  });
-  await server.connect(transport);
-  const response = await transport.handleRequest(request, { parsedBody: parsed });
+  const answer = async (server: McpServer) => {
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
+    await server.connect(transport);
+    return transport.handleRequest(request, { parsedBody: parsed });
+  };
+  // initialize leaves the client's capabilities on the server, so it gets one of its own, as a streamed answer and a notification do.
+  const response = json && method !== undefined && method !== "initialize" && message.success && message.data.id !== undefined
+    ? await withKeptServer(call, plainCall, answer)
+    : await answer(serverFor(call, plainCall, tool === "" ? undefined : tool));
   if (method !== "initialize" || response.status !== 200) return response;
   // A session id scopes the client's request ids, so a retried call is known (postKeyOf); the server keeps nothing under it.
   const headers = new Headers(response.headers);

@@ -1,7 +1,7 @@
 // Applies one plan of an agent object: runs its effects (../rules/plan/effects.ts) in the order
 // the plan lists them, and nothing else. Each effect is one store call or one frame; what an
 // effect needs beyond itself is read from what this very list stored (the row a change stored,
-// for its webhook event's facts and its hand-out frame; the agent's checkpoint, for lease news).
+// for its webhook event's facts, its A2A pushes and its hand-out frame; the agent's checkpoint, for lease news).
 // The output gate holds every frame until the writes it follows are durable.
 import type { AgentPlan } from "../rules/agent-plan.ts";
 import type { Effect } from "../rules/plan/effects.ts";
@@ -41,12 +41,14 @@ interface Stored {
   /** The posted row as it was posted (copies show it so), and each row a change stored, by id. */
   posted: StoredMessage | null;
   rows: Map<number, StoredMessage>;
+  /** The row the last change stored with its lease (null: none, as an acknowledgement's). */
+  last: StoredMessage | null;
   checkpoint: { value: unknown; fence: number } | null | undefined;
 }
 
 export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveConn[], now: number): Applied {
   const applied: Applied = { accountWebhook: null, sweep: false };
-  const stored: Stored = { posted: null, rows: new Map(), checkpoint: undefined };
+  const stored: Stored = { posted: null, rows: new Map(), last: null, checkpoint: undefined };
   for (const e of plan.effects) run(p, e, conns, now, applied, stored);
   return applied;
 }
@@ -72,7 +74,7 @@ function run(p: ApplyParts, e: Effect, conns: readonly LiveConn[], now: number, 
       applied.accountWebhook = p.webhooks.outageChanged(e.outage, e.askAccount, now) ?? applied.accountWebhook;
       return;
     case "store_agent_checkpoint":
-      return messages.saveCheckpoint(e.value, e.fence, now);
+      return messages.agentCheckpoint.save(e.value, e.fence, now);
     case "store_counters":
       p.store.saveClaimCounter(e.claimCounter);
       return leases.policies.saveTokenCounter(e.tokenCounter);
@@ -82,6 +84,7 @@ function run(p: ApplyParts, e: Effect, conns: readonly LiveConn[], now: number, 
     case "store_change": {
       const c = e.change;
       const saved = leases.save(c, now);
+      stored.last = saved;
       if (c.kind === "output") p.desk.output.append(c.id, c.output, now);
       if (e.marks.ended !== null || e.marks.began !== null) p.desk.output.mark(c.id, e.marks, now);
       if (saved !== null) {
@@ -90,6 +93,11 @@ function run(p: ApplyParts, e: Effect, conns: readonly LiveConn[], now: number, 
       }
       applied.sweep ||= c.dropUncommitted === true;
       return;
+    }
+    case "queue_push": {
+      // An acknowledgement stores its row without handing it back: the push reads it as stored.
+      const row = stored.last?.id === e.id ? stored.last : messages.get(e.id);
+      return p.webhooks.push.changed(e.id, row ? p.desk.view(row) : null, e.ends, now);
     }
     case "webhook":
       p.webhooks.outbox.enqueue(e.facts, now);
@@ -107,7 +115,7 @@ function run(p: ApplyParts, e: Effect, conns: readonly LiveConn[], now: number, 
       return closeQuietly(conns[e.to]!.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
     case "tell": {
       const t = e.tell;
-      if (t.held && stored.checkpoint === undefined) stored.checkpoint = messages.checkpoint();
+      if (t.held && stored.checkpoint === undefined) stored.checkpoint = messages.agentCheckpoint.get();
       const checkpoint = t.held ? stored.checkpoint : null;
       const frame: ServerFrame = {
         type: "serve_lease", held: t.held, fence: t.fence, claim_seq: t.claimSeq, position: t.position, ttl_ms: e.ttlMs,

@@ -17,6 +17,11 @@ import type { OutputChunk, OutputPage } from "../wire/output.ts";
 export const FOLLOW_WAIT_MS = 25_000;
 import type { AgentSchedules, ScheduleAnswer } from "./agent-schedules.ts";
 import type { ScheduleBody, ScheduleView } from "../wire/schedules.ts";
+import type { A2APushTargets, PushAnswer } from "./a2a-push.ts";
+import type { MessageView } from "../wire/http-responses.ts";
+import type { PushTargetBody, PushTargetView } from "../wire/push.ts";
+
+const noMessage = (id: number) => ({ ok: false, status: 404, code: "not_found", message: `no message ${id}` }) as const;
 
 export abstract class AgentCalls extends SocketObject<ConnState> {
   /** One call of the Worker as one event, answered from its plan. */
@@ -24,6 +29,8 @@ export abstract class AgentCalls extends SocketObject<ConnState> {
   protected abstract readonly followers: OutputFollowers;
   /** A call on the agent's schedules (agent-schedules.ts), at the object's clock; slots it makes due are posted at once. */
   protected abstract scheduleCall<T>(call: (s: AgentSchedules, now: number) => T, changes: boolean): T;
+  /** A call on the agent's A2A push targets (a2a-push.ts), with the message views it needs; a change plans the alarm. */
+  protected abstract pushCall<T>(call: (p: A2APushTargets, view: (id: number) => MessageView | null, now: number) => T, changes: boolean): T;
 
   presence(): Presence { return this.run({ type: "presence" }); }
   post(text: string, opts: Inputs["post"]["opts"]): Outputs["post"] { return this.run({ type: "post", text, opts }); }
@@ -67,6 +74,18 @@ export abstract class AgentCalls extends SocketObject<ConnState> {
   webhookTest(): Outputs["webhookTest"] { return this.run({ type: "webhookTest" }); }
   setWebhook(body: WebhookConfigBody, origin: string): Outputs["setWebhook"] { return this.run({ type: "setWebhook", body, origin }); }
   deleteWebhook(): boolean { return this.run({ type: "deleteWebhook" }); }
+  /** Message `id`'s push targets (404: no such message). */
+  pushTargets(id: number): PushAnswer<PushTargetView[]> {
+    return this.pushCall((p, view) => view(id) === null ? noMessage(id) : { ok: true, value: p.list(id) }, false);
+  }
+  /** `elsewhere`: the account's push targets in its other agents. */
+  setPushTarget(id: number, target: string, body: PushTargetBody, elsewhere: number): PushAnswer<PushTargetView> {
+    return this.pushCall((p, view, now) => {
+      const m = view(id);
+      return m === null ? noMessage(id) : p.set(m, target, body, elsewhere, now);
+    }, true);
+  }
+  deletePushTarget(id: number, target: string): boolean { return this.pushCall((p) => p.delete(id, target), false); }
   /** `elsewhere`: the account's schedules in its other agents, as the directory counts them. */
   addSchedule(body: ScheduleBody, elsewhere: number): ScheduleAnswer { return this.scheduleCall((s, now) => s.add(body, now, elsewhere), true); }
   listSchedules(): ScheduleView[] { return this.scheduleCall((s) => s.list(), false); }

@@ -5,29 +5,19 @@
 // object (agent-object.ts) runs the event and hands the plan back here for the answer.
 import type { CoordinatorConfig } from "../config.ts";
 import type { AgentEvent, AgentPlan } from "../rules/agent-plan.ts";
-import type { Answer, MessagePolicy } from "../rules/message-lease.ts";
 import { buildPresence, PREVIEW_CHARS } from "../rules/presence.ts";
 import { runnerOf } from "../rules/agent-plan.ts";
-import type { StepWrite, UnknownOutcome } from "../rules/step-journal.ts";
 import type { MessageView, StepView } from "../wire/http-responses.ts";
-import type { Question } from "../wire/protocol.ts";
 import type { Presence } from "../wire/server-frames.ts";
-import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
-import type { AgentControls, ControlOutcome, ControlRoute } from "./agent-controls.ts";
+import type { AgentControls } from "./agent-controls.ts";
 import type { AgentIdentity, AgentStore } from "./agent-store.ts";
 import type { AgentWebhooks } from "./agent-webhooks.ts";
-import type { ConnState } from "./connections.ts";
 import { leaseOf } from "./message-store.ts";
-import type { Answerer, BlobReserve, HeartbeatAnswer, Refusal, StepAnswer } from "./message-leases.ts";
 import { answerOf, type RunAnswers, type WriteInput } from "../rules/plan/write-event.ts";
-import type { AskAnswer } from "../rules/plan/run-write.ts";
 import { LIMITS } from "../wire/protocol.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
-import type { SignedRequest } from "./webhook-delivery.ts";
-import type { Socket } from "./socket-object.ts";
 import type { WorkDesk } from "./work-desk.ts";
-import type { PersonRefusal } from "../rules/plan/person.ts";
-import type { OutputChunk, OutputPage } from "../wire/output.ts";
+import type { OutputPage } from "../wire/output.ts";
 
 /** What one message's uploads may hold. */
 const BLOB_BUDGET = { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes };
@@ -35,88 +25,8 @@ const BLOB_BUDGET = { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMess
 /** Statuses after which a message may still run again: its output may still grow. */
 const OPEN_STATUSES: readonly string[] = ["queued", "running", "parked"];
 
-/** A live connection with its proven heartbeat, as one snapshot saw it. */
-export interface LiveConn extends Socket<ConnState> {
-  heartbeat: number;
-}
-
-export type PostResult =
-  | { status: 201 | 200; replayed: boolean; view: MessageView | { id: number; pruned: true } }
-  /** on_busy reject while the group is busy: nothing was stored. */
-  | { status: 409; code: "busy"; message: string; holder: number };
-
-export type ResumeAnswer = { ok: true; view: MessageView } | PersonRefusal;
-/** A cancel's answer: the message as it is now (`already`: an earlier cancel stands), or why not. */
-export type CancelAnswer =
-  | { ok: true; already: boolean; view: MessageView }
-  | { ok: false; status: 404 | 409; code: "not_found" | "message_finished"; message: string };
-
-type Run = { id: number; token: number; runKey: string };
-
-/** Every call the Worker makes, by name, with its arguments. */
-export interface Inputs {
-  presence: object;
-  post: { text: string; opts: { group?: string; runTimeoutMs?: number; key: string | null; by: Answerer; question?: Question; deadlineSeconds?: number; traceparent?: string } };
-  messages: { after: number; limit: number };
-  message: { id: number };
-  /** `proof`: the run replaying its journal (refused as its write would be when stale); null: an inspection. */
-  stepOf: { id: number; name: string; proof: { token: number; runKey: string } | null };
-  recordStep: Run & { write: StepWrite };
-  reserveBlob: Run & { bytes: number };
-  stageBlob: Run & { blob: string; stored: boolean };
-  blobKey: { id: number; blob: string };
-  heartbeat: Run & { details: unknown };
-  outputWrite: Run & { chunks: OutputChunk[] };
-  outputPage: { id: number; after: number };
-  ask: Run & { question: Question; deadlineSeconds: number | null };
-  control: { route: ControlRoute; body: unknown };
-  policy: object;
-  setPolicy: { update: Partial<MessagePolicy> };
-  resume: { id: number; input: string | null; outcome: UnknownOutcome | null; by: Answerer };
-  answer: { id: number; reply: Answer; by: Answerer };
-  retry: { id: number; by: Answerer };
-  cancel: { id: number; reason: string | null; by: Answerer };
-  webhook: object;
-  webhookTest: object;
-  setWebhook: { body: WebhookConfigBody; origin: string };
-  deleteWebhook: object;
-}
-
-/** What each call answers. */
-export interface Outputs {
-  presence: Presence;
-  post: PostResult;
-  messages: { agent: string; messages: MessageView[]; cursor: number };
-  message: MessageView | null;
-  stepOf: StepView | Refusal | null;
-  recordStep: StepAnswer;
-  reserveBlob: BlobReserve;
-  stageBlob: Refusal | { ok: true };
-  blobKey: string | null;
-  heartbeat: HeartbeatAnswer;
-  outputWrite: Refusal | { ok: true; id: number; token: number; offset: number };
-  outputPage: OutputPage | null;
-  ask: AskAnswer;
-  control: ControlOutcome & { agent: string; report: ReturnType<AgentControls["report"]> };
-  policy: MessagePolicy;
-  setPolicy: { ok: true; policy: MessagePolicy } | { ok: false; status: 400; code: "bad_request"; message: string };
-  resume: ResumeAnswer;
-  answer: ResumeAnswer;
-  retry: ResumeAnswer;
-  cancel: CancelAnswer;
-  webhook: WebhookView | null;
-  webhookTest: Promise<SignedRequest | null>;
-  setWebhook: WebhookView;
-  deleteWebhook: boolean;
-}
-
-/** One call decided: the plan event it makes (null: none), and its answer from that plan. */
-export interface Decided<T> {
-  event: AgentEvent | null;
-  answer: (plan: AgentPlan | null) => T;
-  /** Blobs may have become garbage: the object sweeps them. */
-  sweep?: boolean;
-}
+export type { CancelAnswer, Decided, Inputs, LiveConn, Outputs, PostResult, ResumeAnswer } from "./agent-input-types.ts";
+import type { Decided, Inputs, LiveConn, Outputs, PostResult, ResumeAnswer } from "./agent-input-types.ts";
 
 type Handlers = { [K in keyof Inputs]: (input: Inputs[K], now: number, conns: readonly LiveConn[]) => Decided<Outputs[K]> };
 
@@ -249,7 +159,7 @@ export class AgentInputs {
    */
   private post({ text, opts }: Inputs["post"], now: number): Decided<PostResult> {
     const { messages } = this.p.desk;
-    const earlier = opts.key === null ? null : messages.postedWith(opts.key, now, this.p.config.retention);
+    const earlier = opts.key === null ? null : messages.postKeys.postedWith(opts.key, now, this.p.config.retention.postKeyMs);
     if (earlier !== null) {
       const first = messages.get(earlier);
       return answered({ status: 200, replayed: true, view: first ? this.p.desk.view(first) : { id: earlier, pruned: true } });
@@ -304,7 +214,7 @@ export class AgentInputs {
       lease: this.p.store.lease(),
       conns: conns.map((c) => ({ ...c.state, heartbeat: c.heartbeat })),
       transitions: this.p.store.recentTransitions(),
-      recentMessages: this.p.desk.messages.recent(10, PREVIEW_CHARS),
+      recentMessages: this.p.desk.messages.census.recent(10, PREVIEW_CHARS),
       work: this.p.desk.leases.report(machines),
       controls: this.p.controls.report(now),
       wakes: this.p.store.wakes(),

@@ -29,6 +29,8 @@ import { readSnapshot, runKeysFor, type SnapshotParts } from "./agent-snapshot.t
 import { AgentCalls } from "./agent-calls.ts";
 import { OutputFollowers } from "./output-followers.ts";
 import { AgentSchedules } from "./agent-schedules.ts";
+import type { A2APushTargets } from "./a2a-push.ts";
+import type { MessageView } from "../wire/http-responses.ts";
 
 export type { CancelAnswer, PostResult, ResumeAnswer } from "./agent-inputs.ts";
 
@@ -140,6 +142,19 @@ export class AgentCoordinator extends AgentCalls {
     return answer;
   }
 
+  protected pushCall<T>(call: (p: A2APushTargets, view: (id: number) => MessageView | null, now: number) => T, changes: boolean): T {
+    this.store.countWake();
+    const now = this.now();
+    const answer = call(this.webhooks.push, (id) => {
+      const m = this.desk.messages.get(id);
+      return m ? this.desk.view(m) : null;
+    }, now);
+    // A push queued at once (a target set on a task past submitted) is due now: the alarm is planned for it.
+    if (changes) this.step(now, { type: "alarm" });
+    else this.notePushTargetCount();
+    return answer;
+  }
+
   protected scheduleCall<T>(call: (s: AgentSchedules, now: number) => T, changes: boolean): T {
     this.store.countWake();
     const now = this.now();
@@ -149,6 +164,15 @@ export class AgentCoordinator extends AgentCalls {
     if (!this.fireSchedules(now) && changes) this.step(now, { type: "alarm" });
     this.noteScheduleCount(count);
     return answer;
+  }
+
+  /** The directory keeps each agent's count of A2A push targets for the account's limit; told only of a change, never awaited. */
+  private notePushTargetCount(): void {
+    const count = this.webhooks.push.takeCountChange();
+    if (count === null || !this.identity) return;
+    const { account, agent } = this.identity;
+    const directory = this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName(directoryObjectName(account)));
+    this.ctx.waitUntil(directory.setPushTargetCount(agent, count).catch((err: unknown) => console.error(`push target count not reported: ${String(err)}`)));
   }
 
   /** The directory keeps each agent's count of schedules for the account's limit; told only of a change, never awaited. */
@@ -338,6 +362,7 @@ export class AgentCoordinator extends AgentCalls {
     if (applied.sweep) void this.sweepBlobs();
     if (plan.presenceChanged) this.reports.changed();
     for (const c of plan.changes) this.followers.wake(c.id);
+    this.notePushTargetCount();
     return { conns, plan };
   }
 

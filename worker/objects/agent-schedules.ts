@@ -135,7 +135,7 @@ export class AgentSchedules {
   }
 
   private slotPost(s: StoredSchedule, slot: number, now: number): SlotPost {
-    const earlier = this.store.postedFire(s.id, slot) ?? this.desk.messages.postedWith(slotKey(s.id, slot), now, this.retention);
+    const earlier = this.store.postedFire(s.id, slot) ?? this.desk.messages.postKeys.postedWith(slotKey(s.id, slot), now, this.retention.postKeyMs);
     return { schedule: s, slot, fireAt: slot + jitterOf(s.id, slot, s.jitterMs), replayed: earlier };
   }
 

@@ -12,6 +12,7 @@ import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-c
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
 import { WebhookOutbox, type OutboxEvent, type Sender } from "./webhook-outbox.ts";
 import { webhookTargetRefusal } from "../rules/webhook-exposure.ts";
+import { A2APushTargets, deliverPushes } from "./a2a-push.ts";
 
 /** What the agent object asks of its account's directory. */
 export interface AccountWebhookSource {
@@ -20,6 +21,8 @@ export interface AccountWebhookSource {
 
 export class AgentWebhooks {
   readonly outbox: WebhookOutbox;
+  /** A2A push targets of the agent's tasks: their pushes wait in the same outbox (a2a-push.ts). */
+  readonly push: A2APushTargets;
   private readonly own: WebhookConfigStore;
   /** The account's webhook as last fetched (null: never fetched by this instance). */
   private account: { config: WebhookConfig | null; at: number } | null = null;
@@ -37,6 +40,7 @@ export class AgentWebhooks {
   ) {
     this.own = new WebhookConfigStore(sql);
     this.outbox = new WebhookOutbox(sql);
+    this.push = new A2APushTargets(sql, this.outbox);
   }
 
   /**
@@ -55,7 +59,11 @@ export class AgentWebhooks {
   /** What a plan needs to wake the outbox in time and keep its events: its next due event, whether an event made now is kept and sent at once, the outage. */
   snapshot(now: number): AgentSnapshot["webhooks"] {
     const keeps = this.keeps(now);
-    return { dueAt: this.dueAt(now), sendsNow: keeps && this.sending < WEBHOOK.batch, keeps, outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null };
+    const free = claimRoom(this.sending) > 0;
+    return {
+      dueAt: this.dueAt(now), sendsNow: keeps && free, keeps, outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null,
+      push: { tasks: this.push.tasks(), sendsNow: free },
+    };
   }
 
   /**
@@ -115,7 +123,13 @@ export class AgentWebhooks {
    */
   async deliver(due: readonly OutboxEvent[], who: { account: string; agent: string }): Promise<void> {
     try {
-      await this.send(due, who);
+      // A push goes to its task's target whatever webhook there is (or none).
+      const events = due.filter((e) => e.target === null);
+      const pushes = due.filter((e) => e.target !== null);
+      await Promise.all([
+        events.length > 0 ? this.send(events, who) : null,
+        pushes.length > 0 ? deliverPushes(this.outbox, pushes, this.post, this.clock, this.allowPrivate) : null,
+      ]);
     } finally {
       this.sending -= due.length;
     }

@@ -67,8 +67,13 @@ export function writeAttachment<S>(ws: WebSocket, state: S): void {
 export const writeConn: (ws: WebSocket, state: ConnState) => void = writeAttachment;
 
 export function send(ws: WebSocket, frame: ServerFrame): void {
+  sendText(ws, JSON.stringify(frame));
+}
+
+/** Sends a frame already written as text (a run copy, run-copy.ts). */
+export function sendText(ws: WebSocket, text: string): void {
   try {
-    ws.send(JSON.stringify(frame));
+    ws.send(text);
   } catch {
     // The peer is already gone; its close event re-elects.
   }

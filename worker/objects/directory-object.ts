@@ -18,6 +18,7 @@ import type { DirectoryUpdate } from "./directory-reporter.ts";
 import { closeQuietly, observerAttachment, send, type ObserverState } from "./connections.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
 import { ScheduleCounts } from "./schedule-counts.ts";
+import { PushTargetCounts } from "./push-target-counts.ts";
 import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
 import { accountOfDirectory } from "./names.ts";
@@ -50,6 +51,8 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   private readonly webhookConfig: WebhookConfigStore;
   /** Schedules per agent, for LIMITS.schedulesPerAccount (schedule-counts.ts). */
   private readonly scheduleCounts: ScheduleCounts;
+  /** A2A push targets per agent, for LIMITS.pushTargetsPerAccount (push-target-counts.ts). */
+  private readonly pushTargetCounts: PushTargetCounts;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -58,6 +61,7 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     this.metrics = new MetricsBoard(this.sql);
     this.webhookConfig = new WebhookConfigStore(this.sql);
     this.scheduleCounts = new ScheduleCounts(this.sql);
+    this.pushTargetCounts = new PushTargetCounts(this.sql);
   }
 
   /** RPC from an agent object whose schedules changed: how many it has now. */
@@ -68,6 +72,16 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   /** RPC from the Worker before an add: the account's schedules outside `agent`. */
   schedulesBesides(agent: string): number {
     return this.scheduleCounts.total(agent);
+  }
+
+  /** RPC from an agent object whose A2A push targets changed: how many it has now. */
+  setPushTargetCount(agent: string, targets: number): void {
+    this.pushTargetCounts.set(agent, targets);
+  }
+
+  /** RPC from the Worker before a push target is set: the account's targets outside `agent`. */
+  pushTargetsBesides(agent: string): number {
+    return this.pushTargetCounts.total(agent);
   }
 
   /** RPC from the account's agent objects: the account's webhook with its secret (they sign with it), or null. */

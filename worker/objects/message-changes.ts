@@ -98,7 +98,7 @@ function storeJournal(steps: StepStore, id: number, forget: string | null, journ
 }
 
 function recordAnswer(messages: MessageStore, id: number, a: AnswerRecord, now: number): void {
-  messages.recordAnswer(id, { at: now, choice: a.choice, text: a.text, question: a.question, account: a.by.account, token: a.by.token, via: a.by.via });
+  messages.answers.record(id, { at: now, choice: a.choice, text: a.text, question: a.question, account: a.by.account, token: a.by.token, via: a.by.via });
 }
 
 /** What the change does to the message's uploads, after its lease. */

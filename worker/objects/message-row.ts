@@ -4,7 +4,7 @@
 import type { MessageLease, MessagePolicy } from "../rules/message-lease.ts";
 import type { MessageView, QuestionQuorum } from "../wire/http-responses.ts";
 import { countsPeople, latestVotes, questionOutcome, quorumOf, type Quorum } from "../rules/quorum.ts";
-import type { JournalEntry, MessageFrame } from "../wire/protocol.ts";
+import type { MessageFrame } from "../wire/protocol.ts";
 import { integer, maybeInteger, maybeOneOf, maybeText, oneOf, RowCodec, text, type RowOf } from "./sql-row.ts";
 import type { StepSummary } from "./step-store.ts";
 import type { KeptQuestion } from "../rules/plan/write.ts";
@@ -204,9 +204,9 @@ function cancelView(m: StoredMessage, steps: StepSummary[]): MessageView["cancel
 
 /**
  * The frame for one message; a run copy carries what its runner needs: token, timeouts, run key,
- * checkpoint, resume input and the step journal.
+ * checkpoint and resume input (its step journal is spliced in as text by run-copy.ts).
  */
-export function messageFrame(m: StoredMessage, run: boolean, policy: MessagePolicy, journal: JournalEntry[] = []): MessageFrame {
+export function messageFrame(m: StoredMessage, run: boolean, policy: MessagePolicy): MessageFrame {
   const frame: MessageFrame = { type: "message", id: m.id, text: m.text, attempt: m.attempts, created_at: m.created_at, run };
   if (!run) return frame;
   return {
@@ -219,7 +219,6 @@ export function messageFrame(m: StoredMessage, run: boolean, policy: MessagePoli
     ...(m.checkpoint === null ? {} : { checkpoint: JSON.parse(m.checkpoint) as unknown }),
     ...(m.checkpoint_blob === null ? {} : { checkpoint_blob: { id: m.checkpoint_blob, bytes: m.checkpoint_blob_bytes ?? 0 } }),
     ...(m.traceparent === null ? {} : { traceparent: m.traceparent }),
-    ...(journal.length ? { steps: journal } : {}),
     ...(policy.heartbeatTimeoutMs === null ? {} : { heartbeat_timeout_ms: policy.heartbeatTimeoutMs }),
     ...(m.run_key === null ? {} : { run_key: m.run_key }),
   };

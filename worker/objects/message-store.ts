@@ -1,11 +1,16 @@
 // SQLite seam for durable work: the agent's messages with their own leases, the write that
-// acknowledged each one, the idempotency keys of posts and the agent's latest checkpoint. Ids come
+// acknowledged each one; the idempotency keys of posts, answers, permits and the agent's latest
+// checkpoint are tables of its migrations with their own seams. Ids come
 // from AUTOINCREMENT, so they only grow and are never reused. History is bounded: see prune().
 import { watchWrites } from "./kv-table.ts";
 import type { MessageLease, MessageStatus } from "../rules/message-lease.ts";
 import type { BlobRef } from "../rules/step-journal.ts";
 import { migrate } from "./migrations.ts";
 import { PermitTable } from "./permit-store.ts";
+import { AnswerTable } from "./message-answers.ts";
+import { PostKeyTable } from "./post-keys.ts";
+import { AgentCheckpointTable } from "./agent-checkpoint.ts";
+import { MessageCensus } from "./message-census.ts";
 import { DISPATCH_WINDOW, type PostInsert } from "../rules/plan/post.ts";
 import type { BusyRead } from "../rules/on-busy.ts";
 import { MESSAGE_MIGRATIONS } from "./message-migrations.ts";
@@ -18,12 +23,6 @@ export { leaseOf, questionOf, type AnswerRecord, type CancelRecord, type RunRow,
 /** A value kept inline (JSON-able), or in a committed blob. */
 export type StoredValue = { value: unknown } | { blob: BlobRef };
 
-
-export interface Checkpoint {
-  value: unknown;
-  fence: number;
-  at: number;
-}
 
 /** The write that acknowledged a message: its key is scoped to that message, and there is one. */
 export interface AckedWrite {
@@ -41,11 +40,6 @@ export interface Retention {
 
 /** Statuses nothing will change any more: pruned from history past the retention. */
 const FINISHED = "('acknowledged', 'failed', 'rejected', 'cancelled', 'superseded')";
-/** Answers kept per message (a message parked and answered again and again keeps its newest ones). */
-const ANSWERS_KEPT = 20;
-
-const REPORTED_FIELDS = ["id", "attempts", "token", "runner", "expires_at", "msg_group", "error", "heartbeat_at", "pending_ask", "question", "on_deadline", "cancel"] as const;
-type ReportedField = (typeof REPORTED_FIELDS)[number];
 
 export class MessageStore {
   private readonly sql: SqlStorage;
@@ -55,13 +49,22 @@ export class MessageStore {
    */
   private open: { leases: MessageLease[]; parkDeadline: number | null } | null = null;
 
-  /** Approvals of effects as one-use permits (permit-store.ts); their table is one of this store's migrations. */
+  /** The other tables of this store's migrations, each its own seam: approvals of effects as one-use permits, answers, post keys, the agent's checkpoint. */
   readonly permits: PermitTable;
+  readonly answers: AnswerTable;
+  readonly postKeys: PostKeyTable;
+  readonly agentCheckpoint: AgentCheckpointTable;
+  /** What presence reads of the messages: counts and the newest of each status, never their texts. */
+  readonly census: MessageCensus;
 
   constructor(sql: SqlStorage) {
     this.sql = watchWrites(sql, () => (this.open = null));
     migrate(sql, "messages", MESSAGE_MIGRATIONS);
     this.permits = new PermitTable(sql);
+    this.answers = new AnswerTable(sql);
+    this.postKeys = new PostKeyTable(sql);
+    this.agentCheckpoint = new AgentCheckpointTable(sql);
+    this.census = new MessageCensus(sql);
   }
 
   /** Writes the given columns of message `id` in one UPDATE, each checked against the row's schema. */
@@ -86,28 +89,6 @@ export class MessageStore {
     const stored = this.get(id);
     const question = stored ? questionOf(stored) : null;
     if (question !== null) this.ask(id, { ...question, votes });
-  }
-
-  /** Keeps who answered a message, when, from where and what (the newest ANSWERS_KEPT per message). */
-  recordAnswer(id: number, record: AnswerRecord): void {
-    this.sql.exec(`INSERT INTO message_answers (message_id, at, choice, text, question, account, token, via) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      id, record.at, record.choice, record.text, record.question, record.account, record.token, record.via);
-    this.sql.exec(`DELETE FROM message_answers WHERE message_id = ? AND rowid NOT IN (
-      SELECT rowid FROM message_answers WHERE message_id = ? ORDER BY at DESC, rowid DESC LIMIT ?)`, id, id, ANSWERS_KEPT);
-  }
-
-  /** The answers of a page of messages, in one query. */
-  answersFor(ids: readonly number[]): Map<number, AnswerRecord[]> {
-    const out = new Map<number, AnswerRecord[]>();
-    if (ids.length === 0) return out;
-    const rows = this.sql.exec<AnswerRecord & { message_id: number } & Record<string, SqlStorageValue>>(
-      `SELECT message_id, at, choice, text, question, account, token, via FROM message_answers WHERE message_id BETWEEN ? AND ? ORDER BY message_id, at, rowid`,
-      Math.min(...ids), Math.max(...ids)).toArray();
-    for (const { message_id, ...record } of rows) {
-      if (!out.has(message_id)) out.set(message_id, []);
-      out.get(message_id)!.push(record);
-    }
-    return out;
   }
 
   /** The answer that queued the message again: its choice, beside the resume input. */
@@ -177,12 +158,6 @@ export class MessageStore {
 
   lastId(): number {
     return this.sql.exec<{ id: number | null }>(`SELECT MAX(id) AS id FROM messages`).one().id ?? 0;
-  }
-
-  /** The newest messages for presence: their first `previewChars` characters only, so a report costs the same whatever the texts weigh. */
-  recent(limit: number, previewChars: number): { id: number; status: MessageStatus; attempts: number; created_at: number; text: string }[] {
-    return this.sql.exec<{ id: number; status: MessageStatus; attempts: number; created_at: number; text: string }>(
-      `SELECT id, status, attempts, created_at, substr(text, 1, ?) AS text FROM messages ORDER BY id DESC LIMIT ?`, previewChars, limit).toArray();
   }
 
   /**
@@ -287,23 +262,6 @@ export class MessageStore {
     this.patch(id, { resume_input: input });
   }
 
-  countByStatus(): Record<MessageStatus, number> {
-    const counts: Record<MessageStatus, number> = { queued: 0, running: 0, parked: 0, acknowledged: 0, failed: 0, rejected: 0, cancelled: 0, superseded: 0 };
-    for (const r of this.sql.exec<{ status: MessageStatus; n: number }>(`SELECT status, COUNT(*) AS n FROM messages GROUP BY status`)) {
-      counts[r.status] = r.n;
-    }
-    return counts;
-  }
-
-  /** The newest messages in one status, newest first, without their texts, replies or checkpoints. */
-  inStatus(status: MessageStatus, limit: number): Pick<StoredMessage, ReportedField>[] {
-    return this.sql.exec(
-      `SELECT id, attempts, token, runner, expires_at, msg_group, substr(error, 1, 500) AS error, heartbeat_at, pending_ask,
-       CASE WHEN status = 'parked' THEN question END AS question, on_deadline, CASE WHEN status = 'cancelled' THEN cancel END AS cancel
-       FROM messages WHERE status = ? ORDER BY id DESC LIMIT ?`,
-      status, limit).toArray().map((r) => messageRow.pick(r, REPORTED_FIELDS));
-  }
-
   /**
    * Marks the message done by this write, under its lease `token`, from its `runner`, with its reply
    * (text, or a committed blob) and its lease as rules/message-lease.ts `complete` left it; the
@@ -324,20 +282,6 @@ export class MessageStore {
     return rows.length ? { id, key: rows[0]!.key, fence: rows[0]!.fence } : null;
   }
 
-  /** The message an earlier post with this idempotency key created, or null when the key is new or forgotten. */
-  postedWith(key: string, now: number, retention: Retention): number | null {
-    const rows = this.sql.exec<{ message_id: number; at: number }>(`SELECT message_id, at FROM post_keys WHERE key = ?`, key).toArray();
-    const row = rows[0];
-    return row && now - row.at <= retention.postKeyMs ? row.message_id : null;
-  }
-
-  rememberPost(key: string, messageId: number, now: number): void {
-    this.sql.exec(
-      `INSERT INTO post_keys (key, message_id, at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET message_id = excluded.message_id, at = excluded.at`,
-      key, messageId, now,
-    );
-  }
-
   /**
    * Deletes acknowledged messages (and the write that acknowledged each) older than the newest
    * `retention.messages`, and post keys older than `retention.postKeyMs`. Unacknowledged work is
@@ -353,20 +297,7 @@ export class MessageStore {
       gone = this.sql.exec<{ id: number }>(`DELETE FROM messages WHERE id <= ? AND status IN ${FINISHED} RETURNING id`, horizon).toArray().map((r) => r.id);
     }
     this.permits.drop(gone);
-    this.sql.exec(`DELETE FROM post_keys WHERE at < ?`, now - retention.postKeyMs);
+    this.postKeys.forgetBefore(now - retention.postKeyMs);
     return gone;
-  }
-
-  checkpoint(): Checkpoint | null {
-    const rows = this.sql.exec<{ value: string; fence: number; at: number }>(`SELECT value, fence, at FROM checkpoint`).toArray();
-    return rows.length ? { value: JSON.parse(rows[0]!.value), fence: rows[0]!.fence, at: rows[0]!.at } : null;
-  }
-
-  saveCheckpoint(value: unknown, fence: number, now: number): void {
-    this.sql.exec(
-      `INSERT INTO checkpoint (one, value, fence, at) VALUES (1, ?, ?, ?)
-       ON CONFLICT(one) DO UPDATE SET value = excluded.value, fence = excluded.fence, at = excluded.at`,
-      JSON.stringify(value), fence, now,
-    );
   }
 }

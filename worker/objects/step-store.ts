@@ -2,7 +2,7 @@
 // of a message, keyed by (message, name). Rows go with their message (MessageStore.prune).
 import type { OnUnknown, StepKind, StepRecord, StepStatus } from "../rules/step-journal.ts";
 import { ON_UNKNOWN, STEP_PHASES } from "../wire/enums.ts";
-import { LIMITS, type JournalEntry } from "../wire/protocol.ts";
+import { LIMITS } from "../wire/protocol.ts";
 import { journalKind } from "../wire/server-frames.ts";
 import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import { KeyValueTable } from "./kv-table.ts";
@@ -100,21 +100,12 @@ export class StepStore {
     return row === undefined ? null : recordOf(keptOf(stepRow.decode(row)));
   }
 
-  /** Every record of one message, in the order they were first written, with values (for its runner). */
+  /** Every record of one message, in the order they were first written, with values as stored (for its runner's copy, run-copy.ts). */
   journal(messageId: number): readonly StepRecord[] {
     const kept = this.kept(messageId);
     if (kept !== null) return kept.inOrder();
     return this.sql.exec(`SELECT * FROM message_steps WHERE message_id = ? ORDER BY at, name`, messageId)
       .toArray().map((r) => keptOf(stepRow.decode(r)));
-  }
-
-  /** A run copy's journal: every record as its runner reads it, values parsed. */
-  entries(messageId: number): JournalEntry[] {
-    return this.journal(messageId).map((r) => ({
-      name: r.name, kind: r.kind, status: r.status, on_unknown: r.onUnknown, attempt: r.attempt,
-      ...(r.value === null ? {} : { value: JSON.parse(r.value) as unknown }),
-      ...(r.blob === null ? {} : { blob: r.blob }),
-    }));
   }
 
   /** One message's steps without their values (for people, and for presence). */

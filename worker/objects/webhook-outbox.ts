@@ -9,7 +9,7 @@ import { buildEvent, NO_OUTAGE, overBudget, WEBHOOK, type Outage, type WebhookFa
 import { randomHex128 } from "./secrets.ts";
 import { postSigned, type AttemptResult, type Sender } from "./webhook-delivery.ts";
 import { signedHeaders } from "./webhook-signature.ts";
-import { migrate, type Migration } from "./migrations.ts";
+import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 
 export type { AttemptResult, Sender } from "./webhook-delivery.ts";
 
@@ -23,6 +23,8 @@ export interface OutboxEvent {
   body: string | null;
   attempts: number;
   nextAt: number;
+  /** A push to one task's target (JSON of a2a-push.ts PushDelivery); null: an event for the agent's or account's webhook. */
+  target: string | null;
 }
 
 export interface DeliveryStats {
@@ -55,6 +57,8 @@ const OUTBOX_MIGRATIONS: Migration[] = [
     sql.exec(`INSERT OR IGNORE INTO webhook_stats (one) VALUES (1)`);
     sql.exec(`CREATE TABLE IF NOT EXISTS webhook_outage (one INTEGER PRIMARY KEY CHECK (one = 1), since INTEGER, notified INTEGER NOT NULL)`);
   },
+  // 2: A2A pushes wait here beside webhook events, each with its own target.
+  (sql) => addMissingColumns(sql, "webhook_outbox", { target: "TEXT" }),
 ];
 
 export class WebhookOutbox {
@@ -71,11 +75,7 @@ export class WebhookOutbox {
    * oldest events first and counts them as dropped.
    */
   enqueue(facts: WebhookFacts, now: number): string {
-    const excess = overBudget(this.pending());
-    if (excess > 0) {
-      this.sql.exec(`DELETE FROM webhook_outbox WHERE seq IN (SELECT seq FROM webhook_outbox ORDER BY seq LIMIT ?)`, excess);
-      this.sql.exec(`UPDATE webhook_stats SET dropped = dropped + ?`, excess);
-    }
+    this.makeRoom();
     const eventId = `evt_${randomHex128()}`;
     this.due = undefined;
     this.sql.exec(`INSERT INTO webhook_outbox (event_id, type, created_at, facts, next_at) VALUES (?, ?, ?, ?, ?)`,
@@ -83,6 +83,32 @@ export class WebhookOutbox {
     return eventId;
   }
 
+  /**
+   * Queues one push to a task's target (`target`: its JSON, copied so a push queued before the
+   * target ended is still sent), its body fixed now; the same budget as every event.
+   */
+  enqueuePush(type: string, body: string, target: string, now: number): void {
+    this.makeRoom();
+    this.due = undefined;
+    this.sql.exec(`INSERT INTO webhook_outbox (event_id, type, created_at, facts, body, next_at, target) VALUES (?, ?, ?, '{}', ?, ?, ?)`,
+      `evt_${randomHex128()}`, type, now, body, now, target);
+  }
+
+  /** A full outbox (WEBHOOK.maxPending) drops its oldest events for one more, counted as dropped. */
+  private makeRoom(): void {
+    const excess = overBudget(this.pending());
+    if (excess === 0) return;
+    this.sql.exec(`DELETE FROM webhook_outbox WHERE seq IN (SELECT seq FROM webhook_outbox ORDER BY seq LIMIT ?)`, excess);
+    this.sql.exec(`UPDATE webhook_stats SET dropped = dropped + ?`, excess);
+  }
+
+  /** Forgets the pushes still waiting for one task's target (`id` null: every target of the task). */
+  dropPushes(task: number, id: string | null): void {
+    this.due = undefined;
+    this.sql.exec(`DELETE FROM webhook_outbox WHERE target IS NOT NULL AND json_extract(target, '$.task') = ? AND (? IS NULL OR json_extract(target, '$.id') = ?)`, task, id, id);
+  }
+
+  /** Events waiting, pushes included. */
   pending(): number {
     return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM webhook_outbox`).one().n;
   }
@@ -104,12 +130,12 @@ export class WebhookOutbox {
    */
   claimDue(now: number, limit: number = WEBHOOK.batch): OutboxEvent[] {
     this.due = undefined;
-    const rows = this.sql.exec<{ seq: number; event_id: string; type: string; created_at: number; facts: string; body: string | null; attempts: number; next_at: number }>(
+    const rows = this.sql.exec<{ seq: number; event_id: string; type: string; created_at: number; facts: string; body: string | null; attempts: number; next_at: number; target: string | null }>(
       `UPDATE webhook_outbox SET next_at = ? WHERE seq IN (SELECT seq FROM webhook_outbox WHERE next_at <= ? ORDER BY seq LIMIT ?) RETURNING *`,
       now + WEBHOOK.inFlightMs, now, limit,
     ).toArray();
     return rows
-      .map((r) => ({ seq: r.seq, eventId: r.event_id, type: r.type, createdAt: r.created_at, facts: r.facts, body: r.body, attempts: r.attempts, nextAt: r.next_at }))
+      .map((r) => ({ seq: r.seq, eventId: r.event_id, type: r.type, createdAt: r.created_at, facts: r.facts, body: r.body, attempts: r.attempts, nextAt: r.next_at, target: r.target }))
       .sort((a, b) => a.seq - b.seq);
   }
 
@@ -125,9 +151,9 @@ export class WebhookOutbox {
     for (const e of events) this.sql.exec(`DELETE FROM webhook_outbox WHERE seq = ?`, e.seq);
   }
 
-  /** Claimed events whose receiver may not be asked (its URL is refused now, `error` says why): each counts as a failed attempt, sent nowhere. */
-  refuse(events: readonly OutboxEvent[], error: string, now: number): void {
-    for (const e of events) this.record(e, { status: null, error }, now);
+  /** Claimed events whose receiver may not be asked (its URL is refused now, `error` says why): each counts as a failed attempt, sent nowhere; `counted` as in record. */
+  refuse(events: readonly OutboxEvent[], error: string, now: number, counted = true): void {
+    for (const e of events) this.record(e, { status: null, error }, now, counted);
   }
 
   /** The event's body, built at its first attempt and kept, so every retry sends the same bytes. */
@@ -154,11 +180,11 @@ export class WebhookOutbox {
     events.forEach((e, i) => this.record(e, results[i]!, now()));
   }
 
-  /** Records one attempt's answer. */
-  record(e: OutboxEvent, result: AttemptResult, now: number): void {
+  /** Records one attempt's answer; `counted`: in the webhook's delivery figures (a push to a task's target is not). */
+  record(e: OutboxEvent, result: AttemptResult, now: number, counted = true): void {
     const { attempts, verdict, counts } = planAttempt(e, result.status, now);
     this.due = undefined;
-    this.sql.exec(`UPDATE webhook_stats SET last_attempt_at = ?, last_status = ?, last_error = ?,
+    if (counted) this.sql.exec(`UPDATE webhook_stats SET last_attempt_at = ?, last_status = ?, last_error = ?,
       delivered = delivered + ?, failed_attempts = failed_attempts + ?, dropped = dropped + ?`,
       now, result.status, result.error, counts.delivered, counts.failed, counts.dropped);
     if (verdict.kind === "retry") this.sql.exec(`UPDATE webhook_outbox SET attempts = ?, next_at = ? WHERE seq = ?`, attempts, verdict.at, e.seq);

@@ -1,7 +1,8 @@
 // Durable work of one agent: stores messages, replays history to serve connections, pushes message
 // frames (only the runner's copy says run), and reads what a runner's write touches for the plan
 // to decide (message-leases.ts; the agent's own checkpoint under the serve fence). Who runs what is decided by ../rules/agent-plan.ts; the agent object applies it.
-import { send, type ConnState } from "./connections.ts";
+import { send, sendText, type ConnState } from "./connections.ts";
+import { runCopyText } from "./run-copy.ts";
 import { MessageStore, type Retention, type StoredMessage } from "./message-store.ts";
 import type { PostInsert } from "../rules/plan/post.ts";
 import { messageFrame, messageView } from "./message-row.ts";
@@ -100,7 +101,7 @@ export class WorkDesk {
    */
   storePost(row: PostInsert, retention: Retention, now: number): boolean {
     this.messages.insert(row);
-    if (row.key !== null) this.messages.rememberPost(row.key, row.id, now);
+    if (row.key !== null) this.messages.postKeys.remember(row.key, row.id, now);
     const pruned = this.messages.prune(row.id, now, retention);
     this.steps.dropMessages(pruned);
     if (pruned.length > 0) {
@@ -125,9 +126,14 @@ export class WorkDesk {
     }
   }
 
-  /** Sends a message frame (a run copy only to its runner) and moves the connection's cursor past it; the caller writes the attachment. */
+  /**
+   * Sends a message frame (a run copy only to its runner, with its journal as the store keeps it)
+   * and moves the connection's cursor past it; the caller writes the attachment.
+   */
   push(socket: DeskSocket, m: StoredMessage, run: boolean): void {
-    send(socket.ws, messageFrame(m, run, this.leases.policies.policy(), run ? this.steps.entries(m.id) : []));
+    const policy = this.leases.policies.policy();
+    if (run) sendText(socket.ws, runCopyText(messageFrame(m, true, policy), this.steps.journal(m.id)));
+    else send(socket.ws, messageFrame(m, false, policy));
     if (m.id > socket.state.cursor) socket.state.cursor = m.id;
   }
 
@@ -136,7 +142,7 @@ export class WorkDesk {
     const permits = this.messages.permits.of(m.id).map((p) => ({
       effect: p.effect, digest: p.digest, args: p.args, asked_token: p.askedToken, granted_at: p.grantedAt, by: p.by, spent_token: p.spentToken, spent_at: p.spentAt,
     }));
-    return { ...messageView(m, this.steps.summaries(m.id), this.messages.answersFor([m.id]).get(m.id) ?? []), ...(permits.length > 0 ? { permits } : {}) };
+    return { ...messageView(m, this.steps.summaries(m.id), this.messages.answers.of([m.id]).get(m.id) ?? []), ...(permits.length > 0 ? { permits } : {}) };
   }
 
   /**
@@ -160,7 +166,7 @@ export class WorkDesk {
   views(ms: readonly StoredMessage[]): MessageView[] {
     const ids = ms.map((m) => m.id);
     const steps = this.steps.summariesFor(ids);
-    const answers = this.messages.answersFor(ids);
+    const answers = this.messages.answers.of(ids);
     return ms.map((m) => messageView(m, steps.get(m.id) ?? [], answers.get(m.id) ?? []));
   }
 

@@ -17,13 +17,13 @@ export function workReport(messages: MessageStore, policy: MessagePolicy, machin
     max_running: policy.maxRunning,
     run_timeout_seconds: policy.runTimeoutMs / 1000,
     max_attempts: policy.maxAttempts,
-    counts: messages.countByStatus(),
-    running: messages.inStatus("running", REPORTED_RUNNING).map((m) => ({
+    counts: messages.census.countByStatus(),
+    running: messages.census.inStatus("running", REPORTED_RUNNING).map((m) => ({
       id: m.id, attempt: m.attempts, token: m.token, claim_seq: m.runner === null ? null : Number(m.runner),
       machine: machines.get(m.runner ?? "") ?? null, expires_at: m.expires_at, group: m.msg_group,
       heartbeat_at: m.heartbeat_at,
     })),
-    parked: messages.inStatus("parked", REPORTED_PARKED).map((m) => {
+    parked: messages.census.inStatus("parked", REPORTED_PARKED).map((m) => {
       const asked = questionOf(m);
       return {
         id: m.id, attempt: m.attempts, deadline: m.expires_at, group: m.msg_group, waiting_on: m.pending_ask,
@@ -34,8 +34,8 @@ export function workReport(messages: MessageStore, policy: MessagePolicy, machin
         ...(asked?.votes?.length ? { answered: asked.votes.length } : {}),
       };
     }),
-    failed: messages.inStatus("failed", REPORTED_FAILED).map((m) => ({ id: m.id, attempts: m.attempts, error: m.error })),
-    cancelled: messages.inStatus("cancelled", REPORTED_CANCELLED).flatMap((m) => {
+    failed: messages.census.inStatus("failed", REPORTED_FAILED).map((m) => ({ id: m.id, attempts: m.attempts, error: m.error })),
+    cancelled: messages.census.inStatus("cancelled", REPORTED_CANCELLED).flatMap((m) => {
       if (m.cancel === null) return [];
       const c = JSON.parse(m.cancel) as CancelRecord;
       return [{ id: m.id, at: c.at, account: c.account, token: c.token, via: c.via, reason: c.reason }];

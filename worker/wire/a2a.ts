@@ -4,6 +4,7 @@
 // (camelCase fields, enums as `TASK_STATE_…`), and the error codes of both specs. A leaf: the
 // Worker's A2A layer (worker/a2a-routes.ts) and the pure mapping (rules/a2a-task.ts) read it.
 import * as z from "zod/mini";
+import { a2aPushConfigSchema } from "./push.ts";
 
 /** JSON-RPC 2.0's codes and A2A's own (spec §5.4). */
 export const A2A_ERRORS = {
@@ -69,7 +70,8 @@ export const a2aSendParamsSchema = z.object({
   message: a2aMessageSchema,
   configuration: z.optional(z.object({
     acceptedOutputModes: z.optional(z.array(z.string())),
-    taskPushNotificationConfig: z.optional(z.unknown()),
+    /** A push target for the task the message starts (wire/push.ts), set before SendMessage waits. */
+    taskPushNotificationConfig: z.optional(a2aPushConfigSchema),
     historyLength: z.optional(z.int().check(z.gte(0))),
     /** false (the default): SendMessage waits, at most A2A_SEND_WAIT_MS, for an end or a question. */
     returnImmediately: z.optional(z.boolean()),

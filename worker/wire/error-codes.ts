@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   "rate_limited",
   "too_many_connections",
   "too_many_schedules",
+  "too_many_push_targets",
   "unauthorized",
   "forbidden",
   "bad_name",

@@ -17,6 +17,7 @@ import { grantListSchema, grantRevokedSchema } from "./grants.ts";
 import type { Scope } from "./token-scopes.ts";
 import { webhookConfigSchema, webhookTestResultSchema, webhookViewSchema } from "./webhooks.ts";
 import { a2aAgentCardSchema, a2aRequestSchema } from "./a2a.ts";
+import { pushTargetBodySchema, pushTargetListSchema, pushTargetViewSchema } from "./push.ts";
 import { scheduleBodySchema, scheduleListSchema, scheduleRemovedSchema, scheduleViewSchema } from "./schedules.ts";
 
 /** A JSON body's schema, or what a route sends or answers that is not JSON. */
@@ -68,7 +69,7 @@ export const ROUTES = {
   "POST /agents/{agent}/webhook/test": spec("admin", null, webhookTestResultSchema, "a signed `webhook.test` event to the agent's webhook now"),
   "GET /agents/{agent}/a2a/.well-known/agent-card.json": spec("read", null, a2aAgentCardSchema, "the agent's A2A Agent Card, when its policy opted in (`a2a: true`; [remote](../guides/remote.md#a2a))"),
   // Each JSON-RPC method is dispatched to the route it wraps, whose scope the token needs too (worker/a2a-routes.ts).
-  "POST /agents/{agent}/a2a": spec("read", a2aRequestSchema, "json-rpc", "A2A JSON-RPC 2.0 (`SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `ListTasks`, `SubscribeToTask`), each through the route it wraps and that route's scope"),
+  "POST /agents/{agent}/a2a": spec("read", a2aRequestSchema, "json-rpc", "A2A JSON-RPC 2.0 (`SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `ListTasks`, `SubscribeToTask`, and the four `…TaskPushNotificationConfig…` methods), each through the route it wraps and that route's scope"),
   "GET /agents/{agent}/schedules": spec("read", null, scheduleListSchema, "the agent's schedules, each with its next slot and its latest fires"),
   "POST /agents/{agent}/schedules": spec("admin", scheduleBodySchema, scheduleViewSchema, "add a schedule: `cron` + `tz`, `every_seconds` or a one-off `at` ([schedules](../guides/schedules.md))"),
   "GET /agents/{agent}/schedules/{schedule}": spec("read", null, scheduleViewSchema, "one schedule with its latest fires, linked to their messages"),
@@ -83,6 +84,11 @@ export const ROUTES = {
   "POST /agents/{agent}/messages/{id}/retry": spec("admin", null, messageViewSchema, "a failed message, queued again with fresh attempts"),
   // Stopping work weighs like answering for it: a send-only token may not cancel, even its own message (docs/security.md).
   "POST /agents/{agent}/messages/{id}/cancel": spec("answer", cancelSchema, messageViewSchema, "stop the message wherever it is (final)"),
+  // Push targets are the sender's: they make the coordinator send where they say, so every one needs send, reads included.
+  "GET /agents/{agent}/messages/{id}/push": spec("send", null, pushTargetListSchema, "the message's A2A push targets (never their tokens; [remote](../guides/remote.md#push-notifications))"),
+  "PUT /agents/{agent}/messages/{id}/push/{target}": spec("send", pushTargetBodySchema, pushTargetViewSchema, "set a push target: the task's status changes are POSTed there, signed with its token"),
+  "GET /agents/{agent}/messages/{id}/push/{target}": spec("send", null, pushTargetViewSchema, "one push target"),
+  "DELETE /agents/{agent}/messages/{id}/push/{target}": spec("send", null, "empty", "remove a push target and the pushes still waiting for it"),
   "POST /agents/{agent}/messages/{id}/ask": spec("serve", askSchema, askedSchema, "a served command's question (`baton ask`), proven by its token and run key"),
   "POST /agents/{agent}/messages/{id}/heartbeat": spec("serve", heartbeatSchema, heartbeatAnswerSchema, "a running message is alive; its progress"),
   "POST /agents/{agent}/messages/{id}/output": spec("serve", outputWriteSchema, outputWrittenSchema, "a running message's live output (`baton output`), proven by its token and run key"),

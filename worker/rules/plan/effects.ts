@@ -1,11 +1,13 @@
 // What a plan does, as one ordered list of typed effects (Elm's `(Model, Cmd Msg)`): the writes
 // first (a post's row, controls, policy, lease, metrics, the outage, counters, every message change
-// with the webhook event it makes and the marks of its output), then attachments, then frames to
+// with the webhook event it makes, the A2A pushes it queues and the marks of its output), then attachments, then frames to
 // connections, then the alarm. objects/agent-apply.ts runs the list in order and decides nothing:
 // every choice (which webhook event, the outage, a run key, an output mark) is made here. Pure.
 import type { LeaseRecord, Transition } from "../election.ts";
 import type { MessagePolicy } from "../message-lease.ts";
 import { noHolderDueAt, noHolderEvent, outageAfter, statusChangeType, type MessageEventType, type Outage, type WebhookFacts } from "../webhooks.ts";
+import { endsTargets, pushedState } from "../a2a-push.ts";
+import type { TaskState } from "../../wire/a2a.ts";
 import type { ErrorCode } from "../../wire/error-codes.ts";
 import type { ServerFrame } from "../../wire/server-frames.ts";
 import type { ControlChange } from "./controls.ts";
@@ -35,6 +37,11 @@ export type Effect =
    * facts read from the row as stored) and its output's marks.
    */
   | { type: "store_change"; change: MessageChange; webhook: MessageEventType | null; marks: OutputMarks }
+  /**
+   * The change just stored moved its task's A2A state: one push per target of task `id` is queued
+   * (its body read from the row as stored); `ends`: the final state, the targets' last.
+   */
+  | { type: "queue_push"; id: number; ends: boolean }
   /** An event that is not a message's (agent.no_holder). */
   | { type: "webhook"; facts: WebhookFacts }
   | { type: "attach"; to: number; patch: Partial<ServeConn> }
@@ -55,6 +62,11 @@ export function webhookOf(c: MessageChange): MessageEventType | null {
   if (c.kind === "taken_back" && c.escalate) return "message.escalated";
   if (c.lease === null) return null;
   return statusChangeType(c.before, { status: c.lease.status, pending_ask: c.lease.pendingAsk, superseded_by: c.kind === "superseded" ? c.by : null });
+}
+
+/** The A2A task state a change pushes to its task's targets (`tasks`: those with targets; rules/a2a-push.ts), or null. */
+export function pushOf(c: MessageChange, tasks: ReadonlySet<number>): TaskState | null {
+  return c.lease !== null && tasks.has(c.id) ? pushedState(c.before, c.lease) : null;
 }
 
 /** The outage after this plan: a transition begins or ends one, and one past its threshold is reported once (agent.no_holder). */
@@ -96,6 +108,8 @@ export function planEffects(s: AgentSnapshot, p: Omit<AgentPlan, "effects">): Ef
   for (const c of p.changes) {
     const webhook = s.webhooks.keeps ? webhookOf(c) : null;
     out.push({ type: "store_change", change: c, webhook, marks: outputMarks(c, c.kind === "hand_out" ? c.machine : null) });
+    const pushed = s.webhooks.push ? pushOf(c, s.webhooks.push.tasks) : null;
+    if (pushed !== null) out.push({ type: "queue_push", id: c.id, ends: endsTargets(pushed) });
   }
   const touched = new Set<number>(p.patches.keys());
   for (const [to, patch] of p.patches) out.push({ type: "attach", to, patch });

@@ -79,6 +79,8 @@ export interface AgentSnapshot {
     keeps: boolean;
     outage: Outage;
     noHolderAfterMs: number | null;
+    /** The tasks with A2A push targets (objects/a2a-push.ts), and whether a push made now may start at once. */
+    push?: { tasks: ReadonlySet<number>; sendsNow: boolean };
   };
   /** The last claim sequence and message token handed out; the plan hands out the next ones. */
   claimCounter: number;
