@@ -60,8 +60,8 @@ describe("a push's body and a target's budgets", () => {
 });
 
 describe("the plan's wake for pushes", () => {
-  const change = (before: MessageStatus, status: MessageStatus, attempts = 1): MessageChange => ({ id: 1, before, lease: message(1, { status, attempts }) });
-  const w = { dueAt: null, sendsNow: false, outage: { since: null, notified: false }, noHolderAfterMs: null, push: { tasks: new Set([1]), sendsNow: true } };
+  const change = (before: MessageStatus, status: MessageStatus, attempts = 1): MessageChange => ({ kind: "fail", id: 1, before, lease: message(1, { status, attempts }), failure: "" });
+  const w = { dueAt: null, sendsNow: false, keeps: false, outage: { since: null, notified: false }, noHolderAfterMs: null, push: { tasks: new Set([1]), sendsNow: true } };
   it("a change a task's targets hear wakes the outbox now, whatever webhook there is; not when no slot is free, not for a task without targets", () => {
     expect(makesPush(change("running", "parked"), new Set([1]))).toBe(true);
     expect(makesPush(change("running", "parked"), new Set([2]))).toBe(false);

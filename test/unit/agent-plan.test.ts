@@ -6,7 +6,7 @@ import type { WriteInput } from "../../worker/rules/plan/write-event.ts";
 import type { RunnerWrite } from "../../worker/rules/plan/write.ts";
 
 const BUDGET = { steps: 100, bytes: 1 << 20 };
-const NO_WEBHOOKS = { dueAt: null, sendsNow: false, outage: { since: null, notified: false }, noHolderAfterMs: null };
+const NO_WEBHOOKS = { dueAt: null, sendsNow: false, keeps: true, outage: { since: null, notified: false }, noHolderAfterMs: null };
 
 const TTL = 1000;
 const NOW = 100_000;
@@ -27,7 +27,7 @@ function snapshot(over: Partial<AgentSnapshot> = {}): AgentSnapshot {
     conns: [conn(1, { toldHeld: true, toldFence: 1 })],
     controls: { paused: false, drained: new Set(), hysteresisMs: 10_000, reserved: null },
     work: { policy: DEFAULT_POLICY, open: [], parkDeadline: null, due: new Map(), journalBudget: BUDGET },
-    claimCounter: 1, tokenCounter: 0, ownDeadlines: [], alarmAt: null, webhooks: NO_WEBHOOKS,
+    claimCounter: 1, tokenCounter: 0, ownDeadlines: [], alarmAt: null, webhooks: NO_WEBHOOKS, runKeys: ["rk-1", "rk-2", "rk-3", "rk-4"],
     ...over,
   };
 }

@@ -6,7 +6,7 @@ import { busyRead, decideOnBusy, supersede, type BusyPolicy, type BusyRead } fro
 import { DEFAULT_POLICY, type MessageLease } from "../../worker/rules/message-lease.ts";
 
 const BUDGET = { steps: 100, bytes: 1 << 20 };
-const NO_WEBHOOKS = { dueAt: null, sendsNow: false, outage: { since: null, notified: false }, noHolderAfterMs: null };
+const NO_WEBHOOKS = { dueAt: null, sendsNow: false, keeps: true, outage: { since: null, notified: false }, noHolderAfterMs: null };
 
 const NOW = 50_000;
 const msg = (id: number, over: Partial<MessageLease> = {}): MessageLease => ({
@@ -94,7 +94,7 @@ function snapshot(open: MessageLease[], policy = DEFAULT_POLICY): AgentSnapshot 
     conns: [{ conn: { claimSeq: 1, released: false, machine: "m1", joinedAt: 0, lastSeen: NOW, toldHeld: true, toldFence: 1, readySince: 0 }, heartbeat: NOW }],
     controls: { paused: false, drained: new Set(), hysteresisMs: 10_000, reserved: null },
     work: { policy, open, parkDeadline: null, due: new Map(), journalBudget: BUDGET },
-    claimCounter: 1, tokenCounter: 50, ownDeadlines: [], alarmAt: null, webhooks: NO_WEBHOOKS,
+    claimCounter: 1, tokenCounter: 50, ownDeadlines: [], alarmAt: null, webhooks: NO_WEBHOOKS, runKeys: ["rk-1", "rk-2", "rk-3", "rk-4"],
   };
 }
 const by = { account: "dev", token: "bot", via: "http" };

@@ -30,25 +30,27 @@ describe("decideOutput", () => {
       return;
     }
     expect(d.reply).toEqual({ type: "result", op: "output", req: "r1", id: 7, token, offset: 108 });
-    expect(d.change).toEqual({ id: 7, before: "running", lease: null, output: { token, attempt: 2, machine: "laptop-2", offset: 100, chunks, bytes: 8, free } });
+    expect(d.change).toEqual({ kind: "output", id: 7, before: "running", lease: null, output: { token, attempt: 2, machine: "laptop-2", offset: 100, chunks, bytes: 8, free } });
   });
 });
 
 describe("outputMarks", () => {
-  const ended = (over: Partial<MessageChange>, status: string) => outputMarks({ id: 7, before: "running", lease: { ...lease, status } as never, ...over }, null).ended;
+  const ended = (over: object, status: string) => outputMarks({ id: 7, before: "running", lease: { ...lease, status } as never, ...over } as unknown as MessageChange, null).ended;
+  const takenBack = { kind: "taken_back", escalate: false };
   it.each([
-    ["a reply", { ack: { fence: 1, key: "k", reply: "x", token: 5, runner: "1" } }, "acknowledged", "replied"],
-    ["a cancel", { cancel: { by: { account: "a", token: "t", via: "cli" }, reason: null } }, "cancelled", "cancelled"],
-    ["a park", {}, "parked", "parked"],
-    ["a failed run", { failure: "exit 1" }, "queued", "failed"],
-    ["a take-back for a gone runner", { failure: "gone", ended: "lease_lost" as const }, "queued", "lease_lost"],
-    ["a run timeout", { failure: "late", ended: "timed_out" as const }, "failed", "timed_out"],
+    ["a reply", { kind: "ack", ack: { fence: 1, key: "k", reply: "x", token: 5, runner: "1" }, commitBlob: null }, "acknowledged", "replied"],
+    ["a cancel", { kind: "cancelled", by: { account: "a", token: "t", via: "cli" }, reason: null }, "cancelled", "cancelled"],
+    ["a park", { kind: "park", question: null, checkpoint: null }, "parked", "parked"],
+    ["a failed run", { kind: "fail", failure: "exit 1" }, "queued", "failed"],
+    ["a take-back for a gone runner", { ...takenBack, failure: "gone", ended: "lease_lost" }, "queued", "lease_lost"],
+    ["a run timeout", { ...takenBack, failure: "late", ended: "timed_out" }, "failed", "timed_out"],
   ])("%s ends the attempt", (_, over, status, reason) => {
     expect(ended(over, status)).toEqual({ attempt: 2, reason });
   });
   it("a hand-out begins the next attempt on its machine; a write that leaves it running marks nothing", () => {
-    expect(outputMarks({ id: 7, before: "queued", lease: { ...lease, attempts: 3 }, handOut: { to: 0 } }, "laptop-1")).toEqual({ ended: null, began: { attempt: 3, machine: "laptop-1" } });
-    expect(outputMarks({ id: 7, before: "running", lease: null }, null)).toEqual({ ended: null, began: null });
-    expect(outputMarks({ id: 7, before: "queued", lease: message(7, { status: "cancelled" }) }, null)).toEqual({ ended: null, began: null });
+    expect(outputMarks({ kind: "hand_out", id: 7, before: "queued", lease: { ...lease, attempts: 3 }, to: 0, fence: 1, machine: "laptop-1", runKey: "rk" }, "laptop-1")).toEqual({ ended: null, began: { attempt: 3, machine: "laptop-1" } });
+    expect(outputMarks({ kind: "heartbeat", id: 7, before: "running", lease: null, expiresAt: null, progress: null }, null)).toEqual({ ended: null, began: null });
+    const cancelled = { kind: "cancelled" as const, id: 7, before: "queued" as const, lease: message(7, { status: "cancelled" }), by: { account: "a", token: "t", via: "cli" }, reason: null };
+    expect(outputMarks(cancelled, null)).toEqual({ ended: null, began: null });
   });
 });

@@ -33,8 +33,9 @@ describe("personAnswer", () => {
     it(c.name, () => {
       const v = personAnswer(c.t, 5, { choice: c.choice, text: "go" }, BY, BUDGET, NOW);
       if (!v.ok) return expect([v.ok, v.status, v.code]).toEqual([c.ok, c.status, c.code]);
-      expect([v.ok, v.change.lease?.status, v.change.journal !== undefined]).toEqual([c.ok, c.after, c.journal]);
-      expect(v.change).toMatchObject({ closeQuestion: true, answer: { choice: c.choice, text: "go", by: BY } });
+      if (v.change.kind !== "settled") throw new Error(`a decided answer settles its question, not ${v.change.kind}`);
+      expect([v.ok, v.change.lease.status, v.change.journal !== null]).toEqual([c.ok, c.after, c.journal]);
+      expect(v.change).toMatchObject({ answer: { choice: c.choice, text: "go", by: BY } });
       if (c.after === "queued") expect(v.change.resume).toEqual({ input: "go", choice: c.choice });
       if (c.after === "acknowledged") expect(JSON.parse(v.change.personReply!)).toMatchObject({ choice: "approve", by: BY, at: NOW });
     });
@@ -46,24 +47,24 @@ describe("personAnswer of an effect's approval question", () => {
   const asked = target({ question: { text: "Charge $500?", choices: ["approve", "deny"], step: "ask:approve:charge", approve, token: 2 } });
   it("approve grants a permit bound to the effect, digest and asking token, and keeps nothing in the journal", () => {
     const v = personAnswer(asked, 5, { choice: "approve", text: null }, BY, BUDGET, NOW);
-    expect(v.ok && [v.change.lease?.status, v.change.journal, v.change.permit]).toEqual(["queued", undefined, {
-      grant: { effect: "charge", digest: approve.digest, args: approve.args, askedToken: 2, grantedAt: NOW, by: BY, spentToken: null, spentAt: null },
-    }]);
+    expect(v.ok && v.change).toMatchObject({ kind: "settled", lease: { status: "queued" }, journal: null, grant: {
+      effect: "charge", digest: approve.digest, args: approve.args, askedToken: 2, grantedAt: NOW, by: BY, spentToken: null, spentAt: null,
+    } });
   });
   it("another choice grants none and is kept in the journal under the question's step", () => {
     const v = personAnswer(asked, 5, { choice: "deny", text: null }, BY, BUDGET, NOW);
-    expect(v.ok && [v.change.permit, v.change.journal?.record.name]).toEqual([undefined, "ask:approve:charge"]);
+    expect(v.ok && v.change).toMatchObject({ kind: "settled", grant: null, journal: { record: { name: "ask:approve:charge" } } });
   });
   it("reject grants none", () => {
     const v = personAnswer(asked, 5, { choice: "reject", text: null }, BY, BUDGET, NOW);
-    expect(v.ok && [v.change.lease?.status, v.change.permit]).toEqual(["rejected", undefined]);
+    expect(v.ok && v.change).toMatchObject({ kind: "settled", lease: { status: "rejected" }, grant: null });
   });
 });
 
 describe("personResume", () => {
   it("queues a parked message with the person's input", () => {
     const v = personResume(target(), 5, "more", null, BY, BUDGET, NOW);
-    expect(v.ok && [v.change.lease?.status, v.change.resume]).toEqual(["queued", { input: "more", choice: null }]);
+    expect(v.ok && v.change).toMatchObject({ kind: "settled", lease: { status: "queued" }, resume: { input: "more", choice: null } });
   });
 
   it("refuses while a question waits for its answer", () => {
@@ -73,15 +74,15 @@ describe("personResume", () => {
   it("done records the effect's outcome from the person's input; redo forgets its intent", () => {
     const t = target({ entries: new Map([["pay", intent("pay")]]), openIntents: [intent("pay")] }, { pendingAsk: "pay" });
     const done = personResume(t, 5, "receipt-1", "done", BY, BUDGET, NOW);
-    expect(done.ok && done.change.journal?.record).toMatchObject({ name: "pay", status: "done", value: JSON.stringify("receipt-1") });
+    expect(done.ok && done.change).toMatchObject({ kind: "settled", journal: { record: { name: "pay", status: "done", value: JSON.stringify("receipt-1") } } });
     const redo = personResume(t, 5, null, "redo", BY, BUDGET, NOW);
-    expect(redo.ok && [redo.change.forgetStep, redo.change.lease?.status]).toEqual(["pay", "queued"]);
+    expect(redo.ok && redo.change).toMatchObject({ kind: "settled", forgetStep: "pay", lease: { status: "queued" } });
   });
 
   it("with another effect still unknown, the message stays parked and waits on that one", () => {
     const t = target({ openIntents: [intent("pay"), intent("ship")] }, { pendingAsk: "pay" });
     const v = personResume(t, 5, null, "redo", BY, BUDGET, NOW);
-    expect(v.ok && [v.change.lease, v.change.pendingAsk]).toEqual([null, "ship"]);
+    expect(v.ok && v.change).toMatchObject({ kind: "outcome", lease: null, pendingAsk: "ship" });
   });
 });
 
@@ -94,7 +95,7 @@ describe("personRetry", () => {
   for (const c of cases) {
     it(c.name, () => {
       const v = personRetry(target({ error: "boom" }, { status: c.status as "failed" }), 5, BY);
-      if (v.ok) expect([v.change.lease?.status, v.change.lease?.attempts, v.change.answer?.question]).toEqual(["queued", 0, "boom"]);
+      if (v.ok) expect(v.change).toMatchObject({ kind: "retried", lease: { status: "queued", attempts: 0 }, answer: { question: "boom" } });
       else expect(v.code).toBe(c.code);
       expect(v.ok).toBe(c.ok);
     });

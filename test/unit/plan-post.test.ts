@@ -22,7 +22,7 @@ describe("planPost", () => {
     { name: "a question for a person is parked from the start with its question and deadline", post: { question: { text: "ok?", on_deadline: "approve" }, deadlineSeconds: 60 }, groupOpen: null,
       expected: {
         ok: true, insert: { forPerson: true }, lease: { status: "queued", forPerson: true },
-        change: { id: 8, before: "queued", lease: { status: "parked", expiresAt: NOW + 60_000, onDeadline: "approve", parkMs: 60_000 }, question: { text: "ok?", token: 0, step: null, asked_at: NOW } },
+        change: { kind: "park", checkpoint: null, id: 8, before: "queued", lease: { status: "parked", expiresAt: NOW + 60_000, onDeadline: "approve", parkMs: 60_000 }, question: { text: "ok?", token: 0, step: null, asked_at: NOW } },
       } },
   ];
   for (const c of cases) {

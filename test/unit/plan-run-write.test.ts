@@ -28,7 +28,7 @@ describe("planStep", () => {
     { name: "a blob the token may not commit is refused", w: step({ value: null, blob: { id: "b", bytes: 0 } }, rows({ blob: { blob: "b", token: 11, bytes: 5, state: "staged" } })),
       answer: { ok: false, code: "bad_request" }, change: null },
     { name: "a first intent of an asking effect mints its key, keeps it and marks the message", w: step({ name: "pay", kind: "effect", phase: "intent", value: null, onUnknown: "ask" }),
-      answer: { ok: true, status: "intent", idempotency_key: "baton:t:a:7:pay" }, change: { keepKey: { name: "pay", key: "baton:t:a:7:pay" }, pendingAsk: "pay" } },
+      answer: { ok: true, status: "intent", idempotency_key: "baton:t:a:7:pay" }, change: { kind: "step", keepKey: { name: "pay", key: "baton:t:a:7:pay" }, pendingAsk: { step: "pay" } } },
     { name: "an intent the previous release kept without a key gets that release's key", w: step({ name: "pay", kind: "effect", phase: "done", value: "1" }, rows({ record: intent, openIntents: [intent] })),
       answer: { ok: true, idempotency_key: "baton:a:7:pay" }, change: { keepKey: { name: "pay", key: "baton:a:7:pay" } } },
   ];
@@ -45,7 +45,7 @@ describe("planStep", () => {
 describe("a heartbeat, an ask, an upload", () => {
   it("a heartbeat moves the run deadline on and keeps its details as progress; after the deadline it is refused, expired", () => {
     const d = planHeartbeat({ kind: "heartbeat", ...run, details: { p: 1 } }, DEFAULT_POLICY, NOW);
-    expect(d.change).toMatchObject({ heartbeat: { progress: '{"p":1}' } });
+    expect(d.change).toMatchObject({ kind: "heartbeat", progress: '{"p":1}' });
     const late = planHeartbeat({ kind: "heartbeat", ...run, lease: { ...lease, expiresAt: NOW }, details: null }, DEFAULT_POLICY, NOW);
     expect([late.answer, late.change]).toMatchObject([{ ok: false, code: "message_not_running", expired: true }, null]);
   });
@@ -60,16 +60,16 @@ describe("a heartbeat, an ask, an upload", () => {
 
   it("a reserve drops earlier attempts' uncommitted uploads whatever the verdict, and reserves within the budget", () => {
     const reserve = { kind: "reserve" as const, ...run, bytes: 10, budget: { bytes: 100, count: 2, perBlob: 50 }, rows: { blobs: [], fresh: { blob: "b-1", r2Key: "k/b-1" } } };
-    expect(planReserve(reserve, NOW)).toMatchObject({ answer: { ok: true, blob: "b-1", r2Key: "k/b-1" }, change: { upload: { dropBefore: 12, reserve: { blob: "b-1", bytes: 10 } } } });
+    expect(planReserve(reserve, NOW)).toMatchObject({ answer: { ok: true, blob: "b-1", r2Key: "k/b-1" }, change: { kind: "reserve", dropBefore: 12, reserve: { blob: "b-1", bytes: 10 } } });
     const full = planReserve({ ...reserve, bytes: 60 }, NOW);
-    expect([full.answer, full.change?.upload]).toMatchObject([{ ok: false, status: 413, code: "too_large" }, { dropBefore: 12 }]);
+    expect([full.answer, full.change]).toMatchObject([{ ok: false, status: 413, code: "too_large" }, { kind: "reserve", dropBefore: 12, reserve: null }]);
   });
 
   it("a stored upload is staged under its token; one whose run ended meanwhile is discarded and refused", () => {
     const row = { blob: "b-1", token: 12, bytes: 10, state: "uploading" as const };
     const stage = { kind: "stage" as const, ...run, blob: "b-1", stored: true, row };
-    expect(planStage(stage, NOW)).toMatchObject({ answer: { ok: true }, change: { upload: { stage: "b-1" } } });
-    expect(planStage({ ...stage, lease: { ...lease, status: "cancelled" } }, NOW)).toMatchObject({ answer: { ok: false, code: "cancelled" }, change: { upload: { discard: "b-1" } } });
+    expect(planStage(stage, NOW)).toMatchObject({ answer: { ok: true }, change: { kind: "stage", blob: "b-1", staged: true } });
+    expect(planStage({ ...stage, lease: { ...lease, status: "cancelled" } }, NOW)).toMatchObject({ answer: { ok: false, code: "cancelled" }, change: { kind: "stage", blob: "b-1", staged: false } });
     expect(planStage({ ...stage, row: null }, NOW)).toMatchObject({ answer: { ok: false, code: "bad_request" }, change: null });
   });
 });

@@ -5,25 +5,25 @@ import type { MessageChange } from "../../worker/rules/agent-plan.ts";
 import type { Transition } from "../../worker/rules/election.ts";
 import { message, NOW } from "./plan-fixtures.ts";
 
-const change = (before: MessageChange["before"], status: MessageChange["before"], over: Partial<MessageChange> = {}): MessageChange =>
-  ({ id: 1, before, lease: message(1, { status }), ...over });
+const change = (before: MessageChange["before"], status: MessageChange["before"], over: object = {}): MessageChange =>
+  ({ kind: "taken_back", id: 1, before, lease: message(1, { status }), failure: null, escalate: false, ended: null, ...over }) as MessageChange;
 
 describe("makesWebhookEvent", () => {
   const cases: [string, MessageChange, boolean][] = [
     ["running to parked", change("running", "parked"), true],
     ["running to failed", change("running", "failed"), true],
     ["queued to cancelled", change("queued", "cancelled"), true],
-    ["queued to superseded", change("queued", "superseded", { supersededBy: 2 }), true],
+    ["queued to superseded", change("queued", "superseded", { kind: "superseded", by: 2 }), true],
     ["still parked, escalated", change("parked", "parked", { escalate: true }), true],
     ["running to acknowledged", change("running", "acknowledged"), false],
     ["queued to running", change("queued", "running"), false],
-    ["no lease written", { id: 1, before: "parked", lease: null }, false],
+    ["no lease written", { kind: "heartbeat", id: 1, before: "parked", lease: null, expiresAt: null, progress: null }, false],
   ];
   for (const [name, c, makes] of cases) it(name, () => expect(makesWebhookEvent(c)).toBe(makes));
 });
 
 describe("webhookWake", () => {
-  const w = { dueAt: null, sendsNow: true, outage: { since: null, notified: false }, noHolderAfterMs: 60_000 };
+  const w = { dueAt: null, sendsNow: true, keeps: true, outage: { since: null, notified: false }, noHolderAfterMs: 60_000 };
   const lost: Transition = { at: NOW, fromClaim: 1, toClaim: null, fromMachine: "m1", toMachine: null, fence: 2, reason: "stale" };
   it("an event made now wakes the outbox now, unless it would be dropped or no slot is free", () => {
     expect(webhookWake(w, [change("running", "failed")], null, NOW, NOW)).toBe(NOW);

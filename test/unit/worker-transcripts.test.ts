@@ -1,6 +1,6 @@
 // Replays the agent object's transcripts (test/worker-transcripts/*.json, format in its README.md):
-// each is a snapshot and one event in, and what the plan must do out (its replies, message changes,
-// refusal, take-backs, hand-outs, cancels, the write's verdict), replayed against planAgent alone
+// each is a snapshot and one event in, and what the plan must do out (its effects, the ordered list
+// objects/agent-apply.ts runs, and a run write's answer), replayed against planAgent alone
 // and compared whole. BATON_WRITE_TRANSCRIPTS=1 writes what the plan does into `expect` instead
 // (for a new transcript: read the diff before committing it).
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -46,8 +46,8 @@ function snapshotOf(s: Json): AgentSnapshot {
   return {
     now, ttlMs: 1000, scanMs: 500,
     lease: { fence: 1, holderClaim: 1, holderMachine: "m1", since: 0 },
-    claimCounter: 2, tokenCounter: 0, ownDeadlines: [], alarmAt: null,
-    webhooks: { dueAt: null, sendsNow: false, outage: { since: null, notified: false }, noHolderAfterMs: null },
+    claimCounter: 2, tokenCounter: 0, ownDeadlines: [], alarmAt: null, runKeys: ["rk-1", "rk-2", "rk-3", "rk-4"],
+    webhooks: { dueAt: null, sendsNow: false, keeps: true, outage: { since: null, notified: false }, noHolderAfterMs: null },
     ...s,
     conns: ((s.conns as Json[] | undefined) ?? [{ claimSeq: 1, toldHeld: true, toldFence: 1 }]).map((c) => conn(c, now)),
     controls: { paused: false, hysteresisMs: 10_000, reserved: null, ...controls, drained: new Set((controls.drained as string[] | undefined) ?? []) },
@@ -69,10 +69,10 @@ function eventOf(e: Json): AgentEvent {
   return event as unknown as AgentEvent;
 }
 
-/** What a transcript compares: the plan's effects, in the order apply runs them. */
+/** What a transcript compares: the plan's effects, the ordered list apply runs and nothing else, and a run write's answer. */
 function effectsOf(plan: AgentPlan): Json {
   return {
-    refused: plan.refused, changes: plan.changes, replies: plan.replies, takeBacks: plan.takeBacks, handOuts: plan.handOuts, cancels: plan.cancels,
+    effects: plan.effects,
     write: plan.write === null ? null : { kind: plan.write.kind, ...("answer" in plan.write ? { answer: plan.write.answer } : {}) },
   };
 }

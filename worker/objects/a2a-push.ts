@@ -5,9 +5,9 @@
 // checked again against the private-address rule before it is sent. What a change pushes and what
 // fits are rules/a2a-push.ts. A task's targets end with the task: the push of its final state is
 // the last, already queued with its own copy of where it goes.
-import { endsTargets, pushBody, pushedState, pushTargetRefusal } from "../rules/a2a-push.ts";
+import { endsTargets, pushBody, pushTargetRefusal } from "../rules/a2a-push.ts";
+import { planDelivery } from "../rules/webhook-outbox-plan.ts";
 import { taskState } from "../rules/a2a-task.ts";
-import type { MessageStatus } from "../rules/message-lease.ts";
 import { webhookTargetRefusal } from "../rules/webhook-exposure.ts";
 import type { MessageView } from "../wire/http-responses.ts";
 import { PUSH_EVENT_TYPE, PUSH_TOKEN_HEADER, type PushTargetBody, type PushTargetView } from "../wire/push.ts";
@@ -102,17 +102,14 @@ export class A2APushTargets {
   }
 
   /**
-   * A stored change of a message: when it changes its task's state, one push per target is
-   * queued; the final state is the targets' last. `view` (null: the row is gone) is asked only then.
+   * A stored change moved task `task`'s A2A state (the plan decided it, rules/plan/effects.ts
+   * queue_push): one push per target is queued with `m`, the row as stored (null: gone); `ends`:
+   * the final state, after which its targets are forgotten.
    */
-  changed(before: MessageStatus, after: { id: number; status: MessageStatus; attempts: number }, view: () => MessageView | null, now: number): void {
-    if (!this.tasks().has(after.id)) return;
-    const state = pushedState(before, after);
-    if (state === null) return;
-    const m = view();
-    if (m !== null) this.queue(m, this.rows(after.id), now);
-    if (endsTargets(state)) {
-      this.sql.exec(`DELETE FROM a2a_push_targets WHERE task = ?`, after.id);
+  changed(task: number, m: MessageView | null, ends: boolean, now: number): void {
+    if (m !== null) this.queue(m, this.rows(task), now);
+    if (ends) {
+      this.sql.exec(`DELETE FROM a2a_push_targets WHERE task = ?`, task);
       this.withTargets = undefined;
       this.countChanged = true;
     }
@@ -138,9 +135,12 @@ export class A2APushTargets {
  */
 export async function deliverPushes(outbox: WebhookOutbox, due: readonly OutboxEvent[], send: Sender, now: () => number, allowPrivate: boolean): Promise<void> {
   await Promise.all(due.map(async (e) => {
-    const t = JSON.parse(e.target!) as PushDelivery;
-    const refused = webhookTargetRefusal(t.url, allowPrivate);
-    if (refused !== null) return outbox.refuse([e], refused, now(), false);
+    const target = JSON.parse(e.target!) as PushDelivery;
+    // The same rule as a webhook's batch (rules/webhook-outbox-plan.ts): its receiver is known, refused or asked.
+    const plan = planDelivery({ answered: true, config: target, refused: webhookTargetRefusal(target.url, allowPrivate) }, now());
+    if (plan.action === "refuse") return outbox.refuse([e], plan.error, now(), false);
+    if (plan.action !== "send") return;
+    const t = plan.config;
     const body = e.body ?? "{}";
     const headers: Record<string, string> = { ...await signedHeaders(e.eventId, e.type, body, [t.token], now()), [PUSH_TOKEN_HEADER]: t.token };
     if (t.authorization !== null) headers.authorization = t.authorization;

@@ -1,12 +1,13 @@
-// Applies one plan of an agent object (../rules/agent-plan.ts) and decides nothing: writes first
-// (a post's row, controls, policy, lease, transition, counters, a refusal's count, the agent's
-// checkpoint, every message change in the plan's order, each one's webhook event from its status
-// before and after), then attachments, then frames (replies, a history page, closes, revokes,
-// cancels, lease news, hand-outs, copies, a release's answer), then the alarm. The output gate holds every frame until
-// the writes it follows are durable.
+// Applies one plan of an agent object: runs its effects (../rules/plan/effects.ts) in the order
+// the plan lists them, and nothing else. Each effect is one store call or one frame; what an
+// effect needs beyond itself is read from what this very list stored (the row a change stored,
+// for its webhook event's facts, its A2A pushes and its hand-out frame; the agent's checkpoint, for lease news).
+// The output gate holds every frame until the writes it follows are durable.
 import type { AgentPlan } from "../rules/agent-plan.ts";
-import { escalationEvent } from "../rules/webhooks.ts";
+import type { Effect } from "../rules/plan/effects.ts";
+import { messageEvent } from "../rules/webhooks.ts";
 import { CLOSE_CODES } from "../wire/protocol.ts";
+import type { ServerFrame } from "../wire/server-frames.ts";
 import type { AgentControls } from "./agent-controls.ts";
 import type { AgentStore } from "./agent-store.ts";
 import type { AgentWebhooks } from "./agent-webhooks.ts";
@@ -14,7 +15,6 @@ import { closeQuietly, send, writeConn } from "./connections.ts";
 import type { LiveConn } from "./agent-inputs.ts";
 import type { Retention, StoredMessage } from "./message-store.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
-import { randomHex128 } from "./secrets.ts";
 import type { WorkDesk } from "./work-desk.ts";
 import type { Clock } from "./clock.ts";
 
@@ -26,88 +26,114 @@ export interface ApplyParts {
   controls: AgentControls;
   ctx: DurableObjectState;
   clock: Clock;
-  ttlMs: number;
   retention: Retention;
 }
 
 export interface Applied {
-  /** A fetch of the account's webhook the transition needs (its outage threshold); true when it changed what is known. */
+  /** A fetch of the account's webhook the outage needs (its threshold); true when it changed what is known. */
   accountWebhook: Promise<boolean> | null;
   /** Uploads became garbage: the object sweeps them. */
   sweep: boolean;
 }
 
+/** What the list has stored so far that a later effect of it reads. */
+interface Stored {
+  /** The posted row as it was posted (copies show it so), and each row a change stored, by id. */
+  posted: StoredMessage | null;
+  rows: Map<number, StoredMessage>;
+  /** The row the last change stored with its lease (null: none, as an acknowledgement's). */
+  last: StoredMessage | null;
+  checkpoint: { value: unknown; fence: number } | null | undefined;
+}
+
 export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveConn[], now: number): Applied {
+  const applied: Applied = { accountWebhook: null, sweep: false };
+  const stored: Stored = { posted: null, rows: new Map(), last: null, checkpoint: undefined };
+  for (const e of plan.effects) run(p, e, conns, now, applied, stored);
+  return applied;
+}
+
+function run(p: ApplyParts, e: Effect, conns: readonly LiveConn[], now: number, applied: Applied, stored: Stored): void {
   const { messages, leases } = p.desk;
-  let accountWebhook: Promise<boolean> | null = null;
-  // A post's row first: every other change may name it (its hand-out, the messages it ends).
-  let sweep = plan.post?.ok ? p.desk.storePost(plan.post.insert, p.retention, now) : false;
-  if (plan.control?.change) p.controls.store(plan.control.change);
-  if (plan.policy) leases.policies.savePolicy(plan.policy);
-  if (plan.leaseChanged) p.store.saveLease(plan.lease, plan.transition);
-  if (plan.transition) {
-    p.metrics.transition(plan.transition, plan.holderLostAt);
-    accountWebhook = p.webhooks.holderChanged(plan.transition, plan.holderLostAt, now);
-    p.controls.noteHolder(plan.holderRunner, plan.transition.toClaim !== null);
-  }
-  if (plan.refused !== null) p.metrics.refused(plan.refused, now);
-  if (plan.agentCheckpoint) messages.agentCheckpoint.save(plan.agentCheckpoint.value, plan.agentCheckpoint.fence, now);
-  p.store.saveClaimCounter(plan.claimCounter);
-  leases.policies.saveTokenCounter(plan.tokenCounter);
-  // A posted message is shown to the other connections as it was posted, before its hand-out below.
-  const posted = plan.copies.length > 0 ? messages.get(plan.copies[0]!.id) : null;
-  const handedOut = new Map<number, StoredMessage>();
-  for (const c of plan.changes) {
-    const runner = c.handOut ? conns[c.handOut.to]! : null;
-    const saved = leases.save(c, now, runner && { fence: plan.lease.fence, machine: runner.state.machine, runKey: randomHex128() });
-    p.desk.saveOutput(c, runner?.state.machine ?? null, now);
-    // An acknowledgement stores its row without handing it back: the push reads it as stored.
-    if (c.lease !== null) p.webhooks.push.changed(c.before, c.lease, () => {
-      const stored = saved ?? p.desk.messages.get(c.id);
-      return stored ? p.desk.view(stored) : null;
-    }, now);
-    if (saved !== null) {
-      if (c.escalate) p.webhooks.enqueue(escalationEvent(saved), now);
-      else p.webhooks.messageChanged(c.before, saved, now);
-      if (c.handOut) handedOut.set(saved.id, saved);
+  switch (e.type) {
+    case "store_post":
+      applied.sweep ||= p.desk.storePost(e.insert, p.retention, now);
+      return;
+    case "store_controls":
+      return p.controls.store(e.change);
+    case "store_policy":
+      return leases.policies.savePolicy(e.policy);
+    case "store_lease":
+      return p.store.saveLease(e.lease, e.transition);
+    case "metric":
+      if (e.metric.kind === "transition") return p.metrics.transition(e.metric.transition, e.metric.lostAt);
+      return p.metrics.refused(e.metric.code, now);
+    case "note_holder":
+      return p.controls.noteHolder(e.runner, e.held);
+    case "store_outage":
+      applied.accountWebhook = p.webhooks.outageChanged(e.outage, e.askAccount, now) ?? applied.accountWebhook;
+      return;
+    case "store_agent_checkpoint":
+      return messages.agentCheckpoint.save(e.value, e.fence, now);
+    case "store_counters":
+      p.store.saveClaimCounter(e.claimCounter);
+      return leases.policies.saveTokenCounter(e.tokenCounter);
+    case "read_posted":
+      stored.posted = messages.get(e.id);
+      return;
+    case "store_change": {
+      const c = e.change;
+      const saved = leases.save(c, now);
+      stored.last = saved;
+      if (c.kind === "output") p.desk.output.append(c.id, c.output, now);
+      if (e.marks.ended !== null || e.marks.began !== null) p.desk.output.mark(c.id, e.marks, now);
+      if (saved !== null) {
+        stored.rows.set(saved.id, saved);
+        if (e.webhook !== null) p.webhooks.outbox.enqueue(messageEvent(e.webhook, c.before, saved), now);
+      }
+      applied.sweep ||= c.dropUncommitted === true;
+      return;
     }
-    sweep ||= c.dropUncommitted === true;
+    case "queue_push": {
+      // An acknowledgement stores its row without handing it back: the push reads it as stored.
+      const row = stored.last?.id === e.id ? stored.last : messages.get(e.id);
+      return p.webhooks.push.changed(e.id, row ? p.desk.view(row) : null, e.ends, now);
+    }
+    case "webhook":
+      p.webhooks.outbox.enqueue(e.facts, now);
+      return;
+    case "attach":
+      Object.assign(conns[e.to]!.state, e.patch);
+      return;
+    case "frame":
+      return send(conns[e.to]!.ws, e.frame);
+    case "replay": {
+      for (const m of e.count > 0 ? messages.range(e.after, e.last) : []) p.desk.push(conns[e.to]!, m, false);
+      return send(conns[e.to]!.ws, { type: "result", op: "sync", req: e.req, cursor: e.last, more: e.more });
+    }
+    case "close":
+      return closeQuietly(conns[e.to]!.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
+    case "tell": {
+      const t = e.tell;
+      if (t.held && stored.checkpoint === undefined) stored.checkpoint = messages.agentCheckpoint.get();
+      const checkpoint = t.held ? stored.checkpoint : null;
+      const frame: ServerFrame = {
+        type: "serve_lease", held: t.held, fence: t.fence, claim_seq: t.claimSeq, position: t.position, ttl_ms: e.ttlMs,
+        holder: t.holder && { claim_seq: t.holder.claimSeq, machine: t.holder.machine, since: t.holder.since },
+        ...(checkpoint ? { checkpoint: checkpoint.value, checkpoint_fence: checkpoint.fence } : {}),
+      };
+      return send(conns[e.to]!.ws, frame);
+    }
+    case "message": {
+      const row = e.run ? stored.rows.get(e.id) : stored.posted;
+      if (row) p.desk.push(conns[e.to]!, row, e.run);
+      return;
+    }
+    case "save_attachment":
+      return writeConn(conns[e.to]!.ws, conns[e.to]!.state);
+    case "alarm":
+      if (e.alarm === "delete") void p.ctx.storage.deleteAlarm();
+      else void p.ctx.storage.setAlarm(p.clock.alarmAt(e.alarm.set));
+      return;
   }
-  const changed = new Set<number>(plan.patches.keys());
-  for (const [i, patch] of plan.patches) Object.assign(conns[i]!.state, patch);
-  for (const r of plan.replies) send(conns[r.to]!.ws, r.frame);
-  if (plan.replay) {
-    const { to, after, last, count, more, req } = plan.replay;
-    for (const m of count > 0 ? messages.range(after, last) : []) p.desk.push(conns[to]!, m, false);
-    send(conns[to]!.ws, { type: "result", op: "sync", req, cursor: last, more });
-  }
-  for (const i of plan.close) closeQuietly(conns[i]!.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
-  for (const t of plan.takeBacks) {
-    if (t.revoke) send(conns[t.revoke.to]!.ws, { type: "revoked", id: t.lease.id, token: t.revoke.token, reason: t.revoke.reason });
-  }
-  for (const { stop, reason, by } of plan.cancels) if (stop) send(conns[stop.to]!.ws, { type: "cancel", id: stop.id, token: stop.token, reason, by: by.token });
-  const checkpoint = plan.tells.some((t) => t.held) ? messages.agentCheckpoint.get() : null;
-  for (const t of plan.tells) {
-    send(conns[t.to]!.ws, {
-      type: "serve_lease", held: t.held, fence: t.fence, claim_seq: t.claimSeq, position: t.position, ttl_ms: p.ttlMs,
-      holder: t.holder && { claim_seq: t.holder.claimSeq, machine: t.holder.machine, since: t.holder.since },
-      ...(t.held && checkpoint ? { checkpoint: checkpoint.value, checkpoint_fence: checkpoint.fence } : {}),
-    });
-  }
-  for (const h of plan.handOuts) {
-    const stored = handedOut.get(h.lease.id);
-    if (!stored) continue;
-    p.desk.push(conns[h.to]!, stored, true);
-    changed.add(h.to);
-  }
-  for (const c of plan.copies) {
-    if (!posted) break;
-    p.desk.push(conns[c.to]!, posted, false);
-    changed.add(c.to);
-  }
-  for (const i of changed) writeConn(conns[i]!.ws, conns[i]!.state);
-  for (const r of plan.lastReplies) send(conns[r.to]!.ws, r.frame);
-  if (plan.alarm === "delete") void p.ctx.storage.deleteAlarm();
-  else if (plan.alarm) void p.ctx.storage.setAlarm(p.clock.alarmAt(plan.alarm.set));
-  return { accountWebhook, sweep };
 }

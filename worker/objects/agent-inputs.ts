@@ -18,7 +18,6 @@ import { LIMITS } from "../wire/protocol.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
 import type { WorkDesk } from "./work-desk.ts";
 import type { OutputPage } from "../wire/output.ts";
-import type { ErrorCode } from "../wire/error-codes.ts";
 
 /** What one message's uploads may hold. */
 const BLOB_BUDGET = { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes };
@@ -107,10 +106,10 @@ export class AgentInputs {
       event: { type: "write", from: null, write: this.p.desk.outputInput(id, token, chunks, { runKey }) },
       answer: (plan) => {
         const d = answerOf(plan?.write ?? null, "output");
-        const reply = d.reply as { type: string; offset?: number; code?: ErrorCode; message?: string };
-        return reply.type === "result"
-          ? { ok: true, id, token, offset: reply.offset! }
-          : { ok: false, status: d.status as 404 | 409, code: reply.code!, message: reply.message!, expired: d.expired };
+        const reply = d.reply;
+        if (reply.type === "result" && reply.op === "output") return { ok: true, id, token, offset: reply.offset };
+        if (reply.type !== "error" || d.status === 200) throw new Error(`an output write is answered with its result or an error, not ${reply.type}`);
+        return { ok: false, status: d.status, code: reply.code, message: reply.message, expired: d.expired };
       },
     }),
     outputPage: ({ id, after }) => answered(this.outputPage(id, after)),

@@ -25,7 +25,7 @@ import { AgentWebhooks } from "./agent-webhooks.ts";
 import type { OutboxEvent } from "./webhook-outbox.ts";
 import { AgentInputs, type Inputs, type LiveConn, type Outputs } from "./agent-inputs.ts";
 import { applyPlan, type ApplyParts } from "./agent-apply.ts";
-import { readSnapshot, type SnapshotParts } from "./agent-snapshot.ts";
+import { readSnapshot, runKeysFor, type SnapshotParts } from "./agent-snapshot.ts";
 import { AgentCalls } from "./agent-calls.ts";
 import { OutputFollowers } from "./output-followers.ts";
 import { AgentSchedules } from "./agent-schedules.ts";
@@ -90,7 +90,7 @@ export class AgentCoordinator extends AgentCalls {
     this.webhooks = new AgentWebhooks(ctx.storage.sql, directory, () => this.now(), undefined, env.BATON_WEBHOOK_ALLOW_PRIVATE === "true");
     this.parts = {
       desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx, clock: this.clock, config: this.config,
-      ttlMs: this.config.heartbeatTtlMs, retention: this.config.retention,
+      retention: this.config.retention,
     };
     this.schedules = new AgentSchedules(ctx.storage.sql, this.desk, this.webhooks, this.config.retention);
     this.inputs = new AgentInputs({
@@ -289,7 +289,6 @@ export class AgentCoordinator extends AgentCalls {
     const now = this.now();
     // Confirmations first: the plan below then schedules the next one.
     this.reports.wake(now);
-    this.webhooks.checkNoHolder(now);
     // Claimed before the plan, so the alarm it sets is for what stays due, not for what is being sent.
     const due = this.identity ? this.webhooks.claimDue(now) : [];
     this.step(now, { type: "alarm" });
@@ -355,7 +354,7 @@ export class AgentCoordinator extends AgentCalls {
     const from = conns.findIndex((c) => c.ws === sender);
     const decided = typeof event !== "function" ? event : event(from < 0 ? null : from);
     const ownDeadlines = [...this.reports.deadlines(), this.schedules.nextWake(now, this.controls.paused())];
-    const plan = planAgent(readSnapshot(this.parts, now, conns, { ownDeadlines, alarmAt: this.alarmAt }), decided);
+    const plan = planAgent(readSnapshot(this.parts, now, conns, { ownDeadlines, alarmAt: this.alarmAt, runKeys: runKeysFor(conns, decided) }), decided);
     const applied = applyPlan(this.parts, plan, conns, now);
     this.awaitAccountWebhook(applied.accountWebhook);
     if (plan.alarm === "delete") this.alarmAt = null;

@@ -1,7 +1,8 @@
 // The snapshot one event of an agent object is planned over (../rules/plan/types.ts AgentSnapshot),
 // read once from the stores, each of which answers from memory until its own next write.
 import type { CoordinatorConfig } from "../config.ts";
-import type { AgentSnapshot } from "../rules/agent-plan.ts";
+import type { AgentEvent, AgentSnapshot } from "../rules/agent-plan.ts";
+import { randomHex128 } from "./secrets.ts";
 import type { AgentControls } from "./agent-controls.ts";
 import type { LiveConn } from "./agent-inputs.ts";
 import type { AgentStore } from "./agent-store.ts";
@@ -17,8 +18,18 @@ export interface SnapshotParts {
   readonly config: CoordinatorConfig;
 }
 
-/** `own`: what the object keeps for itself (its deadlines, the alarm it set). */
-export function readSnapshot(p: SnapshotParts, now: number, conns: readonly LiveConn[], own: Pick<AgentSnapshot, "ownDeadlines" | "alarmAt">): AgentSnapshot {
+/**
+ * How many run keys an event may give out: one per slot of every live connection, and the slots
+ * the event itself may claim (a claim or hello names them); a hand-out only fills a free slot.
+ */
+export function runKeysFor(conns: readonly LiveConn[], event: AgentEvent): string[] {
+  let slots = event.type === "claim" || event.type === "hello" ? event.slots ?? 0 : 0;
+  for (const c of conns) slots += c.state.slots ?? 1;
+  return Array.from({ length: slots }, () => randomHex128());
+}
+
+/** `own`: what the object keeps for itself (its deadlines, the alarm it set) and the run keys it drew. */
+export function readSnapshot(p: SnapshotParts, now: number, conns: readonly LiveConn[], own: Pick<AgentSnapshot, "ownDeadlines" | "alarmAt" | "runKeys">): AgentSnapshot {
   const { messages, leases } = p.desk;
   const open = messages.openLeases(now);
   // A parked message whose passed deadline answers for a person is read as a person's input reads it.

@@ -4,10 +4,9 @@
 // enter by (`enqueue`), the status changes and outages that make them, and the deliveries the
 // alarm starts and never waits for. The agent object calls these few methods and nothing here
 // calls back into it: a fetch of the account's webhook is a promise the object turns into an event.
-import type { Transition } from "../rules/election.ts";
 import type { AgentSnapshot } from "../rules/agent-plan.ts";
-import type { MessageStatus } from "../rules/message-lease.ts";
-import { liveSecrets, noHolderDueAt, statusChangeEvent, WEBHOOK, webhookHost, type MessageFacts, type WebhookFacts } from "../rules/webhooks.ts";
+import { liveSecrets, WEBHOOK, webhookHost, type Outage, type WebhookFacts } from "../rules/webhooks.ts";
+import { claimRoom, outboxWake, planDelivery, type DeliveryTarget } from "../rules/webhook-outbox-plan.ts";
 import type { WebhookConfigBody, WebhookReport, WebhookView } from "../wire/webhooks.ts";
 import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
@@ -19,9 +18,6 @@ import { A2APushTargets, deliverPushes } from "./a2a-push.ts";
 export interface AccountWebhookSource {
   accountWebhook(): Promise<WebhookConfig | null>;
 }
-
-/** How soon events wait again when the account's webhook could not be read. */
-const ACCOUNT_RETRY_MS = 5_000;
 
 export class AgentWebhooks {
   readonly outbox: WebhookOutbox;
@@ -52,33 +48,31 @@ export class AgentWebhooks {
    * agent's own and the account's, fetched within WEBHOOK.accountCacheMs, is none either).
    */
   enqueue(facts: WebhookFacts, now: number): void {
-    if (this.own.get() === null && this.account !== null && this.account.config === null && now - this.account.at < WEBHOOK.accountCacheMs) return;
-    this.outbox.enqueue(facts, now);
+    if (this.keeps(now)) this.outbox.enqueue(facts, now);
   }
 
-  /** What a plan needs to wake the outbox in time: its next due event, whether an event made now is kept and sent at once, the outage. */
+  /** Whether an event made now is kept: false when the agent has no webhook and, as fetched within WEBHOOK.accountCacheMs, neither has its account. */
+  private keeps(now: number): boolean {
+    return !(this.own.get() === null && this.account !== null && this.account.config === null && now - this.account.at < WEBHOOK.accountCacheMs);
+  }
+
+  /** What a plan needs to wake the outbox in time and keep its events: its next due event, whether an event made now is kept and sent at once, the outage. */
   snapshot(now: number): AgentSnapshot["webhooks"] {
-    const dropped = this.own.get() === null && this.account !== null && this.account.config === null && now - this.account.at < WEBHOOK.accountCacheMs;
-    const free = this.sending < WEBHOOK.batch;
+    const keeps = this.keeps(now);
+    const free = claimRoom(this.sending) > 0;
     return {
-      dueAt: this.dueAt(now), sendsNow: !dropped && free, outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null,
+      dueAt: this.dueAt(now), sendsNow: keeps && free, keeps, outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null,
       push: { tasks: this.push.tasks(), sendsNow: free },
     };
   }
 
-  /** A stored status change (its status before, the row after) becomes an event when it makes one (rules/webhooks.ts). */
-  messageChanged(before: MessageStatus, after: MessageFacts, now: number): void {
-    const facts = statusChangeEvent(before, after);
-    if (facts !== null) this.enqueue(facts, now);
-  }
-
   /**
-   * A lease transition: an outage begins or ends; when one begins, the threshold must be known: the
-   * fetch of the account's webhook, resolving true when it changed what is known (null: none needed).
+   * The outage as the plan left it; `askAccount` (one begins unreported): the threshold must be
+   * known, so the account's webhook is fetched, resolving true when it changed what is known.
    */
-  holderChanged(t: Transition, lostAt: number, now: number): Promise<boolean> | null {
-    const outage = this.outbox.holderChanged(t, lostAt);
-    return outage.since !== null && !outage.notified ? this.needAccount(now) : null;
+  outageChanged(outage: Outage, askAccount: boolean, now: number): Promise<boolean> | null {
+    this.outbox.saveOutage(outage);
+    return askAccount ? this.needAccount(now) : null;
   }
 
   /** Whether the agent's webhook or the account's (as last known) applies, and its no-holder threshold. */
@@ -88,7 +82,7 @@ export class AgentWebhooks {
     return this.account?.config ? { scope: "account", config: this.account.config } : null;
   }
 
-  /** After a restart: an outage still unreported needs the account's threshold when the agent has no webhook of its own (as holderChanged). */
+  /** After a restart: an outage still unreported needs the account's threshold when the agent has no webhook of its own (as an outage the plan begins). */
   resume(now: number): Promise<boolean> | null {
     const outage = this.outbox.outage();
     return outage.since !== null && !outage.notified ? this.needAccount(now) : null;
@@ -102,18 +96,12 @@ export class AgentWebhooks {
    * them again.
    */
   dueAt(now: number): number | null {
-    const noHolder = noHolderDueAt(this.outbox.outage(), this.target()?.config.noHolderAfterMs ?? null);
-    const next = this.sending >= WEBHOOK.batch ? this.outbox.nextDueAfter(now) : this.outbox.nextDue();
-    return next === null ? noHolder : noHolder === null ? next : Math.min(next, noHolder);
-  }
-
-  /** Queues agent.no_holder when the outage has lasted past the threshold; once per outage. */
-  checkNoHolder(now: number): void {
-    const outage = this.outbox.outage();
-    const at = noHolderDueAt(outage, this.target()?.config.noHolderAfterMs ?? null);
-    if (at === null || now < at) return;
-    this.outbox.outageReported();
-    this.enqueue({ type: "agent.no_holder", no_holder_since: outage.since!, after_seconds: Math.round((at - outage.since!) / 1000) }, now);
+    // Only the time the rule reads is read: the next due event, or while no slot is free the next one still ahead.
+    const full = claimRoom(this.sending) === 0;
+    return outboxWake({
+      sending: this.sending, nextDue: full ? null : this.outbox.nextDue(), nextAfterNow: full ? this.outbox.nextDueAfter(now) : null,
+      outage: this.outbox.outage(), noHolderAfterMs: this.target()?.config.noHolderAfterMs ?? null,
+    });
   }
 
   /**
@@ -121,8 +109,8 @@ export class AgentWebhooks {
    * is marked in flight in the outbox (WEBHOOK.inFlightMs), so nothing sends it twice at once.
    */
   claimDue(now: number): OutboxEvent[] {
-    const room = WEBHOOK.batch - this.sending;
-    if (room <= 0) return [];
+    const room = claimRoom(this.sending);
+    if (room === 0) return [];
     const due = this.outbox.claimDue(now, room);
     this.sending += due.length;
     return due;
@@ -148,19 +136,35 @@ export class AgentWebhooks {
   }
 
   private async send(due: readonly OutboxEvent[], who: { account: string; agent: string }): Promise<void> {
+    const plan = planDelivery(await this.receiver(), this.clock());
+    switch (plan.action) {
+      case "postpone":
+        return this.outbox.postpone(due, plan.at);
+      case "discard":
+        return this.outbox.discard(due);
+      case "refuse":
+        return this.outbox.refuse(due, plan.error, this.clock());
+      case "send": {
+        const now = this.clock();
+        const config = plan.config;
+        return this.outbox.deliver(due, { url: config.url, secrets: liveSecrets(config, now), origin: config.origin, ...who }, this.post, this.clock);
+      }
+    }
+  }
+
+  /**
+   * Who receives a delivery: the agent's own webhook, else the account's, asked afresh for every
+   * delivery (a changed URL, a revoked secret or a removal applies to this one); with its URL
+   * checked again against the exposure rules (one stored before they changed is refused).
+   */
+  private async receiver(): Promise<DeliveryTarget<WebhookConfig>> {
     let config = this.own.get();
     if (config === null) {
-      // Asked afresh for every delivery: a changed URL, a revoked secret or a removal applies to this one.
       const fetched = await this.fetchAccount();
-      if (!fetched.answered) return this.outbox.postpone(due, this.clock() + ACCOUNT_RETRY_MS);
+      if (!fetched.answered) return { answered: false };
       config = fetched.config;
     }
-    if (config === null) return this.outbox.discard(due);
-    // A URL stored before the exposure rules (or before they changed) is checked again: refused, nothing is sent.
-    const refused = webhookTargetRefusal(config.url, this.allowPrivate);
-    if (refused !== null) return this.outbox.refuse(due, refused, this.clock());
-    const now = this.clock();
-    await this.outbox.deliver(due, { url: config.url, secrets: liveSecrets(config, now), origin: config.origin, ...who }, this.post, this.clock);
+    return { answered: true, config, refused: config === null ? null : webhookTargetRefusal(config.url, this.allowPrivate) };
   }
 
   /** Fetches the account's webhook when what is known is older than WEBHOOK.accountCacheMs (one fetch at a time). */

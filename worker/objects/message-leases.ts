@@ -169,8 +169,8 @@ export class MessageLeases {
    * Stores one message change of a plan (message-changes.ts). Returns the row as stored when its
    * lease was written, for the webhook event its status change makes.
    */
-  save(c: MessageChange, now: number, handOut: { fence: number; machine: string; runKey: string } | null): StoredMessage | null {
-    return saveChange(this.stores, c, now, handOut);
+  save(c: MessageChange, now: number): StoredMessage | null {
+    return saveChange(this.stores, c, now);
   }
 
   /** `machines`: the machine of each connected runner (by runnerOf). */

@@ -4,8 +4,8 @@
 // is due (`send`) and records each answer. Also kept here: delivery counters for presence and
 // /metrics, and the agent's current outage for `agent.no_holder`. Decisions are in
 // ../rules/webhooks.ts.
-import { afterAttempt, buildEvent, NO_OUTAGE, outageAfter, overBudget, WEBHOOK, type Outage, type WebhookFacts } from "../rules/webhooks.ts";
-import type { Transition } from "../rules/election.ts";
+import { planAttempt } from "../rules/webhook-outbox-plan.ts";
+import { buildEvent, NO_OUTAGE, overBudget, WEBHOOK, type Outage, type WebhookFacts } from "../rules/webhooks.ts";
 import { randomHex128 } from "./secrets.ts";
 import { postSigned, type AttemptResult, type Sender } from "./webhook-delivery.ts";
 import { signedHeaders } from "./webhook-signature.ts";
@@ -151,9 +151,9 @@ export class WebhookOutbox {
     for (const e of events) this.sql.exec(`DELETE FROM webhook_outbox WHERE seq = ?`, e.seq);
   }
 
-  /** Claimed events whose receiver may not be asked (`why`: its URL is refused now): each counts as a failed attempt, sent nowhere. */
-  refuse(events: readonly OutboxEvent[], why: string, now: number, counted = true): void {
-    for (const e of events) this.record(e, { status: null, error: `not sent: ${why}` }, now, counted);
+  /** Claimed events whose receiver may not be asked (its URL is refused now, `error` says why): each counts as a failed attempt, sent nowhere; `counted` as in record. */
+  refuse(events: readonly OutboxEvent[], error: string, now: number, counted = true): void {
+    for (const e of events) this.record(e, { status: null, error }, now, counted);
   }
 
   /** The event's body, built at its first attempt and kept, so every retry sends the same bytes. */
@@ -182,12 +182,11 @@ export class WebhookOutbox {
 
   /** Records one attempt's answer; `counted`: in the webhook's delivery figures (a push to a task's target is not). */
   record(e: OutboxEvent, result: AttemptResult, now: number, counted = true): void {
-    const attempts = e.attempts + 1;
-    const verdict = afterAttempt({ createdAt: e.createdAt, attempts }, result.status, now);
+    const { attempts, verdict, counts } = planAttempt(e, result.status, now);
     this.due = undefined;
     if (counted) this.sql.exec(`UPDATE webhook_stats SET last_attempt_at = ?, last_status = ?, last_error = ?,
       delivered = delivered + ?, failed_attempts = failed_attempts + ?, dropped = dropped + ?`,
-      now, result.status, result.error, verdict.kind === "delivered" ? 1 : 0, verdict.kind === "delivered" ? 0 : 1, verdict.kind === "dropped" ? 1 : 0);
+      now, result.status, result.error, counts.delivered, counts.failed, counts.dropped);
     if (verdict.kind === "retry") this.sql.exec(`UPDATE webhook_outbox SET attempts = ?, next_at = ? WHERE seq = ?`, attempts, verdict.at, e.seq);
     else this.sql.exec(`DELETE FROM webhook_outbox WHERE seq = ?`, e.seq);
   }
@@ -206,20 +205,8 @@ export class WebhookOutbox {
     return this.outageNow;
   }
 
-  /** Follows the lease: an outage begins when it is left with nobody and ends at the next grant. */
-  holderChanged(t: Transition, lostAt: number): Outage {
-    const prev = this.outage();
-    const next = outageAfter(prev, t, lostAt);
-    if (next.since !== prev.since || next.notified !== prev.notified) this.saveOutage(next);
-    return next;
-  }
-
-  /** The outage was reported (agent.no_holder): not again until the next one. */
-  outageReported(): void {
-    this.saveOutage({ ...this.outage(), notified: true });
-  }
-
-  private saveOutage(o: Outage): void {
+  /** The outage as the plan decided it (rules/plan/effects.ts: a transition begins or ends one, agent.no_holder reports it). */
+  saveOutage(o: Outage): void {
     this.sql.exec(`INSERT INTO webhook_outage (one, since, notified) VALUES (1, ?, ?)
       ON CONFLICT(one) DO UPDATE SET since = excluded.since, notified = excluded.notified`, o.since, o.notified ? 1 : 0);
     this.outageNow = o;

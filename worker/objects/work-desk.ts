@@ -16,8 +16,6 @@ import { pageLength } from "../rules/history-page.ts";
 import { LIMITS, type ClientFrame } from "../wire/protocol.ts";
 import { BucketPerSocket, ByteBucket } from "../rules/frame-rate-limit.ts";
 import { OutputStore } from "./output-store.ts";
-import { outputMarks } from "../rules/plan/output.ts";
-import type { MessageChange } from "../rules/plan/types.ts";
 import { leaseOf } from "./message-store.ts";
 import { busyRead } from "../rules/on-busy.ts";
 import type { OnBusy } from "../wire/enums.ts";
@@ -94,13 +92,6 @@ export class WorkDesk {
     const target = stored && { lease: leaseOf(stored), head: this.output.head(id), machine: stored.machine ?? "unknown" };
     const who = "runner" in writer ? writer : { runKeyMatches: stored !== null && sameSecret(writer.runKey, stored.run_key) };
     return { kind: "output", id, token, chunks, writer: who, target, budget: this.outputBudget, ...(req === undefined ? {} : { req }) };
-  }
-
-  /** A message change's output: its batch, and the marks of an attempt that ended or began (rules/plan/output.ts outputMarks). */
-  saveOutput(c: MessageChange, machine: string | null, now: number): void {
-    if (c.output) this.output.append(c.id, c.output, now);
-    const marks = outputMarks(c, machine);
-    if (marks.ended !== null || marks.began !== null) this.output.mark(c.id, marks, now);
   }
 
   /**

@@ -21,6 +21,7 @@ import { isOpen } from "./message-lease.ts";
 import { mergePatches, runnerOf, type AgentEvent, type AgentPlan, type AgentSnapshot, type ConnPatches, type MessageChange, type ServeConn } from "./plan/types.ts";
 import { quietWritePlan } from "./plan/quiet-write.ts";
 import { decideAnyWrite, type WriteVerdict } from "./plan/write-event.ts";
+import { planEffects } from "./plan/effects.ts";
 
 export { runnerOf };
 export type {
@@ -40,7 +41,20 @@ function repliesOf(e: AgentEvent, written: WriteVerdict | null, released: boolea
   return { replies: [], lastReplies: [] };
 }
 
+/** The `i`-th run key the object drew for this event; it draws one per slot a hand-out could fill, so running out is a bug. */
+function runKeyOf(s: AgentSnapshot, i: number): string {
+  const key = s.runKeys[i];
+  if (key === undefined) throw new Error(`the snapshot carries ${s.runKeys.length} run keys and the plan hands out more`);
+  return key;
+}
+
+/** The plan of one event, with its effects in the order apply runs them (./plan/effects.ts). */
 export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
+  const plan = decide(s, e);
+  return { ...plan, effects: planEffects(s, plan) };
+}
+
+function decide(s: AgentSnapshot, e: AgentEvent): Omit<AgentPlan, "effects"> {
   const { now, ttlMs } = s;
   // A runner's write is decided first, at its token (or the serve fence), over the rows it carries.
   const written = e.type === "write" ? decideAnyWrite(e.write, { lease: s.lease, policy: s.work.policy, journalBudget: s.work.journalBudget }, now) : null;
@@ -78,7 +92,9 @@ export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
 
   const changes = [
     ...work.changes, ...taken.changes, ...work.ends,
-    ...given.handOuts.map((h): MessageChange => ({ id: h.lease.id, before: taken.open.get(h.lease.id)!.status, lease: h.lease, handOut: { to: h.to } })),
+    ...given.handOuts.map((h, i): MessageChange => ({
+      kind: "hand_out", id: h.lease.id, before: taken.open.get(h.lease.id)!.status, lease: h.lease, to: h.to, fence: lease.fence, machine: view[h.to]!.machine, runKey: runKeyOf(s, i),
+    })),
   ].map(withBlobs);
   const holderLostAt = alive.holderLostAt ?? now;
   // A posted message is shown to every connection that does not run it; a question for a person to none (a sync replays it as history).

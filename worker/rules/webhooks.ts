@@ -70,26 +70,53 @@ function messagePart(m: MessageFacts) {
   return { id: m.id, text_preview: m.text.slice(0, WEBHOOK_LIMITS.previewChars), text_truncated: m.text.length > WEBHOOK_LIMITS.previewChars, attempts: m.attempts };
 }
 
+/** The events a message's own change makes. */
+export type MessageEventType = "message.parked" | "message.outcome_unknown" | "message.failed" | "message.superseded" | "message.cancelled" | "message.escalated";
+
 /**
- * The event a message's status change makes, or null: moving to parked is `message.parked`, or
+ * Which event a message's status change makes, or null: moving to parked is `message.parked`, or
  * `message.outcome_unknown` when an effect's outcome is unknown (one event, not both); moving to
- * failed is `message.failed`. Staying in a status makes nothing.
+ * failed is `message.failed`. Staying in a status makes nothing. Decided by the plan, from the lease.
  */
-export function statusChangeEvent(before: MessageStatus | string, after: MessageFacts): WebhookFacts | null {
+export function statusChangeType(before: MessageStatus | string, after: Pick<MessageFacts, "status" | "pending_ask" | "superseded_by">): MessageEventType | null {
   if (before === after.status) return null;
-  const message = messagePart(after);
-  if (after.status === "parked") {
-    return after.pending_ask === null
-      ? { type: "message.parked", message: { ...message, park_deadline: after.expires_at, question: questionFacts(after) } }
-      : { type: "message.outcome_unknown", message: { ...message, park_deadline: after.expires_at, waiting_on: after.pending_ask } };
-  }
-  if (after.status === "failed") return { type: "message.failed", message: { ...message, error: after.error } };
-  if (after.status === "superseded" && after.superseded_by) return { type: "message.superseded", message: { ...message, superseded_by: after.superseded_by } };
-  if (after.status === "cancelled" && (before === "queued" || before === "running" || before === "parked")) {
-    const record = after.cancel ? (JSON.parse(after.cancel) as { token?: string; via?: string; reason?: string | null }) : {};
-    return { type: "message.cancelled", message: { ...message, reason: record.reason ?? null, by: record.token ?? "unknown", via: record.via ?? "unknown", was: before } };
-  }
+  if (after.status === "parked") return after.pending_ask === null ? "message.parked" : "message.outcome_unknown";
+  if (after.status === "failed") return "message.failed";
+  if (after.status === "superseded" && after.superseded_by) return "message.superseded";
+  if (after.status === "cancelled" && (before === "queued" || before === "running" || before === "parked")) return "message.cancelled";
   return null;
+}
+
+/** The facts of an event the plan picked (statusChangeType, or an escalation), from the message's row as stored. */
+export function messageEvent(type: MessageEventType, before: MessageStatus | string, after: MessageFacts): WebhookFacts {
+  const message = messagePart(after);
+  switch (type) {
+    case "message.escalated":
+      return escalationEvent(after);
+    case "message.parked":
+      return { type, message: { ...message, park_deadline: after.expires_at, question: questionFacts(after) } };
+    case "message.outcome_unknown":
+      return { type, message: { ...message, park_deadline: after.expires_at, waiting_on: after.pending_ask ?? "" } };
+    case "message.failed":
+      return { type, message: { ...message, error: after.error } };
+    case "message.superseded":
+      return { type, message: { ...message, superseded_by: after.superseded_by ?? 0 } };
+    case "message.cancelled": {
+      const record = after.cancel ? (JSON.parse(after.cancel) as { token?: string; via?: string; reason?: string | null }) : {};
+      return { type, message: { ...message, reason: record.reason ?? null, by: record.token ?? "unknown", via: record.via ?? "unknown", was: before as "queued" | "running" | "parked" } };
+    }
+  }
+}
+
+/** The event a message's status change makes (statusChangeType), with its facts, or null. */
+export function statusChangeEvent(before: MessageStatus | string, after: MessageFacts): WebhookFacts | null {
+  const type = statusChangeType(before, { ...after, superseded_by: after.superseded_by ?? null });
+  return type === null ? null : messageEvent(type, before, after);
+}
+
+/** `agent.no_holder` for an outage that lasted past its threshold (`at`: when it became due). */
+export function noHolderEvent(outage: Outage, at: number): WebhookFacts {
+  return { type: "agent.no_holder", no_holder_since: outage.since!, after_seconds: Math.round((at - outage.since!) / 1000) };
 }
 
 /** An agent's time without a holder: since when (null: it has one), and whether it was reported. */

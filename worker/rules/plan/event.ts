@@ -123,7 +123,7 @@ export function workChange(
   for (const c of out.cancelling) {
     if (c.verdict.outcome !== "cancelled") continue;
     out.open.set(c.target.id, c.verdict.message);
-    out.ends.push({ id: c.target.id, before: c.target.status, lease: c.verdict.message, cancel: { by: c.by, reason: c.reason } });
+    out.ends.push({ kind: "cancelled", id: c.target.id, before: c.target.status, lease: c.verdict.message, by: c.by, reason: c.reason });
   }
   if (!posted?.ok) return out;
   for (const t of posted.supersede) {
@@ -131,7 +131,7 @@ export function workChange(
     if (after === null) continue;
     out.superseded.push({ lease: after, by: posted.insert.id });
     out.open.set(t.id, after);
-    out.ends.push({ id: t.id, before: t.status, lease: after, supersededBy: posted.insert.id });
+    out.ends.push({ kind: "superseded", id: t.id, before: t.status, lease: after, by: posted.insert.id });
   }
   return out;
 }

@@ -71,9 +71,14 @@ export function decideOutput(
   const output: OutputAppend = { token, attempt: m.attempts, machine: t.machine, offset: t.head.nextOffset, chunks, bytes, free };
   return {
     reply: { type: "result", op: "output", req, id, token, offset: t.head.nextOffset + bytes },
-    change: { id, before: m.status, lease: null, output },
+    change: { kind: "output", id, before: m.status, lease: null, output },
     refused: null, expired: false, status: 200,
   };
+}
+
+/** Whether the change says why its attempt failed. */
+function failed(c: MessageChange): boolean {
+  return c.kind === "fail" || ((c.kind === "taken_back" || c.kind === "settled") && c.failure !== null);
 }
 
 /** What a message change marks in its output: an attempt that began (a hand-out) and one that ended, with why. */
@@ -91,9 +96,9 @@ export function outputMarks(c: MessageChange, machine: string | null): OutputMar
   const lease = c.lease;
   let ended: OutputMarks["ended"] = null;
   if (c.before === "running" && lease !== null && lease.status !== "running") {
-    const reason: AttemptEndReason = c.ended ?? (c.ack ? "replied" : c.cancel ? "cancelled" : lease.status === "parked" ? "parked" : c.failure !== undefined ? "failed" : "lease_lost");
+    const reason: AttemptEndReason = (c.kind === "taken_back" ? c.ended : null) ?? (c.kind === "ack" ? "replied" : c.kind === "cancelled" ? "cancelled" : lease.status === "parked" ? "parked" : failed(c) ? "failed" : "lease_lost");
     ended = { attempt: lease.attempts, reason };
   }
-  const began = c.handOut !== undefined && lease !== null ? { attempt: lease.attempts, machine: machine ?? "unknown" } : null;
+  const began = c.kind === "hand_out" ? { attempt: c.lease.attempts, machine: machine ?? "unknown" } : null;
   return { ended, began };
 }

@@ -7,6 +7,7 @@ import { answer, resume, retry, type Answer, type MessageLease } from "../messag
 import { decideStepWrite, pendingAsk, unknownOutcomeReason, type JournalUsage, type StepRecord, type UnknownOutcome } from "../step-journal.ts";
 import { castVote, countsPeople, type Quorum } from "../quorum.ts";
 import type { Canceller, MessageChange } from "./types.ts";
+import type { ChangeOf, JournalWrite } from "./message-change.ts";
 import { permitGranted, type ApprovalAsked } from "../permits.ts";
 
 /** What a person's input about one message reads of it. */
@@ -45,11 +46,11 @@ function personReply(reply: Answer, by: Canceller, now: number): string {
   return JSON.stringify({ choice: reply.choice, text: reply.text, by: { account: by.account, token: by.token, via: by.via }, at: now });
 }
 
-/** A parked message answered: its question closed, and a queued one carries the answer to its next attempt. */
-function settled(t: TargetMessage, after: MessageLease, reply: Answer, withChoice: boolean): MessageChange {
+/** A parked message answered: its question closed, and a queued one carries the answer to its next attempt; the rest laid over. */
+function settled(t: TargetMessage, after: MessageLease, reply: Answer, withChoice: boolean, over: Partial<ChangeOf<"settled">> = {}): ChangeOf<"settled"> {
   return {
-    id: t.lease.id, before: t.lease.status, lease: after, closeQuestion: true,
-    ...(after.status === "queued" ? { resume: { input: reply.text, choice: withChoice ? reply.choice : null } } : {}),
+    kind: "settled", id: t.lease.id, before: t.lease.status, lease: after, journal: null, forgetStep: null, answer: null, personReply: null, failure: null, grant: null,
+    resume: after.status === "queued" ? { input: reply.text, choice: withChoice ? reply.choice : null } : null, ...over,
   };
 }
 
@@ -57,7 +58,7 @@ function settled(t: TargetMessage, after: MessageLease, reply: Answer, withChoic
  * The answer in the journal under the question's step, as a record of kind answer that no run can
  * write (its token is the parked attempt's); a refusal when the journal is full.
  */
-function answerStep(t: TargetMessage, step: string, reply: Answer, by: Canceller, budget: Budget, now: number): MessageChange["journal"] | PersonRefusal | null {
+function answerStep(t: TargetMessage, step: string, reply: Answer, by: Canceller, budget: Budget, now: number): JournalWrite | PersonRefusal | null {
   const existing = t.entries.get(step) ?? null;
   const value = JSON.stringify({ choice: reply.choice, text: reply.text, by: { account: by.account, token: by.token, via: by.via }, at: now });
   const decision = decideStepWrite(existing, { name: step, kind: "answer", phase: "done", value, onUnknown: null }, { attempt: t.lease.attempts, token: t.lease.token }, t.usage, budget);
@@ -88,7 +89,7 @@ export function personAnswer(t: TargetMessage | null, id: number, reply: Answer,
     const record = { choice: reply.choice, text: reply.text, question: asked.text, by };
     if (vote.outcome.state === "pending") {
       // Kept with the question (and in its record); the message stays parked until enough people decide.
-      return { ok: true, change: { id, before: t.lease.status, lease: null, votes: vote.votes, answer: record } };
+      return { ok: true, change: { kind: "votes", id, before: t.lease.status, lease: null, votes: vote.votes, answer: record } };
     }
     // Only the answer's own choice can cross its own count, so this answer decides with its choice.
   }
@@ -106,11 +107,10 @@ function decidedAnswer(
   if (refused(journal)) return journal;
   return {
     ok: true,
-    change: {
-      ...settled(t, result.message, reply, true), ...(journal ? { journal } : {}), ...(permit ? { permit: { grant: permit } } : {}),
-      answer: { choice: reply.choice, text: reply.text, question: asked?.text ?? null, by },
-      ...(result.message.forPerson ? { personReply: personReply(reply, by, now) } : {}),
-    },
+    change: settled(t, result.message, reply, true, {
+      journal, grant: permit, answer: { choice: reply.choice, text: reply.text, question: asked?.text ?? null, by },
+      personReply: result.message.forPerson ? personReply(reply, by, now) : null,
+    }),
   };
 }
 
@@ -131,7 +131,7 @@ export function personResume(
     // A resume would lose the answer the run waits for, and it would only ask again.
     return { ok: false, status: 409, code: "question_open", message: `message ${id} asks "${t.question.text.slice(0, 200)}": answer it with approve, answer or reject` };
   }
-  let journal: MessageChange["journal"] | undefined;
+  let journal: JournalWrite | null = null;
   if (unknown !== null && outcome === "done") {
     // The person's answer is the effect's outcome: recorded like any other, inside the journal's budget.
     const existing = t.entries.get(unknown) ?? null;
@@ -140,16 +140,13 @@ export function personResume(
     if (decision.action === "refuse") return journalRefusal(decision.code, decision.message);
     if (decision.action === "record") journal = { record: decision.record, existing };
   }
-  const base: MessageChange = {
-    id, before: t.lease.status, lease: null,
-    ...(journal ? { journal } : {}), ...(unknown !== null && outcome === "redo" ? { forgetStep: unknown } : {}),
-    answer: { choice: outcome ?? "resume", text: input, question: unknown === null ? t.question?.text ?? null : unknownOutcomeReason(unknown), by },
-  };
+  const forgetStep = unknown !== null && outcome === "redo" ? unknown : null;
+  const answer = { choice: outcome ?? "resume", text: input, question: unknown === null ? t.question?.text ?? null : unknownOutcomeReason(unknown), by };
   if (unknown !== null) {
     const next = pendingAsk(t.openIntents.filter((r) => r.name !== unknown));
-    if (next !== null) return { ok: true, change: { ...base, pendingAsk: next } };
+    if (next !== null) return { ok: true, change: { kind: "outcome", id, before: t.lease.status, lease: null, answer, journal, forgetStep, pendingAsk: next } };
   }
-  return { ok: true, change: { ...base, ...settled(t, result.message, { choice: "resume", text: input }, false) } };
+  return { ok: true, change: settled(t, result.message, { choice: "resume", text: input }, false, { journal, forgetStep, answer }) };
 }
 
 /** A failed message queued again by a person, with a fresh set of attempts. */
@@ -157,7 +154,7 @@ export function personRetry(t: TargetMessage | null, id: number, by: Canceller):
   if (t === null) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
   const result = retry(t.lease);
   if (!result.ok) return { ok: false, status: 409, code: result.code === "bad_request" ? "not_parked" : result.code, message: result.message };
-  return { ok: true, change: { id, before: t.lease.status, lease: result.message, answer: { choice: "retry", text: null, question: t.error, by } } };
+  return { ok: true, change: { kind: "retried", id, before: t.lease.status, lease: result.message, answer: { choice: "retry", text: null, question: t.error, by } } };
 }
 
 /**
@@ -165,15 +162,14 @@ export function personRetry(t: TargetMessage | null, id: number, by: Canceller):
  * by the deadline. When the answer cannot go into its journal (full), it fails instead, saying why:
  * without the answer the run would only ask again.
  */
-export function deadlineAnswer(t: TargetMessage, after: MessageLease, choice: "approve" | "reject", budget: Budget, now: number): MessageChange {
+export function deadlineAnswer(t: TargetMessage, after: MessageLease, choice: "approve" | "reject", budget: Budget, now: number): ChangeOf<"settled"> {
   const reply = { choice, text: null };
   const journal = t.question?.step && choice === "approve" ? answerStep(t, t.question.step, reply, DEADLINE, budget, now) : null;
   if (refused(journal)) {
-    return { ...settled(t, enter(t.lease, "deadline", { ...after, status: "failed" as const }), reply, false), failure: `its deadline answered approve, but its journal is full: ${journal.message}` };
+    return settled(t, enter(t.lease, "deadline", { ...after, status: "failed" as const }), reply, false, { failure: `its deadline answered approve, but its journal is full: ${journal.message}` });
   }
-  return {
-    ...settled(t, after, reply, true), ...(journal ? { journal } : {}),
-    answer: { choice, text: null, question: t.question?.text ?? null, by: DEADLINE },
-    ...(after.forPerson ? { personReply: personReply(reply, DEADLINE, now) } : {}),
-  };
+  return settled(t, after, reply, true, {
+    journal, answer: { choice, text: null, question: t.question?.text ?? null, by: DEADLINE },
+    personReply: after.forPerson ? personReply(reply, DEADLINE, now) : null,
+  });
 }

@@ -73,7 +73,7 @@ export function planPost(post: NewPost, lastId: number, groupOpen: readonly Mess
   const lease = newLease(insert);
   // Nobody runs a question for a person: it is parked from the start, its question kept with it.
   const change: MessageChange | null = post.question === null ? null : {
-    id: insert.id, before: "queued", question: keptQuestion({ ...post.question, step: undefined }, lease.token, now),
+    kind: "park", id: insert.id, before: "queued", checkpoint: null, question: keptQuestion({ ...post.question, step: undefined }, lease.token, now),
     lease: askPerson(lease, now, post.deadlineSeconds === null ? null : post.deadlineSeconds * 1000, post.question.on_deadline ?? null),
   };
   return { ok: true, insert, lease, change, interrupt: busy?.interrupt ?? [], supersede: busy?.supersede ?? [] };

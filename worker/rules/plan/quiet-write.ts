@@ -7,7 +7,7 @@ import type { WriteVerdict } from "./write-event.ts";
 import type { AgentPlan, AgentSnapshot } from "./types.ts";
 
 /** The plan of a write (decided: `w`, from connection `from`) that moves no message, or null (planned in full). */
-export function quietWritePlan(s: AgentSnapshot, from: number | null, w: WriteVerdict): AgentPlan | null {
+export function quietWritePlan(s: AgentSnapshot, from: number | null, w: WriteVerdict): Omit<AgentPlan, "effects"> | null {
   const quiet = w.refused === null && w.agentCheckpoint === null && (w.change === null || w.change.lease === null);
   if (!quiet) return null;
   return {

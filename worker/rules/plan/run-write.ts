@@ -13,7 +13,7 @@ import type { ErrorCode } from "../../wire/error-codes.ts";
 import type { Question } from "../../wire/protocol.ts";
 import { keptQuestion, type KeptQuestion } from "./kept-question.ts";
 import { decidePermit, type Permit } from "../permits.ts";
-import type { MessageChange } from "./types.ts";
+import type { ChangeOf, MessageChange } from "./message-change.ts";
 
 /** Who makes a write for a running message: a connection (its runner id), or an HTTP caller whose run key matched the run's or not. */
 export type RunWriter = { runner: string } | { runKeyMatches: boolean };
@@ -167,24 +167,23 @@ export function planStep(w: Extract<RunWrite, { kind: "step" }>, now: number, bu
   // An intent that needs approval is recorded only on a permit it spends (../permits.ts); else the coordinator asks, and stores its question.
   const permit = decision.action === "record" && write.approve ? decidePermit(rows.permit, write.name, write.approve, token, now) : null;
   if (permit?.action === "ask") {
-    return { answer: refusal("approval_required", permit.message), change: { id, before: run.lease.status, lease: null, question: permit.question } };
+    return { answer: refusal("approval_required", permit.message), change: { kind: "ask", id, before: run.lease.status, lease: null, question: permit.question } };
   }
   const record = decision.record;
-  const change: MessageChange = { id, before: run.lease.status, lease: null, ...(permit ? { permit: { spend: permit } } : {}) };
-  if (decision.action === "record") {
-    change.journal = { record, existing: rows.record };
-    if (record.blob) change.commitBlob = record.blob.id;
-    const asking = record.kind === "effect" ? pendingAsk(openAfter(rows.openIntents, record)) : run.lease.pendingAsk;
-    if (asking !== run.lease.pendingAsk) change.pendingAsk = asking;
-  }
+  const recorded = decision.action === "record";
+  const asking = recorded && record.kind === "effect" ? pendingAsk(openAfter(rows.openIntents, record)) : run.lease.pendingAsk;
   const key = record.kind === "effect" ? effectKeyOf(id, record.name, rows) : null;
-  if (key?.minted) change.keepKey = { name: record.name, key: key.key };
+  const change: ChangeOf<"step"> = {
+    kind: "step", id, before: run.lease.status, lease: null, journal: recorded ? { record, existing: rows.record } : null,
+    keepKey: key?.minted ? { name: record.name, key: key.key } : null, pendingAsk: asking !== run.lease.pendingAsk ? { step: asking } : null,
+    spend: permit && { effect: permit.effect, token: permit.token, at: permit.at }, commitBlob: recorded && record.blob ? record.blob.id : null,
+  };
   return {
     answer: {
       ok: true, id, token, name: record.name, status: record.status, duplicate: decision.action === "duplicate",
       value: record.value === null ? null : (JSON.parse(record.value) as unknown), blob: record.blob, ...(key === null ? {} : { idempotency_key: key.key }),
     },
-    change: decision.action === "record" || change.keepKey !== undefined ? change : null,
+    change: recorded || change.keepKey !== null ? change : null,
   };
 }
 
@@ -195,7 +194,7 @@ export function planHeartbeat(w: Extract<RunWrite, { kind: "heartbeat" }>, polic
   const next = extendRun(run.lease, now, policy);
   return {
     answer: { ok: true, id: w.id, token: w.token, expires_at: next.expiresAt },
-    change: { id: w.id, before: run.lease.status, lease: null, heartbeat: { expiresAt: next.expiresAt, progress: w.details === undefined ? null : JSON.stringify(w.details) } },
+    change: { kind: "heartbeat", id: w.id, before: run.lease.status, lease: null, expiresAt: next.expiresAt, progress: w.details === undefined ? null : JSON.stringify(w.details) },
   };
 }
 
@@ -206,7 +205,7 @@ export function planAsk(w: Extract<RunWrite, { kind: "ask" }>, now: number): Run
   const refused = questionRefusal(w.rows, w.token, w.question.step ?? null);
   if (refused !== null) return { answer: { ...refusal(refused.code, refused.message), status: REFUSAL_STATUS[refused.code] ?? 400 }, change: null };
   const asks = w.open === null || w.open.step === (w.question.step ?? null);
-  const change = { id: w.id, before: run.lease.status, lease: null, question: { ...keptQuestion(w.question, w.token, now), deadline_seconds: w.deadlineSeconds } };
+  const change: MessageChange = { kind: "ask", id: w.id, before: run.lease.status, lease: null, question: { ...keptQuestion(w.question, w.token, now), deadline_seconds: w.deadlineSeconds } };
   return { answer: { ok: true, id: w.id, token: w.token }, change: asks ? change : null };
 }
 
@@ -219,12 +218,13 @@ export function planReserve(w: Extract<RunWrite, { kind: "reserve" }>, now: numb
   const run = checkRun(w.lease, w.id, w.token, w.writer, now);
   if (!run.ok) return { answer: run, change: null };
   const kept = w.rows.blobs.filter((b) => b.token >= w.token || b.state === "committed");
-  const upload: NonNullable<MessageChange["upload"]> = { dropBefore: w.token };
-  const change: MessageChange = { id: w.id, before: run.lease.status, lease: null, upload };
+  const change: ChangeOf<"reserve"> = { kind: "reserve", id: w.id, before: run.lease.status, lease: null, dropBefore: w.token, reserve: null };
   const room = decideReserve(kept, w.bytes, w.budget);
   if (!room.ok) return { answer: { ok: false, status: 413, code: room.code, message: room.message, expired: false }, change };
-  upload.reserve = { blob: w.rows.fresh.blob, token: w.token, bytes: w.bytes };
-  return { answer: { ok: true, blob: w.rows.fresh.blob, r2Key: w.rows.fresh.r2Key, token: w.token }, change };
+  return {
+    answer: { ok: true, blob: w.rows.fresh.blob, r2Key: w.rows.fresh.r2Key, token: w.token },
+    change: { ...change, reserve: { blob: w.rows.fresh.blob, token: w.token, bytes: w.bytes } },
+  };
 }
 
 /** The upload is stored: staged under its token, or discarded (and refused) when the run ended meanwhile or the upload failed. */
@@ -237,6 +237,6 @@ export function planStage(w: Extract<RunWrite, { kind: "stage" }>, now: number):
   const ok = run !== null && run.ok;
   return {
     answer: ok ? { ok: true } : run ?? refusal("bad_request", "the upload failed"),
-    change: { id: w.id, before: w.lease.status, lease: null, upload: ok ? { stage: w.blob } : { discard: w.blob } },
+    change: { kind: "stage", id: w.id, before: w.lease.status, lease: null, blob: w.blob, staged: ok },
   };
 }

@@ -52,13 +52,10 @@ export function takeBackDue(
       if (target === undefined) return void out.open.set(before.id, before);
       const change = deadlineAnswer(target, t.lease, t.deadline, deadlines.budget, now);
       out.changes.push(change);
-      out.open.set(t.lease.id, change.lease!);
+      out.open.set(t.lease.id, change.lease);
       return;
     }
-    out.changes.push({
-      id: t.lease.id, before: before.status, lease: t.lease, ...(t.error === null ? {} : { failure: t.error }), ...(t.deadline === "escalate" ? { escalate: true } : {}),
-      ...(ended === undefined ? {} : { ended }),
-    });
+    out.changes.push({ kind: "taken_back", id: t.lease.id, before: before.status, lease: t.lease, failure: t.error, escalate: t.deadline === "escalate", ended: ended ?? null });
   };
   out.cancels = cancelling.map(({ target, by, reason, verdict }) => {
     const stopped = verdict.outcome === "cancelled" ? verdict.stop : null;

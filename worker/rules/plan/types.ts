@@ -73,8 +73,10 @@ export interface AgentSnapshot {
   /** What the webhook outbox needs woken for (agent-webhooks.ts), so this plan's alarm covers the events and outage it makes. */
   webhooks: {
     dueAt: number | null;
-    /** An event made now is kept (a webhook may receive it) and may start at once (a delivery slot is free). */
+    /** An event made now may start at once (it is kept and a delivery slot is free). */
     sendsNow: boolean;
+    /** An event made now is kept: a webhook may receive it (false: none of the agent's and, as last fetched, none of the account's). */
+    keeps: boolean;
     outage: Outage;
     noHolderAfterMs: number | null;
     /** The tasks with A2A push targets (objects/a2a-push.ts), and whether a push made now may start at once. */
@@ -87,6 +89,8 @@ export interface AgentSnapshot {
   ownDeadlines: readonly (number | null)[];
   /** The alarm this instance set; null when none or unknown (after a restart, in an alarm). */
   alarmAt: number | null;
+  /** Fresh run keys drawn by the object for this event, at least one per slot a hand-out could fill; the plan gives them out in order. */
+  runKeys: readonly string[];
 }
 
 export type AgentEvent =
@@ -128,62 +132,9 @@ export type AgentEvent =
   /** A person (or a policy) cancels one message; `target` is its lease as stored, `by` and `reason` are recorded with it. */
   | { type: "cancel"; target: MessageLease; by: Canceller; reason: string | null };
 
-/**
- * One message's writes, as the object stores them in this order: its journal, its answer record,
- * why it failed, who cancelled or replaced it, its question and resume input, then its lease.
- */
-export interface MessageChange {
-  id: number;
-  /** Its status before this event: with the status after, it names the webhook event (rules/webhooks.ts statusChangeEvent). */
-  before: MessageStatus;
-  /** Its lease as the rules left it (null: unchanged). */
-  lease: MessageLease | null;
-  /** Handed out to connection `to`: stored with the serve fence, the runner's machine and a fresh run key. */
-  handOut?: { to: number };
-  journal?: { record: Omit<StepRecord, "at">; existing: StepRecord | null };
-  /** An effect's idempotency key, kept with its first intent so it never changes. */
-  keepKey?: { name: string; key: string };
-  /** A run's heartbeat: its new deadline and its progress (JSON text; null keeps the last). */
-  heartbeat?: { expiresAt: number | null; progress: string | null };
-  /** An unknown effect a person said must run again: its intent goes. */
-  forgetStep?: string;
-  /** The next unknown effect the message waits on. */
-  pendingAsk?: string | null;
-  answer?: { choice: string; text: string | null; question: string | null; by: Canceller };
-  /** An answer that did not decide its question (several people): the question's votes now. */
-  votes?: Vote[];
-  /** A question for a person alone: its reply, the answer with who gave it. */
-  personReply?: string;
-  /** Why the attempt ended without success. */
-  failure?: string;
-  cancel?: { by: Canceller; reason: string | null };
-  supersededBy?: number;
-  closeQuestion?: boolean;
-  resume?: { input: string | null; choice: string | null };
-  /** Still parked, its deadline asked people again: the escalation is its own webhook event. */
-  escalate?: boolean;
-  /** A reply or ack that finished it (rules/message-lease.ts complete): the write, kept with the message. */
-  ack?: { fence: number; key: string; reply: string | BlobRef | null; token: number; runner: string };
-  /** The message's own checkpoint, inline or a committed blob, under the token that wrote it (the blob of the one it replaces goes). */
-  checkpoint?: { kept: { value: unknown } | { blob: BlobRef }; token: number };
-  /** The question it parks with (null: none). */
-  question?: KeptQuestion | null;
-  /** A person approved an effect's question: its permit (replacing the effect's earlier one); or an intent spent the effect's permit (rules/permits.ts). */
-  permit?: { grant: Permit } | { spend: { effect: string; token: number; at: number } };
-  /**
-   * A run's upload over HTTP: uploads of attempts before token `dropBefore` that nothing committed
-   * go, one is reserved, staged, or discarded (its run ended while it streamed).
-   */
-  upload?: { dropBefore?: number; reserve?: { blob: string; token: number; bytes: number }; stage?: string; discard?: string };
-  /** A staged blob the write commits. */
-  commitBlob?: string;
-  /** It ended: the uploads it never committed go (objects/blob-store.ts discardUnkept). */
-  dropUncommitted?: boolean;
-  /** A batch of the running attempt's live output (./output.ts). */
-  output?: OutputAppend;
-  /** Why a take-back ended the running attempt, for its output's mark (./output.ts outputMarks). */
-  ended?: AttemptEndReason;
-}
+export type { MessageChange } from "./message-change.ts";
+import type { Effect } from "./effects.ts";
+import type { MessageChange } from "./message-change.ts";
 
 /** Who cancelled: the account, the name of its token, and from where (page, cli, http). */
 export interface Canceller {
@@ -277,6 +228,8 @@ export interface AgentPlan {
   copies: { to: number; id: number }[];
   alarm: { set: number } | "delete" | null;
   presenceChanged: boolean;
+  /** Everything above that apply does, as one ordered list (./effects.ts): apply runs it in order and nothing else. */
+  effects: Effect[];
 }
 
 

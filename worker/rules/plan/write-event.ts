@@ -62,11 +62,17 @@ export interface WriteContext {
   journalBudget: JournalUsage;
 }
 
-/** A step's or heartbeat's answer as its frame: the result without `ok`, or the refusal. */
-function frameOf(op: "step" | "heartbeat", answer: StepAnswer | HeartbeatAnswer, req: string | undefined): ServerFrame {
+/** A step's answer as its frame: the result without `ok`, or the refusal. */
+function stepFrame(answer: StepAnswer, req: string | undefined): ServerFrame {
   if (!answer.ok) return errorFrame(answer.code, answer.message, req);
   const { ok: _ok, ...result } = answer;
-  return { type: "result", op, req, ...result } as ServerFrame;
+  return { type: "result", op: "step", req, ...result };
+}
+
+/** A heartbeat's answer as its frame. */
+function heartbeatFrame(answer: HeartbeatAnswer, req: string | undefined): ServerFrame {
+  if (!answer.ok) return errorFrame(answer.code, answer.message, req);
+  return { type: "result", op: "heartbeat", req, id: answer.id, token: answer.token, expires_at: answer.expires_at };
 }
 
 /** A run write's verdict beside its answer: its change, and a refusal of the token check. */
@@ -93,11 +99,11 @@ export function decideAnyWrite(w: WriteInput, ctx: WriteContext, now: number): W
     }
     case "step": {
       const d = planStep(w, now, ctx.journalBudget);
-      return { kind: "step", answer: d.answer, ...runVerdict(d, w.frame ? frameOf("step", d.answer, w.req) : null) };
+      return { kind: "step", answer: d.answer, ...runVerdict(d, w.frame ? stepFrame(d.answer, w.req) : null) };
     }
     case "heartbeat": {
       const d = planHeartbeat(w, ctx.policy, now);
-      return { kind: "heartbeat", answer: d.answer, ...runVerdict(d, w.frame ? frameOf("heartbeat", d.answer, w.req) : null) };
+      return { kind: "heartbeat", answer: d.answer, ...runVerdict(d, w.frame ? heartbeatFrame(d.answer, w.req) : null) };
     }
     case "ask": {
       const d = planAsk(w, now);

@@ -61,10 +61,10 @@ export function decideWrite(t: WriteTarget | null, frame: RunnerWrite, writer: s
   const named = "blob" in frame && frame.blob !== undefined ? committable(t.blob, frame.blob, frame.token) : null;
   if (named !== null && "refusal" in named) return answer(errorFrame("bad_request", named.refusal, frame.req));
   const blob = named;
-  const base = { id: m.id, before: m.status, lease: null };
+  const base = { id: m.id, before: m.status };
   switch (frame.type) {
     case "message_checkpoint":
-      return answer({ type: "result", op: "checkpoint", req: frame.req, id: m.id, token: frame.token }, { ...base, checkpoint: { kept: blob ?? { value: frame.value }, token: frame.token } });
+      return answer({ type: "result", op: "checkpoint", req: frame.req, id: m.id, token: frame.token }, { ...base, kind: "checkpoint", lease: null, checkpoint: { kept: blob ?? { value: frame.value }, token: frame.token } });
     case "park": {
       // The question is the frame's, or the one this attempt stored over HTTP (`baton ask`) before it parked.
       const asked = frame.question ? keptQuestion(frame.question, frame.token, now) : t.asked;
@@ -74,15 +74,15 @@ export function decideWrite(t: WriteTarget | null, frame: RunnerWrite, writer: s
       const deadlineSeconds = frame.deadline_seconds ?? asked?.deadline_seconds ?? null;
       const parked = park(m, now, deadlineSeconds === null ? null : deadlineSeconds * 1000, onDeadline);
       return answer({ type: "result", op: "park", req: frame.req, id: m.id, token: frame.token, deadline: parked.expiresAt }, {
-        ...base, lease: parked, question: asked,
-        ...(blob !== null || frame.value !== undefined ? { checkpoint: { kept: blob ?? { value: frame.value }, token: frame.token } } : {}),
+        ...base, kind: "park", lease: parked, question: asked,
+        checkpoint: blob !== null || frame.value !== undefined ? { kept: blob ?? { value: frame.value }, token: frame.token } : null,
       });
     }
     case "fail": {
       const next = failAttempt(m, now, policy);
       return answer(
         { type: "result", op: "fail", req: frame.req, id: m.id, token: frame.token, status: next.status, retry_at: next.retryAt },
-        { ...base, lease: next, failure: frame.reason || "the run failed" },
+        { ...base, kind: "fail", lease: next, failure: frame.reason || "the run failed" },
       );
     }
     default: {
@@ -97,7 +97,7 @@ export function decideWrite(t: WriteTarget | null, frame: RunnerWrite, writer: s
       const reply = frame.type !== "reply" ? null : blob !== null ? blob.blob : frame.text;
       return answer(
         { type: "result", id: m.id, fence, key, token: frame.token, op: frame.type, req: frame.req, duplicate: false },
-        { ...base, lease: complete(m), ack: { fence, key, reply, token: frame.token, runner: writer }, ...(blob === null ? {} : { commitBlob: blob.blob.id }), dropUncommitted: true },
+        { ...base, kind: "ack", lease: complete(m), ack: { fence, key, reply, token: frame.token, runner: writer }, commitBlob: blob === null ? null : blob.blob.id, dropUncommitted: true },
       );
     }
   }
