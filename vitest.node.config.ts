@@ -1,14 +1,11 @@
 // Pure modules and end-to-end tests: plain Node, real processes against `wrangler dev`. The unit
-// files run in parallel. The end-to-end files are three projects that scripts/test.mjs runs side by
-// side, as three vitest runs (one run would hold them all to one worker count):
+// files run in parallel. The end-to-end files are three projects that scripts/test.mjs runs one
+// after the other, each one file at a time (real heartbeat TTLs of a few seconds must not share two
+// cores with more than the suite's other lane):
 // - "e2e-timed", the files that assert a real-time bound (a handover within half a TTL, a view true
-//   within three TTLs, output within a second), one at a time and never beside each other;
-// - "e2e-browser", the files that drive Debian's chromium (the dashboard, the OAuth page), one at a
-//   time: two browsers rendering beside each other and the rest starved a page past its waits.
-//   dashboard and dashboard-output also bound a real time (a page shows a handover, or output,
-//   within a second): no other browser runs beside them, but one timed file may;
-// - "e2e", all the others, two at a time (most start their own wrangler dev on ports of their own,
-//   or share one; most of their time is spent waiting on real heartbeats and processes).
+//   within three TTLs, output within a second);
+// - "e2e-browser", the files that drive Debian's chromium (the dashboard, the OAuth page);
+// - "e2e", all the others (most share one wrangler dev, some start their own).
 // A new file goes in "e2e" unless it measures wall time (TIMED) or launches chromium (BROWSER).
 import { defineConfig } from "vitest/config";
 
@@ -33,7 +30,7 @@ export default defineConfig({
       },
       {
         test: {
-          name: "e2e", include: ["test/e2e/**/*.test.ts"], exclude: [...TIMED, ...BROWSER], ...e2e, maxWorkers: 2, sequence: { groupOrder: 1 },
+          name: "e2e", include: ["test/e2e/**/*.test.ts"], exclude: [...TIMED, ...BROWSER], ...e2e, fileParallelism: false, sequence: { groupOrder: 1 },
           // One wrangler dev for the files that can share it (sharedServeFixture); the others start their own.
           globalSetup: ["test/e2e/shared-dev.global.ts"],
         },

@@ -1,7 +1,7 @@
-// The whole test suite: installs what it needs (npm packages, Debian's chromium), then two lanes:
-// the build and then the end-to-end files in Node, and beside them the typechecks, the Durable
-// Object tests in workerd, the unit files and the Python client's tests (pytest, against its own
-// wrangler dev), their output kept in a file and printed when they end. BATON_TEST_SERIAL=1 runs
+// The whole test suite: installs what it needs (npm packages, Debian's chromium), the typechecks
+// and the build side by side, then two lanes: the end-to-end files in Node, and beside them the
+// Durable Object tests in workerd, the unit files and the Python client's tests (pytest, against
+// its own wrangler dev), their output kept in a file and printed when they end. BATON_TEST_SERIAL=1 runs
 // every phase alone, one after the other (to time them, or on a machine with one core).
 // Every phase has a wall-clock bound, so a wedged runner fails the suite instead of eating CI's 90 minutes;
 // the bounds leave room for a loaded machine (a typecheck of 30 s of CPU took over 4 minutes at a load of 20).
@@ -73,57 +73,35 @@ try {
   console.error("chromium is not usable at /usr/bin/chromium");
   process.exit(1);
 }
-// Lanes side by side on two cores: most of the end-to-end files' and the Python runs' time is
-// waiting (on heartbeats, on processes, on pip), not computing. The build comes first in the e2e
-// lane; every lane that runs the built CLI waits for it. The end-to-end files, the long pole, run
-// in three lanes: the project "e2e" two files at a time, the project "e2e-timed" (the files that
-// assert a real-time bound) one at a time, and the project "e2e-browser" (the files that drive
-// chromium) one at a time, started once the typechecks and the unit files (all compiling, all
-// CPU) are done (vitest.node.config.ts). Beside them: the three typechecks (single-threaded compilers, side by side), then the Durable Object
-// tests in workerd (their time is the objects' test clock, not the machine's); the unit files; and
-// the Python client, twice at once, each against its own wrangler dev: over Debian's
-// python3-websockets, and in a clean venv with the newest websockets the index offers. Nothing is
-// compiled twice: the build's own tsc is the one that emits dist/, the typechecks emit nothing,
-// and the end-to-end files pack that dist/ as it is (BATON_TEST_BUILT).
+// Four single-threaded compilers on two cores: together they take about as long as the two slowest
+// in a row. Nothing is compiled twice: the build's own tsc is the one that emits dist/, the
+// typechecks emit nothing, and the end-to-end files pack that dist/ as it is (BATON_TEST_BUILT).
 const beside = (name) => (SERIAL ? {} : { log: logFile(name) });
 process.env.BATON_TEST_BUILT = "1";
-let built;
-let typechecked;
-let unitDone;
+await together(
+  () => phase("npx tsc -p tsconfig.json", 8),
+  () => phase("npx tsc -p tsconfig.node.json", 8, beside("tsc-node")),
+  () => phase("npx tsc -p tsconfig.dashboard.json", 8, beside("tsc-dashboard")),
+  () => phase("npm run build", 3, beside("build")),
+);
+// Then two lanes on two cores, no more: a third lane beside them starved real heartbeat TTLs of a
+// few seconds and left the workerd files unfinished after 10 minutes (measured on a clean clone).
+// The end-to-end files, the long pole, one at a time in three projects (vitest.node.config.ts):
+// "e2e" (most share one wrangler dev), "e2e-timed" (the files that assert a real-time bound) and
+// "e2e-browser" (the files that drive chromium). Beside them: the Durable Object tests in workerd
+// (their time is the objects' test clock, not the machine's), the unit files, and the Python client
+// against its own wrangler dev, twice: over Debian's python3-websockets, and in a clean venv with
+// the newest websockets the index offers.
 await together(
   async () => {
-    await (built = phase("npm run build", 3));
-    await phase(`npx vitest run -c vitest.node.config.ts --project e2e ${VITEST_FLAGS}`, 15, { retryOnHang: true });
+    await phase(`npx vitest run -c vitest.node.config.ts --project e2e --no-file-parallelism ${VITEST_FLAGS}`, 15, { retryOnHang: true });
+    await phase(`npx vitest run -c vitest.node.config.ts --project e2e-timed ${VITEST_FLAGS}`, 15, { retryOnHang: true });
+    await phase(`npx vitest run -c vitest.node.config.ts --project e2e-browser ${VITEST_FLAGS}`, 15, { retryOnHang: true });
   },
   async () => {
-    await built;
-    await phase(`npx vitest run -c vitest.node.config.ts --project e2e-timed ${VITEST_FLAGS}`, 15, { retryOnHang: true, ...beside("e2e-timed") });
-  },
-  async () => {
-    await (typechecked = together(
-      () => phase("npx tsc -p tsconfig.json", 8, beside("tsc")),
-      () => phase("npx tsc -p tsconfig.node.json", 8, beside("tsc-node")),
-      () => phase("npx tsc -p tsconfig.dashboard.json", 8, beside("tsc-dashboard")),
-    ));
-    await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 10, { retryOnHang: true, ...beside("workerd") });
-  },
-  () => (unitDone = (async () => {
-    await built; // some unit files run the built CLI
+    await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 12, { retryOnHang: true, ...beside("workerd") });
     await phase(`npx vitest run -c vitest.node.config.ts --project unit ${VITEST_FLAGS}`, 8, { retryOnHang: true, ...beside("unit") });
-  })()),
-  async () => {
-    await built;
-    await typechecked;
-    await unitDone;
-    await phase(`npx vitest run -c vitest.node.config.ts --project e2e-browser ${VITEST_FLAGS}`, 15, { retryOnHang: true, ...beside("e2e-browser") });
-  },
-  // The two Python runs mostly wait (on heartbeats, on pip): side by side, each with its own server.
-  async () => {
-    await built;
     await phase("BATON_PY_RUNS=debian node scripts/test-python.mjs", 9, beside("python-debian"));
-  },
-  async () => {
-    await built;
     await phase("BATON_PY_RUNS=clean node scripts/test-python.mjs", 9, beside("python-clean"));
   },
 );
