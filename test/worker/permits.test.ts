@@ -8,7 +8,8 @@ import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { argsDigest, canonicalJson } from "../../worker/wire/approvals.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { auth, BASE, call, claimant, frozenAgent, message, post, write, type TestSocket } from "./helpers.ts";
+import { auth, BASE, call, claimant, frozenAgent, message, passTime, post, write, type TestSocket } from "./helpers.ts";
+import { retryBackoffMs } from "../../worker/rules/message-lease.ts";
 
 const RUNNER = "dev-runner-token"; // serve scope only
 
@@ -84,6 +85,8 @@ describe("approval permits", () => {
     const { id, next } = await approved(agent, a.sock);
     expect(await intent(a.sock, next, charge(500), "charge", { on_unknown: "retry" })).toMatchObject({ op: "step", status: "intent" });
     expect(await write(a.sock, { type: "fail", id, token: next.token, reason: "crashed mid-charge" })).toMatchObject({ op: "fail" });
+    // The agent's clock stands still (frozenAgent): the failed attempt's retry backoff passes only when moved on.
+    await passTime(agent, retryBackoffMs(next.attempt) + 100);
     const third = await run(a.sock, id);
     expect(await intent(a.sock, third, charge(500), "charge", { on_unknown: "retry" })).toMatchObject({ type: "error", code: "approval_required", message: expect.stringContaining(`spent by attempt token ${next.token}`) });
     const view = await message(agent, id);
