@@ -20,6 +20,7 @@ import { handle, handleAs } from "../pipeline.ts";
 import type { Handlers } from "../routes.ts";
 import { callerOf } from "../scopes.ts";
 import { jsonTooDeep, LIMITS } from "../wire/protocol.ts";
+import { quickToolCall } from "./quick-call.ts";
 import { serverFor, withKeptServer, type McpCall } from "./servers.ts";
 
 /** Tools whose plain call may outlive a quick answer, so they answer as an event stream (progress), as tasks/result does. */
@@ -83,6 +84,9 @@ async function postMcp(request: Request, env: Env): Promise<Response> {
     },
     postKey: postKeyOf(caller.tokenName, session),
   };
+  // A quick tool's plain call that passes every check the SDK would make needs none of the SDK's machinery (quick-call.ts).
+  const quick = json ? await quickToolCall(request, parsed, call) : null;
+  if (quick !== null) return quick;
   const answer = async (server: McpServer) => {
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
     await server.connect(transport);
