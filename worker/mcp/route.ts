@@ -6,7 +6,8 @@
 // is already the coordinator's (messages, answers, leases), so no per-session object is kept.
 // Each tool call goes through the pipeline (pipeline.ts) as an internal request for the caller
 // the endpoint let in: the route table, its scope check and agent limit, the agent's plan and its
-// idempotency keys apply as to any client. `ask` and `send` run as MCP
+// idempotency keys apply as to any client. A quick tool's plain call that passes every check the
+// SDK would make is answered without the SDK's server (quick-call.ts). `ask` and `send` run as MCP
 // Tasks when the client asks for one (tasks.ts); without, they wait within the call, with progress
 // notifications, and hand back get_answer's handle.
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
