@@ -7,7 +7,7 @@ import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { accountTag, LIMITS, type MessageFrame } from "../../worker/wire/protocol.ts";
 import { StepStore } from "../../worker/objects/step-store.ts";
-import { BASE, call, claimant, DEV_TOKEN, message, OTHER_TOKEN, passTime, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { BASE, call, claimant, DEV_TOKEN, frozenAgent, message, OTHER_TOKEN, passTime, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
 const step = (sock: TestSocket, m: MessageFrame, name: string, extra: Record<string, unknown>) =>
@@ -201,7 +201,8 @@ describe("over HTTP", () => {
 
 describe("heartbeats", () => {
   it("a run that heartbeats outlives its heartbeat timeout; one that stops is taken back within it, never past the run timeout", async () => {
-    const agent = uniqueAgent();
+    // The clock moves only by passTime: on a busy machine a second could pass between the hand-out and the first beat.
+    const agent = await frozenAgent();
     expect((await call("PUT", `/agents/${agent}/policy`, { heartbeat_timeout_seconds: 1 })).body).toMatchObject({ heartbeat_timeout_seconds: 1 });
     const a = await claimant(agent, "a");
     const id = await post(agent, "slow");
