@@ -91,8 +91,11 @@ export class AgentControls {
 
   private reservation(): Reservation | null {
     const raw = this.get("reserved");
-    // A corrupt reservation holds the lease for nobody: any runner may take it at once.
-    return raw === null ? null : reservationJson.readOr(raw, null, "no reservation");
+    if (raw === null) return null;
+    // A corrupt reservation holds the lease for nobody, and is forgotten: any runner may take the lease at once.
+    const reserved = reservationJson.readOr(raw, null, "no reservation; forgotten");
+    if (reserved === null) this.set("reserved", null);
+    return reserved;
   }
 
   /**
