@@ -18,8 +18,7 @@ import { MetricsBoard } from "./metrics-directory.ts";
 import type { DirectoryUpdate } from "./directory-reporter.ts";
 import { closeQuietly, observerAttachment, send, type ObserverState } from "./connections.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
-import { ScheduleCounts } from "./schedule-counts.ts";
-import { PushTargetCounts } from "./push-target-counts.ts";
+import { AgentCounts, PUSH_TARGET_COUNTS, SCHEDULE_COUNTS } from "./agent-counts.ts";
 import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
 import { accountOfDirectory } from "./names.ts";
@@ -54,9 +53,9 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   /** The account's webhook: agents without one of their own send their events to it. */
   private readonly webhookConfig: WebhookConfigStore;
   /** Schedules per agent, for LIMITS.schedulesPerAccount (schedule-counts.ts). */
-  private readonly scheduleCounts: ScheduleCounts;
+  private readonly scheduleCounts: AgentCounts;
   /** A2A push targets per agent, for LIMITS.pushTargetsPerAccount (push-target-counts.ts). */
-  private readonly pushTargetCounts: PushTargetCounts;
+  private readonly pushTargetCounts: AgentCounts;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -64,8 +63,8 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     migrate(this.sql, "agents", AGENTS_MIGRATIONS);
     this.metrics = new MetricsBoard(this.sql);
     this.webhookConfig = new WebhookConfigStore(this.sql);
-    this.scheduleCounts = new ScheduleCounts(this.sql);
-    this.pushTargetCounts = new PushTargetCounts(this.sql);
+    this.scheduleCounts = new AgentCounts(this.sql, SCHEDULE_COUNTS);
+    this.pushTargetCounts = new AgentCounts(this.sql, PUSH_TARGET_COUNTS);
   }
 
   /** RPC from an agent object whose schedules changed: how many it has now. */
