@@ -10,7 +10,7 @@ import type { Effect } from "./effects.ts";
 import type { AgentEvent, ConnId } from "./types.ts";
 
 export type ReplyEvent =
-  /** A `ping` frame (the text ping is answered by the runtime itself and never reaches the object). */
+  /** A `ping` frame written otherwise than PING_TEXT (that exact text is answered by the runtime and never reaches the object). */
   | { type: "ping"; from: ConnId }
   /** A frame over its connection's frames or characters per second (rules/frame-rate-limit.ts). */
   | { type: "rate_limited"; from: ConnId }
