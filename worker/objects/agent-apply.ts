@@ -61,12 +61,12 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly Socket
 }
 
 function run(p: ApplyParts, e: Effect, byId: ReadonlyMap<string, Socket<ConnState>>, now: number, applied: Applied, stored: Stored): void {
-  const { messages, leases } = p.desk;
   if ("to" in e) {
     const to = byId.get(e.to);
     if (to !== undefined) toConnection(p, e, to, stored);
     return;
   }
+  const { messages, leases } = p.desk;
   switch (e.type) {
     case "store_post":
       applied.sweep ||= p.desk.storePost(e.insert, p.retention, now);
@@ -123,7 +123,6 @@ function run(p: ApplyParts, e: Effect, byId: ReadonlyMap<string, Socket<ConnStat
 
 /** An effect for one live connection, `to`. */
 function toConnection(p: ApplyParts, e: Extract<Effect, { to: string }>, to: Socket<ConnState>, stored: Stored): void {
-  const { messages } = p.desk;
   switch (e.type) {
     case "attach":
       Object.assign(to.state, e.patch);
@@ -131,14 +130,14 @@ function toConnection(p: ApplyParts, e: Extract<Effect, { to: string }>, to: Soc
     case "frame":
       return send(to.ws, e.frame);
     case "replay": {
-      for (const m of e.count > 0 ? messages.range(e.after, e.last) : []) p.desk.push(to, m, false);
+      for (const m of e.count > 0 ? p.desk.messages.range(e.after, e.last) : []) p.desk.push(to, m, false);
       return send(to.ws, { type: "result", op: "sync", req: e.req, cursor: e.last, more: e.more });
     }
     case "close":
       return closeQuietly(to.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
     case "tell": {
       const t = e.tell;
-      if (t.held && stored.checkpoint === undefined) stored.checkpoint = messages.agentCheckpoint.get();
+      if (t.held && stored.checkpoint === undefined) stored.checkpoint = p.desk.messages.agentCheckpoint.get();
       const checkpoint = t.held ? stored.checkpoint : null;
       const frame: ServerFrame = {
         type: "serve_lease", held: t.held, fence: t.fence, claim_seq: t.claimSeq, position: t.position, ttl_ms: e.ttlMs,
