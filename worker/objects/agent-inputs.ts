@@ -81,10 +81,7 @@ export class AgentInputs {
     presence: (_, now, conns) => answered(this.presenceOf(conns, now)),
     post: (i, now) => this.post(i, now),
     messages: ({ after, limit }) => answered({ agent: this.agentName(), ...this.p.desk.historyViews(after, limit) }),
-    message: ({ id }) => {
-      const m = this.p.desk.messages.get(id);
-      return answered(m ? this.p.desk.view(m) : null);
-    },
+    message: ({ id }) => answered(this.p.desk.viewOf(id)),
     stepOf: ({ id, name, proof }, now) => {
       const run = proof === null ? null : this.p.desk.leases.checkReplay(id, proof.token, { runKey: proof.runKey }, now);
       if (run === null || run.ok) return answered(this.stepOf(id, name));

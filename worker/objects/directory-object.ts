@@ -135,7 +135,7 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname !== "/observe") return errorResponse(404, "not_found", `no route for ${request.method} ${url.pathname}`);
-    return this.acceptSocket(request, () => ({ v: 1, role: "observer", joinedAt: this.now() }), ({ ws }) => {
+    return this.acceptSocket(request, (id) => ({ v: 2, id, role: "observer", joinedAt: this.now() }), ({ ws }) => {
       const now = this.now();
       const { page, rest } = firstPage(this.list());
       send(ws, { type: "directory", agents: page, server_time: now, rest: rest.length });
