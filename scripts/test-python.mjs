@@ -1,18 +1,25 @@
-// The Python client's tests, at both ends of the dependency range the package states: runs pytest on
-// test/python twice, one run after the other, each against its own `wrangler dev`:
+// The Python client's tests, at both ends of the dependency range the package states: runs pytest
+// twice, one run after the other, each against its own `wrangler dev`:
 //
-// - debian: a venv on Debian's /usr/bin/python3 that sees Debian's packages (python3-websockets
-//   10.4, python3-pytest, python3-build; installed here with apt-get when missing), ./python
-//   installed into it offline without dependencies: the oldest websockets the package supports.
-//   test_package.py builds the sdist and wheel offline there (BATON_PY_OFFLINE=1).
-// - clean: a new venv (no system site packages) on the `python3` on PATH (/usr/bin/python3 when
-//   that one is older than 3.11), `pip install ./python pytest build` resolving whatever the
-//   configured index offers: the newest websockets, and an isolated build of the sdist and wheel.
+// - clean: every file of test/python, in a new venv (no system site packages) on the `python3` on
+//   PATH (/usr/bin/python3 when that one is older than 3.11), `pip install ./python pytest build`
+//   resolving whatever the configured index offers: the newest websockets, LangGraph's saver and
+//   OpenTelemetry (which Debian lacks), and an isolated build of the sdist and wheel.
+// - debian: the files that drive the socket, in a venv on Debian's /usr/bin/python3 that sees
+//   Debian's packages (python3-websockets 10.4, python3-pytest, python3-build; installed here with
+//   apt-get when missing), ./python installed into it offline without dependencies: the oldest
+//   websockets the package supports. Everything above the socket is I/O-free (python/baton/_*core*,
+//   _wire, _work_loop) and runs alike on any websockets; the one module that differs between
+//   websockets 10.4 and 17 is python/baton/_websocket.py (legacy or new asyncio implementation), so
+//   this run takes the files that dial, refuse, send, iterate, close and abort that socket
+//   (DEBIAN_FILES), and test_package.py, which builds the sdist and wheel offline there
+//   (BATON_PY_OFFLINE=1). A full second run cost about 75 s of a lane for no path it alone reached.
 //
 // Each run prints the Python and websockets versions it used and its time. Builds the CLI first if
 // dist/ is missing (one test runs `baton serve` beside a Python runner). Bounded to 8 minutes in all.
 //
 //   node scripts/test-python.mjs [pytest args...]      BATON_PY_RUNS=debian|clean runs one of them
+//   (arguments that name files or tests replace each run's own list)
 import { execFileSync, execSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -26,6 +33,13 @@ const ROOT = resolve(import.meta.dirname, "..");
 const DEBIAN_VENV = process.env.BATON_PY_VENV ?? join(tmpdir(), `baton-venv-${createHash("sha256").update(ROOT).digest("hex").slice(0, 12)}`);
 const DEBS = ["python3-websockets", "python3-pytest", "python3-venv", "python3-setuptools", "python3-wheel", "python3-build"];
 const RUNS = (process.env.BATON_PY_RUNS ?? "debian,clean").split(",").filter(Boolean);
+/**
+ * What the Debian run covers of _websocket.py over websockets 10.4: dial with the bearer header and
+ * subprotocol, handoff and close (test_serve), kill -9 and SIGSTOP (abort, close codes), a refused
+ * token or name at the handshake and while serving (test_errors), cancel frames both ways
+ * (test_cancel), output frames and a takeover (test_output); and the offline package build.
+ */
+const DEBIAN_FILES = ["test_serve.py", "test_errors.py", "test_cancel.py", "test_output.py", "test_package.py"].map((f) => `test/python/${f}`);
 const LIMIT_MS = 8 * 60_000;
 const started = Date.now();
 const left = () => Math.max(1000, LIMIT_MS - (Date.now() - started));
@@ -78,7 +92,7 @@ function setupDebian() {
     sh(`/usr/bin/python3 -m venv --system-site-packages ${DEBIAN_VENV}`);
   }
   withSourceCopy((copy) => sh(`${py} -m pip install --quiet --no-deps --no-build-isolation --no-index --force-reinstall ${copy}`));
-  return { py, env: { BATON_PY_OFFLINE: "1" }, cleanup: () => {} };
+  return { py, env: { BATON_PY_OFFLINE: "1" }, files: DEBIAN_FILES, cleanup: () => {} };
 }
 
 function setupClean() {
@@ -91,12 +105,12 @@ function setupClean() {
   withSourceCopy((copy) => sh(`${py} -m pip install -qq --retries 0 ${copy} pytest build`));
   installLangGraphCheckpoint(py, sh);
   installOpenTelemetry(py, sh);
-  return { py, env: {}, cleanup: () => rmSync(venv, { recursive: true, force: true }) };
+  return { py, env: {}, files: ["test/python"], cleanup: () => rmSync(venv, { recursive: true, force: true }) };
 }
 
-function pytest(py, name, env) {
+function pytest(py, name, env, files) {
   return new Promise((done) => {
-    const child = spawn(py, ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test/python", ...process.argv.slice(2)], {
+    const child = spawn(py, ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", ...(ARGS.some((a) => !a.startsWith("-")) ? [] : files), ...ARGS], {
       cwd: ROOT,
       stdio: "inherit",
       detached: true,
@@ -116,6 +130,9 @@ function pytest(py, name, env) {
     });
   });
 }
+
+/** pytest arguments from the command line; one that names files or tests replaces each run's own. */
+const ARGS = process.argv.slice(2);
 
 const SETUPS = { debian: setupDebian, clean: setupClean };
 const unknown = RUNS.filter((r) => !(r in SETUPS));
@@ -148,7 +165,7 @@ for (const name of RUNS) {
     const versions = execFileSync(setup.py, ["-c", "import platform, websockets; print(f'Python {platform.python_version()}, websockets {websockets.__version__}')"],
       { encoding: "utf8", timeout: 30_000 }).trim();
     console.log(`-- ${name}: ${versions}; setup took ${seconds(t0)}; running pytest`);
-    const code = await pytest(setup.py, name, setup.env);
+    const code = await pytest(setup.py, name, setup.env, setup.files);
     const line = `${name} (${versions}): ${code === 0 ? "ok" : `failed (${code})`} in ${seconds(t0)}`;
     console.log(`-- pytest ${line}`);
     summary.push(line);

@@ -1,7 +1,8 @@
 // The whole test suite: installs what it needs (npm packages, Debian's chromium), the typechecks
-// and the build side by side, then two lanes: the end-to-end files in Node, and beside them the
-// Durable Object tests in workerd, the unit files and the Python client's tests (pytest, against
-// its own wrangler dev), their output kept in a file and printed when they end. BATON_TEST_SERIAL=1 runs
+// and the build side by side, then three lanes: end-to-end files in Node and the unit files; the
+// Durable Object tests in workerd and the browser's end-to-end files; and the Python client's
+// tests (pytest, against its own wrangler dev). What runs beside the first lane keeps its output in a
+// file, printed when it ends. BATON_TEST_SERIAL=1 runs
 // every phase alone, one after the other (to time them, or on a machine with one core).
 // Every phase has a wall-clock bound, so a wedged runner fails the suite instead of eating CI's 90 minutes;
 // the bounds leave room for a loaded machine (a typecheck of 30 s of CPU took over 4 minutes at a load of 20).
@@ -84,25 +85,33 @@ await together(
   () => phase("npx tsc -p tsconfig.dashboard.json", 8, beside("tsc-dashboard")),
   () => phase("npm run build", 3, beside("build")),
 );
-// Then two lanes on two cores, no more: a third lane beside them starved real heartbeat TTLs of a
-// few seconds and left the workerd files unfinished after 10 minutes (measured on a clean clone).
-// The end-to-end files, the long pole, one at a time in three projects (vitest.node.config.ts):
-// "e2e" (most share one wrangler dev), "e2e-timed" (the files that assert a real-time bound) and
-// "e2e-browser" (the files that drive chromium). Beside them: the Durable Object tests in workerd
-// (their time is the objects' test clock, not the machine's), the unit files, and the Python client
-// against its own wrangler dev, twice: over Debian's python3-websockets, and in a clean venv with
-// the newest websockets the index offers.
+// Then two CPU-bound lanes on two cores, and beside them one that mostly waits: a third CPU-bound
+// lane starved real heartbeat TTLs of a few seconds and left the workerd files unfinished after 10
+// minutes (seven lanes at once, measured on a clean clone). The end-to-end files run one at a time
+// in three projects (vitest.node.config.ts): "e2e" (most share one wrangler dev), "e2e-timed" (the
+// files that assert a real-time bound) and "e2e-browser" (the files that drive chromium).
+// - lane 1: "e2e", "e2e-timed", then the unit files;
+// - lane 2: the Durable Object tests in workerd (their time is the objects' test clock, not the
+//   machine's), then "e2e-browser";
+// - lane 3: the Python client against its own wrangler dev, in a clean venv with the newest
+//   websockets the index offers (every file), then over Debian's python3-websockets (the socket's
+//   files, see test-python.mjs). Its runs wait on real TTLs and subprocesses: about 60 s of CPU over
+//   two and a half minutes, a third of a core beside the two lanes.
+// Lanes 1 and 2 are laid out by the CPU seconds each phase used (printed per phase) to end together:
+// on a clean clone e2e 316, e2e-timed 87, unit 70; workerd 275, e2e-browser 106.
 await together(
   async () => {
     await phase(`npx vitest run -c vitest.node.config.ts --project e2e --no-file-parallelism ${VITEST_FLAGS}`, 15, { retryOnHang: true });
     await phase(`npx vitest run -c vitest.node.config.ts --project e2e-timed ${VITEST_FLAGS}`, 15, { retryOnHang: true });
-    await phase(`npx vitest run -c vitest.node.config.ts --project e2e-browser ${VITEST_FLAGS}`, 15, { retryOnHang: true });
+    await phase(`npx vitest run -c vitest.node.config.ts --project unit ${VITEST_FLAGS}`, 8, { retryOnHang: true });
   },
   async () => {
     await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 12, { retryOnHang: true, ...beside("workerd") });
-    await phase(`npx vitest run -c vitest.node.config.ts --project unit ${VITEST_FLAGS}`, 8, { retryOnHang: true, ...beside("unit") });
-    await phase("BATON_PY_RUNS=debian node scripts/test-python.mjs", 9, beside("python-debian"));
+    await phase(`npx vitest run -c vitest.node.config.ts --project e2e-browser ${VITEST_FLAGS}`, 15, { retryOnHang: true, ...beside("e2e-browser") });
+  },
+  async () => {
     await phase("BATON_PY_RUNS=clean node scripts/test-python.mjs", 9, beside("python-clean"));
+    await phase("BATON_PY_RUNS=debian node scripts/test-python.mjs", 9, beside("python-debian"));
   },
 );
 console.log(`all tests passed in ${elapsed(started)}`);

@@ -1,4 +1,4 @@
-// The browser side of the dashboard's end-to-end files (dashboard.test.ts, dashboard-person.test.ts):
+// The browser side of the dashboard's end-to-end files (dashboard*.test.ts):
 // one headless Chromium (Debian's, through playwright-core) per file with a throwaway profile, and
 // the page checks both files make. Each file still starts its own `wrangler dev`.
 import { mkdtempSync, rmSync } from "node:fs";

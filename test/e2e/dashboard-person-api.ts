@@ -1,4 +1,4 @@
-// The HTTP side of the dashboard's person-in-the-loop file (dashboard-person.test.ts): what the
+// The HTTP side of the dashboard's end-to-end files (dashboard-person, -wall, -stop): what the
 // test reads and posts beside the page, with the dev token, against its own `wrangler dev`.
 import { expect } from "vitest";
 import { DEV_TOKEN } from "./wrangler-dev.ts";

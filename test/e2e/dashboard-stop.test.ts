@@ -3,63 +3,33 @@
 // first (Cancel changes nothing), then cancels it: the handler's ctx.signal aborts with a
 // MessageCancelledError naming who and why, the row shows who stopped it, and the runner takes
 // the next message. A queued message's Stop ends it before it ever runs.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MessageCancelledError, serve, type ServeHandle } from "../../client/node.ts";
+import { launchBrowser, openLive as openLiveAt, type Browser } from "./dashboard-browser.ts";
+import { personApi, until } from "./dashboard-person-api.ts";
 import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
-const CHROMIUM_ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-  "--no-first-run", "--disable-component-update", "--disable-sync",
-];
-
 let dev: DevServer;
-let browser: BrowserContext;
-let profileDir: string;
+let browser: Browser;
+let http: ReturnType<typeof personApi>;
 const handles: ServeHandle[] = [];
 
-async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(`${dev.url}${path}`, {
-    method, headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as T };
-}
-
-async function until<T>(check: () => T | Promise<T>, what: string, timeoutMs = 20_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`never: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 type View = { status: string; reply: string | null; cancelled?: { token: string; via: string; reason: string | null } | null };
+const api = <T>(method: string, path: string, body?: unknown) => http.api<T>(method, path, body);
 const status = async (agent: string, id: number) => (await api<View>("GET", `/agents/${agent}/messages/${id}`)).body;
-const post = async (agent: string, text: string) => (await api<{ id: number }>("POST", `/agents/${agent}/messages`, { text })).body.id;
-
-async function openLive(): Promise<Page> {
-  const page = await browser.newPage();
-  await page.goto(dev.url);
-  await page.locator('#status[data-state="live"]').waitFor();
-  return page;
-}
+const post = (agent: string, text: string) => http.postMessage(agent, text);
+const openLive = () => openLiveAt(browser.context, dev.url);
 
 beforeAll(async () => {
   dev = await startWranglerDev();
-  profileDir = mkdtempSync(join(tmpdir(), "baton-chromium-"));
-  browser = await chromium.launchPersistentContext(profileDir, { executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS, viewport: { width: 1100, height: 1000 } });
+  http = personApi(dev.url);
+  browser = await launchBrowser({ width: 1100, height: 1000 });
 });
 
 afterAll(async () => {
   await Promise.all(handles.splice(0).map((h) => h.stop()));
   await browser?.close();
   await dev?.stop();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
 });
 
 describe("Stop on the dashboard", () => {

@@ -10,26 +10,24 @@
 // send button, not an open box. `UPDATE_SCREENSHOTS=1` writes docs/dashboard.png and
 // docs/dashboard-phone.png from this scene; other runs write to a temp dir.
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
+import { card, horizontalOverflow, launchBrowser, openLive, type Browser } from "./dashboard-browser.ts";
+import { personApi, until } from "./dashboard-person-api.ts";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
-const CHROMIUM_ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-  "--no-first-run", "--disable-component-update", "--disable-sync",
-];
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs") : mkdtempSync(join(tmpdir(), "baton-shots-"));
 // As `baton ask "Ship v7 to production?"` names its answer in the journal.
 const RELEASE_QUESTION = "Ship v7 to production?";
 const CLI_ASK_NAME = `ask:${createHash("sha256").update(JSON.stringify([RELEASE_QUESTION, null])).digest("hex").slice(0, 16)}`;
 
 let dev: DevServer;
-let browser: BrowserContext;
-let profileDir: string;
+let browser: Browser;
+let http: ReturnType<typeof personApi>;
 const handles: ServeHandle[] = [];
 
 function open(agent: string, machine: string, handler: MessageHandler, priority?: number): ServeHandle {
@@ -38,48 +36,12 @@ function open(agent: string, machine: string, handler: MessageHandler, priority?
   return h;
 }
 
-async function until<T>(check: () => T | Promise<T>, what: string, timeoutMs = 20_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`never: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(`${dev.url}${path}`, {
-    method, headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as T };
-}
-
-async function post(agent: string, text: string): Promise<number> {
-  const res = await api<{ id: number }>("POST", `/agents/${agent}/messages`, { text });
-  expect(res.status).toBe(201);
-  return res.body.id;
-}
-
-const statusOf = async (agent: string, id: number) => (await api<{ status: string }>("GET", `/agents/${agent}/messages/${id}`)).body.status;
-const waitStatus = (agent: string, id: number, status: string) => until(async () => (await statusOf(agent, id)) === status, `${agent} #${id} ${status}`);
+const api = <T>(method: string, path: string, body?: unknown) => http.api<T>(method, path, body);
+const post = (agent: string, text: string) => http.postMessage(agent, text);
+const statusOf = async (agent: string, id: number) => (await http.view(agent, id)).status;
+const waitStatus = (agent: string, id: number, status: string) => http.waitForStatus(agent, id, status);
 const holds = (h: ServeHandle, what: string) => until(() => h.status.kind === "holder", what);
 const hang = (signal: AbortSignal) => new Promise<never>((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
-const card = (page: Page, agent: string) => page.locator(`article.agent[data-agent="${agent}"]`);
-
-/** How far the widest element sticks out past the viewport's right edge, in CSS pixels. */
-async function horizontalOverflow(page: Page): Promise<number> {
-  const widest = await page.evaluate(() => {
-    let worst = { right: -Infinity, name: "" };
-    for (const e of document.querySelectorAll("body *")) {
-      const right = e.getBoundingClientRect().right;
-      if (right > worst.right) worst = { right, name: `${e.tagName.toLowerCase()}.${e.className}` };
-    }
-    return { overflow: worst.right - window.innerWidth, name: worst.name };
-  });
-  if (widest.overflow > 0) console.log(`widest element: ${widest.name}, ${widest.overflow} px past the viewport`);
-  return widest.overflow;
-}
 
 /** How many columns the cards stand in: the distinct left edges of the cards. */
 function columns(page: Page): Promise<number> {
@@ -162,25 +124,20 @@ async function scene(): Promise<{ janitorAsk: number; running: number }> {
 
 beforeAll(async () => {
   dev = await startWranglerDev();
-  profileDir = mkdtempSync(join(tmpdir(), "baton-chromium-"));
-  browser = await chromium.launchPersistentContext(profileDir, {
-    executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 },
-  });
+  http = personApi(dev.url);
+  browser = await launchBrowser({ width: 1280, height: 900 });
 });
 
 afterAll(async () => {
   await Promise.all(handles.splice(0).map((h) => h.stop()));
   await browser?.close();
   await dev?.stop();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
 });
 
 describe("the dashboard on a wall", () => {
   it("a dozen agents in mixed states: several columns at 1280 px, nothing wider than 390 px, confirmations, readable steps, true lease sentences, one send button per card", async () => {
     const { janitorAsk, running } = await scene();
-    const page = await browser.newPage();
-    await page.goto(dev.url);
-    await page.locator('#status[data-state="live"]').waitFor();
+    const page = await openLive(browser.context, dev.url);
     const agents = ["backlog", "crawler", "deployer", "drained", "indexer", "janitor", "ledger", "mailer", "newcomer", "releaser", "reviewer", "summarizer", "translator"];
     for (const agent of agents) await card(page, agent).waitFor();
     await card(page, "summarizer").locator('[data-role="holder"] .machine', { hasText: "laptop-ana" }).waitFor();

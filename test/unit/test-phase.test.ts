@@ -2,7 +2,7 @@
 // started (also processes in their own group), retried only when it reported no failing test, and
 // Ctrl-C stops it all; phases side by side (scripts/test.mjs) keep their output in a file, and the
 // first that fails stops the others with what they started.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -46,48 +46,56 @@ async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void
   }
 }
 
+/** Runs test-phase.mjs as a script; its status and what it wrote. Async, so the file's waits for hangs overlap. */
 function phase(limitMs: number, flags: string[], command: string, env: Record<string, string>) {
-  return spawnSync(process.execPath, [PHASE, String(limitMs), ...flags, "--", command], {
-    cwd: ROOT, env: { ...process.env, ...env }, encoding: "utf8", timeout: 55_000,
-  });
+  return run(process.execPath, [PHASE, String(limitMs), ...flags, "--", command], env);
 }
 
-describe("scripts/test-phase.mjs", () => {
-  it("a run whose output is not a terminal is told to print no colour codes", () => {
-    const r = phase(10_000, [], `node -e "console.log('colour=' + process.env.NO_COLOR + '/' + process.env.FORCE_COLOR)"`, {});
+function run(file: string, args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(file, args, { cwd: ROOT, env: { ...process.env, ...env } });
+  let stdout = "";
+  let stderr = "";
+  proc.stdout.on("data", (d) => (stdout += d));
+  proc.stderr.on("data", (d) => (stderr += d));
+  return new Promise((done) => proc.once("close", (status) => done({ status, stdout, stderr })));
+}
+
+// Concurrent: each test waits out a hang limit of its own; the one that stops every in-process
+// phase (stopAll) starts no other, and the others are processes of their own.
+describe.concurrent("scripts/test-phase.mjs", () => {
+  it("a run whose output is not a terminal is told to print no colour codes", async () => {
+    const r = await phase(10_000, [], `node -e "console.log('colour=' + process.env.NO_COLOR + '/' + process.env.FORCE_COLOR)"`, {});
     expect(r.status).toBe(0);
     expect(r.stdout).toContain("colour=1/0");
   });
 
   it("kills a hung run with the processes it started in their own group, and fails with 124", async () => {
     const s = scratch();
-    const r = phase(1500, [], `node ${CHILD} detach-and-hang`, { RUNS: s.runs, PIDFILE: s.pidfile });
+    const r = await phase(1500, [], `node ${CHILD} detach-and-hang`, { RUNS: s.runs, PIDFILE: s.pidfile });
     expect(r.status).toBe(124);
     const orphan = Number(readFileSync(s.pidfile, "utf8"));
     await until("the detached process to be gone", () => !alive(orphan));
   });
 
-  it("runs a hung run once more when it reported no failing test", () => {
+  it("runs a hung run once more when it reported no failing test", async () => {
     const s = scratch();
-    const r = phase(1500, ["--retry-on-hang"], `node ${CHILD} hang`, { RUNS: s.runs });
+    const r = await phase(1500, ["--retry-on-hang"], `node ${CHILD} hang`, { RUNS: s.runs });
     expect(r.status).toBe(124);
     expect(runCount(s.runs)).toBe(2);
   });
 
-  it("never runs again a run that had reported a failing test and then hung", () => {
+  it("never runs again a run that had reported a failing test and then hung", async () => {
     const s = scratch();
-    const r = phase(1500, ["--retry-on-hang"], `node ${CHILD} fail-and-hang`, { RUNS: s.runs });
+    const r = await phase(1500, ["--retry-on-hang"], `node ${CHILD} fail-and-hang`, { RUNS: s.runs });
     expect(r.stderr).toContain("had reported failing tests before it hung");
     expect(r.status).toBe(1);
     expect(runCount(s.runs)).toBe(1);
   });
 
-  it("the failure-flag reporter marks a vitest run with a failing test", () => {
+  it("the failure-flag reporter marks a vitest run with a failing test", async () => {
     const dir = mkdtempSync(join(tmpdir(), "baton-flag-test-"));
     const flag = join(dir, "failed");
-    const r = spawnSync("npx", ["vitest", "run", "-c", "test/fixtures/phase/vitest.config.mjs", "--reporter=default", `--reporter=${REPORTER}`], {
-      cwd: ROOT, env: { ...process.env, BATON_TEST_FAILURE_FLAG: flag }, encoding: "utf8", timeout: 55_000,
-    });
+    const r = await run("npx", ["vitest", "run", "-c", "test/fixtures/phase/vitest.config.mjs", "--reporter=default", `--reporter=${REPORTER}`], { BATON_TEST_FAILURE_FLAG: flag });
     expect(r.status).toBe(1);
     expect(existsSync(flag)).toBe(true);
   });
