@@ -11,7 +11,7 @@
 import { defineConfig } from "vitest/config";
 
 const TIMED = [
-  "client-library", "coordinator-restart", "lease-run", "preference", "restart-truth", "serve-failover", "serve-lifeline",
+  "client-library", "coordinator-restart", "lease-run", "lease-run-lost", "preference", "restart-truth", "serve-failover", "serve-lifeline",
   "who-directory",
 ].map((name) => `test/e2e/${name}.test.ts`);
 
