@@ -19,9 +19,9 @@ const stopsHere = (m: MessageView) => { const s = taskState(m); return isTermina
 
 /** One page of output, or null when there is none to read, or the caller's credential no longer stands (a revoked grant). */
 async function page(c: A2ACaller, id: number, from: number, waitS: number): Promise<OutputPage | null> {
-  if (!(await c.still())) return null;
   const read = await inner<OutputPage>(c, "GET", `/messages/${id}/output?format=json&from=${from}&wait=${waitS}`);
-  return read.ok ? read.value : null;
+  // Asked after the read, which may have waited: a page that came while the credential ended is not used.
+  return read.ok && (await c.still()) ? read.value : null;
 }
 
 async function view(c: A2ACaller, id: number): Promise<MessageView | null> {

@@ -22,6 +22,7 @@ import type { Handler, Handlers, RouteCall } from "./routes.ts";
 import type { RouteKey } from "./wire/routes.ts";
 import { RESUME_OUTCOMES } from "./wire/enums.ts";
 import { getOutput, postOutput } from "./output-routes.ts";
+import { stillCaller } from "./pipeline.ts";
 import { askRoute, getStep, heartbeatRoute, putStep } from "./run-routes.ts";
 import { scheduleHandlers } from "./schedule-routes.ts";
 import { pushHandlers } from "./push-routes.ts";
@@ -82,7 +83,7 @@ const AGENT_HANDLERS: { [K in AgentRoute]: AgentHandler } = {
   "POST /agents/{agent}/messages/{id}/ask": ({ request }, stub, id) => askRoute(request, id, stub),
   "POST /agents/{agent}/messages/{id}/heartbeat": ({ request }, stub, id) => heartbeatRoute(request, id, stub),
   "POST /agents/{agent}/messages/{id}/output": ({ request }, stub, id) => postOutput(request, id, stub),
-  "GET /agents/{agent}/messages/{id}/output": ({ request, url }, stub, id) => getOutput(request, url, id, stub),
+  "GET /agents/{agent}/messages/{id}/output": ({ request, url, env, account }, stub, id) => getOutput(request, url, id, stub, () => stillCaller(request, env, account)),
   "GET /agents/{agent}/messages/{id}/steps/{step}": ({ request, params }, stub, id) => getStep(request, id, decodeSegment(params.step!), stub),
   "PUT /agents/{agent}/messages/{id}/steps/{step}": ({ request, params }, stub, id) => putStep(request, id, decodeSegment(params.step!), stub),
   "PUT /agents/{agent}/messages/{id}/blobs": ({ request, env }, stub, id) => uploadBlob(request, env, id, stub),

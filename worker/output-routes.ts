@@ -3,7 +3,9 @@
 // one bounded page from the agent's object only when the reader has taken the last one (a stream
 // with no buffer of its own), so a slow or stalled reader holds nothing of the object's, the
 // runner's or the alarm's; in the object a follow call waits at most FOLLOW_WAIT_MS for news.
-// A stream lasts at most STREAM_MS; the reader resumes from its last event (Last-Event-ID).
+// A stream lasts at most STREAM_MS; the reader resumes from its last event (Last-Event-ID). Before it
+// sends a page the stream asks whether the reader's credential still stands (a revoked grant does
+// not), so a revocation ends it within one page.
 import { readJsonBody } from "./objects/http.ts";
 import { FOLLOW_WAIT_MS } from "./objects/agent-calls.ts";
 import { errorResponse, LIMITS, parseBody } from "./wire/protocol.ts";
@@ -54,8 +56,8 @@ function wantsJson(request: Request, url: URL): boolean {
   return accept.includes("application/json") && !accept.includes("text/event-stream");
 }
 
-/** GET …/messages/{id}/output: one JSON page, or the event stream until the message is final. */
-export async function getOutput(request: Request, url: URL, id: number, stub: Stub): Promise<Response> {
+/** GET …/messages/{id}/output: one JSON page, or the event stream until the message is final (or `still` says the credential no longer stands). */
+export async function getOutput(request: Request, url: URL, id: number, stub: Stub, still: () => Promise<boolean>): Promise<Response> {
   const from = readCursor(request, url);
   if (from === null) return errorResponse(400, "bad_request", "from (or Last-Event-ID) is the seq of the last event seen: a whole number");
   const format = url.searchParams.get("format");
@@ -68,7 +70,7 @@ export async function getOutput(request: Request, url: URL, id: number, stub: St
   const first = wantsJson(request, url) && waitS > 0 ? await paced(asked, await stub.followOutput(id, from, waitS * 1000)) : await stub.outputPage(id, from);
   if (first === null) return errorResponse(404, "not_found", `no message ${id}`);
   if (wantsJson(request, url)) return Response.json(first);
-  return new Response(eventStream(first, id, stub), {
+  return new Response(eventStream(first, id, stub, still), {
     headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-accel-buffering": "no" },
   });
 }
@@ -79,7 +81,7 @@ export function sseEvent(e: OutputEvent): string {
   return `${id}event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
 }
 
-function eventStream(first: OutputPage, id: number, stub: Stub): ReadableStream<Uint8Array> {
+function eventStream(first: OutputPage, id: number, stub: Stub, still: () => Promise<boolean>): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const started = Date.now();
   let page: OutputPage | null = first;
@@ -95,7 +97,9 @@ function eventStream(first: OutputPage, id: number, stub: Stub): ReadableStream<
         if (left <= 0) return controller.close();
         const asked = Date.now();
         page = await paced(asked, await stub.followOutput(id, cursor, Math.min(FOLLOW_WAIT_MS, left)));
-        if (page === null) return controller.close();
+        // Asked after the wait, so a page that came while the credential ended is never sent. Closed,
+        // not ended: EventSource reconnects and meets the 401 an ended credential gets.
+        if (page === null || !(await still())) return controller.close();
       }
       const p: OutputPage = page;
       page = null;

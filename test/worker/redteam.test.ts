@@ -214,4 +214,32 @@ describe("a stream and its grant", () => {
     }
     expect(seen).not.toContain("after the revoke");
   }, 60_000);
+
+  // Before: GET …/output as Server-Sent Events was authorised once, when it opened, and went on
+  // delivering a running message's output for up to 5 minutes after the grant was revoked.
+  it("a revoked grant's open output stream (SSE) ends before the next output", async () => {
+    const agent = uniqueAgent();
+    const { sock } = await claimant(agent, "a");
+    const id = await post(agent, "work");
+    const run = await sock.next("message", (x) => x.run && x.id === id) as MessageFrame;
+    const { tokens, client } = await authorize(f, BASE, { token: PERSON, scopes: ["read"] });
+    const res = await SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/output`, { headers: { Authorization: `Bearer ${tokens.access_token}`, accept: "text/event-stream" } });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    expect(decoder.decode((await reader.read()).value)).toContain("retry:");
+    await reader.read(); // the first page, read when the stream opened
+    const grant = (await as(DEV_TOKEN, "GET", "/grants")).body.grants.find((g: { client_id: string }) => g.client_id === client.client_id);
+    expect((await call("DELETE", `/grants/${grant.id}`)).status).toBe(200);
+    await write(sock, { type: "output", id, token: run.token, chunks: [{ stream: "stdout", text: "after the revoke" }] });
+    let seen = "";
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      seen += decoder.decode(chunk.value);
+      if (seen.includes("after the revoke")) break;
+    }
+    expect(seen).not.toContain("after the revoke");
+    // The same token's reader with a credential that stands still gets it.
+    const page = await as(DEV_TOKEN, "GET", `/agents/${agent}/messages/${id}/output?format=json`);
+    expect(JSON.stringify(page.body)).toContain("after the revoke");
+  }, 60_000);
 });
