@@ -238,8 +238,9 @@ export interface ServeFixture {
 }
 
 /**
- * One `wrangler dev` per test file with a 2 s heartbeat TTL and a 1 s scan (plus any `vars`),
- * stopped after the file; every serve process pushed to `started` is stopped after each test.
+ * One `wrangler dev` per test file with the shared server's settings (SHARED_SERVE_VARS: 2 s
+ * heartbeat TTL, 1 s scan, its tokens) plus any `vars`, stopped after the file; every serve process
+ * pushed to `started` is stopped after each test.
  */
 export function serveFixture(vars: Record<string, string> = {}): ServeFixture {
   let dev: DevServer | undefined;
