@@ -40,6 +40,14 @@ const MUTANTS = [
     unit: ["test/unit/preference.test.ts"],
     worker: ["test/worker/preference.test.ts"],
   },
+  {
+    name: "output marks dropped (a takeover leaves no end of the lost attempt in its output)",
+    file: "worker/rules/plan/effects.ts",
+    find: "marks: outputMarks(c, c.kind === \"hand_out\" ? c.machine : null)",
+    replace: "marks: { ...outputMarks(c, c.kind === \"hand_out\" ? c.machine : null), ended: null }",
+    unit: ["test/unit/worker-transcripts.test.ts"],
+    worker: ["test/worker/output.test.ts"],
+  },
 ];
 
 const repo = resolve(import.meta.dirname, "..");

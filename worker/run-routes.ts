@@ -30,6 +30,7 @@ export async function getStep(request: Request, id: number, name: string, stub: 
   if (proof === "bad") return errorResponse(400, "bad_request", "a run reads its step with both x-baton-token and x-baton-run-key, or with neither");
   const view = await stub.stepOf(id, name, proof);
   if (view !== null && "ok" in view) return errorResponse(view.status, view.code, view.message);
+  if (view !== null && "corrupt" in view) return errorResponse(500, "internal", view.corrupt);
   return view ? Response.json(view) : errorResponse(404, "not_found", `message ${id} has no step ${name}`);
 }
 

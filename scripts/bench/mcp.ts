@@ -1,10 +1,12 @@
 // `npm run bench -- --only mcp`: what remote MCP costs over the route it wraps. The official SDK's
-// Client over StreamableHTTPClientTransport calls the `who` tool at POST /mcp (a fresh stateless
-// server per request, the tool's call made through the Worker's own pipeline), beside a plain
-// GET /agents/{agent}/presence with the same token, in alternating order. Goal (issue 51): the MCP
-// call's p50 within 1.3x of the plain route's.
+// Client over StreamableHTTPClientTransport calls the `who` tool at POST /mcp (a quick tool's plain
+// call: worker/mcp/quick-call.ts, its call made through the Worker's own pipeline), beside a plain
+// GET /agents/{agent}/presence with the same token, and the same tools/call sent by a bare fetch
+// (what the Worker adds, without the SDK Client's own work in this process), in rotating order.
+// Goal (issue 51): the MCP call's p50 within 1.3x of the plain route's.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { DEV_TOKEN } from "../../test/e2e/wrangler-dev.ts";
 import { fmt, markdownTable, percentile } from "./stats.ts";
 
@@ -25,31 +27,45 @@ export async function runMcp(url: string, trials: number): Promise<string> {
     const r = await client.callTool({ name: "who", arguments: { agent } });
     if (r.isError) throw new Error(`who failed: ${JSON.stringify(r.content)}`);
   };
-  const samples = { plain: [] as number[], mcp: [] as number[] };
+  const bare = async () => {
+    const res = await fetch(`${url}/mcp`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": LATEST_PROTOCOL_VERSION },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "who", arguments: { agent } } }),
+    });
+    const body = (await res.json()) as { result?: { isError?: boolean } };
+    if (res.status !== 200 || body.result === undefined || body.result.isError) throw new Error(`bare who answered ${res.status}: ${JSON.stringify(body)}`);
+  };
+  const samples = { plain: [] as number[], mcp: [] as number[], bare: [] as number[] };
   const timed = async (fn: () => Promise<void>) => {
     const t0 = performance.now();
     await fn();
     return performance.now() - t0;
   };
   try {
-    for (let i = 0; i < WARMUP; i++) await Promise.all([plain(), mcp()]);
+    for (let i = 0; i < WARMUP; i++) await Promise.all([plain(), mcp(), bare()]);
+    const calls = { plain, mcp, bare };
+    const kinds = ["plain", "mcp", "bare"] as const;
     for (let i = 0; i < trials * 5; i++) {
-      const order = i % 2 === 0 ? (["plain", "mcp"] as const) : (["mcp", "plain"] as const);
-      for (const which of order) samples[which].push(await timed(which === "plain" ? plain : mcp));
+      for (let k = 0; k < kinds.length; k++) {
+        const which = kinds[(i + k) % kinds.length]!;
+        samples[which].push(await timed(calls[which]));
+      }
     }
   } finally {
     await client.close();
   }
-  const p50 = { plain: percentile(samples.plain, 50), mcp: percentile(samples.mcp, 50) };
+  const p50 = { plain: percentile(samples.plain, 50), mcp: percentile(samples.mcp, 50), bare: percentile(samples.bare, 50) };
   const r = p50.mcp / p50.plain;
   return [
     "### Remote MCP: the `who` tool over POST /mcp against GET …/presence, the route it wraps",
     "",
     markdownTable(["", "p50 ms", "p99 ms", "trials"], [
       ["GET /agents/{agent}/presence", fmt(p50.plain), fmt(percentile(samples.plain, 99)), String(samples.plain.length)],
-      ["MCP tools/call who", fmt(p50.mcp), fmt(percentile(samples.mcp, 99)), String(samples.mcp.length)],
+      ["MCP tools/call who (SDK Client)", fmt(p50.mcp), fmt(percentile(samples.mcp, 99)), String(samples.mcp.length)],
+      ["the same tools/call, bare fetch", fmt(p50.bare), fmt(percentile(samples.bare, 99)), String(samples.bare.length)],
     ]),
     "",
-    `MCP / plain p50: ${r.toFixed(3)}x (goal <= ${GOAL}x: ${r <= GOAL ? "met" : "not met"})`,
+    `MCP / plain p50: ${r.toFixed(3)}x (goal <= ${GOAL}x: ${r <= GOAL ? "met" : "not met"}); bare fetch / plain: ${(p50.bare / p50.plain).toFixed(3)}x`,
   ].join("\n");
 }

@@ -24,7 +24,7 @@ import { invariantLines } from "./report.ts";
 import { ServeSlot } from "./serve-fleet.ts";
 import { EffectSink, startSink } from "./sink.ts";
 import { seeded } from "./seeded.ts";
-import { checkSteps, parseLedger, PLAN, type Answer } from "./steps-invariants.ts";
+import { checkSteps, parseLedger, PLAN as STEPS_PLAN, type Answer } from "./steps-invariants.ts";
 import { runMode } from "./run-mode.ts";
 
 const { values: opts } = parseArgs({
@@ -83,6 +83,8 @@ const kills: { machine: string; at: number }[] = [];
 const restarts: { from: number; to: number }[] = [];
 const answering = new Set<number>();
 const raced = new Set<number>();
+/** The steps run's plan without its approval: this mode's agent asks none and its driver approves nothing. */
+const PLAN = STEPS_PLAN.map(({ approve: _approve, ...item }) => item);
 let dev: DevServer | null = null;
 let coordinatorDown = false;
 let slots: ServeSlot[] = [];
@@ -92,7 +94,7 @@ let keepLogs = false;
 const allMessages = () => listMessages(coordinator, agent);
 
 async function coordinator(path: string, init?: RequestInit): Promise<Response> {
-  return fetch(`${dev!.url}${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "x-baton-via": "http" } });
+  return fetch(`${dev!.url}${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "x-baton-via": "http", ...(init?.headers as Record<string, string> | undefined) } });
 }
 
 async function postMessages(sentIds: number[], until: number): Promise<void> {
@@ -101,14 +103,19 @@ async function postMessages(sentIds: number[], until: number): Promise<void> {
     await sleep(between(0.3 * gap, 1.7 * gap));
     if (coordinatorDown) continue;
     const group = random() < SHARED_SHARE ? `talk-${Math.floor(random() * sharedGroups)}` : `solo-${n}`;
+    // Under one key per message: a post stored whose answer was lost (a restart, a timeout) is
+    // answered again with the same message when posted again, so no message runs unaccounted.
     try {
-      const res = await coordinator(`/agents/${agent}/messages`, { method: "POST", body: JSON.stringify({ text: `cancel message ${n}`, group }) });
-      if (res.status !== 201) continue;
+      const res = await coordinator(`/agents/${agent}/messages`, { method: "POST", body: JSON.stringify({ text: `cancel message ${n}`, group }), headers: { "idempotency-key": `${agent}-${n}` } });
+      if (res.status !== 201 && res.status !== 200) {
+        console.error(`cancel: post ${n} answered ${res.status}: ${(await res.text()).slice(0, 200)}; posted again in a moment`);
+        continue;
+      }
       sentIds.push(((await res.json()) as { id: number }).id);
-      say(`posted message ${sentIds.at(-1)} (group ${group})`);
+      say(`posted message ${sentIds.at(-1)} (group ${group})${res.status === 200 ? ", its first answer lost" : ""}`);
       n += 1;
-    } catch {
-      // the coordinator is restarting: posted again in a moment
+    } catch (e) {
+      console.error(`cancel: post ${n} failed (${(e as Error).message}); posted again in a moment`);
     }
   }
 }
@@ -338,7 +345,7 @@ async function main(): Promise<number> {
   const kept = views.filter((m) => m.status !== "cancelled");
   const keptIds = new Set(kept.map((m) => m.id));
   const steps = checkSteps({
-    agent, accountTag: await accountTag("dev"), sentIds: kept.map((m) => m.id), messages: kept,
+    plan: PLAN, agent, accountTag: await accountTag("dev"), sentIds: kept.map((m) => m.id), messages: kept,
     ledger: ledger.filter((l) => keptIds.has(l.id)),
     trace: calls.filter((c) => c.rc === 0 && keptIds.has(c.id)).map((c) => ({ id: c.id, name: c.name, attempt: c.attempt, ms: c.end })),
     answers: answers.filter((a) => keptIds.has(a.id)),

@@ -4,8 +4,6 @@
 // only as output that goes on, idempotent retries, bad input and a token without the scope, and
 // push notifications to a local receiver that verifies each one's Standard Webhooks signature.
 import { spawn } from "node:child_process";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,42 +15,29 @@ import { BIN, getJson, sharedServeFixture, startServe, uniqueAgent, waitForMessa
 import { NAMED_TOKENS } from "./shared-accounts.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 import { verifyBatonWebhook } from "../../examples/verify-webhook.mjs";
+import { startReceiver, type Receiver } from "./receiver.ts";
 
 /** Token "wall" of account dev, read only. */
 const READER = NAMED_TOKENS.reader.token;
 const fx = sharedServeFixture();
 const dirs: string[] = [];
-const servers: Server[] = [];
+const receivers: Receiver[] = [];
 afterEach(async () => {
   dirs.splice(0).forEach(killLeftovers);
-  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
 /** A push receiver on 127.0.0.1 (wrangler dev's .dev.vars allows private addresses): answers 200 and keeps every request. */
 async function pushReceiver() {
-  const got: { headers: IncomingHttpHeaders; body: string }[] = [];
-  const server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => (body += c));
-    req.on("end", () => {
-      got.push({ headers: req.headers, body });
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  servers.push(server);
-  const states = () => got.map((d) => (JSON.parse(d.body) as { statusUpdate: { status: { state: string } } }).statusUpdate.status.state);
+  const r = await startReceiver("/a2a/push");
+  receivers.push(r);
+  const states = () => r.got.map((d) => (JSON.parse(d.body) as { statusUpdate: { status: { state: string } } }).statusUpdate.status.state);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/a2a/push`,
-    got,
+    url: r.url,
+    got: r.got,
     states,
     async waitForStates(n: number): Promise<string[]> {
-      const deadline = Date.now() + 20_000;
-      while (got.length < n) {
-        if (Date.now() > deadline) throw new Error(`the receiver got ${JSON.stringify(states())}, not ${n} pushes`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await r.waitFor((got) => got.length >= n);
       return states();
     },
   };

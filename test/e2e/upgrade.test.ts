@@ -6,8 +6,6 @@
 // the queued and running messages run (the running one replays its journal), the question and the
 // unknown effect take their answers, the webhooks sign and deliver, the lease renews.
 import { spawnSync } from "node:child_process";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyBatonWebhook } from "../../examples/verify-webhook.mjs";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { rawRunner, type RawServe } from "./raw-serve.ts";
+import { startReceiver, type Receiver } from "./receiver.ts";
 import { authHeaders, getJson, uniqueAgent } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
@@ -42,29 +41,14 @@ async function call(url: string, method: string, path: string, body?: unknown): 
 }
 
 /** A webhook receiver on 127.0.0.1 that keeps every delivery. */
-async function receiver() {
-  const got: { headers: IncomingHttpHeaders; body: string }[] = [];
-  const server: Server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => (body += c));
-    req.on("end", () => {
-      got.push({ headers: req.headers, body });
-      res.writeHead(200).end();
-    });
-  });
-  // Port 0: the kernel picks a free port as it binds, so no other process can take it in between.
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/hooks`, got, server };
-}
+const receiver = (): Promise<Receiver> => startReceiver("/hooks");
 
 const agent = uniqueAgent("upgrade");
 const session = `upgrade-${crypto.randomUUID()}`;
 const leaseRun = crypto.randomUUID();
 let previous: string;
 let dev: DevServer;
-let hook: Awaited<ReturnType<typeof receiver>>;
+let hook: Receiver;
 const open: RawServe[] = [];
 /** What the previous release stored, as it showed it. */
 const before = {
@@ -156,7 +140,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const s of open) s.close();
   await dev?.stop();
-  hook?.server.close();
+  await hook?.close();
   if (previous) rmSync(previous, { recursive: true, force: true });
   if (dev) rmSync(dev.persistDir, { recursive: true, force: true });
 });

@@ -5,8 +5,6 @@
 // delivered; an agent left without a holder is reported once, N seconds later; after a rotation
 // both secrets verify; and `baton webhook set|show|test|rm` configure, try and remove a webhook.
 import { execFile } from "node:child_process";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +13,7 @@ import { verifyBatonWebhook } from "../../examples/verify-webhook.mjs";
 import { webhookEventSchema, webhookTestResultSchema, webhookViewSchema, type WebhookEvent, type WebhookReport } from "../../worker/wire/webhooks.ts";
 import { authHeaders, BIN, getJson, postMessage, sharedServeFixture, startServe, token, uniqueAgent } from "./serve-helpers.ts";
 import { agentMetrics, sampleValue } from "./prometheus.ts";
+import { startReceiver, type Delivery, type Receiver } from "./receiver.ts";
 import { advanceClock, ROOT } from "./wrangler-dev.ts";
 
 // The account webhook is the whole account's: an account of its own, so no other file's agents send it events.
@@ -37,45 +36,16 @@ function baton(args: string[]): Promise<{ code: number; stdout: string; stderr: 
   });
 }
 
-interface Delivery {
-  at: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
 /** A webhook receiver on 127.0.0.1: answers the queued statuses in turn (then 200) and keeps every request. */
-async function receiver(statuses: number[] = []) {
-  const got: Delivery[] = [];
-  const server: Server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => (body += c));
-    req.on("end", () => {
-      got.push({ at: Date.now(), headers: req.headers, body });
-      res.writeHead(statuses.shift() ?? 200).end();
-    });
-  });
-  // Port 0: the kernel picks a free port as it binds, so no other process can take it in between.
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  servers.push(server);
-  return {
-    url: `http://127.0.0.1:${port}/hooks/baton`,
-    got,
-    async waitFor(done: (got: Delivery[]) => boolean, timeoutMs = 20_000): Promise<Delivery[]> {
-      const deadline = Date.now() + timeoutMs;
-      while (!done(got)) {
-        if (Date.now() > deadline) throw new Error(`the receiver never got what was expected: ${JSON.stringify(got.map((d) => d.body))}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      return got;
-    },
-  };
+async function receiver(statuses: number[] = []): Promise<Receiver> {
+  const r = await startReceiver("/hooks/baton", statuses);
+  receivers.push(r);
+  return r;
 }
 
-const servers: Server[] = [];
+const receivers: Receiver[] = [];
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
 async function setWebhook(agent: string, body: Record<string, unknown>): Promise<void> {

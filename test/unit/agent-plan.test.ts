@@ -13,7 +13,7 @@ const NOW = 100_000;
 
 function conn(claimSeq: number | null, over: Partial<ServeConn> = {}, heartbeat = NOW): ConnSnapshot {
   const c: ServeConn = {
-    claimSeq, released: false, machine: `m${claimSeq ?? "x"}`, joinedAt: 0, lastSeen: heartbeat, toldHeld: null, toldFence: null,
+    id: claimSeq === null ? "new" : `c${claimSeq}`, claimSeq, released: false, machine: `m${claimSeq ?? "x"}`, joinedAt: 0, lastSeen: heartbeat, toldHeld: null, toldFence: null,
     readySince: 0, ...over,
   };
   return { conn: c, heartbeat };
@@ -56,12 +56,12 @@ describe("planAgent: the lease", () => {
     {
       name: "a first claim on an empty agent holds with fence 1",
       snap: snapshot({ lease: { fence: 0, holderClaim: null, holderMachine: null, since: null }, conns: [conn(null)], claimCounter: 0 }),
-      event: { type: "claim", from: 0 }, holder: 1, fence: 1, reason: "claimed",
+      event: { type: "claim", from: "new" }, holder: 1, fence: 1, reason: "claimed",
     },
     {
       name: "a second claim queues behind the holder (soft lease)",
       snap: snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(null)] }),
-      event: { type: "claim", from: 1 }, holder: 1, fence: 1, reason: null,
+      event: { type: "claim", from: "new" }, holder: 1, fence: 1, reason: null,
     },
     {
       name: "a holder silent past its TTL loses the lease to the standby, reason stale",
@@ -71,12 +71,12 @@ describe("planAgent: the lease", () => {
     {
       name: "the holder's release hands on, reason released",
       snap: snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)] }),
-      event: { type: "release", from: 0 }, holder: 2, fence: 2, reason: "released",
+      event: { type: "release", from: "c1" }, holder: 2, fence: 2, reason: "released",
     },
     {
       name: "a standby's release moves nothing",
       snap: snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)] }),
-      event: { type: "release", from: 1 }, holder: 1, fence: 1, reason: null,
+      event: { type: "release", from: "c2" }, holder: 1, fence: 1, reason: null,
     },
     {
       name: "a ready preferred runner takes the idle holder's lease, reason preferred",
@@ -132,21 +132,21 @@ describe("planAgent: the lease", () => {
   });
 
   it("claims take the next claim sequence; a re-claim after a release starts the hysteresis again", () => {
-    const plan = planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2, { released: true, readySince: 0 })], claimCounter: 2 }), { type: "claim", from: 1 });
+    const plan = planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2, { released: true, readySince: 0 })], claimCounter: 2 }), { type: "claim", from: "c2" });
     expect(plan.claimCounter).toBe(3);
     expect(plan.patches.get(1)).toMatchObject({ claimSeq: 3, released: false, readySince: NOW });
   });
 
   it("tells only connections whose own state changed: the new holder and the old one, not a third in line", () => {
     const snap = snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2, { toldHeld: false, toldFence: 1 }), conn(3, { toldHeld: false, toldFence: 1 })] });
-    const plan = planAgent(snap, { type: "release", from: 0 });
+    const plan = planAgent(snap, { type: "release", from: "c1" });
     expect(plan.tells.map((t) => [t.to, t.held, t.fence])).toEqual([[0, false, 2], [1, true, 2]]);
     expect(plan.tells[0]!.position).toBe(-1);
     expect(plan.released).toBe(true);
   });
 
   it("a holder's new machine label reaches the lease and every claimant, with no transition", () => {
-    const plan = planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2, { toldHeld: false, toldFence: 1 })] }), { type: "hello", from: 0, machine: "laptop" });
+    const plan = planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2, { toldHeld: false, toldFence: 1 })] }), { type: "hello", from: "c1", machine: "laptop" });
     expect(plan.transition).toBeNull();
     expect(plan.leaseChanged).toBe(true);
     expect(plan.lease.holderMachine).toBe("laptop");
@@ -181,7 +181,7 @@ describe("planAgent: messages", () => {
 
   it("a message whose runner left is taken back and handed to the new holder, with the reason recorded", () => {
     const snap = snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)], work: { policy: DEFAULT_POLICY, open: [running(7, "1")], parkDeadline: null, due: new Map(), journalBudget: BUDGET } });
-    const plan = planAgent(snap, { type: "release", from: 0 });
+    const plan = planAgent(snap, { type: "release", from: "c1" });
     expect(plan.takeBacks).toMatchObject([{ lease: { id: 7, status: "queued" }, revoke: { to: 0, token: 7, reason: "runner_gone" } }]);
     expect(plan.handOuts).toMatchObject([{ lease: { id: 7, attempts: 2, runner: "2" }, to: 1 }]);
   });
@@ -236,41 +236,41 @@ describe("planAgent: the alarm and presence", () => {
 
   it("a scan that found everyone alive and moved nothing changes no presence; a claim does", () => {
     expect(planAgent(snapshot(), { type: "alarm" }).presenceChanged).toBe(false);
-    expect(planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(null)] }), { type: "claim", from: 1 }).presenceChanged).toBe(true);
+    expect(planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(null)] }), { type: "claim", from: "new" }).presenceChanged).toBe(true);
   });
 
   it("a write that moves no message (a heartbeat, a step, a message checkpoint) changes no presence, as before the plan stored it", () => {
     const snap = snapshot({ work: { policy: DEFAULT_POLICY, open: [RUNNING], parkDeadline: null, due: new Map(), journalBudget: BUDGET } });
     for (const write of [heartbeatWrite, stepWrite, checkpointWrite]) {
-      expect(planAgent(snap, { type: "write", from: 0, write }).presenceChanged).toBe(false);
+      expect(planAgent(snap, { type: "write", from: "c1", write }).presenceChanged).toBe(false);
     }
     // A write that moves its message (a fail) still does.
-    expect(planAgent(snap, { type: "write", from: 0, write: failWrite }).presenceChanged).toBe(true);
+    expect(planAgent(snap, { type: "write", from: "c1", write: failWrite }).presenceChanged).toBe(true);
   });
 
   it("a write the token check refused is counted by the plan and changes presence (its metrics); an answered one that moved nothing does not", () => {
-    const refused = planAgent(snapshot(), { type: "write", from: 0, write: staleWrite });
-    expect([refused.refused, refused.presenceChanged, refused.replies]).toMatchObject(["stale_token", true, [{ to: 0, frame: { type: "error", code: "stale_token" } }]]);
-    const quiet = planAgent(snapshot(), { type: "write", from: 0, write: checkpointWrite });
+    const refused = planAgent(snapshot(), { type: "write", from: "c1", write: staleWrite });
+    expect([refused.refused, refused.presenceChanged, refused.replies]).toMatchObject(["stale_token", true, [{ to: "c1", frame: { type: "error", code: "stale_token" } }]]);
+    const quiet = planAgent(snapshot(), { type: "write", from: "c1", write: checkpointWrite });
     expect([quiet.refused, quiet.presenceChanged]).toEqual([null, false]);
   });
 
   it("a release is answered after the lease news it causes: whether the sender held, and the fence now", () => {
-    const plan = planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)] }), { type: "release", from: 0, req: "q" });
-    expect([plan.replies, plan.lastReplies]).toEqual([[], [{ to: 0, frame: { type: "result", op: "release", req: "q", released: true, fence: 2 } }]]);
-    expect(planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)] }), { type: "release", from: 1 }).lastReplies[0]!.frame)
+    const plan = planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)] }), { type: "release", from: "c1", req: "q" });
+    expect([plan.replies, plan.lastReplies]).toEqual([[], [{ to: "c1", frame: { type: "result", op: "release", req: "q", released: true, fence: 2 } }]]);
+    expect(planAgent(snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1 }), conn(2)] }), { type: "release", from: "c2" }).lastReplies[0]!.frame)
       .toMatchObject({ released: false, fence: 1 });
   });
 
   it("a sync moves the cursor and replays its page; one that moved nothing changes no presence", () => {
     const sync = (cursor: number): AgentSnapshot => snapshot({ conns: [conn(1, { toldHeld: true, toldFence: 1, cursor })] });
-    const moved = planAgent(sync(2), { type: "sync", from: 0, after: 2, known: 2, last: 6, count: 4, more: false, req: "r" });
-    expect([moved.patches.get(0), moved.replay, moved.presenceChanged]).toEqual([{ cursor: 6 }, { to: 0, after: 2, last: 6, count: 4, more: false, req: "r" }, true]);
-    expect(planAgent(sync(9), { type: "sync", from: 0, after: 2, known: 2, last: 6, count: 4, more: false }).presenceChanged).toBe(false);
+    const moved = planAgent(sync(2), { type: "sync", from: "c1", after: 2, known: 2, last: 6, count: 4, more: false, req: "r" });
+    expect([moved.patches.get(0), moved.replay, moved.presenceChanged]).toEqual([{ cursor: 6 }, { to: "c1", after: 2, last: 6, count: 4, more: false, req: "r" }, true]);
+    expect(planAgent(sync(9), { type: "sync", from: "c1", after: 2, known: 2, last: 6, count: 4, more: false }).presenceChanged).toBe(false);
   });
 
   it("the holder's own checkpoint is stored by the plan and changes no presence", () => {
-    const plan = planAgent(snapshot(), { type: "write", from: 0, write: { ...agentCheckpointWrite, value: { n: 1 } } });
+    const plan = planAgent(snapshot(), { type: "write", from: "c1", write: { ...agentCheckpointWrite, value: { n: 1 } } });
     expect([plan.agentCheckpoint, plan.presenceChanged]).toEqual([{ value: { n: 1 }, fence: 1 }, false]);
   });
 });
@@ -289,8 +289,8 @@ describe("planAgent: a write that moves no message", () => {
   ];
   for (const [name, event] of quiet) {
     it(`${name} is stored and answered, with no liveness, election, take back, dispatch or alarm planned beside it (as before writes went through the plan)`, () => {
-      const plan = planAgent(busy(), { type: "write", from: 0, write: event });
-      expect([plan.changes, plan.replies]).toEqual([plan.write!.change ? [plan.write!.change] : [], [{ to: 0, frame: plan.write!.frame }]]);
+      const plan = planAgent(busy(), { type: "write", from: "c1", write: event });
+      expect([plan.changes, plan.replies]).toEqual([plan.write!.change ? [plan.write!.change] : [], [{ to: "c1", frame: plan.write!.frame }]]);
       expect(plan.replies[0]!.frame).toMatchObject({ type: "result" });
       expect([plan.close, plan.tells, plan.takeBacks, plan.handOuts, plan.patches.size, plan.leaseChanged, plan.alarm, plan.presenceChanged])
         .toEqual([[], [], [], [], 0, false, null, false]);
@@ -298,7 +298,7 @@ describe("planAgent: a write that moves no message", () => {
   }
 
   it("a write that moves its message, a refusal and the holder's checkpoint are planned in full (the silent holder is closed)", () => {
-    const full: AgentEvent[] = [failWrite, staleWrite, agentCheckpointWrite].map((write) => ({ type: "write", from: 0, write }));
+    const full: AgentEvent[] = [failWrite, staleWrite, agentCheckpointWrite].map((write) => ({ type: "write", from: "c1", write }));
     for (const event of full) expect(planAgent(busy(), event).close).toEqual([0]);
   });
 });

@@ -91,7 +91,7 @@ function snapshot(open: MessageLease[], policy = DEFAULT_POLICY): AgentSnapshot 
   return {
     now: NOW, ttlMs: 1000, scanMs: 500,
     lease: { fence: 1, holderClaim: 1, holderMachine: "m1", since: 0 },
-    conns: [{ conn: { claimSeq: 1, released: false, machine: "m1", joinedAt: 0, lastSeen: NOW, toldHeld: true, toldFence: 1, readySince: 0 }, heartbeat: NOW }],
+    conns: [{ conn: { id: "c1", claimSeq: 1, released: false, machine: "m1", joinedAt: 0, lastSeen: NOW, toldHeld: true, toldFence: 1, readySince: 0 }, heartbeat: NOW }],
     controls: { paused: false, drained: new Set(), hysteresisMs: 10_000, reserved: null },
     work: { policy, open, parkDeadline: null, due: new Map(), journalBudget: BUDGET },
     claimCounter: 1, tokenCounter: 50, ownDeadlines: [], alarmAt: null, webhooks: NO_WEBHOOKS, runKeys: ["rk-1", "rk-2", "rk-3", "rk-4"],

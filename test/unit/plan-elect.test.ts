@@ -13,7 +13,7 @@ describe("elect", () => {
   }[] = [
     { name: "the first claimant of an empty agent holds with fence 1", conns: [conn(1)], lease: NOBODY, holder: 1, fence: 1, reason: "claimed" },
     { name: "a second claimant waits behind the holder", conns: [conn(1), conn(2)], holder: 1, fence: 1, reason: null },
-    { name: "a released holder hands on, reason released", conns: [conn(1, { released: true }), conn(2)], event: { type: "release", from: 0 }, holder: 2, fence: 2, reason: "released" },
+    { name: "a released holder hands on, reason released", conns: [conn(1, { released: true }), conn(2)], event: { type: "release", from: "c1" }, holder: 2, fence: 2, reason: "released" },
     { name: "a holder liveness found silent hands on, reason stale", conns: [conn(2)], stale: true, holder: 2, fence: 2, reason: "stale" },
     { name: "a ready preferred runner takes an idle holder's lease", conns: [conn(1), conn(2, { priority: 5 })], holder: 2, fence: 2, reason: "preferred" },
     { name: "the safe point: a busy holder keeps the lease against a preferred runner", conns: [conn(1), conn(2, { priority: 5 })], open: [running(7, "1")], holder: 1, fence: 1, reason: null },

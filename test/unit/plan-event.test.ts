@@ -11,29 +11,32 @@ const INTERRUPT = { ...DEFAULT_POLICY, onBusy: "interrupt" as const };
 
 describe("senderChange", () => {
   const cases: { name: string; conns: ReturnType<typeof conn>[]; event: AgentEvent; patch: object | undefined; claimCounter: number; released: boolean | null; machine: string | null }[] = [
-    { name: "a first claim takes the next claim sequence and starts its hysteresis", conns: [conn(null)], event: { type: "claim", from: 0, priority: 3 },
+    { name: "a first claim takes the next claim sequence and starts its hysteresis", conns: [conn(null)], event: { type: "claim", from: "new", priority: 3 },
       patch: { claimSeq: 2, released: false, readySince: NOW, toldHeld: null, priority: 3 }, claimCounter: 2, released: null, machine: "m1" },
-    { name: "a re-claim of a live claim changes only its slots", conns: [conn(1)], event: { type: "claim", from: 0, slots: 4 },
+    { name: "a re-claim of a live claim changes only its slots", conns: [conn(1)], event: { type: "claim", from: "c1", slots: 4 },
       patch: { slots: 4 }, claimCounter: 1, released: null, machine: "m1" },
-    { name: "the holder's release is answered true and marks it released", conns: [conn(1)], event: { type: "release", from: 0 },
+    { name: "the holder's release is answered true and marks it released", conns: [conn(1)], event: { type: "release", from: "c1" },
       patch: { released: true }, claimCounter: 1, released: true, machine: "m1" },
-    { name: "a standby's release is answered false and changes nothing", conns: [conn(1), conn(2)], event: { type: "release", from: 1 },
+    { name: "a standby's release is answered false and changes nothing", conns: [conn(1), conn(2)], event: { type: "release", from: "c2" },
       patch: undefined, claimCounter: 1, released: false, machine: "m1" },
-    { name: "the holder's hello with a new label relabels the lease", conns: [conn(1)], event: { type: "hello", from: 0, machine: "laptop" },
+    { name: "the holder's hello with a new label relabels the lease", conns: [conn(1)], event: { type: "hello", from: "c1", machine: "laptop" },
       patch: { machine: "laptop" }, claimCounter: 1, released: null, machine: "laptop" },
-    { name: "a sync moves the cursor past the page it is shown", conns: [conn(1, { cursor: 3 })], event: { type: "sync", from: 0, after: 3, known: 3, last: 8, count: 5, more: false },
+    { name: "a sync moves the cursor past the page it is shown", conns: [conn(1, { cursor: 3 })], event: { type: "sync", from: "c1", after: 3, known: 3, last: 8, count: 5, more: false },
       patch: { cursor: 8 }, claimCounter: 1, released: null, machine: "m1" },
     { name: "a sync after a cursor it skipped to moves the cursor there, even with nothing to show", conns: [conn(1, { cursor: 0 })],
-      event: { type: "sync", from: 0, after: 5, known: 5, last: 5, count: 0, more: false }, patch: { cursor: 5 }, claimCounter: 1, released: null, machine: "m1" },
-    { name: "a sync of what the connection has seen moves nothing", conns: [conn(1, { cursor: 8 })], event: { type: "sync", from: 0, after: 2, known: 2, last: 4, count: 2, more: true },
+      event: { type: "sync", from: "c1", after: 5, known: 5, last: 5, count: 0, more: false }, patch: { cursor: 5 }, claimCounter: 1, released: null, machine: "m1" },
+    { name: "a sync of what the connection has seen moves nothing", conns: [conn(1, { cursor: 8 })], event: { type: "sync", from: "c1", after: 2, known: 2, last: 4, count: 2, more: true },
       patch: undefined, claimCounter: 1, released: null, machine: "m1" },
     { name: "any other event changes no sender", conns: [conn(1)], event: { type: "alarm" }, patch: undefined, claimCounter: 1, released: null, machine: "m1" },
+    { name: "a sender that is no longer live changes nothing", conns: [conn(1)], event: { type: "claim", from: "gone", slots: 4 }, patch: undefined, claimCounter: 1, released: null, machine: "m1" },
   ];
   for (const c of cases) {
     it(c.name, () => {
       const out = senderChange(c.conns, HELD, 1, c.event, NOW);
-      const from = "from" in c.event && c.event.from !== null ? c.event.from : 0;
+      const e = c.event;
+      const from = "from" in e ? c.conns.findIndex((x) => x.id === e.from) : -1;
       expect(out.patches.get(from)).toEqual(c.patch);
+      expect(out.patches.size).toBe(c.patch === undefined ? 0 : 1);
       expect([out.claimCounter, out.released, out.lease.holderMachine]).toEqual([c.claimCounter, c.released, c.machine]);
       expect(out.forceTell).toBe(out.leaseChanged);
     });

@@ -6,8 +6,9 @@ import type { ControlsSnapshot, ServeConn } from "../../worker/rules/agent-plan.
 export const TTL = 1000;
 export const NOW = 100_000;
 
+/** A connection named `c<claim>` ("new" before its claim). */
 export function conn(claimSeq: number | null, over: Partial<ServeConn> = {}): ServeConn {
-  return { claimSeq, released: false, machine: `m${claimSeq ?? "x"}`, joinedAt: 0, lastSeen: NOW, toldHeld: null, toldFence: null, readySince: 0, ...over };
+  return { id: claimSeq === null ? "new" : `c${claimSeq}`, claimSeq, released: false, machine: `m${claimSeq ?? "x"}`, joinedAt: 0, lastSeen: NOW, toldHeld: null, toldFence: null, readySince: 0, ...over };
 }
 
 /** Claim 1 holds fence 1. */

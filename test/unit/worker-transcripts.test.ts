@@ -29,11 +29,11 @@ function lease(over: Json): MessageLease {
   } as MessageLease;
 }
 
-/** A connection: the transcript's fields over a claimant that proved itself alive at `now`. */
+/** A connection: the transcript's fields over a claimant that proved itself alive at `now`, named `c<claim>` ("new" before its claim). */
 function conn(over: Json, now: number): ConnSnapshot {
   const { heartbeat, ...c } = over as { heartbeat?: number } & Json;
   return {
-    conn: { claimSeq: null, released: false, machine: `m${String(c.claimSeq ?? "x")}`, joinedAt: 0, lastSeen: heartbeat ?? now, toldHeld: null, toldFence: null, readySince: 0, ...c },
+    conn: { id: c.claimSeq === undefined || c.claimSeq === null ? "new" : `c${String(c.claimSeq)}`, claimSeq: null, released: false, machine: `m${String(c.claimSeq ?? "x")}`, joinedAt: 0, lastSeen: heartbeat ?? now, toldHeld: null, toldFence: null, readySince: 0, ...c },
     heartbeat: heartbeat ?? now,
   } as ConnSnapshot;
 }

@@ -1,8 +1,9 @@
-// The remote MCP endpoint's quick path in the real runtime: a tools/call answered in one JSON
-// reply borrows one of the servers kept per isolate (worker/mcp/servers.ts), and its tool's
-// calls enter the pipeline as the caller the endpoint let in (pipeline.ts handleAs). Whoever
-// borrowed a server before, each call is its own caller's: its scope and its grant's agent limit
-// decide, also when calls of different callers run at once.
+// The remote MCP endpoint's JSON answers in the real runtime: a quick tool's plain call answered
+// without the SDK (worker/mcp/quick-call.ts), and the same call in a shape only the SDK's path takes
+// (an empty _meta), which borrows one of the servers kept per isolate (worker/mcp/servers.ts). On
+// both, a tool's calls enter the pipeline as the caller the endpoint let in (pipeline.ts handleAs):
+// whoever borrowed a server before, each call is its own caller's, its scope and its grant's agent
+// limit decide, also when calls of different callers run at once.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { authorize, type FetchLike } from "../e2e/oauth-dance.ts";
@@ -13,11 +14,11 @@ const READER = "dev-reader-token"; // read only
 
 let rpcId = 0;
 /** One tools/call over POST /mcp as a host sends it; the JSON-RPC result (the tool's result). */
-async function callTool(token: string, name: string, args: Record<string, unknown>): Promise<{ isError?: boolean; text: string; structured?: Record<string, unknown> }> {
+async function callTool(token: string, name: string, args: Record<string, unknown>, viaSdk: boolean): Promise<{ isError?: boolean; text: string; structured?: Record<string, unknown> }> {
   const res = await SELF.fetch(`${BASE}/mcp`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: ++rpcId, method: "tools/call", params: { name, arguments: args } }),
+    body: JSON.stringify({ jsonrpc: "2.0", id: ++rpcId, method: "tools/call", params: { name, arguments: args, ...(viaSdk ? { _meta: {} } : {}) } }),
   });
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toContain("application/json");
@@ -25,7 +26,7 @@ async function callTool(token: string, name: string, args: Record<string, unknow
   return { isError: result.isError, text: result.content[0]?.text ?? "", structured: result.structuredContent };
 }
 
-describe("MCP tool calls on kept servers", () => {
+describe.each([["the quick path", false], ["kept SDK servers", true]])("MCP tool calls on %s", (_path, viaSdk) => {
   it("calls of a grant limited to one agent and of a full token, at once and interleaved, each keep their own caller's limit", async () => {
     const mine = uniqueAgent();
     const other = uniqueAgent();
@@ -33,7 +34,7 @@ describe("MCP tool calls on kept servers", () => {
     const calls = Array.from({ length: 24 }, (_, i) => {
       const limited = i % 2 === 0;
       const agent = i % 4 < 2 ? mine : other;
-      return { limited, agent, answer: callTool(limited ? tokens.access_token : DEV_TOKEN, "who", { agent }) };
+      return { limited, agent, answer: callTool(limited ? tokens.access_token : DEV_TOKEN, "who", { agent }, viaSdk) };
     });
     for (const c of calls) {
       const r = await c.answer;
@@ -54,10 +55,10 @@ describe("MCP tool calls on kept servers", () => {
     });
     const { id } = (await posted.json()) as { id: number };
     for (const token of [READER, DEV_TOKEN, READER]) {
-      const r = await callTool(token, "who", { agent });
+      const r = await callTool(token, "who", { agent }, viaSdk);
       expect(r.isError, r.text).toBeFalsy();
     }
-    const refused = await callTool(READER, "cancel", { agent, message_id: id });
+    const refused = await callTool(READER, "cancel", { agent, message_id: id }, viaSdk);
     expect(refused.isError).toBe(true);
     expect(refused.text).toContain("lacks the answer scope");
     const view = await SELF.fetch(`${BASE}/agents/${agent}/messages/${id}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });

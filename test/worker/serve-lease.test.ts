@@ -4,7 +4,7 @@ import { MessageStore } from "../../worker/objects/message-store.ts";
 import { describe, expect, it } from "vitest";
 import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { PING_TEXT } from "../../worker/wire/protocol.ts";
-import { BASE, claimant, connect, DEV_TOKEN, passTime, presence, settle, sleep, stubFor, uniqueAgent } from "./helpers.ts";
+import { advanceClock, BASE, claimant, connect, DEV_TOKEN, frozenAgent, passTime, presence, settle, stubFor, uniqueAgent } from "./helpers.ts";
 
 /** Pushes the agent's next scan a minute out, as a busy object would run it late. */
 async function holdAlarmBack(agent: string): Promise<void> {
@@ -125,13 +125,15 @@ describe("serve lease", () => {
   it("auto-response heartbeats keep a connection alive across scans without waking the object", async () => {
     // A holder proves liveness with fenced pings the object answers itself, so this connection
     // releases first: from then on its heartbeats are the exact ping text, answered by the runtime.
-    const agent = uniqueAgent();
+    // The object's clock moves only by the test (five steps of 300 ms pass its 1 s TTL), so a busy
+    // machine can neither let the TTL lapse between two pings nor fire an alarm of its own.
+    const agent = await frozenAgent();
     const a = await claimant(agent, "a");
     a.sock.send({ type: "serve_lease", op: "release" });
     expect(await a.sock.next("result")).toMatchObject({ op: "release", released: true });
     const wakesBefore = (await presence(agent)).wakes;
     for (let i = 0; i < 5; i++) {
-      await sleep(300);
+      expect((await advanceClock(300, { agent })).alarmsRun).toBe(0);
       a.sock.send({ type: "ping" });
       await a.sock.next("pong");
       expect(await runDurableObjectAlarm(stubFor(agent))).toBe(true);

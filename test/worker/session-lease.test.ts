@@ -8,27 +8,7 @@ import { LeaseShard, leaseShardStub } from "../../worker/objects/lease-shard.ts"
 import { IDLE_KEY_RETENTION_MS } from "../../worker/objects/lease-store.ts";
 import { shardOf } from "../../worker/rules/session-lease.ts";
 import { advanceClock, BASE, DEV_TOKEN, OTHER_TOKEN } from "./helpers.ts";
-
-type Op = "acquire" | "renew" | "release" | "check";
-
-function uniqueSession(): string {
-  return `s-${crypto.randomUUID()}`;
-}
-
-async function call(session: string, op: Op, body: unknown, token = DEV_TOKEN) {
-  const res = await SELF.fetch(`${BASE}/leases/${session}/${op}`, {
-    method: "POST",
-    headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
-
-async function state(session: string, token = DEV_TOKEN) {
-  const res = await SELF.fetch(`${BASE}/leases/${session}`, { headers: { Authorization: `Bearer ${token}` } });
-  expect(res.status).toBe(200);
-  return (await res.json()) as Record<string, unknown>;
-}
+import { call, state, uniqueSession, type Op } from "./session-lease-calls.ts";
 
 describe("session leases", () => {
   it("many independent clients race for one key and exactly one wins", async () => {

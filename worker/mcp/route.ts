@@ -6,7 +6,8 @@
 // is already the coordinator's (messages, answers, leases), so no per-session object is kept.
 // Each tool call goes through the pipeline (pipeline.ts) as an internal request for the caller
 // the endpoint let in: the route table, its scope check and agent limit, the agent's plan and its
-// idempotency keys apply as to any client. `ask` and `send` run as MCP
+// idempotency keys apply as to any client. A quick tool's plain call that passes every check the
+// SDK would make is answered without the SDK's server (quick-call.ts). `ask` and `send` run as MCP
 // Tasks when the client asks for one (tasks.ts); without, they wait within the call, with progress
 // notifications, and hand back get_answer's handle.
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -20,6 +21,7 @@ import { handle, handleAs } from "../pipeline.ts";
 import type { Handlers } from "../routes.ts";
 import { callerOf } from "../scopes.ts";
 import { jsonTooDeep, LIMITS } from "../wire/protocol.ts";
+import { quickToolCall } from "./quick-call.ts";
 import { serverFor, withKeptServer, type McpCall } from "./servers.ts";
 
 /** Tools whose plain call may outlive a quick answer, so they answer as an event stream (progress), as tasks/result does. */
@@ -83,6 +85,9 @@ async function postMcp(request: Request, env: Env): Promise<Response> {
     },
     postKey: postKeyOf(caller.tokenName, session),
   };
+  // A quick tool's plain call that passes every check the SDK would make needs none of the SDK's machinery (quick-call.ts).
+  const quick = json ? await quickToolCall(request, parsed, call) : null;
+  if (quick !== null) return quick;
   const answer = async (server: McpServer) => {
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
     await server.connect(transport);

@@ -13,17 +13,8 @@ import type { MessageView } from "../wire/http-responses.ts";
 import { PUSH_EVENT_TYPE, PUSH_TOKEN_HEADER, type PushTargetBody, type PushTargetView } from "../wire/push.ts";
 import { migrate, type Migration } from "./migrations.ts";
 import { postSigned, type Sender } from "./webhook-delivery.ts";
-import type { OutboxEvent, WebhookOutbox } from "./webhook-outbox.ts";
+import type { OutboxEvent, PushDelivery, WebhookOutbox } from "./webhook-outbox.ts";
 import { signedHeaders } from "./webhook-signature.ts";
-
-/** Where one push goes, copied into its outbox row. */
-interface PushDelivery {
-  task: number;
-  id: string;
-  url: string;
-  token: string;
-  authorization: string | null;
-}
 
 type Row = { task: number; id: string; url: string; token: string; auth_scheme: string | null; auth_credentials: string | null; created_at: number };
 
@@ -119,7 +110,7 @@ export class A2APushTargets {
     const body = pushBody(m, now);
     for (const r of rows) {
       const target: PushDelivery = { task: r.task, id: r.id, url: r.url, token: r.token, authorization: r.auth_scheme === null ? null : `${r.auth_scheme} ${r.auth_credentials}` };
-      this.outbox.enqueuePush(PUSH_EVENT_TYPE, body, JSON.stringify(target), now);
+      this.outbox.enqueuePush(PUSH_EVENT_TYPE, body, target, now);
     }
   }
 
@@ -135,7 +126,8 @@ export class A2APushTargets {
  */
 export async function deliverPushes(outbox: WebhookOutbox, due: readonly OutboxEvent[], send: Sender, now: () => number, allowPrivate: boolean): Promise<void> {
   await Promise.all(due.map(async (e) => {
-    const target = JSON.parse(e.target!) as PushDelivery;
+    const target = e.target;
+    if (target === null) return;
     // The same rule as a webhook's batch (rules/webhook-outbox-plan.ts): its receiver is known, refused or asked.
     const plan = planDelivery({ answered: true, config: target, refused: webhookTargetRefusal(target.url, allowPrivate) }, now());
     if (plan.action === "refuse") return outbox.refuse([e], plan.error, now(), false);

@@ -2,6 +2,7 @@
 // the plan lists them, and nothing else. Each effect is one store call or one frame; what an
 // effect needs beyond itself is read from what this very list stored (the row a change stored,
 // for its webhook event's facts, its A2A pushes and its hand-out frame; the agent's checkpoint, for lease news).
+// A connection is found by its id; an effect for one that is gone (closed since) does nothing.
 // The output gate holds every frame until the writes it follows are durable.
 import type { AgentPlan } from "../rules/agent-plan.ts";
 import type { Effect } from "../rules/plan/effects.ts";
@@ -11,8 +12,8 @@ import type { ServerFrame } from "../wire/server-frames.ts";
 import type { AgentControls } from "./agent-controls.ts";
 import type { AgentStore } from "./agent-store.ts";
 import type { AgentWebhooks } from "./agent-webhooks.ts";
-import { closeQuietly, send, writeConn } from "./connections.ts";
-import type { LiveConn } from "./agent-inputs.ts";
+import { closeQuietly, send, writeConn, type ConnState } from "./connections.ts";
+import type { Socket } from "./socket-object.ts";
 import type { Retention, StoredMessage } from "./message-store.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
 import type { WorkDesk } from "./work-desk.ts";
@@ -46,14 +47,25 @@ interface Stored {
   checkpoint: { value: unknown; fence: number } | null | undefined;
 }
 
-export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly LiveConn[], now: number): Applied {
+/** Runs a plan's effects (or a reply event's, rules/plan/reply.ts) over `conns`, the live connections they may name. */
+export function applyEffects(p: ApplyParts, effects: readonly Effect[], conns: readonly Socket<ConnState>[], now: number): Applied {
   const applied: Applied = { accountWebhook: null, sweep: false };
   const stored: Stored = { posted: null, rows: new Map(), last: null, checkpoint: undefined };
-  for (const e of plan.effects) run(p, e, conns, now, applied, stored);
+  const byId = new Map(conns.map((c) => [c.state.id, c]));
+  for (const e of effects) run(p, e, byId, now, applied, stored);
   return applied;
 }
 
-function run(p: ApplyParts, e: Effect, conns: readonly LiveConn[], now: number, applied: Applied, stored: Stored): void {
+export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly Socket<ConnState>[], now: number): Applied {
+  return applyEffects(p, plan.effects, conns, now);
+}
+
+function run(p: ApplyParts, e: Effect, byId: ReadonlyMap<string, Socket<ConnState>>, now: number, applied: Applied, stored: Stored): void {
+  if ("to" in e) {
+    const to = byId.get(e.to);
+    if (to !== undefined) toConnection(p, e, to, stored);
+    return;
+  }
   const { messages, leases } = p.desk;
   switch (e.type) {
     case "store_post":
@@ -102,38 +114,44 @@ function run(p: ApplyParts, e: Effect, conns: readonly LiveConn[], now: number, 
     case "webhook":
       p.webhooks.outbox.enqueue(e.facts, now);
       return;
+    case "alarm":
+      if (e.alarm === "delete") void p.ctx.storage.deleteAlarm();
+      else void p.ctx.storage.setAlarm(p.clock.alarmAt(e.alarm.set));
+      return;
+  }
+}
+
+/** An effect for one live connection, `to`. */
+function toConnection(p: ApplyParts, e: Extract<Effect, { to: string }>, to: Socket<ConnState>, stored: Stored): void {
+  switch (e.type) {
     case "attach":
-      Object.assign(conns[e.to]!.state, e.patch);
+      Object.assign(to.state, e.patch);
       return;
     case "frame":
-      return send(conns[e.to]!.ws, e.frame);
+      return send(to.ws, e.frame);
     case "replay": {
-      for (const m of e.count > 0 ? messages.range(e.after, e.last) : []) p.desk.push(conns[e.to]!, m, false);
-      return send(conns[e.to]!.ws, { type: "result", op: "sync", req: e.req, cursor: e.last, more: e.more });
+      for (const m of e.count > 0 ? p.desk.messages.range(e.after, e.last) : []) p.desk.push(to, m, false);
+      return send(to.ws, { type: "result", op: "sync", req: e.req, cursor: e.last, more: e.more });
     }
     case "close":
-      return closeQuietly(conns[e.to]!.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
+      return closeQuietly(to.ws, CLOSE_CODES.heartbeatTimeout, "heartbeat timeout");
     case "tell": {
       const t = e.tell;
-      if (t.held && stored.checkpoint === undefined) stored.checkpoint = messages.agentCheckpoint.get();
+      if (t.held && stored.checkpoint === undefined) stored.checkpoint = p.desk.messages.agentCheckpoint.get();
       const checkpoint = t.held ? stored.checkpoint : null;
       const frame: ServerFrame = {
         type: "serve_lease", held: t.held, fence: t.fence, claim_seq: t.claimSeq, position: t.position, ttl_ms: e.ttlMs,
         holder: t.holder && { claim_seq: t.holder.claimSeq, machine: t.holder.machine, since: t.holder.since },
         ...(checkpoint ? { checkpoint: checkpoint.value, checkpoint_fence: checkpoint.fence } : {}),
       };
-      return send(conns[e.to]!.ws, frame);
+      return send(to.ws, frame);
     }
     case "message": {
       const row = e.run ? stored.rows.get(e.id) : stored.posted;
-      if (row) p.desk.push(conns[e.to]!, row, e.run);
+      if (row) p.desk.push(to, row, e.run);
       return;
     }
     case "save_attachment":
-      return writeConn(conns[e.to]!.ws, conns[e.to]!.state);
-    case "alarm":
-      if (e.alarm === "delete") void p.ctx.storage.deleteAlarm();
-      else void p.ctx.storage.setAlarm(p.clock.alarmAt(e.alarm.set));
-      return;
+      return writeConn(to.ws, to.state);
   }
 }

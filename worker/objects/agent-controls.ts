@@ -6,8 +6,10 @@ import type { ControlsSnapshot } from "../rules/agent-plan.ts";
 import type { LeaseRecord } from "../rules/election.ts";
 import type { ControlChange, ControlOutcome, ControlRoute } from "../rules/plan/controls.ts";
 import type { AgentControlsReport } from "../wire/server-frames.ts";
+import * as z from "zod/mini";
 import { KeyValueTable } from "./kv-table.ts";
 import { migrate, type Migration } from "./migrations.ts";
+import { StoredJson } from "./stored-json.ts";
 
 export type { ControlOutcome, ControlRoute };
 
@@ -17,6 +19,10 @@ interface Reservation {
   /** The previous holder's machine: draining it ends the wait (absent in reservations stored before). */
   machine?: string | null;
 }
+
+const reservationJson = new StoredJson<Reservation>("controls.reserved", z.object({
+  runner: z.string(), until: z.number(), machine: z.optional(z.nullable(z.string())),
+}));
 
 const DRAINED_MIGRATIONS: Migration[] = [
   (sql) => sql.exec(`CREATE TABLE IF NOT EXISTS drained_machines (machine TEXT PRIMARY KEY, since INTEGER NOT NULL)`),
@@ -85,7 +91,11 @@ export class AgentControls {
 
   private reservation(): Reservation | null {
     const raw = this.get("reserved");
-    return raw === null ? null : (JSON.parse(raw) as Reservation);
+    if (raw === null) return null;
+    // A corrupt reservation holds the lease for nobody, and is forgotten: any runner may take the lease at once.
+    const reserved = reservationJson.readOr(raw, null, "no reservation; forgotten");
+    if (reserved === null) this.set("reserved", null);
+    return reserved;
   }
 
   /**
@@ -106,7 +116,7 @@ export class AgentControls {
     const runner = this.get("holder_runner");
     if (lease.holderClaim === null || runner === null || this.config.restartGraceMs === 0) return;
     if (lease.holderMachine !== null && this.drained().has(lease.holderMachine)) return;
-    this.set("reserved", JSON.stringify({ runner, until: now + this.config.restartGraceMs, machine: lease.holderMachine } satisfies Reservation));
+    this.set("reserved", reservationJson.write({ runner, until: now + this.config.restartGraceMs, machine: lease.holderMachine }));
   }
 
   /** Remembers whose runner holds the lease now (null: nobody, or an anonymous runner); a new holder ends any reservation. */

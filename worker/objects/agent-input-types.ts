@@ -70,7 +70,8 @@ export interface Outputs {
   post: PostResult;
   messages: { agent: string; messages: MessageView[]; cursor: number };
   message: MessageView | null;
-  stepOf: StepView | Refusal | null;
+  /** `corrupt`: the step's stored value is not JSON; that read answers 500 and names the row. */
+  stepOf: StepView | Refusal | { corrupt: string } | null;
   recordStep: StepAnswer;
   reserveBlob: BlobReserve;
   stageBlob: Refusal | { ok: true };

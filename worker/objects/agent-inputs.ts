@@ -18,6 +18,8 @@ import { LIMITS } from "../wire/protocol.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
 import type { WorkDesk } from "./work-desk.ts";
 import type { OutputPage } from "../wire/output.ts";
+import { stepValueJson } from "./step-store.ts";
+import { reportCorrupt } from "./stored-json.ts";
 
 /** What one message's uploads may hold. */
 const BLOB_BUDGET = { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes };
@@ -79,10 +81,7 @@ export class AgentInputs {
     presence: (_, now, conns) => answered(this.presenceOf(conns, now)),
     post: (i, now) => this.post(i, now),
     messages: ({ after, limit }) => answered({ agent: this.agentName(), ...this.p.desk.historyViews(after, limit) }),
-    message: ({ id }) => {
-      const m = this.p.desk.messages.get(id);
-      return answered(m ? this.p.desk.view(m) : null);
-    },
+    message: ({ id }) => answered(this.p.desk.viewOf(id)),
     stepOf: ({ id, name, proof }, now) => {
       const run = proof === null ? null : this.p.desk.leases.checkReplay(id, proof.token, { runKey: proof.runKey }, now);
       if (run === null || run.ok) return answered(this.stepOf(id, name));
@@ -183,12 +182,18 @@ export class AgentInputs {
   }
 
   /** One step of a message with its value, and the idempotency key an effect of that name hands out. */
-  private stepOf(id: number, name: string): StepView | null {
+  private stepOf(id: number, name: string): StepView | { corrupt: string } | null {
     const record = this.p.desk.steps.get(id, name);
     if (!record) return null;
+    const value = record.value === null ? { ok: true as const, value: null } : stepValueJson.read(record.value);
+    if (!value.ok) {
+      // Said, not guessed: this step's read fails and names the row; every other read goes on.
+      reportCorrupt(value.problem, `step ${name} of message ${id} answered 500`);
+      return { corrupt: `${value.problem} (message ${id}, step ${name})` };
+    }
     return {
       id, name, kind: record.kind, status: record.status, attempt: record.attempt, on_unknown: record.onUnknown, blob: record.blob,
-      value: record.value === null ? null : (JSON.parse(record.value) as unknown), idempotency_key: this.p.desk.leases.effectKeyOf(id, name) ?? "",
+      value: value.value, idempotency_key: this.p.desk.leases.effectKeyOf(id, name) ?? "",
     };
   }
 

@@ -4,16 +4,16 @@
 // interprets the plan and decides nothing. All state lives in SQLite or in socket attachments
 // (SocketObject), so the object can be evicted and rebuilt at any moment. The HTTP API is answered
 // in the Worker (../agents.ts), which calls the one-line methods of agent-calls.ts; `fetch` is only
-// the serve socket upgrade. Beside it: the snapshot it reads (agent-snapshot.ts) and its reports to
-// the directory (agent-presence.ts).
+// the serve socket upgrade. Beside it: the event each frame makes (agent-frames.ts), the snapshot
+// it reads (agent-snapshot.ts) and its reports to the directory (agent-presence.ts).
 import { AgentStore, type AgentIdentity } from "./agent-store.ts";
-import { isStale, provenAlive } from "../rules/election.ts";
+import { isStale } from "../rules/election.ts";
 import { planAgent, type AgentEvent, type AgentPlan } from "../rules/agent-plan.ts";
-import { holdsLease } from "../rules/fencing.ts";
 import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
+import { isReplyEvent, replyEffects, type ReplyEvent } from "../rules/plan/reply.ts";
 import { AgentControls } from "./agent-controls.ts";
-import { newConnState, send, serveAttachment, writeConn, type ConnState } from "./connections.ts";
-import { errorFrame, errorResponse, LIMITS, MACHINE_LABEL, parseClientFrame, type ClientFrame } from "../wire/protocol.ts";
+import { newConnState, serveAttachment, writeConn, type ConnState } from "./connections.ts";
+import { LIMITS, parseClientFrame } from "../wire/protocol.ts";
 import type { Env } from "../env.ts";
 import { PresenceReports } from "./agent-presence.ts";
 import { agentOfObject, directoryObjectName } from "./names.ts";
@@ -24,8 +24,9 @@ import { accountTag } from "../rules/step-journal.ts";
 import { AgentWebhooks } from "./agent-webhooks.ts";
 import type { OutboxEvent } from "./webhook-outbox.ts";
 import { AgentInputs, type Inputs, type LiveConn, type Outputs } from "./agent-inputs.ts";
-import { applyPlan, type ApplyParts } from "./agent-apply.ts";
-import { readSnapshot, runKeysFor, type SnapshotParts } from "./agent-snapshot.ts";
+import { applyEffects, applyPlan, type ApplyParts } from "./agent-apply.ts";
+import { frameEvent, leavesBlobs } from "./agent-frames.ts";
+import { heartbeatOf, readSnapshot, runKeysFor, type SnapshotParts } from "./agent-snapshot.ts";
 import { AgentCalls } from "./agent-calls.ts";
 import { OutputFollowers } from "./output-followers.ts";
 import { AgentSchedules } from "./agent-schedules.ts";
@@ -40,11 +41,6 @@ const SERVE: SocketKind<ConnState> = {
   max: LIMITS.connectionsPerAgent,
   limitMessage: `at most ${LIMITS.connectionsPerAgent} connections per agent`,
 };
-
-/** An event of a live sender; one that is closing has nothing of its own to change, so its event is `work`. */
-const fromLive = (make: (from: number) => AgentEvent) => (from: number | null): AgentEvent => (from === null ? { type: "work" } : make(from));
-
-type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "agent_checkpoint" | "message_checkpoint" | "fail" | "park" | "step" | "heartbeat" | "output" }>;
 
 export class AgentCoordinator extends AgentCalls {
   protected readonly kind = SERVE;
@@ -110,20 +106,12 @@ export class AgentCoordinator extends AgentCalls {
     });
   }
 
-  /** The serve socket upgrade, forwarded by the Worker: the open is an event (`work`) once the socket is accepted. */
+  /** The serve socket upgrade, forwarded by the Worker: the open is an event (`opened`: welcomed) once the socket is accepted. */
   async fetch(request: Request): Promise<Response> {
     this.store.countWake();
     const now = this.now();
-    return this.acceptSocket(request, () => {
-      const machine = new URL(request.url).searchParams.get("machine") || "unknown";
-      if (machine.length > LIMITS.machineLabelChars || !MACHINE_LABEL.test(machine)) {
-        return errorResponse(400, "bad_request", `machine labels are 1-${LIMITS.machineLabelChars} printable characters`);
-      }
-      return newConnState(machine, now);
-    }, ({ ws }) => {
-      send(ws, { type: "welcome", agent: this.agentName(), heartbeat_ttl_ms: this.config.heartbeatTtlMs, limits: LIMITS });
-      this.step(now, { type: "work" });
-    });
+    const opened = ({ state }: Socket<ConnState>) => void this.step(now, { type: "opened", from: state.id, agent: this.identity?.agent ?? "unknown" });
+    return this.acceptSocket(request, (id) => newConnState(id, request, now), opened);
   }
 
   /**
@@ -134,7 +122,7 @@ export class AgentCoordinator extends AgentCalls {
     this.store.countWake();
     const now = this.now();
     const decided = this.inputs.decide(input, now, this.liveConns());
-    const plan = decided.event === null ? null : this.step(now, decided.event).plan;
+    const plan = decided.event === null ? null : this.step(now, decided.event);
     if (decided.sweep) void this.sweepBlobs();
     const answer = decided.answer(plan);
     // An unpause lets slots kept for catch-up be posted now.
@@ -145,10 +133,7 @@ export class AgentCoordinator extends AgentCalls {
   protected pushCall<T>(call: (p: A2APushTargets, view: (id: number) => MessageView | null, now: number) => T, changes: boolean): T {
     this.store.countWake();
     const now = this.now();
-    const answer = call(this.webhooks.push, (id) => {
-      const m = this.desk.messages.get(id);
-      return m ? this.desk.view(m) : null;
-    }, now);
+    const answer = call(this.webhooks.push, (id) => this.desk.viewOf(id), now);
     // A push queued at once (a target set on a task past submitted) is due now: the alarm is planned for it.
     if (changes) this.step(now, { type: "alarm" });
     else this.notePushTargetCount();
@@ -166,22 +151,15 @@ export class AgentCoordinator extends AgentCalls {
     return answer;
   }
 
-  /** The directory keeps each agent's count of A2A push targets for the account's limit; told only of a change, never awaited. */
+  /** The directory is told of a change of the agent's A2A push targets or schedules, for the account's limits (agent-presence.ts). */
   private notePushTargetCount(): void {
     const count = this.webhooks.push.takeCountChange();
-    if (count === null || !this.identity) return;
-    const { account, agent } = this.identity;
-    const directory = this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName(directoryObjectName(account)));
-    this.ctx.waitUntil(directory.setPushTargetCount(agent, count).catch((err: unknown) => console.error(`push target count not reported: ${String(err)}`)));
+    if (count !== null) this.reports.countChanged("push_targets", count);
   }
 
-  /** The directory keeps each agent's count of schedules for the account's limit; told only of a change, never awaited. */
   private noteScheduleCount(before: number): void {
     const after = this.schedules.count();
-    if (after === before || !this.identity) return;
-    const { account, agent } = this.identity;
-    const directory = this.env.DIRECTORY.get(this.env.DIRECTORY.idFromName(directoryObjectName(account)));
-    this.ctx.waitUntil(directory.setScheduleCount(agent, after).catch((err: unknown) => console.error(`schedule count not reported: ${String(err)}`)));
+    if (after !== before) this.reports.countChanged("schedules", after);
   }
 
   /**
@@ -197,7 +175,7 @@ export class AgentCoordinator extends AgentCalls {
     const count = this.schedules.count();
     this.ctx.storage.transactionSync(() => {
       for (const slot of this.schedules.due(now, paused)) {
-        const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)).plan : null;
+        const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)) : null;
         this.schedules.posted(slot, plan?.post ?? null, now);
       }
     });
@@ -214,68 +192,30 @@ export class AgentCoordinator extends AgentCalls {
    * Liveness: a frame the object processes proves its sender alive at the object's own clock, and
    * so does an auto-answered ping, within the rule of provenAlive (a holder's ping after its
    * deadline never counts). A frame from a connection already past its TTL is refused, and the
-   * lease moves before anything else happens.
+   * lease moves before anything else happens. A frame over the rate is refused before all that.
    */
   protected async onMessage({ ws, state }: Socket<ConnState>, raw: string | ArrayBuffer): Promise<void> {
     const now = this.now();
     // A frame over the size cap is refused unread, so it is charged no more than the cap.
     const chars = Math.min(typeof raw === "string" ? raw.length : raw.byteLength, LIMITS.frameBytes);
-    if (!this.rate.allow(ws, now, chars)) {
-      send(ws, errorFrame("rate_limited", `at most ${LIMITS.framesPerSecond} frames and ${LIMITS.frameCharsPerSecond} characters per second`));
-      return;
-    }
+    if (!this.rate.allow(ws, now, chars)) return this.reply({ ws, state }, { type: "rate_limited", from: state.id }, now);
     this.store.countWake();
-    if (isStale({ lastHeartbeat: this.proven(ws, state) }, now, this.config.heartbeatTtlMs)) {
-      send(ws, errorFrame("lease_expired", "no heartbeat within the TTL; reconnect and claim again"));
-      this.step(now, { type: "stale_frame" });
+    if (isStale({ lastHeartbeat: this.proven({ ws, state }) }, now, this.config.heartbeatTtlMs)) {
+      this.step(now, { type: "stale_frame", from: state.id });
       return;
     }
     state.lastSeen = now;
     writeConn(ws, state);
     const parsed = parseClientFrame(raw);
-    if (!parsed.ok) {
-      send(ws, errorFrame(parsed.code, parsed.message, parsed.req));
-      return;
-    }
-    this.handle({ ws, state }, parsed.frame, now);
+    const event = frameEvent(this.desk, ws, state, parsed, now);
+    if (isReplyEvent(event)) this.reply({ ws, state }, event, now);
+    else this.step(now, event);
+    if (leavesBlobs(parsed)) void this.sweepBlobs();
   }
 
-  private handle(socket: Socket<ConnState>, frame: ClientFrame, now: number): void {
-    switch (frame.type) {
-      case "ping":
-        send(socket.ws, { type: "pong" });
-        return;
-      case "hello":
-        this.step(now, fromLive((from) => ({ type: "hello", from, machine: frame.machine, slots: frame.concurrency })), socket.ws);
-        return;
-      case "serve_lease": {
-        if (frame.op === "claim") {
-          this.step(now, fromLive((from) => ({ type: "claim", from, priority: frame.priority, runnerId: frame.runner_id, slots: frame.concurrency })), socket.ws);
-          return;
-        }
-        this.step(now, fromLive((from) => ({ type: "release", from, ...(frame.req === undefined ? {} : { req: frame.req }) })), socket.ws);
-        return;
-      }
-      case "sync": {
-        // History is replayed by the plan; a page over the replay budget is refused before it, as a frame over the rate.
-        const page = this.desk.historyPage(socket.ws, frame.after, now);
-        if (!page.ok) return send(socket.ws, errorFrame("rate_limited", `sync replay budget exceeded; ask again in ${page.retryAfterMs} ms`, frame.req));
-        const { known, last, count, more } = page;
-        this.step(now, fromLive((from) => ({ type: "sync", from, after: frame.after, ...(frame.req === undefined ? {} : { req: frame.req }), known, last, count, more })), socket.ws);
-        return;
-      }
-      default:
-        return this.write(socket, frame, now);
-    }
-  }
-
-  /** A runner's write: one event with the write and the rows it touches; the plan decides it and answers it. */
-  private write(socket: Socket<ConnState>, frame: WriteFrame, now: number): void {
-    const write = this.desk.writeInput(socket.state, frame);
-    this.step(now, (from) => ({ type: "write", from, write }), socket.ws);
-    // A new message checkpoint drops the blob of the one it replaced, and an acknowledgement the
-    // uploads it did not commit: deleted now, not at the next alarm.
-    if (frame.type === "message_checkpoint" || frame.type === "park" || frame.type === "ack" || frame.type === "reply") void this.sweepBlobs();
+  /** A reply event (a ping, a refusal): its one frame effect, applied without a snapshot (rules/plan/reply.ts says why). */
+  private reply(sender: Socket<ConnState>, event: ReplyEvent, now: number): void {
+    applyEffects(this.parts, replyEffects(event), [sender], now);
   }
 
   protected onClose(): void {
@@ -331,30 +271,19 @@ export class AgentCoordinator extends AgentCalls {
 
   // ---- Snapshot, plan, apply ----
 
-  /**
-   * The connection's last proof of life (provenAlive): its last frame, or its latest auto ping
-   * unless that came after a holder's deadline. Read-only; the plan folds a holder's proof in.
-   */
-  private proven(ws: WebSocket, state: ConnState): number {
-    const holder = holdsLease(state, this.store.lease());
-    return provenAlive(state.lastSeen, this.lastAutoPing(ws), holder, this.config.heartbeatTtlMs);
+  private proven({ ws, state }: Socket<ConnState>): number {
+    return heartbeatOf(state, this.lastAutoPing(ws), this.store.lease(), this.config.heartbeatTtlMs);
   }
 
   private liveConns(): LiveConn[] {
-    return this.sockets().map((s) => ({ ...s, heartbeat: this.proven(s.ws, s.state) }));
+    return this.sockets().map((s) => ({ ...s, heartbeat: this.proven(s) }));
   }
 
-  /**
-   * One event: a snapshot, the plan for it, and the plan applied. An event about one connection is
-   * made from its index in the snapshot (`sender`); a sender that is no longer live (it is closing)
-   * has nothing of its own to change, so its event is `work` (a write's change still stands).
-   */
-  private step(now: number, event: AgentEvent | ((from: number | null) => AgentEvent), sender?: WebSocket): { conns: LiveConn[]; plan: AgentPlan } {
+  /** One event: a snapshot, the plan for it, and the plan applied. An event names its sender by the connection's id. */
+  private step(now: number, event: AgentEvent): AgentPlan {
     const conns = this.liveConns();
-    const from = conns.findIndex((c) => c.ws === sender);
-    const decided = typeof event !== "function" ? event : event(from < 0 ? null : from);
     const ownDeadlines = [...this.reports.deadlines(), this.schedules.nextWake(now, this.controls.paused())];
-    const plan = planAgent(readSnapshot(this.parts, now, conns, { ownDeadlines, alarmAt: this.alarmAt, runKeys: runKeysFor(conns, decided) }), decided);
+    const plan = planAgent(readSnapshot(this.parts, now, conns, { ownDeadlines, alarmAt: this.alarmAt, runKeys: runKeysFor(conns, event) }), event);
     const applied = applyPlan(this.parts, plan, conns, now);
     this.awaitAccountWebhook(applied.accountWebhook);
     if (plan.alarm === "delete") this.alarmAt = null;
@@ -363,10 +292,6 @@ export class AgentCoordinator extends AgentCalls {
     if (plan.presenceChanged) this.reports.changed();
     for (const c of plan.changes) this.followers.wake(c.id);
     this.notePushTargetCount();
-    return { conns, plan };
-  }
-
-  private agentName(): string {
-    return this.identity?.agent ?? "unknown";
+    return plan;
   }
 }

@@ -1,12 +1,14 @@
 // When an agent object tells its directory about itself: a report REPORT_DELAY_MS after a change,
 // built from the state then; a retry REPORT_RETRY_MS after a failed one; a confirmation every two
 // TTLs while connected (directory-reporter.ts). The object plans its alarm for the deadlines here.
+// Beside presence, the directory keeps each agent's counts of schedules and A2A push targets.
 import type { AgentMetrics } from "../rules/metrics.ts";
 import { webhookCounts } from "../rules/webhook-exposure.ts";
 import type { Presence } from "../wire/server-frames.ts";
 import type { AgentIdentity } from "./agent-store.ts";
 import type { AgentDirectory } from "./directory-object.ts";
 import { DirectoryReporter, REPORT_RETRY_MS } from "./directory-reporter.ts";
+import { directoryObjectName } from "./names.ts";
 import type { Clock } from "./clock.ts";
 
 /** How long after a change its presence report is built (changed). */
@@ -74,6 +76,15 @@ export class PresenceReports {
         done();
       }
     }, REPORT_DELAY_MS)));
+  }
+
+  /** A count the directory keeps for the account's limit changed: told to it, never awaited. */
+  countChanged(kind: "schedules" | "push_targets", count: number): void {
+    if (!this.identity) return;
+    const { account, agent } = this.identity;
+    const directory = this.directories.get(this.directories.idFromName(directoryObjectName(account)));
+    const told = kind === "schedules" ? directory.setScheduleCount(agent, count) : directory.setPushTargetCount(agent, count);
+    this.ctx.waitUntil(told.catch((err: unknown) => console.error(`${kind} count not reported: ${String(err)}`)));
   }
 
   private report(): void {

@@ -2,6 +2,9 @@
 // read once from the stores, each of which answers from memory until its own next write.
 import type { CoordinatorConfig } from "../config.ts";
 import type { AgentEvent, AgentSnapshot } from "../rules/agent-plan.ts";
+import { provenAlive, type LeaseRecord } from "../rules/election.ts";
+import { holdsLease } from "../rules/fencing.ts";
+import type { ConnState } from "./connections.ts";
 import { randomHex128 } from "./secrets.ts";
 import type { AgentControls } from "./agent-controls.ts";
 import type { LiveConn } from "./agent-inputs.ts";
@@ -16,6 +19,14 @@ export interface SnapshotParts {
   readonly controls: AgentControls;
   readonly webhooks: AgentWebhooks;
   readonly config: CoordinatorConfig;
+}
+
+/**
+ * A connection's last proof of life (rules/election.ts provenAlive): its last frame, or its latest
+ * auto ping (`autoPing`) unless that came after a holder's deadline. The plan folds a holder's proof in.
+ */
+export function heartbeatOf(state: ConnState, autoPing: number | null, lease: LeaseRecord, ttlMs: number): number {
+  return provenAlive(state.lastSeen, autoPing, holdsLease(state, lease), ttlMs);
 }
 
 /**

@@ -3,11 +3,17 @@
 import { EMPTY_LEASE, type LeaseRecord, type Transition } from "../rules/election.ts";
 import { KeyValueTable } from "./kv-table.ts";
 import { migrate, type Migration } from "./migrations.ts";
+import * as z from "zod/mini";
+import { StoredJson } from "./stored-json.ts";
 
 export interface AgentIdentity {
   account: string;
   agent: string;
 }
+
+const identityJson = new StoredJson<AgentIdentity>("meta.identity", z.object({ account: z.string(), agent: z.string() }));
+const maybeNumber = z.nullable(z.number());
+const leaseJson = new StoredJson<LeaseRecord>("meta.lease", z.object({ fence: z.number(), holderClaim: maybeNumber, holderMachine: z.nullable(z.string()), since: maybeNumber }));
 
 const TRANSITIONS_KEPT = 50;
 const TRANSITIONS_TRIM_EVERY = 10;
@@ -47,11 +53,12 @@ export class AgentStore {
   identity(fromName: AgentIdentity | null): AgentIdentity | null {
     const stored = this.get("identity");
     if (fromName !== null) {
-      const text = JSON.stringify(fromName);
+      const text = identityJson.write(fromName);
       if (stored !== text) this.set("identity", text);
       return fromName;
     }
-    return stored === null ? null : (JSON.parse(stored) as AgentIdentity);
+    // A corrupt identity is as if never stored: the next request by name stores it again.
+    return stored === null ? null : identityJson.readOr(stored, null, "identity unknown until the next request by name");
   }
 
   /** The last claim sequence handed out: they only grow and are never reused, across restarts of the object. */
@@ -67,13 +74,19 @@ export class AgentStore {
   lease(): LeaseRecord {
     if (this.cachedLease === null) {
       const raw = this.get("lease");
-      this.cachedLease = raw ? (JSON.parse(raw) as LeaseRecord) : EMPTY_LEASE;
+      this.cachedLease = raw ? leaseJson.readOr(raw, null, "no holder; the fence goes on from the latest transition") ?? this.leaseAfterCorrupt() : EMPTY_LEASE;
     }
     return this.cachedLease;
   }
 
+  /** A corrupt lease holds for nobody, but fences only grow: the next grant goes past the latest one any transition carried. */
+  private leaseAfterCorrupt(): LeaseRecord {
+    const { fence } = this.sql.exec<{ fence: number | null }>(`SELECT MAX(fence) AS fence FROM transitions`).one();
+    return { ...EMPTY_LEASE, fence: fence ?? 0 };
+  }
+
   saveLease(lease: LeaseRecord, transition: Transition | null): void {
-    this.set("lease", JSON.stringify(lease));
+    this.set("lease", leaseJson.write(lease));
     this.cachedLease = lease;
     if (transition) {
       const { id } = this.sql.exec<{ id: number }>(

@@ -2,14 +2,20 @@
 // connection has its own versioned shape, checked by a schema on every read: an attachment that
 // does not match (another version, another object's kind) reads as null, never as a cast.
 import * as z from "zod/mini";
-import { CLOSE_CODES, type ServerFrame } from "../wire/protocol.ts";
+import { CLOSE_CODES, errorResponse, LIMITS, MACHINE_LABEL, type ServerFrame } from "../wire/protocol.ts";
 
 const count = z.int().check(z.nonnegative());
 const time = z.number().check(z.nonnegative());
+/**
+ * A connection's id, minted when it is accepted (socket-object.ts) and kept in its attachment: it
+ * names the same connection in every snapshot and across hibernation, as partyserver's `id` does.
+ */
+const connId = z.string().check(z.minLength(1), z.maxLength(64));
 
-/** A serve connection of an agent object (version 1). */
+/** A serve connection of an agent object (version 2: its id added). */
 export const serveAttachment = z.object({
-  v: z.literal(1),
+  v: z.literal(2),
+  id: connId,
   role: z.literal("serve"),
   /** Claim sequence, fixed at the first claim; null until the connection claims. */
   claimSeq: z.nullable(count),
@@ -33,12 +39,17 @@ export const serveAttachment = z.object({
 });
 export type ConnState = z.infer<typeof serveAttachment>;
 
-/** A dashboard observer of the directory object (version 1): it only listens. */
-export const observerAttachment = z.object({ v: z.literal(1), role: z.literal("observer"), joinedAt: time });
+/** A dashboard observer of the directory object (version 2: its id added): it only listens. */
+export const observerAttachment = z.object({ v: z.literal(2), id: connId, role: z.literal("observer"), joinedAt: time });
 export type ObserverState = z.infer<typeof observerAttachment>;
 
-export function newConnState(machine: string, now: number): ConnState {
-  return { v: 1, role: "serve", claimSeq: null, released: false, machine, joinedAt: now, lastSeen: now, toldHeld: null, toldFence: null, cursor: 0 };
+/** A new serve connection's state, labelled by its upgrade's `?machine=` (absent: "unknown"), or the 400 that refuses the label. */
+export function newConnState(id: string, request: Request, now: number): ConnState | Response {
+  const machine = new URL(request.url).searchParams.get("machine") || "unknown";
+  if (machine.length > LIMITS.machineLabelChars || !MACHINE_LABEL.test(machine)) {
+    return errorResponse(400, "bad_request", `machine labels are 1-${LIMITS.machineLabelChars} printable characters`);
+  }
+  return { v: 2, id, role: "serve", claimSeq: null, released: false, machine, joinedAt: now, lastSeen: now, toldHeld: null, toldFence: null, cursor: 0 };
 }
 
 /**

@@ -8,6 +8,7 @@
 import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import { agedEntry, listedInDirectory, whoEntryOf } from "../rules/presence.ts";
 import type { DirectoryEntry, PresenceReport } from "../wire/protocol.ts";
+import { presenceReportSchema } from "../wire/presence-reports.ts";
 import { confirmedUntil } from "../rules/directory-lease.ts";
 import { firstPage } from "../rules/directory-page.ts";
 import { CLOSE_CODES, errorFrame, errorResponse, parseClientFrame, type ServerFrame } from "../wire/protocol.ts";
@@ -17,11 +18,11 @@ import { MetricsBoard } from "./metrics-directory.ts";
 import type { DirectoryUpdate } from "./directory-reporter.ts";
 import { closeQuietly, observerAttachment, send, type ObserverState } from "./connections.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
-import { ScheduleCounts } from "./schedule-counts.ts";
-import { PushTargetCounts } from "./push-target-counts.ts";
+import { AgentCounts, PUSH_TARGET_COUNTS, SCHEDULE_COUNTS } from "./agent-counts.ts";
 import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
 import { accountOfDirectory } from "./names.ts";
+import { StoredJson } from "./stored-json.ts";
 import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
 
 /** The numbered migrations of the agents table (migrations.ts); 1: as the releases before versions left it (the entry lease came later). */
@@ -29,6 +30,8 @@ const AGENTS_MIGRATIONS: readonly Migration[] = [(sql) => {
   sql.exec(`CREATE TABLE IF NOT EXISTS agents (agent TEXT PRIMARY KEY, entry TEXT NOT NULL, reported_at INTEGER NOT NULL)`);
   addMissingColumns(sql, "agents", { confirmed_until: "INTEGER" });
 }];
+
+const presenceJson = new StoredJson<PresenceReport>("agents.entry", presenceReportSchema);
 
 /** Dashboards watching one account at once; more are refused with 429 too_many_connections. */
 export const MAX_OBSERVERS = 64;
@@ -50,9 +53,9 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   /** The account's webhook: agents without one of their own send their events to it. */
   private readonly webhookConfig: WebhookConfigStore;
   /** Schedules per agent, for LIMITS.schedulesPerAccount (schedule-counts.ts). */
-  private readonly scheduleCounts: ScheduleCounts;
+  private readonly scheduleCounts: AgentCounts;
   /** A2A push targets per agent, for LIMITS.pushTargetsPerAccount (push-target-counts.ts). */
-  private readonly pushTargetCounts: PushTargetCounts;
+  private readonly pushTargetCounts: AgentCounts;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -60,8 +63,8 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     migrate(this.sql, "agents", AGENTS_MIGRATIONS);
     this.metrics = new MetricsBoard(this.sql);
     this.webhookConfig = new WebhookConfigStore(this.sql);
-    this.scheduleCounts = new ScheduleCounts(this.sql);
-    this.pushTargetCounts = new PushTargetCounts(this.sql);
+    this.scheduleCounts = new AgentCounts(this.sql, SCHEDULE_COUNTS);
+    this.pushTargetCounts = new AgentCounts(this.sql, PUSH_TARGET_COUNTS);
   }
 
   /** RPC from an agent object whose schedules changed: how many it has now. */
@@ -132,7 +135,7 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname !== "/observe") return errorResponse(404, "not_found", `no route for ${request.method} ${url.pathname}`);
-    return this.acceptSocket(request, () => ({ v: 1, role: "observer", joinedAt: this.now() }), ({ ws }) => {
+    return this.acceptSocket(request, (id) => ({ v: 2, id, role: "observer", joinedAt: this.now() }), ({ ws }) => {
       const now = this.now();
       const { page, rest } = firstPage(this.list());
       send(ws, { type: "directory", agents: page, server_time: now, rest: rest.length });
@@ -160,7 +163,7 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     this.sql.exec(
       `INSERT INTO agents (agent, entry, reported_at, confirmed_until) VALUES (?, ?, ?, ?)
        ON CONFLICT(agent) DO UPDATE SET entry = excluded.entry, reported_at = excluded.reported_at, confirmed_until = excluded.confirmed_until`,
-      entry.agent, JSON.stringify(entry), entry.reported_at, until,
+      entry.agent, presenceJson.write(entry), entry.reported_at, until,
     );
     this.broadcast({ type: "presence", presence: agedEntry(entry, until, now), server_time: now });
   }
@@ -184,7 +187,11 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     const now = this.now();
     return this.sql.exec<{ entry: string; reported_at: number; confirmed_until: number | null }>(
       `SELECT entry, reported_at, confirmed_until FROM agents ORDER BY agent`).toArray()
-      .map((r) => agedEntry(JSON.parse(r.entry) as PresenceReport, r.confirmed_until ?? confirmedUntil(r.reported_at, this.config.heartbeatTtlMs), now));
+      .flatMap((r) => {
+        // A corrupt entry is left out of the list until its agent's next report replaces it.
+        const entry = presenceJson.readOr(r.entry, null, "entry left out of the list");
+        return entry === null ? [] : [agedEntry(entry, r.confirmed_until ?? confirmedUntil(r.reported_at, this.config.heartbeatTtlMs), now)];
+      });
   }
 
   /**

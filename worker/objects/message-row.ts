@@ -9,6 +9,8 @@ import { integer, maybeInteger, maybeOneOf, maybeText, oneOf, RowCodec, text, ty
 import type { StepSummary } from "./step-store.ts";
 import type { KeptQuestion } from "../rules/plan/write.ts";
 import { MESSAGE_STATUSES, ON_DEADLINE } from "../wire/enums.ts";
+import * as z from "zod/mini";
+import { StoredJson } from "./stored-json.ts";
 
 
 const MESSAGE_ROW = {
@@ -114,12 +116,39 @@ export interface AnswerRecord {
   via: string;
 }
 
+/**
+ * The JSON columns of a message, each read through its codec. What a corrupt one reads as: a
+ * question as none asked, a checkpoint or progress as none kept, a cancel record as unknown
+ * (null); the message itself still reads, and the rest of the object goes on.
+ */
+const maybeString = z.optional(z.nullable(z.string()));
+export const questionJson = new StoredJson<StoredQuestion>("messages.question", z.object({
+  text: z.string(), choices: z.nullable(z.array(z.string())), step: maybeString, on_deadline: z.optional(z.nullable(z.enum(ON_DEADLINE))),
+  token: z.number(), asked_at: z.number(), needs: z.optional(z.number()), reject_needs: z.optional(z.number()), approvers: z.optional(z.array(z.string())),
+  approve: z.optional(z.nullable(z.object({ effect: z.string(), args: z.string(), digest: z.string() }))),
+  votes: z.optional(z.array(z.object({ token: z.string(), account: z.string(), via: z.string(), choice: z.string(), text: z.nullable(z.string()), at: z.number() }))),
+}));
+export const cancelJson = new StoredJson<CancelRecord>("messages.cancel", z.object({
+  at: z.number(), account: z.string(), token: z.string(), via: z.string(), reason: z.nullable(z.string()),
+}));
+/** A checkpoint's or a heartbeat's progress value: any JSON its run wrote. */
+export const checkpointJson = new StoredJson<unknown>("messages.checkpoint", z.unknown());
+const progressJson = new StoredJson<unknown>("messages.progress", z.unknown());
+
 /** The message's stored question; with `token`, only one the attempt of that token asked. */
-export function questionOf(m: Pick<StoredMessage, "question">, token?: number): StoredQuestion | null {
+export function questionOf(m: Pick<StoredMessage, "question" | "id">, token?: number): StoredQuestion | null {
   if (m.question === null) return null;
-  const q = JSON.parse(m.question) as StoredQuestion;
-  return token === undefined || q.token === token ? q : null;
+  const q = questionJson.readOr(m.question, null, `message ${m.id} read as asking nothing`);
+  return q !== null && (token === undefined || q.token === token) ? q : null;
 }
+
+/** Who cancelled the message (null: not cancelled, or its record is corrupt). */
+export function cancelOf(m: Pick<StoredMessage, "cancel" | "id">): CancelRecord | null {
+  return m.cancel === null ? null : cancelJson.readOr(m.cancel, null, `message ${m.id} shows no canceller`);
+}
+
+const storedValue = (json: StoredJson<unknown>, text: string | null, id: number): unknown =>
+  text === null ? null : json.readOr(text, null, `message ${id} shows none`);
 
 export function leaseOf(m: LeaseRow): MessageLease {
   return {
@@ -155,7 +184,7 @@ export function messageView(m: StoredMessage, steps: StepSummary[], answers: Ans
     claim_seq: m.runner === null ? null : Number(m.runner),
     /** The machine of the runner it was last handed to (it runs, or ran, there). */
     machine: m.machine,
-    checkpoint: m.checkpoint === null ? null : (JSON.parse(m.checkpoint) as unknown),
+    checkpoint: storedValue(checkpointJson, m.checkpoint, m.id),
     checkpoint_blob: m.checkpoint_blob === null ? null : { id: m.checkpoint_blob, bytes: m.checkpoint_blob_bytes ?? 0 },
     resume_input: m.resume_input,
     steps,
@@ -165,7 +194,7 @@ export function messageView(m: StoredMessage, steps: StepSummary[], answers: Ans
     resume_choice: m.resume_choice,
     for_person: m.for_person === 1,
     heartbeat_at: m.heartbeat_at,
-    progress: m.progress === null ? null : (JSON.parse(m.progress) as unknown),
+    progress: storedValue(progressJson, m.progress, m.id),
     superseded_by: m.superseded_by,
     cancelled: cancelView(m, steps),
   };
@@ -197,8 +226,8 @@ function quorumView(q: Quorum): QuestionQuorum {
 
 /** Who cancelled, and the effects left with an unknown outcome (an intent without an outcome: nobody knows whether they happened). */
 function cancelView(m: StoredMessage, steps: StepSummary[]): MessageView["cancelled"] {
-  if (m.status !== "cancelled" || m.cancel === null) return null;
-  const record = JSON.parse(m.cancel) as CancelRecord;
+  const record = m.status === "cancelled" ? cancelOf(m) : null;
+  if (record === null) return null;
   return { ...record, unknown_effects: steps.filter((s) => s.kind === "effect" && s.status === "intent").map((s) => s.name) };
 }
 
@@ -216,7 +245,7 @@ export function messageFrame(m: StoredMessage, run: boolean, policy: MessagePoli
     group: m.msg_group,
     resume_input: m.resume_input,
     resume_choice: m.resume_choice,
-    ...(m.checkpoint === null ? {} : { checkpoint: JSON.parse(m.checkpoint) as unknown }),
+    ...(m.checkpoint === null ? {} : { checkpoint: storedValue(checkpointJson, m.checkpoint, m.id) }),
     ...(m.checkpoint_blob === null ? {} : { checkpoint_blob: { id: m.checkpoint_blob, bytes: m.checkpoint_blob_bytes ?? 0 } }),
     ...(m.traceparent === null ? {} : { traceparent: m.traceparent }),
     ...(policy.heartbeatTimeoutMs === null ? {} : { heartbeat_timeout_ms: policy.heartbeatTimeoutMs }),

@@ -15,10 +15,10 @@ import { DISPATCH_WINDOW, type PostInsert } from "../rules/plan/post.ts";
 import type { BusyRead } from "../rules/on-busy.ts";
 import { MESSAGE_MIGRATIONS } from "./message-migrations.ts";
 import type { Vote } from "../rules/quorum.ts";
-import { leaseOf, LEASE_FIELDS, messageRow, questionOf, RUN_FIELDS, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
+import { cancelJson, checkpointJson, leaseOf, LEASE_FIELDS, messageRow, questionJson, questionOf, RUN_FIELDS, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
 
 export type { MessageStatus };
-export { leaseOf, questionOf, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
+export { cancelOf, leaseOf, questionOf, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
 
 /** A value kept inline (JSON-able), or in a committed blob. */
 export type StoredValue = { value: unknown } | { blob: BlobRef };
@@ -81,7 +81,7 @@ export class MessageStore {
 
   /** Stores the question the running attempt asks (it parks with it next), replacing an earlier one. */
   ask(id: number, question: StoredQuestion | null): void {
-    this.patch(id, { question: question === null ? null : JSON.stringify(question) });
+    this.patch(id, { question: question === null ? null : questionJson.write(question) });
   }
 
   /** The votes so far of its open question (several people), kept inside the question so they go with it. */
@@ -220,7 +220,7 @@ export class MessageStore {
 
   /** Keeps who cancelled message `id` and why; saved before the lease that makes it `cancelled`, so the status change's event carries it. */
   saveCancel(id: number, record: CancelRecord): void {
-    this.patch(id, { cancel: JSON.stringify(record), question: null });
+    this.patch(id, { cancel: cancelJson.write(record), question: null });
   }
 
   /** Notes the newer message that replaces `id` (on_busy replace); saved before the lease that makes it `superseded`. */
@@ -251,7 +251,7 @@ export class MessageStore {
     const blob = "blob" in checkpoint ? checkpoint.blob : null;
     const before = this.sql.exec<{ checkpoint_blob: string | null }>(`SELECT checkpoint_blob FROM messages WHERE id = ?`, id).toArray()[0];
     this.patch(id, {
-      checkpoint: blob ? null : JSON.stringify("value" in checkpoint ? checkpoint.value : null), checkpoint_blob: blob?.id ?? null,
+      checkpoint: blob ? null : checkpointJson.write("value" in checkpoint ? checkpoint.value : null), checkpoint_blob: blob?.id ?? null,
       checkpoint_blob_bytes: blob?.bytes ?? null, checkpoint_token: token,
     });
     const replaced = before?.checkpoint_blob ?? null;

@@ -9,6 +9,7 @@ import {
   countRefusal, countTransition, EMPTY_COUNTERS, metricsFingerprint, scheduleTallyOf, type AgentMetrics, type LeaseCounters, type MessageTally, type ScheduleTally,
 } from "../rules/metrics.ts";
 import { migrate, type Migration } from "./migrations.ts";
+import { countersJson } from "./metrics-json.ts";
 
 /** Refusals alone are written at most this often; up to this much of them is lost if the object is evicted. */
 const REFUSALS_PERSIST_MS = 30_000;
@@ -66,7 +67,8 @@ export class AgentMetricsKeeper {
   constructor(private readonly sql: SqlStorage) {
     migrate(sql, "message_tally", TALLY_MIGRATIONS);
     const row = sql.exec<{ counters: string }>(`SELECT counters FROM metrics_counters`).toArray()[0];
-    this.counters = row ? { ...EMPTY_COUNTERS, ...(JSON.parse(row.counters) as Partial<LeaseCounters>) } : EMPTY_COUNTERS;
+    // Corrupt counters start again from empty: a counter that resets is what Prometheus's rate() expects of a restart.
+    this.counters = row ? { ...EMPTY_COUNTERS, ...countersJson.readOr(row.counters, {}, "lease counters start from empty") } : EMPTY_COUNTERS;
   }
 
   /** Counts a lease transition and writes the counters in the same turn as the lease itself. */
@@ -84,7 +86,7 @@ export class AgentMetricsKeeper {
   private persist(now: number): void {
     this.sql.exec(
       `INSERT INTO metrics_counters (one, counters) VALUES (1, ?) ON CONFLICT(one) DO UPDATE SET counters = excluded.counters`,
-      JSON.stringify(this.counters),
+      countersJson.write(this.counters),
     );
     this.persistedAt = now;
   }

@@ -3,6 +3,7 @@
 // the number of rows (about 30 lines of text per agent), not the agents' own work.
 import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import type { AgentMetrics } from "../rules/metrics.ts";
+import { metricsJson } from "./metrics-json.ts";
 
 /** An agent with no connection and no waiting message that has not reported for this long leaves /metrics. */
 const IDLE_AGENT_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -37,7 +38,7 @@ export class MetricsBoard {
          connections = excluded.connections, confirmed_until = MAX(COALESCE(agent_metrics.confirmed_until, 0), excluded.confirmed_until),
          waiting = excluded.waiting
        WHERE excluded.reported_at >= agent_metrics.reported_at`,
-      m.agent, JSON.stringify(m), m.reported_at, m.connections, until, (m.messages.byStatus.queued ?? 0) + (m.messages.byStatus.parked ?? 0),
+      m.agent, metricsJson.write(m), m.reported_at, m.connections, until, (m.messages.byStatus.queued ?? 0) + (m.messages.byStatus.parked ?? 0),
     );
   }
 
@@ -49,12 +50,14 @@ export class MetricsBoard {
   snapshots(now: number): AgentMetrics[] {
     // An agent nobody serves stays while messages wait for it: that backlog is what an alert must see.
     this.sql.exec(`DELETE FROM agent_metrics WHERE connections = 0 AND waiting = 0 AND reported_at < ?`, now - IDLE_AGENT_RETENTION_MS);
-    return this.sql.exec<{ snapshot: string; connections: number; confirmed_until: number | null }>(
-      `SELECT snapshot, connections, confirmed_until FROM agent_metrics ORDER BY agent`).toArray()
-      .map((r) => {
-        const snapshot = JSON.parse(r.snapshot) as AgentMetrics;
+    return this.sql.exec<{ agent: string; snapshot: string; connections: number; confirmed_until: number | null }>(
+      `SELECT agent, snapshot, connections, confirmed_until FROM agent_metrics ORDER BY agent`).toArray()
+      .flatMap((r) => {
+        // A corrupt snapshot is left out of the scrape until its agent's next report replaces it.
+        const snapshot = metricsJson.readOr(r.snapshot, null, `agent ${r.agent} left out of /metrics`);
+        if (snapshot === null) return [];
         const known = r.connections === 0 || (r.confirmed_until !== null && now <= r.confirmed_until);
-        return known ? { ...snapshot, confirmed: true } : unconfirmedSnapshot(snapshot);
+        return [known ? { ...snapshot, confirmed: true } : unconfirmedSnapshot(snapshot)];
       });
   }
 }

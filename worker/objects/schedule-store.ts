@@ -6,7 +6,9 @@ import type { CatchUp, OnBusy, SkipReason } from "../wire/enums.ts";
 import { LIMITS } from "../wire/protocol.ts";
 import type { ScheduleFireView } from "../wire/schedules.ts";
 import type { Cadence, ScheduleState } from "../rules/schedules.ts";
+import * as z from "zod/mini";
 import { migrate, type Migration } from "./migrations.ts";
+import { StoredJson } from "./stored-json.ts";
 
 /** A schedule as stored: its rule state and the message each slot posts. */
 export interface StoredSchedule extends ScheduleState {
@@ -48,11 +50,20 @@ type Row = {
   catch_up: string; jitter_ms: number; paused: number; created_at: number; last_slot: number | null; missed: number | null;
 };
 
-function fromRow(r: Row): StoredSchedule {
-  return {
-    id: r.id, cadence: JSON.parse(r.cadence) as Cadence, tz: r.tz, text: r.text, group: r.grp, runTimeoutMs: r.run_timeout_ms, onBusy: r.on_busy as OnBusy | null,
+const cadenceJson = new StoredJson<Cadence>("schedules.cadence", z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("cron"), cron: z.string(), tz: z.string() }),
+  z.object({ kind: z.literal("every"), everyMs: z.number(), from: z.number() }),
+  z.object({ kind: z.literal("at"), at: z.number() }),
+]));
+
+/** A schedule whose cadence is corrupt is skipped: it neither fires nor is listed, and removing its id still deletes it. */
+function fromRow(r: Row): StoredSchedule[] {
+  const cadence = cadenceJson.readOr(r.cadence, null, `schedule ${r.id} skipped`);
+  if (cadence === null) return [];
+  return [{
+    id: r.id, cadence, tz: r.tz, text: r.text, group: r.grp, runTimeoutMs: r.run_timeout_ms, onBusy: r.on_busy as OnBusy | null,
     catchUp: r.catch_up as CatchUp, jitterMs: r.jitter_ms, paused: r.paused === 1, createdAt: r.created_at, lastSlot: r.last_slot, missed: r.missed,
-  };
+  }];
 }
 
 export class ScheduleStore {
@@ -63,7 +74,7 @@ export class ScheduleStore {
   }
 
   all(): readonly StoredSchedule[] {
-    this.cached ??= this.sql.exec<Row>(`SELECT * FROM schedules ORDER BY id`).toArray().map(fromRow);
+    this.cached ??= this.sql.exec<Row>(`SELECT * FROM schedules ORDER BY id`).toArray().flatMap(fromRow);
     return this.cached;
   }
 
@@ -74,7 +85,7 @@ export class ScheduleStore {
   add(s: NewSchedule): StoredSchedule {
     const row = this.sql.exec<{ id: number }>(
       `INSERT INTO schedules (cadence, tz, text, grp, run_timeout_ms, on_busy, catch_up, jitter_ms, paused, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-      JSON.stringify(s.cadence), s.tz, s.text, s.group, s.runTimeoutMs, s.onBusy, s.catchUp, s.jitterMs, s.paused ? 1 : 0, s.createdAt,
+      cadenceJson.write(s.cadence), s.tz, s.text, s.group, s.runTimeoutMs, s.onBusy, s.catchUp, s.jitterMs, s.paused ? 1 : 0, s.createdAt,
     ).one();
     this.cached = null;
     return this.get(row.id)!;

@@ -18,8 +18,13 @@ export interface Socket<S> {
   state: S;
 }
 
+/** What every attachment carries: the connection's id (connections.ts), the same in every snapshot and after hibernation. */
+export interface Identified {
+  id: string;
+}
+
 /** What kind of socket an object holds: its tag, its attachment schema and how many may be open. */
-export interface SocketKind<S> {
+export interface SocketKind<S extends Identified> {
   tag: string;
   schema: z.ZodMiniType<S>;
   max: number;
@@ -27,7 +32,7 @@ export interface SocketKind<S> {
   limitMessage: string;
 }
 
-export abstract class SocketObject<S> extends ClockedObject {
+export abstract class SocketObject<S extends Identified> extends ClockedObject {
   /** The vars as validated once; with a bad var the defaults run and every request gets a 500. */
   protected readonly config: CoordinatorConfig;
   private readonly configProblem: string | null;
@@ -53,16 +58,17 @@ export abstract class SocketObject<S> extends ClockedObject {
   /**
    * Accepts a WebSocket upgrade: 426 without one, 429 past the connection limit, otherwise the
    * socket is accepted under this object's tag with `initial` as its attachment, `onOpen` runs,
-   * and the 101 echoes the `baton` subprotocol. `initial` may refuse with a Response instead.
+   * and the 101 echoes the `baton` subprotocol. `initial` may refuse with a Response instead. It is
+   * given the connection's new id, minted here and nowhere else.
    */
-  protected acceptSocket(request: Request, initial: () => S | Response, onOpen: (socket: Socket<S>) => void): Response {
+  protected acceptSocket(request: Request, initial: (id: string) => S | Response, onOpen: (socket: Socket<S>) => void): Response {
     const refusal = this.configRefusal();
     if (refusal) return refusal;
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return errorResponse(426, "upgrade_required", "expected a WebSocket upgrade");
     }
     if (this.sockets().length >= this.kind.max) return errorResponse(429, "too_many_connections", this.kind.limitMessage);
-    const state = initial();
+    const state = initial(crypto.randomUUID());
     if (state instanceof Response) return state;
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];

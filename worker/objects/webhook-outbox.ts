@@ -10,8 +10,26 @@ import { randomHex128 } from "./secrets.ts";
 import { postSigned, type AttemptResult, type Sender } from "./webhook-delivery.ts";
 import { signedHeaders } from "./webhook-signature.ts";
 import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
+import * as z from "zod/mini";
+import { WEBHOOK_EVENT_TYPES } from "../wire/webhooks.ts";
+import { reportCorrupt, StoredJson } from "./stored-json.ts";
 
 export type { AttemptResult, Sender } from "./webhook-delivery.ts";
+
+/** Where one A2A push goes (a2a-push.ts), copied into its outbox row. */
+export interface PushDelivery {
+  task: number;
+  id: string;
+  url: string;
+  token: string;
+  authorization: string | null;
+}
+
+/** A webhook event's facts: buildEvent adds its id, time and names; the type is what a reader relies on. */
+const factsJson = new StoredJson<WebhookFacts>("webhook_outbox.facts", z.looseObject({ type: z.enum(WEBHOOK_EVENT_TYPES) }));
+const targetJson = new StoredJson<PushDelivery>("webhook_outbox.target", z.object({
+  task: z.number(), id: z.string(), url: z.string(), token: z.string(), authorization: z.nullable(z.string()),
+}));
 
 /** One pending event; `body` is fixed at its first attempt, so every retry sends the same bytes. */
 export interface OutboxEvent {
@@ -19,13 +37,16 @@ export interface OutboxEvent {
   eventId: string;
   type: string;
   createdAt: number;
-  facts: string;
+  /** Null for a push (its body is fixed when it is queued). */
+  facts: WebhookFacts | null;
   body: string | null;
   attempts: number;
   nextAt: number;
-  /** A push to one task's target (JSON of a2a-push.ts PushDelivery); null: an event for the agent's or account's webhook. */
-  target: string | null;
+  /** A push to one task's target; null: an event for the agent's or account's webhook. */
+  target: PushDelivery | null;
 }
+
+type OutboxRow = { seq: number; event_id: string; type: string; created_at: number; facts: string; body: string | null; attempts: number; next_at: number; target: string | null };
 
 export interface DeliveryStats {
   delivered: number;
@@ -79,19 +100,19 @@ export class WebhookOutbox {
     const eventId = `evt_${randomHex128()}`;
     this.due = undefined;
     this.sql.exec(`INSERT INTO webhook_outbox (event_id, type, created_at, facts, next_at) VALUES (?, ?, ?, ?, ?)`,
-      eventId, facts.type, now, JSON.stringify(facts), now);
+      eventId, facts.type, now, factsJson.write(facts), now);
     return eventId;
   }
 
   /**
-   * Queues one push to a task's target (`target`: its JSON, copied so a push queued before the
-   * target ended is still sent), its body fixed now; the same budget as every event.
+   * Queues one push to a task's target (copied, so a push queued before the target ended is still
+   * sent), its body fixed now; the same budget as every event.
    */
-  enqueuePush(type: string, body: string, target: string, now: number): void {
+  enqueuePush(type: string, body: string, target: PushDelivery, now: number): void {
     this.makeRoom();
     this.due = undefined;
     this.sql.exec(`INSERT INTO webhook_outbox (event_id, type, created_at, facts, body, next_at, target) VALUES (?, ?, ?, '{}', ?, ?, ?)`,
-      `evt_${randomHex128()}`, type, now, body, now, target);
+      `evt_${randomHex128()}`, type, now, body, now, targetJson.write(target));
   }
 
   /** A full outbox (WEBHOOK.maxPending) drops its oldest events for one more, counted as dropped. */
@@ -126,17 +147,33 @@ export class WebhookOutbox {
 
   /**
    * The events due now, oldest first, at most `limit`; each is held for WEBHOOK.inFlightMs, so
-   * no other alarm sends it meanwhile, and an alarm cut short tries it again after that.
+   * no other alarm sends it meanwhile, and an alarm cut short tries it again after that. A row
+   * whose facts or target are corrupt is dropped (deleted, counted as dropped), never sent.
    */
   claimDue(now: number, limit: number = WEBHOOK.batch): OutboxEvent[] {
     this.due = undefined;
-    const rows = this.sql.exec<{ seq: number; event_id: string; type: string; created_at: number; facts: string; body: string | null; attempts: number; next_at: number; target: string | null }>(
+    const rows = this.sql.exec<OutboxRow>(
       `UPDATE webhook_outbox SET next_at = ? WHERE seq IN (SELECT seq FROM webhook_outbox WHERE next_at <= ? ORDER BY seq LIMIT ?) RETURNING *`,
       now + WEBHOOK.inFlightMs, now, limit,
     ).toArray();
-    return rows
-      .map((r) => ({ seq: r.seq, eventId: r.event_id, type: r.type, createdAt: r.created_at, facts: r.facts, body: r.body, attempts: r.attempts, nextAt: r.next_at, target: r.target }))
-      .sort((a, b) => a.seq - b.seq);
+    return rows.flatMap((r) => this.decode(r)).sort((a, b) => a.seq - b.seq);
+  }
+
+  private decode(r: OutboxRow): OutboxEvent[] {
+    const target = r.target === null ? null : targetJson.read(r.target);
+    // A push's body is fixed when queued; an event's facts are read until its first attempt fixes its body.
+    const facts = target !== null || r.body !== null ? null : factsJson.read(r.facts);
+    const corrupt = target?.ok === false ? target : facts?.ok === false ? facts : null;
+    if (corrupt !== null) {
+      reportCorrupt(corrupt.problem, `outbox event ${r.event_id} dropped`);
+      this.sql.exec(`DELETE FROM webhook_outbox WHERE seq = ?`, r.seq);
+      this.sql.exec(`UPDATE webhook_stats SET dropped = dropped + 1`);
+      return [];
+    }
+    return [{
+      seq: r.seq, eventId: r.event_id, type: r.type, createdAt: r.created_at, facts: facts?.ok ? facts.value : null, body: r.body,
+      attempts: r.attempts, nextAt: r.next_at, target: target?.ok ? target.value : null,
+    }];
   }
 
   /** Puts claimed events back, due at `at`, without counting an attempt (no receiver could be asked). */
@@ -158,8 +195,8 @@ export class WebhookOutbox {
 
   /** The event's body, built at its first attempt and kept, so every retry sends the same bytes. */
   bodyOf(e: OutboxEvent, target: DeliveryTarget): string {
-    if (e.body !== null) return e.body;
-    const body = JSON.stringify(buildEvent(JSON.parse(e.facts) as WebhookFacts, {
+    if (e.body !== null || e.facts === null) return e.body ?? "{}";
+    const body = JSON.stringify(buildEvent(e.facts, {
       id: e.eventId, createdAt: e.createdAt, account: target.account, agent: target.agent, origin: target.origin,
     }));
     this.sql.exec(`UPDATE webhook_outbox SET body = ? WHERE seq = ?`, body, e.seq);

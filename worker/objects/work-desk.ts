@@ -138,6 +138,12 @@ export class WorkDesk {
   }
 
   /** One message as HTTP shows it, with its steps (without their values) and the permits its approvals became. */
+  /** Message `id` as HTTP shows it (view), or null when there is none. */
+  viewOf(id: number): MessageView | null {
+    const m = this.messages.get(id);
+    return m ? this.view(m) : null;
+  }
+
   view(m: StoredMessage): MessageView {
     const permits = this.messages.permits.of(m.id).map((p) => ({
       effect: p.effect, digest: p.digest, args: p.args, asked_token: p.askedToken, granted_at: p.grantedAt, by: p.by, spent_token: p.spentToken, spent_at: p.spentAt,

@@ -3,7 +3,7 @@
 import type { MessagePolicy } from "../rules/message-lease.ts";
 import { unknownOutcomeReason } from "../rules/step-journal.ts";
 import type { WorkReport } from "../wire/server-frames.ts";
-import { questionOf, type CancelRecord, type MessageStore } from "./message-store.ts";
+import { cancelOf, questionOf, type MessageStore } from "./message-store.ts";
 
 const REPORTED_RUNNING = 50;
 const REPORTED_PARKED = 20;
@@ -36,8 +36,8 @@ export function workReport(messages: MessageStore, policy: MessagePolicy, machin
     }),
     failed: messages.census.inStatus("failed", REPORTED_FAILED).map((m) => ({ id: m.id, attempts: m.attempts, error: m.error })),
     cancelled: messages.census.inStatus("cancelled", REPORTED_CANCELLED).flatMap((m) => {
-      if (m.cancel === null) return [];
-      const c = JSON.parse(m.cancel) as CancelRecord;
+      const c = cancelOf(m);
+      if (c === null) return [];
       return [{ id: m.id, at: c.at, account: c.account, token: c.token, via: c.via, reason: c.reason }];
     }),
   };

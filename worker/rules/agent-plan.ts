@@ -18,14 +18,16 @@ import { nextAlarm } from "./plan/deadlines.ts";
 import { webhookWake } from "./plan/webhook-wake.ts";
 import { decideControl, withControl, decidePolicy } from "./plan/controls.ts";
 import { isOpen } from "./message-lease.ts";
-import { mergePatches, runnerOf, type AgentEvent, type AgentPlan, type AgentSnapshot, type ConnPatches, type MessageChange, type ServeConn } from "./plan/types.ts";
-import { quietWritePlan } from "./plan/quiet-write.ts";
+import { mergePatches, positionOf, runnerOf, type AgentEvent, type AgentPlan, type AgentSnapshot, type ConnPatches, type MessageChange, type ServeConn } from "./plan/types.ts";
+import { quietPlan, quietWritePlan } from "./plan/quiet-write.ts";
 import { decideAnyWrite, type WriteVerdict } from "./plan/write-event.ts";
 import { planEffects } from "./plan/effects.ts";
+import { isReplyEvent, replyFrame } from "./plan/reply.ts";
+import { errorFrame, LIMITS } from "../wire/protocol.ts";
 
 export { runnerOf };
 export type {
-  AgentEvent, AgentPlan, AgentSnapshot, CancelPlan, Canceller, ConnSnapshot, ControlsSnapshot, MessageChange, RevokeReason, ServeConn, TakeBack, Tell,
+  AgentEvent, AgentPlan, AgentSnapshot, CancelPlan, Canceller, ConnId, ConnSnapshot, ControlsSnapshot, MessageChange, RevokeReason, ServeConn, TakeBack, Tell,
 } from "./plan/types.ts";
 export type { TargetMessage } from "./plan/person.ts";
 
@@ -34,9 +36,14 @@ function withBlobs(c: MessageChange): MessageChange {
   return c.lease !== null && c.lease.status !== c.before && !isOpen(c.lease) ? { ...c, dropUncommitted: true } : c;
 }
 
-/** The frames answering the event's sender: a write's answer first, a release's after the lease news it causes. */
-function repliesOf(e: AgentEvent, written: WriteVerdict | null, released: boolean | null, fence: number): Pick<AgentPlan, "replies" | "lastReplies"> {
+/**
+ * The frames answering the event's sender, by its id: a write's answer, a stale frame's refusal and
+ * a new connection's welcome first, a release's answer after the lease news it causes.
+ */
+function repliesOf(s: AgentSnapshot, e: AgentEvent, written: WriteVerdict | null, released: boolean | null, fence: number): Pick<AgentPlan, "replies" | "lastReplies"> {
   if (e.type === "write" && e.from !== null && written?.frame) return { replies: [{ to: e.from, frame: written.frame }], lastReplies: [] };
+  if (e.type === "stale_frame") return { replies: [{ to: e.from, frame: errorFrame("lease_expired", "no heartbeat within the TTL; reconnect and claim again") }], lastReplies: [] };
+  if (e.type === "opened") return { replies: [{ to: e.from, frame: { type: "welcome", agent: e.agent, heartbeat_ttl_ms: s.ttlMs, limits: LIMITS } }], lastReplies: [] };
   if (e.type === "release") return { replies: [], lastReplies: [{ to: e.from, frame: { type: "result", op: "release", req: e.req, released: released ?? false, fence } }] };
   return { replies: [], lastReplies: [] };
 }
@@ -48,9 +55,22 @@ function runKeyOf(s: AgentSnapshot, i: number): string {
   return key;
 }
 
+/**
+ * An event about a connection that is no longer live (it is closing) has nothing of its own to
+ * change, so it is `work`. A write's change still stands; its answer, like a stale frame's, is
+ * addressed to its sender and goes nowhere (apply drops a frame to a gone connection).
+ */
+function withLiveSender(s: AgentSnapshot, e: AgentEvent): AgentEvent {
+  if (e.type !== "claim" && e.type !== "release" && e.type !== "hello" && e.type !== "sync" && e.type !== "opened") return e;
+  return positionOf(s.conns.map((c) => c.conn), e.from) < 0 ? { type: "work" } : e;
+}
+
 /** The plan of one event, with its effects in the order apply runs them (./plan/effects.ts). */
-export function planAgent(s: AgentSnapshot, e: AgentEvent): AgentPlan {
-  const plan = decide(s, e);
+export function planAgent(s: AgentSnapshot, event: AgentEvent): AgentPlan {
+  // A reply event reads and changes nothing: its one frame (the object applies ./plan/reply.ts replyEffects to the same end without a snapshot).
+  const plan = isReplyEvent(event)
+    ? quietPlan(s, { changes: [], write: null, replies: [{ to: event.from, frame: replyFrame(event) }] })
+    : decide(s, withLiveSender(s, event));
   return { ...plan, effects: planEffects(s, plan) };
 }
 
@@ -119,7 +139,7 @@ function decide(s: AgentSnapshot, e: AgentEvent): Omit<AgentPlan, "effects"> {
   const quiet = e.type === "alarm" || e.type === "stale_frame" || (e.type === "write" && refused === null && !moved) || (e.type === "post" && !work.post?.ok)
     || (control !== null && control.change === null)
     // A history page changes what presence shows only when the connection's cursor moved.
-    || (e.type === "sync" && sender.patches.get(e.from)?.cursor === undefined);
+    || (e.type === "sync" && sender.patches.get(positionOf(view, e.from))?.cursor === undefined);
   // A heartbeat, a step or a message checkpoint moves no message: presence stays as it was.
   const presenceChanged = !quiet || leaseChanged || alive.close.length > 0 || moved;
 
@@ -130,6 +150,6 @@ function decide(s: AgentSnapshot, e: AgentEvent): Omit<AgentPlan, "effects"> {
     cancels: taken.cancels, superseded: work.superseded, changes, person: work.person, post: work.post, control,
     policy: decided?.ok ? decided.policy : null, policyRefusal: decided?.ok === false ? decided.message : null, copies,
     refused, agentCheckpoint: written?.agentCheckpoint ?? null, write: written, replay: e.type === "sync" ? { to: e.from, after: e.after, last: e.last, count: e.count, more: e.more, ...(e.req === undefined ? {} : { req: e.req }) } : null,
-    ...repliesOf(e, written, sender.released, lease.fence), alarm, presenceChanged,
+    ...repliesOf(s, e, written, sender.released, lease.fence), alarm, presenceChanged,
   };
 }

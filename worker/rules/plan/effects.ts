@@ -2,7 +2,9 @@
 // first (a post's row, controls, policy, lease, metrics, the outage, counters, every message change
 // with the webhook event it makes, the A2A pushes it queues and the marks of its output), then attachments, then frames to
 // connections, then the alarm. objects/agent-apply.ts runs the list in order and decides nothing:
-// every choice (which webhook event, the outage, a run key, an output mark) is made here. Pure.
+// every choice (which webhook event, the outage, a run key, an output mark) is made here. An
+// effect names its connection by id (types.ts ConnId), never by position: apply finds the socket
+// by it and drops an effect for a connection that is gone. Pure.
 import type { LeaseRecord, Transition } from "../election.ts";
 import type { MessagePolicy } from "../message-lease.ts";
 import { noHolderDueAt, noHolderEvent, outageAfter, statusChangeType, type MessageEventType, type Outage, type WebhookFacts } from "../webhooks.ts";
@@ -14,7 +16,7 @@ import type { ControlChange } from "./controls.ts";
 import type { MessageChange } from "./message-change.ts";
 import { outputMarks, type OutputMarks } from "./output.ts";
 import type { PostInsert } from "./post.ts";
-import type { AgentPlan, AgentSnapshot, ServeConn, Tell } from "./types.ts";
+import type { AgentPlan, AgentSnapshot, ConnId, ServeConn, Tell } from "./types.ts";
 
 export type Effect =
   /** A post's row, before every other write (its hand-out and the messages it ends name it). */
@@ -44,17 +46,17 @@ export type Effect =
   | { type: "queue_push"; id: number; ends: boolean }
   /** An event that is not a message's (agent.no_holder). */
   | { type: "webhook"; facts: WebhookFacts }
-  | { type: "attach"; to: number; patch: Partial<ServeConn> }
-  | { type: "frame"; to: number; frame: ServerFrame }
+  | { type: "attach"; to: ConnId; patch: Partial<ServeConn> }
+  | { type: "frame"; to: ConnId; frame: ServerFrame }
   /** A page of history replayed to `to` (copies with no token), then its result. */
-  | { type: "replay"; to: number; after: number; last: number; count: number; more: boolean; req?: string }
-  | { type: "close"; to: number }
+  | { type: "replay"; to: ConnId; after: number; last: number; count: number; more: boolean; req?: string }
+  | { type: "close"; to: ConnId }
   /** Lease news; the holder's carries the agent's checkpoint as stored. */
-  | { type: "tell"; to: number; tell: Tell; ttlMs: number }
+  | { type: "tell"; to: ConnId; tell: Omit<Tell, "to">; ttlMs: number }
   /** A message frame: `run` its hand-out (the row this plan stored), else a copy of the posted row. */
-  | { type: "message"; to: number; id: number; run: boolean }
+  | { type: "message"; to: ConnId; id: number; run: boolean }
   /** The connection's attachment written back (its patches, its cursor moved by a message frame). */
-  | { type: "save_attachment"; to: number }
+  | { type: "save_attachment"; to: ConnId }
   | { type: "alarm"; alarm: { set: number } | "delete" };
 
 /** The webhook event a change makes: a status change's, or an escalation's (rules/webhooks.ts). */
@@ -90,6 +92,7 @@ function outageEffects(s: AgentSnapshot, transition: Transition | null, lostAt: 
 /** The plan's effects in the order apply runs them. */
 export function planEffects(s: AgentSnapshot, p: Omit<AgentPlan, "effects">): Effect[] {
   const out: Effect[] = [];
+  const idOf = (at: number): ConnId => s.conns[at]!.conn.id;
   if (p.post?.ok) out.push({ type: "store_post", insert: p.post.insert });
   if (p.control?.change) out.push({ type: "store_controls", change: p.control.change });
   if (p.policy) out.push({ type: "store_policy", policy: p.policy });
@@ -112,26 +115,26 @@ export function planEffects(s: AgentSnapshot, p: Omit<AgentPlan, "effects">): Ef
     if (pushed !== null) out.push({ type: "queue_push", id: c.id, ends: endsTargets(pushed) });
   }
   const touched = new Set<number>(p.patches.keys());
-  for (const [to, patch] of p.patches) out.push({ type: "attach", to, patch });
+  for (const [at, patch] of p.patches) out.push({ type: "attach", to: idOf(at), patch });
   for (const r of p.replies) out.push({ type: "frame", to: r.to, frame: r.frame });
   if (p.replay) out.push({ type: "replay", ...p.replay });
-  for (const to of p.close) out.push({ type: "close", to });
+  for (const at of p.close) out.push({ type: "close", to: idOf(at) });
   for (const t of p.takeBacks) {
-    if (t.revoke) out.push({ type: "frame", to: t.revoke.to, frame: { type: "revoked", id: t.lease.id, token: t.revoke.token, reason: t.revoke.reason } });
+    if (t.revoke) out.push({ type: "frame", to: idOf(t.revoke.to), frame: { type: "revoked", id: t.lease.id, token: t.revoke.token, reason: t.revoke.reason } });
   }
   for (const { stop, reason, by } of p.cancels) {
-    if (stop) out.push({ type: "frame", to: stop.to, frame: { type: "cancel", id: stop.id, token: stop.token, reason, by: by.token } });
+    if (stop) out.push({ type: "frame", to: idOf(stop.to), frame: { type: "cancel", id: stop.id, token: stop.token, reason, by: by.token } });
   }
-  for (const t of p.tells) out.push({ type: "tell", to: t.to, tell: t, ttlMs: s.ttlMs });
+  for (const { to, ...tell } of p.tells) out.push({ type: "tell", to: idOf(to), tell, ttlMs: s.ttlMs });
   for (const h of p.handOuts) {
-    out.push({ type: "message", to: h.to, id: h.lease.id, run: true });
+    out.push({ type: "message", to: idOf(h.to), id: h.lease.id, run: true });
     touched.add(h.to);
   }
   for (const c of p.copies) {
-    out.push({ type: "message", to: c.to, id: c.id, run: false });
+    out.push({ type: "message", to: idOf(c.to), id: c.id, run: false });
     touched.add(c.to);
   }
-  for (const to of touched) out.push({ type: "save_attachment", to });
+  for (const at of touched) out.push({ type: "save_attachment", to: idOf(at) });
   for (const r of p.lastReplies) out.push({ type: "frame", to: r.to, frame: r.frame });
   if (p.alarm) out.push({ type: "alarm", alarm: p.alarm });
   return out;

@@ -15,6 +15,9 @@ export interface Ranked extends RankedCandidate {
 const EVENT_REASON: Record<AgentEvent["type"], TransitionReason> = {
   start: "closed", closed: "closed", alarm: "stale", stale_frame: "stale", work: "claimed", claim: "claimed", release: "released", hello: "claimed", sync: "claimed",
   cancel: "claimed", post: "claimed", control: "claimed", policy: "claimed", answer: "claimed", resume: "claimed", retry: "claimed", write: "claimed",
+  opened: "claimed",
+  // Reply events (./reply.ts) never reach an election.
+  ping: "claimed", rate_limited: "claimed", bad_frame: "claimed", sync_refused: "claimed",
 };
 
 /** The live connections that claim (and have not released), as election candidates. */

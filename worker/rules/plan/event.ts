@@ -9,7 +9,7 @@ import { supersede } from "../on-busy.ts";
 import type { MessagePolicy } from "../message-lease.ts";
 import { inWindow, planPost, type PostPlan } from "./post.ts";
 import { personAnswer, personResume, personRetry, type PersonRefusal } from "./person.ts";
-import type { AgentEvent, AgentPlan, Canceller, ConnPatches, MessageChange, ServeConn } from "./types.ts";
+import { positionOf, type AgentEvent, type AgentPlan, type Canceller, type ConnPatches, type MessageChange, type ServeConn } from "./types.ts";
 
 export interface SenderChange {
   patches: ConnPatches;
@@ -22,36 +22,37 @@ export interface SenderChange {
   released: boolean | null;
 }
 
-/** The event's own change to its sender; a claim takes the next claim sequence unless it holds one. */
+/** The event's own change to its sender (named by id, live: agent-plan.ts); a claim takes the next claim sequence unless it holds one. */
 export function senderChange(conns: readonly ServeConn[], lease: LeaseRecord, claimCounter: number, e: AgentEvent, now: number): SenderChange {
   const patches: ConnPatches = new Map();
   const out: SenderChange = { patches, claimCounter, lease, leaseChanged: false, forceTell: false, released: null };
-  const patch = (i: number, p: Partial<ServeConn>) => patches.set(i, { ...patches.get(i), ...p });
+  const at = "from" in e ? positionOf(conns, e.from) : -1;
+  if (at < 0) return out;
+  const patch = (p: Partial<ServeConn>) => patches.set(at, { ...patches.get(at), ...p });
+  const c = conns[at]!;
   if (e.type === "claim") {
-    const c = conns[e.from]!;
     if (c.claimSeq === null || c.released) {
       out.claimCounter += 1;
-      patch(e.from, {
+      patch({
         claimSeq: out.claimCounter, released: false, readySince: now, toldHeld: null,
         ...(e.priority === undefined ? {} : { priority: e.priority }),
         ...(e.runnerId === undefined ? {} : { runnerId: e.runnerId }),
       });
     }
     // Saved even when the claim itself changes nothing (a re-claim with other slots).
-    if (e.slots !== undefined && e.slots !== c.slots) patch(e.from, { slots: e.slots });
+    if (e.slots !== undefined && e.slots !== c.slots) patch({ slots: e.slots });
   } else if (e.type === "release") {
-    out.released = holdsLease(conns[e.from]!, lease);
-    if (out.released) patch(e.from, { released: true });
+    out.released = holdsLease(c, lease);
+    if (out.released) patch({ released: true });
   } else if (e.type === "sync") {
     // The cursor moves past what the connection says it knows and past the page it is shown.
-    const before = conns[e.from]!.cursor ?? 0;
+    const before = c.cursor ?? 0;
     const cursor = Math.max(before, e.known, e.count > 0 ? e.last : 0);
-    if (cursor !== before) patch(e.from, { cursor });
+    if (cursor !== before) patch({ cursor });
   } else if (e.type === "hello") {
-    const c = conns[e.from]!;
-    if (e.slots !== undefined && e.slots !== c.slots) patch(e.from, { slots: e.slots });
+    if (e.slots !== undefined && e.slots !== c.slots) patch({ slots: e.slots });
     if (e.machine && e.machine !== c.machine) {
-      patch(e.from, { machine: e.machine });
+      patch({ machine: e.machine });
       // A holder's new label reaches the lease and every claimant.
       if (holdsLease(c, lease)) {
         out.lease = { ...lease, holderMachine: e.machine };

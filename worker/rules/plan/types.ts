@@ -16,9 +16,18 @@ import type { ServerFrame } from "../../wire/server-frames.ts";
 import type { OutputAppend } from "./output.ts";
 import type { AttemptEndReason } from "../../wire/output.ts";
 import type { ErrorCode } from "../../wire/error-codes.ts";
+import type { ReplyEvent } from "./reply.ts";
+
+/**
+ * A connection's id (objects/connections.ts), kept in its attachment: the same in every snapshot
+ * and after hibernation. Events name their sender and effects their addressee by it; inside one
+ * plan, the phases name connections by their position in the snapshot's `conns`.
+ */
+export type ConnId = string;
 
 /** What the plan reads and writes of a serve connection (its attachment). */
 export interface ServeConn {
+  readonly id: ConnId;
   /** Claim sequence, fixed at the claim; null until the connection claims. */
   claimSeq: number | null;
   released: boolean;
@@ -56,7 +65,7 @@ export interface AgentSnapshot {
   ttlMs: number;
   scanMs: number;
   lease: LeaseRecord;
-  /** Live connections (one that is closing left out); the plan names them by index. */
+  /** Live connections (one that is closing left out); the phases name them by position here, events and effects by id. */
   conns: readonly ConnSnapshot[];
   controls: ControlsSnapshot;
   work: {
@@ -113,24 +122,28 @@ export type AgentEvent =
    * came, with the rows it touches (./write-event.ts): the plan decides it at its token, or the
    * serve fence for the holder's own checkpoint.
    */
-  | { type: "write"; from: number | null; write: WriteInput }
+  | { type: "write"; from: ConnId | null; write: WriteInput }
   /** A person's input about message `id` (`target`: it as stored, null when there is none). */
   | { type: "answer"; id: number; target: TargetMessage | null; reply: Answer; by: Canceller }
   | { type: "resume"; id: number; target: TargetMessage | null; input: string | null; outcome: UnknownOutcome | null; by: Canceller }
   | { type: "retry"; id: number; target: TargetMessage | null; by: Canceller }
-  /** A frame from a connection already past its TTL (the staleness pass closes it). */
-  | { type: "stale_frame" }
-  | { type: "claim"; from: number; priority?: number; runnerId?: string; slots?: number }
+  /** A frame from a connection already past its TTL: told so, and the staleness pass closes it. */
+  | { type: "stale_frame"; from: ConnId }
+  /** A serve connection accepted: welcomed (`agent`: the name it serves), then planned as `work`. */
+  | { type: "opened"; from: ConnId; agent: string }
+  | { type: "claim"; from: ConnId; priority?: number; runnerId?: string; slots?: number }
   /** A release frame (`req`: its request id, answered among the replies). */
-  | { type: "release"; from: number; req?: string }
-  | { type: "hello"; from: number; machine?: string; slots?: number }
+  | { type: "release"; from: ConnId; req?: string }
+  | { type: "hello"; from: ConnId; machine?: string; slots?: number }
   /**
    * A page of history after `after` (the replay budget already taken): `known` the newest id the
    * connection says it has seen (at most the last id), `last` the page's last id, `count` its messages.
    */
-  | { type: "sync"; from: number; after: number; req?: string; known: number; last: number; count: number; more: boolean }
+  | { type: "sync"; from: ConnId; after: number; req?: string; known: number; last: number; count: number; more: boolean }
   /** A person (or a policy) cancels one message; `target` is its lease as stored, `by` and `reason` are recorded with it. */
-  | { type: "cancel"; target: MessageLease; by: Canceller; reason: string | null };
+  | { type: "cancel"; target: MessageLease; by: Canceller; reason: string | null }
+  /** A frame answered by one frame and nothing else: a ping, or a refusal before it is read (./reply.ts). */
+  | ReplyEvent;
 
 export type { MessageChange } from "./message-change.ts";
 import type { Effect } from "./effects.ts";
@@ -212,18 +225,18 @@ export interface AgentPlan {
   post: PostPlan | null;
   /** The answer to a person's input (answer, resume, retry): done, or why not; null for any other event. */
   person: { ok: true } | PersonRefusal | null;
-  /** A page of history replayed to connection `to` (copies with no token), then its result. */
-  replay: { to: number; after: number; last: number; count: number; more: boolean; req?: string } | null;
+  /** A page of history replayed to the sender `to` (copies with no token), then its result. */
+  replay: { to: ConnId; after: number; last: number; count: number; more: boolean; req?: string } | null;
   /** The agent's own checkpoint to store, before any holder is told it (null: none). */
   agentCheckpoint: { value: unknown; fence: number } | null;
   /** A write the token check (or the serve fence) refused, counted for /metrics (null: none). */
   refused: ErrorCode | null;
   /** A runner's write decided: its answer (read by the HTTP call that made it), its change, its refusal (null for any other event). */
   write: WriteVerdict | null;
-  /** Frames answering the event's sender, sent before any other frame of the event. */
-  replies: { to: number; frame: ServerFrame }[];
+  /** Frames answering the event's sender (by its id), sent before any other frame of the event. */
+  replies: { to: ConnId; frame: ServerFrame }[];
   /** Frames answering the sender after every other frame of the event (a release's answer, after the lease news). */
-  lastReplies: { to: number; frame: ServerFrame }[];
+  lastReplies: { to: ConnId; frame: ServerFrame }[];
   /** A posted message shown to connections that do not run it (no token). */
   copies: { to: number; id: number }[];
   alarm: { set: number } | "delete" | null;
@@ -236,6 +249,11 @@ export interface AgentPlan {
 /** A message lease names its runner by the claim sequence of the connection it was handed to. */
 export function runnerOf(conn: Pick<ServeConn, "claimSeq">): string {
   return String(conn.claimSeq);
+}
+
+/** The position in `conns` of the connection named `id` (-1: it is not live, or there is no sender). */
+export function positionOf(conns: readonly Pick<ServeConn, "id">[], id: ConnId | null): number {
+  return id === null ? -1 : conns.findIndex((c) => c.id === id);
 }
 
 /** Attachment changes by connection index, as each phase returns them. */
