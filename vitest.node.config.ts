@@ -5,12 +5,13 @@
 // - "e2e-timed", the files that assert a real-time bound (a handover within half a TTL, a view true
 //   within three TTLs, output within a second);
 // - "e2e-browser", the files that drive Debian's chromium (the dashboard, the OAuth page);
-// - "e2e", all the others (most share one wrangler dev, some start their own).
+// - "e2e", all the others.
+// In e2e and e2e-timed most files share one wrangler dev (shared-dev.global.ts); a few start their own.
 // A new file goes in "e2e" unless it measures wall time (TIMED) or launches chromium (BROWSER).
 import { defineConfig } from "vitest/config";
 
 const TIMED = [
-  "client-library", "coordinator-restart", "lease-run", "preference", "restart-truth", "serve-failover", "serve-lifeline",
+  "client-library", "coordinator-restart", "lease-run", "lease-run-lost", "preference", "restart-truth", "serve-failover", "serve-lifeline",
   "who-directory",
 ].map((name) => `test/e2e/${name}.test.ts`);
 
@@ -31,11 +32,13 @@ export default defineConfig({
       {
         test: {
           name: "e2e", include: ["test/e2e/**/*.test.ts"], exclude: [...TIMED, ...BROWSER], ...e2e, fileParallelism: false, sequence: { groupOrder: 1 },
-          // One wrangler dev for the files that can share it (sharedServeFixture); the others start their own.
+          // One wrangler dev per project for the files that can share it (sharedServeFixture); the others start their own.
           globalSetup: ["test/e2e/shared-dev.global.ts"],
         },
       },
-      { test: { name: "e2e-timed", include: TIMED, ...e2e, fileParallelism: false, sequence: { groupOrder: 2 } } },
+      {
+        test: { name: "e2e-timed", include: TIMED, ...e2e, fileParallelism: false, sequence: { groupOrder: 2 }, globalSetup: ["test/e2e/shared-dev.global.ts"] },
+      },
       // A page's test is a chain of waits (each bounded by playwright's 30 s): on a loaded machine
       // the chain takes longer than one wait, so the test gets two minutes.
       { test: { name: "e2e-browser", include: BROWSER, ...e2e, testTimeout: 120_000, fileParallelism: false, sequence: { groupOrder: 3 } } },

@@ -3,7 +3,7 @@
 // an input-required task, cancel (the command's process tree stops), a failover the client sees
 // only as output that goes on, idempotent retries, bad input and a token without the scope, and
 // push notifications to a local receiver that verifies each one's Standard Webhooks signature.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,15 +11,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from "@a2a-js/sdk/client";
 import { Role, TaskState, type SendMessageRequest, type StreamResponse, type Task } from "@a2a-js/sdk";
 import { alive, killLeftovers, treePids } from "./process-tree-fixture.ts";
-import { BIN, getJson, serveFixture, startServe, uniqueAgent, waitForMessage, type ServeProc } from "./serve-helpers.ts";
+import { BIN, getJson, sharedServeFixture, startServe, uniqueAgent, waitForMessage, type ServeProc } from "./serve-helpers.ts";
+import { NAMED_TOKENS } from "./shared-accounts.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 import { verifyBatonWebhook } from "../../examples/verify-webhook.mjs";
 import { startReceiver, type Receiver } from "./receiver.ts";
 
-const READER = "a2a-reader-token";
-const hashed = (args: string[], token: string) =>
-  spawnSync(process.execPath, [join(ROOT, "scripts/hash-token.mjs"), ...args], { input: `${token}\n`, encoding: "utf8" }).stdout.trim();
-const fx = serveFixture({ BATON_TOKENS: [hashed(["dev"], DEV_TOKEN), hashed(["dev", "--name", "wall", "--scopes", "read"], READER)].join(",") });
+/** Token "wall" of account dev, read only. */
+const READER = NAMED_TOKENS.reader.token;
+const fx = sharedServeFixture();
 const dirs: string[] = [];
 const receivers: Receiver[] = [];
 afterEach(async () => {

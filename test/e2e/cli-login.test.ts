@@ -2,25 +2,16 @@
 // token is checked with the coordinator first, stored 0600 in a 0700 directory, read from a pipe
 // or typed without echo on a terminal, and never printed; a refused token is not stored.
 import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN } from "./serve-helpers.ts";
-import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { describe, expect, it } from "vitest";
+import { BIN, sharedServeFixture } from "./serve-helpers.ts";
+import { ALICE_TOKEN } from "./shared-accounts.ts";
 
-const TOKEN = "tok-Zq81-secret-do-not-print";
-const entry = (account: string, token: string) => `${account}:${createHash("sha256").update(token).digest("hex")}`;
-let dev: DevServer;
-let URL_ = "";
-beforeAll(async () => {
-  dev = await startWranglerDev({ vars: { BATON_TOKENS: `${entry("dev", DEV_TOKEN)},${entry("alice", TOKEN)}` } });
-  URL_ = dev.url;
-});
-afterAll(async () => {
-  await dev?.stop();
-});
+/** A token of account alice, on the shared server. */
+const TOKEN = ALICE_TOKEN;
+const fx = sharedServeFixture();
 
 interface Outcome {
   code: number | null;
@@ -84,55 +75,55 @@ function expectStoredPrivately(home: string, stored: { url: string; token: strin
 describe("baton login", () => {
   it("checks --url and --token with the coordinator, stores them with mode 0600 in a 0700 directory and never prints the token", async () => {
     const home = freshHome();
-    const out = await baton(home, ["login", "--url", `${URL_}/`, "--token", TOKEN]);
+    const out = await baton(home, ["login", "--url", `${fx.dev.url}/`, "--token", TOKEN]);
     expect(out.code, out.stderr).toBe(0);
-    expect(out.stdout).toBe(`token accepted by ${URL_}; stored in ${configFile(home)}\n`);
+    expect(out.stdout).toBe(`token accepted by ${fx.dev.url}; stored in ${configFile(home)}\n`);
     expect(out.stdout + out.stderr).not.toContain(TOKEN);
-    expectStoredPrivately(home, { url: URL_, token: TOKEN });
+    expectStoredPrivately(home, { url: fx.dev.url, token: TOKEN });
   });
 
   it("a token the coordinator refuses is not stored, and the exit code is 1", async () => {
     const home = freshHome();
-    const out = await baton(home, ["login", "--url", URL_, "--token", "wrong-token"]);
+    const out = await baton(home, ["login", "--url", fx.dev.url, "--token", "wrong-token"]);
     expect(out.code).toBe(1);
     // Not "run `baton login`": that is what the user is doing.
-    expect(out.stderr).toBe(`baton: the coordinator at ${URL_} does not accept this token (check that it is the whole token, for this coordinator); nothing stored\n`);
+    expect(out.stderr).toBe(`baton: the coordinator at ${fx.dev.url} does not accept this token (check that it is the whole token, for this coordinator); nothing stored\n`);
     expect(existsSync(configFile(home))).toBe(false);
   });
 
   it("https:// against the plain-HTTP coordinator says what is wrong and which URL to use", async () => {
     const home = freshHome();
-    const https = URL_.replace(/^http:/, "https:");
+    const https = fx.dev.url.replace(/^http:/, "https:");
     const out = await baton(home, ["who", "--url", https, "--token", TOKEN]);
     expect(out.code).toBe(1);
-    expect(out.stderr).toContain(`no TLS handshake: if the coordinator speaks plain HTTP (wrangler dev does), use ${URL_}`);
+    expect(out.stderr).toContain(`no TLS handshake: if the coordinator speaks plain HTTP (wrangler dev does), use ${fx.dev.url}`);
   }, 30_000);
 
   it("reads the token from a pipe, the URL from BATON_URL", async () => {
     const home = freshHome();
-    const out = await baton(home, ["login", "--json"], `${TOKEN}\n`, { BATON_URL: URL_ });
+    const out = await baton(home, ["login", "--json"], `${TOKEN}\n`, { BATON_URL: fx.dev.url });
     expect(out.code, out.stderr).toBe(0);
-    expect(JSON.parse(out.stdout)).toEqual({ url: URL_, config_path: configFile(home), token_stored: true, verified: true });
+    expect(JSON.parse(out.stdout)).toEqual({ url: fx.dev.url, config_path: configFile(home), token_stored: true, verified: true });
     expect(out.stdout + out.stderr).not.toContain(TOKEN);
-    expectStoredPrivately(home, { url: URL_, token: TOKEN });
+    expectStoredPrivately(home, { url: fx.dev.url, token: TOKEN });
   });
 
   it("reads a token typed on a terminal without echoing it", async () => {
     const home = freshHome();
-    const out = await batonOnTerminal(home, ["login", "--url", URL_], `${TOKEN}\r`);
+    const out = await batonOnTerminal(home, ["login", "--url", fx.dev.url], `${TOKEN}\r`);
     expect(out.code, out.stdout).toBe(0);
     expect(out.stdout).toContain("stored in");
     expect(out.stdout).not.toContain(TOKEN);
-    expectStoredPrivately(home, { url: URL_, token: TOKEN });
+    expectStoredPrivately(home, { url: fx.dev.url, token: TOKEN });
   });
 
   it("tightens an existing config file and directory that others could read", async () => {
     const home = freshHome();
     mkdirSync(join(home, "baton"), { mode: 0o755 });
     writeFileSync(configFile(home), "{}", { mode: 0o644 });
-    const out = await baton(home, ["login", "--url", URL_, "--token", TOKEN]);
+    const out = await baton(home, ["login", "--url", fx.dev.url, "--token", TOKEN]);
     expect(out.code, out.stderr).toBe(0);
-    expectStoredPrivately(home, { url: URL_, token: TOKEN });
+    expectStoredPrivately(home, { url: fx.dev.url, token: TOKEN });
   });
 
   it("--status names the URL and whether a token is stored, without printing it", async () => {
@@ -140,14 +131,14 @@ describe("baton login", () => {
     const none = await baton(home, ["login", "--status"]);
     expect(none.code).toBe(0);
     expect(none.stdout).toContain("token: not stored");
-    await baton(home, ["login", "--url", URL_, "--token", TOKEN]);
+    await baton(home, ["login", "--url", fx.dev.url, "--token", TOKEN]);
     const status = await baton(home, ["login", "--status"]);
     expect(status.code, status.stderr).toBe(0);
-    expect(status.stdout).toContain(`url: ${URL_}`);
+    expect(status.stdout).toContain(`url: ${fx.dev.url}`);
     expect(status.stdout).toContain("token: stored");
     expect(status.stdout + status.stderr).not.toContain(TOKEN);
     const json = JSON.parse((await baton(home, ["login", "--status", "--json"])).stdout);
-    expect(json).toEqual({ config_path: configFile(home), url: URL_, token_stored: true, file_mode: "0600", env_overrides: [] });
+    expect(json).toEqual({ config_path: configFile(home), url: fx.dev.url, token_stored: true, file_mode: "0600", env_overrides: [] });
   });
 
   it("refuses an empty or spaced token and a non-http URL as usage errors (exit 2), writing nothing", async () => {

@@ -6,18 +6,13 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN, getJson, uniqueAgent } from "./serve-helpers.ts";
-import { DEV_TOKEN, freePort, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { describe, expect, it } from "vitest";
+import { BIN, getJson, sharedServeFixture, uniqueAgent } from "./serve-helpers.ts";
+import { DEV_TOKEN, freePort, ROOT } from "./wrangler-dev.ts";
 
-let dev: DevServer;
+const fx = sharedServeFixture();
+
 const home = mkdtempSync(join(tmpdir(), "baton-surface-"));
-beforeAll(async () => {
-  dev = await startWranglerDev();
-});
-afterAll(async () => {
-  await dev?.stop();
-});
 
 function env(): NodeJS.ProcessEnv {
   const e: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: join(home, "config"), BATON_STATE_DIR: join(home, "state"), BATON_LOCK_DIR: join(home, "lock") };
@@ -49,14 +44,14 @@ describe("the baton command line", () => {
       const dashes = args.indexOf("--");
       const own = dashes === -1 ? args : args.slice(0, dashes);
       const rest = dashes === -1 ? [] : args.slice(dashes);
-      const out = baton([...own, "--url", dev.url, "--token", "wrong-token", ...rest]);
+      const out = baton([...own, "--url", fx.dev.url, "--token", "wrong-token", ...rest]);
       expect(out.code, args.join(" ")).toBe(code);
-      expect(out.stderr, args.join(" ")).toContain(`the coordinator at ${dev.url} refused the token`);
+      expect(out.stderr, args.join(" ")).toContain(`the coordinator at ${fx.dev.url} refused the token`);
       expect(out.stderr).not.toMatch(/unauthorized|bad_request|at .*\.js:\d+/);
     }
     // and the right one, passed the same way, works for all of them
-    expect(baton(["who", agent, "--url", dev.url, "--token", DEV_TOKEN]).code).toBe(0);
-    expect(baton(["history", agent, "--url", dev.url, "--token", DEV_TOKEN]).code).toBe(0);
+    expect(baton(["who", agent, "--url", fx.dev.url, "--token", DEV_TOKEN]).code).toBe(0);
+    expect(baton(["history", agent, "--url", fx.dev.url, "--token", DEV_TOKEN]).code).toBe(0);
   });
 
   it("unknown options, extra arguments, missing ones and bad numbers are usage errors: exit 2, one line and a pointer to --help", () => {
@@ -106,7 +101,7 @@ describe("the baton command line", () => {
 
   it("send refuses a message over the text limit before reading past it: 50 MiB on stdin is cut off after a pipe or two, exit 2, nothing posted", async () => {
     const agent = uniqueAgent("huge");
-    const child = spawn(process.execPath, [BIN, "send", agent, "-", "--url", dev.url, "--token", DEV_TOKEN], { cwd: ROOT, env: env(), stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, "send", agent, "-", "--url", fx.dev.url, "--token", DEV_TOKEN], { cwd: ROOT, env: env(), stdio: ["pipe", "pipe", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));
     const chunk = Buffer.alloc(64 * 1024, "x");
@@ -125,15 +120,15 @@ describe("the baton command line", () => {
     expect(await exited).toBe(2);
     expect(stderr).toBe("baton: the message text is over 32768 bytes, the most one message may hold; nothing was sent (send a path or a link to it instead)\n");
     expect(written).toBeLessThan(4 * 1024 * 1024);
-    const long = baton(["send", agent, "é".repeat(16 * 1024 + 1), "--url", dev.url, "--token", DEV_TOKEN]);
+    const long = baton(["send", agent, "é".repeat(16 * 1024 + 1), "--url", fx.dev.url, "--token", DEV_TOKEN]);
     expect(long.code).toBe(2);
     expect(long.stderr).toContain("over 32768 bytes");
-    expect(JSON.parse(baton(["history", agent, "--json", "--url", dev.url, "--token", DEV_TOKEN]).stdout).messages).toEqual([]);
+    expect(JSON.parse(baton(["history", agent, "--json", "--url", fx.dev.url, "--token", DEV_TOKEN]).stdout).messages).toEqual([]);
   });
 
   it("send --wait to an agent nobody serves says so, then gives up with exit 3 after --timeout", () => {
     const agent = uniqueAgent("nobody");
-    const out = baton(["send", agent, "anyone?", "--wait", "--timeout", "1", "--url", dev.url, "--token", DEV_TOKEN]);
+    const out = baton(["send", agent, "anyone?", "--wait", "--timeout", "1", "--url", fx.dev.url, "--token", DEV_TOKEN]);
     expect(out.code).toBe(3);
     expect(out.stderr).toMatch(new RegExp(`^baton: nobody serves ${agent} right now; message \\d+ waits in its queue until \`baton serve ${agent} -- COMMAND\` runs \\(waiting up to 1 s\\)\\n`));
     expect(out.stderr).toMatch(/baton: no reply to message \d+ within 1 s \(status queued; nobody serves .+\)\n$/);
@@ -156,9 +151,9 @@ describe("the baton command line", () => {
   });
 
   it("serve stops and releases on SIGHUP (a terminal closing) and when its parent dies without a word", async () => {
-    const presence = (agent: string) => getJson<{ connection_count: number; holder: unknown }>(`${dev.url}/agents/${agent}/presence`);
+    const presence = (agent: string) => getJson<{ connection_count: number; holder: unknown }>(`${fx.dev.url}/agents/${agent}/presence`);
     const hup = uniqueAgent("hup");
-    const direct = spawn(process.execPath, [BIN, "serve", hup, "--url", dev.url, "--token", DEV_TOKEN, "--", "cat"], { cwd: ROOT, env: env(), stdio: ["ignore", "ignore", "pipe"] });
+    const direct = spawn(process.execPath, [BIN, "serve", hup, "--url", fx.dev.url, "--token", DEV_TOKEN, "--", "cat"], { cwd: ROOT, env: env(), stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
     direct.stderr!.on("data", (d) => (err += d));
     await until(() => /holder/.test(err), 20_000, () => err);
@@ -170,7 +165,7 @@ describe("the baton command line", () => {
 
     // A shell starts serve and is then killed with SIGKILL: serve is re-parented and must notice.
     const orphan = uniqueAgent("orphan");
-    const shell = spawn("sh", ["-c", `'${process.execPath}' '${BIN}' serve ${orphan} --url ${dev.url} --token ${DEV_TOKEN} -- cat 2>'${join(home, "orphan.log")}' & wait`], { env: env(), stdio: "ignore" });
+    const shell = spawn("sh", ["-c", `'${process.execPath}' '${BIN}' serve ${orphan} --url ${fx.dev.url} --token ${DEV_TOKEN} -- cat 2>'${join(home, "orphan.log")}' & wait`], { env: env(), stdio: "ignore" });
     await until(async () => (await presence(orphan)).holder !== null, 20_000, () => "");
     shell.kill("SIGKILL");
     // The TTL is 60 s here: only serve releasing explains the lease going this soon.

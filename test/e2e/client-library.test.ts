@@ -3,21 +3,18 @@
 // that never closes the socket), and a stale holder's writes are refused; withSessionLease()
 // aborts when renewals stop getting through, and the coordinator refuses the old fence.
 import WebSocket from "ws";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { LeaseLostError, serve, withSessionLease, type MessageHandler, type ServeHandle, type ServeStatus } from "../../client/node.ts";
 import type { WebSocketConstructor } from "../../client/websocket.ts";
-import { authHeaders, getJson, postMessage, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
-import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { authHeaders, getJson, postMessage, sharedServeFixture, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { SHARED_SERVE_VARS } from "./shared-dev.global.ts";
+import { DEV_TOKEN } from "./wrangler-dev.ts";
 
-const TTL_MS = 2000;
-let dev: DevServer;
+const fx = sharedServeFixture();
+
+/** The shared server's heartbeat TTL. */
+const TTL_MS = Number(SHARED_SERVE_VARS.BATON_HEARTBEAT_TTL_SECONDS) * 1000;
 const handles: ServeHandle[] = [];
-beforeAll(async () => {
-  dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: String(TTL_MS / 1000), BATON_PRESENCE_SCAN_SECONDS: "1" } });
-});
-afterAll(async () => {
-  await dev?.stop();
-});
 afterEach(async () => {
   await Promise.all(handles.splice(0).map((h) => h.stop()));
 });
@@ -41,7 +38,7 @@ function start(agent: string, machine: string, handler: MessageHandler) {
   const statuses: ServeStatus[] = [];
   const waiters: { pick: (s: ServeStatus) => boolean; resolve: () => void }[] = [];
   const handle = serve(agent, handler, {
-    url: dev.url, token: DEV_TOKEN, machine, WebSocket: Tracked as unknown as WebSocketConstructor,
+    url: fx.dev.url, token: DEV_TOKEN, machine, WebSocket: Tracked as unknown as WebSocketConstructor,
     onStatus(s) {
       statuses.push(s);
       for (const w of waiters.splice(0)) (w.pick(s) ? w.resolve() : waiters.push(w));
@@ -73,15 +70,15 @@ describe("serve()", () => {
       return `b did ${m.text}`;
     });
     await b.until(standby);
-    const first = await postMessage(dev.url, agent, "one");
-    expect((await waitForMessage(dev.url, agent, first, (m) => m.status === "acknowledged")).reply).toBe("a did one");
+    const first = await postMessage(fx.dev.url, agent, "one");
+    expect((await waitForMessage(fx.dev.url, agent, first, (m) => m.status === "acknowledged")).reply).toBe("a did one");
     const fenceA = a.handle.status.kind === "holder" ? a.handle.status.fence : -1;
     const stoppedAt = performance.now();
     await a.handle.stop();
     await b.until(holder);
     expect(performance.now() - stoppedAt).toBeLessThan(TTL_MS);
-    const second = await postMessage(dev.url, agent, "two");
-    const done = await waitForMessage(dev.url, agent, second, (m) => m.status === "acknowledged");
+    const second = await postMessage(fx.dev.url, agent, "two");
+    const done = await waitForMessage(fx.dev.url, agent, second, (m) => m.status === "acknowledged");
     expect(done.reply).toBe("b did two");
     expect(done.acked_fence).toBeGreaterThan(fenceA);
     expect(seenByB).toEqual([{ by: "a", fence: fenceA }]);
@@ -103,11 +100,11 @@ describe("serve()", () => {
     await a.until(holder);
     const b = start(agent, "b", (m, ctx) => `b did ${m.text} at attempt ${m.attempt} with checkpoint ${JSON.stringify(ctx.checkpoint)}`);
     await b.until(standby);
-    const id = await postMessage(dev.url, agent, "work");
+    const id = await postMessage(fx.dev.url, agent, "work");
     await running;
     for (const ws of live.splice(0)) if (ws.url.includes(agent) && !ws.url.includes("machine=b")) CuttableSocket.cut.add(ws);
     await b.until(holder, TTL_MS * 4);
-    const done = await waitForMessage(dev.url, agent, id, (m) => m.status === "acknowledged");
+    const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged");
     expect(done.reply).toBe("b did work at attempt 2 with checkpoint null");
     expect(aborted).not.toBeNull();
     const { reason, after, lateWrite } = aborted!;
@@ -116,7 +113,7 @@ describe("serve()", () => {
     expect(after).toBeLessThan(TTL_MS + 1000);
     expect(lateWrite).toBeInstanceOf(LeaseLostError);
     expect(a.statuses.map((s) => s.kind)).toContain("lapsed");
-    const presence = await getJson<{ holder: { machine: string } | null }>(`${dev.url}/agents/${agent}/presence`);
+    const presence = await getJson<{ holder: { machine: string } | null }>(`${fx.dev.url}/agents/${agent}/presence`);
     expect(presence.holder?.machine).toBe("b");
   });
 });
@@ -136,13 +133,13 @@ describe("withSessionLease()", () => {
       await new Promise((resolve) => lease.signal.addEventListener("abort", resolve, { once: true }));
       abortedAfter = performance.now() - since;
       return "a finished";
-    }, { url: dev.url, token: DEV_TOKEN, ttlSeconds: 2, fetch: cuttableFetch });
+    }, { url: fx.dev.url, token: DEV_TOKEN, ttlSeconds: 2, fetch: cuttableFetch });
     await expect(a).rejects.toBeInstanceOf(LeaseLostError);
     expect(abortedAfter).toBeLessThanOrEqual(2000);
     const b = await withSessionLease(session, async (lease) => {
-      const stale = await fetch(`${dev.url}/leases/${session}/check`, { method: "POST", headers: authHeaders(), body: JSON.stringify({ fence: fenceA }) });
+      const stale = await fetch(`${fx.dev.url}/leases/${session}/check`, { method: "POST", headers: authHeaders(), body: JSON.stringify({ fence: fenceA }) });
       return { fence: lease.fence, current: await lease.check(), staleCurrent: ((await stale.json()) as { current: boolean }).current };
-    }, { url: dev.url, token: DEV_TOKEN, ttlSeconds: 2, wait: true, waitTimeoutMs: 10_000 });
+    }, { url: fx.dev.url, token: DEV_TOKEN, ttlSeconds: 2, wait: true, waitTimeoutMs: 10_000 });
     expect(b.fence).toBeGreaterThan(fenceA);
     expect(b.current).toBe(true);
     expect(b.staleCurrent).toBe(false);

@@ -9,16 +9,17 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getJson, uniqueAgent } from "./serve-helpers.ts";
-import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { getJson, sharedServeFixture, uniqueAgent } from "./serve-helpers.ts";
+import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 import { pidAlive } from "../../cli/lib/local-lock.ts";
+
+const fx = sharedServeFixture();
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
 /** A synchronous child blocks vitest's own timers, so each one carries its own bound. */
 const NPM_TIMEOUT_MS = 180_000;
 const NPM_FLAGS = ["--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"];
-let dev: DevServer;
 let work: string;
 let tarball: string;
 
@@ -29,14 +30,10 @@ beforeAll(async () => {
   execFileSync("npm", ["pack", ...scripts, "--pack-destination", work, "--loglevel=error"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"], timeout: NPM_TIMEOUT_MS });
   tarball = join(work, readdirSync(work).find((f) => f.endsWith(".tgz"))!);
   console.log(`packed ${tarball}: ${statSync(tarball).size} bytes`);
-  dev = await startWranglerDev();
 }, 240_000);
-afterAll(async () => {
-  await dev?.stop();
-});
 
 function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { ...process.env, BATON_URL: dev.url, BATON_TOKEN: DEV_TOKEN, XDG_CONFIG_HOME: join(work, "config"), BATON_STATE_DIR: join(work, "state"), ...extra };
+  return { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN, XDG_CONFIG_HOME: join(work, "config"), BATON_STATE_DIR: join(work, "state"), ...extra };
 }
 
 describe("the packed tarball", () => {
@@ -106,7 +103,7 @@ describe("the packed tarball", () => {
     const transport = new StdioClientTransport({
       command: server.command, args: server.args, cwd: elsewhere, stderr: "pipe",
       // The placeholders swapped for this coordinator: the guide's URL and token are examples.
-      env: { ...(process.env as Record<string, string>), PATH: path, ...server.env, BATON_URL: dev.url, BATON_TOKEN: DEV_TOKEN },
+      env: { ...(process.env as Record<string, string>), PATH: path, ...server.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN },
     });
     const client = new Client({ name: "baton-install-test-host", version: "1.0.0" });
     await client.connect(transport);
@@ -156,7 +153,7 @@ describe("the packed tarball", () => {
     await until(() => /holder \(fence \d+\)/.test(err), 20_000, () => err);
     const servePid = Number(readFileSync(join(lockDir, readdirSync(lockDir).find((f) => f.endsWith(".lock"))!), "utf8"));
     expect(servePid).not.toBe(npx.pid);
-    const presence = () => getJson<{ connection_count: number; holder: unknown }>(`${dev.url}/agents/${agent}/presence`);
+    const presence = () => getJson<{ connection_count: number; holder: unknown }>(`${fx.dev.url}/agents/${agent}/presence`);
     expect((await presence()).holder).not.toBeNull();
     const killedAt = performance.now();
     process.kill(npx.pid!, "SIGTERM");

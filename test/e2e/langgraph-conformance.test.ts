@@ -8,7 +8,10 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { BatonSaver, threadSession, type ThreadLease } from "../../client/langgraph.ts";
 import { requestJson } from "../../client/http.ts";
 import { leaseGrantSchema } from "../../worker/wire/http-responses.ts";
-import { startWranglerDev, DEV_TOKEN, type DevServer } from "./wrangler-dev.ts";
+import { sharedServeFixture } from "./serve-helpers.ts";
+import { DEV_TOKEN } from "./wrangler-dev.ts";
+
+const fx = sharedServeFixture();
 
 const ACROSS_THREADS = /thread_id is not specified|no config or options are specified/;
 
@@ -23,8 +26,7 @@ const each = (rows: readonly Row[]) => (template: string, fn: (row: Row) => Prom
 Object.assign(globalThis, { describe, expect, beforeAll, afterAll, beforeEach, afterEach, it: Object.assign(it.bind(null), it, { each }) });
 const { validate } = await import("@langchain/langgraph-checkpoint-validation");
 
-let dev: DevServer;
-const conn = () => ({ url: dev.url, token: DEV_TOKEN });
+const conn = () => ({ url: fx.dev.url, token: DEV_TOKEN });
 
 /** One long lease per thread, acquired on the saver's first write to it. */
 function leases(namespace: string): (threadId: string) => Promise<ThreadLease> {
@@ -46,13 +48,6 @@ function leases(namespace: string): (threadId: string) => Promise<ThreadLease> {
 
 validate<BatonSaver>({
   checkpointerName: "BatonSaver",
-  beforeAllTimeout: 120_000,
-  async beforeAll() {
-    dev = await startWranglerDev();
-  },
-  async afterAll() {
-    await dev?.stop();
-  },
   createCheckpointer() {
     const namespace = `lg-${crypto.randomUUID().slice(0, 8)}`;
     return new BatonSaver({ ...conn(), namespace, leaseFor: leases(namespace) });

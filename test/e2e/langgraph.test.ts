@@ -9,29 +9,25 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { BatonSaver, threadSession, withThreadLease } from "../../client/langgraph.ts";
 import { listLeaseData } from "../../client/lease-data.ts";
 import { LIMITS } from "../../worker/wire/protocol.ts";
-import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+import { sharedServeFixture } from "./serve-helpers.ts";
+
+const fx = sharedServeFixture();
 
 const EXAMPLE = join(ROOT, "examples/langgraph-thread.mjs");
-let dev: DevServer;
-const conn = () => ({ url: dev.url, token: DEV_TOKEN });
+const conn = () => ({ url: fx.dev.url, token: DEV_TOKEN });
 
-beforeAll(async () => {
-  dev = await startWranglerDev();
-});
-afterAll(async () => {
-  await dev?.stop();
-});
 
 type Line = { event: string; worker: string; node?: string; fence?: number; code?: string | null; log?: string[] };
 
 /** One worker of the example, its JSON lines collected; `until` resolves on the first line that matches. */
 function worker(thread: string, name: string, extra: string[] = []) {
   const proc = spawn(process.execPath, [EXAMPLE, "worker", thread, name, ...extra, "--json"], {
-    cwd: ROOT, env: { ...process.env, BATON_URL: dev.url, BATON_TOKEN: DEV_TOKEN }, stdio: ["ignore", "pipe", "inherit"],
+    cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, stdio: ["ignore", "pipe", "inherit"],
   });
   const lines: Line[] = [];
   const waiters: (() => void)[] = [];
@@ -150,7 +146,7 @@ describe("a LangGraph thread under a baton lease", () => {
 
   it("the example runs the whole story in one command", () => {
     const r = spawnSync(process.execPath, [EXAMPLE, `t-${crypto.randomUUID()}`, "--json"], {
-      cwd: ROOT, env: { ...process.env, BATON_URL: dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 60_000,
+      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 60_000,
     });
     expect(r.status, r.stdout + r.stderr).toBe(0);
     const last = JSON.parse(r.stdout.trim().split("\n").at(-1)!);

@@ -9,10 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readOutput, type OutputEvent } from "../../client/output.ts";
-import { getJson, postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage, type ServeProc } from "./serve-helpers.ts";
+import { getJson, postMessage, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage, type ServeProc } from "./serve-helpers.ts";
 import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
-const fixture = serveFixture();
+const fixture = sharedServeFixture();
 const { started } = fixture;
 
 /** A command that prints `$TAG line I` for I in 1..N, `DELAY` s apart (stderr for odd lines), then exits 0. */

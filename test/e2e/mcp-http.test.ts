@@ -7,21 +7,17 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, type Task } from "@modelcontextprotocol/sdk/types.js";
-import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { uniqueAgent } from "./serve-helpers.ts";
-import { advanceClock, DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { afterEach, describe, expect, it } from "vitest";
+import { sharedServeFixture, uniqueAgent } from "./serve-helpers.ts";
+import { NAMED_TOKENS } from "./shared-accounts.ts";
+import { advanceClock, DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
-const SENDER = "e2e-mcp-sender-token";
-const PERSON = "e2e-mcp-person-token";
-
-function entry(account: string, token: string, ...flags: string[]): string {
-  const r = spawnSync(process.execPath, [join(ROOT, "scripts/hash-token.mjs"), account, ...flags], { input: `${token}\n`, encoding: "utf8" });
-  expect(r.status, r.stderr).toBe(0);
-  return r.stdout.trim();
-}
+/** Tokens of account dev with only the send scope ("mcp-sender") and only the answer scope ("mcp-person"). */
+const SENDER = NAMED_TOKENS.mcpSender.token;
+const PERSON = NAMED_TOKENS.mcpPerson.token;
+const fx = sharedServeFixture();
 
 /** The host configuration docs/guides/remote.md shows: its URL's path and its headers, the token put in. */
 function guideConfig(token: string): { path: string; headers: Record<string, string> } {
@@ -33,28 +29,21 @@ function guideConfig(token: string): { path: string; headers: Record<string, str
   return { path: new URL(server.url).pathname, headers };
 }
 
-let dev: DevServer;
 const clients: Client[] = [];
-beforeAll(async () => {
-  dev = await startWranglerDev({ vars: { BATON_TOKENS: [entry("dev", DEV_TOKEN), entry("dev", SENDER, "--name", "mcp-sender", "--scopes", "send"), entry("dev", PERSON, "--name", "mcp-person", "--scopes", "answer")].join(",") } });
-});
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.close()));
-});
-afterAll(async () => {
-  await dev?.stop();
 });
 
 async function remoteClient(token = DEV_TOKEN): Promise<Client> {
   const { path, headers } = guideConfig(token);
   const client = new Client({ name: "baton-remote-test-host", version: "1.0.0" }, { capabilities: { tasks: { requests: { tools: { call: {} } } } } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(path, dev.url), { requestInit: { headers } }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(path, fx.dev.url), { requestInit: { headers } }));
   clients.push(client);
   return client;
 }
 
 async function http(method: string, path: string, body?: unknown, token = DEV_TOKEN): Promise<{ status: number; json: Record<string, unknown> }> {
-  const res = await fetch(`${dev.url}${path}`, {
+  const res = await fetch(`${fx.dev.url}${path}`, {
     method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, json: (await res.json().catch(() => ({}))) as Record<string, unknown> };
@@ -139,7 +128,7 @@ describe("remote MCP over Streamable HTTP", () => {
     const agent = uniqueAgent("mcph");
     const client = await remoteClient();
     const task = await startTask(client, "ask", { agent, question: "Rotate the keys?", deadline_seconds: 600, on_deadline: "reject" });
-    await advanceClock(dev.url, 601_000, { agent });
+    await advanceClock(fx.dev.url, 601_000, { agent });
     expect((await client.experimental.tasks.getTask(task.taskId)).status).toBe("completed");
     const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
     expect(structured(result)).toMatchObject({ status: "decided_by_deadline", choice: "reject" });
@@ -173,10 +162,10 @@ describe("remote MCP over Streamable HTTP", () => {
   it("a call retried with the same session and request id posts once; another session's same id posts anew", async () => {
     const agent = uniqueAgent("mcph");
     const headers = { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json", accept: "application/json, text/event-stream" };
-    const init = await fetch(`${dev.url}/mcp`, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }) });
+    const init = await fetch(`${fx.dev.url}/mcp`, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }) });
     const session = init.headers.get("mcp-session-id");
     expect(session).toMatch(/^[0-9a-f-]{36}$/);
-    const call = (sessionId: string) => fetch(`${dev.url}/mcp`, {
+    const call = (sessionId: string) => fetch(`${fx.dev.url}/mcp`, {
       method: "POST", headers: { ...headers, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "send", arguments: { agent, text: "deploy once" } } }),
     }).then(async (r) => structured(rpcResult(await r.text())));
@@ -192,10 +181,10 @@ describe("remote MCP over Streamable HTTP", () => {
   it("bad input gets JSON-RPC's error shape or a tool error, and posts nothing", async () => {
     const agent = uniqueAgent("mcph");
     const headers = { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json", accept: "application/json, text/event-stream" };
-    const notJson = await fetch(`${dev.url}/mcp`, { method: "POST", headers, body: "{not json" });
+    const notJson = await fetch(`${fx.dev.url}/mcp`, { method: "POST", headers, body: "{not json" });
     expect(notJson.status).toBe(400);
     expect(await notJson.json()).toMatchObject({ jsonrpc: "2.0", error: { code: -32700 }, id: null });
-    const batch = await fetch(`${dev.url}/mcp`, { method: "POST", headers, body: "[]" });
+    const batch = await fetch(`${fx.dev.url}/mcp`, { method: "POST", headers, body: "[]" });
     expect(await batch.json()).toMatchObject({ error: { code: -32600 } });
     const client = await remoteClient();
     const bad = await client.callTool({ name: "ask", arguments: { agent, question: "" } });
@@ -206,7 +195,7 @@ describe("remote MCP over Streamable HTTP", () => {
     const unknown = await client.callTool({ name: "answer", arguments: { agent, message_id: 1, choice: "approve" } }).catch((e: Error) => e.message);
     expect(JSON.stringify(unknown)).toMatch(/answer not found/);
     expect(await messages(agent)).toEqual([]);
-    expect((await fetch(`${dev.url}/mcp`, { headers })).status).toBe(405);
-    expect((await fetch(`${dev.url}/mcp`, { method: "POST", headers: { ...headers, authorization: "Bearer wrong" }, body: "{}" })).status).toBe(401);
+    expect((await fetch(`${fx.dev.url}/mcp`, { headers })).status).toBe(405);
+    expect((await fetch(`${fx.dev.url}/mcp`, { method: "POST", headers: { ...headers, authorization: "Bearer wrong" }, body: "{}" })).status).toBe(401);
   });
 });

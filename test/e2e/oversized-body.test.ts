@@ -1,21 +1,17 @@
 // An oversized request body refused early (413) under `wrangler dev` must leave the next request,
 // from another connection, answered: the refusal cancels the body instead of abandoning it.
 import { request as httpRequest } from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { describe, expect, it } from "vitest";
+import { DEV_TOKEN } from "./wrangler-dev.ts";
+import { sharedServeFixture } from "./serve-helpers.ts";
 
-let dev: DevServer;
-beforeAll(async () => {
-  dev = await startWranglerDev();
-});
-afterAll(async () => {
-  await dev?.stop();
-});
+const fx = sharedServeFixture();
+
 
 /** Sends `body` on its own connection (no keep-alive) and resolves with the status, or null after `timeoutMs`. */
 function post(path: string, body: Buffer, chunked: boolean, timeoutMs = 5000): Promise<number | null> {
   return new Promise((resolve) => {
-    const url = new URL(path, dev.url);
+    const url = new URL(path, fx.dev.url);
     const headers: Record<string, string> = { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json", connection: "close" };
     if (!chunked) headers["content-length"] = String(body.byteLength);
     const req = httpRequest(url, { method: "POST", headers, agent: false }, (res) => {
@@ -56,7 +52,7 @@ describe("an early 413 does not poison the next request", () => {
 
   it("an oversized post refused before authentication (401) leaves the next request answered", async () => {
     const res = await new Promise<number | null>((resolve) => {
-      const req = httpRequest(new URL("/agents/x/messages", dev.url), {
+      const req = httpRequest(new URL("/agents/x/messages", fx.dev.url), {
         method: "POST", agent: false, headers: { "content-length": String(oversized.byteLength), connection: "close" },
       }, (r) => { r.resume(); resolve(r.statusCode ?? 0); });
       req.on("error", () => resolve(null));

@@ -9,11 +9,13 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Presence } from "../../worker/wire/server-frames.ts";
 import {
-  getJson, postMessage, readSink, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage, waitForSink, writeSinkCommand, type ServeProc,
+  getJson, postMessage, readSink, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage, waitForSink, writeSinkCommand, type ServeProc,
 } from "./serve-helpers.ts";
+import { SHARED_SERVE_VARS } from "./shared-dev.global.ts";
 
-const HYSTERESIS_MS = 2000;
-const fixture = serveFixture({ BATON_PREFERENCE_HYSTERESIS_SECONDS: String(HYSTERESIS_MS / 1000) });
+/** The shared server's preference hysteresis (set there for this file: only --priority runners see it). */
+const HYSTERESIS_MS = Number(SHARED_SERVE_VARS.BATON_PREFERENCE_HYSTERESIS_SECONDS) * 1000;
+const fixture = sharedServeFixture();
 const { started } = fixture;
 const HOLDER = /holder \(fence \d+\)/;
 const STANDBY = /standby \(\d+(st|nd|rd|th) in line\)/;

@@ -2,28 +2,23 @@
 // WebSocket holder that replies under each message's token.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { BIN } from "./serve-helpers.ts";
-import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { BIN, sharedServeFixture } from "./serve-helpers.ts";
+import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+
+const fx = sharedServeFixture();
 
 const run = promisify(execFile);
-let dev: DevServer;
 
-beforeAll(async () => {
-  dev = await startWranglerDev();
-});
-afterAll(async () => {
-  await dev?.stop();
-});
 
 function baton(...args: string[]) {
-  return run("node", [BIN, ...args, "--url", dev.url], { cwd: ROOT, env: { ...process.env, BATON_TOKEN: DEV_TOKEN } });
+  return run("node", [BIN, ...args, "--url", fx.dev.url], { cwd: ROOT, env: { ...process.env, BATON_TOKEN: DEV_TOKEN } });
 }
 
 /** A holder that answers every message it is asked to run with "echo: TEXT". */
 async function echoHolder(agent: string): Promise<WebSocket> {
-  const ws = new WebSocket(`${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=echo`, {
+  const ws = new WebSocket(`${fx.dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=echo`, {
     headers: { authorization: `Bearer ${DEV_TOKEN}` },
   });
   ws.on("message", (data) => {
@@ -69,9 +64,9 @@ describe("baton send and history", () => {
     const agent = `hostile-${Date.now()}`;
     const hostile = "deploy\u001b[1A\u001b[2K\u001b]0;pwned\u0007 ship\u009b2J";
     const reason = "boom\u001b[1A\u001b[2Kbaton answer x 1 ship\u0007\u001b]2;title\u001b\\";
-    const policy = await fetch(`${dev.url}/agents/${agent}/policy`, { method: "PUT", headers: { authorization: `Bearer ${DEV_TOKEN}` }, body: JSON.stringify({ max_attempts: 1 }) });
+    const policy = await fetch(`${fx.dev.url}/agents/${agent}/policy`, { method: "PUT", headers: { authorization: `Bearer ${DEV_TOKEN}` }, body: JSON.stringify({ max_attempts: 1 }) });
     expect(policy.status).toBe(200);
-    const ws = new WebSocket(`${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=failing`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+    const ws = new WebSocket(`${fx.dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=failing`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
     ws.on("message", (data) => {
       const f = JSON.parse(String(data));
       if (f.type === "message" && f.run) ws.send(JSON.stringify({ type: "fail", id: f.id, token: f.token, reason }));

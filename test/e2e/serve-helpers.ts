@@ -5,11 +5,19 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, inject } from "vitest";
+import { accountToken, type FileAccount } from "./shared-accounts.ts";
 import { SHARED_SERVE_VARS } from "./shared-dev.global.ts";
 import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
 /** The built CLI (npm run build); the tests run what users install. */
 export const BIN = join(ROOT, "dist/cli/main.js");
+
+// The token every helper of this file speaks with: the dev token, or the token of the file's own
+// account once its fixture asked for one (each test file has its own module state).
+let fileToken = DEV_TOKEN;
+
+/** The token the helpers of this file use (startServe, runBaton, getJson, ...). */
+export const token = (): string => fileToken;
 
 /**
  * A served command: appends one JSON line per run to $SINK, sleeps $RUN_SLEEP seconds, waits until
@@ -86,7 +94,7 @@ export function startServe(opts: ServeOptions): ServeProc {
     env: {
       ...process.env,
       BATON_URL: opts.url,
-      BATON_TOKEN: DEV_TOKEN,
+      BATON_TOKEN: fileToken,
       BATON_LOCK_DIR: lockDir,
       BATON_STATE_DIR: join(base, "state"),
       TAG: opts.tag,
@@ -157,7 +165,7 @@ export function startServe(opts: ServeOptions): ServeProc {
 }
 
 export function authHeaders(): Record<string, string> {
-  return { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" };
+  return { authorization: `Bearer ${fileToken}`, "content-type": "application/json" };
 }
 
 export async function getJson<T>(url: string): Promise<T> {
@@ -194,9 +202,28 @@ export async function waitForMessage(url: string, agent: string, id: number, don
 /** Runs `baton ARGS...` to completion and returns its exit code and output. */
 export function runBaton(args: string[], env: Record<string, string>): { code: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [BIN, ...args], {
-    cwd: ROOT, env: { ...process.env, BATON_TOKEN: DEV_TOKEN, ...env }, encoding: "utf8", timeout: 30_000, maxBuffer: 64 * 1024 * 1024,
+    cwd: ROOT, env: { ...process.env, BATON_TOKEN: fileToken, ...env }, encoding: "utf8", timeout: 30_000, maxBuffer: 64 * 1024 * 1024,
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/**
+ * runBaton without blocking this process: what a file with raw serve sockets uses, whose
+ * heartbeats a spawnSync would stop for as long as the command runs (past a 2 s TTL under load).
+ */
+export function runBatonAsync(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, BATON_TOKEN: fileToken, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
 }
 
 export function uniqueAgent(prefix: string): string {
@@ -211,8 +238,9 @@ export interface ServeFixture {
 }
 
 /**
- * One `wrangler dev` per test file with a 2 s heartbeat TTL and a 1 s scan (plus any `vars`),
- * stopped after the file; every serve process pushed to `started` is stopped after each test.
+ * One `wrangler dev` per test file with the shared server's settings (SHARED_SERVE_VARS: 2 s
+ * heartbeat TTL, 1 s scan, its tokens) plus any `vars`, stopped after the file; every serve process
+ * pushed to `started` is stopped after each test.
  */
 export function serveFixture(vars: Record<string, string> = {}): ServeFixture {
   let dev: DevServer | undefined;
@@ -235,12 +263,20 @@ export function serveFixture(vars: Record<string, string> = {}): ServeFixture {
   };
 }
 
+export interface SharedFixtureOptions {
+  /** The file's own account on the shared server (shared-accounts.ts), for a file that reads or configures a whole account. */
+  account?: FileAccount;
+}
+
 /**
- * serveFixture's settings on the one `wrangler dev` the e2e project starts (unless
- * BATON_TEST_SHARED_DEV=0), for every file that shares it (shared-dev.global.ts; else as serveFixture): for files that only talk to agents of their own and never stop,
- * crash or restart the coordinator. Serve processes pushed to `started` are stopped after each test.
+ * serveFixture's settings on the one `wrangler dev` of the project (shared-dev.global.ts; with
+ * BATON_TEST_SHARED_DEV=0 a server of the file's own, as serveFixture), for every file that never
+ * stops, crashes or restarts its coordinator and keeps to agents of its own (uniqueAgent), or to an
+ * account of its own (`account`, which every helper of the file then speaks for). Serve processes
+ * pushed to `started` are stopped after each test.
  */
-export function sharedServeFixture(): { readonly dev: { readonly url: string }; readonly started: ServeProc[] } {
+export function sharedServeFixture(opts: SharedFixtureOptions = {}): { readonly dev: { readonly url: string }; readonly started: ServeProc[] } {
+  if (opts.account !== undefined) fileToken = accountToken(opts.account);
   const url = inject("sharedDevUrl");
   if (url === undefined) return serveFixture(); // not shared in this run: a server of its own
   const started: ServeProc[] = [];

@@ -6,10 +6,10 @@ import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { authHeaders, postMessage, runBaton, serveFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { authHeaders, postMessage, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
 import { alive } from "./process-tree-fixture.ts";
 
-const fx = serveFixture();
+const fx = sharedServeFixture();
 const pids: number[] = [];
 afterEach(() => pids.splice(0).forEach((pid) => {
   try {

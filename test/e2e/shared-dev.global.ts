@@ -1,15 +1,23 @@
-// One `wrangler dev` for the end-to-end files that only need serveFixture's settings (2 s heartbeat
-// TTL, 1 s presence scan) and keep to agents of their own (uniqueAgent): they share it through
-// `sharedServeFixture()` instead of starting one each (a start-up is 3-4 s of a core on a quiet
-// two-core machine, more on a busy one). Files that crash or restart their coordinator, set other
-// variables, or read the whole account (the directory, account webhooks, the dashboard) keep their
-// own. BATON_TEST_SHARED_DEV=0 gives every file a server of its own again.
+// One `wrangler dev` for every end-to-end file of a project (e2e, e2e-timed) that does not crash,
+// restart or start its coordinator itself: they share it through `sharedServeFixture()` instead of
+// starting one each (a start-up is 3-4 s of a core on a quiet two-core machine, more on a busy
+// one). Its settings are serveFixture's (2 s heartbeat TTL, 1 s presence scan); it knows the tokens
+// of shared-accounts.ts, so files that test scopes use named tokens of account "dev" and files that
+// read or configure a whole account (the directory, the account webhook, metrics) use an account of
+// their own. BATON_TEST_SHARED_DEV=0 gives every file a server of its own again.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
+import { sharedTokenEntries } from "./shared-accounts.ts";
 import { startWranglerDev } from "./wrangler-dev.ts";
 
-export const SHARED_SERVE_VARS = { BATON_HEARTBEAT_TTL_SECONDS: "2", BATON_PRESENCE_SCAN_SECONDS: "1" };
+export const SHARED_SERVE_VARS = {
+  BATON_HEARTBEAT_TTL_SECONDS: "2",
+  BATON_PRESENCE_SCAN_SECONDS: "1",
+  // Only runners started with --priority see it (preference.test.ts); the default is 10 s.
+  BATON_PREFERENCE_HYSTERESIS_SECONDS: "2",
+  BATON_TOKENS: sharedTokenEntries().join(","),
+};
 
 declare module "vitest" {
   export interface ProvidedContext {

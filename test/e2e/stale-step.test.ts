@@ -4,43 +4,35 @@
 import { mkdtempSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { rawRunner } from "./raw-serve.ts";
-import { authHeaders, postMessage, runBaton, uniqueAgent } from "./serve-helpers.ts";
-import { startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { authHeaders, postMessage, runBatonAsync, sharedServeFixture, uniqueAgent } from "./serve-helpers.ts";
 
-// runBaton blocks this process (spawnSync), pings of the raw runners included: a TTL well past two CLI runs.
-let dev: DevServer;
-beforeAll(async () => {
-  dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: "15", BATON_PRESENCE_SCAN_SECONDS: "1" } });
-});
-afterAll(async () => {
-  await dev?.stop();
-});
+const fx = sharedServeFixture();
 
 describe("a stale attempt's baton step", () => {
   it("a step its successor recorded is refused: exit 1, 'lost message' on stderr, nothing on stdout, COMMAND never ran", async () => {
     const agent = uniqueAgent("stale-step");
-    const a = await rawRunner(dev.url, agent, "desktop", "runner-a");
-    const id = await postMessage(dev.url, agent, "work");
+    const a = await rawRunner(fx.dev.url, agent, "desktop", "runner-a");
+    const id = await postMessage(fx.dev.url, agent, "work");
     const first = await a.sock.next("message", (f) => f.run === true && f.id === id);
     a.sock.close();
-    const b = await rawRunner(dev.url, agent, "laptop", "runner-b");
+    const b = await rawRunner(fx.dev.url, agent, "laptop", "runner-b");
     const second = await b.sock.next("message", (f) => f.run === true && f.id === id, 15_000);
     expect(second.token).toBeGreaterThan(first.token!);
-    const put = await fetch(`${dev.url}/agents/${agent}/messages/${id}/steps/plan`, {
+    const put = await fetch(`${fx.dev.url}/agents/${agent}/messages/${id}/steps/plan`, {
       method: "PUT", headers: authHeaders(), body: JSON.stringify({ token: second.token, run_key: second.run_key, kind: "step", phase: "done", value: "wrote-by-lap" }),
     });
     expect(put.status).toBe(200);
     const work = mkdtempSync(join(tmpdir(), "baton-stale-"));
     const env = {
-      BATON_URL: dev.url, BATON_AGENT: agent, BATON_MESSAGE_ID: String(id), BATON_MESSAGE_TOKEN: String(first.token), BATON_RUN_KEY: first.run_key!,
+      BATON_URL: fx.dev.url, BATON_AGENT: agent, BATON_MESSAGE_ID: String(id), BATON_MESSAGE_TOKEN: String(first.token), BATON_RUN_KEY: first.run_key!,
     };
-    const stale = runBaton(["step", "plan", "--", "sh", "-c", `touch ${join(work, "ran")}; echo wrote-by-desktop`], env);
+    const stale = await runBatonAsync(["step", "plan", "--", "sh", "-c", `touch ${join(work, "ran")}; echo wrote-by-desktop`], env);
     expect({ code: stale.code, stdout: stale.stdout }).toEqual({ code: 1, stdout: "" });
     expect(stale.stderr).toMatch(/lost message \d+.*stale_token|lost message \d+.*not message/);
     expect(existsSync(join(work, "ran"))).toBe(false);
-    const current = runBaton(["step", "plan", "--", "sh", "-c", "echo never"], { ...env, BATON_MESSAGE_TOKEN: String(second.token), BATON_RUN_KEY: second.run_key! });
+    const current = await runBatonAsync(["step", "plan", "--", "sh", "-c", "echo never"], { ...env, BATON_MESSAGE_TOKEN: String(second.token), BATON_RUN_KEY: second.run_key! });
     expect({ code: current.code, stdout: current.stdout, stderr: current.stderr }).toEqual({ code: 0, stdout: "wrote-by-lap", stderr: "" });
     b.sock.close();
   });

@@ -2,19 +2,16 @@
 // client that ignores its own clock: the coordinator itself must reject A's late writes and store
 // nothing of them, while B's reply is what history keeps.
 import { spawn } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { sharedServeFixture } from "./serve-helpers.ts";
+import { SHARED_SERVE_VARS } from "./shared-dev.global.ts";
+import { DEV_TOKEN } from "./wrangler-dev.ts";
 
-let dev: DevServer;
-const TTL_SECONDS = 2;
+const fx = sharedServeFixture();
 
-beforeAll(async () => {
-  dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: String(TTL_SECONDS), BATON_PRESENCE_SCAN_SECONDS: "1" } });
-});
-afterAll(async () => {
-  await dev?.stop();
-});
+/** The shared server's heartbeat TTL. */
+const TTL_SECONDS = Number(SHARED_SERVE_VARS.BATON_HEARTBEAT_TTL_SECONDS);
 
 // A: holds, takes the message, heartbeats; when its socket dies it reconnects and writes the reply,
 // an ack (with the message token it remembers) and a checkpoint (with the fence it remembers),
@@ -47,7 +44,7 @@ first.on("close", () => {
 `;
 
 function naiveWriter(agent: string) {
-  const url = `${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=naive-a`;
+  const url = `${fx.dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=naive-a`;
   const proc = spawn(process.execPath, ["-e", NAIVE_WRITER, url, DEV_TOKEN], { cwd: process.cwd(), stdio: ["ignore", "pipe", "inherit"] });
   const lines: Record<string, unknown>[] = [];
   let buffer = "";
@@ -71,7 +68,7 @@ function naiveWriter(agent: string) {
 
 /** B: a well-behaved holder that replies "B did it" under the message's token. */
 async function replyingStandby(agent: string): Promise<{ ws: WebSocket; fence: () => number | null }> {
-  const ws = new WebSocket(`${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=b`, {
+  const ws = new WebSocket(`${fx.dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=b`, {
     headers: { authorization: `Bearer ${DEV_TOKEN}` },
   });
   let fence: number | null = null;
@@ -88,7 +85,7 @@ async function replyingStandby(agent: string): Promise<{ ws: WebSocket; fence: (
 }
 
 async function api(path: string, init: RequestInit = {}) {
-  const res = await fetch(`${dev.url}${path}`, {
+  const res = await fetch(`${fx.dev.url}${path}`, {
     ...init,
     headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
   });

@@ -1,15 +1,18 @@
-// Scoped tokens end to end: entries printed by scripts/hash-token.mjs configure a real `wrangler
-// dev`, and the CLI with a token that lacks a route's scope stops at once with exit 1 and says
+// Scoped tokens end to end: the shared `wrangler dev` is configured with exactly the entries
+// scripts/hash-token.mjs prints for its named tokens, and the CLI with a token that lacks a route's scope stops at once with exit 1 and says
 // which scope is missing (`baton serve` does not retry a 403 as if the socket had dropped).
 import { spawnSync } from "node:child_process";
 import { request } from "node:http";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runBaton, uniqueAgent } from "./serve-helpers.ts";
-import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { describe, expect, it } from "vitest";
+import { runBaton, sharedServeFixture, uniqueAgent } from "./serve-helpers.ts";
+import { NAMED_TOKENS } from "./shared-accounts.ts";
+import { SHARED_SERVE_VARS } from "./shared-dev.global.ts";
+import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
 
-const READER = "e2e-reader-token";
-const RUNNER = "e2e-runner-token";
+const fx = sharedServeFixture();
+const READER = NAMED_TOKENS.reader.token;
+const RUNNER = NAMED_TOKENS.runner.token;
 
 function entry(account: string, token: string, ...flags: string[]): string {
   const r = spawnSync(process.execPath, [join(ROOT, "scripts/hash-token.mjs"), account, ...flags], { input: `${token}\n`, encoding: "utf8" });
@@ -17,19 +20,19 @@ function entry(account: string, token: string, ...flags: string[]): string {
   return r.stdout.trim();
 }
 
-let dev: DevServer;
-beforeAll(async () => {
-  const tokens = [entry("dev", DEV_TOKEN), entry("dev", READER, "--name", "wall", "--scopes", "read"), entry("dev", RUNNER, "--name", "ci-runner", "--scopes", "serve")];
-  dev = await startWranglerDev({ vars: { BATON_TOKENS: tokens.join(",") } });
-});
-afterAll(async () => {
-  await dev?.stop();
+describe("hash-token.mjs", () => {
+  it("prints the entries the server was configured with, for the dev token and for named tokens with scopes", () => {
+    const configured = SHARED_SERVE_VARS.BATON_TOKENS.split(",");
+    expect(configured).toContain(entry("dev", DEV_TOKEN));
+    expect(configured).toContain(entry("dev", READER, "--name", "wall", "--scopes", "read"));
+    expect(configured).toContain(entry("dev", RUNNER, "--name", "ci-runner", "--scopes", "serve"));
+  });
 });
 
 describe("scoped tokens through the CLI", () => {
   it("a read-only token reads, but serve, send and resume stop with exit 1 naming the missing scope", () => {
     const agent = uniqueAgent("scoped");
-    const as = (token: string, args: string[]) => runBaton(args, { BATON_URL: dev.url, BATON_TOKEN: token });
+    const as = (token: string, args: string[]) => runBaton(args, { BATON_URL: fx.dev.url, BATON_TOKEN: token });
     expect(as(READER, ["who", agent])).toMatchObject({ code: 0 });
     const serve = as(READER, ["serve", agent, "--", "./examples/shell-agent.sh"]);
     expect(serve.code).toBe(1);
@@ -46,7 +49,7 @@ describe("scoped tokens through the CLI", () => {
 
 /** GET `path` from the dev server as a browser on a rebound name sends it: no Origin, the page's name in Host. */
 function getWithHost(path: string, host: string, token: string): Promise<{ status: number; body: string }> {
-  const url = new URL(path, dev.url);
+  const url = new URL(path, fx.dev.url);
   return new Promise((done, fail) => {
     const req = request({ host: url.hostname, port: url.port, path: url.pathname, headers: { Host: host, Authorization: `Bearer ${token}` } }, (res) => {
       let body = "";
@@ -58,7 +61,7 @@ function getWithHost(path: string, host: string, token: string): Promise<{ statu
 
 describe("the dev token behind wrangler dev (DNS rebinding)", () => {
   it("a request whose Host is a rebound name gets 403 with the dev token and goes on with a real token; a loopback Host goes on", async () => {
-    const port = new URL(dev.url).port;
+    const port = new URL(fx.dev.url).port;
     const rebound = await getWithHost("/whoami", `rebind.attacker.example:${port}`, DEV_TOKEN);
     expect(rebound.status).toBe(403);
     expect(rebound.body).toContain("the public dev token is refused on requests addressed to");

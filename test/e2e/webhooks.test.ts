@@ -11,12 +11,13 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { verifyBatonWebhook } from "../../examples/verify-webhook.mjs";
 import { webhookEventSchema, webhookTestResultSchema, webhookViewSchema, type WebhookEvent, type WebhookReport } from "../../worker/wire/webhooks.ts";
-import { authHeaders, BIN, getJson, postMessage, serveFixture, startServe, uniqueAgent } from "./serve-helpers.ts";
+import { authHeaders, BIN, getJson, postMessage, sharedServeFixture, startServe, token, uniqueAgent } from "./serve-helpers.ts";
 import { agentMetrics, sampleValue } from "./prometheus.ts";
 import { startReceiver, type Delivery, type Receiver } from "./receiver.ts";
-import { advanceClock, DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
+import { advanceClock, ROOT } from "./wrangler-dev.ts";
 
-const fx = serveFixture();
+// The account webhook is the whole account's: an account of its own, so no other file's agents send it events.
+const fx = sharedServeFixture({ account: "webhooks" });
 const SECRET = `whsec_${Buffer.from("e2e-webhook-secret-0123456789-abc").toString("base64")}`;
 
 /** Verifies one delivery with the standardwebhooks library; the event, or it throws. */
@@ -30,7 +31,7 @@ function verified(secret: string, d: Delivery): unknown {
  */
 function baton(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN, NO_COLOR: "1" }, timeout: 30_000 },
+    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: token(), NO_COLOR: "1" }, timeout: 30_000 },
       (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout, stderr }));
   });
 }
@@ -92,7 +93,7 @@ describe("webhooks", () => {
     expect(() => verified(`whsec_${Buffer.alloc(32, 9).toString("base64")}`, delivery!)).toThrow(/No matching signature/);
     const event = eventOf(delivery!);
     expect(event).toEqual({
-      id: delivery!.headers["webhook-id"], type: "message.parked", created_at: expect.any(Number), account: "dev", agent,
+      id: delivery!.headers["webhook-id"], type: "message.parked", created_at: expect.any(Number), account: "webhooks", agent,
       link: `${fx.dev.url}/#agent=${agent}&message=${id}`,
       message: {
         id, text_preview: "approve the deploy of v2", text_truncated: false, attempts: 1, park_deadline: null,
@@ -142,7 +143,7 @@ describe("webhooks", () => {
     expect(event.no_holder_since).toBeGreaterThanOrEqual(stoppedAt - 1000);
     // Once per outage: ten more thresholds pass on the agent's clock, with the alarms they make due; nothing more is queued.
     await expect.poll(() => webhookReport(agent)).toMatchObject({ pending: 0, delivered: 1 });
-    await advanceClock(fx.dev.url, 10_000, { agent });
+    await advanceClock(fx.dev.url, 10_000, { agent }, token());
     expect(await webhookReport(agent)).toMatchObject({ pending: 0, delivered: 1 });
     expect(hook.got).toHaveLength(1);
   });
@@ -179,7 +180,7 @@ describe("webhooks", () => {
     const tried = await baton(["webhook", "test", agent]);
     expect(tried.code, tried.stderr).toBe(0);
     expect(tried.stdout).toMatch(new RegExp(`^sent webhook.test evt_[0-9a-f]{32} to ${hook.url}: answered 200\n$`));
-    expect(verified(secret, hook.got[0]!)).toMatchObject({ type: "webhook.test", agent, account: "dev", link: `${fx.dev.url}/#agent=${agent}` });
+    expect(verified(secret, hook.got[0]!)).toMatchObject({ type: "webhook.test", agent, account: "webhooks", link: `${fx.dev.url}/#agent=${agent}` });
     expect(hook.got[0]!.headers["baton-event-type"]).toBe("webhook.test");
     // The receiver answers 500 now: the test says so and exits 1; then 200 again, and --json prints the result.
     const refused = await baton(["webhook", "test", agent]);

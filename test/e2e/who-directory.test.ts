@@ -6,10 +6,11 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { DEV_TOKEN, ROOT } from "./wrangler-dev.ts";
-import { BIN, runBaton, serveFixture, startServe, uniqueAgent, writeSinkCommand, type ServeProc } from "./serve-helpers.ts";
+import { BIN, runBaton, sharedServeFixture, startServe, token, uniqueAgent, writeSinkCommand, type ServeProc } from "./serve-helpers.ts";
+import { ROOT } from "./wrangler-dev.ts";
 
-const fixture = serveFixture();
+// `baton who` without AGENT lists the whole account: an account of its own, with no other file's agents.
+const fixture = sharedServeFixture({ account: "who-directory" });
 const { started } = fixture;
 
 async function serveAgent(agent: string, tags: string[]): Promise<ServeProc[]> {
@@ -67,7 +68,7 @@ describe("baton who", () => {
     const [a] = await serveAgent(agent, ["a", "b"]);
     const watcher = spawn(process.execPath, [BIN, "who", agent, "--watch", "--json"], {
       cwd: ROOT,
-      env: { ...process.env, BATON_URL: fixture.dev.url, BATON_TOKEN: DEV_TOKEN },
+      env: { ...process.env, BATON_URL: fixture.dev.url, BATON_TOKEN: token() },
       stdio: ["ignore", "pipe", "pipe"],
     });
     try {
