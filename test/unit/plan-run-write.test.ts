@@ -23,6 +23,8 @@ describe("planStep", () => {
     { name: "a wrong run key is not_your_message", w: step({}, rows(), { writer: { runKeyMatches: false } }), answer: { ok: false, status: 403, code: "not_your_message" }, change: null },
     { name: "a done record is final: a second write is a duplicate and changes nothing", w: step({ value: "2" }, rows({ record: { ...intent, name: "s", kind: "step", status: "done", value: "1" } })),
       answer: { ok: true, duplicate: true, value: 1 }, change: null },
+    { name: "a duplicate of a record whose stored value is corrupt is refused as internal, naming the row, and changes nothing (never replayed as another value)", w: step({ value: "2" }, rows({ record: { ...intent, name: "s", kind: "step", status: "done", value: "{not json" } })),
+      answer: { ok: false, status: 500, code: "internal", message: expect.stringContaining("message_steps.value") }, change: null },
     { name: "past the journal's byte budget: too_large (413)", w: step({ value: JSON.stringify("x".repeat(200)) }), answer: { ok: false, status: 413, code: "too_large" }, change: null },
     { name: "a name kept for a person's answers is refused", w: step({ name: "ask:1" }), answer: { ok: false, status: 400, code: "bad_request" }, change: null },
     { name: "a blob the token may not commit is refused", w: step({ value: null, blob: { id: "b", bytes: 0 } }, rows({ blob: { blob: "b", token: 11, bytes: 5, state: "staged" } })),

@@ -7,6 +7,7 @@ import type { Transition } from "./election.ts";
 import type { MessageStatus } from "./message-lease.ts";
 import type { OnDeadline } from "../wire/enums.ts";
 import { WEBHOOK_LIMITS, type WebhookEvent } from "../wire/webhooks.ts";
+import { storedObject } from "./stored-text.ts";
 
 export const WEBHOOK = {
   /** The wait after the first failed attempt; it doubles after each one, up to maxRetryMs. */
@@ -52,7 +53,8 @@ export interface MessageFacts {
 export function questionFacts(m: Pick<MessageFacts, "question" | "on_deadline">): {
   text: string | null; choices: string[]; on_deadline: OnDeadline; quorum?: { needs: number; reject_needs: number; approvers: string[] | null };
 } {
-  const asked = m.question === null ? null : (JSON.parse(m.question) as { text?: string; choices?: string[] | null; needs?: number; reject_needs?: number; approvers?: string[] });
+  // A corrupt stored question reads as none asked, as the message store reads it (message-row.ts questionOf).
+  const asked = storedObject<{ text: string; choices: string[] | null; needs: number; reject_needs: number; approvers: string[] }>(m.question);
   // Events go on a decision only (parked, escalated, failed...): an answer that does not decide a question several people decide sends none.
   const quorum = asked === null ? null : quorumOf(asked);
   return {
@@ -102,7 +104,7 @@ export function messageEvent(type: MessageEventType, before: MessageStatus | str
     case "message.superseded":
       return { type, message: { ...message, superseded_by: after.superseded_by ?? 0 } };
     case "message.cancelled": {
-      const record = after.cancel ? (JSON.parse(after.cancel) as { token?: string; via?: string; reason?: string | null }) : {};
+      const record = storedObject<{ token: string; via: string; reason: string | null }>(after.cancel) ?? {};
       return { type, message: { ...message, reason: record.reason ?? null, by: record.token ?? "unknown", via: record.via ?? "unknown", was: before as "queued" | "running" | "parked" } };
     }
   }
