@@ -10,7 +10,7 @@
 // answers messages parked on an unknown outcome. At the end scripts/chaos/cancel-invariants.ts
 // checks the coordinator's views, the answers, the runners' logs, the calls, ledger and sink, and
 // the steps run's checks hold for every message not cancelled. Exits non-zero on any violation.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -18,7 +18,8 @@ import type { DevServer } from "../../test/e2e/wrangler-dev.ts";
 import { snapshotOfHead, workingTree, wranglerDevOf } from "../bench/snapshot.ts";
 import { accountTag } from "../../worker/wire/step-keys.ts";
 import { writeCancelAgent } from "./cancel-agent.ts";
-import { checkCancel, parseCalls, parseServeLog, type CancelCall, type CancelKind, type ResumeCall } from "./cancel-invariants.ts";
+import { cancelAtRandom, look, raceReplies, readText, track, type CancelDriver } from "./cancel-driver.ts";
+import { checkCancel, parseCalls, parseServeLog, type CancelCall, type ResumeCall } from "./cancel-invariants.ts";
 import { agentCounter, finalViews, listMessages, tallyTable, type Listed } from "./cancel-reads.ts";
 import { invariantLines } from "./report.ts";
 import { ServeSlot } from "./serve-fleet.ts";
@@ -58,12 +59,6 @@ const DRAIN_STALL_MS = 30_000;
 const DRAIN_MAX_MS = 90_000;
 /** Share of posts into a shared group, where a new message interrupts the running one. */
 const SHARED_SHARE = 0.35;
-/** Share of effects whose command just began that a cancel lands in (a stubborn one then lands after it). */
-const EFFECT_SHARE = 0.3;
-/** Share of runs that just traced their last step whose reply a cancel races. */
-const RACE_SHARE = 0.4;
-/** How the other cancels pick their target, by its status then. */
-const CANCEL_KINDS: readonly [Exclude<CancelKind, "race" | "effect">, number][] = [["running", 0.35], ["queued", 0.15], ["parked", 0.15], ["finished", 0.2], ["again", 0.15]];
 
 const { random, pick, between } = seeded(seed);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -81,8 +76,6 @@ const resumes: ResumeCall[] = [];
 const answers: Answer[] = [];
 const kills: { machine: string; at: number }[] = [];
 const restarts: { from: number; to: number }[] = [];
-const answering = new Set<number>();
-const raced = new Set<number>();
 /** The steps run's plan without its approval: this mode's agent asks none and its driver approves nothing. */
 const PLAN = STEPS_PLAN.map(({ approve: _approve, ...item }) => item);
 let dev: DevServer | null = null;
@@ -92,6 +85,7 @@ let closeSink: (() => Promise<void>) | null = null;
 let keepLogs = false;
 
 const allMessages = () => listMessages(coordinator, agent);
+const driver: CancelDriver = { coordinator, agent, paths, plan: PLAN, rng: { random, pick, between }, say, cancels, resumes, answers, answering: new Set(), raced: new Set() };
 
 async function coordinator(path: string, init?: RequestInit): Promise<Response> {
   return fetch(`${dev!.url}${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "x-baton-via": "http", ...(init?.headers as Record<string, string> | undefined) } });
@@ -117,90 +111,6 @@ async function postMessages(sentIds: number[], until: number): Promise<void> {
     } catch (e) {
       console.error(`cancel: post ${n} failed (${(e as Error).message}); posted again in a moment`);
     }
-  }
-}
-
-/** POST …/cancel, its answer kept for the checker; a lost answer (restart) is kept as null. */
-async function cancelOne(id: number, kind: CancelKind): Promise<void> {
-  const call: CancelCall = { id, kind, sentAt: Date.now(), status: null };
-  cancels.push(call);
-  try {
-    const res = await coordinator(`/agents/${agent}/messages/${id}/cancel`, { method: "POST", body: JSON.stringify({ reason: `chaos ${kind}` }) });
-    call.status = res.status;
-    const body = (await res.json()) as { error?: string; cancelled?: { at: number } | null };
-    if (body.error !== undefined) call.code = body.error;
-    if (res.status === 200 && body.cancelled) call.cancelledAt = body.cancelled.at;
-    say(`cancel ${id} (${kind}): ${res.status}${call.code ? ` ${call.code}` : ""}`);
-  } catch {
-    // no answer: the coordinator went down meanwhile
-  }
-}
-
-/** A person answers an unknown outcome after a while (long enough that a cancel may come first): done or redo. */
-async function answer(m: Listed): Promise<void> {
-  answering.add(m.id);
-  try {
-    await sleep(between(1000, 3000));
-    const outcome = random() < 0.5 ? "done" : "redo";
-    const text = outcome === "done" ? `by-hand:${m.id}:${answers.filter((a) => a.id === m.id).length + 1}` : null;
-    const call: ResumeCall = { id: m.id, sentAt: Date.now(), status: null };
-    resumes.push(call);
-    const res = await coordinator(`/agents/${agent}/messages/${m.id}/resume`, { method: "POST", body: JSON.stringify({ input: text, outcome }) });
-    call.status = res.status;
-    if (res.status === 200) answers.push({ id: m.id, name: m.waiting_on!, outcome, text, at: Date.now() });
-    else ({ error: call.code, message: call.message } = (await res.json()) as { error?: string; message?: string });
-    say(`resume ${m.id} --${outcome}: ${res.status}${call.code ? ` ${call.code}` : ""}`);
-  } catch {
-    // the coordinator is restarting: asked again on the next look
-  } finally {
-    answering.delete(m.id);
-  }
-}
-
-function track(set: Set<Promise<void>>, p: Promise<void>): void {
-  set.add(p);
-  void p.finally(() => set.delete(p));
-}
-
-function look(inFlight: Set<Promise<void>>, listed: Listed[]): void {
-  for (const m of listed) if (m.status === "parked" && m.waiting_on !== null && !answering.has(m.id)) track(inFlight, answer(m));
-}
-
-/** Cancels a message picked by its status now (none when no message has it); `again`: one cancelled before (answered 200, unchanged). */
-function cancelAtRandom(listed: Listed[], inFlight: Set<Promise<void>>): void {
-  let r = random();
-  let kind: Exclude<CancelKind, "race" | "effect"> = "running";
-  for (const [k, share] of CANCEL_KINDS) if ((r -= share) < 0) (kind = k), (r = Infinity);
-  const wanted = { running: ["running"], queued: ["queued"], parked: ["parked"], finished: ["acknowledged"], again: ["cancelled"] }[kind];
-  const candidates = listed.filter((m) => wanted.includes(m.status));
-  if (candidates.length > 0) track(inFlight, cancelOne(pick(candidates).id, kind));
-}
-
-/** The lines appended to `path` since the last look. */
-function freshLines(path: string, seen: { n: number }): string {
-  const text = readText(path);
-  const fresh = text.slice(seen.n, text.lastIndexOf("\n") + 1);
-  seen.n += fresh.length;
-  return fresh;
-}
-
-/**
- * Races replies: a run that just traced its last step is cancelled at once or a moment later. And
- * lands cancels inside effects: one whose command just began (its ledger line) is cancelled while
- * the command works, before it reaches the sink.
- */
-function raceReplies(seen: { calls: { n: number }; ledger: { n: number } }, inFlight: Set<Promise<void>>): void {
-  const last = PLAN.at(-1)!.name;
-  for (const c of parseCalls(freshLines(paths.calls, seen.calls))) {
-    if (c.name !== last || c.rc !== 0 || raced.has(c.id) || random() >= RACE_SHARE) continue;
-    raced.add(c.id);
-    track(inFlight, sleep(between(0, 250)).then(() => cancelOne(c.id, "race")));
-  }
-  const effects = new Set(PLAN.filter((p) => p.kind === "effect").map((p) => p.name));
-  for (const l of parseLedger(freshLines(paths.ledger, seen.ledger))) {
-    if (!effects.has(l.name) || raced.has(l.id) || random() >= EFFECT_SHARE) continue;
-    raced.add(l.id);
-    track(inFlight, sleep(between(50, 300)).then(() => cancelOne(l.id, "effect")));
   }
 }
 
@@ -237,14 +147,6 @@ async function restartCoordinator(startWranglerDev: typeof import("../../test/e2
 
 function vars(): Record<string, string> {
   return { BATON_HEARTBEAT_TTL_SECONDS: String(ttl), BATON_PRESENCE_SCAN_SECONDS: String(Math.max(1, Math.floor(ttl / 2))) };
-}
-
-function readText(path: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return "";
-  }
 }
 
 async function main(): Promise<number> {
@@ -285,9 +187,9 @@ async function main(): Promise<number> {
     if (!coordinatorDown && Date.now() - listedAt >= 400) {
       listed = await allMessages().catch(() => listed);
       listedAt = Date.now();
-      look(inFlight, listed);
+      look(driver, inFlight, listed);
     }
-    if (!coordinatorDown) raceReplies(seen, inFlight);
+    if (!coordinatorDown) raceReplies(driver, seen, inFlight);
     if (restartAt.length > 0 && Date.now() >= restartAt[0]! && !coordinatorDown) {
       restartAt.shift();
       track(inFlight, restartCoordinator(startWranglerDev).catch((e: Error) => console.error(`cancel: restart failed: ${e.message}`)));
@@ -296,7 +198,7 @@ async function main(): Promise<number> {
         const busy = new Set(listed.filter((m) => m.status === "running" && m.machine !== null).map((m) => m.machine!));
         track(inFlight, killOne(busy).catch((e: Error) => console.error(`cancel: kill failed: ${e.message}`)));
       } else {
-        cancelAtRandom(listed, inFlight);
+        cancelAtRandom(driver, listed, inFlight);
       }
       nextOp = Date.now() + between(1000, 2500);
     }
@@ -313,8 +215,8 @@ async function main(): Promise<number> {
   let lastProgress = Date.now();
   for (let left = Infinity; Date.now() < drainUntil && Date.now() - lastProgress < DRAIN_STALL_MS; ) {
     listed = await allMessages();
-    look(inFlight, listed);
-    raceReplies(seen, inFlight);
+    look(driver, inFlight, listed);
+    raceReplies(driver, seen, inFlight);
     const n = listed.filter(open).length;
     if (n === 0 && inFlight.size === 0) break;
     if (n < left) (left = n), (lastProgress = Date.now());

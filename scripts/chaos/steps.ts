@@ -18,12 +18,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { parseArgs } from "node:util";
 import type { DevServer } from "../../test/e2e/wrangler-dev.ts";
-import { markdownTable } from "../bench/stats.ts";
 import { snapshotOfHead, workingTree, wranglerDevOf } from "../bench/snapshot.ts";
-import { invariantLines } from "./report.ts";
 import { ServeSlot } from "./serve-fleet.ts";
 import { writeAgent } from "./steps-agent.ts";
-import { checkSteps, parseLedger, parseTrace, PLAN, type Answer, type Approval, type FinalMessage, type JournalRecord, type StepsTally } from "./steps-invariants.ts";
+import { finalMessages, printStepsReport } from "./steps-report.ts";
+import { checkSteps, parseLedger, parseTrace, PLAN, type Answer, type Approval } from "./steps-invariants.ts";
 import { seeded } from "./seeded.ts";
 import { accountTag } from "../../worker/wire/step-keys.ts";
 import { runMode } from "./run-mode.ts";
@@ -210,32 +209,6 @@ function readLines(path: string): string {
   }
 }
 
-/** Each message's final view with its journal, and the value of every record. */
-async function finalMessages(ids: readonly number[]): Promise<FinalMessage[]> {
-  const out: FinalMessage[] = [];
-  for (const id of ids) {
-    const m = await json<FinalMessage>(`/agents/${agent}/messages/${id}`);
-    const steps: JournalRecord[] = [];
-    for (const s of m.steps) {
-      const record = s.status === "done" ? await json<{ value: unknown; blob: unknown }>(`/agents/${agent}/messages/${id}/steps/${s.name}`) : null;
-      steps.push({ name: s.name, kind: s.kind, status: s.status, attempt: s.attempt, at: s.at, on_unknown: s.on_unknown, ...(record ? { value: record.value } : {}) });
-    }
-    out.push({ id: m.id, status: m.status, attempts: m.attempts, reply: m.reply, waiting_on: m.waiting_on, steps, permits: m.permits ?? [] });
-  }
-  return out;
-}
-
-function tallyTable(t: StepsTally): string {
-  return markdownTable(
-    ["messages", "acknowledged", "parked on a person", "attempts", "re-attempted", "kills (busy)", "steps run", "run again before recorded", "steps replayed", "effects run", "effects replayed", "unknown → asked (done / redo)", "reruns, same key (retry / redo)", "approvals (approved runs)"],
-    [[
-      String(t.sent), String(t.acknowledged), String(t.waiting), String(t.attempts), String(t.reattempted), `${counts.kills} (${counts.killedBusy})`,
-      String(t.stepsRun), String(t.stepsInterrupted), String(t.stepsReplayed), String(t.effectsRun), String(t.effectsReplayed),
-      `${t.askedDone + t.askedRedo} (${t.askedDone} / ${t.askedRedo})`, `${t.retriedReruns} / ${t.redoReruns}`, `${t.approvals} (${t.approvedRuns})`,
-    ]],
-  );
-}
-
 async function main(): Promise<number> {
   const startedAt = Date.now();
   const load0 = loadavg()[0]!;
@@ -293,31 +266,15 @@ async function main(): Promise<number> {
     await sleep(400);
   }
   await Promise.all(inFlight);
-  const messages = await finalMessages(sentIds);
+  const messages = await finalMessages(json, agent, sentIds);
   const ledger = parseLedger(readLines(ledgerPath));
   const trace = parseTrace(readLines(tracePath));
   const { tally, invariants } = checkSteps({ agent, accountTag: await accountTag("dev"), sentIds, messages, ledger, trace, answers, approvals });
   const ok = invariants.every((i) => i.ok) && tally.sent > 0;
 
-  const took = Math.round((Date.now() - startedAt) / 1000);
-  const command = ["npm run chaos -- --mode steps", ...process.argv.slice(2)].join(" ");
-  const summary = [
-    `${counts.kills} machines killed with -9 (${counts.killedBusy} while running a message), ${tally.attempts} attempts for ${tally.sent} messages (${tally.reattempted} needed more than one);`,
-    `steps: ${tally.stepsRun} runs of a step's command (${tally.stepsInterrupted} of them killed before the result was recorded, so run again), ${tally.stepsReplayed} results replayed from the journal;`,
-    `effects: ${tally.effectsRun} runs, ${tally.effectsReplayed} outcomes replayed; unknown outcomes: ${tally.askedDone + tally.askedRedo} asked a person (${tally.askedDone} --done, ${tally.askedRedo} --redo), ` +
-      `${tally.retriedReruns} reruns under retry and ${tally.redoReruns} after --redo, all under the same idempotency key.`,
-  ];
-  console.log(`\n${tallyTable(tally)}\n`);
-  for (const line of summary) console.log(line);
-  console.log("\ninvariants:");
-  for (const line of invariantLines(invariants)) console.log(`  ${line}`);
-  if (tally.sent === 0) console.log("  FAIL no message was sent");
-  console.log(`\n--- markdown ---\n#### ${command}\n`);
-  console.log(`${new Date().toISOString()}, baton ${tree.revision}, seed ${seed}, ${servers} serve processes (${opts.policy}${pool ? `, concurrency ${opts.concurrency}` : ""}), ${took} s in all, load average ${load0.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end.\n`);
-  console.log(tallyTable(tally));
-  console.log(`\n${summary.join(" ")}\n`);
-  for (const inv of invariants) console.log(`- ${inv.ok ? "ok" : "**FAIL**"}: ${inv.name}${inv.ok ? "" : ` (${inv.detail})`}`);
-  console.log("--- end ---");
+  printStepsReport(tally, invariants, counts, {
+    revision: tree.revision, seed, servers, policy: opts.policy, pool, concurrency: opts.concurrency, startedAt, load0,
+  });
   const keep = !ok || opts["keep-logs"];
   if (keep) writeFileSync(join(workDir, "messages.json"), JSON.stringify({ messages, answers }, null, 1));
   if (!ok) console.log(`\nsteps: FAILED (seed ${seed}); ledger, trace, serve logs and messages kept in ${workDir}`);

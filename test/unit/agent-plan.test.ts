@@ -1,55 +1,9 @@
 // planAgent, the one decision of an agent object per event, over plain snapshots with an injected clock.
 import { describe, expect, it } from "vitest";
-import { planAgent, type AgentEvent, type AgentSnapshot, type ConnSnapshot, type ServeConn } from "../../worker/rules/agent-plan.ts";
-import { DEFAULT_POLICY, type MessageLease } from "../../worker/rules/message-lease.ts";
-import type { WriteInput } from "../../worker/rules/plan/write-event.ts";
-import type { RunnerWrite } from "../../worker/rules/plan/write.ts";
-
-const BUDGET = { steps: 100, bytes: 1 << 20 };
-const NO_WEBHOOKS = { dueAt: null, sendsNow: false, keeps: true, outage: { since: null, notified: false }, noHolderAfterMs: null };
-
-const TTL = 1000;
-const NOW = 100_000;
-
-function conn(claimSeq: number | null, over: Partial<ServeConn> = {}, heartbeat = NOW): ConnSnapshot {
-  const c: ServeConn = {
-    id: claimSeq === null ? "new" : `c${claimSeq}`, claimSeq, released: false, machine: `m${claimSeq ?? "x"}`, joinedAt: 0, lastSeen: heartbeat, toldHeld: null, toldFence: null,
-    readySince: 0, ...over,
-  };
-  return { conn: c, heartbeat };
-}
-
-/** A holder (claim 1, told it holds fence 1) and the given others. */
-function snapshot(over: Partial<AgentSnapshot> = {}): AgentSnapshot {
-  return {
-    now: NOW, ttlMs: TTL, scanMs: 500,
-    lease: { fence: 1, holderClaim: 1, holderMachine: "m1", since: 0 },
-    conns: [conn(1, { toldHeld: true, toldFence: 1 })],
-    controls: { paused: false, drained: new Set(), hysteresisMs: 10_000, reserved: null },
-    work: { policy: DEFAULT_POLICY, open: [], parkDeadline: null, due: new Map(), journalBudget: BUDGET },
-    claimCounter: 1, tokenCounter: 0, ownDeadlines: [], alarmAt: null, webhooks: NO_WEBHOOKS, runKeys: ["rk-1", "rk-2", "rk-3", "rk-4"],
-    ...over,
-  };
-}
-
-function message(id: number, over: Partial<MessageLease> = {}): MessageLease {
-  return { id, status: "queued", attempts: 0, token: 0, runner: null, expiresAt: null, group: null, runTimeoutMs: null, retryAt: null, capAt: null, pendingAsk: null, onDeadline: null, parkMs: null, forPerson: false, ...over };
-}
-
-/** Message 7 runs on claim 1 under token 1. */
-const RUNNING = message(7, { status: "running", attempts: 1, token: 1, runner: "1", expiresAt: NOW + 5000 });
-const STEP_RECORD = { name: "s", kind: "step" as const, status: "done" as const, value: "1", blob: null, onUnknown: null, attempt: 1, token: 1 };
-const run = { id: 7, token: 1, writer: { runner: "1" }, lease: RUNNING, frame: true, req: "r" };
-const heartbeatWrite: WriteInput = { kind: "heartbeat", ...run, details: undefined };
-const stepWrite = {
-  kind: "step" as const, ...run, step: { name: "s", kind: "step" as const, phase: "done" as const, value: "1", blob: null, onUnknown: null },
-  rows: { openIntents: [], record: null, usage: { steps: 0, bytes: 0 }, blob: null, keptKey: null, keys: null, permit: null },
-};
-const runnerTarget = { lease: RUNNING, acked: { runner: null, write: { id: 7, fence: 0, key: "ack" } }, asked: null, blob: null, journal: { openIntents: [], record: null } };
-const checkpointWrite: WriteInput = { kind: "runner", writer: "1", target: runnerTarget, frame: { type: "message_checkpoint", id: 7, token: 1, value: 1 } as RunnerWrite };
-const failWrite: WriteInput = { kind: "runner", writer: "1", target: runnerTarget, frame: { type: "fail", id: 7, token: 1, reason: "boom" } as RunnerWrite };
-const staleWrite: WriteInput = { kind: "runner", writer: "1", target: runnerTarget, frame: { type: "reply", id: 7, token: 0, text: "x", key: "k" } as RunnerWrite };
-const agentCheckpointWrite = { kind: "agent_checkpoint" as const, fence: 1, value: 1 as unknown, sender: { claimSeq: 1, released: false } };
+import { planAgent, type AgentEvent, type AgentSnapshot } from "../../worker/rules/agent-plan.ts";
+import { DEFAULT_POLICY } from "../../worker/rules/message-lease.ts";
+import { BUDGET, RUNNING, agentCheckpointWrite, checkpointWrite, conn, failWrite, heartbeatWrite, snapshot, staleWrite, stepWrite } from "./agent-plan-fixtures.ts";
+import { NOW, TTL, message } from "./plan-fixtures.ts";
 
 describe("planAgent: the lease", () => {
   const cases: { name: string; snap: AgentSnapshot; event: AgentEvent; holder: number | null; fence: number; reason: string | null }[] = [
@@ -272,33 +226,5 @@ describe("planAgent: the alarm and presence", () => {
   it("the holder's own checkpoint is stored by the plan and changes no presence", () => {
     const plan = planAgent(snapshot(), { type: "write", from: "c1", write: { ...agentCheckpointWrite, value: { n: 1 } } });
     expect([plan.agentCheckpoint, plan.presenceChanged]).toEqual([{ value: { n: 1 }, fence: 1 }, false]);
-  });
-});
-
-describe("planAgent: a write that moves no message", () => {
-  const running = message(7, { status: "running", attempts: 1, token: 1, runner: "1", expiresAt: NOW + 5000 });
-  /** A holder silent past its TTL, a standby and a queued message: a full plan would close, elect and dispatch. */
-  const busy = (): AgentSnapshot => snapshot({
-    conns: [conn(1, { toldHeld: true, toldFence: 1 }, NOW - 2 * TTL), conn(2)],
-    work: { policy: DEFAULT_POLICY, open: [running, message(8)], parkDeadline: null, due: new Map(), journalBudget: BUDGET },
-  });
-  const quiet: [string, WriteInput][] = [
-    ["a heartbeat", heartbeatWrite],
-    ["a step record", stepWrite],
-    ["an answered write that stored nothing", { ...stepWrite, rows: { ...stepWrite.rows, record: { ...STEP_RECORD, at: 0 } } }],
-  ];
-  for (const [name, event] of quiet) {
-    it(`${name} is stored and answered, with no liveness, election, take back, dispatch or alarm planned beside it (as before writes went through the plan)`, () => {
-      const plan = planAgent(busy(), { type: "write", from: "c1", write: event });
-      expect([plan.changes, plan.replies]).toEqual([plan.write!.change ? [plan.write!.change] : [], [{ to: "c1", frame: plan.write!.frame }]]);
-      expect(plan.replies[0]!.frame).toMatchObject({ type: "result" });
-      expect([plan.close, plan.tells, plan.takeBacks, plan.handOuts, plan.patches.size, plan.leaseChanged, plan.alarm, plan.presenceChanged])
-        .toEqual([[], [], [], [], 0, false, null, false]);
-    });
-  }
-
-  it("a write that moves its message, a refusal and the holder's checkpoint are planned in full (the silent holder is closed)", () => {
-    const full: AgentEvent[] = [failWrite, staleWrite, agentCheckpointWrite].map((write) => ({ type: "write", from: "c1", write }));
-    for (const event of full) expect(planAgent(busy(), event).close).toEqual([0]);
   });
 });
