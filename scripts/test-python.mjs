@@ -110,7 +110,7 @@ function setupClean() {
 
 function pytest(py, name, env, files) {
   return new Promise((done) => {
-    const child = spawn(py, ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", ...(ARGS.some((a) => !a.startsWith("-")) ? [] : files), ...ARGS], {
+    const child = spawn(py, ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", ...(ARGS.some(namesTests) ? [] : files), ...ARGS], {
       cwd: ROOT,
       stdio: "inherit",
       detached: true,
@@ -133,6 +133,11 @@ function pytest(py, name, env, files) {
 
 /** pytest arguments from the command line; one that names files or tests replaces each run's own. */
 const ARGS = process.argv.slice(2);
+
+/** A file, folder or test id (test/python/x.py::name), not an option or an option's value (`-k EXPR`). */
+function namesTests(arg) {
+  return arg.startsWith("test/") || arg.includes(".py");
+}
 
 const SETUPS = { debian: setupDebian, clean: setupClean };
 const unknown = RUNS.filter((r) => !(r in SETUPS));

@@ -16,7 +16,8 @@ import { ScheduleStore, type NewSchedule } from "../../worker/objects/schedule-s
 import { WebhookOutbox } from "../../worker/objects/webhook-outbox.ts";
 import { DEFAULT_POLICY } from "../../worker/rules/message-lease.ts";
 import type { AgentMetrics } from "../../worker/rules/metrics.ts";
-import { auth, BASE, call, connect, post, stubFor, uniqueAgent, waitFor } from "./helpers.ts";
+import { auth, BASE, call, claimant, connect, frozenAgent, message, passUntil, post, stubFor, uniqueAgent, waitFor, write } from "./helpers.ts";
+import type { MessageFrame } from "../../worker/wire/protocol.ts";
 
 const NOT_JSON = "{not json";
 
@@ -147,5 +148,25 @@ describe("a corrupt stored JSON row", () => {
     expect(await bad.json()).toMatchObject({ error: "internal", message: expect.stringContaining("message_steps.value") });
     expect((await call("GET", `/agents/${agent}/messages/${id}/steps/good`)).body).toMatchObject({ value: 1 });
     expect((await call("GET", `/agents/${agent}/messages/${id}`)).status).toBe(200);
+  });
+
+  // Before: the escalation's webhook facts parsed the stored question with a bare JSON.parse
+  // (rules/webhooks.ts), so its deadline threw inside apply, and the alarm failed on the same row.
+  it("a parked message whose stored question is corrupt still escalates at its deadline, and the object goes on", async () => {
+    const agent = await frozenAgent();
+    // A webhook, so the escalation makes an event and its facts read the question.
+    expect((await call("PUT", `/agents/${agent}/webhook`, { url: "http://receiver.test/status/503", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" })).status).toBe(200);
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "e");
+    const m = await a.sock.next("message", (f) => f.run && f.id === id) as MessageFrame;
+    await write(a.sock, { type: "park", id, token: m.token, question: { text: "q", on_deadline: "escalate" }, deadline_seconds: 1 });
+    const first = (await message(agent, id)).expires_at as number;
+    await runInDurableObject(stubFor(agent), (_i, state) => void state.storage.sql.exec(`UPDATE messages SET question = ? WHERE id = ?`, NOT_JSON, id));
+    await passUntil(agent, first);
+    const escalated = await message(agent, id);
+    expect(escalated).toMatchObject({ status: "parked" });
+    expect(escalated.expires_at as number).toBeGreaterThan(first);
+    const next = await post(agent, "next");
+    expect((await message(agent, next)).id).toBe(next);
   });
 });
