@@ -3,7 +3,7 @@
 // `cancelled` with who and why, and the runner takes the next message. `send --wait` on Ctrl-C
 // prints the command that cancels, and with --cancel-on-interrupt cancels.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -109,7 +109,8 @@ describe("cancel end to end", () => {
       let stderr = "";
       send.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
       const exited = new Promise<number | null>((r) => send.once("exit", (code) => r(code)));
-      await until(`message ${id} running`, () => (existsSync(join(dir, `${id}.sh`)) ? true : null));
+      // Every pid of the tree recorded, not only the shell's: a cancel before the rest wrote theirs left none to check (a clean-clone run).
+      await until(`message ${id}'s tree running`, () => treePids(dir, id));
       send.kill("SIGINT");
       return { code: await exited, stderr };
     };
