@@ -185,6 +185,23 @@ describe("what held: retries sent at once", () => {
   });
 });
 
+/** Revokes the dev account's grant of an OAuth client, as its admin would. */
+async function revokeGrantOf(clientId: string): Promise<void> {
+  const grant = (await as(DEV_TOKEN, "GET", "/grants")).body.grants.find((g: { client_id: string }) => g.client_id === clientId);
+  expect((await call("DELETE", `/grants/${grant.id}`)).status).toBe(200);
+}
+
+/** What a stream sends until it ends, or until `text` shows up in it. */
+async function readUntilEndOr(reader: ReadableStreamDefaultReader<Uint8Array>, text: string): Promise<string> {
+  const decoder = new TextDecoder();
+  let seen = "";
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    seen += decoder.decode(chunk.value);
+    if (seen.includes(text)) break;
+  }
+  return seen;
+}
+
 describe("a stream and its grant", () => {
   // Before: an A2A stream was authorised once, when it opened (a2a-calls.ts kept the Caller, not
   // the credential), so after DELETE /grants/{id} (whoami already 401) it went on delivering the
@@ -203,16 +220,10 @@ describe("a stream and its grant", () => {
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
     expect(decoder.decode((await reader.read()).value)).toContain('"task"');
-    const grant = (await as(DEV_TOKEN, "GET", "/grants")).body.grants.find((g: { client_id: string }) => g.client_id === client.client_id);
-    expect((await call("DELETE", `/grants/${grant.id}`)).status).toBe(200);
+    await revokeGrantOf(client.client_id);
     expect((await as(tokens.access_token, "GET", "/whoami")).status).toBe(401);
     await write(sock, { type: "output", id, token: run.token, chunks: [{ stream: "stdout", text: "after the revoke" }] });
-    let seen = "";
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-      seen += decoder.decode(chunk.value);
-      if (seen.includes("after the revoke")) break;
-    }
-    expect(seen).not.toContain("after the revoke");
+    expect(await readUntilEndOr(reader, "after the revoke")).not.toContain("after the revoke");
   }, 60_000);
 
   // Before: GET …/output as Server-Sent Events was authorised once, when it opened, and went on
@@ -229,15 +240,9 @@ describe("a stream and its grant", () => {
     const decoder = new TextDecoder();
     expect(decoder.decode((await reader.read()).value)).toContain("retry:");
     await reader.read(); // the first page, read when the stream opened
-    const grant = (await as(DEV_TOKEN, "GET", "/grants")).body.grants.find((g: { client_id: string }) => g.client_id === client.client_id);
-    expect((await call("DELETE", `/grants/${grant.id}`)).status).toBe(200);
+    await revokeGrantOf(client.client_id);
     await write(sock, { type: "output", id, token: run.token, chunks: [{ stream: "stdout", text: "after the revoke" }] });
-    let seen = "";
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-      seen += decoder.decode(chunk.value);
-      if (seen.includes("after the revoke")) break;
-    }
-    expect(seen).not.toContain("after the revoke");
+    expect(await readUntilEndOr(reader, "after the revoke")).not.toContain("after the revoke");
     // The same token's reader with a credential that stands still gets it.
     const page = await as(DEV_TOKEN, "GET", `/agents/${agent}/messages/${id}/output?format=json`);
     expect(JSON.stringify(page.body)).toContain("after the revoke");
