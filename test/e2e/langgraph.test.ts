@@ -20,13 +20,19 @@ const fx = sharedServeFixture();
 
 const EXAMPLE = join(ROOT, "examples/langgraph-thread.mjs");
 const conn = () => ({ url: fx.dev.url, token: DEV_TOKEN });
+/**
+ * The workers' lease TTL. The example's own 2 s lapsed under load (renewals every 0.67 s that took
+ * longer than the TTL on 2 shared cores): a worker that cannot prove its lease stops, rightly, but
+ * the story then is another one. A is still paused past it, so each story waits this long.
+ */
+const TTL = ["--ttl", "5"];
 
 
 type Line = { event: string; worker: string; node?: string; fence?: number; code?: string | null; log?: string[] };
 
 /** One worker of the example, its JSON lines collected; `until` resolves on the first line that matches. */
 function worker(thread: string, name: string, extra: string[] = []) {
-  const proc = spawn(process.execPath, [EXAMPLE, "worker", thread, name, ...extra, "--json"], {
+  const proc = spawn(process.execPath, [EXAMPLE, "worker", thread, name, ...extra, ...TTL, "--json"], {
     cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, stdio: ["ignore", "pipe", "inherit"],
   });
   const lines: Line[] = [];
@@ -145,11 +151,11 @@ describe("a LangGraph thread under a baton lease", () => {
   });
 
   it("the example runs the whole story in one command", () => {
-    const r = spawnSync(process.execPath, [EXAMPLE, `t-${crypto.randomUUID()}`, "--json"], {
-      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 60_000,
+    const r = spawnSync(process.execPath, [EXAMPLE, `t-${crypto.randomUUID()}`, ...TTL, "--json"], {
+      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 90_000,
     });
     expect(r.status, r.stdout + r.stderr).toBe(0);
     const last = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
     expect(last).toMatchObject({ event: "history", linear: true, a_exit: 3, b_exit: 0 });
-  });
+  }, 120_000);
 });
