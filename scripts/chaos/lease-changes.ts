@@ -84,6 +84,7 @@ export function unaccountedFailure(m: FailedMessage, postFence: number | undefin
   const last = later.length > 0 ? Math.min(...later) : Math.max(from, ...t.seenAt.keys());
   if (m.attempts > last - from + 1) return `${m.id} had ${m.attempts} attempts over fences ${from}..${last}`;
   const unexplained: number[] = [];
-  for (let f = from + 1; f <= last + 1; f++) if (t.seenAt.has(f) && !leaseChangeExplained(f, t, faults)) unexplained.push(f);
+  // Fence 1 is the first election, not a change: a message posted before it (fence 0) starts there.
+  for (let f = Math.max(from + 1, 2); f <= last + 1; f++) if (t.seenAt.has(f) && !leaseChangeExplained(f, t, faults)) unexplained.push(f);
   return unexplained.length === 0 ? null : `${m.id}: lease changes to fence ${unexplained.join(", ")} follow no injected fault`;
 }

@@ -278,6 +278,7 @@ async function main(): Promise<number> {
   const keep = !ok || opts["keep-logs"];
   if (keep) {
     writeFileSync(join(workDir, "sink-log.json"), JSON.stringify(sink.log, null, 1));
+    writeFileSync(join(workDir, "faults.json"), JSON.stringify(faults, null, 1));
     writeFileSync(join(workDir, "messages.json"), JSON.stringify(messages.map((m) => ({ ...m, post_fence: postFences.get(m.id) ?? null })), null, 1));
   }
   if (!ok) console.log(`\nchaos: FAILED (seed ${seed}); serve logs, sink log and message list kept in ${workDir}`);

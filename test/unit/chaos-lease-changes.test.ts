@@ -39,6 +39,13 @@ describe("chaos main run: failed messages against injected faults", () => {
     expect(run.tally).toMatchObject({ lost: 0, failedByFaults: 1 });
   });
 
+  it("a message posted before the first holder (fence 0) counts changes from fence 2: the first election is no lease change", () => {
+    expect(unaccountedFailure({ ...failed, attempts: 4, token: 4, error: null }, 0, fenceTimeline(logs), faults.slice(1), 4)).toBe(
+      "3: lease changes to fence 2 follow no injected fault",
+    );
+    expect(unaccountedFailure({ ...failed, attempts: 4, token: 4, error: null }, 0, fenceTimeline(logs), faults, 4)).toBeNull();
+  });
+
   it("calls it lost when one of those lease changes follows no injected fault", () => {
     const withoutKill = faults.filter((f) => f.kind !== "kill" || f.slot !== 0);
     const t = fenceTimeline(logs);
