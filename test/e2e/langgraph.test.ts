@@ -84,12 +84,15 @@ async function pausedWriter(thread: string, aExtra: string[]) {
 }
 
 describe("a LangGraph thread under a baton lease", () => {
-  it("two workers on one thread, A paused past its TTL: B finishes, A's late write is refused (stale_fence), A stops, history is one line", async () => {
+  it("two workers on one thread, A paused past its TTL: B finishes, A's late write is refused (stale_fence, or A's own clock stops it first), A stops, history is one line", async () => {
     const thread = `t-${crypto.randomUUID()}`;
     const { a, b } = await pausedWriter(thread, ["--ignore-signal"]);
     const aFence = a.lines.find((l) => l.event === "acquired")!.fence!;
     expect(b.lines.find((l) => l.event === "acquired")!.fence).toBe(aFence + 1);
-    expect(a.lines.at(-1)).toMatchObject({ event: "stopped", code: "stale_fence" });
+    // At SIGCONT A's overdue renewal and its draft's write race: the coordinator refuses the write
+    // (stale_fence), or A's lease clock says it lapsed first (under load it often does); either way
+    // nothing of A's after its lease is stored, as the history below shows.
+    expect(a.lines.at(-1)).toMatchObject({ event: "stopped", code: expect.stringMatching(/^(stale_fence|lapsed)$/) });
     expect(b.lines.at(-1)).toMatchObject({ event: "done", log: ["plan by A", "draft by B", "review by B", "publish by B"] });
 
     const line = await history(thread);
@@ -153,7 +156,7 @@ describe("a LangGraph thread under a baton lease", () => {
 
   it("the example runs the whole story in one command", () => {
     const r = spawnSync(process.execPath, [EXAMPLE, `t-${crypto.randomUUID()}`, ...TTL, "--json"], {
-      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 90_000,
+      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 110_000,
     });
     expect(r.status, r.stdout + r.stderr).toBe(0);
     const last = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
