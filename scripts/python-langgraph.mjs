@@ -13,7 +13,7 @@ const STEPS = [
 /** Installs them into the venv of `py` with `sh` (test-python.mjs's); returns false (and says why) when pip cannot. */
 export function installLangGraphCheckpoint(py, sh) {
   try {
-    for (const args of STEPS) sh(`${py} -m pip install -qq --retries 0 ${args}`);
+    for (const args of STEPS) sh(`${py} -m pip install -qq --retries 0 --no-compile ${args}`);
     return true;
   } catch (err) {
     console.log(`-- langgraph-checkpoint 4.2 could not be installed (${err.message.split("\n")[0]}): test_langgraph.py skips`);
