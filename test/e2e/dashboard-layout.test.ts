@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { card, dashboardFixture, horizontalOverflow, LONG_MESSAGE, LONG_WORD, screenshotDir } from "./dashboard-browser.ts";
+import { until } from "./dashboard-person-api.ts";
 import { rawRunners } from "./dashboard-runner.ts";
 
 const DOCS = screenshotDir();
@@ -63,6 +64,9 @@ describe("the dashboard's cards and screens", () => {
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
     await page.setViewportSize({ width: 1100, height: 820 });
+    // A lease that ended with nobody to take over: the gap the one-minute timeline shows below.
+    await (await runners.serve("reviewer", "old-box")).close();
+    await until(async () => (await fx.http.api<{ holder: unknown }>("GET", "/agents/reviewer/presence")).body.holder === null, "reviewer's lease ended");
     const reply = (text: string) => text.startsWith("Review") ? "LGTM after one rename: fence_token → fence." : "ok";
     const first = await runners.serve("reviewer", "gpu-box-2", reply);
     await runners.serve("reviewer", "mac-studio", reply);
