@@ -20,12 +20,16 @@ const NAMED = { bob: "answer", wall: "read" } as const;
 export const dashboardToken = (account: DashboardAccount, name?: keyof typeof NAMED): string =>
   name === undefined ? `e2e-${account}-token` : `e2e-${account}-${name}-token`;
 
+/** oauth.test.ts's person: a named token of account "dev" that signs in on baton's OAuth page. */
+export const OAUTH_PERSON = { token: "e2e-person-token", name: "ana", scopes: "send+answer" } as const;
+
 const sha256 = (token: string) => createHash("sha256").update(token).digest("hex");
 
-/** BATON_TOKENS of the project's server: the dev token (the page-origin test) and every account's tokens. */
+/** BATON_TOKENS of the project's server: the dev token, oauth.test.ts's person and every dashboard account's tokens. */
 export function dashboardTokenEntries(): string[] {
   return [
     `dev:${sha256(DEV_TOKEN)}`,
+    `dev:${OAUTH_PERSON.name}:${OAUTH_PERSON.scopes}:${sha256(OAUTH_PERSON.token)}`,
     ...DASHBOARD_ACCOUNTS.flatMap((account) => [
       `${account}:${sha256(dashboardToken(account))}`,
       ...Object.entries(NAMED).map(([name, scopes]) => `${account}:${name}:${scopes}:${sha256(dashboardToken(account, name as keyof typeof NAMED))}`),

@@ -44,14 +44,9 @@ export function dashboardFixture(account: DashboardAccount, viewport = { width: 
   let http: ReturnType<typeof personApi> | undefined;
 
   beforeAll(async () => {
-    const shared = inject("dashboardDev");
-    if (shared) {
-      url = shared.url;
-      browser = await chromium.connect(shared.browserEndpoint);
-    } else {
-      [own, browser] = await Promise.all([startWranglerDev({ vars: DASHBOARD_DEV_VARS }), chromium.launch(CHROMIUM)]);
-      url = own.url;
-    }
+    let coordinator: ProjectCoordinator;
+    [coordinator, browser] = await Promise.all([projectCoordinator(), projectChromium()]);
+    ({ url, own } = coordinator);
     http = personApi(url, token);
     context = await browser.newContext({ viewport });
     await context.addInitScript((t) => {
@@ -86,6 +81,26 @@ export function dashboardFixture(account: DashboardAccount, viewport = { width: 
       return h;
     },
   };
+}
+
+export interface ProjectCoordinator {
+  url: string;
+  /** The file's own server, to stop after it (BATON_TEST_SHARED_DEV=0). */
+  own?: DevServer;
+}
+
+/** The project's wrangler dev (dashboard-dev.global.ts), or, with BATON_TEST_SHARED_DEV=0, a new one with its settings. */
+export async function projectCoordinator(): Promise<ProjectCoordinator> {
+  const shared = inject("dashboardDev");
+  if (shared) return { url: shared.url };
+  const own = await startWranglerDev({ vars: DASHBOARD_DEV_VARS });
+  return { url: own.url, own };
+}
+
+/** The project's Chromium, connected to (close() disconnects), or one of the file's own with BATON_TEST_SHARED_DEV=0. */
+export async function projectChromium(): Promise<Browser> {
+  const shared = inject("dashboardDev");
+  return shared ? chromium.connect(shared.browserEndpoint) : chromium.launch(CHROMIUM);
 }
 
 /** A new page on the dashboard at `url`, live, marked so that later checks can tell it was never reloaded. */

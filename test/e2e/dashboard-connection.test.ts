@@ -37,9 +37,13 @@ describe("the dashboard and its coordinator", () => {
   });
 
   it("reconnects by itself when the coordinator restarts, saying it is unreachable meanwhile, and shows who came back", async () => {
-    // A coordinator of this test's own, with the project's settings and tokens: it is stopped and
-    // started again, which the one every other file shares must never be.
-    let dev = await startWranglerDev({ vars: DASHBOARD_DEV_VARS });
+    // A coordinator of this test's own, with the project's tokens: it is stopped and started again,
+    // which the one every other file shares must never be. Its restart grace is a minute, not 10 s:
+    // the grace may run from the restart itself, and on a loaded machine the runner's reconnect
+    // after wrangler dev answers again once took longer than 10 s (the lease then went to it as a
+    // fresh claim, not "restored").
+    const vars = { ...DASHBOARD_DEV_VARS, BATON_RESTART_GRACE_SECONDS: "60" };
+    let dev = await startWranglerDev({ vars });
     const own = { get url() { return dev.url; }, token: fx.token };
     const mine: ServeClient[] = [];
     const serve = async (agent: string, machine: string, claim: ClaimOptions = {}) => void mine.push(await replyingServe(own, agent, machine, undefined, claim));
@@ -61,10 +65,10 @@ describe("the dashboard and its coordinator", () => {
       expect(await page.locator('[data-role="unreachable-banner"]').textContent()).toMatch(/unreachable since \d{2}:\d{2}:\d{2}: /);
       await card(page, "summarizer").waitFor();
       await Promise.all(mine.splice(0).map((s) => s.close()));
-      dev = await startWranglerDev({ port, persistDir, vars: DASHBOARD_DEV_VARS });
+      dev = await startWranglerDev({ port, persistDir, vars });
       // The restarted coordinator keeps restorer's lease for its holder's runner for the restart
-      // grace (10 s), which may run from the restart itself: the runner comes back at once, not after
-      // the page's reconnect backoff (up to 15 s).
+      // grace, which may run from the restart itself: the runner comes back at once, not after the
+      // page's reconnect backoff (up to 15 s).
       await serve("restorer", "home-box", homeRunner);
       await page.locator('#status[data-state="live"]').waitFor({ timeout: 40_000 });
       await page.locator('[data-role="unreachable-banner"]').waitFor({ state: "hidden" });
