@@ -89,9 +89,9 @@ describe("a person's answers on the dashboard", () => {
   it("Reject from the page asks first (Cancel changes nothing), then ends the message as rejected: it never runs again", async () => {
     const page = await fx.openLive();
     const agent = "janitor";
-    let runs = 0;
-    const handler: MessageHandler = async (_m, ctx) => {
-      runs++;
+    const runs: string[] = [];
+    const handler: MessageHandler = async (m, ctx) => {
+      runs.push(m.text);
       await ctx.ask("Delete the old bucket?");
       return "deleted";
     };
@@ -120,8 +120,10 @@ describe("a person's answers on the dashboard", () => {
     const row = card(page, agent).locator(`.message[data-id="${id}"]`);
     await row.locator('.chip[data-status="rejected"]').waitFor();
     await row.locator('[data-role="answer-record"][data-choice="reject"][data-via="page"]').waitFor();
-    await new Promise((r) => setTimeout(r, 500));
-    expect(runs).toBe(1);
+    // The runner takes its messages in order: once a later one has run, a rejected one handed out again would have run first.
+    await fx.http.postMessage(agent, "the next one");
+    await until(() => runs.includes("the next one"), "the next message ran");
+    expect(runs).toEqual(["clean up", "the next one"]);
     await page.close();
   });
 
