@@ -3,47 +3,15 @@
 // shows within a fraction of a second while the handler still runs, follows the tail until the
 // person scrolls up and again at the bottom, says a takeover in place, shows hostile output
 // (escapes, NUL, bidi, a long line, invalid UTF-8) as harmless text, and fits a phone.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serve, type MessageContext, type MessageHandler, type ServeHandle } from "../../client/node.ts";
-import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import type { MessageContext, MessageHandler } from "../../client/node.ts";
+import { dashboardFixture, horizontalOverflow } from "./dashboard-browser.ts";
+import { until } from "./dashboard-person-api.ts";
 
-const CHROMIUM_ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-  "--no-first-run", "--disable-component-update", "--disable-sync",
-];
-
-let dev: DevServer;
-let browser: BrowserContext;
-let profileDir: string;
-const handles: ServeHandle[] = [];
-
-function open(agent: string, machine: string, handler: MessageHandler): ServeHandle {
-  const h = serve(agent, handler, { url: dev.url, token: DEV_TOKEN, machine });
-  handles.push(h);
-  return h;
-}
-
-async function until(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`never: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-async function postMessage(agent: string, text: string): Promise<number> {
-  const res = await fetch(`${dev.url}/agents/${agent}/messages`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ text }),
-  });
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { id: number }).id;
-}
+const fx = dashboardFixture("dashboard-output");
+const open = (agent: string, machine: string, handler: MessageHandler) => fx.serve(agent, machine, handler);
+const postMessage = (agent: string, text: string) => fx.http.postMessage(agent, text);
 
 /** A handler that runs until the test lets it go, handing the test its ctx to write output with. */
 function controlled(): { handler: MessageHandler; ctx: () => MessageContext | null; finish: () => void } {
@@ -61,31 +29,12 @@ function controlled(): { handler: MessageHandler; ctx: () => MessageContext | nu
 }
 
 async function openPage(viewport = { width: 1100, height: 1000 }): Promise<Page> {
-  const page = await browser.newPage();
+  const page = await fx.openLive();
   await page.setViewportSize(viewport);
-  await page.goto(dev.url);
-  await page.locator('#status[data-state="live"]').waitFor();
   return page;
 }
 
-async function horizontalOverflow(page: Page): Promise<number> {
-  return page.evaluate(() => Math.max(...[...document.querySelectorAll("body *")].map((e) => e.getBoundingClientRect().right)) - window.innerWidth);
-}
-
 const pane = (page: Page, agent: string, id: number) => page.locator(`article.agent[data-agent="${agent}"] .message[data-id="${id}"] [data-role="output"]`);
-
-beforeAll(async () => {
-  dev = await startWranglerDev();
-  profileDir = mkdtempSync(join(tmpdir(), "baton-chromium-"));
-  browser = await chromium.launchPersistentContext(profileDir, { executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
-});
-
-afterAll(async () => {
-  await Promise.all(handles.splice(0).map((h) => h.stop()));
-  await browser?.close();
-  await dev?.stop();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
-});
 
 describe("live output on the dashboard", () => {
   it("shows a running message's output within a fraction of a second, follows the tail, stops when scrolled up and resumes at the bottom", async () => {

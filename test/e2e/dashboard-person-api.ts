@@ -1,7 +1,6 @@
-// The HTTP side of the dashboard's end-to-end files (dashboard-person, -wall, -stop): what the
-// test reads and posts beside the page, with the dev token, against its own `wrangler dev`.
+// The HTTP side of the dashboard's end-to-end files (dashboardFixture's `http`): what the test
+// reads and posts beside the page, with the file's token.
 import { expect } from "vitest";
-import { DEV_TOKEN } from "./wrangler-dev.ts";
 
 export interface View {
   status: string;
@@ -27,12 +26,12 @@ export async function until<T>(check: () => T | Promise<T>, what: string, timeou
   }
 }
 
-/** The coordinator at `url` as the test's person and operator see it over HTTP. */
-export function personApi(url: string) {
+/** The coordinator at `url` as the test's person and operator see it over HTTP, with `token`. */
+export function personApi(url: string, token: string) {
   async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
     const res = await fetch(`${url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: res.status, body: (await res.json()) as T };
@@ -59,5 +58,10 @@ export function personApi(url: string) {
     }, `message ${id} of ${agent} ${status}`);
   }
 
-  return { api, postMessage, view, presence, waitForStatus };
+  /** POST /agents/{agent}/pause, /unpause, /drain or /undrain, which must answer 200. */
+  async function control(agent: string, route: "pause" | "unpause" | "drain" | "undrain", body: object = {}): Promise<void> {
+    expect((await api("POST", `/agents/${agent}/${route}`, body)).status).toBe(200);
+  }
+
+  return { api, postMessage, view, presence, waitForStatus, control };
 }

@@ -1,8 +1,8 @@
-// A raw serve connection for the dashboard's end-to-end file (dashboard.test.ts): claims with a
-// priority and runner id like `baton serve`, heartbeats, and answers or parks each message it runs,
-// so the page has holders, standbys and replies to show.
+// A raw serve connection for the dashboard's end-to-end files (dashboard-lease, -messages, -layout,
+// -connection): claims with a priority and runner id like `baton serve`, heartbeats, and answers or
+// parks each message it runs, so the page has holders, standbys and replies to show.
+import { afterAll } from "vitest";
 import WebSocket from "ws";
-import { DEV_TOKEN } from "./wrangler-dev.ts";
 
 export interface ServeClient {
   machine: string;
@@ -20,9 +20,11 @@ export interface ClaimOptions {
  * A raw serve connection that claims and heartbeats like `baton serve`; while it holds the lease it
  * answers each message it is told to run with `reply(text)`, when given, or parks it when that is null.
  */
-export async function replyingServe(url: string, agent: string, machine: string, reply?: (text: string) => string | null, claim: ClaimOptions = {}): Promise<ServeClient> {
-  const ws = new WebSocket(`${url.replace("http", "ws")}/agents/${agent}/serve?machine=${machine}`, {
-    headers: { authorization: `Bearer ${DEV_TOKEN}` },
+export async function replyingServe(
+  coordinator: { url: string; token: string }, agent: string, machine: string, reply?: (text: string) => string | null, claim: ClaimOptions = {},
+): Promise<ServeClient> {
+  const ws = new WebSocket(`${coordinator.url.replace("http", "ws")}/agents/${agent}/serve?machine=${machine}`, {
+    headers: { authorization: `Bearer ${coordinator.token}` },
   });
   let fence = 0;
   const leased = new Promise<void>((resolve, reject) => {
@@ -58,4 +60,20 @@ export async function replyingServe(url: string, agent: string, machine: string,
     },
   };
   return client;
+}
+
+/** Raw runners on a file's coordinator and account (`coordinator` is read at each start), all closed after the file. */
+export function rawRunners(coordinator: { readonly url: string; readonly token: string }) {
+  const clients: ServeClient[] = [];
+  const closeAll = () => Promise.all(clients.splice(0).map((c) => c.close())).then(() => {});
+  afterAll(closeAll);
+  return {
+    /** A raw runner on `agent` (replyingServe), closed by closeAll or after the file. */
+    async serve(agent: string, machine: string, reply?: (text: string) => string | null, claim: ClaimOptions = {}): Promise<ServeClient> {
+      const client = await replyingServe(coordinator, agent, machine, reply, claim);
+      clients.push(client);
+      return client;
+    },
+    closeAll,
+  };
 }

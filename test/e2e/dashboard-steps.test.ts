@@ -4,100 +4,29 @@
 // stopped shown as "outcome unknown — waiting for a person" with both resume commands, the parked
 // reason in the card's work summary, and a running message's last heartbeat and progress, polled
 // without a reload and inserted as text (progress is the runner's own JSON).
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
-import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { describe, expect, it } from "vitest";
+import type { MessageHandler } from "../../client/node.ts";
+import { card, dashboardFixture, hang, horizontalOverflow, stillSameLoad } from "./dashboard-browser.ts";
+import { until } from "./dashboard-person-api.ts";
 
-const CHROMIUM_ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-  "--no-first-run", "--disable-component-update", "--disable-sync",
-];
 const SHOTS = mkdtempSync(join(tmpdir(), "baton-shots-"));
+const fx = dashboardFixture("dashboard-steps");
+const open = (agent: string, machine: string, handler: MessageHandler) => fx.serve(agent, machine, handler);
+const postMessage = (agent: string, text: string) => fx.http.postMessage(agent, text);
 
-let dev: DevServer;
-let browser: BrowserContext;
-let profileDir: string;
-const handles: ServeHandle[] = [];
-
-function open(agent: string, machine: string, handler: MessageHandler): ServeHandle {
-  const h = serve(agent, handler, { url: dev.url, token: DEV_TOKEN, machine });
-  handles.push(h);
-  return h;
-}
-
-async function until(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`never: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function postMessage(agent: string, text: string): Promise<number> {
-  const res = await fetch(`${dev.url}/agents/${agent}/messages`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ text }),
-  });
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { id: number }).id;
-}
-
-async function messageView(agent: string, id: number): Promise<{ status: string; waiting_on: string | null; steps: { name: string; bytes: number }[] }> {
-  const res = await fetch(`${dev.url}/agents/${agent}/messages/${id}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+async function messageView(agent: string, id: number) {
+  const res = await fx.http.api<{ status: string; waiting_on: string | null; steps: { name: string; bytes: number }[] }>("GET", `/agents/${agent}/messages/${id}`);
   expect(res.status).toBe(200);
-  return res.json() as never;
+  return res.body;
 }
-
-/** Waits on the run's abort signal: an effect or a run that hangs until its runner stops. */
-function hang(signal: AbortSignal): Promise<never> {
-  return new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
-}
-
-async function openLive(): Promise<Page> {
-  const page = await browser.newPage();
-  await page.goto(dev.url);
-  await page.locator('#status[data-state="live"]').waitFor();
-  await page.evaluate(() => ((window as unknown as { loadedOnce: boolean }).loadedOnce = true));
-  return page;
-}
-
-async function stillSameLoad(page: Page): Promise<boolean> {
-  return page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce === true);
-}
-
-async function horizontalOverflow(page: Page): Promise<number> {
-  return page.evaluate(() => Math.max(...[...document.querySelectorAll("body *")].map((e) => e.getBoundingClientRect().right)) - window.innerWidth);
-}
-
-const card = (page: Page, agent: string) => page.locator(`article.agent[data-agent="${agent}"]`);
-
-beforeAll(async () => {
-  dev = await startWranglerDev();
-  profileDir = mkdtempSync(join(tmpdir(), "baton-chromium-"));
-  browser = await chromium.launchPersistentContext(profileDir, {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: CHROMIUM_ARGS,
-    viewport: { width: 1100, height: 1000 },
-  });
-});
-
-afterAll(async () => {
-  await Promise.all(handles.splice(0).map((h) => h.stop()));
-  await browser?.close();
-  await dev?.stop();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
-});
 
 describe("durable steps on the dashboard", () => {
   it("shows a message's steps; an effect begun by a runner that stopped reads 'outcome unknown — waiting for a person' with both resume commands and the parked reason", async () => {
     const agent = "ledger";
-    const page = await openLive();
+    const page = await fx.openLive();
     let pays = 0;
     const handler: MessageHandler = async (_m, ctx) => {
       const plan = await ctx.step("plan", () => "x");
@@ -169,7 +98,7 @@ describe("durable steps on the dashboard", () => {
 
   it("a running message shows its last heartbeat's age and progress, refreshed without a reload and inserted as text", async () => {
     const agent = "cruncher";
-    const page = await openLive();
+    const page = await fx.openLive();
     const first = { stage: `<img src=x onerror="window.pwned=1">`, done: 40 };
     const second = { stage: "indexing <b>shards</b>", done: 80 };
     let beats = 0;

@@ -3,48 +3,30 @@
 // first (Cancel changes nothing), then cancels it: the handler's ctx.signal aborts with a
 // MessageCancelledError naming who and why, the row shows who stopped it, and the runner takes
 // the next message. A queued message's Stop ends it before it ever runs.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MessageCancelledError, serve, type ServeHandle } from "../../client/node.ts";
-import { launchBrowser, openLive as openLiveAt, type Browser } from "./dashboard-browser.ts";
-import { personApi, until } from "./dashboard-person-api.ts";
-import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { describe, expect, it } from "vitest";
+import { MessageCancelledError } from "../../client/node.ts";
+import { dashboardFixture } from "./dashboard-browser.ts";
+import { until } from "./dashboard-person-api.ts";
 
-let dev: DevServer;
-let browser: Browser;
-let http: ReturnType<typeof personApi>;
-const handles: ServeHandle[] = [];
+const fx = dashboardFixture("dashboard-stop");
 
 type View = { status: string; reply: string | null; cancelled?: { token: string; via: string; reason: string | null } | null };
-const api = <T>(method: string, path: string, body?: unknown) => http.api<T>(method, path, body);
+const api = <T>(method: string, path: string, body?: unknown) => fx.http.api<T>(method, path, body);
 const status = async (agent: string, id: number) => (await api<View>("GET", `/agents/${agent}/messages/${id}`)).body;
-const post = (agent: string, text: string) => http.postMessage(agent, text);
-const openLive = () => openLiveAt(browser.context, dev.url);
-
-beforeAll(async () => {
-  dev = await startWranglerDev();
-  http = personApi(dev.url);
-  browser = await launchBrowser({ width: 1100, height: 1000 });
-});
-
-afterAll(async () => {
-  await Promise.all(handles.splice(0).map((h) => h.stop()));
-  await browser?.close();
-  await dev?.stop();
-});
+const post = (agent: string, text: string) => fx.http.postMessage(agent, text);
 
 describe("Stop on the dashboard", () => {
   it("a running message is stopped only after its confirmation: the handler's signal aborts with who and why, the row says who stopped it, and the runner takes the next", async () => {
     const agent = "stoppable";
     const aborted: unknown[] = [];
-    const h = serve(agent, async (m, ctx) => {
+    const h = fx.serve(agent, "stop-box", async (m, ctx) => {
       if (m.text !== "forever") return `did ${m.text}`;
       await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
       aborted.push(ctx.signal.reason);
       return "never";
-    }, { url: dev.url, token: DEV_TOKEN, machine: "stop-box" });
-    handles.push(h);
+    });
     await until(() => h.status.kind === "holder", "stop-box holds");
-    const page = await openLive();
+    const page = await fx.openLive();
     const id = await post(agent, "forever");
     const next = await post(agent, "the next");
     await until(async () => (await status(agent, id)).status === "running", "running");
@@ -78,12 +60,11 @@ describe("Stop on the dashboard", () => {
   it("a queued message's Stop ends it before it ever runs", async () => {
     const agent = "stop-queued";
     const ran: number[] = [];
-    const h = serve(agent, (m) => void ran.push(m.id), { url: dev.url, token: DEV_TOKEN, machine: "late-box" });
-    handles.push(h);
+    const h = fx.serve(agent, "late-box", (m) => void ran.push(m.id));
     await until(() => h.status.kind === "holder", "late-box holds");
     // Paused, so the message stays queued (and the card stays: it has a connection) until the Stop.
     expect((await api("POST", `/agents/${agent}/pause`, {})).status).toBe(200);
-    const page = await openLive();
+    const page = await fx.openLive();
     const id = await post(agent, "not yet");
     const row = page.locator(`article.agent[data-agent="${agent}"] .message[data-id="${id}"]`);
     await row.locator('.chip[data-status="queued"]').waitFor();

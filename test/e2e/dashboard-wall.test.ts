@@ -14,34 +14,24 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
-import { card, horizontalOverflow, launchBrowser, openLive, type Browser } from "./dashboard-browser.ts";
-import { personApi, until } from "./dashboard-person-api.ts";
-import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { describe, expect, it } from "vitest";
+import type { MessageHandler, ServeHandle } from "../../client/node.ts";
+import { card, dashboardFixture, hang, horizontalOverflow } from "./dashboard-browser.ts";
+import { until } from "./dashboard-person-api.ts";
+import { ROOT } from "./wrangler-dev.ts";
 
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs") : mkdtempSync(join(tmpdir(), "baton-shots-"));
 // As `baton ask "Ship v7 to production?"` names its answer in the journal.
 const RELEASE_QUESTION = "Ship v7 to production?";
 const CLI_ASK_NAME = `ask:${createHash("sha256").update(JSON.stringify([RELEASE_QUESTION, null])).digest("hex").slice(0, 16)}`;
 
-let dev: DevServer;
-let browser: Browser;
-let http: ReturnType<typeof personApi>;
-const handles: ServeHandle[] = [];
-
-function open(agent: string, machine: string, handler: MessageHandler, priority?: number): ServeHandle {
-  const h = serve(agent, handler, { url: dev.url, token: DEV_TOKEN, machine, priority });
-  handles.push(h);
-  return h;
-}
-
-const api = <T>(method: string, path: string, body?: unknown) => http.api<T>(method, path, body);
-const post = (agent: string, text: string) => http.postMessage(agent, text);
-const statusOf = async (agent: string, id: number) => (await http.view(agent, id)).status;
-const waitStatus = (agent: string, id: number, status: string) => http.waitForStatus(agent, id, status);
+const fx = dashboardFixture("dashboard-wall", { width: 1280, height: 900 });
+const open = (agent: string, machine: string, handler: MessageHandler, priority?: number) => fx.serve(agent, machine, handler, priority);
+const api = <T>(method: string, path: string, body?: unknown) => fx.http.api<T>(method, path, body);
+const post = (agent: string, text: string) => fx.http.postMessage(agent, text);
+const statusOf = async (agent: string, id: number) => (await fx.http.view(agent, id)).status;
+const waitStatus = (agent: string, id: number, status: string) => fx.http.waitForStatus(agent, id, status);
 const holds = (h: ServeHandle, what: string) => until(() => h.status.kind === "holder", what);
-const hang = (signal: AbortSignal) => new Promise<never>((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
 
 /** How many columns the cards stand in: the distinct left edges of the cards. */
 function columns(page: Page): Promise<number> {
@@ -122,22 +112,10 @@ async function scene(): Promise<{ janitorAsk: number; running: number }> {
   return { janitorAsk, running };
 }
 
-beforeAll(async () => {
-  dev = await startWranglerDev();
-  http = personApi(dev.url);
-  browser = await launchBrowser({ width: 1280, height: 900 });
-});
-
-afterAll(async () => {
-  await Promise.all(handles.splice(0).map((h) => h.stop()));
-  await browser?.close();
-  await dev?.stop();
-});
-
 describe("the dashboard on a wall", () => {
   it("a dozen agents in mixed states: several columns at 1280 px, nothing wider than 390 px, confirmations, readable steps, true lease sentences, one send button per card", async () => {
     const { janitorAsk, running } = await scene();
-    const page = await openLive(browser.context, dev.url);
+    const page = await fx.openLive();
     const agents = ["backlog", "crawler", "deployer", "drained", "indexer", "janitor", "ledger", "mailer", "newcomer", "releaser", "reviewer", "summarizer", "translator"];
     for (const agent of agents) await card(page, agent).waitFor();
     await card(page, "summarizer").locator('[data-role="holder"] .machine', { hasText: "laptop-ana" }).waitFor();

@@ -10,9 +10,9 @@ export interface HookRun {
   done: Promise<{ code: number | null; stdout: string; stderr: string }>;
 }
 
-export function startHook(url: string, input: unknown, args: string[] = []): HookRun {
+export function startHook(url: string, input: unknown, args: string[] = [], token = DEV_TOKEN): HookRun {
   const p = spawn(process.execPath, [BIN, "hook", "claude-code", ...args], {
-    cwd: ROOT, env: { ...process.env, BATON_URL: url, BATON_TOKEN: DEV_TOKEN },
+    cwd: ROOT, env: { ...process.env, BATON_URL: url, BATON_TOKEN: token },
   });
   let stdout = "";
   let stderr = "";

@@ -1,35 +1,31 @@
-// OAuth 2.1 against a real `wrangler dev` (one server), as a remote MCP host does it in plain
-// fetch: the metadata documents, register a client, authorize with PKCE, sign in on baton's page
-// with a baton token, exchange the code, call routes with the access token, refresh; a grant
-// without answer cannot answer, a grant limited to an agent reaches no other, and `baton grants
-// revoke` ends a grant: its access token is 401 at once. Baton tokens work beside OAuth throughout.
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+// OAuth 2.1 against a real `wrangler dev` (the e2e-browser project's), as a remote MCP host does
+// it in plain fetch: the metadata documents, register a client, authorize with PKCE, sign in on
+// baton's page with a baton token, exchange the code, call routes with the access token, refresh;
+// a grant without answer cannot answer, a grant limited to an agent reaches no other, and `baton
+// grants revoke` ends a grant: its access token is 401 at once. Baton tokens work beside OAuth
+// throughout.
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { grantListSchema } from "../../worker/wire/grants.ts";
+import { OAUTH_PERSON } from "./dashboard-accounts.ts";
+import { projectChromium, projectCoordinator, type ProjectCoordinator } from "./dashboard-browser.ts";
 import { authorize, exchangeCode, openSignIn, REDIRECT_URI, refresh, registerClient, type FetchLike } from "./oauth-dance.ts";
 import { runBaton, uniqueAgent } from "./serve-helpers.ts";
-import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { DEV_TOKEN } from "./wrangler-dev.ts";
 
-const PERSON = "e2e-person-token";
+const PERSON = OAUTH_PERSON.token;
 const f: FetchLike = (url, init) => fetch(url, init);
 
-function entry(account: string, token: string, ...flags: string[]): string {
-  const r = spawnSync(process.execPath, [join(ROOT, "scripts/hash-token.mjs"), account, ...flags], { input: `${token}\n`, encoding: "utf8" });
-  expect(r.status, r.stderr).toBe(0);
-  return r.stdout.trim();
-}
-
-let dev: DevServer;
+// The e2e-browser project's wrangler dev and Chromium (dashboard-dev.global.ts), which know PERSON
+// as "ana" of account "dev": no other file of the project uses account "dev" or makes grants.
+let dev: ProjectCoordinator;
+let chromium: Browser;
 beforeAll(async () => {
-  const tokens = [entry("dev", DEV_TOKEN), entry("dev", PERSON, "--name", "ana", "--scopes", "send+answer")];
-  dev = await startWranglerDev({ vars: { BATON_TOKENS: tokens.join(",") } });
+  [dev, chromium] = await Promise.all([projectCoordinator(), projectChromium()]);
 });
 afterAll(async () => {
-  await dev?.stop();
+  await chromium?.close();
+  await dev?.own?.stop();
 });
 
 async function call(token: string, method: string, path: string, body?: unknown) {
@@ -88,11 +84,7 @@ describe("OAuth against wrangler dev", () => {
 
 describe("OAuth in a real browser", () => {
   it("a person signs in on the page (its CSP, cookie and redirect as a browser keeps them), then revokes the grant from the dashboard", async () => {
-    const profileDir = mkdtempSync(join(tmpdir(), "baton-chromium-"));
-    const browser = await chromium.launchPersistentContext(profileDir, {
-      executablePath: "/usr/bin/chromium", headless: true, viewport: { width: 1100, height: 900 },
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"],
-    });
+    const browser = await chromium.newContext({ viewport: { width: 1100, height: 900 } });
     try {
       const client = await registerClient(f, dev.url, "browser host");
       // The page's PKCE request, opened by the browser rather than by fetch: only its URL is borrowed.
@@ -126,7 +118,6 @@ describe("OAuth in a real browser", () => {
       expect((await call(tokens.access_token, "GET", "/whoami")).status).toBe(401);
     } finally {
       await browser.close();
-      rmSync(profileDir, { recursive: true, force: true });
     }
   });
 });
