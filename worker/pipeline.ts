@@ -7,7 +7,8 @@
 import { authenticate, parseTokenConfig, presentedToken, type TokenEntry } from "./auth.ts";
 import { checkConfig, type ConfigVerdict } from "./config.ts";
 import type { Env } from "./env.ts";
-import { bearerChallenge, isProviderPath, mayBeAccessToken, oauthEnabled, OAUTH_PATHS } from "./oauth/paths.ts";
+import { authorizeRoute } from "./oauth/authorize.ts";
+import { bearerChallenge, isProviderPath, oauthCaller, oauthEnabled, OAUTH_PATHS, providerResponse } from "./oauth/server.ts";
 import { agentLimitRefusal } from "./rules/oauth-grants.ts";
 import { dispatch } from "./routes.ts";
 import { refuseScope, rememberCaller, type Caller } from "./scopes.ts";
@@ -37,13 +38,6 @@ const tokenConfig = memo(
   (env) => env.BATON_TOKENS ?? "",
 );
 const allowedOrigins = memo((env) => parseAllowedOrigins(env.BATON_ALLOWED_ORIGINS), (env) => env.BATON_ALLOWED_ORIGINS ?? "");
-/**
- * The OAuth provider (Cloudflare's workers-oauth-provider, about a fifth of the bundle) is evaluated by
- * the first request that needs it: a provider path, the sign-in page or an OAuth access token, not
- * by every isolate's start.
- */
-const provider = () => import("./oauth/server.ts");
-
 const coordinatorConfig = memo<ConfigVerdict>(checkConfig, (env) => `${env.BATON_HEARTBEAT_TTL_SECONDS}|${env.BATON_PRESENCE_SCAN_SECONDS}`);
 
 export type CallerVerdict = { ok: true; caller: Caller } | { ok: false; response: Response };
@@ -73,8 +67,7 @@ export async function requestCaller(request: Request, env: Env, allowed: Readonl
   const token = presentedToken(request);
   const rebound = refuseRebindingDevToken(request, token, allowed);
   if (rebound) return { ok: false, response: rebound };
-  const caller = await authenticate(token, tokens.entries)
-    ?? (token === null || !oauthEnabled(env) || !mayBeAccessToken(token) ? null : await (await provider()).oauthCaller(token, request, env, tokens.entries));
+  const caller = await authenticate(token, tokens.entries) ?? (token === null ? null : await oauthCaller(token, request, env, tokens.entries));
   if (caller === null) {
     const refused = errorResponse(401, "unauthorized", "missing or wrong bearer token");
     if (oauthEnabled(env)) refused.headers.set("www-authenticate", bearerChallenge(request));
@@ -102,14 +95,14 @@ export async function handle(request: Request, env: Env, ctx?: ExecutionContext)
   // OAuth registration, tokens and metadata take no baton token and answer other origins' pages (CORS), as OAuth clients expect.
   if (isProviderPath(url.pathname)) {
     // An internal call (an MCP tool's, without ctx) never reaches the provider.
-    return ctx !== undefined && oauthEnabled(env) ? (await provider()).providerResponse(request, env, ctx) : errorResponse(404, "not_found", "OAuth is off on this coordinator (no OAUTH_KV binding)");
+    return ctx !== undefined && oauthEnabled(env) ? providerResponse(request, env, ctx) : errorResponse(404, "not_found", "OAuth is off on this coordinator (no OAUTH_KV binding)");
   }
   const foreign = refuseForeignOrigin(request, origins.origins);
   if (foreign) return foreign;
   if (url.pathname === OAUTH_PATHS.authorize) {
     const tokens = tokenConfig(env);
     if (!tokens.ok) return errorResponse(500, "internal", tokens.message);
-    return oauthEnabled(env) ? (await import("./oauth/authorize.ts")).authorizeRoute(request, env, tokens.entries, origins.origins) : errorResponse(404, "not_found", "OAuth is off on this coordinator (no OAUTH_KV binding)");
+    return oauthEnabled(env) ? authorizeRoute(request, env, tokens.entries, origins.origins) : errorResponse(404, "not_found", "OAuth is off on this coordinator (no OAUTH_KV binding)");
   }
   const verdict = await requestCaller(request, env, origins.origins);
   if (!verdict.ok) return verdict.response;

@@ -6,6 +6,8 @@
 import { agentHandlers } from "./agents.ts";
 import type { Env } from "./env.ts";
 import { leaseHandlers } from "./leases.ts";
+import { grantHandlers } from "./oauth/grant-routes.ts";
+import { mcpHandlers } from "./mcp/route.ts";
 import { readBody } from "./objects/http.ts";
 import { metricsResponse } from "./objects/metrics-scrape.ts";
 import { directoryObjectName } from "./objects/names.ts";
@@ -57,21 +59,6 @@ const accountHandlers: Handlers<"GET /whoami" | "GET /metrics" | "GET /agents" |
   "DELETE /webhook": (call) => deleteWebhook(directoryOf(call), ACCOUNT),
   "POST /webhook/test": (call) => webhookTestRoute(directoryOf(call), ACCOUNT, call.env.BATON_WEBHOOK_ALLOW_PRIVATE),
 };
-
-/**
- * Handlers whose module is evaluated by the first request for one of their routes, not by every
- * isolate's start (wrangler's esbuild keeps it in the one bundle, wrapped until then). `keys` names
- * each route, so the table below still has a handler for every row.
- */
-function loadedOnUse<K extends RouteKey>(load: () => Promise<Handlers<K>>, keys: Record<K, true>): Handlers<K> {
-  const handler = (key: K): Handler => async (call) => (await load())[key](call);
-  return Object.fromEntries(Object.keys(keys).map((key) => [key, handler(key as K)])) as Handlers<K>;
-}
-
-// The MCP endpoint: the SDK and the full zod its protocol schemas are written in were most of the
-// Worker's start-up evaluation. The OAuth grant routes: Cloudflare's provider, as in pipeline.ts.
-const mcpHandlers = loadedOnUse(async () => (await import("./mcp/route.ts")).mcpHandlers, { "POST /mcp": true, "GET /mcp": true, "DELETE /mcp": true });
-const grantHandlers = loadedOnUse(async () => (await import("./oauth/grant-routes.ts")).grantHandlers, { "GET /grants": true, "DELETE /grants/{grant}": true });
 
 const HANDLERS: Handlers<RouteKey> = { ...accountHandlers, ...grantHandlers, ...agentHandlers, ...leaseHandlers, ...mcpHandlers };
 

@@ -13,8 +13,7 @@ import { refuseRebindingDevToken } from "../origins.ts";
 import { grantableScopes, offeredScopes, parseAgentLimit, requestedAgents, type GrantProps } from "../rules/oauth-grants.ts";
 import { SCOPES, type Scope } from "../wire/token-scopes.ts";
 import { problemResponse, signInResponse } from "./page.ts";
-import { NOT_HERE, OAUTH_PATHS } from "./paths.ts";
-import { oauthApi } from "./server.ts";
+import { NOT_HERE, OAUTH_PATHS, oauthApi } from "./server.ts";
 
 /** How many of the account's grants a sign-in reads to find the one it replaces. */
 const GRANTS_SCANNED = 500;

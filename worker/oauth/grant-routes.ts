@@ -7,8 +7,7 @@ import { errorResponse } from "../wire/protocol.ts";
 import { GRANT_ID, GRANT_LIMITS, type GrantList, type GrantView } from "../wire/grants.ts";
 import { SCOPES } from "../wire/token-scopes.ts";
 import type { GrantMetadata } from "./authorize.ts";
-import { NOT_HERE, oauthEnabled } from "./paths.ts";
-import { oauthApi } from "./server.ts";
+import { NOT_HERE, oauthApi, oauthEnabled } from "./server.ts";
 
 const notConfigured = () => errorResponse(501, "not_configured", "this coordinator has no KV namespace bound as OAUTH_KV: OAuth is off, so there are no grants");
 

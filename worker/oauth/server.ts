@@ -14,7 +14,14 @@ import { grantCaller, type GrantProps } from "../rules/oauth-grants.ts";
 import type { Caller } from "../scopes.ts";
 import { errorResponse } from "../wire/protocol.ts";
 import { SCOPES } from "../wire/token-scopes.ts";
-import { mayBeAccessToken, NOT_HERE, OAUTH_PATHS, oauthEnabled } from "./paths.ts";
+
+export const OAUTH_PATHS = {
+  authorize: "/authorize",
+  token: "/oauth/token",
+  register: "/oauth/register",
+  serverMetadata: "/.well-known/oauth-authorization-server",
+  resourceMetadata: "/.well-known/oauth-protected-resource",
+} as const;
 
 /** An access token lives an hour; its grant (refresh token) 30 days, as the provider's default. */
 const ACCESS_TOKEN_TTL_SECONDS = 3600;
@@ -62,6 +69,17 @@ function makeRoles(origin: string): OAuthRoles {
   return made;
 }
 
+/** Whether OAuth is on: the KV namespace it keeps clients, grants and tokens in is bound. */
+export function oauthEnabled(env: Env): env is Env & { OAUTH_KV: KVNamespace } {
+  return env.OAUTH_KV !== undefined;
+}
+
+/** The paths the provider answers without a baton token (registration, tokens, metadata); the sign-in page is authorize.ts's. */
+export function isProviderPath(pathname: string): boolean {
+  return pathname === OAUTH_PATHS.token || pathname === OAUTH_PATHS.register || pathname === OAUTH_PATHS.serverMetadata
+    || pathname === OAUTH_PATHS.resourceMetadata || pathname.startsWith(`${OAUTH_PATHS.resourceMetadata}/`);
+}
+
 /**
  * A registration or token request is a few hundred bytes; registration takes no token, so a
  * larger body is refused before the provider reads or stores it (413, as on every route).
@@ -85,6 +103,14 @@ export function oauthApi(request: Request, env: Env): OAuthHelpers | null {
   return rolesFor(new URL(request.url).origin)?.authorization.getOAuthApi(env) ?? null;
 }
 
+/** Why an origin has no OAuth: OAuth 2.1 wants https, or plain http on a loopback address (`wrangler dev`). */
+export const NOT_HERE = "OAuth is served over https only (or plain http on localhost, 127.0.0.0/8 or [::1]; wrangler dev)";
+
+/** The WWW-Authenticate challenge on a 401, which sends an OAuth client to the metadata document (RFC 9728 §5.1). */
+export function bearerChallenge(request: Request): string {
+  return `Bearer resource_metadata="${new URL(request.url).origin}${OAUTH_PATHS.resourceMetadata}"`;
+}
+
 function isGrantProps(value: unknown): value is GrantProps {
   if (typeof value !== "object" || value === null) return false;
   const p = value as Record<string, unknown>;
@@ -97,7 +123,8 @@ function isGrantProps(value: unknown): value is GrantProps {
  * is not a live access token for this origin, or the baton token that approved its grant is gone.
  */
 export async function oauthCaller(token: string, request: Request, env: Env, entries: TokenEntry[]): Promise<Caller | null> {
-  if (!oauthEnabled(env) || !mayBeAccessToken(token)) return null;
+  // The provider's access tokens are `user:grant:secret`; anything else is not one of them.
+  if (!oauthEnabled(env) || token.split(":").length !== 3) return null;
   const origin = new URL(request.url).origin;
   const found = rolesFor(origin);
   if (found === null) return null;
