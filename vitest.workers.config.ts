@@ -8,7 +8,7 @@ import { defineConfig } from "vitest/config";
 
 /**
  * "baton-dev-token" for account dev (old form: every scope), "other-account-token" for other; limits,
- * quiet and hooks are used by one test file each. The named dev tokens ("dev-<name>-token") carry
+ * quiet, hooks and directory are used by one test file each. The named dev tokens ("dev-<name>-token") carry
  * one scope each (scopes.test.ts).
  */
 const TOKENS = [
@@ -22,6 +22,7 @@ const TOKENS = [
   "limits:aa0b0b640be388f2f301eac121e4a967967ea2d6ed081f83a28162b96954336c",
   "quiet:3637d14c21c7d7357d19e3fc2fb112085a2252d4d9045e9283f2d9e9ebb79174",
   "hooks:b5da29e51e9d28e0906db6490aa652740006768dd7ef0c0bbb2db3c9885ece83",
+  "directory:65c4fcdc4b2d7396d1a45ff723640fd5e43ab59fd606860ad5d304c31f068265",
 ].join(",");
 
 /**
@@ -61,17 +62,29 @@ function workers(heartbeatTtlSeconds: string) {
   });
 }
 
+/** Files that run in a workerd of their own, not the shared one: they race real one-second TTLs (durable-work, preference, step-journal). */
+const ALONE = ["test/worker/durable-work.test.ts", "test/worker/preference.test.ts", "test/worker/step-journal.test.ts"];
+const LONG_TTL = ["test/worker/hibernation.test.ts", "test/worker/bad-names.test.ts"];
+
 export default defineConfig({
   test: {
     teardownTimeout: 10_000,
     projects: [
       {
+        // One workerd and one import of the Worker for all these files (isolate: false): a fresh
+        // workerd per file cost more CPU than the tests themselves. Each test names its own agents
+        // (uniqueAgent), and files that count an account's whole directory have an account of their own.
         plugins: [workers("1")],
-        test: { name: "workers", setupFiles: ["test/worker/setup.ts"], include: ["test/worker/**/*.test.ts"], exclude: ["test/worker/hibernation.test.ts", "test/worker/bad-names.test.ts"], testTimeout: 20_000, hookTimeout: 30_000 },
+        test: { name: "workers", isolate: false, setupFiles: ["test/worker/setup.ts"], include: ["test/worker/**/*.test.ts"], exclude: [...LONG_TTL, ...ALONE], testTimeout: 20_000, hookTimeout: 30_000 },
+      },
+      {
+        plugins: [workers("1")],
+        test: { name: "workers-alone", setupFiles: ["test/worker/setup.ts"], include: ALONE, testTimeout: 20_000, hookTimeout: 30_000 },
       },
       {
         plugins: [workers("60")],
-        test: { name: "long-ttl", setupFiles: ["test/worker/setup.ts"], include: ["test/worker/hibernation.test.ts", "test/worker/bad-names.test.ts"], testTimeout: 60_000, hookTimeout: 30_000 },
+        // Its own group, so the shared workers project's files are handed to one runner together.
+        test: { name: "long-ttl", isolate: false, sequence: { groupOrder: 1 }, setupFiles: ["test/worker/setup.ts"], include: LONG_TTL, testTimeout: 60_000, hookTimeout: 30_000 },
       },
     ],
   },

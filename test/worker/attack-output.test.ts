@@ -5,13 +5,13 @@ import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import type { OutputPage } from "../../worker/wire/output.ts";
 import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
-import { auth, BASE, claimant, post, stubFor, uniqueAgent, write } from "./helpers.ts";
+import { auth, BASE, claimant, frozenAgent, post, stubFor, write } from "./helpers.ts";
 
 const MAX_WAITERS = 1000;
 
 describe("live output bounds", () => {
   it("past the object's waiter cap, an SSE reader does not spin the object with empty follow calls", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent(); // no expiry here: a busy workerd must not let the holder lapse
     const { sock } = await claimant(agent, "m");
     const id = await post(agent, "work");
     const m = await sock.next("message", (f: MessageFrame) => f.run && f.id === id);
@@ -38,7 +38,7 @@ describe("live output bounds", () => {
   });
 
   it("an empty chunk is refused: it would store a row the byte budget does not count", async () => {
-    const agent = uniqueAgent();
+    const agent = await frozenAgent(); // no expiry here: a busy workerd must not let the holder lapse
     const { sock } = await claimant(agent, "m");
     const id = await post(agent, "work");
     const m = await sock.next("message", (f: MessageFrame) => f.run && f.id === id);

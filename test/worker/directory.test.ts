@@ -1,10 +1,11 @@
 // The agent directory in the real runtime: agent objects report only real changes by RPC,
 // observers get a snapshot and then live updates, agents leave with their last connection,
-// accounts stay apart, and reading the directory never calls an agent object.
+// accounts stay apart, and reading the directory never calls an agent object. Its agents are of
+// account directory, whose directory no other file fills (they share one workerd).
 import { env, runDurableObjectAlarm, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { DirectoryEntry, ObserverFrame, ServerFrame } from "../../worker/wire/protocol.ts";
-import { BASE, claimant, connect, DEV_TOKEN, OTHER_TOKEN, post, presence, settle, uniqueAgent } from "./helpers.ts";
+import { BASE, claimant, connect, DIRECTORY_TOKEN, OTHER_TOKEN, presence, settle, uniqueAgent } from "./helpers.ts";
 
 interface Observer {
   next<T extends ServerFrame["type"]>(type: T, match?: (f: Extract<ServerFrame, { type: T }>) => boolean): Promise<Extract<ServerFrame, { type: T }>>;
@@ -23,7 +24,7 @@ function agentOf(frame: ServerFrame): string | null {
 }
 
 /** Opens an observer socket the way a browser does: the token rides in the subprotocol list. */
-async function observe(token = DEV_TOKEN): Promise<Observer> {
+async function observe(token = DIRECTORY_TOKEN): Promise<Observer> {
   const carrier = `baton.token.${btoa(token).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
   const res = await SELF.fetch(`${BASE}/observe`, { headers: { Upgrade: "websocket", "Sec-WebSocket-Protocol": `baton, ${carrier}` } });
   const ws = res.webSocket;
@@ -69,11 +70,11 @@ async function observe(token = DEV_TOKEN): Promise<Observer> {
   };
 }
 
-function directoryStub(account = "dev") {
+function directoryStub(account = "directory") {
   return env.DIRECTORY.get(env.DIRECTORY.idFromName(`directory:${account}`));
 }
 
-async function listed(token = DEV_TOKEN): Promise<DirectoryEntry[]> {
+async function listed(token = DIRECTORY_TOKEN): Promise<DirectoryEntry[]> {
   const res = await SELF.fetch(`${BASE}/agents`, { headers: { Authorization: `Bearer ${token}` } });
   expect(res.status).toBe(200);
   return ((await res.json()) as { agents: DirectoryEntry[] }).agents;
@@ -88,7 +89,7 @@ const isClaimedPresenceOf = (agent: string, connections: number) => (f: { presen
 describe("agent directory", () => {
   it("an observer gets the directory on connect, then each change within the same second", async () => {
     const agent = uniqueAgent();
-    const a = await claimant(agent, "alpha");
+    const a = await claimant(agent, "alpha", { token: DIRECTORY_TOKEN });
     const claimed = Date.now();
     const first = await observe();
     const snapshot = await first.next("directory");
@@ -101,7 +102,7 @@ describe("agent directory", () => {
     }
     expect(listed.reported_at).toBeGreaterThan(0);
 
-    const b = await claimant(agent, "beta");
+    const b = await claimant(agent, "beta", { token: DIRECTORY_TOKEN });
     const joined = await first.next("presence", (f) => isPresenceOf(agent, 2)(f) && f.presence.serve_standbys === 1);
     expect(joined.presence.connections.map((c) => c.machine)).toEqual(["alpha", "beta"]);
     a.sock.close();
@@ -118,7 +119,7 @@ describe("agent directory", () => {
     const agent = uniqueAgent();
     const watcher = await observe();
     await watcher.next("directory");
-    const idle = await connect(agent, { machine: "first-name" });
+    const idle = await connect(agent, { machine: "first-name", token: DIRECTORY_TOKEN });
     const seen = await watcher.next("presence", isPresenceOf(agent, 1));
     expect(seen.presence).toMatchObject({ serve_candidates: 0, holder: null });
     expect(seen.presence.connections[0]).toMatchObject({ machine: "first-name", claim_seq: null, held: false });
@@ -133,14 +134,14 @@ describe("agent directory", () => {
     const agent = uniqueAgent();
     const watcher = await observe();
     await watcher.next("directory");
-    const a = await claimant(agent, "alpha");
+    const a = await claimant(agent, "alpha", { token: DIRECTORY_TOKEN });
     await watcher.next("presence", isClaimedPresenceOf(agent, 1));
     // A repeated claim and heartbeats run through the object but change nothing anyone should see.
     a.sock.send({ type: "serve_lease", op: "claim" });
     await settle(a.sock);
     a.sock.send({ type: "serve_lease", op: "claim" });
     await settle(a.sock);
-    const b = await claimant(agent, "beta");
+    const b = await claimant(agent, "beta", { token: DIRECTORY_TOKEN });
     await watcher.next("presence", isClaimedPresenceOf(agent, 2));
     // Each connection is reported when it opens and when it claims; nothing else in between. A
     // report still in flight is replaced by a newer one (the directory ends with the latest), so
@@ -159,8 +160,8 @@ describe("agent directory", () => {
     const agent = uniqueAgent();
     const watcher = await observe();
     await watcher.next("directory");
-    const a = await claimant(agent, "alpha");
-    const b = await claimant(agent, "beta");
+    const a = await claimant(agent, "alpha", { token: DIRECTORY_TOKEN });
+    const b = await claimant(agent, "beta", { token: DIRECTORY_TOKEN });
     await watcher.next("presence", isPresenceOf(agent, 2));
     expect((await listed()).find((e) => e.agent === agent)?.connection_count).toBe(2);
     a.sock.close();
@@ -172,22 +173,22 @@ describe("agent directory", () => {
     watcher.close();
   });
 
-  it("an observer of account other never sees dev's agents", async () => {
+  it("an observer of account other never sees another account's agents", async () => {
     const devAgent = uniqueAgent();
     const otherAgent = uniqueAgent();
-    const devWatcher = await observe(DEV_TOKEN);
+    const devWatcher = await observe(DIRECTORY_TOKEN);
     const otherWatcher = await observe(OTHER_TOKEN);
     await devWatcher.next("directory");
     const otherSnapshot = await otherWatcher.next("directory");
     expect(otherSnapshot.agents.map((e) => e.agent)).not.toContain(devAgent);
-    const dev = await claimant(devAgent, "dev-box");
+    const dev = await claimant(devAgent, "dev-box", { token: DIRECTORY_TOKEN });
     await devWatcher.next("presence", isPresenceOf(devAgent, 1));
     const other = await connectAs(otherAgent, OTHER_TOKEN);
     // Frames arrive in order, so the other account's own agent showing up proves nothing of dev's came before.
     await otherWatcher.next("presence", isPresenceOf(otherAgent, 1));
     expect(otherWatcher.about(devAgent)).toEqual([]);
     expect((await listed(OTHER_TOKEN)).map((e) => e.agent)).not.toContain(devAgent);
-    expect((await listed(DEV_TOKEN)).map((e) => e.agent)).not.toContain(otherAgent);
+    expect((await listed(DIRECTORY_TOKEN)).map((e) => e.agent)).not.toContain(otherAgent);
     dev.sock.close();
     other.close();
     devWatcher.close();
@@ -198,13 +199,13 @@ describe("agent directory", () => {
     const agent = uniqueAgent();
     const watcher = await observe();
     await watcher.next("directory");
-    const a = await claimant(agent, "alpha");
+    const a = await claimant(agent, "alpha", { token: DIRECTORY_TOKEN });
     const reported = await watcher.next("presence", isClaimedPresenceOf(agent, 1));
-    const wakesBefore = (await presence(agent)).wakes;
+    const wakesBefore = (await presence(agent, DIRECTORY_TOKEN)).wakes;
     const first = (await listed()).find((e) => e.agent === agent)!;
     const second = (await listed()).find((e) => e.agent === agent)!;
     // Only the presence read below wakes the agent object; both listings read the directory alone.
-    const direct = await presence(agent);
+    const direct = await presence(agent, DIRECTORY_TOKEN);
     expect(direct.wakes).toBe(wakesBefore + 1);
     // The agent object measures the age itself; the directory cannot, so it gives none.
     expect(direct.connections[0]!.heartbeat_age_seconds).toBeTypeOf("number");
@@ -220,12 +221,15 @@ describe("agent directory", () => {
 
   it("GET /agents?view=summary leaves out each agent's history; ?view=who lists only what baton who prints", async () => {
     const agent = uniqueAgent();
-    const a = await claimant(agent, "alpha");
-    await post(agent, "hello");
+    const a = await claimant(agent, "alpha", { token: DIRECTORY_TOKEN });
+    const posted = await SELF.fetch(`${BASE}/agents/${agent}/messages`, {
+      method: "POST", headers: { Authorization: `Bearer ${DIRECTORY_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ text: "hello" }),
+    });
+    expect(posted.status).toBe(201);
     let full: DirectoryEntry | undefined;
     await expect.poll(async () => (full = (await listed()).find((e) => e.agent === agent))?.recent_messages.length).toBe(1);
     const view = async (name: string) => {
-      const res = await SELF.fetch(`${BASE}/agents?view=${name}`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } });
+      const res = await SELF.fetch(`${BASE}/agents?view=${name}`, { headers: { Authorization: `Bearer ${DIRECTORY_TOKEN}` } });
       expect(res.headers.get("content-type")).toContain("application/json");
       return ((await res.json()) as { agents: Record<string, unknown>[] }).agents.find((e) => e.agent === agent)!;
     };
@@ -246,7 +250,7 @@ describe("agent directory", () => {
   it("while observed, the directory sets no alarm: nothing is pulled, only reports arrive", async () => {
     const watcher = await observe();
     await watcher.next("directory");
-    const a = await claimant(uniqueAgent(), "alpha");
+    const a = await claimant(uniqueAgent(), "alpha", { token: DIRECTORY_TOKEN });
     await watcher.next("presence", (f) => f.presence.serve_candidates === 1);
     expect(await runDurableObjectAlarm(directoryStub())).toBe(false);
     a.sock.close();
@@ -264,7 +268,7 @@ describe("agent directory", () => {
     expect((await SELF.fetch(`${BASE}/agents`)).status).toBe(401);
     expect((await SELF.fetch(`${BASE}/observe`, { headers: { Upgrade: "websocket" } })).status).toBe(401);
     const res = await SELF.fetch(`${BASE}/report`, {
-      method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}` }, body: "{}",
+      method: "POST", headers: { Authorization: `Bearer ${DIRECTORY_TOKEN}` }, body: "{}",
     });
     expect(res.status).toBe(404);
     watcher.close();

@@ -267,6 +267,8 @@ export async function settle(sock: TestSocket): Promise<void> {
 /** Tokens of accounts that only one test uses, so nothing else touches their directory. */
 export const LIMITS_TOKEN = "limits-account-token";
 export const QUIET_TOKEN = "quiet-account-token";
+/** Account directory: directory.test.ts counts its directory's entries and wakes, which other files' agents would move. */
+export const DIRECTORY_TOKEN = "directory-account-token";
 /** Account hooks: its account webhook would reach other tests' agents, so only webhooks.test.ts uses it. */
 export const HOOKS_TOKEN = "hooks-account-token";
 
