@@ -101,7 +101,7 @@ await together(
 // on a clean clone e2e 316, e2e-timed 87, unit 70; workerd 275, e2e-browser 106.
 await together(
   async () => {
-    await phase(`npx vitest run -c vitest.node.config.ts --project e2e ${VITEST_FLAGS}`, 15, { retryOnHang: true });
+    await phase(`npx vitest run -c vitest.node.config.ts --project e2e --no-file-parallelism ${VITEST_FLAGS}`, 15, { retryOnHang: true });
     await phase(`npx vitest run -c vitest.node.config.ts --project e2e-timed ${VITEST_FLAGS}`, 15, { retryOnHang: true });
     await phase(`npx vitest run -c vitest.node.config.ts --project unit ${VITEST_FLAGS}`, 8, { retryOnHang: true });
   },
