@@ -178,11 +178,12 @@ export function failureReason(err: unknown, timeoutMs?: number): string {
     ENETUNREACH: "network unreachable",
     CERT_HAS_EXPIRED: "TLS certificate expired",
     UND_ERR_CONNECT_TIMEOUT: "no connection within 10 s",
-    CONNECT_TIMEOUT: "no connection within 10 s",
     EPROTO: "the server did not answer in TLS",
     ERR_SSL_WRONG_VERSION_NUMBER: "the server did not answer in TLS",
     DEPTH_ZERO_SELF_SIGNED_CERT: "self-signed TLS certificate",
   };
+  // The CLI's own connect timeout says how long it waited (BATON_CONNECT_TIMEOUT_SECONDS).
+  if (code === "CONNECT_TIMEOUT" && cause instanceof Error) return `${cause.message} (${code})`;
   if (typeof code === "string") return words[code] ? `${words[code]} (${code})` : code;
   if (cause instanceof Error) return cause.message;
   return err instanceof Error ? err.message : String(err);

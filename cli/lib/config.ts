@@ -5,7 +5,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import type { Connection } from "../../client/http.ts";
 import { CLIError, UsageError } from "./errors.ts";
-import { nodeRequest } from "./node-request.ts";
+import { DEFAULT_CONNECT_TIMEOUT_SECONDS, nodeRequest, nodeRequestWithin } from "./node-request.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:8787";
 export const DEV_TOKEN = "baton-dev-token";
@@ -66,5 +66,17 @@ export function resolveConnection(flags: { url?: string; token?: string }, env: 
   const storedToken = stored.token && (!stored.url || sameUrl(stored.url, url)) ? stored.token : "";
   const token = flags.token || env.BATON_TOKEN || storedToken || (isLocalUrl(url) ? DEV_TOKEN : "");
   if (!token) throw new CLIError(`no token for ${url}: run \`baton login\` or set BATON_TOKEN`);
-  return { url, token, request: nodeRequest };
+  const connectSeconds = connectTimeoutSeconds(env);
+  return { url, token, request: connectSeconds === DEFAULT_CONNECT_TIMEOUT_SECONDS ? nodeRequest : nodeRequestWithin(connectSeconds * 1000) };
+}
+
+/** BATON_CONNECT_TIMEOUT_SECONDS: how long a connection (TLS included) may take to come up, 0.1 to 300 s (default 10). */
+export function connectTimeoutSeconds(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.BATON_CONNECT_TIMEOUT_SECONDS;
+  if (raw === undefined || raw === "") return DEFAULT_CONNECT_TIMEOUT_SECONDS;
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds < 0.1 || seconds > 300) {
+    throw new UsageError(`BATON_CONNECT_TIMEOUT_SECONDS must be a number of seconds between 0.1 and 300, got ${JSON.stringify(raw)}`);
+  }
+  return seconds;
 }

@@ -132,7 +132,9 @@ export async function runFlood(floodMs = 10_000): Promise<FloodResult> {
     const res = await fetch(`${dev.url}/agents/${agent}/presence`, { headers: auth });
     const answerAfterFloodMs = Date.now() - t0;
     await res.text();
-    await sleep(TTL_S * 1000);
+    // The silent holder's deadline passes within a TTL of the flood's end: wait for the takeover (or a TTL and a second more, and call it late).
+    const waitUntil = Date.now() + TTL_S * 1000 + 1000;
+    while (takeoverAt === null && Date.now() < waitUntil) await sleep(50);
     renewing = false;
     await renewLoop;
     clearInterval(holderPing);

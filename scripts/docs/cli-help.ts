@@ -47,6 +47,8 @@ export async function cliPage(): Promise<string> {
     "`BATON_TOKEN`, then what `baton login` stored; against a loopback URL with nothing else it uses the",
     "dev token. Options go before `--`; everything after it belongs to COMMAND. A mistyped command or",
     "option gets the closest one offered (`baton sned` → `did you mean send?`, exit 2).",
+    "`BATON_CONNECT_TIMEOUT_SECONDS` (0.1 to 300, default 10) bounds how long a connection to the",
+    "coordinator, TLS included, may take to come up.",
     "",
     ...fence(main),
     "",

@@ -2,6 +2,7 @@
 // dev`: it renews on its own timer, a lost or unprovable lease kills the command's whole tree, and
 // a run that died lets its lease expire.
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -9,7 +10,7 @@ import { pidAlive } from "../../cli/lib/local-lock.ts";
 import { baton, HOLD, http, killStarted, ready, sleep, STUBBORN, unique } from "./lease-run-process.ts";
 import { alive } from "./process-tree-fixture.ts";
 import { sharedServeFixture } from "./serve-helpers.ts";
-import { advanceClock, startWranglerDev } from "./wrangler-dev.ts";
+import { advanceClock } from "./wrangler-dev.ts";
 
 afterAll(killStarted);
 
@@ -102,8 +103,12 @@ describe("baton lease run, its lease lost", () => {
 });
 
 describe("baton lease run without its coordinator", () => {
+  const fx = sharedServeFixture();
+
   it("kills the command (SIGTERM, then SIGKILL after the grace) before the TTL runs out and exits 4", async () => {
-    const dev = await startWranglerDev();
+    // The coordinator goes away as far as this run can tell: it reaches the shared one through a
+    // proxy that then stops (every connection cut, every new one refused), as a stopped wrangler dev is.
+    const dev = await tcpProxy(fx.dev.url);
     try {
       const b = baton(dev.url, ["lease", "run", unique(), "--ttl", "2", "--kill-grace", "0.5", "--", ...STUBBORN]);
       const { pid } = await ready(b);
@@ -124,3 +129,27 @@ describe("baton lease run without its coordinator", () => {
     }
   });
 });
+
+/** A loopback TCP proxy to `target`; stop() closes it and cuts every connection through it. */
+async function tcpProxy(target: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const { hostname, port } = new URL(target);
+  const open = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(Number(port), hostname);
+    for (const s of [client, upstream]) {
+      open.add(s);
+      s.on("error", () => {});
+      s.on("close", () => (open.delete(s), client.destroy(), upstream.destroy()));
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  let stopped: Promise<void> | null = null;
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    stop: () => (stopped ??= new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      for (const s of open) s.destroy();
+    })),
+  };
+}

@@ -1,27 +1,24 @@
-// GET /metrics against a real `wrangler dev`: the text parses with a Prometheus parser from npm,
-// and its values change with a handoff. Raw serve sockets with a 10 s TTL keep the lease where the
-// test puts it even on a loaded machine, so every change below is one the test made.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// GET /metrics against a real `wrangler dev` (the shared one, in an account of the file's own so
+// only its agents show): the text parses with a Prometheus parser from npm, and its values change
+// with a handoff. The clocks of the agent and of the account's directory stand still (the test
+// clock), so no heartbeat TTL lapses on a loaded machine and every change below is one the test made.
+import { afterAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { ParsedFamily } from "parse-prometheus-text-format";
 import { agentMetrics, parseMetrics, sampleValue } from "./prometheus.ts";
-import { authHeaders, postMessage, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
-import { DEV_TOKEN, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import { authHeaders, postMessage, sharedServeFixture, token, uniqueAgent, waitForMessage } from "./serve-helpers.ts";
+import { advanceClock } from "./wrangler-dev.ts";
 
-let dev: DevServer;
+const fx = sharedServeFixture({ account: "metrics" });
 const sockets: WebSocket[] = [];
 
-beforeAll(async () => {
-  dev = await startWranglerDev({ vars: { BATON_HEARTBEAT_TTL_SECONDS: "10" } });
-});
-afterAll(async () => {
+afterAll(() => {
   for (const ws of sockets) ws.terminate();
-  await dev?.stop();
 });
 
 /** A serve connection that claims, heartbeats every second, and resolves once told whether it holds. */
 async function serve(agent: string, machine: string): Promise<{ ws: WebSocket; held: boolean }> {
-  const ws = new WebSocket(`${dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=${machine}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+  const ws = new WebSocket(`${fx.dev.url.replace("http", "ws")}/agents/${agent}/serve?machine=${machine}`, { headers: { authorization: `Bearer ${token()}` } });
   sockets.push(ws);
   const held = await new Promise<boolean>((resolve, reject) => {
     ws.on("message", (data) => {
@@ -37,7 +34,7 @@ async function serve(agent: string, machine: string): Promise<{ ws: WebSocket; h
 }
 
 async function scrape(): Promise<string> {
-  const res = await fetch(`${dev.url}/metrics`, { headers: authHeaders() });
+  const res = await fetch(`${fx.dev.url}/metrics`, { headers: authHeaders() });
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toContain("text/plain; version=0.0.4");
   return res.text();
@@ -56,14 +53,17 @@ async function until(agent: string, done: (m: Map<string, ParsedFamily>) => bool
 
 describe("GET /metrics", () => {
   it("needs the token, parses as Prometheus text, and a handoff moves the fence, the transitions, the gap and the redeliveries", async () => {
-    expect((await fetch(`${dev.url}/metrics`)).status).toBe(401);
+    expect((await fetch(`${fx.dev.url}/metrics`)).status).toBe(401);
     const agent = uniqueAgent("metrics");
+    // The account's directory (which judges the heartbeats the agent reports) stands still first, then the agent.
+    await advanceClock(fx.dev.url, 0, {}, token());
+    await advanceClock(fx.dev.url, 0, { agent }, token());
     const a = await serve(agent, "alpha");
     expect(a.held).toBe(true);
     const b = await serve(agent, "beta");
     expect(b.held).toBe(false);
-    const id = await postMessage(dev.url, agent, "work that alpha never finishes");
-    await waitForMessage(dev.url, agent, id, (m) => m.status === "running");
+    const id = await postMessage(fx.dev.url, agent, "work that alpha never finishes");
+    await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "running");
 
     const before = await until(agent, (m) => sampleValue(m, "baton_agent_standbys") === 1 && sampleValue(m, "baton_message_deliveries_total") === 1);
     const all = parseMetrics(await scrape());

@@ -3,15 +3,16 @@
 // prints what the README shows. Without a linked `baton` the lines say `npx baton` and one more
 // says how to link it; with this checkout's `baton` on PATH (the layout `npm link` makes) they say
 // `baton`, and that `baton` runs. A second `npm start` on a port that already answers says what
-// holds it and exits 1 at once, without building or starting wrangler.
+// holds it and exits 1 at once, without building or starting wrangler (the project's shared coordinator
+// is that first one).
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, inject, it } from "vitest";
 import { BIN } from "./serve-helpers.ts";
 import { createServer, type AddressInfo } from "node:net";
-import { DEV_TOKEN, freePort, isPortLost, PortLost, retryLostPort, ROOT, startWranglerDev } from "./wrangler-dev.ts";
+import { DEV_TOKEN, freePort, isPortLost, PortLost, retryLostPort, ROOT, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
 
 let stop: (() => void) | null = null;
 afterEach(() => {
@@ -133,8 +134,10 @@ async function startToEnd(port: number) {
 
 describe("npm start on a port that already answers", () => {
   it("when a coordinator already runs there, says so and where, and exits 1 before starting anything", async () => {
-    const first = await startWranglerDev();
-    stop = () => void first.stop();
+    // The project's shared coordinator (or, with BATON_TEST_SHARED_DEV=0, one of this test's own) is the first one.
+    const shared = inject("sharedDevUrl");
+    const first = shared === undefined ? await startWranglerDev() : { url: shared, port: Number(new URL(shared).port) };
+    if (shared === undefined) stop = () => void (first as DevServer).stop();
     const second = await startToEnd(first.port);
     expect(second.status, second.stderr).toBe(1);
     expect(second.stderr).toBe(

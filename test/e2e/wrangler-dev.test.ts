@@ -29,5 +29,5 @@ describe("starting wrangler dev for a test", () => {
     expect(offered).toHaveLength(2);
     expect(dev.port).toBe(offered[1]);
     expect((await fetch(`${dev.url}/agents/x/presence`, { headers: { authorization: "Bearer baton-dev-token" } })).status).toBe(200);
-  });
+  }, 120_000); // two start-ups, the first one failing
 });

@@ -113,7 +113,8 @@ async function startOnce(opts: DevOptions): Promise<DevServer> {
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   for (;;) {
-    if (proc.exitCode !== null || (isPortLost(out) && !(await answers(url)))) {
+    // Exited, or says it lost a port while still running (then whatever answers there is not ours).
+    if (proc.exitCode !== null || isPortLost(out)) {
       kill(proc);
       const failure = `wrangler dev exited ${proc.exitCode ?? "(killed)"}:\n${out}`;
       throw isPortLost(out) ? new PortLost(failure) : new Error(failure);

@@ -114,11 +114,15 @@ def _start_dev() -> tuple[Dev, Any]:
             if proc.poll() is not None:
                 text = log.read_text()
                 raise (PortLost if _port_lost(text) else RuntimeError)(f"wrangler dev exited {proc.returncode}:\n{text}")
+            # Still running but said it lost a port (whatever answers there is not ours): start again on others.
+            if _port_lost(log.read_text()):
+                raise PortLost(f"wrangler dev lost a port:\n{log.read_text()}")
             try:
-                if d.request("GET", "/agents/health/presence")[0] == 200 and proc.poll() is None and not _port_lost(log.read_text()):
-                    return d, out
-            except OSError:
-                pass
+                answered = d.request("GET", "/agents/health/presence")[0] == 200
+            except (OSError, ValueError):  # not listening yet, or something that does not answer JSON
+                answered = False
+            if answered and proc.poll() is None and not _port_lost(log.read_text()):
+                return d, out
             if time.monotonic() > deadline:
                 raise RuntimeError(f"wrangler dev did not answer in time:\n{log.read_text()}")
             time.sleep(0.2)

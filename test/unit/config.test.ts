@@ -1,11 +1,14 @@
 // Configuration read once with exact messages: the coordinator's wrangler vars, and where the
 // CLI finds its URL and token (the dev token only ever goes to a loopback URL).
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import * as z from "zod/mini";
 import { configPath, DEFAULT_URL, DEV_TOKEN, isLocalUrl, resolveConnection } from "../../cli/lib/config.ts";
 import { nodeRequest } from "../../cli/lib/node-request.ts";
+import { requestJson } from "../../client/http.ts";
 import { DEFAULT, readConfig } from "../../worker/config.ts";
 
 describe("readConfig (coordinator vars)", () => {
@@ -124,5 +127,35 @@ describe("resolveConnection", () => {
   it("rejects a URL that does not parse or is not http(s)", () => {
     expect(() => resolveConnection({ url: "not a url" }, tempEnv())).toThrow("not a URL: not a url");
     expect(() => resolveConnection({ url: "ftp://127.0.0.1" }, tempEnv())).toThrow("not an http(s) URL: ftp://127.0.0.1");
+  });
+});
+
+describe("BATON_CONNECT_TIMEOUT_SECONDS", () => {
+  it("bounds how long the TLS handshake may take: a server that accepts and never answers fails after it, naming the bound and plain http", async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `https://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      const conn = resolveConnection({ url, token: "t" }, { ...tempEnv(), BATON_CONNECT_TIMEOUT_SECONDS: "0.3" });
+      const t0 = performance.now();
+      const failed = await requestJson(conn, "GET", "/agents", z.unknown()).then(() => null, (err: Error) => err);
+      expect(performance.now() - t0).toBeLessThan(5000); // the default would be 10 s
+      expect(failed?.message).toBe(
+        `cannot reach the coordinator at ${url}: no connection within 0.3 s (CONNECT_TIMEOUT); no TLS handshake: if the coordinator speaks plain HTTP (wrangler dev does), use ${url.replace("https:", "http:")}`,
+      );
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
+  });
+
+  it("is refused out of range or blank, naming the variable; unset or empty is the default", () => {
+    for (const raw of ["0", "-1", "301", "ten", " "]) {
+      expect(() => resolveConnection({}, { ...tempEnv(), BATON_CONNECT_TIMEOUT_SECONDS: raw }), raw).toThrow(
+        `BATON_CONNECT_TIMEOUT_SECONDS must be a number of seconds between 0.1 and 300, got ${JSON.stringify(raw)}`,
+      );
+    }
+    expect(resolveConnection({}, { ...tempEnv(), BATON_CONNECT_TIMEOUT_SECONDS: "" }).request).toBe(nodeRequest);
   });
 });
