@@ -1,4 +1,4 @@
-// Stored JSON read through its codec (worker/objects/stored-json.ts): one corrupt row of each
+// Stored JSON read through its codec (worker/rules/stored-json.ts): one corrupt row of each
 // store (text that is not JSON, or JSON of the wrong shape) never takes its object down. Each
 // store does what it says it does with one: the row is skipped, or read as its named default,
 // and every other row and read goes on.

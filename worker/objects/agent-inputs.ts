@@ -18,8 +18,8 @@ import { LIMITS } from "../wire/protocol.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
 import type { WorkDesk } from "./work-desk.ts";
 import type { OutputPage } from "../wire/output.ts";
-import { stepValueJson } from "./step-store.ts";
-import { reportCorrupt } from "./stored-json.ts";
+import { reportCorrupt } from "./stored-read.ts";
+import { stepValueJson } from "../rules/message-json.ts";
 
 /** What one message's uploads may hold. */
 const BLOB_BUDGET = { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes };

@@ -15,10 +15,11 @@ import { DISPATCH_WINDOW, type PostInsert } from "../rules/plan/post.ts";
 import type { BusyRead } from "../rules/on-busy.ts";
 import { MESSAGE_MIGRATIONS } from "./message-migrations.ts";
 import type { Vote } from "../rules/quorum.ts";
-import { cancelJson, checkpointJson, leaseOf, LEASE_FIELDS, messageRow, questionJson, questionOf, RUN_FIELDS, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
+import { leaseOf, LEASE_FIELDS, messageRow, questionOf, RUN_FIELDS, type AnswerRecord, type RunRow, type StoredMessage } from "./message-row.ts";
+import { cancelJson, checkpointJson, questionJson, type CancelRecord, type StoredQuestion } from "../rules/message-json.ts";
 
 export type { MessageStatus };
-export { cancelOf, leaseOf, questionOf, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
+export { cancelOf, leaseOf, questionOf, type AnswerRecord, type RunRow, type StoredMessage } from "./message-row.ts";
 
 /** A value kept inline (JSON-able), or in a committed blob. */
 export type StoredValue = { value: unknown } | { blob: BlobRef };

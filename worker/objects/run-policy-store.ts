@@ -4,7 +4,8 @@ import { DEFAULT_POLICY, type MessagePolicy } from "../rules/message-lease.ts";
 import * as z from "zod/mini";
 import { ON_BUSY, POLICY_MODES } from "../wire/enums.ts";
 import { KeyValueTable } from "./kv-table.ts";
-import { StoredJson } from "./stored-json.ts";
+import { StoredJson } from "../rules/stored-json.ts";
+import { readOr } from "./stored-read.ts";
 
 const maybeMs = z.optional(z.nullable(z.number()));
 /** Every field optional: a policy saved before a field existed takes that field's default. */
@@ -27,7 +28,7 @@ export class RunPolicyStore {
     if (this.parsed === null) {
       const raw = this.values.get("policy");
       // A corrupt policy runs as the default until the next `baton policy` saves a new one.
-      this.parsed = raw ? { ...DEFAULT_POLICY, ...policyJson.readOr(raw, {}, "the default policy applies") } : DEFAULT_POLICY;
+      this.parsed = raw ? { ...DEFAULT_POLICY, ...readOr(policyJson, raw, {}, "the default policy applies") } : DEFAULT_POLICY;
     }
     return this.parsed;
   }
