@@ -119,7 +119,7 @@ export class AgentInputs {
       event: { type: "control", route, body },
       answer: (plan) => ({ ...plan!.control!.outcome, agent: this.agentName(), report: this.p.controls.report(now) }),
     }),
-    policy: () => answered(this.p.desk.leases.policies.policy()),
+    policy: () => answered({ policy: this.p.desk.leases.policies.policy(), problem: this.p.desk.leases.policies.problem() }),
     setPolicy: ({ update }) => ({
       event: { type: "policy", update },
       answer: (plan) => plan!.policyRefusal === null
