@@ -11,6 +11,9 @@ import { runningMessage } from "./steps.ts";
 const BLOB_BYTES = 10 * 1024 * 1024;
 /** The goal: an upload at most this many times the floor's R2 PUT of the same body (issue 47 item 5). */
 const GOAL = 1.3;
+/** A transfer that takes longer fails its trial instead of holding the bench (a loaded machine has hung one). */
+const TRANSFER_MS = 60_000;
+const timeout = () => AbortSignal.timeout(TRANSFER_MS);
 
 interface Transfers {
   up: number[];
@@ -33,7 +36,7 @@ async function blobRates(batonUrl: string, floorUrl: string, ttlMs: number, tria
       const upload = async () => {
         const t0 = performance.now();
         const res = await fetch(`${batonUrl}/agents/${agent}/messages/${id}/blobs`, {
-          method: "PUT", headers: { authorization: `Bearer ${DEV_TOKEN}`, "x-baton-token": String(token), "x-baton-run-key": runKey }, body,
+          method: "PUT", headers: { authorization: `Bearer ${DEV_TOKEN}`, "x-baton-token": String(token), "x-baton-run-key": runKey }, body, signal: timeout(),
         });
         const { blob } = (await res.json()) as { blob?: string };
         times.up = performance.now() - t0;
@@ -42,7 +45,7 @@ async function blobRates(batonUrl: string, floorUrl: string, ttlMs: number, tria
       };
       const floorPut = async () => {
         const t0 = performance.now();
-        await (await fetch(`${floorUrl}/r2/${stamp}-${i}`, { method: "PUT", body })).json();
+        await (await fetch(`${floorUrl}/r2/${stamp}-${i}`, { method: "PUT", body, signal: timeout() })).json();
         times.r2 = performance.now() - t0;
       };
       let blob: string;
@@ -55,17 +58,18 @@ async function blobRates(batonUrl: string, floorUrl: string, ttlMs: number, tria
       }
       await runner.write({ type: "step", id, token, name: "draft", kind: "step", phase: "done", blob });
       let t0 = performance.now();
-      const back = await fetch(`${batonUrl}/agents/${agent}/messages/${id}/blobs/${blob}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
+      const back = await fetch(`${batonUrl}/agents/${agent}/messages/${id}/blobs/${blob}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` }, signal: timeout() });
       const got = (await back.arrayBuffer()).byteLength;
       times.down = performance.now() - t0;
       if (got !== BLOB_BYTES) throw new Error(`read back ${got} bytes`);
       t0 = performance.now();
-      await (await fetch(`${floorUrl}/sink`, { method: "POST", body })).json();
+      await (await fetch(`${floorUrl}/sink`, { method: "POST", body, signal: timeout() })).json();
       times.sink = performance.now() - t0;
       t.up.push(times.up), t.down.push(times.down), t.sink.push(times.sink), t.r2.push(times.r2);
     } catch (e) {
       t.failed++;
-      console.error(`  10 MiB blobs trial ${i}: ${(e as Error).message}`);
+      const cause = (e as Error).cause;
+      console.error(`  10 MiB blobs trial ${i}: ${(e as Error).message}${cause instanceof Error ? ` (${cause.message})` : ""}`);
     } finally {
       runner.close();
     }
