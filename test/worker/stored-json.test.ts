@@ -16,7 +16,8 @@ import { ScheduleStore, type NewSchedule } from "../../worker/objects/schedule-s
 import { WebhookOutbox } from "../../worker/objects/webhook-outbox.ts";
 import { DEFAULT_POLICY } from "../../worker/rules/message-lease.ts";
 import type { AgentMetrics } from "../../worker/rules/metrics.ts";
-import { auth, BASE, call, claimant, connect, frozenAgent, message, passUntil, post, presence, stubFor, uniqueAgent, waitFor, write } from "./helpers.ts";
+import { auth, BASE, call, claimant, connect, message, post, presence, stubFor, uniqueAgent, waitFor, write } from "./helpers.ts";
+import { frozenAgent, passUntil } from "./clock.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 
 const NOT_JSON = "{not json";
