@@ -18,14 +18,15 @@ export interface Connection {
   request?: PlainRequest;
   /**
    * The answers are the coordinator's own, made in the same Worker (the remote MCP endpoint's
-   * calls through its pipeline): a 2xx body is taken as its route's schema says, not checked again.
+   * calls through its pipeline): a 2xx body is taken as its route's schema says, not checked again,
+   * and a call gets no timeout signal, since nothing in the Worker reads one (a timer per call, for nothing).
    */
   ownAnswers?: boolean;
 }
 
 /** One request whose answer is read whole as text; rejects as fetch does ("fetch failed", with the cause). */
 export type PlainRequest = (
-  url: string, init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal },
+  url: string, init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal },
 ) => Promise<{ status: number; text: string; location?: string }>;
 
 export interface RequestOptions {
@@ -99,7 +100,7 @@ export function send(
 /** Calls `transport` with the URL, the bearer token, the headers and the timeout; a failure to answer becomes UnreachableError. */
 async function withToken<T>(
   conn: Connection, method: string, path: string, opts: { headers?: Record<string, string>; timeoutMs?: number },
-  transport: (url: string, init: { method: string; headers: Record<string, string>; signal: AbortSignal }) => Promise<T>,
+  transport: (url: string, init: { method: string; headers: Record<string, string>; signal?: AbortSignal }) => Promise<T>,
 ): Promise<T> {
   const url = `${baseUrl(conn)}${path}`;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -107,7 +108,7 @@ async function withToken<T>(
     return await transport(url, {
       method,
       headers: { authorization: `Bearer ${conn.token}`, ...opts.headers },
-      signal: AbortSignal.timeout(Math.max(1, Math.round(timeoutMs))),
+      signal: conn.ownAnswers === true ? undefined : AbortSignal.timeout(Math.max(1, Math.round(timeoutMs))),
     });
   } catch (err) {
     throw unreachable(conn, url, err, timeoutMs);

@@ -6,9 +6,11 @@
 // finishes its draft: baton refuses its checkpoint write with a stale fence, and A stops. The
 // thread's history is printed: one line of checkpoints, each the parent of the next.
 //
-//   BATON_URL=http://127.0.0.1:8787 node examples/langgraph-thread.mjs [THREAD] [--json]
+//   BATON_URL=http://127.0.0.1:8787 node examples/langgraph-thread.mjs [THREAD] [--ttl SECONDS] [--json]
 //
-// `worker THREAD NAME [--gate FILE] [--ignore-signal]` runs one worker (what the demo spawns).
+// `worker THREAD NAME [--gate FILE] [--ignore-signal] [--ttl SECONDS]` runs one worker (what the
+// demo spawns). The thread's lease TTL is 2 s, so the demo is quick; on a busy machine a worker
+// whose renewals take longer than that loses the lease ("lapsed") as it should, so give it more.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,8 +20,10 @@ import { BatonSaver, withThreadLease } from "baton-client/langgraph";
 
 const url = process.env.BATON_URL ?? "http://127.0.0.1:8787";
 const token = process.env.BATON_TOKEN ?? "baton-dev-token";
-const TTL_SECONDS = 2;
 const args = process.argv.slice(2);
+const ttlAt = args.indexOf("--ttl");
+const TTL_SECONDS = ttlAt >= 0 ? Number(args[ttlAt + 1]) : 2;
+const ttlArgs = ttlAt >= 0 ? ["--ttl", String(TTL_SECONDS)] : [];
 const json = args.includes("--json");
 const say = (event, text) => process.stdout.write(json ? `${JSON.stringify(event)}\n` : `${text}\n`);
 
@@ -69,7 +73,7 @@ async function history(thread) {
 }
 
 function spawnWorker(thread, name, extra, onLine) {
-  const proc = spawn(process.execPath, [process.argv[1], "worker", thread, name, ...extra, "--json"], { stdio: ["ignore", "pipe", "inherit"] });
+  const proc = spawn(process.execPath, [process.argv[1], "worker", thread, name, ...extra, ...ttlArgs, "--json"], { stdio: ["ignore", "pipe", "inherit"] });
   let buffer = "";
   proc.stdout.on("data", (d) => {
     buffer += d;
@@ -111,5 +115,5 @@ if (args[0] === "worker") {
   const gateAt = args.indexOf("--gate");
   await worker(args[1], args[2], gateAt >= 0 ? args[gateAt + 1] : null, args.includes("--ignore-signal"));
 } else {
-  await demo(args.find((a) => !a.startsWith("--")) ?? `thread-${Date.now().toString(36)}`);
+  await demo(args.find((a, i) => !a.startsWith("--") && i !== ttlAt + 1) ?? `thread-${Date.now().toString(36)}`);
 }

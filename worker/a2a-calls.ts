@@ -3,6 +3,7 @@
 // makes, scopes.ts refuseScope) and dispatched to that route's one handler (routes.ts). So an A2A
 // call posts, answers, cancels and reads exactly as the HTTP API does, through the same plan; no
 // object method is called from here.
+import { sha256 } from "./auth.ts";
 import type { Env } from "./env.ts";
 import { stillCaller } from "./pipeline.ts";
 import { dispatch } from "./routes.ts";
@@ -51,4 +52,14 @@ function request(c: A2ACaller, url: URL, method: string, body: unknown, headers:
   });
   rememberCaller(req, c.caller);
   return req;
+}
+
+/**
+ * The Idempotency-Key of a SendMessage: its messageId as this caller's (token name, as MCP keys a
+ * tool call's post), so a retry of one caller posts once and another caller who picks the same
+ * messageId (A2A leaves the choice to the client) gets a message of its own, never the first one.
+ */
+export async function sendKey(c: A2ACaller, messageId: string): Promise<string> {
+  const digest = await sha256(`${c.caller.tokenName}\n${messageId}`);
+  return `a2a-${[...digest.slice(0, 20)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }

@@ -1,12 +1,12 @@
 // Each agent that opts in (policy `a2a: true`) is an A2A agent (A2A v1.0 over JSON-RPC, what
 // @a2a-js/sdk 1.3 speaks): its Agent Card at /agents/{agent}/a2a/.well-known/agent-card.json and
 // JSON-RPC at /agents/{agent}/a2a. A task is a message, a context its on_busy group. Each method
-// goes through the route it wraps (a2a-calls.ts): SendMessage posts (the A2A messageId is the
-// post's Idempotency-Key, so a retry never posts twice) or, naming a task that waits for a person,
+// goes through the route it wraps (a2a-calls.ts): SendMessage posts (the A2A messageId, scoped to
+// the caller's token, is the post's Idempotency-Key, so a retry never posts twice) or, naming a task that waits for a person,
 // answers it; GetTask reads; CancelTask cancels (the runner's process tree stops); ListTasks pages
 // the history; the push-notification methods set, read and remove a task's push targets through
 // …/messages/{id}/push (push-routes.ts). Bad input is JSON-RPC's error and changes nothing.
-import { a2aCaller, inner, type A2ACaller, type Inner } from "./a2a-calls.ts";
+import { a2aCaller, inner, sendKey, type A2ACaller, type Inner } from "./a2a-calls.ts";
 import { A2A_SEND_WAIT_MS, awaitStop, outputEnd, taskStream } from "./a2a-stream.ts";
 import { answerChoice, choicesOf, contextOf, messageIdOf, taskOf, taskState } from "./rules/a2a-task.ts";
 import { a2aConfigOf, pushTargetOf } from "./rules/a2a-push.ts";
@@ -186,7 +186,7 @@ async function sendMessage(c: A2ACaller, message: A2AIncomingMessage, wait: bool
     const from = await outputEnd(c, id);
     return { m: unwrap(await inner<MessageView>(c, "POST", `/messages/${id}/answer`, { choice })), from, wait };
   }
-  const posted = await inner<MessageView>(c, "POST", "/messages", { text, ...(message.contextId ? { group: message.contextId } : {}) }, { "idempotency-key": `a2a:${message.messageId}` });
+  const posted = await inner<MessageView>(c, "POST", "/messages", { text, ...(message.contextId ? { group: message.contextId } : {}) }, { "idempotency-key": await sendKey(c, message.messageId) });
   return { m: unwrap(posted, A2A_ERRORS.invalidParams), from: 0, wait };
 }
 

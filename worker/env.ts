@@ -13,6 +13,8 @@ export interface Env extends ConfigVars {
   BLOBS?: R2Bucket;
   /** OAuth clients, grants and tokens (hashed; worker/oauth); without it only baton tokens work. */
   OAUTH_KV?: KVNamespace;
+  /** Registrations per client address (wrangler.toml's ratelimits); absent: none counted. */
+  OAUTH_REGISTER_LIMIT?: RateLimit;
   /** Comma-separated `account:sha256hex` pairs: the hashes of the bearer tokens each account may use. */
   BATON_TOKENS?: string;
   /** Comma-separated origins whose web pages may call this coordinator besides its own (origins.ts). */

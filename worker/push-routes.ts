@@ -52,7 +52,7 @@ export const pushHandlers: { [K in PushRoute]: AgentHandler } = {
     const refused = webhookTargetRefusal(parsed.value.url, allowsPrivate(env.BATON_WEBHOOK_ALLOW_PRIVATE));
     if (refused !== null) return errorResponse(400, "bad_request", refused);
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
-    return answered(await stub.setPushTarget(id, target, parsed.value, await directory.pushTargetsBesides(params.agent!)));
+    return answered(await stub.setPushTarget(id, target, parsed.value, await directory.reservePushTarget(params.agent!)));
   }),
   "GET /agents/{agent}/messages/{id}/push/{target}": withTarget(async (target, _, stub, id) => {
     const all = await stub.pushTargets(id);

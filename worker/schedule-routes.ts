@@ -40,7 +40,7 @@ export const scheduleHandlers: { [K in ScheduleRoute]: AgentHandler } = {
     const parsed = parseBody(scheduleBodySchema, body.data);
     if (!parsed.ok) return errorResponse(400, "bad_request", `bad schedule: ${parsed.message}`);
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
-    return answered(await stub.addSchedule(parsed.value, await directory.schedulesBesides(params.agent!)), 201);
+    return answered(await stub.addSchedule(parsed.value, await directory.reserveSchedule(params.agent!)), 201);
   },
   "GET /agents/{agent}/schedules/{schedule}": withId(async (id, _, stub) => answered(await stub.schedule(id))),
   "POST /agents/{agent}/schedules/{schedule}/pause": withId(async (id, _, stub) => answered(await stub.pauseSchedule(id, true))),

@@ -2,7 +2,9 @@
 // Client over StreamableHTTPClientTransport calls the `who` tool at POST /mcp (a quick tool's plain
 // call: worker/mcp/quick-call.ts, its call made through the Worker's own pipeline), beside a plain
 // GET /agents/{agent}/presence with the same token, and the same tools/call sent by a bare fetch
-// (what the Worker adds, without the SDK Client's own work in this process), in rotating order.
+// (what the Worker adds, without the SDK Client's own work in this process), and a POST /mcp the
+// endpoint refuses once it has read its body (a batch: 400 before any tool), which shows what a
+// POST with a JSON body costs here apart from the tool, in rotating order.
 // Goal (issue 51): the MCP call's p50 within 1.3x of the plain route's.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -27,25 +29,28 @@ export async function runMcp(url: string, trials: number): Promise<string> {
     const r = await client.callTool({ name: "who", arguments: { agent } });
     if (r.isError) throw new Error(`who failed: ${JSON.stringify(r.content)}`);
   };
+  const mcpHeaders = { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": LATEST_PROTOCOL_VERSION };
+  const whoCall = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "who", arguments: { agent } } });
   const bare = async () => {
-    const res = await fetch(`${url}/mcp`, {
-      method: "POST",
-      headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": LATEST_PROTOCOL_VERSION },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "who", arguments: { agent } } }),
-    });
+    const res = await fetch(`${url}/mcp`, { method: "POST", headers: mcpHeaders, body: whoCall });
     const body = (await res.json()) as { result?: { isError?: boolean } };
     if (res.status !== 200 || body.result === undefined || body.result.isError) throw new Error(`bare who answered ${res.status}: ${JSON.stringify(body)}`);
   };
-  const samples = { plain: [] as number[], mcp: [] as number[], bare: [] as number[] };
+  const refused = async () => {
+    const res = await fetch(`${url}/mcp`, { method: "POST", headers: mcpHeaders, body: `[${whoCall}]` });
+    await res.arrayBuffer();
+    if (res.status !== 400) throw new Error(`a batch answered ${res.status}`);
+  };
+  const samples = { plain: [] as number[], mcp: [] as number[], bare: [] as number[], refused: [] as number[] };
   const timed = async (fn: () => Promise<void>) => {
     const t0 = performance.now();
     await fn();
     return performance.now() - t0;
   };
   try {
-    for (let i = 0; i < WARMUP; i++) await Promise.all([plain(), mcp(), bare()]);
-    const calls = { plain, mcp, bare };
-    const kinds = ["plain", "mcp", "bare"] as const;
+    for (let i = 0; i < WARMUP; i++) await Promise.all([plain(), mcp(), bare(), refused()]);
+    const calls = { plain, mcp, bare, refused };
+    const kinds = ["plain", "mcp", "bare", "refused"] as const;
     for (let i = 0; i < trials * 5; i++) {
       for (let k = 0; k < kinds.length; k++) {
         const which = kinds[(i + k) % kinds.length]!;
@@ -55,7 +60,7 @@ export async function runMcp(url: string, trials: number): Promise<string> {
   } finally {
     await client.close();
   }
-  const p50 = { plain: percentile(samples.plain, 50), mcp: percentile(samples.mcp, 50), bare: percentile(samples.bare, 50) };
+  const p50 = { plain: percentile(samples.plain, 50), mcp: percentile(samples.mcp, 50), bare: percentile(samples.bare, 50), refused: percentile(samples.refused, 50) };
   const r = p50.mcp / p50.plain;
   return [
     "### Remote MCP: the `who` tool over POST /mcp against GET …/presence, the route it wraps",
@@ -64,8 +69,9 @@ export async function runMcp(url: string, trials: number): Promise<string> {
       ["GET /agents/{agent}/presence", fmt(p50.plain), fmt(percentile(samples.plain, 99)), String(samples.plain.length)],
       ["MCP tools/call who (SDK Client)", fmt(p50.mcp), fmt(percentile(samples.mcp, 99)), String(samples.mcp.length)],
       ["the same tools/call, bare fetch", fmt(p50.bare), fmt(percentile(samples.bare, 99)), String(samples.bare.length)],
+      ["POST /mcp refused once its body is read (no tool)", fmt(p50.refused), fmt(percentile(samples.refused, 99)), String(samples.refused.length)],
     ]),
     "",
-    `MCP / plain p50: ${r.toFixed(3)}x (goal <= ${GOAL}x: ${r <= GOAL ? "met" : "not met"}); bare fetch / plain: ${(p50.bare / p50.plain).toFixed(3)}x`,
+    `MCP / plain p50: ${r.toFixed(3)}x (goal <= ${GOAL}x: ${r <= GOAL ? "met" : "not met"}); bare fetch / plain: ${(p50.bare / p50.plain).toFixed(3)}x; refused POST / plain: ${(p50.refused / p50.plain).toFixed(3)}x`,
   ].join("\n");
 }

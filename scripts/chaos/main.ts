@@ -6,14 +6,15 @@
 // (every serve process takes messages, --concurrency at a time), effects are fenced by each
 // message's own lease token, some messages park (exit 75) and are resumed at random, and some
 // stall past their run timeout so the coordinator takes them back from a live runner.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { DevServer } from "../../test/e2e/wrangler-dev.ts";
 import { snapshotOfHead, workingTree, wranglerDevOf } from "../bench/snapshot.ts";
 import { checkRun, firstRuns, type CoordinatorMessage } from "./invariants.ts";
-import { attemptsSummary, invariantLines, markdownReport, operationsLine, reExecutions, tallyTable } from "./report.ts";
+import { fenceTimeline, leaseChanges, unaccountedFailure, type Fault } from "./lease-changes.ts";
+import { attemptsSummary, faultRateLine, invariantLines, markdownReport, operationsLine, reExecutions, tallyTable } from "./report.ts";
 import { ServeSlot } from "./serve-fleet.ts";
 import { EffectSink, startSink } from "./sink.ts";
 import { seeded } from "./seeded.ts";
@@ -68,6 +69,10 @@ const sink = new EffectSink();
 /** The coordinator's fence read just before each message was posted. */
 const postFences = new Map<number, number>();
 const counts = { kill: 0, pause: 0, restart: 0, coordinator: 0, resume: 0 };
+/** Every fault injected, from when it began until its target ran again: what a failed message's attempts are checked against. */
+const faults: Fault[] = [];
+/** The agent's max_attempts: single mode keeps the default, so a run shows what 5 attempts survive. */
+const DEFAULT_MAX_ATTEMPTS = 5;
 let dev: DevServer | null = null;
 let coordinatorDown = false;
 let slots: ServeSlot[] = [];
@@ -124,11 +129,13 @@ async function resumeParked(): Promise<number> {
 
 async function restartCoordinator(startWranglerDev: typeof import("../../test/e2e/wrangler-dev.ts").startWranglerDev): Promise<void> {
   const { port, persistDir } = dev!;
+  const at = Date.now();
   coordinatorDown = true;
   await dev!.stop();
   await sleep(between(200, 1500));
   dev = await startWranglerDev({ port, persistDir, vars: vars() });
   coordinatorDown = false;
+  faults.push({ kind: "coordinator", slot: null, at, until: Date.now() });
 }
 
 function vars(): Record<string, string> {
@@ -156,8 +163,9 @@ async function chaosAction(restart: () => Promise<void>): Promise<void> {
   if (idle.length === 0) return;
   const slot = holder && idle.includes(holder) ? holder : pick(idle);
   slot.busy = true;
+  const at = Date.now();
+  const action = pick(["kill", "pause", "restart"] as const);
   try {
-    const action = pick(["kill", "pause", "restart"] as const);
     counts[action] += 1;
     if (action === "kill") {
       await slot.kill();
@@ -174,6 +182,7 @@ async function chaosAction(restart: () => Promise<void>): Promise<void> {
     }
   } finally {
     slot.busy = false;
+    faults.push({ kind: action, slot: slot.slot, at, until: Date.now() });
   }
 }
 
@@ -239,7 +248,12 @@ async function main(): Promise<number> {
   await sleep(2000);
   messages = await allMessages();
 
-  const { tally, invariants } = checkRun({ sentIds, messages, effects: sink.log, postFences });
+  const timeline = fenceTimeline(slots.map((s) => readFileSync(s.logPath, "utf8").split("\n")));
+  const maxAttempts = pool ? 100 : DEFAULT_MAX_ATTEMPTS;
+  const accountFailure = (m: CoordinatorMessage) =>
+    pool ? `${m.id} failed in pool mode` : unaccountedFailure({ id: m.id, attempts: m.attempts, token: m.token ?? 0, error: m.error ?? null }, postFences.get(m.id), timeline, faults, maxAttempts);
+  const { tally, invariants } = checkRun({ sentIds, messages, effects: sink.log, postFences, accountFailure });
+  const changes = leaseChanges(timeline, faults);
   const report = {
     command: ["npm run chaos", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" "),
     date: new Date().toISOString(),
@@ -249,11 +263,13 @@ async function main(): Promise<number> {
     tally,
     invariants,
     firstRuns: firstRuns(sink.log, postFences),
+    faultRate: { faults: faults.length, seconds, leaseChanges: changes.total, unexplained: changes.unexplained, maxAttempts },
   };
   console.log(`\nchaos operations: ${operationsLine(counts)}`);
   console.log(tallyTable(tally));
   for (const line of reExecutions(sink.log)) console.log(line);
   console.log(`\nfirst runs: ${attemptsSummary(report.firstRuns)}`);
+  console.log(`faults: ${faultRateLine(report.faultRate)}`);
   console.log("\ninvariants:");
   for (const line of invariantLines(invariants)) console.log(`  ${line}`);
   const ok = invariants.every((i) => i.ok) && tally.sent > 0;
@@ -262,6 +278,7 @@ async function main(): Promise<number> {
   const keep = !ok || opts["keep-logs"];
   if (keep) {
     writeFileSync(join(workDir, "sink-log.json"), JSON.stringify(sink.log, null, 1));
+    writeFileSync(join(workDir, "faults.json"), JSON.stringify(faults, null, 1));
     writeFileSync(join(workDir, "messages.json"), JSON.stringify(messages.map((m) => ({ ...m, post_fence: postFences.get(m.id) ?? null })), null, 1));
   }
   if (!ok) console.log(`\nchaos: FAILED (seed ${seed}); serve logs, sink log and message list kept in ${workDir}`);

@@ -14,12 +14,24 @@ export interface RunReport {
   tally: Tally;
   invariants: Invariant[];
   firstRuns: FirstRun[];
+  /** Faults injected over the chaos window, lease changes the serve logs saw (those no fault explains), and the agent's max_attempts. */
+  faultRate?: { faults: number; seconds: number; leaseChanges: number; unexplained: readonly number[]; maxAttempts: number };
+}
+
+/**
+ * The odds a message faces: a message fails when `maxAttempts` holders in a row lose the lease
+ * before its reply, so the fault rate against a run's length is what max_attempts must outlast.
+ */
+export function faultRateLine(f: NonNullable<RunReport["faultRate"]>): string {
+  const perMinute = (f.faults / f.seconds) * 60;
+  const unexplained = f.unexplained.length === 0 ? "every one after a fault the run injected" : `${f.unexplained.length} after no injected fault (into fence ${f.unexplained.slice(0, 10).join(", ")})`;
+  return `${f.faults} faults in ${f.seconds} s (${perMinute.toFixed(1)}/min); ${f.leaseChanges} lease changes, ${unexplained}; max_attempts ${f.maxAttempts}: a message fails when ${f.maxAttempts} holders in a row lose the lease before its reply`;
 }
 
 export function tallyTable(t: Tally): string {
   return markdownTable(
-    ["messages sent", "run", "run twice", "applied twice", "lost", "stale writes rejected", "duplicates absorbed", "acknowledged", "redelivered (attempts > 1)"],
-    [[t.sent, t.run, t.runTwice, t.appliedTwice, t.lost, t.staleRejected, t.duplicatesAbsorbed, t.acknowledged, t.redelivered].map(String)],
+    ["messages sent", "run", "run twice", "applied twice", "lost", "failed by faults", "stale writes rejected", "duplicates absorbed", "acknowledged", "redelivered (attempts > 1)"],
+    [[t.sent, t.run, t.runTwice, t.appliedTwice, t.lost, t.failedByFaults, t.staleRejected, t.duplicatesAbsorbed, t.acknowledged, t.redelivered].map(String)],
   );
 }
 
@@ -68,6 +80,7 @@ export function markdownReport(r: RunReport): string {
     "",
     `First runs: ${attemptsSummary(r.firstRuns)}.`,
     "",
+    ...(r.faultRate ? [`Faults: ${faultRateLine(r.faultRate)}.`, ""] : []),
     ...r.invariants.map((inv) => `- ${inv.ok ? "ok" : "**FAIL**"}: ${inv.name}${inv.ok ? "" : ` (${inv.detail})`}`),
   ].join("\n");
 }

@@ -20,13 +20,19 @@ const fx = sharedServeFixture();
 
 const EXAMPLE = join(ROOT, "examples/langgraph-thread.mjs");
 const conn = () => ({ url: fx.dev.url, token: DEV_TOKEN });
+/**
+ * The workers' lease TTL. The example's own 2 s lapsed under load (renewals every 0.67 s that took
+ * longer than the TTL on 2 shared cores): a worker that cannot prove its lease stops, rightly, but
+ * the story then is another one. A is still paused past it, so each story waits this long.
+ */
+const TTL = ["--ttl", "5"];
 
 
 type Line = { event: string; worker: string; node?: string; fence?: number; code?: string | null; log?: string[] };
 
 /** One worker of the example, its JSON lines collected; `until` resolves on the first line that matches. */
 function worker(thread: string, name: string, extra: string[] = []) {
-  const proc = spawn(process.execPath, [EXAMPLE, "worker", thread, name, ...extra, "--json"], {
+  const proc = spawn(process.execPath, [EXAMPLE, "worker", thread, name, ...extra, ...TTL, "--json"], {
     cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, stdio: ["ignore", "pipe", "inherit"],
   });
   const lines: Line[] = [];
@@ -68,7 +74,8 @@ async function pausedWriter(thread: string, aExtra: string[]) {
   await a.until((l) => l.event === "node" && l.node === "draft");
   const b = worker(thread, "B");
   a.proc.kill("SIGSTOP");
-  await b.until((l) => l.event === "waiting");
+  // B waits for A's lease, unless its own start-up (seconds under load) outlasted A's TTL.
+  await b.until((l) => l.event === "waiting" || l.event === "acquired");
   expect(await b.exited).toBe(0);
   writeFileSync(gate, "");
   a.proc.kill("SIGCONT");
@@ -77,12 +84,15 @@ async function pausedWriter(thread: string, aExtra: string[]) {
 }
 
 describe("a LangGraph thread under a baton lease", () => {
-  it("two workers on one thread, A paused past its TTL: B finishes, A's late write is refused (stale_fence), A stops, history is one line", async () => {
+  it("two workers on one thread, A paused past its TTL: B finishes, A's late write is refused (stale_fence, or A's own clock stops it first), A stops, history is one line", async () => {
     const thread = `t-${crypto.randomUUID()}`;
     const { a, b } = await pausedWriter(thread, ["--ignore-signal"]);
     const aFence = a.lines.find((l) => l.event === "acquired")!.fence!;
     expect(b.lines.find((l) => l.event === "acquired")!.fence).toBe(aFence + 1);
-    expect(a.lines.at(-1)).toMatchObject({ event: "stopped", code: "stale_fence" });
+    // At SIGCONT A's overdue renewal and its draft's write race: the coordinator refuses the write
+    // (stale_fence), or A's lease clock says it lapsed first (under load it often does); either way
+    // nothing of A's after its lease is stored, as the history below shows.
+    expect(a.lines.at(-1)).toMatchObject({ event: "stopped", code: expect.stringMatching(/^(stale_fence|lapsed)$/) });
     expect(b.lines.at(-1)).toMatchObject({ event: "done", log: ["plan by A", "draft by B", "review by B", "publish by B"] });
 
     const line = await history(thread);
@@ -145,11 +155,11 @@ describe("a LangGraph thread under a baton lease", () => {
   });
 
   it("the example runs the whole story in one command", () => {
-    const r = spawnSync(process.execPath, [EXAMPLE, `t-${crypto.randomUUID()}`, "--json"], {
-      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 60_000,
+    const r = spawnSync(process.execPath, [EXAMPLE, `t-${crypto.randomUUID()}`, ...TTL, "--json"], {
+      cwd: ROOT, env: { ...process.env, BATON_URL: fx.dev.url, BATON_TOKEN: DEV_TOKEN }, encoding: "utf8", timeout: 110_000,
     });
     expect(r.status, r.stdout + r.stderr).toBe(0);
     const last = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
     expect(last).toMatchObject({ event: "history", linear: true, a_exit: 3, b_exit: 0 });
-  });
+  }, 120_000);
 });

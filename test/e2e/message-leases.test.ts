@@ -96,14 +96,20 @@ describe("per-message leases end to end", () => {
     expect(done.attempts).toBe(2);
     expect(done.reply).toBe('finished from {"step":2} at attempt 2 on b\n');
     const stalledPid = Number(readFileSync(join(dir, `${id}-1`), "utf8"));
-    expect(pidAlive(stalledPid)).toBe(false);
-    // Whichever comes first kills it: the coordinator's revoked frame or the local clock.
+    // Whichever comes first kills it: the coordinator's revoked frame or the local clock. Runner a
+    // hears the take-back at the moment b is handed attempt 2, so on a loaded machine b can store
+    // its reply before a has signalled its command: baton fences attempt 1's writes, it does not
+    // order two machines' processes. What it promises is that a kills it, within --grace (1 s).
     await a.waitFor(/message \d+ \(token \d+\) was taken back \(run_timeout/);
-    // Both runners take messages: three slow ones at once fill their three slots, each runs once.
+    const killedBy = Date.now() + 5_000;
+    while (pidAlive(stalledPid) && Date.now() < killedBy) await new Promise((r) => setTimeout(r, 50));
+    expect(pidAlive(stalledPid)).toBe(false);
+    // Both runners take messages: three slow ones at once fill their three slots. (Each runs once
+    // unless a runner loses its lease: with this server's 2 s TTL on a loaded machine one did, and
+    // its message ran again as attempt 2, as it should; so attempts are not what this checks.)
     const ids = [await postMessage(url, agent, "slow"), await postMessage(url, agent, "slow"), await postMessage(url, agent, "slow")];
     const replies = [];
     for (const m of ids) replies.push(await waitForMessage(url, agent, m, (v) => v.status === "acknowledged"));
-    expect(replies.map((m) => m.attempts)).toEqual([1, 1, 1]);
     expect(new Set(replies.map((m) => m.reply!.trim().split(" on ")[1]))).toEqual(new Set(["a", "b"]));
   });
 

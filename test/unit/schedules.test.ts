@@ -2,7 +2,7 @@
 // are posted and which skipped, on both DST changeover days in Europe/Berlin and America/New_York,
 // on 29 February, with L and W, across outages, pauses and jitter; and which bodies are refused.
 import { describe, expect, it } from "vitest";
-import { checkSchedule, decideSchedule, jitterOf, LATE_GRACE_MS, slotKey, type ScheduleState, type SlotSkip } from "../../worker/rules/schedules.ts";
+import { checkSchedule, CRON_COUNT_STEPS, decideSchedule, jitterOf, LATE_GRACE_MS, slotKey, type ScheduleState, type SlotSkip } from "../../worker/rules/schedules.ts";
 import type { ScheduleBody } from "../../worker/wire/schedules.ts";
 
 const T = (iso: string) => Date.parse(iso);
@@ -165,6 +165,16 @@ describe("late and missed slots", () => {
     const d = decideSchedule(s, false, T("2026-06-01T01:00:00Z"));
     expect(d.post.length).toBe(LATE_GRACE_MS / MIN + 1);
     expect(d.skips).toEqual([{ slot: T("2026-06-01T00:01:00Z"), last: T("2026-06-01T00:44:00Z"), count: 44, reason: "missed" }]);
+  });
+
+  it("a four-year outage of a per-minute cron is decided in a bounded walk: its skip counts at most CRON_COUNT_STEPS (at least), its span exact", () => {
+    const s = made({ cron: "* * * * *", tz: "Europe/Berlin" }, T("2026-01-01T00:00:00Z"), { catchUp: "none" });
+    const now = T("2030-01-01T00:00:00Z");
+    const d = decideSchedule(s, false, now);
+    expect(d.skips).toEqual([{ slot: T("2026-01-01T00:00:00Z"), last: now - LATE_GRACE_MS - MIN, count: CRON_COUNT_STEPS, reason: "missed" }]);
+    // An every-N schedule counts by arithmetic, exactly, however long the outage.
+    const every = decideSchedule(made({ every_seconds: 60 }, T("2026-01-01T00:00:00Z"), { catchUp: "none" }), false, now);
+    expect(every.skips[0]!.count).toBe((now - LATE_GRACE_MS - T("2026-01-01T00:01:00Z")) / MIN);
   });
 
   it("slots while paused are skipped as they pass; on resume catch-up one posts the latest, none nothing", () => {

@@ -65,6 +65,21 @@ describe("A2A with scoped tokens", () => {
     expect(await rpc(agent, PERSON, "SendMessage", send("ship", { taskId: String(id) }))).toMatchObject({ body: { error: { code: -32004 } } });
   });
 
+  it("a messageId is one message per caller: the same caller's retry posts once, another token with the same messageId posts its own", async () => {
+    const agent = uniqueAgent();
+    await optIn(agent);
+    const messageId = crypto.randomUUID();
+    const withId = (text: string) => ({ ...send(text), message: { ...send(text).message, messageId } });
+    const first = await rpc(agent, SENDER, "SendMessage", withId("from the sender"));
+    const retried = await rpc(agent, SENDER, "SendMessage", withId("from the sender"));
+    const other = await rpc(agent, DEV_TOKEN, "SendMessage", withId("from another caller"));
+    const idOf = (r: typeof first) => (r.body.result!.task as { id: string }).id;
+    expect(idOf(retried)).toBe(idOf(first));
+    expect(idOf(other)).not.toBe(idOf(first));
+    expect(await message(agent, Number(idOf(other)))).toMatchObject({ text: "from another caller" });
+    expect(await message(agent, Number(idOf(first)))).toMatchObject({ text: "from the sender" });
+  });
+
   it("a web page on another origin is refused before any method; an A2A version other than 1.x is -32009; a body over the limit is -32600 with 413; none posts anything", async () => {
     const agent = uniqueAgent();
     await optIn(agent);

@@ -7,6 +7,7 @@ import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../worker/env.ts";
 import worker from "../../worker/index.ts";
+import { REGISTRATIONS_PER_MINUTE } from "../../worker/oauth/server.ts";
 import { agentLimitRefusal, grantableScopes, grantCaller, parseAgentLimit } from "../../worker/rules/oauth-grants.ts";
 import { grantListSchema } from "../../worker/wire/grants.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
@@ -37,6 +38,22 @@ describe("OAuth metadata", () => {
       issuer: BASE, authorization_endpoint: `${BASE}/authorize`, token_endpoint: `${BASE}/oauth/token`, registration_endpoint: `${BASE}/oauth/register`,
       code_challenge_methods_supported: ["S256"], scopes_supported: [...SCOPES],
     });
+  });
+
+  it("registration is budgeted per client address: past 20 a minute one address gets 429 rate_limited, another still registers", async () => {
+    const register = (ip: string) => SELF.fetch(`${BASE}/oauth/register`, {
+      method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": ip },
+      body: JSON.stringify({ redirect_uris: [REDIRECT_URI], client_name: "flood", token_endpoint_auth_method: "none" }),
+    });
+    const flooder = `203.0.113.${Math.floor(Math.random() * 250) + 1}`;
+    const answers = [];
+    for (let i = 0; i < REGISTRATIONS_PER_MINUTE + 1; i++) answers.push((await register(flooder)).status);
+    expect(answers.slice(0, REGISTRATIONS_PER_MINUTE).every((s) => s === 201)).toBe(true);
+    const refused = await register(flooder);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("60");
+    expect(await refused.json()).toMatchObject({ error: "rate_limited" });
+    expect((await register("198.51.100.7")).status).toBe(201);
   });
 
   it("a request without a token is 401 with a challenge that points at the metadata document", async () => {

@@ -185,6 +185,18 @@ describe("schedule limits", () => {
   });
 });
 
+describe("the account's schedule limit under concurrent adds", () => {
+  it("two adds in two agents at once, one place left: the directory reserves it for the first, the second sees the account full", async () => {
+    const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(`acct-${crypto.randomUUID()}`)));
+    await directory.setScheduleCount("filler", LIMITS.schedulesPerAccount - 1);
+    const seen = await Promise.all([directory.reserveSchedule("a"), directory.reserveSchedule("b")]);
+    expect([...seen].sort()).toEqual([LIMITS.schedulesPerAccount - 1, LIMITS.schedulesPerAccount]);
+    // The first add lands and is counted: its reservation goes with it, and the account stays full.
+    await directory.setScheduleCount(seen[0] === LIMITS.schedulesPerAccount - 1 ? "a" : "b", 1);
+    expect(await directory.reserveSchedule("c")).toBeGreaterThanOrEqual(LIMITS.schedulesPerAccount);
+  });
+});
+
 describe("the DST table under workerd's Intl", () => {
   const cases: [string, string, string[]][] = [
     ["Europe/Berlin", "2026-03-28T12:00:00Z", ["2026-03-29T01:00:00.000Z", "2026-03-30T00:30:00.000Z"]],

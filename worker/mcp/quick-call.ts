@@ -17,7 +17,7 @@ import type { McpCall } from "./servers.ts";
 /** Tools whose plain call never waits, sends no progress and reads nothing of the request but its arguments. */
 export const QUICK_TOOLS: ReadonlySet<string> = new Set(["who", "get_answer", "cancel", "lease_acquire", "lease_renew", "lease_release"]);
 
-interface QuickMessage {
+export interface QuickMessage {
   id: string | number;
   name: string;
   arguments: Record<string, unknown>;
@@ -54,11 +54,17 @@ function quickExtra(id: string | number): ToolExtra {
   return { signal: new AbortController().signal, requestId: id, sendNotification: none, sendRequest: none } as ToolExtra;
 }
 
-/** The JSON reply to `parsed` when the quick path may answer it (see the head of this file); null: the SDK's path must. */
-export async function quickToolCall(request: Request, parsed: unknown, call: McpCall): Promise<Response | null> {
-  if (!headersPass(request.headers)) return null;
-  const message = quickMessage(parsed);
-  if (message === null) return null;
+/**
+ * The quick tool call `parsed` is, when the quick path may take it as far as the request shows
+ * (headers and message); null: the SDK's path must answer it. Checked before the endpoint's own
+ * parse of the message, which a quick call does not need.
+ */
+export function quickCandidate(request: Request, parsed: unknown): QuickMessage | null {
+  return headersPass(request.headers) ? quickMessage(parsed) : null;
+}
+
+/** The JSON reply to a quick candidate whose arguments the tool's schema accepts; null: the SDK's path must answer it (see the head of this file). */
+export async function quickToolCall(message: QuickMessage, call: McpCall): Promise<Response | null> {
   const [spec] = batonToolSpecs({ agent: null, conn: call.conn, postKey: call.postKey, only: message.name });
   if (spec === undefined) return null;
   let schema = argsSchemas.get(spec.name);

@@ -21,7 +21,7 @@ import { handle, handleAs } from "../pipeline.ts";
 import type { Handlers } from "../routes.ts";
 import { callerOf } from "../scopes.ts";
 import { jsonTooDeep, LIMITS } from "../wire/protocol.ts";
-import { quickToolCall } from "./quick-call.ts";
+import { quickCandidate, quickToolCall } from "./quick-call.ts";
 import { serverFor, withKeptServer, type McpCall } from "./servers.ts";
 
 /** Tools whose plain call may outlive a quick answer, so they answer as an event stream (progress), as tasks/result does. */
@@ -54,8 +54,23 @@ function postKeyOf(tokenName: string, session: string | null): ToolsOptions["pos
   return async (extra) => `mcp-${(await hex(`${tokenName}\n${session}\n${String(extra.requestId)}`)).slice(0, 40)}`;
 }
 
+/** What one request's tool calls go out with: `json` (answered in one JSON reply) lets them in as the caller already let in. */
+function mcpCall(request: Request, url: URL, env: Env, session: string | null, json: boolean): McpCall {
+  const caller = callerOf(request);
+  return {
+    conn: {
+      url: url.origin,
+      token: presentedToken(request) ?? "",
+      ownAnswers: true,
+      // A quick answer's calls are this request's caller's (handleAs); a streamed one's may wait for minutes, so each is let in anew.
+      fetch: json ? (input, init) => handleAs(caller, new Request(input, init), env) : (input, init) => handle(new Request(input, init), env),
+    },
+    postKey: postKeyOf(caller.tokenName, session),
+  };
+}
+
 /** POST /mcp: one JSON-RPC message in, the SDK's answer out (JSON, or an event stream for a call that may wait). */
-async function postMcp(request: Request, env: Env): Promise<Response> {
+async function postMcp(request: Request, url: URL, env: Env): Promise<Response> {
   const session = request.headers.get("mcp-session-id");
   if (session !== null && !SESSION_ID.test(session)) return jsonRpcError(400, -32600, "Mcp-Session-Id must be 1-128 visible ASCII characters");
   const body = await readBody(request, LIMITS.requestBodyBytes);
@@ -69,25 +84,18 @@ async function postMcp(request: Request, env: Env): Promise<Response> {
     return jsonRpcError(400, -32700, "Parse error: the body is not JSON (or nests too deep)");
   }
   if (Array.isArray(parsed)) return jsonRpcError(400, -32600, "JSON-RPC batches are not accepted: send one message per request");
+  // A quick tool's plain call that passes every check the SDK would make needs none of the SDK's machinery (quick-call.ts).
+  const candidate = quickCandidate(request, parsed);
+  if (candidate !== null) {
+    const quick = await quickToolCall(candidate, mcpCall(request, url, env, session, true));
+    if (quick !== null) return quick;
+  }
   const message = rpcMessage.safeParse(parsed);
   const method = message.success ? message.data.method : undefined;
   const tool = message.success && method === "tools/call" ? message.data.params?.name ?? "" : "";
   const plainCall = tool !== "" && message.success && message.data.params?.task === undefined;
-  const caller = callerOf(request);
   const json = !((plainCall && STREAMED_TOOLS.has(tool)) || method === "tasks/result");
-  const call: McpCall = {
-    conn: {
-      url: new URL(request.url).origin,
-      token: presentedToken(request) ?? "",
-      ownAnswers: true,
-      // A quick answer's calls are this request's caller's (handleAs); a streamed one's may wait for minutes, so each is let in anew.
-      fetch: json ? (input, init) => handleAs(caller, new Request(input, init), env) : (input, init) => handle(new Request(input, init), env),
-    },
-    postKey: postKeyOf(caller.tokenName, session),
-  };
-  // A quick tool's plain call that passes every check the SDK would make needs none of the SDK's machinery (quick-call.ts).
-  const quick = json ? await quickToolCall(request, parsed, call) : null;
-  if (quick !== null) return quick;
+  const call = mcpCall(request, url, env, session, json);
   const answer = async (server: McpServer) => {
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
     await server.connect(transport);
@@ -111,7 +119,7 @@ function notAllowed(what: string): Response {
 }
 
 export const mcpHandlers: Handlers<"POST /mcp" | "GET /mcp" | "DELETE /mcp"> = {
-  "POST /mcp": ({ request, env }) => postMcp(request, env),
+  "POST /mcp": ({ request, url, env }) => postMcp(request, url, env),
   "GET /mcp": () => notAllowed("Method not allowed: this endpoint opens no stream of its own; long waits are MCP Tasks"),
   "DELETE /mcp": () => notAllowed("Method not allowed: an MCP session keeps nothing on this server, so there is nothing to end"),
 };

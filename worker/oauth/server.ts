@@ -86,6 +86,19 @@ export function isProviderPath(pathname: string): boolean {
  */
 const PROVIDER_BODY_BYTES = 16 * 1024;
 
+/** wrangler.toml's `OAUTH_REGISTER_LIMIT` allows this many registrations per address and minute. */
+export const REGISTRATIONS_PER_MINUTE = 20;
+
+/**
+ * Registration is open to anyone (RFC 7591) and each one is a KV write kept 90 days, so it is
+ * budgeted per client address (Cloudflare sets CF-Connecting-IP; without it, one shared budget).
+ */
+async function registrationAllowed(request: Request, env: Env): Promise<boolean> {
+  if (env.OAUTH_REGISTER_LIMIT === undefined) return true;
+  const { success } = await env.OAUTH_REGISTER_LIMIT.limit({ key: request.headers.get("cf-connecting-ip") ?? "unknown" });
+  return success;
+}
+
 /** Answers a provider path: the protected-resource document, or the authorization server's endpoints. */
 export async function providerResponse(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   const url = new URL(request.url);
@@ -93,6 +106,11 @@ export async function providerResponse(request: Request, env: Env, ctx: Executio
   if (found === null) return errorResponse(404, "not_found", NOT_HERE);
   const { authorization, resource } = found;
   if (url.pathname.startsWith(OAUTH_PATHS.resourceMetadata)) return resource.fetch(request, env, ctx);
+  if (url.pathname === OAUTH_PATHS.register && request.method === "POST" && !(await registrationAllowed(request, env))) {
+    const refused = errorResponse(429, "rate_limited", `at most ${REGISTRATIONS_PER_MINUTE} client registrations a minute from one address; try again in a minute`);
+    refused.headers.set("retry-after", "60");
+    return refused;
+  }
   const body = await readBody(request, PROVIDER_BODY_BYTES);
   if (!body.ok) return body.response;
   return authorization.fetch(new Request(request, request.body ? { body: body.bytes } : {}), env, ctx);

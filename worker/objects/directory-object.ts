@@ -73,9 +73,14 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     this.scheduleCounts.set(agent, schedules);
   }
 
-  /** RPC from the Worker before an add: the account's schedules outside `agent`. */
+  /** The account's schedules outside `agent`, as counted. */
   schedulesBesides(agent: string): number {
     return this.scheduleCounts.total(agent);
+  }
+
+  /** RPC from the Worker before an add: the account's schedules outside `agent`, with the places adds in flight hold; reserves one for this add (agent-counts.ts). */
+  reserveSchedule(agent: string): number {
+    return this.scheduleCounts.reserve(agent, this.now());
   }
 
   /** RPC from an agent object whose A2A push targets changed: how many it has now. */
@@ -83,9 +88,14 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     this.pushTargetCounts.set(agent, targets);
   }
 
-  /** RPC from the Worker before a push target is set: the account's targets outside `agent`. */
+  /** The account's A2A push targets outside `agent`, as counted. */
   pushTargetsBesides(agent: string): number {
     return this.pushTargetCounts.total(agent);
+  }
+
+  /** RPC from the Worker before a push target is set: as reserveSchedule, for targets. */
+  reservePushTarget(agent: string): number {
+    return this.pushTargetCounts.reserve(agent, this.now());
   }
 
   /** RPC from the account's agent objects: the account's webhook with its secret (they sign with it), or null. */

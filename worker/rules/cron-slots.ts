@@ -119,11 +119,11 @@ export function slotAtOrBefore(c: Cadence, t: number, after: number): number | n
   return found !== null && found > after ? found : null;
 }
 
-/** How many slots lie in (after, until], counted up to `cap`. */
+/** How many slots lie in (after, until]: exactly for `every` (arithmetic), up to `cap` for the others (one step per slot). */
 export function slotsBetween(c: Cadence, after: number, until: number, cap: number): number {
   if (c.kind === "every") {
     const first = slotAfter(c, after)!;
-    return first > until ? 0 : Math.min(cap, Math.floor((until - first) / c.everyMs) + 1);
+    return first > until ? 0 : Math.floor((until - first) / c.everyMs) + 1;
   }
   let n = 0;
   for (let s = slotAfter(c, after); s !== null && s <= until && n < cap; s = slotAfter(c, s)) n++;

@@ -20,8 +20,13 @@ export type { Cadence } from "./cron-slots.ts";
 export const LATE_GRACE_MS = 15 * 60_000;
 /** Late slots one decision posts at most (a bound on its work; the rest are decided by the next). */
 const POSTS_PER_DECISION = 20;
-/** Missed slots counted for their skip record; beyond it the count says "at least". */
-const COUNT_CAP = 10_000;
+/**
+ * Cron steps a skip record's count may take (croner walks slot by slot, about 0.05-0.25 ms a step
+ * here): a cron schedule's missed slots are counted up to this, so a year's outage of a per-minute
+ * cron is decided in about as many steps as its posts, and nothing it does delays a lease. A count
+ * at the cap means "at least"; the record's first and last slot give the span. `every` counts exactly.
+ */
+export const CRON_COUNT_STEPS = 20;
 
 export interface ScheduleState {
   id: number;
@@ -118,7 +123,7 @@ export function decideSchedule(s: ScheduleState, agentPaused: boolean, now: numb
   // Missed past the grace: the first, the latest, and how many.
   const firstOld = slotAfter(s.cadence, cursor);
   const old = firstOld !== null && firstOld < graceStart
-    ? { first: firstOld, last: slotAtOrBefore(s.cadence, graceStart - 1, cursor) ?? firstOld, count: slotsBetween(s.cadence, cursor, graceStart - 1, COUNT_CAP) }
+    ? { first: firstOld, last: slotAtOrBefore(s.cadence, graceStart - 1, cursor) ?? firstOld, count: slotsBetween(s.cadence, cursor, graceStart - 1, CRON_COUNT_STEPS) }
     : null;
   // Late within the grace, or on time: due once their jitter passed, in order.
   const recent: number[] = [];
