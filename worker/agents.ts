@@ -11,6 +11,8 @@ import type { ControlRoute } from "./objects/agent-controls.ts";
 import { deleteWebhook, getWebhook, putWebhook, webhookTestRoute } from "./webhook-routes.ts";
 import { debounceCeilingMs } from "./rules/on-busy.ts";
 import type { MessagePolicy } from "./rules/message-lease.ts";
+import type * as z from "zod/mini";
+import type { policyViewSchema } from "./wire/http-responses.ts";
 import {
   answerSchema, approveSchema, CANCEL_REASON_CHARS, cancelSchema, errorResponse, LIMITS, MACHINE_LABEL, parseBody, policySchema, postMessageSchema, resumeSchema, utf8Bytes,
 } from "./wire/protocol.ts";
@@ -56,7 +58,10 @@ const AGENT_HANDLERS: { [K in AgentRoute]: AgentHandler } = {
   "GET /agents/{agent}/presence": async ({ request }, stub) => Response.json(presenceFor(request, await stub.presence())),
   "GET /agents/{agent}/messages": ({ url }, stub) => messagePage(url, stub),
   "POST /agents/{agent}/messages": (call, stub) => postMessage(call.request, stub, answerer(call)),
-  "GET /agents/{agent}/policy": async (_, stub) => Response.json(policyView(await stub.policy())),
+  "GET /agents/{agent}/policy": async (_, stub) => {
+    const { policy, problem } = await stub.policy();
+    return Response.json(policyView(policy, problem));
+  },
   "PUT /agents/{agent}/policy": ({ request }, stub) => setPolicy(request, stub),
   "POST /agents/{agent}/pause": ({ request }, stub) => control(request, "pause", stub),
   "POST /agents/{agent}/unpause": ({ request }, stub) => control(request, "unpause", stub),
@@ -224,8 +229,10 @@ async function resumeMessage(request: Request, id: number, by: Answerer, stub: S
   return decided(await stub.resume(id, input, parsed.value.outcome ?? null, by));
 }
 
-function policyView(p: MessagePolicy) {
+/** The policy as HTTP shows it; `problem`: the stored one could not be read, so these are the defaults in force. */
+function policyView(p: MessagePolicy, problem: string | null = null): z.infer<typeof policyViewSchema> {
   return {
+    ...(problem === null ? {} : { policy_problem: problem }),
     mode: p.mode, max_running: p.maxRunning, run_timeout_seconds: p.runTimeoutMs / 1000, max_attempts: p.maxAttempts,
     heartbeat_timeout_seconds: p.heartbeatTimeoutMs === null ? null : p.heartbeatTimeoutMs / 1000,
     on_busy: p.onBusy, debounce_ms: p.debounceMs, debounce_max_ms: debounceCeilingMs(p), a2a: p.a2a, description: p.description,

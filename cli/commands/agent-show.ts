@@ -27,6 +27,8 @@ export default defineCommand({
     }
     const lines = [
       `${agent}`,
+      // A corrupt stored policy: the values below are the defaults the coordinator runs with, not ones anyone set.
+      ...(policy.policy_problem === undefined ? [] : [`  policy         could not be read (${policy.policy_problem}); the defaults below run until \`baton agent set\` saves one`]),
       `  mode           ${policy.mode}${policy.mode === "single" ? " (the serve leaseholder runs every message)" : " (every serving runner with a free slot takes the next one)"}`,
       `  max running    ${policy.max_running}`,
       `  run timeout    ${policy.run_timeout_seconds} s`,

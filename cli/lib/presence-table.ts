@@ -26,7 +26,7 @@ export function renderPresence(p: PresenceReport, now: number = Date.now()): str
     const since = p.confirmed_until === undefined ? "" : ` since ${new Date(p.confirmed_until).toISOString()}`;
     return `${p.agent}: unknown: its coordinator object has not confirmed this${since}; last known: ${holder}, ${standbys}\n`;
   }
-  const lines = [`${p.agent}: ${holder}, ${standbys}, heartbeat TTL ${p.heartbeat_ttl_seconds}s`, workLine(p), ...unknownOutcomeLines(p)];
+  const lines = [`${p.agent}: ${holder}, ${standbys}, heartbeat TTL ${p.heartbeat_ttl_seconds}s`, workLine(p), ...policyProblemLines(p), ...unknownOutcomeLines(p)];
   if (p.controls.paused) lines.push(`  paused${p.controls.paused_since ? ` since ${since(p.controls.paused_since, now)}` : ""}: messages queue, nothing is handed out`);
   if (p.controls.drained.length) lines.push(`  drained: ${p.controls.drained.map((d) => d.machine).join(", ")}`);
   if (p.controls.reserved_until && p.controls.reserved_until > now) lines.push("  coordinator restarted: the lease waits for its previous holder");
@@ -72,6 +72,12 @@ function workLine(p: PresenceReport): string {
   };
   return `  messages (${w.mode}): ${w.counts.queued} queued, ${w.counts.running} running${ids(w.running, w.counts.running)}, ` +
     `${w.counts.parked} parked${ids(w.parked, w.counts.parked)}, ${w.counts.failed} failed${ids(w.failed, w.counts.failed)}`;
+}
+
+/** The stored policy could not be read: the mode shown is the default in force, not one anyone set. */
+function policyProblemLines(p: PresenceReport): string[] {
+  const problem = p.work.policy_problem;
+  return problem === undefined ? [] : [`  policy: could not be read (${problem}); the defaults run until \`baton agent set ${p.agent}\` saves one`];
 }
 
 /** A line per parked message waiting on an effect's unknown outcome: the step, and the two answers. */

@@ -24,6 +24,7 @@ import { runMcp } from "./mcp.ts";
 import { runScale } from "./scale.ts";
 import { runSteady } from "./steady.ts";
 import { runSteps } from "./steps.ts";
+import { runUpload } from "./upload.ts";
 import { permitIntents } from "./permits.ts";
 import { measureWakes, type WakeResult } from "./wakes.ts";
 import { runSchedules } from "./schedules.ts";
@@ -112,7 +113,7 @@ const SCENARIOS: Record<string, Scenario> = {
       ]);
     },
   },
-  /** Durable steps: a step record vs the floor's one-row write, a 100-step takeover, 10 MiB through R2. */
+  /** Durable steps: a step record vs the floor's one-row write, a 100-step takeover. */
   steps: {
     needs: ["floor"],
     run: async (b) => {
@@ -120,6 +121,11 @@ const SCENARIOS: Record<string, Scenario> = {
       b.results.push(result);
       b.sections.push(section);
     },
+  },
+  /** A 10 MiB step result's upload against the floor's PUT of the same body into the same local R2 (goal <= 1.3x). */
+  upload: {
+    needs: ["floor"],
+    run: async (b) => void b.sections.push(await runUpload(b.dev.url, b.handoff.find((s) => s.name === "floor")!.url, ttlSeconds, Math.min(trials, 10))),
   },
   /**
    * An effect's intent with a person's permit checked and spent, beside a plain effect's intent (goal <= 1.1x); three
@@ -153,7 +159,7 @@ const SCENARIOS: Record<string, Scenario> = {
   /** 1,000 agents x 3 connections on a wrangler dev of its own; not in the default run (several minutes). */
   scale: { needs: [], run: async (b) => void b.sections.push(await runScale({ startDev: b.startDev, cli: b.cli })) },
 };
-const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "permits", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel", "hook", "tracing", "mcp", "schedules", "a2a"];
+const DEFAULT_SCENARIOS = ["graceful", "steady", "steps", "upload", "permits", "crash", "stop", "fresh", "fresh-sharded", "hot", "wakes", "preference", "cancel", "hook", "tracing", "mcp", "schedules", "a2a"];
 const ALIASES: Record<string, string[]> = { acquire: ["fresh", "fresh-sharded", "hot"] };
 
 function selected(): string[] {

@@ -1,8 +1,7 @@
 // Durable steps against the floor: a step record (one `step` frame to its result) next to the
 // floor's one-row write answered on the same socket; a successor taking over a message with 100
-// recorded steps next to one with none (runner closes to run copy in the successor's hands); and a
-// 10 MiB step result uploaded to R2 and read back, next to the floor reading the same body and
-// the floor streaming it into the same local R2 (what an upload costs before baton adds anything).
+// recorded steps next to one with none (runner closes to run copy in the successor's hands). A
+// 10 MiB step result through R2 is its own scenario (upload.ts).
 import WebSocket from "ws";
 import { DEV_TOKEN } from "../../test/e2e/wrangler-dev.ts";
 import { PING_TEXT } from "../../worker/wire/protocol.ts";
@@ -16,7 +15,6 @@ const WARM = 20;
 const REPLAY_STEPS = 100;
 /** How long a takeover waits before its runner closes, so the object is idle either way. */
 const SETTLE_MS = 500;
-const BLOB_BYTES = 10 * 1024 * 1024;
 
 type Frame = Record<string, unknown> & { type: string };
 
@@ -156,47 +154,6 @@ async function takeOver(url: string, agent: string, ttlMs: number, steps: number
   return ms;
 }
 
-async function blobRates(batonUrl: string, floorUrl: string, ttlMs: number, trials: number, stamp: string) {
-  const body = new Uint8Array(BLOB_BYTES).fill(97);
-  const up: number[] = [];
-  const down: number[] = [];
-  const sink: number[] = [];
-  const r2: number[] = [];
-  let failed = 0;
-  for (let i = 0; i < trials; i++) {
-    const { runner, id, token, runKey } = await runningMessage(batonUrl, `bench-blob-${stamp}-${i}`, ttlMs);
-    // A trial's four transfers count together or not at all, so every ratio compares the same minutes.
-    try {
-      const times: number[] = [];
-      let t0 = performance.now();
-      const res = await fetch(`${batonUrl}/agents/bench-blob-${stamp}-${i}/messages/${id}/blobs`, {
-        method: "PUT", headers: { authorization: `Bearer ${DEV_TOKEN}`, "x-baton-token": String(token), "x-baton-run-key": runKey }, body,
-      });
-      const { blob } = (await res.json()) as { blob: string };
-      times.push(performance.now() - t0);
-      await runner.write({ type: "step", id, token, name: "draft", kind: "step", phase: "done", blob });
-      t0 = performance.now();
-      const back = await fetch(`${batonUrl}/agents/bench-blob-${stamp}-${i}/messages/${id}/blobs/${blob}`, { headers: { authorization: `Bearer ${DEV_TOKEN}` } });
-      const got = (await back.arrayBuffer()).byteLength;
-      times.push(performance.now() - t0);
-      if (got !== BLOB_BYTES) throw new Error(`read back ${got} bytes`);
-      t0 = performance.now();
-      await (await fetch(`${floorUrl}/sink`, { method: "POST", body })).json();
-      times.push(performance.now() - t0);
-      t0 = performance.now();
-      await (await fetch(`${floorUrl}/r2/${stamp}-${i}`, { method: "PUT", body })).json();
-      times.push(performance.now() - t0);
-      up.push(times[0]!), down.push(times[1]!), sink.push(times[2]!), r2.push(times[3]!);
-    } catch (e) {
-      failed++;
-      console.error(`  10 MiB blobs trial ${i}: ${(e as Error).message}`);
-    } finally {
-      runner.close();
-    }
-  }
-  return { up, down, sink, r2, failed };
-}
-
 /** The step scenario: a result for the main table (record vs floor) and a section for replay and blobs. */
 export async function runSteps(batonUrl: string, floorUrl: string, ttlSeconds: number, trials: number): Promise<{ result: ScenarioResult; section: string }> {
   const ttlMs = ttlSeconds * 1000;
@@ -218,10 +175,7 @@ export async function runSteps(batonUrl: string, floorUrl: string, ttlSeconds: n
     }
   }
   console.log("  successor replay: done");
-  const blobs = await blobRates(batonUrl, floorUrl, ttlMs, Math.min(trials, 5), stamp);
-  console.log("  10 MiB blobs: done");
   const p50 = (xs: number[]) => percentile(xs, 50);
-  const mbps = (ms: number) => fmt(BLOB_BYTES / 1024 / 1024 / (ms / 1000));
   const section = [
     "### Durable steps",
     "",
@@ -230,15 +184,6 @@ export async function runSteps(batonUrl: string, floorUrl: string, ttlSeconds: n
     markdownTable(["message", "p50 ms", "ratio"], [
       ["no steps recorded", fmt(p50(takeovers.none)), "1.00x"],
       [`${REPLAY_STEPS} steps recorded (200 B each)`, fmt(p50(takeovers.hundred)), ratio(p50(takeovers.hundred), p50(takeovers.none))],
-    ]),
-    "",
-    `A 10 MiB step result through R2 (wrangler dev's local emulation), ${blobs.up.length} trials${blobs.failed ? ` (${blobs.failed} failed)` : ""}:`,
-    "",
-    markdownTable(["transfer", "p50 ms", "MiB/s", "vs floor POST", "vs floor into R2"], [
-      ["upload (PUT …/blobs)", fmt(p50(blobs.up)), mbps(p50(blobs.up)), ratio(p50(blobs.up), p50(blobs.sink)), ratio(p50(blobs.up), p50(blobs.r2))],
-      ["download (GET …/blobs/{id})", fmt(p50(blobs.down)), mbps(p50(blobs.down)), ratio(p50(blobs.down), p50(blobs.sink)), "-"],
-      ["floor: POST of the same body, read and dropped", fmt(p50(blobs.sink)), mbps(p50(blobs.sink)), "1.00x", "-"],
-      ["floor: PUT of the same body streamed into R2", fmt(p50(blobs.r2)), mbps(p50(blobs.r2)), ratio(p50(blobs.r2), p50(blobs.sink)), "1.00x"],
     ]),
   ].join("\n");
   return { result, section };

@@ -6,20 +6,12 @@ first; a finished one raises CoordinatorError message_finished."""
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from conftest import DEV_TOKEN, unique
-
-
-async def until(check: Callable[[], bool], what: str, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never: {what}")
-        await asyncio.sleep(0.02)
+from e2e_helpers import until
 
 
 def test_cancel_stops_the_running_handler_with_who_and_why_and_the_runner_takes_the_next_message(dev):

@@ -1,10 +1,9 @@
-"""Large message checkpoints and replies, and effects that never run twice in one attempt, in the
+"""Large message checkpoints and replies in the
 Python client against a real wrangler dev, as the TypeScript client's (test/e2e/durable-steps.test.ts):
 a message checkpoint over 16 KiB of JSON and a reply over 32 KiB are uploaded to the coordinator's R2
 under the run's token and run key and the frame names the blob; a run copy's checkpoint_blob is read
-back before the handler runs; a reply over 16 MiB fails the attempt instead of being cut; a reply
-refused as outcome_unknown fails the attempt so the message parks for a person; concurrent calls of
-one effect share one run of fn, and a second intent of one effect in one attempt is refused."""
+back before the handler runs; a reply over 16 MiB fails the attempt instead of being cut. Effects
+that never run twice in one attempt are test_effect_calls.py."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ import json
 from typing import Any
 
 from conftest import DEV_TOKEN, unique
-from test_steps import holder_and_standby, until, wait_message
+from e2e_helpers import holder_and_standby, serve_one, wait_message
 
 MiB = 1024 * 1024
 
@@ -23,18 +22,6 @@ def blob_bytes(dev, agent: str, mid: int, blob: str) -> bytes:
     from baton._http import request_bytes
 
     return request_bytes(dev.url, DEV_TOKEN, "GET", f"/agents/{agent}/messages/{mid}/blobs/{blob}")[1]
-
-
-async def serve_one(dev, agent: str, handler, events: list[dict[str, Any]], done=None, timeout: float = 30) -> dict[str, Any]:
-    """Serves `agent` from one runner until the message it posts is finished (by `done`)."""
-    import baton
-
-    handle = await baton.serve(agent, handler, url=dev.url, token=DEV_TOKEN, machine="one", on_event=events.append)
-    try:
-        mid = await asyncio.to_thread(dev.post_message, agent, "go")
-        return await wait_message(dev, agent, mid, done or (lambda m: m["status"] in ("acknowledged", "failed", "parked")), timeout)
-    finally:
-        await handle.stop()
 
 
 def test_a_2_mib_message_checkpoint_saved_by_a_runner_that_stops_reaches_its_successor_intact(dev):
@@ -209,98 +196,6 @@ def test_a_reply_over_16_mib_fails_the_attempt_rather_than_replying(dev):
     assert m["reply"] is None and m["reply_blob"] is None, m
     assert m["error"] == f"a reply is at most {16 * MiB} bytes, got {16 * MiB + 1}", m["error"]
     assert [e["type"] for e in events if e["type"] in ("handler_failed", "ran", "blob_uploaded")] == ["handler_failed"], events
-
-
-def test_a_handler_that_catches_an_effects_exception_and_replies_leaves_the_message_parked_waiting_on_it(dev):
-    """Rule: a reply refused with outcome_unknown (an effect of this attempt began and never
-    recorded its outcome) fails the attempt with the refusal as its reason, so the message parks
-    for a person with waiting_on set to the effect's name; the effect's fn ran once."""
-    agent = unique("py-caught")
-    pays: list[str] = []
-    events: list[dict[str, Any]] = []
-
-    async def handler(message, ctx):
-        def pay(effect):
-            pays.append(effect.key)
-            raise ConnectionResetError("connection reset while charging")
-
-        try:
-            await ctx.effect("pay", pay)
-        except ConnectionResetError:
-            return "could not pay, never mind"
-        return "paid"
-
-    async def main():
-        parked = await serve_one(dev, agent, handler, events)
-        await asyncio.sleep(0.5)  # nothing runs it again meanwhile
-        return parked, await asyncio.to_thread(dev.message, agent, parked["id"])
-
-    parked, later = asyncio.run(main())
-    assert parked["status"] == "parked" and parked["waiting_on"] == "pay", parked
-    assert parked["reply"] is None and parked["reply_blob"] is None, parked
-    assert "outcome unknown: step pay" in parked["error"], parked["error"]
-    assert later["status"] == "parked", later
-    assert len(pays) == 1, pays
-    assert [e["code"] for e in events if e["type"] == "refused"] == ["outcome_unknown"], events
-    assert not [e for e in events if e["type"] == "ran"], events
-
-
-def test_two_concurrent_calls_of_one_effect_run_it_once_and_both_get_its_outcome(dev):
-    """Rule: within one attempt, a second call of a step or effect name while the first runs
-    (asyncio.gather) shares the first call's result instead of writing again."""
-    agent = unique("py-gather")
-    pays: list[str] = []
-    plans: list[str] = []
-
-    async def handler(message, ctx):
-        async def pay(effect):
-            pays.append(effect.key)
-            await asyncio.sleep(0.1)
-            return {"receipt": len(pays)}
-
-        async def plan():
-            plans.append("plan")
-            await asyncio.sleep(0.1)
-            return "the plan"
-
-        results = await asyncio.gather(ctx.effect("pay", pay), ctx.effect("pay", pay), ctx.step("plan", plan), ctx.step("plan", plan))
-        return json.dumps(results)
-
-    m = asyncio.run(serve_one(dev, agent, handler, []))
-    assert m["status"] == "acknowledged", m
-    assert json.loads(m["reply"]) == [{"receipt": 1}, {"receipt": 1}, "the plan", "the plan"], m["reply"]
-    assert len(pays) == 1 and plans == ["plan"], (pays, plans)
-    assert sorted((s["name"], s["status"]) for s in m["steps"]) == [("pay", "done"), ("plan", "done")], m["steps"]
-
-
-def test_an_effect_called_again_after_its_fn_raised_is_refused_as_effect_in_progress_without_running(dev):
-    """Rule: the coordinator refuses a second intent of one effect under the same token
-    (effect_in_progress): it surfaces as CoordinatorError and fn does not run again."""
-    import baton
-
-    agent = unique("py-again")
-    pays: list[int] = []
-    refused: list[Any] = []
-
-    async def handler(message, ctx):
-        def pay(effect):
-            pays.append(1)
-            raise ConnectionResetError("connection reset while charging")
-
-        for _ in range(2):
-            try:
-                await ctx.effect("pay", pay, on_unknown="retry")
-            except ConnectionResetError:
-                pass
-            except baton.CoordinatorError as err:
-                refused.append(err.code)
-        return "gave up"
-
-    m = asyncio.run(serve_one(dev, agent, handler, []))
-    assert refused == ["effect_in_progress"], refused
-    assert len(pays) == 1, pays
-    # with "retry" nobody needs to be asked: the reply finishes the message
-    assert m["status"] == "acknowledged" and m["reply"] == "gave up", m
 
 
 def test_a_checkpoint_blob_that_cannot_be_read_fails_the_attempt_before_the_handler_runs(dev, monkeypatch):

@@ -6,18 +6,10 @@ repeated, and a reader that resumes from its last event misses nothing."""
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Any, Callable
+from typing import Any
 
 from conftest import DEV_TOKEN, unique
-
-
-async def until(check: Callable[[], bool], what: str, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never: {what}")
-        await asyncio.sleep(0.02)
+from e2e_helpers import until
 
 
 def texts(events: list[dict[str, Any]]) -> str:

@@ -1,5 +1,6 @@
 """Python serve processes against a real wrangler dev: handoff, kill -9 failover, and a
-SIGSTOPped holder that demotes itself and whose late write is refused."""
+SIGSTOPped holder that demotes itself and whose late write is refused. Serving from this
+process (baton.serve's handle) is test_serve_handle.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from baton._websocket import open_socket
 
-from conftest import DEV_TOKEN, READ_ONLY_TOKEN, event_is, python_agent, read_sink, status_is, unique, wait_sink
+from conftest import DEV_TOKEN, event_is, python_agent, read_sink, status_is, unique, wait_sink
 
 
 def starts(lines, mid):
@@ -214,104 +215,3 @@ def test_reconnects_with_growing_jittered_backoff():
     assert len(delays) >= 3, statuses
     assert delays[1] > delays[0] * 1.0 and delays[2] > delays[1], delays
     assert all(250 <= d <= 15000 for d in delays)
-
-
-def test_a_refused_token_ends_serving_with_coordinator_error(dev):
-    import baton
-    import pytest
-
-    async def main():
-        handle = await baton.serve("refused", lambda m, c: None, url=dev.url, token="wrong", machine="m")
-        with pytest.raises(baton.CoordinatorError) as info:
-            async with asyncio.timeout(10):
-                await handle.done
-        await handle.stop()
-        return info.value
-
-    err = asyncio.run(main())
-    assert err.status == 401
-
-
-def test_a_token_without_the_serve_scope_ends_serving_with_forbidden(dev):
-    import baton
-    import pytest
-
-    async def main():
-        handle = await baton.serve("scoped", lambda m, c: None, url=dev.url, token=READ_ONLY_TOKEN, machine="m")
-        with pytest.raises(baton.CoordinatorError) as info:
-            async with asyncio.timeout(10):
-                await handle.done
-        await handle.stop()
-        return info.value
-
-    err = asyncio.run(main())
-    assert (err.status, err.code) == (403, "forbidden")
-    assert "token wall of account dev lacks the serve scope" in str(err)
-
-
-def test_park_resume_and_checkpoint_handover(dev):
-    """In one process: A parks a message with a checkpoint, a resume brings it back with the input
-    and the checkpoint; A's agent checkpoint is handed to B when A stops and B takes over."""
-    import baton
-
-    agent = unique("py-park")
-    seen = []
-
-    async def handler_a(message, ctx):
-        seen.append(("a", message.attempt, ctx.message_checkpoint, message.resume_input))
-        if message.resume_input is None:
-            await ctx.park(checkpoint={"step": 2}, deadline_seconds=60)
-            return "ignored: parked"
-        await ctx.save_checkpoint({"handled": message.id})
-        return f"resumed with {message.resume_input} from step {ctx.message_checkpoint['step']}"
-
-    async def handler_b(message, ctx):
-        seen.append(("b", ctx.checkpoint))
-        return f"b saw {ctx.checkpoint}"
-
-    async def main():
-        a = await baton.serve(agent, handler_a, url=dev.url, token=DEV_TOKEN, machine="a")
-        mid = await asyncio.to_thread(dev.post_message, agent, "job")
-        parked = await asyncio.to_thread(dev.wait_message, agent, mid, lambda m: m["status"] == "parked")
-        assert parked["checkpoint"] == {"step": 2} and parked["reply"] is None
-        status, _ = await asyncio.to_thread(dev.request, "POST", f"/agents/{agent}/messages/{mid}/resume", {"input": "go"})
-        assert status == 200
-        done = await asyncio.to_thread(dev.wait_message, agent, mid, lambda m: m["status"] == "acknowledged")
-        assert done["reply"] == "resumed with go from step 2"
-        b = await baton.serve(agent, handler_b, url=dev.url, token=DEV_TOKEN, machine="b")
-        async with asyncio.timeout(10):
-            while b.status["kind"] != "standby":  # b's claim is in: a's release hands it the lease at once
-                await asyncio.sleep(0.02)
-        await a.stop()
-        second = await asyncio.to_thread(dev.post_message, agent, "next")
-        m = await asyncio.to_thread(dev.wait_message, agent, second, lambda m: m["status"] == "acknowledged")
-        await b.stop()
-        return m
-
-    m = asyncio.run(main())
-    assert m["reply"] == f"b saw {{'handled': 1}}"
-    assert seen[0] == ("a", 1, None, None)
-    assert seen[1] == ("a", 2, {"step": 2}, "go")
-
-
-def test_a_new_connection_replays_the_history_after_its_cursor_to_on_message(dev):
-    """Rule: on every connect the client replays missed history one sync page at a time (as the
-    TypeScript core does): on_message sees each finished message after ``cursor``, and none before."""
-    import baton
-
-    agent = unique("py-history")
-    first, second = dev.post_message(agent, "one"), dev.post_message(agent, "two")
-    seen: list[baton.Message] = []
-
-    async def main():
-        async with baton.serve(agent, lambda m, ctx: asyncio.sleep(0, f"did {m.text}"), url=dev.url, token=DEV_TOKEN,
-                               machine="runs"):
-            await asyncio.to_thread(dev.wait_message, agent, second, lambda m: m["status"] == "acknowledged")
-        async with baton.serve(agent, lambda m, ctx: asyncio.sleep(0, "unused"), url=dev.url, token=DEV_TOKEN,
-                               machine="reads", cursor=first, on_message=seen.append):
-            async with asyncio.timeout(10):
-                while second not in [m.id for m in seen]:
-                    await asyncio.sleep(0.02)
-
-    asyncio.run(main())
-    assert [m.id for m in seen] == [second] and seen[0].text == "two", seen

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from conftest import DEV_TOKEN, unique
-from test_steps import holder_and_standby, until, wait_message
+from e2e_helpers import holder_and_standby, until, wait_message
 
 MiB = 1024 * 1024
 

@@ -16,13 +16,13 @@ import json
 import os
 import subprocess
 import sys
-import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 import baton
 from conftest import DEV_TOKEN, ROOT, unique
+from e2e_helpers import until
 
 HAS_OTEL = importlib.util.find_spec("opentelemetry") is not None and importlib.util.find_spec("opentelemetry.trace") is not None
 needs_otel = pytest.mark.skipif(not HAS_OTEL, reason="opentelemetry-api is not installed here (the clean-venv run installs it)")
@@ -37,14 +37,6 @@ def spans():
     s.clear()
     yield s
     s.clear()
-
-
-async def until(check: Callable[[], bool], what: str, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never: {what}")
-        await asyncio.sleep(0.02)
 
 
 def attrs(span: Any) -> dict[str, Any]:

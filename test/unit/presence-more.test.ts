@@ -32,3 +32,13 @@ describe("baton who with more parked messages than presence lists", () => {
     expect(table).not.toContain("more");
   });
 });
+
+describe("baton who with a stored policy that could not be read", () => {
+  it("says the policy could not be read and that the defaults run, instead of showing the mode as set", () => {
+    const unread = report(0, 0);
+    unread.work.policy_problem = "run_meta.policy holds text that is not JSON";
+    const table = renderPresence(whoEntryOf(agedEntry(unread, 2_000, 1_500)), 1_500);
+    expect(table).toContain("  policy: could not be read (run_meta.policy holds text that is not JSON); the defaults run until `baton agent set desk` saves one");
+    expect(renderPresence(whoEntryOf(agedEntry(report(0, 0), 2_000, 1_500)), 1_500)).not.toContain("policy:");
+  });
+});

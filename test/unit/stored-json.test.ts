@@ -1,19 +1,19 @@
-// Stored JSON is read through its codec (worker/objects/stored-json.ts), and only there: a bare
-// JSON.parse anywhere else in worker/objects fails this test. What the codec answers for good,
+// Stored JSON is read through its codec (worker/rules/stored-json.ts), and only there: a bare
+// JSON.parse anywhere else in worker/objects or worker/rules fails this test. What the codec answers for good,
 // malformed and misshapen text; what each store does with a corrupt row is test/worker/stored-json.test.ts.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import * as z from "zod/mini";
-import { StoredJson } from "../../worker/objects/stored-json.ts";
+import { StoredJson } from "../../worker/rules/stored-json.ts";
 import { questionFacts } from "../../worker/rules/webhooks.ts";
-import { storedObject } from "../../worker/rules/stored-text.ts";
+import { cancelJson, questionJson } from "../../worker/rules/message-json.ts";
+import { messageEvent } from "../../worker/rules/webhooks.ts";
 
 const OBJECTS = join(import.meta.dirname, "../../worker/objects");
 
 /** The files allowed to call JSON.parse, and why. */
 const PARSERS: Record<string, string> = {
-  "stored-json.ts": "the codec itself",
   "http.ts": "request bodies, not stored rows (readJsonBody: 400 bad_json on malformed input)",
 };
 
@@ -25,16 +25,20 @@ function tsFiles(dir: string): string[] {
 }
 
 describe("stored JSON", () => {
-  it("no file in worker/rules but stored-text.ts calls JSON.parse: a rule reading a row's text never throws on a corrupt one", () => {
-    const bare = tsFiles(RULES).filter((f) => f !== "stored-text.ts")
+  it("no file in worker/rules but the codec calls JSON.parse: a rule reading a row's text never throws on a corrupt one", () => {
+    const bare = tsFiles(RULES).filter((f) => f !== "stored-json.ts")
       .flatMap((f) => readFileSync(join(RULES, f), "utf8").split("\n").flatMap((line, i) => (/JSON\s*\.\s*parse\b/.test(line) ? [`${f}:${i + 1}: ${line.trim()}`] : [])));
     expect(bare).toEqual([]);
   });
 
   it("a rule reads a corrupt stored question as none asked and a corrupt cancel record as unknown, without throwing", () => {
     expect(questionFacts({ question: "{not json", on_deadline: "escalate" })).toEqual({ text: null, choices: [], on_deadline: "escalate" });
-    expect(storedObject("[1]")).toBeNull();
-    expect(storedObject<{ n: number }>('{"n":1}')).toEqual({ n: 1 });
+    expect(questionFacts({ question: '{"text":1}', on_deadline: null })).toEqual({ text: null, choices: [], on_deadline: "fail" });
+    expect(questionJson.valueOr("[1]", null)).toBeNull();
+    expect(cancelJson.valueOr("{not json", null)).toBeNull();
+    const facts = { id: 1, status: "cancelled", text: "t", attempts: 1, expires_at: null, pending_ask: null, error: null, question: null, on_deadline: null } as const;
+    const cancelled = messageEvent("message.cancelled", "running", { ...facts, cancel: '{"token":7}' });
+    expect(cancelled.type === "message.cancelled" && cancelled.message).toMatchObject({ by: "unknown", via: "unknown", reason: null });
   });
 
   it("no file in worker/objects but the codec (and the request body reader) calls JSON.parse", () => {

@@ -27,7 +27,7 @@ describe("events from status changes", () => {
         id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 1, park_deadline: 9000, question: { text: null, choices: [], on_deadline: "fail" },
       } }],
     ["running → parked with a question: message.parked with its text, choices and deadline action", "running",
-      row({ status: "parked", expires_at: 9000, question: JSON.stringify({ text: "Ship?", choices: ["ship", "hold"] }), on_deadline: "escalate" }),
+      row({ status: "parked", expires_at: 9000, question: JSON.stringify({ text: "Ship?", choices: ["ship", "hold"], step: null, on_deadline: null, token: 1, asked_at: 1 }), on_deadline: "escalate" }),
       { type: "message.parked", message: {
         id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 1, park_deadline: 9000, question: { text: "Ship?", choices: ["ship", "hold"], on_deadline: "escalate" },
       } }],

@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import type { OutputPage } from "../../worker/wire/output.ts";
 import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
-import { auth, BASE, claimant, frozenAgent, post, stubFor, write } from "./helpers.ts";
+import { auth, BASE, claimant, post, stubFor, write } from "./helpers.ts";
+import { frozenAgent } from "./clock.ts";
 
 const MAX_WAITERS = 1000;
 

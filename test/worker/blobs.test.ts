@@ -7,7 +7,8 @@ import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { agentObjectName } from "../../worker/objects/names.ts";
-import { BASE, call, claimant, DEV_TOKEN, frozenAgent, message, post, sleep, stubFor, waitFor, write, type TestSocket } from "./helpers.ts";
+import { BASE, call, claimant, DEV_TOKEN, message, post, sleep, stubFor, waitFor, write, type TestSocket } from "./helpers.ts";
+import { frozenAgent } from "./clock.ts";
 import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 
 const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id);

@@ -4,7 +4,8 @@
 import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../worker/index.ts";
-import { advanceClock, BASE, claimant, DEV_TOKEN, passTime, presence, uniqueAgent } from "./helpers.ts";
+import { BASE, claimant, DEV_TOKEN, presence, uniqueAgent } from "./helpers.ts";
+import { advanceClock, passTime } from "./clock.ts";
 
 const HOUR = 3_600_000;
 

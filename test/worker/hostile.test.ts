@@ -6,7 +6,8 @@ import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { MessageStore } from "../../worker/objects/message-store.ts";
 import { describe, expect, it } from "vitest";
 import { LIMITS, type ErrorCode } from "../../worker/wire/protocol.ts";
-import { advanceClock, BASE, claimant, connect, DEV_TOKEN, freezeClock, frozenAgent, presence, settle, uniqueAgent, waitFor, type TestSocket } from "./helpers.ts";
+import { BASE, claimant, connect, DEV_TOKEN, presence, settle, uniqueAgent, waitFor, type TestSocket } from "./helpers.ts";
+import { advanceClock, freezeClock, frozenAgent } from "./clock.ts";
 import { scene, snapshot } from "./scene.ts";
 
 const auth = { Authorization: `Bearer ${DEV_TOKEN}` };

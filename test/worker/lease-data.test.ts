@@ -4,7 +4,8 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { LIMITS } from "../../worker/wire/protocol.ts";
-import { advanceClock, BASE, DEV_TOKEN, OTHER_TOKEN } from "./helpers.ts";
+import { BASE, DEV_TOKEN, OTHER_TOKEN } from "./helpers.ts";
+import { advanceClock } from "./clock.ts";
 
 const READER = "dev-reader-token";
 const RUNNER = "dev-runner-token";

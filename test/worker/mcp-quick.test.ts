@@ -7,7 +7,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { BASE, DEV_TOKEN, frozenAgent, message, post } from "./helpers.ts";
+import { BASE, DEV_TOKEN, message, post } from "./helpers.ts";
+import { frozenAgent } from "./clock.ts";
 
 const READER = "dev-reader-token"; // read only
 const HEADERS = { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" };

@@ -4,7 +4,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { call, claimant, message, passTime, passUntil, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { call, claimant, message, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { passTime, passUntil } from "./clock.ts";
 
 async function setPolicy(agent: string, policy: Record<string, unknown>) {
   return call("PUT", `/agents/${agent}/policy`, policy);

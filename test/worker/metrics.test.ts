@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest";
 import type { ParsedFamily } from "parse-prometheus-text-format";
 import { agentMetrics, parseMetrics, sampleValue } from "../e2e/prometheus.ts";
 import { EMPTY_COUNTERS, type AgentMetrics } from "../../worker/rules/metrics.ts";
-import { advanceClock, BASE, claimant, DEV_TOKEN, freezeClock, OTHER_TOKEN, passTime, presence, settle, sleep, uniqueAgent } from "./helpers.ts";
+import { BASE, claimant, DEV_TOKEN, OTHER_TOKEN, presence, settle, sleep, uniqueAgent } from "./helpers.ts";
+import { advanceClock, freezeClock, passTime } from "./clock.ts";
 
 async function scrape(token = DEV_TOKEN): Promise<string> {
   const res = await SELF.fetch(`${BASE}/metrics`, { headers: { Authorization: `Bearer ${token}` } });

@@ -72,7 +72,7 @@ describe("the message row", () => {
       const store = new MessageStore(sql);
       const { table, schema } = shapes(sql, messageRow);
       expect(table).toEqual(schema);
-      expect(store.range(0, 3).map((m) => [m.text, m.status, m.token, m.failures, m.for_person, m.reply])).toEqual([
+      expect(store.pages.range(0, 3).map((m) => [m.text, m.status, m.token, m.failures, m.for_person, m.reply])).toEqual([
         ["waiting", "queued", 0, 0, 0, null], ["handed out", "queued", 0, 0, 0, null], ["done", "acknowledged", 0, 0, 0, "ok"],
       ]);
       expect(store.openLeases(10).map((l) => l.id)).toEqual([1, 2]);
@@ -94,7 +94,7 @@ describe("the message row", () => {
       expect(shapes(sql, permitRow).table).toEqual(shapes(sql, permitRow).schema);
       const { table, schema } = shapes(sql, messageRow);
       expect(table).toEqual(schema);
-      expect(store.range(0, store.lastId()).map((m) => [m.text, m.retry_at, m.held_since])).toEqual([["held", 300, null]]);
+      expect(store.pages.range(0, store.pages.lastId()).map((m) => [m.text, m.retry_at, m.held_since])).toEqual([["held", 300, null]]);
     });
   });
 

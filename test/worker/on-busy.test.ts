@@ -5,7 +5,8 @@
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { runInDurableObject } from "cloudflare:test";
-import { call, claimant, freezeClock, message, passTime, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { call, claimant, message, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { freezeClock, passTime } from "./clock.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
 const setPolicy = async (agent: string, body: Record<string, unknown>) => {

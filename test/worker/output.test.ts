@@ -7,7 +7,8 @@ import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { LIMITS, type MessageFrame } from "../../worker/wire/protocol.ts";
 import type { OutputEvent, OutputPage } from "../../worker/wire/output.ts";
-import { auth, BASE, call, claimant, passTime, post, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { auth, BASE, call, claimant, post, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { passTime } from "./clock.ts";
 
 function run(sock: TestSocket, id: number): Promise<MessageFrame> {
   return sock.next("message", (f) => f.run && f.id === id);

@@ -8,7 +8,8 @@ import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { argsDigest, canonicalJson } from "../../worker/wire/approvals.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { auth, BASE, call, claimant, frozenAgent, message, passTime, post, write, type TestSocket } from "./helpers.ts";
+import { auth, BASE, call, claimant, message, post, write, type TestSocket } from "./helpers.ts";
+import { frozenAgent, passTime } from "./clock.ts";
 import { retryBackoffMs } from "../../worker/rules/message-lease.ts";
 
 const RUNNER = "dev-runner-token"; // serve scope only

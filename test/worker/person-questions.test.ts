@@ -3,7 +3,8 @@
 // when), and cannot be resumed or retried into a run.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { auth, BASE, call, claimant, message, passTime, post, presence, uniqueAgent } from "./helpers.ts";
+import { auth, BASE, call, claimant, message, post, presence, uniqueAgent } from "./helpers.ts";
+import { passTime } from "./clock.ts";
 
 async function answerFrom(via: string, path: string, body: unknown) {
   const res = await SELF.fetch(`${BASE}${path}`, { method: "POST", headers: { ...auth, "x-baton-via": via }, body: JSON.stringify(body) });

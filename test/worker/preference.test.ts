@@ -5,7 +5,8 @@ import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare
 import { describe, expect, it } from "vitest";
 import { AgentControls } from "../../worker/objects/agent-controls.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { BASE, connect, DEV_TOKEN, OTHER_TOKEN, passTime, presence, settle, stubFor, uniqueAgent, type TestSocket } from "./helpers.ts";
+import { BASE, connect, DEV_TOKEN, OTHER_TOKEN, presence, settle, stubFor, uniqueAgent, type TestSocket } from "./helpers.ts";
+import { passTime } from "./clock.ts";
 
 const HYSTERESIS_MS = 2000;
 

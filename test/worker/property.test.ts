@@ -5,7 +5,8 @@ import { env, runDurableObjectAlarm } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LIMITS, type ServerFrame } from "../../worker/wire/protocol.ts";
-import { advanceClock, connect, frozenAgent, presence, type TestSocket } from "./helpers.ts";
+import { connect, presence, type TestSocket } from "./helpers.ts";
+import { advanceClock, frozenAgent } from "./clock.ts";
 
 type LeaseFrame = Extract<ServerFrame, { type: "serve_lease" }>;
 

@@ -8,7 +8,8 @@ import { describe, expect, it, vi } from "vitest";
 import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { StepStore } from "../../worker/objects/step-store.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { auth, BASE, call, claimant, frozenAgent, message, passTime, passUntil, post, presence, settle, stubFor, write, type TestSocket } from "./helpers.ts";
+import { auth, BASE, call, claimant, message, post, presence, settle, stubFor, write, type TestSocket } from "./helpers.ts";
+import { frozenAgent, passTime, passUntil } from "./clock.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
 

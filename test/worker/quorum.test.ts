@@ -4,7 +4,8 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { BASE, call, claimant, message, passTime, post, uniqueAgent, write } from "./helpers.ts";
+import { BASE, call, claimant, message, post, uniqueAgent, write } from "./helpers.ts";
+import { passTime } from "./clock.ts";
 
 const PERSON = "dev-person-token"; // token "person", scope answer
 const ADMIN = "dev-admin-token"; // token "admin"

@@ -1,7 +1,8 @@
 // The scene the hostile-input tests attack, and what of it must not move.
 import { SELF } from "cloudflare:test";
 import { expect } from "vitest";
-import { BASE, claimant, connect, DEV_TOKEN, frozenAgent, presence } from "./helpers.ts";
+import { BASE, claimant, connect, DEV_TOKEN, presence } from "./helpers.ts";
+import { frozenAgent } from "./clock.ts";
 
 const auth = { Authorization: `Bearer ${DEV_TOKEN}` };
 

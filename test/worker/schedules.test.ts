@@ -8,7 +8,8 @@ import { describe, expect, it } from "vitest";
 import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { checkSchedule, decideSchedule, type ScheduleState } from "../../worker/rules/schedules.ts";
 import type { ScheduleView } from "../../worker/wire/schedules.ts";
-import { advanceClock, auth, BASE, call, freezeClock, message, stubFor, uniqueAgent, waitFor } from "./helpers.ts";
+import { auth, BASE, call, message, stubFor, uniqueAgent, waitFor } from "./helpers.ts";
+import { advanceClock, freezeClock } from "./clock.ts";
 import { directoryObjectName } from "../../worker/objects/names.ts";
 import { LIMITS } from "../../worker/wire/protocol.ts";
 

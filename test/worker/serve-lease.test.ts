@@ -4,7 +4,8 @@ import { MessageStore } from "../../worker/objects/message-store.ts";
 import { describe, expect, it } from "vitest";
 import { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { PING_TEXT } from "../../worker/wire/protocol.ts";
-import { advanceClock, BASE, claimant, connect, DEV_TOKEN, frozenAgent, passTime, presence, settle, stubFor, uniqueAgent } from "./helpers.ts";
+import { BASE, claimant, connect, DEV_TOKEN, presence, settle, stubFor, uniqueAgent } from "./helpers.ts";
+import { advanceClock, frozenAgent, passTime } from "./clock.ts";
 
 /** Pushes the agent's next scan a minute out, as a busy object would run it late. */
 async function holdAlarmBack(agent: string): Promise<void> {

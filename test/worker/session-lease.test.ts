@@ -7,7 +7,8 @@ import { leaseShardCount } from "../../worker/config.ts";
 import { LeaseShard, leaseShardStub } from "../../worker/objects/lease-shard.ts";
 import { IDLE_KEY_RETENTION_MS } from "../../worker/objects/lease-store.ts";
 import { shardOf } from "../../worker/rules/session-lease.ts";
-import { advanceClock, BASE, DEV_TOKEN, OTHER_TOKEN } from "./helpers.ts";
+import { BASE, DEV_TOKEN, OTHER_TOKEN } from "./helpers.ts";
+import { advanceClock } from "./clock.ts";
 import { call, state, uniqueSession, type Op } from "./session-lease-calls.ts";
 
 describe("session leases", () => {

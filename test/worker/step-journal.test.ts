@@ -7,7 +7,8 @@ import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { accountTag, LIMITS, type MessageFrame } from "../../worker/wire/protocol.ts";
 import { StepStore } from "../../worker/objects/step-store.ts";
-import { BASE, call, claimant, DEV_TOKEN, frozenAgent, message, OTHER_TOKEN, passTime, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { BASE, call, claimant, DEV_TOKEN, message, OTHER_TOKEN, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { frozenAgent, passTime } from "./clock.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
 const step = (sock: TestSocket, m: MessageFrame, name: string, extra: Record<string, unknown>) =>

@@ -1,4 +1,4 @@
-// Stored JSON read through its codec (worker/objects/stored-json.ts): one corrupt row of each
+// Stored JSON read through its codec (worker/rules/stored-json.ts): one corrupt row of each
 // store (text that is not JSON, or JSON of the wrong shape) never takes its object down. Each
 // store does what it says it does with one: the row is skipped, or read as its named default,
 // and every other row and read goes on.
@@ -16,7 +16,8 @@ import { ScheduleStore, type NewSchedule } from "../../worker/objects/schedule-s
 import { WebhookOutbox } from "../../worker/objects/webhook-outbox.ts";
 import { DEFAULT_POLICY } from "../../worker/rules/message-lease.ts";
 import type { AgentMetrics } from "../../worker/rules/metrics.ts";
-import { auth, BASE, call, claimant, connect, frozenAgent, message, passUntil, post, stubFor, uniqueAgent, waitFor, write } from "./helpers.ts";
+import { auth, BASE, call, claimant, connect, message, post, presence, stubFor, uniqueAgent, waitFor, write } from "./helpers.ts";
+import { frozenAgent, passUntil } from "./clock.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 
 const NOT_JSON = "{not json";
@@ -53,6 +54,28 @@ describe("a corrupt stored JSON row", () => {
       const controls = new AgentControls(sql, { restartGraceMs: 10_000, hysteresisMs: 0 });
       expect([controls.snapshot(Date.now()).reserved, controls.snapshot(Date.now()).reservedMachine]).toEqual([null, null]);
     });
+  });
+
+  it("a corrupt policy is shown as unreadable, beside the defaults it runs with, by the policy route, presence and the who list, until one is saved", async () => {
+    const agent = uniqueAgent();
+    // Then the object restarts (abort), so it reads the corrupt row as it would after any restart.
+    await runInDurableObject(stubFor(agent), (_i, state) => {
+      state.storage.sql.exec(`INSERT INTO run_meta (key, value) VALUES ('policy', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, JSON.stringify({ mode: "pool", maxRunning: "all" }));
+    });
+    await runInDurableObject(stubFor(agent), (_i, state) => state.abort("read the stored policy again")).catch(() => undefined);
+    const unreadable = /^run_meta\.policy holds JSON of the wrong shape at maxRunning: /;
+    const shown = await call("GET", `/agents/${agent}/policy`);
+    expect(shown.body).toMatchObject({ mode: DEFAULT_POLICY.mode, max_running: DEFAULT_POLICY.maxRunning, policy_problem: expect.stringMatching(unreadable) });
+    await post(agent, "listed in the directory while it waits");
+    expect((await presence(agent)).work).toMatchObject({ mode: DEFAULT_POLICY.mode, policy_problem: expect.stringMatching(unreadable) });
+    const whoEntry = async () => ((await call("GET", "/agents?view=who")).body.agents as { agent: string; work: { policy_problem?: string } }[]).find((a) => a.agent === agent);
+    await waitFor(async () => (await whoEntry())?.work.policy_problem !== undefined, "the who list to show the unreadable policy");
+    expect((await whoEntry())!.work.policy_problem).toMatch(unreadable);
+    const saved = await call("PUT", `/agents/${agent}/policy`, { max_running: 2 });
+    expect(saved.status).toBe(200);
+    expect(saved.body).toMatchObject({ max_running: 2 });
+    expect(saved.body).not.toHaveProperty("policy_problem");
+    expect((await presence(agent)).work).not.toHaveProperty("policy_problem");
   });
 
   it("a corrupt lease holds for nobody and keeps the latest fence; a corrupt identity is unknown until the next request by name", async () => {

@@ -7,7 +7,8 @@ import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { MessageStore } from "../../worker/objects/message-store.ts";
-import { advanceClock, auth, BASE, call, claimant, connect, freezeClock, message, passTime, passUntil, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { auth, BASE, call, claimant, connect, message, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { advanceClock, freezeClock, passTime, passUntil } from "./clock.ts";
 
 const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id);
 const reply = (sock: TestSocket, m: MessageFrame, text: string) => write(sock, { type: "reply", id: m.id, token: m.token, key: `${m.id}:reply`, text });

@@ -1,5 +1,5 @@
 // Where an agent may run, on its card: a paused agent, drained machines, a lease kept for its
-// holder after a coordinator restart, each runner's priority, and the line in the order the lease
+// holder after a coordinator restart, a stored policy that could not be read (the defaults run), each runner's priority, and the line in the order the lease
 // would take it (higher priority first, then the oldest claim; drained runners are out of line),
 // and for a token that may, the buttons that pause, unpause, drain and undrain it.
 import { el, type Child } from "./dom.ts";
@@ -66,6 +66,13 @@ export function controlsStrip(entry: DirectoryEntry, age: (since: number) => HTM
     lines.push(el("p", { class: "control reserved", "data-role": "reserved-note" },
       el("span", { class: "chip" }, "restarted"),
       ` the coordinator restarted: the lease waits for its previous holder until ${clock(controls.reserved_until)}.`));
+  }
+  const policyProblem = entry.work?.policy_problem;
+  if (policyProblem !== undefined) {
+    // The mode and limits shown elsewhere are then the defaults in force, not ones anyone set.
+    lines.push(el("p", { class: "control policy-problem", "data-role": "policy-problem-note" },
+      el("span", { class: "chip" }, "policy unreadable"),
+      ` its stored policy could not be read (${policyProblem}): it runs with the default policy until one is saved (baton agent set).`));
   }
   return lines.length ? el("div", { class: "controls", "data-role": "controls" }, lines) : null;
 }

@@ -130,7 +130,7 @@ function toConnection(p: ApplyParts, e: Extract<Effect, { to: string }>, to: Soc
     case "frame":
       return send(to.ws, e.frame);
     case "replay": {
-      for (const m of e.count > 0 ? p.desk.messages.range(e.after, e.last) : []) p.desk.push(to, m, false);
+      for (const m of e.count > 0 ? p.desk.messages.pages.range(e.after, e.last) : []) p.desk.push(to, m, false);
       return send(to.ws, { type: "result", op: "sync", req: e.req, cursor: e.last, more: e.more });
     }
     case "close":

@@ -57,7 +57,7 @@ export abstract class AgentCalls extends SocketObject<ConnState> {
   }
   heartbeatRun(id: number, token: number, runKey: string, details: unknown): HeartbeatAnswer { return this.run({ type: "heartbeat", id, token, runKey, details }); }
   control(route: ControlRoute, body: unknown): Outputs["control"] { return this.run({ type: "control", route, body }); }
-  policy(): MessagePolicy { return this.run({ type: "policy" }); }
+  policy(): Outputs["policy"] { return this.run({ type: "policy" }); }
   setPolicy(update: Partial<MessagePolicy>): Outputs["setPolicy"] { return this.run({ type: "setPolicy", update }); }
   resume(id: number, input: string | null, outcome: UnknownOutcome | null, by: Answerer): Outputs["resume"] { return this.run({ type: "resume", id, input, outcome, by }); }
   /** A person's answer to a parked message: approve, reject, or one of its question's choices. */

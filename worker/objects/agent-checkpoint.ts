@@ -3,7 +3,8 @@
 // migrations (message-migrations.ts); read through its row codec, its value through its JSON codec.
 import * as z from "zod/mini";
 import { integer, RowCodec, text, type RowOf } from "./sql-row.ts";
-import { reportCorrupt, StoredJson } from "./stored-json.ts";
+import { StoredJson } from "../rules/stored-json.ts";
+import { reportCorrupt } from "./stored-read.ts";
 
 export interface Checkpoint {
   value: unknown;

@@ -9,7 +9,8 @@ import type { AgentControlsReport } from "../wire/server-frames.ts";
 import * as z from "zod/mini";
 import { KeyValueTable } from "./kv-table.ts";
 import { migrate, type Migration } from "./migrations.ts";
-import { StoredJson } from "./stored-json.ts";
+import { StoredJson } from "../rules/stored-json.ts";
+import { readOr } from "./stored-read.ts";
 
 export type { ControlOutcome, ControlRoute };
 
@@ -93,7 +94,7 @@ export class AgentControls {
     const raw = this.get("reserved");
     if (raw === null) return null;
     // A corrupt reservation holds the lease for nobody, and is forgotten: any runner may take the lease at once.
-    const reserved = reservationJson.readOr(raw, null, "no reservation; forgotten");
+    const reserved = readOr(reservationJson, raw, null, "no reservation; forgotten");
     if (reserved === null) this.set("reserved", null);
     return reserved;
   }

@@ -81,7 +81,8 @@ export interface Outputs {
   outputPage: OutputPage | null;
   ask: AskAnswer;
   control: ControlOutcome & { agent: string; report: ReturnType<AgentControls["report"]> };
-  policy: MessagePolicy;
+  /** The policy in force, and what was wrong with the stored one (null: nothing). */
+  policy: { policy: MessagePolicy; problem: string | null };
   setPolicy: { ok: true; policy: MessagePolicy } | { ok: false; status: 400; code: "bad_request"; message: string };
   resume: ResumeAnswer;
   answer: ResumeAnswer;

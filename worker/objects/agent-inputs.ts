@@ -18,8 +18,8 @@ import { LIMITS } from "../wire/protocol.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
 import type { WorkDesk } from "./work-desk.ts";
 import type { OutputPage } from "../wire/output.ts";
-import { stepValueJson } from "./step-store.ts";
-import { reportCorrupt } from "./stored-json.ts";
+import { reportCorrupt } from "./stored-read.ts";
+import { stepValueJson } from "../rules/message-json.ts";
 
 /** What one message's uploads may hold. */
 const BLOB_BUDGET = { bytes: LIMITS.messageBlobBytes, count: LIMITS.blobsPerMessage, perBlob: LIMITS.blobBytes };
@@ -119,7 +119,7 @@ export class AgentInputs {
       event: { type: "control", route, body },
       answer: (plan) => ({ ...plan!.control!.outcome, agent: this.agentName(), report: this.p.controls.report(now) }),
     }),
-    policy: () => answered(this.p.desk.leases.policies.policy()),
+    policy: () => answered({ policy: this.p.desk.leases.policies.policy(), problem: this.p.desk.leases.policies.problem() }),
     setPolicy: ({ update }) => ({
       event: { type: "policy", update },
       answer: (plan) => plan!.policyRefusal === null

@@ -4,7 +4,8 @@ import { EMPTY_LEASE, type LeaseRecord, type Transition } from "../rules/electio
 import { KeyValueTable } from "./kv-table.ts";
 import { migrate, type Migration } from "./migrations.ts";
 import * as z from "zod/mini";
-import { StoredJson } from "./stored-json.ts";
+import { StoredJson } from "../rules/stored-json.ts";
+import { readOr } from "./stored-read.ts";
 
 export interface AgentIdentity {
   account: string;
@@ -58,7 +59,7 @@ export class AgentStore {
       return fromName;
     }
     // A corrupt identity is as if never stored: the next request by name stores it again.
-    return stored === null ? null : identityJson.readOr(stored, null, "identity unknown until the next request by name");
+    return stored === null ? null : readOr(identityJson, stored, null, "identity unknown until the next request by name");
   }
 
   /** The last claim sequence handed out: they only grow and are never reused, across restarts of the object. */
@@ -74,7 +75,7 @@ export class AgentStore {
   lease(): LeaseRecord {
     if (this.cachedLease === null) {
       const raw = this.get("lease");
-      this.cachedLease = raw ? leaseJson.readOr(raw, null, "no holder; the fence goes on from the latest transition") ?? this.leaseAfterCorrupt() : EMPTY_LEASE;
+      this.cachedLease = raw ? readOr(leaseJson, raw, null, "no holder; the fence goes on from the latest transition") ?? this.leaseAfterCorrupt() : EMPTY_LEASE;
     }
     return this.cachedLease;
   }

@@ -22,7 +22,8 @@ import { AgentCounts, PUSH_TARGET_COUNTS, SCHEDULE_COUNTS } from "./agent-counts
 import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
 import { accountOfDirectory } from "./names.ts";
-import { StoredJson } from "./stored-json.ts";
+import { StoredJson } from "../rules/stored-json.ts";
+import { readOr } from "./stored-read.ts";
 import type { WebhookConfigBody, WebhookView } from "../wire/webhooks.ts";
 
 /** The numbered migrations of the agents table (migrations.ts); 1: as the releases before versions left it (the entry lease came later). */
@@ -199,7 +200,7 @@ export class AgentDirectory extends SocketObject<ObserverState> {
       `SELECT entry, reported_at, confirmed_until FROM agents ORDER BY agent`).toArray()
       .flatMap((r) => {
         // A corrupt entry is left out of the list until its agent's next report replaces it.
-        const entry = presenceJson.readOr(r.entry, null, "entry left out of the list");
+        const entry = readOr(presenceJson, r.entry, null, "entry left out of the list");
         return entry === null ? [] : [agedEntry(entry, r.confirmed_until ?? confirmedUntil(r.reported_at, this.config.heartbeatTtlMs), now)];
       });
   }

@@ -3,7 +3,8 @@
 // lease, then its blobs. Interprets the change and decides nothing: every verdict was the plan's.
 import type { AnswerRecord, ChangeOf, JournalWrite, MessageChange } from "../rules/plan/message-change.ts";
 import type { BlobStore } from "./blob-store.ts";
-import type { CancelRecord, MessageStore, StoredMessage, StoredValue } from "./message-store.ts";
+import type { CancelRecord } from "../rules/message-json.ts";
+import type { MessageStore, StoredMessage, StoredValue } from "./message-store.ts";
 import type { StepStore } from "./step-store.ts";
 
 export interface MessageStores {

@@ -175,6 +175,6 @@ export class MessageLeases {
 
   /** `machines`: the machine of each connected runner (by runnerOf). */
   report(machines: ReadonlyMap<string, string>): WorkReport {
-    return workReport(this.messages, this.policies.policy(), machines);
+    return workReport(this.messages, this.policies.policy(), this.policies.problem(), machines);
   }
 }

@@ -7,11 +7,10 @@ import { countsPeople, latestVotes, questionOutcome, quorumOf, type Quorum } fro
 import type { MessageFrame } from "../wire/protocol.ts";
 import { integer, maybeInteger, maybeOneOf, maybeText, oneOf, RowCodec, text, type RowOf } from "./sql-row.ts";
 import type { StepSummary } from "./step-store.ts";
-import type { KeptQuestion } from "../rules/plan/write.ts";
 import { MESSAGE_STATUSES, ON_DEADLINE } from "../wire/enums.ts";
-import * as z from "zod/mini";
-import { StoredJson } from "./stored-json.ts";
-
+import { cancelJson, checkpointJson, progressJson, questionJson, type CancelRecord, type StoredQuestion } from "../rules/message-json.ts";
+import type { StoredJson } from "../rules/stored-json.ts";
+import { readOr } from "./stored-read.ts";
 
 const MESSAGE_ROW = {
   id: integer(),
@@ -93,18 +92,6 @@ export const RUN_FIELDS = [...LEASE_FIELDS, "run_key"] as const;
 export type LeaseRow = Pick<StoredMessage, (typeof LEASE_FIELDS)[number]>;
 export type RunRow = Pick<StoredMessage, (typeof RUN_FIELDS)[number]>;
 
-/** Who cancelled a message, from where, when and why. */
-export interface CancelRecord {
-  at: number;
-  account: string;
-  token: string;
-  via: string;
-  reason: string | null;
-}
-
-/** A question as stored with its message: the rules' KeptQuestion, kept as JSON in its row. */
-export type StoredQuestion = KeptQuestion;
-
 /** One answer to a parked message, kept with it: who, from where, when, and what. */
 export interface AnswerRecord {
   at: number;
@@ -116,39 +103,20 @@ export interface AnswerRecord {
   via: string;
 }
 
-/**
- * The JSON columns of a message, each read through its codec. What a corrupt one reads as: a
- * question as none asked, a checkpoint or progress as none kept, a cancel record as unknown
- * (null); the message itself still reads, and the rest of the object goes on.
- */
-const maybeString = z.optional(z.nullable(z.string()));
-export const questionJson = new StoredJson<StoredQuestion>("messages.question", z.object({
-  text: z.string(), choices: z.nullable(z.array(z.string())), step: maybeString, on_deadline: z.optional(z.nullable(z.enum(ON_DEADLINE))),
-  token: z.number(), asked_at: z.number(), needs: z.optional(z.number()), reject_needs: z.optional(z.number()), approvers: z.optional(z.array(z.string())),
-  approve: z.optional(z.nullable(z.object({ effect: z.string(), args: z.string(), digest: z.string() }))),
-  votes: z.optional(z.array(z.object({ token: z.string(), account: z.string(), via: z.string(), choice: z.string(), text: z.nullable(z.string()), at: z.number() }))),
-}));
-export const cancelJson = new StoredJson<CancelRecord>("messages.cancel", z.object({
-  at: z.number(), account: z.string(), token: z.string(), via: z.string(), reason: z.nullable(z.string()),
-}));
-/** A checkpoint's or a heartbeat's progress value: any JSON its run wrote. */
-export const checkpointJson = new StoredJson<unknown>("messages.checkpoint", z.unknown());
-const progressJson = new StoredJson<unknown>("messages.progress", z.unknown());
-
 /** The message's stored question; with `token`, only one the attempt of that token asked. */
 export function questionOf(m: Pick<StoredMessage, "question" | "id">, token?: number): StoredQuestion | null {
   if (m.question === null) return null;
-  const q = questionJson.readOr(m.question, null, `message ${m.id} read as asking nothing`);
+  const q = readOr(questionJson, m.question, null, `message ${m.id} read as asking nothing`);
   return q !== null && (token === undefined || q.token === token) ? q : null;
 }
 
 /** Who cancelled the message (null: not cancelled, or its record is corrupt). */
 export function cancelOf(m: Pick<StoredMessage, "cancel" | "id">): CancelRecord | null {
-  return m.cancel === null ? null : cancelJson.readOr(m.cancel, null, `message ${m.id} shows no canceller`);
+  return m.cancel === null ? null : readOr(cancelJson, m.cancel, null, `message ${m.id} shows no canceller`);
 }
 
 const storedValue = (json: StoredJson<unknown>, text: string | null, id: number): unknown =>
-  text === null ? null : json.readOr(text, null, `message ${id} shows none`);
+  text === null ? null : readOr(json, text, null, `message ${id} shows none`);
 
 export function leaseOf(m: LeaseRow): MessageLease {
   return {

@@ -11,14 +11,16 @@ import { AnswerTable } from "./message-answers.ts";
 import { PostKeyTable } from "./post-keys.ts";
 import { AgentCheckpointTable } from "./agent-checkpoint.ts";
 import { MessageCensus } from "./message-census.ts";
+import { MessagePages } from "./message-pages.ts";
 import { DISPATCH_WINDOW, type PostInsert } from "../rules/plan/post.ts";
 import type { BusyRead } from "../rules/on-busy.ts";
 import { MESSAGE_MIGRATIONS } from "./message-migrations.ts";
 import type { Vote } from "../rules/quorum.ts";
-import { cancelJson, checkpointJson, leaseOf, LEASE_FIELDS, messageRow, questionJson, questionOf, RUN_FIELDS, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
+import { leaseOf, LEASE_FIELDS, messageRow, questionOf, RUN_FIELDS, type AnswerRecord, type RunRow, type StoredMessage } from "./message-row.ts";
+import { cancelJson, checkpointJson, questionJson, type CancelRecord, type StoredQuestion } from "../rules/message-json.ts";
 
 export type { MessageStatus };
-export { cancelOf, leaseOf, questionOf, type AnswerRecord, type CancelRecord, type RunRow, type StoredMessage, type StoredQuestion } from "./message-row.ts";
+export { cancelOf, leaseOf, questionOf, type AnswerRecord, type RunRow, type StoredMessage } from "./message-row.ts";
 
 /** A value kept inline (JSON-able), or in a committed blob. */
 export type StoredValue = { value: unknown } | { blob: BlobRef };
@@ -56,6 +58,8 @@ export class MessageStore {
   readonly agentCheckpoint: AgentCheckpointTable;
   /** What presence reads of the messages: counts and the newest of each status, never their texts. */
   readonly census: MessageCensus;
+  /** History and sync pages: what the messages after a cursor weigh, and the messages themselves. */
+  readonly pages: MessagePages;
 
   constructor(sql: SqlStorage) {
     this.sql = watchWrites(sql, () => (this.open = null));
@@ -65,6 +69,7 @@ export class MessageStore {
     this.postKeys = new PostKeyTable(sql);
     this.agentCheckpoint = new AgentCheckpointTable(sql);
     this.census = new MessageCensus(sql);
+    this.pages = new MessagePages(sql);
   }
 
   /** Writes the given columns of message `id` in one UPDATE, each checked against the row's schema. */
@@ -106,7 +111,7 @@ export class MessageStore {
   /** The last id AUTOINCREMENT handed out (pruned or not): a post's plan takes the next one. */
   lastIssuedId(): number {
     const seq = this.sql.exec<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'messages'`).toArray()[0]?.seq ?? 0;
-    return Math.max(seq, this.lastId());
+    return Math.max(seq, this.pages.lastId());
   }
 
   /** A question for a person answered (by a person or its deadline): the answer is its reply. */
@@ -123,41 +128,6 @@ export class MessageStore {
   get(id: number): StoredMessage | null {
     const row = this.sql.exec(`SELECT * FROM messages WHERE id = ?`, id).toArray()[0];
     return row === undefined ? null : messageRow.decode(row);
-  }
-
-  /**
-   * The ids after `cursor` (at most `limit`, oldest first) with what their stored texts, reply,
-   * checkpoint, resume input and error weigh in bytes: no more than their view's JSON weighs, read
-   * without loading them.
-   */
-  weightsAfter(cursor: number, limit: number): { id: number; bytes: number }[] {
-    const weight = ["text", "reply", "checkpoint", "resume_input", "error"].map((c) => `COALESCE(octet_length(${c}), 0)`).join(" + ");
-    return this.sql.exec<{ id: number; bytes: number }>(`SELECT id, ${weight} AS bytes FROM messages WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit).toArray();
-  }
-
-  /**
-   * Plans the page after `cursor`: at most `count` messages and no more than `bytes` of text (but
-   * at least one message). Reads sizes only, so a refused page never loads its texts.
-   */
-  planPage(cursor: number, count: number, bytes: number): { last: number; count: number; bytes: number; more: boolean } {
-    const sizes = this.sql.exec<{ id: number; size: number }>(
-      `SELECT id, length(CAST(text AS BLOB)) AS size FROM messages WHERE id > ? ORDER BY id LIMIT ?`, cursor, count + 1,
-    ).toArray();
-    let plan = { last: cursor, count: 0, bytes: 0, more: false };
-    for (const s of sizes) {
-      if (plan.count === count || (plan.count > 0 && plan.bytes + s.size > bytes)) return { ...plan, more: true };
-      plan = { last: s.id, count: plan.count + 1, bytes: plan.bytes + s.size, more: false };
-    }
-    return plan;
-  }
-
-  /** Messages with cursor < id <= last, oldest first. */
-  range(cursor: number, last: number): StoredMessage[] {
-    return this.sql.exec(`SELECT * FROM messages WHERE id > ? AND id <= ? ORDER BY id`, cursor, last).toArray().map((r) => messageRow.decode(r));
-  }
-
-  lastId(): number {
-    return this.sql.exec<{ id: number | null }>(`SELECT MAX(id) AS id FROM messages`).one().id ?? 0;
   }
 
   /**

@@ -10,6 +10,7 @@ import {
 } from "../rules/metrics.ts";
 import { migrate, type Migration } from "./migrations.ts";
 import { countersJson } from "./metrics-json.ts";
+import { readOr } from "./stored-read.ts";
 
 /** Refusals alone are written at most this often; up to this much of them is lost if the object is evicted. */
 const REFUSALS_PERSIST_MS = 30_000;
@@ -68,7 +69,7 @@ export class AgentMetricsKeeper {
     migrate(sql, "message_tally", TALLY_MIGRATIONS);
     const row = sql.exec<{ counters: string }>(`SELECT counters FROM metrics_counters`).toArray()[0];
     // Corrupt counters start again from empty: a counter that resets is what Prometheus's rate() expects of a restart.
-    this.counters = row ? { ...EMPTY_COUNTERS, ...countersJson.readOr(row.counters, {}, "lease counters start from empty") } : EMPTY_COUNTERS;
+    this.counters = row ? { ...EMPTY_COUNTERS, ...readOr(countersJson, row.counters, {}, "lease counters start from empty") } : EMPTY_COUNTERS;
   }
 
   /** Counts a lease transition and writes the counters in the same turn as the lease itself. */

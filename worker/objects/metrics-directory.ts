@@ -4,6 +4,7 @@
 import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import type { AgentMetrics } from "../rules/metrics.ts";
 import { metricsJson } from "./metrics-json.ts";
+import { readOr } from "./stored-read.ts";
 
 /** An agent with no connection and no waiting message that has not reported for this long leaves /metrics. */
 const IDLE_AGENT_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -54,7 +55,7 @@ export class MetricsBoard {
       `SELECT agent, snapshot, connections, confirmed_until FROM agent_metrics ORDER BY agent`).toArray()
       .flatMap((r) => {
         // A corrupt snapshot is left out of the scrape until its agent's next report replaces it.
-        const snapshot = metricsJson.readOr(r.snapshot, null, `agent ${r.agent} left out of /metrics`);
+        const snapshot = readOr(metricsJson, r.snapshot, null, `agent ${r.agent} left out of /metrics`);
         if (snapshot === null) return [];
         const known = r.connections === 0 || (r.confirmed_until !== null && now <= r.confirmed_until);
         return [known ? { ...snapshot, confirmed: true } : unconfirmedSnapshot(snapshot)];

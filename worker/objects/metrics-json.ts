@@ -2,7 +2,7 @@
 // each agent reports to its directory (metrics-directory.ts), each read back through its codec.
 import * as z from "zod/mini";
 import type { AgentMetrics, LeaseCounters } from "../rules/metrics.ts";
-import { StoredJson } from "./stored-json.ts";
+import { StoredJson } from "../rules/stored-json.ts";
 
 const counts = z.record(z.string(), z.number());
 const histogram = z.object({ buckets: z.array(z.number()), count: z.number(), sum: z.number() });

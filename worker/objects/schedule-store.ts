@@ -8,7 +8,8 @@ import type { ScheduleFireView } from "../wire/schedules.ts";
 import type { Cadence, ScheduleState } from "../rules/schedules.ts";
 import * as z from "zod/mini";
 import { migrate, type Migration } from "./migrations.ts";
-import { StoredJson } from "./stored-json.ts";
+import { StoredJson } from "../rules/stored-json.ts";
+import { readOr } from "./stored-read.ts";
 
 /** A schedule as stored: its rule state and the message each slot posts. */
 export interface StoredSchedule extends ScheduleState {
@@ -58,7 +59,7 @@ const cadenceJson = new StoredJson<Cadence>("schedules.cadence", z.discriminated
 
 /** A schedule whose cadence is corrupt is skipped: it neither fires nor is listed, and removing its id still deletes it. */
 function fromRow(r: Row): StoredSchedule[] {
-  const cadence = cadenceJson.readOr(r.cadence, null, `schedule ${r.id} skipped`);
+  const cadence = readOr(cadenceJson, r.cadence, null, `schedule ${r.id} skipped`);
   if (cadence === null) return [];
   return [{
     id: r.id, cadence, tz: r.tz, text: r.text, group: r.grp, runTimeoutMs: r.run_timeout_ms, onBusy: r.on_busy as OnBusy | null,

@@ -7,8 +7,6 @@ import { journalKind } from "../wire/server-frames.ts";
 import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import { KeyValueTable } from "./kv-table.ts";
 import { JournalCache, KeptJournal, type KeptRecord } from "./journal-cache.ts";
-import * as z from "zod/mini";
-import { StoredJson } from "./stored-json.ts";
 import { integer, maybeInteger, maybeOneOf, maybeText, oneOf, RowCodec, text, type RowOf } from "./sql-row.ts";
 
 const KINDS: readonly StepKind[] = journalKind.options;
@@ -32,8 +30,6 @@ const STEP_ROW = {
 type StepRow = RowOf<typeof STEP_ROW>;
 
 export const stepRow = new RowCodec<StepRow>("message_steps", STEP_ROW);
-/** A step's recorded value: any JSON the run wrote (run-copy.ts splices the text as stored). */
-export const stepValueJson = new StoredJson<unknown>("message_steps.value", z.unknown());
 
 /** 1: the table as the releases before schema versions left it: the blob and effect key columns came later. */
 const catchUpUnversioned: Migration = (sql) => {

@@ -12,7 +12,8 @@ import { signedHeaders } from "./webhook-signature.ts";
 import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 import * as z from "zod/mini";
 import { WEBHOOK_EVENT_TYPES } from "../wire/webhooks.ts";
-import { reportCorrupt, StoredJson } from "./stored-json.ts";
+import { StoredJson } from "../rules/stored-json.ts";
+import { reportCorrupt } from "./stored-read.ts";
 
 export type { AttemptResult, Sender } from "./webhook-delivery.ts";
 

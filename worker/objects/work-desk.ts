@@ -61,7 +61,7 @@ export class WorkDesk {
    * the client to run anything); `more: true` tells the client to ask again from the page's last id.
    */
   historyPage(ws: WebSocket, after: number, now: number): { ok: true; known: number; last: number; count: number; more: boolean } | { ok: false; retryAfterMs: number } {
-    const page = this.messages.planPage(after, LIMITS.syncPageMessages, LIMITS.syncPageBytes);
+    const page = this.messages.pages.planPage(after, LIMITS.syncPageMessages, LIMITS.syncPageBytes);
     const cost = page.bytes + page.count * FRAME_OVERHEAD_BYTES;
     const mine = this.replayPerSocket.of(ws).take(cost, now);
     const shared = mine.ok ? this.replayPerAgent.take(cost, now) : mine;
@@ -69,7 +69,7 @@ export class WorkDesk {
       if (mine.ok) this.replayPerSocket.of(ws).refund(cost);
       return { ok: false, retryAfterMs: shared.retryAfterMs };
     }
-    return { ok: true, known: Math.min(after, this.messages.lastId()), last: page.last, count: page.count, more: page.more };
+    return { ok: true, known: Math.min(after, this.messages.pages.lastId()), last: page.last, count: page.count, more: page.more };
   }
 
   /**
@@ -160,9 +160,9 @@ export class WorkDesk {
   historyViews(after: number, limit: number): { messages: MessageView[]; cursor: number; more: boolean } {
     const count = Math.min(limit, LIMITS.historyPageMessages);
     const budget = LIMITS.historyPageBytes - PAGE_ENVELOPE_BYTES;
-    const weights = this.messages.weightsAfter(after, count + 1);
+    const weights = this.messages.pages.weightsAfter(after, count + 1);
     const loaded = pageLength(weights.map((w) => w.bytes), count, budget);
-    const views = loaded === 0 ? [] : this.views(this.messages.range(after, weights[loaded - 1]!.id));
+    const views = loaded === 0 ? [] : this.views(this.messages.pages.range(after, weights[loaded - 1]!.id));
     const utf8 = new TextEncoder();
     const messages = views.slice(0, pageLength(views.map((v) => utf8.encode(JSON.stringify(v)).length + 1), count, budget));
     return { messages, cursor: messages.at(-1)?.id ?? after, more: weights.length > messages.length };

@@ -10,13 +10,14 @@ const REPORTED_PARKED = 20;
 const REPORTED_FAILED = 10;
 const REPORTED_CANCELLED = 10;
 
-/** The work section of presence; `machines`: the machine of each connected runner (by runnerOf). */
-export function workReport(messages: MessageStore, policy: MessagePolicy, machines: ReadonlyMap<string, string>): WorkReport {
+/** The work section of presence; `policyProblem`: what is wrong with the stored policy (the defaults are shown); `machines`: the machine of each connected runner (by runnerOf). */
+export function workReport(messages: MessageStore, policy: MessagePolicy, policyProblem: string | null, machines: ReadonlyMap<string, string>): WorkReport {
   return {
     mode: policy.mode,
     max_running: policy.maxRunning,
     run_timeout_seconds: policy.runTimeoutMs / 1000,
     max_attempts: policy.maxAttempts,
+    ...(policyProblem === null ? {} : { policy_problem: policyProblem }),
     counts: messages.census.countByStatus(),
     running: messages.census.inStatus("running", REPORTED_RUNNING).map((m) => ({
       id: m.id, attempt: m.attempts, token: m.token, claim_seq: m.runner === null ? null : Number(m.runner),

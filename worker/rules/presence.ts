@@ -111,7 +111,7 @@ export function whoEntryOf(e: DirectoryEntry): DirectoryWhoEntry {
     agent: e.agent, fence: e.fence, holder: e.holder, serve_standbys: e.serve_standbys, heartbeat_ttl_seconds: e.heartbeat_ttl_seconds,
     connections: e.connections,
     work: {
-      mode: e.work.mode, counts: e.work.counts, running: ids(e.work.running),
+      mode: e.work.mode, ...(e.work.policy_problem === undefined ? {} : { policy_problem: e.work.policy_problem }), counts: e.work.counts, running: ids(e.work.running),
       parked: e.work.parked.map(({ id, waiting_on }) => ({ id, waiting_on: waiting_on ?? null })), failed: ids(e.work.failed),
     },
     controls: { paused, paused_since, drained, reserved_until },

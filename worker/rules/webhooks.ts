@@ -7,7 +7,7 @@ import type { Transition } from "./election.ts";
 import type { MessageStatus } from "./message-lease.ts";
 import type { OnDeadline } from "../wire/enums.ts";
 import { WEBHOOK_LIMITS, type WebhookEvent } from "../wire/webhooks.ts";
-import { storedObject } from "./stored-text.ts";
+import { cancelJson, questionJson, type CancelRecord } from "./message-json.ts";
 
 export const WEBHOOK = {
   /** The wait after the first failed attempt; it doubles after each one, up to maxRetryMs. */
@@ -53,8 +53,8 @@ export interface MessageFacts {
 export function questionFacts(m: Pick<MessageFacts, "question" | "on_deadline">): {
   text: string | null; choices: string[]; on_deadline: OnDeadline; quorum?: { needs: number; reject_needs: number; approvers: string[] | null };
 } {
-  // A corrupt stored question reads as none asked, as the message store reads it (message-row.ts questionOf).
-  const asked = storedObject<{ text: string; choices: string[] | null; needs: number; reject_needs: number; approvers: string[] }>(m.question);
+  // A corrupt stored question reads as none asked, as the message store reads it (objects/message-row.ts questionOf, which logs it).
+  const asked = m.question === null || m.question === undefined ? null : questionJson.valueOr(m.question, null);
   // Events go on a decision only (parked, escalated, failed...): an answer that does not decide a question several people decide sends none.
   const quorum = asked === null ? null : quorumOf(asked);
   return {
@@ -104,7 +104,8 @@ export function messageEvent(type: MessageEventType, before: MessageStatus | str
     case "message.superseded":
       return { type, message: { ...message, superseded_by: after.superseded_by ?? 0 } };
     case "message.cancelled": {
-      const record = storedObject<{ token: string; via: string; reason: string | null }>(after.cancel) ?? {};
+      // A corrupt cancel record reads as unknown, as the message store reads it (objects/message-row.ts cancelOf).
+      const record: Partial<CancelRecord> = (after.cancel === null || after.cancel === undefined ? null : cancelJson.valueOr(after.cancel, null)) ?? {};
       return { type, message: { ...message, reason: record.reason ?? null, by: record.token ?? "unknown", via: record.via ?? "unknown", was: before as "queued" | "running" | "parked" } };
     }
   }

@@ -151,6 +151,12 @@ export const policyViewSchema = z.object({
   /** Whether the agent answers A2A, and its description (absent from older coordinators). */
   a2a: z.optional(z.boolean()),
   description: z.optional(z.nullable(z.string())),
+  /**
+   * The stored policy could not be read: what is wrong with it. The values shown are then the
+   * defaults, which the coordinator runs with until a policy is saved again; they were not set by
+   * anyone. Absent: the policy read fine (and from older coordinators).
+   */
+  policy_problem: z.optional(z.string()),
 });
 
 /** One page of history: at most LIMITS.historyPageMessages messages and LIMITS.historyPageBytes of JSON; `more`: ask again `?after=cursor`. */

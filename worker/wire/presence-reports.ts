@@ -39,6 +39,12 @@ const workReport = z.object({
   max_running: count,
   run_timeout_seconds: z.number(),
   max_attempts: count,
+  /**
+   * The stored policy could not be read: what is wrong with it. The values shown are then the
+   * defaults, which the coordinator runs with until a policy is saved again; they were not set by
+   * anyone. Absent: the policy read fine (and from older coordinators).
+   */
+  policy_problem: z.optional(z.string()),
   counts: z.object({ queued: count, running: count, parked: count, acknowledged: count, failed: count, rejected: z.optional(count), cancelled: z.optional(count), superseded: z.optional(count) }),
   running: z.array(runningMessage),
   /**
@@ -135,7 +141,7 @@ export const directoryWhoSchema = z.object({
   serve_standbys: count,
   heartbeat_ttl_seconds: z.number(),
   connections: z.array(connectionReport),
-  work: z.object({ mode: workReport.shape.mode, counts: workReport.shape.counts, running: z.array(idOnly), parked: z.array(parkedWho), failed: z.array(idOnly) }),
+  work: z.object({ mode: workReport.shape.mode, policy_problem: workReport.shape.policy_problem, counts: workReport.shape.counts, running: z.array(idOnly), parked: z.array(parkedWho), failed: z.array(idOnly) }),
   controls: z.pick(controlsReport, { paused: true, paused_since: true, drained: true, reserved_until: true }),
   confirmed_until: millis,
   confirmed: z.boolean(),

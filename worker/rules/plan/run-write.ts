@@ -14,7 +14,7 @@ import type { Question } from "../../wire/protocol.ts";
 import { keptQuestion, type KeptQuestion } from "./kept-question.ts";
 import { decidePermit, type Permit } from "../permits.ts";
 import type { ChangeOf, MessageChange } from "./message-change.ts";
-import { storedValue } from "../stored-text.ts";
+import { stepValueJson } from "../message-json.ts";
 
 /** Who makes a write for a running message: a connection (its runner id), or an HTTP caller whose run key matched the run's or not. */
 export type RunWriter = { runner: string } | { runKeyMatches: boolean };
@@ -179,13 +179,13 @@ export function planStep(w: Extract<RunWrite, { kind: "step" }>, now: number, bu
     keepKey: key?.minted ? { name: record.name, key: key.key } : null, pendingAsk: asking !== run.lease.pendingAsk ? { step: asking } : null,
     spend: permit && { effect: permit.effect, token: permit.token, at: permit.at }, commitBlob: recorded && record.blob ? record.blob.id : null,
   };
-  const value = record.value === null ? null : storedValue(record.value);
+  const value = record.value === null ? { ok: true as const, value: null } : stepValueJson.read(record.value);
   // Only a stored record's text can fail to parse (a write's own value was parsed from its frame): a corrupt row, named, never replayed as another value.
-  if (value === undefined) return { answer: { ok: false, status: 500, code: "internal", message: `step ${record.name} of message ${id}: its stored value (message_steps.value) is corrupt`, expired: false }, change: null };
+  if (!value.ok) return { answer: { ok: false, status: 500, code: "internal", message: `step ${record.name} of message ${id}: ${value.problem}`, expired: false }, change: null };
   return {
     answer: {
       ok: true, id, token, name: record.name, status: record.status, duplicate: decision.action === "duplicate",
-      value, blob: record.blob, ...(key === null ? {} : { idempotency_key: key.key }),
+      value: value.value, blob: record.blob, ...(key === null ? {} : { idempotency_key: key.key }),
     },
     change: recorded || change.keepKey !== null ? change : null,
   };

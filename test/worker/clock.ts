@@ -1,0 +1,66 @@
+// The injected clock in workerd tests: an object's time moves only when a test moves it, through
+// the Worker's test hook (POST /test/clock, worker/test-clock.ts; BATON_TEST_CLOCK), instead of
+// sleeps that hope to be enough.
+import { SELF } from "cloudflare:test";
+import { BASE, DEV_TOKEN, heartbeatingSockets, uniqueAgent } from "./helpers.ts";
+
+/** What one advance of an object's clock did (worker/test-clock.ts). */
+export interface ClockAdvance {
+  now: number;
+  alarmsRun: number;
+}
+
+/**
+ * Moves one object's clock forward through the Worker's test hook (BATON_TEST_CLOCK) and runs the
+ * alarm it makes due: the agent's object with `agent`, a session's lease shard with `session`, else
+ * the account's directory.
+ */
+export async function advanceClock(ms: number, target: { agent?: string; session?: string; token?: string } = {}): Promise<ClockAdvance> {
+  const { token = DEV_TOKEN, ...which } = target;
+  const res = await SELF.fetch(`${BASE}/test/clock`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ advance_ms: ms, ...which }),
+  });
+  if (res.status !== 200) throw new Error(`advancing the clock failed: ${res.status} ${await res.text()}`);
+  return (await res.json()) as ClockAdvance;
+}
+
+/**
+ * Stops an agent object's clock (a move of nothing): from here its time moves only by passTime or
+ * advanceClock, so a slow machine cannot let a TTL, deadline or debounce run out between two steps.
+ */
+export async function freezeClock(agent: string, token = DEV_TOKEN): Promise<number> {
+  return (await advanceClock(0, { agent, token })).now;
+}
+
+/**
+ * A fresh agent whose object's clock already stands still: for tests about something other than
+ * expiry, so a busy machine cannot let a one-second lease lapse between two frames.
+ */
+export async function frozenAgent(): Promise<string> {
+  const agent = uniqueAgent();
+  await freezeClock(agent);
+  return agent;
+}
+
+/** Steps of an agent's clock in passTime: well inside the one-second TTL, as the heartbeats are. */
+const TIME_STEP_MS = 400;
+
+/**
+ * Lets `ms` pass on an agent object's clock in steps shorter than the TTL; after each step every
+ * open connection of the agent that is not silent sends a heartbeat, as it would have in that
+ * time, so only silent connections go stale. Due alarms run at each step.
+ */
+export async function passTime(agent: string, ms: number, token = DEV_TOKEN): Promise<void> {
+  for (let left = ms; left > 0; left -= TIME_STEP_MS) {
+    await advanceClock(Math.min(left, TIME_STEP_MS), { agent, token });
+    await Promise.all(heartbeatingSockets(agent).map((s) => s.beat()));
+  }
+}
+
+/** passTime up to the agent object's time `at` (a deadline it reported), plus `past` ms. */
+export async function passUntil(agent: string, at: number, past = 1, token = DEV_TOKEN): Promise<void> {
+  const { now } = await advanceClock(0, { agent, token });
+  await passTime(agent, Math.max(0, at - now) + past, token);
+}
