@@ -85,10 +85,11 @@ describe("the OAuth provider's own paths", () => {
     const before = await clients();
     // Before: registration is unauthenticated and stored a 1 MB client name (201); the sign-in page then showed it.
     const huge = await SELF.fetch(`${BASE}/oauth/register`, {
-      method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": clientAddress() },
+      method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": clientAddress(), origin: "https://host.example" },
       body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], client_name: "n".repeat(1_000_000), token_endpoint_auth_method: "none" }),
     });
     expect(huge.status).toBe(413);
+    expect(huge.headers.get("access-control-allow-origin")).toBe("https://host.example"); // a browser client reads the 413
     const token = await SELF.fetch(`${BASE}/oauth/token`, {
       method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `grant_type=refresh_token&refresh_token=${"y".repeat(2_000_000)}`,
     });
