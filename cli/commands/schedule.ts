@@ -33,7 +33,8 @@ function summary(v: ScheduleView): string {
   return `${v.id}  ${cadence(v)}${v.paused ? " (paused)" : ""}  next ${iso(v.next_fire)}  ${printable(v.text.slice(0, 60))}`;
 }
 
-function describe(v: ScheduleView): string[] {
+/** What `schedule show` prints of one schedule. */
+export function describe(v: ScheduleView): string[] {
   return [
     `schedule ${v.id}: ${cadence(v)}${v.paused ? ", paused" : ""}`,
     `  text        ${printable(v.text)}`,
