@@ -8,7 +8,7 @@ import { defineConfig } from "vitest/config";
 
 /**
  * "baton-dev-token" for account dev (old form: every scope), "other-account-token" for other; limits,
- * quiet, hooks and directory are used by one test file each. The named dev tokens ("dev-<name>-token") carry
+ * quiet, hooks, directory and clock are used by one test file each. The named dev tokens ("dev-<name>-token") carry
  * one scope each (scopes.test.ts).
  */
 const TOKENS = [
@@ -23,6 +23,7 @@ const TOKENS = [
   "quiet:3637d14c21c7d7357d19e3fc2fb112085a2252d4d9045e9283f2d9e9ebb79174",
   "hooks:b5da29e51e9d28e0906db6490aa652740006768dd7ef0c0bbb2db3c9885ece83",
   "directory:65c4fcdc4b2d7396d1a45ff723640fd5e43ab59fd606860ad5d304c31f068265",
+  "clock:996e3c9c6ab9ca0dace897be1a090df96d35666afbb32b3626d42574d65c8bbc",
 ].join(",");
 
 /**

@@ -5,6 +5,7 @@
 // agents' targets) and stores nothing it refuses. A2A's push methods
 // (a2a-routes.ts) come through these routes.
 import type { AgentHandler } from "./agents.ts";
+import { addHoldingPlace } from "./account-place.ts";
 import { readJsonBody } from "./objects/http.ts";
 import { directoryObjectName } from "./objects/names.ts";
 import type { PushAnswer } from "./objects/a2a-push.ts";
@@ -52,7 +53,13 @@ export const pushHandlers: { [K in PushRoute]: AgentHandler } = {
     const refused = webhookTargetRefusal(parsed.value.url, allowsPrivate(env.BATON_WEBHOOK_ALLOW_PRIVATE));
     if (refused !== null) return errorResponse(400, "bad_request", refused);
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
-    return answered(await stub.setPushTarget(id, target, parsed.value, await directory.reservePushTarget(params.agent!)));
+    const agent = params.agent!;
+    return answered(await addHoldingPlace({
+      reserve: () => directory.reservePushTarget(agent),
+      release: (place) => directory.releasePushTarget(agent, place),
+      add: (elsewhere) => stub.setPushTarget(id, target, parsed.value, elsewhere),
+      grew: (a) => a.ok && a.grew,
+    }));
   }),
   "GET /agents/{agent}/messages/{id}/push/{target}": withTarget(async (target, _, stub, id) => {
     const all = await stub.pushTargets(id);

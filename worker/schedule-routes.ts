@@ -3,6 +3,7 @@
 // which checks the cadence (rules/schedules.ts: a bad cron names its field) and stores nothing
 // it refuses.
 import type { AgentHandler } from "./agents.ts";
+import { addHoldingPlace } from "./account-place.ts";
 import { readJsonBody } from "./objects/http.ts";
 import { directoryObjectName } from "./objects/names.ts";
 import { errorResponse, LIMITS, parseBody } from "./wire/protocol.ts";
@@ -40,7 +41,13 @@ export const scheduleHandlers: { [K in ScheduleRoute]: AgentHandler } = {
     const parsed = parseBody(scheduleBodySchema, body.data);
     if (!parsed.ok) return errorResponse(400, "bad_request", `bad schedule: ${parsed.message}`);
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
-    return answered(await stub.addSchedule(parsed.value, await directory.reserveSchedule(params.agent!)), 201);
+    const agent = params.agent!;
+    return answered(await addHoldingPlace({
+      reserve: () => directory.reserveSchedule(agent),
+      release: (place) => directory.releaseSchedule(agent, place),
+      add: (elsewhere) => stub.addSchedule(parsed.value, elsewhere),
+      grew: (a) => a.ok,
+    }), 201);
   },
   "GET /agents/{agent}/schedules/{schedule}": withId(async (id, _, stub) => answered(await stub.schedule(id))),
   "POST /agents/{agent}/schedules/{schedule}/pause": withId(async (id, _, stub) => answered(await stub.pauseSchedule(id, true))),

@@ -14,7 +14,7 @@ import type { MessageView } from "../../worker/wire/http-responses.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { PUSH_LIMITS } from "../../worker/wire/push.ts";
 import { directoryObjectName } from "../../worker/objects/names.ts";
-import { BASE, claimant, DEV_TOKEN, message, post, stubFor, uniqueAgent, waitFor, write } from "./helpers.ts";
+import { BASE, claimant, DEV_TOKEN, LIMITS_TOKEN, message, post, stubFor, uniqueAgent, waitFor, write } from "./helpers.ts";
 
 const SENDER = "dev-sender-token"; // send
 const READER = "dev-reader-token"; // read
@@ -115,6 +115,24 @@ describe("the account's count", () => {
     await waitFor(async () => (await directory.pushTargetsBesides(elsewhere)) === before + 2, "the directory counts 2 more");
     expect((await http("POST", `/agents/${agent}/messages/${id}/cancel`, { reason: "done" })).status).toBe(200);
     await waitFor(async () => (await directory.pushTargetsBesides(elsewhere)) === before, "the ended task's targets leave the count");
+  });
+});
+
+describe("the account's reservations", () => {
+  it("a PUT that replaces a target gives its reserved place back: the account counts the one target and holds nothing more for it", async () => {
+    const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName("limits")));
+    const agent = uniqueAgent();
+    const probe = `probe-${crypto.randomUUID()}`;
+    const before = await directory.pushTargetsBesides(probe);
+    const posted = await http("POST", `/agents/${agent}/messages`, { text: "work" }, LIMITS_TOKEN);
+    expect(posted.status).toBe(201);
+    const path = `/agents/${agent}/messages/${posted.body.id as number}/push/hook`;
+    expect((await http("PUT", path, { url: BUSY_URL, token: TOKEN }, LIMITS_TOKEN)).status).toBe(200);
+    expect((await http("PUT", path, { url: "http://receiver.test/status/500", token: TOKEN }, LIMITS_TOKEN)).status).toBe(200);
+    await waitFor(async () => (await directory.pushTargetsBesides(probe)) === before + 1, "the directory to count the one target");
+    const check = await directory.reservePushTarget(probe);
+    if (check.place !== null) await directory.releasePushTarget(probe, check.place);
+    expect(check.elsewhere).toBe(before + 1);
   });
 });
 

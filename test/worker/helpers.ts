@@ -214,6 +214,8 @@ export const QUIET_TOKEN = "quiet-account-token";
 export const DIRECTORY_TOKEN = "directory-account-token";
 /** Account hooks: its account webhook would reach other tests' agents, so only webhooks.test.ts uses it. */
 export const HOOKS_TOKEN = "hooks-account-token";
+/** Account clock: clock.test.ts stops its directory's clock, which would freeze time for every later file's dev directory. */
+export const CLOCK_TOKEN = "clock-account-token";
 
 /** The agent object of one agent of one account. */
 export function stubFor(agent: string, account = "dev") {

@@ -8,12 +8,18 @@ import { describe, expect, it } from "vitest";
 import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
 import { checkSchedule, decideSchedule, type ScheduleState } from "../../worker/rules/schedules.ts";
 import type { ScheduleView } from "../../worker/wire/schedules.ts";
-import { auth, BASE, call, message, stubFor, uniqueAgent, waitFor } from "./helpers.ts";
+import { auth, BASE, call, LIMITS_TOKEN, message, stubFor, uniqueAgent, waitFor } from "./helpers.ts";
 import { advanceClock, freezeClock } from "./clock.ts";
 import { directoryObjectName } from "../../worker/objects/names.ts";
 import { LIMITS } from "../../worker/wire/protocol.ts";
 
 const MIN = 60_000;
+
+/** One HTTP call as account limits, which no other file adds schedules to. */
+async function limitsCall(method: string, path: string, body?: unknown) {
+  const res = await SELF.fetch(`${BASE}${path}`, { method, headers: { Authorization: `Bearer ${LIMITS_TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
 
 async function scrape(): Promise<string> {
   return (await SELF.fetch(`${BASE}/metrics`, { headers: auth })).text();
@@ -197,14 +203,41 @@ describe("schedule limits", () => {
 });
 
 describe("the account's schedule limit under concurrent adds", () => {
-  it("two adds in two agents at once, one place left: the directory reserves it for the first, the second sees the account full", async () => {
+  it("the directory's reservations over RPC: two checks at once, one place left, the first holds it and the second sees the account full; a full account reserves nothing", async () => {
     const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(`acct-${crypto.randomUUID()}`)));
     await directory.setScheduleCount("filler", LIMITS.schedulesPerAccount - 1);
     const seen = await Promise.all([directory.reserveSchedule("a"), directory.reserveSchedule("b")]);
-    expect([...seen].sort()).toEqual([LIMITS.schedulesPerAccount - 1, LIMITS.schedulesPerAccount]);
+    expect(seen.map((r) => r.elsewhere).sort()).toEqual([LIMITS.schedulesPerAccount - 1, LIMITS.schedulesPerAccount]);
+    const [first, second] = seen[0]!.elsewhere < seen[1]!.elsewhere ? ["a", "b"] : ["b", "a"];
+    expect(seen.map((r) => r.place === null)).toEqual(first === "a" ? [false, true] : [true, false]);
     // The first add lands and is counted: its reservation goes with it, and the account stays full.
-    await directory.setScheduleCount(seen[0] === LIMITS.schedulesPerAccount - 1 ? "a" : "b", 1);
-    expect(await directory.reserveSchedule("c")).toBeGreaterThanOrEqual(LIMITS.schedulesPerAccount);
+    await directory.setScheduleCount(first, 1);
+    expect((await directory.reserveSchedule("c")).elsewhere).toBe(LIMITS.schedulesPerAccount);
+    // The refused checks held nothing: with one place free again, a new check sees only the counts.
+    await directory.setScheduleCount("filler", LIMITS.schedulesPerAccount - 2);
+    expect((await directory.reserveSchedule(second)).elsewhere).toBe(LIMITS.schedulesPerAccount - 1);
+  });
+
+  it("over HTTP, one place left: a refused add (a bad cron) gives its place back, so a valid add to another agent is created; of two valid adds at once, one is created and one is 409", async () => {
+    const directory = env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName("limits")));
+    const [a, b, c, d] = [uniqueAgent(), uniqueAgent(), uniqueAgent(), uniqueAgent()];
+    const filler = `filler-${crypto.randomUUID()}`;
+    const besides = await directory.schedulesBesides(filler);
+    await directory.setScheduleCount(filler, LIMITS.schedulesPerAccount - 1 - besides);
+    try {
+      const bad = await limitsCall("POST", `/agents/${a}/schedules`, { cron: "0 0 1 13 *", text: "x" });
+      expect(bad).toMatchObject({ status: 400, body: { error: "bad_request" } });
+      const good = await limitsCall("POST", `/agents/${b}/schedules`, { every_seconds: 3600, text: "x" });
+      expect(good.status).toBe(201);
+      await waitFor(async () => (await directory.schedulesBesides(filler)) === besides + 1, "the directory to count b's schedule");
+      expect((await limitsCall("DELETE", `/agents/${b}/schedules/${good.body.id as number}`)).status).toBe(200);
+      await waitFor(async () => (await directory.schedulesBesides(filler)) === besides, "the directory to count b's removal");
+      const both = await Promise.all([c, d].map((agent) => limitsCall("POST", `/agents/${agent}/schedules`, { every_seconds: 3600, text: "x" })));
+      expect(both.map((r) => r.status).sort()).toEqual([201, 409]);
+      expect(both.find((r) => r.status === 409)!.body).toMatchObject({ error: "too_many_schedules" });
+    } finally {
+      await directory.setScheduleCount(filler, 0);
+    }
   });
 });
 

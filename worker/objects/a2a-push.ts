@@ -24,6 +24,8 @@ const MIGRATIONS: readonly Migration[] = [
 ];
 
 export type PushAnswer<T> = { ok: true; value: T } | { ok: false; status: 404 | 409; code: "not_found" | "message_finished" | "too_many_push_targets"; message: string };
+/** A set's answer: `grew` is false when it replaced a target of that id (the count stayed). */
+export type PushSetAnswer = { ok: true; value: PushTargetView; grew: boolean } | Extract<PushAnswer<never>, { ok: false }>;
 
 const viewOf = (r: Row): PushTargetView => ({ task: r.task, id: r.id, url: r.url, auth_scheme: r.auth_scheme, created_at: r.created_at });
 
@@ -63,11 +65,12 @@ export class A2APushTargets {
    * a budget (`elsewhere`: the account's targets in its other agents). A task already past
    * submitted gets its current state at once, so a change between its post and this is not missed.
    */
-  set(m: MessageView, id: string, body: PushTargetBody, elsewhere: number, now: number): PushAnswer<PushTargetView> {
+  set(m: MessageView, id: string, body: PushTargetBody, elsewhere: number, now: number): PushSetAnswer {
     const state = taskState(m);
     if (endsTargets(state)) return { ok: false, status: 409, code: "message_finished", message: `task ${m.id} has ended (${m.status}): nothing more is pushed` };
     const mine = this.rows(m.id);
-    const refused = pushTargetRefusal({ task: mine.length, agent: this.count(), elsewhere, replaces: mine.some((r) => r.id === id) });
+    const replaces = mine.some((r) => r.id === id);
+    const refused = pushTargetRefusal({ task: mine.length, agent: this.count(), elsewhere, replaces });
     if (refused !== null) return { ok: false, status: 409, code: "too_many_push_targets", message: refused };
     const row: Row = { task: m.id, id, url: body.url, token: body.token, auth_scheme: body.auth_scheme ?? null, auth_credentials: body.auth_credentials ?? null, created_at: now };
     this.sql.exec(`INSERT INTO a2a_push_targets (task, id, url, token, auth_scheme, auth_credentials, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -78,7 +81,7 @@ export class A2APushTargets {
     this.countChanged = true;
     // A replaced target's waiting pushes go where it went before; the new one hears from now on.
     if (state !== "TASK_STATE_SUBMITTED") this.queue(m, [row], now);
-    return { ok: true, value: viewOf(row) };
+    return { ok: true, value: viewOf(row), grew: !replaces };
   }
 
   /** Removes a target and the pushes still waiting for it; false when there was none. */

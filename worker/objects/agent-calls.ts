@@ -17,7 +17,7 @@ import type { OutputChunk, OutputPage } from "../wire/output.ts";
 export const FOLLOW_WAIT_MS = 25_000;
 import type { AgentSchedules, ScheduleAnswer } from "./agent-schedules.ts";
 import type { ScheduleBody, ScheduleView } from "../wire/schedules.ts";
-import type { A2APushTargets, PushAnswer } from "./a2a-push.ts";
+import type { A2APushTargets, PushAnswer, PushSetAnswer } from "./a2a-push.ts";
 import type { MessageView } from "../wire/http-responses.ts";
 import type { PushTargetBody, PushTargetView } from "../wire/push.ts";
 
@@ -79,7 +79,7 @@ export abstract class AgentCalls extends SocketObject<ConnState> {
     return this.pushCall((p, view) => view(id) === null ? noMessage(id) : { ok: true, value: p.list(id) }, false);
   }
   /** `elsewhere`: the account's push targets in its other agents. */
-  setPushTarget(id: number, target: string, body: PushTargetBody, elsewhere: number): PushAnswer<PushTargetView> {
+  setPushTarget(id: number, target: string, body: PushTargetBody, elsewhere: number): PushSetAnswer {
     return this.pushCall((p, view, now) => {
       const m = view(id);
       return m === null ? noMessage(id) : p.set(m, target, body, elsewhere, now);

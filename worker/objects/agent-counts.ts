@@ -2,8 +2,10 @@
 // account's directory so the Worker can hold an account-wide limit (LIMITS.schedulesPerAccount,
 // LIMITS.pushTargetsPerAccount) before an add reaches an agent. Each agent object sets its own
 // count after every change (an add, a removal, a one-off done). The check before each add reserves
-// a place for it, counted for every other agent until that agent's larger count arrives (the add
-// landed) or RESERVE_MS passes (it was refused, or its report is late), so two adds at once in two
+// a place for it (none when the account is already full: that add is refused anyway), counted for
+// every other agent until that agent's larger count arrives (the add landed), the Worker releases
+// it (the agent refused the add, or it replaced something and the count did not grow), or
+// RESERVE_MS passes (the Worker died mid-add, or the report is late), so two adds at once in two
 // agents cannot both take the last place. Reservations live in memory: a directory restarted
 // while adds are in flight forgets them, and then those adds alone may pass the limit.
 import { migrate, type Migration } from "./migrations.ts";
@@ -24,9 +26,21 @@ const migrations = ({ table, column }: CountedThing): readonly Migration[] => [
 /** How long a check's reservation holds a place for its add: far longer than an add takes. */
 export const RESERVE_MS = 30_000;
 
+/** What the check before an add answers: the account's count besides the agent, places in flight included, and the place this add holds (null: none, the account is full). */
+export interface Reservation {
+  elsewhere: number;
+  place: number | null;
+}
+
+interface Place {
+  id: number;
+  until: number;
+}
+
 export class AgentCounts {
-  /** Per agent, when each place reserved for an add in flight lapses. */
-  private readonly reserved = new Map<string, number[]>();
+  /** Per agent, the places reserved for its adds in flight, oldest first, each with when it lapses. */
+  private readonly reserved = new Map<string, Place[]>();
+  private lastPlace = 0;
 
   constructor(private readonly sql: SqlStorage, private readonly thing: CountedThing) {
     migrate(sql, thing.table, migrations(thing));
@@ -49,16 +63,26 @@ export class AgentCounts {
     return this.sql.exec<{ n: number }>(`SELECT COALESCE(SUM(${column}), 0) AS n FROM ${table} WHERE agent != ?`, except).one().n;
   }
 
-  /** Before an add in `agent`: the account's count besides it, with the places other agents' adds in flight hold; reserves one for this add. */
-  reserve(agent: string, now: number): number {
+  /** Before an add in `agent`: the account's count besides it, with the places other agents' adds in flight hold; reserves one for this add unless that already reaches `limit`. */
+  reserve(agent: string, now: number, limit: number): Reservation {
     let held = 0;
     for (const [other, places] of this.reserved) {
-      const live = places.filter((until) => until > now);
+      const live = places.filter((p) => p.until > now);
       if (live.length === 0) this.reserved.delete(other);
       else this.reserved.set(other, live);
       if (other !== agent) held += live.length;
     }
-    this.reserved.set(agent, [...(this.reserved.get(agent) ?? []), now + RESERVE_MS]);
-    return this.total(agent) + held;
+    const elsewhere = this.total(agent) + held;
+    if (elsewhere >= limit) return { elsewhere, place: null };
+    const place = { id: ++this.lastPlace, until: now + RESERVE_MS };
+    this.reserved.set(agent, [...(this.reserved.get(agent) ?? []), place]);
+    return { elsewhere, place: place.id };
+  }
+
+  /** Gives back a place whose add did not grow the count (refused, or a replace); a place already taken or lapsed is nothing. */
+  release(agent: string, place: number): void {
+    const left = this.reserved.get(agent)?.filter((p) => p.id !== place) ?? [];
+    if (left.length > 0) this.reserved.set(agent, left);
+    else this.reserved.delete(agent);
   }
 }

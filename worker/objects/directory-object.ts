@@ -11,14 +11,14 @@ import type { DirectoryEntry, PresenceReport } from "../wire/protocol.ts";
 import { presenceReportSchema } from "../wire/presence-reports.ts";
 import { confirmedUntil } from "../rules/directory-lease.ts";
 import { firstPage } from "../rules/directory-page.ts";
-import { CLOSE_CODES, errorFrame, errorResponse, parseClientFrame, type ServerFrame } from "../wire/protocol.ts";
+import { CLOSE_CODES, errorFrame, errorResponse, LIMITS, parseClientFrame, type ServerFrame } from "../wire/protocol.ts";
 import type { Env } from "../env.ts";
 import type { AgentMetrics } from "../rules/metrics.ts";
 import { MetricsBoard } from "./metrics-directory.ts";
 import type { DirectoryUpdate } from "./directory-reporter.ts";
 import { closeQuietly, observerAttachment, send, type ObserverState } from "./connections.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
-import { AgentCounts, PUSH_TARGET_COUNTS, SCHEDULE_COUNTS } from "./agent-counts.ts";
+import { AgentCounts, PUSH_TARGET_COUNTS, SCHEDULE_COUNTS, type Reservation } from "./agent-counts.ts";
 import { WebhookConfigStore, webhookView, type WebhookConfig } from "./webhook-config.ts";
 import { testRequest, type SignedRequest } from "./webhook-delivery.ts";
 import { accountOfDirectory } from "./names.ts";
@@ -78,9 +78,14 @@ export class AgentDirectory extends SocketObject<ObserverState> {
     return this.scheduleCounts.total(agent);
   }
 
-  /** RPC from the Worker before an add: the account's schedules outside `agent`, with the places adds in flight hold; reserves one for this add (agent-counts.ts). */
-  reserveSchedule(agent: string): number {
-    return this.scheduleCounts.reserve(agent, this.now());
+  /** RPC from the Worker before an add: the account's schedules outside `agent`, with the places adds in flight hold; reserves one for this add unless the account is full (agent-counts.ts). */
+  reserveSchedule(agent: string): Reservation {
+    return this.scheduleCounts.reserve(agent, this.now(), LIMITS.schedulesPerAccount);
+  }
+
+  /** RPC from the Worker after an add that did not grow the count: its place goes back. */
+  releaseSchedule(agent: string, place: number): void {
+    this.scheduleCounts.release(agent, place);
   }
 
   /** RPC from an agent object whose A2A push targets changed: how many it has now. */
@@ -94,8 +99,13 @@ export class AgentDirectory extends SocketObject<ObserverState> {
   }
 
   /** RPC from the Worker before a push target is set: as reserveSchedule, for targets. */
-  reservePushTarget(agent: string): number {
-    return this.pushTargetCounts.reserve(agent, this.now());
+  reservePushTarget(agent: string): Reservation {
+    return this.pushTargetCounts.reserve(agent, this.now(), LIMITS.pushTargetsPerAccount);
+  }
+
+  /** RPC from the Worker after a push-target set that did not grow the count: its place goes back. */
+  releasePushTarget(agent: string, place: number): void {
+    this.pushTargetCounts.release(agent, place);
   }
 
   /** RPC from the account's agent objects: the account's webhook with its secret (they sign with it), or null. */
