@@ -33,7 +33,8 @@ function summary(v: ScheduleView): string {
   return `${v.id}  ${cadence(v)}${v.paused ? " (paused)" : ""}  next ${iso(v.next_fire)}  ${printable(v.text.slice(0, 60))}`;
 }
 
-function describe(v: ScheduleView): string[] {
+/** What `schedule show` prints of one schedule. */
+export function describe(v: ScheduleView): string[] {
   return [
     `schedule ${v.id}: ${cadence(v)}${v.paused ? ", paused" : ""}`,
     `  text        ${printable(v.text)}`,
@@ -42,7 +43,7 @@ function describe(v: ScheduleView): string[] {
     ...(v.fires.length === 0 ? ["  no slot decided yet"] : ["  latest fires:"]),
     ...v.fires.map((f) => f.outcome === "posted"
       ? `    ${iso(f.slot)}  posted message ${f.message_id} (${Math.max(0, f.at - f.slot)} ms after its slot)`
-      : `    ${iso(f.slot)}  skipped${f.count > 1 ? ` ${f.count} slots to ${iso(f.last_slot)}` : ""}: ${f.reason}`),
+      : `    ${iso(f.slot)}  skipped${f.count_at_least ? ` ${f.count}+ slots to ${iso(f.last_slot)}` : f.count > 1 ? ` ${f.count} slots to ${iso(f.last_slot)}` : ""}: ${f.reason}`),
   ];
 }
 

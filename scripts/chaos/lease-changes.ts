@@ -44,9 +44,11 @@ export function fenceTimeline(logs: ReadonlyArray<readonly string[]>): FenceTime
 
 /**
  * The change into fence `f` is explained when a fault overlaps the time from the previous fence's
- * first mention to this one's: on the slot that logged holding the previous fence, or on any slot
- * when nobody logged holding it (the lease went to a frozen or dying process), or a coordinator
- * restart. A fault that began before the previous fence (a pause still frozen when elected) counts.
+ * first mention to this one's: on the slot that logged holding the previous fence, or a coordinator
+ * restart. When nobody logged holding the previous fence, only a pause or a kill in effect when that
+ * fence was first seen explains it (the lease went to a process frozen or dying as it was elected,
+ * which could not log); a graceful restart would have logged its release. A fault that began before
+ * the previous fence (a pause still frozen when elected) counts.
  */
 export function leaseChangeExplained(f: number, t: FenceTimeline, faults: readonly Fault[]): boolean {
   const to = t.seenAt.get(f);
@@ -54,13 +56,24 @@ export function leaseChangeExplained(f: number, t: FenceTimeline, faults: readon
   let from = -Infinity;
   for (const [fence, at] of t.seenAt) if (fence < f && at > from) from = at;
   const lost = t.holder.get(f - 1);
-  return faults.some((x) => x.at <= to && x.until >= from && (x.slot === null || lost === undefined || x.slot === lost));
+  const elected = t.seenAt.get(f - 1);
+  return faults.some((x) => {
+    if (x.at > to || x.until < from) return false;
+    if (x.slot === null) return true;
+    if (lost !== undefined) return x.slot === lost;
+    return (x.kind === "pause" || x.kind === "kill") && (elected === undefined || (x.at <= elected && x.until >= elected));
+  });
 }
 
-/** Every lease change (into fences 2 and up) the logs saw, split by whether a fault explains it. */
-export function leaseChanges(t: FenceTimeline, faults: readonly Fault[], until = Infinity): { total: number; unexplained: number[] } {
+/**
+ * Every lease change (into fences 2 and up) the logs saw, split by whether a fault explains it;
+ * `holderUnknown` lists the explained changes whose lost fence nobody logged holding (explained by
+ * a process frozen or dying at its election, not by a fault on a known holder).
+ */
+export function leaseChanges(t: FenceTimeline, faults: readonly Fault[], until = Infinity): { total: number; unexplained: number[]; holderUnknown: number[] } {
   const changes = [...t.seenAt].filter(([f, at]) => f >= 2 && at <= until).map(([f]) => f).sort((a, b) => a - b);
-  return { total: changes.length, unexplained: changes.filter((f) => !leaseChangeExplained(f, t, faults)) };
+  const unexplained = changes.filter((f) => !leaseChangeExplained(f, t, faults));
+  return { total: changes.length, unexplained, holderUnknown: changes.filter((f) => !unexplained.includes(f) && !t.holder.has(f - 1)) };
 }
 
 export interface FailedMessage {

@@ -263,7 +263,7 @@ async function main(): Promise<number> {
     tally,
     invariants,
     firstRuns: firstRuns(sink.log, postFences),
-    faultRate: { faults: faults.length, seconds, leaseChanges: changes.total, unexplained: changes.unexplained, maxAttempts },
+    faultRate: { faults: faults.length, seconds, leaseChanges: changes.total, unexplained: changes.unexplained, holderUnknown: changes.holderUnknown, maxAttempts },
   };
   console.log(`\nchaos operations: ${operationsLine(counts)}`);
   console.log(tallyTable(tally));

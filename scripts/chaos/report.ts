@@ -15,7 +15,7 @@ export interface RunReport {
   invariants: Invariant[];
   firstRuns: FirstRun[];
   /** Faults injected over the chaos window, lease changes the serve logs saw (those no fault explains), and the agent's max_attempts. */
-  faultRate?: { faults: number; seconds: number; leaseChanges: number; unexplained: readonly number[]; maxAttempts: number };
+  faultRate?: { faults: number; seconds: number; leaseChanges: number; unexplained: readonly number[]; holderUnknown?: readonly number[]; maxAttempts: number };
 }
 
 /**
@@ -25,7 +25,8 @@ export interface RunReport {
 export function faultRateLine(f: NonNullable<RunReport["faultRate"]>): string {
   const perMinute = (f.faults / f.seconds) * 60;
   const unexplained = f.unexplained.length === 0 ? "every one after a fault the run injected" : `${f.unexplained.length} after no injected fault (into fence ${f.unexplained.slice(0, 10).join(", ")})`;
-  return `${f.faults} faults in ${f.seconds} s (${perMinute.toFixed(1)}/min); ${f.leaseChanges} lease changes, ${unexplained}; max_attempts ${f.maxAttempts}: a message fails when ${f.maxAttempts} holders in a row lose the lease before its reply`;
+  const unknown = f.holderUnknown?.length ? ` (${f.holderUnknown.length} of them lost by a process frozen or dying as it was elected, which never logged holding: into fence ${f.holderUnknown.slice(0, 10).join(", ")})` : "";
+  return `${f.faults} faults in ${f.seconds} s (${perMinute.toFixed(1)}/min); ${f.leaseChanges} lease changes, ${unexplained}${unknown}; max_attempts ${f.maxAttempts}: a message fails when ${f.maxAttempts} holders in a row lose the lease before its reply`;
 }
 
 export function tallyTable(t: Tally): string {

@@ -20,10 +20,21 @@ export async function pkce(): Promise<{ verifier: string; challenge: string }> {
   return { verifier, challenge };
 }
 
+let addressesGiven = Math.floor(Math.random() * 0x10000);
+
+/**
+ * A client address of its own (198.18.0.0/15, for tests) for each registration, as distinct remote
+ * hosts have: registration is budgeted per address, and without one every test shares a budget.
+ */
+export function clientAddress(): string {
+  const n = addressesGiven++ % 0x20000;
+  return `198.${18 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`;
+}
+
 export async function registerClient(f: FetchLike, base: string, name = "test host"): Promise<Client> {
   const res = await f(`${base}/oauth/register`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", "cf-connecting-ip": clientAddress() },
     body: JSON.stringify({ redirect_uris: [REDIRECT_URI], client_name: name, token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"], response_types: ["code"] }),
   });
   if (res.status !== 201) throw new Error(`registration answered ${res.status}: ${await res.text()}`);

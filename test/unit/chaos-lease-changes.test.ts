@@ -32,7 +32,7 @@ const failed: CoordinatorMessage & { token: number; error: string | null } = { i
 describe("chaos main run: failed messages against injected faults", () => {
   it("accounts a message failed after 5 attempts when every lease change over its fences follows an injected fault", () => {
     const t = fenceTimeline(logs);
-    expect(leaseChanges(t, faults)).toEqual({ total: 7, unexplained: [] });
+    expect(leaseChanges(t, faults)).toEqual({ total: 7, unexplained: [], holderUnknown: [7] });
     expect(unaccountedFailure({ ...failed, error: null }, 2, t, faults, 5)).toBeNull();
     const run = checkRun({ sentIds: [3], messages: [failed], effects: [], postFences: new Map([[3, 2]]), accountFailure: (m) => unaccountedFailure({ id: m.id, attempts: m.attempts, token: m.token!, error: null }, 2, t, faults, 5) });
     expect(run.invariants.find((i) => i.name === INVARIANTS.noneLost)!.ok).toBe(true);
@@ -50,6 +50,18 @@ describe("chaos main run: failed messages against injected faults", () => {
     const withoutKill = faults.filter((f) => f.kind !== "kill" || f.slot !== 0);
     const t = fenceTimeline(logs);
     expect(unaccountedFailure({ ...failed, error: null }, 2, t, withoutKill, 5)).toBe("3: lease changes to fence 6 follow no injected fault");
+  });
+
+  it("a change from a fence nobody logged holding is explained only by a pause or kill in effect at that fence's election", () => {
+    const t = fenceTimeline(logs);
+    const others = faults.filter((f) => !(f.slot === 1 && f.kind === "pause" && f.at === T0 + 8900) && !(f.slot === 0 && f.kind === "kill"));
+    expect(leaseChanges(t, others).unexplained).toEqual([6, 7]);
+    const restartAtElection: Fault = { kind: "restart", slot: 1, at: T0 + 9000, until: T0 + 11000 };
+    expect(leaseChanges(t, [...others, restartAtElection]).unexplained).toContain(7);
+    const pauseEndedBefore: Fault = { kind: "pause", slot: 1, at: T0 + 8000, until: T0 + 9400 };
+    expect(leaseChanges(t, [...others, pauseEndedBefore]).unexplained).toContain(7);
+    const frozenAtElection: Fault = { kind: "pause", slot: 1, at: T0 + 9400, until: T0 + 10600 };
+    expect(leaseChanges(t, [...others, frozenAtElection]).unexplained).not.toContain(7);
   });
 
   it("calls it lost when it failed before its max attempts, or had more attempts than fences", () => {

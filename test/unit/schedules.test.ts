@@ -171,10 +171,38 @@ describe("late and missed slots", () => {
     const s = made({ cron: "* * * * *", tz: "Europe/Berlin" }, T("2026-01-01T00:00:00Z"), { catchUp: "none" });
     const now = T("2030-01-01T00:00:00Z");
     const d = decideSchedule(s, false, now);
-    expect(d.skips).toEqual([{ slot: T("2026-01-01T00:00:00Z"), last: now - LATE_GRACE_MS - MIN, count: CRON_COUNT_STEPS, reason: "missed" }]);
+    expect(d.skips).toEqual([{ slot: T("2026-01-01T00:00:00Z"), last: now - LATE_GRACE_MS - MIN, count: CRON_COUNT_STEPS, countAtLeast: true, reason: "missed" }]);
     // An every-N schedule counts by arithmetic, exactly, however long the outage.
     const every = decideSchedule(made({ every_seconds: 60 }, T("2026-01-01T00:00:00Z"), { catchUp: "none" }), false, now);
     expect(every.skips[0]!.count).toBe((now - LATE_GRACE_MS - T("2026-01-01T00:01:00Z")) / MIN);
+  });
+
+  it("a day's outage of a per-minute cron records its skip as at least CRON_COUNT_STEPS, not an exact count", () => {
+    const from = T("2026-06-01T00:00:00Z");
+    const now = from + 24 * 60 * MIN;
+    for (const catchUp of ["one", "none"] as const) {
+      const d = decideSchedule(made({ cron: "* * * * *" }, from, { catchUp }), false, now);
+      expect(d.skips.map((k) => [k.reason, k.count, k.countAtLeast])).toEqual([["missed", CRON_COUNT_STEPS, true]]);
+    }
+  });
+
+  it("the same day paused records at least CRON_COUNT_STEPS, never the capped count plus the recent slots", () => {
+    const from = T("2026-06-01T00:00:00Z");
+    const d = decideSchedule(made({ cron: "* * * * *" }, from, { paused: true }), false, from + 24 * 60 * MIN);
+    expect(d.skips.map((k) => [k.reason, k.count, k.countAtLeast])).toEqual([["paused", CRON_COUNT_STEPS, true]]);
+  });
+
+  it("30 days of an hourly cron with catch-up one records at least CRON_COUNT_STEPS skipped, never the capped count less the one posted", () => {
+    const from = T("2026-06-01T00:00:00Z");
+    const d = decideSchedule(made({ cron: "0 * * * *" }, from, { catchUp: "one" }), false, from + 30 * 24 * 60 * MIN + 30 * MIN);
+    expect(d.post.length).toBe(1);
+    expect(d.skips.map((k) => [k.reason, k.count, k.countAtLeast])).toEqual([["missed", CRON_COUNT_STEPS, true]]);
+  });
+
+  it("a cron outage of no more slots than the cap counts them exactly", () => {
+    const from = T("2026-06-01T00:00:00Z");
+    const d = decideSchedule(made({ cron: "0 * * * *" }, from, { catchUp: "none" }), false, from + (CRON_COUNT_STEPS - 1) * 60 * MIN + LATE_GRACE_MS + MIN);
+    expect(d.skips.map((k) => [k.reason, k.count, k.countAtLeast])).toEqual([["missed", CRON_COUNT_STEPS, undefined]]);
   });
 
   it("slots while paused are skipped as they pass; on resume catch-up one posts the latest, none nothing", () => {

@@ -7,7 +7,7 @@ import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../worker/env.ts";
 import worker from "../../worker/index.ts";
-import { REGISTRATIONS_PER_MINUTE } from "../../worker/oauth/server.ts";
+import { REGISTRATIONS_PER_MINUTE } from "../../worker/rules/registration-limit.ts";
 import { agentLimitRefusal, grantableScopes, grantCaller, parseAgentLimit } from "../../worker/rules/oauth-grants.ts";
 import { grantListSchema } from "../../worker/wire/grants.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
@@ -40,20 +40,50 @@ describe("OAuth metadata", () => {
     });
   });
 
-  it("registration is budgeted per client address: past 20 a minute one address gets 429 rate_limited, another still registers", async () => {
-    const register = (ip: string) => SELF.fetch(`${BASE}/oauth/register`, {
-      method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": ip },
+  it("registration is budgeted per client address: the 20th in a minute is accepted, the 21st is 429 rate_limited, another address still registers", async () => {
+    const register = (ip: string, origin?: string) => SELF.fetch(`${BASE}/oauth/register`, {
+      method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": ip, ...(origin ? { origin } : {}) },
       body: JSON.stringify({ redirect_uris: [REDIRECT_URI], client_name: "flood", token_endpoint_auth_method: "none" }),
     });
     const flooder = `203.0.113.${Math.floor(Math.random() * 250) + 1}`;
     const answers = [];
-    for (let i = 0; i < REGISTRATIONS_PER_MINUTE + 1; i++) answers.push((await register(flooder)).status);
-    expect(answers.slice(0, REGISTRATIONS_PER_MINUTE).every((s) => s === 201)).toBe(true);
+    for (let i = 0; i < REGISTRATIONS_PER_MINUTE; i++) answers.push((await register(flooder)).status);
+    expect(answers).toEqual(new Array(REGISTRATIONS_PER_MINUTE).fill(201));
     const refused = await register(flooder);
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe("60");
-    expect(await refused.json()).toMatchObject({ error: "rate_limited" });
+    expect(await refused.json()).toMatchObject({ error: "rate_limited", message: expect.stringContaining(`at most ${REGISTRATIONS_PER_MINUTE} client registrations a minute`) });
     expect((await register("198.51.100.7")).status).toBe(201);
+  });
+
+  it("an IPv6 /64 is one budget: rotating addresses inside it is refused after 20, the next /64 still registers", async () => {
+    const prefix = `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}:1`;
+    const register = (ip: string) => SELF.fetch(`${BASE}/oauth/register`, {
+      method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": ip },
+      body: JSON.stringify({ redirect_uris: [REDIRECT_URI], client_name: "rotating", token_endpoint_auth_method: "none" }),
+    });
+    const answers = [];
+    for (let i = 1; i <= REGISTRATIONS_PER_MINUTE + 1; i++) answers.push((await register(`${prefix}::${i.toString(16)}`)).status);
+    expect(answers.slice(0, REGISTRATIONS_PER_MINUTE).every((s) => s === 201)).toBe(true);
+    expect(answers[REGISTRATIONS_PER_MINUTE]).toBe(429);
+    expect((await register(`${prefix.slice(0, -1)}2::1`)).status).toBe(201);
+  });
+
+  it("a browser client reads the 429: it carries the CORS headers the provider's own registration answers carry", async () => {
+    const origin = "https://host.example";
+    const register = (ip: string) => SELF.fetch(`${BASE}/oauth/register`, {
+      method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": ip, origin },
+      body: JSON.stringify({ redirect_uris: [REDIRECT_URI], client_name: "browser", token_endpoint_auth_method: "none" }),
+    });
+    const cors = (res: Response) => Object.fromEntries([...res.headers].filter(([name]) => name.startsWith("access-control-") || name === "vary"));
+    const ip = `192.0.2.${Math.floor(Math.random() * 250) + 1}`;
+    const accepted = await register(ip);
+    expect(accepted.status).toBe(201);
+    expect(cors(accepted)).toMatchObject({ "access-control-allow-origin": origin, "access-control-expose-headers": expect.stringContaining("Retry-After") });
+    let refused = accepted;
+    for (let i = 0; i < REGISTRATIONS_PER_MINUTE && refused.status !== 429; i++) refused = await register(ip);
+    expect(refused.status).toBe(429);
+    expect(cors(refused)).toEqual(cors(accepted));
   });
 
   it("a request without a token is 401 with a challenge that points at the metadata document", async () => {

@@ -3,7 +3,7 @@
 // must hold instead.
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { authorize, openSignIn, pkce, REDIRECT_URI, registerClient, submitSignIn, type FetchLike } from "../e2e/oauth-dance.ts";
+import { authorize, clientAddress, openSignIn, pkce, REDIRECT_URI, registerClient, submitSignIn, type FetchLike } from "../e2e/oauth-dance.ts";
 import { grantCaller } from "../../worker/rules/oauth-grants.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { BASE, call, claimant, DEV_TOKEN, message, OTHER_TOKEN, post, uniqueAgent, write } from "./helpers.ts";
@@ -85,17 +85,18 @@ describe("the OAuth provider's own paths", () => {
     const before = await clients();
     // Before: registration is unauthenticated and stored a 1 MB client name (201); the sign-in page then showed it.
     const huge = await SELF.fetch(`${BASE}/oauth/register`, {
-      method: "POST", headers: { "content-type": "application/json" },
+      method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": clientAddress(), origin: "https://host.example" },
       body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], client_name: "n".repeat(1_000_000), token_endpoint_auth_method: "none" }),
     });
     expect(huge.status).toBe(413);
+    expect(huge.headers.get("access-control-allow-origin")).toBe("https://host.example"); // a browser client reads the 413
     const token = await SELF.fetch(`${BASE}/oauth/token`, {
       method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `grant_type=refresh_token&refresh_token=${"y".repeat(2_000_000)}`,
     });
     expect(token.status).toBe(413);
     expect(await clients()).toBe(before);
     const fits = await SELF.fetch(`${BASE}/oauth/register`, {
-      method: "POST", headers: { "content-type": "application/json" },
+      method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": clientAddress() },
       body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], client_name: "n".repeat(4000), token_endpoint_auth_method: "none" }),
     });
     expect(fits.status).toBe(201);
@@ -160,7 +161,7 @@ describe("what held: codes, PKCE and redirects", () => {
     const elsewhere = await authorizeWith({ redirect_uri: "https://evil.example/cb", code_challenge: "a".repeat(43), code_challenge_method: "S256" });
     expect([elsewhere.status, elsewhere.headers.get("location")]).toEqual([400, null]);
     for (const uri of ["javascript:alert(1)", "http://evil.example/cb", "https://evil.example/cb#x"]) {
-      const registered = await SELF.fetch(`${BASE}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: [uri], token_endpoint_auth_method: "none" }) });
+      const registered = await SELF.fetch(`${BASE}/oauth/register`, { method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": clientAddress() }, body: JSON.stringify({ redirect_uris: [uri], token_endpoint_auth_method: "none" }) });
       expect(registered.status).toBe(400);
     }
   });

@@ -103,6 +103,17 @@ describe("schedules in the agent object", () => {
     expect(await texts(agent)).toEqual(["tock", "tock"]);
   });
 
+  it("an hour's outage of a per-minute cron is stored and shown as at least 20 slots skipped (count_at_least), not an exact 20", async () => {
+    const agent = uniqueAgent();
+    const start = await freezeClock(agent);
+    const s = await addSchedule(agent, { cron: "* * * * *", text: "tick", catch_up: "none" });
+    await advanceClock(60 * MIN, { agent });
+    const skip = (await show(agent, s.id)).fires.find((f) => f.outcome === "skipped");
+    expect(skip).toMatchObject({ reason: "missed", count: 20, count_at_least: true });
+    expect(skip!.last_slot - skip!.slot).toBeGreaterThan(20 * MIN);
+    expect(start).toBeLessThanOrEqual(skip!.slot);
+  });
+
   it("a paused agent misses slots too; catch-up none posts nothing on unpause, then the next slot as usual", async () => {
     const agent = uniqueAgent();
     await freezeClock(agent);

@@ -66,7 +66,7 @@ function fireLine(agent: string, f: ScheduleView["fires"][number]): HTMLElement 
       el("a", { href: `#agent=${encodeURIComponent(agent)}&message=${f.message_id}`, "data-role": "fire-message" }, `message ${f.message_id}`),
       ` · ${Math.max(0, Math.round((f.at - f.slot) / 1000))} s late`);
   }
-  const span = f.count > 1 ? ` (${f.count} slots to ${when(f.last_slot)})` : "";
+  const span = f.count_at_least ? ` (at least ${f.count} slots to ${when(f.last_slot)})` : f.count > 1 ? ` (${f.count} slots to ${when(f.last_slot)})` : "";
   return el("li", { "data-role": "fire", "data-outcome": "skipped" }, `${when(f.slot)} · skipped: ${f.reason}${span}`);
 }
 

@@ -11,6 +11,7 @@ import { callerByHash, type TokenEntry } from "../auth.ts";
 import type { Env } from "../env.ts";
 import { readBody } from "../objects/http.ts";
 import { grantCaller, type GrantProps } from "../rules/oauth-grants.ts";
+import { registrationKey, REGISTRATIONS_PER_MINUTE } from "../rules/registration-limit.ts";
 import type { Caller } from "../scopes.ts";
 import { errorResponse } from "../wire/protocol.ts";
 import { SCOPES } from "../wire/token-scopes.ts";
@@ -86,17 +87,38 @@ export function isProviderPath(pathname: string): boolean {
  */
 const PROVIDER_BODY_BYTES = 16 * 1024;
 
-/** wrangler.toml's `OAUTH_REGISTER_LIMIT` allows this many registrations per address and minute. */
-export const REGISTRATIONS_PER_MINUTE = 20;
-
 /**
  * Registration is open to anyone (RFC 7591) and each one is a KV write kept 90 days, so it is
- * budgeted per client address (Cloudflare sets CF-Connecting-IP; without it, one shared budget).
+ * budgeted per client address (rules/registration-limit.ts). A deployment without the binding
+ * registers without a budget and says so in its log once per isolate (docs/security.md).
  */
 async function registrationAllowed(request: Request, env: Env): Promise<boolean> {
-  if (env.OAUTH_REGISTER_LIMIT === undefined) return true;
-  const { success } = await env.OAUTH_REGISTER_LIMIT.limit({ key: request.headers.get("cf-connecting-ip") ?? "unknown" });
+  if (env.OAUTH_REGISTER_LIMIT === undefined) {
+    if (!warnedUnlimited) console.warn("OAUTH_REGISTER_LIMIT is not bound: OAuth client registration is not rate limited");
+    warnedUnlimited = true;
+    return true;
+  }
+  const { success } = await env.OAUTH_REGISTER_LIMIT.limit({ key: registrationKey(request.headers.get("cf-connecting-ip")) });
   return success;
+}
+let warnedUnlimited = false;
+
+/**
+ * The provider's CORS headers on an answer baton gives in its place (the 429, a 413), so a browser
+ * client reads the status instead of a CORS failure. Its helper is not exported; this is its policy,
+ * and test/worker/oauth.test.ts compares the two on the same request.
+ */
+function withProviderCors(response: Response, request: Request): Response {
+  const origin = request.headers.get("origin");
+  if (!origin) return response;
+  const headers = response.headers;
+  headers.set("access-control-allow-origin", origin);
+  headers.set("access-control-allow-methods", "*");
+  headers.set("access-control-allow-headers", "Authorization, *");
+  headers.set("access-control-max-age", "86400");
+  headers.set("vary", "Origin");
+  headers.set("access-control-expose-headers", "WWW-Authenticate, Retry-After");
+  return response;
 }
 
 /** Answers a provider path: the protected-resource document, or the authorization server's endpoints. */
@@ -109,10 +131,10 @@ export async function providerResponse(request: Request, env: Env, ctx: Executio
   if (url.pathname === OAUTH_PATHS.register && request.method === "POST" && !(await registrationAllowed(request, env))) {
     const refused = errorResponse(429, "rate_limited", `at most ${REGISTRATIONS_PER_MINUTE} client registrations a minute from one address; try again in a minute`);
     refused.headers.set("retry-after", "60");
-    return refused;
+    return withProviderCors(refused, request);
   }
   const body = await readBody(request, PROVIDER_BODY_BYTES);
-  if (!body.ok) return body.response;
+  if (!body.ok) return withProviderCors(body.response, request);
   return authorization.fetch(new Request(request, request.body ? { body: body.bytes } : {}), env, ctx);
 }
 

@@ -105,8 +105,9 @@ export class AgentSchedules {
       const d = decideSchedule(s, agentPaused, now);
       if (d.post.length === 0 && d.skips.length === 0 && d.lastSlot === s.lastSlot && d.missed === s.missed) continue;
       for (const k of d.skips) {
-        this.store.recordFire(s.id, { slot: k.slot, outcome: "skipped", at: now, messageId: null, reason: k.reason, count: k.count, lastSlot: k.last });
-        this.webhooks.enqueue({ type: "schedule.skipped", schedule: { id: s.id, slot: k.slot, last_slot: k.last, count: k.count }, reason: k.reason }, now);
+        this.store.recordFire(s.id, { slot: k.slot, outcome: "skipped", at: now, messageId: null, reason: k.reason, count: k.count, countAtLeast: k.countAtLeast, lastSlot: k.last });
+        const atLeast = k.countAtLeast ? { count_at_least: true as const } : {};
+        this.webhooks.enqueue({ type: "schedule.skipped", schedule: { id: s.id, slot: k.slot, last_slot: k.last, count: k.count, ...atLeast }, reason: k.reason }, now);
         this.store.tally([{ key: `skipped:${k.reason}`, value: k.count }]);
       }
       for (const slot of d.post) posts.push(this.slotPost(s, slot, now));

@@ -29,6 +29,8 @@ export interface FireRecord {
   messageId: number | null;
   reason: SkipReason | null;
   count: number;
+  /** More than `count` slots were skipped. */
+  countAtLeast?: true;
   lastSlot: number;
 }
 
@@ -44,6 +46,8 @@ const MIGRATIONS: readonly Migration[] = [
   },
   // What /metrics counts of the schedules (rules/metrics.ts scheduleTallyOf), kept across restarts.
   (sql) => sql.exec(`CREATE TABLE IF NOT EXISTS schedule_tally (key TEXT PRIMARY KEY, value REAL NOT NULL)`),
+  // A skip whose count stopped at the rule's cap (rules/schedules.ts CRON_COUNT_STEPS): at least that many.
+  (sql) => sql.exec(`ALTER TABLE schedule_fires ADD COLUMN count_at_least INTEGER NOT NULL DEFAULT 0`),
 ];
 
 type Row = {
@@ -113,8 +117,8 @@ export class ScheduleStore {
   /** Records a decided slot; only the latest LIMITS.scheduleFiresKept of the schedule stay. */
   recordFire(id: number, f: FireRecord): void {
     this.sql.exec(
-      `INSERT OR REPLACE INTO schedule_fires (schedule_id, slot, outcome, at, message_id, reason, count, last_slot) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      id, f.slot, f.outcome, f.at, f.messageId, f.reason, f.count, f.lastSlot,
+      `INSERT OR REPLACE INTO schedule_fires (schedule_id, slot, outcome, at, message_id, reason, count, count_at_least, last_slot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      id, f.slot, f.outcome, f.at, f.messageId, f.reason, f.count, f.countAtLeast ? 1 : 0, f.lastSlot,
     );
     this.sql.exec(
       `DELETE FROM schedule_fires WHERE schedule_id = ? AND rowid NOT IN (SELECT rowid FROM schedule_fires WHERE schedule_id = ? ORDER BY last_slot DESC, at DESC LIMIT ?)`,
@@ -136,8 +140,11 @@ export class ScheduleStore {
   }
 
   fires(id: number): ScheduleFireView[] {
-    return this.sql.exec<{ slot: number; outcome: "posted" | "skipped"; at: number; message_id: number | null; reason: SkipReason | null; count: number; last_slot: number }>(
-      `SELECT slot, outcome, at, message_id, reason, count, last_slot FROM schedule_fires WHERE schedule_id = ? ORDER BY last_slot DESC, at DESC`, id,
-    ).toArray().map((r) => ({ slot: r.slot, outcome: r.outcome, at: r.at, message_id: r.message_id, reason: r.reason, count: r.count, last_slot: r.last_slot }));
+    return this.sql.exec<{ slot: number; outcome: "posted" | "skipped"; at: number; message_id: number | null; reason: SkipReason | null; count: number; count_at_least: number; last_slot: number }>(
+      `SELECT slot, outcome, at, message_id, reason, count, count_at_least, last_slot FROM schedule_fires WHERE schedule_id = ? ORDER BY last_slot DESC, at DESC`, id,
+    ).toArray().map((r) => ({
+      slot: r.slot, outcome: r.outcome, at: r.at, message_id: r.message_id, reason: r.reason, count: r.count,
+      ...(r.count_at_least ? { count_at_least: true as const } : {}), last_slot: r.last_slot,
+    }));
   }
 }

@@ -50,7 +50,7 @@ export function agentFamilies(agents: readonly AgentMetrics[]): Family[] {
     { name: "baton_webhook_pending_events", type: "gauge", help: "Webhook events waiting in the agent's outbox for a 2xx answer.", samples: perAgent(agents.filter((m) => m.webhooks), (m) => m.webhooks!.pending) },
     { name: "baton_schedule_fires_total", type: "counter", help: "Schedule slots that posted their message (each slot once).", samples: perAgent(agents.filter((m) => m.schedules), (m) => m.schedules!.fired) },
     {
-      name: "baton_schedule_skips_total", type: "counter", help: "Schedule slots skipped, by why: paused (the schedule or agent), missed (later than the late grace, catch-up), busy (on_busy reject).",
+      name: "baton_schedule_skips_total", type: "counter", help: "Schedule slots skipped, by why: paused (the schedule or agent), missed (later than the late grace, catch-up), busy (on_busy reject). At least: a cron's long outage adds only the slots counted (a skip with count_at_least).",
       samples: perAgentAndKey(agents.filter((m) => m.schedules), "reason", (m) => m.schedules!.skipped),
     },
     {

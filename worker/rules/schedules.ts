@@ -23,8 +23,9 @@ const POSTS_PER_DECISION = 20;
 /**
  * Cron steps a skip record's count may take (croner walks slot by slot, about 0.05-0.25 ms a step
  * here): a cron schedule's missed slots are counted up to this, so a year's outage of a per-minute
- * cron is decided in about as many steps as its posts, and nothing it does delays a lease. A count
- * at the cap means "at least"; the record's first and last slot give the span. `every` counts exactly.
+ * cron is decided in about as many steps as its posts, and nothing it does delays a lease. When
+ * more slots than this were missed, the skip records this count with `countAtLeast` and nothing is
+ * added to or taken from it; the record's first and last slot give the span. `every` counts exactly.
  */
 export const CRON_COUNT_STEPS = 20;
 
@@ -45,6 +46,8 @@ export interface SlotSkip {
   slot: number;
   last: number;
   count: number;
+  /** More than `count` slots were skipped (a cron's count stopped at CRON_COUNT_STEPS); absent: exact. */
+  countAtLeast?: true;
   reason: SkipReason;
 }
 
@@ -123,7 +126,7 @@ export function decideSchedule(s: ScheduleState, agentPaused: boolean, now: numb
   // Missed past the grace: the first, the latest, and how many.
   const firstOld = slotAfter(s.cadence, cursor);
   const old = firstOld !== null && firstOld < graceStart
-    ? { first: firstOld, last: slotAtOrBefore(s.cadence, graceStart - 1, cursor) ?? firstOld, count: slotsBetween(s.cadence, cursor, graceStart - 1, CRON_COUNT_STEPS) }
+    ? { first: firstOld, last: slotAtOrBefore(s.cadence, graceStart - 1, cursor) ?? firstOld, ...missedCount(s.cadence, cursor, graceStart - 1) }
     : null;
   // Late within the grace, or on time: due once their jitter passed, in order.
   const recent: number[] = [];
@@ -136,13 +139,16 @@ export function decideSchedule(s: ScheduleState, agentPaused: boolean, now: numb
   let missed = s.missed;
   if (paused) {
     const first = old?.first ?? recent[0];
-    if (first !== undefined && latest !== null) skips.push({ slot: first, last: latest, count: (old?.count ?? 0) + recent.length, reason: "paused" });
+    if (first !== undefined && latest !== null) {
+      skips.push(old?.atLeast ? { slot: first, last: latest, count: old.count, countAtLeast: true, reason: "paused" } : { slot: first, last: latest, count: (old?.count ?? 0) + recent.length, reason: "paused" });
+    }
     missed = latest ?? missed;
   } else {
     const catchUp = s.catchUp === "one" && recent.length === 0 ? (old?.last ?? missed) : null;
     if (old) {
-      const skipped = catchUp === old.last ? old.count - 1 : old.count;
-      if (skipped > 0) skips.push({ slot: old.first, last: catchUp === old.last ? slotAtOrBefore(s.cadence, old.last - 1, cursor) ?? old.first : old.last, count: skipped, reason: "missed" });
+      const last = catchUp === old.last ? slotAtOrBefore(s.cadence, old.last - 1, cursor) ?? old.first : old.last;
+      if (old.atLeast) skips.push({ slot: old.first, last, count: old.count, countAtLeast: true, reason: "missed" });
+      else if (catchUp !== old.last || old.count > 1) skips.push({ slot: old.first, last, count: catchUp === old.last ? old.count - 1 : old.count, reason: "missed" });
     }
     if (catchUp !== null) post.push(catchUp);
     post.push(...recent);
@@ -150,6 +156,16 @@ export function decideSchedule(s: ScheduleState, agentPaused: boolean, now: numb
   }
   const lastSlot = latest ?? s.lastSlot;
   return { id: s.id, post, skips, lastSlot, missed, next: nextFire({ ...s, lastSlot }) };
+}
+
+/**
+ * How many slots fall in (after, until]: a cron's walk stops one step past CRON_COUNT_STEPS, so
+ * `atLeast` means more than CRON_COUNT_STEPS fell, and the count with one posted or the recent
+ * slots added is still at least CRON_COUNT_STEPS.
+ */
+function missedCount(c: Cadence, after: number, until: number): { count: number; atLeast: boolean } {
+  const n = slotsBetween(c, after, until, CRON_COUNT_STEPS + 1);
+  return c.kind === "cron" && n > CRON_COUNT_STEPS ? { count: CRON_COUNT_STEPS, atLeast: true } : { count: n, atLeast: false };
 }
 
 /** The schedule's next slot after the latest decided, and when it falls due with its jitter (null: none left). */

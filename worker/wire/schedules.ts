@@ -31,7 +31,10 @@ export const scheduleBodySchema = z.strictObject({
   paused: z.optional(z.boolean()),
 });
 
-/** One slot decided: posted (its message) or skipped (why; `count` slots from `slot` to `last_slot`). */
+/**
+ * One slot decided: posted (its message) or skipped (why; `count` slots from `slot` to `last_slot`,
+ * or with `count_at_least` more than `count`: a cron's missed slots are counted only so far).
+ */
 export const scheduleFireSchema = z.object({
   slot: z.number(),
   outcome: z.enum(SLOT_OUTCOMES),
@@ -40,6 +43,8 @@ export const scheduleFireSchema = z.object({
   message_id: z.nullable(z.int()),
   reason: z.nullable(z.enum(SKIP_REASONS)),
   count: count,
+  /** True: more than `count` slots were skipped (absent: `count` is exact). */
+  count_at_least: z.optional(z.literal(true)),
   last_slot: z.number(),
 });
 
