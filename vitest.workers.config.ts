@@ -9,10 +9,12 @@ import { defineConfig } from "vitest/config";
 /**
  * "baton-dev-token" for account dev (old form: every scope), "other-account-token" for other; limits,
  * quiet, hooks, directory and clock are used by one test file each. The named dev tokens ("dev-<name>-token") carry
- * one scope each (scopes.test.ts).
+ * one scope each (scopes.test.ts). "dev-twin-token" is a second unnamed dev token (also `default`), for keys
+ * that must tell two tokens of one name apart (a2a.test.ts).
  */
 const TOKENS = [
   "dev:8eb1988b5d11e51b42a73fbede6ec8602a22164ed1eecb7d67e729042623a371",
+  "dev:0be1962c90b21cab8ed837d7a9ceef49cba245f603d4ba2613b02cc8344069a2",
   "dev:runner:serve:cee9d12fb9fefdfafe98d97f5c8a247e071a0e6778089dee7cf2be571ee606d2",
   "dev:reader:read:47beeb95da92ee9485a13c613b44b1dd7ff064c2c2815902e1c2e6d765b3c8ad",
   "dev:sender:send:2870d819996b8d92fe0d8068619e243d796124ad8e7b0a16805944b271b1571d",

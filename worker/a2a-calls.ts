@@ -55,11 +55,11 @@ function request(c: A2ACaller, url: URL, method: string, body: unknown, headers:
 }
 
 /**
- * The Idempotency-Key of a SendMessage: its messageId as this caller's (token name, as MCP keys a
- * tool call's post), so a retry of one caller posts once and another caller who picks the same
+ * The Idempotency-Key of a SendMessage: its messageId as this caller's (its credential, as MCP keys a
+ * tool call's post; never its name, which many share), so a retry of one caller posts once and another caller who picks the same
  * messageId (A2A leaves the choice to the client) gets a message of its own, never the first one.
  */
 export async function sendKey(c: A2ACaller, messageId: string): Promise<string> {
-  const digest = await sha256(`${c.caller.tokenName}\n${messageId}`);
+  const digest = await sha256(`${c.caller.credential}\n${messageId}`);
   return `a2a-${[...digest.slice(0, 20)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }

@@ -2,7 +2,7 @@
 // @a2a-js/sdk 1.3 speaks): its Agent Card at /agents/{agent}/a2a/.well-known/agent-card.json and
 // JSON-RPC at /agents/{agent}/a2a. A task is a message, a context its on_busy group. Each method
 // goes through the route it wraps (a2a-calls.ts): SendMessage posts (the A2A messageId, scoped to
-// the caller's token, is the post's Idempotency-Key, so a retry never posts twice) or, naming a task that waits for a person,
+// the caller's credential, is the post's Idempotency-Key, so a retry never posts twice) or, naming a task that waits for a person,
 // answers it; GetTask reads; CancelTask cancels (the runner's process tree stops); ListTasks pages
 // the history; the push-notification methods set, read and remove a task's push targets through
 // …/messages/{id}/push (push-routes.ts). Bad input is JSON-RPC's error and changes nothing.

@@ -18,6 +18,7 @@ import {
 } from "./wire/protocol.ts";
 import type { Answerer } from "./objects/message-leases.ts";
 import { callerOf } from "./scopes.ts";
+import { sha256 } from "./auth.ts";
 import { webhookCounts } from "./rules/webhook-exposure.ts";
 import type { Presence } from "./wire/server-frames.ts";
 import type { Handler, Handlers, RouteCall } from "./routes.ts";
@@ -119,12 +120,23 @@ function decodeSegment(segment: string): string {
   }
 }
 
-/** With an Idempotency-Key header, a retry within the key's retention returns the first post's message (200, Idempotent-Replayed). */
+/**
+ * The key a post's Idempotency-Key is kept under: the caller's own (its credential's digest first),
+ * so one caller's key, or a key A2A or MCP derived for it, never finds another caller's message, and
+ * no client key is a schedule slot's (`schedule:...`).
+ */
+async function ownKey(credential: string, key: string): Promise<string> {
+  const digest = [...(await sha256(credential)).slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `${digest}/${key}`;
+}
+
+/** With an Idempotency-Key header, a retry by the same credential within the key's retention returns the first post's message (200, Idempotent-Replayed). */
 async function postMessage(request: Request, stub: Stub, by: Answerer): Promise<Response> {
-  const key = request.headers.get("idempotency-key");
-  if (key !== null && (key.length < 1 || key.length > LIMITS.idempotencyKeyChars || !MACHINE_LABEL.test(key))) {
+  const given = request.headers.get("idempotency-key");
+  if (given !== null && (given.length < 1 || given.length > LIMITS.idempotencyKeyChars || !MACHINE_LABEL.test(given))) {
     return errorResponse(400, "bad_request", `Idempotency-Key must be 1-${LIMITS.idempotencyKeyChars} printable characters`);
   }
+  const key = given === null ? null : await ownKey(callerOf(request).credential, given);
   const body = await readJsonBody(request, LIMITS.messageTextBytes * 2);
   if (!body.ok) return body.response;
   const parsed = postMessageSchema.safeParse(body.data);

@@ -62,7 +62,7 @@ export function parseTokenConfig(raw: string | undefined): TokenEntry[] {
       throw new Error(`BATON_TOKENS gives one token hash two names or scope sets (entries ${previous.position} and ${index + 1})`);
     }
   });
-  return entries.map(({ account, name, scopes, hex }) => ({ account, tokenName: name, scopes, hash: hexToBytes(hex) }));
+  return entries.map(({ account, name, scopes, hex }) => ({ account, tokenName: name, credential: `token.${hex}`, scopes, hash: hexToBytes(hex) }));
 }
 
 function hexToBytes(hex: string): Uint8Array {

@@ -10,6 +10,11 @@ import { SCOPES, type Scope } from "./wire/token-scopes.ts";
 export interface Caller {
   account: string;
   tokenName: string;
+  /**
+   * Which credential it is, for what must be one caller's own (idempotency keys): `token.<sha256 hex>`
+   * or `grant.<user>:<grant id>`. A name is not one: unnamed tokens are all `default`, and every grant one token signs is `oauth.<name>`.
+   */
+  credential: string;
   scopes: readonly Scope[];
   /** Only these agents (an OAuth grant limited to agents: rules/oauth-grants.ts); absent: every agent. */
   agents?: readonly string[];

@@ -149,7 +149,7 @@ describe("grantedScopes", () => {
 
 describe("callerOf", () => {
   it("returns the caller the Worker remembered for that very request and throws for any other", () => {
-    const caller: Caller = { account: "dev", tokenName: "ana", scopes: ["read", "answer"] };
+    const caller: Caller = { account: "dev", tokenName: "ana", credential: "token.ab", scopes: ["read", "answer"] };
     const request = new Request("http://baton.test/whoami", { headers: { "x-baton-token-name": "admin" } });
     rememberCaller(request, caller);
     expect(callerOf(request)).toBe(caller);

@@ -2,14 +2,16 @@
 // needs the scope of the route it wraps, a refusal is HTTP 403 with JSON-RPC's error and changes
 // nothing, a person's token answers an input-required task and cancels, and what every request
 // meets first (the Origin check, the body limit) holds for A2A as well.
-import { SELF } from "cloudflare:test";
+import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { A2A_REQUEST_BYTES } from "../../worker/wire/a2a.ts";
+import { authorize, type FetchLike } from "../e2e/oauth-dance.ts";
 import { BASE, claimant, DEV_TOKEN, message, post, uniqueAgent, write } from "./helpers.ts";
 
 const SENDER = "dev-sender-token"; // send
 const PERSON = "dev-person-token"; // answer
+const TWIN = "dev-twin-token"; // unnamed like DEV_TOKEN, so also named `default`
 
 async function rpc(agent: string, token: string, method: string, params: unknown, headers: Record<string, string> = {}) {
   const res = await SELF.fetch(`${BASE}/agents/${agent}/a2a`, {
@@ -78,6 +80,48 @@ describe("A2A with scoped tokens", () => {
     expect(idOf(other)).not.toBe(idOf(first));
     expect(await message(agent, Number(idOf(other)))).toMatchObject({ text: "from another caller" });
     expect(await message(agent, Number(idOf(first)))).toMatchObject({ text: "from the sender" });
+  });
+
+  it("a messageId is one message per credential, not per token name: two tokens named default, and two grants one person signed, each post their own", async () => {
+    const agent = uniqueAgent();
+    await optIn(agent);
+    const messageId = crypto.randomUUID();
+    const withId = (text: string) => ({ ...send(text), message: { ...send(text).message, messageId } });
+    // Registered from an address of its own, so the per-address registration budget other files spend is not this test's.
+    const f: FetchLike = (url, init) => SELF.fetch(url, { ...init, headers: { ...init?.headers as Record<string, string>, "cf-connecting-ip": "192.0.2.51" } });
+    const grant = async () => (await authorize(f, BASE, { token: DEV_TOKEN, scopes: ["send"] })).tokens.access_token;
+    const [first, second] = [await grant(), await grant()];
+    const idOf = (r: Awaited<ReturnType<typeof rpc>>) => (r.body.result!.task as { id: string }).id;
+    const byFirst = await rpc(agent, first, "SendMessage", withId("secret of the first client"));
+    const bySecond = await rpc(agent, second, "SendMessage", withId("from the second client"));
+    expect(idOf(bySecond)).not.toBe(idOf(byFirst));
+    expect(JSON.stringify(bySecond.body)).not.toContain("secret of the first client");
+    const byDefault = await rpc(agent, DEV_TOKEN, "SendMessage", withId("from baton-dev-token"));
+    const byTwin = await rpc(agent, TWIN, "SendMessage", withId("from the twin"));
+    expect(idOf(byTwin)).not.toBe(idOf(byDefault));
+    expect(await message(agent, Number(idOf(byTwin)))).toMatchObject({ text: "from the twin" });
+    expect(idOf(await rpc(agent, TWIN, "SendMessage", withId("from the twin")))).toBe(idOf(byTwin));
+  });
+
+  it("a REST Idempotency-Key equal to the key an A2A SendMessage derived never returns that message to another credential", async () => {
+    const agent = uniqueAgent();
+    await optIn(agent);
+    const messageId = crypto.randomUUID();
+    const sent = await rpc(agent, DEV_TOKEN, "SendMessage", { ...send("a2a secret"), message: { ...send("a2a secret").message, messageId } });
+    const id = Number((sent.body.result!.task as { id: string }).id);
+    const { sendKey } = await import("../../worker/a2a-calls.ts");
+    const { authenticate, parseTokenConfig } = await import("../../worker/auth.ts");
+    const caller = (await authenticate(DEV_TOKEN, parseTokenConfig((env as { BATON_TOKENS: string }).BATON_TOKENS)))!;
+    const key = await sendKey({ caller } as Parameters<typeof sendKey>[0], messageId);
+    for (const token of [SENDER, TWIN]) {
+      const res = await SELF.fetch(`${BASE}/agents/${agent}/messages`, {
+        method: "POST", headers: { Authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify({ text: "rest" }),
+      });
+      expect(res.status).toBe(201);
+      const view = (await res.json()) as { id: number; text: string };
+      expect(view.id).not.toBe(id);
+      expect(view.text).toBe("rest");
+    }
   });
 
   it("a web page on another origin is refused before any method; an A2A version other than 1.x is -32009; a body over the limit is -32600 with 413; none posts anything", async () => {

@@ -7,10 +7,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { BASE, DEV_TOKEN, message, post } from "./helpers.ts";
+import { BASE, DEV_TOKEN, message, post, uniqueAgent } from "./helpers.ts";
 import { frozenAgent } from "./clock.ts";
 
 const READER = "dev-reader-token"; // read only
+const TWIN = "dev-twin-token"; // unnamed like DEV_TOKEN, so also named `default`
 const HEADERS = { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" };
 
 async function rpc(body: unknown, headers: Record<string, string> = HEADERS): Promise<{ status: number; type: string | null; body: string }> {
@@ -42,6 +43,21 @@ describe("the MCP quick path answers as the SDK's path does", () => {
       expect(JSON.parse(quick.body), `${name} ${quick.body}`).toEqual(JSON.parse(sdk.body));
     }
     expect((await message(agent, id)).status).toBe("queued");
+  });
+
+  it("a send's post key is the credential's, not the token name's: two tokens named default with one session and request id post twice, a retry once", async () => {
+    const agent = uniqueAgent();
+    const session = crypto.randomUUID();
+    const send = async (token: string) => {
+      const res = await rpc(sdkCall("send", { agent, text: `from ${token}` }, 7), { ...HEADERS, authorization: `Bearer ${token}`, "mcp-session-id": session });
+      const json = res.body.startsWith("{") ? res.body : res.body.split("\n").find((l) => l.startsWith("data:"))!.slice(5);
+      return (JSON.parse(json) as { result: { structuredContent: { message_id: number } } }).result.structuredContent.message_id;
+    };
+    const first = await send(DEV_TOKEN);
+    const twin = await send(TWIN);
+    expect(twin).not.toBe(first);
+    expect(await message(agent, twin)).toMatchObject({ text: `from ${TWIN}` });
+    expect(await send(TWIN)).toBe(twin);
   });
 
   it("every check of the SDK's transport and server refuses a quick tool's call as it refuses a request the SDK answers", async () => {

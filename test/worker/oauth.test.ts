@@ -11,7 +11,7 @@ import { REGISTRATIONS_PER_MINUTE } from "../../worker/rules/registration-limit.
 import { agentLimitRefusal, grantableScopes, grantCaller, parseAgentLimit } from "../../worker/rules/oauth-grants.ts";
 import { grantListSchema } from "../../worker/wire/grants.ts";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { SCOPES } from "../../worker/wire/token-scopes.ts";
+import { SCOPES, type Scope } from "../../worker/wire/token-scopes.ts";
 import { authorize, openSignIn, REDIRECT_URI, refresh, registerClient, submitSignIn, type FetchLike } from "../e2e/oauth-dance.ts";
 import { BASE, claimant, DEV_TOKEN, message, post, uniqueAgent, write } from "./helpers.ts";
 
@@ -239,15 +239,16 @@ describe("grant rules", () => {
     expect(grantableScopes([], [...SCOPES], "t")).toMatchObject({ ok: false });
   });
 
-  it("the caller is the grant's scopes that the signing token still has, read implied; another account's token is no signer", () => {
+  it("the caller is the grant's scopes that the signing token still has, read implied, and the grant its credential; another account's token is no signer", () => {
     const props = { account: "dev", signer: "ab", signerName: "ana", agents: ["a"] };
-    expect(grantCaller(props, ["send", "answer"], { account: "dev", tokenName: "ana", scopes: ["read", "answer"] })).toEqual({ account: "dev", tokenName: "oauth.ana", scopes: ["read", "answer"], agents: ["a"] });
-    expect(grantCaller(props, ["send"], { account: "other", tokenName: "ana", scopes: [...SCOPES] })).toBeNull();
-    expect(grantCaller(props, ["send"], null)).toBeNull();
+    const signer = { account: "dev", tokenName: "ana", credential: "token.ab", scopes: ["read", "answer"] as Scope[] };
+    expect(grantCaller(props, ["send", "answer"], signer, "u:g1")).toEqual({ account: "dev", tokenName: "oauth.ana", credential: "grant.u:g1", scopes: ["read", "answer"], agents: ["a"] });
+    expect(grantCaller(props, ["send"], { ...signer, account: "other", scopes: [...SCOPES] }, "u:g1")).toBeNull();
+    expect(grantCaller(props, ["send"], null, "u:g1")).toBeNull();
   });
 
   it("agent limits: none for an unlimited caller; a limited one reaches its agents and whoami only", () => {
-    const limited = { account: "dev", tokenName: "oauth.ana", scopes: [...SCOPES], agents: ["a"] };
+    const limited = { account: "dev", tokenName: "oauth.ana", credential: "grant.u:g1", scopes: [...SCOPES], agents: ["a"] };
     expect(agentLimitRefusal({ ...limited, agents: undefined }, "GET /agents", null)).toBeNull();
     expect(agentLimitRefusal(limited, "GET /agents/{agent}/presence", "a")).toBeNull();
     expect(agentLimitRefusal(limited, "GET /agents/{agent}/presence", "b")).toContain("not b");

@@ -55,7 +55,7 @@ describe("OAuth grants: admin", () => {
     expect(await as(tokens.access_token, "GET", "/whoami")).toMatchObject({ status: 200, body: { scopes: ["read", "send", "serve", "answer", "admin"] } });
     expect((await as(tokens.access_token, "POST", `/agents/${uniqueAgent()}/messages`, { text: "x" })).status).toBe(201);
     // Narrowed with its signing token: the signer's scopes now, not read alone.
-    expect(grantCaller({ account: "dev", signer: "ab", signerName: "admin", agents: null }, ["admin"], { account: "dev", tokenName: "admin", scopes: ["read", "answer"] }))
+    expect(grantCaller({ account: "dev", signer: "ab", signerName: "admin", agents: null }, ["admin"], { account: "dev", tokenName: "admin", credential: "token.ab", scopes: ["read", "answer"] }, "u:g"))
       .toMatchObject({ scopes: ["read", "answer"] });
   });
 });

@@ -45,13 +45,13 @@ async function hex(text: string): Promise<string> {
 }
 
 /**
- * The Idempotency-Key of a post made by one tool call: the same token, session and JSON-RPC id is
+ * The Idempotency-Key of a post made by one tool call: the same credential (never a token name, which many share), session and JSON-RPC id is
  * the same call, so a host's retry of it finds the first post. Without a session id (a client that
  * ignored the one it was given) a request id alone is no identity, so nothing is deduplicated.
  */
-function postKeyOf(tokenName: string, session: string | null): ToolsOptions["postKey"] {
+function postKeyOf(credential: string, session: string | null): ToolsOptions["postKey"] {
   if (session === null) return undefined;
-  return async (extra) => `mcp-${(await hex(`${tokenName}\n${session}\n${String(extra.requestId)}`)).slice(0, 40)}`;
+  return async (extra) => `mcp-${(await hex(`${credential}\n${session}\n${String(extra.requestId)}`)).slice(0, 40)}`;
 }
 
 /** What one request's tool calls go out with: `json` (answered in one JSON reply) lets them in as the caller already let in. */
@@ -65,7 +65,7 @@ function mcpCall(request: Request, url: URL, env: Env, session: string | null, j
       // A quick answer's calls are this request's caller's (handleAs); a streamed one's may wait for minutes, so each is let in anew.
       fetch: json ? (input, init) => handleAs(caller, new Request(input, init), env) : (input, init) => handle(new Request(input, init), env),
     },
-    postKey: postKeyOf(caller.tokenName, session),
+    postKey: postKeyOf(caller.credential, session),
   };
 }
 

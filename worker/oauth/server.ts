@@ -170,5 +170,6 @@ export async function oauthCaller(token: string, request: Request, env: Env, ent
   if (found === null) return null;
   const validated = await found.authorization.validateToken(origin, token, env);
   if (validated === null || !isGrantProps(validated.props)) return null;
-  return grantCaller(validated.props, validated.scope, callerByHash(validated.props.signer, entries));
+  const [user, grant] = token.split(":");
+  return grantCaller(validated.props, validated.scope, callerByHash(validated.props.signer, entries), `${user}:${grant}`);
 }

@@ -80,14 +80,15 @@ export function personOf(tokenName: string): string {
 /**
  * The caller an OAuth access token stands for, in the shape every route's scope check reads, or
  * null when the token that signed the grant in is no longer configured (or no longer of that
- * account). Its scopes are the grant's that the signing token still has, read implied (all of them for admin).
+ * account). Its scopes are the grant's that the signing token still has, read implied (all of them for admin);
+ * `grant` (`user:grant id`) is its credential, the same across refreshes.
  */
-export function grantCaller(props: GrantProps, grantScope: readonly string[], signer: Caller | null): Caller | null {
+export function grantCaller(props: GrantProps, grantScope: readonly string[], signer: Caller | null, grant: string): Caller | null {
   if (signer === null || signer.account !== props.account) return null;
   // As for a baton token (scopes.ts grantedScopes): admin grants every scope, and every scope grants read.
   const asked = grantScope.includes("admin") ? SCOPES : SCOPES.filter((scope) => scope === "read" || grantScope.includes(scope));
   const scopes = asked.filter((scope) => scope === "read" || signer.scopes.includes(scope));
-  return { account: props.account, tokenName: oauthTokenName(props.signerName), scopes, ...(props.agents === null ? {} : { agents: props.agents }) };
+  return { account: props.account, tokenName: oauthTokenName(props.signerName), credential: `grant.${grant}`, scopes, ...(props.agents === null ? {} : { agents: props.agents }) };
 }
 
 /**

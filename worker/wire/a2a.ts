@@ -50,7 +50,7 @@ const partSchema = z.object({
   mediaType: z.optional(z.string()),
 });
 
-/** An id a client gives (messageId, contextId): printable, at most 120 characters (a messageId, hashed with the caller's token name, is the post's Idempotency-Key). */
+/** An id a client gives (messageId, contextId): printable, at most 120 characters (a messageId, hashed with the caller's credential, is the post's Idempotency-Key). */
 const clientId = z.string().check(z.minLength(1), z.maxLength(120), z.regex(/^[^\p{Cc}\p{Cf}]+$/u));
 
 export const a2aMessageSchema = z.object({
