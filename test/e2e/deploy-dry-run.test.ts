@@ -36,7 +36,10 @@ import { ROOT } from "./wrangler-dev.ts";
 // Raised from 1280 KiB when a frame's replies became events of the plan (rules/plan/reply.ts, objects/agent-frames.ts, connection ids): 1279.5 KiB on main before, 1281.4 after; gzipped 301.7 to 302.3.
 // Raised from 1290 KiB: main at 84c033e measured 1290.6 KiB (already over), and chaos46's per-caller A2A key, OAuth
 // registration budget and account-limit reservations add 1.3 KiB: 1291.9 KiB; gzipped 304.8 to 305.3.
-const BUNDLE_BUDGET_BYTES = 1300 * 1024;
+// Raised from 1300 KiB for the mends of the adversarial read of 2026-12-06 (registration key per /64 with the
+// provider's CORS headers, places given back by refused adds, capped cron counts on the wire, keys per credential):
+// 1301.0 KiB, 308.1 KiB gzipped on a clean clone.
+const BUNDLE_BUDGET_BYTES = 1310 * 1024;
 // Gzip raised from 300 KiB when the branches of 2026-12-06 met (A2A pushes, the plan's typed effects, the outbox rule, kept MCP servers): 300.4 KiB measured.
 const GZIP_BUDGET_BYTES = 310 * 1024;
 
