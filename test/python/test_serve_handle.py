@@ -10,35 +10,29 @@ import asyncio
 from conftest import DEV_TOKEN, READ_ONLY_TOKEN, unique
 
 
-def test_a_refused_token_ends_serving_with_coordinator_error(dev):
+def _serving_error(dev, agent: str, token: str):
+    """The error a serve handle ends with when the coordinator refuses its token."""
     import baton
     import pytest
 
     async def main():
-        handle = await baton.serve("refused", lambda m, c: None, url=dev.url, token="wrong", machine="m")
+        handle = await baton.serve(agent, lambda m, c: None, url=dev.url, token=token, machine="m")
         with pytest.raises(baton.CoordinatorError) as info:
             async with asyncio.timeout(10):
                 await handle.done
         await handle.stop()
         return info.value
 
-    err = asyncio.run(main())
+    return asyncio.run(main())
+
+
+def test_a_refused_token_ends_serving_with_coordinator_error(dev):
+    err = _serving_error(dev, "refused", "wrong")
     assert err.status == 401
 
 
 def test_a_token_without_the_serve_scope_ends_serving_with_forbidden(dev):
-    import baton
-    import pytest
-
-    async def main():
-        handle = await baton.serve("scoped", lambda m, c: None, url=dev.url, token=READ_ONLY_TOKEN, machine="m")
-        with pytest.raises(baton.CoordinatorError) as info:
-            async with asyncio.timeout(10):
-                await handle.done
-        await handle.stop()
-        return info.value
-
-    err = asyncio.run(main())
+    err = _serving_error(dev, "scoped", READ_ONLY_TOKEN)
     assert (err.status, err.code) == (403, "forbidden")
     assert "token wall of account dev lacks the serve scope" in str(err)
 
