@@ -58,3 +58,21 @@ async def serve_one(dev, agent: str, handler, events: list[dict[str, Any]], done
         return await wait_message(dev, agent, mid, done or (lambda m: m["status"] in ("acknowledged", "failed", "parked")), timeout)
     finally:
         await handle.stop()
+
+
+def serve_refused_run(dev, agent: str, handler, events: list, seen: list, answered: str) -> dict[str, Any]:
+    """Serves `agent` from this process, posts one message, waits until `handler` has seen its write
+    answered (`answered`) and the run has ended posting nothing, and returns the message's view."""
+    import baton
+
+    async def main():
+        handle = await baton.serve(agent, handler, url=dev.url, token=DEV_TOKEN, machine="refused", on_event=events.append)
+        try:
+            mid = await asyncio.to_thread(dev.post_message, agent, "go")
+            await until(lambda: bool(seen), answered)
+            await until(lambda: any(e["type"] == "suppressed" for e in events), "the run ended and posted nothing")
+            return await asyncio.to_thread(dev.message, agent, mid)
+        finally:
+            await handle.stop()
+
+    return asyncio.run(main())

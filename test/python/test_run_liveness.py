@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from conftest import DEV_TOKEN, unique
-from e2e_helpers import until, wait_message
+from e2e_helpers import serve_refused_run, until, wait_message
 
 
 def test_heartbeats_keep_a_run_past_its_heartbeat_timeout(dev):
@@ -106,17 +106,7 @@ def test_a_journal_write_refused_as_someone_elses_raises_lease_lost_and_stops_th
         seen.append(("no error", ctx.cancelled))
         return "recorded under a wrong token"
 
-    async def main():
-        handle = await baton.serve(agent, handler, url=dev.url, token=DEV_TOKEN, machine="refused", on_event=events.append)
-        try:
-            mid = await asyncio.to_thread(dev.post_message, agent, "go")
-            await until(lambda: bool(seen), "the step was answered")
-            await until(lambda: any(e["type"] == "suppressed" for e in events), "the run ended and posted nothing")
-            return await asyncio.to_thread(dev.message, agent, mid)
-        finally:
-            await handle.stop()
-
-    m = asyncio.run(main())
+    m = serve_refused_run(dev, agent, handler, events, seen, "the step was answered")
     assert len(seen) == 1 and seen[0][0] in ("stale_token", "not_your_message") and seen[0][1] is True, seen
     assert m["reply"] is None and m["steps"] == [], m
     assert not [e for e in events if e["type"] in ("ran", "handler_failed")], events

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from conftest import DEV_TOKEN, unique
-from e2e_helpers import holder_and_standby, until, wait_message
+from e2e_helpers import holder_and_standby, serve_refused_run, until, wait_message
 
 MiB = 1024 * 1024
 
@@ -140,17 +140,7 @@ def test_an_upload_refused_as_someone_elses_raises_lease_lost_and_stops_the_run(
         seen.append(("no error", ctx.cancelled))
         return "uploaded under a wrong token"
 
-    async def main():
-        handle = await baton.serve(agent, handler, url=dev.url, token=DEV_TOKEN, machine="refused", on_event=events.append)
-        try:
-            mid = await asyncio.to_thread(dev.post_message, agent, "go")
-            await until(lambda: bool(seen), "the upload was answered")
-            await until(lambda: any(e["type"] == "suppressed" for e in events), "the run ended and posted nothing")
-            return await asyncio.to_thread(dev.message, agent, mid)
-        finally:
-            await handle.stop()
-
-    m = asyncio.run(main())
+    m = serve_refused_run(dev, agent, handler, events, seen, "the upload was answered")
     assert len(seen) == 1 and seen[0][0] in ("stale_token", "not_your_message") and seen[0][1] is True, seen
     assert m["reply"] is None and m["steps"] == [], m
     assert [e["frame"] for e in events if e["type"] == "refused"] == ["blob"], events
