@@ -78,11 +78,11 @@ export default defineConfig({
     projects: [
       {
         plugins: [workers("1")],
-        test: { name: "workers", setupFiles: ["test/worker/setup.ts"], include: ["test/worker/**/*.test.ts"], exclude: LONG_TTL, testTimeout: 20_000, hookTimeout: 30_000 },
+        test: { name: "workers", isolate: false, setupFiles: ["test/worker/setup.ts"], include: ["test/worker/**/*.test.ts"], exclude: LONG_TTL, testTimeout: 20_000, hookTimeout: 30_000 },
       },
       {
         plugins: [workers("60")],
-        test: { name: "long-ttl", setupFiles: ["test/worker/setup.ts"], include: LONG_TTL, testTimeout: 60_000, hookTimeout: 30_000 },
+        test: { name: "long-ttl", isolate: false, setupFiles: ["test/worker/setup.ts"], include: LONG_TTL, testTimeout: 60_000, hookTimeout: 30_000 },
       },
     ],
   },
