@@ -5,6 +5,7 @@
 // assert nothing about expiry and must not lose their scene to a busy machine.
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { patchPoolWorkers } from "./scripts/patch-pool-workers.mjs";
 
 /**
  * "baton-dev-token" for account dev (old form: every scope), "other-account-token" for other; limits,
@@ -67,11 +68,15 @@ function workers(heartbeatTtlSeconds: string) {
 
 const LONG_TTL = ["test/worker/hibernation.test.ts", "test/worker/bad-names.test.ts"];
 
-// Every file gets a workerd isolate of its own. One shared isolate (isolate: false) used about a
-// fifth less CPU, but @cloudflare/vitest-pool-workers 0.15.1 wraps a Durable Object class's
-// prototype in one more Proxy each time an object is constructed (createProxyPrototypeClass in
-// test-internal.mjs), so after a few dozen files' objects every property read overflowed the stack
-// ("Maximum call stack size exceeded at new Class"): 160 tests failed in a full run on 2026-12-06.
+// The files of a project share one isolate per pool worker (isolate: false): with an isolate each,
+// every file started a Miniflare and a workerd of its own and loaded the Worker anew, which was most
+// of the phase's CPU (10 files: 52 CPU-s isolated, 21 shared; the 50: 355 CPU-s before, about 155
+// after). Sharing needs the pool's prototype Proxy made once per class, not once per object
+// constructed (scripts/patch-pool-workers.mjs; before it, 160 tests overflowed the stack in a shared
+// run), and files that touch nothing of each other's: each file's agents are unique, and an account
+// whose directory a file counts or reconfigures is that file's alone (helpers.ts).
+patchPoolWorkers();
+
 export default defineConfig({
   test: {
     teardownTimeout: 10_000,
