@@ -9,8 +9,7 @@
 // handler captures nothing of a construction, so one Proxy made at the first construction answers
 // every read exactly as the chain did. 0.23.0 still has the growing chain.
 import { readFileSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 const VERSION = "0.15.1";
 
@@ -40,10 +39,9 @@ const ONCE = `	let proxied = false;
 
 /** Makes the pool's prototype Proxy once per class; a no-op when already done. Throws if the pool is not the version this fix was written for. */
 export function patchPoolWorkers() {
-  const require = createRequire(import.meta.url);
-  const root = dirname(require.resolve("@cloudflare/vitest-pool-workers/package.json"));
-  const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
-  const file = join(root, "dist/worker/lib/cloudflare/test-internal.mjs");
+  const root = new URL("../node_modules/@cloudflare/vitest-pool-workers/", import.meta.url);
+  const { version } = JSON.parse(readFileSync(new URL("package.json", root), "utf8"));
+  const file = fileURLToPath(new URL("dist/worker/lib/cloudflare/test-internal.mjs", root));
   const source = readFileSync(file, "utf8");
   if (source.includes(ONCE)) return;
   if (version !== VERSION || !source.includes(GROWING)) {
