@@ -70,7 +70,7 @@ const LONG_TTL = ["test/worker/hibernation.test.ts", "test/worker/bad-names.test
 
 // The files of a project share one isolate per pool worker (isolate: false): with an isolate each,
 // every file started a Miniflare and a workerd of its own and loaded the Worker anew, which was most
-// of the phase's CPU (10 files: 52 CPU-s isolated, 21 shared; the 50: 355 CPU-s before, about 155
+// of the phase's CPU (10 files: 52 CPU-s isolated, 21 shared; the 50: 355 CPU-s before, about 150
 // after). Sharing needs the pool's prototype Proxy made once per class, not once per object
 // constructed (scripts/patch-pool-workers.mjs; before it, 160 tests overflowed the stack in a shared
 // run), and files that touch nothing of each other's: each file's agents are unique, and an account
