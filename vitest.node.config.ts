@@ -13,7 +13,7 @@
 import { defineConfig } from "vitest/config";
 
 const TIMED = [
-  "client-library", "coordinator-restart", "flood", "lease-run", "lease-run-lost", "preference", "restart-truth", "serve-failover",
+  "client-library", "coordinator-restart", "flood", "lease-run", "lease-run-lost", "preference", "serve-failover",
   "serve-lifeline", "who-directory",
 ].map((name) => `test/e2e/${name}.test.ts`);
 
