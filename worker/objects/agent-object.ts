@@ -32,6 +32,7 @@ import { OutputFollowers } from "./output-followers.ts";
 import { AgentSchedules } from "./agent-schedules.ts";
 import type { A2APushTargets } from "./a2a-push.ts";
 import type { MessageView } from "../wire/http-responses.ts";
+import { Outbound } from "./outbound.ts";
 
 export type { CancelAnswer, PostResult, ResumeAnswer } from "./agent-inputs.ts";
 
@@ -86,7 +87,7 @@ export class AgentCoordinator extends AgentCalls {
     this.webhooks = new AgentWebhooks(ctx.storage.sql, directory, () => this.now(), undefined, env.BATON_WEBHOOK_ALLOW_PRIVATE === "true");
     this.parts = {
       desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx, clock: this.clock, config: this.config,
-      retention: this.config.retention,
+      retention: this.config.retention, outbound: new Outbound(),
     };
     this.schedules = new AgentSchedules(ctx.storage.sql, this.desk, this.webhooks, this.config.retention);
     this.inputs = new AgentInputs({
@@ -166,6 +167,9 @@ export class AgentCoordinator extends AgentCalls {
    * Posts the schedules' due slots (agent-schedules.ts), each through the plan as a post event, in
    * one transaction with the slots' records and each schedule's latest slot: a slot is posted once
    * or not at all, however the object is cut short. Ends with a plan of the alarm for the next slot.
+   * Its frames (a slot's hand-out) go out only once it commits; a fire that throws is rolled back
+   * and the object is reset, since its memory (open work, journals, the next wake) kept what the
+   * fire did: the next request rebuilds it from storage and fires again.
    */
   private fireSchedules(now: number): boolean {
     const account = this.identity?.account;
@@ -173,12 +177,17 @@ export class AgentCoordinator extends AgentCalls {
     const wake = this.schedules.nextWake(now, paused);
     if (account === undefined || wake === null || wake > now) return false;
     const count = this.schedules.count();
-    this.ctx.storage.transactionSync(() => {
-      for (const slot of this.schedules.due(now, paused)) {
-        const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)) : null;
-        this.schedules.posted(slot, plan?.post ?? null, now);
-      }
-    });
+    try {
+      this.parts.outbound.transaction(this.ctx.storage, () => {
+        for (const slot of this.schedules.due(now, paused)) {
+          const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)) : null;
+          this.schedules.posted(slot, plan?.post ?? null, now);
+        }
+      });
+    } catch (err) {
+      this.ctx.abort(`a schedule fire was rolled back: ${err instanceof Error ? err.message : String(err)}`);
+      throw err;
+    }
     this.step(now, { type: "alarm" });
     this.noteScheduleCount(count);
     // A fire changes the schedules' figures /metrics reports with presence.
