@@ -103,7 +103,7 @@ function run(p: ApplyParts, e: Effect, byId: ReadonlyMap<string, Socket<ConnStat
       const c = e.change;
       const saved = leases.save(c, now);
       stored.last = saved;
-      if (c.kind === "output") p.desk.output.append(c.id, c.output, now);
+      if (c.kind === "output") p.desk.appendOutput(c.id, c.output, now);
       if (e.marks.ended !== null || e.marks.began !== null) p.desk.output.mark(c.id, e.marks, now);
       if (saved !== null) {
         stored.rows.set(saved.id, saved);

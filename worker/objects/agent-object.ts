@@ -72,7 +72,7 @@ export class AgentCoordinator extends AgentCalls {
     this.store = new AgentStore(ctx.storage.sql);
     this.identity = this.store.identity(agentOfObject(ctx.id));
     this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
-    this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`, this.config.outputBytes);
+    this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`, this.config.outputBytes, this.config.agentOutputBytes);
     this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
     this.reports = new PresenceReports(ctx.storage.sql, this.config.heartbeatTtlMs, this.clock, ctx, env.DIRECTORY, this.identity, {
       read: () => {
