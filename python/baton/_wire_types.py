@@ -38,6 +38,7 @@ class HelloFrame(TypedDict, total=False):
     type: Required[Literal["hello"]]
     machine: NotRequired[str]
     concurrency: NotRequired[int]
+    stopping: NotRequired[Literal[true]]
 
 
 class ServeLeaseFrame(TypedDict, total=False):
