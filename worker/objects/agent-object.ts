@@ -166,10 +166,8 @@ export class AgentCoordinator extends AgentCalls {
   /**
    * Posts the schedules' due slots (agent-schedules.ts), each through the plan as a post event, in
    * one transaction with the slots' records and each schedule's latest slot: a slot is posted once
-   * or not at all, however the object is cut short. Ends with a plan of the alarm for the next slot.
-   * Its frames (a slot's hand-out) go out only once it commits; a fire that throws is rolled back
-   * and the object is reset, since its memory (open work, journals, the next wake) kept what the
-   * fire did: the next request rebuilds it from storage and fires again.
+   * or not at all, however the object is cut short; its frames (a slot's hand-out) go out only once
+   * it commits (outbound.ts). Ends with a plan of the alarm for the next slot.
    */
   private fireSchedules(now: number): boolean {
     const account = this.identity?.account;
@@ -177,17 +175,12 @@ export class AgentCoordinator extends AgentCalls {
     const wake = this.schedules.nextWake(now, paused);
     if (account === undefined || wake === null || wake > now) return false;
     const count = this.schedules.count();
-    try {
-      this.parts.outbound.transaction(this.ctx.storage, () => {
-        for (const slot of this.schedules.due(now, paused)) {
-          const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)) : null;
-          this.schedules.posted(slot, plan?.post ?? null, now);
-        }
-      });
-    } catch (err) {
-      this.ctx.abort(`a schedule fire was rolled back: ${err instanceof Error ? err.message : String(err)}`);
-      throw err;
-    }
+    this.parts.outbound.transaction(this.ctx, "a schedule fire", () => {
+      for (const slot of this.schedules.due(now, paused)) {
+        const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)) : null;
+        this.schedules.posted(slot, plan?.post ?? null, now);
+      }
+    });
     this.step(now, { type: "alarm" });
     this.noteScheduleCount(count);
     // A fire changes the schedules' figures /metrics reports with presence.

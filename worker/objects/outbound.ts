@@ -11,13 +11,21 @@ export class Outbound {
     else this.held.push(out);
   }
 
-  /** Runs `work` in one synchronous transaction of `storage`; what it sends goes out only if it committed. */
-  transaction(storage: DurableObjectStorage, work: () => void): void {
+  /**
+   * Runs `work` in one synchronous transaction of the object's storage; what it sends goes out only
+   * if it committed. One that throws is rolled back and the object is reset (`ctx.abort`): its
+   * memory (open work, journals, a schedule's next wake) kept what storage no longer has, and the
+   * next request rebuilds it from storage. Its sockets close, and their runners reconnect.
+   */
+  transaction(ctx: DurableObjectState, what: string, work: () => void): void {
     if (this.held !== null) throw new Error("transactions of the outbound are not nested");
     const held: (() => void)[] = [];
     this.held = held;
     try {
-      storage.transactionSync(work);
+      ctx.storage.transactionSync(work);
+    } catch (err) {
+      ctx.abort(`${what} was rolled back: ${err instanceof Error ? err.message : String(err)}`);
+      throw err;
     } finally {
       this.held = null;
     }
