@@ -53,6 +53,8 @@ function workers(heartbeatTtlSeconds: string) {
         BATON_RESTART_GRACE_SECONDS: "1",
         // The smallest output budget, so output.test.ts passes it with a few frames.
         BATON_OUTPUT_BYTES_PER_MESSAGE: "65536",
+        // Twice that per agent, so output.test.ts passes it with three messages.
+        BATON_OUTPUT_BYTES_PER_AGENT: "131072",
         BATON_TOKENS: TOKENS,
         BATON_ALLOWED_ORIGINS: "https://ops.example",
         // As a deployment: webhook URLs at private addresses are refused (webhook-exposure.test.ts).

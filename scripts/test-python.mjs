@@ -15,8 +15,11 @@
 //   (DEBIAN_FILES), and test_package.py, which builds the sdist and wheel offline there
 //   (BATON_PY_OFFLINE=1). A full second run cost about 75 s of a lane for no path it alone reached.
 //
-// Each run prints the Python and websockets versions it used and its time. Builds the CLI first if
-// dist/ is missing (one test runs `baton serve` beside a Python runner). Bounded to 8 minutes in all.
+// Both runs use one `wrangler dev` (test/python/dev_server.py), started first so that its start-up
+// overlaps the clean venv's install; the tests' agents are their own, so the runs need no server
+// each. Each run prints the Python and websockets versions it used and its time. Builds the CLI
+// first if dist/ is missing (one test runs `baton serve` beside a Python runner). Bounded to 12
+// minutes in all.
 //
 //   node scripts/test-python.mjs [pytest args...]      BATON_PY_RUNS=debian|clean runs one of them
 //   (arguments that name files or tests replace each run's own list)
@@ -40,7 +43,7 @@ const RUNS = (process.env.BATON_PY_RUNS ?? "debian,clean").split(",").filter(Boo
  * (test_cancel), output frames and a takeover (test_output); and the offline package build.
  */
 const DEBIAN_FILES = ["test_serve.py", "test_errors.py", "test_cancel.py", "test_output.py", "test_package.py"].map((f) => `test/python/${f}`);
-const LIMIT_MS = 8 * 60_000;
+const LIMIT_MS = 12 * 60_000;
 const started = Date.now();
 const left = () => Math.max(1000, LIMIT_MS - (Date.now() - started));
 const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(1)} s`;
@@ -111,6 +114,30 @@ function setupClean() {
   return { py, env: pycache, files: ["test/python"], cleanup: () => rmSync(venv, { recursive: true, force: true }) };
 }
 
+/**
+ * Starts test/python/dev_server.py, which starts wrangler dev and prints it as a JSON line; it stops
+ * the server when its stdin closes, which this process's exit does too, however it ends.
+ */
+function startSharedDev() {
+  const child = spawn("/usr/bin/python3", [join(ROOT, "test/python/dev_server.py")], { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
+  let out = "";
+  const ready = new Promise((resolveDev, reject) => {
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      if (out.includes("\n")) resolveDev(JSON.parse(out.split("\n")[0]));
+    });
+    child.once("exit", (code) => reject(new Error(`dev_server.py exited ${code} before the server answered`)));
+  });
+  ready.catch(() => {}); // awaited after the setup; an early failure must not end the process before that
+  const stop = () => new Promise((done) => {
+    if (child.exitCode !== null) return done();
+    child.once("exit", done);
+    child.stdin.end();
+  });
+  return { ready, stop };
+}
+
 function pytest(py, name, env, files) {
   return new Promise((done) => {
     const child = spawn(py, ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", ...(ARGS.some(namesTests) ? [] : files), ...ARGS], {
@@ -158,6 +185,7 @@ try {
   process.exit(1);
 }
 
+const sharedDev = startSharedDev();
 const summary = [];
 let failed = 0;
 for (const name of RUNS) {
@@ -165,6 +193,8 @@ for (const name of RUNS) {
   let setup;
   try {
     setup = SETUPS[name]();
+    const dev = await sharedDev.ready;
+    setup.env = { ...setup.env, BATON_PY_DEV_URL: dev.url, BATON_PY_DEV_PERSIST: dev.persist };
   } catch (err) {
     console.error(`test-python: ${name} setup failed after ${seconds(t0)}: ${err.message}`);
     process.exit(1);
@@ -183,5 +213,6 @@ for (const name of RUNS) {
   }
   if (failed) break;
 }
+await sharedDev.stop();
 console.log(`-- test-python: ${summary.join("; ")}; ${seconds(started)} in all`);
 process.exit(failed);

@@ -92,8 +92,8 @@ const built = new Promise((resolve) => (buildDone = resolve));
 // - lane 2: the Durable Object tests in workerd from the start (their time is the objects' test
 //   clock, not the machine's), then "e2e-browser";
 // - lane 3, once the build is done: the typechecks (about 50 s of one core, while "e2e-timed" has
-//   not started), then the Python client against its own wrangler dev, in a clean venv with the
-//   newest websockets the index offers (every file), then over Debian's python3-websockets (the
+//   not started), then the Python client against one wrangler dev of its own, in a clean venv with
+//   the newest websockets the index offers (every file), then over Debian's python3-websockets (the
 //   socket's files, see test-python.mjs), then the unit files. The Python runs wait on real TTLs
 //   and subprocesses (about 60 s of CPU over three minutes), and the unit files mostly on the
 //   processes they spawn (about 30 s of CPU).
@@ -115,8 +115,7 @@ await together(
   async () => {
     await built;
     await phase("npm run typecheck", 10, beside("typecheck"));
-    await phase("BATON_PY_RUNS=clean node scripts/test-python.mjs", 9, beside("python-clean"));
-    await phase("BATON_PY_RUNS=debian node scripts/test-python.mjs", 9, beside("python-debian"));
+    await phase("BATON_PY_RUNS=clean,debian node scripts/test-python.mjs", 13, beside("python"));
     await phase(`npx vitest run -c vitest.node.config.ts --project unit ${VITEST_FLAGS}`, 8, { retryOnHang: true, ...beside("unit") });
   },
 );

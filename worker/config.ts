@@ -18,6 +18,11 @@ export const DEFAULT = {
   restartGraceSeconds: 10,
   /** Bytes of live output one message keeps (at most LIMITS.outputBytesPerMessage); past it the oldest go. */
   outputBytesPerMessage: 4 * 1024 * 1024,
+  /**
+   * Bytes of output one agent stores in all (at most LIMITS.outputBytesPerAgent); past it the oldest
+   * finished messages' output goes, never a running or parked one's.
+   */
+  outputBytesPerAgent: 256 * 1024 * 1024,
 } as const;
 
 /** The smallest per-message output budget an operator may set. */
@@ -31,6 +36,8 @@ export interface CoordinatorConfig {
   preference: PreferenceConfig;
   /** Bytes of live output one message keeps. */
   outputBytes: number;
+  /** Bytes of output one agent stores in all, past which the oldest finished messages' output goes. */
+  agentOutputBytes: number;
 }
 
 export interface PreferenceConfig {
@@ -47,6 +54,7 @@ export interface ConfigVars {
   BATON_PREFERENCE_HYSTERESIS_SECONDS?: string;
   BATON_RESTART_GRACE_SECONDS?: string;
   BATON_OUTPUT_BYTES_PER_MESSAGE?: string;
+  BATON_OUTPUT_BYTES_PER_AGENT?: string;
 }
 
 export type ConfigVerdict = { ok: true; config: CoordinatorConfig } | { ok: false; message: string };
@@ -88,10 +96,16 @@ export function checkConfig(vars: ConfigVars): ConfigVerdict {
   if (!Number.isInteger(outputBytes) || outputBytes < MIN_OUTPUT_BYTES || outputBytes > LIMITS.outputBytesPerMessage) {
     return { ok: false, message: `BATON_OUTPUT_BYTES_PER_MESSAGE must be a whole number of bytes between ${MIN_OUTPUT_BYTES} and ${LIMITS.outputBytesPerMessage}, got ${JSON.stringify(outputRaw)}` };
   }
+  const agentRaw = vars.BATON_OUTPUT_BYTES_PER_AGENT;
+  const agentOutputBytes = agentRaw === undefined || agentRaw === "" ? Math.max(DEFAULT.outputBytesPerAgent, outputBytes) : Number(agentRaw);
+  if (!Number.isInteger(agentOutputBytes) || agentOutputBytes < outputBytes || agentOutputBytes > LIMITS.outputBytesPerAgent) {
+    return { ok: false, message: `BATON_OUTPUT_BYTES_PER_AGENT must be a whole number of bytes between BATON_OUTPUT_BYTES_PER_MESSAGE (${outputBytes}) and ${LIMITS.outputBytesPerAgent}, got ${JSON.stringify(agentRaw)}` };
+  }
   return {
     ok: true,
     config: {
       outputBytes,
+      agentOutputBytes,
       heartbeatTtlMs: Math.round(ttl * 1000),
       presenceScanMs: Math.round(scan * 1000),
       retention: { messages, postKeyMs: Math.round(hours * 3_600_000) },

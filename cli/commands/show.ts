@@ -57,6 +57,8 @@ export default defineCommand({
       ...(m.checkpoint !== null ? [`  checkpoint  ${brief(m.checkpoint)}`] : []),
       ...(m.checkpoint_blob !== null ? [`  checkpoint  ${m.checkpoint_blob.bytes} B in R2 (blob ${m.checkpoint_blob.id})`] : []),
       ...(m.steps.length > 0 ? [`  steps       ${m.steps.map(describeStep).join(", ")}`] : []),
+      ...(m.output_dropped === "agent_budget" ? ["  output dropped: agent budget (the agent's stored output passed BATON_OUTPUT_BYTES_PER_AGENT; the oldest finished messages' output goes first)"] : []),
+      ...(m.output_dropped === "message_budget" ? ["  output dropped: its oldest bytes, past the message's budget (BATON_OUTPUT_BYTES_PER_MESSAGE)"] : []),
       ...(m.permits ?? []).map((p) => `  permit      ${p.effect} sha256 ${p.digest.slice(0, 16)}… approved by ${tokenLabel(p.by.token)} (${p.by.account}, ${p.by.via}), ${p.spent_token === null ? "not spent" : `spent by token ${p.spent_token}`}`),
       "  text",
       ...m.text.split("\n").map((l) => `    ${l}`),

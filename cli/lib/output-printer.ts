@@ -41,7 +41,8 @@ export class OutputPrinter {
         if (e.reason !== "replied") this.note(`attempt ${e.attempt} ${ENDED[e.reason] ?? e.reason}`);
         return;
       case "dropped":
-        this.note(`${e.bytes} bytes of the oldest output were dropped (past the message's output budget); output resumes at byte ${e.offset}`);
+        if (e.reason === "agent_budget") this.note(`output dropped: agent budget (${e.bytes} bytes of this finished message's output went to keep the agent within BATON_OUTPUT_BYTES_PER_AGENT)`);
+        else this.note(`${e.bytes} bytes of the oldest output were dropped (past the message's output budget); output resumes at byte ${e.offset}`);
         return;
       case "end":
         return;

@@ -38,7 +38,7 @@ export function renderPresence(p: PresenceReport, now: number = Date.now()): str
       c.claim_seq === null ? "-" : String(c.claim_seq),
       c.machine,
       String(c.priority),
-      c.held ? (c.drained ? "holder, draining" : "holder") : c.claim_seq === null ? "not claiming" : c.drained ? "drained" : "standby",
+      c.stopping ? (c.held ? "holder, stopping" : "stopping") : c.held ? (c.drained ? "holder, draining" : "holder") : c.claim_seq === null ? "not claiming" : c.drained ? "drained" : "standby",
       c.heartbeat_age_seconds === null ? `within ${p.heartbeat_ttl_seconds}s` : `${age(c.heartbeat_age_seconds)} ago`,
       since(c.joined_at, now),
       String(c.cursor),

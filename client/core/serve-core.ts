@@ -144,11 +144,16 @@ export class ServeCore {
     this.report({ kind: "reconnecting", attempt, delayMs, reason });
   }
 
-  /** Stops every run and waits for them to settle; with `release`, gives the lease up so a standby takes over at once. */
+  /**
+   * Stops every run and waits for them to settle; with `release`, first tells the coordinator this
+   * runner is stopping (so nothing new is handed to it while its runs stop, and a message posted
+   * meanwhile waits for another runner as attempt 1), then gives the lease up so a standby takes over at once.
+   */
   async stop(release: boolean): Promise<void> {
     this.clearDeadline();
-    await this.work.stop(new LeaseLostError("serving stopped", "stopped"));
     const { link } = this.opts;
+    if (release && link.isOpen) link.send({ type: "hello", stopping: true });
+    await this.work.stop(new LeaseLostError("serving stopped", "stopped"));
     if (!release || !link.isOpen) return;
     const answer = await link.request({ type: "serve_lease", op: "release", req: link.nextReq() }, RELEASE_TIMEOUT_MS).catch(() => null);
     // No answer: the coordinator notices the close instead.

@@ -250,8 +250,11 @@ class ServeCore:
 
     async def stop(self, reason: str, release: bool) -> None:
         """Every run stops (posting nothing more) and has ended when this returns; with ``release``
-        and an open connection, the lease is given up so a standby takes over at once."""
+        and an open connection, the coordinator is first told this runner is stopping (nothing new is
+        handed to it meanwhile), then the lease is given up so a standby takes over at once."""
         self.work.stopping = True
+        if release and self.link.open:
+            await self.link.send({"type": "hello", "stopping": True})
         await self.work.stop_runs(LeaseLostError(reason, "stopped"))
         if not release or not self.link.open:
             return

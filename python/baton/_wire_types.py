@@ -25,6 +25,7 @@ RevokeReason = Literal["run_timeout", "runner_gone", "heartbeat_timeout"]
 FailStatus = Literal["queued", "failed", "parked"]
 ErrorCode = Literal["bad_json", "bad_frame", "unknown_type", "frame_too_large", "binary_frame", "not_holder", "stale_fence", "lease_expired", "unknown_message", "too_large", "rate_limited", "too_many_connections", "too_many_schedules", "too_many_push_targets", "unauthorized", "forbidden", "bad_name", "bad_request", "not_found", "lease_held", "lease_lost", "stale_token", "message_not_running", "not_your_message", "not_parked", "outcome_unknown", "effect_in_progress", "question_open", "approval_required", "cancelled", "message_finished", "busy", "no_holder", "upgrade_required", "not_configured", "internal"]
 Reason = Literal["replied", "failed", "parked", "cancelled", "lease_lost", "timed_out"]
+DroppedOutputEventReason = Literal["message_budget", "agent_budget"]
 EndOutputEventStatus = Literal["queued", "running", "parked", "acknowledged", "failed", "rejected", "cancelled", "superseded"]
 
 
@@ -37,6 +38,7 @@ class HelloFrame(TypedDict, total=False):
     type: Required[Literal["hello"]]
     machine: NotRequired[str]
     concurrency: NotRequired[int]
+    stopping: NotRequired[Literal[true]]
 
 
 class ServeLeaseFrame(TypedDict, total=False):
@@ -389,6 +391,7 @@ class DroppedOutputEvent(TypedDict, total=False):
     type: Required[Literal["dropped"]]
     bytes: Required[int]
     offset: Required[int]
+    reason: NotRequired[DroppedOutputEventReason]
 
 
 class EndOutputEvent(TypedDict, total=False):
@@ -475,6 +478,7 @@ LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "outputBatchBytes": 32768,
     "outputBatchChunks": 64,
     "outputBytesPerMessage": 67108864,
+    "outputBytesPerAgent": 68719476736,
     "outputPageEvents": 256,
     "outputPageBytes": 262144,
     "pushTargetsPerTask": 4,

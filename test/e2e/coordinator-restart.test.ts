@@ -2,20 +2,32 @@
 // deploy or a crash restarts every object). Every socket drops; the lease, fences, claim counter,
 // checkpoints and open questions survive; the previous holder's runner gets its lease back within
 // the restart grace; one that does not return, or whose machine is drained, does not hold the
-// others up. One restart serves every case: each sets its scene up on an agent of its own before
-// it, and looks after it. Each agent's clock stands still from its scene's start (the test clock,
-// kept in the object's storage across the restart), so a grace ends when a test moves it there,
-// however long the cases before took.
+// others up; and what baton shows is true: a holder that died with the coordinator and never came
+// back is gone from GET /agents, `baton who` and /metrics within three heartbeat TTLs of the
+// restart (the one real-time bound here, which puts the file in e2e-timed). One restart serves every
+// case: each sets its scene up on an agent of its own before it, and looks after it. Each agent's
+// clock but the dead holder's stands still from its scene's start (the test clock, kept in the
+// object's storage across the restart), so a grace ends when a test moves it there, however long
+// the cases before took.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { authHeaders, getJson, postMessage, uniqueAgent } from "./serve-helpers.ts";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { agentMetrics, sampleValue } from "./prometheus.ts";
+import { authHeaders, getJson, postMessage, runBaton, startServe, uniqueAgent, writeSinkCommand, type ServeProc } from "./serve-helpers.ts";
 import { rawRunner, type RawServe } from "./raw-serve.ts";
 import { advanceClock, startWranglerDev, type DevServer } from "./wrangler-dev.ts";
+import type { DirectoryEntry } from "../../worker/wire/protocol.ts";
 import type { Presence } from "../../worker/wire/server-frames.ts";
 
-const GRACE_MS = 3000;
-const VARS = { BATON_HEARTBEAT_TTL_SECONDS: "5", BATON_PRESENCE_SCAN_SECONDS: "1", BATON_RESTART_GRACE_SECONDS: String(GRACE_MS / 1000) };
+const TTL_S = 2;
+const GRACE_MS = 1000;
+const VARS = { BATON_HEARTBEAT_TTL_SECONDS: String(TTL_S), BATON_PRESENCE_SCAN_SECONDS: "1", BATON_RESTART_GRACE_SECONDS: String(GRACE_MS / 1000) };
 let dev: DevServer;
+let restartedAt = 0;
 const open: RawServe[] = [];
+/** Real `baton serve` processes: stopped while the coordinator is down, so they never come back. */
+const serves: ServeProc[] = [];
 
 type Runner = Awaited<ReturnType<typeof runner>>;
 
@@ -53,18 +65,74 @@ function restartCase<S>(name: string, c: Case<S>): void {
   });
 }
 
+/** What each view says of the agent's holder: a machine when it claims a live one. */
+async function views(agent: string) {
+  const entry = (await getJson<{ agents: DirectoryEntry[] }>(`${dev.url}/agents`)).agents.find((a) => a.agent === agent);
+  const metrics = await (await fetch(`${dev.url}/metrics`, { headers: authHeaders() })).text();
+  const who = runBaton(["who"], { BATON_URL: dev.url });
+  return {
+    directory: entry && entry.confirmed && entry.holder ? entry.holder.machine : null,
+    metricsHolders: sampleValue(agentMetrics(metrics, agent), "baton_agent_holders") ?? 0,
+    who: who.stdout.split("\n").find((l) => l.startsWith(`${agent}: holder`)) ?? null,
+  };
+}
+
+/** Since when (ms after the restart) every view has shown no holder, watched until `untilMs` after the restart; null if one still shows it. */
+async function truthSince(agent: string, untilMs: number): Promise<number | null> {
+  let since: number | null = null;
+  while (Date.now() - restartedAt < untilMs) {
+    const seen = await views(agent);
+    const shown = seen.directory !== null || seen.metricsHolders !== 0 || seen.who !== null;
+    since = shown ? null : (since ?? Date.now() - restartedAt);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return since;
+}
+
 beforeAll(async () => {
   dev = await startWranglerDev({ vars: VARS });
   for (const entry of cases.values()) entry.scene = await entry.case.before();
   await dev.crash();
+  await Promise.all(serves.map((s) => s.stop()));
   dev = await startWranglerDev({ vars: VARS, port: dev.port, persistDir: dev.persistDir });
-}, 240_000); // two start-ups and six scenes
+  restartedAt = Date.now();
+}, 240_000); // two start-ups and seven scenes
 afterAll(async () => {
   for (const s of open) s.close();
+  await Promise.all(serves.map((s) => s.stop()));
   await dev?.stop();
 });
 
 describe("after a coordinator restart", () => {
+  // First, so that its watch starts as the restart ends.
+  restartCase("no view shows a holder that died with the coordinator three TTLs after the restart, and its object still knows its name", {
+    async before() {
+      const agent = uniqueAgent("ghost");
+      const { command, sink } = writeSinkCommand(mkdtempSync(join(tmpdir(), "baton-ghost-")));
+      const holder = startServe({ url: dev.url, agent, tag: "a", command, sink });
+      serves.push(holder);
+      await holder.waitFor(/holder/);
+      // Every view shows it before the crash (expect.poll is for tests, not the beforeAll this runs in).
+      let seen = await views(agent);
+      for (const deadline = Date.now() + 10_000; (seen.directory === null || seen.metricsHolders !== 1) && Date.now() < deadline; ) {
+        await new Promise((r) => setTimeout(r, 250));
+        seen = await views(agent);
+      }
+      expect(seen).toMatchObject({ directory: "machine-a", metricsHolders: 1 });
+      expect(seen.who).toContain("machine-a");
+      return { agent };
+    },
+    async after({ agent }: { agent: string }) {
+      // True by three TTLs after the restart, and it stays true.
+      const since = await truthSince(agent, 3 * TTL_S * 1000 + 1500);
+      expect(since).not.toBeNull();
+      expect(since!).toBeLessThanOrEqual(3 * TTL_S * 1000);
+      console.log(`after the restart, every view was true ${since} ms later`);
+      // The agent object, woken by its alarm without its name, still knows who it is.
+      expect(await getJson(`${dev.url}/agents/${agent}/presence`)).toMatchObject({ agent, holder: null });
+    },
+  });
+
   restartCase("the lease is free at once when nobody had it reserved, fences and claim sequences go on growing, and checkpoints survive", {
     async before() {
       const agent = await frozenAgent("restart");

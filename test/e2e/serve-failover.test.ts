@@ -1,7 +1,7 @@
 // Two `baton serve` processes of one agent against a real `wrangler dev` with a 2 s heartbeat
 // TTL: exactly one runs each message, and crashes, pauses and signals move the work correctly.
 import type { Presence } from "../../worker/wire/server-frames.ts";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -17,6 +17,14 @@ function serve(agent: string, tag: string, command: string, sink: string, env: R
   const s = startServe({ url: fixture.dev.url, agent, tag, command, sink, env });
   started.push(s);
   return s;
+}
+
+/** Polls `done` (a real process's state, which no clock of ours moves) until it holds, or fails after 5 s. */
+async function until(done: () => Promise<boolean>, what: string): Promise<void> {
+  for (const start = performance.now(); !(await done());) {
+    if (performance.now() - start > 5000) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }
 
 /** A holder A and a standby B of a fresh agent. */
@@ -73,6 +81,30 @@ describe("baton serve: two machines, one agent", () => {
     expect(a.stderr()).toMatch(/released the lease/);
     const presence = await getJson<Presence>(`${fixture.dev.url}/agents/${agent}/presence`);
     expect(presence.transitions[0]?.reason).toBe("released"); // newest first
+  });
+
+  it("a message posted while the SIGTERMed holder stops its runs is not handed to it: the standby runs it as attempt 1", async () => {
+    const agent = uniqueAgent("fo");
+    const dir = mkdtempSync(join(tmpdir(), "baton-sink-"));
+    const { command, sink } = writeSinkCommand(dir);
+    // A's command ignores SIGTERM and waits on a gate that never opens: A's stop lasts its whole --grace (1 s).
+    const stubborn = join(dir, "stubborn.sh");
+    writeFileSync(stubborn, `#!/bin/sh\ntrap '' TERM\nexec ${command}\n`, { mode: 0o755 });
+    const a = startServe({ url: fixture.dev.url, agent, tag: "a", command: stubborn, sink, env: { GATE: join(dir, "never") }, serveArgs: ["--concurrency", "2"] });
+    started.push(a);
+    await a.waitFor(/holder \(fence \d+\)/);
+    const b = serve(agent, "b", command, sink);
+    await b.waitFor(/standby \(1st in line\)/);
+    const first = await postMessage(fixture.dev.url, agent, "running at the stop");
+    await waitForSink(sink, (lines) => lines.some((l) => l.tag === "a" && l.id === first && l.phase === "start"));
+    a.proc.kill("SIGTERM");
+    // A told the coordinator it is stopping; it keeps the lease (and a free slot) until its run is gone.
+    await until(async () => (await getJson<Presence>(`${fixture.dev.url}/agents/${agent}/presence`)).connections.some((c) => c.machine === "machine-a" && c.stopping === true && c.held), "A stopping in presence");
+    const second = await postMessage(fixture.dev.url, agent, "posted during the stop");
+    const m = await waitForMessage(fixture.dev.url, agent, second, (m) => m.status === "acknowledged");
+    expect(m).toMatchObject({ attempts: 1, reply: "b did: posted during the stop\n" });
+    expect(readSink(sink).filter((l) => l.id === second && l.phase === "start").map((l) => [l.tag, l.attempt])).toEqual([["b", 1]]);
+    expect(await a.exited).toEqual({ code: 0, signal: null });
   });
 
   it("SIGSTOP the holder mid-run past the TTL: the standby redoes the work; after SIGCONT the old one posts nothing", async () => {

@@ -174,7 +174,7 @@ def test_a_pong_proves_for_one_ttl_from_its_ping_then_the_cores_clock_demotes_an
     assert [e["type"] for e in events] == (["held"] if lease["held"] else []) + ["demoted"], events
 
 
-def test_stop_ends_the_runs_then_releases_the_lease_over_the_link():
+def test_stop_says_it_is_stopping_ends_the_runs_then_releases_the_lease_over_the_link():
     started = asyncio.Event()
     ended: list[str] = []
 
@@ -190,6 +190,8 @@ def test_stop_ends_the_runs_then_releases_the_lease_over_the_link():
         core.frame({"type": "message", "id": 1, "text": "x", "attempt": 1, "created_at": 0, "run": True, "token": 7, "steps": []})
         await started.wait()
         stopping = asyncio.ensure_future(core.stop("serving stopped", release=True))
+        told = await sent(link)
+        assert told == {"type": "hello", "stopping": True}, told  # before the runs stop: nothing new is handed out meanwhile
         release = await sent(link)
         assert ended == [repr(LeaseLostError("serving stopped", "stopped"))], ended
         assert {k: v for k, v in release.items() if k != "req"} == {"type": "serve_lease", "op": "release"}, release

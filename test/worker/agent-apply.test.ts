@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { applyEffects, type ApplyParts } from "../../worker/objects/agent-apply.ts";
 import { newConnState, type ConnState } from "../../worker/objects/connections.ts";
+import { Outbound } from "../../worker/objects/outbound.ts";
 import type { Effect } from "../../worker/rules/plan/effects.ts";
 
 /** An accepted server socket with its state, and what its client receives. */
@@ -21,8 +22,8 @@ function pair(id: string): { socket: { ws: WebSocket; state: ConnState }; receiv
 const settled = () => new Promise((resolve) => setTimeout(resolve, 20));
 
 describe("applying effects by connection id", () => {
-  // Frame, attach and close effects read no store: apply is given no parts to use.
-  const parts = {} as ApplyParts;
+  // Frame, attach and close effects read no store: apply is given no parts but the outbound to send through.
+  const parts = { outbound: new Outbound() } as ApplyParts;
 
   it("a frame goes to the connection with its id, and a frame for a gone connection goes nowhere", async () => {
     const a = pair("conn-a");

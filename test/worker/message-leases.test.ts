@@ -1,6 +1,6 @@
 // Per-message leases in the real runtime: tokens and attempts on each hand-out, stale tokens
 // refused, run timeouts that take a message from a live runner, runner pools with slots, groups,
-// park and resume, and failure after the last attempt.
+// park and resume, failure after the last attempt, and a stopping runner that takes nothing new.
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
@@ -191,5 +191,23 @@ describe("per-message leases", () => {
     // The older fence-only form is refused in either mode: a fence says who holds the agent, not who runs the message.
     expect(await write(a, { type: "ack", id, fence: lease })).toMatchObject({ code: "bad_frame" });
     expect(await message(agent, id)).toMatchObject({ status: "running", token: m.token });
+  });
+
+  it("a runner that says it is stopping is handed nothing new: a queued message waits for the next holder and runs there as attempt 1", async () => {
+    const agent = uniqueAgent();
+    const a = await runner(agent, "a", 2);
+    const b = await runner(agent, "b");
+    const first = await run(a, await post(agent, "running when the stop began"));
+    // `baton serve` got SIGTERM: it says so before stopping its runs, then releases.
+    a.send({ type: "hello", stopping: true });
+    await settle(a);
+    expect((await presence(agent)).connections.map((c) => [c.machine, c.stopping ?? false])).toEqual([["a", true], ["b", false]]);
+    const queued = await post(agent, "posted during the stop");
+    await settle(a);
+    expect(a.framesOf("message").filter((f) => f.run)).toEqual([]);
+    expect(await message(agent, queued)).toMatchObject({ status: "queued", attempts: 0 });
+    expect(await reply(a, first, "done")).toMatchObject({ op: "reply" });
+    a.send({ type: "serve_lease", op: "release" });
+    expect(await run(b, queued)).toMatchObject({ attempt: 1 });
   });
 });

@@ -1,8 +1,9 @@
 // A run's live output in the real runtime: only the attempt that holds the message writes it, a
 // second reader sees it while the run goes on (JSON pages and Server-Sent Events), attempts are
 // marked where they begin and end, a reader resumes from its last event without loss or repeat,
-// and past the per-message budget (64 KiB here, vitest.workers.config.ts) the oldest bytes go and
-// readers are told how many.
+// past the per-message budget (64 KiB here, vitest.workers.config.ts) the oldest bytes go and
+// readers are told how many, and past the agent's budget (128 KiB here) the oldest finished
+// messages' output goes whole, never a running one's.
 import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { LIMITS, type MessageFrame } from "../../worker/wire/protocol.ts";
@@ -138,12 +139,35 @@ describe("live output", () => {
     const events = await all(agent, id);
     // 96 KiB written, 64 KiB kept: the first four 8 KiB chunks went.
     expect(events[0]).toMatchObject({ type: "attempt", attempt: 1 });
-    expect(events[1]).toEqual({ type: "dropped", bytes: 4 * 8192, offset: 4 * 8192 });
+    expect(events[1]).toEqual({ type: "dropped", bytes: 4 * 8192, offset: 4 * 8192, reason: "message_budget" });
     expect(texts(events)).toEqual(Array.from({ length: 8 }, (_, i) => block(i + 4)));
     // A reader already past the drop is not told again.
     const last = events.at(-1)!;
     await out(a, m, "tail");
     expect((await page(agent, id, "seq" in last ? last.seq : 0)).events).toMatchObject([{ type: "chunk", text: "tail" }]);
+  });
+
+  it("past the agent's budget the oldest finished message's output goes whole, told as agent_budget; a running message's output is kept", async () => {
+    const agent = uniqueAgent();
+    const { sock: a } = await claimant(agent, "m");
+    const block = (i: number) => `${String(i).padStart(4, "0")}${"x".repeat(8 * 1024 - 4)}`;
+    const ids: number[] = [];
+    // Three messages of 64 KiB each: two finished ones fill the agent's 128 KiB, the third runs on.
+    for (let n = 0; n < 3; n++) {
+      const id = await post(agent, `work ${n}`);
+      const m = await run(a, id);
+      for (let i = 0; i < 8; i++) await out(a, m, block(i));
+      if (n < 2) await write(a, { type: "reply", id, token: m.token, key: "k", text: "ok" });
+      ids.push(id);
+    }
+    const [oldest, newer, running] = ids as [number, number, number];
+    const gone = await all(agent, oldest);
+    expect(gone.map((e) => e.type)).toEqual(["attempt", "dropped", "attempt_end"]);
+    expect(gone[1]).toEqual({ type: "dropped", bytes: 64 * 1024, offset: 64 * 1024, reason: "agent_budget" });
+    expect(texts(await all(agent, newer))).toEqual(Array.from({ length: 8 }, (_, i) => block(i)));
+    expect(texts(await all(agent, running))).toEqual(Array.from({ length: 8 }, (_, i) => block(i)));
+    expect((await call("GET", `/agents/${agent}/messages/${oldest}`)).body).toMatchObject({ output_dropped: "agent_budget" });
+    expect((await call("GET", `/agents/${agent}/messages/${newer}`)).body).not.toHaveProperty("output_dropped");
   });
 
   it("Server-Sent Events: stored events, then live ones as the run writes them, then end; Last-Event-ID resumes after it", async () => {

@@ -3,7 +3,8 @@
 // effect needs beyond itself is read from what this very list stored (the row a change stored,
 // for its webhook event's facts, its A2A pushes and its hand-out frame; the agent's checkpoint, for lease news).
 // A connection is found by its id; an effect for one that is gone (closed since) does nothing.
-// The output gate holds every frame until the writes it follows are durable.
+// The output gate holds every frame until the writes it follows are durable; a frame of a
+// transaction (a schedule fire) waits in `outbound` until it commits (outbound.ts).
 import type { AgentPlan } from "../rules/agent-plan.ts";
 import type { Effect } from "../rules/plan/effects.ts";
 import { messageEvent } from "../rules/webhooks.ts";
@@ -18,6 +19,7 @@ import type { Retention, StoredMessage } from "./message-store.ts";
 import type { AgentMetricsKeeper } from "./metrics-agent.ts";
 import type { WorkDesk } from "./work-desk.ts";
 import type { Clock } from "./clock.ts";
+import type { Outbound } from "./outbound.ts";
 
 export interface ApplyParts {
   desk: WorkDesk;
@@ -28,6 +30,7 @@ export interface ApplyParts {
   ctx: DurableObjectState;
   clock: Clock;
   retention: Retention;
+  outbound: Outbound;
 }
 
 export interface Applied {
@@ -63,7 +66,10 @@ export function applyPlan(p: ApplyParts, plan: AgentPlan, conns: readonly Socket
 function run(p: ApplyParts, e: Effect, byId: ReadonlyMap<string, Socket<ConnState>>, now: number, applied: Applied, stored: Stored): void {
   if ("to" in e) {
     const to = byId.get(e.to);
-    if (to !== undefined) toConnection(p, e, to, stored);
+    if (to === undefined) return;
+    // A patch of the connection's state is read by the next event of the same transaction: applied now.
+    if (e.type === "attach") Object.assign(to.state, e.patch);
+    else p.outbound.send(() => toConnection(p, e, to, stored));
     return;
   }
   const { messages, leases } = p.desk;
@@ -97,7 +103,7 @@ function run(p: ApplyParts, e: Effect, byId: ReadonlyMap<string, Socket<ConnStat
       const c = e.change;
       const saved = leases.save(c, now);
       stored.last = saved;
-      if (c.kind === "output") p.desk.output.append(c.id, c.output, now);
+      if (c.kind === "output") p.desk.appendOutput(c.id, c.output, now);
       if (e.marks.ended !== null || e.marks.began !== null) p.desk.output.mark(c.id, e.marks, now);
       if (saved !== null) {
         stored.rows.set(saved.id, saved);
@@ -122,11 +128,8 @@ function run(p: ApplyParts, e: Effect, byId: ReadonlyMap<string, Socket<ConnStat
 }
 
 /** An effect for one live connection, `to`. */
-function toConnection(p: ApplyParts, e: Extract<Effect, { to: string }>, to: Socket<ConnState>, stored: Stored): void {
+function toConnection(p: ApplyParts, e: Exclude<Extract<Effect, { to: string }>, { type: "attach" }>, to: Socket<ConnState>, stored: Stored): void {
   switch (e.type) {
-    case "attach":
-      Object.assign(to.state, e.patch);
-      return;
     case "frame":
       return send(to.ws, e.frame);
     case "replay": {

@@ -17,7 +17,7 @@ export function frameEvent(desk: WorkDesk, ws: WebSocket, state: ConnState, pars
     case "ping":
       return { type: "ping", from };
     case "hello":
-      return { type: "hello", from, machine: frame.machine, slots: frame.concurrency };
+      return { type: "hello", from, machine: frame.machine, slots: frame.concurrency, ...(frame.stopping ? { stopping: true as const } : {}) };
     case "serve_lease":
       if (frame.op === "claim") return { type: "claim", from, priority: frame.priority, runnerId: frame.runner_id, slots: frame.concurrency };
       return { type: "release", from, ...req };

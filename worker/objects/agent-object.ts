@@ -32,6 +32,7 @@ import { OutputFollowers } from "./output-followers.ts";
 import { AgentSchedules } from "./agent-schedules.ts";
 import type { A2APushTargets } from "./a2a-push.ts";
 import type { MessageView } from "../wire/http-responses.ts";
+import { Outbound } from "./outbound.ts";
 
 export type { CancelAnswer, PostResult, ResumeAnswer } from "./agent-inputs.ts";
 
@@ -71,7 +72,7 @@ export class AgentCoordinator extends AgentCalls {
     this.store = new AgentStore(ctx.storage.sql);
     this.identity = this.store.identity(agentOfObject(ctx.id));
     this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
-    this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`, this.config.outputBytes);
+    this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`, this.config.outputBytes, this.config.agentOutputBytes);
     this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
     this.reports = new PresenceReports(ctx.storage.sql, this.config.heartbeatTtlMs, this.clock, ctx, env.DIRECTORY, this.identity, {
       read: () => {
@@ -86,7 +87,7 @@ export class AgentCoordinator extends AgentCalls {
     this.webhooks = new AgentWebhooks(ctx.storage.sql, directory, () => this.now(), undefined, env.BATON_WEBHOOK_ALLOW_PRIVATE === "true");
     this.parts = {
       desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx, clock: this.clock, config: this.config,
-      retention: this.config.retention,
+      retention: this.config.retention, outbound: new Outbound(),
     };
     this.schedules = new AgentSchedules(ctx.storage.sql, this.desk, this.webhooks, this.config.retention);
     this.inputs = new AgentInputs({
@@ -165,7 +166,8 @@ export class AgentCoordinator extends AgentCalls {
   /**
    * Posts the schedules' due slots (agent-schedules.ts), each through the plan as a post event, in
    * one transaction with the slots' records and each schedule's latest slot: a slot is posted once
-   * or not at all, however the object is cut short. Ends with a plan of the alarm for the next slot.
+   * or not at all, however the object is cut short; its frames (a slot's hand-out) go out only once
+   * it commits (outbound.ts). Ends with a plan of the alarm for the next slot.
    */
   private fireSchedules(now: number): boolean {
     const account = this.identity?.account;
@@ -173,7 +175,7 @@ export class AgentCoordinator extends AgentCalls {
     const wake = this.schedules.nextWake(now, paused);
     if (account === undefined || wake === null || wake > now) return false;
     const count = this.schedules.count();
-    this.ctx.storage.transactionSync(() => {
+    this.parts.outbound.transaction(this.ctx, "a schedule fire", () => {
       for (const slot of this.schedules.due(now, paused)) {
         const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)) : null;
         this.schedules.posted(slot, plan?.post ?? null, now);

@@ -36,6 +36,8 @@ export const serveAttachment = z.object({
   runnerId: z.optional(z.string()),
   /** When its current claim began: a preferred runner counts its hysteresis from here, so release + claim starts it again. */
   readySince: z.optional(time),
+  /** The runner said it is stopping (hello `stopping`): it is handed nothing new. */
+  stopping: z.optional(z.boolean()),
 });
 export type ConnState = z.infer<typeof serveAttachment>;
 

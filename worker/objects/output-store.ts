@@ -1,10 +1,12 @@
 // SQLite seam for runs' live output (../rules/plan/output.ts decides; this stores and pages): one
 // row per chunk or attempt mark, numbered by `seq` (AUTOINCREMENT, so a resume cursor is never
-// reused), and one head per message with its next byte offset and what it keeps and dropped.
+// reused), and one head per message with its next byte offset and what it keeps and dropped, and
+// why (its own budget, or the agent's: ../rules/output-budget.ts chooses whose output goes).
 // Readers are served from here in bounded pages, never from memory. Rows go with their message
 // (prune, after MessageStore.prune).
 import type { OutputAppend, OutputHead, OutputMarks } from "../rules/plan/output.ts";
-import { chunkBytes, OUTPUT_LIMITS, type AttemptEndReason, type OutputEvent, type OutputStream } from "../wire/output.ts";
+import { chunkBytes, OUTPUT_LIMITS, type AttemptEndReason, type OutputDropReason, type OutputEvent, type OutputStream } from "../wire/output.ts";
+import { agentOutputDrops, type FinishedOutput } from "../rules/output-budget.ts";
 import { migrate, type Migration } from "./migrations.ts";
 
 interface OutputRow {
@@ -26,6 +28,8 @@ interface HeadRow {
   dropped_bytes: number;
   /** The newest seq a drop removed: a reader whose cursor is before it missed bytes. */
   dropped_through: number;
+  /** Why the latest drop was (null: none yet, or stored before reasons were). */
+  dropped_for: OutputDropReason | null;
 }
 
 /** 1: the output log and its heads. */
@@ -39,9 +43,15 @@ const createTables: Migration = (sql) => {
     dropped_bytes INTEGER NOT NULL, dropped_through INTEGER NOT NULL) WITHOUT ROWID`);
 };
 
-const OUTPUT_MIGRATIONS: readonly Migration[] = [createTables];
+/** 2: why a head's output was dropped (the message's budget or the agent's). */
+const addDropReason: Migration = (sql) => sql.exec(`ALTER TABLE message_output_heads ADD COLUMN dropped_for TEXT`);
 
-const EMPTY_HEAD: HeadRow = { next_offset: 0, kept_bytes: 0, dropped_bytes: 0, dropped_through: 0 };
+const OUTPUT_MIGRATIONS: readonly Migration[] = [createTables, addDropReason];
+
+const EMPTY_HEAD: HeadRow = { next_offset: 0, kept_bytes: 0, dropped_bytes: 0, dropped_through: 0, dropped_for: null };
+
+/** Statuses after which a message never writes output again: its output may go for the agent's budget. */
+const FINISHED = ["acknowledged", "failed", "rejected", "cancelled", "superseded"] as const;
 
 /** Rows one drop reads at a time while it frees the oldest bytes. */
 const DROP_BATCH = 64;
@@ -60,9 +70,15 @@ export class OutputStore {
   }
 
   private headRow(id: number): HeadRow {
-    return this.sql.exec<HeadRow & Record<string, number>>(
-      `SELECT next_offset, kept_bytes, dropped_bytes, dropped_through FROM message_output_heads WHERE message_id = ?`, id,
+    return this.sql.exec<HeadRow & Record<string, SqlStorageValue>>(
+      `SELECT next_offset, kept_bytes, dropped_bytes, dropped_through, dropped_for FROM message_output_heads WHERE message_id = ?`, id,
     ).toArray()[0] ?? EMPTY_HEAD;
+  }
+
+  /** Why some of message `id`'s output was dropped (null: none was). */
+  droppedFor(id: number): OutputDropReason | null {
+    const h = this.headRow(id);
+    return h.dropped_bytes > 0 ? (h.dropped_for ?? "message_budget") : null;
   }
 
   head(id: number): OutputHead {
@@ -100,7 +116,37 @@ export class OutputStore {
       );
       offset += bytes.byteLength;
     }
-    this.saveHead(id, { next_offset: offset, kept_bytes: kept + a.bytes, dropped_bytes: dropped, dropped_through: through });
+    const droppedFor = dropped > h.dropped_bytes ? "message_budget" : h.dropped_for;
+    this.saveHead(id, { next_offset: offset, kept_bytes: kept + a.bytes, dropped_bytes: dropped, dropped_through: through, dropped_for: droppedFor });
+  }
+
+  /**
+   * Keeps the agent's stored output within `budget` (BATON_OUTPUT_BYTES_PER_AGENT): while the
+   * heads keep more, the oldest finished messages' output goes whole (their marks stay), as
+   * ../rules/output-budget.ts chooses. Open messages' output is never touched.
+   */
+  keepAgentBudget(budget: number): void {
+    let total = this.sql.exec<{ n: number }>(`SELECT COALESCE(SUM(kept_bytes), 0) AS n FROM message_output_heads`).one().n;
+    for (let more = total > budget; more;) {
+      const oldest = this.sql.exec<FinishedOutput & Record<string, number>>(
+        `SELECT h.message_id AS id, h.kept_bytes AS keptBytes FROM message_output_heads h JOIN messages m ON m.id = h.message_id
+         WHERE h.kept_bytes > 0 AND m.status IN (${FINISHED.map(() => "?").join(", ")}) ORDER BY h.message_id LIMIT ?`, ...FINISHED, DROP_BATCH,
+      ).toArray();
+      const verdict = agentOutputDrops(oldest, total, budget);
+      for (const id of verdict.drop) total -= this.dropAll(id);
+      more = verdict.more;
+    }
+  }
+
+  /** Drops all of message `id`'s chunks for the agent's budget; returns the bytes freed. */
+  private dropAll(id: number): number {
+    const h = this.headRow(id);
+    const through = this.sql.exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM message_output WHERE message_id = ? AND kind = 'chunk'`, id).one().seq ?? 0;
+    this.sql.exec(`DELETE FROM message_output WHERE message_id = ? AND kind = 'chunk'`, id);
+    this.saveHead(id, {
+      next_offset: h.next_offset, kept_bytes: 0, dropped_bytes: h.dropped_bytes + h.kept_bytes, dropped_through: Math.max(h.dropped_through, through), dropped_for: "agent_budget",
+    });
+    return h.kept_bytes;
   }
 
   /** An attempt that ended and one that began, as one change marks them. */
@@ -115,10 +161,10 @@ export class OutputStore {
 
   private saveHead(id: number, h: HeadRow): void {
     this.sql.exec(
-      `INSERT INTO message_output_heads (message_id, next_offset, kept_bytes, dropped_bytes, dropped_through) VALUES (?, ?, ?, ?, ?)
+      `INSERT INTO message_output_heads (message_id, next_offset, kept_bytes, dropped_bytes, dropped_through, dropped_for) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT(message_id) DO UPDATE SET next_offset = excluded.next_offset, kept_bytes = excluded.kept_bytes,
-         dropped_bytes = excluded.dropped_bytes, dropped_through = excluded.dropped_through`,
-      id, h.next_offset, h.kept_bytes, h.dropped_bytes, h.dropped_through,
+         dropped_bytes = excluded.dropped_bytes, dropped_through = excluded.dropped_through, dropped_for = excluded.dropped_for`,
+      id, h.next_offset, h.kept_bytes, h.dropped_bytes, h.dropped_through, h.dropped_for,
     );
   }
 
@@ -145,13 +191,15 @@ export class OutputStore {
         break;
       }
       if (untold && r.seq > h.dropped_through) {
-        events.push({ type: "dropped", bytes: h.dropped_bytes, offset: h.next_offset - h.kept_bytes });
+        events.push({ type: "dropped", bytes: h.dropped_bytes, offset: h.next_offset - h.kept_bytes, reason: h.dropped_for ?? "message_budget" });
         untold = false;
       }
       events.push(eventOf(r));
       bytes += r.data?.byteLength ?? 0;
       cursor = r.seq;
     }
+    // Nothing stored after the drop (all of a finished message's output went): told at the end.
+    if (untold && !more) events.push({ type: "dropped", bytes: h.dropped_bytes, offset: h.next_offset - h.kept_bytes, reason: h.dropped_for ?? "message_budget" });
     return { events, cursor, more };
   }
 

@@ -22,6 +22,7 @@ import type { OnBusy } from "../wire/enums.ts";
 import type { MessageLease } from "../rules/message-lease.ts";
 import { sameSecret } from "./secrets.ts";
 import type { OutputChunk } from "../wire/output.ts";
+import type { OutputAppend } from "../rules/plan/output.ts";
 
 export type { DeskSocket };
 
@@ -45,8 +46,11 @@ export class WorkDesk {
   private readonly replayPerSocket = new BucketPerSocket(LIMITS.replayBytesPerSecond, LIMITS.replayBytesPerSecond);
   private readonly replayPerAgent = new ByteBucket(LIMITS.replayBytesPerSecondPerAgent, LIMITS.replayBytesPerSecondPerAgent);
 
-  /** `blobPrefix`: this object's own R2 key prefix; `outputBudget`: bytes of output one message keeps. */
-  constructor(sql: SqlStorage, blobPrefix: string, private readonly outputBudget: number) {
+  /**
+   * `blobPrefix`: this object's own R2 key prefix; `outputBudget`: bytes of output one message
+   * keeps; `agentOutputBudget`: bytes of output the agent stores in all (output-store.ts keepAgentBudget).
+   */
+  constructor(sql: SqlStorage, blobPrefix: string, private readonly outputBudget: number, private readonly agentOutputBudget: number) {
     this.messages = new MessageStore(sql);
     this.output = new OutputStore(sql);
     this.steps = new StepStore(sql);
@@ -148,7 +152,17 @@ export class WorkDesk {
     const permits = this.messages.permits.of(m.id).map((p) => ({
       effect: p.effect, digest: p.digest, args: p.args, asked_token: p.askedToken, granted_at: p.grantedAt, by: p.by, spent_token: p.spentToken, spent_at: p.spentAt,
     }));
-    return { ...messageView(m, this.steps.summaries(m.id), this.messages.answers.of([m.id]).get(m.id) ?? []), ...(permits.length > 0 ? { permits } : {}) };
+    const dropped = this.output.droppedFor(m.id);
+    return {
+      ...messageView(m, this.steps.summaries(m.id), this.messages.answers.of([m.id]).get(m.id) ?? []), ...(permits.length > 0 ? { permits } : {}),
+      ...(dropped === null ? {} : { output_dropped: dropped }),
+    };
+  }
+
+  /** Stores a batch of a run's output as its plan decided it, then keeps the agent within its stored-output budget. */
+  appendOutput(id: number, output: OutputAppend, now: number): void {
+    this.output.append(id, output, now);
+    this.output.keepAgentBudget(this.agentOutputBudget);
   }
 
   /**

@@ -19,6 +19,7 @@ export interface PresenceConn {
   heartbeat: number;
   slots?: number;
   priority?: number;
+  stopping?: boolean;
 }
 
 export interface PresenceMessage {
@@ -57,6 +58,7 @@ export function buildPresence(input: {
       running: input.work.running.filter((r) => r.claim_seq !== null && r.claim_seq === c.claimSeq).length,
       priority: c.priority ?? 0,
       drained: drained.has(c.machine),
+      ...(c.stopping ? { stopping: true } : {}),
     }))
     .sort((a, b) => (a.claim_seq ?? Infinity) - (b.claim_seq ?? Infinity));
   return {

@@ -12,7 +12,9 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
   // its fence, so the object itself answers it and timestamps the holder's proof of life.
   z.strictObject({ type: z.literal("ping"), fence: z.optional(fence) }),
   // hello once took a `cursor` that nothing read; it is refused now like any unknown field.
-  z.strictObject({ type: z.literal("hello"), machine: z.optional(machine), concurrency }),
+  // `stopping`: the runner is shutting down (SIGTERM): it is handed nothing new, finishes or stops what
+  // it runs, then releases. A coordinator older than it refuses the frame (bad_frame) and changes nothing.
+  z.strictObject({ type: z.literal("hello"), machine: z.optional(machine), concurrency, stopping: z.optional(z.literal(true)) }),
   z.strictObject({
     type: z.literal("serve_lease"),
     op: z.enum(["claim", "release"]),

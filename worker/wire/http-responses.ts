@@ -5,6 +5,7 @@ import { ERROR_CODES } from "./protocol.ts";
 import { agentControlsSchema, blobRef, directoryEntrySchema, journalKind, directorySummarySchema, directoryWhoSchema, presenceSchema } from "./server-frames.ts";
 import { SCOPES } from "./token-scopes.ts";
 import { MESSAGE_STATUSES, ON_BUSY, ON_DEADLINE, ON_UNKNOWN, POLICY_MODES, STEP_PHASES } from "./enums.ts";
+import { OUTPUT_DROP_REASONS } from "./output.ts";
 
 const count = z.int().check(z.nonnegative());
 
@@ -83,6 +84,11 @@ export const messageViewSchema = z.object({
     effect: z.string(), digest: z.string(), args: z.string(), asked_token: count, granted_at: z.number(),
     by: z.object({ account: z.string(), token: z.string(), via: z.string() }), spent_token: z.nullable(count), spent_at: z.nullable(z.number()),
   }))),
+  /**
+   * Why some of its output was dropped (absent: none was, or older servers). Only on one message's
+   * view (GET …/messages/{id}); `agent_budget`: all of it went to keep the agent within BATON_OUTPUT_BYTES_PER_AGENT.
+   */
+  output_dropped: z.optional(z.enum(OUTPUT_DROP_REASONS)),
   /** Who answered it, when, from where and with what (the newest 20). */
   answers: z.array(answerRecordSchema),
   /** The choice of the answer that queued it again (approve, or one the question offered). */

@@ -13,12 +13,22 @@ export const OUTPUT_LIMITS = {
   outputBatchChunks: 64,
   /** The largest per-message output budget an operator may set (BATON_OUTPUT_BYTES_PER_MESSAGE); past the budget the oldest bytes go. */
   outputBytesPerMessage: 64 * 1024 * 1024,
+  /** The largest per-agent output budget an operator may set (BATON_OUTPUT_BYTES_PER_AGENT). */
+  outputBytesPerAgent: 64 * 1024 * 1024 * 1024,
   /** Events one read page carries (GET …/output), and bytes of output in it (always at least one event). */
   outputPageEvents: 256,
   outputPageBytes: 256 * 1024,
 } as const;
 
 export { ATTEMPT_END_REASONS, OUTPUT_STREAMS, type AttemptEndReason, type OutputStream } from "./enums.ts";
+
+/**
+ * Why output was dropped: the message passed its own budget (BATON_OUTPUT_BYTES_PER_MESSAGE: its
+ * oldest bytes went), or the agent passed its stored-output budget (BATON_OUTPUT_BYTES_PER_AGENT:
+ * all of this finished message's output went, the oldest finished messages first).
+ */
+export const OUTPUT_DROP_REASONS = ["message_budget", "agent_budget"] as const;
+export type OutputDropReason = (typeof OUTPUT_DROP_REASONS)[number];
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
@@ -85,7 +95,8 @@ export const outputWrittenSchema = z.object({ id: messageId, token, offset: coun
  * message): a reader resumes after the last one it saw (`?from=SEQ` or Last-Event-ID). `offset`
  * counts bytes of this message's output from its start, dropped bytes included. `dropped` is not
  * stored: it comes first when the oldest output went past the budget before the reader saw it, and
- * says where kept output starts (`offset`) and how many bytes went in all. `end` comes once the
+ * says where kept output starts (`offset`), how many bytes went in all, and why (`reason`, absent
+ * from older servers: OUTPUT_DROP_REASONS). `end` comes once the
  * message is final (acknowledged, failed, rejected, cancelled, superseded); the stream closes after it.
  */
 export const outputEventSchema = z.discriminatedUnion("type", [
@@ -95,7 +106,7 @@ export const outputEventSchema = z.discriminatedUnion("type", [
   }),
   z.object({ type: z.literal("attempt"), seq, attempt: count, machine: z.string(), at }),
   z.object({ type: z.literal("attempt_end"), seq, attempt: count, reason: z.enum(ATTEMPT_END_REASONS), at }),
-  z.object({ type: z.literal("dropped"), bytes: count, offset: count }),
+  z.object({ type: z.literal("dropped"), bytes: count, offset: count, reason: z.optional(z.enum(OUTPUT_DROP_REASONS)) }),
   z.object({ type: z.literal("end"), status: z.enum(MESSAGE_STATUSES) }),
 ]);
 export type OutputEvent = z.infer<typeof outputEventSchema>;

@@ -23,6 +23,8 @@ const connectionReport = z.object({
   running: count,
   priority: z.int(),
   drained: z.boolean(),
+  /** The runner said it is stopping (its serve got SIGTERM): it is handed nothing new. Absent: it did not, or an older server. */
+  stopping: z.optional(z.boolean()),
 });
 
 const runningMessage = z.object({

@@ -1,6 +1,7 @@
 // Phase 6 of a plan: queued messages handed out under fresh tokens (../message-lease.ts
 // planDispatch), to the holder in single mode or any claimant in pool mode, within each runner's
-// free slots. Paused, drained or handing on (the safe point) a runner takes nothing new.
+// free slots. Paused, drained, stopping (its serve got SIGTERM) or handing on (the safe point) a
+// runner takes nothing new.
 import type { LeaseRecord } from "../election.ts";
 import { isOpen, lease as leaseMessage, planDispatch, type MessageLease, type MessagePolicy } from "../message-lease.ts";
 import { electPreferred } from "../preference.ts";
@@ -33,7 +34,7 @@ export function dispatch(
   const handingOn = lease.holderClaim !== null && electPreferred(candidates, preferenceContext(controls, lease.holderClaim, false, now)).winner?.claimSeq !== lease.holderClaim;
   const running = new Map<string, number>();
   for (const m of out.open.values()) if (m.status === "running") running.set(m.runner!, (running.get(m.runner!) ?? 0) + 1);
-  const accepts = (c: ServeConn) => !controls.paused && !controls.drained.has(c.machine) && (c.claimSeq !== lease.holderClaim || !handingOn);
+  const accepts = (c: ServeConn) => !controls.paused && !controls.drained.has(c.machine) && c.stopping !== true && (c.claimSeq !== lease.holderClaim || !handingOn);
   const slots = [...eligible.values()].map((i) => {
     const c = conns[i]!;
     return { id: runnerOf(c), free: accepts(c) ? (c.slots ?? 1) - (running.get(runnerOf(c)) ?? 0) : 0 };

@@ -51,6 +51,7 @@ export function senderChange(conns: readonly ServeConn[], lease: LeaseRecord, cl
     if (cursor !== before) patch({ cursor });
   } else if (e.type === "hello") {
     if (e.slots !== undefined && e.slots !== c.slots) patch({ slots: e.slots });
+    if (e.stopping && c.stopping !== true) patch({ stopping: true });
     if (e.machine && e.machine !== c.machine) {
       patch({ machine: e.machine });
       // A holder's new label reaches the lease and every claimant.

@@ -42,6 +42,8 @@ export interface ServeConn {
   readySince?: number;
   /** The newest message id the connection has been shown (a post's copy, a hand-out, history). */
   cursor?: number;
+  /** The runner said it is stopping (hello `stopping`): it is handed nothing new. */
+  stopping?: boolean;
 }
 
 export interface ConnSnapshot {
@@ -134,7 +136,7 @@ export type AgentEvent =
   | { type: "claim"; from: ConnId; priority?: number; runnerId?: string; slots?: number }
   /** A release frame (`req`: its request id, answered among the replies). */
   | { type: "release"; from: ConnId; req?: string }
-  | { type: "hello"; from: ConnId; machine?: string; slots?: number }
+  | { type: "hello"; from: ConnId; machine?: string; slots?: number; stopping?: true }
   /**
    * A page of history after `after` (the replay budget already taken): `known` the newest id the
    * connection says it has seen (at most the last id), `last` the page's last id, `count` its messages.
