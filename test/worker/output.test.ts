@@ -10,6 +10,7 @@ import { LIMITS, type MessageFrame } from "../../worker/wire/protocol.ts";
 import type { OutputEvent, OutputPage } from "../../worker/wire/output.ts";
 import { auth, BASE, call, claimant, post, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 import { passTime } from "./clock.ts";
+import { OutputStore } from "../../worker/objects/output-store.ts";
 
 function run(sock: TestSocket, id: number): Promise<MessageFrame> {
   return sock.next("message", (f) => f.run && f.id === id);
@@ -168,6 +169,18 @@ describe("live output", () => {
     expect(texts(await all(agent, running))).toEqual(Array.from({ length: 8 }, (_, i) => block(i)));
     expect((await call("GET", `/agents/${agent}/messages/${oldest}`)).body).toMatchObject({ output_dropped: "agent_budget" });
     expect((await call("GET", `/agents/${agent}/messages/${newer}`)).body).not.toHaveProperty("output_dropped");
+  });
+
+  it("the output store's migrations are safe to run again (one recorded only after it finished runs again at the next construction)", async () => {
+    const agent = uniqueAgent();
+    await claimant(agent, "m");
+    const version = await runInDurableObject(stubFor(agent), (_, state) => {
+      const sql = state.storage.sql;
+      sql.exec(`UPDATE schema_versions SET version = 1 WHERE store = 'output'`);
+      new OutputStore(sql);
+      return sql.exec<{ version: number }>(`SELECT version FROM schema_versions WHERE store = 'output'`).one().version;
+    });
+    expect(version).toBe(2);
   });
 
   it("Server-Sent Events: stored events, then live ones as the run writes them, then end; Last-Event-ID resumes after it", async () => {
