@@ -5,6 +5,7 @@
 // assert nothing about expiry and must not lose their scene to a busy machine.
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { patchPoolWorkers } from "./scripts/patch-pool-workers.mjs";
 
 /**
  * "baton-dev-token" for account dev (old form: every scope), "other-account-token" for other; limits,
@@ -69,11 +70,16 @@ function workers(heartbeatTtlSeconds: string) {
 
 const LONG_TTL = ["test/worker/hibernation.test.ts", "test/worker/bad-names.test.ts"];
 
-// Every file gets a workerd isolate of its own. One shared isolate (isolate: false) used about a
-// fifth less CPU, but @cloudflare/vitest-pool-workers 0.15.1 wraps a Durable Object class's
-// prototype in one more Proxy each time an object is constructed (createProxyPrototypeClass in
-// test-internal.mjs), so after a few dozen files' objects every property read overflowed the stack
-// ("Maximum call stack size exceeded at new Class"): 160 tests failed in a full run on 2026-12-06.
+// Every file gets a workerd isolate (and a Miniflare) of its own, which is most of the phase's CPU:
+// sharing one per pool worker (isolate: false on both projects) took 10 files from 52 to 21 CPU-s
+// and the 50 from 355 to about 150, once the pool's prototype Proxy is made once per class, not
+// once per object constructed (scripts/patch-pool-workers.mjs; without it 160 tests overflowed the
+// stack). It is not on: at a load of 9-14, three of four shared full runs lost a one-second real
+// heartbeat TTL in one or two tests (lease_expired, a stale holder, an extra wake), different ones
+// each run, where 18 isolated files at the same load did not (2026-12-07). To retry, measure shared
+// runs on a quiet clean clone first.
+patchPoolWorkers();
+
 export default defineConfig({
   test: {
     teardownTimeout: 10_000,

@@ -54,13 +54,14 @@ describe("durable steps through baton serve", () => {
     const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
     fx.started.push(a);
     await a.waitFor(/holder/);
+    // b starts while a runs the message: it only has to stand by when a dies.
     const b = startServe({ url: fx.dev.url, agent, tag: "b", command, sink: join(dir, "sink"), env });
     fx.started.push(b);
-    await b.waitFor(/standby/);
     const id = await postMessage(fx.dev.url, agent, "go");
     await until(() => existsSync(join(dir, "crashed")), "the first attempt recorded its step and paid, then hung");
     const during = await getJson<Journaled>(`${fx.dev.url}/agents/${agent}/messages/${id}`);
     expect(during.steps.map((s) => [s.name, s.kind, s.status, s.attempt])).toEqual([["plan", "step", "done", 1], ["pay", "effect", "done", 1]]);
+    await b.waitFor(/standby/);
     killMachine(a.pid, dir, 1);
     const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 20_000);
     expect(done.reply?.trim()).toBe("plan-of-attempt-1 receipt-of-attempt-1");
@@ -81,11 +82,12 @@ describe("durable steps through baton serve", () => {
     const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
     fx.started.push(a);
     await a.waitFor(/holder/);
+    // b starts while a runs the message: it only has to stand by when a dies.
     const b = startServe({ url: fx.dev.url, agent, tag: "b", command, sink: join(dir, "sink"), env });
     fx.started.push(b);
-    await b.waitFor(/standby/);
     const id = await postMessage(fx.dev.url, agent, "go");
     await until(() => lines(join(dir, "pay.log")).length === 1, "the first attempt began paying");
+    await b.waitFor(/standby/);
     killMachine(a.pid, dir, 1);
     const parked = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "parked", 20_000) as unknown as Journaled;
     expect(parked.waiting_on).toBe("pay");
@@ -111,16 +113,17 @@ describe("durable steps through baton serve", () => {
     const agent = uniqueAgent("beats");
     const res = await fetch(`${fx.dev.url}/agents/${agent}/policy`, { method: "PUT", headers: authHeaders(), body: JSON.stringify({ heartbeat_timeout_seconds: 1 }) });
     expect(res.status).toBe(200);
-    const { dir, command, env } = shellAgent(`sleep 2.5\nbaton heartbeat '{"done":"half"}' >&2\nsleep 1\necho finished`);
+    const { dir, command, env } = shellAgent(`sleep 2.5\nbaton heartbeat '{"done":"half"}' >&2\nwhile [ ! -e "$WORK/go" ]; do sleep 0.05; done\necho finished`);
     const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
     fx.started.push(a);
     await a.waitFor(/holder/);
     const id = await postMessage(fx.dev.url, agent, "go");
     await until(() => lines(join(dir, "pid-1")).length === 1, "the run started");
-    // The command says "half" after 2.5 s of silence, past the 1 s heartbeat timeout: still running.
+    // The command says "half" after 2.5 s of silence, past the 1 s heartbeat timeout: still running (it waits for "go").
     const mid = await waitForMessage(fx.dev.url, agent, id, (m) => "progress" in m && m.progress !== null, 10_000) as unknown as Journaled;
     expect(mid.status).toBe("running");
     expect(mid.progress).toEqual({ done: "half" });
+    writeFileSync(join(dir, "go"), "");
     const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 10_000);
     expect(done.attempts).toBe(1);
     expect(done.reply?.trim()).toBe("finished");
@@ -136,11 +139,12 @@ describe("durable steps through baton serve", () => {
     const a = startServe({ url: fx.dev.url, agent, tag: "a", command, sink: join(dir, "sink"), env });
     fx.started.push(a);
     await a.waitFor(/holder/);
+    // b starts while a runs the message: it only has to stand by when a dies.
     const b = startServe({ url: fx.dev.url, agent, tag: "b", command, sink: join(dir, "sink"), env });
     fx.started.push(b);
-    await b.waitFor(/standby/);
     const id = await postMessage(fx.dev.url, agent, "go");
     await until(() => existsSync(join(dir, "crashed")), "the first attempt recorded its draft", 30_000);
+    await b.waitFor(/standby/);
     killMachine(a.pid, dir, 1);
     const done = await waitForMessage(fx.dev.url, agent, id, (m) => m.status === "acknowledged", 30_000);
     expect(done.reply?.trim()).toBe(String(10 * 1024 * 1024));

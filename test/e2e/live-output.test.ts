@@ -24,6 +24,19 @@ function linesCommand(n: number, delay: number): string {
   return path;
 }
 
+/**
+ * linesCommand's lines with no delay, except that its first attempt stops after line `after` until
+ * `go()`: a reader looks at a run that is surely still running, and a later attempt runs straight through.
+ */
+function pausingLinesCommand(n: number, after: number): { command: string; go: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), "baton-lines-"));
+  const command = join(dir, "lines.sh");
+  const gate = join(dir, "go");
+  writeFileSync(command, `#!/bin/sh\ni=1\nwhile [ $i -le ${n} ]; do\n  if [ $((i % 2)) -eq 1 ]; then echo "$TAG err $i" >&2; fi\n  echo "$TAG line $i"\n  if [ $i -eq ${after} ] && [ "$BATON_ATTEMPT" = 1 ]; then while [ ! -e ${gate} ]; do sleep 0.05; done; fi\n  i=$((i+1))\ndone\n`);
+  chmodSync(command, 0o755);
+  return { command, go: () => writeFileSync(gate, "") };
+}
+
 function serve(agent: string, tag: string, command: string): ServeProc {
   const s = startServe({ url: fixture.dev.url, agent, tag, command, sink: "/dev/null" });
   started.push(s);
@@ -52,17 +65,19 @@ function follower(agent: string, id: number) {
 describe("live output", () => {
   it("a served command's stdout and stderr show to a second reader while it runs, marked which; the reply stays its stdout", async () => {
     const agent = uniqueAgent("out");
-    const a = serve(agent, "a", linesCommand(6, 0.4));
+    const { command, go } = pausingLinesCommand(6, 2);
+    const a = serve(agent, "a", command);
     await a.waitFor(/holder \(fence \d+\)/);
     const id = await postMessage(fixture.dev.url, agent, "go");
     const f = follower(agent, id);
     await f.until((es) => texts(es).includes("a line 2"));
-    // Seen while the run goes on, not at its end.
+    // Seen while the run goes on (it waits after line 2), not at its end.
     expect((await getJson<{ status: string }>(`${fixture.dev.url}/agents/${agent}/messages/${id}`)).status).toBe("running");
     const logs = runBaton(["logs", agent, String(id)], { BATON_URL: fixture.dev.url });
     expect(logs.code).toBe(0);
     expect(logs.stdout).toContain("a line 1\na line 2\n");
     expect(logs.stderr).toContain("a err 1\n");
+    go();
     await f.done;
     expect(texts(f.events)).toBe([1, 2, 3, 4, 5, 6].map((i) => `a line ${i}\n`).join(""));
     expect(texts(f.events, "stderr")).toBe("a err 1\na err 3\na err 5\n");
@@ -73,7 +88,8 @@ describe("live output", () => {
 
   it("kill -9 of the holder mid-output: a follower sees attempt 1's output, the takeover, then attempt 2's, in order, nothing lost or repeated", async () => {
     const agent = uniqueAgent("out");
-    const command = linesCommand(8, 0.3);
+    // Attempt 1 stops after line 3 (killed there, mid-output); attempt 2 prints all 8.
+    const { command } = pausingLinesCommand(8, 3);
     const a = serve(agent, "a", command);
     await a.waitFor(/holder \(fence \d+\)/);
     const b = serve(agent, "b", command);
