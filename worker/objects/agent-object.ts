@@ -45,19 +45,20 @@ const SERVE: SocketKind<ConnState> = {
 
 export class AgentCoordinator extends AgentCalls {
   protected readonly kind = SERVE;
-  private readonly store: AgentStore;
+  // What storage backs, built again from storage after a rolled-back fire (build).
+  private store!: AgentStore;
   private readonly rate = new FrameRateLimit(LIMITS.framesPerSecond, LIMITS.frameCharsPerSecond);
-  private readonly desk: WorkDesk;
-  private readonly metrics: AgentMetricsKeeper;
-  private readonly controls: AgentControls;
+  private desk!: WorkDesk;
+  private metrics!: AgentMetricsKeeper;
+  private controls!: AgentControls;
   /** Webhook configuration, outbox and delivery (agent-webhooks.ts). */
-  private readonly webhooks: AgentWebhooks;
+  private webhooks!: AgentWebhooks;
   /** Presence reports, retries and confirmations to the directory (agent-presence.ts). */
   private readonly reports: PresenceReports;
   /** What a snapshot reads and what a plan is applied to. */
-  private readonly parts: SnapshotParts & ApplyParts;
+  private parts!: SnapshotParts & ApplyParts;
   /** The Worker's calls, each one event (agent-inputs.ts). */
-  private readonly inputs: AgentInputs;
+  private inputs!: AgentInputs;
   /** The alarm this instance last set (null: none, or unknown after a restart), so a scan is not re-set on every frame. */
   private alarmAt: number | null = null;
   /** Who this object serves: its name, stored at first contact, since an alarm wakes it without one. */
@@ -65,15 +66,12 @@ export class AgentCoordinator extends AgentCalls {
   /** Readers' follow calls waiting for a message's next output (output-followers.ts). */
   protected readonly followers = new OutputFollowers();
   /** The agent's schedules and their fires (agent-schedules.ts). */
-  private readonly schedules: AgentSchedules;
+  private schedules!: AgentSchedules;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.store = new AgentStore(ctx.storage.sql);
-    this.identity = this.store.identity(agentOfObject(ctx.id));
-    this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
-    this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`, this.config.outputBytes, this.config.agentOutputBytes);
-    this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
+    this.identity = new AgentStore(ctx.storage.sql).identity(agentOfObject(ctx.id));
+    this.build();
     this.reports = new PresenceReports(ctx.storage.sql, this.config.heartbeatTtlMs, this.clock, ctx, env.DIRECTORY, this.identity, {
       read: () => {
         const now = this.now();
@@ -82,17 +80,6 @@ export class AgentCoordinator extends AgentCalls {
       },
       forgetMetrics: () => this.metrics.forget(),
       failed: () => this.reportFailed(),
-    });
-    const directory = () => this.identity && env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(this.identity.account)));
-    this.webhooks = new AgentWebhooks(ctx.storage.sql, directory, () => this.now(), undefined, env.BATON_WEBHOOK_ALLOW_PRIVATE === "true");
-    this.parts = {
-      desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx, clock: this.clock, config: this.config,
-      retention: this.config.retention, outbound: new Outbound(),
-    };
-    this.schedules = new AgentSchedules(ctx.storage.sql, this.desk, this.webhooks, this.config.retention);
-    this.inputs = new AgentInputs({
-      desk: this.desk, store: this.store, controls: this.controls, webhooks: this.webhooks, metrics: this.metrics, config: this.config,
-      identity: this.identity, blobs: env.BLOBS,
     });
     // After a restart (deploy, crash) the stored lease may name a holder whose socket died with the
     // old process: keep the lease for that runner's return (restart grace), and re-elect from the
@@ -105,6 +92,27 @@ export class AgentCoordinator extends AgentCalls {
       this.fireSchedules(now);
       this.awaitAccountWebhook(this.webhooks.resume(now));
     });
+  }
+
+  /** The parts whose memory mirrors storage, built from storage (at start, and after a fire was rolled back). */
+  private build(): void {
+    const { ctx, env } = this;
+    this.store = new AgentStore(ctx.storage.sql);
+    this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
+    this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`, this.config.outputBytes, this.config.agentOutputBytes);
+    this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
+    const directory = () => this.identity && env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(this.identity.account)));
+    this.webhooks = new AgentWebhooks(ctx.storage.sql, directory, () => this.now(), undefined, env.BATON_WEBHOOK_ALLOW_PRIVATE === "true");
+    this.parts = {
+      desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx, clock: this.clock, config: this.config,
+      retention: this.config.retention, outbound: new Outbound(),
+    };
+    this.schedules = new AgentSchedules(ctx.storage.sql, this.desk, this.webhooks, this.config.retention);
+    this.inputs = new AgentInputs({
+      desk: this.desk, store: this.store, controls: this.controls, webhooks: this.webhooks, metrics: this.metrics, config: this.config,
+      identity: this.identity, blobs: env.BLOBS,
+    });
+    this.alarmAt = null;
   }
 
   /** The serve socket upgrade, forwarded by the Worker: the open is an event (`opened`: welcomed) once the socket is accepted. */
@@ -167,7 +175,7 @@ export class AgentCoordinator extends AgentCalls {
    * Posts the schedules' due slots (agent-schedules.ts), each through the plan as a post event, in
    * one transaction with the slots' records and each schedule's latest slot: a slot is posted once
    * or not at all, however the object is cut short; its frames (a slot's hand-out) go out only once
-   * it commits (outbound.ts). Ends with a plan of the alarm for the next slot.
+   * it commits (outbound.ts); one that throws posts none of its slots. Ends with a plan of the alarm.
    */
   private fireSchedules(now: number): boolean {
     const account = this.identity?.account;
@@ -175,12 +183,26 @@ export class AgentCoordinator extends AgentCalls {
     const wake = this.schedules.nextWake(now, paused);
     if (account === undefined || wake === null || wake > now) return false;
     const count = this.schedules.count();
-    this.parts.outbound.transaction(this.ctx, "a schedule fire", () => {
-      for (const slot of this.schedules.due(now, paused)) {
-        const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)) : null;
-        this.schedules.posted(slot, plan?.post ?? null, now);
-      }
-    });
+    try {
+      this.parts.outbound.transaction(this.ctx, () => {
+        for (const slot of this.schedules.due(now, paused)) {
+          const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)) : null;
+          this.schedules.posted(slot, plan?.post ?? null, now);
+        }
+      });
+    } catch (err) {
+      // Rolled back: memory is rebuilt from storage and the slots are recorded skipped in a write of
+      // their own, so a fire that throws every time cannot stop the agent's posts and runners.
+      const error = err instanceof Error ? err.message : String(err);
+      console.error(`a schedule fire was rolled back: ${error}`);
+      this.build();
+      this.ctx.storage.transactionSync(() => {
+        for (const s of this.schedules.due(now, paused)) {
+          if (s.replayed === null) this.schedules.failed(s, error, now);
+          else this.schedules.posted(s, null, now);
+        }
+      });
+    }
     this.step(now, { type: "alarm" });
     this.noteScheduleCount(count);
     // A fire changes the schedules' figures /metrics reports with presence.
