@@ -478,7 +478,7 @@ LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "outputBatchBytes": 32768,
     "outputBatchChunks": 64,
     "outputBytesPerMessage": 67108864,
-    "outputBytesPerAgent": 68719476736,
+    "outputBytesPerAgent": 8589934592,
     "outputPageEvents": 256,
     "outputPageBytes": 262144,
     "pushTargetsPerTask": 4,
