@@ -11,28 +11,28 @@ import { isStale } from "../rules/election.ts";
 import { planAgent, type AgentEvent, type AgentPlan } from "../rules/agent-plan.ts";
 import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
 import { isReplyEvent, replyEffects, type ReplyEvent } from "../rules/plan/reply.ts";
-import { AgentControls } from "./agent-controls.ts";
+import type { AgentControls } from "./agent-controls.ts";
 import { newConnState, serveAttachment, writeConn, type ConnState } from "./connections.ts";
 import { LIMITS, parseClientFrame } from "../wire/protocol.ts";
 import type { Env } from "../env.ts";
 import { PresenceReports } from "./agent-presence.ts";
-import { agentOfObject, directoryObjectName } from "./names.ts";
+import { agentOfObject } from "./names.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
-import { AgentMetricsKeeper } from "./metrics-agent.ts";
-import { WorkDesk } from "./work-desk.ts";
+import type { AgentMetricsKeeper } from "./metrics-agent.ts";
+import type { WorkDesk } from "./work-desk.ts";
 import { accountTag } from "../rules/step-journal.ts";
-import { AgentWebhooks } from "./agent-webhooks.ts";
+import type { AgentWebhooks } from "./agent-webhooks.ts";
 import type { OutboxEvent } from "./webhook-outbox.ts";
-import { AgentInputs, type Inputs, type LiveConn, type Outputs } from "./agent-inputs.ts";
+import type { AgentInputs, Inputs, LiveConn, Outputs } from "./agent-inputs.ts";
 import { applyEffects, applyPlan, type ApplyParts } from "./agent-apply.ts";
 import { frameEvent, leavesBlobs } from "./agent-frames.ts";
 import { heartbeatOf, readSnapshot, runKeysFor, type SnapshotParts } from "./agent-snapshot.ts";
 import { AgentCalls } from "./agent-calls.ts";
 import { OutputFollowers } from "./output-followers.ts";
-import { AgentSchedules } from "./agent-schedules.ts";
+import type { AgentSchedules } from "./agent-schedules.ts";
+import { buildAgentParts } from "./agent-parts.ts";
 import type { A2APushTargets } from "./a2a-push.ts";
 import type { MessageView } from "../wire/http-responses.ts";
-import { Outbound } from "./outbound.ts";
 
 export type { CancelAnswer, PostResult, ResumeAnswer } from "./agent-inputs.ts";
 
@@ -45,28 +45,24 @@ const SERVE: SocketKind<ConnState> = {
 
 export class AgentCoordinator extends AgentCalls {
   protected readonly kind = SERVE;
-  // What storage backs, built again from storage after a rolled-back fire (build).
-  private store!: AgentStore;
   private readonly rate = new FrameRateLimit(LIMITS.framesPerSecond, LIMITS.frameCharsPerSecond);
+  /** Presence reports, retries and confirmations to the directory (agent-presence.ts). */
+  private readonly reports: PresenceReports;
+  // What storage backs (agent-parts.ts), built again from storage after a rolled-back fire (build).
+  private store!: AgentStore;
   private desk!: WorkDesk;
   private metrics!: AgentMetricsKeeper;
   private controls!: AgentControls;
-  /** Webhook configuration, outbox and delivery (agent-webhooks.ts). */
   private webhooks!: AgentWebhooks;
-  /** Presence reports, retries and confirmations to the directory (agent-presence.ts). */
-  private readonly reports: PresenceReports;
-  /** What a snapshot reads and what a plan is applied to. */
   private parts!: SnapshotParts & ApplyParts;
-  /** The Worker's calls, each one event (agent-inputs.ts). */
   private inputs!: AgentInputs;
+  private schedules!: AgentSchedules;
   /** The alarm this instance last set (null: none, or unknown after a restart), so a scan is not re-set on every frame. */
   private alarmAt: number | null = null;
   /** Who this object serves: its name, stored at first contact, since an alarm wakes it without one. */
   private readonly identity: AgentIdentity | null;
   /** Readers' follow calls waiting for a message's next output (output-followers.ts). */
   protected readonly followers = new OutputFollowers();
-  /** The agent's schedules and their fires (agent-schedules.ts). */
-  private schedules!: AgentSchedules;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -96,22 +92,9 @@ export class AgentCoordinator extends AgentCalls {
 
   /** The parts whose memory mirrors storage, built from storage (at start, and after a fire was rolled back). */
   private build(): void {
-    const { ctx, env } = this;
-    this.store = new AgentStore(ctx.storage.sql);
-    this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
-    this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`, this.config.outputBytes, this.config.agentOutputBytes);
-    this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
-    const directory = () => this.identity && env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(this.identity.account)));
-    this.webhooks = new AgentWebhooks(ctx.storage.sql, directory, () => this.now(), undefined, env.BATON_WEBHOOK_ALLOW_PRIVATE === "true");
-    this.parts = {
-      desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx, clock: this.clock, config: this.config,
-      retention: this.config.retention, outbound: new Outbound(),
-    };
-    this.schedules = new AgentSchedules(ctx.storage.sql, this.desk, this.webhooks, this.config.retention);
-    this.inputs = new AgentInputs({
-      desk: this.desk, store: this.store, controls: this.controls, webhooks: this.webhooks, metrics: this.metrics, config: this.config,
-      identity: this.identity, blobs: env.BLOBS,
-    });
+    const { ctx, env, config, clock, identity } = this;
+    ({ store: this.store, controls: this.controls, desk: this.desk, metrics: this.metrics, webhooks: this.webhooks, parts: this.parts, schedules: this.schedules, inputs: this.inputs } =
+      buildAgentParts({ ctx, env, config, clock, identity, now: () => this.now() }));
     this.alarmAt = null;
   }
 
