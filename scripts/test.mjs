@@ -104,7 +104,7 @@ await together(
   async () => {
     await phase("npm run build", 3);
     buildDone();
-    await phase(`npx vitest run -c vitest.node.config.ts --project e2e --no-file-parallelism ${VITEST_FLAGS}`, 15, { retryOnHang: true });
+    await phase(`npx vitest run -c vitest.node.config.ts --project e2e --maxWorkers=2 ${VITEST_FLAGS}`, 15, { retryOnHang: true });
     await phase(`npx vitest run -c vitest.node.config.ts --project e2e-timed ${VITEST_FLAGS}`, 15, { retryOnHang: true });
   },
   async () => {
