@@ -73,19 +73,21 @@ export default defineCommand({
       // A command run under a trace (TRACEPARENT, as `baton serve` gives its commands) sends within it.
       ...(process.env.TRACEPARENT && TRACEPARENT.test(process.env.TRACEPARENT) ? { traceparent: process.env.TRACEPARENT } : {}),
     };
+    // Watched from before the post: a Ctrl-C while the post is on its way (the message may already
+    // run when the answer arrives) is dealt with once its id is known, not by the default exit.
+    const interrupt = options.wait ? onInterrupt() : null;
     const sent = await requestJson(conn, "POST", routePath("/agents/{agent}/messages", { agent }), messageViewSchema, { body }).catch((error: unknown) => {
+      interrupt?.stop();
       // A busy refusal is an answer about the agent, not a failure of the command: its own exit code, and JSON with --json.
       if (!(error instanceof CoordinatorError && error.code === "busy")) throw error;
       // With --json, the coordinator's refusal as it sent it: {"error": "busy", "message", "holder"}.
       if (options.json) process.stdout.write(`${JSON.stringify(Object.keys(error.details).length > 0 ? error.details : { error: error.code, message: error.message })}\n`);
       throw new CLIError(error.message, SEND_EXIT.busy);
     });
-    if (!options.wait) {
+    if (interrupt === null) {
       process.stdout.write(options.json ? `${JSON.stringify(sent)}\n` : `sent message ${sent.id} to ${agent}\n`);
       return;
     }
-    // Watched from the moment the message exists, so a Ctrl-C never leaves it behind unsaid.
-    const interrupt = onInterrupt();
     const deadline = performance.now() + timeoutS * 1000;
     const state = await agentState(conn, agent).catch((error: unknown) => {
       interrupt.stop();

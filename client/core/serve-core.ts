@@ -49,6 +49,8 @@ export class ServeCore {
   private claimSentAt = 0;
   private heardLease = false;
   private cancelDeadline: (() => void) | null = null;
+  /** stop() began: nothing more is claimed or run, even what the coordinator handed out before it heard (as Python's work.stopping). */
+  private stopped = false;
 
   constructor(private readonly opts: ServeCoreOptions) {
     this.cursor = opts.cursor ?? 0;
@@ -74,6 +76,7 @@ export class ServeCore {
 
   /** The connection opened (dialled at `dialedAt`): claim, and replay what was missed. */
   opened(dialedAt: number): void {
+    if (this.stopped) return;
     const { link, clock } = this.opts;
     const now = clock.now();
     this.lease.reset(link.ttlMs);
@@ -109,7 +112,7 @@ export class ServeCore {
       case "message":
         this.cursor = Math.max(this.cursor, frame.id);
         this.opts.onMessage?.(agentMessage(frame, false));
-        if (frame.run) this.work.enqueue(frame);
+        if (frame.run && !this.stopped) this.work.enqueue(frame);
         return;
       case "revoked":
         return this.work.revoke(frame.id, frame.token, frame.reason);
@@ -150,6 +153,7 @@ export class ServeCore {
    * meanwhile waits for another runner as attempt 1), then gives the lease up so a standby takes over at once.
    */
   async stop(release: boolean): Promise<void> {
+    this.stopped = true;
     this.clearDeadline();
     const { link } = this.opts;
     if (release && link.isOpen) link.send({ type: "hello", stopping: true });

@@ -92,7 +92,10 @@ class ServeCore:
     # -- what the connection tells -------------------------------------------------------------
 
     async def opened(self, dialed_at: float) -> None:
-        """Connected (dialled at ``dialed_at``): claim, and replay the history missed meanwhile."""
+        """Connected (dialled at ``dialed_at``): claim, and replay the history missed meanwhile; once
+        the stop began, nothing (a new connection is not known to be stopping and would be handed work)."""
+        if self.work.stopping:
+            return
         t = self.clock.now()
         self.lease.reset(self.link.ttl)
         self.lease.acked(dialed_at, t)

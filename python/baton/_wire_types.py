@@ -38,7 +38,7 @@ class HelloFrame(TypedDict, total=False):
     type: Required[Literal["hello"]]
     machine: NotRequired[str]
     concurrency: NotRequired[int]
-    stopping: NotRequired[Literal[true]]
+    stopping: NotRequired[Literal[True]]
 
 
 class ServeLeaseFrame(TypedDict, total=False):

@@ -36,7 +36,7 @@ class Writer {
   private readonly classNames = new Set<string>();
 
   literal(field: string, qualified: string, values: unknown[]): string {
-    const text = `Literal[${values.map((v) => JSON.stringify(v)).join(", ")}]`;
+    const text = `Literal[${values.map(pythonValue).join(", ")}]`;
     for (const name of [ALIASES[qualified] ?? pascal(field), qualified]) {
       const known = this.literals.get(name);
       if (known === undefined) this.literals.set(name, text);
@@ -46,7 +46,7 @@ class Writer {
   }
 
   type(schema: Schema, name: string, field: string): string {
-    if (schema.const !== undefined) return `Literal[${JSON.stringify(schema.const)}]`;
+    if (schema.const !== undefined) return `Literal[${pythonValue(schema.const)}]`;
     if (schema.enum) return this.literal(field, name, schema.enum);
     const union = schema.anyOf ?? schema.oneOf;
     if (union) return [...new Set(union.map((s, i) => this.type(s, i === 0 ? name : `${name}${i}`, field)))].join(" | ");

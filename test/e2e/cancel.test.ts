@@ -4,6 +4,8 @@
 // prints the command that cancels, and with --cancel-on-interrupt cancels.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -127,4 +129,50 @@ describe("cancel end to end", () => {
     await until("every pid of message 2's tree gone", () => (pids.some(alive) ? null : true), 10_000);
     expect(readFileSync(join(dir, "2.sh"), "utf8").trim()).toMatch(/^\d+$/);
   });
+
+  it("send --wait --cancel-on-interrupt: a Ctrl-C while the post's answer is on its way still cancels the message it posted", async () => {
+    const agent = uniqueAgent("sigint-early");
+    const proxy = await holdingProxy(fx.dev.url);
+    try {
+      const send = spawn(process.execPath, [BIN, "send", agent, "early", "--wait", "--cancel-on-interrupt"], {
+        cwd: ROOT, env: { ...process.env, BATON_URL: proxy.url, BATON_TOKEN: DEV_TOKEN }, stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stderr = "";
+      send.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+      const exited = new Promise<number | null>((r) => send.once("exit", (code) => r(code)));
+      // The coordinator has stored the message; its answer is held until Ctrl-C has reached send.
+      await proxy.posted;
+      send.kill("SIGINT");
+      await new Promise((r) => setTimeout(r, 200));
+      proxy.release();
+      expect(await exited).toBe(130);
+      expect(stderr).toMatch(/message 1 of .* cancelled by the unnamed token \(cli\)/);
+      expect((await waitForMessage(fx.dev.url, agent, 1, (m) => m.status === "cancelled")).status).toBe("cancelled");
+    } finally {
+      proxy.server.close();
+    }
+  });
 });
+
+/** A proxy to the coordinator that holds the answer to the first message post until release(). */
+async function holdingProxy(target: string): Promise<{ url: string; server: Server; posted: Promise<void>; release(): void }> {
+  let posted = () => {};
+  let release = () => {};
+  const postedP = new Promise<void>((r) => (posted = r));
+  const released = new Promise<void>((r) => (release = r));
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== "host" && k !== "connection") as [string, string][]);
+    const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
+    const answer = await fetch(new URL(req.url!, target), { method: req.method, headers, body });
+    const text = Buffer.from(await answer.arrayBuffer());
+    if (req.method === "POST" && /\/messages$/.test(req.url!)) {
+      posted();
+      await released;
+    }
+    res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" }).end(text);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, posted: postedP, release };
+}

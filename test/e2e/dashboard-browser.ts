@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, inject } from "vitest";
 import { serve, type MessageHandler, type ServeHandle } from "../../client/node.ts";
-import { resetBrowser } from "./browser-reset.ts";
+import { EPOCH_COOKIE, freshStorage, resetBrowser } from "./browser-reset.ts";
 import { dashboardToken, type DashboardAccount } from "./dashboard-accounts.ts";
 import { CHROMIUM, DASHBOARD_DEV_VARS } from "./dashboard-dev.global.ts";
 import { personApi } from "./dashboard-person-api.ts";
@@ -32,7 +32,7 @@ export interface DashboardFixture {
  * project's Chromium (dashboard-dev.global.ts), or, with BATON_TEST_SHARED_DEV=0, a server and a
  * browser of the file's own. Every page of the context starts with the account's token saved
  * (unless a test saved another), as a person who signed in; after each test, the pages it left
- * open are closed and the storage is cleared (browser-reset.ts).
+ * open are closed, and the next test's first page finds the storage cleared (browser-reset.ts).
  */
 export function dashboardFixture(account: DashboardAccount, viewport = { width: 1100, height: 1000 }): DashboardFixture {
   const token = dashboardToken(account);
@@ -49,13 +49,7 @@ export function dashboardFixture(account: DashboardAccount, viewport = { width: 
     ({ url, own } = coordinator);
     http = personApi(url, token);
     context = await browser.newContext({ viewport });
-    await context.addInitScript((t) => {
-      try {
-        if (!localStorage.getItem("baton.token")) localStorage.setItem("baton.token", t);
-      } catch {
-        // about:blank and other opaque origins have no storage
-      }
-    }, token);
+    await context.addInitScript(freshStorage, { token, cookie: EPOCH_COOKIE });
   });
   afterEach(() => resetBrowser(context, url));
   afterAll(async () => {

@@ -37,11 +37,10 @@ describe("the dashboard and its coordinator", () => {
   });
 
   it("reconnects by itself when the coordinator restarts, saying it is unreachable meanwhile, and shows who came back", async () => {
-    // A coordinator of this test's own, with the project's tokens: it is stopped and started again,
+    // A coordinator of this test's own, with the project's tokens: it is killed and started again,
     // which the one every other file shares must never be. Its restart grace is a minute, not 10 s:
-    // the grace may run from the restart itself, and on a loaded machine the runner's reconnect
-    // after wrangler dev answers again once took longer than 10 s (the lease then went to it as a
-    // fresh claim, not "restored").
+    // the grace runs from the object's first wake after the restart, which an alarm may bring
+    // before wrangler dev answers again on a loaded machine.
     const vars = { ...DASHBOARD_DEV_VARS, BATON_RESTART_GRACE_SECONDS: "60" };
     let dev = await startWranglerDev({ vars });
     const own = { get url() { return dev.url; }, token: fx.token };
@@ -58,7 +57,12 @@ describe("the dashboard and its coordinator", () => {
       await serve("restorer", "home-box", homeRunner);
       await card(page, "restorer").locator('[data-role="holder"] .machine', { hasText: "home-box" }).waitFor();
       const { port, persistDir } = dev;
-      await dev.stop();
+      // Killed (-9), as a crash or a deploy drops every socket without the object hearing of it. A
+      // SIGTERM lets wrangler dev close the sockets on its way out: on a loaded machine the object
+      // then sometimes ran the runner's close before it died (the lease was released, "closed", 0.1 s
+      // after the claim and 15 s before the restart), so nobody was left to restore and the runner
+      // came back to a fresh claim.
+      await dev.crash();
       await page.locator('#status[data-state="retrying"]').waitFor();
       await page.locator('[data-role="unreachable-banner"]', { hasText: "Coordinator unreachable" }).waitFor();
       // The same 24-hour clock as the rest of the page, not "1:50:37 PM".

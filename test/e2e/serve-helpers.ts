@@ -13,7 +13,8 @@ import { DEV_TOKEN, ROOT, startWranglerDev, type DevServer } from "./wrangler-de
 export const BIN = join(ROOT, "dist/cli/main.js");
 
 // The token every helper of this file speaks with: the dev token, or the token of the file's own
-// account once its fixture asked for one (each test file has its own module state).
+// account once its fixture asked for one, until that test file ends (the e2e project's files share
+// this module: isolate is off).
 let fileToken = DEV_TOKEN;
 
 /** The token the helpers of this file use (startServe, runBaton, getJson, ...). */
@@ -276,7 +277,12 @@ export interface SharedFixtureOptions {
  * pushed to `started` are stopped after each test.
  */
 export function sharedServeFixture(opts: SharedFixtureOptions = {}): { readonly dev: { readonly url: string }; readonly started: ServeProc[] } {
-  if (opts.account !== undefined) fileToken = accountToken(opts.account);
+  if (opts.account !== undefined) {
+    fileToken = accountToken(opts.account);
+    afterAll(() => {
+      fileToken = DEV_TOKEN;
+    });
+  }
   const url = inject("sharedDevUrl");
   if (url === undefined) return serveFixture(); // not shared in this run: a server of its own
   const started: ServeProc[] = [];

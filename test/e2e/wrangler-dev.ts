@@ -100,10 +100,13 @@ async function startOnce(opts: DevOptions): Promise<DevServer> {
   ];
   for (const [k, v] of Object.entries({ BATON_TEST_CLOCK: "true", ...opts.vars })) args.push("--var", `${k}:${v}`);
   const root = opts.root ?? ROOT;
-  const proc = spawn(join(root, "node_modules/.bin/wrangler"), args.slice(1), {
+  // wrangler's CLI itself, with the flags its bin script would add: the bin script is one more Node start-up that only spawns it.
+  const cli = join(root, "node_modules/wrangler/wrangler-dist/cli.js");
+  const proc = spawn(process.execPath, ["--no-warnings", "--experimental-vm-modules", cli, ...args.slice(1)], {
     cwd: root,
-    // No fetch of the Request.cf object: offline it fails after a DNS lookup, on every start-up.
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" },
+    // No fetch of the Request.cf object: offline it fails after a DNS lookup, on every start-up. No
+    // banner, hence no update check against the registry on every start-up.
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true", CI: "true", NO_COLOR: "1" },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });

@@ -254,3 +254,19 @@ def test_the_core_is_built_from_adapters_not_from_a_url_and_token(missing: str):
 
     assert missing not in inspect.signature(ServeCore).parameters
     assert not hasattr(ServeCore, "start")
+
+
+def test_a_stopping_core_claims_nothing_when_its_link_dials_again_during_the_stop():
+    """As the TypeScript core: a reconnect while the stop runs must not claim again, or the
+    coordinator (which sees a new connection, not stopping) hands it messages nothing will run."""
+
+    async def body(core: ServeCore, link: FakeLink, clock: FakeClock, events: list[dict[str, Any]]) -> None:
+        stopping = asyncio.ensure_future(core.stop("serving stopped", release=True))
+        assert await sent(link) == {"type": "hello", "stopping": True}
+        release = await sent(link)
+        await core.opened(clock.now())
+        await nothing_sent(link)
+        link.answer({"type": "result", "op": "release", "req": release["req"], "released": True})
+        await stopping
+
+    asyncio.run(served(body))

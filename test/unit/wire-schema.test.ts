@@ -17,3 +17,11 @@ describe("python/baton/_wire_types.py", () => {
     expect(readFileSync(WIRE_TYPES_PATH, "utf8")).toBe(wirePythonTypesText());
   });
 });
+
+describe("python/baton/_wire_types.py's literals", () => {
+  it("are Python: a boolean is True or False (JSON's true is a NameError for typing.get_type_hints)", () => {
+    const literals = wirePythonTypesText().match(/Literal\[[^\]]*\]/g) ?? [];
+    expect(literals).toContain("Literal[True]");
+    expect(literals.filter((l) => /\b(true|false|null)\b/.test(l.replace(/"[^"]*"/g, "")))).toEqual([]);
+  });
+});

@@ -8,8 +8,9 @@ import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { LIMITS, type MessageFrame } from "../../worker/wire/protocol.ts";
 import type { OutputEvent, OutputPage } from "../../worker/wire/output.ts";
-import { auth, BASE, call, claimant, post, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { auth, BASE, call, claimant, post, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 import { passTime } from "./clock.ts";
+import { OutputStore } from "../../worker/objects/output-store.ts";
 
 function run(sock: TestSocket, id: number): Promise<MessageFrame> {
   return sock.next("message", (f) => f.run && f.id === id);
@@ -168,6 +169,40 @@ describe("live output", () => {
     expect(texts(await all(agent, running))).toEqual(Array.from({ length: 8 }, (_, i) => block(i)));
     expect((await call("GET", `/agents/${agent}/messages/${oldest}`)).body).toMatchObject({ output_dropped: "agent_budget" });
     expect((await call("GET", `/agents/${agent}/messages/${newer}`)).body).not.toHaveProperty("output_dropped");
+  });
+
+  it("past the agent's budget an older message still running keeps its output; the oldest finished one's goes instead", async () => {
+    const agent = uniqueAgent();
+    const { sock: a } = await claimant(agent, "m");
+    a.send({ type: "hello", concurrency: 2 });
+    await settle(a);
+    const block = (i: number) => `${String(i).padStart(4, "0")}${"x".repeat(8 * 1024 - 4)}`;
+    const eight = async (m: MessageFrame) => { for (let i = 0; i < 8; i++) await out(a, m, block(i)); };
+    // The oldest message runs on the whole time; the second finishes; the third's output passes 128 KiB.
+    const running = await run(a, await post(agent, "long"));
+    await eight(running);
+    const finished: number[] = [];
+    for (let n = 0; n < 2; n++) {
+      const id = await post(agent, `short ${n}`);
+      const m = await run(a, id);
+      await eight(m);
+      await write(a, { type: "reply", id, token: m.token, key: "k", text: "ok" });
+      finished.push(id);
+    }
+    expect(texts(await all(agent, running.id))).toEqual(Array.from({ length: 8 }, (_, i) => block(i)));
+    expect((await all(agent, finished[0]!)).find((e) => e.type === "dropped")).toMatchObject({ reason: "agent_budget", bytes: 64 * 1024 });
+  });
+
+  it("the output store's migrations are safe to run again (one recorded only after it finished runs again at the next construction)", async () => {
+    const agent = uniqueAgent();
+    await claimant(agent, "m");
+    const version = await runInDurableObject(stubFor(agent), (_, state) => {
+      const sql = state.storage.sql;
+      sql.exec(`UPDATE schema_versions SET version = 1 WHERE store = 'output'`);
+      new OutputStore(sql);
+      return sql.exec<{ version: number }>(`SELECT version FROM schema_versions WHERE store = 'output'`).one().version;
+    });
+    expect(version).toBe(2);
   });
 
   it("Server-Sent Events: stored events, then live ones as the run writes them, then end; Last-Event-ID resumes after it", async () => {

@@ -7,7 +7,7 @@
 import type { OutputAppend, OutputHead, OutputMarks } from "../rules/plan/output.ts";
 import { chunkBytes, OUTPUT_LIMITS, type AttemptEndReason, type OutputDropReason, type OutputEvent, type OutputStream } from "../wire/output.ts";
 import { agentOutputDrops, type FinishedOutput } from "../rules/output-budget.ts";
-import { migrate, type Migration } from "./migrations.ts";
+import { addMissingColumns, migrate, type Migration } from "./migrations.ts";
 
 interface OutputRow {
   seq: number;
@@ -44,7 +44,7 @@ const createTables: Migration = (sql) => {
 };
 
 /** 2: why a head's output was dropped (the message's budget or the agent's). */
-const addDropReason: Migration = (sql) => sql.exec(`ALTER TABLE message_output_heads ADD COLUMN dropped_for TEXT`);
+const addDropReason: Migration = (sql) => addMissingColumns(sql, "message_output_heads", { dropped_for: "TEXT" });
 
 const OUTPUT_MIGRATIONS: readonly Migration[] = [createTables, addDropReason];
 

@@ -1,0 +1,58 @@
+// A serve that is stopping (SIGTERM) runs nothing more: a hand-out the coordinator sent before it
+// read the runner's hello {stopping} arrives while the runs stop, and its handler never starts
+// (as the Python core's work.stopping keeps it from starting).
+import { describe, expect, it } from "vitest";
+import type { ClientFrame, MessageFrame } from "../../worker/wire/protocol.ts";
+import type { Clock } from "../../client/core/clock.ts";
+import { ServeCore } from "../../client/core/serve-core.ts";
+import type { CoreLink, ReplyFrame } from "../../client/core/writes.ts";
+
+const stillClock: Clock = { now: () => 0, after: () => () => {} };
+
+/** A link that records what is sent and answers the release when the test says so. */
+class RecordingLink implements CoreLink {
+  readonly isOpen = true;
+  readonly ttlMs = 60_000;
+  readonly sent: ClientFrame[] = [];
+  private release: ((f: ReplyFrame) => void) | null = null;
+  private n = 0;
+  send(frame: ClientFrame): void {
+    this.sent.push(frame);
+  }
+  request(frame: ClientFrame & { req: string }): Promise<ReplyFrame> {
+    this.sent.push(frame);
+    if (frame.type === "serve_lease" && frame.op === "release") return new Promise((resolve) => (this.release = resolve));
+    return new Promise(() => {});
+  }
+  nextReq(): string {
+    return `r${++this.n}`;
+  }
+  reconnectNow(): void {}
+  answerRelease(): void {
+    this.release?.({ type: "result", op: "release", released: true } as ReplyFrame);
+  }
+}
+
+const HAND_OUT: MessageFrame = {
+  type: "message", id: 9, text: "posted just before the stop", attempt: 1, created_at: 0, run: true, token: 4, run_timeout_ms: 60_000, heartbeat_timeout_ms: 30_000, run_key: "k",
+};
+
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+describe("a stopping serve", () => {
+  it("never starts a hand-out that arrives after it said it is stopping", async () => {
+    const link = new RecordingLink();
+    const started: number[] = [];
+    const core = new ServeCore({ agent: "a", link, clock: stillClock, runnerId: "r", handler: (m) => void started.push(m.id) });
+    core.opened(0);
+    core.receive({ type: "serve_lease", held: true, fence: 1, machine: "m", ttl_ms: 60_000 } as never);
+    const stopping = core.stop(true);
+    expect(link.sent).toContainEqual({ type: "hello", stopping: true });
+    core.receive(HAND_OUT);
+    await tick();
+    link.answerRelease();
+    await stopping;
+    await tick();
+    expect(started).toEqual([]);
+  });
+});
