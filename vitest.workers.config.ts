@@ -76,7 +76,10 @@ const LONG_TTL = ["test/worker/hibernation.test.ts", "test/worker/bad-names.test
 // after). Sharing needs the pool's prototype Proxy made once per class, not once per object
 // constructed (scripts/patch-pool-workers.mjs; before it, 160 tests overflowed the stack in a shared
 // run), and files that touch nothing of each other's: each file's agents are unique, and an account
-// whose directory a file counts or reconfigures is that file's alone (helpers.ts).
+// whose directory a file counts or reconfigures is that file's alone (helpers.ts). A shared workerd
+// answers later under load (earlier files' objects live on in it), so a test's agent clock stands
+// still from its first connect (helpers.ts) and a test passes time to expire what it means to: with
+// real time, 3 of 4 shared runs at load 9-16 lost a one-second TTL in a test or two.
 patchPoolWorkers();
 
 export default defineConfig({
