@@ -43,7 +43,7 @@ export function describe(v: ScheduleView): string[] {
     ...(v.fires.length === 0 ? ["  no slot decided yet"] : ["  latest fires:"]),
     ...v.fires.map((f) => f.outcome === "posted"
       ? `    ${iso(f.slot)}  posted message ${f.message_id} (${Math.max(0, f.at - f.slot)} ms after its slot)`
-      : `    ${iso(f.slot)}  skipped${f.count_at_least ? ` ${f.count}+ slots to ${iso(f.last_slot)}` : f.count > 1 ? ` ${f.count} slots to ${iso(f.last_slot)}` : ""}: ${f.reason}`),
+      : `    ${iso(f.slot)}  skipped${f.count_at_least ? ` ${f.count}+ slots to ${iso(f.last_slot)}` : f.count > 1 ? ` ${f.count} slots to ${iso(f.last_slot)}` : ""}: ${f.reason}${f.error ? ` (${f.error})` : ""}`),
   ];
 }
 

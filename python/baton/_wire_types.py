@@ -416,7 +416,7 @@ OUTPUT_STREAM: Final[tuple[str, ...]] = ("stdout", "stderr", "text",)
 ATTEMPT_END_REASON: Final[tuple[str, ...]] = ("replied", "failed", "parked", "cancelled", "lease_lost", "timed_out",)
 CATCH_UP: Final[tuple[str, ...]] = ("none", "one",)
 SLOT_OUTCOME: Final[tuple[str, ...]] = ("posted", "skipped",)
-SKIP_REASON: Final[tuple[str, ...]] = ("paused", "missed", "busy",)
+SKIP_REASON: Final[tuple[str, ...]] = ("paused", "missed", "busy", "failed",)
 
 #: Every path of the coordinator's route table (worker/wire/routes.ts), {name} for a parameter.
 ROUTE_PATHS: Final[frozenset[str]] = frozenset({"/whoami", "/metrics", "/agents", "/observe", "/webhook", "/webhook/test", "/grants", "/grants/{grant}", "/mcp", "/agents/{agent}/serve", "/agents/{agent}/presence", "/agents/{agent}/messages", "/agents/{agent}/policy", "/agents/{agent}/pause", "/agents/{agent}/unpause", "/agents/{agent}/drain", "/agents/{agent}/undrain", "/agents/{agent}/webhook", "/agents/{agent}/webhook/test", "/agents/{agent}/a2a/.well-known/agent-card.json", "/agents/{agent}/a2a", "/agents/{agent}/schedules", "/agents/{agent}/schedules/{schedule}", "/agents/{agent}/schedules/{schedule}/pause", "/agents/{agent}/schedules/{schedule}/resume", "/agents/{agent}/messages/{id}", "/agents/{agent}/messages/{id}/resume", "/agents/{agent}/messages/{id}/approve", "/agents/{agent}/messages/{id}/reject", "/agents/{agent}/messages/{id}/answer", "/agents/{agent}/messages/{id}/retry", "/agents/{agent}/messages/{id}/cancel", "/agents/{agent}/messages/{id}/push", "/agents/{agent}/messages/{id}/push/{target}", "/agents/{agent}/messages/{id}/ask", "/agents/{agent}/messages/{id}/heartbeat", "/agents/{agent}/messages/{id}/output", "/agents/{agent}/messages/{id}/steps/{step}", "/agents/{agent}/messages/{id}/blobs", "/agents/{agent}/messages/{id}/blobs/{blob}", "/leases/{session}", "/leases/{session}/acquire", "/leases/{session}/renew", "/leases/{session}/release", "/leases/{session}/check", "/leases/{session}/data", "/leases/{session}/data/list", "/leases/{session}/data/delete"})
@@ -478,7 +478,7 @@ LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "outputBatchBytes": 32768,
     "outputBatchChunks": 64,
     "outputBytesPerMessage": 67108864,
-    "outputBytesPerAgent": 68719476736,
+    "outputBytesPerAgent": 8589934592,
     "outputPageEvents": 256,
     "outputPageBytes": 262144,
     "pushTargetsPerTask": 4,

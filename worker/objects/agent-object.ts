@@ -11,28 +11,28 @@ import { isStale } from "../rules/election.ts";
 import { planAgent, type AgentEvent, type AgentPlan } from "../rules/agent-plan.ts";
 import { FrameRateLimit } from "../rules/frame-rate-limit.ts";
 import { isReplyEvent, replyEffects, type ReplyEvent } from "../rules/plan/reply.ts";
-import { AgentControls } from "./agent-controls.ts";
+import type { AgentControls } from "./agent-controls.ts";
 import { newConnState, serveAttachment, writeConn, type ConnState } from "./connections.ts";
 import { LIMITS, parseClientFrame } from "../wire/protocol.ts";
 import type { Env } from "../env.ts";
 import { PresenceReports } from "./agent-presence.ts";
-import { agentOfObject, directoryObjectName } from "./names.ts";
+import { agentOfObject } from "./names.ts";
 import { SocketObject, type Socket, type SocketKind } from "./socket-object.ts";
-import { AgentMetricsKeeper } from "./metrics-agent.ts";
-import { WorkDesk } from "./work-desk.ts";
+import type { AgentMetricsKeeper } from "./metrics-agent.ts";
+import type { WorkDesk } from "./work-desk.ts";
 import { accountTag } from "../rules/step-journal.ts";
-import { AgentWebhooks } from "./agent-webhooks.ts";
+import type { AgentWebhooks } from "./agent-webhooks.ts";
 import type { OutboxEvent } from "./webhook-outbox.ts";
-import { AgentInputs, type Inputs, type LiveConn, type Outputs } from "./agent-inputs.ts";
+import type { AgentInputs, Inputs, LiveConn, Outputs } from "./agent-inputs.ts";
 import { applyEffects, applyPlan, type ApplyParts } from "./agent-apply.ts";
 import { frameEvent, leavesBlobs } from "./agent-frames.ts";
 import { heartbeatOf, readSnapshot, runKeysFor, type SnapshotParts } from "./agent-snapshot.ts";
 import { AgentCalls } from "./agent-calls.ts";
 import { OutputFollowers } from "./output-followers.ts";
-import { AgentSchedules } from "./agent-schedules.ts";
+import type { AgentSchedules } from "./agent-schedules.ts";
+import { buildAgentParts } from "./agent-parts.ts";
 import type { A2APushTargets } from "./a2a-push.ts";
 import type { MessageView } from "../wire/http-responses.ts";
-import { Outbound } from "./outbound.ts";
 
 export type { CancelAnswer, PostResult, ResumeAnswer } from "./agent-inputs.ts";
 
@@ -45,35 +45,29 @@ const SERVE: SocketKind<ConnState> = {
 
 export class AgentCoordinator extends AgentCalls {
   protected readonly kind = SERVE;
-  private readonly store: AgentStore;
   private readonly rate = new FrameRateLimit(LIMITS.framesPerSecond, LIMITS.frameCharsPerSecond);
-  private readonly desk: WorkDesk;
-  private readonly metrics: AgentMetricsKeeper;
-  private readonly controls: AgentControls;
-  /** Webhook configuration, outbox and delivery (agent-webhooks.ts). */
-  private readonly webhooks: AgentWebhooks;
   /** Presence reports, retries and confirmations to the directory (agent-presence.ts). */
   private readonly reports: PresenceReports;
-  /** What a snapshot reads and what a plan is applied to. */
-  private readonly parts: SnapshotParts & ApplyParts;
-  /** The Worker's calls, each one event (agent-inputs.ts). */
-  private readonly inputs: AgentInputs;
+  // What storage backs (agent-parts.ts), built again from storage after a rolled-back fire (build).
+  private store!: AgentStore;
+  private desk!: WorkDesk;
+  private metrics!: AgentMetricsKeeper;
+  private controls!: AgentControls;
+  private webhooks!: AgentWebhooks;
+  private parts!: SnapshotParts & ApplyParts;
+  private inputs!: AgentInputs;
+  private schedules!: AgentSchedules;
   /** The alarm this instance last set (null: none, or unknown after a restart), so a scan is not re-set on every frame. */
   private alarmAt: number | null = null;
   /** Who this object serves: its name, stored at first contact, since an alarm wakes it without one. */
   private readonly identity: AgentIdentity | null;
   /** Readers' follow calls waiting for a message's next output (output-followers.ts). */
   protected readonly followers = new OutputFollowers();
-  /** The agent's schedules and their fires (agent-schedules.ts). */
-  private readonly schedules: AgentSchedules;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.store = new AgentStore(ctx.storage.sql);
-    this.identity = this.store.identity(agentOfObject(ctx.id));
-    this.controls = new AgentControls(ctx.storage.sql, this.config.preference);
-    this.desk = new WorkDesk(ctx.storage.sql, `agents/${ctx.id.toString()}`, this.config.outputBytes, this.config.agentOutputBytes);
-    this.metrics = new AgentMetricsKeeper(ctx.storage.sql);
+    this.identity = new AgentStore(ctx.storage.sql).identity(agentOfObject(ctx.id));
+    this.build();
     this.reports = new PresenceReports(ctx.storage.sql, this.config.heartbeatTtlMs, this.clock, ctx, env.DIRECTORY, this.identity, {
       read: () => {
         const now = this.now();
@@ -82,17 +76,6 @@ export class AgentCoordinator extends AgentCalls {
       },
       forgetMetrics: () => this.metrics.forget(),
       failed: () => this.reportFailed(),
-    });
-    const directory = () => this.identity && env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(this.identity.account)));
-    this.webhooks = new AgentWebhooks(ctx.storage.sql, directory, () => this.now(), undefined, env.BATON_WEBHOOK_ALLOW_PRIVATE === "true");
-    this.parts = {
-      desk: this.desk, store: this.store, metrics: this.metrics, webhooks: this.webhooks, controls: this.controls, ctx, clock: this.clock, config: this.config,
-      retention: this.config.retention, outbound: new Outbound(),
-    };
-    this.schedules = new AgentSchedules(ctx.storage.sql, this.desk, this.webhooks, this.config.retention);
-    this.inputs = new AgentInputs({
-      desk: this.desk, store: this.store, controls: this.controls, webhooks: this.webhooks, metrics: this.metrics, config: this.config,
-      identity: this.identity, blobs: env.BLOBS,
     });
     // After a restart (deploy, crash) the stored lease may name a holder whose socket died with the
     // old process: keep the lease for that runner's return (restart grace), and re-elect from the
@@ -105,6 +88,14 @@ export class AgentCoordinator extends AgentCalls {
       this.fireSchedules(now);
       this.awaitAccountWebhook(this.webhooks.resume(now));
     });
+  }
+
+  /** The parts whose memory mirrors storage, built from storage (at start, and after a fire was rolled back). */
+  private build(): void {
+    const { ctx, env, config, clock, identity } = this;
+    ({ store: this.store, controls: this.controls, desk: this.desk, metrics: this.metrics, webhooks: this.webhooks, parts: this.parts, schedules: this.schedules, inputs: this.inputs } =
+      buildAgentParts({ ctx, env, config, clock, identity, now: () => this.now() }));
+    this.alarmAt = null;
   }
 
   /** The serve socket upgrade, forwarded by the Worker: the open is an event (`opened`: welcomed) once the socket is accepted. */
@@ -167,7 +158,7 @@ export class AgentCoordinator extends AgentCalls {
    * Posts the schedules' due slots (agent-schedules.ts), each through the plan as a post event, in
    * one transaction with the slots' records and each schedule's latest slot: a slot is posted once
    * or not at all, however the object is cut short; its frames (a slot's hand-out) go out only once
-   * it commits (outbound.ts). Ends with a plan of the alarm for the next slot.
+   * it commits (outbound.ts); one that throws posts none of its slots. Ends with a plan of the alarm.
    */
   private fireSchedules(now: number): boolean {
     const account = this.identity?.account;
@@ -175,12 +166,26 @@ export class AgentCoordinator extends AgentCalls {
     const wake = this.schedules.nextWake(now, paused);
     if (account === undefined || wake === null || wake > now) return false;
     const count = this.schedules.count();
-    this.parts.outbound.transaction(this.ctx, "a schedule fire", () => {
-      for (const slot of this.schedules.due(now, paused)) {
-        const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)) : null;
-        this.schedules.posted(slot, plan?.post ?? null, now);
-      }
-    });
+    try {
+      this.parts.outbound.transaction(this.ctx, () => {
+        for (const slot of this.schedules.due(now, paused)) {
+          const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)) : null;
+          this.schedules.posted(slot, plan?.post ?? null, now);
+        }
+      });
+    } catch (err) {
+      // Rolled back: memory is rebuilt from storage and the slots are recorded skipped in a write of
+      // their own, so a fire that throws every time cannot stop the agent's posts and runners.
+      const error = err instanceof Error ? err.message : String(err);
+      console.error(`a schedule fire was rolled back: ${error}`);
+      this.build();
+      this.ctx.storage.transactionSync(() => {
+        for (const s of this.schedules.due(now, paused)) {
+          if (s.replayed === null) this.schedules.failed(s, error, now);
+          else this.schedules.posted(s, null, now);
+        }
+      });
+    }
     this.step(now, { type: "alarm" });
     this.noteScheduleCount(count);
     // A fire changes the schedules' figures /metrics reports with presence.

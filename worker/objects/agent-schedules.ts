@@ -135,6 +135,13 @@ export class AgentSchedules {
     this.store.tally([{ key: "skipped:busy", value: 1 }]);
   }
 
+  /** A slot whose fire threw and was rolled back: recorded skipped (reason `failed`, with the error), never posted, with its webhook event. */
+  failed(p: SlotPost, error: string, now: number): void {
+    this.store.recordFire(p.schedule.id, { slot: p.slot, outcome: "skipped", at: now, messageId: null, reason: "failed", error, count: 1, lastSlot: p.slot });
+    this.webhooks.enqueue({ type: "schedule.skipped", schedule: { id: p.schedule.id, slot: p.slot, last_slot: p.slot, count: 1 }, reason: "failed", error }, now);
+    this.store.tally([{ key: "skipped:failed", value: 1 }]);
+  }
+
   private slotPost(s: StoredSchedule, slot: number, now: number): SlotPost {
     const earlier = this.store.postedFire(s.id, slot) ?? this.desk.messages.postKeys.postedWith(slotKey(s.id, slot), now, this.retention.postKeyMs);
     return { schedule: s, slot, fireAt: slot + jitterOf(s.id, slot, s.jitterMs), replayed: earlier };

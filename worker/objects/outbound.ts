@@ -13,19 +13,15 @@ export class Outbound {
 
   /**
    * Runs `work` in one synchronous transaction of the object's storage; what it sends goes out only
-   * if it committed. One that throws is rolled back and the object is reset (`ctx.abort`): its
-   * memory (open work, journals, a schedule's next wake) kept what storage no longer has, and the
-   * next request rebuilds it from storage. Its sockets close, and their runners reconnect.
+   * if it committed. One that throws is rolled back, sends nothing and rethrows: the caller must
+   * then rebuild the memory the work touched (open work, journals, caches) from storage.
    */
-  transaction(ctx: DurableObjectState, what: string, work: () => void): void {
+  transaction(ctx: DurableObjectState, work: () => void): void {
     if (this.held !== null) throw new Error("transactions of the outbound are not nested");
     const held: (() => void)[] = [];
     this.held = held;
     try {
       ctx.storage.transactionSync(work);
-    } catch (err) {
-      ctx.abort(`${what} was rolled back: ${err instanceof Error ? err.message : String(err)}`);
-      throw err;
     } finally {
       this.held = null;
     }

@@ -50,7 +50,10 @@ const OUTPUT_MIGRATIONS: readonly Migration[] = [createTables, addDropReason];
 
 const EMPTY_HEAD: HeadRow = { next_offset: 0, kept_bytes: 0, dropped_bytes: 0, dropped_through: 0, dropped_for: null };
 
-/** Statuses after which a message never writes output again: its output may go for the agent's budget. */
+/**
+ * Statuses in which a message writes no output: its output may go for the agent's budget. A failed
+ * one that is retried writes again after the drop, from the same offset on (readers are told `dropped`).
+ */
 const FINISHED = ["acknowledged", "failed", "rejected", "cancelled", "superseded"] as const;
 
 /** Rows one drop reads at a time while it frees the oldest bytes. */

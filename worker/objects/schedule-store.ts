@@ -28,6 +28,8 @@ export interface FireRecord {
   at: number;
   messageId: number | null;
   reason: SkipReason | null;
+  /** With reason `failed`: what the rolled-back fire threw. */
+  error?: string;
   count: number;
   /** More than `count` slots were skipped. */
   countAtLeast?: true;
@@ -48,6 +50,8 @@ const MIGRATIONS: readonly Migration[] = [
   (sql) => sql.exec(`CREATE TABLE IF NOT EXISTS schedule_tally (key TEXT PRIMARY KEY, value REAL NOT NULL)`),
   // A skip whose count stopped at the rule's cap (rules/schedules.ts CRON_COUNT_STEPS): at least that many.
   (sql) => sql.exec(`ALTER TABLE schedule_fires ADD COLUMN count_at_least INTEGER NOT NULL DEFAULT 0`),
+  // What a fire that was rolled back threw (reason `failed`).
+  (sql) => sql.exec(`ALTER TABLE schedule_fires ADD COLUMN error TEXT`),
 ];
 
 type Row = {
@@ -117,8 +121,8 @@ export class ScheduleStore {
   /** Records a decided slot; only the latest LIMITS.scheduleFiresKept of the schedule stay. */
   recordFire(id: number, f: FireRecord): void {
     this.sql.exec(
-      `INSERT OR REPLACE INTO schedule_fires (schedule_id, slot, outcome, at, message_id, reason, count, count_at_least, last_slot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      id, f.slot, f.outcome, f.at, f.messageId, f.reason, f.count, f.countAtLeast ? 1 : 0, f.lastSlot,
+      `INSERT OR REPLACE INTO schedule_fires (schedule_id, slot, outcome, at, message_id, reason, error, count, count_at_least, last_slot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      id, f.slot, f.outcome, f.at, f.messageId, f.reason, f.error ?? null, f.count, f.countAtLeast ? 1 : 0, f.lastSlot,
     );
     this.sql.exec(
       `DELETE FROM schedule_fires WHERE schedule_id = ? AND rowid NOT IN (SELECT rowid FROM schedule_fires WHERE schedule_id = ? ORDER BY last_slot DESC, at DESC LIMIT ?)`,
@@ -140,10 +144,10 @@ export class ScheduleStore {
   }
 
   fires(id: number): ScheduleFireView[] {
-    return this.sql.exec<{ slot: number; outcome: "posted" | "skipped"; at: number; message_id: number | null; reason: SkipReason | null; count: number; count_at_least: number; last_slot: number }>(
-      `SELECT slot, outcome, at, message_id, reason, count, count_at_least, last_slot FROM schedule_fires WHERE schedule_id = ? ORDER BY last_slot DESC, at DESC`, id,
+    return this.sql.exec<{ slot: number; outcome: "posted" | "skipped"; at: number; message_id: number | null; reason: SkipReason | null; error: string | null; count: number; count_at_least: number; last_slot: number }>(
+      `SELECT slot, outcome, at, message_id, reason, error, count, count_at_least, last_slot FROM schedule_fires WHERE schedule_id = ? ORDER BY last_slot DESC, at DESC`, id,
     ).toArray().map((r) => ({
-      slot: r.slot, outcome: r.outcome, at: r.at, message_id: r.message_id, reason: r.reason, count: r.count,
+      slot: r.slot, outcome: r.outcome, at: r.at, message_id: r.message_id, reason: r.reason, ...(r.error === null ? {} : { error: r.error }), count: r.count,
       ...(r.count_at_least ? { count_at_least: true as const } : {}), last_slot: r.last_slot,
     }));
   }

@@ -50,7 +50,7 @@ export type CatchUp = (typeof CATCH_UP)[number];
 export const SLOT_OUTCOMES = ["posted", "skipped"] as const;
 
 /** Why a slot was skipped: the agent or schedule was paused, it was missed past the late grace, or on_busy reject refused it. */
-export const SKIP_REASONS = ["paused", "missed", "busy"] as const;
+export const SKIP_REASONS = ["paused", "missed", "busy", "failed"] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
 
 /** Every set above by the name the wire uses for its field. */

@@ -13,8 +13,8 @@ export const OUTPUT_LIMITS = {
   outputBatchChunks: 64,
   /** The largest per-message output budget an operator may set (BATON_OUTPUT_BYTES_PER_MESSAGE); past the budget the oldest bytes go. */
   outputBytesPerMessage: 64 * 1024 * 1024,
-  /** The largest per-agent output budget an operator may set (BATON_OUTPUT_BYTES_PER_AGENT). */
-  outputBytesPerAgent: 64 * 1024 * 1024 * 1024,
+  /** The largest per-agent output budget an operator may set (BATON_OUTPUT_BYTES_PER_AGENT): well within one object's 10 GB of storage. */
+  outputBytesPerAgent: 8 * 1024 * 1024 * 1024,
   /** Events one read page carries (GET …/output), and bytes of output in it (always at least one event). */
   outputPageEvents: 256,
   outputPageBytes: 256 * 1024,

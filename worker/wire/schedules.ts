@@ -42,6 +42,8 @@ export const scheduleFireSchema = z.object({
   at: z.number(),
   message_id: z.nullable(z.int()),
   reason: z.nullable(z.enum(SKIP_REASONS)),
+  /** With reason `failed`: what the fire threw (rolled back; the slot is not posted). */
+  error: z.optional(z.string()),
   count: count,
   /** True: more than `count` slots were skipped (absent: `count` is exact). */
   count_at_least: z.optional(z.literal(true)),
