@@ -70,14 +70,16 @@ function workers(heartbeatTtlSeconds: string) {
 
 const LONG_TTL = ["test/worker/hibernation.test.ts", "test/worker/bad-names.test.ts"];
 
-// Every file gets a workerd isolate (and a Miniflare) of its own, which is most of the phase's CPU:
-// sharing one per pool worker (isolate: false on both projects) took 10 files from 52 to 21 CPU-s
-// and the 50 from 355 to about 150, once the pool's prototype Proxy is made once per class, not
-// once per object constructed (scripts/patch-pool-workers.mjs; without it 160 tests overflowed the
-// stack). It is not on: at a load of 9-14, three of four shared full runs lost a one-second real
-// heartbeat TTL in one or two tests (lease_expired, a stale holder, an extra wake), different ones
-// each run, where 18 isolated files at the same load did not (2026-12-07). To retry, measure shared
-// runs on a quiet clean clone first.
+// The files of a project share one isolate per pool worker (isolate: false): with an isolate each,
+// every file started a Miniflare and a workerd of its own and loaded the Worker anew, which was most
+// of the phase's CPU (10 files: 52 CPU-s isolated, 21 shared; the 50: 355 CPU-s before, about 150
+// after). Sharing needs the pool's prototype Proxy made once per class, not once per object
+// constructed (scripts/patch-pool-workers.mjs; before it, 160 tests overflowed the stack in a shared
+// run), and files that touch nothing of each other's: each file's agents are unique, and an account
+// whose directory a file counts or reconfigures is that file's alone (helpers.ts). A shared workerd
+// answers later under load (earlier files' objects live on in it), so a test's agent clock stands
+// still from its first connect (helpers.ts) and a test passes time to expire what it means to: with
+// real time, 3 of 4 shared runs at load 9-16 lost a one-second TTL in a test or two.
 patchPoolWorkers();
 
 export default defineConfig({
@@ -86,11 +88,11 @@ export default defineConfig({
     projects: [
       {
         plugins: [workers("1")],
-        test: { name: "workers", setupFiles: ["test/worker/setup.ts"], include: ["test/worker/**/*.test.ts"], exclude: LONG_TTL, testTimeout: 20_000, hookTimeout: 30_000 },
+        test: { name: "workers", isolate: false, setupFiles: ["test/worker/setup.ts"], include: ["test/worker/**/*.test.ts"], exclude: LONG_TTL, testTimeout: 20_000, hookTimeout: 30_000 },
       },
       {
         plugins: [workers("60")],
-        test: { name: "long-ttl", setupFiles: ["test/worker/setup.ts"], include: LONG_TTL, testTimeout: 60_000, hookTimeout: 30_000 },
+        test: { name: "long-ttl", isolate: false, setupFiles: ["test/worker/setup.ts"], include: LONG_TTL, testTimeout: 60_000, hookTimeout: 30_000 },
       },
     ],
   },

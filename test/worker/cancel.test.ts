@@ -6,6 +6,7 @@ import { runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { BASE, call, claimant, message, post, presence, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { passTime } from "./clock.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
 
@@ -53,6 +54,8 @@ describe("cancel", () => {
     const second = await post(agent, "next job");
     const m = await run(a.sock, id);
     expect(await write(a.sock, { type: "step", id, token: m.token, name: "fetch", kind: "step", phase: "done", value: 1 })).toMatchObject({ op: "step" });
+    // The agent's clock stands still (connect stops it): the charge begins a moment after the fetch.
+    await passTime(agent, 10);
     expect(await write(a.sock, { type: "step", id, token: m.token, name: "charge", kind: "effect", phase: "intent" })).toMatchObject({ op: "step" });
     const res = await cancel(agent, id, { reason: "wrong branch" });
     expect(res).toMatchObject({ status: 200, body: { status: "cancelled", cancelled: { reason: "wrong branch", unknown_effects: ["charge"] } } });

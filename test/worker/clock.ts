@@ -17,6 +17,7 @@ export interface ClockAdvance {
  */
 export async function advanceClock(ms: number, target: { agent?: string; session?: string; token?: string } = {}): Promise<ClockAdvance> {
   const { token = DEV_TOKEN, ...which } = target;
+  if (which.agent !== undefined) stopped.add(`${token} ${which.agent}`);
   const res = await SELF.fetch(`${BASE}/test/clock`, {
     method: "POST",
     headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" },
@@ -31,7 +32,16 @@ export async function advanceClock(ms: number, target: { agent?: string; session
  * advanceClock, so a slow machine cannot let a TTL, deadline or debounce run out between two steps.
  */
 export async function freezeClock(agent: string, token = DEV_TOKEN): Promise<number> {
+  stopped.add(`${token} ${agent}`);
   return (await advanceClock(0, { agent, token })).now;
+}
+
+/** The agents (by token and name) whose clocks this file has stopped. */
+const stopped = new Set<string>();
+
+/** freezeClock, unless this file already stopped or moved the agent's clock (a second stop would run its due alarms). */
+export async function stopClockOnce(agent: string, token = DEV_TOKEN): Promise<void> {
+  if (!stopped.has(`${token} ${agent}`)) await freezeClock(agent, token);
 }
 
 /**

@@ -199,7 +199,9 @@ describe("agent directory", () => {
     const agent = uniqueAgent();
     const watcher = await observe();
     await watcher.next("directory");
-    const a = await claimant(agent, "alpha", { token: DIRECTORY_TOKEN });
+    // Silent, so no heartbeat of its own wakes the object between the two presence reads; its
+    // clock stands still (connect stops it), so it does not go stale either.
+    const a = await claimant(agent, "alpha", { token: DIRECTORY_TOKEN, silent: true });
     const reported = await watcher.next("presence", isClaimedPresenceOf(agent, 1));
     const wakesBefore = (await presence(agent, DIRECTORY_TOKEN)).wakes;
     const first = (await listed()).find((e) => e.agent === agent)!;

@@ -3,6 +3,7 @@
 import { env, SELF } from "cloudflare:test";
 import { expect } from "vitest";
 import { PING_TEXT, type ServerFrame } from "../../worker/wire/protocol.ts";
+import { stopClockOnce } from "./clock.ts";
 
 export const DEV_TOKEN = "baton-dev-token";
 export const OTHER_TOKEN = "other-account-token";
@@ -37,6 +38,12 @@ export interface ConnectOptions {
   token?: string;
   /** A silent connection sends no heartbeats of its own, so it goes stale one TTL after its last frame. */
   silent?: boolean;
+  /**
+   * Leaves the agent object's clock on the runtime's time. By default connect stops it first
+   * (clock.ts): with a one-second TTL, a machine stalled for a second would otherwise expire a
+   * lease the test never meant to expire; a test that means time to pass says so with passTime.
+   */
+  realClock?: boolean;
 }
 
 /** Every socket a test file opened and has not seen close; setup.ts closes them when the file ends. */
@@ -76,6 +83,7 @@ const HEARTBEAT_MS = 200;
  * its own heartbeats are swallowed, so a test's `next("pong")` only ever sees answers to its own pings.
  */
 export async function connect(agent: string, opts: ConnectOptions = {}): Promise<TestSocket> {
+  if (!opts.realClock) await stopClockOnce(agent, opts.token ?? DEV_TOKEN);
   const machine = opts.machine ? `?machine=${encodeURIComponent(opts.machine)}` : "";
   const res = await SELF.fetch(`${BASE}/agents/${agent}/serve${machine}`, {
     headers: { Upgrade: "websocket", Authorization: `Bearer ${opts.token ?? DEV_TOKEN}` },

@@ -8,6 +8,7 @@ import { WebhookConfigStore } from "../../worker/objects/webhook-config.ts";
 import { hmacBase64, signedHeaders } from "../../worker/objects/webhook-signature.ts";
 import { WEBHOOK } from "../../worker/rules/webhooks.ts";
 import { BASE, claimant, DEV_TOKEN, HOOKS_TOKEN, OTHER_TOKEN, post, presence, stubFor, uniqueAgent, write } from "./helpers.ts";
+import { advanceClock, passTime } from "./clock.ts";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 /** The test runner's outbound service answers these (vitest.workers.config.ts); nothing leaves the machine. */
@@ -194,10 +195,14 @@ describe("events into the outbox", () => {
     const [parked] = await facts();
     expect(parked!.type).toBe("message.parked");
     expect(JSON.parse(parked!.facts).message.question).toEqual({ text: "Ship v2?", choices: ["ship", "hold"], on_deadline: "escalate" });
-    await expect.poll(async () => (await facts()).map((e) => e.type), { timeout: 5000 }).toContain("message.escalated");
+    await passTime(agent, 999, HOOKS_TOKEN);
+    expect((await facts()).map((e) => e.type)).not.toContain("message.escalated");
+    await passTime(agent, 2, HOOKS_TOKEN);
+    expect((await facts()).map((e) => e.type)).toContain("message.escalated");
     const escalated = JSON.parse((await facts()).find((e) => e.type === "message.escalated")!.facts);
     expect(escalated.message).toMatchObject({ id: m.id, question: { text: "Ship v2?" } });
-    expect(escalated.message.park_deadline).toBeGreaterThan(Date.now() - 1000);
+    const { now } = await advanceClock(0, { agent, token: HOOKS_TOKEN });
+    expect(escalated.message.park_deadline).toBeGreaterThan(now);
   });
 
   it("a message that fails for good queues message.failed with its reason; one parked while an effect's outcome is unknown queues message.outcome_unknown, not message.parked", async () => {
