@@ -39,9 +39,11 @@ import { ROOT } from "./wrangler-dev.ts";
 // Raised from 1300 KiB for the mends of the adversarial read of 2026-12-06 (registration key per /64 with the
 // provider's CORS headers, places given back by refused adds, capped cron counts on the wire, keys per credential):
 // 1301.0 KiB, 308.1 KiB gzipped on a clean clone.
-const BUNDLE_BUDGET_BYTES = 1310 * 1024;
+// Raised from 1310 KiB (gzip from 310) for 2026-12-07's fixes: the per-agent output budget, a stopping
+// serve handed nothing, a schedule fire that throws recorded skipped: 1309.2 KiB, 310.5 KiB gzipped.
+const BUNDLE_BUDGET_BYTES = 1320 * 1024;
 // Gzip raised from 300 KiB when the branches of 2026-12-06 met (A2A pushes, the plan's typed effects, the outbox rule, kept MCP servers): 300.4 KiB measured.
-const GZIP_BUDGET_BYTES = 310 * 1024;
+const GZIP_BUDGET_BYTES = 314 * 1024;
 
 describe("wrangler deploy --dry-run", () => {
   it("bundles the worker with its three object classes, within the size budget", async () => {
