@@ -20,10 +20,10 @@ export interface Baton {
 export const configHome = mkdtempSync(join(tmpdir(), "baton-cfg-"));
 const started: Baton[] = [];
 
-export function baton(url: string, args: string[]): Baton {
+export function baton(url: string, args: string[], token = DEV_TOKEN): Baton {
   const proc = spawn(process.execPath, [BIN, ...args], {
     cwd: ROOT,
-    env: { ...process.env, BATON_URL: url, BATON_TOKEN: DEV_TOKEN, XDG_CONFIG_HOME: configHome, NO_COLOR: "1" },
+    env: { ...process.env, BATON_URL: url, BATON_TOKEN: token, XDG_CONFIG_HOME: configHome, NO_COLOR: "1" },
     stdio: ["pipe", "pipe", "pipe"],
     detached: true,
   });
@@ -101,10 +101,10 @@ export function killStarted(): void {
   }
 }
 
-export async function http(dev: { url: string }, method: string, path: string, body?: unknown) {
+export async function http(dev: { url: string }, method: string, path: string, body?: unknown, token = DEV_TOKEN) {
   const res = await fetch(`${dev.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${DEV_TOKEN}` },
+    headers: { authorization: `Bearer ${token}` },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return (await res.json()) as Record<string, unknown>;
