@@ -2,7 +2,8 @@
 // command itself did, a process that left the group and the session (setsid) is found by its
 // lifeline mark, and when the process holding the lifeline is SIGKILLed its runs die with it.
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startRun } from "../../cli/lib/runner.ts";
@@ -15,7 +16,11 @@ afterEach(() => leftovers.splice(0).forEach((pid) => signal(pid, "SIGKILL")));
 
 describe("a run's tree", () => {
   it("a grandchild that ignores SIGTERM (writing to a file, not the pipe) is SIGKILLed after the grace, though the command itself exited at SIGTERM", async () => {
-    const { run, pids } = startPrinting(`sh -c 'trap "" TERM; while :; do sleep 0.05; done' >/dev/null 2>&1 & echo $!; trap 'exit 0' TERM; wait`);
+    // Its pid is printed once it ignores SIGTERM (a mark file): a SIGTERM before its trap would kill it at once.
+    const mark = join(mkdtempSync(join(tmpdir(), "baton-lifeline-")), "trapped");
+    const { run, pids } = startPrinting(
+      `sh -c 'trap "" TERM; : > ${mark}; while :; do sleep 0.05; done' >/dev/null 2>&1 & until [ -e ${mark} ]; do sleep 0.01; done; echo $!; trap 'exit 0' TERM; wait`,
+    );
     const [stubborn] = await pids;
     const t0 = performance.now();
     await run.kill(300);
