@@ -85,9 +85,10 @@ let buildDone;
 const built = new Promise((resolve) => (buildDone = resolve));
 // Then two CPU-bound lanes on two cores, and beside them one that mostly waits: a third CPU-bound
 // lane starved real heartbeat TTLs of a few seconds and left the workerd files unfinished after 10
-// minutes (seven lanes at once, measured on a clean clone). The end-to-end files run one at a time
-// in three projects (vitest.node.config.ts): "e2e" (most share one wrangler dev), "e2e-timed" (the
-// files that assert a real-time bound) and "e2e-browser" (the files that drive chromium).
+// minutes (seven lanes at once, measured on a clean clone). The end-to-end files run in three
+// projects (vitest.node.config.ts): "e2e" (most share one wrangler dev; two files at a time, as they
+// mostly wait), "e2e-timed" (the files that assert a real-time bound, one at a time) and
+// "e2e-browser" (the files that drive chromium, one at a time).
 // - lane 1: the build, then "e2e" and "e2e-timed";
 // - lane 2: the Durable Object tests in workerd from the start (their time is the objects' test
 //   clock, not the machine's), then "e2e-browser";
