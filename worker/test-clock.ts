@@ -20,6 +20,8 @@ export const testClockBody = z.object({
   advance_ms: z.number().check(z.int(), z.minimum(0), z.maximum(MAX_ADVANCE_MS)),
   agent: z.optional(z.string().check(z.regex(AGENT_NAME))),
   session: z.optional(z.string().check(z.regex(SESSION_NAME))),
+  /** Let the clock run on from the new time, at the runtime's pace: a shard other tests share must not stand still. */
+  run: z.optional(z.boolean()),
 });
 
 /** The hook's answer: the object's time after the advance and how many due alarms ran. */
@@ -33,14 +35,14 @@ export async function testClockRoute(request: Request, env: Env, account: string
   if (!raw.ok) return raw.response;
   const body = parseBody(testClockBody, raw.data);
   if (!body.ok) return errorResponse(400, "bad_request", body.message);
-  const { advance_ms: ms, agent, session } = body.value;
+  const { advance_ms: ms, agent, session, run } = body.value;
   if (agent !== undefined && session !== undefined) return errorResponse(400, "bad_request", "name an agent or a session, not both");
   const stub = agent !== undefined
     ? env.AGENTS.get(env.AGENTS.idFromName(agentObjectName(account, agent)))
     : session !== undefined
       ? leaseShardStub(env, account, session)
       : env.DIRECTORY.get(env.DIRECTORY.idFromName(directoryObjectName(account)));
-  const answer = await stub.advanceClock(ms);
+  const answer = await stub.advanceClock(ms, run === true);
   if (answer === null) return errorResponse(404, "not_found", `no route for POST ${TEST_CLOCK_PATH}`);
   return Response.json(answer satisfies TestClockAnswer);
 }

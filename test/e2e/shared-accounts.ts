@@ -21,12 +21,8 @@ export const NAMED_TOKENS = {
 /** A token (every scope) of account "alice", which holds nothing. */
 export const ALICE_TOKEN = "tok-Zq81-secret-do-not-print";
 
-/**
- * The files with an account of their own on the shared server; the account is named after the file.
- * lease-run-lost moves a lease shard's clock, which then stands still for every later file: its
- * shards (per account) are its own.
- */
-export const FILE_ACCOUNTS = ["webhooks", "metrics", "who-directory", "lease-run-lost"] as const;
+/** The files with an account of their own on the shared server; the account is named after the file. */
+export const FILE_ACCOUNTS = ["webhooks", "metrics", "who-directory"] as const;
 export type FileAccount = (typeof FILE_ACCOUNTS)[number];
 
 /** The token (every scope) of a file's own account. */

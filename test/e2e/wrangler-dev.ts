@@ -168,7 +168,7 @@ async function answers(url: string): Promise<boolean> {
  * directory. From its first move the object's time stands still between moves.
  */
 export async function advanceClock(
-  url: string, ms: number, target: { agent?: string; session?: string } = {}, token = DEV_TOKEN,
+  url: string, ms: number, target: { agent?: string; session?: string; run?: boolean } = {}, token = DEV_TOKEN,
 ): Promise<{ now: number; alarmsRun: number }> {
   const res = await fetch(`${url}/test/clock`, {
     method: "POST",

@@ -73,16 +73,36 @@ describe("test clock", () => {
       method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
       body: JSON.stringify({ run_id: crypto.randomUUID(), ttl_seconds: 60 }),
     });
-    expect((await acquire()).status).toBe(201);
+    // A shard another file pruned starts a fresh key above fence 1 (its floor): compare with the first grant.
+    const first = await acquire();
+    expect(first.status).toBe(201);
+    const { fence } = (await first.json()) as { fence: number };
     await advanceClock(59_000, { session });
     expect((await acquire()).status).toBe(409);
     await advanceClock(1_000, { session });
-    expect(await (await acquire()).json()).toMatchObject({ fence: 2 });
+    expect(await (await acquire()).json()).toMatchObject({ fence: fence + 1 });
+  });
+
+  it("a move with run lets the clock run on from its new time: a lease granted after it expires by the runtime's pace", async () => {
+    const session = `s-${crypto.randomUUID()}`;
+    await advanceClock(0, { session });
+    const moved = await advanceClock(HOUR, { session, run: true });
+    const waited = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const later = await advanceClock(0, { session, run: true });
+    expect(later.now - moved.now).toBeGreaterThanOrEqual(300);
+    expect(later.now - moved.now).toBeLessThanOrEqual(Date.now() - waited + 1000);
+    const acquire = (ttl_seconds?: number) => SELF.fetch(`${BASE}/leases/${session}/acquire`, {
+      method: "POST", headers: { Authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ run_id: crypto.randomUUID(), ttl_seconds }),
+    });
+    expect((await acquire(1)).status).toBe(201);
+    await expect.poll(async () => (await acquire()).status, { timeout: 5_000, interval: 100 }).toBe(201);
   });
 
   it("refuses a bad body with 400 and moves nothing", async () => {
     const agent = uniqueAgent();
-    for (const body of [{ advance_ms: -1, agent }, { advance_ms: "1000", agent }, { advance_ms: HOUR + 1, agent }, { advance_ms: 1.5, agent }, { advance_ms: 1000, agent, session: "s" }, { advance_ms: 1000, agent: "Bad Name" }]) {
+    for (const body of [{ advance_ms: -1, agent }, { advance_ms: "1000", agent }, { advance_ms: HOUR + 1, agent }, { advance_ms: 1.5, agent }, { advance_ms: 1000, agent, session: "s" }, { advance_ms: 1000, agent: "Bad Name" }, { advance_ms: 1000, agent, run: "yes" }]) {
       const res = await hook(body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(((await res.json()) as { error: string }).error).toBe("bad_request");

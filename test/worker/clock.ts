@@ -15,9 +15,9 @@ export interface ClockAdvance {
  * alarm it makes due: the agent's object with `agent`, a session's lease shard with `session`, else
  * the account's directory.
  */
-export async function advanceClock(ms: number, target: { agent?: string; session?: string; token?: string } = {}): Promise<ClockAdvance> {
+export async function advanceClock(ms: number, target: { agent?: string; session?: string; token?: string; run?: boolean } = {}): Promise<ClockAdvance> {
   const { token = DEV_TOKEN, ...which } = target;
-  if (which.agent !== undefined) stopped.add(`${token} ${which.agent}`);
+  if (which.agent !== undefined && which.run !== true) stopped.add(`${token} ${which.agent}`);
   const res = await SELF.fetch(`${BASE}/test/clock`, {
     method: "POST",
     headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" },

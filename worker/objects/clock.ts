@@ -24,10 +24,18 @@ const systemClock: Clock = {
   alarmAt: (ms) => ms,
 };
 
-/** From runtime instant `at` on (until the next move), the object's time is `time`. */
+/**
+ * From runtime instant `at` on (until the next move), the object's time is `time`, standing still,
+ * or, for a move that let the clock run, `time` plus the runtime time since `at`.
+ */
 interface Move {
   at: number;
   time: number;
+  running?: boolean;
+}
+
+function timeAfter(move: Move, runtimeMs: number): number {
+  return move.running ? move.time + Math.max(0, runtimeMs - move.at) : move.time;
 }
 
 const MOVES_KEY = "baton.test_clock.moves";
@@ -44,17 +52,21 @@ class TestClock implements Clock {
   }
 
   now(): number {
-    return this.moves.at(-1)?.time ?? Date.now();
+    const last = this.moves.at(-1);
+    return last === undefined ? Date.now() : timeAfter(last, Date.now());
   }
 
   fromRuntime(runtimeMs: number): number {
     let time = runtimeMs;
-    for (const move of this.moves) if (move.at <= runtimeMs) time = move.time;
+    for (const move of this.moves) if (move.at <= runtimeMs) time = timeAfter(move, runtimeMs);
     return time;
   }
 
   alarmAt(objectMs: number): number {
-    const at = this.moves.length === 0 ? objectMs : objectMs <= this.now() ? Date.now() : Date.now() + PARKED_ALARM_MS;
+    const now = this.now();
+    const at = this.moves.length === 0 ? objectMs
+      : objectMs <= now ? Date.now()
+      : this.moves.at(-1)!.running ? Date.now() + (objectMs - now) : Date.now() + PARKED_ALARM_MS;
     this.kv.put(ALARM_KEY, { at, time: objectMs } satisfies Move);
     return at;
   }
@@ -67,8 +79,9 @@ class TestClock implements Clock {
     return this.now() + Math.max(0, at - Date.now());
   }
 
-  advance(ms: number): void {
-    this.moves.push({ at: Date.now(), time: this.now() + ms });
+  /** Moves time forward by `ms`; with `run`, time then runs on at the runtime's pace instead of standing still. */
+  advance(ms: number, run: boolean): void {
+    this.moves.push({ at: Date.now(), time: this.now() + ms, ...(run ? { running: true } : {}) });
     this.kv.put(MOVES_KEY, this.moves);
   }
 }
@@ -101,13 +114,13 @@ export abstract class ClockedObject extends DurableObject<Env> {
 
   /**
    * Test hook (the Worker's POST /test/clock): moves this object's clock forward by `ms` (and from
-   * then on only moves do), then runs its alarm while one is due, as the runtime would have. Null,
-   * with nothing changed, unless BATON_TEST_CLOCK is "true".
+   * then on only moves do, unless `run` lets it run on from there), then runs its alarm while one is
+   * due, as the runtime would have. Null, with nothing changed, unless BATON_TEST_CLOCK is "true".
    */
-  async advanceClock(ms: number): Promise<ClockAdvance | null> {
+  async advanceClock(ms: number, run = false): Promise<ClockAdvance | null> {
     if (!(this.clock instanceof TestClock) || !Number.isFinite(ms) || ms < 0) return null;
     const clock = this.clock;
-    clock.advance(ms);
+    clock.advance(ms, run);
     const alarm = (this as { alarm?: () => Promise<void> }).alarm?.bind(this);
     let alarmsRun = 0;
     for (;;) {
