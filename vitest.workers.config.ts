@@ -9,7 +9,7 @@ import { patchPoolWorkers } from "./scripts/patch-pool-workers.mjs";
 
 /**
  * "baton-dev-token" for account dev (old form: every scope), "other-account-token" for other; limits,
- * quiet, hooks, directory and clock are used by one test file each. The named dev tokens ("dev-<name>-token") carry
+ * quiet, hooks, directory, clock and leases are used by one test file each. The named dev tokens ("dev-<name>-token") carry
  * one scope each (scopes.test.ts). "dev-twin-token" is a second unnamed dev token (also `default`), for keys
  * that must tell two tokens of one name apart (a2a.test.ts).
  */
@@ -27,6 +27,7 @@ const TOKENS = [
   "hooks:b5da29e51e9d28e0906db6490aa652740006768dd7ef0c0bbb2db3c9885ece83",
   "directory:65c4fcdc4b2d7396d1a45ff723640fd5e43ab59fd606860ad5d304c31f068265",
   "clock:996e3c9c6ab9ca0dace897be1a090df96d35666afbb32b3626d42574d65c8bbc",
+  "leases:d098bb9e038d0756c2f0ba20857b22148244028455e0f8c76eef0ca1974f2ee6",
 ].join(",");
 
 /**

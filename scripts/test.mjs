@@ -63,23 +63,28 @@ function logFile(name) {
   return join(mkdtempSync(join(tmpdir(), "baton-test-")), `${name}.log`);
 }
 
+/** Debian's chromium, installed beside everything else: only the browser's files need it. */
+async function chromium() {
+  if (!existsSync("/usr/bin/chromium")) {
+    const sudo = process.getuid?.() === 0 ? "" : "sudo -n ";
+    await phase(`${sudo}apt-get update -qq && ${sudo}env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null`, 10, beside("chromium"));
+  }
+  try {
+    execSync("/usr/bin/chromium --version", { stdio: "ignore", timeout: 30_000 });
+  } catch {
+    console.error("chromium is not usable at /usr/bin/chromium");
+    stopAll();
+    process.exit(1);
+  }
+}
+const beside = (name) => (SERIAL ? {} : { log: logFile(name) });
+const chromiumReady = SERIAL ? await chromium() : chromium();
 if (!existsSync("node_modules/.bin/vitest")) await phase("npm ci --no-audit --no-fund", 10);
-if (!existsSync("/usr/bin/chromium")) {
-  const sudo = process.getuid?.() === 0 ? "" : "sudo -n ";
-  await phase(`${sudo}apt-get update -qq && ${sudo}env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null`, 10);
-}
-try {
-  execSync("/usr/bin/chromium --version", { stdio: "ignore", timeout: 30_000 });
-} catch {
-  console.error("chromium is not usable at /usr/bin/chromium");
-  process.exit(1);
-}
 // Only the build blocks anything: the end-to-end files pack dist/ as it is (BATON_TEST_BUILT) and
 // the Python runs start `baton serve` from it. So the build starts with the workerd files (which need
 // none), and the typechecks run inside a lane: one `tsc -b --force` over the three projects (`npm run
 // typecheck`: each lib and shared file parsed once, not three times), which fails the suite like any
 // phase. The build's own tsc is the one that emits dist/; the typechecks emit nothing.
-const beside = (name) => (SERIAL ? {} : { log: logFile(name) });
 process.env.BATON_TEST_BUILT = "1";
 let buildDone;
 const built = new Promise((resolve) => (buildDone = resolve));
@@ -111,6 +116,7 @@ await together(
   async () => {
     await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 12, { retryOnHang: true, ...beside("workerd") });
     await built;
+    await chromiumReady;
     await phase(`npx vitest run -c vitest.node.config.ts --project e2e-browser ${VITEST_FLAGS}`, 15, { retryOnHang: true, ...beside("e2e-browser") });
   },
   async () => {

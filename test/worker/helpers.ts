@@ -224,6 +224,8 @@ export const DIRECTORY_TOKEN = "directory-account-token";
 export const HOOKS_TOKEN = "hooks-account-token";
 /** Account clock: clock.test.ts stops its directory's clock, which would freeze time for every later file's dev directory. */
 export const CLOCK_TOKEN = "clock-account-token";
+/** Account leases: metrics.test.ts counts its session leases, which other files' leases (expiring on a shard's moved clock) would move. */
+export const LEASES_TOKEN = "leases-account-token";
 
 /** The agent object of one agent of one account. */
 export function stubFor(agent: string, account = "dev") {
