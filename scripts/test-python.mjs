@@ -1,5 +1,5 @@
 // The Python client's tests, at both ends of the dependency range the package states: runs pytest
-// twice, one run after the other, each against its own `wrangler dev`:
+// twice, side by side (each a process of its own, its output printed when it ends):
 //
 // - clean: every file of test/python, in a new venv (no system site packages) on the `python3` on
 //   PATH (/usr/bin/python3 when that one is older than 3.11), `pip install ./python pytest build`
@@ -16,8 +16,8 @@
 //   (BATON_PY_OFFLINE=1). A full second run cost about 75 s of a lane for no path it alone reached.
 //
 // Both runs use one `wrangler dev` (test/python/dev_server.py), started first so that its start-up
-// overlaps the clean venv's install; the tests' agents are their own, so the runs need no server
-// each. Each run prints the Python and websockets versions it used and its time. Builds the CLI
+// overlaps the installs (a run gets its address on stdin once it answers); the tests' agents are
+// their own, so the runs need no server each. Each run prints the Python and websockets versions it used and its time. Builds the CLI
 // first if dist/ is missing (one test runs `baton serve` beside a Python runner). Bounded to 12
 // minutes in all.
 //
@@ -25,16 +25,16 @@
 //   (arguments that name files or tests replace each run's own list)
 import { execFileSync, execSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { aptInstall, installed, PYTHON_DEBS } from "./debian-packages.mjs";
 import { installLangGraphCheckpoint } from "./python-langgraph.mjs";
 import { installOpenTelemetry } from "./python-otel.mjs";
 
 const ROOT = resolve(import.meta.dirname, "..");
 // One per checkout: two checkouts testing at once on one machine must not install over each other's package.
 const DEBIAN_VENV = process.env.BATON_PY_VENV ?? join(tmpdir(), `baton-venv-${createHash("sha256").update(ROOT).digest("hex").slice(0, 12)}`);
-const DEBS = ["python3-websockets", "python3-pytest", "python3-venv", "python3-setuptools", "python3-wheel", "python3-build"];
 const RUNS = (process.env.BATON_PY_RUNS ?? "debian,clean").split(",").filter(Boolean);
 /**
  * What the Debian run covers of _websocket.py over websockets 10.4: dial with the bearer header and
@@ -50,15 +50,6 @@ const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(1)} s`;
 
 function sh(cmd, opts = {}) {
   execSync(cmd, { stdio: "inherit", cwd: ROOT, timeout: left(), ...opts });
-}
-
-function installed(pkg) {
-  try {
-    execSync(`dpkg-query -W -f='\${Status}' ${pkg} 2>/dev/null | grep -q 'install ok installed'`, { stdio: "ignore", shell: "/bin/sh" });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** A copy of python/ without build leftovers, so installing never writes build/ or *.egg-info into the tree. */
@@ -83,11 +74,10 @@ function versionOf(python) {
 }
 
 function setupDebian() {
-  const missing = DEBS.filter((p) => !installed(p));
+  const missing = PYTHON_DEBS.filter((p) => !installed(p));
   if (missing.length > 0) {
-    const sudo = process.getuid?.() === 0 ? "" : "sudo -n ";
     console.log(`-- installing ${missing.join(" ")}`);
-    sh(`${sudo}apt-get update -qq && ${sudo}env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${missing.join(" ")} >/dev/null`);
+    sh(aptInstall(missing));
   }
   const py = join(DEBIAN_VENV, "bin/python");
   if (!existsSync(py)) {
@@ -185,19 +175,30 @@ try {
   process.exit(1);
 }
 
-const sharedDev = startSharedDev();
-const summary = [];
-let failed = 0;
-for (const name of RUNS) {
+/** The shared server's JSON line ({url, persist}): given by the parent on stdin to a run it started. */
+function devFromParent() {
+  return new Promise((resolveDev, reject) => {
+    let text = "";
+    process.stdin.setEncoding("utf8");
+    process.stdin.on("data", (chunk) => {
+      text += chunk;
+      if (text.includes("\n")) resolveDev(JSON.parse(text.split("\n")[0]));
+    });
+    process.stdin.once("end", () => reject(new Error("the parent closed stdin before the server answered")));
+  });
+}
+
+/** One run (setup, then pytest) in this process; returns its exit code and summary line. */
+async function runOne(name, dev) {
   const t0 = Date.now();
   let setup;
   try {
     setup = SETUPS[name]();
-    const dev = await sharedDev.ready;
-    setup.env = { ...setup.env, BATON_PY_DEV_URL: dev.url, BATON_PY_DEV_PERSIST: dev.persist };
+    const { url, persist } = await dev;
+    setup.env = { ...setup.env, BATON_PY_DEV_URL: url, BATON_PY_DEV_PERSIST: persist };
   } catch (err) {
     console.error(`test-python: ${name} setup failed after ${seconds(t0)}: ${err.message}`);
-    process.exit(1);
+    return { code: 1, line: `${name}: setup failed` };
   }
   try {
     const versions = execFileSync(setup.py, ["-c", "import platform, websockets; print(f'Python {platform.python_version()}, websockets {websockets.__version__}')"],
@@ -206,13 +207,55 @@ for (const name of RUNS) {
     const code = await pytest(setup.py, name, setup.env, setup.files);
     const line = `${name} (${versions}): ${code === 0 ? "ok" : `failed (${code})`} in ${seconds(t0)}`;
     console.log(`-- pytest ${line}`);
-    summary.push(line);
-    if (code !== 0) failed = code;
+    return { code, line };
   } finally {
     setup.cleanup();
   }
-  if (failed) break;
+}
+
+/**
+ * The runs side by side, each a process of its own (its setup is synchronous pip and apt-get) with
+ * its output in a file, printed when it ends: they mostly wait on real TTLs and installs, so two at
+ * once take about as long as the longer one.
+ */
+async function runBeside(names, dev) {
+  const { url, persist } = await dev;
+  const line = `${JSON.stringify({ url, persist })}\n`;
+  const logs = mkdtempSync(join(tmpdir(), "baton-py-logs-"));
+  const results = await Promise.all(names.map((name) => new Promise((done) => {
+    const log = join(logs, `${name}.log`);
+    const fd = openSync(log, "w");
+    const child = spawn(process.execPath, [import.meta.filename, ...ARGS], {
+      cwd: ROOT, stdio: ["pipe", fd, fd], env: { ...process.env, BATON_PY_RUNS: name, BATON_PY_CHILD: "1" },
+    });
+    closeSync(fd);
+    child.stdin.end(line);
+    child.on("exit", (code, signal) => {
+      process.stdout.write(`\n---- python run ${name} ----\n${readFileSync(log, "utf8")}---- end of python run ${name} ----\n`);
+      done({ name, code: code ?? (signal ? 1 : 0) });
+    });
+  })));
+  rmSync(logs, { recursive: true, force: true });
+  return results;
+}
+
+if (process.env.BATON_PY_CHILD === "1") {
+  const { code } = await runOne(RUNS[0], devFromParent());
+  process.exit(code);
+}
+const sharedDev = startSharedDev();
+let failed = 0;
+if (RUNS.length === 1) {
+  const { code, line } = await runOne(RUNS[0], sharedDev.ready);
+  console.log(`-- test-python: ${line}; ${seconds(started)} in all`);
+  failed = code;
+} else {
+  const results = await runBeside(RUNS, sharedDev.ready).catch((err) => {
+    console.error(`test-python: ${err.message}`);
+    return [{ name: "server", code: 1 }];
+  });
+  failed = results.find((r) => r.code !== 0)?.code ?? 0;
+  console.log(`-- test-python: ${results.map((r) => `${r.name} ${r.code === 0 ? "ok" : `failed (${r.code})`}`).join("; ")}; ${seconds(started)} in all`);
 }
 await sharedDev.stop();
-console.log(`-- test-python: ${summary.join("; ")}; ${seconds(started)} in all`);
 process.exit(failed);

@@ -13,6 +13,7 @@ import { execSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { aptInstall, installed, PYTHON_DEBS } from "./debian-packages.mjs";
 import { phase as runPhase, stopAll } from "./test-phase.mjs";
 
 const MINUTE = 60_000;
@@ -63,12 +64,13 @@ function logFile(name) {
   return join(mkdtempSync(join(tmpdir(), "baton-test-")), `${name}.log`);
 }
 
-/** Debian's chromium, installed beside everything else: only the browser's files need it. */
-async function chromium() {
-  if (!existsSync("/usr/bin/chromium")) {
-    const sudo = process.getuid?.() === 0 ? "" : "sudo -n ";
-    await phase(`${sudo}apt-get update -qq && ${sudo}env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null`, 10, beside("chromium"));
-  }
+/**
+ * Debian's packages (chromium; the Python run's websockets 10.4 and pytest), installed beside npm ci
+ * and the first phases in one apt-get: only the browser's files and the Python runs wait for it.
+ */
+async function debianPackages() {
+  const missing = ["chromium", ...PYTHON_DEBS].filter((p) => !installed(p));
+  if (missing.length > 0) await phase(aptInstall(missing), 10, beside("apt-get"));
   try {
     execSync("/usr/bin/chromium --version", { stdio: "ignore", timeout: 30_000 });
   } catch {
@@ -78,7 +80,7 @@ async function chromium() {
   }
 }
 const beside = (name) => (SERIAL ? {} : { log: logFile(name) });
-const chromiumReady = SERIAL ? await chromium() : chromium();
+const debsReady = SERIAL ? await debianPackages() : debianPackages();
 if (!existsSync("node_modules/.bin/vitest")) await phase("npm ci --no-audit --no-fund", 10);
 // Only the build blocks anything: the end-to-end files pack dist/ as it is (BATON_TEST_BUILT) and
 // the Python runs start `baton serve` from it. So the build starts with the workerd files (which need
@@ -114,14 +116,15 @@ await together(
     await phase(`npx vitest run -c vitest.node.config.ts --project e2e-timed ${VITEST_FLAGS}`, 15, { retryOnHang: true });
   },
   async () => {
-    await phase(`npx vitest run -c vitest.workers.config.ts ${VITEST_FLAGS}`, 12, { retryOnHang: true, ...beside("workerd") });
+    await phase(`npx vitest run -c vitest.workers.config.ts --maxWorkers=2 ${VITEST_FLAGS}`, 12, { retryOnHang: true, ...beside("workerd") });
     await built;
-    await chromiumReady;
+    await debsReady;
     await phase(`npx vitest run -c vitest.node.config.ts --project e2e-browser ${VITEST_FLAGS}`, 15, { retryOnHang: true, ...beside("e2e-browser") });
   },
   async () => {
     await built;
     await phase("npm run typecheck", 10, beside("typecheck"));
+    await debsReady;
     await phase("BATON_PY_RUNS=clean,debian node scripts/test-python.mjs", 13, beside("python"));
     await phase(`npx vitest run -c vitest.node.config.ts --project unit ${VITEST_FLAGS}`, 8, { retryOnHang: true, ...beside("unit") });
   },
