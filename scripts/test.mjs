@@ -27,6 +27,21 @@ function elapsed(since) {
 
 const SERIAL = process.env.BATON_TEST_SERIAL === "1";
 
+/**
+ * CPU seconds the whole machine has spent busy (Linux /proc/stat), or NaN elsewhere: unlike a
+ * phase's own figure it counts what runs detached (wrangler dev, workerd), and other tenants too.
+ */
+function machineBusy() {
+  try {
+    const [user, nice, system, , , irq, softirq] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+    return (user + nice + system + irq + softirq) / 100;
+  } catch {
+    return NaN;
+  }
+}
+const busyAtStart = machineBusy();
+const machineUsed = (since) => (Number.isFinite(since) ? `; the machine was busy ${(machineBusy() - since).toFixed(0)} CPU-s` : "");
+
 /** The CPU seconds GNU time wrote for a phase ("user system"), as " using N s of CPU", or "" without it. */
 function cpuUsed(file) {
   try {
@@ -39,11 +54,12 @@ function cpuUsed(file) {
 
 async function phase(cmd, limitMin, opts = {}) {
   const t0 = Date.now();
+  const busy = machineBusy();
   // Two cores give 2 s of CPU a second: what each phase uses says which lane to make lighter.
   const cpuFile = join(mkdtempSync(join(tmpdir(), "baton-cpu-")), "cpu");
   const result = await runPhase(cmd, limitMin * MINUTE, { ...opts, cpuFile });
   if (opts.log) process.stdout.write(`\n---- output of ${cmd} ----\n${readFileSync(opts.log, "utf8")}---- end of ${cmd} ----\n`);
-  console.log(`-- ${cmd}: ${result === 0 ? "ok" : `failed (${result})`} in ${elapsed(t0)}${cpuUsed(cpuFile)} (suite ${elapsed(started)})`);
+  console.log(`-- ${cmd}: ${result === 0 ? "ok" : `failed (${result})`} in ${elapsed(t0)}${cpuUsed(cpuFile)} (suite ${elapsed(started)})${SERIAL ? machineUsed(busy) : ""}`);
   if (result !== 0) {
     stopAll();
     process.exit(result);
@@ -129,4 +145,4 @@ await together(
     await phase(`npx vitest run -c vitest.node.config.ts --project unit ${VITEST_FLAGS}`, 8, { retryOnHang: true, ...beside("unit") });
   },
 );
-console.log(`all tests passed in ${elapsed(started)}`);
+console.log(`all tests passed in ${elapsed(started)}${machineUsed(busyAtStart)}`);
