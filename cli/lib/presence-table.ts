@@ -52,10 +52,11 @@ export function renderPresence(p: PresenceReport, now: number = Date.now()): str
 
 /**
  * Connections in the order the lease would take them: the holder, then candidates by priority
- * (higher first) and claim (older first), then drained runners, then connections that do not claim.
+ * (higher first) and claim (older first), then stopping runners, then drained runners, then
+ * connections that do not claim.
  */
 export function inLineOrder(conns: PresenceReport["connections"]): PresenceReport["connections"] {
-  const rank = (c: PresenceReport["connections"][number]) => (c.held ? 0 : c.claim_seq === null ? 3 : c.drained ? 2 : 1);
+  const rank = (c: PresenceReport["connections"][number]) => (c.held ? 0 : c.claim_seq === null ? 4 : c.drained ? 3 : c.stopping ? 2 : 1);
   return [...conns].sort((a, b) => rank(a) - rank(b) || b.priority - a.priority || (a.claim_seq ?? Infinity) - (b.claim_seq ?? Infinity));
 }
 

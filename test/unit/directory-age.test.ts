@@ -71,4 +71,16 @@ describe("who's table", () => {
     ];
     expect(inLineOrder(conns).map((c) => c.claim_seq)).toEqual([4, 3, 1, 2, null]);
   });
+
+  it("lists a stopping runner after every standby that is not stopping, whatever its priority, and before drained ones", async () => {
+    const { inLineOrder } = await import("../../cli/lib/presence-table.ts");
+    const base = report([1], 0).connections[0]!;
+    const conns = [
+      { ...base, claim_seq: 1, held: false, priority: 9, stopping: true },
+      { ...base, claim_seq: 2, held: false, priority: 0, drained: true },
+      { ...base, claim_seq: 3, held: false, priority: 0 },
+      { ...base, claim_seq: 4, held: true, priority: 0, stopping: true },
+    ];
+    expect(inLineOrder(conns).map((c) => c.claim_seq)).toEqual([4, 3, 1, 2]);
+  });
 });

@@ -78,7 +78,7 @@ export function holderBlock(entry: DirectoryEntry, ttlMs: number): HTMLElement {
     el("span", { class: "meta" },
       `claim #${holder.claim_seq} · fence ${entry.fence} · since ${clock(holder.since)} (`, age(holder.since), ")",
       conn ? heartbeat(entry, conn, ttlMs) : null,
-      conn?.drained ? " · hands the lease on when its run ends" : null));
+      conn?.drained || conn?.stopping ? " · hands the lease on when its run ends" : null));
 }
 
 function rowLabel(conn: Connection): "watcher" | "drained" | "standby" {

@@ -11,7 +11,7 @@ export function usesPriority(entry: DirectoryEntry): boolean {
   return entry.connections.some((c) => (c.priority ?? 0) !== 0);
 }
 
-/** A runner's badges: its priority (when the agent uses priorities) and its drain. */
+/** A runner's badges: its priority (when the agent uses priorities), its drain, and its stop (serve got SIGTERM). */
 export function runnerBadges(entry: DirectoryEntry, conn: Connection): Child[] {
   return [
     usesPriority(entry)
@@ -22,12 +22,15 @@ export function runnerBadges(entry: DirectoryEntry, conn: Connection): Child[] {
       ? el("span", { class: "chip drained", "data-role": "drain", title: "its machine is drained: connected, takes no work and no lease" },
         conn.held ? "draining" : "drained")
       : null,
+    conn.stopping
+      ? el("span", { class: "chip stopping", "data-role": "stopping", title: "its serve is shutting down: takes no new work, and the lease only when no other runner is there" }, "stopping")
+      : null,
   ];
 }
 
-/** The standby order of the lease: candidates by priority, then claim; drained, then watchers, last. */
+/** The standby order of the lease: candidates by priority, then claim; stopping runners, drained, then watchers, last. */
 export function lineOrder(connections: readonly Connection[]): Connection[] {
-  const rank = (c: Connection) => (c.claim_seq === null ? 2 : c.drained ? 1 : 0);
+  const rank = (c: Connection) => (c.claim_seq === null ? 3 : c.drained ? 2 : c.stopping ? 1 : 0);
   return connections.slice().sort((a, b) => rank(a) - rank(b)
     || (b.priority ?? 0) - (a.priority ?? 0)
     || (a.claim_seq ?? Infinity) - (b.claim_seq ?? Infinity));

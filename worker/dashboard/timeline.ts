@@ -24,6 +24,7 @@ const ZOOM_SPARE = 1.25;
 export const REASONS: Record<string, string> = {
   claimed: "claimed", closed: "closed", stale: "went silent", released: "released",
   preferred: "to preferred runner", drained: "holder drained", restored: "restored after restart",
+  stopping: "holder stopping",
 };
 /** What each reason means, for the hover text of the history and the timeline. */
 export const REASON_NOTES: Record<string, string> = {
@@ -34,6 +35,7 @@ export const REASON_NOTES: Record<string, string> = {
   preferred: "a runner of higher priority was ready and the holder ran nothing",
   drained: "the holder's machine was drained; it handed the lease on after its run",
   restored: "after a coordinator restart the lease went back to its previous holder",
+  stopping: "the holder's serve was shutting down; it handed the lease to a runner that is not, after its run",
 };
 
 /** One holder's stretch of the track, or a gap (machine null) with nobody holding the lease. */

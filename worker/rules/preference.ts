@@ -7,6 +7,9 @@
 //     whole hysteresis period. A flapping preferred runner restarts that period at every
 //     reconnect, so it cannot move the lease more than once per period.
 //   - `drained`: the holder was drained; it finishes its run, then the next candidate takes over.
+//   - `stopping`: the holder's serve is shutting down (hello `stopping`); it finishes its run, then a
+//     candidate that is not stopping takes over. A stopping runner wins an election only when no
+//     candidate that is not stopping is there, and is never preferred.
 // After a restart the lease is kept for the previous holder's runner for a grace period, so a
 // deploy does not reshuffle agents across machines.
 
@@ -17,6 +20,8 @@ export interface RankedCandidate {
   /** Server time since which this candidate has been connected and heartbeating without a gap. */
   readySince: number;
   drained: boolean;
+  /** Its serve is shutting down (hello `stopping`): last in line among the candidates that are not drained. */
+  stopping?: boolean;
 }
 
 export interface PreferenceContext {
@@ -32,7 +37,7 @@ export interface PreferenceContext {
   now: number;
 }
 
-export type PreferenceReason = "preferred" | "drained" | "restored";
+export type PreferenceReason = "preferred" | "drained" | "restored" | "stopping";
 
 export interface PreferenceResult {
   winner: RankedCandidate | null;
@@ -51,14 +56,23 @@ function best(cands: readonly RankedCandidate[]): RankedCandidate | null {
   return out;
 }
 
+/** The candidates the lease may go to: not drained, and not stopping unless every one of them is. */
+function electable(candidates: readonly RankedCandidate[]): { eligible: RankedCandidate[]; staying: RankedCandidate[] } {
+  const notDrained = candidates.filter((c) => !c.drained);
+  const staying = notDrained.filter((c) => !c.stopping);
+  return { eligible: staying.length > 0 ? staying : notDrained, staying };
+}
+
 /** Candidates are the live, claiming, unreleased connections; staleness is decided before this. */
 export function electPreferred(candidates: readonly RankedCandidate[], ctx: PreferenceContext): PreferenceResult {
   const holder = candidates.find((c) => c.claimSeq === ctx.holderClaim) ?? null;
-  const eligible = candidates.filter((c) => !c.drained);
+  const { eligible, staying } = electable(candidates);
   if (holder === null) {
     if (ctx.reserved && ctx.now < ctx.reserved.until) {
-      const back = eligible.find((c) => c.runner === ctx.reserved!.runner) ?? null;
-      return back ? { winner: back, reason: "restored" } : { winner: null, reason: null };
+      const back = candidates.find((c) => !c.drained && c.runner === ctx.reserved!.runner) ?? null;
+      if (back === null) return { winner: null, reason: null };
+      // The previous runner came back stopping: the lease goes where an ordinary election puts it.
+      if (!back.stopping || staying.length === 0) return { winner: back, reason: "restored" };
     }
     return { winner: best(eligible), reason: null };
   }
@@ -67,21 +81,23 @@ export function electPreferred(candidates: readonly RankedCandidate[], ctx: Pref
     // Draining the last runner leaves the agent without a holder: its messages wait, visibly.
     return { winner: best(eligible), reason: "drained" };
   }
-  const ready = eligible.filter((c) => c.priority > holder.priority && ctx.now - c.readySince >= ctx.hysteresisMs);
+  if (holder.stopping && staying.length > 0) return { winner: best(staying), reason: "stopping" };
+  const ready = staying.filter((c) => c.priority > holder.priority && ctx.now - c.readySince >= ctx.hysteresisMs);
   const preferred = best(ready);
   return preferred ? { winner: preferred, reason: "preferred" } : { winner: holder, reason: null };
 }
 
 /**
  * Place in line: 0 for the holder, then standbys by priority and claim sequence (the order the
- * lease would take them in), and drained runners after every candidate.
+ * lease would take them in), stopping runners after them, and drained runners after every candidate.
  */
 export function linePlace(candidates: readonly RankedCandidate[], claimSeq: number, holderClaim: number | null): number {
   if (claimSeq === holderClaim) return 0;
   const me = candidates.find((c) => c.claimSeq === claimSeq);
   const others = candidates.filter((c) => c.claimSeq !== holderClaim && c.claimSeq !== claimSeq && !c.drained);
   if (!me || me.drained) return others.length + 1;
-  return 1 + others.filter((c) => better(c, me)).length;
+  const ahead = (c: RankedCandidate) => (c.stopping === true) !== (me.stopping === true) ? !c.stopping : better(c, me);
+  return 1 + others.filter(ahead).length;
 }
 
 /** When a preferred candidate becomes ready to take over, so the object can set an alarm for it. */
@@ -91,7 +107,7 @@ export function nextPreferenceMoment(candidates: readonly RankedCandidate[], ctx
   if (ctx.paused) return null;
   let earliest: number | null = null;
   for (const c of candidates) {
-    if (c.drained || c.priority <= holder.priority) continue;
+    if (c.drained || c.stopping || c.priority <= holder.priority) continue;
     const at = c.readySince + ctx.hysteresisMs;
     if (at > ctx.now && (earliest === null || at < earliest)) earliest = at;
   }

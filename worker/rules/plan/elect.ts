@@ -33,6 +33,7 @@ export function candidatesOf(conns: readonly ServeConn[], heartbeats: readonly n
       priority: c.priority ?? 0,
       readySince: c.readySince ?? c.joinedAt,
       drained: drained.has(c.machine),
+      ...(c.stopping === true ? { stopping: true } : {}),
     });
   }
   return out;

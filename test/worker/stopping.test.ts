@@ -1,0 +1,60 @@
+// A runner whose `baton serve` got SIGTERM (hello `stopping`) in the real runtime: it is elected
+// holder only when no other runner is there, and a holder that says it is stopping hands the lease
+// on at its safe point (its runs finished), before it releases.
+import { describe, expect, it } from "vitest";
+import type { MessageFrame } from "../../worker/wire/protocol.ts";
+import { claimant, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+
+function run(sock: TestSocket, id: number): Promise<MessageFrame> {
+  return sock.next("message", (f) => f.run && f.id === id);
+}
+
+async function sayStopping(sock: TestSocket) {
+  sock.send({ type: "hello", stopping: true });
+  await settle(sock);
+}
+
+describe("a stopping runner and the serve lease", () => {
+  it("the holder leaves with a stopping standby of the older claim and a normal one: the normal one is elected, and runs the queued message", async () => {
+    const agent = uniqueAgent();
+    const holder = await claimant(agent, "holder");
+    const leaving = await claimant(agent, "leaving");
+    const staying = await claimant(agent, "staying");
+    await sayStopping(leaving.sock);
+    // Presence says it, to `baton who` and the dashboard alike.
+    expect((await presence(agent)).connections.map((c) => [c.machine, c.stopping ?? false])).toEqual([["holder", false], ["leaving", true], ["staying", false]]);
+    holder.sock.close();
+    expect(await staying.sock.next("serve_lease", (f) => f.held)).toMatchObject({ fence: holder.lease.fence + 1 });
+    const p = await presence(agent);
+    expect(p.holder?.machine).toBe("staying");
+    expect(p.transitions[0]).toMatchObject({ from_machine: "holder", to_machine: "staying", reason: "closed" });
+    const id = await post(agent, "for the runner that stays");
+    expect(await run(staying.sock, id)).toMatchObject({ attempt: 1 });
+    await settle(leaving.sock);
+    expect(leaving.sock.framesOf("message").filter((f) => f.run)).toEqual([]);
+  });
+
+  it("a stopping holder finishes its run, then hands the lease on at once (reason stopping); its release then finds nothing to give up", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    const id = await post(agent, "running when the stop began");
+    const first = await run(a.sock, id);
+    await sayStopping(a.sock);
+    // The safe point: a holder running a message keeps the lease.
+    expect((await presence(agent)).holder?.machine).toBe("a");
+    expect(await write(a.sock, { type: "ack", id, token: first.token })).toMatchObject({ op: "ack" });
+    expect(await b.sock.next("serve_lease", (f) => f.held)).toMatchObject({ fence: a.lease.fence + 1 });
+    const p = await presence(agent);
+    expect(p.transitions[0]).toMatchObject({ from_machine: "a", to_machine: "b", reason: "stopping" });
+    expect(p.connections.map((c) => [c.machine, c.held, c.stopping ?? false])).toEqual([["a", false, true], ["b", true, false]]);
+    expect(await write(a.sock, { type: "serve_lease", op: "release" })).toMatchObject({ op: "release", released: false });
+  });
+
+  it("a stopping holder with no other runner keeps the lease: it is the only one that can finish its work", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    await sayStopping(a.sock);
+    expect(await presence(agent)).toMatchObject({ holder: { machine: "a" }, fence: a.lease.fence });
+  });
+});
