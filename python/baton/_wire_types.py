@@ -9,9 +9,9 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Final, Literal, Mapping, NotRequired, Required, TypedDict, Union
 
-ClientFrameType = Literal["ping", "hello", "serve_lease", "sync", "ack", "reply", "agent_checkpoint", "message_checkpoint", "fail", "park", "step", "heartbeat", "output"]
+ClientFrameType = Literal["ping", "hello", "serve_lease", "sync", "ack", "reply", "agent_checkpoint", "message_checkpoint", "decline", "fail", "park", "step", "heartbeat", "output"]
 ServerFrameType = Literal["pong", "welcome", "serve_lease", "message", "revoked", "cancel", "result", "error", "directory", "presence", "agent_gone"]
-ResultOp = Literal["release", "sync", "checkpoint", "park", "fail", "step", "heartbeat", "output", "ack", "reply"]
+ResultOp = Literal["release", "sync", "checkpoint", "park", "decline", "fail", "step", "heartbeat", "output", "ack", "reply"]
 Op = Literal["claim", "release"]
 OnDeadline = Literal["fail", "approve", "reject", "escalate"]
 Kind = Literal["step", "effect"]
@@ -24,7 +24,7 @@ Status = Literal["intent", "done"]
 RevokeReason = Literal["run_timeout", "runner_gone", "heartbeat_timeout"]
 FailStatus = Literal["queued", "failed", "parked"]
 ErrorCode = Literal["bad_json", "bad_frame", "unknown_type", "frame_too_large", "binary_frame", "not_holder", "stale_fence", "lease_expired", "unknown_message", "too_large", "rate_limited", "too_many_connections", "too_many_schedules", "too_many_push_targets", "unauthorized", "forbidden", "bad_name", "bad_request", "not_found", "lease_held", "lease_lost", "stale_token", "message_not_running", "not_your_message", "not_parked", "outcome_unknown", "effect_in_progress", "question_open", "approval_required", "cancelled", "message_finished", "busy", "no_holder", "upgrade_required", "not_configured", "internal"]
-Reason = Literal["replied", "failed", "parked", "cancelled", "lease_lost", "timed_out"]
+Reason = Literal["replied", "failed", "parked", "cancelled", "lease_lost", "timed_out", "declined"]
 DroppedOutputEventReason = Literal["message_budget", "agent_budget"]
 EndOutputEventStatus = Literal["queued", "running", "parked", "acknowledged", "failed", "rejected", "cancelled", "superseded"]
 
@@ -87,6 +87,13 @@ class MessageCheckpointFrame(TypedDict, total=False):
     token: Required[int]
     value: NotRequired[Any]
     blob: NotRequired[str]
+    req: NotRequired[str]
+
+
+class DeclineFrame(TypedDict, total=False):
+    type: Required[Literal["decline"]]
+    id: Required[int]
+    token: Required[int]
     req: NotRequired[str]
 
 
@@ -283,6 +290,14 @@ class ParkResult(TypedDict, total=False):
     deadline: Required[float | None]
 
 
+class DeclineResult(TypedDict, total=False):
+    type: Required[Literal["result"]]
+    op: Required[Literal["decline"]]
+    req: NotRequired[str]
+    id: Required[int]
+    token: Required[int]
+
+
 class FailResult(TypedDict, total=False):
     type: Required[Literal["result"]]
     op: Required[Literal["fail"]]
@@ -399,8 +414,8 @@ class EndOutputEvent(TypedDict, total=False):
     status: Required[EndOutputEventStatus]
 
 
-ClientFrame = Union[PingFrame, HelloFrame, ServeLeaseFrame, SyncFrame, AckFrame, ReplyFrame, AgentCheckpointFrame, MessageCheckpointFrame, FailFrame, ParkFrame, StepFrame, HeartbeatFrame, OutputFrame]
-ServerFrame = Union[PongServerFrame, WelcomeServerFrame, ServeLeaseServerFrame, MessageServerFrame, RevokedServerFrame, CancelServerFrame, ReleaseResult, SyncResult, CheckpointResult, ParkResult, FailResult, StepResult, HeartbeatResult, OutputResult, AckResult, ReplyResult, ErrorServerFrame]
+ClientFrame = Union[PingFrame, HelloFrame, ServeLeaseFrame, SyncFrame, AckFrame, ReplyFrame, AgentCheckpointFrame, MessageCheckpointFrame, DeclineFrame, FailFrame, ParkFrame, StepFrame, HeartbeatFrame, OutputFrame]
+ServerFrame = Union[PongServerFrame, WelcomeServerFrame, ServeLeaseServerFrame, MessageServerFrame, RevokedServerFrame, CancelServerFrame, ReleaseResult, SyncResult, CheckpointResult, ParkResult, DeclineResult, FailResult, StepResult, HeartbeatResult, OutputResult, AckResult, ReplyResult, ErrorServerFrame]
 OutputEvent = Union[ChunkOutputEvent, AttemptOutputEvent, AttemptEndOutputEvent, DroppedOutputEvent, EndOutputEvent]
 
 #: The wire's named enums (worker/wire/enums.ts), each value once.
@@ -413,7 +428,7 @@ ON_UNKNOWN: Final[tuple[str, ...]] = ("retry", "ask",)
 RESUME_OUTCOME: Final[tuple[str, ...]] = ("done", "redo",)
 WEBHOOK_SCOPE: Final[tuple[str, ...]] = ("account", "agent",)
 OUTPUT_STREAM: Final[tuple[str, ...]] = ("stdout", "stderr", "text",)
-ATTEMPT_END_REASON: Final[tuple[str, ...]] = ("replied", "failed", "parked", "cancelled", "lease_lost", "timed_out",)
+ATTEMPT_END_REASON: Final[tuple[str, ...]] = ("replied", "failed", "parked", "cancelled", "lease_lost", "timed_out", "declined",)
 CATCH_UP: Final[tuple[str, ...]] = ("none", "one",)
 SLOT_OUTCOME: Final[tuple[str, ...]] = ("posted", "skipped",)
 SKIP_REASON: Final[tuple[str, ...]] = ("paused", "missed", "busy", "failed",)

@@ -1,7 +1,7 @@
 // The message lifecycle rules: dispatch order, groups, slots, tokens, run timeouts, park and resume.
 import { describe, expect, it } from "vitest";
 import {
-  answer, checkMessageWrite, complete, DEFAULT_POLICY, expireDue, failAttempt, lease, nextMessageDeadline, park, planDispatch, resume, retry, retryBackoffMs, takeBack,
+  answer, checkMessageWrite, complete, decline, DEFAULT_POLICY, expireDue, failAttempt, lease, nextMessageDeadline, park, planDispatch, resume, retry, retryBackoffMs, takeBack,
   type MessageLease, type MessagePolicy,
 } from "../../worker/rules/message-lease.ts";
 
@@ -174,5 +174,13 @@ describe("a question for a person alone", () => {
     expect(resume(asked, 0)).toMatchObject({ ok: false, code: "bad_request" });
     expect(retry({ ...asked, status: "failed" })).toMatchObject({ ok: false, code: "bad_request" });
     expect(planDispatch([{ ...asked, status: "queued" }], [{ id: "a", free: 9 }], pool)).toEqual([]);
+  });
+});
+
+describe("decline", () => {
+  it("queues a running message at once and gives its attempt back: attempts one fewer, no runner, no deadline, no backoff", () => {
+    const running = lease(msg(1, { attempts: 2 }), "r1", 7, 1000, DEFAULT_POLICY);
+    expect(running.attempts).toBe(3);
+    expect(decline(running)).toMatchObject({ status: "queued", attempts: 2, token: 7, runner: null, expiresAt: null, capAt: null, retryAt: null });
   });
 });

@@ -5,7 +5,7 @@
 // LifecycleError, never a silent write (complete() of a parked message included).
 import { describe, expect, it } from "vitest";
 import {
-  answer, askPerson, checkMessageWrite, complete, DEFAULT_POLICY, failAttempt, lease, park, parkDeadline, resume, retry, takeBack, type MessageLease,
+  answer, askPerson, checkMessageWrite, complete, decline, DEFAULT_POLICY, failAttempt, lease, park, parkDeadline, resume, retry, takeBack, type MessageLease,
 } from "../../worker/rules/message-lease.ts";
 import { cancel } from "../../worker/rules/message-cancel.ts";
 import { supersede } from "../../worker/rules/on-busy.ts";
@@ -53,6 +53,7 @@ const VARIANTS: Record<LifecycleEvent, ((m: MessageLease) => Outcome)[]> = {
   write: [(m) => outcome(() => checkMessageWrite(m, m.token, m.runner ?? "r1", NOW - 10), m)],
   complete: [(m) => outcome(() => complete(m), m)],
   park: [(m) => outcome(() => park(m, NOW, 60_000, "approve"), m)],
+  decline: [(m) => outcome(() => decline(m), m)],
   fail: [
     (m) => outcome(() => failAttempt(m, NOW, policy), m),
     (m) => outcome(() => failAttempt({ ...m, attempts: 3 }, NOW, policy), m),
@@ -82,7 +83,7 @@ const VARIANTS: Record<LifecycleEvent, ((m: MessageLease) => Outcome)[]> = {
 };
 
 /** Events of a runner's write: checkMessageWrite refuses them before their rule runs. */
-const RUNNER_WRITES: ReadonlySet<LifecycleEvent> = new Set(["complete", "park", "fail"]);
+const RUNNER_WRITES: ReadonlySet<LifecycleEvent> = new Set(["complete", "park", "decline", "fail"]);
 
 describe("the message lifecycle table, every status against every event", () => {
   for (const status of MESSAGE_STATUSES) {

@@ -47,6 +47,9 @@ describe("outputMarks", () => {
   ])("%s ends the attempt", (_, over, status, reason) => {
     expect(ended(over, status)).toEqual({ attempt: 2, reason });
   });
+  it("a decline ends the attempt it gave back, under that attempt's number (its lease already counts one fewer)", () => {
+    expect(outputMarks({ kind: "declined", id: 7, before: "running", lease: { ...lease, status: "queued", attempts: 1 } }, null).ended).toEqual({ attempt: 2, reason: "declined" });
+  });
   it("a hand-out begins the next attempt on its machine; a write that leaves it running marks nothing", () => {
     expect(outputMarks({ kind: "hand_out", id: 7, before: "queued", lease: { ...lease, attempts: 3 }, to: 0, fence: 1, machine: "laptop-1", runKey: "rk" }, "laptop-1")).toEqual({ ended: null, began: { attempt: 3, machine: "laptop-1" } });
     expect(outputMarks({ kind: "heartbeat", id: 7, before: "running", lease: null, expiresAt: null, progress: null }, null)).toEqual({ ended: null, began: null });

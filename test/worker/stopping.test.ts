@@ -3,7 +3,7 @@
 // on at its safe point (its runs finished), before it releases.
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { claimant, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { call, claimant, message, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 
 function run(sock: TestSocket, id: number): Promise<MessageFrame> {
   return sock.next("message", (f) => f.run && f.id === id);
@@ -56,5 +56,53 @@ describe("a stopping runner and the serve lease", () => {
     const a = await claimant(agent, "a");
     await sayStopping(a.sock);
     expect(await presence(agent)).toMatchObject({ holder: { machine: "a" }, fence: a.lease.fence });
+  });
+});
+
+describe("a message that crossed the runner's hello stopping", () => {
+  /** A holder and a standby; the holder is handed `text` and only then says it is stopping: its hello was in flight. */
+  async function crossed(agent: string, maxAttempts: number) {
+    expect((await call("PUT", `/agents/${agent}/policy`, { max_attempts: maxAttempts })).status).toBe(200);
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    const id = await post(agent, "handed out as the stop began");
+    const handed = await run(a.sock, id);
+    await sayStopping(a.sock);
+    return { a, b, id, handed };
+  }
+
+  it("left unstarted, it costs an attempt: released by a stopping runner, a max_attempts 1 message fails without ever running", async () => {
+    const agent = uniqueAgent();
+    const { a, b, id } = await crossed(agent, 1);
+    // What a serve that ignores the late message does: it releases, then goes.
+    expect(await write(a.sock, { type: "serve_lease", op: "release" })).toMatchObject({ op: "release" });
+    expect(await message(agent, id)).toMatchObject({ status: "failed", attempts: 1 });
+    await settle(b.sock);
+    expect(b.sock.framesOf("message").filter((f) => f.run)).toEqual([]);
+  });
+
+  it("declined, it goes back to the queue without an attempt: the next holder runs it as attempt 1, even with max_attempts 1", async () => {
+    const agent = uniqueAgent();
+    const { a, b, id, handed } = await crossed(agent, 1);
+    expect(await write(a.sock, { type: "decline", id, token: handed.token })).toEqual(expect.objectContaining({ type: "result", op: "decline", id, token: handed.token }));
+    // The stopping holder ran nothing, so the lease moved at once and the message went with it.
+    const second = await run(b.sock, id);
+    expect(second).toMatchObject({ attempt: 1 });
+    expect(second.token).toBeGreaterThan(handed.token!);
+    expect(await message(agent, id)).toMatchObject({ status: "running", attempts: 1 });
+    // Its old token is spent: a second decline, or any write under it, is refused and changes nothing.
+    expect(await write(a.sock, { type: "decline", id, token: handed.token })).toMatchObject({ type: "error", code: "stale_token" });
+    expect(await message(agent, id)).toMatchObject({ status: "running", attempts: 1, token: second.token });
+  });
+
+  it("a runner that did not say it is stopping cannot decline: refused, and the message runs on under its token", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const id = await post(agent, "runs here");
+    const handed = await run(a.sock, id);
+    const refused = await write(a.sock, { type: "decline", id, token: handed.token });
+    expect(refused).toMatchObject({ type: "error", code: "bad_request" });
+    expect(String(refused.message)).toContain("stopping");
+    expect(await message(agent, id)).toMatchObject({ status: "running", attempts: 1, token: handed.token });
   });
 });

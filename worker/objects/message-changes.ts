@@ -66,7 +66,7 @@ function storeRow(stores: MessageStores, c: MessageChange, now: number): void {
     }
     case "superseded":
       return messages.saveSupersededBy(c.id, c.by);
-    case "hand_out": case "ack": case "reserve": case "stage": case "output":
+    case "hand_out": case "ack": case "declined": case "reserve": case "stage": case "output":
       return;
   }
 }

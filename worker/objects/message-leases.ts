@@ -54,14 +54,14 @@ export class MessageLeases {
    * that finished it, the question its attempt stored, the blob it names and the journal a park's
    * question is checked against; a step or heartbeat reads what runWrite reads.
    */
-  frameWrite(runner: string, frame: TokenWrite): WriteInput {
+  frameWrite(runner: string, frame: TokenWrite, stopping = false): WriteInput {
     const writer = { runner };
     if (frame.type === "step") {
       const step = stepWriteOf(frame);
       return { kind: "step", ...this.runOf(frame.id, frame.token, writer), step, rows: this.stepRows(frame.id, step), req: frame.req, frame: true };
     }
     if (frame.type === "heartbeat") return { kind: "heartbeat", ...this.runOf(frame.id, frame.token, writer), details: frame.details, req: frame.req, frame: true };
-    return { kind: "runner", frame, writer: runner, target: this.writeTarget(frame) };
+    return { kind: "runner", frame, writer: runner, target: this.writeTarget(frame), ...(stopping ? { stopping } : {}) };
   }
 
   /** What every run write reads: its message's lease, and over HTTP whether its run key is the attempt's. */

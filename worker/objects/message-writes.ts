@@ -10,7 +10,7 @@ export interface DeskSocket {
 }
 
 /** A write made under a message's token: reply, ack, message checkpoint, fail, park, step or heartbeat. */
-export type TokenWrite = Extract<ClientFrame, { type: "ack" | "reply" | "message_checkpoint" | "fail" | "park" | "step" | "heartbeat" }>;
+export type TokenWrite = Extract<ClientFrame, { type: "ack" | "reply" | "message_checkpoint" | "decline" | "fail" | "park" | "step" | "heartbeat" }>;
 
 /** Who makes a write for a running message: a connection (by its runner id) or an HTTP caller with the run's key. */
 export type Writer = { runner: string } | { runKey: string };

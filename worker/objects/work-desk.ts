@@ -26,7 +26,7 @@ import type { OutputAppend } from "../rules/plan/output.ts";
 
 export type { DeskSocket };
 
-type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "agent_checkpoint" | "message_checkpoint" | "fail" | "park" | "step" | "heartbeat" | "output" }>;
+type WriteFrame = Extract<ClientFrame, { type: "ack" | "reply" | "agent_checkpoint" | "message_checkpoint" | "decline" | "fail" | "park" | "step" | "heartbeat" | "output" }>;
 
 /** R2 deletes per sweep (R2 takes up to 1000 keys per call). */
 const SWEEP_KEYS = 1000;
@@ -83,7 +83,7 @@ export class WorkDesk {
    */
   writeInput(state: ConnState, frame: WriteFrame): WriteInput {
     if (frame.type === "output") return this.outputInput(frame.id, frame.token, frame.chunks, { runner: runnerOf(state) }, frame.req);
-    if (frame.type !== "agent_checkpoint") return this.leases.frameWrite(runnerOf(state), frame);
+    if (frame.type !== "agent_checkpoint") return this.leases.frameWrite(runnerOf(state), frame, state.stopping === true);
     return { kind: "agent_checkpoint", fence: frame.fence, value: frame.value, req: frame.req, sender: { claimSeq: state.claimSeq, released: state.released } };
   }
 

@@ -140,6 +140,14 @@ export function takeBack(m: MessageLease, policy: MessagePolicy): MessageLease {
   return enter(m, "take_back", { ...m, status, runner: null, expiresAt: null, capAt: null });
 }
 
+/**
+ * A runner that said it is stopping never started this attempt (the hand-out crossed its hello
+ * `stopping`): queued again at once, and the attempt does not count against max attempts.
+ */
+export function decline(m: MessageLease): MessageLease {
+  return enter(m, "decline", { ...m, status: "queued", attempts: Math.max(0, m.attempts - 1), runner: null, expiresAt: null, capAt: null, retryAt: null });
+}
+
 /** How long a message waits after its `attempts`-th attempt failed: 1 s, doubling, at most a minute. */
 export function retryBackoffMs(attempts: number): number {
   return Math.min(60_000, 1000 * 2 ** Math.max(0, attempts - 1));

@@ -8,7 +8,7 @@ import { MESSAGE_STATUSES, type MessageStatus } from "../wire/enums.ts";
 import type { ErrorCode } from "../wire/error-codes.ts";
 
 export const LIFECYCLE_EVENTS = [
-  "ask_person", "hand_out", "write", "complete", "park", "fail", "take_back", "deadline", "answer", "resume", "retry", "cancel", "supersede",
+  "ask_person", "hand_out", "write", "complete", "park", "decline", "fail", "take_back", "deadline", "answer", "resume", "retry", "cancel", "supersede",
 ] as const;
 export type LifecycleEvent = (typeof LIFECYCLE_EVENTS)[number];
 
@@ -41,6 +41,8 @@ const EVENT: Record<LifecycleEvent, (s: MessageStatus) => Next> = {
   /** A reply or ack. */
   complete: (s) => (s === "running" ? to("acknowledged") : notRunning(s)),
   park: (s) => (s === "running" ? to("parked") : notRunning(s)),
+  /** A stopping runner never started the attempt: queued again, the attempt not counted. */
+  decline: (s) => (s === "running" ? to("queued") : notRunning(s)),
   /** Queued again after a backoff, failed when its attempts are used up, parked when an effect's outcome is unknown. */
   fail: (s) => (s === "running" ? to("queued", "failed", "parked") : notRunning(s)),
   /** Its run deadline passed or its runner left: as fail, with no backoff. */

@@ -42,6 +42,10 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("agent_checkpoint"), fence, value: z.unknown(), req }),
   // A running message's checkpoint under its token: inline, or a staged blob.
   z.strictObject({ type: z.literal("message_checkpoint"), id: messageId, token, value: z.optional(z.unknown()), blob, req }),
+  // The runner never started this run: its serve said it was stopping (hello `stopping`) before the
+  // message reached it. The message goes back to the queue and the attempt is not counted. Only a
+  // connection that said stopping may decline (any other fails the attempt instead: a decline is no retry).
+  z.strictObject({ type: z.literal("decline"), id: messageId, token, req }),
   // The run failed (non-zero exit, could not start, killed, the handler threw): `reason` says why.
   z.strictObject({ type: z.literal("fail"), id: messageId, token, reason: z.string().check(z.maxLength(LIMITS.failReasonChars)), req }),
   // Gives a running message's lease up until someone resumes it; `value` is its checkpoint.
@@ -69,7 +73,7 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
 
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
 export const CLIENT_FRAME_TYPES = [
-  "ping", "hello", "serve_lease", "sync", "ack", "reply", "agent_checkpoint", "message_checkpoint", "fail", "park", "step", "heartbeat", "output",
+  "ping", "hello", "serve_lease", "sync", "ack", "reply", "agent_checkpoint", "message_checkpoint", "decline", "fail", "park", "step", "heartbeat", "output",
 ] as const;
 
 /**

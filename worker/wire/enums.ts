@@ -40,7 +40,7 @@ export type OutputStream = (typeof OUTPUT_STREAMS)[number];
  * Why an attempt's output ended: it replied (or acked), failed, parked for a person, was cancelled,
  * its runner lost the message (gone, silent, not the holder any more) or its run deadline passed.
  */
-export const ATTEMPT_END_REASONS = ["replied", "failed", "parked", "cancelled", "lease_lost", "timed_out"] as const;
+export const ATTEMPT_END_REASONS = ["replied", "failed", "parked", "cancelled", "lease_lost", "timed_out", "declined"] as const;
 export type AttemptEndReason = (typeof ATTEMPT_END_REASONS)[number];
 /** What a schedule does with slots it missed (a paused agent or schedule, an outage longer than the late grace): post none, or the latest one. */
 export const CATCH_UP = ["none", "one"] as const;

@@ -87,6 +87,8 @@ const resultFrames = [
   /** checkpoint: the agent's own (under `fence`) or a message's (under `id` and `token`). */
   z.object({ type: z.literal("result"), op: z.literal("checkpoint"), req, fence: z.optional(count), id: z.optional(messageId), token: z.optional(token) }),
   z.object({ type: z.literal("result"), op: z.literal("park"), req, id: messageId, token, deadline: z.nullable(millis) }),
+  /** decline: the message is queued again, its attempt not counted. */
+  z.object({ type: z.literal("result"), op: z.literal("decline"), req, id: messageId, token }),
   /** fail: queued again (with `retry_at`), failed for good, or parked for a person (an effect's outcome is unknown). */
   z.object({
     type: z.literal("result"), op: z.literal("fail"), req, id: messageId, token, status: z.enum(["queued", "failed", "parked"]), retry_at: z.nullable(millis),

@@ -61,6 +61,8 @@ export type MessageChange =
   | (Moves<"ack"> & { ack: AckWrite; commitBlob: string | null })
   /** The attempt failed, and why. */
   | (Moves<"fail"> & { failure: string })
+  /** A stopping runner gave back an attempt it never started: queued, the attempt not counted. */
+  | Moves<"declined">
   /** Parked with its question (null: none), and the checkpoint the park carries. */
   | (Moves<"park"> & { question: KeptQuestion | null; checkpoint: CheckpointWrite | null })
   | (Stays<"checkpoint"> & { checkpoint: CheckpointWrite })

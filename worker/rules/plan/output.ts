@@ -96,8 +96,12 @@ export function outputMarks(c: MessageChange, machine: string | null): OutputMar
   const lease = c.lease;
   let ended: OutputMarks["ended"] = null;
   if (c.before === "running" && lease !== null && lease.status !== "running") {
-    const reason: AttemptEndReason = (c.kind === "taken_back" ? c.ended : null) ?? (c.kind === "ack" ? "replied" : c.kind === "cancelled" ? "cancelled" : lease.status === "parked" ? "parked" : failed(c) ? "failed" : "lease_lost");
-    ended = { attempt: lease.attempts, reason };
+    // A declined attempt is not counted: the lease's attempts are already one fewer than its number.
+    if (c.kind === "declined") ended = { attempt: lease.attempts + 1, reason: "declined" };
+    else {
+      const reason: AttemptEndReason = (c.kind === "taken_back" ? c.ended : null) ?? (c.kind === "ack" ? "replied" : c.kind === "cancelled" ? "cancelled" : lease.status === "parked" ? "parked" : failed(c) ? "failed" : "lease_lost");
+      ended = { attempt: lease.attempts, reason };
+    }
   }
   const began = c.kind === "hand_out" ? { attempt: c.lease.attempts, machine: machine ?? "unknown" } : null;
   return { ended, began };

@@ -29,7 +29,7 @@ export function refusedAtToken(code: ErrorCode): ErrorCode | null {
 
 /** A write as its event carries it: the raw write and what it touches. `req`: the frame's request id (a frame write). */
 export type WriteInput =
-  | { kind: "runner"; frame: RunnerWrite; writer: string; target: WriteTarget | null }
+  | { kind: "runner"; frame: RunnerWrite; writer: string; target: WriteTarget | null; stopping?: boolean }
   | { kind: "agent_checkpoint"; fence: number; value: unknown; req?: string; sender: Pick<ServeConn, "claimSeq" | "released"> }
   | { kind: "output"; id: number; token: number; chunks: readonly OutputChunk[]; writer: OutputWriter; target: OutputTarget | null; budget: number; req?: string }
   | (RunWrite & { req?: string; frame?: boolean });
@@ -85,7 +85,7 @@ export function decideAnyWrite(w: WriteInput, ctx: WriteContext, now: number): W
   const none = { change: null, refused: null, agentCheckpoint: null };
   switch (w.kind) {
     case "runner": {
-      const d = decideWrite(w.target, w.frame, w.writer, ctx.lease.fence, ctx.policy, now);
+      const d = decideWrite(w.target, w.frame, w.writer, ctx.lease.fence, ctx.policy, now, w.stopping ?? false);
       return { kind: "runner", frame: d.reply, change: d.change, refused: d.refused, agentCheckpoint: null };
     }
     case "agent_checkpoint": {

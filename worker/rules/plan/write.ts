@@ -1,8 +1,8 @@
-// A runner's write for a message (reply, ack, fail, park, a message checkpoint), decided at its
+// A runner's write for a message (reply, ack, decline, fail, park, a message checkpoint), decided at its
 // token by this object's clock over what the write touches (WriteTarget, read by the object): the
-// answer frame, and the change the plan stores (a reply or ack by `complete`, a fail by
-// `failAttempt`, a park by `park`, a checkpoint). Pure: nothing here stores or sends.
-import { checkMessageWrite, complete, failAttempt, park, type MessageLease, type MessagePolicy } from "../message-lease.ts";
+// answer frame, and the change the plan stores (a reply or ack by `complete`, a decline by `decline`,
+// a fail by `failAttempt`, a park by `park`, a checkpoint). Pure: nothing here stores or sends.
+import { checkMessageWrite, complete, decline, failAttempt, park, type MessageLease, type MessagePolicy } from "../message-lease.ts";
 import { unknownOutcomeReason } from "../step-journal.ts";
 import type { BlobRow } from "../blob-ledger.ts";
 import { errorFrame, type ClientFrame, type ErrorCode } from "../../wire/protocol.ts";
@@ -13,7 +13,7 @@ import type { MessageChange } from "./types.ts";
 
 export { keptQuestion, type KeptQuestion } from "./kept-question.ts";
 
-export type RunnerWrite = Extract<ClientFrame, { type: "ack" | "reply" | "message_checkpoint" | "fail" | "park" }>;
+export type RunnerWrite = Extract<ClientFrame, { type: "ack" | "reply" | "message_checkpoint" | "decline" | "fail" | "park" }>;
 
 /** What a runner's write reads of its message. */
 export interface WriteTarget {
@@ -43,9 +43,12 @@ const answer = (reply: ServerFrame, change: MessageChange | null = null): WriteD
  * A token other than the message's current one is refused as stale_token (also once it finished),
  * a write from any runner but the one it was handed to as not_your_message, a write after the run
  * deadline as message_not_running. A reply or ack under the token that finished it, from its
- * runner, is answered `duplicate: true` with the write that did.
+ * runner, is answered `duplicate: true` with the write that did. Only a writer that said it is
+ * stopping (`stopping`) may decline.
  */
-export function decideWrite(t: WriteTarget | null, frame: RunnerWrite, writer: string, fence: number, policy: MessagePolicy, now: number): WriteDecision {
+export function decideWrite(
+  t: WriteTarget | null, frame: RunnerWrite, writer: string, fence: number, policy: MessagePolicy, now: number, stopping = false,
+): WriteDecision {
   if (t === null) return answer(errorFrame("unknown_message", `no message ${frame.id}`, frame.req));
   const m = t.lease;
   const key = frame.type === "reply" ? frame.key : "ack";
@@ -77,6 +80,12 @@ export function decideWrite(t: WriteTarget | null, frame: RunnerWrite, writer: s
         ...base, kind: "park", lease: parked, question: asked,
         checkpoint: blob !== null || frame.value !== undefined ? { kept: blob ?? { value: frame.value }, token: frame.token } : null,
       });
+    }
+    case "decline": {
+      if (!stopping) return answer(errorFrame("bad_request", `only a runner that said it is stopping (hello stopping) may decline message ${m.id}; fail the attempt instead`, frame.req));
+      // An intent recorded with no outcome is a run that started: it cannot be declined.
+      if (m.pendingAsk !== null) return answer(errorFrame("outcome_unknown", `${unknownOutcomeReason(m.pendingAsk)}: message ${m.id}'s attempt ran; fail it`, frame.req));
+      return answer({ type: "result", op: "decline", req: frame.req, id: m.id, token: frame.token }, { ...base, kind: "declined", lease: decline(m) });
     }
     case "fail": {
       const next = failAttempt(m, now, policy);
