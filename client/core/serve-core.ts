@@ -3,7 +3,7 @@
 // held or lost, a message to run, a run revoked or cancelled), and when this process's own clock
 // says the lease or the connection can no longer be proven (then every run stops and the link
 // dials again). The socket, HTTP blobs and timers come in as adapters: CoreLink, Blobs, Clock.
-import type { ServerFrame } from "../../worker/wire/server-frames.ts";
+import type { MessageFrame, ServerFrame } from "../../worker/wire/server-frames.ts";
 import { LeaseLostError } from "../errors.ts";
 import { LeaseClock } from "../lease-clock.ts";
 import { ServeLease, type LeaseView } from "../serve-lease.ts";
@@ -51,6 +51,8 @@ export class ServeCore {
   private cancelDeadline: (() => void) | null = null;
   /** stop() began: nothing more is claimed or run, even what the coordinator handed out before it heard (as Python's work.stopping). */
   private stopped = false;
+  /** stop() told the coordinator this runner is stopping (hello `stopping`), so it may decline what it will not start. */
+  private saidStopping = false;
 
   constructor(private readonly opts: ServeCoreOptions) {
     this.cursor = opts.cursor ?? 0;
@@ -112,7 +114,10 @@ export class ServeCore {
       case "message":
         this.cursor = Math.max(this.cursor, frame.id);
         this.opts.onMessage?.(agentMessage(frame, false));
-        if (frame.run && !this.stopped) this.work.enqueue(frame);
+        if (!frame.run) return;
+        if (!this.stopped) this.work.enqueue(frame);
+        // Handed out before the coordinator read our hello {stopping}: given back, so it costs no attempt.
+        else if (this.saidStopping) this.decline(frame);
         return;
       case "revoked":
         return this.work.revoke(frame.id, frame.token, frame.reason);
@@ -151,17 +156,30 @@ export class ServeCore {
    * Stops every run and waits for them to settle; with `release`, first tells the coordinator this
    * runner is stopping (so nothing new is handed to it while its runs stop, and a message posted
    * meanwhile waits for another runner as attempt 1), then gives the lease up so a standby takes over at once.
+   * What reached it that no handler started (waiting for a slot, or handed out before the
+   * coordinator read the hello) it declines: back to the queue, the attempt not counted.
    */
   async stop(release: boolean): Promise<void> {
     this.stopped = true;
     this.clearDeadline();
     const { link } = this.opts;
-    if (release && link.isOpen) link.send({ type: "hello", stopping: true });
-    await this.work.stop(new LeaseLostError("serving stopped", "stopped"));
+    if (release && link.isOpen) {
+      link.send({ type: "hello", stopping: true });
+      this.saidStopping = true;
+    }
+    const unstarted = await this.work.stop(new LeaseLostError("serving stopped", "stopped"));
+    if (this.saidStopping) for (const m of unstarted) this.decline(m);
     if (!release || !link.isOpen) return;
     const answer = await link.request({ type: "serve_lease", op: "release", req: link.nextReq() }, RELEASE_TIMEOUT_MS).catch(() => null);
     // No answer: the coordinator notices the close instead.
     if (answer?.type === "result" && answer.op === "release" && answer.released) this.event({ type: "released" });
+  }
+
+  /** Gives a hand-out this stopping runner never started back to the queue (the socket keeps it ahead of the release). */
+  private decline(m: MessageFrame): void {
+    const { link } = this.opts;
+    if (m.token === undefined || !link.isOpen) return;
+    void link.request({ type: "decline", id: m.id, token: m.token, req: link.nextReq() }, RELEASE_TIMEOUT_MS).catch(() => null);
   }
 
   private mayAct(): boolean {

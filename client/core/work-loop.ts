@@ -82,11 +82,13 @@ export class WorkLoop {
     run.abort(new MessageCancelledError(id, by, reason));
   }
 
-  /** Aborts every running handler with `reason` and forgets the queue; resolves once they have settled. */
-  async stop(reason: LeaseLostError): Promise<void> {
+  /** Aborts every running handler with `reason` and forgets the queue; resolves, once they have settled, with the queued messages no handler started. */
+  async stop(reason: LeaseLostError): Promise<MessageFrame[]> {
+    const unstarted = this.queue;
     this.queue = [];
     for (const run of this.running.values()) run.abort(reason);
     await Promise.allSettled([...this.settled]);
+    return unstarted;
   }
 
   private forget(id: number, token: number): Run | undefined {

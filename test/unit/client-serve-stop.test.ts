@@ -1,6 +1,7 @@
 // A serve that is stopping (SIGTERM) runs nothing more: a hand-out the coordinator sent before it
 // read the runner's hello {stopping} arrives while the runs stop, and its handler never starts
-// (as the Python core's work.stopping keeps it from starting).
+// (as the Python core's work.stopping keeps it from starting); it declines it instead, ahead of its
+// release, so the message goes back to the queue without costing an attempt.
 import { describe, expect, it } from "vitest";
 import type { ClientFrame, MessageFrame } from "../../worker/wire/protocol.ts";
 import type { Clock } from "../../client/core/clock.ts";
@@ -54,5 +55,45 @@ describe("a stopping serve", () => {
     await stopping;
     await tick();
     expect(started).toEqual([]);
+  });
+
+  it("declines a hand-out that arrives after it said it is stopping, before it releases", async () => {
+    const link = new RecordingLink();
+    const core = new ServeCore({ agent: "a", link, clock: stillClock, runnerId: "r", handler: () => {} });
+    core.opened(0);
+    core.receive({ type: "serve_lease", held: true, fence: 1, machine: "m", ttl_ms: 60_000 } as never);
+    const stopping = core.stop(true);
+    core.receive(HAND_OUT);
+    await tick();
+    link.answerRelease();
+    await stopping;
+    const declines = link.sent.filter((f) => f.type === "decline");
+    expect(declines).toEqual([{ type: "decline", id: 9, token: 4, req: expect.any(String) }]);
+    expect(link.sent.indexOf(declines[0]!)).toBeLessThan(link.sent.findIndex((f) => f.type === "serve_lease" && f.op === "release"));
+  });
+
+  it("declines a hand-out still waiting for a slot when the stop began; the one running is stopped, not declined", async () => {
+    const link = new RecordingLink();
+    const core = new ServeCore({ agent: "a", link, clock: stillClock, runnerId: "r", handler: (_m, { signal }) => new Promise<void>((r) => signal.addEventListener("abort", () => r())) });
+    core.opened(0);
+    core.receive({ type: "serve_lease", held: true, fence: 1, machine: "m", ttl_ms: 60_000 } as never);
+    core.receive({ ...HAND_OUT, id: 8, token: 3 });
+    core.receive(HAND_OUT);
+    await tick();
+    const stopping = core.stop(true);
+    await tick();
+    link.answerRelease();
+    await stopping;
+    expect(link.sent.filter((f) => f.type === "decline").map((f) => f.type === "decline" && f.id)).toEqual([9]);
+  });
+
+  it("declines nothing when it never said it is stopping (stopped without a release)", async () => {
+    const link = new RecordingLink();
+    const core = new ServeCore({ agent: "a", link, clock: stillClock, runnerId: "r", handler: () => {} });
+    core.opened(0);
+    await core.stop(false);
+    core.receive(HAND_OUT);
+    await tick();
+    expect(link.sent.filter((f) => f.type === "decline" || f.type === "hello")).toEqual([]);
   });
 });
