@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from . import _run_blobs
 from ._clock import Clock, LeaseClock, sleep
@@ -64,6 +64,8 @@ class ServeCore:
         self._claim_sent_at = 0.0
         self._deadline: Optional[Callable[[], None]] = None  # what cancels the lease's deadline timer
         self._group: Optional[asyncio.TaskGroup] = None
+        #: stop() told the coordinator this runner is stopping, so it may decline what it will not start.
+        self._said_stopping = False
 
     def attach(self, group: asyncio.TaskGroup) -> None:
         """The task group the history replay and the message tasks run in (the shell's, while it serves)."""
@@ -149,11 +151,18 @@ class ServeCore:
                 except Exception:  # as for on_event
                     log.exception("on_message raised on message %s; serving goes on", frame["id"])
             if frame["run"] is True:
-                self.work.enqueue(frame)  # type: ignore[arg-type]
+                self._handed_out(frame)
         elif kind == "revoked":
             self.work.revoke(frame["id"], frame["token"], str(frame["reason"]))
         elif kind == "cancel":
             self.work.cancel(frame["id"], frame["token"], str(frame["by"]), frame.get("reason"))
+
+    def _handed_out(self, frame: dict[str, Any]) -> None:
+        if not self.work.stopping:
+            self.work.enqueue(frame)  # type: ignore[arg-type]
+        elif self._said_stopping and self._group is not None:
+            # Handed out before the coordinator read our hello {stopping}: given back, so it costs no attempt.
+            self._group.create_task(self._decline(frame))
 
     def pong(self, sent_at: float) -> None:
         """A pong answered the ping sent at ``sent_at``: both clocks move on."""
@@ -251,14 +260,29 @@ class ServeCore:
 
     # -- stopping ------------------------------------------------------------------------------
 
+    async def _decline(self, frame: Mapping[str, Any]) -> None:
+        """Gives a hand-out this stopping runner never started back to the queue."""
+        token = frame.get("token")
+        if not isinstance(token, int) or not self.link.open:
+            return
+        try:
+            await self.link.request({"type": "decline", "id": frame["id"], "token": token}, RELEASE_TIMEOUT)
+        except NotConnected:
+            return  # the coordinator takes it back with the connection
+
     async def stop(self, reason: str, release: bool) -> None:
         """Every run stops (posting nothing more) and has ended when this returns; with ``release``
         and an open connection, the coordinator is first told this runner is stopping (nothing new is
-        handed to it meanwhile), then the lease is given up so a standby takes over at once."""
+        handed to it meanwhile), then the lease is given up so a standby takes over at once. What
+        reached it that no handler started (waiting for a slot, or handed out before the coordinator
+        read the hello) it declines first: back to the queue, the attempt not counted."""
         self.work.stopping = True
         if release and self.link.open:
             await self.link.send({"type": "hello", "stopping": True})
-        await self.work.stop_runs(LeaseLostError(reason, "stopped"))
+            self._said_stopping = True
+        unstarted = await self.work.stop_runs(LeaseLostError(reason, "stopped"))
+        if self._said_stopping and unstarted:
+            await asyncio.gather(*(self._decline(f) for f in unstarted))
         if not release or not self.link.open:
             return
         if self.lease.kind == "holder":

@@ -98,11 +98,14 @@ class WorkLoop:
         for run in list(self.running.values()):
             run.abort(reason)
 
-    async def stop_runs(self, reason: LeaseLostError) -> None:
-        """Every run stops (posting nothing more); returns once their tasks have ended."""
+    async def stop_runs(self, reason: LeaseLostError) -> list[MessageServerFrame]:
+        """Every run stops (posting nothing more); returns, once their tasks have ended, the queued
+        messages no handler started."""
+        unstarted = list(self.queue)
         self.abort_all(reason)
         if self.tasks:
             await asyncio.wait(list(self.tasks))
+        return unstarted
 
     async def _handle(self, frame: MessageServerFrame) -> None:
         token = frame.get("token")

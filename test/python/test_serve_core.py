@@ -256,6 +256,56 @@ def test_the_core_is_built_from_adapters_not_from_a_url_and_token(missing: str):
     assert not hasattr(ServeCore, "start")
 
 
+def test_a_stopping_core_declines_a_hand_out_that_arrives_after_its_hello_stopping_before_it_releases():
+    """As the TypeScript core: the coordinator handed it out before it read the hello; declined, it
+    goes back to the queue without costing an attempt, and its handler never starts."""
+    started: list[int] = []
+
+    async def handler(message: Any, ctx: Any) -> None:
+        started.append(message.id)
+
+    async def body(core: ServeCore, link: FakeLink, clock: FakeClock, events: list[dict[str, Any]]) -> None:
+        stopping = asyncio.ensure_future(core.stop("serving stopped", release=True))
+        assert await sent(link) == {"type": "hello", "stopping": True}
+        core.frame({"type": "message", "id": 9, "text": "x", "attempt": 1, "created_at": 0, "run": True, "token": 4, "steps": []})
+        first, second = await sent(link), await sent(link)
+        decline = first if first["type"] == "decline" else second
+        release = second if decline is first else first
+        assert {k: v for k, v in decline.items() if k != "req"} == {"type": "decline", "id": 9, "token": 4}, decline
+        assert release["type"] == "serve_lease" and release["op"] == "release", release
+        link.answer({"type": "result", "op": "decline", "req": decline["req"], "id": 9, "token": 4})
+        link.answer({"type": "result", "op": "release", "req": release["req"], "released": True})
+        await stopping
+        assert started == []
+
+    asyncio.run(served(body, handler))
+
+
+def test_a_stopping_core_declines_a_hand_out_still_waiting_for_a_slot_and_stops_the_one_running():
+    running = asyncio.Event()
+
+    async def handler(message: Any, ctx: Any) -> str:
+        running.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    async def body(core: ServeCore, link: FakeLink, clock: FakeClock, events: list[dict[str, Any]]) -> None:
+        core.frame({"type": "message", "id": 8, "text": "x", "attempt": 1, "created_at": 0, "run": True, "token": 3, "steps": []})
+        core.frame({"type": "message", "id": 9, "text": "y", "attempt": 1, "created_at": 0, "run": True, "token": 4, "steps": []})
+        await running.wait()
+        stopping = asyncio.ensure_future(core.stop("serving stopped", release=True))
+        assert await sent(link) == {"type": "hello", "stopping": True}
+        decline = await sent(link)
+        assert {k: v for k, v in decline.items() if k != "req"} == {"type": "decline", "id": 9, "token": 4}, decline
+        link.answer({"type": "result", "op": "decline", "req": decline["req"], "id": 9, "token": 4})
+        release = await sent(link)  # after the decline was answered
+        assert release["type"] == "serve_lease", release
+        link.answer({"type": "result", "op": "release", "req": release["req"], "released": True})
+        await stopping
+
+    asyncio.run(served(body, handler))
+
+
 def test_a_stopping_core_claims_nothing_when_its_link_dials_again_during_the_stop():
     """As the TypeScript core: a reconnect while the stop runs must not claim again, or the
     coordinator (which sees a new connection, not stopping) hands it messages nothing will run."""
