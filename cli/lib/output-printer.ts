@@ -9,6 +9,7 @@ import { printable } from "./printable.ts";
 
 const ENDED: Record<string, string> = {
   failed: "failed", parked: "parked for a person", cancelled: "was cancelled", lease_lost: "lost the message (its runner left or went silent)", timed_out: "ran out of time",
+  declined: "was given back unstarted (its runner was stopping; not counted)",
 };
 
 export class OutputPrinter {

@@ -18,6 +18,7 @@ const AT_BOTTOM_PX = 24;
 const ENDED: Record<string, string> = {
   replied: "replied", failed: "failed", parked: "parked for a person", cancelled: "was cancelled",
   lease_lost: "lost the message (its runner left or went silent)", timed_out: "ran out of time",
+  declined: "was given back unstarted (its runner was stopping; not counted)",
 };
 
 type Fetch = (path: string) => Promise<OutputPage | null>;
