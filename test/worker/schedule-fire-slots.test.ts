@@ -103,4 +103,15 @@ describe("a fire with one slot that throws", () => {
     const skipped = (await outbox(agent)).filter((e) => e.type === "schedule.skipped");
     expect(skipped.map((e) => e.facts.error)).toEqual([capped]);
   });
+
+  it("shows a failed fire recorded before the cap (its whole error stored) at the cap", async () => {
+    const agent = uniqueAgent();
+    await freezeClock(agent);
+    const id = await addSchedule(agent, "old");
+    await runInDurableObject(stubFor(agent), (_o, state) => void state.storage.sql.exec(
+      `INSERT INTO schedule_fires (schedule_id, slot, outcome, at, message_id, reason, error, count, last_slot) VALUES (?, 1, 'skipped', 1, NULL, 'failed', ?, 1, 1)`,
+      id, `forced:${"€".repeat(3500)}`,
+    ));
+    expect((await fires(agent, id))[0]).toMatchObject({ reason: "failed", error: `forced:${"€".repeat(163)}…` });
+  });
 });
