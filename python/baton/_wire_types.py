@@ -506,4 +506,5 @@ LIMITS: Final[Mapping[str, Any]] = MappingProxyType({
     "scheduleCronChars": 128,
     "scheduleJitterSeconds": 300,
     "scheduleFiresKept": 20,
+    "scheduleErrorBytes": 500,
 })

@@ -202,7 +202,7 @@ describe("live output", () => {
       new OutputStore(sql);
       return sql.exec<{ version: number }>(`SELECT version FROM schema_versions WHERE store = 'output'`).one().version;
     });
-    expect(version).toBe(2);
+    expect(version).toBe(3);
   });
 
   it("Server-Sent Events: stored events, then live ones as the run writes them, then end; Last-Event-ID resumes after it", async () => {

@@ -1,7 +1,8 @@
 // A schedule fire that throws halfway: storage rolls back to before the fire, and nothing the fire
-// did leaves the object, so a message id and its token are handed out once, by the fire that commits.
-// The slots of a fire that threw are recorded skipped (reason `failed`, with the error) in a write of
-// their own, so a fire that throws every time never stops the agent's posts, presence or runners.
+// did leaves the object, so a message id and its token are handed out once, by a transaction that
+// commits. The slots are then posted one transaction each; a slot that throws again is recorded
+// skipped (reason `failed`, with the error) in a write of its own, so a fire that throws every time
+// never stops the agent's posts, presence or runners.
 // The throw is forced by a stored SQLite trigger (no code of the project is replaced): handing out
 // the second slot's message to runner "a" fails, after the first slot's message was handed to it.
 import { runInDurableObject } from "cloudflare:test";
@@ -12,6 +13,10 @@ import { advanceClock, freezeClock } from "./clock.ts";
 
 const MIN = 60_000;
 
+async function texts(agent: string): Promise<string[]> {
+  return ((await call("GET", `/agents/${agent}/messages`)).body as { messages: { text: string }[] }).messages.map((m) => m.text);
+}
+
 async function runnerWithSlots(agent: string, machine: string, slots: number): Promise<{ sock: TestSocket; claimSeq: number }> {
   const { sock, lease } = await claimant(agent, machine);
   sock.send({ type: "hello", concurrency: slots });
@@ -20,7 +25,7 @@ async function runnerWithSlots(agent: string, machine: string, slots: number): P
 }
 
 describe("a schedule fire that throws", () => {
-  it("hands nothing out, and the fire that commits hands each message id and token out once", async () => {
+  it("hands nothing of the rolled-back fire out; the slots posted again one by one hand each message id and token out once", async () => {
     const agent = uniqueAgent();
     await freezeClock(agent);
     for (const text of ["first", "second"]) expect((await call("POST", `/agents/${agent}/schedules`, { every_seconds: 600, text })).status).toBe(201);
@@ -34,21 +39,27 @@ describe("a schedule fire that throws", () => {
       }
     });
     await advanceClock(1, { agent });
-    const views = ((await call("GET", `/agents/${agent}/schedules`)).body as { schedules: { fires: { outcome: string; reason: string; error?: string }[] }[] }).schedules;
-    for (const v of views) expect(v.fires[0]).toMatchObject({ outcome: "skipped", reason: "failed", error: expect.stringMatching(/forced: the second slot/) });
-    // Later fires run without runner a (the trigger no longer matches) and commit: the slots queue.
+    // After the rollback each slot posts in a transaction of its own: only the second is skipped.
+    const views = ((await call("GET", `/agents/${agent}/schedules`)).body as { schedules: { fires: { outcome: string; reason: string | null; message_id: number | null; error?: string }[] }[] }).schedules;
+    expect(views[0]!.fires[0]).toMatchObject({ outcome: "posted", reason: null, message_id: expect.any(Number) });
+    expect(views[1]!.fires[0]).toMatchObject({ outcome: "skipped", reason: "failed", message_id: null, error: expect.stringMatching(/forced: the second slot/) });
+    // The first slot was handed to a by the rolled-back fire too: a sees it once, from the transaction that committed.
+    await settle(a);
+    const toA = a.framesOf("message").filter((f) => f.run);
+    expect(toA.map((f) => [f.id, f.text])).toEqual([[views[0]!.fires[0]!.message_id, "first"]]);
+    expect(await message(agent, toA[0]!.id)).toMatchObject({ status: "running", token: toA[0]!.token, attempts: 1 });
+    // Later fires run without runner a (the trigger no longer matches) and commit: b takes the first
+    // slot's message again (its runner left) and the next slot's.
     a.close();
     await a.waitForClose().catch(() => null);
-    const failed = a.framesOf("message");
     await advanceClock(10 * MIN, { agent });
     const { sock: b } = await runnerWithSlots(agent, "b", 2);
     const handed = [await b.next("message", (f) => f.run), await b.next("message", (f) => f.run)];
-    const all: MessageFrame[] = [...failed, ...handed].filter((f) => f.run);
-    expect(new Set(all.map((f) => f.id)).size).toBe(all.length);
+    const all: MessageFrame[] = [...toA, ...handed];
+    expect(new Set(all.map((f) => `${f.id} ${f.attempt}`)).size).toBe(all.length);
     expect(new Set(all.map((f) => f.token)).size).toBe(all.length);
-    expect(failed).toEqual([]);
-    expect(handed.map((f) => f.text).sort()).toEqual(["first", "second"]);
-    for (const f of handed) expect(await message(agent, f.id)).toMatchObject({ status: "running", token: f.token, attempts: 1 });
+    for (const f of handed) expect(await message(agent, f.id)).toMatchObject({ status: "running", token: f.token, attempts: f.attempt });
+    expect(await texts(agent)).toEqual(["first", "first", "second"]);
   });
 
   it("a slot whose fire throws every time is recorded skipped, and posts, presence and runners keep working; once it stops, the next slot fires", async () => {

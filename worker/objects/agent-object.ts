@@ -31,6 +31,7 @@ import { AgentCalls } from "./agent-calls.ts";
 import { OutputFollowers } from "./output-followers.ts";
 import type { AgentSchedules } from "./agent-schedules.ts";
 import { buildAgentParts } from "./agent-parts.ts";
+import { fireDueSlots, type FireHost } from "./schedule-fire.ts";
 import type { A2APushTargets } from "./a2a-push.ts";
 import type { MessageView } from "../wire/http-responses.ts";
 
@@ -98,6 +99,11 @@ export class AgentCoordinator extends AgentCalls {
     this.alarmAt = null;
   }
 
+  private readonly fireHost: FireHost = {
+    ctx: this.ctx, schedules: () => this.schedules, outbound: () => this.parts.outbound,
+    step: (now, event) => this.step(now, event), rebuild: () => this.build(),
+  };
+
   /** The serve socket upgrade, forwarded by the Worker: the open is an event (`opened`: welcomed) once the socket is accepted. */
   async fetch(request: Request): Promise<Response> {
     this.store.countWake();
@@ -154,38 +160,14 @@ export class AgentCoordinator extends AgentCalls {
     if (after !== before) this.reports.countChanged("schedules", after);
   }
 
-  /**
-   * Posts the schedules' due slots (agent-schedules.ts), each through the plan as a post event, in
-   * one transaction with the slots' records and each schedule's latest slot: a slot is posted once
-   * or not at all, however the object is cut short; its frames (a slot's hand-out) go out only once
-   * it commits (outbound.ts); one that throws posts none of its slots. Ends with a plan of the alarm.
-   */
+  /** Posts the schedules' due slots (schedule-fire.ts says how a slot posts once or not at all). Ends with a plan of the alarm. */
   private fireSchedules(now: number): boolean {
     const account = this.identity?.account;
     const paused = this.controls.paused();
     const wake = this.schedules.nextWake(now, paused);
     if (account === undefined || wake === null || wake > now) return false;
     const count = this.schedules.count();
-    try {
-      this.parts.outbound.transaction(this.ctx, () => {
-        for (const slot of this.schedules.due(now, paused)) {
-          const plan = slot.replayed === null ? this.step(now, this.schedules.postEvent(slot, account)) : null;
-          this.schedules.posted(slot, plan?.post ?? null, now);
-        }
-      });
-    } catch (err) {
-      // Rolled back: memory is rebuilt from storage and the slots are recorded skipped in a write of
-      // their own, so a fire that throws every time cannot stop the agent's posts and runners.
-      const error = err instanceof Error ? err.message : String(err);
-      console.error(`a schedule fire was rolled back: ${error}`);
-      this.build();
-      this.ctx.storage.transactionSync(() => {
-        for (const s of this.schedules.due(now, paused)) {
-          if (s.replayed === null) this.schedules.failed(s, error, now);
-          else this.schedules.posted(s, null, now);
-        }
-      });
-    }
+    fireDueSlots(this.fireHost, now, paused, account);
     this.step(now, { type: "alarm" });
     this.noteScheduleCount(count);
     // A fire changes the schedules' figures /metrics reports with presence.

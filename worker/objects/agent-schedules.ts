@@ -2,14 +2,15 @@
 // over the schedule store, and the fire. A fire asks rules/schedules.ts which slots are due at the
 // object's clock and hands each slot to post back as a plan event (a post whose idempotency key
 // names the schedule and the slot); the object runs that event through the plan and gives the
-// plan's post back here to be recorded. The object does all of a fire in one synchronous
-// transaction: the slots' messages, their fire records and the schedule's latest slot commit
-// together or not at all, so an alarm that runs twice, or an object restarted mid-fire, never
-// posts a slot twice (and the key would find the first message if it did).
+// plan's post back here to be recorded. The fire runs in synchronous transactions
+// (schedule-fire.ts): a schedule's latest slot commits with its slots' posts or before them, so an
+// alarm that runs twice, or an object restarted mid-fire, never posts a slot twice (and the key
+// would find the first message if it did).
 import type { AgentEvent, AgentPlan } from "../rules/agent-plan.ts";
 import { checkSchedule, decideSchedule, jitterOf, nextFire, slotKey, type ScheduleDecision } from "../rules/schedules.ts";
 import type { Canceller } from "../rules/plan/types.ts";
 import { fireRows } from "../rules/metrics.ts";
+import { capUtf8 } from "../rules/capped-text.ts";
 import { LIMITS } from "../wire/protocol.ts";
 import type { ScheduleBody, ScheduleView } from "../wire/schedules.ts";
 import type { AgentWebhooks } from "./agent-webhooks.ts";
@@ -135,8 +136,9 @@ export class AgentSchedules {
     this.store.tally([{ key: "skipped:busy", value: 1 }]);
   }
 
-  /** A slot whose fire threw and was rolled back: recorded skipped (reason `failed`, with the error), never posted, with its webhook event. */
-  failed(p: SlotPost, error: string, now: number): void {
+  /** A slot whose fire threw and was rolled back: recorded skipped (reason `failed`, with the error, capped), never posted, with its webhook event. */
+  failed(p: SlotPost, thrown: string, now: number): void {
+    const error = capUtf8(thrown, LIMITS.scheduleErrorBytes);
     this.store.recordFire(p.schedule.id, { slot: p.slot, outcome: "skipped", at: now, messageId: null, reason: "failed", error, count: 1, lastSlot: p.slot });
     this.webhooks.enqueue({ type: "schedule.skipped", schedule: { id: p.schedule.id, slot: p.slot, last_slot: p.slot, count: 1 }, reason: "failed", error }, now);
     this.store.tally([{ key: "skipped:failed", value: 1 }]);

@@ -1,7 +1,9 @@
 // SQLite seam for runs' live output (../rules/plan/output.ts decides; this stores and pages): one
 // row per chunk or attempt mark, numbered by `seq` (AUTOINCREMENT, so a resume cursor is never
 // reused), and one head per message with its next byte offset and what it keeps and dropped, and
-// why (its own budget, or the agent's: ../rules/output-budget.ts chooses whose output goes).
+// why (its own budget, or the agent's: ../rules/output-budget.ts chooses whose output goes), and
+// one row with the sum of the heads' kept bytes, changed by the same writes that change a head, so
+// the agent's budget is checked without summing every head on each batch.
 // Readers are served from here in bounded pages, never from memory. Rows go with their message
 // (prune, after MessageStore.prune).
 import type { OutputAppend, OutputHead, OutputMarks } from "../rules/plan/output.ts";
@@ -46,7 +48,16 @@ const createTables: Migration = (sql) => {
 /** 2: why a head's output was dropped (the message's budget or the agent's). */
 const addDropReason: Migration = (sql) => addMissingColumns(sql, "message_output_heads", { dropped_for: "TEXT" });
 
-const OUTPUT_MIGRATIONS: readonly Migration[] = [createTables, addDropReason];
+/**
+ * 3: the agent's kept bytes as one stored total, from the heads it has. Safe to run again: the
+ * heads are what it counts, and nothing writes them between a cut-short run and the next.
+ */
+const keptTotal: Migration = (sql) => {
+  sql.exec(`CREATE TABLE IF NOT EXISTS message_output_total (one INTEGER PRIMARY KEY CHECK (one = 1), kept_bytes INTEGER NOT NULL)`);
+  sql.exec(`INSERT OR REPLACE INTO message_output_total (one, kept_bytes) SELECT 1, COALESCE(SUM(kept_bytes), 0) FROM message_output_heads`);
+};
+
+const OUTPUT_MIGRATIONS: readonly Migration[] = [createTables, addDropReason, keptTotal];
 
 const EMPTY_HEAD: HeadRow = { next_offset: 0, kept_bytes: 0, dropped_bytes: 0, dropped_through: 0, dropped_for: null };
 
@@ -120,7 +131,7 @@ export class OutputStore {
       offset += bytes.byteLength;
     }
     const droppedFor = dropped > h.dropped_bytes ? "message_budget" : h.dropped_for;
-    this.saveHead(id, { next_offset: offset, kept_bytes: kept + a.bytes, dropped_bytes: dropped, dropped_through: through, dropped_for: droppedFor });
+    this.saveHead(id, h, { next_offset: offset, kept_bytes: kept + a.bytes, dropped_bytes: dropped, dropped_through: through, dropped_for: droppedFor });
   }
 
   /**
@@ -129,7 +140,7 @@ export class OutputStore {
    * ../rules/output-budget.ts chooses. Open messages' output is never touched.
    */
   keepAgentBudget(budget: number): void {
-    let total = this.sql.exec<{ n: number }>(`SELECT COALESCE(SUM(kept_bytes), 0) AS n FROM message_output_heads`).one().n;
+    let total = this.keptTotal();
     for (let more = total > budget; more;) {
       const oldest = this.sql.exec<FinishedOutput & Record<string, number>>(
         `SELECT h.message_id AS id, h.kept_bytes AS keptBytes FROM message_output_heads h JOIN messages m ON m.id = h.message_id
@@ -146,7 +157,7 @@ export class OutputStore {
     const h = this.headRow(id);
     const through = this.sql.exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM message_output WHERE message_id = ? AND kind = 'chunk'`, id).one().seq ?? 0;
     this.sql.exec(`DELETE FROM message_output WHERE message_id = ? AND kind = 'chunk'`, id);
-    this.saveHead(id, {
+    this.saveHead(id, h, {
       next_offset: h.next_offset, kept_bytes: 0, dropped_bytes: h.dropped_bytes + h.kept_bytes, dropped_through: Math.max(h.dropped_through, through), dropped_for: "agent_budget",
     });
     return h.kept_bytes;
@@ -162,13 +173,24 @@ export class OutputStore {
     }
   }
 
-  private saveHead(id: number, h: HeadRow): void {
+  /** Bytes of output the agent keeps, all heads together (read from SQLite, so never ahead of a rolled-back write). */
+  keptTotal(): number {
+    return this.sql.exec<{ n: number }>(`SELECT kept_bytes AS n FROM message_output_total`).one().n;
+  }
+
+  private addToTotal(bytes: number): void {
+    if (bytes !== 0) this.sql.exec(`UPDATE message_output_total SET kept_bytes = kept_bytes + ?`, bytes);
+  }
+
+  /** Writes head `h` over `was` (what headRow read), and moves the total by what it keeps more or less. */
+  private saveHead(id: number, was: HeadRow, h: HeadRow): void {
     this.sql.exec(
       `INSERT INTO message_output_heads (message_id, next_offset, kept_bytes, dropped_bytes, dropped_through, dropped_for) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT(message_id) DO UPDATE SET next_offset = excluded.next_offset, kept_bytes = excluded.kept_bytes,
          dropped_bytes = excluded.dropped_bytes, dropped_through = excluded.dropped_through, dropped_for = excluded.dropped_for`,
       id, h.next_offset, h.kept_bytes, h.dropped_bytes, h.dropped_through, h.dropped_for,
     );
+    this.addToTotal(h.kept_bytes - was.kept_bytes);
   }
 
   /**
@@ -214,7 +236,8 @@ export class OutputStore {
   /** Output of messages no longer stored goes with them (after MessageStore.prune). */
   prune(): void {
     this.sql.exec(`DELETE FROM message_output WHERE message_id NOT IN (SELECT id FROM messages)`);
-    this.sql.exec(`DELETE FROM message_output_heads WHERE message_id NOT IN (SELECT id FROM messages)`);
+    const gone = this.sql.exec<{ kept_bytes: number }>(`DELETE FROM message_output_heads WHERE message_id NOT IN (SELECT id FROM messages) RETURNING kept_bytes`).toArray();
+    this.addToTotal(-gone.reduce((n, r) => n + r.kept_bytes, 0));
   }
 }
 

@@ -10,6 +10,7 @@ import * as z from "zod/mini";
 import { migrate, type Migration } from "./migrations.ts";
 import { StoredJson } from "../rules/stored-json.ts";
 import { readOr } from "./stored-read.ts";
+import { capUtf8 } from "../rules/capped-text.ts";
 
 /** A schedule as stored: its rule state and the message each slot posts. */
 export interface StoredSchedule extends ScheduleState {
@@ -147,7 +148,7 @@ export class ScheduleStore {
     return this.sql.exec<{ slot: number; outcome: "posted" | "skipped"; at: number; message_id: number | null; reason: SkipReason | null; error: string | null; count: number; count_at_least: number; last_slot: number }>(
       `SELECT slot, outcome, at, message_id, reason, error, count, count_at_least, last_slot FROM schedule_fires WHERE schedule_id = ? ORDER BY last_slot DESC, at DESC`, id,
     ).toArray().map((r) => ({
-      slot: r.slot, outcome: r.outcome, at: r.at, message_id: r.message_id, reason: r.reason, ...(r.error === null ? {} : { error: r.error }), count: r.count,
+      slot: r.slot, outcome: r.outcome, at: r.at, message_id: r.message_id, reason: r.reason, ...(r.error === null ? {} : { error: capUtf8(r.error, LIMITS.scheduleErrorBytes) }), count: r.count,
       ...(r.count_at_least ? { count_at_least: true as const } : {}), last_slot: r.last_slot,
     }));
   }

@@ -95,7 +95,8 @@ export const LIMITS = {
   /**
    * Schedules (worker/wire/schedules.ts): how many one agent and one account may have, the
    * shortest interval between two slots (cron and --every alike), the text a slot posts, a cron
-   * expression's length, the most jitter a slot may be delayed by, and fires kept per schedule.
+   * expression's length, the most jitter a slot may be delayed by, fires kept per schedule, and
+   * the UTF-8 bytes kept and shown of what a failed fire threw (cut with "…").
    */
   schedulesPerAgent: 50,
   schedulesPerAccount: 5000,
@@ -104,6 +105,7 @@ export const LIMITS = {
   scheduleCronChars: 128,
   scheduleJitterSeconds: 300,
   scheduleFiresKept: 20,
+  scheduleErrorBytes: 500,
 } as const;
 
 /** Agent names: 1-63 chars of lowercase letters, digits, '.', '_' or '-', starting with a letter or digit. */

@@ -42,7 +42,7 @@ export const scheduleFireSchema = z.object({
   at: z.number(),
   message_id: z.nullable(z.int()),
   reason: z.nullable(z.enum(SKIP_REASONS)),
-  /** With reason `failed`: what the fire threw (rolled back; the slot is not posted). */
+  /** With reason `failed`: what the fire threw (rolled back; the slot is not posted), at most LIMITS.scheduleErrorBytes UTF-8 bytes. */
   error: z.optional(z.string()),
   count: count,
   /** True: more than `count` slots were skipped (absent: `count` is exact). */

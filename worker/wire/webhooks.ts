@@ -177,7 +177,7 @@ export const webhookEventSchema = z.discriminatedUnion("type", [
     ...eventBase, type: z.literal("schedule.fired"),
     schedule: z.object({ id: z.int().check(z.gte(1)), slot: millis, late_ms: count }), message_id: z.int().check(z.gte(1)),
   }),
-  /** `count` slots of a schedule (with `count_at_least`: more than `count`), from `slot` to `last_slot`, were skipped: the agent or schedule was paused, they were missed past the late grace, on_busy reject refused one, or the fire threw (`failed`, with `error`: rolled back, not posted). */
+  /** `count` slots of a schedule (with `count_at_least`: more than `count`), from `slot` to `last_slot`, were skipped: the agent or schedule was paused, they were missed past the late grace, on_busy reject refused one, or the fire threw (`failed`, with `error`, at most LIMITS.scheduleErrorBytes UTF-8 bytes: rolled back, not posted). */
   z.object({
     ...eventBase, type: z.literal("schedule.skipped"),
     schedule: z.object({ id: z.int().check(z.gte(1)), slot: millis, last_slot: millis, count, count_at_least: z.optional(z.literal(true)) }), reason: z.enum(SKIP_REASONS),
