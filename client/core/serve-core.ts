@@ -141,10 +141,10 @@ export class ServeCore {
   }
 
   /** The connection closed: every run stops (the coordinator takes their messages back). */
-  closed(): Promise<void> {
+  async closed(): Promise<void> {
     this.clearDeadline();
     this.lease.reset(this.opts.link.ttlMs);
-    return this.work.stop(new LeaseLostError("the connection closed", "lapsed"));
+    await this.work.stop(new LeaseLostError("the connection closed", "lapsed"));
   }
 
   /** The link is retrying after a failure. */

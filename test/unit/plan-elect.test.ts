@@ -18,7 +18,7 @@ describe("elect", () => {
     { name: "a ready preferred runner takes an idle holder's lease", conns: [conn(1), conn(2, { priority: 5 })], holder: 2, fence: 2, reason: "preferred" },
     { name: "the safe point: a busy holder keeps the lease against a preferred runner", conns: [conn(1), conn(2, { priority: 5 })], open: [running(7, "1")], holder: 1, fence: 1, reason: null },
     { name: "a drained idle holder hands on", conns: [conn(1), conn(2)], controls: { ...CONTROLS, drained: new Set(["m1"]) }, holder: 2, fence: 2, reason: "drained" },
-    { name: "the holder leaves: a stopping standby of the lowest claim is passed over for one that is not stopping", conns: [conn(2, { stopping: true }), conn(3)], event: { type: "closed", from: "c1" }, holder: 3, fence: 2, reason: "closed" },
+    { name: "the holder leaves: a stopping standby of the lowest claim is passed over for one that is not stopping", conns: [conn(2, { stopping: true }), conn(3)], event: { type: "closed" }, holder: 3, fence: 2, reason: "closed" },
     { name: "a stopping idle holder hands on to a standby that is not stopping, reason stopping", conns: [conn(1, { stopping: true }), conn(2)], event: { type: "hello", from: "c1", stopping: true }, holder: 2, fence: 2, reason: "stopping" },
     { name: "a stopping holder keeps the lease while it runs a message", conns: [conn(1, { stopping: true }), conn(2)], open: [running(7, "1")], holder: 1, fence: 1, reason: null },
     { name: "paused: the lease stays", conns: [conn(1), conn(2, { priority: 5 })], controls: { ...CONTROLS, paused: true }, holder: 1, fence: 1, reason: null },
