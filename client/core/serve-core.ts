@@ -53,6 +53,8 @@ export class ServeCore {
   private stopped = false;
   /** stop() told the coordinator this runner is stopping (hello `stopping`), so it may decline what it will not start. */
   private saidStopping = false;
+  /** While stopping, the coordinator handed the lease to a runner that is not: as good as released. */
+  private handedOn = false;
 
   constructor(private readonly opts: ServeCoreOptions) {
     this.cursor = opts.cursor ?? 0;
@@ -107,6 +109,7 @@ export class ServeCore {
           this.lease.acked(this.claimSentAt, now);
         }
         const wasHolder = this.lease.state.kind === "holder";
+        if (wasHolder && this.saidStopping && !frame.held) this.handedOn = true;
         // Messages run under their own tokens, so losing the serve lease stops none: the coordinator revokes them one by one.
         if (this.lease.onLeaseFrame(frame, now).kind === "holder" && !wasHolder) this.work.setCheckpoint(frame.checkpoint);
         return this.afterLeaseChange();
@@ -172,7 +175,7 @@ export class ServeCore {
     if (!release || !link.isOpen) return;
     const answer = await link.request({ type: "serve_lease", op: "release", req: link.nextReq() }, RELEASE_TIMEOUT_MS).catch(() => null);
     // No answer: the coordinator notices the close instead.
-    if (answer?.type === "result" && answer.op === "release" && answer.released) this.event({ type: "released" });
+    if (answer?.type === "result" && answer.op === "release" && (answer.released || this.handedOn)) this.event({ type: "released" });
   }
 
   /** Gives a hand-out this stopping runner never started back to the queue (the socket keeps it ahead of the release). */

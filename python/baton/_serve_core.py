@@ -66,6 +66,8 @@ class ServeCore:
         self._group: Optional[asyncio.TaskGroup] = None
         #: stop() told the coordinator this runner is stopping, so it may decline what it will not start.
         self._said_stopping = False
+        #: While stopping, the coordinator handed the lease to a runner that is not: as good as released.
+        self._handed_on = False
 
     def attach(self, group: asyncio.TaskGroup) -> None:
         """The task group the history replay and the message tasks run in (the shell's, while it serves)."""
@@ -189,6 +191,8 @@ class ServeCore:
             self.lease.acked(self._claim_sent_at, self.clock.now())
         if self.lease.kind == "lapsed":
             return
+        if self._said_stopping and self.lease.kind == "holder" and frame.get("held") is False:
+            self._handed_on = True  # the coordinator moved the lease on because this runner is stopping
         if self.lease.on_lease_frame(frame, self.clock.now()):  # type: ignore[arg-type]
             self.checkpoint = frame.get("checkpoint")
             self.event(type="held", fence=self.lease.fence)
@@ -291,5 +295,5 @@ class ServeCore:
             answer = await self.link.request({"type": "serve_lease", "op": "release"}, RELEASE_TIMEOUT)
         except NotConnected:
             return  # the coordinator notices the close instead
-        if answer.get("type") == "result" and answer.get("released") is True:
+        if answer.get("type") == "result" and (answer.get("released") is True or self._handed_on):
             self.event(type="released")

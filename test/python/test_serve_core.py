@@ -306,6 +306,21 @@ def test_a_stopping_core_declines_a_hand_out_still_waiting_for_a_slot_and_stops_
     asyncio.run(served(body, handler))
 
 
+@pytest.mark.parametrize("handed_on", [True, False])
+def test_a_stopping_holder_handed_on_by_the_coordinator_reports_released_though_its_release_finds_nothing(handed_on: bool):
+    async def body(core: ServeCore, link: FakeLink, clock: FakeClock, events: list[dict[str, Any]]) -> None:
+        stopping = asyncio.ensure_future(core.stop("serving stopped", release=True))
+        assert await sent(link) == {"type": "hello", "stopping": True}
+        if handed_on:
+            core.frame({**HOLDER, "held": False, "fence": HOLDER["fence"] + 1, "position": 2})
+        release = await sent(link)
+        link.answer({"type": "result", "op": "release", "req": release["req"], "released": False, "fence": 2})
+        await stopping
+
+    events = asyncio.run(served(body))
+    assert ("released" in [e["type"] for e in events]) is handed_on, events
+
+
 def test_a_stopping_core_claims_nothing_when_its_link_dials_again_during_the_stop():
     """As the TypeScript core: a reconnect while the stop runs must not claim again, or the
     coordinator (which sees a new connection, not stopping) hands it messages nothing will run."""

@@ -29,8 +29,8 @@ class RecordingLink implements CoreLink {
     return `r${++this.n}`;
   }
   reconnectNow(): void {}
-  answerRelease(): void {
-    this.release?.({ type: "result", op: "release", released: true } as ReplyFrame);
+  answerRelease(released = true): void {
+    this.release?.({ type: "result", op: "release", released } as ReplyFrame);
   }
 }
 
@@ -95,5 +95,21 @@ describe("a stopping serve", () => {
     core.receive(HAND_OUT);
     await tick();
     expect(link.sent.filter((f) => f.type === "decline" || f.type === "hello")).toEqual([]);
+  });
+
+  it("reports the lease released when the coordinator handed it on because it said it is stopping, though its release then finds nothing", async () => {
+    for (const handedOn of [true, false]) {
+      const link = new RecordingLink();
+      const events: string[] = [];
+      const core = new ServeCore({ agent: "a", link, clock: stillClock, runnerId: "r", handler: () => {}, onEvent: (e) => void events.push(e.type) });
+      core.opened(0);
+      core.receive({ type: "serve_lease", held: true, fence: 1, machine: "m", ttl_ms: 60_000 } as never);
+      const stopping = core.stop(true);
+      if (handedOn) core.receive({ type: "serve_lease", held: false, fence: 2, machine: "m", ttl_ms: 60_000, position: 2 } as never);
+      await tick();
+      link.answerRelease(false);
+      await stopping;
+      expect(events.includes("released")).toBe(handedOn);
+    }
   });
 });
