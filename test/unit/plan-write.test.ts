@@ -1,11 +1,11 @@
 // A runner's write decided at its token (worker/rules/plan/write.ts).
 import { describe, expect, it } from "vitest";
-import { decideWrite, type RunnerWrite, type WriteTarget } from "../../worker/rules/plan/write.ts";
+import { decideWrite, type AttemptTraces, type RunnerWrite, type WriteTarget } from "../../worker/rules/plan/write.ts";
 import { DEFAULT_POLICY } from "../../worker/rules/message-lease.ts";
 import { NOW, running } from "./plan-fixtures.ts";
 
 function target(over: Partial<WriteTarget> = {}): WriteTarget {
-  return { lease: running(7, "1", { token: 12 }), acked: { runner: null, write: { id: 7, fence: 0, key: "ack" } }, asked: null, blob: null, journal: { openIntents: [], record: null }, ...over };
+  return { lease: running(7, "1", { token: 12 }), acked: { runner: null, write: { id: 7, fence: 0, key: "ack" } }, asked: null, blob: null, journal: { openIntents: [], record: null }, traces: null, ...over };
 }
 
 const reply: RunnerWrite = { type: "reply", id: 7, token: 12, text: "done", key: "k1", req: "r" } as RunnerWrite;
@@ -48,5 +48,31 @@ describe("decideWrite", () => {
     expect(decideWrite(target({ blob: { blob: "b", token: 12, bytes: 9, state: "staged" } }), { ...reply, blob: "b" } as RunnerWrite, "1", 3, DEFAULT_POLICY, NOW).change).toMatchObject({
       ack: { fence: 3, key: "k1", reply: { id: "b", bytes: 9 }, token: 12, runner: "1" }, commitBlob: "b", dropUncommitted: true,
     });
+  });
+
+  describe("a stopping runner's decline", () => {
+    const decline = { type: "decline", id: 7, token: 12, req: "d" } as RunnerWrite;
+    const none: AttemptTraces = { steps: 0, checkpoint: false, heartbeatAt: null, output: false, blobs: 0 };
+    const decide = (t: WriteTarget) => decideWrite(t, decline, "1", 3, DEFAULT_POLICY, NOW, true);
+
+    it("of an attempt that left nothing: queued again, the attempt given back", () => {
+      expect(decide(target({ traces: none })).change?.lease).toMatchObject({ status: "queued", attempts: 0 });
+    });
+
+    const ran: [string, Partial<WriteTarget>][] = [
+      ["a journal record", { traces: { ...none, steps: 1 } }],
+      ["a checkpoint", { traces: { ...none, checkpoint: true } }],
+      ["a heartbeat", { traces: { ...none, heartbeatAt: NOW - 1 } }],
+      ["output", { traces: { ...none, output: true } }],
+      ["a blob", { traces: { ...none, blobs: 1 } }],
+      ["a question", { traces: none, asked: { text: "ok?", choices: null, step: null, on_deadline: null, token: 12, asked_at: 0 } }],
+    ];
+    for (const [what, over] of ran) {
+      it(`of an attempt that stored ${what}: refused (it ran; fail it), nothing moves`, () => {
+        const d = decide(target(over));
+        expect(d.reply).toMatchObject({ type: "error", code: "outcome_unknown", message: expect.stringContaining("fail it") });
+        expect(d.change).toBeNull();
+      });
+    }
   });
 });

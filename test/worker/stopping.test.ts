@@ -3,7 +3,8 @@
 // on at its safe point (its runs finished), before it releases.
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { call, claimant, message, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { BASE, call, claimant, DEV_TOKEN, message, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { SELF } from "cloudflare:test";
 
 function run(sock: TestSocket, id: number): Promise<MessageFrame> {
   return sock.next("message", (f) => f.run && f.id === id);
@@ -93,6 +94,33 @@ describe("a message that crossed the runner's hello stopping", () => {
     // Its old token is spent: a second decline, or any write under it, is refused and changes nothing.
     expect(await write(a.sock, { type: "decline", id, token: handed.token })).toMatchObject({ type: "error", code: "stale_token" });
     expect(await message(agent, id)).toMatchObject({ status: "running", attempts: 1, token: second.token });
+  });
+
+  it("an attempt that left anything under its token (a step, a checkpoint, a heartbeat, output, a blob, a question) ran: its decline is refused and changes nothing", async () => {
+    type Handed = Awaited<ReturnType<typeof crossed>>;
+    const frame = async (x: Handed, f: Record<string, unknown>) => (await write(x.a.sock, { id: x.id, token: x.handed.token, ...f })).type === "result";
+    const traces: [string, (x: Handed, agent: string) => Promise<boolean>][] = [
+      ["step", (x) => frame(x, { type: "step", name: "draft", kind: "step", phase: "done", value: 1 })],
+      ["checkpoint", (x) => frame(x, { type: "message_checkpoint", value: { page: 2 } })],
+      ["heartbeat", (x) => frame(x, { type: "heartbeat" })],
+      ["output", (x) => frame(x, { type: "output", chunks: [{ stream: "stdout", text: "working" }] })],
+      ["blob", async ({ id, handed }, agent) => (await SELF.fetch(`${BASE}/agents/${agent}/messages/${id}/blobs`, {
+        method: "PUT", body: new Uint8Array(8),
+        headers: { authorization: `Bearer ${DEV_TOKEN}`, "x-baton-token": String(handed.token), "x-baton-run-key": handed.run_key!, "content-length": "8" },
+      })).status === 201],
+      ["question", async ({ id, handed }, agent) => (await call("POST", `/agents/${agent}/messages/${id}/ask`, { token: handed.token, run_key: handed.run_key, question: { text: "Which?" } })).status === 200],
+    ];
+    for (const [what, leave] of traces) {
+      const agent = uniqueAgent();
+      const x = await crossed(agent, 1);
+      expect(await leave(x, agent), what).toBe(true);
+      const refused = await write(x.a.sock, { type: "decline", id: x.id, token: x.handed.token });
+      expect(refused, what).toMatchObject({ type: "error", code: "outcome_unknown" });
+      expect(String(refused.message), what).toContain("fail it");
+      expect(await message(agent, x.id), what).toMatchObject({ status: "running", attempts: 1, token: x.handed.token });
+      // It can still end the attempt honestly: a fail costs the attempt (max_attempts 1: failed).
+      expect(await write(x.a.sock, { type: "fail", id: x.id, token: x.handed.token, reason: "stopped" }), what).toMatchObject({ op: "fail", status: "failed" });
+    }
   });
 
   it("a runner that did not say it is stopping cannot decline: refused, and the message runs on under its token", async () => {

@@ -4,7 +4,7 @@
 // message are in ../rules/message-lease.ts. Beside it: the writes' answers (message-writes.ts) and
 // what presence shows of the work (work-report.ts).
 import type { MessageChange, TargetMessage } from "../rules/agent-plan.ts";
-import type { RunnerWrite, WriteTarget } from "../rules/plan/write.ts";
+import type { AttemptTraces, RunnerWrite, WriteTarget } from "../rules/plan/write.ts";
 import type { KeptQuestion } from "../rules/plan/kept-question.ts";
 import { checkRun, effectKeyOf, type JournalRows, type ReserveRows, type RunWriter, type StepRows } from "../rules/plan/run-write.ts";
 import type { MessageLease } from "../rules/message-lease.ts";
@@ -17,6 +17,7 @@ import { approvalAsk } from "../rules/permits.ts";
 import { RunPolicyStore } from "./run-policy-store.ts";
 import type { StepStore } from "./step-store.ts";
 import type { BlobStore } from "./blob-store.ts";
+import type { OutputStore } from "./output-store.ts";
 import { randomHex128, sameSecret } from "./secrets.ts";
 import type { WorkReport } from "../wire/server-frames.ts";
 import { saveChange, type MessageStores } from "./message-changes.ts";
@@ -43,7 +44,9 @@ export class MessageLeases {
 
   private readonly stores: MessageStores;
 
-  constructor(sql: SqlStorage, private readonly messages: MessageStore, private readonly steps: StepStore, private readonly blobs: BlobStore) {
+  constructor(
+    sql: SqlStorage, private readonly messages: MessageStore, private readonly steps: StepStore, private readonly blobs: BlobStore, private readonly output: OutputStore,
+  ) {
     this.policies = new RunPolicyStore(sql);
     this.stores = { messages, steps, blobs };
   }
@@ -113,6 +116,18 @@ export class MessageLeases {
       acked: { runner: stored.acked_runner, write: done ?? { id: stored.id, fence: stored.acked_fence ?? 0, key } },
       blob: "blob" in frame && frame.blob !== undefined ? this.blobs.get(stored.id, frame.blob) : null,
       journal: frame.type === "park" ? this.journalRows(stored.id, step) : { openIntents: [], record: null },
+      traces: frame.type === "decline" ? this.traces(stored, frame.token) : null,
+    };
+  }
+
+  /** What the attempt under `token` stored (a hand-out clears the heartbeat time, so any is this attempt's). */
+  private traces(stored: StoredMessage, token: number): AttemptTraces {
+    return {
+      steps: this.steps.countUnder(stored.id, token),
+      checkpoint: stored.checkpoint_token === token,
+      heartbeatAt: stored.token === token ? stored.heartbeat_at : null,
+      output: stored.token === token && this.output.wroteDuring(stored.id, stored.attempts),
+      blobs: this.blobs.of(stored.id).filter((b) => b.token === token).length,
     };
   }
 

@@ -100,6 +100,11 @@ export class OutputStore {
     return { nextOffset: h.next_offset, keptBytes: h.kept_bytes };
   }
 
+  /** Whether attempt `attempt` of message `id` wrote output that is kept (a batch's own budget drops only older chunks). */
+  wroteDuring(id: number, attempt: number): boolean {
+    return this.sql.exec(`SELECT 1 FROM message_output WHERE message_id = ? AND kind = 'chunk' AND attempt = ? LIMIT 1`, id, attempt).toArray().length > 0;
+  }
+
   /** Stores a batch as its plan decided it: the oldest bytes freed first (whole chunks), then each chunk at its offset. */
   append(id: number, a: OutputAppend, now: number): void {
     const h = this.headRow(id);

@@ -115,6 +115,11 @@ export class StepStore {
        FROM message_steps WHERE message_id = ? ORDER BY at, name`, messageId).toArray();
   }
 
+  /** How many of one message's records were last written under `token` (by that attempt). */
+  countUnder(messageId: number, token: number): number {
+    return this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM message_steps WHERE message_id = ? AND token = ?`, messageId, token).one().n;
+  }
+
   /** How many records one message has and how many bytes their values take (the journal budget). */
   usage(messageId: number): { steps: number; bytes: number } {
     const kept = this.kept(messageId);

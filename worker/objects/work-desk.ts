@@ -55,7 +55,7 @@ export class WorkDesk {
     this.output = new OutputStore(sql);
     this.steps = new StepStore(sql);
     this.blobs = new BlobStore(sql, blobPrefix);
-    this.leases = new MessageLeases(sql, this.messages, this.steps, this.blobs);
+    this.leases = new MessageLeases(sql, this.messages, this.steps, this.blobs, this.output);
   }
 
   /**

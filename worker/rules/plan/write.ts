@@ -26,6 +26,35 @@ export interface WriteTarget {
   blob: BlobRow | null;
   /** The journal a park's question is checked against: the open intents and the record under its answer's name. */
   journal: JournalRows;
+  /** What this token's attempt left stored, read for a decline only (null for any other write). */
+  traces: AttemptTraces | null;
+}
+
+/** What an attempt stored while it held its token: anything at all means it ran. */
+export interface AttemptTraces {
+  /** Journal records last written under this token. */
+  steps: number;
+  /** The message checkpoint was last stored under this token. */
+  checkpoint: boolean;
+  /** When its latest heartbeat arrived (null: none since the hand-out). */
+  heartbeatAt: number | null;
+  /** Output chunks of this attempt are kept. */
+  output: boolean;
+  /** Blobs uploaded or staged under this token. */
+  blobs: number;
+}
+
+/** What shows the attempt ran (a decline of it would be a free retry), or null when it left nothing. */
+export function ranUnder(t: Pick<WriteTarget, "asked" | "traces">): string | null {
+  const r = t.traces;
+  if (t.asked !== null) return "it asked a person a question";
+  if (r === null) return null;
+  if (r.steps > 0) return `it wrote ${r.steps} journal record(s)`;
+  if (r.checkpoint) return "it stored a checkpoint";
+  if (r.heartbeatAt !== null) return "it sent a heartbeat";
+  if (r.output) return "it wrote output";
+  if (r.blobs > 0) return `it uploaded ${r.blobs} blob(s)`;
+  return null;
 }
 
 export interface WriteDecision {
@@ -44,7 +73,7 @@ const answer = (reply: ServerFrame, change: MessageChange | null = null): WriteD
  * a write from any runner but the one it was handed to as not_your_message, a write after the run
  * deadline as message_not_running. A reply or ack under the token that finished it, from its
  * runner, is answered `duplicate: true` with the write that did. Only a writer that said it is
- * stopping (`stopping`) may decline.
+ * stopping (`stopping`) may decline, and only an attempt that left nothing stored (ranUnder).
  */
 export function decideWrite(
   t: WriteTarget | null, frame: RunnerWrite, writer: string, fence: number, policy: MessagePolicy, now: number, stopping = false,
@@ -85,6 +114,9 @@ export function decideWrite(
       if (!stopping) return answer(errorFrame("bad_request", `only a runner that said it is stopping (hello stopping) may decline message ${m.id}; fail the attempt instead`, frame.req));
       // An intent recorded with no outcome is a run that started: it cannot be declined.
       if (m.pendingAsk !== null) return answer(errorFrame("outcome_unknown", `${unknownOutcomeReason(m.pendingAsk)}: message ${m.id}'s attempt ran; fail it`, frame.req));
+      // Anything stored under the token is a run that started: declining it would be a retry that costs no attempt.
+      const ran = ranUnder(t);
+      if (ran !== null) return answer(errorFrame("outcome_unknown", `message ${m.id}'s attempt under token ${m.token} ran (${ran}): it cannot be declined; fail it`, frame.req));
       return answer({ type: "result", op: "decline", req: frame.req, id: m.id, token: frame.token }, { ...base, kind: "declined", lease: decline(m) });
     }
     case "fail": {
