@@ -170,8 +170,10 @@ export class ServeCore {
       link.send({ type: "hello", stopping: true });
       this.saidStopping = true;
     }
-    const unstarted = await this.work.stop(new LeaseLostError("serving stopped", "stopped"));
+    // What never started goes back at once: a handler that ignores its abort must not keep it `running` (nor cost it an attempt by a heartbeat timeout).
+    const unstarted = this.work.halt(new LeaseLostError("serving stopped", "stopped"));
     if (this.saidStopping) for (const m of unstarted) this.decline(m);
+    await this.work.settledAll();
     if (!release || !link.isOpen) return;
     const answer = await link.request({ type: "serve_lease", op: "release", req: link.nextReq() }, RELEASE_TIMEOUT_MS).catch(() => null);
     // No answer: the coordinator notices the close instead.

@@ -84,11 +84,22 @@ export class WorkLoop {
 
   /** Aborts every running handler with `reason` and forgets the queue; resolves, once they have settled, with the queued messages no handler started. */
   async stop(reason: LeaseLostError): Promise<MessageFrame[]> {
+    const unstarted = this.halt(reason);
+    await this.settledAll();
+    return unstarted;
+  }
+
+  /** Aborts every running handler with `reason` and forgets the queue, at once: returns the queued messages no handler started. */
+  halt(reason: LeaseLostError): MessageFrame[] {
     const unstarted = this.queue;
     this.queue = [];
     for (const run of this.running.values()) run.abort(reason);
-    await Promise.allSettled([...this.settled]);
     return unstarted;
+  }
+
+  /** Resolves once every handler started so far has settled. */
+  async settledAll(): Promise<void> {
+    await Promise.allSettled([...this.settled]);
   }
 
   private forget(id: number, token: number): Run | undefined {

@@ -87,6 +87,26 @@ describe("a stopping serve", () => {
     expect(link.sent.filter((f) => f.type === "decline").map((f) => f.type === "decline" && f.id)).toEqual([9]);
   });
 
+  it("declines what never started at once, while a handler that ignores its abort still runs", async () => {
+    const link = new RecordingLink();
+    let finish = () => {};
+    const core = new ServeCore({ agent: "a", link, clock: stillClock, runnerId: "r", handler: () => new Promise<void>((r) => (finish = r)) });
+    core.opened(0);
+    core.receive({ type: "serve_lease", held: true, fence: 1, machine: "m", ttl_ms: 60_000 } as never);
+    core.receive({ ...HAND_OUT, id: 8, token: 3 });
+    core.receive(HAND_OUT);
+    await tick();
+    const stopping = core.stop(true);
+    await tick();
+    // The handler of 8 has not settled, yet 9 is already given back (and nothing is released yet).
+    expect(link.sent.filter((f) => f.type === "decline").map((f) => f.type === "decline" && f.id)).toEqual([9]);
+    expect(link.sent.some((f) => f.type === "serve_lease" && f.op === "release")).toBe(false);
+    finish();
+    await tick();
+    link.answerRelease();
+    await stopping;
+  });
+
   it("declines nothing when it never said it is stopping (stopped without a release)", async () => {
     const link = new RecordingLink();
     const core = new ServeCore({ agent: "a", link, clock: stillClock, runnerId: "r", handler: () => {} });
