@@ -282,11 +282,14 @@ class ServeCore:
         read the hello) it declines first: back to the queue, the attempt not counted."""
         self.work.stopping = True
         if release and self.link.open:
-            await self.link.send({"type": "hello", "stopping": True})
+            # Before the await: a hand-out arriving while the hello goes out is declined, not dropped.
             self._said_stopping = True
-        unstarted = await self.work.stop_runs(LeaseLostError(reason, "stopped"))
-        if self._said_stopping and unstarted:
-            await asyncio.gather(*(self._decline(f) for f in unstarted))
+            if not await self.link.send({"type": "hello", "stopping": True}):
+                self._said_stopping = False
+        # What never started goes back at once, while handlers that ignore their cancel still run.
+        unstarted = self.work.halt(LeaseLostError(reason, "stopped"))
+        declines = [self._decline(f) for f in unstarted] if self._said_stopping else []
+        await asyncio.gather(self.work.settled(), *declines)
         if not release or not self.link.open:
             return
         if self.lease.kind == "holder":

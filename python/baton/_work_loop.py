@@ -44,6 +44,8 @@ class WorkLoop:
         #: Every message task (its handler, then its reply or fail) -> (message id, token): one per slot.
         self.tasks: dict[asyncio.Task[Any], RunKey] = {}
         self.replied: set[RunKey] = set()
+        #: Tasks created for a slot whose handler has not begun yet: a stop takes their messages back.
+        self._not_begun: dict[RunKey, MessageServerFrame] = {}
         self.stopping = False
         self._group: Optional[asyncio.TaskGroup] = None
 
@@ -67,8 +69,10 @@ class WorkLoop:
             if frame is None:
                 return
             self.queue.remove(frame)
+            key = (frame["id"], frame.get("token"))
+            self._not_begun[key] = frame
             task = self._group.create_task(self._handle(frame))
-            self.tasks[task] = (frame["id"], frame.get("token"))
+            self.tasks[task] = key
             task.add_done_callback(self._finished)
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
@@ -101,13 +105,27 @@ class WorkLoop:
     async def stop_runs(self, reason: LeaseLostError) -> list[MessageServerFrame]:
         """Every run stops (posting nothing more); returns, once their tasks have ended, the queued
         messages no handler started."""
-        unstarted = list(self.queue)
-        self.abort_all(reason)
-        if self.tasks:
-            await asyncio.wait(list(self.tasks))
+        unstarted = self.halt(reason)
+        await self.settled()
         return unstarted
 
+    def halt(self, reason: LeaseLostError) -> list[MessageServerFrame]:
+        """Every run is told to stop, at once; returns the messages no handler started (queued, or
+        given a task that has not begun: with ``stopping`` set it never will)."""
+        unstarted = list(self._not_begun.values()) + list(self.queue)
+        self._not_begun.clear()
+        self.abort_all(reason)
+        return unstarted
+
+    async def settled(self) -> None:
+        """Returns once every message task has ended."""
+        if self.tasks:
+            await asyncio.wait(list(self.tasks))
+
     async def _handle(self, frame: MessageServerFrame) -> None:
+        if self.stopping:
+            return  # the stop began before this task did: its message is the stop's to decline, not to run
+        self._not_begun.pop((frame["id"], frame.get("token")), None)
         token = frame.get("token")
         if not isinstance(token, int):
             self.host.event(type="coordinator_error", code="bad_frame",

@@ -335,3 +335,103 @@ def test_a_stopping_core_claims_nothing_when_its_link_dials_again_during_the_sto
         await stopping
 
     asyncio.run(served(body))
+
+
+def hand_out(mid: int, token: int) -> dict[str, Any]:
+    return {"type": "message", "id": mid, "text": "x", "attempt": 1, "created_at": 0, "run": True, "token": token, "steps": []}
+
+
+def test_a_stopping_core_declines_what_never_started_while_a_handler_that_ignores_its_cancel_still_runs():
+    """As the TypeScript core: the queued message goes back at once, not after the running handler
+    settles (meanwhile it would stay running on the coordinator and could time out, costing an attempt)."""
+    running, let_go = asyncio.Event(), asyncio.Event()
+
+    async def handler(message: Any, ctx: Any) -> None:
+        running.set()
+        while not let_go.is_set():
+            try:
+                await let_go.wait()
+            except asyncio.CancelledError:
+                pass  # a handler that ignores its abort
+
+    async def body(core: ServeCore, link: FakeLink, clock: FakeClock, events: list[dict[str, Any]]) -> None:
+        try:
+            await stop_while_8_runs(core, link)
+        finally:
+            let_go.set()  # so a failure ends the test instead of hanging it
+
+    async def stop_while_8_runs(core: ServeCore, link: FakeLink) -> None:
+        core.frame(hand_out(8, 3))
+        core.frame(hand_out(9, 4))
+        await running.wait()
+        stopping = asyncio.ensure_future(core.stop("serving stopped", release=True))
+        assert await sent(link) == {"type": "hello", "stopping": True}
+        decline = await sent(link)  # while the handler of 8 still runs
+        assert {k: v for k, v in decline.items() if k != "req"} == {"type": "decline", "id": 9, "token": 4}, decline
+        assert not let_go.is_set()
+        link.answer({"type": "result", "op": "decline", "req": decline["req"], "id": 9, "token": 4})
+        let_go.set()
+        release = await sent(link)
+        assert release["type"] == "serve_lease", release
+        link.answer({"type": "result", "op": "release", "req": release["req"], "released": True})
+        await stopping
+
+    asyncio.run(served(body, handler))
+
+
+def test_a_hand_out_arriving_while_the_hello_stopping_is_being_sent_is_declined():
+    async def body(core: ServeCore, link: FakeLink, clock: FakeClock, events: list[dict[str, Any]]) -> None:
+        sending, go_on = asyncio.Event(), asyncio.Event()
+        plain_send = link.send
+
+        async def slow_send(frame: dict[str, Any]) -> bool:
+            if frame["type"] == "hello":
+                sending.set()
+                await go_on.wait()
+            return await plain_send(frame)
+
+        link.send = slow_send  # type: ignore[method-assign]
+        stopping = asyncio.ensure_future(core.stop("serving stopped", release=True))
+        await sending.wait()
+        core.frame(hand_out(9, 4))  # handed out before the coordinator read the hello
+        go_on.set()
+        frames = [await sent(link) for _ in range(3)]
+        decline = next(f for f in frames if f["type"] == "decline")
+        assert {k: v for k, v in decline.items() if k != "req"} == {"type": "decline", "id": 9, "token": 4}, frames
+        link.answer({"type": "result", "op": "decline", "req": decline["req"], "id": 9, "token": 4})
+        release = next(f for f in frames if f["type"] == "serve_lease")
+        link.answer({"type": "result", "op": "release", "req": release["req"], "released": True})
+        await stopping
+
+    asyncio.run(served(body))
+
+
+@pytest.mark.parametrize("release", [True, False])
+def test_a_message_whose_task_had_not_begun_when_the_stop_began_never_runs_and_is_declined_when_it_said_stopping(release: bool):
+    started: list[int] = []
+
+    async def handler(message: Any, ctx: Any) -> None:
+        started.append(message.id)
+
+    async def body(core: ServeCore, link: FakeLink, clock: FakeClock, events: list[dict[str, Any]]) -> None:
+        declined: list[dict[str, Any]] = []
+
+        async def answer_link() -> None:
+            while True:
+                f = await link.sent.get()
+                if f["type"] == "decline":
+                    declined.append({k: v for k, v in f.items() if k != "req"})
+                    link.answer({"type": "result", "op": "decline", "req": f["req"], "id": f["id"], "token": f["token"]})
+                elif f["type"] == "serve_lease":
+                    link.answer({"type": "result", "op": "release", "req": f["req"], "released": True})
+                elif "req" in f:  # a run's write (were it run): refused, so nothing waits on it
+                    link.answer({"type": "error", "code": "stale_token", "message": "stale", "req": f["req"]})
+
+        answering = asyncio.ensure_future(answer_link())
+        core.frame(hand_out(9, 4))  # its task is created, not yet begun
+        await core.stop("serving stopped", release=release)
+        answering.cancel()
+        assert started == []
+        assert declined == ([{"type": "decline", "id": 9, "token": 4}] if release else [])
+
+    asyncio.run(served(body, handler))
