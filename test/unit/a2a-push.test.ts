@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { a2aConfigOf, pushBody, pushedState, pushTargetOf, pushTargetRefusal } from "../../worker/rules/a2a-push.ts";
 import { makesPush, webhookWake } from "../../worker/rules/plan/webhook-wake.ts";
+import { pushOf } from "../../worker/rules/plan/effects.ts";
 import type { MessageChange } from "../../worker/rules/agent-plan.ts";
 import type { MessageStatus } from "../../worker/wire/enums.ts";
 import type { MessageView } from "../../worker/wire/http-responses.ts";
@@ -69,5 +70,11 @@ describe("the plan's wake for pushes", () => {
     expect(webhookWake(w, [change("running", "acknowledged")], null, NOW, NOW)).toBe(NOW);
     expect(webhookWake({ ...w, push: { ...w.push, sendsNow: false } }, [change("running", "acknowledged")], null, NOW, NOW)).toBeNull();
     expect(webhookWake({ ...w, push: { ...w.push, tasks: new Set<number>() } }, [change("running", "acknowledged")], null, NOW, NOW)).toBeNull();
+  });
+
+  it("a declined first attempt pushes nothing: the task stays working, never back to submitted", () => {
+    const declined: MessageChange = { kind: "declined", id: 1, before: "running", lease: message(1, { status: "queued", attempts: 0 }) };
+    expect(pushOf(declined, new Set([1]))).toBeNull();
+    expect(makesPush(declined, new Set([1]))).toBe(false);
   });
 });

@@ -52,6 +52,20 @@ describe("a stopping runner and the serve lease", () => {
     expect(await write(a.sock, { type: "serve_lease", op: "release" })).toMatchObject({ op: "release", released: false });
   });
 
+  it("a stopping runner whose lease was handed on leaves the line with its release: when the new holder goes, the lease does not come back to it", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    await sayStopping(a.sock);
+    expect(await b.sock.next("serve_lease", (f) => f.held)).toMatchObject({ fence: a.lease.fence + 1 });
+    expect(await write(a.sock, { type: "serve_lease", op: "release" })).toMatchObject({ op: "release", released: false });
+    expect(await presence(agent)).toMatchObject({ holder: { machine: "b" }, serve_candidates: 1, serve_standbys: 0 });
+    b.sock.close();
+    await settle(a.sock);
+    expect(await presence(agent)).toMatchObject({ holder: null, serve_candidates: 0, serve_standbys: 0 });
+    expect(a.sock.framesOf("serve_lease").filter((f) => f.held)).toEqual([]);
+  });
+
   it("a stopping holder with no other runner keeps the lease: it is the only one that can finish its work", async () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "a");

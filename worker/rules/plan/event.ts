@@ -43,7 +43,8 @@ export function senderChange(conns: readonly ServeConn[], lease: LeaseRecord, cl
     if (e.slots !== undefined && e.slots !== c.slots) patch({ slots: e.slots });
   } else if (e.type === "release") {
     out.released = holdsLease(c, lease);
-    if (out.released) patch({ released: true });
+    // A standby that releases leaves the line too (a stopping runner whose lease was handed on must never get it back).
+    if (c.claimSeq !== null && !c.released) patch({ released: true });
   } else if (e.type === "sync") {
     // The cursor moves past what the connection says it knows and past the page it is shown.
     const before = c.cursor ?? 0;
