@@ -31,7 +31,7 @@ const MEANING: Record<ErrorCode, string> = {
   message_not_running: "a write for a message that is not running, or after its run deadline",
   not_your_message: "a message token sent from another connection than the one it was handed to",
   not_parked: "resume or answer of a message that is not waiting, or retry of one that has not failed (HTTP 409)",
-  outcome_unknown: "the message waits on an effect whose outcome is unknown: `resume --done` or `--redo` (HTTP 409)",
+  outcome_unknown: "the message waits on an effect whose outcome is unknown: `resume --done` or `--redo` (HTTP 409); or a decline of an attempt that already ran (it left a step, checkpoint, heartbeat, output, blob or question): fail it",
   effect_in_progress: "a second intent of one effect in the same attempt, or a question asked inside an effect (HTTP 409)",
   question_open: "a reply or plain resume while the run's question is unanswered (HTTP 409)",
   approval_required: "an effect's intent that needs approval found no unspent permit for its effect and arguments (none, other arguments, or spent): the coordinator stored the approval question for the attempt, which parks (HTTP 409)",

@@ -38,7 +38,7 @@ export const stepWrite = {
   kind: "step" as const, ...run, step: { name: "s", kind: "step" as const, phase: "done" as const, value: "1", blob: null, onUnknown: null },
   rows: { openIntents: [], record: null, usage: { steps: 0, bytes: 0 }, blob: null, keptKey: null, keys: null, permit: null },
 };
-const runnerTarget = { lease: RUNNING, acked: { runner: null, write: { id: 7, fence: 0, key: "ack" } }, asked: null, blob: null, journal: { openIntents: [], record: null } };
+const runnerTarget = { lease: RUNNING, acked: { runner: null, write: { id: 7, fence: 0, key: "ack" } }, asked: null, blob: null, journal: { openIntents: [], record: null }, traces: null };
 export const checkpointWrite: WriteInput = { kind: "runner", writer: "1", target: runnerTarget, frame: { type: "message_checkpoint", id: 7, token: 1, value: 1 } as RunnerWrite };
 export const failWrite: WriteInput = { kind: "runner", writer: "1", target: runnerTarget, frame: { type: "fail", id: 7, token: 1, reason: "boom" } as RunnerWrite };
 export const staleWrite: WriteInput = { kind: "runner", writer: "1", target: runnerTarget, frame: { type: "reply", id: 7, token: 0, text: "x", key: "k" } as RunnerWrite };

@@ -158,7 +158,7 @@ describe("serve lease", () => {
     expect((await presence(agent)).holder?.machine).toBe("work");
   });
 
-  it("release hands over at once; a release from a standby changes nothing", async () => {
+  it("release hands over at once; a release from a standby leaves the lease as it is and takes the standby out of the line", async () => {
     const agent = uniqueAgent();
     const a = await claimant(agent, "a");
     const b = await claimant(agent, "b");
@@ -167,12 +167,14 @@ describe("serve lease", () => {
     expect(await b.sock.next("result")).toMatchObject({ op: "release", released: false, req: "r1" });
     expect((await presence(agent)).holder?.machine).toBe("a");
     expect((await presence(agent)).fence).toBe(1);
+    expect((await presence(agent)).serve_standbys).toBe(1);
     a.sock.send({ type: "serve_lease", op: "release" });
     expect(await a.sock.next("result")).toMatchObject({ released: true });
-    expect(await b.sock.next("serve_lease")).toMatchObject({ held: true, fence: 2 });
+    // b left the line with its release: c, next after it, takes over.
+    expect(await c.sock.next("serve_lease")).toMatchObject({ held: true, fence: 2 });
     expect(await a.sock.next("serve_lease")).toMatchObject({ held: false });
-    await settle(c.sock);
-    expect(c.sock.framesOf("serve_lease")).toHaveLength(0);
+    await settle(b.sock);
+    expect(b.sock.framesOf("serve_lease").filter((f) => f.held)).toHaveLength(0);
   });
 
   it("does not repeat held frames", async () => {
