@@ -219,8 +219,6 @@ async function runOne(name, dev) {
  * once take about as long as the longer one.
  */
 async function runBeside(names, dev) {
-  const { url, persist } = await dev;
-  const line = `${JSON.stringify({ url, persist })}\n`;
   const logs = mkdtempSync(join(tmpdir(), "baton-py-logs-"));
   const results = await Promise.all(names.map((name) => new Promise((done) => {
     const log = join(logs, `${name}.log`);
@@ -229,7 +227,9 @@ async function runBeside(names, dev) {
       cwd: ROOT, stdio: ["pipe", fd, fd], env: { ...process.env, BATON_PY_RUNS: name, BATON_PY_CHILD: "1" },
     });
     closeSync(fd);
-    child.stdin.end(line);
+    // Started before the server answers, so its installs overlap the start-up; the address follows on stdin.
+    child.stdin.on("error", () => {}); // a child that already ended
+    dev.then(({ url, persist }) => child.stdin.end(`${JSON.stringify({ url, persist })}\n`), () => child.stdin.end());
     child.on("exit", (code, signal) => {
       process.stdout.write(`\n---- python run ${name} ----\n${readFileSync(log, "utf8")}---- end of python run ${name} ----\n`);
       done({ name, code: code ?? (signal ? 1 : 0) });
@@ -250,9 +250,10 @@ if (RUNS.length === 1) {
   console.log(`-- test-python: ${line}; ${seconds(started)} in all`);
   failed = code;
 } else {
-  const results = await runBeside(RUNS, sharedDev.ready).catch((err) => {
+  const results = await runBeside(RUNS, sharedDev.ready);
+  await sharedDev.ready.catch((err) => {
     console.error(`test-python: ${err.message}`);
-    return [{ name: "server", code: 1 }];
+    results.push({ name: "server", code: 1 });
   });
   failed = results.find((r) => r.code !== 0)?.code ?? 0;
   console.log(`-- test-python: ${results.map((r) => `${r.name} ${r.code === 0 ? "ok" : `failed (${r.code})`}`).join("; ")}; ${seconds(started)} in all`);

@@ -1,10 +1,13 @@
 // A fire whose one slot throws: after the rollback each due slot posts in a transaction of its own,
 // so a healthy schedule's slot is posted once (and handed out once) and only the throwing slot is
 // recorded skipped `failed`. What the fire threw is kept and webhooked cut to
-// LIMITS.scheduleErrorBytes. The throws are forced by stored SQLite triggers (no code replaced).
+// LIMITS.scheduleErrorBytes. A schedule whose record throws too is left undecided, so a later fire
+// posts it: no slot is lost without a record. A slot whose message already exists is recorded with
+// it, never as failed. The throws are forced by stored SQLite triggers (no code replaced).
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { AgentCoordinator } from "../../worker/objects/agent-object.ts";
+import { slotKey } from "../../worker/rules/schedules.ts";
 import { LIMITS } from "../../worker/wire/protocol.ts";
 import { call, claimant, message, settle, stubFor, uniqueAgent } from "./helpers.ts";
 import { advanceClock, freezeClock } from "./clock.ts";
@@ -39,6 +42,23 @@ async function poison(agent: string, text: string, message: string): Promise<voi
   await runInDurableObject(stubFor(agent), (_o, state) => void state.storage.sql.exec(
     `CREATE TRIGGER poison BEFORE INSERT ON messages WHEN NEW.text = '${text}' BEGIN SELECT RAISE(ABORT, '${message}'); END`,
   ));
+}
+
+/** A stored trigger that makes recording a fire throw when `when` holds of the new row. */
+async function unrecordable(agent: string, when: string): Promise<void> {
+  await runInDurableObject(stubFor(agent), (_o, state) => void state.storage.sql.exec(
+    `CREATE TRIGGER unrecordable BEFORE INSERT ON schedule_fires WHEN ${when} BEGIN SELECT RAISE(ABORT, 'forced: cannot record'); END`,
+  ));
+}
+
+async function lastSlot(agent: string, id: number): Promise<number | null> {
+  return ((await call("GET", `/agents/${agent}/schedules/${id}`)).body as { last_slot: number | null }).last_slot;
+}
+
+/** A message posted with `key` (a slot's key: the slot then finds its message already posted). */
+async function postWithKey(agent: string, text: string, key: string): Promise<number> {
+  const posted = await runInDurableObject(stubFor(agent), (o: AgentCoordinator) => o.post(text, { key, by: { account: "dev", token: "t", via: "http" } }));
+  return (posted as { view: { id: number } }).view.id;
 }
 
 describe("a fire with one slot that throws", () => {
@@ -83,6 +103,61 @@ describe("a fire with one slot that throws", () => {
     expect(await outbox(agent)).toEqual(firstOutbox);
     sock.close();
     await sock.waitForClose().catch(() => null);
+  });
+
+  it("when recording a schedule's failed slot throws too, the other schedule's slot posts once and the failing one is left due until a fire posts it", async () => {
+    const agent = uniqueAgent();
+    const start = await freezeClock(agent);
+    const healthy = await addSchedule(agent, "healthy");
+    const stuck = await addSchedule(agent, "stuck");
+    await poison(agent, "stuck", "forced: stuck");
+    await unrecordable(agent, `NEW.schedule_id = ${stuck}`);
+    await advanceClock(10 * MIN, { agent });
+    const slot = start + 10 * MIN;
+    expect(await fires(agent, healthy)).toMatchObject([{ slot, outcome: "posted" }]);
+    expect(await fires(agent, stuck)).toEqual([]);
+    expect(await lastSlot(agent, stuck)).toBe(null);
+    expect(await texts(agent)).toEqual(["healthy"]);
+    await runInDurableObject(stubFor(agent), (_o, state) => {
+      state.storage.sql.exec(`DROP TRIGGER poison`);
+      state.storage.sql.exec(`DROP TRIGGER unrecordable`);
+    });
+    await advanceClock(1, { agent });
+    expect(await fires(agent, stuck)).toMatchObject([{ slot, outcome: "posted", message_id: expect.any(Number) }]);
+    expect(await lastSlot(agent, stuck)).toBe(slot);
+    expect(await fires(agent, healthy)).toMatchObject([{ slot, outcome: "posted" }]);
+    expect(await texts(agent)).toEqual(["healthy", "stuck"]);
+  });
+
+  it("a slot whose message already exists is never recorded failed: left due while its record throws, then recorded with its message", async () => {
+    const agent = uniqueAgent();
+    const start = await freezeClock(agent);
+    const id = await addSchedule(agent, "again");
+    const slot = start + 10 * MIN;
+    const early = await postWithKey(agent, "again", slotKey(id, slot));
+    await unrecordable(agent, `NEW.schedule_id = ${id} AND NEW.outcome = 'posted'`);
+    await advanceClock(10 * MIN, { agent });
+    expect(await fires(agent, id)).toEqual([]);
+    expect(await lastSlot(agent, id)).toBe(null);
+    await runInDurableObject(stubFor(agent), (_o, state) => void state.storage.sql.exec(`DROP TRIGGER unrecordable`));
+    await advanceClock(1, { agent });
+    expect(await fires(agent, id)).toMatchObject([{ slot, outcome: "posted", reason: null, message_id: early }]);
+    expect(await texts(agent)).toEqual(["again"]);
+  });
+
+  it("records a slot whose message already exists with that message when its schedule's other slot throws", async () => {
+    const agent = uniqueAgent();
+    const start = await freezeClock(agent);
+    const id = await addSchedule(agent, "again");
+    const early = await postWithKey(agent, "again", slotKey(id, start + 10 * MIN));
+    await poison(agent, "again", "forced: again");
+    // Both slots fall due in one fire: the first already posted, the second throws.
+    await advanceClock(20 * MIN, { agent });
+    expect(await fires(agent, id)).toMatchObject([
+      { slot: start + 20 * MIN, outcome: "skipped", reason: "failed", message_id: null, error: expect.stringMatching(/forced: again/) },
+      { slot: start + 10 * MIN, outcome: "posted", reason: null, message_id: early },
+    ]);
+    expect(await texts(agent)).toEqual(["again"]);
   });
 
   it(`keeps and webhooks what a fire threw cut to ${LIMITS.scheduleErrorBytes} bytes of UTF-8, on a character boundary, with an ellipsis`, async () => {

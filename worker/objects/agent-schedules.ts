@@ -3,9 +3,9 @@
 // object's clock and hands each slot to post back as a plan event (a post whose idempotency key
 // names the schedule and the slot); the object runs that event through the plan and gives the
 // plan's post back here to be recorded. The fire runs in synchronous transactions
-// (schedule-fire.ts): a schedule's latest slot commits with its slots' posts or before them, so an
-// alarm that runs twice, or an object restarted mid-fire, never posts a slot twice (and the key
-// would find the first message if it did).
+// (schedule-fire.ts): a schedule's latest slot commits with its slots' posts (or their records), so
+// an alarm that runs twice, or an object restarted mid-fire, never posts a slot twice nor loses one
+// (and the key would find the first message if it did).
 import type { AgentEvent, AgentPlan } from "../rules/agent-plan.ts";
 import { checkSchedule, decideSchedule, jitterOf, nextFire, slotKey, type ScheduleDecision } from "../rules/schedules.ts";
 import type { Canceller } from "../rules/plan/types.ts";
@@ -96,13 +96,14 @@ export class AgentSchedules {
   }
 
   /**
-   * The slots due at `now`: skips are recorded here; each slot to post comes back with its post
-   * event (or the message that already posted it). The schedule's latest slot is stored now too:
-   * the caller runs the posts in the same synchronous transaction.
+   * The slots due at `now` (of schedule `only`, if given): skips are recorded here; each slot to
+   * post comes back with its post event (or the message that already posted it). The schedule's
+   * latest slot is stored now too: the caller runs the posts in the same synchronous transaction.
    */
-  due(now: number, agentPaused: boolean): SlotPost[] {
+  due(now: number, agentPaused: boolean, only?: number): SlotPost[] {
     const posts: SlotPost[] = [];
     for (const s of this.store.all()) {
+      if (only !== undefined && s.id !== only) continue;
       const d = decideSchedule(s, agentPaused, now);
       if (d.post.length === 0 && d.skips.length === 0 && d.lastSlot === s.lastSlot && d.missed === s.missed) continue;
       for (const k of d.skips) {

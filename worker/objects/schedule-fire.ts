@@ -2,11 +2,15 @@
 // as a post event. All of them go in one transaction with their records and each schedule's latest
 // slot, so a slot is posted once or not at all however the object is cut short, and its frames (a
 // slot's hand-out) leave only once that commits (outbound.ts). When it throws, storage rolls back
-// and the object rebuilds its memory from storage; the slots are then decided again and posted one
-// transaction each, so only a slot that throws on its own is lost: it is recorded skipped (reason
-// `failed`) in a write of its own, and a fire that throws every time cannot stop the agent. The
-// schedules' latest slots (and skips) commit first, before those posts: an alarm that runs again
-// finds them decided and posts none twice. Memory is rebuilt only after a transaction threw.
+// and the object rebuilds its memory from storage; the schedules are then fired one transaction
+// each: a schedule's slots are decided again and posted with its latest slot, so only a schedule
+// that throws on its own is hurt and one cut short is still undecided when the alarm runs again.
+// A schedule that throws again is decided once more and recorded in one transaction with its latest
+// slot: its slots skipped (reason `failed`), but a slot whose message already exists (replayed)
+// with that message. A fire that throws every time thus cannot stop the agent. If even that record
+// throws, the schedule is left undecided (nothing of it committed) and the next alarm fires it
+// again; if memory cannot be rebuilt the fire stops there, and the schedules not reached are left
+// undecided too. Memory is rebuilt only after a transaction threw.
 import type { AgentEvent, AgentPlan } from "../rules/agent-plan.ts";
 import type { AgentSchedules, SlotPost } from "./agent-schedules.ts";
 import type { Outbound } from "./outbound.ts";
@@ -31,14 +35,30 @@ export function fireDueSlots(host: FireHost, now: number, paused: boolean, accou
   } catch (err) {
     rolledBack(host, err);
   }
-  const slots = transaction(host, () => host.schedules().due(now, paused));
-  for (const slot of slots) {
-    try {
-      transaction(host, () => postSlot(host, slot, now, account));
-    } catch (err) {
-      const error = rolledBack(host, err);
-      host.ctx.storage.transactionSync(() => host.schedules().failed(slot, error, now));
-    }
+  for (const id of host.schedules().store.all().map((s) => s.id)) fireSchedule(host, id, now, paused, account);
+}
+
+/** One schedule's due slots decided and posted in one transaction; when that throws, decided again and recorded in one. */
+function fireSchedule(host: FireHost, id: number, now: number, paused: boolean, account: string): void {
+  let error: string;
+  try {
+    transaction(host, () => {
+      for (const slot of host.schedules().due(now, paused, id)) postSlot(host, slot, now, account);
+    });
+    return;
+  } catch (err) {
+    error = rolledBack(host, err);
+  }
+  try {
+    transaction(host, () => {
+      for (const slot of host.schedules().due(now, paused, id)) {
+        if (slot.replayed === null) host.schedules().failed(slot, error, now);
+        else host.schedules().posted(slot, null, now);
+      }
+    });
+  } catch (err) {
+    // Nothing of the schedule committed: it is still due, and the next alarm fires it again.
+    rolledBack(host, err);
   }
 }
 
@@ -47,10 +67,8 @@ function postSlot(host: FireHost, slot: SlotPost, now: number, account: string):
   host.schedules().posted(slot, plan?.post ?? null, now);
 }
 
-function transaction<T>(host: FireHost, work: () => T): T {
-  let result!: T;
-  host.outbound().transaction(host.ctx, () => void (result = work()));
-  return result;
+function transaction(host: FireHost, work: () => void): void {
+  host.outbound().transaction(host.ctx, work);
 }
 
 /** A rolled-back transaction: logged, and memory built again from storage (it kept what storage dropped). */
