@@ -115,7 +115,8 @@ class Run {
         const holds = conn.candidate && conn.claimSeq !== null && before.holder?.claim_seq === conn.claimSeq;
         conn.sock.send({ type: "serve_lease", op: "release", req: "rel" });
         expect(await conn.sock.next("result", (f) => f.req === "rel")).toMatchObject({ op: "release", released: holds });
-        if (holds) conn.candidate = false;
+        // Holder or standby, a release gives the claim up: it leaves the line.
+        conn.candidate = false;
         break;
       }
       case "close":
