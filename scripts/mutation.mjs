@@ -48,6 +48,22 @@ const MUTANTS = [
     unit: ["test/unit/worker-transcripts.test.ts"],
     worker: ["test/worker/output.test.ts"],
   },
+  {
+    name: "decline's ran-check removed (an attempt that ran is queued again without costing an attempt: a free retry)",
+    file: "worker/rules/plan/write.ts",
+    find: "const ran = ranUnder(t);",
+    replace: "const ran = null;",
+    unit: ["test/unit/plan-write.test.ts"],
+    worker: ["test/worker/stopping.test.ts"],
+  },
+  {
+    name: "a stopping runner elected like any other (the lease goes to a serve that is shutting down)",
+    file: "worker/rules/preference.ts",
+    find: "return { eligible: staying.length > 0 ? staying : notDrained, staying };",
+    replace: "return { eligible: notDrained, staying };",
+    unit: ["test/unit/preference.test.ts"],
+    worker: ["test/worker/stopping.test.ts"],
+  },
 ];
 
 const repo = resolve(import.meta.dirname, "..");
