@@ -282,6 +282,9 @@ class ServeCore:
         read the hello) it declines first: back to the queue, the attempt not counted."""
         self.work.stopping = True
         if release and self.link.open:
+            # Said before the hello: an idle holder's hello is its safe point, where the coordinator may hand the lease on at once.
+            if self.lease.kind == "holder":
+                self.event(type="releasing", fence=self.lease.fence)
             # Before the await: a hand-out arriving while the hello goes out is declined, not dropped.
             self._said_stopping = True
             if not await self.link.send({"type": "hello", "stopping": True}):
@@ -292,8 +295,6 @@ class ServeCore:
         await asyncio.gather(self.work.settled(), *declines)
         if not release or not self.link.open:
             return
-        if self.lease.kind == "holder":
-            self.event(type="releasing", fence=self.lease.fence)
         try:
             answer = await self.link.request({"type": "serve_lease", "op": "release"}, RELEASE_TIMEOUT)
         except NotConnected:
