@@ -21,6 +21,8 @@ afterEach(() => {
 });
 
 /** PATH without any directory holding a `baton`, so the run below sees none linked. */
+/** A wrangler dev registry of its own (wrangler-dev.ts says why). */
+const ownRegistry = () => mkdtempSync(join(tmpdir(), "baton-registry-"));
 const PATH_WITHOUT_BATON = (process.env.PATH ?? "").split(delimiter).filter((d) => d && !existsSync(join(d, "baton"))).join(delimiter);
 
 /**
@@ -37,7 +39,7 @@ function start(path: string): Promise<{ port: number; out: string }> {
 
 async function startOn(port: number, path: string): Promise<string> {
   const proc = spawn(process.execPath, ["scripts/start.mjs", "--port", String(port), "--persist-to", mkdtempSync(join(tmpdir(), "baton-start-"))], {
-    cwd: ROOT, env: { ...process.env, PATH: path, BATON_URL: "", BATON_TOKEN: "" }, stdio: ["ignore", "pipe", "pipe"], detached: true,
+    cwd: ROOT, env: { ...process.env, PATH: path, BATON_URL: "", BATON_TOKEN: "", WRANGLER_REGISTRY_PATH: ownRegistry() }, stdio: ["ignore", "pipe", "pipe"], detached: true,
   });
   stop = () => {
     try {
@@ -120,7 +122,7 @@ describe("npm start on another port", () => {
 async function startToEnd(port: number) {
   const t0 = Date.now();
   const proc = spawn(process.execPath, ["scripts/start.mjs", "--port", String(port)], {
-    cwd: ROOT, env: { ...process.env, BATON_URL: "", BATON_TOKEN: "" }, stdio: ["ignore", "pipe", "pipe"], detached: true,
+    cwd: ROOT, env: { ...process.env, BATON_URL: "", BATON_TOKEN: "", WRANGLER_REGISTRY_PATH: ownRegistry() }, stdio: ["ignore", "pipe", "pipe"], detached: true,
   });
   let stdout = "";
   let stderr = "";

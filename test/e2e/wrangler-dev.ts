@@ -106,7 +106,12 @@ async function startOnce(opts: DevOptions): Promise<DevServer> {
     cwd: root,
     // No fetch of the Request.cf object: offline it fails after a DNS lookup, on every start-up. No
     // banner, hence no update check against the registry on every start-up.
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true", CI: "true", NO_COLOR: "1" },
+    // A dev registry of its own: wrangler devs of one name share ~/.config/.wrangler/registry/baton,
+    // and one that exits deletes the file another is about to touch (ENOENT: that one crashes).
+    env: {
+      ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true", CI: "true", NO_COLOR: "1",
+      WRANGLER_REGISTRY_PATH: join(persistDir, "registry"),
+    },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });

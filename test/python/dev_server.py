@@ -100,7 +100,10 @@ def _start_dev() -> tuple[Dev, Any]:
            "--var", "BATON_PREFERENCE_HYSTERESIS_SECONDS:1",
            "--var", "BATON_TEST_CLOCK:true",
            "--var", f"BATON_TOKENS:dev:{_sha256(DEV_TOKEN)},dev:wall:read:{_sha256(READ_ONLY_TOKEN)}"]
-    env = {**os.environ, "WRANGLER_SEND_METRICS": "false", "CLOUDFLARE_CF_FETCH_ENABLED": "false", "CI": "true", "NO_COLOR": "1"}
+    # A dev registry of its own: wrangler devs of one name share ~/.config/.wrangler/registry/baton, and
+    # one that exits deletes the file another is about to touch (ENOENT: that one crashes).
+    env = {**os.environ, "WRANGLER_SEND_METRICS": "false", "CLOUDFLARE_CF_FETCH_ENABLED": "false", "CI": "true", "NO_COLOR": "1",
+           "WRANGLER_REGISTRY_PATH": str(Path(persist) / "registry")}
     out = open(log, "wb")
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True)
