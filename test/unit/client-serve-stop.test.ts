@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { ClientFrame, MessageFrame } from "../../worker/wire/protocol.ts";
 import type { Clock } from "../../client/core/clock.ts";
+import type { MessageHandler } from "../../client/core/handler.ts";
 import { ServeCore } from "../../client/core/serve-core.ts";
 import type { CoreLink, ReplyFrame } from "../../client/core/writes.ts";
 
@@ -40,6 +41,18 @@ const HAND_OUT: MessageFrame = {
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
 
+/** A holder with one slot: message 8 runs under `handler`, message 9 waits for the slot. */
+async function holdingTwo(handler: MessageHandler) {
+  const link = new RecordingLink();
+  const core = new ServeCore({ agent: "a", link, clock: stillClock, runnerId: "r", handler });
+  core.opened(0);
+  core.receive({ type: "serve_lease", held: true, fence: 1, machine: "m", ttl_ms: 60_000 } as never);
+  core.receive({ ...HAND_OUT, id: 8, token: 3 });
+  core.receive(HAND_OUT);
+  await tick();
+  return { link, core };
+}
+
 describe("a stopping serve", () => {
   it("never starts a hand-out that arrives after it said it is stopping", async () => {
     const link = new RecordingLink();
@@ -73,13 +86,7 @@ describe("a stopping serve", () => {
   });
 
   it("declines a hand-out still waiting for a slot when the stop began; the one running is stopped, not declined", async () => {
-    const link = new RecordingLink();
-    const core = new ServeCore({ agent: "a", link, clock: stillClock, runnerId: "r", handler: (_m, { signal }) => new Promise<void>((r) => signal.addEventListener("abort", () => r())) });
-    core.opened(0);
-    core.receive({ type: "serve_lease", held: true, fence: 1, machine: "m", ttl_ms: 60_000 } as never);
-    core.receive({ ...HAND_OUT, id: 8, token: 3 });
-    core.receive(HAND_OUT);
-    await tick();
+    const { link, core } = await holdingTwo((_m, { signal }) => new Promise<void>((r) => signal.addEventListener("abort", () => r())));
     const stopping = core.stop(true);
     await tick();
     link.answerRelease();
@@ -88,14 +95,8 @@ describe("a stopping serve", () => {
   });
 
   it("declines what never started at once, while a handler that ignores its abort still runs", async () => {
-    const link = new RecordingLink();
     let finish = () => {};
-    const core = new ServeCore({ agent: "a", link, clock: stillClock, runnerId: "r", handler: () => new Promise<void>((r) => (finish = r)) });
-    core.opened(0);
-    core.receive({ type: "serve_lease", held: true, fence: 1, machine: "m", ttl_ms: 60_000 } as never);
-    core.receive({ ...HAND_OUT, id: 8, token: 3 });
-    core.receive(HAND_OUT);
-    await tick();
+    const { link, core } = await holdingTwo(() => new Promise<void>((r) => (finish = r)));
     const stopping = core.stop(true);
     await tick();
     // The handler of 8 has not settled, yet 9 is already given back (and nothing is released yet).

@@ -28,9 +28,7 @@ export interface FireHost {
 
 export function fireDueSlots(host: FireHost, now: number, paused: boolean, account: string): void {
   try {
-    transaction(host, () => {
-      for (const slot of host.schedules().due(now, paused)) postSlot(host, slot, now, account);
-    });
+    postDue(host, now, paused, account);
     return;
   } catch (err) {
     rolledBack(host, err);
@@ -42,9 +40,7 @@ export function fireDueSlots(host: FireHost, now: number, paused: boolean, accou
 function fireSchedule(host: FireHost, id: number, now: number, paused: boolean, account: string): void {
   let error: string;
   try {
-    transaction(host, () => {
-      for (const slot of host.schedules().due(now, paused, id)) postSlot(host, slot, now, account);
-    });
+    postDue(host, now, paused, account, id);
     return;
   } catch (err) {
     error = rolledBack(host, err);
@@ -60,6 +56,13 @@ function fireSchedule(host: FireHost, id: number, now: number, paused: boolean, 
     // Nothing of the schedule committed: it is still due, and the next alarm fires it again.
     rolledBack(host, err);
   }
+}
+
+/** The due slots (of schedule `only`, or of all) decided and posted in one transaction. */
+function postDue(host: FireHost, now: number, paused: boolean, account: string, only?: number): void {
+  transaction(host, () => {
+    for (const slot of host.schedules().due(now, paused, only)) postSlot(host, slot, now, account);
+  });
 }
 
 function postSlot(host: FireHost, slot: SlotPost, now: number, account: string): void {
