@@ -35,7 +35,10 @@ export const messageViewSchema = z.object({
   id: z.int().check(z.gte(1)),
   text: z.string(),
   status: z.enum(MESSAGE_STATUSES),
+  /** Hand-outs so far: the number of its latest attempt. */
   attempts: count,
+  /** Of those, hand-outs a stopping runner gave back unstarted: not counted against max_attempts (absent from older coordinators). */
+  declined: z.optional(count),
   created_at: z.number(),
   acked_at: z.nullable(z.number()),
   acked_fence: z.nullable(count),
