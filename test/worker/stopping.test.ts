@@ -6,6 +6,8 @@ import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import type { OutputEvent, OutputPage } from "../../worker/wire/output.ts";
 import { BASE, call, claimant, DEV_TOKEN, message, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 import { SELF } from "cloudflare:test";
+import { passTime } from "./clock.ts";
+import { retryBackoffMs } from "../../worker/rules/message-lease.ts";
 
 function run(sock: TestSocket, id: number): Promise<MessageFrame> {
   return sock.next("message", (f) => f.run && f.id === id);
@@ -129,10 +131,10 @@ describe("a message that crossed the runner's hello stopping", () => {
     expect(await sections(agent, id)).toEqual(["1@a", "1:declined", "2@b", "2:chunk", "2:replied"]);
   });
 
-  it("declined k times by stopping runners in turn, a max_attempts 1 message is never failed for attempts: the runner after them completes it", async () => {
+  it("declined k times by stopping runners in turn, it is never failed for attempts: with max_attempts 2 the next attempt's failure is its first counted try, and it runs again", async () => {
     const agent = uniqueAgent();
     const k = 3;
-    const x = await crossed(agent, 1);
+    const x = await crossed(agent, 2);
     let [holder, standby, handed] = [x.a, x.b, x.handed];
     for (let n = 1; n <= k; n++) {
       expect(await write(holder.sock, { type: "decline", id: x.id, token: handed.token })).toMatchObject({ type: "result", op: "decline" });
@@ -145,9 +147,15 @@ describe("a message that crossed the runner's hello stopping", () => {
       standby = await claimant(agent, `r${n + 2}`);
       await sayStopping(holder.sock);
     }
-    expect(await write(holder.sock, { type: "reply", id: x.id, token: handed.token, key: `reply-${x.id}`, text: "done" })).toMatchObject({ type: "result" });
-    expect(await message(agent, x.id)).toMatchObject({ status: "acknowledged", attempts: k + 1, declined: k });
-    expect(await sections(agent, x.id)).toEqual(["1@a", "1:declined", "2@b", "2:declined", "3@r3", "3:declined", "4@r4", "4:replied"]);
+    // Attempt k + 1 fails: one try of two counted, so it is queued again after the first backoff, not failed.
+    expect(await write(holder.sock, { type: "fail", id: x.id, token: handed.token, reason: "exit 1" })).toMatchObject({ op: "fail", status: "queued" });
+    expect(await message(agent, x.id)).toMatchObject({ status: "queued", attempts: k + 1, declined: k, failures: 1 });
+    await passTime(agent, retryBackoffMs(1) + 100);
+    const last = await run(holder.sock, x.id);
+    expect(last).toMatchObject({ attempt: k + 2 });
+    expect(await write(holder.sock, { type: "reply", id: x.id, token: last.token, key: `reply-${x.id}`, text: "done" })).toMatchObject({ type: "result" });
+    expect(await message(agent, x.id)).toMatchObject({ status: "acknowledged", attempts: k + 2, declined: k });
+    expect(await sections(agent, x.id)).toEqual(["1@a", "1:declined", "2@b", "2:declined", "3@r3", "3:declined", "4@r4", "4:failed", "5@r4", "5:replied"]);
   });
 
   it("an attempt that left anything under its token (a step, a checkpoint, a heartbeat, output, a blob, a question) ran: its decline is refused and changes nothing", async () => {
