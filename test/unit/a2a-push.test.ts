@@ -43,6 +43,10 @@ describe("a push's body and a target's budgets", () => {
       },
     });
   });
+  it("says how many of its attempts were declined unstarted, when any were", () => {
+    const m = { id: 7, status: "running", attempts: 3, declined: 2, group: null, question: null, answers: [] } as unknown as MessageView;
+    expect(JSON.parse(pushBody(m, NOW)).statusUpdate.metadata).toEqual({ baton: { message: 7, status: "running", attempts: 3, declined: 2 } });
+  });
   it("refuses one more past the task's, the agent's or the account's count; a replacement always fits", () => {
     const fits = { task: 0, agent: 0, elsewhere: 0, replaces: false };
     expect(pushTargetRefusal(fits)).toBeNull();
