@@ -94,7 +94,7 @@ describe("an operator's controls on the dashboard", () => {
     await card(page, agent).locator(`[data-role="work"] [data-role="failed-item"][data-id="${id}"]`, { hasText: "the upstream API said 503" }).waitFor();
     broken = false;
     await row.locator('[data-action="retry"]').click();
-    await row.locator('[data-role="confirm"][data-for="retry"] .prompt', { hasText: `Retry #${id}? It is queued again with a fresh set of attempts.` }).waitFor();
+    await row.locator('[data-role="confirm"][data-for="retry"] .prompt', { hasText: `Retry #${id}? It is queued again with a fresh set of tries; its attempt numbers go on.` }).waitFor();
     expect((await fx.http.view(agent, id)).status).toBe("failed");
     await row.locator('[data-role="confirm"] [data-role="confirm-yes"]').click();
     const done = await fx.http.waitForStatus(agent, id, "acknowledged");
