@@ -61,7 +61,7 @@ describe("failed runs", () => {
     expect(bare.stderr).toMatch(/agent needs a subcommand: show or set/);
   });
 
-  it("baton retry runs a failed message as attempts 3 and 4 (BATON_ATTEMPT), with max_attempts 2 again; send, history, show and logs say its numbers went on", async () => {
+  it("baton retry runs a failed message as attempts 3 and 4 (BATON_ATTEMPT), with max_attempts 2 again; history, show and logs say its numbers went on", async () => {
     const agent = uniqueAgent("retried");
     const res = await fetch(`${fx.dev.url}/agents/${agent}/policy`, { method: "PUT", headers: authHeaders(), body: JSON.stringify({ max_attempts: 2 }) });
     expect(res.status).toBe(200);
