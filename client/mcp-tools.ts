@@ -76,7 +76,7 @@ export function answerResult(a: PersonAnswer, agent: string): Record<string, unk
 
 /** What `send` reports of its message. */
 export function sentResult(agent: string, m: MessageView): Record<string, unknown> {
-  return { agent, message_id: m.id, status: m.status, reply: m.reply, error: m.error, attempts: m.attempts };
+  return { agent, message_id: m.id, status: m.status, reply: m.reply, error: m.error, attempts: m.attempts, ...(m.declined ? { declined: m.declined } : {}) };
 }
 
 export const askShape = {

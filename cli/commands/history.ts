@@ -40,7 +40,7 @@ export default defineCommand({
         : `${m.question?.text && m.question.text !== m.text ? `asks: ${printable(oneLine(m.question.text, 60))}; ` : ""}${answerHint(agent, m.id, m.question?.choices ?? [])}`;
       const lease = m.status === "running" ? ` token ${m.token}` : m.status === "parked" ? ` (${resume})` : "";
       const where = m.machine === null ? "" : ` on ${m.machine}`;
-      writeText(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${where}${lease}  ${oneLine(m.text)}\n`);
+      writeText(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${m.declined ? ` (${m.declined} declined)` : ""}${where}${lease}  ${oneLine(m.text)}\n`);
       if (m.steps.length > 0) writeText(`       steps: ${oneLine(m.steps.map((s) => `${s.name} ${s.status === "done" ? "done" : "unknown"}`).join(", "), REPLY_CHARS)}\n`);
       for (const a of m.answers) writeText(`       ${a.choice === "cancel" ? "cancelled" : `answered ${printable(a.choice)}`}${a.text ? ` ${JSON.stringify(oneLine(a.text, 60))}` : ""} by ${tokenLabel(a.token)} (${a.account}, ${a.via}) at ${new Date(a.at).toISOString()}\n`);
       // A question's reply is its answer as JSON: the answered line above says it.

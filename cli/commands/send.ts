@@ -134,7 +134,7 @@ export default defineCommand({
         if (m.status === "failed") {
           if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
           const why = m.error ? `: ${m.error}` : "";
-          throw new CLIError(`message ${sent.id} failed after ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}${why}`, SEND_EXIT.failed);
+          throw new CLIError(`message ${sent.id} failed after ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}${m.declined ? ` (${m.declined} declined, not counted)` : ""}${why}`, SEND_EXIT.failed);
         }
         if (performance.now() >= deadline) {
           const why = served ? "" : `; nobody serves ${agent}`;

@@ -32,7 +32,7 @@ export default defineCommand({
     }
     const at = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());
     const lines = [
-      `message ${m.id} of ${agent}: ${m.status}, ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}${m.failures ? ` (${m.failures} failed)` : ""}`,
+      `message ${m.id} of ${agent}: ${m.status}, ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}${countedOf(m)}`,
       `  posted      ${at(m.created_at)}${m.group ? `, group ${m.group}` : ""}`,
       ...(m.status === "running" ? [`  running     on claim ${m.claim_seq} under token ${m.token}, taken back at ${at(m.expires_at)}`] : []),
       ...(m.status === "running" && m.heartbeat_at !== null ? [`  heartbeat   ${at(m.heartbeat_at)}${m.progress === null ? "" : `, progress ${brief(m.progress)}`}`] : []),
@@ -98,4 +98,10 @@ function quorumLine(q: QuestionQuorum): string {
   const rejects = q.reject_needs > 1 ? `, ${q.reject_needs} rejects to reject (${q.rejections} so far)` : ", any one reject rejects";
   const waiting = q.waiting_for?.length ? `; waiting for ${q.waiting_for.map(tokenLabel).join(", ")}` : "";
   return `${q.needs} approvals from distinct people (${q.approvals} so far${answered ? `: ${answered}` : ""})${rejects}${waiting}`;
+}
+
+/** " (2 failed, 1 declined)": attempts that failed, and hand-outs a stopping runner gave back unstarted (not counted against max attempts). */
+function countedOf(m: { failures: number; declined?: number | undefined }): string {
+  const said = [m.failures ? `${m.failures} failed` : "", m.declined ? `${m.declined} declined` : ""].filter(Boolean);
+  return said.length === 0 ? "" : ` (${said.join(", ")})`;
 }

@@ -39,6 +39,8 @@ log = logging.getLogger("baton")
 T = TypeVar("T")
 
 _WAIT_MIN, _WAIT_MAX = 0.1, 2.0
+#: While a wait meets an unreachable coordinator, it says so on its first try and every this many (about a minute apart).
+_SAY_UNREACHABLE_EVERY = 30
 
 
 class SessionLease:
@@ -96,6 +98,9 @@ class SessionLease:
             waited = SYSTEM_CLOCK.now() - started
             if not self.wait or (self.wait_timeout is not None and waited >= self.wait_timeout):
                 raise blocker
+            if isinstance(blocker, UnreachableError) and attempt % _SAY_UNREACHABLE_EVERY == 0:
+                # Waiting means waiting (wait_timeout bounds it), but never silently for a coordinator that does not answer.
+                log.warning("session lease %s: waiting; the coordinator is unreachable (%s)", self.session, blocker)
             delay = min(_WAIT_MAX, _WAIT_MIN * (2 ** attempt) * (1 + random.random()))
             if self.wait_timeout is not None:
                 delay = min(delay, max(0.0, self.wait_timeout - waited))

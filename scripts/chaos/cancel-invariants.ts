@@ -95,7 +95,7 @@ export function checkCancel(input: CancelInput): { tally: CancelTally; invariant
       // A call that began after the cancel and whose command ran wrote to the journal (an intent, or a result) and was accepted.
       if (c.rc === 0 && c.start > at && ran.has(`${c.id} ${c.name} ${c.attempt}`)) lateWrites.push(`${m.id} ${c.name}: attempt ${c.attempt} began at ${c.start}, after the cancel at ${at}, and was recorded`);
     }
-    if (m.attempts === 0 && input.ledger.some((l) => l.id === m.id)) lateWrites.push(`${m.id}: cancelled before it ever ran, yet its commands ran`);
+    if (m.attempts === (m.declined ?? 0) && input.ledger.some((l) => l.id === m.id)) lateWrites.push(`${m.id}: cancelled before it ever ran, yet its commands ran`);
     const unknown = new Set(m.cancelled.unknown_effects);
     const intents = m.steps.filter((s) => s.kind === "effect" && s.status === "intent").map((s) => s.name).sort();
     if (intents.join(",") !== [...unknown].sort().join(",")) lateEffects.push(`${m.id}: unknown effects ${[...unknown].join(",") || "none"}, the journal's open intents ${intents.join(",") || "none"}`);
@@ -168,7 +168,7 @@ export function checkCancel(input: CancelInput): { tally: CancelTally; invariant
     if (!newer) interrupts.push(`${m.id}: interrupted by message ${by}, which is not known`);
     else if (newer.group !== m.group) interrupts.push(`${m.id} (group ${m.group}): interrupted by message ${by} of group ${newer.group}`);
     if (by <= m.id) interrupts.push(`${m.id}: interrupted by an older message ${by}`);
-    if (m.attempts === 0) interrupts.push(`${m.id}: interrupted by message ${by} before it ever ran (only a running message is interrupted)`);
+    if (m.attempts === (m.declined ?? 0)) interrupts.push(`${m.id}: interrupted by message ${by} before it ever ran (only a running message is interrupted)`);
   }
   for (const [by, ids] of interruptedBy) if (ids.length > 1) interrupts.push(`message ${by} interrupted ${ids.join(", ")} (a group runs one at a time)`);
 

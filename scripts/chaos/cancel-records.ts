@@ -65,6 +65,8 @@ export interface CancelFinal {
   id: number;
   status: string;
   attempts: number;
+  /** Of its attempts, hand-outs a stopping runner gave back unstarted: attempts equal to these never ran. */
+  declined?: number;
   group: string | null;
   /** The machine of the runner it was last handed to. */
   machine: string | null;

@@ -6,6 +6,8 @@ export interface CoordinatorMessage {
   id: number;
   status: string;
   attempts: number;
+  /** Of its attempts, hand-outs a stopping runner gave back unstarted (not counted against max attempts). */
+  declined?: number;
   acked_fence: number | null;
   acked_token?: number | null;
   token?: number;

@@ -79,6 +79,8 @@ export function leaseChanges(t: FenceTimeline, faults: readonly Fault[], until =
 export interface FailedMessage {
   id: number;
   attempts: number;
+  /** Hand-outs a stopping runner gave back unstarted: they do not count against max attempts. */
+  declined?: number;
   /** Its latest hand-out's token (tokens come from one agent-wide counter). */
   token: number;
   error: string | null;
@@ -91,7 +93,8 @@ export interface FailedMessage {
  * caused by the run. Returns null when accounted for, else what is missing.
  */
 export function unaccountedFailure(m: FailedMessage, postFence: number | undefined, t: FenceTimeline, faults: readonly Fault[], maxAttempts: number): string | null {
-  if (m.attempts < maxAttempts) return `${m.id} failed after ${m.attempts} of ${maxAttempts} attempts (${m.error ?? "no reason"})`;
+  const tries = m.attempts - (m.declined ?? 0);
+  if (tries < maxAttempts) return `${m.id} failed after ${tries} of ${maxAttempts} attempts (${m.error ?? "no reason"})`;
   const from = postFence ?? 1;
   const later = t.ran.filter(([token]) => token > m.token).map(([, fence]) => fence);
   const last = later.length > 0 ? Math.min(...later) : Math.max(from, ...t.seenAt.keys());

@@ -12,7 +12,7 @@ const EVENT_MEANING: Record<LifecycleEvent, string> = {
   write: "the running attempt writes a step, heartbeat, question or checkpoint (its token checked first: `stale_token`, `not_your_message`)",
   complete: "the running attempt replies or acks",
   park: "the running attempt parks it for a person",
-  decline: "a runner that said it is stopping gives back an attempt it never started: queued at once, the attempt not counted",
+  decline: "a runner that said it is stopping gives back an attempt it never started: queued at once; the attempt keeps its number, not counted against max attempts",
   fail: "the running attempt fails: queued after a backoff, failed when its attempts are used up, parked when an effect's outcome is unknown",
   take_back: "its run deadline passed or its runner left: as fail, without the backoff",
   deadline: "its park deadline passed: failed (default), approve (queued, or acknowledged for a question alone), reject, escalate (parked again)",

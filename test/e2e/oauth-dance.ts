@@ -67,10 +67,15 @@ export async function openSignIn(f: FetchLike, base: string, client: Client, sco
     response_type: "code", client_id: client.client_id, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: "S256", state, resource: base,
     ...(scope === null ? {} : { scope }),
   });
-  const res = await f(`${base}/authorize?${params}`, { redirect: "manual" });
+  return { ...(await openPage(f, `${base}/authorize?${params}`)), verifier, state };
+}
+
+/** The sign-in page at `url` (an authorization URL a client built), with what its form posts back. */
+export async function openPage(f: FetchLike, url: string): Promise<Omit<OpenedPage, "verifier" | "state">> {
+  const res = await f(url, { redirect: "manual" });
   const html = await res.text();
   return {
-    status: res.status, html, cookie: cookiesOf(res), verifier, state,
+    status: res.status, html, cookie: cookiesOf(res),
     handle: unescapeHtml(html.match(/name="handle" value="([^"]*)"/)?.[1] ?? ""),
     query: unescapeHtml(html.match(/name="query" value="([^"]*)"/)?.[1] ?? ""),
   };
@@ -88,7 +93,7 @@ export interface SignInForm {
 }
 
 /** Posts the page's form; a 302's Location (back to the client) or the page shown again. */
-export async function submitSignIn(f: FetchLike, base: string, page: OpenedPage, form: SignInForm): Promise<{ status: number; location: string | null; html: string }> {
+export async function submitSignIn(f: FetchLike, base: string, page: Pick<OpenedPage, "handle" | "query" | "cookie">, form: SignInForm): Promise<{ status: number; location: string | null; html: string }> {
   const body = new URLSearchParams({ handle: page.handle, query: page.query, token: form.token ?? "", code: form.code ?? "", agents: form.agents ?? "", decision: form.decision ?? "approve" });
   for (const scope of form.scopes) body.append("scope", scope);
   const res = await f(`${base}/authorize`, {

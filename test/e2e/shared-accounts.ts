@@ -16,6 +16,8 @@ export const NAMED_TOKENS = {
   mcpSender: { token: "e2e-mcp-sender-token", name: "mcp-sender", scopes: "send" },
   /** "mcp-person", answer only. */
   mcpPerson: { token: "e2e-mcp-person-token", name: "mcp-person", scopes: "answer" },
+  /** "lena", who signs a remote MCP host in with OAuth (mcp-oauth.test.ts). */
+  hostOwner: { token: "e2e-host-owner-token", name: "lena", scopes: "read+send+answer" },
 } as const;
 
 /** A token (every scope) of account "alice", which holds nothing. */

@@ -161,7 +161,7 @@ def test_a_worker_paused_past_its_ttl_is_refused_and_the_thread_stays_one_line(d
         a.signal(signal.SIGSTOP)
 
         async def take_over():
-            async with baton.session_lease(thread_session(thread), url=dev.url, token=DEV_TOKEN, ttl=10, wait=True) as lease:
+            async with baton.session_lease(thread_session(thread), url=dev.url, token=DEV_TOKEN, ttl=10, wait=True, wait_timeout=60) as lease:
                 saver = BatonSaver(url=dev.url, token=DEV_TOKEN, lease=lease)
                 latest = await saver.aget_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
                 c = checkpoint({"log": ["plan by A", "draft by A", "review by B"]}, {"log": f"{3:032}.1"})

@@ -126,6 +126,18 @@ def test_unreachable_coordinator():
         asyncio.run(main())
 
 
+def test_a_wait_for_an_unreachable_coordinator_says_so_and_ends_at_its_wait_timeout(caplog):
+    async def main():
+        async with baton.session_lease("x", url="http://127.0.0.1:9", token="t", wait=True, wait_timeout=0.5):
+            pass
+
+    started = time.monotonic()
+    with caplog.at_level("WARNING", logger="baton"), pytest.raises(baton.UnreachableError):
+        asyncio.run(main())
+    assert time.monotonic() - started < 5
+    assert any("waiting; the coordinator is unreachable" in r.getMessage() for r in caplog.records)
+
+
 def test_refused_token(dev):
     async def main():
         async with baton.session_lease("x", url=dev.url, token="wrong"):

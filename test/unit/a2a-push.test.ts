@@ -43,6 +43,10 @@ describe("a push's body and a target's budgets", () => {
       },
     });
   });
+  it("says how many of its attempts were declined unstarted, when any were", () => {
+    const m = { id: 7, status: "running", attempts: 3, declined: 2, group: null, question: null, answers: [] } as unknown as MessageView;
+    expect(JSON.parse(pushBody(m, NOW)).statusUpdate.metadata).toEqual({ baton: { message: 7, status: "running", attempts: 3, declined: 2 } });
+  });
   it("refuses one more past the task's, the agent's or the account's count; a replacement always fits", () => {
     const fits = { task: 0, agent: 0, elsewhere: 0, replaces: false };
     expect(pushTargetRefusal(fits)).toBeNull();
@@ -73,7 +77,9 @@ describe("the plan's wake for pushes", () => {
   });
 
   it("a declined first attempt pushes nothing: the task stays working, never back to submitted", () => {
-    const declined: MessageChange = { kind: "declined", id: 1, before: "running", lease: message(1, { status: "queued", attempts: 0 }) };
+    const declined: MessageChange = { kind: "declined", id: 1, before: "running", lease: message(1, { status: "queued", attempts: 1, declined: 1 }) };
+    // Its hand-out keeps its number, so the queued task reads as working by the state rules themselves.
+    expect(pushedState("running", declined.lease!)).toBeNull();
     expect(pushOf(declined, new Set([1]))).toBeNull();
     expect(makesPush(declined, new Set([1]))).toBe(false);
   });

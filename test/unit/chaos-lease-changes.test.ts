@@ -70,6 +70,10 @@ describe("chaos main run: failed messages against injected faults", () => {
     expect(unaccountedFailure({ ...failed }, 4, t, faults, 5)).toBe("3 had 5 attempts over fences 4..7");
   });
 
+  it("counts a declined hand-out as no attempt against max attempts: five hand-outs, one declined, is a failure before its max", () => {
+    expect(unaccountedFailure({ ...failed, declined: 1 }, 2, fenceTimeline(logs), faults, 5)).toMatch(/failed after 4 of 5 attempts/);
+  });
+
   it("without an account of failures, a failed message is lost", () => {
     const run = checkRun({ sentIds: [3], messages: [failed], effects: [] });
     expect(run.invariants.find((i) => i.name === INVARIANTS.noneLost)).toMatchObject({ ok: false, detail: "3 failed" });

@@ -1,7 +1,7 @@
 // The message lifecycle rules: dispatch order, groups, slots, tokens, run timeouts, park and resume.
 import { describe, expect, it } from "vitest";
 import {
-  answer, checkMessageWrite, complete, decline, DEFAULT_POLICY, expireDue, failAttempt, lease, nextMessageDeadline, park, planDispatch, resume, retry, retryBackoffMs, takeBack,
+  answer, checkMessageWrite, complete, decline, DEFAULT_POLICY, expireDue, failAttempt, lease, nextMessageDeadline, park, planDispatch, resume, retry, retryBackoffMs, takeBack, triesOf,
   type MessageLease, type MessagePolicy,
 } from "../../worker/rules/message-lease.ts";
 
@@ -178,9 +178,39 @@ describe("a question for a person alone", () => {
 });
 
 describe("decline", () => {
-  it("queues a running message at once and gives its attempt back: attempts one fewer, no runner, no deadline, no backoff", () => {
+  it("queues a running message at once and counts its hand-out declined: the attempt keeps its number, no runner, no deadline, no backoff", () => {
     const running = lease(msg(1, { attempts: 2 }), "r1", 7, 1000, DEFAULT_POLICY);
     expect(running.attempts).toBe(3);
-    expect(decline(running)).toMatchObject({ status: "queued", attempts: 2, token: 7, runner: null, expiresAt: null, capAt: null, retryAt: null });
+    expect(decline(running)).toMatchObject({ status: "queued", attempts: 3, declined: 1, token: 7, runner: null, expiresAt: null, capAt: null, retryAt: null });
+    expect(triesOf(decline(running))).toBe(2);
+  });
+
+  it("the next hand-out after a decline is the next attempt number, never the declined one's again", () => {
+    const declined = decline(lease(msg(1), "r1", 7, 1000, DEFAULT_POLICY));
+    expect(lease(declined, "r2", 8, 2000, DEFAULT_POLICY)).toMatchObject({ status: "running", attempts: 2, declined: 1, token: 8, runner: "r2" });
+  });
+
+  it("with max_attempts 1, a declined message still runs once: its next attempt failing or taken back fails it, not the decline", () => {
+    const one = { ...pool, maxAttempts: 1 };
+    const again = lease(decline(lease(msg(1), "r1", 7, 1000, one)), "r2", 8, 2000, one);
+    expect(again.attempts).toBe(2);
+    expect(failAttempt(again, 3000, one)).toMatchObject({ status: "failed", attempts: 2, declined: 1 });
+    expect(takeBack(again, one)).toMatchObject({ status: "failed" });
+    expect(complete(again)).toMatchObject({ status: "acknowledged", attempts: 2, declined: 1 });
+  });
+
+  it("a message declined k times is not failed for attempts: its counted tries stay within max_attempts, and its backoff is theirs", () => {
+    let m = msg(1);
+    for (let k = 1; k <= 7; k++) m = decline(lease(m, `r${k}`, k, k * 1000, pool));
+    expect(m).toMatchObject({ status: "queued", attempts: 7, declined: 7 });
+    expect(triesOf(m)).toBe(0);
+    const running = lease(m, "r8", 8, 9000, pool);
+    expect(takeBack(running, pool)).toMatchObject({ status: "queued", attempts: 8 });
+    // The first counted try that fails waits the first backoff (1 s), not the eighth's.
+    expect(failAttempt(running, 10_000, pool)).toMatchObject({ status: "queued", retryAt: 10_000 + retryBackoffMs(1) });
+  });
+
+  it("a retry by a person starts both counts again", () => {
+    expect(retry(msg(1, { status: "failed", attempts: 4, declined: 2 }))).toMatchObject({ ok: true, message: { status: "queued", attempts: 0, declined: 0 } });
   });
 });

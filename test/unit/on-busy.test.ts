@@ -58,11 +58,18 @@ describe("decideOnBusy", () => {
     expect(supersede(msg(3, { attempts: 1 }))).toBeNull();
     expect(supersede(running(1))).toBeNull();
   });
+
+  it("a queued message whose every hand-out was declined never started: replace supersedes it; one that ran once as well is kept", () => {
+    expect(supersede(msg(2, { attempts: 2, declined: 2 }))).toMatchObject({ status: "superseded" });
+    expect(supersede(msg(3, { attempts: 2, declined: 1 }))).toBeNull();
+    const decided = decideOnBusy(policy("replace"), [msg(2, { group: "chat", attempts: 1, declined: 1 }), msg(3, { group: "chat", attempts: 2, declined: 1 })], "chat", NOW);
+    expect(decided.action === "store" && decided.supersede.map((m) => m.id)).toEqual([2]);
+  });
 });
 
 /** What the store answers for a read (message-store.ts busyGroup) over a whole group, oldest first. */
 const readOf = (group: readonly MessageLease[], read: BusyRead) => read.statuses.flatMap((status) => {
-  const rows = group.filter((m) => m.status === status && !m.forPerson && (!read.neverStarted || m.attempts === 0)).sort((a, b) => a.id - b.id);
+  const rows = group.filter((m) => m.status === status && !m.forPerson && (!read.neverStarted || m.attempts === (m.declined ?? 0))).sort((a, b) => a.id - b.id);
   return read.oldestOnly ? rows.slice(0, 1) : rows;
 });
 

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { decideOutput, outputMarks, type OutputTarget, type OutputWriter } from "../../worker/rules/plan/output.ts";
 import type { MessageChange } from "../../worker/rules/plan/types.ts";
+import { decline, DEFAULT_POLICY, lease as handOut } from "../../worker/rules/message-lease.ts";
 import { message, NOW, running } from "./plan-fixtures.ts";
 
 const lease = running(7, "1", { token: 5, attempts: 2, expiresAt: NOW + 1000 });
@@ -47,8 +48,12 @@ describe("outputMarks", () => {
   ])("%s ends the attempt", (_, over, status, reason) => {
     expect(ended(over, status)).toEqual({ attempt: 2, reason });
   });
-  it("a decline ends the attempt it gave back, under that attempt's number (its lease already counts one fewer)", () => {
-    expect(outputMarks({ kind: "declined", id: 7, before: "running", lease: { ...lease, status: "queued", attempts: 1 } }, null).ended).toEqual({ attempt: 2, reason: "declined" });
+  it("a decline ends the attempt it gave back under that attempt's number, and the next hand-out begins the next number: two sections, never one number twice", () => {
+    const declined = decline(lease);
+    expect(outputMarks({ kind: "declined", id: 7, before: "running", lease: declined }, null)).toEqual({ ended: { attempt: 2, reason: "declined" }, began: null });
+    const next = handOut(declined, "2", 6, NOW, DEFAULT_POLICY);
+    expect(outputMarks({ kind: "hand_out", id: 7, before: "queued", lease: next, to: 0, fence: 2, machine: "laptop-3", runKey: "rk" }, "laptop-3"))
+      .toEqual({ ended: null, began: { attempt: 3, machine: "laptop-3" } });
   });
   it("a hand-out begins the next attempt on its machine; a write that leaves it running marks nothing", () => {
     expect(outputMarks({ kind: "hand_out", id: 7, before: "queued", lease: { ...lease, attempts: 3 }, to: 0, fence: 1, machine: "laptop-1", runKey: "rk" }, "laptop-1")).toEqual({ ended: null, began: { attempt: 3, machine: "laptop-1" } });

@@ -55,8 +55,8 @@ describe("decideWrite", () => {
     const none: AttemptTraces = { steps: 0, checkpoint: false, heartbeatAt: null, output: false, blobs: 0 };
     const decide = (t: WriteTarget) => decideWrite(t, decline, "1", 3, DEFAULT_POLICY, NOW, true);
 
-    it("of an attempt that left nothing: queued again, the attempt given back", () => {
-      expect(decide(target({ traces: none })).change?.lease).toMatchObject({ status: "queued", attempts: 0 });
+    it("of an attempt that left nothing: queued again, the attempt keeping its number and counted declined", () => {
+      expect(decide(target({ traces: none })).change?.lease).toMatchObject({ status: "queued", attempts: 1, declined: 1 });
     });
 
     const ran: [string, Partial<WriteTarget>][] = [

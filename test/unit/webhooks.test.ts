@@ -35,6 +35,8 @@ describe("events from status changes", () => {
       { type: "message.outcome_unknown", message: { id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 1, park_deadline: null, waiting_on: "charge" } }],
     ["running → failed: message.failed with its error", "running", row({ status: "failed", error: "exit 3", attempts: 5 }),
       { type: "message.failed", message: { id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 5, error: "exit 3" } }],
+    ["running → failed after declined hand-outs: message.failed says how many of its attempts were declined (not counted)", "running", row({ status: "failed", error: "exit 3", attempts: 4, declined: 2 }),
+      { type: "message.failed", message: { id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 4, declined: 2, error: "exit 3" } }],
     ["parked → failed (park deadline): message.failed", "parked", row({ status: "failed", error: "its park deadline passed" }),
       { type: "message.failed", message: { id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 1, error: "its park deadline passed" } }],
     ["parked → parked: nothing", "parked", row({ status: "parked" }), null],

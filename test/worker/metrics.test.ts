@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { ParsedFamily } from "parse-prometheus-text-format";
 import { agentMetrics, parseMetrics, sampleValue } from "../e2e/prometheus.ts";
 import { EMPTY_COUNTERS, type AgentMetrics } from "../../worker/rules/metrics.ts";
-import { BASE, claimant, DEV_TOKEN, LEASES_TOKEN, OTHER_TOKEN, presence, settle, sleep, uniqueAgent } from "./helpers.ts";
+import { BASE, claimant, DEV_TOKEN, LEASES_TOKEN, OTHER_TOKEN, post, presence, settle, sleep, uniqueAgent, write } from "./helpers.ts";
 import { advanceClock, freezeClock, passTime } from "./clock.ts";
 
 async function scrape(token = DEV_TOKEN): Promise<string> {
@@ -135,6 +135,22 @@ describe("GET /metrics", () => {
     const handed = await until(agent, (f) => sampleValue(f, "baton_message_redeliveries_total") === 1);
     expect(sampleValue(handed, "baton_message_deliveries_total")).toBe(3);
     expect(sampleValue(handed, "baton_messages", { status: "running" })).toBe(1);
+    b.sock.close();
+  });
+
+  it("a hand-out after one a stopping runner declined is a delivery, not a redelivery: nothing was left unfinished", async () => {
+    const agent = uniqueAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    const id = await post(agent, "handed out as the stop began");
+    const first = await a.sock.next("message", (f) => f.run && f.id === id);
+    a.sock.send({ type: "hello", stopping: true });
+    await settle(a.sock);
+    expect(await write(a.sock, { type: "decline", id, token: first.token })).toMatchObject({ op: "decline" });
+    expect(await b.sock.next("message", (f) => f.run && f.id === id)).toMatchObject({ attempt: 2 });
+    const handed = await until(agent, (f) => sampleValue(f, "baton_message_deliveries_total") === 2);
+    expect(sampleValue(handed, "baton_message_redeliveries_total")).toBe(0);
+    a.sock.close();
     b.sock.close();
   });
 

@@ -13,6 +13,7 @@ import { permitRow } from "../../worker/objects/permit-store.ts";
 import { migrate, schemaVersion } from "../../worker/objects/migrations.ts";
 import { WebhookConfigStore } from "../../worker/objects/webhook-config.ts";
 import { DirectoryReporter } from "../../worker/objects/directory-reporter.ts";
+import { AgentMetricsKeeper } from "../../worker/objects/metrics-agent.ts";
 import type { RowCodec } from "../../worker/objects/sql-row.ts";
 import { call, stubFor, uniqueAgent } from "./helpers.ts";
 
@@ -39,11 +40,11 @@ function unversioned(sql: SqlStorage, ...tables: string[]): void {
 }
 
 describe("the message row", () => {
-  it("a fresh object's messages, message_steps and message_permits tables have exactly the row schemas' columns, at versions 4 and 2", async () => {
+  it("a fresh object's messages, message_steps and message_permits tables have exactly the row schemas' columns, at versions 5 and 2", async () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const { sql } = state.storage;
       for (const { table, schema } of [shapes(sql, messageRow), shapes(sql, stepRow), shapes(sql, permitRow)]) expect(table).toEqual(schema);
-      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([4, 2]);
+      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([5, 2]);
     });
   });
 
@@ -76,12 +77,12 @@ describe("the message row", () => {
         ["waiting", "queued", 0, 0, 0, null], ["handed out", "queued", 0, 0, 0, null], ["done", "acknowledged", 0, 0, 0, "ok"],
       ]);
       expect(store.openLeases(10).map((l) => l.id)).toEqual([1, 2]);
-      expect(schemaVersion(sql, "messages")).toBe(4);
+      expect(schemaVersion(sql, "messages")).toBe(5);
       expect(sql.exec(`SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'messages_group_status'`).toArray()).toHaveLength(1);
     });
   });
 
-  it("a messages table at version 1 (before held_since) gains the column (then the group index and the permits table) at version 4 and keeps its messages", async () => {
+  it("a messages table at version 1 (before held_since) gains the column (then the group index, the permits table and the declined count) at version 5 and keeps its messages", async () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const { sql } = state.storage;
       new MessageStore(sql);
@@ -90,11 +91,43 @@ describe("the message row", () => {
       sql.exec(`INSERT INTO messages (text, created_at, retry_at) VALUES ('held', 5, 300)`);
       sql.exec(`DROP TABLE message_permits`);
       const store = new MessageStore(sql);
-      expect(schemaVersion(sql, "messages")).toBe(4);
+      expect(schemaVersion(sql, "messages")).toBe(5);
       expect(shapes(sql, permitRow).table).toEqual(shapes(sql, permitRow).schema);
       const { table, schema } = shapes(sql, messageRow);
       expect(table).toEqual(schema);
       expect(store.pages.range(0, store.pages.lastId()).map((m) => [m.text, m.retry_at, m.held_since])).toEqual([["held", 300, null]]);
+    });
+  });
+
+  it("a messages table at version 4 (before declined) gains the count at version 5, none declined, and keeps its messages and their attempts", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
+      const { sql } = state.storage;
+      new MessageStore(sql);
+      // As the release before left it: the tally's trigger of then (message_tally version 1) reads no declined count.
+      sql.exec(`DROP TRIGGER tally_attempts`);
+      sql.exec(`ALTER TABLE messages DROP COLUMN declined`);
+      sql.exec(`UPDATE schema_versions SET version = 4 WHERE store = 'messages'`);
+      sql.exec(`UPDATE schema_versions SET version = 1 WHERE store = 'message_tally'`);
+      sql.exec(`INSERT INTO messages (text, created_at, status, attempts, token) VALUES ('ran twice', 5, 'queued', 2, 7)`);
+      const store = new MessageStore(sql);
+      new AgentMetricsKeeper(sql);
+      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_tally")]).toEqual([5, 2]);
+      const { table, schema } = shapes(sql, messageRow);
+      expect(table).toEqual(schema);
+      const [m] = store.pages.range(0, store.pages.lastId());
+      expect([m!.text, m!.attempts, m!.declined]).toEqual(["ran twice", 2, 0]);
+      expect(leaseOf(m!)).not.toHaveProperty("declined");
+      // The tally's new trigger: a hand-out after a declined first one is a delivery and no redelivery; one after a counted try is both.
+      const tally = () => Object.fromEntries(sql.exec<{ key: string; value: number }>(`SELECT key, value FROM message_tally WHERE key IN ('deliveries', 'redeliveries')`).toArray().map((r) => [r.key, r.value]));
+      const fresh = sql.exec<{ id: number }>(`INSERT INTO messages (text, created_at) VALUES ('declined first', 6) RETURNING id`).one().id;
+      const before = tally();
+      const handOut = (attempts: number) => sql.exec(`UPDATE messages SET attempts = ? WHERE id = ?`, attempts, fresh);
+      handOut(1);
+      sql.exec(`UPDATE messages SET declined = 1 WHERE id = ?`, fresh);
+      handOut(2);
+      expect(tally()).toEqual({ deliveries: before.deliveries! + 2, redeliveries: before.redeliveries! });
+      handOut(3);
+      expect(tally()).toEqual({ deliveries: before.deliveries! + 3, redeliveries: before.redeliveries! + 1 });
     });
   });
 

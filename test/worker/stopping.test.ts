@@ -3,11 +3,26 @@
 // on at its safe point (its runs finished), before it releases.
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
+import type { OutputEvent, OutputPage } from "../../worker/wire/output.ts";
 import { BASE, call, claimant, DEV_TOKEN, message, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 import { SELF } from "cloudflare:test";
+import { passTime } from "./clock.ts";
+import { retryBackoffMs } from "../../worker/rules/message-lease.ts";
 
 function run(sock: TestSocket, id: number): Promise<MessageFrame> {
   return sock.next("message", (f) => f.run && f.id === id);
+}
+
+/** The message's output as "attempt@machine" (began), "attempt:chunk" and "attempt:reason" (ended). */
+async function sections(agent: string, id: number): Promise<string[]> {
+  const events: OutputEvent[] = [];
+  for (let from = 0; ;) {
+    const page = (await call("GET", `/agents/${agent}/messages/${id}/output?format=json&from=${from}`)).body as unknown as OutputPage;
+    events.push(...page.events);
+    if (!page.more) break;
+    from = page.cursor;
+  }
+  return events.flatMap((e) => (e.type === "attempt" ? [`${e.attempt}@${e.machine}`] : e.type === "chunk" ? [`${e.attempt}:chunk`] : e.type === "attempt_end" ? [`${e.attempt}:${e.reason}`] : []));
 }
 
 async function sayStopping(sock: TestSocket) {
@@ -96,18 +111,51 @@ describe("a message that crossed the runner's hello stopping", () => {
     expect(b.sock.framesOf("message").filter((f) => f.run)).toEqual([]);
   });
 
-  it("declined, it goes back to the queue without an attempt: the next holder runs it as attempt 1, even with max_attempts 1", async () => {
+  it("declined, it goes back to the queue uncounted: the next holder runs it as attempt 2 (never attempt 1 twice), and with max_attempts 1 it completes", async () => {
     const agent = uniqueAgent();
     const { a, b, id, handed } = await crossed(agent, 1);
+    expect(handed).toMatchObject({ attempt: 1 });
     expect(await write(a.sock, { type: "decline", id, token: handed.token })).toEqual(expect.objectContaining({ type: "result", op: "decline", id, token: handed.token }));
     // The stopping holder ran nothing, so the lease moved at once and the message went with it.
     const second = await run(b.sock, id);
-    expect(second).toMatchObject({ attempt: 1 });
+    expect(second).toMatchObject({ attempt: 2 });
     expect(second.token).toBeGreaterThan(handed.token!);
-    expect(await message(agent, id)).toMatchObject({ status: "running", attempts: 1 });
+    expect(await message(agent, id)).toMatchObject({ status: "running", attempts: 2, declined: 1 });
     // Its old token is spent: a second decline, or any write under it, is refused and changes nothing.
     expect(await write(a.sock, { type: "decline", id, token: handed.token })).toMatchObject({ type: "error", code: "stale_token" });
-    expect(await message(agent, id)).toMatchObject({ status: "running", attempts: 1, token: second.token });
+    expect(await message(agent, id)).toMatchObject({ status: "running", attempts: 2, declined: 1, token: second.token });
+    expect(await write(b.sock, { type: "output", id, token: second.token, chunks: [{ stream: "stdout", text: "ran" }] })).toMatchObject({ type: "result" });
+    expect(await write(b.sock, { type: "reply", id, token: second.token, key: `reply-${id}`, text: "done" })).toMatchObject({ type: "result" });
+    expect(await message(agent, id)).toMatchObject({ status: "acknowledged", attempts: 2, declined: 1, reply: "done" });
+    // Each hand-out has its own section of the output: the declined one ends as such, the next begins under its own number.
+    expect(await sections(agent, id)).toEqual(["1@a", "1:declined", "2@b", "2:chunk", "2:replied"]);
+  });
+
+  it("declined k times by stopping runners in turn, it is never failed for attempts: with max_attempts 2 the next attempt's failure is its first counted try, and it runs again", async () => {
+    const agent = uniqueAgent();
+    const k = 3;
+    const x = await crossed(agent, 2);
+    let [holder, standby, handed] = [x.a, x.b, x.handed];
+    for (let n = 1; n <= k; n++) {
+      expect(await write(holder.sock, { type: "decline", id: x.id, token: handed.token })).toMatchObject({ type: "result", op: "decline" });
+      handed = await run(standby.sock, x.id);
+      expect(handed, `after decline ${n}`).toMatchObject({ attempt: n + 1 });
+      expect(await message(agent, x.id), `after decline ${n}`).toMatchObject({ status: "running", attempts: n + 1, declined: n });
+      holder = standby;
+      if (n === k) break;
+      // The next one to take over joins, and only then does the one running it say it is stopping.
+      standby = await claimant(agent, `r${n + 2}`);
+      await sayStopping(holder.sock);
+    }
+    // Attempt k + 1 fails: one try of two counted, so it is queued again after the first backoff, not failed.
+    expect(await write(holder.sock, { type: "fail", id: x.id, token: handed.token, reason: "exit 1" })).toMatchObject({ op: "fail", status: "queued" });
+    expect(await message(agent, x.id)).toMatchObject({ status: "queued", attempts: k + 1, declined: k, failures: 1 });
+    await passTime(agent, retryBackoffMs(1) + 100);
+    const last = await run(holder.sock, x.id);
+    expect(last).toMatchObject({ attempt: k + 2 });
+    expect(await write(holder.sock, { type: "reply", id: x.id, token: last.token, key: `reply-${x.id}`, text: "done" })).toMatchObject({ type: "result" });
+    expect(await message(agent, x.id)).toMatchObject({ status: "acknowledged", attempts: k + 2, declined: k });
+    expect(await sections(agent, x.id)).toEqual(["1@a", "1:declined", "2@b", "2:declined", "3@r3", "3:declined", "4@r4", "4:failed", "5@r4", "5:replied"]);
   });
 
   it("an attempt that left anything under its token (a step, a checkpoint, a heartbeat, output, a blob, a question) ran: its decline is refused and changes nothing", async () => {

@@ -97,7 +97,7 @@ function messageItem(agent: string, shown: { full: MessageView } | { recent: Rec
       el("span", { class: "id" }, `#${m.id}`),
       el("span", { class: "chip", "data-status": m.status }, m.status),
       held ? el("span", { class: "waiting", "data-role": "waiting" }, held) : null,
-      m.attempts > 1 ? el("span", { class: "attempts" }, `attempt ${m.attempts}`) : null,
+      m.attempts > 1 ? el("span", { class: "attempts" }, `attempt ${m.attempts}`, full?.declined ? ` (${full.declined} declined, not counted)` : null) : null,
       when(m.created_at),
       m.status === "failed" ? retryControl(agent, m.id, ui) : stopControl(agent, m, ui)),
     el("p", { class: "text", "data-role": "text" }, text),

@@ -87,4 +87,11 @@ const permits: Migration = (sql) => {
     PRIMARY KEY (message_id, effect)) WITHOUT ROWID`);
 };
 
-export const MESSAGE_MIGRATIONS: readonly Migration[] = [catchUpUnversioned, heldSince, groupStatusIndex, permits];
+/**
+ * 5: a message counts the hand-outs a stopping runner gave back unstarted (message-row.ts declined):
+ * they keep their attempt number and do not count against max attempts. A decline used to give its
+ * number back instead, so rows stored before this have none to count.
+ */
+const declinedHandOuts: Migration = (sql) => addMissingColumns(sql, "messages", { declined: "INTEGER NOT NULL DEFAULT 0" });
+
+export const MESSAGE_MIGRATIONS: readonly Migration[] = [catchUpUnversioned, heldSince, groupStatusIndex, permits, declinedHandOuts];

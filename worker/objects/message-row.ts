@@ -76,6 +76,8 @@ const MESSAGE_ROW = {
   traceparent: maybeText(),
   /** Held by an on_busy replace debounce: when the first message of its burst was posted (the ceiling counts from it). */
   held_since: maybeInteger(),
+  /** Hand-outs a stopping runner gave back unstarted: attempts less these count against max attempts. */
+  declined: integer(),
 };
 
 export type StoredMessage = RowOf<typeof MESSAGE_ROW>;
@@ -85,7 +87,7 @@ export const messageRow = new RowCodec<StoredMessage>("messages", MESSAGE_ROW);
 /** The columns a message's lease is made of (leaseOf), and what a write for a running message is checked against (RunRow). */
 export const LEASE_FIELDS = [
   "id", "status", "attempts", "token", "runner", "expires_at", "msg_group", "run_timeout_ms", "retry_at", "cap_at", "pending_ask", "on_deadline", "park_ms",
-  "for_person", "run_first", "held_since",
+  "for_person", "run_first", "held_since", "declined",
 ] as const satisfies readonly (keyof StoredMessage)[];
 export const RUN_FIELDS = [...LEASE_FIELDS, "run_key"] as const;
 
@@ -123,7 +125,7 @@ export function leaseOf(m: LeaseRow): MessageLease {
     id: m.id, status: m.status, attempts: m.attempts, token: m.token, runner: m.runner, expiresAt: m.expires_at,
     group: m.msg_group, runTimeoutMs: m.run_timeout_ms, retryAt: m.retry_at, capAt: m.cap_at, pendingAsk: m.pending_ask,
     onDeadline: m.on_deadline, parkMs: m.park_ms, forPerson: m.for_person === 1, ...(m.run_first === 1 ? { first: true } : {}),
-    ...(m.held_since === null ? {} : { heldSince: m.held_since }),
+    ...(m.held_since === null ? {} : { heldSince: m.held_since }), ...(m.declined > 0 ? { declined: m.declined } : {}),
   };
 }
 
@@ -134,6 +136,7 @@ export function messageView(m: StoredMessage, steps: StepSummary[], answers: Ans
     text: m.text,
     status: m.status,
     attempts: m.attempts,
+    declined: m.declined,
     created_at: m.created_at,
     acked_at: m.acked_at,
     acked_fence: m.acked_fence,

@@ -46,8 +46,18 @@ function backfillTally(sql: SqlStorage): void {
   sql.exec(`INSERT INTO message_tally (key, value) VALUES
     ('posted', (SELECT COALESCE(MAX(id), 0) FROM messages)),
     ('deliveries', (SELECT COALESCE(SUM(attempts), 0) FROM messages)),
-    ('redeliveries', (SELECT COALESCE(SUM(MAX(attempts - 1, 0)), 0) FROM messages))`);
+    ('redeliveries', (SELECT COALESCE(SUM(MAX(attempts - declined - 1, 0)), 0) FROM messages))`);
 }
+
+/**
+ * A hand-out after declined ones is no redelivery: only the attempts that count against max
+ * attempts (attempts less declined, rules/message-lease.ts triesOf) past the first are. Every
+ * hand-out is still a delivery.
+ */
+const TALLY_HAND_OUTS = `CREATE TRIGGER tally_attempts AFTER UPDATE OF attempts ON messages WHEN NEW.attempts > OLD.attempts BEGIN
+     UPDATE message_tally SET value = value + NEW.attempts - OLD.attempts WHERE key = 'deliveries';
+     UPDATE message_tally SET value = value + MAX(0, (NEW.attempts - NEW.declined) - MAX(OLD.attempts - OLD.declined, 1)) WHERE key = 'redeliveries';
+   END`;
 
 const TALLY_MIGRATIONS: Migration[] = [
   (sql) => {
@@ -56,6 +66,11 @@ const TALLY_MIGRATIONS: Migration[] = [
     sql.exec(`CREATE TABLE IF NOT EXISTS message_tally (key TEXT PRIMARY KEY, value INTEGER NOT NULL)`);
     if (fresh) backfillTally(sql);
     for (const trigger of TALLY_TRIGGERS) sql.exec(trigger);
+  },
+  // Messages count their declined hand-outs (message-migrations.ts 5), which are no redeliveries.
+  (sql) => {
+    sql.exec(`DROP TRIGGER IF EXISTS tally_attempts`);
+    sql.exec(TALLY_HAND_OUTS);
   },
 ];
 

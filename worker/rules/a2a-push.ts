@@ -7,7 +7,7 @@ import type { MessageStatus } from "../wire/enums.ts";
 import type { MessageView } from "../wire/http-responses.ts";
 import { PUSH_LIMITS, type A2APushConfig, type PushTargetView } from "../wire/push.ts";
 import type { TaskState } from "../wire/a2a.ts";
-import { contextOf, isTerminal, taskState, taskStatus } from "./a2a-task.ts";
+import { contextOf, declinedOf, isTerminal, taskState, taskStatus } from "./a2a-task.ts";
 
 /**
  * The task state a push announces for this change, or null when the task's state stays (a
@@ -31,7 +31,7 @@ export function pushBody(m: MessageView, now: number): string {
   return JSON.stringify({
     statusUpdate: {
       taskId: String(m.id), contextId: contextOf(m), status: taskStatus(m, now),
-      metadata: { baton: { message: m.id, status: m.status, attempts: m.attempts } },
+      metadata: { baton: { message: m.id, status: m.status, attempts: m.attempts, ...declinedOf(m) } },
     },
   });
 }

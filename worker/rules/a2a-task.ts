@@ -78,6 +78,9 @@ export function replyArtifact(m: MessageView): A2AArtifact | null {
   return { artifactId: "reply", name: "reply", parts: [{ text }] };
 }
 
+/** Hand-outs given back unstarted, said only when there were any (they are no attempts that ran). */
+export const declinedOf = (m: Pick<MessageView, "declined">): { declined?: number } => (m.declined ? { declined: m.declined } : {});
+
 /** The task a message is. `historyLength` 0 leaves out the message that started it. */
 export function taskOf(m: MessageView, agent: string, now: number, historyLength?: number): A2ATask {
   const reply = replyArtifact(m);
@@ -88,7 +91,7 @@ export function taskOf(m: MessageView, agent: string, now: number, historyLength
     status: taskStatus(m, now),
     ...(reply ? { artifacts: [reply] } : {}),
     ...(historyLength === 0 ? {} : { history: [first] }),
-    metadata: { baton: { agent, message: m.id, status: m.status, attempts: m.attempts, machine: m.machine } },
+    metadata: { baton: { agent, message: m.id, status: m.status, attempts: m.attempts, ...declinedOf(m), machine: m.machine } },
   };
 }
 

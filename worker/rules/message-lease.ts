@@ -18,8 +18,10 @@ export const ESCALATE_EVERY_MS = 60_000;
 export interface MessageLease {
   id: number;
   status: MessageStatus;
-  /** How many times the message was handed out. */
+  /** How many times the message was handed out: the number of its latest attempt (attempt numbers only grow, as tokens do). */
   attempts: number;
+  /** Hand-outs a stopping runner gave back unstarted (decline): never counted against max attempts (absent: none). */
+  declined?: number;
   /** Lease token of the latest hand-out; 0 before the first. Tokens come from one agent-wide counter, so they only grow. */
   token: number;
   /** The runner holding the message while it runs. */
@@ -75,6 +77,11 @@ export interface MessagePolicy {
 export const DEFAULT_POLICY: MessagePolicy = {
   mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5, heartbeatTimeoutMs: null, onBusy: "queue", debounceMs: null, debounceMaxMs: null, a2a: false, description: null,
 };
+
+/** The attempts that count against max attempts: every hand-out but the declined ones. */
+export function triesOf(m: Pick<MessageLease, "attempts" | "declined">): number {
+  return m.attempts - (m.declined ?? 0);
+}
 
 /** Hands a queued message to a runner under a fresh token, with its run deadline (the heartbeat timeout's, when sooner). */
 export function lease(m: MessageLease, runner: string, token: number, now: number, policy: MessagePolicy): MessageLease {
@@ -136,21 +143,22 @@ export function complete(m: MessageLease): MessageLease {
 /** Takes a running message back (its runner went silent, left, or ran out of time): queued again, or failed when its attempts are used up. */
 export function takeBack(m: MessageLease, policy: MessagePolicy): MessageLease {
   if (m.pendingAsk !== null) return enter(m, "take_back", parkUnknown(m));
-  const status: MessageStatus = m.attempts >= policy.maxAttempts ? "failed" : "queued";
+  const status: MessageStatus = triesOf(m) >= policy.maxAttempts ? "failed" : "queued";
   return enter(m, "take_back", { ...m, status, runner: null, expiresAt: null, capAt: null });
 }
 
 /**
  * A runner that said it is stopping never started this attempt (the hand-out crossed its hello
- * `stopping`): queued again at once, and the attempt does not count against max attempts.
+ * `stopping`): queued again at once. The attempt keeps its number (the next hand-out is the next
+ * number, so its output and A2A history stay its own) and is counted declined, never against max attempts.
  */
 export function decline(m: MessageLease): MessageLease {
-  return enter(m, "decline", { ...m, status: "queued", attempts: Math.max(0, m.attempts - 1), runner: null, expiresAt: null, capAt: null, retryAt: null });
+  return enter(m, "decline", { ...m, status: "queued", declined: (m.declined ?? 0) + 1, runner: null, expiresAt: null, capAt: null, retryAt: null });
 }
 
-/** How long a message waits after its `attempts`-th attempt failed: 1 s, doubling, at most a minute. */
-export function retryBackoffMs(attempts: number): number {
-  return Math.min(60_000, 1000 * 2 ** Math.max(0, attempts - 1));
+/** How long a message waits after its `tries`-th counted attempt failed (triesOf): 1 s, doubling, at most a minute. */
+export function retryBackoffMs(tries: number): number {
+  return Math.min(60_000, 1000 * 2 ** Math.max(0, tries - 1));
 }
 
 /**
@@ -159,8 +167,8 @@ export function retryBackoffMs(attempts: number): number {
  */
 export function failAttempt(m: MessageLease, now: number, policy: MessagePolicy): MessageLease & { status: "queued" | "failed" | "parked" } {
   if (m.pendingAsk !== null) return enter(m, "fail", { ...parkUnknown(m), status: "parked" as const });
-  if (m.attempts >= policy.maxAttempts) return enter(m, "fail", { ...m, status: "failed" as const, runner: null, expiresAt: null, capAt: null, retryAt: null });
-  return enter(m, "fail", { ...m, status: "queued" as const, runner: null, expiresAt: null, capAt: null, retryAt: now + retryBackoffMs(m.attempts) });
+  if (triesOf(m) >= policy.maxAttempts) return enter(m, "fail", { ...m, status: "failed" as const, runner: null, expiresAt: null, capAt: null, retryAt: null });
+  return enter(m, "fail", { ...m, status: "queued" as const, runner: null, expiresAt: null, capAt: null, retryAt: now + retryBackoffMs(triesOf(m)) });
 }
 
 /**

@@ -41,7 +41,7 @@ const EVENT: Record<LifecycleEvent, (s: MessageStatus) => Next> = {
   /** A reply or ack. */
   complete: (s) => (s === "running" ? to("acknowledged") : notRunning(s)),
   park: (s) => (s === "running" ? to("parked") : notRunning(s)),
-  /** A stopping runner never started the attempt: queued again, the attempt not counted. */
+  /** A stopping runner never started the attempt: queued again, the attempt (its number kept) not counted against max attempts. */
   decline: (s) => (s === "running" ? to("queued") : notRunning(s)),
   /** Queued again after a backoff, failed when its attempts are used up, parked when an effect's outcome is unknown. */
   fail: (s) => (s === "running" ? to("queued", "failed", "parked") : notRunning(s)),

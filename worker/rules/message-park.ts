@@ -63,7 +63,7 @@ export function retry(m: MessageLease): { ok: true; message: MessageLease } | { 
   if (refused === "cancelled") return { ok: false, code: "cancelled", message: `message ${m.id} was cancelled, and a cancelled message is final: send it again to run it` };
   if (refused !== null) return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}; only a failed message is retried` };
   if (m.forPerson) return { ok: false, code: "bad_request", message: `message ${m.id} was a question for a person and nothing runs it: ask again with a new one` };
-  return { ok: true, message: enter(m, "retry", { ...m, status: "queued", attempts: 0, runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null }) };
+  return { ok: true, message: enter(m, "retry", { ...m, status: "queued", attempts: 0, declined: 0, runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null }) };
 }
 
 export type ResumeResult =

@@ -10,7 +10,7 @@
 //   replace    queued, never-started messages of the group end `superseded` (by N); a running one finishes;
 //              with a debounce, the new message is held that long, so a burst becomes one run, but
 //              never past the ceiling counted from the burst's first message (debounceUntil)
-import type { MessageLease } from "./message-lease.ts";
+import { triesOf, type MessageLease } from "./message-lease.ts";
 import { enter, LIFECYCLE } from "./message-lifecycle.ts";
 import type { OnBusy, PolicyMode } from "../wire/enums.ts";
 import { LIMITS } from "../wire/protocol.ts";
@@ -81,7 +81,7 @@ export function decideOnBusy(policy: BusyPolicy, group: readonly MessageLease[],
       return { action: "store", interrupt, supersede: [], holdUntil: null, heldSince: null, first: interrupt.length > 0 };
     }
     case "replace": {
-      const supersede = group.filter((m) => m.status === "queued" && m.attempts === 0);
+      const supersede = group.filter((m) => m.status === "queued" && triesOf(m) === 0);
       if (policy.debounceMs === null || policy.debounceMs <= 0) return { action: "store", interrupt: [], supersede, holdUntil: null, heldSince: null, first: false };
       // The burst began with the first held message this one ends the line of.
       // A loop, not Math.min(...): the group is read whole, and a spread of ~130k arguments throws.
@@ -110,6 +110,6 @@ export function debounceUntil(policy: Pick<BusyPolicy, "debounceMs" | "debounceM
 
 /** A queued message that never started, replaced by a newer one of its group: final, never runs. */
 export function supersede(m: MessageLease): MessageLease | null {
-  if ("stays" in (LIFECYCLE[m.status].supersede ?? {}) || m.attempts !== 0) return null;
+  if ("stays" in (LIFECYCLE[m.status].supersede ?? {}) || triesOf(m) !== 0) return null;
   return enter(m, "supersede", { ...m, status: "superseded" as const, runner: null, expiresAt: null, capAt: null, retryAt: null, onDeadline: null, parkMs: null });
 }

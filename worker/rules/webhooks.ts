@@ -36,6 +36,8 @@ export interface MessageFacts {
   status: MessageStatus;
   text: string;
   attempts: number;
+  /** Hand-outs a stopping runner gave back unstarted (absent: none). */
+  declined?: number;
   /** Park deadline while parked. */
   expires_at: number | null;
   pending_ask: string | null;
@@ -69,7 +71,10 @@ export function escalationEvent(m: MessageFacts): WebhookFacts {
 }
 
 function messagePart(m: MessageFacts) {
-  return { id: m.id, text_preview: m.text.slice(0, WEBHOOK_LIMITS.previewChars), text_truncated: m.text.length > WEBHOOK_LIMITS.previewChars, attempts: m.attempts };
+  return {
+    id: m.id, text_preview: m.text.slice(0, WEBHOOK_LIMITS.previewChars), text_truncated: m.text.length > WEBHOOK_LIMITS.previewChars, attempts: m.attempts,
+    ...(m.declined ? { declined: m.declined } : {}),
+  };
 }
 
 /** The events a message's own change makes. */

@@ -35,7 +35,10 @@ export const messageViewSchema = z.object({
   id: z.int().check(z.gte(1)),
   text: z.string(),
   status: z.enum(MESSAGE_STATUSES),
+  /** Hand-outs so far: the number of its latest attempt. */
   attempts: count,
+  /** Of those, hand-outs a stopping runner gave back unstarted: not counted against max_attempts (absent from older coordinators). */
+  declined: z.optional(count),
   created_at: z.number(),
   acked_at: z.nullable(z.number()),
   acked_fence: z.nullable(count),
@@ -98,13 +101,13 @@ export const messageViewSchema = z.object({
   /** The running attempt's latest heartbeat (server ms) and its details. */
   heartbeat_at: z.nullable(z.number()),
   progress: z.unknown(),
+  /** Superseded (on_busy replace): the newer message of its group that took its place; null otherwise (absent from older coordinators). */
+  superseded_by: z.optional(z.nullable(count)),
   /**
    * Who cancelled it (token name, account, via), when and why; `unknown_effects`: effects whose intent
    * was recorded and whose outcome never was, so nobody knows whether they happened (never run again).
    * Null unless cancelled; absent from older coordinators.
    */
-  /** Superseded (on_busy replace): the newer message of its group that took its place; null otherwise (absent from older coordinators). */
-  superseded_by: z.optional(z.nullable(count)),
   cancelled: z.optional(z.nullable(z.object({
     at: z.number(), account: z.string(), token: z.string(), via: z.string(), reason: z.nullable(z.string()), unknown_effects: z.array(z.string()),
   }))),

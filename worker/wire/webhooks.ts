@@ -141,7 +141,9 @@ const messageBase = {
   /** The first WEBHOOK_LIMITS.previewChars characters of the message's text. */
   text_preview: z.string(),
   text_truncated: z.boolean(),
+  /** Hand-outs so far, the number of its latest attempt; `declined`, present when any: those a stopping runner gave back unstarted, not counted against max_attempts. */
   attempts: count,
+  declined: z.optional(count),
 };
 
 /** What the person is asked (null text: approve or reject), its choices, and what its deadline does. */

@@ -68,7 +68,7 @@ export function webhookOf(c: MessageChange): MessageEventType | null {
 
 /** The A2A task state a change pushes to its task's targets (`tasks`: those with targets; rules/a2a-push.ts), or null. */
 export function pushOf(c: MessageChange, tasks: ReadonlySet<number>): TaskState | null {
-  // A declined attempt never started: the task stays working (its attempts fell back, which would read as submitted).
+  // A declined attempt never started: whatever the task showed before its hand-out, it shows still.
   if (c.kind === "declined") return null;
   return c.lease !== null && tasks.has(c.id) ? pushedState(c.before, c.lease) : null;
 }

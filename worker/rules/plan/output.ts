@@ -89,19 +89,17 @@ export interface OutputMarks {
 
 /**
  * The marks of one change: a running message whose lease leaves running ended its attempt (why:
- * the reason the take-back gave, else a reply or ack, a cancel, a park, or a failed run); a
- * hand-out began the next one on `machine`.
+ * the reason the take-back gave, else a reply or ack, a decline, a cancel, a park, or a failed run);
+ * a hand-out began the next one on `machine`. Every hand-out has a number of its own (a declined
+ * one too), so no two attempts share a section of the output.
  */
 export function outputMarks(c: MessageChange, machine: string | null): OutputMarks {
   const lease = c.lease;
   let ended: OutputMarks["ended"] = null;
   if (c.before === "running" && lease !== null && lease.status !== "running") {
-    // A declined attempt is not counted: the lease's attempts are already one fewer than its number.
-    if (c.kind === "declined") ended = { attempt: lease.attempts + 1, reason: "declined" };
-    else {
-      const reason: AttemptEndReason = (c.kind === "taken_back" ? c.ended : null) ?? (c.kind === "ack" ? "replied" : c.kind === "cancelled" ? "cancelled" : lease.status === "parked" ? "parked" : failed(c) ? "failed" : "lease_lost");
-      ended = { attempt: lease.attempts, reason };
-    }
+    const reason: AttemptEndReason = (c.kind === "taken_back" ? c.ended : null) ??
+      (c.kind === "declined" ? "declined" : c.kind === "ack" ? "replied" : c.kind === "cancelled" ? "cancelled" : lease.status === "parked" ? "parked" : failed(c) ? "failed" : "lease_lost");
+    ended = { attempt: lease.attempts, reason };
   }
   const began = c.kind === "hand_out" ? { attempt: c.lease.attempts, machine: machine ?? "unknown" } : null;
   return { ended, began };
