@@ -42,7 +42,7 @@ import { ROOT } from "./wrangler-dev.ts";
 // Raised from 1310 KiB (gzip from 310) for 2026-12-07's fixes: the per-agent output budget, a stopping
 // serve handed nothing, a schedule fire that throws recorded skipped: 1309.2 KiB, 310.5 KiB gzipped.
 // Raised from 1320 KiB (gzip from 314) for sign-in codes (issue 51: the SignInCodes object, its store and plan, POST
-// /sign-in-codes, the page's code field and its messages): 1317.6 KiB, 312.7 KiB gzipped before, 1327.0 and 315.7 after.
+// /sign-in-codes, the page's code field and its messages): main at 425019a measured 1319.7 KiB, 313.5 KiB gzipped; 1328.8 and 316.4 with them.
 const BUNDLE_BUDGET_BYTES = 1330 * 1024;
 // Gzip raised from 300 KiB when the branches of 2026-12-06 met (A2A pushes, the plan's typed effects, the outbox rule, kept MCP servers): 300.4 KiB measured.
 const GZIP_BUDGET_BYTES = 317 * 1024;
