@@ -50,7 +50,7 @@ const COMMANDS: Record<string, { summary: string; load: Loader }> = {
   "webhook test": { summary: "send a signed webhook.test event now and print the receiver's status", load: () => import("./commands/webhook.ts").then((m) => ({ default: m.testCommand })) },
   "grants list": { summary: "list the account's OAuth grants: client, scopes, agents, who signed in", load: () => import("./commands/grants.ts") },
   "grants revoke": { summary: "revoke an OAuth grant: its tokens stop working at once", load: () => import("./commands/grants.ts").then((m) => ({ default: m.revokeCommand })) },
-  login: { summary: "check and store the coordinator URL and your token", load: () => import("./commands/login.ts") },
+  login: { summary: "check and store the coordinator URL and your token; --code prints a one-time code for the OAuth sign-in page", load: () => import("./commands/login.ts") },
 };
 
 function mainHelp(): string {

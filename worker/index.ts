@@ -12,6 +12,7 @@ import { handle } from "./pipeline.ts";
 export { AgentCoordinator } from "./objects/agent-object.ts";
 export { LeaseShard } from "./objects/lease-shard.ts";
 export { AgentDirectory } from "./objects/directory-object.ts";
+export { SignInCodes } from "./objects/sign-in-codes-object.ts";
 
 export default {
   fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {

@@ -6,6 +6,7 @@
 import { agentHandlers } from "./agents.ts";
 import type { Env } from "./env.ts";
 import { leaseHandlers } from "./leases.ts";
+import { codeHandlers } from "./oauth/code-sign-in.ts";
 import { grantHandlers } from "./oauth/grant-routes.ts";
 import { mcpHandlers } from "./mcp/route.ts";
 import { readBody } from "./objects/http.ts";
@@ -60,7 +61,7 @@ const accountHandlers: Handlers<"GET /whoami" | "GET /metrics" | "GET /agents" |
   "POST /webhook/test": (call) => webhookTestRoute(directoryOf(call), ACCOUNT, call.env.BATON_WEBHOOK_ALLOW_PRIVATE),
 };
 
-const HANDLERS: Handlers<RouteKey> = { ...accountHandlers, ...grantHandlers, ...agentHandlers, ...leaseHandlers, ...mcpHandlers };
+const HANDLERS: Handlers<RouteKey> = { ...accountHandlers, ...grantHandlers, ...codeHandlers, ...agentHandlers, ...leaseHandlers, ...mcpHandlers };
 
 /** A path segment with its %-escapes decoded, or null when they are malformed (a bad name, not a crash). */
 function decodedSegment(raw: string): string | null {

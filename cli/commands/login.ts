@@ -1,12 +1,15 @@
 // `baton login`: stores the coordinator URL and a bearer token in the user's config dir
 // (file 0600, directory 0700), reading the token from stdin without echo. Never prints it.
+// `baton login --code`: asks the coordinator for a one-time code that signs in as the token on
+// the OAuth sign-in page, typed there instead of the token, and prints the code.
 import { chmodSync, mkdirSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { CoordinatorError } from "../../client/errors.ts";
 import { requestJson } from "../../client/http.ts";
+import { SIGN_IN_CODE_LIMITS, signInCodeSchema } from "../../worker/wire/grants.ts";
 import { agentListSchema } from "../../worker/wire/http-responses.ts";
 import { defineCommand } from "../lib/command.ts";
-import { checkedUrl, configPath, DEFAULT_URL, isLocalUrl, readStoredConfig } from "../lib/config.ts";
+import { checkedUrl, configPath, DEFAULT_URL, isLocalUrl, readStoredConfig, resolveConnection, type Connection } from "../lib/config.ts";
 import { CLIError, UsageError } from "../lib/errors.ts";
 import { routePath } from "../../worker/wire/routes.ts";
 
@@ -15,14 +18,21 @@ const TOKEN_SHAPE = /^\S{1,4096}$/;
 export default defineCommand({
   path: ["login"],
   summary: "Check the token against the coordinator, then store the URL and token in your config file (mode 0600). " +
-    "The token is read from stdin (typed without echo on a terminal); it is never printed.",
+    "The token is read from stdin (typed without echo on a terminal); it is never printed. " +
+    "With --code: print a one-time code to type on the OAuth sign-in page instead of the token.",
   positionals: [],
   options: {
     status: { type: "boolean", description: "show which URL is stored and whether a token is, without printing it" },
+    code: {
+      type: "boolean",
+      description: `print a one-time sign-in code for the OAuth sign-in page instead (valid ${SIGN_IN_CODE_LIMITS.minutes} minutes, once), made with the stored token (or --token, BATON_TOKEN); stores nothing`,
+    },
   },
   exitCodes: [{ code: 1, meaning: "the coordinator refused the token or could not be reached; nothing was stored" }],
   async run({ options }) {
+    if (options.status && options.code) throw new UsageError("--status and --code do not go together");
     if (options.status) return printStatus(options.json);
+    if (options.code) return printCode(resolveConnection(options), options.json);
     const url = checkedUrl(String(options.url || process.env.BATON_URL || DEFAULT_URL));
     const token = options.token !== undefined ? options.token : await readToken();
     if (!TOKEN_SHAPE.test(token)) throw new UsageError("a token is 1-4096 characters without spaces or line breaks");
@@ -92,6 +102,13 @@ async function readToken(): Promise<string> {
     stdin.pause();
     process.stderr.write("\n");
   }
+}
+
+async function printCode(conn: Connection, json: boolean): Promise<void> {
+  const { code, expires_at } = await requestJson(conn, "POST", routePath("/sign-in-codes"), signInCodeSchema);
+  process.stdout.write(json
+    ? `${JSON.stringify({ code, expires_at, url: conn.url })}\n`
+    : `sign-in code: ${code} (for ${conn.url}, valid ${SIGN_IN_CODE_LIMITS.minutes} minutes, once). Type it on the baton sign-in page instead of a token.\n`);
 }
 
 function printStatus(json: boolean): void {

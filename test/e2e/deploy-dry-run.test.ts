@@ -1,5 +1,5 @@
 // The worker as it would be deployed: `wrangler deploy --dry-run` bundles it without an account,
-// and the bundle must carry the three Durable Object classes and stay within the size docs/guides/operate.md
+// and the bundle must carry the four Durable Object classes and stay within the size docs/guides/operate.md
 // states. Nothing is uploaded.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, statSync } from "node:fs";
@@ -41,12 +41,14 @@ import { ROOT } from "./wrangler-dev.ts";
 // 1301.0 KiB, 308.1 KiB gzipped on a clean clone.
 // Raised from 1310 KiB (gzip from 310) for 2026-12-07's fixes: the per-agent output budget, a stopping
 // serve handed nothing, a schedule fire that throws recorded skipped: 1309.2 KiB, 310.5 KiB gzipped.
-const BUNDLE_BUDGET_BYTES = 1320 * 1024;
+// Raised from 1320 KiB (gzip from 314) for sign-in codes (issue 51: the SignInCodes object, its store and plan, POST
+// /sign-in-codes, the page's code field and its messages): main at 425019a measured 1319.7 KiB, 313.5 KiB gzipped; 1328.8 and 316.4 with them.
+const BUNDLE_BUDGET_BYTES = 1330 * 1024;
 // Gzip raised from 300 KiB when the branches of 2026-12-06 met (A2A pushes, the plan's typed effects, the outbox rule, kept MCP servers): 300.4 KiB measured.
-const GZIP_BUDGET_BYTES = 314 * 1024;
+const GZIP_BUDGET_BYTES = 317 * 1024;
 
 describe("wrangler deploy --dry-run", () => {
-  it("bundles the worker with its three object classes, within the size budget", async () => {
+  it("bundles the worker with its four object classes, within the size budget", async () => {
     const outdir = mkdtempSync(join(tmpdir(), "baton-bundle-"));
     const { stdout } = await promisify(execFile)("npx", ["wrangler", "deploy", "--dry-run", "--outdir", outdir], {
       cwd: ROOT,
@@ -55,7 +57,7 @@ describe("wrangler deploy --dry-run", () => {
     expect(stdout).toContain("--dry-run: exiting now.");
     const bundle = join(outdir, "index.js");
     const code = readFileSync(bundle, "utf8");
-    for (const name of ["AgentCoordinator", "AgentDirectory", "LeaseShard"]) {
+    for (const name of ["AgentCoordinator", "AgentDirectory", "LeaseShard", "SignInCodes"]) {
       expect(code, name).toMatch(new RegExp(`export\\s*\\{[^}]*\\b${name}\\b`));
     }
     expect(code).not.toContain("node_modules/vitest");

@@ -1,6 +1,7 @@
 // An OAuth 2.1 client in plain fetch, as a remote MCP host does it against baton: dynamic client
 // registration, an authorization request with PKCE (S256), the person's sign-in page (GET, then
-// the form POST with a pasted baton token), the code exchange and refresh. Shared by the workerd
+// the form POST with a pasted baton token or a sign-in code from `baton login --code`, from a
+// client address of its own), the code exchange and refresh. Shared by the workerd
 // tests (SELF.fetch) and the e2e file against `wrangler dev` (global fetch).
 export type FetchLike = (url: string, init?: RequestInit) => Promise<Response>;
 
@@ -81,19 +82,23 @@ export async function openPage(f: FetchLike, url: string): Promise<Omit<OpenedPa
 }
 
 export interface SignInForm {
-  token: string;
+  /** A baton token, or a sign-in code (`baton login --code`), or both or neither to see them refused. */
+  token?: string;
+  code?: string;
   scopes: string[];
   agents?: string;
   decision?: "approve" | "deny";
+  /** The browser's address (CF-Connecting-IP): sign-in codes typed are counted per address; default a fresh one. */
+  address?: string;
 }
 
 /** Posts the page's form; a 302's Location (back to the client) or the page shown again. */
 export async function submitSignIn(f: FetchLike, base: string, page: Pick<OpenedPage, "handle" | "query" | "cookie">, form: SignInForm): Promise<{ status: number; location: string | null; html: string }> {
-  const body = new URLSearchParams({ handle: page.handle, query: page.query, token: form.token, agents: form.agents ?? "", decision: form.decision ?? "approve" });
+  const body = new URLSearchParams({ handle: page.handle, query: page.query, token: form.token ?? "", code: form.code ?? "", agents: form.agents ?? "", decision: form.decision ?? "approve" });
   for (const scope of form.scopes) body.append("scope", scope);
   const res = await f(`${base}/authorize`, {
     method: "POST", redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded", cookie: page.cookie, origin: base },
+    headers: { "content-type": "application/x-www-form-urlencoded", cookie: page.cookie, origin: base, "cf-connecting-ip": form.address ?? clientAddress() },
     body: body.toString(),
   });
   return { status: res.status, location: res.headers.get("location"), html: await res.text() };
@@ -125,7 +130,7 @@ export function refresh(f: FetchLike, base: string, client: Client, refreshToken
   return tokenRequest(f, base, { grant_type: "refresh_token", refresh_token: refreshToken, client_id: client.client_id });
 }
 
-/** The whole dance for a token and the scopes and agents a person approves: the client's tokens. */
+/** The whole dance for a token (or a sign-in code) and the scopes and agents a person approves: the client's tokens. */
 export async function authorize(f: FetchLike, base: string, form: SignInForm, requestScope: string | null = null): Promise<{ client: Client; tokens: Tokens }> {
   const client = await registerClient(f, base);
   const page = await openSignIn(f, base, client, requestScope);

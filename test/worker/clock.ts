@@ -2,6 +2,7 @@
 // the Worker's test hook (POST /test/clock, worker/test-clock.ts; BATON_TEST_CLOCK), instead of
 // sleeps that hope to be enough.
 import { SELF } from "cloudflare:test";
+import type { SignInCodes } from "../../worker/objects/sign-in-codes-object.ts";
 import { BASE, DEV_TOKEN, heartbeatingSockets, uniqueAgent } from "./helpers.ts";
 
 /** What one advance of an object's clock did (worker/test-clock.ts). */
@@ -25,6 +26,16 @@ export async function advanceClock(ms: number, target: { agent?: string; session
   });
   if (res.status !== 200) throw new Error(`advancing the clock failed: ${res.status} ${await res.text()}`);
   return (await res.json()) as ClockAdvance;
+}
+
+/**
+ * Moves a sign-in codes object's clock forward by its own test hook (the ClockedObject's, which the
+ * Worker's POST /test/clock calls for the other objects); 0 stops it where it is.
+ */
+export async function advanceCodesClock(codes: DurableObjectStub<SignInCodes>, ms: number): Promise<ClockAdvance> {
+  const moved = await codes.advanceClock(ms);
+  if (moved === null) throw new Error("the sign-in codes object's clock cannot be moved (BATON_TEST_CLOCK is not true)");
+  return moved;
 }
 
 /**

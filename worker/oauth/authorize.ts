@@ -1,10 +1,11 @@
 // GET and POST /authorize: where an OAuth client sends a person. GET checks the request (client,
 // redirect URI, PKCE) with the provider and shows the sign-in page; POST takes the pasted baton
-// token, the ticked scopes and the agent limit, and either shows the page again with what is wrong
-// (nothing granted, the same page still usable) or completes the authorization: a grant for the
-// token's account with only scopes the token has (rules/oauth-grants.ts), and the redirect back to
-// the client with its code. Deny sends the client access_denied. The form is bound to the browser
-// that opened the page (the provider's consent handle and cookie), and the token is never stored.
+// token or a sign-in code it made (code-sign-in.ts), the ticked scopes and the agent limit, and
+// either shows the page again with what is wrong (nothing granted, nothing spent, the same page
+// still usable) or completes the authorization: a grant for the token's account with only scopes
+// the token has (rules/oauth-grants.ts), and the redirect back to the client with its code; a code
+// is spent by it. Deny sends the client access_denied. The form is bound to the browser that
+// opened the page (the provider's consent handle and cookie), and the token is never stored.
 import { AuthorizationError, CimdFetchError, type AuthRequest, type OAuthHelpers } from "@cloudflare/workers-oauth-provider";
 import { authenticate, bytesToHex, sha256, type TokenEntry } from "../auth.ts";
 import type { Env } from "../env.ts";
@@ -12,12 +13,13 @@ import { readBody } from "../objects/http.ts";
 import { refuseRebindingDevToken } from "../origins.ts";
 import { grantableScopes, offeredScopes, parseAgentLimit, requestedAgents, type GrantProps } from "../rules/oauth-grants.ts";
 import { SCOPES, type Scope } from "../wire/token-scopes.ts";
+import { codeSigner, type Signer } from "./code-sign-in.ts";
 import { problemResponse, signInResponse } from "./page.ts";
 import { NOT_HERE, OAUTH_PATHS, oauthApi } from "./server.ts";
 
 /** How many of the account's grants a sign-in reads to find the one it replaces. */
 const GRANTS_SCANNED = 500;
-/** A sign-in form is a token, a few scopes, a few agent names and the original query: far below this. */
+/** A sign-in form is a token or a code, a few scopes, a few agent names and the original query: far below this. */
 const FORM_BYTES = 16 * 1024;
 
 /** What a grant records in the clear (listed by GET /grants): never the token, only its name. */
@@ -78,6 +80,15 @@ async function ownGrantsOf(api: OAuthHelpers, account: string, clientId: string,
   return ids;
 }
 
+/** The caller a pasted baton token stands for (never the public dev token off loopback, never an OAuth grant's), or why not. */
+async function tokenSigner(request: Request, token: string, entries: TokenEntry[], allowedOrigins: ReadonlySet<string>): Promise<Signer> {
+  if (refuseRebindingDevToken(request, token, allowedOrigins)) return { ok: false, message: "the public dev token signs in on a loopback address only; use a token of your own here" };
+  const signer = await authenticate(token, entries);
+  if (signer === null) return { ok: false, message: "that is not a baton token of this coordinator" };
+  if (signer.agents !== undefined) return { ok: false, message: "sign in with a baton token, not with an OAuth grant's" };
+  return { ok: true, signer, hex: bytesToHex(await sha256(token)), spend: async () => true };
+}
+
 /** Answers GET and POST /authorize; other methods are 405. */
 export async function authorizeRoute(request: Request, env: Env, entries: TokenEntry[], allowedOrigins: ReadonlySet<string>): Promise<Response> {
   const api = oauthApi(request, env);
@@ -103,18 +114,21 @@ export async function authorizeRoute(request: Request, env: Env, entries: TokenE
       handle, error, agents: agentsText, ticked: SCOPES.filter((s) => ticked.includes(s)),
     });
     const token = form.get("token") ?? "";
-    const rebound = refuseRebindingDevToken(request, token, allowedOrigins);
-    if (rebound) return again("the public dev token signs in on a loopback address only; use a token of your own here");
-    const signer = await authenticate(token, entries);
-    if (signer === null) return again("that is not a baton token of this coordinator");
-    if (signer.agents !== undefined) return again("sign in with a baton token, not with an OAuth grant's");
+    const code = (form.get("code") ?? "").trim();
+    if ((token === "") === (code === "")) {
+      return again(token === "" ? "paste a baton token, or type a sign-in code from `baton login --code`" : "give a baton token or a sign-in code, not both");
+    }
+    const signed = token !== "" ? await tokenSigner(request, token, entries, allowedOrigins) : await codeSigner(request, env, code, entries);
+    if (!signed.ok) return again(signed.message);
+    const { signer } = signed;
     const scopes = grantableScopes(ticked, signer.scopes, signer.tokenName);
     if (!scopes.ok) return again(scopes.message);
     const agents = parseAgentLimit(agentsText);
     if (!agents.ok) return again(agents.message);
+    if (!(await signed.spend())) return again("that sign-in code was used by another approval a moment ago: run `baton login --code` for a new one");
     const approved = await api.approveConsent(request, handle, { scope: scopes.value });
     const details = await api.describeConsent(approved.request);
-    const props: GrantProps = { account: signer.account, signer: bytesToHex(await sha256(token)), signerName: signer.tokenName, agents: agents.value };
+    const props: GrantProps = { account: signer.account, signer: signed.hex, signerName: signer.tokenName, agents: agents.value };
     const metadata: GrantMetadata = { signerName: signer.tokenName, agents: agents.value, clientName: details.clientName === details.clientId ? null : details.clientName };
     const replaced = await ownGrantsOf(api, signer.account, approved.request.clientId, signer.tokenName);
     // Not the provider's replacement, which ends every grant of the client in the account: another token's too.

@@ -1,9 +1,10 @@
 // The sign-in page an OAuth client sends a person to: which client asks, where its tokens go, the
-// scopes it asked for and the agents it may be limited to; the person pastes a baton token and
-// approves or denies. One HTML document with no external assets: its style carries a nonce that
+// scopes it asked for and the agents it may be limited to; the person pastes a baton token (or
+// types a sign-in code `baton login --code` printed) and approves or denies. One HTML document with no external assets: its style carries a nonce that
 // its Content-Security-Policy names, and the form may post only here and, after approval, be
 // redirected only to the client's own redirect URI. Everything the client chose is escaped.
 import type { ConsentDescription } from "@cloudflare/workers-oauth-provider";
+import { SIGN_IN_CODE_LIMITS } from "../wire/grants.ts";
 import { SCOPES, type Scope } from "../wire/token-scopes.ts";
 
 const escape = (value: string) => value.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
@@ -47,8 +48,9 @@ ${page.error === null ? "" : `<p class="error" role="alert">${escape(page.error)
 <form method="post">
 <input type="hidden" name="handle" value="${escape(page.handle)}">
 <input type="hidden" name="query" value="${escape(page.query)}">
-<label>Your baton token <input type="password" name="token" autocomplete="off" required></label>
-<p class="muted">It is used once to approve, never stored or given to the client. The grant gets only scopes this token has, and ends when the token is removed.</p>
+<label>Your baton token <input type="password" name="token" autocomplete="off"></label>
+<label>or a sign-in code from <code>baton login --code</code> <input type="text" name="code" autocomplete="off" spellcheck="false" placeholder="XXXX-XXXX"></label>
+<p class="muted">Either is used once to approve, never stored or given to the client; a code works once, for ${SIGN_IN_CODE_LIMITS.minutes} minutes. The grant gets only scopes the token has, and ends when the token is removed.</p>
 <fieldset><legend>Scopes (the client asked for ${asked})</legend>
 ${scopes}
 </fieldset>

@@ -1,6 +1,7 @@
-// Who a dynamic client registration is charged to. Registration takes no token, so it is budgeted
-// per client address (CF-Connecting-IP); an IPv6 host is usually handed a whole /64, so an IPv6
-// address is charged to its /64, else one host could register without limit by rotating addresses.
+// Who a dynamic client registration is charged to, and a sign-in code typed on the OAuth sign-in
+// page (oauth/code-sign-in.ts, its own budget). Neither takes a token, so each is budgeted per
+// client address (CF-Connecting-IP); an IPv6 host is usually handed a whole /64, so an IPv6
+// address is charged to its /64, else one host could go on without limit by rotating addresses.
 
 /** wrangler.toml's `OAUTH_REGISTER_LIMIT` (`simple.limit`, per 60 s); test/unit/registration-limit.test.ts holds them equal. */
 export const REGISTRATIONS_PER_MINUTE = 20;

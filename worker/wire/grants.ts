@@ -1,7 +1,8 @@
 // OAuth grants on the wire, schema first: what GET /grants lists and DELETE /grants/{grant}
 // answers. A grant is what a person approved on the sign-in page (worker/oauth/authorize.ts) for
 // one OAuth client: baton scopes, optionally limited to named agents, signed in with one baton
-// token. Worker, CLI (`baton grants`) and dashboard read these same schemas.
+// token, or with a one-time sign-in code that token asked for (`baton login --code`, POST
+// /sign-in-codes). Worker, CLI (`baton grants`, `baton login`) and dashboard read these same schemas.
 import * as z from "zod/mini";
 import { SCOPES } from "./token-scopes.ts";
 
@@ -34,5 +35,20 @@ export const grantViewSchema = z.object({
 export const grantListSchema = z.object({ grants: z.array(grantViewSchema), more: z.boolean() });
 export const grantRevokedSchema = z.object({ revoked: z.string() });
 
+/** Sign-in codes (worker/rules/sign-in-codes.ts): how long one lives, and how many are kept. */
+export const SIGN_IN_CODE_LIMITS = {
+  minutes: 10,
+  /** Live codes of one token; a new one drops its oldest. */
+  perToken: 5,
+  /** Live codes of every token together; past it a new one is refused until some expire. */
+  stored: 1000,
+  /** Codes one client address may type on the sign-in page a minute (wrangler.toml's OAUTH_CODE_LIMIT). */
+  triesPerMinute: 10,
+} as const;
+
+/** What POST /sign-in-codes answers: the code as a person types it (XXXX-XXXX), and when it lapses by the coordinator's clock. */
+export const signInCodeSchema = z.object({ code: z.string().check(z.regex(/^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/)), expires_at: z.number() });
+
+export type SignInCode = z.infer<typeof signInCodeSchema>;
 export type GrantView = z.infer<typeof grantViewSchema>;
 export type GrantList = z.infer<typeof grantListSchema>;

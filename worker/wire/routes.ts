@@ -13,7 +13,7 @@ import {
   releaseSchema, renewSchema, resumeSchema, stepWriteSchema,
 } from "./protocol.ts";
 import { outputPageSchema, outputWriteSchema, outputWrittenSchema } from "./output.ts";
-import { grantListSchema, grantRevokedSchema } from "./grants.ts";
+import { grantListSchema, grantRevokedSchema, SIGN_IN_CODE_LIMITS, signInCodeSchema } from "./grants.ts";
 import type { Scope } from "./token-scopes.ts";
 import { webhookConfigSchema, webhookTestResultSchema, webhookViewSchema } from "./webhooks.ts";
 import { a2aAgentCardSchema, a2aRequestSchema } from "./a2a.ts";
@@ -50,6 +50,7 @@ export const ROUTES = {
   "POST /webhook/test": spec("admin", null, webhookTestResultSchema, "a signed `webhook.test` event to the account's webhook now"),
   "GET /grants": spec("admin", null, grantListSchema, "the account's OAuth grants: client, scopes, agents, who signed in ([remote](../guides/remote.md#oauth))"),
   "DELETE /grants/{grant}": spec("admin", null, grantRevokedSchema, "revoke an OAuth grant: its access and refresh tokens stop working at once"),
+  "POST /sign-in-codes": spec("read", null, signInCodeSchema, `a one-time code (\`baton login --code\`) a person types on the OAuth sign-in page instead of this token: once, within ${SIGN_IN_CODE_LIMITS.minutes} minutes ([remote](../guides/remote.md#oauth))`),
   "POST /mcp": spec("read", "json-rpc", "json-rpc", "remote MCP over Streamable HTTP ([remote](../guides/remote.md)): baton's MCP tools, each call naming its `agent`; each tool call needs the scope of the route it makes"),
   "GET /mcp": spec("read", null, "empty", "always 405: no stream the server opens (the endpoint is stateless; long waits are MCP Tasks)"),
   "DELETE /mcp": spec("read", null, "empty", "always 405: an MCP session keeps nothing on the server, so there is nothing to end"),

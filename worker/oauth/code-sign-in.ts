@@ -1,0 +1,63 @@
+// Sign-in codes, the Worker's side. POST /sign-in-codes makes one for the calling baton token
+// (never for an OAuth grant's): drawn here from crypto.getRandomValues, shown once, and only its
+// SHA-256 goes to the object that keeps it (objects/sign-in-codes-object.ts). On the sign-in page
+// (authorize.ts) a typed code is charged to its client address first (OAUTH_CODE_LIMIT, so 40 bits
+// cannot be guessed online), then stands for the token that asked for it, as that token is
+// configured now; the approval spends it. A code is never logged.
+import { bytesToHex, callerByHash, sha256, type TokenEntry } from "../auth.ts";
+import type { Env } from "../env.ts";
+import { signInCodesStub } from "../objects/sign-in-codes-object.ts";
+import { registrationKey } from "../rules/registration-limit.ts";
+import { CODE_LENGTH, formatSignInCode, parseSignInCode } from "../rules/sign-in-codes.ts";
+import type { Handlers, RouteCall } from "../routes.ts";
+import { callerOf, type Caller } from "../scopes.ts";
+import { SIGN_IN_CODE_LIMITS, type SignInCode } from "../wire/grants.ts";
+import { errorResponse } from "../wire/protocol.ts";
+import { oauthEnabled } from "./server.ts";
+
+/** A baton token's credential (scopes.ts Caller); an OAuth grant's is `grant.`. */
+const TOKEN_CREDENTIAL = "token.";
+
+/** Who a sign-in speaks for: the token's caller as configured now, its SHA-256, and what approving spends (a code; nothing for a token). */
+export type Signer = { ok: true; signer: Caller; hex: string; spend: () => Promise<boolean> } | { ok: false; message: string };
+
+const codeHash = async (plain: string) => bytesToHex(await sha256(plain));
+
+async function mintCode({ request, env }: RouteCall): Promise<Response> {
+  if (!oauthEnabled(env)) return errorResponse(501, "not_configured", "this coordinator has no KV namespace bound as OAUTH_KV: OAuth is off, so there is no sign-in page for a code");
+  if (env.OAUTH_CODE_LIMIT === undefined) {
+    return errorResponse(501, "not_configured", "this coordinator has no OAUTH_CODE_LIMIT binding to count the codes typed, so it makes none: sign in on the page with a token");
+  }
+  const caller = callerOf(request);
+  if (!caller.credential.startsWith(TOKEN_CREDENTIAL)) return errorResponse(403, "forbidden", "sign-in codes are made with a baton token, not with an OAuth grant's access token");
+  const signer = caller.credential.slice(TOKEN_CREDENTIAL.length);
+  for (let draw = 0; draw < 3; draw++) {
+    const code = formatSignInCode(crypto.getRandomValues(new Uint8Array(CODE_LENGTH)));
+    const answer = await signInCodesStub(env).mint(await codeHash(parseSignInCode(code)!), signer);
+    if (answer.kind === "minted") return Response.json({ code, expires_at: answer.expiresAt } satisfies SignInCode, { status: 201 });
+    if (answer.kind === "full") {
+      return errorResponse(429, "rate_limited", `${SIGN_IN_CODE_LIMITS.stored} sign-in codes are waiting to be used: try again when some have expired (within ${SIGN_IN_CODE_LIMITS.minutes} minutes), or sign in with the token`);
+    }
+  }
+  return errorResponse(500, "internal", "three sign-in codes drawn in a row were all in use");
+}
+
+export const codeHandlers: Handlers<"POST /sign-in-codes"> = { "POST /sign-in-codes": mintCode };
+
+const refused = (message: string): Signer => ({ ok: false, message });
+
+/** The token a code typed on the sign-in page stands for, or why not; nothing is spent until `spend`. */
+export async function codeSigner(request: Request, env: Env, typed: string, entries: TokenEntry[]): Promise<Signer> {
+  if (env.OAUTH_CODE_LIMIT === undefined) return refused("this coordinator takes no sign-in codes (it has no OAUTH_CODE_LIMIT binding): paste a baton token");
+  const plain = parseSignInCode(typed);
+  if (plain === null) return refused(`that is not a sign-in code: ${CODE_LENGTH} letters and digits, as \`baton login --code\` prints them (XXXX-XXXX)`);
+  const { success } = await env.OAUTH_CODE_LIMIT.limit({ key: registrationKey(request.headers.get("cf-connecting-ip")) });
+  if (!success) return refused(`at most ${SIGN_IN_CODE_LIMITS.triesPerMinute} sign-in codes a minute from one address: wait a minute, then type it again`);
+  const hash = await codeHash(plain);
+  const codes = signInCodesStub(env);
+  const found = await codes.find(hash);
+  if (found.kind !== "found") return refused("that sign-in code is wrong, used or expired: run `baton login --code` for a new one");
+  const signer = callerByHash(found.signer, entries);
+  if (signer === null) return refused("the token that made this sign-in code is no longer configured on this coordinator");
+  return { ok: true, signer, hex: found.signer, spend: async () => (await codes.spend(hash)).kind === "spent" };
+}
