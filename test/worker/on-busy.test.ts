@@ -129,6 +129,18 @@ describe("on_busy", () => {
       const second = await post(agent, "v2", { group: "doc" });
       expect(await message(agent, first)).toMatchObject({ status: "superseded", superseded_by: second, attempts: 1, retried_after: 1 });
     });
+
+    it("a queued message whose declines outnumber its hand-outs (attempts 0, declined 2: tries clamped at 0) is superseded by a replace post in its group", async () => {
+      const agent = uniqueAgent();
+      await setPolicy(agent, { on_busy: "replace" });
+      const first = await post(agent, "v1", { group: "doc" });
+      // As a retry that started attempts again at 0 and kept the declines would have left it.
+      await runInDurableObject(stubFor(agent), (_i, state) => {
+        state.storage.sql.exec(`UPDATE messages SET declined = 2, token = 5 WHERE id = ?`, first);
+      });
+      const second = await post(agent, "v2", { group: "doc" });
+      expect(await message(agent, first)).toMatchObject({ status: "superseded", superseded_by: second, attempts: 0, declined: 2 });
+    });
   });
 
   it("replace with a debounce: a burst becomes one run, of the last message, once the debounce passed", async () => {

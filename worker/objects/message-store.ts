@@ -204,8 +204,8 @@ export class MessageStore {
    * (messages_group_status finds them without scanning the queue).
    */
   busyGroup(group: string | null, read: BusyRead): MessageLease[] {
-    // Never started: no try since the latest retry (rules/message-lease.ts triesOf is 0).
-    const neverStarted = read.neverStarted ? "AND attempts = retried_after + declined" : "";
+    // Never started: no try since the latest retry (rules/message-lease.ts triesOf is 0; it never goes below).
+    const neverStarted = read.neverStarted ? "AND attempts <= retried_after + declined" : "";
     const limit = read.oldestOnly ? "LIMIT 1" : "";
     return read.statuses.flatMap((status) => this.sql.exec(
       `SELECT ${messageRow.list(LEASE_FIELDS)} FROM messages WHERE msg_group IS ? AND status = ? AND for_person = 0 ${neverStarted} ORDER BY id ${limit}`, group, status,

@@ -90,10 +90,11 @@ export function handOutsSinceRetry(m: Pick<MessageLease, "attempts" | "retriedAf
 
 /**
  * The attempts that count against max attempts (taken back, failed, backoff; on_busy's "never
- * started"): every hand-out since the latest retry but the declined ones.
+ * started"): every hand-out since the latest retry but the declined ones. Never below 0, whatever a
+ * stored row says (declines outnumbering those hand-outs count as none).
  */
 export function triesOf(m: Pick<MessageLease, "attempts" | "declined" | "retriedAfter">): number {
-  return handOutsSinceRetry(m) - (m.declined ?? 0);
+  return Math.max(0, handOutsSinceRetry(m) - (m.declined ?? 0));
 }
 
 /** Hands a queued message to a runner under a fresh token, with its run deadline (the heartbeat timeout's, when sooner). */
