@@ -2,13 +2,14 @@
 // GET /metrics in workerd: agents' figures reach the account's directory as they change, the
 // scrape is answered from what the directory holds (no agent object is called), values follow a
 // handoff, refused writes, messages and session leases, and the token rules hold.
-import { env, runDurableObjectAlarm, SELF } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { ParsedFamily } from "parse-prometheus-text-format";
 import { agentMetrics, parseMetrics, sampleValue } from "../e2e/prometheus.ts";
 import { EMPTY_COUNTERS, type AgentMetrics } from "../../worker/rules/metrics.ts";
-import { BASE, claimant, DEV_TOKEN, LEASES_TOKEN, OTHER_TOKEN, post, presence, settle, sleep, uniqueAgent, write } from "./helpers.ts";
-import { advanceClock, freezeClock, passTime } from "./clock.ts";
+import { AgentMetricsKeeper } from "../../worker/objects/metrics-agent.ts";
+import { BASE, claimant, DEV_TOKEN, LEASES_TOKEN, OTHER_TOKEN, post, presence, settle, sleep, stubFor, uniqueAgent, write } from "./helpers.ts";
+import { advanceClock, freezeClock, frozenAgent, passTime } from "./clock.ts";
 
 async function scrape(token = DEV_TOKEN): Promise<string> {
   const res = await SELF.fetch(`${BASE}/metrics`, { headers: { Authorization: `Bearer ${token}` } });
@@ -150,6 +151,35 @@ describe("GET /metrics", () => {
     expect(await b.sock.next("message", (f) => f.run && f.id === id)).toMatchObject({ attempt: 2 });
     const handed = await until(agent, (f) => sampleValue(f, "baton_message_deliveries_total") === 2);
     expect(sampleValue(handed, "baton_message_redeliveries_total")).toBe(0);
+    a.sock.close();
+    b.sock.close();
+  });
+
+  it("attempt 1 fails, 2 is declined, 3 runs: three deliveries and one redelivery (the one right after the declined hand-out is none), live and as the tally rebuilt from the stored messages alike", async () => {
+    const agent = await frozenAgent();
+    const a = await claimant(agent, "a");
+    const b = await claimant(agent, "b");
+    const id = await post(agent, "fails, then crosses a stop");
+    const first = await a.sock.next("message", (f) => f.run && f.id === id);
+    expect(await write(a.sock, { type: "fail", id, token: first.token, reason: "exit 1" })).toMatchObject({ op: "fail", status: "queued" });
+    await passTime(agent, 1000);
+    const second = await a.sock.next("message", (f) => f.run && f.id === id);
+    expect(second).toMatchObject({ attempt: 2 });
+    a.sock.send({ type: "hello", stopping: true });
+    await settle(a.sock);
+    expect(await write(a.sock, { type: "decline", id, token: second.token })).toMatchObject({ op: "decline" });
+    expect(await b.sock.next("message", (f) => f.run && f.id === id)).toMatchObject({ attempt: 3 });
+    const live = await until(agent, (f) => sampleValue(f, "baton_message_deliveries_total") === 3);
+    expect(sampleValue(live, "baton_message_redeliveries_total")).toBe(1);
+    // An agent from before metrics starts its tally from the messages it stores (the backfill): the same count.
+    const rebuilt = await runInDurableObject(stubFor(agent), (_i, state) => {
+      const { sql } = state.storage;
+      sql.exec(`DROP TABLE message_tally`);
+      sql.exec(`DELETE FROM schema_versions WHERE store = 'message_tally'`);
+      new AgentMetricsKeeper(sql);
+      return Object.fromEntries(sql.exec<{ key: string; value: number }>(`SELECT key, value FROM message_tally WHERE key IN ('deliveries', 'redeliveries')`).toArray().map((r) => [r.key, r.value]));
+    });
+    expect(rebuilt).toEqual({ deliveries: 3, redeliveries: 1 });
     a.sock.close();
     b.sock.close();
   });

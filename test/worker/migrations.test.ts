@@ -104,22 +104,30 @@ describe("the message row", () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const { sql } = state.storage;
       new MessageStore(sql);
-      // As the release before left it: the tally's trigger of then (message_tally version 1) reads no declined count.
-      sql.exec(`DROP TRIGGER tally_attempts`);
+      // As the release before left it: message_tally at version 1, whose hand-out trigger counts every hand-out past the first a redelivery.
+      for (const later of ["tally_attempts", "tally_declines", "tally_declined_gone"]) sql.exec(`DROP TRIGGER ${later}`);
+      sql.exec(`DROP TABLE tally_declined_last`);
       sql.exec(`ALTER TABLE messages DROP COLUMN declined`);
       sql.exec(`ALTER TABLE messages DROP COLUMN retried_after`);
+      sql.exec(`CREATE TRIGGER tally_attempts AFTER UPDATE OF attempts ON messages WHEN NEW.attempts > OLD.attempts BEGIN
+        UPDATE message_tally SET value = value + NEW.attempts - OLD.attempts WHERE key = 'deliveries';
+        UPDATE message_tally SET value = value + MAX(0, NEW.attempts - MAX(OLD.attempts, 1)) WHERE key = 'redeliveries';
+      END`);
       sql.exec(`UPDATE schema_versions SET version = 4 WHERE store = 'messages'`);
       sql.exec(`UPDATE schema_versions SET version = 1 WHERE store = 'message_tally'`);
       sql.exec(`INSERT INTO messages (text, created_at, status, attempts, token) VALUES ('ran twice', 5, 'queued', 2, 7)`);
+      const handOutTrigger = () => sql.exec<{ sql: string }>(`SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'tally_attempts'`).one().sql;
+      const old = handOutTrigger();
       const store = new MessageStore(sql);
       new AgentMetricsKeeper(sql);
-      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_tally")]).toEqual([6, 2]);
+      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_tally")]).toEqual([6, 3]);
+      expect(handOutTrigger()).not.toBe(old);
       const { table, schema } = shapes(sql, messageRow);
       expect(table).toEqual(schema);
       const [m] = store.pages.range(0, store.pages.lastId());
       expect([m!.text, m!.attempts, m!.declined]).toEqual(["ran twice", 2, 0]);
       expect(leaseOf(m!)).not.toHaveProperty("declined");
-      // The tally's new trigger: a hand-out after a declined first one is a delivery and no redelivery; one after a counted try is both.
+      // The version 1 trigger was replaced: a hand-out right after a declined one is a delivery and no redelivery; one after a hand-out that ran is both.
       const tally = () => Object.fromEntries(sql.exec<{ key: string; value: number }>(`SELECT key, value FROM message_tally WHERE key IN ('deliveries', 'redeliveries')`).toArray().map((r) => [r.key, r.value]));
       const fresh = sql.exec<{ id: number }>(`INSERT INTO messages (text, created_at) VALUES ('declined first', 6) RETURNING id`).one().id;
       const before = tally();
@@ -130,6 +138,9 @@ describe("the message row", () => {
       expect(tally()).toEqual({ deliveries: before.deliveries! + 2, redeliveries: before.redeliveries! });
       handOut(3);
       expect(tally()).toEqual({ deliveries: before.deliveries! + 3, redeliveries: before.redeliveries! + 1 });
+      sql.exec(`UPDATE messages SET declined = 2 WHERE id = ?`, fresh);
+      handOut(4);
+      expect(tally()).toEqual({ deliveries: before.deliveries! + 4, redeliveries: before.redeliveries! + 1 });
     });
   });
 

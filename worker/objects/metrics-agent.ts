@@ -39,7 +39,12 @@ const TALLY_TRIGGERS = [
    END`,
 ];
 
-/** An agent created before metrics existed starts its tally from the messages it still stores. */
+/**
+ * An agent created before metrics existed starts its tally from the messages it still stores. Its
+ * redeliveries by the rule below, read from each message's counts: the hand-outs not declined, but
+ * the first (exact whenever its latest hand-out was not declined; a table from before metrics has
+ * no declines, and declines before a person's latest retry are not kept, so count as hand-outs).
+ */
 function backfillTally(sql: SqlStorage): void {
   sql.exec(`INSERT INTO message_tally (key, value)
     SELECT 'status:' || status, COUNT(*) FROM messages GROUP BY status`);
@@ -50,15 +55,37 @@ function backfillTally(sql: SqlStorage): void {
 }
 
 /**
- * A hand-out after declined ones is no redelivery: only hand-outs not declined (attempts less
- * declined) past the first are. Every hand-out is still a delivery. A person's retry keeps the
- * attempts and starts declined again at 0 (message-row.ts retried_after) without a hand-out, so the
- * hand-out after it is a redelivery of a message that ran, and nothing before it counts twice.
+ * Version 2's hand-out trigger: a hand-out after declined ones is no redelivery: only hand-outs
+ * not declined (attempts less declined) past the first are. Replaced by version 3's.
  */
-const TALLY_HAND_OUTS = `CREATE TRIGGER tally_attempts AFTER UPDATE OF attempts ON messages WHEN NEW.attempts > OLD.attempts BEGIN
+const TALLY_HAND_OUTS_2 = `CREATE TRIGGER tally_attempts AFTER UPDATE OF attempts ON messages WHEN NEW.attempts > OLD.attempts BEGIN
      UPDATE message_tally SET value = value + NEW.attempts - OLD.attempts WHERE key = 'deliveries';
      UPDATE message_tally SET value = value + MAX(0, (NEW.attempts - NEW.declined) - MAX(OLD.attempts - OLD.declined, 1)) WHERE key = 'redeliveries';
    END`;
+
+/**
+ * The rule of redeliveries (metrics-families.ts's help, docs/metrics.md): every hand-out of a
+ * message but its first, and but one right after a hand-out a stopping runner declined unstarted
+ * (that one was handed out again, not left unfinished). A decline marks its message until its
+ * next hand-out, which the mark keeps from counting; a person's retry keeps the attempts, so the
+ * hand-out after it counts. Every hand-out is a delivery.
+ */
+const TALLY_REDELIVERIES = [
+  `CREATE TABLE IF NOT EXISTS tally_declined_last (message_id INTEGER PRIMARY KEY)`,
+  `DROP TRIGGER IF EXISTS tally_attempts`,
+  `CREATE TRIGGER tally_attempts AFTER UPDATE OF attempts ON messages WHEN NEW.attempts > OLD.attempts BEGIN
+     UPDATE message_tally SET value = value + NEW.attempts - OLD.attempts WHERE key = 'deliveries';
+     UPDATE message_tally SET value = value + NEW.attempts - OLD.attempts
+       - (OLD.attempts = 0 OR EXISTS (SELECT 1 FROM tally_declined_last WHERE message_id = NEW.id)) WHERE key = 'redeliveries';
+     DELETE FROM tally_declined_last WHERE message_id = NEW.id;
+   END`,
+  `CREATE TRIGGER IF NOT EXISTS tally_declines AFTER UPDATE OF declined ON messages WHEN NEW.declined > OLD.declined BEGIN
+     INSERT OR IGNORE INTO tally_declined_last (message_id) VALUES (NEW.id);
+   END`,
+  `CREATE TRIGGER IF NOT EXISTS tally_declined_gone AFTER DELETE ON messages BEGIN
+     DELETE FROM tally_declined_last WHERE message_id = OLD.id;
+   END`,
+];
 
 const TALLY_MIGRATIONS: Migration[] = [
   (sql) => {
@@ -71,7 +98,11 @@ const TALLY_MIGRATIONS: Migration[] = [
   // Messages count their declined hand-outs (message-migrations.ts 5), which are no redeliveries.
   (sql) => {
     sql.exec(`DROP TRIGGER IF EXISTS tally_attempts`);
-    sql.exec(TALLY_HAND_OUTS);
+    sql.exec(TALLY_HAND_OUTS_2);
+  },
+  // Only the hand-out right after a declined one is kept from counting, as the backfill counts.
+  (sql) => {
+    for (const statement of TALLY_REDELIVERIES) sql.exec(statement);
   },
 ];
 

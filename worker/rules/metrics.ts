@@ -60,7 +60,7 @@ export interface MessageTally {
   /** Messages stored now, by status (acknowledged ones leave when history is pruned). */
   byStatus: Record<string, number>;
   posted: number;
-  /** Hand-overs of a message to a holder (each one an attempt), and those after the first. */
+  /** Hand-overs of a message to a holder (each one an attempt), and those after the first but for one right after a declined hand-out (objects/metrics-agent.ts). */
   deliveries: number;
   redeliveries: number;
   /** Messages cancelled (absent from older coordinators). */
