@@ -5,6 +5,7 @@
 // run, and the fenced sink's log of effects. Pure, so the checks themselves are unit-tested
 // (test/unit/chaos-cancel.test.ts).
 import type { Invariant } from "./invariants.ts";
+import { triesOf } from "../../worker/rules/message-lease.ts";
 import type { JournalRecord, LedgerLine } from "./steps-invariants.ts";
 import type { CancelKind, CancelCall, ResumeCall, RunnerEvent, JournalCall, SinkOffer, CancelledRecord, CancelFinal, CancelInput, CancelTally } from "./cancel-records.ts";
 
@@ -51,6 +52,11 @@ export function parseServeLog(text: string): RunnerEvent[] {
   return out;
 }
 
+/** Its tries since a person's latest retry, as the coordinator counts them (rules/message-lease.ts triesOf): 0 when none since ran. */
+function triesOfFinal(m: CancelFinal): number {
+  return triesOf({ attempts: m.attempts, declined: m.declined ?? 0, retriedAfter: m.retried_after ?? 0 });
+}
+
 function list(items: readonly string[], max = 8): string {
   return items.slice(0, max).join("; ") + (items.length > max ? `; ... (${items.length})` : "");
 }
@@ -95,7 +101,9 @@ export function checkCancel(input: CancelInput): { tally: CancelTally; invariant
       // A call that began after the cancel and whose command ran wrote to the journal (an intent, or a result) and was accepted.
       if (c.rc === 0 && c.start > at && ran.has(`${c.id} ${c.name} ${c.attempt}`)) lateWrites.push(`${m.id} ${c.name}: attempt ${c.attempt} began at ${c.start}, after the cancel at ${at}, and was recorded`);
     }
-    if (m.attempts === (m.declined ?? 0) && input.ledger.some((l) => l.id === m.id)) lateWrites.push(`${m.id}: cancelled before it ever ran, yet its commands ran`);
+    if (triesOfFinal(m) === 0 && input.ledger.some((l) => l.id === m.id && l.attempt > (m.retried_after ?? 0))) {
+      lateWrites.push(`${m.id}: cancelled before it ${m.retried_after ? "ran again after its retry" : "ever ran"}, yet its commands ran`);
+    }
     const unknown = new Set(m.cancelled.unknown_effects);
     const intents = m.steps.filter((s) => s.kind === "effect" && s.status === "intent").map((s) => s.name).sort();
     if (intents.join(",") !== [...unknown].sort().join(",")) lateEffects.push(`${m.id}: unknown effects ${[...unknown].join(",") || "none"}, the journal's open intents ${intents.join(",") || "none"}`);
@@ -168,7 +176,7 @@ export function checkCancel(input: CancelInput): { tally: CancelTally; invariant
     if (!newer) interrupts.push(`${m.id}: interrupted by message ${by}, which is not known`);
     else if (newer.group !== m.group) interrupts.push(`${m.id} (group ${m.group}): interrupted by message ${by} of group ${newer.group}`);
     if (by <= m.id) interrupts.push(`${m.id}: interrupted by an older message ${by}`);
-    if (m.attempts === (m.declined ?? 0)) interrupts.push(`${m.id}: interrupted by message ${by} before it ever ran (only a running message is interrupted)`);
+    if (triesOfFinal(m) === 0) interrupts.push(`${m.id}: interrupted by message ${by} before it ${m.retried_after ? "ran again after its retry" : "ever ran"} (only a running message is interrupted)`);
   }
   for (const [by, ids] of interruptedBy) if (ids.length > 1) interrupts.push(`message ${by} interrupted ${ids.join(", ")} (a group runs one at a time)`);
 

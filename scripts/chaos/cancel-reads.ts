@@ -45,7 +45,7 @@ export async function finalViews(coordinator: Coordinator, agent: string, ids: r
       steps.push({ name: s.name, kind: s.kind, status: s.status, attempt: s.attempt, at: s.at, on_unknown: s.on_unknown, ...(record ? { value: record.value } : {}) });
     }
     out.push({
-      id: m.id, status: m.status, attempts: m.attempts, declined: m.declined ?? 0, group: m.group, machine: m.machine, reply: m.reply, acked_at: m.acked_at, waiting_on: m.waiting_on,
+      id: m.id, status: m.status, attempts: m.attempts, declined: m.declined ?? 0, retried_after: m.retried_after ?? 0, group: m.group, machine: m.machine, reply: m.reply, acked_at: m.acked_at, waiting_on: m.waiting_on,
       cancelled: m.cancelled ? { at: m.cancelled.at, reason: m.cancelled.reason, unknown_effects: m.cancelled.unknown_effects } : null, steps,
     });
   }

@@ -65,8 +65,10 @@ export interface CancelFinal {
   id: number;
   status: string;
   attempts: number;
-  /** Of its attempts, hand-outs a stopping runner gave back unstarted: attempts equal to these never ran. */
+  /** Of its hand-outs since a person's latest retry, those a stopping runner gave back unstarted: none since ran when these are all of them. */
   declined?: number;
+  /** Hand-outs before a person's latest retry (absent: never retried). */
+  retried_after?: number;
   group: string | null;
   /** The machine of the runner it was last handed to. */
   machine: string | null;

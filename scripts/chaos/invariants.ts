@@ -1,13 +1,16 @@
 // What a chaos run proves: counts of what happened and the invariants, computed from the sink's
 // log and the coordinator's final message list. Pure, so the checks themselves are unit-tested.
 import { scopeOf, type LoggedEffect } from "./sink.ts";
+import { redeliveriesOf } from "../../worker/rules/metrics.ts";
 
 export interface CoordinatorMessage {
   id: number;
   status: string;
   attempts: number;
-  /** Of its attempts, hand-outs a stopping runner gave back unstarted (not counted against max attempts). */
+  /** Of its hand-outs since a person's latest retry, those a stopping runner gave back unstarted (not counted against max attempts). */
   declined?: number;
+  /** Hand-outs before a person's latest retry (absent: never retried). */
+  retried_after?: number;
   acked_fence: number | null;
   acked_token?: number | null;
   token?: number;
@@ -28,7 +31,7 @@ export interface Tally {
   staleRejected: number;
   duplicatesAbsorbed: number;
   acknowledged: number;
-  /** Messages handed to more than one holder (attempts > 1). */
+  /** Messages redelivered as baton_message_redeliveries_total counts it (rules/metrics.ts redeliveriesOf): handed out again after a hand-out that was not declined. */
   redelivered: number;
 }
 
@@ -140,7 +143,7 @@ export function checkRun(input: RunInput): { tally: Tally; invariants: Invariant
     staleRejected: input.effects.length - accepted.length,
     duplicatesAbsorbed: accepted.filter((e) => e.outcome === "duplicate").length,
     acknowledged: acked.length,
-    redelivered: input.messages.filter((m) => m.attempts > 1).length,
+    redelivered: input.messages.filter((m) => redeliveriesOf(m) > 0).length,
   };
   const invariants: Invariant[] = [
     { name: INVARIANTS.oneHolderPerFence, ok: sharedFences.length === 0, detail: list(sharedFences) },

@@ -4,6 +4,7 @@
 // that failed after max_attempts is accounted for when each of its attempts had its own fence and
 // every lease change over those fences follows a fault the run injected on the holder that lost it
 // (or a coordinator restart). Pure: built from the serve logs and the driver's fault log.
+import { triesOf } from "../../worker/rules/message-lease.ts";
 
 /** A fault the driver injected: on a slot from `at` until it ran again, or the coordinator (slot null) down and back. */
 export interface Fault {
@@ -79,8 +80,10 @@ export function leaseChanges(t: FenceTimeline, faults: readonly Fault[], until =
 export interface FailedMessage {
   id: number;
   attempts: number;
-  /** Hand-outs a stopping runner gave back unstarted: they do not count against max attempts. */
+  /** Of its hand-outs since a person's latest retry, those a stopping runner gave back unstarted: they do not count against max attempts. */
   declined?: number;
+  /** Hand-outs before a person's latest retry (absent: never retried): max attempts counts from it. */
+  retried_after?: number;
   /** Its latest hand-out's token (tokens come from one agent-wide counter). */
   token: number;
   error: string | null;
@@ -93,7 +96,7 @@ export interface FailedMessage {
  * caused by the run. Returns null when accounted for, else what is missing.
  */
 export function unaccountedFailure(m: FailedMessage, postFence: number | undefined, t: FenceTimeline, faults: readonly Fault[], maxAttempts: number): string | null {
-  const tries = m.attempts - (m.declined ?? 0);
+  const tries = triesOf({ attempts: m.attempts, declined: m.declined ?? 0, retriedAfter: m.retried_after ?? 0 });
   if (tries < maxAttempts) return `${m.id} failed after ${tries} of ${maxAttempts} attempts (${m.error ?? "no reason"})`;
   const from = postFence ?? 1;
   const later = t.ran.filter(([token]) => token > m.token).map(([, fence]) => fence);

@@ -251,7 +251,7 @@ async function main(): Promise<number> {
   const timeline = fenceTimeline(slots.map((s) => readFileSync(s.logPath, "utf8").split("\n")));
   const maxAttempts = pool ? 100 : DEFAULT_MAX_ATTEMPTS;
   const accountFailure = (m: CoordinatorMessage) =>
-    pool ? `${m.id} failed in pool mode` : unaccountedFailure({ id: m.id, attempts: m.attempts, declined: m.declined ?? 0, token: m.token ?? 0, error: m.error ?? null }, postFences.get(m.id), timeline, faults, maxAttempts);
+    pool ? `${m.id} failed in pool mode` : unaccountedFailure({ id: m.id, attempts: m.attempts, declined: m.declined ?? 0, retried_after: m.retried_after ?? 0, token: m.token ?? 0, error: m.error ?? null }, postFences.get(m.id), timeline, faults, maxAttempts);
   const { tally, invariants } = checkRun({ sentIds, messages, effects: sink.log, postFences, accountFailure });
   const changes = leaseChanges(timeline, faults);
   const report = {

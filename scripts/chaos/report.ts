@@ -31,7 +31,7 @@ export function faultRateLine(f: NonNullable<RunReport["faultRate"]>): string {
 
 export function tallyTable(t: Tally): string {
   return markdownTable(
-    ["messages sent", "run", "run twice", "applied twice", "lost", "failed by faults", "stale writes rejected", "duplicates absorbed", "acknowledged", "redelivered (attempts > 1)"],
+    ["messages sent", "run", "run twice", "applied twice", "lost", "failed by faults", "stale writes rejected", "duplicates absorbed", "acknowledged", "redelivered (handed out again after a hand-out not declined)"],
     [[t.sent, t.run, t.runTwice, t.appliedTwice, t.lost, t.failedByFaults, t.staleRejected, t.duplicatesAbsorbed, t.acknowledged, t.redelivered].map(String)],
   );
 }

@@ -5,6 +5,7 @@
 // (test/unit/chaos-steps.test.ts).
 import type { Invariant } from "./invariants.ts";
 import { idempotencyKey } from "../../worker/wire/step-keys.ts";
+import { triesOf } from "../../worker/rules/message-lease.ts";
 import type { LedgerLine, TraceLine, Answer, JournalRecord, FinalMessage, Approval, StepsInput, StepsTally } from "./steps-records.ts";
 
 export type { Invariant } from "./invariants.ts";
@@ -183,7 +184,7 @@ export function checkSteps(input: StepsInput): { tally: StepsTally; invariants: 
     acknowledged: messages.filter((m) => m.status === ACKED).length,
     waiting: messages.filter((m) => m.status === "parked" && m.waiting_on !== null).length,
     attempts: messages.reduce((n, m) => n + m.attempts, 0),
-    reattempted: messages.filter((m) => m.attempts > 1).length,
+    reattempted: messages.filter((m) => triesOf({ attempts: m.attempts, declined: m.declined ?? 0, retriedAfter: m.retried_after ?? 0 }) > 1).length,
     stepsRun: sentLedger.filter((l) => stepNames.has(l.name)).length,
     stepsInterrupted,
     stepsReplayed: replayed.filter((t) => stepNames.has(t.name)).length,

@@ -48,6 +48,10 @@ export interface FinalMessage {
   id: number;
   status: string;
   attempts: number;
+  /** Of its hand-outs since a person's latest retry, those a stopping runner gave back unstarted (absent: none). */
+  declined?: number;
+  /** Hand-outs before a person's latest retry (absent: never retried). */
+  retried_after?: number;
   reply: string | null;
   waiting_on: string | null;
   steps: JournalRecord[];
@@ -81,7 +85,7 @@ export interface StepsTally {
   /** Still parked at the end, waiting on a person (waiting_on set). */
   waiting: number;
   attempts: number;
-  /** Messages that needed more than one attempt. */
+  /** Messages that needed more than one try, as the coordinator counts tries (rules/message-lease.ts triesOf: a declined hand-out is none). */
   reattempted: number;
   stepsRun: number;
   /** Runs of a step's command that ended before its result was recorded (the next attempt ran it again; allowed). */

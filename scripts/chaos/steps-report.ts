@@ -36,7 +36,7 @@ export async function finalMessages(json: ReadJson, agent: string, ids: readonly
       const record = s.status === "done" ? await json<{ value: unknown; blob: unknown }>(`/agents/${agent}/messages/${id}/steps/${s.name}`) : null;
       steps.push({ name: s.name, kind: s.kind, status: s.status, attempt: s.attempt, at: s.at, on_unknown: s.on_unknown, ...(record ? { value: record.value } : {}) });
     }
-    out.push({ id: m.id, status: m.status, attempts: m.attempts, reply: m.reply, waiting_on: m.waiting_on, steps, permits: m.permits ?? [] });
+    out.push({ id: m.id, status: m.status, attempts: m.attempts, declined: m.declined ?? 0, retried_after: m.retried_after ?? 0, reply: m.reply, waiting_on: m.waiting_on, steps, permits: m.permits ?? [] });
   }
   return out;
 }
@@ -57,7 +57,7 @@ export function printStepsReport(tally: StepsTally, invariants: Invariant[], cou
   const took = Math.round((Date.now() - run.startedAt) / 1000);
   const command = ["npm run chaos -- --mode steps", ...process.argv.slice(2)].join(" ");
   const summary = [
-    `${counts.kills} machines killed with -9 (${counts.killedBusy} while running a message), ${tally.attempts} attempts for ${tally.sent} messages (${tally.reattempted} needed more than one);`,
+    `${counts.kills} machines killed with -9 (${counts.killedBusy} while running a message), ${tally.attempts} attempts for ${tally.sent} messages (${tally.reattempted} needed more than one try);`,
     `steps: ${tally.stepsRun} runs of a step's command (${tally.stepsInterrupted} of them killed before the result was recorded, so run again), ${tally.stepsReplayed} results replayed from the journal;`,
     `effects: ${tally.effectsRun} runs, ${tally.effectsReplayed} outcomes replayed; unknown outcomes: ${tally.askedDone + tally.askedRedo} asked a person (${tally.askedDone} --done, ${tally.askedRedo} --redo), ` +
       `${tally.retriedReruns} reruns under retry and ${tally.redoReruns} after --redo, all under the same idempotency key.`,

@@ -122,6 +122,11 @@ describe("chaos invariants", () => {
     expect(r.tally).toMatchObject({ run: 1, runTwice: 1, appliedTwice: 0, duplicatesAbsorbed: 1, redelivered: 1 });
   });
 
+  it("counts a message redelivered as baton_message_redeliveries_total does: a hand-out right after a declined one is none", () => {
+    const r = run([], [acked(1, 1), { ...acked(2, 2, 2), declined: 1 }, { ...acked(3, 2, 3), declined: 1 }, acked(4, 2, 2)]);
+    expect(r.tally.redelivered).toBe(2);
+  });
+
   it("an effect applied twice (a sink that lost its idempotency) fails the run", () => {
     const twice: LoggedEffect[] = [1, 2].map((fence, i) => ({
       message_id: 1, key: "1:effect", fence, instance: `m${fence}`, attempt: fence, outcome: "applied", highestBefore: fence - 1, at: i,

@@ -107,12 +107,24 @@ describe("cancel chaos checker", () => {
     ["a race the cancel won whose live runner was never told", (i) => void (i.runners = i.runners.filter((e) => e.id !== 4)), [CANCEL_INVARIANTS.raceOneWinner]],
     ["an interrupt of another group's message", (i) => void (i.messages[5]!.group = "talk-1"), [CANCEL_INVARIANTS.interruptsOwnGroup]],
     ["an interrupt of a message that never ran", (i) => void (i.messages[4]!.attempts = 0), [CANCEL_INVARIANTS.interruptsOwnGroup]],
+    ["an interrupt of a message a person retried that had not run again", (i) => void Object.assign(i.messages[4]!, { attempts: 2, retried_after: 2 }), [CANCEL_INVARIANTS.interruptsOwnGroup]],
+    ["a message a person retried, cancelled while queued, whose commands ran again after the retry", (i) => {
+      Object.assign(i.messages[6]!, { attempts: 1, retried_after: 1 });
+      i.ledger.push({ id: 7, name: "plan", attempt: 2, key: null, ms: 6000, machine: "m1" });
+    }, [CANCEL_INVARIANTS.noLateWrite]],
     ["one message interrupting two", (i) => void i.messages.splice(6, 1, cancelledAt(7, { group: "talk-0" }, "interrupted by message 6")), [CANCEL_INVARIANTS.interruptsOwnGroup]],
   ];
   it.each(cases)("reports %s", (_name, mutate, expected) => {
     const input = run();
     mutate(input);
     expect(failed(input)).toEqual(expected);
+  });
+
+  it("passes a message a person retried and cancelled while queued again, whose commands ran only before the retry", () => {
+    const input = run();
+    Object.assign(input.messages[6]!, { attempts: 1, retried_after: 1 });
+    input.ledger.push({ id: 7, name: "plan", attempt: 1, key: null, ms: 1000, machine: "m1" });
+    expect(failed(input)).toEqual([]);
   });
 
   it("excuses a race whose runner was killed before it could hear, and counts it", () => {

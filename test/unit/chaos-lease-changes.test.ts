@@ -74,6 +74,10 @@ describe("chaos main run: failed messages against injected faults", () => {
     expect(unaccountedFailure({ ...failed, declined: 1 }, 2, fenceTimeline(logs), faults, 5)).toMatch(/failed after 4 of 5 attempts/);
   });
 
+  it("counts tries from a person's latest retry, as the coordinator does: five hand-outs, retried after 1, is a failure before its max", () => {
+    expect(unaccountedFailure({ ...failed, retried_after: 1 }, 2, fenceTimeline(logs), faults, 5)).toMatch(/failed after 4 of 5 attempts/);
+  });
+
   it("without an account of failures, a failed message is lost", () => {
     const run = checkRun({ sentIds: [3], messages: [failed], effects: [] });
     expect(run.invariants.find((i) => i.name === INVARIANTS.noneLost)).toMatchObject({ ok: false, detail: "3 failed" });

@@ -58,6 +58,16 @@ describe("steps chaos checker", () => {
     expect(tally).toMatchObject({ sent: 2, acknowledged: 2, attempts: 3, reattempted: 1, stepsRun: 10, stepsReplayed: 2, effectsRun: 6, effectsReplayed: 1 });
   });
 
+  it("counts re-attempted messages by tries as the coordinator does: a declined hand-out, or one before a person's retry, is none", () => {
+    const declinedFirst = history(1, PLAN.length);
+    declinedFirst.message.attempts = 2;
+    declinedFirst.message.declined = 1;
+    const retried = history(2, PLAN.length);
+    Object.assign(retried.message, { attempts: 3, retried_after: 2 });
+    const twice = history(3, 3);
+    expect(checkSteps(input([declinedFirst, retried, twice])).tally).toMatchObject({ attempts: 7, reattempted: 1 });
+  });
+
   it("reports a recorded step whose command ran again", () => {
     const h = history(1, 3);
     h.ledger.push({ id: 1, name: "plan", attempt: 2, key: null, ms: 5000, machine: "m2" });

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { MessageStore } from "../../worker/objects/message-store.ts";
 import { leaseOf } from "../../worker/objects/message-row.ts";
 import { AgentMetricsKeeper } from "../../worker/objects/metrics-agent.ts";
+import { redeliveriesOf } from "../../worker/rules/metrics.ts";
 import { decline, DEFAULT_POLICY, failAttempt, lease, retry, type MessageLease } from "../../worker/rules/message-lease.ts";
 import { stubFor, uniqueAgent } from "./helpers.ts";
 
@@ -59,6 +60,8 @@ describe("redeliveries, live and backfilled", () => {
         play(store, history, 1000);
         expect(redeliveries(sql)).toBe(expected);
         expect(backfilled(sql)).toBe(expected);
+        // The rule as the chaos checks count it, from the message's view.
+        expect(redeliveriesOf(store.get(1)!)).toBe(expected);
       });
     });
   }

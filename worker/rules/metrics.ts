@@ -56,6 +56,16 @@ export function countRefusal(c: LeaseCounters, code: string): LeaseCounters {
   return { ...c, refusals: { ...c.refusals, [code]: (c.refusals[code] ?? 0) + 1 } };
 }
 
+/**
+ * One message's redeliveries by baton_message_redeliveries_total's rule, read from its counts as
+ * an agent from before metrics starts its tally (objects/metrics-agent.ts backfillTally): its
+ * hand-outs not declined, but the first. The live count is one more while its latest hand-out is
+ * a declined one not yet followed by another.
+ */
+export function redeliveriesOf(m: { attempts: number; declined?: number | undefined }): number {
+  return Math.max(0, m.attempts - (m.declined ?? 0) - 1);
+}
+
 export interface MessageTally {
   /** Messages stored now, by status (acknowledged ones leave when history is pruned). */
   byStatus: Record<string, number>;
