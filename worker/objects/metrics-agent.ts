@@ -40,10 +40,9 @@ const TALLY_TRIGGERS = [
 ];
 
 /**
- * An agent created before metrics existed starts its tally from the messages it still stores. Its
- * redeliveries by the rule below, read from each message's counts: the hand-outs not declined, but
- * the first (exact whenever its latest hand-out was not declined; a table from before metrics has
- * no declines, and declines before a person's latest retry are not kept, so count as hand-outs).
+ * An agent created before metrics existed starts its tally from the messages it still stores:
+ * redeliveries by the rule below, from the counts (hand-outs not declined, but the first), exact
+ * unless the latest hand-out was declined; a table from before metrics has no declines.
  */
 function backfillTally(sql: SqlStorage): void {
   sql.exec(`INSERT INTO message_tally (key, value)
@@ -55,36 +54,21 @@ function backfillTally(sql: SqlStorage): void {
 }
 
 /**
- * Version 2's hand-out trigger: a hand-out after declined ones is no redelivery: only hand-outs
- * not declined (attempts less declined) past the first are. Replaced by version 3's.
- */
-const TALLY_HAND_OUTS_2 = `CREATE TRIGGER tally_attempts AFTER UPDATE OF attempts ON messages WHEN NEW.attempts > OLD.attempts BEGIN
-     UPDATE message_tally SET value = value + NEW.attempts - OLD.attempts WHERE key = 'deliveries';
-     UPDATE message_tally SET value = value + MAX(0, (NEW.attempts - NEW.declined) - MAX(OLD.attempts - OLD.declined, 1)) WHERE key = 'redeliveries';
-   END`;
-
-/**
- * The rule of redeliveries (metrics-families.ts's help, docs/metrics.md): every hand-out of a
- * message but its first, and but one right after a hand-out a stopping runner declined unstarted
- * (that one was handed out again, not left unfinished). A decline marks its message until its
- * next hand-out, which the mark keeps from counting; a person's retry keeps the attempts, so the
- * hand-out after it counts. Every hand-out is a delivery.
+ * Redeliveries (metrics-families.ts, docs/metrics.md): every hand-out but a message's first, and but
+ * one right after a declined hand-out. A decline marks its message until the next hand-out.
  */
 const TALLY_REDELIVERIES = [
   `CREATE TABLE IF NOT EXISTS tally_declined_last (message_id INTEGER PRIMARY KEY)`,
   `DROP TRIGGER IF EXISTS tally_attempts`,
   `CREATE TRIGGER tally_attempts AFTER UPDATE OF attempts ON messages WHEN NEW.attempts > OLD.attempts BEGIN
-     UPDATE message_tally SET value = value + NEW.attempts - OLD.attempts WHERE key = 'deliveries';
-     UPDATE message_tally SET value = value + NEW.attempts - OLD.attempts
-       - (OLD.attempts = 0 OR EXISTS (SELECT 1 FROM tally_declined_last WHERE message_id = NEW.id)) WHERE key = 'redeliveries';
-     DELETE FROM tally_declined_last WHERE message_id = NEW.id;
-   END`,
+UPDATE message_tally SET value = value + NEW.attempts - OLD.attempts WHERE key = 'deliveries';
+UPDATE message_tally SET value = value + NEW.attempts - OLD.attempts - (OLD.attempts = 0 OR EXISTS (SELECT 1 FROM tally_declined_last WHERE message_id = NEW.id)) WHERE key = 'redeliveries';
+DELETE FROM tally_declined_last WHERE message_id = NEW.id;
+END`,
   `CREATE TRIGGER IF NOT EXISTS tally_declines AFTER UPDATE OF declined ON messages WHEN NEW.declined > OLD.declined BEGIN
-     INSERT OR IGNORE INTO tally_declined_last (message_id) VALUES (NEW.id);
-   END`,
-  `CREATE TRIGGER IF NOT EXISTS tally_declined_gone AFTER DELETE ON messages BEGIN
-     DELETE FROM tally_declined_last WHERE message_id = OLD.id;
-   END`,
+INSERT OR IGNORE INTO tally_declined_last (message_id) VALUES (NEW.id);
+END`,
+  `CREATE TRIGGER IF NOT EXISTS tally_declined_gone AFTER DELETE ON messages BEGIN DELETE FROM tally_declined_last WHERE message_id = OLD.id; END`,
 ];
 
 const TALLY_MIGRATIONS: Migration[] = [
@@ -95,12 +79,8 @@ const TALLY_MIGRATIONS: Migration[] = [
     if (fresh) backfillTally(sql);
     for (const trigger of TALLY_TRIGGERS) sql.exec(trigger);
   },
-  // Messages count their declined hand-outs (message-migrations.ts 5), which are no redeliveries.
-  (sql) => {
-    sql.exec(`DROP TRIGGER IF EXISTS tally_attempts`);
-    sql.exec(TALLY_HAND_OUTS_2);
-  },
-  // Only the hand-out right after a declined one is kept from counting, as the backfill counts.
+  // 2 made a hand-out trigger that 3 replaces; an object still before 2 goes straight to 3's.
+  (sql) => void sql.exec(`DROP TRIGGER IF EXISTS tally_attempts`),
   (sql) => {
     for (const statement of TALLY_REDELIVERIES) sql.exec(statement);
   },
