@@ -43,9 +43,12 @@ import { ROOT } from "./wrangler-dev.ts";
 // serve handed nothing, a schedule fire that throws recorded skipped: 1309.2 KiB, 310.5 KiB gzipped.
 // Raised from 1320 KiB (gzip from 314) for sign-in codes (issue 51: the SignInCodes object, its store and plan, POST
 // /sign-in-codes, the page's code field and its messages): main at 425019a measured 1319.7 KiB, 313.5 KiB gzipped; 1328.8 and 316.4 with them.
-const BUNDLE_BUDGET_BYTES = 1330 * 1024;
+// Raised from 1330 KiB (gzip from 317) for the sign-in codes' mends after their adversarial review (16 shards, 12
+// characters, a mint limit per token, /48 keys, the page's new order, refill and messages): 1328.8 KiB, 316.4 KiB
+// gzipped before (at 519f2a1); 1331.3 and 317.1 with them.
+const BUNDLE_BUDGET_BYTES = 1335 * 1024;
 // Gzip raised from 300 KiB when the branches of 2026-12-06 met (A2A pushes, the plan's typed effects, the outbox rule, kept MCP servers): 300.4 KiB measured.
-const GZIP_BUDGET_BYTES = 317 * 1024;
+const GZIP_BUDGET_BYTES = 318 * 1024;
 
 describe("wrangler deploy --dry-run", () => {
   it("bundles the worker with its four object classes, within the size budget", async () => {
