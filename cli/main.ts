@@ -27,7 +27,7 @@ const COMMANDS: Record<string, { summary: string; load: Loader }> = {
   reject: { summary: "reject a parked message: it ends as rejected", load: () => import("./commands/answer.ts").then((m) => ({ default: m.rejectCommand })) },
   answer: { summary: "answer a parked message's question with one of its choices", load: () => import("./commands/answer.ts").then((m) => ({ default: m.answerCommand })) },
   cancel: { summary: "cancel a message: queued or parked it never runs; running, its run is stopped", load: () => import("./commands/cancel.ts") },
-  retry: { summary: "retry a failed message with a fresh set of attempts", load: () => import("./commands/answer.ts").then((m) => ({ default: m.retryCommand })) },
+  retry: { summary: "retry a failed message: a fresh set of tries, its attempt numbers go on", load: () => import("./commands/answer.ts").then((m) => ({ default: m.retryCommand })) },
   step: { summary: "inside a served command: run COMMAND once per message; later attempts print its recorded stdout", load: () => import("./commands/step.ts") },
   effect: { summary: "inside a served command: a side effect with its intent and outcome recorded, never run twice unknowingly", load: () => import("./commands/step.ts").then((m) => ({ default: m.effectCommand })) },
   heartbeat: { summary: "inside a served command: the run is alive; keep its progress", load: () => import("./commands/heartbeat.ts") },

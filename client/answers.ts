@@ -30,7 +30,7 @@ export function reject(agent: string, id: number, conn: Connection, options: Ans
   return decide(conn, agent, id, "reject", options.text === undefined ? {} : { text: options.text }, options.via ?? "http");
 }
 
-/** Queues a failed message again with a fresh set of attempts. */
+/** Queues a failed message again with a fresh set of tries (its attempt numbers go on). */
 export function retry(agent: string, id: number, conn: Connection, options: Pick<AnswerOptions, "via"> = {}): Promise<MessageView> {
   return decide(conn, agent, id, "retry", {}, options.via ?? "http");
 }

@@ -76,7 +76,10 @@ export function answerResult(a: PersonAnswer, agent: string): Record<string, unk
 
 /** What `send` reports of its message. */
 export function sentResult(agent: string, m: MessageView): Record<string, unknown> {
-  return { agent, message_id: m.id, status: m.status, reply: m.reply, error: m.error, attempts: m.attempts, ...(m.declined ? { declined: m.declined } : {}) };
+  return {
+    agent, message_id: m.id, status: m.status, reply: m.reply, error: m.error, attempts: m.attempts,
+    ...(m.retried_after ? { retried_after: m.retried_after } : {}), ...(m.declined ? { declined: m.declined } : {}),
+  };
 }
 
 export const askShape = {

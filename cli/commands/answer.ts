@@ -77,7 +77,7 @@ export const answerCommand = defineCommand({
 
 export const retryCommand = defineCommand({
   path: ["retry"],
-  summary: "Retry a failed message: it is queued again with a fresh set of attempts.",
+  summary: "Retry a failed message: it is queued again with a fresh set of tries (max attempts counts from here; its attempt numbers go on).",
   positionals: [...positionals],
   options: {},
   exitCodes: [{ code: 1, meaning: "the message does not exist or has not failed" }],

@@ -40,7 +40,7 @@ export default defineCommand({
         : `${m.question?.text && m.question.text !== m.text ? `asks: ${printable(oneLine(m.question.text, 60))}; ` : ""}${answerHint(agent, m.id, m.question?.choices ?? [])}`;
       const lease = m.status === "running" ? ` token ${m.token}` : m.status === "parked" ? ` (${resume})` : "";
       const where = m.machine === null ? "" : ` on ${m.machine}`;
-      writeText(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${m.declined ? ` (${m.declined} declined)` : ""}${where}${lease}  ${oneLine(m.text)}\n`);
+      writeText(`${String(m.id).padStart(5)}  ${m.status.padEnd(12)} attempts ${m.attempts}${attemptNotes(m)}${where}${lease}  ${oneLine(m.text)}\n`);
       if (m.steps.length > 0) writeText(`       steps: ${oneLine(m.steps.map((s) => `${s.name} ${s.status === "done" ? "done" : "unknown"}`).join(", "), REPLY_CHARS)}\n`);
       for (const a of m.answers) writeText(`       ${a.choice === "cancel" ? "cancelled" : `answered ${printable(a.choice)}`}${a.text ? ` ${JSON.stringify(oneLine(a.text, 60))}` : ""} by ${tokenLabel(a.token)} (${a.account}, ${a.via}) at ${new Date(a.at).toISOString()}\n`);
       // A question's reply is its answer as JSON: the answered line above says it.
@@ -72,4 +72,10 @@ function cut(text: string, max: number): boolean {
 function oneLine(text: string, max = TEXT_CHARS): string {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** " (retried after 3, 1 declined)": the attempts before a person's latest retry, and those since given back unstarted. */
+function attemptNotes(m: { declined?: number | undefined; retried_after?: number | undefined }): string {
+  const said = [m.retried_after ? `retried after ${m.retried_after}` : "", m.declined ? `${m.declined} declined` : ""].filter(Boolean);
+  return said.length === 0 ? "" : ` (${said.join(", ")})`;
 }

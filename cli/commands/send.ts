@@ -134,7 +134,8 @@ export default defineCommand({
         if (m.status === "failed") {
           if (options.json) process.stdout.write(`${JSON.stringify(m)}\n`);
           const why = m.error ? `: ${m.error}` : "";
-          throw new CLIError(`message ${sent.id} failed after ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}${m.declined ? ` (${m.declined} declined, not counted)` : ""}${why}`, SEND_EXIT.failed);
+          const notes = [m.retried_after ? `retried after ${m.retried_after}` : "", m.declined ? `${m.declined} declined, not counted` : ""].filter(Boolean);
+          throw new CLIError(`message ${sent.id} failed after ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}${notes.length > 0 ? ` (${notes.join(", ")})` : ""}${why}`, SEND_EXIT.failed);
         }
         if (performance.now() >= deadline) {
           const why = served ? "" : `; nobody serves ${agent}`;

@@ -100,8 +100,15 @@ function quorumLine(q: QuestionQuorum): string {
   return `${q.needs} approvals from distinct people (${q.approvals} so far${answered ? `: ${answered}` : ""})${rejects}${waiting}`;
 }
 
-/** " (2 failed, 1 declined)": attempts that failed, and hand-outs a stopping runner gave back unstarted (not counted against max attempts). */
-function countedOf(m: { failures: number; declined?: number | undefined }): string {
-  const said = [m.failures ? `${m.failures} failed` : "", m.declined ? `${m.declined} declined` : ""].filter(Boolean);
+/**
+ * " (retried after 3, 2 failed, 1 declined since)": the attempts before a person's latest retry,
+ * attempts that failed, and hand-outs since the retry a stopping runner gave back unstarted (neither
+ * of the first nor of the last counts against max attempts).
+ */
+function countedOf(m: { failures: number; declined?: number | undefined; retried_after?: number | undefined }): string {
+  const said = [
+    m.retried_after ? `retried after ${m.retried_after}` : "", m.failures ? `${m.failures} failed` : "",
+    m.declined ? `${m.declined} declined${m.retried_after ? " since" : ""}` : "",
+  ].filter(Boolean);
   return said.length === 0 ? "" : ` (${said.join(", ")})`;
 }

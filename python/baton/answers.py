@@ -61,6 +61,6 @@ def reject(agent: str, id: int, *, url: str, token: str, text: Optional[str] = N
 
 
 def retry(agent: str, id: int, *, url: str, token: str, via: str = "http", timeout: float = 30.0) -> dict[str, Any]:
-    """Queues failed message ``id`` again with a fresh set of attempts (CoordinatorError ``not_parked``,
-    409, when it has not failed)."""
+    """Queues failed message ``id`` again with a fresh set of tries, its attempt numbers going on
+    (CoordinatorError ``not_parked``, 409, when it has not failed)."""
     return _decide(agent, id, "retry", {}, url, token, via, timeout)

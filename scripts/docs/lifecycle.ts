@@ -18,7 +18,7 @@ const EVENT_MEANING: Record<LifecycleEvent, string> = {
   deadline: "its park deadline passed: failed (default), approve (queued, or acknowledged for a question alone), reject, escalate (parked again)",
   answer: "a person answers: approve or a choice queues it (a question alone is acknowledged), reject ends it",
   resume: "a person resumes it (`baton resume`, `--done` / `--redo` for an unknown outcome)",
-  retry: "a person queues a failed message again with fresh attempts",
+  retry: "a person queues a failed message again: max attempts counts afresh, attempt numbers go on",
   cancel: "a person or a policy cancels it (final)",
   supersede: "a newer post replaces it while it waits and never ran (on_busy replace)",
 };

@@ -75,7 +75,7 @@ describe("an operator's controls on the dashboard", () => {
     await page.close();
   });
 
-  it("a failed message is retried from the page behind its confirmation and then runs to its reply", async () => {
+  it("a failed message is retried from the page behind its confirmation and then runs to its reply as attempt 2", async () => {
     const page = await fx.openLive();
     const agent = "flaky";
     expect((await fx.http.api("PUT", `/agents/${agent}/policy`, { max_attempts: 1 })).status).toBe(200);
@@ -94,13 +94,16 @@ describe("an operator's controls on the dashboard", () => {
     await card(page, agent).locator(`[data-role="work"] [data-role="failed-item"][data-id="${id}"]`, { hasText: "the upstream API said 503" }).waitFor();
     broken = false;
     await row.locator('[data-action="retry"]').click();
-    await row.locator('[data-role="confirm"][data-for="retry"] .prompt', { hasText: `Retry #${id}? It is queued again with a fresh set of attempts.` }).waitFor();
+    await row.locator('[data-role="confirm"][data-for="retry"] .prompt', { hasText: `Retry #${id}? It is queued again with a fresh set of tries; its attempt numbers go on.` }).waitFor();
     expect((await fx.http.view(agent, id)).status).toBe("failed");
     await row.locator('[data-role="confirm"] [data-role="confirm-yes"]').click();
     const done = await fx.http.waitForStatus(agent, id, "acknowledged");
     expect(done.reply).toBe("fetched the report");
     expect(done.answers).toMatchObject([{ choice: "retry", via: "page" }]);
+    // Its attempt numbers went on: the run after the retry was attempt 2, and the row says so.
+    expect(done).toMatchObject({ attempts: 2, retried_after: 1 });
     await row.locator('[data-role="reply"]', { hasText: "fetched the report" }).waitFor();
+    await row.locator(".attempts", { hasText: "attempt 2 (retried after 1)" }).waitFor();
     await page.close();
   });
 

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { authHeaders, runBaton, sharedServeFixture, startServe, uniqueAgent, writeSinkCommand } from "./serve-helpers.ts";
+import { authHeaders, runBaton, sharedServeFixture, startServe, uniqueAgent, waitForMessage, writeSinkCommand } from "./serve-helpers.ts";
 
 const fx = sharedServeFixture();
 
@@ -59,6 +59,30 @@ describe("failed runs", () => {
     const bare = runBaton(["agent"], { BATON_URL: fx.dev.url });
     expect(bare.code).toBe(2);
     expect(bare.stderr).toMatch(/agent needs a subcommand: show or set/);
+  });
+
+  it("baton retry runs a failed message as attempts 3 and 4 (BATON_ATTEMPT), with max_attempts 2 again; history, show and logs say its numbers went on", async () => {
+    const agent = uniqueAgent("retried");
+    const res = await fetch(`${fx.dev.url}/agents/${agent}/policy`, { method: "PUT", headers: authHeaders(), body: JSON.stringify({ max_attempts: 2 }) });
+    expect(res.status).toBe(200);
+    const { sink } = writeSinkCommand(mkdtempSync(join(tmpdir(), "baton-retried-")));
+    const served = startServe({ url: fx.dev.url, agent, tag: "a", command: script(`echo "try $BATON_ATTEMPT"; echo "it broke: $BATON_ATTEMPT" >&2; exit 3`), sink });
+    fx.started.push(served);
+    await served.waitFor(/holder/);
+    const sent = runBaton(["send", agent, "hi", "--wait", "--timeout", "30"], { BATON_URL: fx.dev.url });
+    expect(sent.stderr).toMatch(/failed after 2 attempts: the command exited with code 3; stderr: it broke: 2/);
+    const retried = runBaton(["retry", agent, "1"], { BATON_URL: fx.dev.url });
+    expect(retried).toMatchObject({ code: 0, stderr: "" });
+    const failed = await waitForMessage(fx.dev.url, agent, 1, (m) => m.status === "failed" && m.attempts > 2);
+    expect(failed).toMatchObject({ attempts: 4, retried_after: 2, failures: 4, error: expect.stringMatching(/it broke: 4/) });
+    const history = runBaton(["history", agent], { BATON_URL: fx.dev.url });
+    expect(history.stdout).toMatch(/failed\s+attempts 4 \(retried after 2\)/);
+    const shown = runBaton(["show", agent, "1"], { BATON_URL: fx.dev.url });
+    expect(shown.stdout).toMatch(/^message 1 of .*: failed, 4 attempts \(retried after 2, 4 failed\)/);
+    // Each attempt has its own section: 1 to 4, none twice.
+    const logs = runBaton(["logs", agent, "1"], { BATON_URL: fx.dev.url });
+    expect(logs.stdout).toBe("try 1\ntry 2\ntry 3\ntry 4\n");
+    expect(logs.stderr.match(/baton: attempt \d+ failed/g)).toEqual(["baton: attempt 1 failed", "baton: attempt 2 failed", "baton: attempt 3 failed", "baton: attempt 4 failed"]);
   });
 
   it("a command killed by a signal is a failed attempt too, never an empty reply", async () => {

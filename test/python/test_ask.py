@@ -195,9 +195,10 @@ def test_a_question_whose_deadline_approves_resumes_by_itself(dev):
     assert done["reply"] == "approve by deadline", done
 
 
-def test_retry_queues_a_failed_message_again_with_fresh_attempts(dev):
-    """Rule: retry takes only a failed message and queues it with a fresh set of attempts. (Its first
-    attempt fails on an ask the coordinator would refuse: a ValueError, never a park.)"""
+def test_retry_queues_a_failed_message_again_with_fresh_tries_as_its_next_attempt(dev):
+    """Rule: retry takes only a failed message and queues it with a fresh set of tries, its attempt
+    numbers going on: the run after it is attempt 2. (Its first attempt fails on an ask the
+    coordinator would refuse: a ValueError, never a park.)"""
     import baton
 
     agent = unique("py-retry-failed")
@@ -230,7 +231,8 @@ def test_retry_queues_a_failed_message_again_with_fresh_attempts(dev):
     assert view["status"] in ("queued", "running"), view
     assert done["reply"] == "done on retry", done
     assert (again.status, again.code) == (409, "not_parked"), again
-    assert len(runs) == 2, runs
+    assert runs == [1, 2], runs
+    assert (done["attempts"], done["retried_after"]) == (2, 1), done
 
 
 def test_ask_and_the_answer_functions_refuse_bad_arguments_before_anything_is_sent():

@@ -30,6 +30,11 @@ describe("pushedState", () => {
   for (const [before, status, attempts, state] of cases) {
     it(`${before} to ${status} (attempt ${attempts}): ${state ?? "nothing"}`, () => expect(pushedState(before, { status, attempts })).toBe(state));
   }
+  it("a person's retry after 3 attempts pushes submitted; its next hand-out (attempt 4) working; a failed try after it nothing", () => {
+    expect(pushedState("failed", { status: "queued", attempts: 3, retriedAfter: 3 })).toBe("TASK_STATE_SUBMITTED");
+    expect(pushedState("queued", { status: "running", attempts: 4, retriedAfter: 3 })).toBe("TASK_STATE_WORKING");
+    expect(pushedState("running", { status: "queued", attempts: 4, retriedAfter: 3 })).toBeNull();
+  });
 });
 
 describe("a push's body and a target's budgets", () => {

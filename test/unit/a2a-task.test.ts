@@ -32,6 +32,14 @@ describe("a message as an A2A task", () => {
     expect(taskState({ status, attempts })).toBe(state);
   });
 
+  it("retried by a person after 5 attempts, it is submitted again until its next hand-out (attempt 6), then working", () => {
+    expect(taskState({ status: "queued", attempts: 5, retried_after: 5 })).toBe("TASK_STATE_SUBMITTED");
+    expect(taskState({ status: "running", attempts: 6, retried_after: 5 })).toBe("TASK_STATE_WORKING");
+    expect(taskState({ status: "queued", attempts: 6, retried_after: 5 })).toBe("TASK_STATE_WORKING");
+    expect(taskOf(view({ status: "queued", attempts: 6, retried_after: 5, declined: 1 }), "a", NOW).metadata).toEqual({ baton: { agent: "a", message: 7, status: "queued", attempts: 6, retried_after: 5, declined: 1, machine: null } });
+    expect(taskOf(view({ status: "queued", attempts: 1, retried_after: 0, declined: 0 }), "a", NOW).metadata).toEqual({ baton: { agent: "a", message: 7, status: "queued", attempts: 1, machine: null } });
+  });
+
   it("terminal states are the ends; input-required is not one", () => {
     expect(["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"].every((s) => isTerminal(s as never))).toBe(true);
     expect(isTerminal("TASK_STATE_INPUT_REQUIRED")).toBe(false);

@@ -142,8 +142,11 @@ describe("a message's own lease", () => {
     expect(planDispatch(open, [{ id: "a", free: 3 }], pool)).toEqual([{ id: 3, runner: "a" }]);
   });
 
-  it("a failed message is retried with a fresh set of attempts; nothing else is", () => {
-    expect(retry(msg(1, { status: "failed", attempts: 3 }))).toMatchObject({ ok: true, message: { status: "queued", attempts: 0 } });
+  it("a failed message is retried with a fresh set of tries, keeping its attempts (the next is attempt 4); nothing else is", () => {
+    const retried = retry(msg(1, { status: "failed", attempts: 3, token: 9 }));
+    expect(retried).toMatchObject({ ok: true, message: { status: "queued", attempts: 3, retriedAfter: 3, token: 9 } });
+    expect(retried.ok && triesOf(retried.message)).toBe(0);
+    expect(retried.ok && lease(retried.message, "a", 10, 0, pool)).toMatchObject({ attempts: 4, token: 10 });
     expect(retry(msg(1, { status: "running" }))).toMatchObject({ ok: false });
   });
 
@@ -210,7 +213,57 @@ describe("decline", () => {
     expect(failAttempt(running, 10_000, pool)).toMatchObject({ status: "queued", retryAt: 10_000 + retryBackoffMs(1) });
   });
 
-  it("a retry by a person starts both counts again", () => {
-    expect(retry(msg(1, { status: "failed", attempts: 4, declined: 2 }))).toMatchObject({ ok: true, message: { status: "queued", attempts: 0, declined: 0 } });
+  it("a retry by a person keeps the attempts and starts the tries and the declined count again", () => {
+    const retried = retry(msg(1, { status: "failed", attempts: 4, declined: 2 }));
+    expect(retried).toMatchObject({ ok: true, message: { status: "queued", attempts: 4, retriedAfter: 4, declined: 0 } });
+    expect(retried.ok && triesOf(retried.message)).toBe(0);
+  });
+
+  it("declines after a retry count since it: only the hand-outs since that were not declined are tries", () => {
+    const retried = retry(msg(1, { status: "failed", attempts: 3, declined: 1 }));
+    if (!retried.ok) throw new Error(retried.message);
+    const declinedOnce = decline(lease(retried.message, "r1", 10, 1000, pool));
+    expect(declinedOnce).toMatchObject({ attempts: 4, retriedAfter: 3, declined: 1 });
+    expect(triesOf(declinedOnce)).toBe(0);
+    expect(triesOf(lease(declinedOnce, "r2", 11, 2000, pool))).toBe(1);
+  });
+});
+
+describe("a person's retry", () => {
+  const failedAfter = (attempts: number): MessageLease => {
+    let m = msg(1);
+    for (let n = 1; n <= attempts; n++) m = failAttempt(lease(m, "a", n, n * 1000, pool), n * 1000 + 1, pool);
+    return m;
+  };
+
+  it("a failed message runs as attempts N+1..N+max_attempts, each taken back or failed under its own number, and fails only after all of them", () => {
+    const failed = failedAfter(pool.maxAttempts);
+    expect(failed).toMatchObject({ status: "failed", attempts: 3 });
+    const retried = retry(failed);
+    if (!retried.ok) throw new Error(retried.message);
+    let m = retried.message;
+    for (const attempt of [4, 5]) {
+      const running = lease(m, "b", attempt * 10, attempt * 10_000, pool);
+      expect(running).toMatchObject({ status: "running", attempts: attempt });
+      expect(takeBack(running, pool)).toMatchObject({ status: "queued", attempts: attempt });
+      m = failAttempt(running, attempt * 10_000 + 1, pool);
+      // The backoff is the fresh tries', not the tenth attempt's: 1 s, then 2 s.
+      expect(m).toMatchObject({ status: "queued", attempts: attempt, retryAt: attempt * 10_000 + 1 + retryBackoffMs(attempt - 3) });
+    }
+    const last = lease(m, "b", 60, 60_000, pool);
+    expect(last.attempts).toBe(6);
+    expect(takeBack(last, pool)).toMatchObject({ status: "failed", attempts: 6 });
+    expect(failAttempt(last, 60_001, pool)).toMatchObject({ status: "failed", attempts: 6, retriedAfter: 3 });
+  });
+
+  it("retried again, the tries count from the second retry: its attempts before it are the count it keeps", () => {
+    const once = retry(failedAfter(3));
+    if (!once.ok) throw new Error(once.message);
+    let m = once.message;
+    for (let n = 4; n <= 6; n++) m = failAttempt(lease(m, "b", n, n * 1000, pool), n * 1000 + 1, pool);
+    expect(m).toMatchObject({ status: "failed", attempts: 6, retriedAfter: 3 });
+    const twice = retry(m);
+    expect(twice).toMatchObject({ ok: true, message: { status: "queued", attempts: 6, retriedAfter: 6 } });
+    expect(twice.ok && lease(twice.message, "c", 7, 9000, pool)).toMatchObject({ attempts: 7 });
   });
 });

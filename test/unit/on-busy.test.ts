@@ -65,11 +65,19 @@ describe("decideOnBusy", () => {
     const decided = decideOnBusy(policy("replace"), [msg(2, { group: "chat", attempts: 1, declined: 1 }), msg(3, { group: "chat", attempts: 2, declined: 1 })], "chat", NOW);
     expect(decided.action === "store" && decided.supersede.map((m) => m.id)).toEqual([2]);
   });
+
+  it("a failed message a person retried has not started since: replace supersedes it until its next try, declined or not", () => {
+    expect(supersede(msg(2, { attempts: 3, retriedAfter: 3 }))).toMatchObject({ status: "superseded" });
+    expect(supersede(msg(2, { attempts: 4, retriedAfter: 3, declined: 1 }))).toMatchObject({ status: "superseded" });
+    expect(supersede(msg(3, { attempts: 4, retriedAfter: 3 }))).toBeNull();
+    const decided = decideOnBusy(policy("replace"), [msg(2, { group: "chat", attempts: 3, retriedAfter: 3 }), msg(3, { group: "chat", attempts: 4, retriedAfter: 3 })], "chat", NOW);
+    expect(decided.action === "store" && decided.supersede.map((m) => m.id)).toEqual([2]);
+  });
 });
 
 /** What the store answers for a read (message-store.ts busyGroup) over a whole group, oldest first. */
 const readOf = (group: readonly MessageLease[], read: BusyRead) => read.statuses.flatMap((status) => {
-  const rows = group.filter((m) => m.status === status && !m.forPerson && (!read.neverStarted || m.attempts === (m.declined ?? 0))).sort((a, b) => a.id - b.id);
+  const rows = group.filter((m) => m.status === status && !m.forPerson && (!read.neverStarted || m.attempts === (m.retriedAfter ?? 0) + (m.declined ?? 0))).sort((a, b) => a.id - b.id);
   return read.oldestOnly ? rows.slice(0, 1) : rows;
 });
 

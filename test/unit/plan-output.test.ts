@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { decideOutput, outputMarks, type OutputTarget, type OutputWriter } from "../../worker/rules/plan/output.ts";
 import type { MessageChange } from "../../worker/rules/plan/types.ts";
-import { decline, DEFAULT_POLICY, lease as handOut } from "../../worker/rules/message-lease.ts";
+import { decline, DEFAULT_POLICY, failAttempt, lease as handOut, retry } from "../../worker/rules/message-lease.ts";
 import { message, NOW, running } from "./plan-fixtures.ts";
 
 const lease = running(7, "1", { token: 5, attempts: 2, expiresAt: NOW + 1000 });
@@ -52,6 +52,15 @@ describe("outputMarks", () => {
     const declined = decline(lease);
     expect(outputMarks({ kind: "declined", id: 7, before: "running", lease: declined }, null)).toEqual({ ended: { attempt: 2, reason: "declined" }, began: null });
     const next = handOut(declined, "2", 6, NOW, DEFAULT_POLICY);
+    expect(outputMarks({ kind: "hand_out", id: 7, before: "queued", lease: next, to: 0, fence: 2, machine: "laptop-3", runKey: "rk" }, "laptop-3"))
+      .toEqual({ ended: null, began: { attempt: 3, machine: "laptop-3" } });
+  });
+  it("after a person's retry the next hand-out begins attempt N+1, a section of its own, never attempt 1 again", () => {
+    const failed = failAttempt(lease, NOW, { ...DEFAULT_POLICY, maxAttempts: 2 });
+    expect(outputMarks({ kind: "fail", id: 7, before: "running", lease: failed, failure: "exit 1" } as MessageChange, null)).toEqual({ ended: { attempt: 2, reason: "failed" }, began: null });
+    const retried = retry(failed);
+    if (!retried.ok) throw new Error(retried.message);
+    const next = handOut(retried.message, "2", 6, NOW, DEFAULT_POLICY);
     expect(outputMarks({ kind: "hand_out", id: 7, before: "queued", lease: next, to: 0, fence: 2, machine: "laptop-3", runKey: "rk" }, "laptop-3"))
       .toEqual({ ended: null, began: { attempt: 3, machine: "laptop-3" } });
   });

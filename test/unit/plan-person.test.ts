@@ -88,14 +88,14 @@ describe("personResume", () => {
 
 describe("personRetry", () => {
   const cases: { name: string; status: string; ok: boolean; code?: string }[] = [
-    { name: "a failed message is queued again with a fresh set of attempts", status: "failed", ok: true },
+    { name: "a failed message is queued again with a fresh set of tries, its attempts kept", status: "failed", ok: true },
     { name: "a cancelled one is final", status: "cancelled", ok: false, code: "cancelled" },
     { name: "anything else is not failed", status: "queued", ok: false, code: "not_parked" },
   ];
   for (const c of cases) {
     it(c.name, () => {
-      const v = personRetry(target({ error: "boom" }, { status: c.status as "failed" }), 5, BY);
-      if (v.ok) expect(v.change).toMatchObject({ kind: "retried", lease: { status: "queued", attempts: 0 }, answer: { question: "boom" } });
+      const v = personRetry(target({ error: "boom" }, { status: c.status as "failed", attempts: 2 }), 5, BY);
+      if (v.ok) expect(v.change).toMatchObject({ kind: "retried", lease: { status: "queued", attempts: 2, retriedAfter: 2 }, answer: { question: "boom" } });
       else expect(v.code).toBe(c.code);
       expect(v.ok).toBe(c.ok);
     });

@@ -37,6 +37,8 @@ describe("events from status changes", () => {
       { type: "message.failed", message: { id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 5, error: "exit 3" } }],
     ["running → failed after declined hand-outs: message.failed says how many of its attempts were declined (not counted)", "running", row({ status: "failed", error: "exit 3", attempts: 4, declined: 2 }),
       { type: "message.failed", message: { id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 4, declined: 2, error: "exit 3" } }],
+    ["running → failed after a person's retry: message.failed says its attempts go on, and how many came before the retry", "running", row({ status: "failed", error: "exit 3", attempts: 8, retried_after: 5, declined: 1 }),
+      { type: "message.failed", message: { id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 8, retried_after: 5, declined: 1, error: "exit 3" } }],
     ["parked → failed (park deadline): message.failed", "parked", row({ status: "failed", error: "its park deadline passed" }),
       { type: "message.failed", message: { id: 4, text_preview: "deploy v2", text_truncated: false, attempts: 1, error: "its park deadline passed" } }],
     ["parked → parked: nothing", "parked", row({ status: "parked" }), null],

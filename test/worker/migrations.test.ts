@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { MessageStore } from "../../worker/objects/message-store.ts";
 import { leaseOf, messageRow } from "../../worker/objects/message-row.ts";
 import { newLease, type PostInsert } from "../../worker/rules/plan/post.ts";
+import { triesOf } from "../../worker/rules/message-lease.ts";
 import { StepStore, stepRow } from "../../worker/objects/step-store.ts";
 import { permitRow } from "../../worker/objects/permit-store.ts";
 import { migrate, schemaVersion } from "../../worker/objects/migrations.ts";
@@ -40,11 +41,11 @@ function unversioned(sql: SqlStorage, ...tables: string[]): void {
 }
 
 describe("the message row", () => {
-  it("a fresh object's messages, message_steps and message_permits tables have exactly the row schemas' columns, at versions 5 and 2", async () => {
+  it("a fresh object's messages, message_steps and message_permits tables have exactly the row schemas' columns, at versions 6 and 2", async () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const { sql } = state.storage;
       for (const { table, schema } of [shapes(sql, messageRow), shapes(sql, stepRow), shapes(sql, permitRow)]) expect(table).toEqual(schema);
-      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([5, 2]);
+      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_steps")]).toEqual([6, 2]);
     });
   });
 
@@ -77,12 +78,12 @@ describe("the message row", () => {
         ["waiting", "queued", 0, 0, 0, null], ["handed out", "queued", 0, 0, 0, null], ["done", "acknowledged", 0, 0, 0, "ok"],
       ]);
       expect(store.openLeases(10).map((l) => l.id)).toEqual([1, 2]);
-      expect(schemaVersion(sql, "messages")).toBe(5);
+      expect(schemaVersion(sql, "messages")).toBe(6);
       expect(sql.exec(`SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'messages_group_status'`).toArray()).toHaveLength(1);
     });
   });
 
-  it("a messages table at version 1 (before held_since) gains the column (then the group index, the permits table and the declined count) at version 5 and keeps its messages", async () => {
+  it("a messages table at version 1 (before held_since) gains the column (then the group index, the permits table, the declined count and retried_after) at version 6 and keeps its messages", async () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const { sql } = state.storage;
       new MessageStore(sql);
@@ -91,7 +92,7 @@ describe("the message row", () => {
       sql.exec(`INSERT INTO messages (text, created_at, retry_at) VALUES ('held', 5, 300)`);
       sql.exec(`DROP TABLE message_permits`);
       const store = new MessageStore(sql);
-      expect(schemaVersion(sql, "messages")).toBe(5);
+      expect(schemaVersion(sql, "messages")).toBe(6);
       expect(shapes(sql, permitRow).table).toEqual(shapes(sql, permitRow).schema);
       const { table, schema } = shapes(sql, messageRow);
       expect(table).toEqual(schema);
@@ -99,19 +100,20 @@ describe("the message row", () => {
     });
   });
 
-  it("a messages table at version 4 (before declined) gains the count at version 5, none declined, and keeps its messages and their attempts", async () => {
+  it("a messages table at version 4 (before declined) gains the count (then retried_after) at version 6, none declined, and keeps its messages and their attempts", async () => {
     await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
       const { sql } = state.storage;
       new MessageStore(sql);
       // As the release before left it: the tally's trigger of then (message_tally version 1) reads no declined count.
       sql.exec(`DROP TRIGGER tally_attempts`);
       sql.exec(`ALTER TABLE messages DROP COLUMN declined`);
+      sql.exec(`ALTER TABLE messages DROP COLUMN retried_after`);
       sql.exec(`UPDATE schema_versions SET version = 4 WHERE store = 'messages'`);
       sql.exec(`UPDATE schema_versions SET version = 1 WHERE store = 'message_tally'`);
       sql.exec(`INSERT INTO messages (text, created_at, status, attempts, token) VALUES ('ran twice', 5, 'queued', 2, 7)`);
       const store = new MessageStore(sql);
       new AgentMetricsKeeper(sql);
-      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_tally")]).toEqual([5, 2]);
+      expect([schemaVersion(sql, "messages"), schemaVersion(sql, "message_tally")]).toEqual([6, 2]);
       const { table, schema } = shapes(sql, messageRow);
       expect(table).toEqual(schema);
       const [m] = store.pages.range(0, store.pages.lastId());
@@ -128,6 +130,38 @@ describe("the message row", () => {
       expect(tally()).toEqual({ deliveries: before.deliveries! + 2, redeliveries: before.redeliveries! });
       handOut(3);
       expect(tally()).toEqual({ deliveries: before.deliveries! + 3, redeliveries: before.redeliveries! + 1 });
+    });
+  });
+
+  it("a messages table at version 5 (before retried_after) gains it at version 6, never retried, and keeps its messages' attempts and declined counts", async () => {
+    await runInDurableObject(stubFor(uniqueAgent()), (_i, state) => {
+      const { sql } = state.storage;
+      new MessageStore(sql);
+      sql.exec(`ALTER TABLE messages DROP COLUMN retried_after`);
+      sql.exec(`UPDATE schema_versions SET version = 5 WHERE store = 'messages'`);
+      // A message a person retried under the release before: its attempts started again at 0, and it ran once since.
+      sql.exec(`INSERT INTO messages (text, created_at, status, attempts, declined, token, msg_group) VALUES ('retried then', 5, 'queued', 2, 1, 9, 'g')`);
+      const store = new MessageStore(sql);
+      new AgentMetricsKeeper(sql);
+      expect(schemaVersion(sql, "messages")).toBe(6);
+      const { table, schema } = shapes(sql, messageRow);
+      expect(table).toEqual(schema);
+      const [m] = store.pages.range(0, store.pages.lastId());
+      expect([m!.text, m!.attempts, m!.declined, m!.retried_after]).toEqual(["retried then", 2, 1, 0]);
+      expect(leaseOf(m!)).not.toHaveProperty("retriedAfter");
+      expect(triesOf(leaseOf(m!))).toBe(1);
+      // A retry from now on records the attempts before it; on_busy replace's read finds it never started since, until its next hand-out.
+      const neverStarted = () => store.busyGroup("g", { statuses: ["queued"], neverStarted: true, oldestOnly: false }).map((l) => l.id);
+      expect(neverStarted()).toEqual([]);
+      const tally = () => sql.exec<{ value: number }>(`SELECT value FROM message_tally WHERE key = 'redeliveries'`).one().value;
+      store.saveLease({ ...leaseOf(m!), status: "queued", attempts: 3, declined: 0, retriedAfter: 3 });
+      expect(store.pages.range(0, store.pages.lastId()).map((r) => [r.attempts, r.declined, r.retried_after])).toEqual([[3, 0, 3]]);
+      expect(neverStarted()).toEqual([m!.id]);
+      // The hand-out after the retry is attempt 4, a redelivery of a message that ran; queued again after it, it has started.
+      const before = tally();
+      store.saveLease({ ...leaseOf(store.pages.range(0, store.pages.lastId())[0]!), status: "queued", attempts: 4 });
+      expect(tally()).toBe(before + 1);
+      expect(neverStarted()).toEqual([]);
     });
   });
 

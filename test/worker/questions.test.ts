@@ -102,7 +102,7 @@ describe("questions", () => {
     expect((await answerFrom("cli", `/agents/${agent}/messages/${id}/answer`, { choice: "large" })).status).toBe(409);
   });
 
-  it("a failed message is retried with a fresh set of attempts, and the retry is kept with who asked for it", async () => {
+  it("a failed message is retried with a fresh set of tries as its next attempt number, and the retry is kept with who asked for it", async () => {
     const agent = await frozenAgent();
     await call("PUT", `/agents/${agent}/policy`, { max_attempts: 1 });
     const a = await claimant(agent, "a");
@@ -112,7 +112,7 @@ describe("questions", () => {
     expect(await message(agent, id)).toMatchObject({ status: "failed" });
     const retried = await answerFrom("page", `/agents/${agent}/messages/${id}/retry`, {});
     expect(retried).toMatchObject({ status: 200, body: { answers: [expect.objectContaining({ choice: "retry", via: "page" })] } });
-    expect(await run(a.sock, id)).toMatchObject({ attempt: 1 });
+    expect(await run(a.sock, id)).toMatchObject({ attempt: 2 });
   });
 
   it("a run that asked (baton ask) cannot finish before the answer: its reply is question_open and a resume is refused too", async () => {

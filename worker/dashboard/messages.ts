@@ -35,12 +35,12 @@ export function answersBlock(m: Pick<MessageView, "answers">): HTMLElement | nul
       a.question ? el("span", { class: "meta asked", title: a.question }, ` · to: ${a.question}`) : null))));
 }
 
-/** Retry of a failed message (fresh attempts), behind its confirmation; null for a token that may not. */
+/** Retry of a failed message (a fresh set of tries), behind its confirmation; null for a token that may not. */
 function retryControl(agent: string, id: number, ui: Ui | null): HTMLElement | null {
   if (!ui?.can.admin) return null;
   return ui.confirmations.control({
-    key: `retry:${agent}:${id}`, action: "retry", label: "Retry", title: "queue it again with a fresh set of attempts",
-    prompt: `Retry #${id}? It is queued again with a fresh set of attempts.`, confirm: "Retry",
+    key: `retry:${agent}:${id}`, action: "retry", label: "Retry", title: "queue it again with a fresh set of tries (its attempt numbers go on)",
+    prompt: `Retry #${id}? It is queued again with a fresh set of tries; its attempt numbers go on.`, confirm: "Retry",
     run: () => ui.act(agent, `messages/${id}/retry`, {}, "queued again"),
   });
 }
@@ -86,6 +86,12 @@ function fullParts(agent: string, m: MessageView, ui: Ui | null): Child[] {
   ];
 }
 
+/** " (retried after 3; 1 declined, not counted)": the attempts before a person's latest retry, and those since given back unstarted; null: neither. */
+function attemptNotes(m: Pick<MessageView, "retried_after" | "declined">): string | null {
+  const said = [m.retried_after ? `retried after ${m.retried_after}` : "", m.declined ? `${m.declined} declined, not counted` : ""].filter(Boolean);
+  return said.length === 0 ? null : ` (${said.join("; ")})`;
+}
+
 /** One message: a loaded one (`full`) in full, else presence's preview of it. */
 function messageItem(agent: string, shown: { full: MessageView } | { recent: RecentMessage }, waiting: string | null, ui: Ui | null): HTMLLIElement {
   const full = "full" in shown ? shown.full : null;
@@ -97,7 +103,7 @@ function messageItem(agent: string, shown: { full: MessageView } | { recent: Rec
       el("span", { class: "id" }, `#${m.id}`),
       el("span", { class: "chip", "data-status": m.status }, m.status),
       held ? el("span", { class: "waiting", "data-role": "waiting" }, held) : null,
-      m.attempts > 1 ? el("span", { class: "attempts" }, `attempt ${m.attempts}`, full?.declined ? ` (${full.declined} declined, not counted)` : null) : null,
+      m.attempts > 1 ? el("span", { class: "attempts" }, `attempt ${m.attempts}`, full ? attemptNotes(full) : null) : null,
       when(m.created_at),
       m.status === "failed" ? retryControl(agent, m.id, ui) : stopControl(agent, m, ui)),
     el("p", { class: "text", "data-role": "text" }, text),

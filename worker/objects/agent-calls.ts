@@ -62,7 +62,7 @@ export abstract class AgentCalls extends SocketObject<ConnState> {
   resume(id: number, input: string | null, outcome: UnknownOutcome | null, by: Answerer): Outputs["resume"] { return this.run({ type: "resume", id, input, outcome, by }); }
   /** A person's answer to a parked message: approve, reject, or one of its question's choices. */
   answer(id: number, reply: Answer, by: Answerer): Outputs["answer"] { return this.run({ type: "answer", id, reply, by }); }
-  /** A failed message queued again, with a fresh set of attempts. */
+  /** A failed message queued again, with a fresh set of tries (its attempt numbers go on). */
   retry(id: number, by: Answerer): Outputs["retry"] { return this.run({ type: "retry", id, by }); }
   /** Cancels a message wherever it is (rules/message-cancel.ts), as one event of the plan. */
   cancel(id: number, reason: string | null, by: Answerer): Outputs["cancel"] { return this.run({ type: "cancel", id, reason, by }); }

@@ -94,4 +94,11 @@ const permits: Migration = (sql) => {
  */
 const declinedHandOuts: Migration = (sql) => addMissingColumns(sql, "messages", { declined: "INTEGER NOT NULL DEFAULT 0" });
 
-export const MESSAGE_MIGRATIONS: readonly Migration[] = [catchUpUnversioned, heldSince, groupStatusIndex, permits, declinedHandOuts];
+/**
+ * 6: a person's retry keeps the attempt numbers going and records the hand-outs before it
+ * (message-row.ts retried_after), from which max attempts counts again. A retry used to start the
+ * numbers again at 0, so rows stored before this count from 0 as they did.
+ */
+const retriedAfter: Migration = (sql) => addMissingColumns(sql, "messages", { retried_after: "INTEGER NOT NULL DEFAULT 0" });
+
+export const MESSAGE_MIGRATIONS: readonly Migration[] = [catchUpUnversioned, heldSince, groupStatusIndex, permits, declinedHandOuts, retriedAfter];

@@ -76,8 +76,10 @@ const MESSAGE_ROW = {
   traceparent: maybeText(),
   /** Held by an on_busy replace debounce: when the first message of its burst was posted (the ceiling counts from it). */
   held_since: maybeInteger(),
-  /** Hand-outs a stopping runner gave back unstarted: attempts less these count against max attempts. */
+  /** Of the hand-outs since the latest retry, those a stopping runner gave back unstarted: not counted against max attempts. */
   declined: integer(),
+  /** Hand-outs before a person's latest retry (0: never retried): attempts less these and declined count against max attempts. */
+  retried_after: integer(),
 };
 
 export type StoredMessage = RowOf<typeof MESSAGE_ROW>;
@@ -87,7 +89,7 @@ export const messageRow = new RowCodec<StoredMessage>("messages", MESSAGE_ROW);
 /** The columns a message's lease is made of (leaseOf), and what a write for a running message is checked against (RunRow). */
 export const LEASE_FIELDS = [
   "id", "status", "attempts", "token", "runner", "expires_at", "msg_group", "run_timeout_ms", "retry_at", "cap_at", "pending_ask", "on_deadline", "park_ms",
-  "for_person", "run_first", "held_since", "declined",
+  "for_person", "run_first", "held_since", "declined", "retried_after",
 ] as const satisfies readonly (keyof StoredMessage)[];
 export const RUN_FIELDS = [...LEASE_FIELDS, "run_key"] as const;
 
@@ -126,6 +128,7 @@ export function leaseOf(m: LeaseRow): MessageLease {
     group: m.msg_group, runTimeoutMs: m.run_timeout_ms, retryAt: m.retry_at, capAt: m.cap_at, pendingAsk: m.pending_ask,
     onDeadline: m.on_deadline, parkMs: m.park_ms, forPerson: m.for_person === 1, ...(m.run_first === 1 ? { first: true } : {}),
     ...(m.held_since === null ? {} : { heldSince: m.held_since }), ...(m.declined > 0 ? { declined: m.declined } : {}),
+    ...(m.retried_after > 0 ? { retriedAfter: m.retried_after } : {}),
   };
 }
 
@@ -137,6 +140,7 @@ export function messageView(m: StoredMessage, steps: StepSummary[], answers: Ans
     status: m.status,
     attempts: m.attempts,
     declined: m.declined,
+    retried_after: m.retried_after,
     created_at: m.created_at,
     acked_at: m.acked_at,
     acked_fence: m.acked_fence,

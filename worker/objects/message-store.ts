@@ -173,8 +173,8 @@ export class MessageStore {
    */
   saveLease(m: MessageLease, handOut: { fence: number; machine: string; runKey: string } | null = null): StoredMessage {
     return this.patchAndRead(m.id, {
-      status: m.status, attempts: m.attempts, declined: m.declined ?? 0, token: m.token, runner: m.runner, expires_at: m.expiresAt, retry_at: m.retryAt, cap_at: m.capAt,
-      pending_ask: m.pendingAsk, on_deadline: m.onDeadline, park_ms: m.parkMs,
+      status: m.status, attempts: m.attempts, declined: m.declined ?? 0, retried_after: m.retriedAfter ?? 0,
+      token: m.token, runner: m.runner, expires_at: m.expiresAt, retry_at: m.retryAt, cap_at: m.capAt, pending_ask: m.pendingAsk, on_deadline: m.onDeadline, park_ms: m.parkMs,
       ...(handOut && { delivered_fence: handOut.fence, machine: handOut.machine, run_key: handOut.runKey, progress: null, heartbeat_at: null, run_first: null }),
     });
   }
@@ -204,7 +204,8 @@ export class MessageStore {
    * (messages_group_status finds them without scanning the queue).
    */
   busyGroup(group: string | null, read: BusyRead): MessageLease[] {
-    const neverStarted = read.neverStarted ? "AND attempts = declined" : "";
+    // Never started: no try since the latest retry (rules/message-lease.ts triesOf is 0).
+    const neverStarted = read.neverStarted ? "AND attempts = retried_after + declined" : "";
     const limit = read.oldestOnly ? "LIMIT 1" : "";
     return read.statuses.flatMap((status) => this.sql.exec(
       `SELECT ${messageRow.list(LEASE_FIELDS)} FROM messages WHERE msg_group IS ? AND status = ? AND for_person = 0 ${neverStarted} ORDER BY id ${limit}`, group, status,

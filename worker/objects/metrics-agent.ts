@@ -50,9 +50,10 @@ function backfillTally(sql: SqlStorage): void {
 }
 
 /**
- * A hand-out after declined ones is no redelivery: only the attempts that count against max
- * attempts (attempts less declined, rules/message-lease.ts triesOf) past the first are. Every
- * hand-out is still a delivery.
+ * A hand-out after declined ones is no redelivery: only hand-outs not declined (attempts less
+ * declined) past the first are. Every hand-out is still a delivery. A person's retry keeps the
+ * attempts and starts declined again at 0 (message-row.ts retried_after) without a hand-out, so the
+ * hand-out after it is a redelivery of a message that ran, and nothing before it counts twice.
  */
 const TALLY_HAND_OUTS = `CREATE TRIGGER tally_attempts AFTER UPDATE OF attempts ON messages WHEN NEW.attempts > OLD.attempts BEGIN
      UPDATE message_tally SET value = value + NEW.attempts - OLD.attempts WHERE key = 'deliveries';

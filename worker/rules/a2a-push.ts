@@ -7,7 +7,7 @@ import type { MessageStatus } from "../wire/enums.ts";
 import type { MessageView } from "../wire/http-responses.ts";
 import { PUSH_LIMITS, type A2APushConfig, type PushTargetView } from "../wire/push.ts";
 import type { TaskState } from "../wire/a2a.ts";
-import { contextOf, declinedOf, isTerminal, taskState, taskStatus } from "./a2a-task.ts";
+import { attemptCountsOf, contextOf, isTerminal, taskState, taskStatus } from "./a2a-task.ts";
 
 /**
  * The task state a push announces for this change, or null when the task's state stays (a
@@ -15,11 +15,12 @@ import { contextOf, declinedOf, isTerminal, taskState, taskStatus } from "./a2a-
  * `before` is the status before; a hand-out counts the attempt it starts, so the state before a
  * queued message's hand-out is read at the attempts it had.
  */
-export function pushedState(before: MessageStatus, after: { status: MessageStatus; attempts: number }): TaskState | null {
+export function pushedState(before: MessageStatus, after: { status: MessageStatus; attempts: number; retriedAfter?: number }): TaskState | null {
   if (before === after.status) return null;
   const attemptsBefore = before === "queued" && after.status === "running" ? after.attempts - 1 : after.attempts;
-  const was = taskState({ status: before, attempts: attemptsBefore });
-  const now = taskState(after);
+  const retried_after = after.retriedAfter ?? 0;
+  const was = taskState({ status: before, attempts: attemptsBefore, retried_after });
+  const now = taskState({ status: after.status, attempts: after.attempts, retried_after });
   return was === now ? null : now;
 }
 
@@ -31,7 +32,7 @@ export function pushBody(m: MessageView, now: number): string {
   return JSON.stringify({
     statusUpdate: {
       taskId: String(m.id), contextId: contextOf(m), status: taskStatus(m, now),
-      metadata: { baton: { message: m.id, status: m.status, attempts: m.attempts, ...declinedOf(m) } },
+      metadata: { baton: { message: m.id, status: m.status, attempts: m.attempts, ...attemptCountsOf(m) } },
     },
   });
 }

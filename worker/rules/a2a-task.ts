@@ -20,9 +20,12 @@ const STATE: Record<MessageStatus, TaskState> = {
   superseded: "TASK_STATE_CANCELED",
 };
 
-/** The task state of a message: queued again after an attempt (a failover, an answer) is still working. */
-export function taskState(m: Pick<MessageView, "status" | "attempts">): TaskState {
-  return m.status === "queued" && m.attempts > 0 ? "TASK_STATE_WORKING" : STATE[m.status];
+/**
+ * The task state of a message: queued again after a hand-out since its latest retry (a failover, an
+ * answer, a decline) is still working; retried by a person, it is submitted again until handed out.
+ */
+export function taskState(m: Pick<MessageView, "status" | "attempts" | "retried_after">): TaskState {
+  return m.status === "queued" && m.attempts > (m.retried_after ?? 0) ? "TASK_STATE_WORKING" : STATE[m.status];
 }
 
 /** States after which the task changes no more; input-required also ends a stream (A2A's interrupted state). */
@@ -78,8 +81,10 @@ export function replyArtifact(m: MessageView): A2AArtifact | null {
   return { artifactId: "reply", name: "reply", parts: [{ text }] };
 }
 
-/** Hand-outs given back unstarted, said only when there were any (they are no attempts that ran). */
-export const declinedOf = (m: Pick<MessageView, "declined">): { declined?: number } => (m.declined ? { declined: m.declined } : {});
+/** Hand-outs before a person's latest retry and those given back unstarted since, each said only when there were any. */
+export const attemptCountsOf = (m: Pick<MessageView, "declined" | "retried_after">): { retried_after?: number; declined?: number } => ({
+  ...(m.retried_after ? { retried_after: m.retried_after } : {}), ...(m.declined ? { declined: m.declined } : {}),
+});
 
 /** The task a message is. `historyLength` 0 leaves out the message that started it. */
 export function taskOf(m: MessageView, agent: string, now: number, historyLength?: number): A2ATask {
@@ -91,7 +96,7 @@ export function taskOf(m: MessageView, agent: string, now: number, historyLength
     status: taskStatus(m, now),
     ...(reply ? { artifacts: [reply] } : {}),
     ...(historyLength === 0 ? {} : { history: [first] }),
-    metadata: { baton: { agent, message: m.id, status: m.status, attempts: m.attempts, ...declinedOf(m), machine: m.machine } },
+    metadata: { baton: { agent, message: m.id, status: m.status, attempts: m.attempts, ...attemptCountsOf(m), machine: m.machine } },
   };
 }
 

@@ -20,7 +20,12 @@ export interface MessageLease {
   status: MessageStatus;
   /** How many times the message was handed out: the number of its latest attempt (attempt numbers only grow, as tokens do). */
   attempts: number;
-  /** Hand-outs a stopping runner gave back unstarted (decline): never counted against max attempts (absent: none). */
+  /**
+   * Hand-outs before a person's latest retry (absent: never retried): the attempts after them are
+   * the current set, which max attempts counts (triesOf). Attempt numbers go on across a retry.
+   */
+  retriedAfter?: number;
+  /** Of the hand-outs since the latest retry, those a stopping runner gave back unstarted (decline): never counted against max attempts (absent: none). */
   declined?: number;
   /** Lease token of the latest hand-out; 0 before the first. Tokens come from one agent-wide counter, so they only grow. */
   token: number;
@@ -78,9 +83,17 @@ export const DEFAULT_POLICY: MessagePolicy = {
   mode: "single", maxRunning: 64, runTimeoutMs: 3_600_000, maxAttempts: 5, heartbeatTimeoutMs: null, onBusy: "queue", debounceMs: null, debounceMaxMs: null, a2a: false, description: null,
 };
 
-/** The attempts that count against max attempts: every hand-out but the declined ones. */
-export function triesOf(m: Pick<MessageLease, "attempts" | "declined">): number {
-  return m.attempts - (m.declined ?? 0);
+/** Hand-outs since a person's latest retry (all of them, when it was never retried), declined ones too. */
+export function handOutsSinceRetry(m: Pick<MessageLease, "attempts" | "retriedAfter">): number {
+  return m.attempts - (m.retriedAfter ?? 0);
+}
+
+/**
+ * The attempts that count against max attempts (taken back, failed, backoff; on_busy's "never
+ * started"): every hand-out since the latest retry but the declined ones.
+ */
+export function triesOf(m: Pick<MessageLease, "attempts" | "declined" | "retriedAfter">): number {
+  return handOutsSinceRetry(m) - (m.declined ?? 0);
 }
 
 /** Hands a queued message to a runner under a fresh token, with its run deadline (the heartbeat timeout's, when sooner). */

@@ -52,7 +52,7 @@ const EVENT: Record<LifecycleEvent, (s: MessageStatus) => Next> = {
   /** A person's answer: approve or a choice queues it (a question for a person alone is acknowledged), reject ends it. */
   answer: (s) => (s === "parked" ? to("queued", "rejected", "acknowledged") : refuse("not_parked")),
   resume: (s) => (s === "parked" ? to("queued") : refuse("not_parked")),
-  /** A person queues a failed message again, with fresh attempts; a cancelled one is final. */
+  /** A person queues a failed message again, with a fresh set of tries (its attempt numbers go on); a cancelled one is final. */
   retry: (s) => (s === "failed" ? to("queued") : refuse(s === "cancelled" ? "cancelled" : "not_parked")),
   cancel: (s) => (s === "queued" || s === "running" || s === "parked" ? to("cancelled") : s === "cancelled" ? stays : refuse("message_finished")),
   /** A newer post replaces a queued message that never ran (on_busy replace); any other stays. */

@@ -57,13 +57,17 @@ export function answer(m: MessageLease, reply: Answer, choices: readonly string[
   return { ok: true, message: enter(m, "answer", { ...m, ...settled, status: reply.choice === "reject" ? "rejected" : m.forPerson ? "acknowledged" : "queued" }) };
 }
 
-/** A failed message queued again by a person: a fresh set of attempts (its attempt numbers start again; its tokens keep growing). */
+/**
+ * A failed message queued again by a person: a fresh set of tries (max attempts counts from here,
+ * and nothing declined before counts on), while its attempt numbers go on, as its tokens do: the
+ * next hand-out is attempt N + 1, so its output, steps and history stay its own.
+ */
 export function retry(m: MessageLease): { ok: true; message: MessageLease } | { ok: false; code: "bad_request" | "cancelled" | "not_parked"; message: string } {
   const refused = refusalOf(m.status, "retry");
   if (refused === "cancelled") return { ok: false, code: "cancelled", message: `message ${m.id} was cancelled, and a cancelled message is final: send it again to run it` };
   if (refused !== null) return { ok: false, code: "not_parked", message: `message ${m.id} is ${m.status}; only a failed message is retried` };
   if (m.forPerson) return { ok: false, code: "bad_request", message: `message ${m.id} was a question for a person and nothing runs it: ask again with a new one` };
-  return { ok: true, message: enter(m, "retry", { ...m, status: "queued", attempts: 0, declined: 0, runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null }) };
+  return { ok: true, message: enter(m, "retry", { ...m, status: "queued", retriedAfter: m.attempts, declined: 0, runner: null, expiresAt: null, capAt: null, retryAt: null, pendingAsk: null }) };
 }
 
 export type ResumeResult =

@@ -40,7 +40,7 @@ export function agentFamilies(agents: readonly AgentMetrics[]): Family[] {
     { name: "baton_messages", type: "gauge", help: "Messages stored now, by status.", samples: perAgentAndKey(agents, "status", (m) => m.messages.byStatus) },
     { name: "baton_messages_posted_total", type: "counter", help: "Messages posted to the agent.", samples: perAgent(agents, (m) => m.messages.posted) },
     { name: "baton_message_deliveries_total", type: "counter", help: "Hand-overs of a message to a holder to run (attempts).", samples: perAgent(agents, (m) => m.messages.deliveries) },
-    { name: "baton_message_redeliveries_total", type: "counter", help: "Hand-overs of a message that had been handed over before (attempt 2 and later; one after a hand-out declined unstarted by a stopping runner is not).", samples: perAgent(agents, (m) => m.messages.redeliveries) },
+    { name: "baton_message_redeliveries_total", type: "counter", help: "Hand-overs of a message that had been handed over before (attempt 2 and later, the first after a person's retry too; one after a hand-out declined unstarted by a stopping runner is not).", samples: perAgent(agents, (m) => m.messages.redeliveries) },
     { name: "baton_messages_cancelled_total", type: "counter", help: "Messages cancelled by a person (POST …/cancel, baton cancel, the dashboard's Stop).", samples: perAgent(agents, (m) => m.messages.cancelled ?? 0) },
     {
       name: "baton_webhook_deliveries_total", type: "counter",

@@ -36,8 +36,10 @@ export interface MessageFacts {
   status: MessageStatus;
   text: string;
   attempts: number;
-  /** Hand-outs a stopping runner gave back unstarted (absent: none). */
+  /** Of the hand-outs since a person's latest retry, those a stopping runner gave back unstarted (absent: none). */
   declined?: number;
+  /** Hand-outs before a person's latest retry (absent or 0: never retried). */
+  retried_after?: number;
   /** Park deadline while parked. */
   expires_at: number | null;
   pending_ask: string | null;
@@ -73,7 +75,7 @@ export function escalationEvent(m: MessageFacts): WebhookFacts {
 function messagePart(m: MessageFacts) {
   return {
     id: m.id, text_preview: m.text.slice(0, WEBHOOK_LIMITS.previewChars), text_truncated: m.text.length > WEBHOOK_LIMITS.previewChars, attempts: m.attempts,
-    ...(m.declined ? { declined: m.declined } : {}),
+    ...(m.retried_after ? { retried_after: m.retried_after } : {}), ...(m.declined ? { declined: m.declined } : {}),
   };
 }
 

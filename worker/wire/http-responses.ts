@@ -35,9 +35,11 @@ export const messageViewSchema = z.object({
   id: z.int().check(z.gte(1)),
   text: z.string(),
   status: z.enum(MESSAGE_STATUSES),
-  /** Hand-outs so far: the number of its latest attempt. */
+  /** Hand-outs so far: the number of its latest attempt (numbers go on across a person's retry). */
   attempts: count,
-  /** Of those, hand-outs a stopping runner gave back unstarted: not counted against max_attempts (absent from older coordinators). */
+  /** Hand-outs before a person's latest retry (0: never retried); max_attempts counts those after it (absent from older coordinators). */
+  retried_after: z.optional(count),
+  /** Of the hand-outs since the latest retry, those a stopping runner gave back unstarted: not counted against max_attempts (absent from older coordinators). */
   declined: z.optional(count),
   created_at: z.number(),
   acked_at: z.nullable(z.number()),

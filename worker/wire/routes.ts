@@ -82,7 +82,7 @@ export const ROUTES = {
   "POST /agents/{agent}/messages/{id}/approve": spec("answer", approveSchema, messageViewSchema, "a person approves a parked message"),
   "POST /agents/{agent}/messages/{id}/reject": spec("answer", approveSchema, messageViewSchema, "a person rejects a parked message: it ends"),
   "POST /agents/{agent}/messages/{id}/answer": spec("answer", answerSchema, messageViewSchema, "a person answers the question with one of its choices"),
-  "POST /agents/{agent}/messages/{id}/retry": spec("admin", null, messageViewSchema, "a failed message, queued again with fresh attempts"),
+  "POST /agents/{agent}/messages/{id}/retry": spec("admin", null, messageViewSchema, "a failed message, queued again with a fresh set of tries: max_attempts counts from here, attempt numbers go on"),
   // Stopping work weighs like answering for it: a send-only token may not cancel, even its own message (docs/security.md).
   "POST /agents/{agent}/messages/{id}/cancel": spec("answer", cancelSchema, messageViewSchema, "stop the message wherever it is (final)"),
   // Push targets are the sender's: they make the coordinator send where they say, so every one needs send, reads included.

@@ -141,8 +141,14 @@ const messageBase = {
   /** The first WEBHOOK_LIMITS.previewChars characters of the message's text. */
   text_preview: z.string(),
   text_truncated: z.boolean(),
-  /** Hand-outs so far, the number of its latest attempt; `declined`, present when any: those a stopping runner gave back unstarted, not counted against max_attempts. */
+  /**
+   * Hand-outs so far, the number of its latest attempt (numbers go on across a person's retry);
+   * `retried_after`, present after a retry: the hand-outs before the latest one; `declined`, present
+   * when any: of the hand-outs since, those a stopping runner gave back unstarted. max_attempts counts
+   * attempts - retried_after - declined.
+   */
   attempts: count,
+  retried_after: z.optional(count),
   declined: z.optional(count),
 };
 

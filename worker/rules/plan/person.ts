@@ -149,7 +149,7 @@ export function personResume(
   return { ok: true, change: settled(t, result.message, { choice: "resume", text: input }, false, { journal, forgetStep, answer }) };
 }
 
-/** A failed message queued again by a person, with a fresh set of attempts. */
+/** A failed message queued again by a person, with a fresh set of tries (its attempt numbers go on). */
 export function personRetry(t: TargetMessage | null, id: number, by: Canceller): PersonVerdict {
   if (t === null) return { ok: false, status: 404, code: "not_found", message: `no message ${id}` };
   const result = retry(t.lease);
