@@ -45,7 +45,8 @@ import { ROOT } from "./wrangler-dev.ts";
 // /sign-in-codes, the page's code field and its messages): main at 425019a measured 1319.7 KiB, 313.5 KiB gzipped; 1328.8 and 316.4 with them.
 // Raised from 1330 KiB (gzip from 317) for the sign-in codes' mends after their adversarial review (16 shards, 12
 // characters, a mint limit per token, /48 keys, the page's new order, refill and messages): 1328.8 KiB, 316.4 KiB
-// gzipped before (at 519f2a1); 1331.3 and 317.1 with them.
+// gzipped before (at 519f2a1), 1331.3 and 317.1 with them; after merging main at 1a3bbb6 (itself 1330.1 and 316.9),
+// 1332.9 and 317.6.
 const BUNDLE_BUDGET_BYTES = 1335 * 1024;
 // Gzip raised from 300 KiB when the branches of 2026-12-06 met (A2A pushes, the plan's typed effects, the outbox rule, kept MCP servers): 300.4 KiB measured.
 const GZIP_BUDGET_BYTES = 318 * 1024;
