@@ -45,7 +45,7 @@ export function refuseForeignOrigin(request: Request, allowed: ReadonlySet<strin
 }
 
 /** The token the README publishes for local use: known to every page on the web. */
-const PUBLIC_DEV_TOKEN = "baton-dev-token";
+export const PUBLIC_DEV_TOKEN = "baton-dev-token";
 
 /** A host name as URL.hostname gives it, without trailing dots: loopback by name or address? */
 function loopbackHost(hostname: string): boolean {

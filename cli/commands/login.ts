@@ -104,11 +104,18 @@ async function readToken(): Promise<string> {
   }
 }
 
+/** Said with every code printed: a code is the token, for a while. */
+const CODE_WARNING = `warning: anyone with this code can sign in as your token for ${SIGN_IN_CODE_LIMITS.minutes} minutes; never read it out, paste it into a chat or give it to anyone`;
+
+/** The code on stdout (with the warning below it, or as JSON with the warning on stderr). */
 async function printCode(conn: Connection, json: boolean): Promise<void> {
   const { code, expires_at } = await requestJson(conn, "POST", routePath("/sign-in-codes"), signInCodeSchema);
-  process.stdout.write(json
-    ? `${JSON.stringify({ code, expires_at, url: conn.url })}\n`
-    : `sign-in code: ${code} (for ${conn.url}, valid ${SIGN_IN_CODE_LIMITS.minutes} minutes, once). Type it on the baton sign-in page instead of a token.\n`);
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ code, expires_at, url: conn.url })}\n`);
+    process.stderr.write(`${CODE_WARNING}\n`);
+    return;
+  }
+  process.stdout.write(`sign-in code: ${code} (for ${conn.url}, valid ${SIGN_IN_CODE_LIMITS.minutes} minutes, once). Type it on the baton sign-in page instead of a token.\n${CODE_WARNING}\n`);
 }
 
 function printStatus(json: boolean): void {

@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { ROOT } from "./wrangler-dev.ts";
 
 /**
- * docs/guides/operate.md states the size this test prints: 1236 KiB (290 KiB gzipped) with the remote surfaces of issue 51. Each part,
+ * docs/guides/operate.md states the size this test prints: about 1333 KiB (318 KiB gzipped) today; it was 1236 KiB (290 KiB gzipped) with the remote surfaces of issue 51. Each part,
  * measured alone over 538 KiB (139 KiB gzipped, live output and schedules):
  * - remote MCP +385 KiB (+78 KiB gzipped): @modelcontextprotocol/sdk's server (POST /mcp: the SDK's sessions,
  *   transport and Tasks), ~75 KiB minified of the SDK itself and the rest the full zod 4 its protocol schemas are
@@ -43,9 +43,13 @@ import { ROOT } from "./wrangler-dev.ts";
 // serve handed nothing, a schedule fire that throws recorded skipped: 1309.2 KiB, 310.5 KiB gzipped.
 // Raised from 1320 KiB (gzip from 314) for sign-in codes (issue 51: the SignInCodes object, its store and plan, POST
 // /sign-in-codes, the page's code field and its messages): main at 425019a measured 1319.7 KiB, 313.5 KiB gzipped; 1328.8 and 316.4 with them.
-const BUNDLE_BUDGET_BYTES = 1330 * 1024;
+// Raised from 1330 KiB (gzip from 317) for the sign-in codes' mends after their adversarial review (16 shards, 12
+// characters, a mint limit per token, /48 keys, the page's new order, refill and messages): 1328.8 KiB, 316.4 KiB
+// gzipped before (at 519f2a1), 1331.3 and 317.1 with them; after merging main at 1a3bbb6 (itself 1330.1 and 316.9),
+// 1332.9 and 317.6.
+const BUNDLE_BUDGET_BYTES = 1335 * 1024;
 // Gzip raised from 300 KiB when the branches of 2026-12-06 met (A2A pushes, the plan's typed effects, the outbox rule, kept MCP servers): 300.4 KiB measured.
-const GZIP_BUDGET_BYTES = 317 * 1024;
+const GZIP_BUDGET_BYTES = 318 * 1024;
 
 describe("wrangler deploy --dry-run", () => {
   it("bundles the worker with its four object classes, within the size budget", async () => {

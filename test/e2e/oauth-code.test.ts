@@ -3,7 +3,7 @@
 // instead of the token: register, PKCE, sign in with the code, exchange, one MCP call over HTTP
 // with the access token. The code is spent by that approval; the page refuses it again, refuses a
 // code with a token beside it and a wrong code, and shows itself again each time. The CLI never
-// prints the token.
+// prints the token, and warns with every code that the code signs in as the token.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { mkdtempSync } from "node:fs";
@@ -20,7 +20,8 @@ import { NAMED_TOKENS } from "./shared-accounts.ts";
 const PERSON = NAMED_TOKENS.mcpPerson;
 const fx = sharedServeFixture();
 const f: FetchLike = (url, init) => fetch(url, init);
-const CODE = /^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/;
+const CODE = /^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/;
+const WARNING = `warning: anyone with this code can sign in as your token for ${SIGN_IN_CODE_LIMITS.minutes} minutes; never read it out, paste it into a chat or give it to anyone\n`;
 
 /** The built CLI with a config directory of its own and no token from the environment. */
 function baton(home: string, args: string[]) {
@@ -33,16 +34,16 @@ async function newPage() {
 }
 
 describe("baton login --code", () => {
-  it("prints a one-time code made with the stored token (never the token); the dance signs in with it, and its access token makes an MCP call over HTTP; the code is then spent", async () => {
+  it("prints a one-time code made with the stored token (never the token) and the warning that it signs in as the token; the dance signs in with it, and its access token makes an MCP call over HTTP; the code is then spent", async () => {
     const home = mkdtempSync(join(tmpdir(), "baton-code-"));
     const login = baton(home, ["login", "--url", fx.dev.url, "--token", PERSON.token]);
     expect(login.code, login.stderr).toBe(0);
     const printed = baton(home, ["login", "--code"]);
     expect(printed.code, printed.stderr).toBe(0);
-    const said = /^sign-in code: (\S+) \(for (\S+), valid (\d+) minutes, once\)\. Type it on the baton sign-in page instead of a token\.\n$/.exec(printed.stdout);
+    const said = /^sign-in code: (\S+) \(for (\S+), valid (\d+) minutes, once\)\. Type it on the baton sign-in page instead of a token\.\n(.*\n)$/.exec(printed.stdout);
     expect(said, printed.stdout).not.toBeNull();
-    const [, code, url, minutes] = said!;
-    expect({ code: CODE.test(code!), url, minutes: Number(minutes) }).toEqual({ code: true, url: fx.dev.url, minutes: SIGN_IN_CODE_LIMITS.minutes });
+    const [, code, url, minutes, warning] = said!;
+    expect({ code: CODE.test(code!), url, minutes: Number(minutes), warning }).toEqual({ code: true, url: fx.dev.url, minutes: SIGN_IN_CODE_LIMITS.minutes, warning: WARNING });
     expect(printed.stdout + printed.stderr).not.toContain(PERSON.token);
 
     const { tokens } = await authorize(f, fx.dev.url, { code: code!, scopes: ["read", "answer"] }, "read answer");
@@ -62,7 +63,7 @@ describe("baton login --code", () => {
     expect(again).toMatchObject({ status: 400, html: expect.stringContaining("that sign-in code is wrong, used or expired") });
   });
 
-  it("--json prints {code, expires_at, url}; the page refuses that code beside a token, and a wrong code, showing itself again; the code still signs in after", async () => {
+  it("--json prints {code, expires_at, url}, the warning on stderr; the page refuses that code beside a token, and a wrong code, showing itself again; the code still signs in after", async () => {
     const home = mkdtempSync(join(tmpdir(), "baton-code-"));
     const before = Date.now();
     const printed = baton(home, ["login", "--code", "--json", "--url", fx.dev.url, "--token", PERSON.token]);
@@ -71,6 +72,7 @@ describe("baton login --code", () => {
     expect(Object.keys(made).sort()).toEqual(["code", "expires_at", "url"]);
     expect(made).toMatchObject({ code: expect.stringMatching(CODE), url: fx.dev.url });
     expect(made.expires_at).toBeGreaterThan(before);
+    expect(printed.stderr).toBe(WARNING);
     expect(printed.stdout + printed.stderr).not.toContain(PERSON.token);
 
     const page = await newPage();

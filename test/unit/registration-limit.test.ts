@@ -1,8 +1,9 @@
-// The budget key of an OAuth client registration (worker/rules/registration-limit.ts), and the
-// per-minute figure the refusal states against the one wrangler.toml configures.
+// The budget key of an OAuth client registration and of a sign-in code typed on the page
+// (worker/rules/registration-limit.ts), and the per-minute figure the refusal states against the
+// one wrangler.toml configures.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { registrationKey, REGISTRATIONS_PER_MINUTE } from "../../worker/rules/registration-limit.ts";
+import { codeTryKey, registrationKey, REGISTRATIONS_PER_MINUTE } from "../../worker/rules/registration-limit.ts";
 
 describe("registrationKey", () => {
   it("an IPv6 address is charged to its /64, however it is written", () => {
@@ -27,6 +28,23 @@ describe("registrationKey", () => {
     expect(registrationKey("")).toBe("unknown");
     expect(registrationKey("1:2:3:4:5:6:7:8:9")).toBe("1:2:3:4:5:6:7:8:9");
     expect(registrationKey("x".repeat(500))).toHaveLength(64);
+  });
+});
+
+describe("codeTryKey", () => {
+  it("an IPv6 address is charged to its /48, so a host with a routed /48 has one budget, not 65,536", () => {
+    const key = "typed:2001:db8:1::/48";
+    for (const written of ["2001:db8:1::1", "2001:db8:1:ffff:ffff:ffff:ffff:ffff", "2001:0db8:0001:00ab:0000:0000:0000:0002", "[2001:db8:1:2::3]", "2001:db8:1:3::4%eth0"]) {
+      expect(codeTryKey(written), written).toBe(key);
+    }
+    expect(codeTryKey("2001:db8:2::1")).toBe("typed:2001:db8:2::/48");
+    expect(registrationKey("2001:db8:1:2::1")).not.toBe(registrationKey("2001:db8:1:3::1"));
+  });
+
+  it("an IPv4 address (also IPv4-mapped) is its own budget; no address is one shared budget", () => {
+    expect(codeTryKey("203.0.113.7")).toBe("typed:203.0.113.7");
+    expect(codeTryKey("::ffff:203.0.113.7")).toBe("typed:203.0.113.7");
+    expect(codeTryKey(null)).toBe("typed:unknown");
   });
 });
 

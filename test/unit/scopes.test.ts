@@ -45,6 +45,7 @@ const ROUTES: [string, string, Scope][] = [
   ["GET", "/webhook", "admin"],
   ["GET", "/grants", "admin"],
   ["DELETE", "/grants/u3Cq0vVDpJ7uGm2e", "admin"],
+  ["POST", "/sign-in-codes", "read"],
   ["PUT", "/webhook", "admin"],
   ["DELETE", "/webhook", "admin"],
   ["POST", `${M}/resume`, "answer"],

@@ -1,8 +1,8 @@
-// The sign-in codes' object in the real runtime (worker/objects/sign-in-codes-object.ts, its store
-// and the plan of worker/rules/sign-in-codes.ts), each test on an object of its own whose clock
-// stands still until the test moves it: a code is found while live and spent once, lives ten
-// minutes by the object's clock, a token keeps five and all tokens a thousand, and every event
-// prunes what expired.
+// A sign-in codes object (one shard) in the real runtime (worker/objects/sign-in-codes-object.ts,
+// its store and the plan of worker/rules/sign-in-codes.ts), each test on an object of its own whose
+// clock stands still until the test moves it: a code is found while live and spent once, lives ten
+// minutes by the object's clock, a token keeps five and all tokens of the shard a thousand, and
+// every event (a find too) prunes what expired.
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SignInCodes } from "../../worker/objects/sign-in-codes-object.ts";
@@ -49,6 +49,19 @@ describe("sign-in codes", () => {
     expect(await storedRows(codes)).toBe(0);
   });
 
+  it("a find prunes too: finding any hash, even one never made, deletes every code that expired and keeps the live ones", async () => {
+    const { codes } = await freshCodes();
+    await codes.mint("old1", "token-a");
+    await codes.mint("old2", "token-b");
+    await advanceCodesClock(codes, 1);
+    await codes.mint("young", "token-a");
+    await advanceCodesClock(codes, TEN_MINUTES - 1);
+    expect(await storedRows(codes)).toBe(3);
+    expect(await codes.find("never-made")).toEqual({ kind: "unknown" });
+    expect(await storedRows(codes)).toBe(1);
+    expect(await codes.find("young")).toEqual({ kind: "found", signer: "token-a" });
+  });
+
   it("a hash that is live already is taken (the Worker draws again); once it expired it may be drawn anew", async () => {
     const { codes } = await freshCodes();
     await codes.mint("h1", "token-a");
@@ -72,18 +85,18 @@ describe("sign-in codes", () => {
     expect(await storedRows(codes)).toBe(SIGN_IN_CODE_LIMITS.perToken + 1);
   });
 
-  it(`at most ${SIGN_IN_CODE_LIMITS.stored} live codes in all: a new token's is refused and stores nothing, a full token still renews its own, and expired ones make room and are pruned`, async () => {
+  it(`at most ${SIGN_IN_CODE_LIMITS.storedPerShard} live codes in a shard: a new token's is refused and stores nothing, a full token still renews its own, and expired ones make room and are pruned`, async () => {
     const { codes } = await freshCodes();
-    const signers = SIGN_IN_CODE_LIMITS.stored / SIGN_IN_CODE_LIMITS.perToken;
+    const signers = SIGN_IN_CODE_LIMITS.storedPerShard / SIGN_IN_CODE_LIMITS.perToken;
     for (let s = 0; s < signers; s++) {
       const minted = await Promise.all(Array.from({ length: SIGN_IN_CODE_LIMITS.perToken }, (_, i) => codes.mint(`s${s}-${i}`, `token-${s}`)));
       expect(minted.every((m) => m.kind === "minted"), `token-${s}`).toBe(true);
     }
     expect(await codes.mint("late", "token-late")).toEqual({ kind: "full" });
     expect(await codes.find("late")).toEqual({ kind: "unknown" });
-    expect(await storedRows(codes)).toBe(SIGN_IN_CODE_LIMITS.stored);
+    expect(await storedRows(codes)).toBe(SIGN_IN_CODE_LIMITS.storedPerShard);
     expect(await codes.mint("s0-again", "token-0")).toMatchObject({ kind: "minted" });
-    expect(await storedRows(codes)).toBe(SIGN_IN_CODE_LIMITS.stored);
+    expect(await storedRows(codes)).toBe(SIGN_IN_CODE_LIMITS.storedPerShard);
     await advanceCodesClock(codes, TEN_MINUTES);
     expect(await codes.mint("late", "token-late")).toMatchObject({ kind: "minted" });
     expect(await storedRows(codes)).toBe(1);

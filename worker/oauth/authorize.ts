@@ -3,15 +3,18 @@
 // token or a sign-in code it made (code-sign-in.ts), the ticked scopes and the agent limit, and
 // either shows the page again with what is wrong (nothing granted, nothing spent, the same page
 // still usable) or completes the authorization: a grant for the token's account with only scopes
-// the token has (rules/oauth-grants.ts), and the redirect back to the client with its code; a code
-// is spent by it. Deny sends the client access_denied. The form is bound to the browser that
-// opened the page (the provider's consent handle and cookie), and the token is never stored.
+// the token has (rules/oauth-grants.ts), and the redirect back to the client with its code. Deny
+// sends the client access_denied. The form is bound to the browser that opened the page (the
+// provider's consent handle and cookie), and the token is never stored. A code is spent last,
+// after the provider accepted that binding: the provider has no way to check it without using it
+// up, so what the form alone tells is checked before a code is looked up, and the binding after
+// the lookup and before the spend.
 import { AuthorizationError, CimdFetchError, type AuthRequest, type OAuthHelpers } from "@cloudflare/workers-oauth-provider";
 import { authenticate, bytesToHex, sha256, type TokenEntry } from "../auth.ts";
 import type { Env } from "../env.ts";
 import { readBody } from "../objects/http.ts";
 import { refuseRebindingDevToken } from "../origins.ts";
-import { grantableScopes, offeredScopes, parseAgentLimit, requestedAgents, type GrantProps } from "../rules/oauth-grants.ts";
+import { grantableScopes, offeredScopes, parseAgentLimit, requestedAgents, tickedScopes, type GrantProps } from "../rules/oauth-grants.ts";
 import { SCOPES, type Scope } from "../wire/token-scopes.ts";
 import { codeSigner, type Signer } from "./code-sign-in.ts";
 import { problemResponse, signInResponse } from "./page.ts";
@@ -45,7 +48,7 @@ async function reparse(api: OAuthHelpers, request: Request, query: string): Prom
   return api.parseAuthRequest(new Request(url, { method: "GET" }));
 }
 
-async function showPage(api: OAuthHelpers, authRequest: AuthRequest, query: string, form: { handle?: string; ticked?: Scope[]; agents?: string; error?: string }): Promise<Response> {
+async function showPage(api: OAuthHelpers, authRequest: AuthRequest, query: string, form: { handle?: string; ticked?: Scope[]; agents?: string; code?: string; error?: string }): Promise<Response> {
   const details = await api.describeConsent(authRequest);
   let handle = form.handle;
   let headers = new Headers({ "cache-control": "no-store" });
@@ -58,6 +61,7 @@ async function showPage(api: OAuthHelpers, authRequest: AuthRequest, query: stri
     details, handle, query,
     ticked: form.ticked ?? offeredScopes(authRequest.scope),
     agents: form.agents ?? requestedAgents(authRequest.scope).join(", "),
+    code: form.code ?? "",
     error: form.error ?? null,
   }, headers, form.error === undefined ? 200 : 400);
 }
@@ -86,7 +90,7 @@ async function tokenSigner(request: Request, token: string, entries: TokenEntry[
   const signer = await authenticate(token, entries);
   if (signer === null) return { ok: false, message: "that is not a baton token of this coordinator" };
   if (signer.agents !== undefined) return { ok: false, message: "sign in with a baton token, not with an OAuth grant's" };
-  return { ok: true, signer, hex: bytesToHex(await sha256(token)), spend: async () => true };
+  return { ok: true, signer, hex: bytesToHex(await sha256(token)), name: signer.tokenName, spend: async () => true };
 }
 
 /** Answers GET and POST /authorize; other methods are 405. */
@@ -110,27 +114,36 @@ export async function authorizeRoute(request: Request, env: Env, entries: TokenE
     const query = form.get("query") ?? "";
     const ticked = form.getAll("scope");
     const agentsText = form.get("agents") ?? "";
-    const again = async (error: string) => showPage(api, await reparse(api, request, query), query, {
-      handle, error, agents: agentsText, ticked: SCOPES.filter((s) => ticked.includes(s)),
-    });
     const token = form.get("token") ?? "";
     const code = (form.get("code") ?? "").trim();
+    // The code typed is shown again (escaped) to be corrected; a token never is.
+    const again = async (error: string) => showPage(api, await reparse(api, request, query), query, {
+      handle, error, agents: agentsText, ticked: SCOPES.filter((s) => ticked.includes(s)), code,
+    });
     if ((token === "") === (code === "")) {
-      return again(token === "" ? "paste a baton token, or type a sign-in code from `baton login --code`" : "give a baton token or a sign-in code, not both");
+      return again(token === "" ? "paste a baton token, or type a sign-in code from `baton login --code`"
+        : "give a baton token or a sign-in code, not both: to use the code, clear the token field (a password manager may have filled it)");
     }
-    const signed = token !== "" ? await tokenSigner(request, token, entries, allowedOrigins) : await codeSigner(request, env, code, entries);
-    if (!signed.ok) return again(signed.message);
-    const { signer } = signed;
-    const scopes = grantableScopes(ticked, signer.scopes, signer.tokenName);
-    if (!scopes.ok) return again(scopes.message);
+    // What the form alone tells comes first: alike for a right code and a wrong one, and no code is looked up for it.
+    const wanted = tickedScopes(ticked);
+    if (!wanted.ok) return again(wanted.message);
     const agents = parseAgentLimit(agentsText);
     if (!agents.ok) return again(agents.message);
-    if (!(await signed.spend())) return again("that sign-in code was used by another approval a moment ago: run `baton login --code` for a new one");
+    const signed = token !== "" ? await tokenSigner(request, token, entries, allowedOrigins) : await codeSigner(request, env, code, entries, allowedOrigins);
+    if (!signed.ok) return again(signed.message);
+    const { signer } = signed;
+    const scopes = grantableScopes(wanted.value, signer.scopes, signed.name);
+    if (!scopes.ok) return again(scopes.message);
+    // The browser's binding before the spend: a stale tab or a missing cookie throws here and spends no code.
     const approved = await api.approveConsent(request, handle, { scope: scopes.value });
     const details = await api.describeConsent(approved.request);
     const props: GrantProps = { account: signer.account, signer: signed.hex, signerName: signer.tokenName, agents: agents.value };
     const metadata: GrantMetadata = { signerName: signer.tokenName, agents: agents.value, clientName: details.clientName === details.clientId ? null : details.clientName };
     const replaced = await ownGrantsOf(api, signer.account, approved.request.clientId, signer.tokenName);
+    if (!(await signed.spend())) {
+      // The handle is used up: this page cannot be posted again.
+      return problemResponse("that sign-in code was used by another approval a moment ago: start signing in again from your client, with a new code from `baton login --code`", 409);
+    }
     // Not the provider's replacement, which ends every grant of the client in the account: another token's too.
     const { redirectTo } = await api.completeAuthorization({ request: approved.request, userId: signer.account, metadata, scope: scopes.value, props, revokeExistingGrants: false });
     await Promise.allSettled(replaced.map((id) => api.revokeGrant(id, signer.account)));

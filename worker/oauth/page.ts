@@ -24,6 +24,8 @@ export interface SignInPage {
   query: string;
   ticked: readonly Scope[];
   agents: string;
+  /** The sign-in code as last typed, to correct after an error; never a token. */
+  code: string;
   error: string | null;
 }
 
@@ -48,9 +50,9 @@ ${page.error === null ? "" : `<p class="error" role="alert">${escape(page.error)
 <form method="post">
 <input type="hidden" name="handle" value="${escape(page.handle)}">
 <input type="hidden" name="query" value="${escape(page.query)}">
-<label>Your baton token <input type="password" name="token" autocomplete="off"></label>
-<label>or a sign-in code from <code>baton login --code</code> <input type="text" name="code" autocomplete="off" spellcheck="false" placeholder="XXXX-XXXX"></label>
-<p class="muted">Either is used once to approve, never stored or given to the client; a code works once, for ${SIGN_IN_CODE_LIMITS.minutes} minutes. The grant gets only scopes the token has, and ends when the token is removed.</p>
+<label>Your baton token <input type="password" name="token" autocomplete="new-password"></label>
+<label>or a sign-in code from <code>baton login --code</code> <input type="text" name="code" autocomplete="one-time-code" spellcheck="false" placeholder="XXXX-XXXX-XXXX" value="${escape(page.code)}"></label>
+<p class="muted">Give one, not both (clear the token field if a password manager filled it). Either is used once to approve, never stored or given to the client; a code works once, for ${SIGN_IN_CODE_LIMITS.minutes} minutes. The grant gets only scopes the token has, and ends when the token is removed.</p>
 <fieldset><legend>Scopes (the client asked for ${asked})</legend>
 ${scopes}
 </fieldset>

@@ -1,7 +1,9 @@
-// The one object that keeps the sign-in codes of every account: the sign-in page has only the code
-// to go on, so the codes live where the code alone finds them. Each call is one event: read its
-// snapshot at the object's time, ask the pure plan (rules/sign-in-codes.ts), apply it, answer. No
-// await between read and write, so two approvals racing for one code spend it once.
+// The objects that keep the sign-in codes of every account, one per shard (the first hex digit of a
+// code's SHA-256, rules/sign-in-codes.ts): the sign-in page has only the code to go on, so a code
+// lives where its hash alone finds it, and guesses spread over sixteen objects, not one. A token's
+// codes are all drawn into one shard, so each object keeps the per-token bound whole. Each call
+// is one event: read its snapshot at the object's time, ask the pure plan (rules/sign-in-codes.ts),
+// apply it, answer. No await between read and write, so two approvals racing for one code spend it once.
 import type { Env } from "../env.ts";
 import { planSignInCodes, type CodeAnswer, type CodeEvent } from "../rules/sign-in-codes.ts";
 import { ClockedObject } from "./clock.ts";
@@ -35,7 +37,7 @@ export class SignInCodes extends ClockedObject {
   }
 }
 
-/** The object every sign-in code is kept in. */
-export function signInCodesStub(env: Env): DurableObjectStub<SignInCodes> {
-  return env.SIGN_IN_CODES.get(env.SIGN_IN_CODES.idFromName("sign-in-codes"));
+/** The object that keeps the sign-in codes of one shard (rules/sign-in-codes.ts codeShard). */
+export function signInCodesShard(env: Env, shard: string): DurableObjectStub<SignInCodes> {
+  return env.SIGN_IN_CODES.get(env.SIGN_IN_CODES.idFromName(`sign-in-codes-${shard}`));
 }

@@ -38,18 +38,27 @@ export function parseAgentLimit(text: string): Verdict<string[] | null> {
   return { ok: true, value: names.sort() };
 }
 
-/**
- * The scopes a person may grant: what they ticked, each a baton scope the signing token has.
- * Ticking one it lacks refuses the whole approval (nothing is granted) and names what is missing.
- */
-export function grantableScopes(ticked: readonly string[], tokenScopes: readonly Scope[], tokenName: string): Verdict<Scope[]> {
+/** The scopes ticked, as the form alone tells: each one of baton's, at least one. */
+export function tickedScopes(ticked: readonly string[]): Verdict<Scope[]> {
   const unknown = ticked.filter((s) => !(SCOPES as readonly string[]).includes(s));
   if (unknown.length > 0) return { ok: false, message: `unknown scope ${JSON.stringify(unknown[0]!.slice(0, 40))} (scopes are ${SCOPES.join(", ")})` };
   const wanted = SCOPES.filter((scope) => ticked.includes(scope));
   if (wanted.length === 0) return { ok: false, message: "tick at least one scope to approve, or deny" };
-  const missing = wanted.filter((scope) => !tokenScopes.includes(scope));
-  if (missing.length > 0) return { ok: false, message: `token ${tokenName} lacks the ${missing.join(", ")} scope${missing.length > 1 ? "s" : ""}: a grant never has more than the token that approves it` };
   return { ok: true, value: wanted };
+}
+
+/**
+ * The scopes a person may grant: what they ticked, each a baton scope the signing token has.
+ * Ticking one it lacks refuses the whole approval (nothing is granted) and names what is missing,
+ * and the token by its name; null leaves the name out (a sign-in code's token, before its spend).
+ */
+export function grantableScopes(ticked: readonly string[], tokenScopes: readonly Scope[], tokenName: string | null): Verdict<Scope[]> {
+  const wanted = tickedScopes(ticked);
+  if (!wanted.ok) return wanted;
+  const missing = wanted.value.filter((scope) => !tokenScopes.includes(scope));
+  const who = tokenName === null ? "the token of this sign-in code" : `token ${tokenName}`;
+  if (missing.length > 0) return { ok: false, message: `${who} lacks the ${missing.join(", ")} scope${missing.length > 1 ? "s" : ""}: a grant never has more than the token that approves it` };
+  return wanted;
 }
 
 /** What a grant stores (encrypted, with its tokens) about the approval. */

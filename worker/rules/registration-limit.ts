@@ -2,12 +2,24 @@
 // page (oauth/code-sign-in.ts, its own budget). Neither takes a token, so each is budgeted per
 // client address (CF-Connecting-IP); an IPv6 host is usually handed a whole /64, so an IPv6
 // address is charged to its /64, else one host could go on without limit by rotating addresses.
+// A code typed is a guess at a secret, and a host with a routed /48 holds 65,536 /64s: it is
+// charged to its /48.
 
 /** wrangler.toml's `OAUTH_REGISTER_LIMIT` (`simple.limit`, per 60 s); test/unit/registration-limit.test.ts holds them equal. */
 export const REGISTRATIONS_PER_MINUTE = 20;
 
 /** The budget key for a client address: an IPv4 address itself, an IPv6 address its /64 ("2001:db8:0:1::/64"), "unknown" without one. */
 export function registrationKey(address: string | null): string {
+  return addressKey(address, 4);
+}
+
+/** The budget key for sign-in codes typed from a client address: as registrationKey's, but an IPv6 address its /48, under "typed:". */
+export function codeTryKey(address: string | null): string {
+  return `typed:${addressKey(address, 3)}`;
+}
+
+/** An IPv4 address itself, an IPv6 address the prefix of its first `v6Groups` 16-bit groups. */
+function addressKey(address: string | null, v6Groups: 3 | 4): string {
   const raw = (address ?? "").trim().replace(/^\[(.*)\]$/, "$1").replace(/%.*$/, "").toLowerCase();
   if (raw === "") return "unknown";
   if (!raw.includes(":")) return ipv4(raw) ?? raw.slice(0, 64);
@@ -15,7 +27,7 @@ export function registrationKey(address: string | null): string {
   if (groups === null) return raw.slice(0, 64);
   const mapped = groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff;
   if (mapped) return [groups[6]! >> 8, groups[6]! & 255, groups[7]! >> 8, groups[7]! & 255].join(".");
-  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(":")}::/64`;
+  return `${groups.slice(0, v6Groups).map((g) => g.toString(16)).join(":")}::/${v6Groups * 16}`;
 }
 
 function ipv4(text: string): string | null {

@@ -35,19 +35,23 @@ export const grantViewSchema = z.object({
 export const grantListSchema = z.object({ grants: z.array(grantViewSchema), more: z.boolean() });
 export const grantRevokedSchema = z.object({ revoked: z.string() });
 
-/** Sign-in codes (worker/rules/sign-in-codes.ts): how long one lives, and how many are kept. */
+/** Sign-in codes (worker/rules/sign-in-codes.ts): how long one lives, how many are kept, where, and how fast they are made and typed. */
 export const SIGN_IN_CODE_LIMITS = {
   minutes: 10,
-  /** Live codes of one token; a new one drops its oldest. */
+  /** Objects the codes are spread over, by the first hex digit of a code's SHA-256; a token's codes all go to one. */
+  shards: 16,
+  /** Live codes of one token (all in its shard); a new one drops its oldest. */
   perToken: 5,
-  /** Live codes of every token together; past it a new one is refused until some expire. */
-  stored: 1000,
-  /** Codes one client address may type on the sign-in page a minute (wrangler.toml's OAUTH_CODE_LIMIT). */
+  /** Live codes in one shard, of every token there; past it a new one is refused until some expire. */
+  storedPerShard: 1000,
+  /** Codes one client address (an IPv6 /48) may type on the sign-in page a minute (wrangler.toml's OAUTH_CODE_LIMIT). */
   triesPerMinute: 10,
+  /** Codes one token may make a minute (the same binding, keyed by the token's hash). */
+  mintsPerMinute: 10,
 } as const;
 
-/** What POST /sign-in-codes answers: the code as a person types it (XXXX-XXXX), and when it lapses by the coordinator's clock. */
-export const signInCodeSchema = z.object({ code: z.string().check(z.regex(/^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/)), expires_at: z.number() });
+/** What POST /sign-in-codes answers: the code as a person types it (XXXX-XXXX-XXXX), and when it lapses by the coordinator's clock. */
+export const signInCodeSchema = z.object({ code: z.string().check(z.regex(/^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/)), expires_at: z.number() });
 
 export type SignInCode = z.infer<typeof signInCodeSchema>;
 export type GrantView = z.infer<typeof grantViewSchema>;
