@@ -5,7 +5,8 @@
 // (what the Worker adds, without the SDK Client's own work in this process), and a POST /mcp the
 // endpoint refuses once it has read its body (a batch: 400 before any tool), which shows what a
 // POST with a JSON body costs here apart from the tool, in rotating order.
-// Goal (issue 51): the MCP call's p50 within 1.3x of the plain route's.
+// Goal (issue 51): the MCP call's p50 within 1.3x of the plain route's, judged twice: through the SDK's Client (what a
+// host pays, the Client's own work in this process included) and by bare fetch, as the plain route itself is called.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
@@ -72,6 +73,7 @@ export async function runMcp(url: string, trials: number): Promise<string> {
       ["POST /mcp refused once its body is read (no tool)", fmt(p50.refused), fmt(percentile(samples.refused, 99)), String(samples.refused.length)],
     ]),
     "",
-    `MCP / plain p50: ${r.toFixed(3)}x (goal <= ${GOAL}x: ${r <= GOAL ? "met" : "not met"}); bare fetch / plain: ${(p50.bare / p50.plain).toFixed(3)}x; refused POST / plain: ${(p50.refused / p50.plain).toFixed(3)}x`,
+    `MCP / plain p50: ${r.toFixed(3)}x (goal <= ${GOAL}x: ${r <= GOAL ? "met" : "not met"}); bare fetch / plain: ${(p50.bare / p50.plain).toFixed(3)}x ` +
+      `(goal, both called by fetch: ${p50.bare / p50.plain <= GOAL ? "met" : "not met"}); refused POST / plain: ${(p50.refused / p50.plain).toFixed(3)}x`,
   ].join("\n");
 }
