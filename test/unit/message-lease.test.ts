@@ -228,7 +228,7 @@ describe("decline", () => {
     expect(triesOf(lease(declinedOnce, "r2", 11, 2000, pool))).toBe(1);
   });
 
-  it("tries never go below 0: declines outnumbering the hand-outs since the latest retry (a row an older release's retry could leave) count none", () => {
+  it("tries never go below 0: declines outnumbering the hand-outs since the latest retry (no release writes such a row; a damaged one, or a rollback past retried_after, must not give extra tries) count none", () => {
     expect(triesOf(msg(1, { attempts: 0, declined: 2 }))).toBe(0);
     expect(triesOf(msg(1, { attempts: 1, declined: 2 }))).toBe(0);
     expect(triesOf(msg(1, { attempts: 4, retriedAfter: 4, declined: 1 }))).toBe(0);
