@@ -3,23 +3,9 @@
 // sections, step records and the message view never show one attempt number twice.
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import type { OutputEvent, OutputPage } from "../../worker/wire/output.ts";
+import { outputSections as sections, runCopy as run } from "./output-sections.ts";
 import { call, claimant, message, post, write, type TestSocket } from "./helpers.ts";
 import { advanceClock, frozenAgent, passTime } from "./clock.ts";
-
-const run = (sock: TestSocket, id: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id);
-
-/** The message's output as "attempt@machine" (began), "attempt:chunk" and "attempt:reason" (ended). */
-async function sections(agent: string, id: number): Promise<string[]> {
-  const events: OutputEvent[] = [];
-  for (let from = 0; ;) {
-    const page = (await call("GET", `/agents/${agent}/messages/${id}/output?format=json&from=${from}`)).body as unknown as OutputPage;
-    events.push(...page.events);
-    if (!page.more) break;
-    from = page.cursor;
-  }
-  return events.flatMap((e) => (e.type === "attempt" ? [`${e.attempt}@${e.machine}`] : e.type === "chunk" ? [`${e.attempt}:chunk`] : e.type === "attempt_end" ? [`${e.attempt}:${e.reason}`] : []));
-}
 
 /** One attempt that writes a line of output and a step named after its number, then fails. */
 async function failingAttempt(sock: TestSocket, id: number, expected: number): Promise<MessageFrame> {

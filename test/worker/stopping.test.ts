@@ -3,27 +3,11 @@
 // on at its safe point (its runs finished), before it releases.
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import type { OutputEvent, OutputPage } from "../../worker/wire/output.ts";
+import { outputSections as sections, runCopy as run } from "./output-sections.ts";
 import { BASE, call, claimant, DEV_TOKEN, message, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 import { SELF } from "cloudflare:test";
 import { passTime } from "./clock.ts";
 import { retryBackoffMs } from "../../worker/rules/message-lease.ts";
-
-function run(sock: TestSocket, id: number): Promise<MessageFrame> {
-  return sock.next("message", (f) => f.run && f.id === id);
-}
-
-/** The message's output as "attempt@machine" (began), "attempt:chunk" and "attempt:reason" (ended). */
-async function sections(agent: string, id: number): Promise<string[]> {
-  const events: OutputEvent[] = [];
-  for (let from = 0; ;) {
-    const page = (await call("GET", `/agents/${agent}/messages/${id}/output?format=json&from=${from}`)).body as unknown as OutputPage;
-    events.push(...page.events);
-    if (!page.more) break;
-    from = page.cursor;
-  }
-  return events.flatMap((e) => (e.type === "attempt" ? [`${e.attempt}@${e.machine}`] : e.type === "chunk" ? [`${e.attempt}:chunk`] : e.type === "attempt_end" ? [`${e.attempt}:${e.reason}`] : []));
-}
 
 async function sayStopping(sock: TestSocket) {
   sock.send({ type: "hello", stopping: true });
