@@ -43,7 +43,7 @@ export default defineCommand({
 export const revokeCommand = defineCommand({
   path: ["grants", "revoke"],
   summary: "Revoke an OAuth grant: its access and refresh tokens stop working at once; the client must ask a person again.",
-  positionals: [{ name: "ID", description: "the grant's id (`baton grants list`)", required: true }],
+  positionals: [{ name: "ID", description: "the grant's id (`baton grants list`; it may begin with -)", required: true, dashed: GRANT_ID }],
   options: {},
   exitCodes: [{ code: 1, meaning: "the account has no such grant, or the coordinator refused or could not be reached" }],
   async run({ args, options }) {

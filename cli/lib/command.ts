@@ -19,6 +19,8 @@ export interface PositionalSpec {
   name: string;
   description: string;
   required: boolean;
+  /** Values of this shape may begin with "-" (a grant id is base64url): such a word is this argument, never an option. */
+  dashed?: RegExp;
 }
 
 type Values<O extends Record<string, OptionSpec>> = {
@@ -63,10 +65,14 @@ export function parseInvocation<O extends Record<string, OptionSpec>>(command: C
   const own = dashes === -1 || !command.rest ? argv : argv.slice(0, dashes);
   const rest = dashes === -1 || !command.rest ? [] : argv.slice(dashes + 1);
   const options = { ...COMMON_OPTIONS, ...command.options };
+  // Every option is long (--name), so a word with one leading dash that a positional's shape takes is that positional.
+  const dashed = command.positionals.flatMap((p) => (p.dashed ? [p.dashed] : []));
+  const held: string[] = [];
+  const words = own.map((w) => (/^-[^-]/.test(w) && dashed.some((re) => re.test(w)) ? `\u0000${held.push(w) - 1}` : w));
   let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
   try {
     parsed = parseArgs({
-      args: own,
+      args: words,
       options: Object.fromEntries(Object.entries(options).map(([name, spec]) => [name, { type: spec.type }])),
       allowPositionals: true,
       strict: true,
@@ -74,6 +80,7 @@ export function parseInvocation<O extends Record<string, OptionSpec>>(command: C
   } catch (err) {
     throw new UsageError(usageMessage(err, Object.keys(options).map((name) => `--${name}`)), true);
   }
+  parsed.positionals = parsed.positionals.map((w) => (w.startsWith("\u0000") ? held[Number(w.slice(1))]! : w));
   const max = command.positionals.length;
   if (parsed.positionals.length > max) {
     throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[max])}${command.rest ? ` (a command to run goes after --)` : ""}`, true);
