@@ -190,7 +190,7 @@ describe("live output", () => {
     await waitForMessage(fixture.dev.url, agent, id, (m) => m.status === "acknowledged");
     const all = runBaton(["logs", agent, String(id), "--json"], { BATON_URL: fixture.dev.url }).stdout.trim().split("\n").map((l) => JSON.parse(l) as OutputEvent);
     // The chunk that carries line 3: lines written close together may share one chunk.
-    const cut = all.findIndex((e) => e.type === "chunk" && e.text.includes("a line 3\n"));
+    const cut = all.findIndex((e) => e.type === "chunk" && (e.text ?? "").includes("a line 3\n"));
     expect(cut).toBeGreaterThanOrEqual(0);
     const seq = (all[cut] as { seq: number }).seq;
     const rest = runBaton(["logs", agent, String(id), "--json", "--from", String(seq)], { BATON_URL: fixture.dev.url }).stdout.trim().split("\n").map((l) => JSON.parse(l) as OutputEvent);
