@@ -215,6 +215,12 @@ export async function settle(sock: TestSocket): Promise<void> {
   await sock.next("pong");
 }
 
+/** The runner says its `baton serve` is stopping (SIGTERM), and the object has taken it in: it is handed nothing new. */
+export async function sayStopping(sock: TestSocket): Promise<void> {
+  sock.send({ type: "hello", stopping: true });
+  await settle(sock);
+}
+
 /** Tokens of accounts that only one test uses, so nothing else touches their directory. */
 export const LIMITS_TOKEN = "limits-account-token";
 export const QUIET_TOKEN = "quiet-account-token";

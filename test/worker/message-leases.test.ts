@@ -4,7 +4,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
-import { call, claimant, message, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { call, claimant, message, post, presence, sayStopping, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 import { passTime, passUntil } from "./clock.ts";
 
 async function setPolicy(agent: string, policy: Record<string, unknown>) {
@@ -199,8 +199,7 @@ describe("per-message leases", () => {
     const b = await runner(agent, "b");
     const first = await run(a, await post(agent, "running when the stop began"));
     // `baton serve` got SIGTERM: it says so before stopping its runs, then releases.
-    a.send({ type: "hello", stopping: true });
-    await settle(a);
+    await sayStopping(a);
     expect((await presence(agent)).connections.map((c) => [c.machine, c.stopping ?? false])).toEqual([["a", true], ["b", false]]);
     const queued = await post(agent, "posted during the stop");
     await settle(a);

@@ -8,7 +8,7 @@ import type { ParsedFamily } from "parse-prometheus-text-format";
 import { agentMetrics, parseMetrics, sampleValue } from "../e2e/prometheus.ts";
 import { EMPTY_COUNTERS, type AgentMetrics } from "../../worker/rules/metrics.ts";
 import { AgentMetricsKeeper } from "../../worker/objects/metrics-agent.ts";
-import { BASE, claimant, DEV_TOKEN, LEASES_TOKEN, OTHER_TOKEN, post, presence, settle, sleep, stubFor, uniqueAgent, write } from "./helpers.ts";
+import { BASE, claimant, DEV_TOKEN, LEASES_TOKEN, OTHER_TOKEN, post, presence, sayStopping, sleep, stubFor, uniqueAgent, write } from "./helpers.ts";
 import { advanceClock, freezeClock, frozenAgent, passTime } from "./clock.ts";
 
 async function scrape(token = DEV_TOKEN): Promise<string> {
@@ -145,8 +145,7 @@ describe("GET /metrics", () => {
     const b = await claimant(agent, "b");
     const id = await post(agent, "handed out as the stop began");
     const first = await a.sock.next("message", (f) => f.run && f.id === id);
-    a.sock.send({ type: "hello", stopping: true });
-    await settle(a.sock);
+    await sayStopping(a.sock);
     expect(await write(a.sock, { type: "decline", id, token: first.token })).toMatchObject({ op: "decline" });
     expect(await b.sock.next("message", (f) => f.run && f.id === id)).toMatchObject({ attempt: 2 });
     const handed = await until(agent, (f) => sampleValue(f, "baton_message_deliveries_total") === 2);
@@ -165,8 +164,7 @@ describe("GET /metrics", () => {
     await passTime(agent, 1000);
     const second = await a.sock.next("message", (f) => f.run && f.id === id);
     expect(second).toMatchObject({ attempt: 2 });
-    a.sock.send({ type: "hello", stopping: true });
-    await settle(a.sock);
+    await sayStopping(a.sock);
     expect(await write(a.sock, { type: "decline", id, token: second.token })).toMatchObject({ op: "decline" });
     expect(await b.sock.next("message", (f) => f.run && f.id === id)).toMatchObject({ attempt: 3 });
     const live = await until(agent, (f) => sampleValue(f, "baton_message_deliveries_total") === 3);

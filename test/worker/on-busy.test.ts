@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { runInDurableObject } from "cloudflare:test";
-import { call, claimant, message, post, presence, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { call, claimant, message, post, presence, sayStopping, settle, stubFor, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 import { freezeClock, passTime } from "./clock.ts";
 
 const run = (sock: TestSocket, id: number, timeoutMs?: number): Promise<MessageFrame> => sock.next("message", (f) => f.run && f.id === id, timeoutMs);
@@ -97,19 +97,13 @@ describe("on_busy", () => {
   });
 
   describe("replace supersedes a queued message that has not started since its latest retry (message-store.ts busyGroup's never-started read)", () => {
-    /** A runner that says it is stopping is handed nothing new: what it gives back stays queued. */
-    async function stopping(sock: TestSocket): Promise<void> {
-      sock.send({ type: "hello", stopping: true });
-      await settle(sock);
-    }
-
     it("a queued message whose only hand-out a stopping runner declined is superseded by a replace post in its group", async () => {
       const agent = uniqueAgent();
       await setPolicy(agent, { on_busy: "replace" });
       const a = await claimant(agent, "a");
       const first = await post(agent, "v1", { group: "doc" });
       const handed = await run(a.sock, first);
-      await stopping(a.sock);
+      await sayStopping(a.sock);
       expect(await write(a.sock, { type: "decline", id: first, token: handed.token })).toMatchObject({ op: "decline" });
       expect(await message(agent, first)).toMatchObject({ status: "queued", attempts: 1, declined: 1 });
       const second = await post(agent, "v2", { group: "doc" });
@@ -124,7 +118,7 @@ describe("on_busy", () => {
       const first = await post(agent, "v1", { group: "doc" });
       const handed = await run(a.sock, first);
       expect(await write(a.sock, { type: "fail", id: first, token: handed.token, reason: "exit 1" })).toMatchObject({ op: "fail", status: "failed" });
-      await stopping(a.sock);
+      await sayStopping(a.sock);
       expect(await call("POST", `/agents/${agent}/messages/${first}/retry`, {})).toMatchObject({ status: 200, body: { status: "queued", attempts: 1, retried_after: 1 } });
       const second = await post(agent, "v2", { group: "doc" });
       expect(await message(agent, first)).toMatchObject({ status: "superseded", superseded_by: second, attempts: 1, retried_after: 1 });

@@ -4,15 +4,10 @@
 import { describe, expect, it } from "vitest";
 import type { MessageFrame } from "../../worker/wire/protocol.ts";
 import { outputSections as sections, runCopy as run } from "./output-sections.ts";
-import { BASE, call, claimant, DEV_TOKEN, message, post, presence, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
+import { BASE, call, claimant, DEV_TOKEN, message, post, presence, sayStopping, settle, uniqueAgent, write, type TestSocket } from "./helpers.ts";
 import { SELF } from "cloudflare:test";
 import { passTime } from "./clock.ts";
 import { retryBackoffMs } from "../../worker/rules/message-lease.ts";
-
-async function sayStopping(sock: TestSocket) {
-  sock.send({ type: "hello", stopping: true });
-  await settle(sock);
-}
 
 describe("a stopping runner and the serve lease", () => {
   it("the holder leaves with a stopping standby of the older claim and a normal one: the normal one is elected, and runs the queued message", async () => {
