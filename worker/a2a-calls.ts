@@ -3,7 +3,7 @@
 // makes, scopes.ts refuseScope) and dispatched to that route's one handler (routes.ts). So an A2A
 // call posts, answers, cancels and reads exactly as the HTTP API does, through the same plan; no
 // object method is called from here.
-import { sha256 } from "./auth.ts";
+import { hexDigest } from "./auth.ts";
 import type { Env } from "./env.ts";
 import { stillCaller } from "./pipeline.ts";
 import { dispatch } from "./routes.ts";
@@ -60,6 +60,6 @@ function request(c: A2ACaller, url: URL, method: string, body: unknown, headers:
  * messageId (A2A leaves the choice to the client) gets a message of its own, never the first one.
  */
 export async function sendKey(c: A2ACaller, messageId: string): Promise<string> {
-  const digest = await sha256(`${c.caller.credential}\n${messageId}`);
-  return `a2a-${[...digest.slice(0, 20)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+  // The first 20 bytes of the digest.
+  return `a2a-${(await hexDigest(`${c.caller.credential}\n${messageId}`)).slice(0, 40)}`;
 }

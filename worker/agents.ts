@@ -18,7 +18,7 @@ import {
 } from "./wire/protocol.ts";
 import type { Answerer } from "./objects/message-leases.ts";
 import { callerOf } from "./scopes.ts";
-import { sha256 } from "./auth.ts";
+import { hexDigest } from "./auth.ts";
 import { webhookCounts } from "./rules/webhook-exposure.ts";
 import type { Presence } from "./wire/server-frames.ts";
 import type { Handler, Handlers, RouteCall } from "./routes.ts";
@@ -126,7 +126,8 @@ function decodeSegment(segment: string): string {
  * no client key is a schedule slot's (`schedule:...`).
  */
 async function ownKey(credential: string, key: string): Promise<string> {
-  const digest = [...(await sha256(credential)).slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  // The first 16 bytes of the digest.
+  const digest = (await hexDigest(credential)).slice(0, 32);
   return `${digest}/${key}`;
 }
 

@@ -112,6 +112,11 @@ export function bytesToHex(bytes: Uint8Array): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** The SHA-256 of `text` (UTF-8) in lowercase hex: what derived keys and stored hashes are made of. */
+export async function hexDigest(text: string): Promise<string> {
+  return bytesToHex(await sha256(text));
+}
+
 /** The configured token with this SHA-256 (hex), or null: how an OAuth grant finds the token that signed it in. Compares every entry. */
 export function callerByHash(hex: string, entries: TokenEntry[]): Caller | null {
   if (!SHA256_HEX.test(hex)) return null;

@@ -14,7 +14,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import * as z from "zod/mini";
 import type { ToolsOptions } from "../../client/mcp-tools.ts";
-import { presentedToken, sha256 } from "../auth.ts";
+import { hexDigest, presentedToken } from "../auth.ts";
 import type { Env } from "../env.ts";
 import { readBody } from "../objects/http.ts";
 import { handle, handleAs } from "../pipeline.ts";
@@ -40,10 +40,6 @@ const rpcMessage = z.object({
   params: z.optional(z.object({ name: z.optional(z.string()), task: z.optional(z.unknown()) })),
 });
 
-async function hex(text: string): Promise<string> {
-  return [...(await sha256(text))].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 /**
  * The Idempotency-Key of a post made by one tool call: the same credential (never a token name, which many share), session and JSON-RPC id is
  * the same call, so a host's retry of it finds the first post. Without a session id (a client that
@@ -51,7 +47,7 @@ async function hex(text: string): Promise<string> {
  */
 function postKeyOf(credential: string, session: string | null): ToolsOptions["postKey"] {
   if (session === null) return undefined;
-  return async (extra) => `mcp-${(await hex(`${credential}\n${session}\n${String(extra.requestId)}`)).slice(0, 40)}`;
+  return async (extra) => `mcp-${(await hexDigest(`${credential}\n${session}\n${String(extra.requestId)}`)).slice(0, 40)}`;
 }
 
 /** What one request's tool calls go out with: `json` (answered in one JSON reply) lets them in as the caller already let in. */

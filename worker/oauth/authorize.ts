@@ -10,7 +10,7 @@
 // up, so what the form alone tells is checked before a code is looked up, and the binding after
 // the lookup and before the spend.
 import { AuthorizationError, CimdFetchError, type AuthRequest, type OAuthHelpers } from "@cloudflare/workers-oauth-provider";
-import { authenticate, bytesToHex, sha256, type TokenEntry } from "../auth.ts";
+import { authenticate, hexDigest, type TokenEntry } from "../auth.ts";
 import type { Env } from "../env.ts";
 import { readBody } from "../objects/http.ts";
 import { refuseRebindingDevToken } from "../origins.ts";
@@ -90,7 +90,7 @@ async function tokenSigner(request: Request, token: string, entries: TokenEntry[
   const signer = await authenticate(token, entries);
   if (signer === null) return { ok: false, message: "that is not a baton token of this coordinator" };
   if (signer.agents !== undefined) return { ok: false, message: "sign in with a baton token, not with an OAuth grant's" };
-  return { ok: true, signer, hex: bytesToHex(await sha256(token)), name: signer.tokenName, spend: async () => true };
+  return { ok: true, signer, hex: await hexDigest(token), name: signer.tokenName, spend: async () => true };
 }
 
 /** Answers GET and POST /authorize; other methods are 405. */

@@ -5,7 +5,7 @@
 // (authorize.ts) a typed code is charged to its client address first (OAUTH_CODE_LIMIT, an IPv6
 // /48 as one), then looked up in the shard its hash names, and stands for the token that asked for
 // it, as that token is configured now; the approval spends it. A code is never logged.
-import { bytesToHex, callerByHash, sha256, type TokenEntry } from "../auth.ts";
+import { callerByHash, hexDigest, type TokenEntry } from "../auth.ts";
 import type { Env } from "../env.ts";
 import { signInCodesShard } from "../objects/sign-in-codes-object.ts";
 import { PUBLIC_DEV_TOKEN, refuseRebindingDevToken } from "../origins.ts";
@@ -30,13 +30,11 @@ export type Signer =
   | { ok: true; signer: Caller; hex: string; name: string | null; spend: () => Promise<boolean> }
   | { ok: false; message: string };
 
-const codeHash = async (plain: string) => bytesToHex(await sha256(plain));
-
 /** A fresh code whose hash falls in `shard`, with that hash. */
 async function drawCode(shard: string): Promise<{ code: string; hash: string }> {
   for (let draw = 0; draw < DRAWS_PER_CODE; draw++) {
     const code = formatSignInCode(crypto.getRandomValues(new Uint8Array(CODE_LENGTH)));
-    const hash = await codeHash(parseSignInCode(code)!);
+    const hash = await hexDigest(parseSignInCode(code)!);
     if (codeShard(hash) === shard) return { code, hash };
   }
   throw new Error(`${DRAWS_PER_CODE} sign-in codes drawn, none in shard ${shard}`);
@@ -82,13 +80,13 @@ export async function codeSigner(request: Request, env: Env, typed: string, entr
   if (plain === null) return refused(`that is not a sign-in code: ${CODE_LENGTH} letters and digits, as \`baton login --code\` prints them (XXXX-XXXX-XXXX)`);
   const { success } = await env.OAUTH_CODE_LIMIT.limit({ key: codeTryKey(request.headers.get("cf-connecting-ip")) });
   if (!success) return refused(`at most ${SIGN_IN_CODE_LIMITS.triesPerMinute} sign-in codes a minute from one address: wait a minute, then type it again`);
-  const hash = await codeHash(plain);
+  const hash = await hexDigest(plain);
   const codes = signInCodesShard(env, codeShard(hash));
   const found = await codes.find(hash);
   if (found.kind !== "found") return refused("that sign-in code is wrong, used or expired: run `baton login --code` for a new one");
   const signer = callerByHash(found.signer, entries);
   if (signer === null) return refused("the token that made this sign-in code is no longer configured on this coordinator");
-  if (found.signer === (await codeHash(PUBLIC_DEV_TOKEN)) && refuseRebindingDevToken(request, PUBLIC_DEV_TOKEN, allowedOrigins) !== null) {
+  if (found.signer === (await hexDigest(PUBLIC_DEV_TOKEN)) && refuseRebindingDevToken(request, PUBLIC_DEV_TOKEN, allowedOrigins) !== null) {
     return refused("this sign-in code was made with the public dev token, which signs in on a loopback address only: make one with a token of your own");
   }
   return { ok: true, signer, hex: found.signer, name: null, spend: async () => (await codes.spend(hash)).kind === "spent" };
