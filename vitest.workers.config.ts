@@ -11,7 +11,8 @@ import { patchPoolWorkers } from "./scripts/patch-pool-workers.mjs";
  * "baton-dev-token" for account dev (old form: every scope), "other-account-token" for other; limits,
  * quiet, hooks, directory, clock and leases are used by one test file each. The named dev tokens ("dev-<name>-token") carry
  * one scope each (scopes.test.ts). "dev-twin-token" is a second unnamed dev token (also `default`), for keys
- * that must tell two tokens of one name apart (a2a.test.ts).
+ * that must tell two tokens of one name apart (a2a.test.ts). "dev-minter-token" (read) makes sign-in codes in
+ * sign-in-code-guards.test.ts only, so its minute's mint budget is that file's alone.
  */
 const TOKENS = [
   "dev:8eb1988b5d11e51b42a73fbede6ec8602a22164ed1eecb7d67e729042623a371",
@@ -28,6 +29,7 @@ const TOKENS = [
   "directory:65c4fcdc4b2d7396d1a45ff723640fd5e43ab59fd606860ad5d304c31f068265",
   "clock:996e3c9c6ab9ca0dace897be1a090df96d35666afbb32b3626d42574d65c8bbc",
   "leases:d098bb9e038d0756c2f0ba20857b22148244028455e0f8c76eef0ca1974f2ee6",
+  "dev:minter:read:515a3a5d985ac900a4006a709d79b14353d164ad68d3202b93b1cc0ade919628",
 ].join(",");
 
 /**

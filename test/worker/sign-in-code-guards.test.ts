@@ -15,8 +15,8 @@ import { as, aWrongCode, codeFieldOf, errorOf, f, mintCode, newPage, tokensWith,
 /** An unnamed token of account dev with every scope (not the public dev token). */
 const TWIN = "dev-twin-token";
 const ADMIN = "dev-admin-token";
-/** Makes no code in any other test, so its minute's budget is this file's alone. */
-const READER = "dev-reader-token";
+/** Read only, and used by no other file (routes.test.ts makes a code with the reader), so its minute's mint budget is this file's alone. */
+const MINTER = "dev-minter-token";
 const AWAY = "https://baton.example";
 
 describe("POST /sign-in-codes, made too fast", () => {
@@ -25,7 +25,7 @@ describe("POST /sign-in-codes, made too fast", () => {
     let made = 0;
     // Up to two windows' worth: the limiter's 60 s window may end while this counts.
     for (let i = 0; i < 2 * SIGN_IN_CODE_LIMITS.mintsPerMinute + 1 && refused.status !== 429; i++) {
-      refused = await as(READER, "POST", "/sign-in-codes");
+      refused = await as(MINTER, "POST", "/sign-in-codes");
       if (refused.status === 201) made++;
     }
     expect(made).toBeGreaterThanOrEqual(SIGN_IN_CODE_LIMITS.mintsPerMinute);
